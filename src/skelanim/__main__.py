@@ -1,0 +1,3 @@
+from skelanim.cli import entry_point
+
+entry_point()

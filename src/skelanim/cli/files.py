@@ -1,0 +1,107 @@
+"""File commands: ``info``, ``convert``, ``positions``."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from skelanim.cli import app
+from skelanim.core.motion import Motion
+
+AXES = "XYZ"
+
+
+def guess_units(height: float) -> str:
+    """Guess the length unit from a human skeleton's rest height."""
+    if 1.0 <= height <= 2.5:
+        return "m"
+    if 100.0 <= height <= 250.0:
+        return "cm"
+    if 40.0 <= height <= 100.0:
+        return "inches"
+    if 1000.0 <= height <= 2500.0:
+        return "mm"
+    return "unknown (CMU-style scaled units?)" if 10.0 <= height < 40.0 else "unknown"
+
+
+def describe(motion: Motion, path: str) -> dict:
+    """The facts ``skelanim info`` prints, as a JSON-friendly dict."""
+    skeleton = motion.skeleton
+    height = skeleton.height()
+    orders = Counter(skeleton.rotation_order(j) or "-" for j in range(skeleton.num_joints))
+    channel_counts = Counter(len(c) for c in skeleton.channels)
+    return {
+        "file": path,
+        "joints": skeleton.num_joints,
+        "joint_names": skeleton.names,
+        "end_sites": len(skeleton.end_sites),
+        "frames": motion.num_frames,
+        "fps": motion.fps,
+        "duration_s": motion.duration,
+        "rotation_orders": dict(orders),
+        "channels_per_joint": {str(k): v for k, v in sorted(channel_counts.items())},
+        "animated_joint_translations": motion.joint_translations is not None,
+        "height": height,
+        "units_guess": guess_units(height),
+        "up_axis": AXES[skeleton.up_axis()],
+        "left_right_pairs": len(skeleton.left_right_pairs()),
+    }
+
+
+@app.command()
+def info(
+    file: Path = typer.Argument(..., help="A motion file (.bvh, DeepMimic .txt/.json)."),
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON object instead of text."),
+) -> None:
+    """Show joints, frames, fps, duration, channel orders, height and the up axis guess of FILE."""
+    import skelanim
+
+    facts = describe(skelanim.load(file), str(file))
+    if as_json:
+        typer.echo(json.dumps(facts, indent=2))
+        return
+    for key, value in facts.items():
+        if key == "joint_names":
+            value = " ".join(value)
+        elif isinstance(value, float):
+            value = f"{value:.4g}"
+        typer.echo(f"{key:>28}: {value}")
+
+
+@app.command()
+def convert(
+    src: Path = typer.Argument(..., help="Input motion file."),
+    dst: Path = typer.Argument(..., help="Output file; its suffix picks the format (.bvh, .txt, .npz, .csv, ...)."),
+    fps: Optional[float] = typer.Option(None, "--fps", help="Resample to this frame rate (slerp)."),
+    scale: Optional[float] = typer.Option(None, "--scale", help="Multiply all lengths by this factor."),
+) -> None:
+    """Convert SRC to DST between the supported formats, optionally resampling and scaling."""
+    import skelanim
+    from skelanim import ops
+
+    motion = skelanim.load(src)
+    if scale is not None:
+        motion = ops.scale(motion, scale)
+    if fps is not None:
+        motion = ops.resample(motion, fps)
+    skelanim.save(motion, dst)
+    typer.echo(f"wrote {dst} ({motion.num_frames} frames at {motion.fps:g} fps)")
+
+
+@app.command()
+def positions(
+    src: Path = typer.Argument(..., help="Input motion file."),
+    out: Path = typer.Option(..., "-o", "--out", help="Output .npz (or .npy/.csv)."),
+    end_sites: bool = typer.Option(False, "--end-sites", help="Append End Site positions (named <joint>_end)."),
+) -> None:
+    """Write world joint positions of SRC: `positions` (F, J, 3) in the file's units and `joints` (names)."""
+    import skelanim
+    from skelanim.io.positions import JointPositions
+
+    data = JointPositions.from_motion(skelanim.load(src), end_sites=end_sites)
+    skelanim.save(data, out)
+    typer.echo(f"wrote {out} ({len(data.names)} joints, {data.positions.shape[0]} frames)")

@@ -1,0 +1,102 @@
+"""Forward kinematics: local rotations and translations to world rotations and positions.
+
+For joint ``j`` with parent ``p`` (see the README's *Conventions*)::
+
+    R_world[j] = R_world[p] @ R_local[j]
+    p_world[j] = p_world[p] + R_world[p] @ t_local[j]
+
+where ``t_local[j]`` is the rest offset, or the animated translation for joints whose channels animate
+it, and the root's world position is the root translation. Everything is batched over leading
+dimensions ``(..., J)`` and differentiable.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from skelanim.core.rotations import quat_to_matrix
+
+
+def _levels(parents: list[int]) -> list[torch.Tensor]:
+    """Group joints by depth so each level is computed in one batched step."""
+    depth = [0] * len(parents)
+    for j in range(1, len(parents)):
+        depth[j] = depth[parents[j]] + 1
+    groups: dict[int, list[int]] = {}
+    for j, d in enumerate(depth):
+        groups.setdefault(d, []).append(j)
+    return [torch.tensor(groups[d]) for d in sorted(groups)]
+
+
+def forward_kinematics(
+    rotations: torch.Tensor,
+    translations: torch.Tensor,
+    parents: list[int] | torch.Tensor,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """World rotation matrices and positions from local quaternions.
+
+    Parameters
+    ----------
+    rotations:
+        ``(..., J, 4)`` local quaternions (w, x, y, z); normalised on the way.
+    translations:
+        ``(..., J, 3)`` local translations; row 0 is the root's world position, row ``j > 0`` the joint's
+        translation in its parent's frame (the rest offset unless animated). Broadcast against rotations.
+    parents:
+        ``(J,)`` parent indices, parents before children, ``-1`` for the root.
+
+    Returns
+    -------
+    world_rotations:
+        ``(..., J, 3, 3)`` world rotation matrices (``matrix_to_quat`` gives quaternions).
+    world_positions:
+        ``(..., J, 3)`` world positions.
+    """
+    parents_list = [int(p) for p in (parents.tolist() if isinstance(parents, torch.Tensor) else parents)]
+    local = quat_to_matrix(rotations)
+    shape = torch.broadcast_shapes(local.shape[:-2], translations.shape[:-1])
+    local = local.expand(*shape, 3, 3)
+    translations = translations.expand(*shape, 3)
+    parent_index = torch.tensor([max(p, 0) for p in parents_list])
+    computed = torch.zeros(len(parents_list), dtype=torch.long)
+    computed_count = 1
+    rot_cat = local[..., 0:1, :, :]
+    pos_cat = translations[..., 0:1, :]
+    for level in _levels(parents_list)[1:]:
+        slot = computed[parent_index[level]]
+        parent_rot = rot_cat[..., slot, :, :]
+        rot = parent_rot @ local[..., level, :, :]
+        pos = pos_cat[..., slot, :] + (parent_rot @ translations[..., level, :, None])[..., 0]
+        computed[level] = torch.arange(computed_count, computed_count + len(level))
+        computed_count += len(level)
+        rot_cat = torch.cat([rot_cat, rot], dim=-3)
+        pos_cat = torch.cat([pos_cat, pos], dim=-2)
+    return rot_cat[..., computed, :, :], pos_cat[..., computed, :]
+
+
+def end_site_positions(
+    world_rotations: torch.Tensor,
+    world_positions: torch.Tensor,
+    joints: list[int],
+    offsets: torch.Tensor,
+) -> torch.Tensor:
+    """World positions of End Sites.
+
+    Parameters
+    ----------
+    world_rotations:
+        ``(..., J, 3, 3)`` world rotation matrices (from :func:`forward_kinematics`).
+    world_positions:
+        ``(..., J, 3)``.
+    joints:
+        ``E`` joint indices carrying the End Sites.
+    offsets:
+        ``(E, 3)`` End Site offsets in their joint's frame.
+
+    Returns
+    -------
+    ``(..., E, 3)`` End Site world positions.
+    """
+    idx = torch.as_tensor(joints, dtype=torch.long)
+    offsets = offsets.to(world_positions.dtype)
+    return world_positions[..., idx, :] + (world_rotations[..., idx, :, :] @ offsets[..., None])[..., 0]

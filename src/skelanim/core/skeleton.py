@@ -1,0 +1,319 @@
+"""The joint tree: names, parents, rest offsets, End Sites and each joint's BVH channel layout.
+
+Conventions (see the README's *Conventions* section): joints are stored parents-first, so
+``parents[j] < j`` for every non-root joint and the root is joint 0 with parent ``-1``. Offsets are the
+rest-pose translation of a joint in its parent's frame, in the file's units. A joint's world position is
+``p_world[j] = p_world[parent] + R_world[parent] @ offset[j]``.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Iterable, Sequence
+
+import numpy as np
+import torch
+
+from skelanim.errors import SkeletonError
+
+ROTATION_CHANNELS = ("Xrotation", "Yrotation", "Zrotation")
+POSITION_CHANNELS = ("Xposition", "Yposition", "Zposition")
+DEFAULT_ROOT_CHANNELS = ("Xposition", "Yposition", "Zposition", "Zrotation", "Xrotation", "Yrotation")
+DEFAULT_JOINT_CHANNELS = ("Zrotation", "Xrotation", "Yrotation")
+
+# Side markers, tried in order. Each entry: (pattern matching the left marker, function giving the right name).
+_SIDE_PATTERNS: tuple[tuple[str, str, str], ...] = (
+    (r"Left", "Left", "Right"),
+    (r"left", "left", "right"),
+    (r"LEFT", "LEFT", "RIGHT"),
+    (r"_L(?=$|[_\d.])", "_L", "_R"),
+    (r"_l(?=$|[_\d.])", "_l", "_r"),
+    (r"(?<=[_:.\s])L_", "L_", "R_"),
+    (r"^L_", "L_", "R_"),
+    (r"^l_", "l_", "r_"),
+    (r"(?<=_)L(?=_)", "L", "R"),
+    (r"\.L$", ".L", ".R"),
+    (r"^L(?=[A-Z])", "L", "R"),
+    (r"(?<=[a-z:_])L(?=[A-Z])", "L", "R"),
+)
+
+
+def _mirror_name(name: str) -> str | None:
+    """Return the right-side name for a left-side ``name`` (or None if no left marker is found)."""
+    for pattern, left, right in _SIDE_PATTERNS:
+        match = re.search(pattern, name)
+        if match:
+            start, end = match.span()
+            return name[:start] + match.group(0).replace(left, right) + name[end:]
+    return None
+
+
+@dataclass
+class Skeleton:
+    """A joint hierarchy with its rest pose.
+
+    Attributes
+    ----------
+    names:
+        Joint names, length ``J``, parents before children.
+    parents:
+        ``(J,)`` int64 array of parent indices, ``-1`` for the root.
+    offsets:
+        ``(J, 3)`` float64 tensor, rest translation of each joint in its parent's frame.
+    channels:
+        Per joint, the BVH channel names in file order (e.g. ``("Zrotation", "Xrotation", "Yrotation")``),
+        kept so a file can be written back as it was read. Empty tuple for a joint with no channels.
+    end_sites:
+        ``{joint index: (3,) offset}`` for joints that carry a BVH ``End Site``.
+    """
+
+    names: list[str]
+    parents: np.ndarray
+    offsets: torch.Tensor
+    channels: list[tuple[str, ...]] = field(default_factory=list)
+    end_sites: dict[int, torch.Tensor] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.names = list(self.names)
+        self.parents = np.asarray(self.parents, dtype=np.int64).reshape(-1)
+        self.offsets = torch.as_tensor(self.offsets, dtype=torch.float64).reshape(-1, 3)
+        n = len(self.names)
+        if not self.channels:
+            self.channels = [DEFAULT_ROOT_CHANNELS if j == 0 else DEFAULT_JOINT_CHANNELS for j in range(n)]
+        self.channels = [tuple(c) for c in self.channels]
+        self.end_sites = {int(k): torch.as_tensor(v, dtype=torch.float64).reshape(3) for k, v in self.end_sites.items()}
+        if len(self.parents) != n or self.offsets.shape[0] != n or len(self.channels) != n:
+            raise SkeletonError(
+                f"inconsistent skeleton: {n} names, {len(self.parents)} parents, "
+                f"{self.offsets.shape[0]} offsets, {len(self.channels)} channel lists"
+            )
+        if n == 0:
+            raise SkeletonError("a skeleton needs at least one joint")
+        if self.parents[0] != -1 or np.any(self.parents[1:] < 0) or np.any(self.parents[1:] >= np.arange(1, n)):
+            raise SkeletonError("joints must be ordered parents-first with the root (parent -1) at index 0")
+        if len(set(self.names)) != n:
+            dupes = sorted({x for x in self.names if self.names.count(x) > 1})
+            raise SkeletonError(f"duplicate joint names: {', '.join(dupes)}")
+
+    # ------------------------------------------------------------------ basic queries
+    @property
+    def num_joints(self) -> int:
+        """Number of joints ``J``."""
+        return len(self.names)
+
+    def __len__(self) -> int:
+        return len(self.names)
+
+    def index(self, name: str) -> int:
+        """Index of the joint called ``name``; raises :class:`SkeletonError` naming the unknown joint."""
+        try:
+            return self.names.index(name)
+        except ValueError:
+            raise SkeletonError(f"unknown joint {name!r} (joints: {', '.join(self.names)})") from None
+
+    def indices(self, names: Iterable[str | int]) -> list[int]:
+        """Indices of joints given by name or index."""
+        return [n if isinstance(n, (int, np.integer)) else self.index(n) for n in names]
+
+    def children(self, joint: int | str) -> list[int]:
+        """Indices of the direct children of ``joint``."""
+        j = self.indices([joint])[0]
+        return [int(c) for c in np.nonzero(self.parents == j)[0]]
+
+    def path_to_root(self, joint: int | str) -> list[int]:
+        """Joint indices from ``joint`` up to and including the root."""
+        j = self.indices([joint])[0]
+        path = [j]
+        while self.parents[path[-1]] >= 0:
+            path.append(int(self.parents[path[-1]]))
+        return path
+
+    def chain(self, start: int | str, end: int | str) -> list[int]:
+        """Joint indices from ``start`` down to its descendant ``end`` (both included)."""
+        s, e = self.indices([start, end])
+        up = self.path_to_root(e)
+        if s not in up:
+            raise SkeletonError(f"joint {self.names[e]!r} is not a descendant of {self.names[s]!r}")
+        return list(reversed(up[: up.index(s) + 1]))
+
+    def chains(self) -> list[list[int]]:
+        """The tree cut into unbranched chains: each starts at the root or at a branching joint's child
+        and ends at a leaf or a branching joint. Together they cover every joint once (the root once)."""
+        result: list[list[int]] = []
+        starts = [0]
+        while starts:
+            current = [starts.pop(0)]
+            while True:
+                kids = self.children(current[-1])
+                if len(kids) == 1:
+                    current.append(kids[0])
+                    continue
+                starts.extend(kids)
+                break
+            result.append(current)
+        return result
+
+    @property
+    def leaves(self) -> list[int]:
+        """Joints without children."""
+        has_child = np.zeros(self.num_joints, dtype=bool)
+        has_child[self.parents[1:]] = True
+        return [int(j) for j in np.nonzero(~has_child)[0]]
+
+    def left_right_pairs(self) -> list[tuple[int, int]]:
+        """Pairs ``(left, right)`` of joint indices found from side markers in names
+        (``Left``/``Right``, ``_L``/``_R``, ``_l``/``_r``, ``L_``/``R_``, ``LeftX``/``RightX``, CMU ``LHip``/``RHip``)."""
+        pairs = []
+        for j, name in enumerate(self.names):
+            right = _mirror_name(name)
+            if right is not None and right != name and right in self.names:
+                pairs.append((j, self.names.index(right)))
+        return pairs
+
+    def mirror_permutation(self) -> np.ndarray:
+        """``(J,)`` permutation swapping left and right joints (identity for centre joints)."""
+        perm = np.arange(self.num_joints)
+        for left, right in self.left_right_pairs():
+            perm[left], perm[right] = right, left
+        return perm
+
+    def edges(self) -> np.ndarray:
+        """``(J-1, 2)`` array of ``(parent, child)`` bone edges."""
+        child = np.arange(1, self.num_joints)
+        return np.stack([self.parents[1:], child], axis=1)
+
+    def adjacency(self, *, self_loops: bool = False, normalize: bool = False) -> torch.Tensor:
+        """``(J, J)`` float tensor of the tree as an undirected graph (for graph networks).
+
+        With ``normalize`` the symmetric normalisation ``D^-1/2 A D^-1/2`` is applied (after self loops).
+        """
+        adj = torch.zeros(self.num_joints, self.num_joints, dtype=torch.float32)
+        e = torch.as_tensor(self.edges())
+        adj[e[:, 0], e[:, 1]] = 1.0
+        adj[e[:, 1], e[:, 0]] = 1.0
+        if self_loops:
+            adj += torch.eye(self.num_joints)
+        if normalize:
+            d = adj.sum(-1).clamp_min(1e-12).rsqrt()
+            adj = d[:, None] * adj * d[None, :]
+        return adj
+
+    # ------------------------------------------------------------------ channels
+    def rotation_order(self, joint: int) -> str:
+        """Euler order of a joint's rotation channels, e.g. ``"ZXY"`` (empty if it has none)."""
+        return "".join(c[0].upper() for c in self.channels[joint] if c.endswith("rotation"))
+
+    def has_position_channels(self, joint: int) -> bool:
+        """Whether the joint's channels animate its translation."""
+        return any(c.endswith("position") for c in self.channels[joint])
+
+    # ------------------------------------------------------------------ geometry
+    def rest_positions(self, *, end_sites: bool = False) -> torch.Tensor:
+        """``(J, 3)`` (or ``(J+E, 3)`` with End Sites appended) world positions of the rest pose."""
+        pos = torch.zeros(self.num_joints, 3, dtype=torch.float64)
+        for j in range(1, self.num_joints):
+            pos[j] = pos[self.parents[j]] + self.offsets[j]
+        if end_sites and self.end_sites:
+            ends = [pos[j] + off for j, off in sorted(self.end_sites.items())]
+            pos = torch.cat([pos, torch.stack(ends)], dim=0)
+        return pos
+
+    def up_axis(self) -> int:
+        """Guess the up axis (0=X, 1=Y, 2=Z) of the rest pose.
+
+        Where joints named like a head/neck and like feet/ankles/toes exist, up is the axis along
+        which the head lies farthest from the feet; otherwise the axis of largest rest-pose extent.
+        """
+        pos = self.rest_positions(end_sites=False)
+        feet = [j for j, n in enumerate(self.names) if re.search(r"foot|ankle|toe", n, re.I)]
+        heads = [j for j, n in enumerate(self.names) if re.search(r"head|neck", n, re.I)]
+        if feet and heads:
+            direction = pos[heads].mean(0) - pos[feet].mean(0)
+            if float(direction.norm()) > 0:
+                return int(direction.abs().argmax())
+        return int((pos.max(0).values - pos.min(0).values).argmax())
+
+    def height(self) -> float:
+        """Rest-pose height along :meth:`up_axis`, End Sites included, in the file's units."""
+        pos = self.rest_positions(end_sites=True)
+        axis = self.up_axis()
+        return float(pos[:, axis].max() - pos[:, axis].min())
+
+    # ------------------------------------------------------------------ derived skeletons
+    def scaled(self, factor: float) -> "Skeleton":
+        """A copy with every offset (and End Site) multiplied by ``factor``."""
+        return Skeleton(
+            self.names,
+            self.parents.copy(),
+            self.offsets * factor,
+            list(self.channels),
+            {k: v * factor for k, v in self.end_sites.items()},
+        )
+
+    def copy(self) -> "Skeleton":
+        """A deep copy."""
+        return self.scaled(1.0)
+
+    def same_topology(self, other: "Skeleton") -> bool:
+        """Whether ``other`` has the same joint names and parents (offsets may differ)."""
+        return self.names == other.names and np.array_equal(self.parents, other.parents)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Skeleton):
+            return NotImplemented
+        return (
+            self.same_topology(other)
+            and torch.equal(self.offsets, other.offsets)
+            and self.channels == other.channels
+            and self.end_sites.keys() == other.end_sites.keys()
+            and all(torch.equal(v, other.end_sites[k]) for k, v in self.end_sites.items())
+        )
+
+    def to_dict(self) -> dict:
+        """JSON-friendly description (names, parents, offsets, channels, End Sites)."""
+        return {
+            "names": self.names,
+            "parents": self.parents.tolist(),
+            "offsets": self.offsets.tolist(),
+            "channels": [list(c) for c in self.channels],
+            "end_sites": {str(k): v.tolist() for k, v in self.end_sites.items()},
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "Skeleton":
+        """Inverse of :meth:`to_dict`."""
+        return cls(
+            data["names"],
+            np.asarray(data["parents"]),
+            torch.tensor(data["offsets"], dtype=torch.float64),
+            [tuple(c) for c in data.get("channels", [])],
+            {int(k): torch.tensor(v, dtype=torch.float64) for k, v in data.get("end_sites", {}).items()},
+        )
+
+
+def skeleton_from_parents(names: Sequence[str], parents: Sequence[int], offsets: np.ndarray | torch.Tensor) -> Skeleton:
+    """Build a :class:`Skeleton` from arrays, reordering joints parents-first if needed.
+
+    ``offsets`` is ``(J, 3)``. Raises :class:`SkeletonError` on cycles or missing roots.
+    """
+    parents = list(parents)
+    n = len(names)
+    roots = [j for j, p in enumerate(parents) if p < 0]
+    if len(roots) != 1:
+        raise SkeletonError(f"expected exactly one root joint, found {len(roots)}")
+    order: list[int] = []
+    stack = roots
+    while stack:
+        j = stack.pop(0)
+        order.append(j)
+        stack.extend(c for c in range(n) if parents[c] == j)
+    if len(order) != n:
+        raise SkeletonError("the parent indices do not form a tree (a cycle or unreachable joints)")
+    new_index = {old: new for new, old in enumerate(order)}
+    offsets_t = torch.as_tensor(np.asarray(offsets), dtype=torch.float64)
+    return Skeleton(
+        [names[j] for j in order],
+        np.array([-1 if parents[j] < 0 else new_index[parents[j]] for j in order]),
+        offsets_t[order],
+    )

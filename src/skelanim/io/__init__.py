@@ -1,0 +1,63 @@
+"""File formats, one module each, every module with ``load(path) -> Motion`` and ``save(motion, path)``.
+
+:func:`load` and :func:`save` pick the module from the file suffix:
+
+========================  ==========================================================
+``.bvh``                  :mod:`skelanim.io.bvh` (BVH of any exporter)
+``.txt`` / ``.json``      :mod:`skelanim.io.deepmimic` (DeepMimic humanoid clips)
+``.npy .npz .csv``        :mod:`skelanim.io.positions` (joint-position arrays; save only from a Motion,
+                          load with :func:`load_positions`)
+========================  ==========================================================
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+from pathlib import Path
+from types import ModuleType
+
+from skelanim.core.motion import Motion
+from skelanim.errors import UnsupportedFormatError
+
+MOTION_FORMATS: dict[str, str] = {
+    ".bvh": "skelanim.io.bvh",
+    ".txt": "skelanim.io.deepmimic",
+    ".json": "skelanim.io.deepmimic",
+}
+POSITION_FORMATS: dict[str, str] = {
+    ".npy": "skelanim.io.positions",
+    ".npz": "skelanim.io.positions",
+    ".csv": "skelanim.io.positions",
+}
+
+
+def _module_for(path: str | os.PathLike, table: dict[str, str], what: str) -> ModuleType:
+    suffix = Path(path).suffix.lower()
+    if suffix not in table:
+        known = ", ".join(sorted(table))
+        raise UnsupportedFormatError(f"unknown suffix {suffix or '(none)'!r} for {what}; expected one of {known}", path=path)
+    return importlib.import_module(table[suffix])
+
+
+def load(path: str | os.PathLike, **options) -> Motion:
+    """Read a motion file; the format is chosen by suffix. Options go to the format's ``load``."""
+    return _module_for(path, MOTION_FORMATS, "a motion file").load(path, **options)
+
+
+def save(motion: Motion, path: str | os.PathLike, **options) -> None:
+    """Write ``motion``; the format is chosen by suffix (``.npy/.npz/.csv`` write FK joint positions).
+    The file is written atomically."""
+    module = _module_for(path, {**MOTION_FORMATS, **POSITION_FORMATS}, "writing")
+    module.save(motion, path, **options)
+
+
+def load_positions(path: str | os.PathLike, **options):
+    """Read joint positions (``.npy/.npz/.csv``, or any motion file through FK) as
+    :class:`skelanim.io.positions.JointPositions`."""
+    from skelanim.io.positions import JointPositions
+
+    suffix = Path(path).suffix.lower()
+    if suffix in POSITION_FORMATS:
+        return _module_for(path, POSITION_FORMATS, "joint positions").load(path, **options)
+    return JointPositions.from_motion(load(path, **options))

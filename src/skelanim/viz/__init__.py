@@ -1,0 +1,1 @@
+"""skelanim.viz"""

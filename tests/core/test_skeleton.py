@@ -1,0 +1,150 @@
+"""Skeleton topology helpers, Motion containers and forward kinematics on hand-checked cases."""
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from skelanim import Motion, Skeleton
+from skelanim.core.kinematics import forward_kinematics
+from skelanim.errors import ShapeError, SkeletonError
+
+
+def small_body() -> Skeleton:
+    names = ["Hips", "Spine", "Head", "LeftUpLeg", "LeftLeg", "RightUpLeg", "RightLeg", "LeftArm", "RightArm"]
+    parents = [-1, 0, 1, 0, 3, 0, 5, 1, 1]
+    offsets = [
+        [0, 100, 0], [0, 20, 0], [0, 50, 0], [10, 0, 0], [0, -45, 0], [-10, 0, 0], [0, -45, 0],
+        [15, 40, 0], [-15, 40, 0],
+    ]
+    return Skeleton(names, np.array(parents), torch.tensor(offsets, dtype=torch.float64),
+                    end_sites={2: torch.tensor([0.0, 10.0, 0.0])})
+
+
+def test_topology_helpers():
+    sk = small_body()
+    assert sk.children("Hips") == [1, 3, 5]
+    assert sk.children(1) == [2, 7, 8]
+    assert sk.chain("Hips", "LeftLeg") == [0, 3, 4]
+    with pytest.raises(SkeletonError, match="not a descendant"):
+        sk.chain("LeftUpLeg", "Head")
+    chains = sk.chains()
+    assert sorted(j for c in chains for j in c) == list(range(sk.num_joints))
+    assert [0] in chains and [3, 4] in chains
+    assert sk.leaves == [2, 4, 6, 7, 8]
+    assert sorted(sk.left_right_pairs()) == [(3, 5), (4, 6), (7, 8)]
+    perm = sk.mirror_permutation()
+    assert perm[3] == 5 and perm[5] == 3 and perm[0] == 0
+    assert np.array_equal(perm[perm], np.arange(sk.num_joints))
+
+
+@pytest.mark.parametrize(
+    "left,right",
+    [
+        ("LeftHand", "RightHand"), ("UpperLeg_L", "UpperLeg_R"), ("thigh_l", "thigh_r"),
+        ("L_Hip", "R_Hip"), ("CC_Base_L_Thigh", "CC_Base_R_Thigh"), ("LHipJoint", "RHipJoint"),
+        ("mixamorig:LeftUpLeg", "mixamorig:RightUpLeg"), ("left_knee", "right_knee"), ("hand.L", "hand.R"),
+    ],
+)
+def test_left_right_naming_schemes(left, right):
+    sk = Skeleton(["root", left, right], np.array([-1, 0, 0]), torch.zeros(3, 3))
+    assert sk.left_right_pairs() == [(1, 2)]
+
+
+def test_centre_names_are_not_paired():
+    names = ["Hips", "LowerBack", "Spine", "Neck", "Head", "LThumb", "RThumb", "Left", "Right"]
+    sk = Skeleton(names, np.array([-1, 0, 1, 2, 3, 4, 4, 4, 4]), torch.zeros(9, 3))
+    pairs = [(sk.names[a], sk.names[b]) for a, b in sk.left_right_pairs()]
+    assert ("LThumb", "RThumb") in pairs and ("Left", "Right") in pairs
+    assert all(a not in ("LowerBack", "Hips") for a, _ in pairs)
+
+
+def test_adjacency_is_the_tree():
+    sk = small_body()
+    adj = sk.adjacency()
+    assert torch.equal(adj, adj.T)
+    assert int(adj.sum()) == 2 * (sk.num_joints - 1)
+    assert adj[0, 1] == 1 and adj[1, 0] == 1 and adj[0, 2] == 0
+    norm = sk.adjacency(self_loops=True, normalize=True)
+    deg = sk.adjacency(self_loops=True).sum(1)
+    assert torch.allclose(norm[0, 1], 1 / torch.sqrt(deg[0] * deg[1]))
+
+
+def test_bad_skeletons_raise():
+    with pytest.raises(SkeletonError, match="parents-first"):
+        Skeleton(["a", "b"], np.array([1, -1]), torch.zeros(2, 3))
+    with pytest.raises(SkeletonError, match="duplicate"):
+        Skeleton(["a", "a"], np.array([-1, 0]), torch.zeros(2, 3))
+    with pytest.raises(SkeletonError, match="unknown joint 'Tail'"):
+        small_body().index("Tail")
+
+
+def test_height_and_up_axis():
+    sk = small_body()
+    assert sk.up_axis() == 1
+    # feet at 100-45 = 55, head end site at 100+20+50+10 = 180, lowest point 55 -> height 125
+    assert sk.height() == pytest.approx(125.0)
+    z_up = Skeleton(sk.names, sk.parents, sk.offsets[:, [0, 2, 1]])
+    assert z_up.up_axis() == 2
+
+
+def rotation_z(angle: float) -> list[float]:
+    return [math.cos(angle / 2), 0.0, 0.0, math.sin(angle / 2)]
+
+
+def test_fk_closed_form_planar_arm():
+    # A planar 3-link arm along +X, rotating about Z: closed-form joint positions.
+    sk = Skeleton(["base", "elbow", "wrist", "tip"], np.array([-1, 0, 1, 2]),
+                  torch.tensor([[0, 0, 0], [2, 0, 0], [1.5, 0, 0], [1, 0, 0]], dtype=torch.float64))
+    a, b, c = 0.3, -1.1, 0.7
+    rot = torch.tensor([[rotation_z(a), rotation_z(b), rotation_z(c), rotation_z(0.0)]], dtype=torch.float64)
+    motion = Motion(sk, rot, torch.tensor([[1.0, 2.0, 3.0]]), fps=30)
+    pos = motion.positions()[0]
+    expect_elbow = np.array([1 + 2 * math.cos(a), 2 + 2 * math.sin(a), 3])
+    expect_wrist = expect_elbow + 1.5 * np.array([math.cos(a + b), math.sin(a + b), 0])
+    expect_tip = expect_wrist + 1.0 * np.array([math.cos(a + b + c), math.sin(a + b + c), 0])
+    assert np.allclose(pos.numpy(), [[1, 2, 3], expect_elbow, expect_wrist, expect_tip], atol=1e-12)
+
+
+def test_fk_batched_and_differentiable():
+    sk = small_body()
+    rot = torch.randn(2, 5, sk.num_joints, 4, dtype=torch.float64, requires_grad=True)
+    trans = sk.offsets.expand(2, 5, -1, -1).clone()
+    world_rot, world_pos = forward_kinematics(rot, trans, sk.parents)
+    assert world_rot.shape == (2, 5, sk.num_joints, 3, 3) and world_pos.shape == (2, 5, sk.num_joints, 3)
+    world_pos.sum().backward()
+    assert torch.isfinite(rot.grad).all() and rot.grad.abs().sum() > 0
+    # Unit quaternions in -> orthonormal world rotations out
+    eye = world_rot @ world_rot.transpose(-1, -2)
+    assert torch.allclose(eye, torch.eye(3, dtype=torch.float64).expand_as(eye), atol=1e-10)
+
+
+def test_end_sites_and_rest_motion():
+    sk = small_body()
+    motion = Motion.rest(sk, num_frames=3)
+    pos = motion.positions(end_sites=True)
+    assert pos.shape == (3, sk.num_joints + 1, 3)
+    assert torch.allclose(pos[0, -1], torch.tensor([0.0, 180.0, 0.0], dtype=torch.float64))
+    assert motion.end_site_names() == ["Head_end"]
+
+
+def test_motion_slicing_concatenation_and_validation():
+    sk = small_body()
+    motion = Motion.rest(sk, num_frames=10, fps=60)
+    assert motion.duration == pytest.approx(9 / 60)
+    part = motion[2:5]
+    assert part.num_frames == 3 and part.fps == 60
+    joined = Motion.concatenate([part, motion[5:]])
+    assert joined.num_frames == 8
+    with pytest.raises(ShapeError, match="resample"):
+        Motion.concatenate([motion, motion.copy(fps=30)])
+    with pytest.raises(ShapeError, match="rotations must be"):
+        Motion(sk, torch.zeros(4, 3, 4), torch.zeros(4, 3), 30)
+    with pytest.raises(ShapeError, match="fps"):
+        Motion(sk, motion.rotations, motion.root_positions, 0)
+
+
+def test_skeleton_dict_round_trip():
+    sk = small_body()
+    assert Skeleton.from_dict(sk.to_dict()) == sk
