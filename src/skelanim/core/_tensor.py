@@ -1,0 +1,140 @@
+"""Tensor plumbing shared by the rotation modules: numpy at the edges, shape checks, NaN-free norms.
+
+Private to :mod:`skelanim.core`; the public rotation API is :mod:`skelanim.core.rotations`.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any, Callable, TypeVar, cast
+
+import numpy as np
+import torch
+from torch import Tensor
+
+from skelanim.errors import ShapeError
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+# --------------------------------------------------------------------------------------------- edges
+
+
+def as_tensor(x: Any, dtype: torch.dtype | None = None, device: torch.device | str | None = None) -> Tensor:
+    """Convert ``x`` (tensor, NumPy array, number or nested list) to a floating tensor.
+
+    Parameters
+    ----------
+    x : Tensor | np.ndarray | float | list
+        Input data. A floating tensor is returned as is (no copy) unless ``dtype``/``device`` ask otherwise.
+    dtype : torch.dtype, optional
+        Target dtype. Default: keep a floating dtype, make anything else float64.
+    device : torch.device | str, optional
+        Target device. Default: keep.
+
+    Returns
+    -------
+    Tensor
+        Same shape as ``x``.
+    """
+    if not isinstance(x, Tensor):
+        arr = np.asarray(x)
+        x = torch.from_numpy(arr.copy() if not arr.flags.writeable else arr)
+    if dtype is None and not x.is_floating_point():
+        dtype = torch.float64
+    return x if dtype is None and device is None else x.to(dtype=dtype, device=device)
+
+
+def _to_numpy(out: Any) -> Any:
+    if isinstance(out, Tensor):
+        return out.detach().cpu().numpy()
+    if isinstance(out, tuple):
+        return tuple(_to_numpy(o) for o in out)
+    return out
+
+
+def numpy_in_numpy_out(fn: F) -> F:
+    """Decorate a torch function so it also accepts NumPy arrays.
+
+    NumPy array arguments become tensors (on the device of any tensor argument). If at least one argument
+    is a NumPy array and none is a tensor, tensors in the result (or a tuple of results) come back as NumPy
+    arrays; otherwise the result is returned untouched.
+
+    Parameters
+    ----------
+    fn : Callable
+        Function whose array arguments and results are tensors.
+
+    Returns
+    -------
+    Callable
+        The wrapped function, same signature.
+    """
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        values = (*args, *kwargs.values())
+        if not any(isinstance(v, np.ndarray) for v in values):
+            return fn(*args, **kwargs)
+        tensors = [v for v in values if isinstance(v, Tensor)]
+        device = tensors[0].device if tensors else None
+
+        def conv(v: Any) -> Any:
+            return as_tensor(v, device=device) if isinstance(v, np.ndarray) else v
+
+        out = fn(*(conv(a) for a in args), **{k: conv(v) for k, v in kwargs.items()})
+        return out if tensors else _to_numpy(out)
+
+    return cast(F, wrapper)
+
+
+# ------------------------------------------------------------------------------------------- helpers
+
+
+def _check(x: Tensor, tail: tuple[int, ...], name: str) -> None:
+    if x.ndim < len(tail) or tuple(x.shape[x.ndim - len(tail) :]) != tail:
+        want = ", ".join(["..."] + [str(t) for t in tail])
+        raise ShapeError(f"{name} must have shape ({want}), got {tuple(x.shape)}")
+
+
+def _like(x: Any, ref: Tensor) -> Tensor:
+    """``x`` as a floating tensor on ``ref``'s device (``ref``'s dtype unless ``x`` is already floating)."""
+    if isinstance(x, Tensor) and x.is_floating_point():
+        return x.to(device=ref.device)
+    return as_tensor(x, dtype=ref.dtype, device=ref.device)
+
+
+def _eps2(x: Tensor) -> float:
+    return float(torch.finfo(x.dtype).eps) ** 2
+
+
+def _sum_sq(x: Tensor, keepdim: bool = True) -> Tensor:
+    return (x * x).sum(-1, keepdim=keepdim)
+
+
+def _safe_norm(x: Tensor, keepdim: bool = True) -> Tensor:
+    """Euclidean norm over the last dim; gradient 0 (not NaN) at ``x == 0``."""
+    sq = _sum_sq(x, keepdim)
+    ok = sq > 0
+    return torch.where(ok, torch.sqrt(torch.where(ok, sq, torch.ones_like(sq))), torch.zeros_like(sq))
+
+
+def _safe_normalize(x: Tensor, fallback: Tensor, ref_sq: Tensor | float = 0.0, rel: float = 1.0) -> Tensor:
+    """``x / |x|`` over the last dim, ``fallback`` where ``|x|^2 <= rel^2 eps^2 (1 + ref_sq)``."""
+    sq = _sum_sq(x)
+    ok = sq > (rel * rel * _eps2(x)) * (1.0 + ref_sq)
+    return torch.where(ok, x / torch.sqrt(torch.where(ok, sq, torch.ones_like(sq))), fallback)
+
+
+def _safe_atan2(y: Tensor, x: Tensor) -> Tensor:
+    """``atan2(y, x)`` that is 0 with zero gradient at ``x == y == 0``."""
+    ok = (x * x + y * y) > 0
+    return torch.atan2(torch.where(ok, y, torch.zeros_like(y)), torch.where(ok, x, torch.ones_like(x)))
+
+
+def _cross(a: Tensor, b: Tensor) -> Tensor:
+    ax, ay, az = a.unbind(-1)
+    bx, by, bz = b.unbind(-1)
+    return torch.stack([ay * bz - az * by, az * bx - ax * bz, ax * by - ay * bx], -1)
+
+

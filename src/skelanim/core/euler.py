@@ -1,0 +1,174 @@
+"""Euler angles for all 12 orders; re-exported by :mod:`skelanim.core.rotations` (see its conventions).
+
+Euler angles are *intrinsic* in the listed order, as BVH means them: ``"ZXY"`` means
+``R = Rz(a[..., 0]) @ Rx(a[..., 1]) @ Ry(a[..., 2])`` (radians). Intrinsic ``ABC`` equals extrinsic ``CBA``
+with the angles reversed; scipy's upper-case order strings mean the same as ours.
+
+Matrix/quaternion to Euler uses the direct quaternion method of Bernardes & Viollet (2022), "Quaternion
+to Euler angles conversion: a direct, general and computationally efficient method", PLoS ONE 17(11),
+as scipy does, uniformly for Tait-Bryan and proper Euler orders.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import Tensor
+
+from skelanim.core._tensor import _check, _safe_atan2, _safe_norm, as_tensor, numpy_in_numpy_out
+from skelanim.core.rotations import (
+    EULER_ORDERS,
+    matrix_to_quat,
+    quat_multiply,
+    quat_normalize,
+)
+from skelanim.errors import SkelanimError
+
+__all__ = ["EulerOrderError", "euler_to_matrix", "euler_to_quat", "matrix_to_euler", "quat_to_euler"]
+
+
+class EulerOrderError(SkelanimError, ValueError):
+    """An Euler order string is not one of :data:`EULER_ORDERS`."""
+
+
+def _parse_order(order: str) -> tuple[int, int, int]:
+    if not isinstance(order, str) or order.upper() not in EULER_ORDERS:
+        raise EulerOrderError(f"Euler order must be one of {', '.join(EULER_ORDERS)} (any case), got {order!r}")
+    i, j, k = ("XYZ".index(c) for c in order.upper())
+    return i, j, k
+
+
+def _axis_matrix(axis: int, angle: Tensor) -> Tensor:
+    c, s, one, zero = torch.cos(angle), torch.sin(angle), torch.ones_like(angle), torch.zeros_like(angle)
+    if axis == 0:
+        entries = [one, zero, zero, zero, c, -s, zero, s, c]
+    elif axis == 1:
+        entries = [c, zero, s, zero, one, zero, -s, zero, c]
+    else:
+        entries = [c, -s, zero, s, c, zero, zero, zero, one]
+    return torch.stack(entries, -1).unflatten(-1, (3, 3))
+
+
+def _axis_quat(axis: int, angle: Tensor) -> Tensor:
+    half = angle / 2
+    zero = torch.zeros_like(half)
+    parts = [torch.cos(half), zero, zero, zero]
+    parts[1 + axis] = torch.sin(half)
+    return torch.stack(parts, -1)
+
+
+@numpy_in_numpy_out
+def euler_to_matrix(angles: Tensor, order: str) -> Tensor:
+    """Intrinsic Euler angles to rotation matrices.
+
+    Parameters
+    ----------
+    angles : Tensor
+        ``(..., 3)`` radians; ``angles[..., i]`` is about axis ``order[i]``.
+    order : str
+        One of :data:`EULER_ORDERS`, any case.
+
+    Returns
+    -------
+    Tensor
+        ``(..., 3, 3)``: ``R_order[0](a0) @ R_order[1](a1) @ R_order[2](a2)``.
+    """
+    axes = _parse_order(order)
+    angles = as_tensor(angles)
+    _check(angles, (3,), "angles")
+    r0, r1, r2 = (_axis_matrix(ax, angles[..., i]) for i, ax in enumerate(axes))
+    return r0 @ r1 @ r2
+
+
+@numpy_in_numpy_out
+def euler_to_quat(angles: Tensor, order: str) -> Tensor:
+    """Intrinsic Euler angles to unit quaternions (product of the three axis rotations, not canonicalised).
+
+    Parameters
+    ----------
+    angles : Tensor
+        ``(..., 3)`` radians.
+    order : str
+        One of :data:`EULER_ORDERS`, any case.
+
+    Returns
+    -------
+    Tensor
+        ``(..., 4)`` ``(w, x, y, z)``.
+    """
+    axes = _parse_order(order)
+    angles = as_tensor(angles)
+    _check(angles, (3,), "angles")
+    q0, q1, q2 = (_axis_quat(ax, angles[..., i]) for i, ax in enumerate(axes))
+    return quat_multiply(quat_multiply(q0, q1), q2)
+
+
+@numpy_in_numpy_out
+def quat_to_euler(q: Tensor, order: str) -> Tensor:
+    """Quaternions (any length; zero means identity) to intrinsic Euler angles.
+
+    The middle angle is in ``[-pi/2, pi/2]`` for Tait-Bryan orders and ``[0, pi]`` for proper Euler orders;
+    the others are in ``[-pi, pi]``. At gimbal lock (middle angle within ~1e-7 of its singular values) the
+    third angle is set to 0 and the first carries the whole remaining rotation, as scipy does.
+
+    Parameters
+    ----------
+    q : Tensor
+        ``(..., 4)`` quaternions ``(w, x, y, z)``.
+    order : str
+        One of :data:`EULER_ORDERS`, any case.
+
+    Returns
+    -------
+    Tensor
+        ``(..., 3)`` radians, with ``euler_to_matrix(result, order) == quat_to_matrix(q)``.
+    """
+    a0, a1, a2 = _parse_order(order)
+    q = quat_normalize(q)  # the formulas are scale-invariant; this maps a zero quaternion to identity
+    # Intrinsic (a0, a1, a2) is extrinsic (i, j, k) = (a2, a1, a0); Bernardes & Viollet work extrinsically.
+    i, j, k = a2, a1, a0
+    proper = i == k
+    if proper:
+        k = 3 - i - j
+    sign = float((i - j) * (j - k) * (k - i) // 2)  # +1 for an even permutation of xyz, -1 for odd
+    w, qi, qj, qk = q[..., 0], q[..., 1 + i], q[..., 1 + j], q[..., 1 + k] * sign
+    if proper:
+        a, b, c, d = w, qi, qj, qk
+    else:
+        a, b, c, d = w - qj, qi + qk, qj + w, qk - qi
+    hypot_cd = _safe_norm(torch.stack([c, d], -1), keepdim=False)  # safe: finite gradient at c = d = 0
+    middle = 2 * _safe_atan2(hypot_cd, _safe_norm(torch.stack([a, b], -1), keepdim=False))
+    half_sum, half_diff = _safe_atan2(b, a), _safe_atan2(d, c)
+    eps = max(1e-7, 16 * torch.finfo(q.dtype).eps)
+    at_zero, at_pi = middle.abs() <= eps, (middle - math.pi).abs() <= eps
+    locked = at_zero | at_pi
+    first = torch.where(locked, torch.where(at_zero, 2 * half_sum, 2 * half_diff), half_sum + half_diff)
+    third = torch.where(locked, torch.zeros_like(middle), half_sum - half_diff)
+    if not proper:
+        first = first * sign
+        middle = middle - math.pi / 2
+    angles = torch.stack([first, middle, third], -1)
+    wrapped = torch.remainder(angles + math.pi, 2 * math.pi) - math.pi
+    keep_middle = torch.tensor([False, True, False], device=q.device)
+    return torch.where(keep_middle, angles, wrapped)
+
+
+@numpy_in_numpy_out
+def matrix_to_euler(m: Tensor, order: str) -> Tensor:
+    """Rotation matrices to intrinsic Euler angles (via :func:`quat_to_euler`, same ranges and gimbal rule).
+
+    Parameters
+    ----------
+    m : Tensor
+        ``(..., 3, 3)`` rotation matrices.
+    order : str
+        One of :data:`EULER_ORDERS`, any case.
+
+    Returns
+    -------
+    Tensor
+        ``(..., 3)`` radians.
+    """
+    _parse_order(order)
+    return quat_to_euler(matrix_to_quat(m), order)

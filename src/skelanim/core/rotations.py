@@ -1,0 +1,562 @@
+"""Rotation math: the single implementation used by the whole project.
+
+Conventions
+-----------
+* **Quaternions** are ``(w, x, y, z)`` (scalar first) and compose with the Hamilton product:
+  ``quat_to_matrix(quat_multiply(a, b)) == quat_to_matrix(a) @ quat_to_matrix(b)`` (``b`` acts first).
+* **Matrices** act on column vectors: ``v' = R @ v``.
+* **Euler angles** are *intrinsic* in the listed order, as BVH means them: order ``"ZXY"`` means
+  ``R = Rz(a[..., 0]) @ Rx(a[..., 1]) @ Ry(a[..., 2])``. Radians. The 12 orders are in :data:`EULER_ORDERS`
+  (6 Tait-Bryan, 6 proper Euler); order strings are case-insensitive. This equals scipy's
+  ``Rotation.from_euler("ZXY", a)`` (upper case = intrinsic). The Euler functions live in
+  :mod:`skelanim.core.euler` and are re-exported here.
+* **6D rotations** (Zhou et al. 2019) are the first two *columns* of ``R``, laid out as
+  ``[R00, R10, R20, R01, R11, R21]``, mapped back by Gram-Schmidt.
+* **Rotation vectors** are ``axis * angle`` (radians).
+
+Backend
+-------
+Torch does the math: every function is batched over any leading dims ``...`` (broadcast between
+arguments), differentiable, and keeps dtype and device. Non-floating inputs become float64. NumPy arrays
+are accepted at the edges: a public function given NumPy arrays (and no tensor) returns NumPy arrays
+(see :func:`numpy_in_numpy_out`).
+
+Robustness
+----------
+Values and gradients stay finite at 0 and 180 degrees and for degenerate input: angles come from
+``atan2`` forms, norms and divisions use ``where`` guards so the unused branch never yields NaN. A zero
+quaternion (or zero axis) means identity; 6D input with zero or parallel columns is completed to a valid
+rotation; non-unit quaternions are normalised wherever a rotation is meant.
+"""
+
+from __future__ import annotations
+
+
+import torch
+from torch import Tensor
+
+from skelanim.core._tensor import (
+    _check,
+    _cross,
+    _eps2,
+    _like,
+    _safe_atan2,
+    _safe_norm,
+    _safe_normalize,
+    _sum_sq,
+    as_tensor,
+    numpy_in_numpy_out,
+)
+
+__all__ = [
+    "EULER_ORDERS", "as_tensor", "axis_angle_to_quat", "euler_to_matrix", "euler_to_quat", "matrix_geodesic",
+    "matrix_to_euler", "matrix_to_quat", "matrix_to_rot6d", "matrix_to_rotvec", "numpy_in_numpy_out", "quat_apply",
+    "quat_canonical", "quat_conjugate", "quat_geodesic", "quat_identity", "quat_inverse", "quat_multiply",
+    "quat_normalize", "quat_slerp", "quat_to_euler", "quat_to_matrix", "quat_to_rot6d", "quat_to_rotvec",
+    "rot6d_to_matrix", "rot6d_to_quat", "rotvec_to_matrix", "rotvec_to_quat",
+]  # fmt: skip
+
+#: The 12 Euler orders: 6 Tait-Bryan, then 6 proper Euler.
+EULER_ORDERS: tuple[str, ...] = (
+    "XYZ", "XZY", "YXZ", "YZX", "ZXY", "ZYX",
+    "XYX", "XZX", "YXY", "YZY", "ZXZ", "ZYZ",
+)  # fmt: skip
+
+
+
+def _quat_id_like(q: Tensor) -> Tensor:
+    return q.new_tensor([1.0, 0.0, 0.0, 0.0])
+
+
+# ---------------------------------------------------------------------------------------- quaternions
+
+
+def quat_identity(
+    shape: int | tuple[int, ...] = (), dtype: torch.dtype = torch.float64, device: torch.device | str | None = None
+) -> Tensor:
+    """Identity quaternions.
+
+    Parameters
+    ----------
+    shape : int | tuple of int
+        Leading shape ``...``.
+    dtype, device
+        Of the result.
+
+    Returns
+    -------
+    Tensor
+        ``(..., 4)`` filled with ``(1, 0, 0, 0)``.
+    """
+    shape = (shape,) if isinstance(shape, int) else tuple(shape)
+    q = torch.zeros((*shape, 4), dtype=dtype, device=device)
+    q[..., 0] = 1.0
+    return q
+
+
+@numpy_in_numpy_out
+def quat_normalize(q: Tensor) -> Tensor:
+    """Scale quaternions to unit length; a zero quaternion becomes the identity.
+
+    Parameters
+    ----------
+    q : Tensor
+        ``(..., 4)`` quaternions ``(w, x, y, z)``, any length.
+
+    Returns
+    -------
+    Tensor
+        ``(..., 4)`` unit quaternions.
+    """
+    q = as_tensor(q)
+    _check(q, (4,), "q")
+    return _safe_normalize(q, _quat_id_like(q))
+
+
+@numpy_in_numpy_out
+def quat_canonical(q: Tensor) -> Tensor:
+    """Flip quaternions to the hemisphere ``w >= 0`` (``q`` and ``-q`` are the same rotation).
+
+    Parameters
+    ----------
+    q : Tensor
+        ``(..., 4)`` quaternions.
+
+    Returns
+    -------
+    Tensor
+        ``(..., 4)``, not normalised.
+    """
+    q = as_tensor(q)
+    _check(q, (4,), "q")
+    return torch.where(q[..., :1] < 0, -q, q)
+
+
+@numpy_in_numpy_out
+def quat_multiply(a: Tensor, b: Tensor) -> Tensor:
+    """Hamilton product ``a * b`` (rotation ``b`` first, then ``a``).
+
+    Parameters
+    ----------
+    a, b : Tensor
+        ``(..., 4)`` quaternions; leading dims broadcast.
+
+    Returns
+    -------
+    Tensor
+        ``(..., 4)``; not normalised.
+    """
+    a, b = as_tensor(a), as_tensor(b)
+    _check(a, (4,), "a")
+    _check(b, (4,), "b")
+    aw, ax, ay, az = a.unbind(-1)
+    bw, bx, by, bz = b.unbind(-1)
+    return torch.stack(
+        [
+            aw * bw - ax * bx - ay * by - az * bz,
+            aw * bx + ax * bw + ay * bz - az * by,
+            aw * by - ax * bz + ay * bw + az * bx,
+            aw * bz + ax * by - ay * bx + az * bw,
+        ],
+        -1,
+    )
+
+
+@numpy_in_numpy_out
+def quat_conjugate(q: Tensor) -> Tensor:
+    """Conjugate ``(w, -x, -y, -z)``: the inverse rotation for unit quaternions.
+
+    Parameters
+    ----------
+    q : Tensor
+        ``(..., 4)`` quaternions.
+
+    Returns
+    -------
+    Tensor
+        ``(..., 4)``.
+    """
+    q = as_tensor(q)
+    _check(q, (4,), "q")
+    return torch.cat([q[..., :1], -q[..., 1:]], -1)
+
+
+@numpy_in_numpy_out
+def quat_inverse(q: Tensor) -> Tensor:
+    """Multiplicative inverse ``conj(q) / |q|^2``; the inverse of a zero quaternion is the identity.
+
+    Parameters
+    ----------
+    q : Tensor
+        ``(..., 4)`` quaternions, any length.
+
+    Returns
+    -------
+    Tensor
+        ``(..., 4)`` with ``quat_multiply(q, quat_inverse(q)) == identity``.
+    """
+    q = as_tensor(q)
+    _check(q, (4,), "q")
+    sq = _sum_sq(q)
+    ok = sq > _eps2(q)
+    return torch.where(ok, quat_conjugate(q) / torch.where(ok, sq, torch.ones_like(sq)), _quat_id_like(q))
+
+
+@numpy_in_numpy_out
+def quat_apply(q: Tensor, v: Tensor) -> Tensor:
+    """Rotate vectors by quaternions (normalised first): ``quat_to_matrix(q) @ v``.
+
+    Parameters
+    ----------
+    q : Tensor
+        ``(..., 4)`` quaternions.
+    v : Tensor
+        ``(..., 3)`` vectors; leading dims broadcast with ``q``'s.
+
+    Returns
+    -------
+    Tensor
+        ``(..., 3)`` rotated vectors.
+    """
+    q, v = quat_normalize(q), as_tensor(v)
+    _check(v, (3,), "v")
+    w, u = q[..., :1], q[..., 1:]
+    t = 2.0 * _cross(u, v)
+    return v + w * t + _cross(u, t)
+
+
+@numpy_in_numpy_out
+def quat_to_matrix(q: Tensor) -> Tensor:
+    """Quaternions (normalised first; zero means identity) to rotation matrices.
+
+    Parameters
+    ----------
+    q : Tensor
+        ``(..., 4)`` quaternions ``(w, x, y, z)``.
+
+    Returns
+    -------
+    Tensor
+        ``(..., 3, 3)`` rotation matrices.
+    """
+    w, x, y, z = quat_normalize(q).unbind(-1)
+    xx, yy, zz, xy, xz, yz, wx, wy, wz = x * x, y * y, z * z, x * y, x * z, y * z, w * x, w * y, w * z
+    m = torch.stack(
+        [
+            1 - 2 * (yy + zz), 2 * (xy - wz), 2 * (xz + wy),
+            2 * (xy + wz), 1 - 2 * (xx + zz), 2 * (yz - wx),
+            2 * (xz - wy), 2 * (yz + wx), 1 - 2 * (xx + yy),
+        ],
+        -1,
+    )  # fmt: skip
+    return m.unflatten(-1, (3, 3))
+
+
+@numpy_in_numpy_out
+def matrix_to_quat(m: Tensor) -> Tensor:
+    """Rotation matrices to unit quaternions with ``w >= 0``.
+
+    Branchless Shepperd-style method: the four candidates ``4 q_i q`` are built from sums and differences
+    of entries (no square roots) and the one with the largest ``|q_i|`` is normalised, so the result is
+    accurate and differentiable everywhere, including at 180 degrees.
+
+    Parameters
+    ----------
+    m : Tensor
+        ``(..., 3, 3)`` rotation matrices (slightly non-orthogonal input gives a nearby rotation).
+
+    Returns
+    -------
+    Tensor
+        ``(..., 4)`` unit quaternions, ``w >= 0``.
+    """
+    m = as_tensor(m)
+    _check(m, (3, 3), "m")
+    m00, m01, m02, m10, m11, m12, m20, m21, m22 = m.flatten(-2).unbind(-1)
+    d = [1 + m00 + m11 + m22, 1 + m00 - m11 - m22, 1 - m00 + m11 - m22, 1 - m00 - m11 + m22]  # 4 q_i^2
+    wx, wy, wz = m21 - m12, m02 - m20, m10 - m01
+    xy, xz, yz = m10 + m01, m02 + m20, m12 + m21
+    cand = [[d[0], wx, wy, wz], [wx, d[1], xy, xz], [wy, xy, d[2], yz], [wz, xz, yz, d[3]]]
+    rows = torch.stack([torch.stack(row, -1) for row in cand], -2)  # row i = 4 q_i q
+    best = torch.stack(d, -1).argmax(-1)[..., None, None].expand(*rows.shape[:-2], 1, 4)
+    return quat_canonical(quat_normalize(torch.gather(rows, -2, best).squeeze(-2)))
+
+
+# ------------------------------------------------------------------------------------------------ 6D
+
+
+@numpy_in_numpy_out
+def matrix_to_rot6d(m: Tensor) -> Tensor:
+    """Rotation matrices to the 6D representation (first two columns).
+
+    Parameters
+    ----------
+    m : Tensor
+        ``(..., 3, 3)`` rotation matrices.
+
+    Returns
+    -------
+    Tensor
+        ``(..., 6)`` as ``[R00, R10, R20, R01, R11, R21]``.
+    """
+    m = as_tensor(m)
+    _check(m, (3, 3), "m")
+    return torch.cat([m[..., :, 0], m[..., :, 1]], -1)
+
+
+@numpy_in_numpy_out
+def rot6d_to_matrix(d6: Tensor) -> Tensor:
+    """6D representation to rotation matrices by Gram-Schmidt (Zhou et al. 2019).
+
+    ``b1 = a1 / |a1|``, ``b2`` = normalised part of ``a2`` orthogonal to ``b1``, ``b3 = b1 x b2``. A zero
+    first column is taken as the x axis; a second column that is zero or parallel to the first is replaced
+    by the y axis (the z axis if ``b1`` is close to y), so the output is always a rotation.
+
+    Parameters
+    ----------
+    d6 : Tensor
+        ``(..., 6)`` two 3D columns ``a1, a2``, any scale.
+
+    Returns
+    -------
+    Tensor
+        ``(..., 3, 3)`` rotation matrices with columns ``b1, b2, b3``.
+    """
+    d6 = as_tensor(d6)
+    _check(d6, (6,), "d6")
+    a1, a2 = d6[..., :3], d6[..., 3:]
+    eye = torch.eye(3, dtype=d6.dtype, device=d6.device)
+    b1 = _safe_normalize(a1, eye[0])
+    # Fallback for b2: y (or z when b1 is near y) made orthogonal to b1; its squared norm is >= 1/2.
+    e = torch.where(b1[..., 1:2] ** 2 < 0.5, eye[1], eye[2])
+    fallback = _safe_normalize(e - (b1 * e).sum(-1, keepdim=True) * b1, eye[2])
+    u = a2 - (b1 * a2).sum(-1, keepdim=True) * b1
+    u = u - (b1 * u).sum(-1, keepdim=True) * b1  # project twice: keeps b2 orthogonal when a2 is nearly parallel
+    b2 = _safe_normalize(u, fallback, ref_sq=_sum_sq(a2), rel=16.0)
+    return torch.stack([b1, b2, _cross(b1, b2)], -1)
+
+
+@numpy_in_numpy_out
+def quat_to_rot6d(q: Tensor) -> Tensor:
+    """Quaternions to the 6D representation.
+
+    Parameters
+    ----------
+    q : Tensor
+        ``(..., 4)`` quaternions.
+
+    Returns
+    -------
+    Tensor
+        ``(..., 6)``.
+    """
+    return matrix_to_rot6d(quat_to_matrix(q))
+
+
+@numpy_in_numpy_out
+def rot6d_to_quat(d6: Tensor) -> Tensor:
+    """6D representation to unit quaternions (``w >= 0``).
+
+    Parameters
+    ----------
+    d6 : Tensor
+        ``(..., 6)``.
+
+    Returns
+    -------
+    Tensor
+        ``(..., 4)``.
+    """
+    return matrix_to_quat(rot6d_to_matrix(d6))
+
+
+# ------------------------------------------------------------------------------------- axis-angle
+
+
+@numpy_in_numpy_out
+def rotvec_to_quat(v: Tensor) -> Tensor:
+    """Rotation vectors (``axis * angle``) to unit quaternions; Taylor series near zero.
+
+    Parameters
+    ----------
+    v : Tensor
+        ``(..., 3)`` rotation vectors, angle ``|v|`` in radians.
+
+    Returns
+    -------
+    Tensor
+        ``(..., 4)`` unit quaternions ``(cos(|v|/2), sin(|v|/2) v/|v|)``.
+    """
+    v = as_tensor(v)
+    _check(v, (3,), "v")
+    th2 = _sum_sq(v)
+    small = th2 < 1e-6
+    th = torch.sqrt(torch.where(small, torch.ones_like(th2), th2))
+    w = torch.where(small, 1 - th2 / 8 + th2 * th2 / 384, torch.cos(th / 2))
+    s = torch.where(small, 0.5 - th2 / 48 + th2 * th2 / 3840, torch.sin(th / 2) / th)
+    return torch.cat([w, v * s], -1)
+
+
+@numpy_in_numpy_out
+def quat_to_rotvec(q: Tensor) -> Tensor:
+    """Quaternions (normalised first) to rotation vectors with angle in ``[0, pi]``.
+
+    Parameters
+    ----------
+    q : Tensor
+        ``(..., 4)`` quaternions.
+
+    Returns
+    -------
+    Tensor
+        ``(..., 3)`` rotation vectors ``axis * angle``; angle ``= 2 atan2(|xyz|, |w|)``.
+    """
+    q = quat_canonical(quat_normalize(q))
+    w, u = q[..., :1], q[..., 1:]
+    s2 = _sum_sq(u)
+    small = s2 < 1e-6  # then w > 0.99
+    s = torch.sqrt(torch.where(small, torch.ones_like(s2), s2))
+    ws = torch.where(small, w, torch.ones_like(w))
+    r2 = s2 / (ws * ws)
+    f_small = (2 / ws) * (1 - r2 / 3 + r2 * r2 / 5)  # 2 atan(s/w)/s
+    return u * torch.where(small, f_small, 2 * torch.atan2(s, w) / s)
+
+
+@numpy_in_numpy_out
+def rotvec_to_matrix(v: Tensor) -> Tensor:
+    """Rotation vectors to rotation matrices.
+
+    Parameters
+    ----------
+    v : Tensor
+        ``(..., 3)`` rotation vectors.
+
+    Returns
+    -------
+    Tensor
+        ``(..., 3, 3)``.
+    """
+    return quat_to_matrix(rotvec_to_quat(v))
+
+
+@numpy_in_numpy_out
+def matrix_to_rotvec(m: Tensor) -> Tensor:
+    """Rotation matrices to rotation vectors (angle in ``[0, pi]``).
+
+    Parameters
+    ----------
+    m : Tensor
+        ``(..., 3, 3)``.
+
+    Returns
+    -------
+    Tensor
+        ``(..., 3)``.
+    """
+    return quat_to_rotvec(matrix_to_quat(m))
+
+
+@numpy_in_numpy_out
+def axis_angle_to_quat(axis: Tensor, angle: Tensor | float) -> Tensor:
+    """Rotation about ``axis`` (normalised here; zero means identity) by ``angle`` radians.
+
+    Parameters
+    ----------
+    axis : Tensor
+        ``(..., 3)`` axes, any length.
+    angle : Tensor | float
+        ``(...)`` angles in radians; broadcast against ``axis.shape[:-1]``.
+
+    Returns
+    -------
+    Tensor
+        ``(..., 4)`` unit quaternions.
+    """
+    axis = as_tensor(axis)
+    _check(axis, (3,), "axis")
+    half = _like(angle, axis)[..., None] / 2
+    n = _safe_normalize(axis, torch.zeros_like(axis))
+    w = torch.where(_sum_sq(n) > 0, torch.cos(half), torch.ones_like(half))  # zero axis: identity
+    return torch.cat([w, n * torch.sin(half)], -1)  # both (broadcast(axis, angle), k)
+
+
+# ---------------------------------------------------------------------------------- interpolation
+
+
+@numpy_in_numpy_out
+def quat_slerp(q0: Tensor, q1: Tensor, t: Tensor | float) -> Tensor:
+    """Spherical linear interpolation along the shortest path.
+
+    Inputs are normalised; ``q1`` is negated where ``q0 . q1 < 0``. When the rotations are (nearly) equal
+    it falls back to normalised linear interpolation, so values and gradients stay finite.
+
+    Parameters
+    ----------
+    q0, q1 : Tensor
+        ``(..., 4)`` quaternions (broadcast).
+    t : Tensor | float
+        ``(...)`` interpolation parameter, broadcast against the quaternions' leading dims; 0 gives ``q0``,
+        1 gives ``q1`` up to sign.
+
+    Returns
+    -------
+    Tensor
+        ``(..., 4)`` unit quaternions.
+    """
+    q0, q1 = quat_normalize(q0), quat_normalize(q1)
+    t = _like(t, q0)[..., None]
+    q1 = torch.where((q0 * q1).sum(-1, keepdim=True) < 0, -q1, q1)
+    theta = 2 * _safe_atan2(_safe_norm(q1 - q0), _safe_norm(q1 + q0))  # angle between the 4-vectors
+    small = theta < 1e-5
+    sin_th = torch.where(small, torch.ones_like(theta), torch.sin(theta))
+    w0 = torch.where(small, 1 - t, torch.sin((1 - t) * theta) / sin_th)
+    w1 = torch.where(small, t, torch.sin(t * theta) / sin_th)
+    return quat_normalize(w0 * q0 + w1 * q1)
+
+
+@numpy_in_numpy_out
+def quat_geodesic(q0: Tensor, q1: Tensor) -> Tensor:
+    """Angle of the relative rotation ``q0^-1 q1``: ``2 atan2(|xyz|, |w|)`` in ``[0, pi]``.
+
+    Parameters
+    ----------
+    q0, q1 : Tensor
+        ``(..., 4)`` quaternions (normalised here; broadcast).
+
+    Returns
+    -------
+    Tensor
+        ``(...)`` angles in radians; finite gradient at 0 and pi.
+    """
+    r = quat_multiply(quat_conjugate(quat_normalize(q0)), quat_normalize(q1))
+    return 2 * _safe_atan2(_safe_norm(r[..., 1:], keepdim=False), r[..., 0].abs())
+
+
+@numpy_in_numpy_out
+def matrix_geodesic(r0: Tensor, r1: Tensor) -> Tensor:
+    """Angle of the relative rotation ``r0^T r1``: ``atan2(|skew part|, trace - 1)`` in ``[0, pi]``.
+
+    Parameters
+    ----------
+    r0, r1 : Tensor
+        ``(..., 3, 3)`` rotation matrices (broadcast).
+
+    Returns
+    -------
+    Tensor
+        ``(...)`` angles in radians; finite gradient at 0 and pi.
+    """
+    r0, r1 = as_tensor(r0), as_tensor(r1)
+    _check(r0, (3, 3), "r0")
+    _check(r1, (3, 3), "r1")
+    r = r0.transpose(-1, -2) @ r1
+    skew = torch.stack([r[..., 2, 1] - r[..., 1, 2], r[..., 0, 2] - r[..., 2, 0], r[..., 1, 0] - r[..., 0, 1]], -1)
+    trace = r[..., 0, 0] + r[..., 1, 1] + r[..., 2, 2]
+    return _safe_atan2(_safe_norm(skew, keepdim=False), trace - 1)  # (2 sin, 2 cos)
+
+
+# ----------------------------------------------------------------------- Euler (in core/euler.py)
+
+
+# Re-exported last: euler.py builds on the quaternion functions above.
+from skelanim.core.euler import euler_to_matrix, euler_to_quat, matrix_to_euler, quat_to_euler  # noqa: E402
