@@ -31,7 +31,7 @@ def guess_units(height: float) -> str:
 def describe(motion: Motion, path: str) -> dict:
     """The facts ``skelanim info`` prints, as a JSON-friendly dict."""
     skeleton = motion.skeleton
-    height = skeleton.height()
+    height = motion.height
     orders = Counter(skeleton.rotation_order(j) or "-" for j in range(skeleton.num_joints))
     channel_counts = Counter(len(c) for c in skeleton.channels)
     return {
@@ -47,7 +47,7 @@ def describe(motion: Motion, path: str) -> dict:
         "animated_joint_translations": motion.joint_translations is not None,
         "height": height,
         "units_guess": guess_units(height),
-        "up_axis": AXES[skeleton.up_axis()],
+        "up_axis": AXES[motion.up_axis()],
         "left_right_pairs": len(skeleton.left_right_pairs()),
     }
 

@@ -8,6 +8,7 @@ tensors in the file's units; :mod:`skelanim.core.kinematics` turns them into wor
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field, replace
 from typing import Sequence
 
@@ -82,10 +83,37 @@ class Motion:
         """Seconds from the first to the last frame, ``(F - 1) / fps``."""
         return max(self.num_frames - 1, 0) / self.fps
 
+    def up_axis(self) -> int:
+        """Guess the up axis (0=X, 1=Y, 2=Z) from the motion itself.
+
+        Up is the axis along which joints named like head/neck lie farthest from joints named like
+        feet/ankles/toes, averaged over up to 64 evenly spaced frames. Skeletons without such names fall
+        back to :meth:`Skeleton.up_axis` (the rest pose). The motion is used rather than the rest pose
+        because some exporters (e.g. Bandai-Namco) store a rest pose that is not upright.
+        """
+        names = self.skeleton.names
+        feet = [j for j, n in enumerate(names) if re.search(r"foot|ankle|toe", n, re.I)]
+        heads = [j for j, n in enumerate(names) if re.search(r"head|neck", n, re.I)]
+        if not feet or not heads or self.num_frames == 0:
+            return self.skeleton.up_axis()
+        pos = self._sample_positions()
+        direction = (pos[:, heads].mean(1) - pos[:, feet].mean(1)).mean(0)
+        return int(direction.abs().argmax())
+
     @property
     def height(self) -> float:
-        """Rest-pose height of the skeleton in the motion's units (see :meth:`Skeleton.height`)."""
-        return self.skeleton.height()
+        """Body height in the motion's units: the median over up to 64 evenly spaced frames of the extent
+        of joints and End Sites along :meth:`up_axis`. Falls back to the rest pose for an empty motion."""
+        if self.num_frames == 0:
+            return self.skeleton.height()
+        axis = self.up_axis()
+        extent = self._sample_positions(end_sites=True)[..., axis]
+        return float((extent.max(-1).values - extent.min(-1).values).median())
+
+    def _sample_positions(self, *, end_sites: bool = False, count: int = 64) -> torch.Tensor:
+        """``(S, J(+E), 3)`` world positions at up to ``count`` evenly spaced frames."""
+        frames = torch.linspace(0, self.num_frames - 1, min(count, self.num_frames)).round().long()
+        return self[frames].positions(end_sites=end_sites)
 
     # ------------------------------------------------------------------ kinematics
     def local_translations(self) -> torch.Tensor:

@@ -1,0 +1,34 @@
+"""Shared fixtures for every test package.
+
+``mocap_dir`` is the real motion-capture data (never copied into the repository): the folder named by the
+environment variable ``SKELANIM_DATA``, else ``<repo>/../shared/data/mocap``. A relative ``SKELANIM_DATA``
+is resolved against the repository root, not the current directory. Tests that need the data skip with
+the reason when it is absent, except under ``SKELANIM_REQUIRE_DATA=1`` (CI), where they fail.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+
+def mocap_path() -> Path:
+    """Where the real mocap data should be (it may not exist)."""
+    configured = os.environ.get("SKELANIM_DATA")
+    path = Path(configured).expanduser() if configured else Path("..") / "shared" / "data" / "mocap"
+    return path if path.is_absolute() else (REPO_ROOT / path).resolve()
+
+
+@pytest.fixture(scope="session")
+def mocap_dir() -> Path:
+    """The real mocap data folder (``SKELANIM_DATA`` or ``<repo>/../shared/data/mocap``); skips when absent."""
+    path = mocap_path()
+    if not path.is_dir():
+        if os.environ.get("SKELANIM_REQUIRE_DATA") == "1":  # set by .ci/run: CI must not skip these
+            pytest.fail(f"real mocap data required but not found at {path}")
+        pytest.skip(f"real mocap data not found at {path} (set SKELANIM_DATA to its folder)")
+    return path
