@@ -1,0 +1,523 @@
+"""DeepMimic humanoid motion clips (``.txt``/``.json``): ``load`` and ``save``.
+
+A clip is a JSON object ``{"Loop": "wrap" | "none", "Frames": [[44 numbers], ...]}`` (other top-level
+keys, such as ``RightJoints``/``LeftJoints`` in ``run.txt``, are kept in ``metadata["deepmimic_extra"]``
+and written back). Each frame is laid out as
+
+======  =============================================================================
+index   value
+======  =============================================================================
+0       frame duration in seconds (time to the next frame; the last frame's is 0)
+1:4     root position, metres, Y up
+4:8     root orientation, world quaternion (w, x, y, z)
+8:12    chest, local quaternion (w, x, y, z)
+12:16   neck
+16:20   right_hip
+20      right_knee angle, radians about local +z (1-DoF)
+21:25   right_ankle
+25:29   right_shoulder
+29      right_elbow angle, radians about local +z (1-DoF)
+30:34   left_hip
+34      left_knee angle
+35:39   left_ankle
+39:43   left_shoulder
+43      left_elbow angle
+======  =============================================================================
+
+See :data:`FRAME_LAYOUT` for the same table in code.
+
+The skeleton
+------------
+13 joints in frame order, which is also parents-first: :data:`BODY_NAMES`. Offsets come from the
+humanoid URDF's joint origins scaled by :data:`URDF_SCALE` (0.25, pybullet's ``globalScaling`` in
+DeepMimic), metres, Y up. By default the URDF bundled with the package is read
+(``skelanim/data/samples/deepmimic/humanoid.urdf``, a copy of pybullet's); pass ``urdf=`` to use another
+file with the same bodies. Only if that bundled file cannot be found (a broken installation) are the
+numbers in :data:`_FALLBACK_OFFSETS` used, a transcription of the same URDF.
+
+The URDF's fixed ``*_wrist`` links become End Sites of the elbows. The URDF's base link is joined to
+the ``root`` link by a fixed joint; if that joint had a translation it is folded into the offsets of
+the root's children, so that the skeleton's root joint is the frame's root position (the pybullet base).
+
+Rotations
+---------
+Quaternions are normalised on load (a zero quaternion is an error): several of pybullet's clips store
+quaternions well off unit length (``kick`` by up to 42%, ``spin`` 10%, ``punch`` 8%). The 1-DoF joints
+become the quaternion ``axis_angle_to_quat(+z, angle)``. On save a 1-DoF joint's rotation is projected onto the
+z axis: the written angle is the signed angle of its twist about local z (``q = twist * swing``,
+``twist = (w, 0, 0, z)`` normalised), in ``[-pi, pi]``. The off-axis part (swing) is dropped, and an
+exact 180-degree swing (``w = z = 0``, twist undefined) is written as 0.
+
+Frame rate
+----------
+``fps = 1 / d`` with ``d`` the frame duration of the first frame (durations of all frames but the last
+must be positive). It is not rounded: ``0.033332`` s gives ``30.0012`` fps. ``d`` is kept in
+``metadata["frame_duration"]`` so that saving writes the file's own number back. If the durations
+differ by more than one part in a million, ``d`` is their median and all of them are kept in
+``metadata["frame_durations"]`` (a Motion has one frame rate; saving writes uniform durations).
+A single frame with duration 0 gets :data:`DEFAULT_FPS` and ``metadata["fps_assumed"] = True``.
+
+Errors
+------
+Bad input raises :class:`skelanim.errors.FormatError` naming the file and the place: the JSON line for
+malformed JSON, else the frame (0-based) and the value, e.g.
+``walk.txt: frame 3: expected 44 values, found 43``.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import math
+import os
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from skelanim.core.motion import Motion
+from skelanim.core.rotations import axis_angle_to_quat, quat_normalize, quat_to_rotvec
+from skelanim.core.skeleton import Skeleton
+from skelanim.errors import FormatError
+from skelanim.io.atomic import atomic_open
+from skelanim.io.urdf import parse_urdf
+
+__all__ = [
+    "BODY_NAMES",
+    "DEFAULT_FPS",
+    "FRAME_LAYOUT",
+    "FRAME_SIZE",
+    "ONE_DOF_BODIES",
+    "URDF_SCALE",
+    "bundled_urdf_path",
+    "humanoid_skeleton",
+    "load",
+    "save",
+]
+
+#: The 13 bodies, in frame order (also the skeleton's joint order, parents first).
+BODY_NAMES: tuple[str, ...] = (
+    "root",
+    "chest",
+    "neck",
+    "right_hip",
+    "right_knee",
+    "right_ankle",
+    "right_shoulder",
+    "right_elbow",
+    "left_hip",
+    "left_knee",
+    "left_ankle",
+    "left_shoulder",
+    "left_elbow",
+)
+#: Bodies stored as one angle about local +z.
+ONE_DOF_BODIES: frozenset[str] = frozenset({"right_knee", "right_elbow", "left_knee", "left_elbow"})
+#: The tree the frame layout assumes: body -> parent body.
+_EXPECTED_PARENT: dict[str, str] = {
+    "chest": "root",
+    "neck": "chest",
+    "right_hip": "root",
+    "right_knee": "right_hip",
+    "right_ankle": "right_knee",
+    "right_shoulder": "chest",
+    "right_elbow": "right_shoulder",
+    "left_hip": "root",
+    "left_knee": "left_hip",
+    "left_ankle": "left_knee",
+    "left_shoulder": "chest",
+    "left_elbow": "left_shoulder",
+}
+#: pybullet's ``globalScaling`` for the DeepMimic humanoid URDF.
+URDF_SCALE: float = 0.25
+#: Frame rate given to a one-frame clip whose only duration is 0.
+DEFAULT_FPS: float = 30.0
+_AXIS = (0.0, 0.0, 1.0)
+
+
+def _frame_layout() -> dict[str, slice]:
+    layout = {"duration": slice(0, 1), "root_position": slice(1, 4), "root": slice(4, 8)}
+    start = 8
+    for body in BODY_NAMES[1:]:
+        width = 1 if body in ONE_DOF_BODIES else 4
+        layout[body] = slice(start, start + width)
+        start += width
+    return layout
+
+
+#: Where each quantity lies in a frame: ``"duration"``, ``"root_position"``, then one entry per body
+#: (``"root"`` is the root orientation); quaternion bodies span 4 values, 1-DoF bodies 1.
+FRAME_LAYOUT: dict[str, slice] = _frame_layout()
+#: Values per frame (44).
+FRAME_SIZE: int = FRAME_LAYOUT[BODY_NAMES[-1]].stop
+
+
+def _value_names() -> list[str]:
+    names = ["frame duration", "root position x", "root position y", "root position z"]
+    for body in BODY_NAMES:
+        if body in ONE_DOF_BODIES:
+            names.append(f"{body} angle")
+        else:
+            names.extend(f"{body} quaternion {c}" for c in "wxyz")
+    return names
+
+
+_VALUE_NAMES: list[str] = _value_names()
+assert FRAME_SIZE == 44 and len(_VALUE_NAMES) == FRAME_SIZE
+
+# Documented fallback, used only when the bundled URDF cannot be found (a broken installation): the
+# joint origins of pybullet's humanoid.urdf, unscaled (multiply by URDF_SCALE), and the wrist End Sites.
+_FALLBACK_OFFSETS: dict[str, tuple[float, float, float]] = {
+    "root": (0.0, 0.0, 0.0),
+    "chest": (0.0, 0.944604, 0.0),
+    "neck": (0.0, 0.895576, 0.0),
+    "right_hip": (0.0, 0.0, 0.339548),
+    "right_knee": (0.0, -1.686184, 0.0),
+    "right_ankle": (0.0, -1.639480, 0.0),
+    "right_shoulder": (-0.096200, 0.974000, 0.732440),
+    "right_elbow": (0.0, -1.099152, 0.0),
+    "left_hip": (0.0, 0.0, -0.339548),
+    "left_knee": (0.0, -1.686184, 0.0),
+    "left_ankle": (0.0, -1.639480, 0.0),
+    "left_shoulder": (-0.096200, 0.974000, -0.732440),
+    "left_elbow": (0.0, -1.099152, 0.0),
+}
+_FALLBACK_END_SITES: dict[str, tuple[float, float, float]] = {
+    "right_elbow": (0.0, -1.035788, 0.0),
+    "left_elbow": (0.0, -1.035788, 0.0),
+}
+
+
+# ---------------------------------------------------------------------------------------- skeleton
+
+
+def bundled_urdf_path() -> Path | None:
+    """Path of the humanoid URDF bundled in :mod:`skelanim.data.samples`, or ``None`` if missing.
+
+    The samples package is imported lazily (it is a resource folder, not a library layer).
+    """
+    try:
+        from skelanim.data.samples import sample_path
+
+        return sample_path("humanoid.urdf")
+    except (ImportError, FileNotFoundError):
+        return None
+
+
+def _skeleton_from_tables(
+    offsets: dict[str, tuple[float, float, float]], end_sites: dict[str, tuple[float, float, float]], scale: float
+) -> Skeleton:
+    parents = [-1] + [BODY_NAMES.index(_EXPECTED_PARENT[b]) for b in BODY_NAMES[1:]]
+    table = np.array([offsets[b] for b in BODY_NAMES], dtype=np.float64) * scale
+    ends = {BODY_NAMES.index(b): torch.tensor(v, dtype=torch.float64) * scale for b, v in end_sites.items()}
+    return Skeleton(list(BODY_NAMES), np.array(parents), torch.from_numpy(table), end_sites=ends)
+
+
+@functools.lru_cache(maxsize=8)
+def _tables_from_urdf(
+    path: str, _stamp: tuple[int, int]
+) -> tuple[dict[str, tuple[float, float, float]], dict[str, tuple[float, float, float]]]:
+    """Unscaled offsets and End Sites of the DeepMimic bodies read from a URDF (cached per file version)."""
+    model = parse_urdf(path)
+    missing = [b for b in BODY_NAMES if b not in model.links]
+    if missing:
+        raise FormatError(f"not a DeepMimic humanoid: links {', '.join(missing)} are missing", path=path)
+
+    # The chain from the URDF's base link down to the ``root`` body: fixed joints, no rotation.
+    root_shift = np.zeros(3)
+    link = "root"
+    while (joint := model.joint_to(link)) is not None:
+        if joint.type != "fixed" or any(joint.rpy):
+            raise FormatError(
+                f"the joints above the root body must be fixed and unrotated, found {joint.type} rpy={joint.rpy}",
+                path=path,
+                where=f"joint {joint.name!r}",
+            )
+        root_shift += joint.xyz
+        link = joint.parent
+
+    offsets: dict[str, tuple[float, float, float]] = {"root": (0.0, 0.0, 0.0)}
+    for body in BODY_NAMES[1:]:
+        joint = model.joint_to(body)
+        assert joint is not None  # every body but the base has a parent joint
+        where = f"joint {joint.name!r}"
+        if joint.parent != _EXPECTED_PARENT[body]:
+            raise FormatError(
+                f"body {body!r} hangs from {joint.parent!r}, expected {_EXPECTED_PARENT[body]!r}",
+                path=path,
+                where=where,
+            )
+        if any(joint.rpy):
+            raise FormatError(f"rotated joint origins (rpy={joint.rpy}) are not supported", path=path, where=where)
+        if body in ONE_DOF_BODIES:
+            axis = np.asarray(joint.axis)
+            if joint.type not in ("revolute", "continuous") or not np.allclose(
+                axis / max(np.linalg.norm(axis), 1e-300), _AXIS
+            ):
+                raise FormatError(
+                    f"expected a revolute joint about +z, found {joint.type} about {joint.axis}", path=path, where=where
+                )
+        elif joint.type not in ("spherical", "floating"):
+            raise FormatError(f"expected a spherical joint, found {joint.type}", path=path, where=where)
+        xyz = np.asarray(joint.xyz, dtype=np.float64)
+        if joint.parent == "root":
+            xyz = xyz + root_shift
+        offsets[body] = (float(xyz[0]), float(xyz[1]), float(xyz[2]))
+
+    end_sites: dict[str, tuple[float, float, float]] = {}
+    for joint in model.joints:
+        is_leaf = not model.joints_from(joint.child)
+        if joint.type == "fixed" and joint.parent in BODY_NAMES and joint.child not in BODY_NAMES and is_leaf:
+            if joint.parent in end_sites:
+                continue
+            xyz = np.asarray(joint.xyz, dtype=np.float64) + (root_shift if joint.parent == "root" else 0.0)
+            end_sites[joint.parent] = (float(xyz[0]), float(xyz[1]), float(xyz[2]))
+    return offsets, end_sites
+
+
+def humanoid_skeleton(urdf: str | os.PathLike | None = None) -> Skeleton:
+    """The DeepMimic humanoid skeleton: 13 joints (:data:`BODY_NAMES`), metres, Y up.
+
+    Parameters
+    ----------
+    urdf:
+        A humanoid URDF with the DeepMimic bodies; ``None`` reads the bundled copy of pybullet's
+        ``humanoid.urdf``. Joint origins are scaled by :data:`URDF_SCALE`.
+
+    Returns
+    -------
+    Skeleton
+        A new skeleton (safe to modify): ``offsets`` ``(13, 3)``, End Sites at the wrists.
+
+    Raises
+    ------
+    FormatError
+        The URDF is malformed or is not the DeepMimic humanoid (missing bodies, another tree, rotated
+        joint origins, 1-DoF joints not about +z).
+    """
+    path = Path(urdf) if urdf is not None else bundled_urdf_path()
+    if path is None:
+        return _skeleton_from_tables(_FALLBACK_OFFSETS, _FALLBACK_END_SITES, URDF_SCALE)
+    try:
+        stat = path.stat()
+    except OSError as exc:
+        raise FormatError(f"cannot read the URDF: {exc.strerror or exc}", path=path) from None
+    offsets, end_sites = _tables_from_urdf(str(path), (stat.st_mtime_ns, stat.st_size))
+    return _skeleton_from_tables(offsets, end_sites, URDF_SCALE)
+
+
+# ---------------------------------------------------------------------------------------- reading
+
+
+def _json_type(value: Any) -> str:
+    text = json.dumps(value) if not isinstance(value, float) else repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _parse(path: str | os.PathLike) -> tuple[dict[str, Any], np.ndarray]:
+    """Read and validate a clip: the JSON object and the ``(F, 44)`` float64 frame array."""
+    try:
+        with open(path, "rb") as handle:
+            raw = handle.read()
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise FormatError(f"not UTF-8 text (byte {exc.start})", path=path) from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise FormatError(f"invalid JSON: {exc.msg} (column {exc.colno})", path=path, line=exc.lineno) from None
+    except RecursionError:
+        raise FormatError("invalid JSON: nested too deeply", path=path) from None
+    if not isinstance(data, dict):
+        raise FormatError(f'expected a JSON object with "Loop" and "Frames", found {type(data).__name__}', path=path)
+    for key in ("Loop", "Frames"):
+        if key not in data:
+            raise FormatError(f"missing key {key!r} (keys found: {', '.join(map(repr, data)) or 'none'})", path=path)
+    if not isinstance(data["Loop"], str):
+        raise FormatError(
+            f'"Loop" must be a string such as "wrap" or "none", found {_json_type(data["Loop"])}', path=path
+        )
+    frames = data["Frames"]
+    if not isinstance(frames, list) or not frames:
+        found = "an empty list" if isinstance(frames, list) else _json_type(frames)
+        raise FormatError(f'"Frames" must be a non-empty list of frames, found {found}', path=path)
+    for i, frame in enumerate(frames):
+        where = f"frame {i}"
+        if not isinstance(frame, list):
+            raise FormatError(
+                f"expected a list of {FRAME_SIZE} values, found {_json_type(frame)}", path=path, where=where
+            )
+        if len(frame) != FRAME_SIZE:
+            raise FormatError(f"expected {FRAME_SIZE} values, found {len(frame)}", path=path, where=where)
+        for k, value in enumerate(frame):
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                raise FormatError(
+                    f"value {k} ({_VALUE_NAMES[k]}): expected a number, found {_json_type(value)}",
+                    path=path,
+                    where=where,
+                )
+            try:
+                finite = math.isfinite(value)
+            except OverflowError:  # an integer beyond float range
+                finite = False
+            if not finite:
+                raise FormatError(
+                    f"value {k} ({_VALUE_NAMES[k]}): not a finite number ({value})", path=path, where=where
+                )
+    return data, np.array(frames, dtype=np.float64)
+
+
+def _frame_rate(durations: np.ndarray, path: str | os.PathLike) -> tuple[float, dict[str, Any]]:
+    """fps and the metadata that records how it was found."""
+    negative = np.flatnonzero(durations < 0)
+    if negative.size:
+        i = int(negative[0])
+        raise FormatError(
+            f"value 0 (frame duration): must not be negative, found {durations[i]!r}", path=path, where=f"frame {i}"
+        )
+    timed = durations[:-1] if len(durations) > 1 else durations
+    if len(durations) == 1 and durations[0] == 0:
+        return DEFAULT_FPS, {"fps_assumed": True}
+    zero = np.flatnonzero(timed == 0)
+    if zero.size:
+        raise FormatError(
+            "value 0 (frame duration): must be positive (only the last frame may have 0)",
+            path=path,
+            where=f"frame {int(zero[0])}",
+        )
+    first = float(timed[0])
+    meta: dict[str, Any] = {}
+    if np.all(np.abs(timed - first) <= 1e-6 * first):
+        duration = first
+    else:
+        duration = float(np.median(timed))
+        meta["frame_durations"] = durations.tolist()
+    meta["frame_duration"] = duration
+    return 1.0 / duration, meta
+
+
+def load(path: str | os.PathLike, *, urdf: str | os.PathLike | None = None) -> Motion:
+    """Read a DeepMimic humanoid clip.
+
+    Parameters
+    ----------
+    path:
+        A DeepMimic motion file (JSON, usually ``.txt``).
+    urdf:
+        The humanoid URDF giving the bone offsets; ``None`` uses the bundled copy of pybullet's
+        ``humanoid.urdf`` (see :func:`humanoid_skeleton`).
+
+    Returns
+    -------
+    Motion
+        ``rotations`` ``(F, 13, 4)`` unit quaternions (w, x, y, z), local except the root's, which is
+        global; ``root_positions`` ``(F, 3)`` metres, Y up; ``fps = 1 / frame duration``.
+        ``metadata``: ``format="deepmimic"``, ``loop``, ``frame_duration``, ``units="m"``,
+        ``up_axis="y"``, ``deepmimic_extra`` (other top-level keys), and, when they apply,
+        ``frame_durations`` and ``fps_assumed`` (see the module docstring).
+
+    Raises
+    ------
+    FormatError
+        Not UTF-8, malformed JSON (with its line), missing ``Loop``/``Frames``, a frame without 44
+        numbers, a non-finite value, a negative or zero frame duration, a zero quaternion, or a bad URDF.
+    """
+    skeleton = humanoid_skeleton(urdf)
+    data, frames = _parse(path)
+    num_frames = frames.shape[0]
+    fps, time_meta = _frame_rate(frames[:, 0], path)
+
+    rotations = torch.empty(num_frames, len(BODY_NAMES), 4, dtype=torch.float64)
+    table = torch.from_numpy(frames)
+    for j, body in enumerate(BODY_NAMES):
+        values = table[:, FRAME_LAYOUT[body]]
+        if body in ONE_DOF_BODIES:
+            rotations[:, j] = axis_angle_to_quat(torch.tensor(_AXIS, dtype=torch.float64), values[:, 0])
+            continue
+        norms = torch.linalg.vector_norm(values, dim=-1)
+        zero = torch.nonzero(norms < 1e-12)
+        if zero.numel():
+            i = int(zero[0, 0])
+            label = "root orientation" if body == "root" else body
+            raise FormatError(
+                f"{label} quaternion is zero (values {FRAME_LAYOUT[body].start}:{FRAME_LAYOUT[body].stop})",
+                path=path,
+                where=f"frame {i}",
+            )
+        rotations[:, j] = quat_normalize(values)
+
+    metadata: dict[str, Any] = {
+        "format": "deepmimic",
+        "loop": data["Loop"],
+        "units": "m",
+        "up_axis": "y",
+        **time_meta,
+        "deepmimic_extra": {k: v for k, v in data.items() if k not in ("Loop", "Frames")},
+    }
+    return Motion(skeleton, rotations, table[:, FRAME_LAYOUT["root_position"]].clone(), fps, metadata=metadata)
+
+
+# ---------------------------------------------------------------------------------------- writing
+
+
+def _frames_from_motion(motion: Motion) -> np.ndarray:
+    """``(F, 44)`` frame values of ``motion`` (durations left at 0)."""
+    index = motion.skeleton.indices(BODY_NAMES)  # SkeletonError names a missing joint
+    rotations = quat_normalize(motion.rotations.detach().to("cpu", torch.float64)[:, index])
+    frames = torch.zeros(motion.num_frames, FRAME_SIZE, dtype=torch.float64)
+    frames[:, FRAME_LAYOUT["root_position"]] = motion.root_positions.detach().to("cpu", torch.float64)
+    for j, body in enumerate(BODY_NAMES):
+        q = rotations[:, j]
+        if body in ONE_DOF_BODIES:
+            twist = q * q.new_tensor([1.0, 0.0, 0.0, 1.0])  # (w, 0, 0, z); zero -> identity -> angle 0
+            frames[:, FRAME_LAYOUT[body]] = quat_to_rotvec(twist)[:, 2:3]
+        else:
+            frames[:, FRAME_LAYOUT[body]] = q
+    return frames.numpy()
+
+
+def save(motion: Motion, path: str | os.PathLike, *, loop: str | None = None) -> None:
+    """Write ``motion`` as a DeepMimic humanoid clip (atomically).
+
+    Parameters
+    ----------
+    motion:
+        A motion whose skeleton has joints named as :data:`BODY_NAMES` (any order, extra joints are
+        ignored). Rotations ``(F, J, 4)``: the root's is written as the global orientation, the others
+        as local quaternions; 1-DoF joints are projected onto their z axis (the twist angle; see the
+        module docstring: off-axis rotation is dropped). Bone offsets and animated joint translations
+        are not part of the format and are not written.
+    path:
+        Output file.
+    loop:
+        The ``"Loop"`` value; default ``motion.metadata["loop"]``, else ``"none"``.
+
+    Raises
+    ------
+    SkeletonError
+        A DeepMimic body is missing from the skeleton.
+    FormatError
+        The motion holds non-finite values (they cannot be written as JSON numbers).
+    """
+    frames = _frames_from_motion(motion)
+    bad = np.argwhere(~np.isfinite(frames))
+    if bad.size:
+        i, k = (int(v) for v in bad[0])
+        raise FormatError(f"cannot write a non-finite {_VALUE_NAMES[k]}", path=path, where=f"frame {i}")
+    duration = motion.metadata.get("frame_duration")
+    if not (isinstance(duration, float) and duration > 0 and abs(1.0 / duration - motion.fps) <= 1e-9 * motion.fps):
+        duration = 1.0 / motion.fps
+    frames[:, 0] = duration
+    if len(frames) > 1:
+        frames[-1, 0] = 0.0
+    loop_value = loop if loop is not None else motion.metadata.get("loop", "none")
+    extra = motion.metadata.get("deepmimic_extra") or {}
+
+    lines = ["{", f'"Loop": {json.dumps(str(loop_value))},']
+    lines += [f"{json.dumps(str(k))}: {json.dumps(v)}," for k, v in extra.items() if k not in ("Loop", "Frames")]
+    lines += ['"Frames":', "["]
+    rows = ["[" + ", ".join(repr(v) for v in row) + "]" for row in frames.tolist()]
+    lines += [",\n".join(rows), "]", "}", ""]
+    with atomic_open(path, "w") as handle:
+        handle.write("\n".join(lines))

@@ -1,0 +1,471 @@
+"""Joint positions on disk: ``.npz``, ``.npy`` and ``.csv``, read and written without pickle.
+
+The in-memory form is :class:`JointPositions`: joint names, world positions as a **float64 NumPy**
+array ``(F, J, 3)`` (an interchange container: NumPy is what other tools read; use
+``torch.from_numpy`` to compute on it), the frame rate if known and the parent indices if known.
+
+Formats
+-------
+``.npz``
+    Keys ``positions`` ``(F, J, 3)`` float, ``joints`` ``(J,)`` unicode strings
+    (``np.array(names, dtype=str)``), and optionally ``fps`` (scalar) and ``parents`` ``(J,)`` int
+    (``-1`` for a root). Loaded with ``allow_pickle=False``. Only ``positions`` is required; missing
+    names become ``joint_0, joint_1, ...``.
+``.npy``
+    The bare ``(F, J, 3)`` array; names, fps and parents are not stored (names load as
+    ``joint_0, ...``, fps and parents as ``None``). Use ``.npz`` to keep them.
+``.csv``
+    One row per frame after a header ``frame,time,<joint>_x,<joint>_y,<joint>_z,...``. The ``time``
+    column (seconds, ``frame / fps``) is written when fps is known and optional on reading, where fps
+    becomes ``(F - 1) / (t_last - t_first)``. The ``frame`` column is optional on reading too. Values
+    are written with ``repr`` (shortest exact form), so float64 round trips are exact. Parents are not
+    stored.
+
+Saving accepts a :class:`~skelanim.core.motion.Motion` (its forward-kinematics positions, optionally
+with End Sites) or a :class:`JointPositions`, and writes atomically.
+
+Errors
+------
+Bad files raise :class:`skelanim.errors.FormatError` with the file and the place: the CSV line (1-based)
+and column, the array key and its shape, or the frame and joint of a non-finite value.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+import os
+import zipfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from skelanim.core.motion import Motion
+from skelanim.errors import FormatError, ShapeError, UnsupportedFormatError
+from skelanim.io.atomic import atomic_open
+
+__all__ = ["SUFFIXES", "JointPositions", "load", "save"]
+
+#: File suffixes this module reads and writes.
+SUFFIXES: tuple[str, ...] = (".npz", ".npy", ".csv")
+_AXES = ("x", "y", "z")
+
+
+@dataclass
+class JointPositions:
+    """World positions of named joints over time.
+
+    Attributes
+    ----------
+    names:
+        ``J`` joint names (unique).
+    positions:
+        ``(F, J, 3)`` float64 NumPy array of world positions, in the source's units.
+    fps:
+        Frames per second, or ``None`` when unknown (``.npy`` files, CSV without a time column).
+    parents:
+        ``(J,)`` int64 parent indices (``-1`` for a root), or ``None`` when unknown.
+    metadata:
+        Free-form facts (e.g. ``{"source_format": "deepmimic"}`` from :meth:`from_motion`).
+
+    Raises
+    ------
+    ShapeError
+        On construction, when the shapes or names are inconsistent.
+    """
+
+    names: list[str]
+    positions: np.ndarray
+    fps: float | None = None
+    parents: np.ndarray | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.names = [str(n) for n in self.names]
+        positions = self.positions
+        if hasattr(positions, "detach"):  # a torch tensor
+            positions = positions.detach().cpu().numpy()
+        self.positions = np.asarray(positions, dtype=np.float64)
+        if self.positions.ndim != 3 or self.positions.shape[2] != 3:
+            raise ShapeError(f"positions must be (F, J, 3), got {self.positions.shape}")
+        if self.positions.shape[1] != len(self.names):
+            raise ShapeError(f"{len(self.names)} names for {self.positions.shape[1]} joints")
+        if len(set(self.names)) != len(self.names):
+            dupes = sorted({n for n in self.names if self.names.count(n) > 1})
+            raise ShapeError(f"duplicate joint names: {', '.join(dupes)}")
+        if self.fps is not None:
+            self.fps = float(self.fps)
+            if not (math.isfinite(self.fps) and self.fps > 0):
+                raise ShapeError(f"fps must be a positive number or None, got {self.fps}")
+        if self.parents is not None:
+            self.parents = np.asarray(self.parents, dtype=np.int64).reshape(-1)
+            j = len(self.names)
+            if (
+                self.parents.shape != (j,)
+                or np.any(self.parents < -1)
+                or np.any(self.parents >= j)
+                or np.any(self.parents == np.arange(j))
+            ):
+                raise ShapeError(
+                    f"parents must be {j} indices in [-1, {j}), none its own parent; got {self.parents.tolist()}"
+                )
+
+    @property
+    def num_frames(self) -> int:
+        """Number of frames ``F``."""
+        return int(self.positions.shape[0])
+
+    @property
+    def num_joints(self) -> int:
+        """Number of joints ``J``."""
+        return int(self.positions.shape[1])
+
+    def __len__(self) -> int:
+        return self.num_frames
+
+    def index(self, name: str) -> int:
+        """Index of the joint called ``name`` (``KeyError`` listing the names if unknown)."""
+        try:
+            return self.names.index(name)
+        except ValueError:
+            raise KeyError(f"unknown joint {name!r} (joints: {', '.join(self.names)})") from None
+
+    @classmethod
+    def from_motion(cls, motion: Motion, end_sites: bool = False) -> JointPositions:
+        """Forward-kinematics positions of ``motion``.
+
+        Parameters
+        ----------
+        motion:
+            The motion.
+        end_sites:
+            Append the skeleton's End Sites (named ``<joint>_end``, parent = their joint).
+
+        Returns
+        -------
+        JointPositions
+            ``positions`` ``(F, J, 3)`` or ``(F, J + E, 3)``; ``fps`` and ``parents`` from the motion.
+        """
+        positions = motion.positions(end_sites=end_sites).detach().cpu().numpy().astype(np.float64, copy=False)
+        names = list(motion.skeleton.names)
+        parents = [int(p) for p in motion.skeleton.parents]
+        if end_sites and motion.skeleton.end_sites:
+            names += motion.end_site_names()
+            parents += sorted(motion.skeleton.end_sites)
+        metadata = {"source_format": motion.metadata["format"]} if "format" in motion.metadata else {}
+        return cls(names, positions, float(motion.fps), np.array(parents, dtype=np.int64), metadata)
+
+
+# ---------------------------------------------------------------------------------------- helpers
+
+
+def _suffix(path: str | os.PathLike) -> str:
+    suffix = Path(path).suffix.lower()
+    if suffix not in SUFFIXES:
+        raise UnsupportedFormatError(
+            f"unknown suffix {suffix or '(none)'!r} for joint positions; expected one of {', '.join(SUFFIXES)}",
+            path=path,
+        )
+    return suffix
+
+
+def _default_names(count: int) -> list[str]:
+    return [f"joint_{j}" for j in range(count)]
+
+
+def _check_positions(array: Any, path: str | os.PathLike, key: str, names: list[str] | None = None) -> np.ndarray:
+    """Validate an ``(F, J, 3)`` real array with finite values; return it as float64."""
+    array = np.asarray(array)
+    if array.dtype.kind not in "iuf":
+        raise FormatError(f"{key}: expected a real number array, found dtype {array.dtype}", path=path)
+    if array.ndim != 3 or array.shape[2] != 3:
+        raise FormatError(f"{key}: expected shape (F, J, 3), found {array.shape}", path=path)
+    array = array.astype(np.float64, copy=False)
+    bad = np.argwhere(~np.isfinite(array))
+    if bad.size:
+        f, j, a = (int(v) for v in bad[0])
+        joint = names[j] if names is not None and j < len(names) else f"joint {j}"
+        raise FormatError(
+            f"{key}: non-finite value {array[f, j, a]} ({_AXES[a]})", path=path, where=f"frame {f}, {joint}"
+        )
+    return array
+
+
+def _as_joint_positions(obj: Motion | JointPositions, end_sites: bool) -> JointPositions:
+    if isinstance(obj, JointPositions):
+        return obj
+    if isinstance(obj, Motion):
+        return JointPositions.from_motion(obj, end_sites=end_sites)
+    raise TypeError(f"expected a Motion or JointPositions, got {type(obj).__name__}")
+
+
+# ---------------------------------------------------------------------------------------- npz / npy
+
+
+def _load_npz(path: str | os.PathLike) -> JointPositions:
+    try:
+        archive = np.load(path, allow_pickle=False)
+    except (ValueError, OSError, EOFError, zipfile.BadZipFile) as exc:
+        raise FormatError(f"not a readable .npz archive ({exc})", path=path) from None
+    if not isinstance(archive, np.lib.npyio.NpzFile):
+        raise FormatError("expected an .npz archive, found a bare .npy array", path=path)
+    with archive:
+        try:
+            keys = set(archive.files)
+            if "positions" not in keys:
+                raise FormatError(
+                    f"missing array 'positions' (arrays found: {', '.join(sorted(keys)) or 'none'})", path=path
+                )
+            raw = {k: archive[k] for k in ("positions", "joints", "fps", "parents") if k in keys}
+        except (ValueError, OSError, EOFError, zipfile.BadZipFile) as exc:  # object arrays, truncated members
+            raise FormatError(f"unreadable array in the archive ({exc})", path=path) from None
+
+    names: list[str] | None = None
+    if "joints" in raw:
+        joints = raw["joints"]
+        if joints.dtype.kind not in "US" or joints.ndim != 1:
+            raise FormatError(
+                f"joints: expected a 1-D string array, found dtype {joints.dtype} shape {joints.shape}", path=path
+            )
+        names = [j.decode("utf-8") if isinstance(j, bytes) else str(j) for j in joints.tolist()]
+    positions = _check_positions(raw["positions"], path, "positions", names)
+    if names is None:
+        names = _default_names(positions.shape[1])
+    elif len(names) != positions.shape[1]:
+        raise FormatError(f"joints: {len(names)} names for {positions.shape[1]} joints in positions", path=path)
+    if len(set(names)) != len(names):
+        raise FormatError(f"joints: duplicate names {sorted({n for n in names if names.count(n) > 1})}", path=path)
+
+    fps: float | None = None
+    if "fps" in raw:
+        value = raw["fps"]
+        if (
+            value.size != 1
+            or value.dtype.kind not in "iuf"
+            or not (math.isfinite(float(value.reshape(()))) and float(value.reshape(())) > 0)
+        ):
+            raise FormatError(f"fps: expected one positive number, found {value!r}", path=path)
+        fps = float(value.reshape(()))
+    parents: np.ndarray | None = None
+    if "parents" in raw:
+        value = raw["parents"]
+        j = len(names)
+        if value.dtype.kind not in "iu" or value.shape != (j,):
+            raise FormatError(
+                f"parents: expected ({j},) integers, found dtype {value.dtype} shape {value.shape}", path=path
+            )
+        wrong = np.flatnonzero((value < -1) | (value >= j) | (value == np.arange(j)))
+        if wrong.size:
+            k = int(wrong[0])
+            raise FormatError(
+                f"parents: joint {names[k]!r} has parent {int(value[k])}; "
+                f"expected -1 or another joint's index below {j}",
+                path=path,
+            )
+        parents = value.astype(np.int64)
+    return JointPositions(names, positions, fps, parents)
+
+
+def _load_npy(path: str | os.PathLike) -> JointPositions:
+    try:
+        array = np.load(path, allow_pickle=False)
+    except (ValueError, OSError, EOFError) as exc:
+        raise FormatError(f"not a readable .npy array ({exc})", path=path) from None
+    if isinstance(array, np.lib.npyio.NpzFile):
+        array.close()
+        raise FormatError("expected a bare .npy array, found an .npz archive", path=path)
+    positions = _check_positions(array, path, "array")
+    return JointPositions(_default_names(positions.shape[1]), positions)
+
+
+def _save_npz(data: JointPositions, path: str | os.PathLike) -> None:
+    arrays: dict[str, np.ndarray] = {
+        "positions": np.ascontiguousarray(data.positions, dtype=np.float64),
+        "joints": np.array(data.names, dtype=str),
+    }
+    if data.fps is not None:
+        arrays["fps"] = np.array(data.fps, dtype=np.float64)
+    if data.parents is not None:
+        arrays["parents"] = np.asarray(data.parents, dtype=np.int64)
+    with atomic_open(path, "wb") as handle:
+        np.savez(handle, **arrays)
+
+
+def _save_npy(data: JointPositions, path: str | os.PathLike) -> None:
+    with atomic_open(path, "wb") as handle:
+        np.save(handle, np.ascontiguousarray(data.positions, dtype=np.float64), allow_pickle=False)
+
+
+# ---------------------------------------------------------------------------------------- csv
+
+
+def _load_csv(path: str | os.PathLike) -> JointPositions:
+    try:
+        with open(path, encoding="utf-8-sig", newline="") as handle:
+            text = handle.read()
+    except UnicodeDecodeError as exc:
+        raise FormatError(f"not UTF-8 text (byte {exc.start})", path=path) from None
+    reader = csv.reader(io.StringIO(text, newline=""))
+    try:
+        header = next(reader, None)
+        while header is not None and not any(cell.strip() for cell in header):
+            header = next(reader, None)
+        if header is None:
+            raise FormatError("empty file: expected a header frame,<joint>_x,<joint>_y,<joint>_z,...", path=path)
+        header_line = reader.line_num
+        header = [cell.strip() for cell in header]
+        column = 0
+        frame_col = time_col = None
+        if header and header[0].lower() == "frame":
+            frame_col, column = 0, 1
+        if len(header) > column and header[column].lower() == "time":
+            time_col, column = column, column + 1
+        coordinates = header[column:]
+        if not coordinates or len(coordinates) % 3:
+            raise FormatError(
+                "header: expected [frame,][time,] then 3 columns per joint (<joint>_x,<joint>_y,<joint>_z), "
+                f"found {len(coordinates)} coordinate columns",
+                path=path,
+                line=header_line,
+            )
+        names: list[str] = []
+        for k in range(0, len(coordinates), 3):
+            triple = coordinates[k : k + 3]
+            stem = triple[0][:-2]
+            if not all(cell.lower() == f"{stem}_{axis}".lower() and len(cell) > 2 for cell, axis in zip(triple, _AXES)):
+                raise FormatError(
+                    f"header column {column + k + 1}: expected <joint>_x,<joint>_y,<joint>_z, found {','.join(triple)}",
+                    path=path,
+                    line=header_line,
+                )
+            names.append(stem)
+        if len(set(names)) != len(names):
+            raise FormatError(
+                f"header: duplicate joints {sorted({n for n in names if names.count(n) > 1})}",
+                path=path,
+                line=header_line,
+            )
+
+        width = len(header)
+        rows: list[list[float]] = []
+        times: list[float] = []
+        for record in reader:
+            if not any(cell.strip() for cell in record):
+                continue
+            line = reader.line_num
+            if len(record) != width:
+                raise FormatError(f"expected {width} values, found {len(record)}", path=path, line=line)
+            values: list[float] = []
+            for c, cell in enumerate(record):
+                try:
+                    value = float(cell)
+                except ValueError:
+                    raise FormatError(
+                        f"column {c + 1} ({header[c]}): expected a number, found {cell.strip()[:40]!r}",
+                        path=path,
+                        line=line,
+                    ) from None
+                if not math.isfinite(value):
+                    raise FormatError(
+                        f"column {c + 1} ({header[c]}): not a finite number ({cell.strip()})", path=path, line=line
+                    )
+                values.append(value)
+            if frame_col is not None and values[frame_col] != int(values[frame_col]):
+                raise FormatError(
+                    f"column 1 (frame): expected an integer frame number, found {record[0].strip()!r}",
+                    path=path,
+                    line=line,
+                )
+            if time_col is not None:
+                if times and values[time_col] <= times[-1]:
+                    raise FormatError(
+                        f"column {time_col + 1} (time): times must increase, {values[time_col]} after {times[-1]}",
+                        path=path,
+                        line=line,
+                    )
+                times.append(values[time_col])
+            rows.append(values[column:])
+    except csv.Error as exc:
+        raise FormatError(f"malformed CSV ({exc})", path=path, line=reader.line_num) from None
+    if not rows:
+        raise FormatError("no frames after the header", path=path)
+    positions = np.array(rows, dtype=np.float64).reshape(len(rows), len(names), 3)
+    fps = (len(times) - 1) / (times[-1] - times[0]) if len(times) > 1 else None
+    return JointPositions(names, positions, fps)
+
+
+def _save_csv(data: JointPositions, path: str | os.PathLike) -> None:
+    with_time = data.fps is not None
+    header = ["frame"] + (["time"] if with_time else []) + [f"{name}_{axis}" for name in data.names for axis in _AXES]
+    flat = data.positions.reshape(data.num_frames, -1).tolist()
+    with atomic_open(path, "w", newline="") as handle:
+        writer = csv.writer(handle, lineterminator="\n")
+        writer.writerow(header)
+        for f, row in enumerate(flat):
+            lead = [str(f)] + ([repr(f / data.fps)] if with_time else [])  # type: ignore[operator]
+            writer.writerow(lead + [repr(v) for v in row])
+
+
+# ---------------------------------------------------------------------------------------- public
+
+
+def load(path: str | os.PathLike) -> JointPositions:
+    """Read joint positions from ``.npz``, ``.npy`` or ``.csv`` (never unpickling anything).
+
+    Parameters
+    ----------
+    path:
+        The file; the suffix picks the format (see the module docstring).
+
+    Returns
+    -------
+    JointPositions
+        ``positions`` ``(F, J, 3)`` float64.
+
+    Raises
+    ------
+    UnsupportedFormatError
+        Another suffix.
+    FormatError
+        Corrupt archive, object (pickled) arrays, wrong shape or dtype, non-finite values, a CSV with a
+        bad header, a short row or a non-number (with its line).
+    """
+    suffix = _suffix(path)
+    if suffix == ".npz":
+        return _load_npz(path)
+    if suffix == ".npy":
+        return _load_npy(path)
+    return _load_csv(path)
+
+
+def save(obj: Motion | JointPositions, path: str | os.PathLike, *, end_sites: bool = False) -> None:
+    """Write joint positions to ``.npz``, ``.npy`` or ``.csv`` (atomically).
+
+    Parameters
+    ----------
+    obj:
+        A :class:`~skelanim.core.motion.Motion` (written as its forward-kinematics positions
+        ``(F, J, 3)``, with its fps and parents) or a :class:`JointPositions`.
+    path:
+        Output file; the suffix picks the format.
+    end_sites:
+        For a Motion: append its End Sites as joints ``<joint>_end``. Ignored for JointPositions.
+
+    Raises
+    ------
+    UnsupportedFormatError
+        Another suffix.
+    TypeError
+        ``obj`` is neither a Motion nor JointPositions.
+    """
+    suffix = _suffix(path)
+    data = _as_joint_positions(obj, end_sites)
+    if suffix == ".npz":
+        _save_npz(data, path)
+    elif suffix == ".npy":
+        _save_npy(data, path)
+    else:
+        _save_csv(data, path)
