@@ -1,1 +1,58 @@
-"""skelanim.ops"""
+"""Pure functions over :class:`~skelanim.core.motion.Motion` objects or arrays.
+
+Every function returns new objects and never modifies its inputs. Array functions take torch tensors or
+numpy arrays and return the same kind.
+
+========================  ==============================================================================
+module                    functions
+========================  ==============================================================================
+:mod:`.normalize`         :func:`normalize`, :func:`scale`, :func:`root_relative`, :func:`face_forward`,
+                          :func:`facing_directions`, :func:`rotate_about_up`
+:mod:`.filters`           :func:`savgol`, :func:`butterworth`, :func:`one_euro` (positions, any array)
+:mod:`.smoothing`         :func:`smooth`, :func:`smooth_rotations`, :func:`quat_continuous` (manifold)
+:mod:`.resample`          :func:`resample`, :func:`sample_times`
+:mod:`.mirror`            :func:`mirror`, :func:`mirror_skeleton`, :func:`mirror_quat`, :func:`mirror_permutation`,
+                          :func:`lateral_axis`
+:mod:`.contacts`          :func:`foot_contacts`, :func:`find_feet`
+:mod:`.align`             :func:`dtw`, :func:`dtw_from_cost`, :func:`align_motions`
+:mod:`.subset`            :func:`collapse`, :func:`rename`
+========================  ==============================================================================
+"""
+
+from skelanim.ops.align import align_motions, dtw, dtw_from_cost
+from skelanim.ops.contacts import find_feet, foot_contacts
+from skelanim.ops.filters import butterworth, one_euro, savgol
+from skelanim.ops.mirror import lateral_axis, mirror, mirror_permutation, mirror_quat, mirror_skeleton
+from skelanim.ops.normalize import face_forward, facing_directions, normalize, root_relative, rotate_about_up, scale
+from skelanim.ops.resample import resample, sample_times
+from skelanim.ops.smoothing import quat_continuous, smooth, smooth_rotations
+from skelanim.ops.subset import collapse, rename
+
+__all__ = [
+    "align_motions",
+    "butterworth",
+    "collapse",
+    "dtw",
+    "dtw_from_cost",
+    "face_forward",
+    "facing_directions",
+    "find_feet",
+    "foot_contacts",
+    "lateral_axis",
+    "mirror",
+    "mirror_permutation",
+    "mirror_quat",
+    "mirror_skeleton",
+    "normalize",
+    "one_euro",
+    "quat_continuous",
+    "rename",
+    "resample",
+    "root_relative",
+    "rotate_about_up",
+    "sample_times",
+    "savgol",
+    "scale",
+    "smooth",
+    "smooth_rotations",
+]

@@ -1,0 +1,142 @@
+"""Foot contact labels from joint heights and speeds.
+
+A foot joint is in contact at frame ``t`` when both
+
+* its height above its own floor level is below ``height_threshold`` — the floor level of a joint is its
+  lowest up-coordinate over the clip (so ankles and toes, which rest at different heights, are each
+  compared with where they rest; the clip is assumed to touch flat ground at some point), and
+* its speed ``|dp/dt|`` (central differences, one-sided at the ends, times ``fps``) is below
+  ``speed_threshold``.
+
+Both thresholds default to fractions of the body height ``h`` — ``0.05 h`` and ``0.25 h`` per second
+(about 8.5 cm and 0.43 m/s for a 1.7 m person) — so they work in any unit. The up axis is the skeleton's
+(:meth:`Motion.up_axis`) for a motion, Y (1) by default for a bare array; the height is
+:attr:`Motion.height`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+import numpy as np
+import torch
+
+from skelanim.core.motion import Motion
+from skelanim.core.skeleton import Skeleton
+from skelanim.errors import ShapeError, SkeletonError
+from skelanim.ops._common import ArrayLike, axis_index, to_numpy
+
+__all__ = ["DEFAULT_HEIGHT_FRACTION", "DEFAULT_SPEED_FRACTION", "find_feet", "foot_contacts"]
+
+#: Default height threshold as a fraction of the body height.
+DEFAULT_HEIGHT_FRACTION = 0.05
+#: Default speed threshold in body heights per second.
+DEFAULT_SPEED_FRACTION = 0.25
+
+_FOOT = re.compile(r"foot|ankle", re.IGNORECASE)
+_TOE = re.compile(r"toe", re.IGNORECASE)
+
+
+def _depth(skeleton: Skeleton, j: int) -> int:
+    return len(skeleton.path_to_root(j)) - 1
+
+
+def find_feet(skeleton: Skeleton) -> list[int]:
+    """Foot joints found by name: the left/right pair named like ``foot``/``ankle`` and the pair named
+    like ``toe``, each the shallowest such pair (shortest name on ties).
+
+    Returns
+    -------
+    list[int]
+        ``[left foot, right foot, left toe, right toe]`` (the toe pair left out when there is none).
+
+    Raises
+    ------
+    SkeletonError
+        When no left/right foot or ankle pair is found.
+    """
+    pairs = skeleton.left_right_pairs()
+    out: list[int] = []
+    for pattern in (_FOOT, _TOE):
+        cands = [(l, r) for l, r in pairs if pattern.search(skeleton.names[l]) and pattern.search(skeleton.names[r])]
+        if pattern is _FOOT:
+            cands = [(l, r) for l, r in cands if not _TOE.search(skeleton.names[l])]
+        if not cands:
+            if pattern is _FOOT:
+                raise SkeletonError("no left/right foot or ankle joints found by name; pass joints= to foot_contacts")
+            continue
+        l, r = min(cands, key=lambda p: (_depth(skeleton, p[0]), len(skeleton.names[p[0]]), p[0]))
+        out.extend([l, r])
+    return out
+
+
+def foot_contacts(
+    source: Motion | ArrayLike,
+    fps: float | None = None,
+    *,
+    joints: Sequence[int | str] | None = None,
+    height_threshold: float | None = None,
+    speed_threshold: float | None = None,
+    up_axis: int | str | None = None,
+    height: float | None = None,
+) -> ArrayLike:
+    """Per-frame contact labels of foot joints.
+
+    Parameters
+    ----------
+    source:
+        A :class:`Motion`, or world positions ``(F, J, 3)`` (numpy or torch).
+    fps:
+        Frame rate; default ``motion.fps`` (required for arrays).
+    joints:
+        ``K`` joints to label, by index (or by name for a motion); default :func:`find_feet` (motions only).
+    height_threshold:
+        Height above each joint's floor level (file units) below which it may be in contact; default
+        ``0.05 * height``.
+    speed_threshold:
+        Speed (file units per second) below which it may be in contact; default ``0.25 * height``.
+    up_axis:
+        ``0/1/2`` or ``"x"/"y"/"z"``; default the skeleton's, or 1 (Y) for arrays.
+    height:
+        Body height for the defaults; default :attr:`Motion.height`, or for arrays the extent of frame 0
+        along the up axis.
+
+    Returns
+    -------
+    ``(F, K)`` bool: a torch tensor for a motion or tensor input, numpy for numpy input.
+    """
+    if isinstance(source, Motion):
+        fps = source.fps if fps is None else fps
+        up = source.up_axis() if up_axis is None else axis_index(up_axis)
+        idx = find_feet(source.skeleton) if joints is None else source.skeleton.indices(joints)
+        h = source.height if height is None else float(height)
+        pos = source.positions()[:, idx].numpy()
+        as_numpy = False
+    else:
+        if fps is None:
+            raise ShapeError("foot_contacts needs fps for a positions array")
+        if joints is None:
+            raise ShapeError("foot_contacts needs joints= (indices) for a positions array")
+        arr = np.asarray(to_numpy(source), dtype=np.float64)
+        if arr.ndim != 3 or arr.shape[-1] != 3 or arr.shape[0] < 1:
+            raise ShapeError(f"positions must be (F, J, 3), got {arr.shape}")
+        if any(isinstance(j, str) for j in joints):
+            raise ShapeError("joints must be indices for a positions array (names need a skeleton)")
+        up = 1 if up_axis is None else axis_index(up_axis)
+        idx = [int(j) for j in joints]
+        h = float(arr[0, :, up].max() - arr[0, :, up].min()) if height is None else float(height)
+        pos = arr[:, idx]
+        as_numpy = not isinstance(source, torch.Tensor)
+    if not (fps > 0 and np.isfinite(fps)):
+        raise ShapeError(f"fps must be a positive number, got {fps}")
+    hthr = DEFAULT_HEIGHT_FRACTION * h if height_threshold is None else float(height_threshold)
+    sthr = DEFAULT_SPEED_FRACTION * h if speed_threshold is None else float(speed_threshold)
+
+    elevation = pos[..., up] - pos[..., up].min(axis=0, keepdims=True)
+    if pos.shape[0] > 1:
+        speed = np.linalg.norm(np.gradient(pos, axis=0), axis=-1) * fps
+    else:
+        speed = np.zeros(pos.shape[:2])
+    contact = (elevation < hthr) & (speed < sthr)
+    return contact if as_numpy else torch.from_numpy(contact)

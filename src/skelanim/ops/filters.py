@@ -1,0 +1,195 @@
+"""Smoothing filters for positions and other real-valued signals, frames first.
+
+Positions
+---------
+Arrays ``(F, ..., D)`` (frames first, e.g. ``(F, J, 3)``) are filtered along the frame axis:
+
+* :func:`savgol` — Savitzky–Golay (local polynomial least squares), :func:`scipy.signal.savgol_filter`.
+* :func:`butterworth` — zero-phase Butterworth low-pass: :func:`scipy.signal.butter` as second-order
+  sections, run forward and backward by :func:`scipy.signal.sosfiltfilt` (the magnitude response is
+  squared, the phase is zero, so the effective order is doubled). Cutoff in Hz given ``fps``.
+* :func:`one_euro` — the 1€ filter (Casiez, Roussel & Vogel, CHI 2012): causal exponential smoothing
+  whose cutoff adapts per sample, ``fc = min_cutoff + beta * |dx̂|`` where ``dx̂`` is the derivative
+  low-passed at ``d_cutoff``. With ``isotropic=True`` (the default) ``|dx̂|`` is the Euclidean norm of the
+  derivative over the last axis, so a 3-D point gets one cutoff per sample whatever the orientation of
+  the world axes; ``isotropic=False`` filters every scalar component on its own exactly as in the paper.
+
+Rotations and whole motions are smoothed by :mod:`skelanim.ops.smoothing`, built on these.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import torch
+from scipy.signal import butter, savgol_filter, sosfiltfilt
+
+from skelanim.errors import ShapeError
+from skelanim.ops._common import ArrayLike, back, to_tensor
+
+__all__ = ["butterworth", "default_savgol_window", "one_euro", "savgol"]
+
+
+# ------------------------------------------------------------------------------------------ helpers
+def _frames_first(x: ArrayLike, name: str) -> tuple[np.ndarray, bool, torch.Tensor | None]:
+    t, was_numpy = to_tensor(x)
+    if t.ndim < 1 or t.shape[0] < 1:
+        raise ShapeError(f"{name} must have shape (F, ...) with F >= 1, got {tuple(t.shape)}")
+    if not torch.isfinite(t).all():
+        raise ShapeError(f"{name} contains NaN or infinite values")
+    return t.detach().cpu().numpy().astype(np.float64, copy=False), was_numpy, (None if was_numpy else t)
+
+
+def check_fps(fps: float) -> float:
+    fps = float(fps)
+    if not (fps > 0 and math.isfinite(fps)):
+        raise ShapeError(f"fps must be a positive number, got {fps}")
+    return fps
+
+
+def default_savgol_window(fps: float, *, polyorder: int = 3, seconds: float = 0.15) -> int:
+    """An odd Savitzky–Golay window of about ``seconds`` at ``fps``, at least ``polyorder + 2``.
+
+    Returns
+    -------
+    int
+        Odd window length in frames (e.g. 5 at 30 fps, 9 at 60 fps, 19 at 120 fps).
+    """
+    n = max(round(seconds * check_fps(fps)), polyorder + 1)
+    return n if n % 2 == 1 else n + 1
+
+
+def alpha(cutoff: torch.Tensor | float, fps: float) -> torch.Tensor | float:
+    """Smoothing factor of a first-order low-pass at ``cutoff`` Hz sampled at ``fps``: ``1 / (1 + tau / Te)``."""
+    r = 2.0 * math.pi * cutoff / fps
+    return r / (r + 1.0)
+
+
+# ------------------------------------------------------------------------------------------ positions
+def savgol(
+    x: ArrayLike,
+    *,
+    window: int,
+    polyorder: int = 3,
+    mode: str = "interp",
+) -> ArrayLike:
+    """Savitzky–Golay smoothing along the frame axis.
+
+    Parameters
+    ----------
+    x:
+        ``(F, ...)`` signal (numpy or torch; the result has the same type).
+    window:
+        Odd window length in frames, ``> polyorder``. Clips shorter than the window are filtered with
+        the longest odd window that fits; clips of at most ``polyorder + 1`` frames are returned as they are
+        (a polynomial of that order fits them exactly).
+    polyorder:
+        Order of the local polynomial.
+    mode:
+        Edge handling passed to :func:`scipy.signal.savgol_filter` (``"interp"`` fits the edge windows).
+
+    Returns
+    -------
+    ``(F, ...)`` smoothed signal.
+    """
+    arr, was_numpy, like = _frames_first(x, "x")
+    if window < 1 or window % 2 == 0 or window <= polyorder:
+        raise ShapeError(f"window must be an odd number > polyorder ({polyorder}), got {window}")
+    f = arr.shape[0]
+    w = window if window <= f else (f if f % 2 == 1 else f - 1)
+    if w <= polyorder:
+        return back(arr.copy(), was_numpy, like)
+    return back(savgol_filter(arr, w, polyorder, axis=0, mode=mode), was_numpy, like)
+
+
+def butterworth(
+    x: ArrayLike,
+    *,
+    fps: float,
+    cutoff: float,
+    order: int = 4,
+) -> ArrayLike:
+    """Zero-phase Butterworth low-pass along the frame axis (``sosfiltfilt``).
+
+    Parameters
+    ----------
+    x:
+        ``(F, ...)`` signal sampled at ``fps``.
+    fps:
+        Sampling rate in Hz.
+    cutoff:
+        Cutoff frequency in Hz, ``0 < cutoff < fps / 2``.
+    order:
+        Order of the single-pass filter (the forward-backward result has twice the attenuation in dB).
+
+    Returns
+    -------
+    ``(F, ...)`` filtered signal. Short clips use a shorter edge padding (``F - 1`` samples at most).
+    """
+    fps = check_fps(fps)
+    if not 0 < cutoff < fps / 2:
+        raise ShapeError(f"cutoff must be between 0 and the Nyquist frequency {fps / 2} Hz, got {cutoff}")
+    arr, was_numpy, like = _frames_first(x, "x")
+    if arr.shape[0] < 2:
+        return back(arr.copy(), was_numpy, like)
+    sos = butter(order, cutoff, btype="low", fs=fps, output="sos")
+    default_pad = 3 * (2 * len(sos) + 1 - min((sos[:, 2] == 0).sum(), (sos[:, 5] == 0).sum()))
+    padlen = min(default_pad, arr.shape[0] - 1)
+    return back(sosfiltfilt(sos, arr, axis=0, padlen=padlen), was_numpy, like)
+
+
+def one_euro(
+    x: ArrayLike,
+    *,
+    fps: float,
+    min_cutoff: float = 1.0,
+    beta: float = 0.0,
+    d_cutoff: float = 1.0,
+    isotropic: bool = True,
+) -> ArrayLike:
+    """The One-Euro filter (Casiez et al. 2012), causal, vectorised over everything but frames.
+
+    For each sample ``t >= 1`` (``x̂_0 = x_0``, ``dx̂_0 = 0``)::
+
+        dx   = (x_t - x̂_{t-1}) * fps
+        dx̂_t = dx̂_{t-1} + α(d_cutoff) (dx - dx̂_{t-1})
+        fc   = min_cutoff + beta * |dx̂_t|
+        x̂_t  = x̂_{t-1} + α(fc) (x_t - x̂_{t-1}),      α(fc) = 1 / (1 + fps / (2 π fc))
+
+    Parameters
+    ----------
+    x:
+        ``(F, ..., D)`` signal sampled at ``fps``.
+    fps:
+        Sampling rate in Hz.
+    min_cutoff:
+        Cutoff in Hz at zero speed (less jitter when lower).
+    beta:
+        Speed coefficient, in Hz per (unit of ``x`` per second) (less lag when higher).
+    d_cutoff:
+        Cutoff in Hz of the derivative's low-pass.
+    isotropic:
+        ``|dx̂|`` is the norm over the last axis (one cutoff per point); ``False``: per component.
+
+    Returns
+    -------
+    ``(F, ..., D)`` filtered signal.
+    """
+    fps = check_fps(fps)
+    if min_cutoff <= 0 or d_cutoff <= 0 or beta < 0:
+        raise ShapeError("one_euro needs min_cutoff > 0, d_cutoff > 0 and beta >= 0")
+    t, was_numpy = to_tensor(x)
+    if t.ndim < 1 or t.shape[0] < 1:
+        raise ShapeError(f"x must have shape (F, ...) with F >= 1, got {tuple(t.shape)}")
+    a_d = alpha(d_cutoff, fps)
+    out = torch.empty_like(t)
+    out[0] = t[0]
+    prev, dprev = t[0], torch.zeros_like(t[0])
+    for i in range(1, t.shape[0]):
+        dx = (t[i] - prev) * fps
+        dprev = dprev + a_d * (dx - dprev)
+        speed = dprev.norm(dim=-1, keepdim=True) if isotropic and t.ndim > 1 else dprev.abs()
+        prev = prev + alpha(min_cutoff + beta * speed, fps) * (t[i] - prev)
+        out[i] = prev
+    return back(out, was_numpy, None if was_numpy else t)

@@ -1,0 +1,221 @@
+"""Normalisation: scale, unit height, root at the origin on the ground, facing a fixed direction.
+
+Conventions
+-----------
+* The up axis is :meth:`Motion.up_axis` (0, 1 or 2), found from the motion itself because some
+  exporters store a rest pose that is not upright; "horizontal" means the other two axes. The height is
+  :attr:`Motion.height` (median over frames of the extent along the up axis).
+* The character's facing is found from world joint positions, not from the root's local frame (rigs
+  disagree on bone axes): the lateral vector ``across`` is the sum over hip/thigh and shoulder/clavicle
+  left-right pairs of ``p_left - p_right`` (all left-right pairs when there are none of those), and the
+  facing direction is the horizontal part of ``across x up`` (right-handed axes: with +Y up and the left
+  side towards +X, the character faces +Z).
+* Rotating a whole motion about the up axis pre-multiplies the root's rotation and rotates the root
+  trajectory about a pivot; local joint rotations and translations below the root are untouched.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+
+import torch
+
+from skelanim.core.motion import Motion
+from skelanim.core.rotations import axis_angle_to_quat, quat_apply, quat_multiply
+from skelanim.errors import ShapeError, SkeletonError
+from skelanim.ops._common import ArrayLike, back, direction_vector, to_tensor
+
+__all__ = ["face_forward", "facing_directions", "normalize", "root_relative", "rotate_about_up", "scale"]
+
+_HIP = re.compile(r"hip|thigh|upleg|up_leg|upperleg|upper_leg", re.IGNORECASE)
+_SHOULDER = re.compile(r"shoulder|clavicle|collar|upperarm|upper_arm|leftarm|rightarm", re.IGNORECASE)
+
+
+def scale(motion: Motion, s: float) -> Motion:
+    """Scale a motion's lengths by ``s``: skeleton offsets and End Sites, root positions, joint translations.
+
+    Parameters
+    ----------
+    motion:
+        The motion (not modified).
+    s:
+        Positive finite factor.
+
+    Returns
+    -------
+    Motion
+        A new motion on ``motion.skeleton.scaled(s)``; rotations and fps are unchanged.
+    """
+    s = float(s)
+    if not (s > 0 and math.isfinite(s)):
+        raise ShapeError(f"scale factor must be a positive finite number, got {s}")
+    jt = None if motion.joint_translations is None else motion.joint_translations * s
+    return motion.copy(
+        skeleton=motion.skeleton.scaled(s),
+        rotations=motion.rotations.clone(),
+        root_positions=motion.root_positions * s,
+        joint_translations=jt,
+        metadata=dict(motion.metadata),
+    )
+
+
+def normalize(motion: Motion, *, height: float | None = None, ground: bool = True) -> Motion:
+    """Unit height, root at the horizontal origin and lowest point on the ground, at frame 0.
+
+    Parameters
+    ----------
+    motion:
+        The motion (not modified).
+    height:
+        The height to divide by; default :attr:`Motion.height`.
+    ground:
+        Also shift along the up axis so that the lowest joint or End Site of frame 0 is at 0. When
+        ``False`` only the horizontal root position is moved.
+
+    Returns
+    -------
+    Motion
+        Lengths divided by ``height``; the whole trajectory translated so that at frame 0 the root's
+        horizontal coordinates are 0 (and, with ``ground``, the lowest point is at up-coordinate 0).
+    """
+    up = motion.up_axis()
+    h = motion.height if height is None else float(height)
+    if not (h > 0 and math.isfinite(h)):
+        raise ShapeError(f"cannot normalise a motion of height {h}")
+    out = scale(motion, 1.0 / h)
+    if out.num_frames == 0:
+        return out
+    shift = -out.root_positions[0].clone()
+    if ground:
+        pos0 = out[0:1].positions(end_sites=True)[0]
+        shift[up] = -pos0[:, up].min()
+    else:
+        shift[up] = 0.0
+    return out.copy(root_positions=out.root_positions + shift)
+
+
+def root_relative(positions: ArrayLike, *, root: int = 0) -> ArrayLike:
+    """Positions relative to the root joint.
+
+    Parameters
+    ----------
+    positions:
+        ``(..., J, 3)`` world positions (numpy or torch).
+    root:
+        Index of the joint subtracted.
+
+    Returns
+    -------
+    ``(..., J, 3)`` ``positions - positions[..., root:root+1, :]`` (the root's row becomes 0).
+    """
+    t, was_numpy = to_tensor(positions)
+    if t.ndim < 2 or t.shape[-1] != 3 or not -t.shape[-2] <= root < t.shape[-2]:
+        raise ShapeError(f"positions must be (..., J, 3) with root < J, got {tuple(t.shape)} and root={root}")
+    return back(t - t[..., root : root + 1, :], was_numpy, None if was_numpy else t)
+
+
+def _lateral_pairs(motion: Motion) -> list[tuple[int, int]]:
+    skel = motion.skeleton
+    pairs = skel.left_right_pairs()
+    if not pairs:
+        raise SkeletonError("cannot find the character's facing: no left/right joint pairs in the skeleton")
+    picked = [(l, r) for l, r in pairs if _HIP.search(skel.names[l]) or _SHOULDER.search(skel.names[l])]
+    return picked or pairs
+
+
+def _unit(axis: int) -> torch.Tensor:
+    v = torch.zeros(3, dtype=torch.float64)
+    v[axis] = 1.0
+    return v
+
+
+def facing_directions(motion: Motion, *, up_axis: int | None = None) -> torch.Tensor:
+    """Per-frame horizontal facing direction.
+
+    Parameters
+    ----------
+    motion:
+        A motion whose skeleton has left/right joint pairs.
+    up_axis:
+        0, 1 or 2; default :meth:`Motion.up_axis`.
+
+    Returns
+    -------
+    torch.Tensor
+        ``(F, 3)`` unit vectors with zero up-component (see the module docstring for the definition).
+    """
+    pairs = _lateral_pairs(motion)
+    axis = motion.up_axis() if up_axis is None else int(up_axis)
+    up = _unit(axis)
+    pos = motion.positions()
+    left = torch.tensor([l for l, _ in pairs])
+    right = torch.tensor([r for _, r in pairs])
+    across = (pos[:, left] - pos[:, right]).sum(1)
+    fwd = torch.linalg.cross(across, up.expand_as(across), dim=-1)
+    fwd[:, axis] = 0.0
+    norm = fwd.norm(dim=-1, keepdim=True)
+    if bool((norm <= 1e-9 * across.norm(dim=-1, keepdim=True)).any()) or bool((norm == 0).any()):
+        raise ShapeError("facing direction undefined: the left/right joints are aligned with the up axis")
+    return fwd / norm
+
+
+def rotate_about_up(
+    motion: Motion, angle: float, *, pivot: ArrayLike | None = None, up_axis: int | None = None
+) -> Motion:
+    """Rotate the whole motion by ``angle`` radians about the up axis through ``pivot``.
+
+    Parameters
+    ----------
+    motion:
+        The motion (not modified).
+    angle:
+        Radians, counter-clockwise seen from above (right-hand rule about +up).
+    pivot:
+        ``(3,)`` point on the rotation axis; default the root position at frame 0.
+    up_axis:
+        0, 1 or 2; default :meth:`Motion.up_axis`.
+
+    Returns
+    -------
+    Motion
+        Root rotations ``q_yaw * q_root``; root positions ``pivot + R_yaw (p - pivot)``.
+    """
+    up = _unit(motion.up_axis() if up_axis is None else int(up_axis))
+    q_yaw = axis_angle_to_quat(up, torch.tensor(float(angle), dtype=torch.float64))
+    p = motion.root_positions[0] if pivot is None else to_tensor(pivot)[0].reshape(3)
+    rot = motion.rotations.clone()
+    rot[:, 0] = quat_multiply(q_yaw, rot[:, 0])
+    root = p + quat_apply(q_yaw, motion.root_positions - p)
+    return motion.copy(rotations=rot, root_positions=root, metadata=dict(motion.metadata))
+
+
+def face_forward(motion: Motion, *, forward: str | ArrayLike = "+z") -> Motion:
+    """Rotate the motion about the up axis so that the character faces ``forward`` on the first frame.
+
+    Parameters
+    ----------
+    motion:
+        The motion (not modified).
+    forward:
+        Target direction: ``"+z"``, ``"-x"``, ... or a 3-vector; its horizontal part is used, so it must
+        not be parallel to the up axis (for a Z-up skeleton pass e.g. ``"+y"``).
+
+    Returns
+    -------
+    Motion
+        The motion rotated about the vertical line through the root's first-frame position; its
+        :func:`facing_directions` at frame 0 equals the horizontal ``forward``.
+    """
+    if motion.num_frames == 0:
+        return motion.copy(metadata=dict(motion.metadata))
+    up_axis = motion.up_axis()
+    target = direction_vector(forward).clone()
+    target[up_axis] = 0.0
+    if float(target.norm()) < 1e-9:
+        raise ShapeError(f"forward {forward!r} is parallel to the up axis ({'XYZ'[up_axis]}); pick a horizontal one")
+    target = target / target.norm()
+    current = facing_directions(motion[0:1], up_axis=up_axis)[0]
+    up = _unit(up_axis)
+    angle = math.atan2(float(torch.dot(up, torch.linalg.cross(current, target))), float(torch.dot(current, target)))
+    return rotate_about_up(motion, angle, up_axis=up_axis)

@@ -1,0 +1,96 @@
+"""Change a motion's frame rate: slerp for rotations, linear interpolation for translations.
+
+Timing
+------
+Frame ``k`` of the result samples the original at time ``k / fps`` (frame ``0`` at time 0). The original
+lasts ``D = (F - 1) / fps_old``; the result has ``round(D * fps) + 1`` frames, so its duration
+``(F' - 1) / fps`` equals ``D`` **exactly when** ``D * fps`` is a whole number (e.g. 120 → 30 fps on any clip
+of ``4 n + 1`` frames, or 30 → 60 fps on any clip), and otherwise differs from it by at most half a new
+frame period. When the last sample time falls past ``D`` (by less than half a period) it takes the last
+original frame: the motion is held, never extrapolated. Sample times that land on an original frame (to
+1e-9 frames) reproduce that frame exactly.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+from skelanim.core.motion import Motion
+from skelanim.core.rotations import quat_slerp
+from skelanim.errors import ShapeError
+
+__all__ = ["resample", "sample_times"]
+
+
+def sample_times(num_frames: int, fps_in: float, fps_out: float) -> torch.Tensor:
+    """Fractional source-frame indices at which the resampled frames are taken.
+
+    Parameters
+    ----------
+    num_frames:
+        ``F``, frames of the source.
+    fps_in, fps_out:
+        Source and target frame rates.
+
+    Returns
+    -------
+    torch.Tensor
+        ``(F',)`` float64 indices in ``[0, F - 1]`` (see the module docstring for ``F'``).
+    """
+    if num_frames < 1:
+        raise ShapeError("cannot resample a motion without frames")
+    for name, v in (("fps_in", fps_in), ("fps_out", fps_out)):
+        if not (v > 0 and math.isfinite(v)):
+            raise ShapeError(f"{name} must be a positive number, got {v}")
+    span = (num_frames - 1) * fps_out / fps_in  # duration in target frames
+    n = math.floor(span + 0.5 + 1e-9) + 1
+    k = torch.arange(n, dtype=torch.float64)
+    s = k * fps_in / fps_out
+    nearest = torch.round(s)
+    s = torch.where((s - nearest).abs() < 1e-9, nearest, s)
+    return s.clamp(0.0, float(num_frames - 1))
+
+
+def _lerp(x: torch.Tensor, i0: torch.Tensor, i1: torch.Tensor, a: torch.Tensor) -> torch.Tensor:
+    shape = (-1,) + (1,) * (x.ndim - 1)
+    a = a.reshape(shape)
+    # exact at a == 0 and a == 1 (no 0 * x rounding)
+    return torch.where(a == 0, x[i0], torch.where(a == 1, x[i1], x[i0] + a * (x[i1] - x[i0])))
+
+
+def resample(motion: Motion, fps: float) -> Motion:
+    """Resample a motion to ``fps`` frames per second.
+
+    Parameters
+    ----------
+    motion:
+        The motion (not modified), ``F`` frames at ``motion.fps``.
+    fps:
+        Target frame rate.
+
+    Returns
+    -------
+    Motion
+        ``F'`` frames at ``fps`` (see the module docstring for ``F'`` and the last frame). Rotations are
+        slerped along the shortest arc between the two neighbouring source frames; root positions and joint
+        translations are interpolated linearly. Skeleton and metadata are copied.
+    """
+    fps = float(fps)
+    s = sample_times(motion.num_frames, motion.fps, fps)
+    if motion.num_frames == 1:
+        i0 = i1 = torch.zeros(len(s), dtype=torch.long)
+        a = torch.zeros(len(s), dtype=torch.float64)
+    else:
+        i0 = torch.floor(s).long().clamp(max=motion.num_frames - 2)
+        i1 = i0 + 1
+        a = s - i0.to(torch.float64)
+    rot = quat_slerp(motion.rotations[i0], motion.rotations[i1], a[:, None].expand(-1, motion.skeleton.num_joints))
+    at0, at1 = (a == 0)[:, None, None], (a == 1)[:, None, None]
+    rot = torch.where(at0, motion.rotations[i0], torch.where(at1, motion.rotations[i1], rot))
+    root = _lerp(motion.root_positions, i0, i1, a)
+    jt = None if motion.joint_translations is None else _lerp(motion.joint_translations, i0, i1, a)
+    return motion.copy(
+        rotations=rot, root_positions=root, joint_translations=jt, fps=fps, metadata=dict(motion.metadata)
+    )

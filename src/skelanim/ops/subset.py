@@ -1,0 +1,181 @@
+"""Joint subsets and renaming.
+
+:func:`collapse` keeps some joints and removes the rest, so that every kept joint has the **same world
+position and world rotation at every frame** as before. Each kept joint ``k`` hangs from its nearest kept
+ancestor ``a`` (the shallowest kept joint becomes the root). Its new local rotation and translation are
+the transform of ``k`` relative to ``a``, composed through the removed joints between them::
+
+    G[j] = q[j],                 T[j] = t[j]                 if parent(j) is kept
+    G[j] = G[p] * q[j],          T[j] = T[p] + G[p] t[j]     otherwise (p = parent(j), removed)
+
+(``t`` the local translation, offset or animated; above the new root, "relative to the world"). This is
+forward kinematics restricted to the removed chains, with quaternion products, so no matrix inverse is
+involved. The new root's rotation and position are its world rotation and position.
+
+Rest pose and animated translations: the new offsets are taken from the **rest pose** (the sum of the
+rest offsets along the removed chain), so the collapsed skeleton's rest pose is the original's restricted
+to the kept joints. When a removed intermediate joint is animated (or carried an animated translation)
+the kept child's translation changes from frame to frame and differs from that offset; the result then
+carries ``joint_translations`` ``(F, J', 3)``, and such joints gain position channels so that a BVH
+writer can store them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+
+import numpy as np
+import torch
+
+from skelanim.core.motion import Motion
+from skelanim.core.rotations import quat_apply, quat_multiply, quat_normalize
+from skelanim.core.skeleton import DEFAULT_JOINT_CHANNELS, POSITION_CHANNELS, Skeleton
+from skelanim.errors import SkeletonError
+
+__all__ = ["collapse", "rename"]
+
+
+def _kept_parents(skeleton: Skeleton, keep: list[int]) -> dict[int, int]:
+    """Nearest kept strict ancestor of each kept joint (-1 for the new root)."""
+    kept = set(keep)
+    parents: dict[int, int] = {}
+    for k in keep:
+        p = int(skeleton.parents[k])
+        while p >= 0 and p not in kept:
+            p = int(skeleton.parents[p])
+        parents[k] = p
+    roots = [k for k in keep if parents[k] < 0]
+    if len(roots) != 1:
+        names = ", ".join(skeleton.names[r] for r in roots)
+        raise SkeletonError(f"the kept joints must form one tree, but {len(roots)} have no kept ancestor: {names}")
+    return parents
+
+
+def collapse(motion: Motion, keep: Sequence[int | str], *, tol: float = 1e-9) -> Motion:
+    """A motion on the sub-skeleton of the ``keep`` joints with unchanged world transforms.
+
+    Parameters
+    ----------
+    motion:
+        The motion (not modified), ``J`` joints.
+    keep:
+        Names or indices of the ``J'`` joints to keep (any order; the original order is kept). Exactly one
+        of them may have no kept ancestor: it becomes the root.
+    tol:
+        Relative tolerance (times :attr:`Motion.height`, at least 1) below which a kept joint's per-frame
+        translation counts as equal to its rest offset, so no ``joint_translations`` are needed.
+
+    Returns
+    -------
+    Motion
+        ``J'`` joints: names, channels and End Sites of the kept joints; parents remapped to the nearest
+        kept ancestor; see the module docstring for rotations, offsets and translations.
+        ``collapse(m, keep).positions() == m.positions()[:, sorted(keep)]`` up to rounding.
+    """
+    skel = motion.skeleton
+    idx = sorted(set(skel.indices(keep)))
+    if not idx:
+        raise SkeletonError("collapse needs at least one joint to keep")
+    for j in idx:
+        if not 0 <= j < skel.num_joints:
+            raise SkeletonError(f"joint index {j} out of range for a skeleton of {skel.num_joints} joints")
+    kparent = _kept_parents(skel, idx)
+    kept = set(idx)
+
+    # joints whose relative transform is needed: kept joints and every removed joint above one
+    needed: set[int] = set()
+    for k in idx:
+        j = k
+        while j >= 0 and (j == k or j not in kept):
+            needed.add(j)
+            j = int(skel.parents[j])
+    local_t = motion.local_translations()
+    rotations = quat_normalize(motion.rotations)
+    G: dict[int, torch.Tensor] = {}
+    T: dict[int, torch.Tensor] = {}
+    rest: dict[int, torch.Tensor] = {}
+    for j in sorted(needed):
+        p = int(skel.parents[j])
+        if p < 0 or p in kept:
+            G[j], T[j] = rotations[:, j], local_t[:, j]
+            rest[j] = skel.offsets[j]
+        else:
+            G[j] = quat_multiply(G[p], rotations[:, j])
+            T[j] = T[p] + quat_apply(G[p], local_t[:, j])
+            rest[j] = rest[p] + skel.offsets[j]
+
+    new_parents = np.array([-1 if kparent[k] < 0 else idx.index(kparent[k]) for k in idx])
+    new_offsets = torch.stack([rest[k] for k in idx])
+    new_rot = torch.stack([G[k] for k in idx], dim=1)
+    new_t = torch.stack([T[k] for k in idx], dim=1)
+    root_positions = new_t[:, 0].clone()
+
+    height = motion.height
+    scale = max(height, 1.0) if np.isfinite(height) else 1.0
+    deviates = ((new_t - new_offsets).norm(dim=-1) > tol * scale).any(dim=0)
+    deviates[0] = False
+    animated = motion.joint_translations is not None or bool(deviates.any())
+
+    channels: list[tuple[str, ...]] = []
+    for n, k in enumerate(idx):
+        ch = tuple(skel.channels[k])
+        rot_ch = tuple(c for c in ch if c.endswith("rotation"))
+        pos_ch = tuple(c for c in ch if c.endswith("position"))
+        need_pos = n == 0 or bool(animated and deviates[n])
+        if not rot_ch or (need_pos and not pos_ch):
+            ch = ((pos_ch or POSITION_CHANNELS) if need_pos else pos_ch) + (rot_ch or DEFAULT_JOINT_CHANNELS)
+        channels.append(ch)
+    ends = {idx.index(k): v.clone() for k, v in skel.end_sites.items() if k in kept}
+    new_skel = Skeleton([skel.names[k] for k in idx], new_parents, new_offsets, channels, ends)
+    return motion.copy(
+        skeleton=new_skel,
+        rotations=new_rot,
+        root_positions=root_positions,
+        joint_translations=new_t if animated else None,
+        metadata=dict(motion.metadata),
+    )
+
+
+def rename(
+    motion: Motion,
+    mapping: Mapping[str, str] | Callable[[str], str],
+    *,
+    strict: bool = True,
+) -> Motion:
+    """Rename joints.
+
+    Parameters
+    ----------
+    motion:
+        The motion (not modified).
+    mapping:
+        ``{old: new}`` (joints not listed keep their names) or a function ``old -> new``.
+    strict:
+        With a dict, raise :class:`SkeletonError` when a key names no joint.
+
+    Returns
+    -------
+    Motion
+        The same motion on a skeleton with the new names (everything else copied).
+
+    Raises
+    ------
+    SkeletonError
+        Unknown joints (``strict``) or names that collide after renaming.
+    """
+    skel = motion.skeleton
+    if callable(mapping):
+        names = [str(mapping(n)) for n in skel.names]
+    else:
+        unknown = [k for k in mapping if k not in skel.names]
+        if strict and unknown:
+            raise SkeletonError(f"rename: unknown joint(s) {', '.join(map(repr, unknown))}")
+        names = [mapping.get(n, n) for n in skel.names]
+    new_skel = Skeleton(
+        names,
+        skel.parents.copy(),
+        skel.offsets.clone(),
+        list(skel.channels),
+        {k: v.clone() for k, v in skel.end_sites.items()},
+    )
+    return motion.copy(skeleton=new_skel, metadata=dict(motion.metadata))

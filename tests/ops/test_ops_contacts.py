@@ -1,0 +1,115 @@
+"""Foot contacts on constructed trajectories with known labels, and on a real walk."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from skelanim import Motion, Skeleton
+from skelanim.errors import ShapeError, SkeletonError
+from skelanim.ops import find_feet, foot_contacts
+
+
+def stepping_feet(fps: float = 30.0):
+    """Two feet (Y up, 1.7 m body): foot 0 planted for frames 0-29, swings (up 0.2, forward 0.6 m) 30-49,
+    planted 50-89; foot 1 swings 10-29 and 60-79, planted otherwise. Returns positions and true labels."""
+    f = 90
+    pos = np.zeros((f, 2, 3))
+    truth = np.ones((f, 2), dtype=bool)
+    pos[:, 0, 1] = 0.08  # ankle height at rest
+    pos[:, 1, 1] = 0.08
+    pos[:, 1, 0] = -0.2
+    for joint, swings in ((0, [(30, 50)]), (1, [(10, 30), (60, 80)])):
+        z = 0.0
+        for t in range(f):
+            for a, b in swings:
+                if a <= t < b:
+                    u = (t - a + 1) / (b - a)
+                    pos[t, joint, 1] = 0.08 + 0.2 * np.sin(np.pi * u)
+                    pos[t, joint, 2] = z + 0.6 * u
+                    truth[t, joint] = False
+                    break
+            else:
+                pos[t, joint, 2] = z
+                continue
+            if t == b - 1:
+                z += 0.6
+    return pos, truth
+
+
+def test_contacts_on_constructed_steps():
+    pos, truth = stepping_feet()
+    got = foot_contacts(pos, 30.0, joints=[0, 1], height=1.7)
+    assert isinstance(got, np.ndarray) and got.dtype == bool and got.shape == truth.shape
+    # central differences blur the speed by one frame at each lift-off and touch-down
+    edges = np.zeros_like(truth)
+    change = np.argwhere(np.diff(truth.astype(int), axis=0) != 0)
+    for t, j in change:
+        edges[max(t - 1, 0) : t + 3, j] = True
+    assert np.array_equal(got[~edges], truth[~edges])
+    assert got[truth & ~edges].all() and not got[~truth & ~edges].any()
+
+
+def test_contacts_thresholds_and_up_axis():
+    pos, _truth = stepping_feet()
+    # a tiny height threshold leaves only frames at the floor level itself
+    assert not foot_contacts(pos, 30.0, joints=[0, 1], height_threshold=-1.0).any()
+    assert foot_contacts(pos, 30.0, joints=[0, 1], height_threshold=10.0, speed_threshold=100.0).all()
+    # the same data with Z up (y -> z, z -> -y) gives the same labels when told so
+    zup = np.stack([pos[..., 0], -pos[..., 2], pos[..., 1]], -1)
+    a = foot_contacts(pos, 30.0, joints=[0, 1], height=1.7)
+    b = foot_contacts(torch.from_numpy(zup), 30.0, joints=[0, 1], height=1.7, up_axis="z")
+    assert isinstance(b, torch.Tensor) and np.array_equal(a, b.numpy())
+    # units: the same motion in centimetres with a height in centimetres gives the same labels
+    assert np.array_equal(a, foot_contacts(pos * 100, 30.0, joints=[0, 1], height=170.0))
+    with pytest.raises(ShapeError):
+        foot_contacts(pos, joints=[0, 1])
+    with pytest.raises(ShapeError):
+        foot_contacts(pos, 30.0)
+    with pytest.raises(ShapeError):
+        foot_contacts(pos[..., :2], 30.0, joints=[0])
+
+
+def test_find_feet_and_motion_input(body, motion):
+    names = [body.names[j] for j in find_feet(body)]
+    assert names == ["LeftFoot", "RightFoot", "LeftToeBase", "RightToeBase"]
+    c = foot_contacts(motion)
+    assert isinstance(c, torch.Tensor) and c.shape == (motion.num_frames, 4)
+    c2 = foot_contacts(motion, joints=["LeftFoot"], height_threshold=0.1, speed_threshold=0.5)
+    assert c2.shape == (motion.num_frames, 1)
+    frozen = motion.rotations[:1].expand(motion.num_frames, -1, -1).clone()
+    still = motion.copy(root_positions=motion.root_positions[:1].expand(motion.num_frames, 3).clone(), rotations=frozen)
+    assert foot_contacts(still).all()
+    # a frozen pose gliding at 1.2 units/s: above the default speed threshold (0.25 * 1.7 = 0.425/s)
+    glide = still.copy(
+        root_positions=still.root_positions
+        + torch.linspace(0, 1.2 * motion.duration, motion.num_frames, dtype=torch.float64)[:, None]
+        * torch.tensor([0, 0, 1.0])
+    )
+    assert not foot_contacts(glide).any()
+    assert foot_contacts(glide, speed_threshold=1.3).all()
+    noleg = Skeleton(["Root", "Head"], np.array([-1, 0]), torch.tensor([[0, 0, 0], [0, 1.0, 0]]))
+    with pytest.raises(SkeletonError, match="foot"):
+        foot_contacts(Motion.rest(noleg, 3))
+
+
+@pytest.mark.parametrize(
+    "relative,feet",
+    [
+        ("bandai_namco_1/dataset-1_walk_normal_001.bvh", ["Foot_L", "Foot_R", "Toes_L", "Toes_R"]),
+        ("cmu_cgspeed_mb/01_01.bvh", ["LeftFoot", "RightFoot", "LeftToeBase", "RightToeBase"]),
+        ("cmu_iclone_ccrig/002_01.bvh", ["CC_Base_L_Foot", "CC_Base_R_Foot", "CC_Base_L_ToeBase", "CC_Base_R_ToeBase"]),
+    ],
+)
+def test_contacts_real(relative, feet, real):
+    m = real(relative)
+    assert [m.skeleton.names[j] for j in find_feet(m.skeleton)] == feet
+    c = foot_contacts(m).numpy()
+    assert c.shape == (m.num_frames, 4)
+    if "walk" in relative:
+        left = c[:, [0, 2]].any(1)
+        right = c[:, [1, 3]].any(1)
+        # a walk: each foot is down for a good part of the clip, and each is down while the other swings
+        assert 0.2 < left.mean() < 0.95 and 0.2 < right.mean() < 0.95
+        assert (left & ~right).sum() > 5 and (right & ~left).sum() > 5

@@ -1,0 +1,134 @@
+"""Mirroring: exact involution, FK equals reflected positions with left/right swapped, scipy for M R M."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from scipy.spatial.transform import Rotation
+
+from skelanim import Motion, Skeleton
+from skelanim.errors import SkeletonError
+from skelanim.ops import lateral_axis, mirror, mirror_permutation, mirror_quat, mirror_skeleton
+
+
+def reflected(positions: torch.Tensor, perm: np.ndarray, axis: int) -> torch.Tensor:
+    s = torch.ones(3, dtype=torch.float64)
+    s[axis] = -1.0
+    return positions[:, torch.as_tensor(perm)] * s
+
+
+@pytest.mark.parametrize("axis", [0, 1, 2])
+def test_mirror_quat_is_reflection_conjugation(axis):
+    rot = Rotation.random(50, random_state=axis)
+    q = rot.as_quat(scalar_first=True)
+    m = np.diag([-1.0 if a == axis else 1.0 for a in range(3)])
+    expected = m @ rot.as_matrix() @ m
+    got = Rotation.from_quat(mirror_quat(q, axis=axis), scalar_first=True).as_matrix()
+    assert np.allclose(got, expected, atol=1e-12)
+    assert np.array_equal(mirror_quat(mirror_quat(q, axis="xyz"[axis]), axis=axis), q)
+
+
+@pytest.mark.parametrize("asymmetric", [False, True])
+@pytest.mark.parametrize("translations", [False, True])
+def test_mirror_fk_and_involution(asymmetric, translations, helpers, check_unchanged):
+    skel = helpers.body_skeleton(asymmetric=asymmetric)
+    m = helpers.random_motion(skel, 25, amplitude=1.0, translations=translations)
+    done = check_unchanged(m)
+    out = mirror(m)
+    assert done()
+    perm = skel.mirror_permutation()
+    assert perm[skel.index("LeftHand")] == skel.index("RightHand")
+    assert torch.allclose(
+        out.positions(end_sites=True)[:, : skel.num_joints], reflected(m.positions(), perm, 0), atol=1e-12
+    )
+    ends = sorted(skel.end_sites)
+    end_perm = np.array([ends.index(int(perm[j])) for j in ends])
+    assert torch.allclose(
+        out.positions(end_sites=True)[:, skel.num_joints :],
+        reflected(m.positions(end_sites=True)[:, skel.num_joints :], end_perm, 0),
+        atol=1e-12,
+    )
+    twice = mirror(out)
+    assert torch.equal(twice.rotations, m.rotations)
+    assert torch.equal(twice.root_positions, m.root_positions)
+    assert twice.skeleton == m.skeleton
+    if translations:
+        assert torch.equal(twice.joint_translations, m.joint_translations)
+    if asymmetric:  # the result sits on the mirror image of the skeleton, a different skeleton
+        assert not torch.allclose(out.skeleton.offsets, skel.offsets)
+    else:
+        assert torch.allclose(out.skeleton.offsets, skel.offsets, atol=0)
+
+
+def test_mirror_swaps_sides_semantically(helpers):
+    skel = helpers.body_skeleton()
+    m = Motion.rest(skel, 1)
+    rot = m.rotations.clone()
+    # raise the left arm: rotate LeftShoulder +90 deg about Z (the +X arm swings up to +Y)
+    rot[0, skel.index("LeftShoulder")] = torch.tensor([2**-0.5, 0, 0, 2**-0.5], dtype=torch.float64)
+    m = m.copy(rotations=rot)
+    up = 1
+    left_hand, right_hand = skel.index("LeftHand"), skel.index("RightHand")
+    assert m.positions()[0, left_hand, up] > m.positions()[0, right_hand, up] + 0.3
+    out = mirror(m)
+    assert out.positions()[0, right_hand, up] > out.positions()[0, left_hand, up] + 0.3
+    assert float(out.positions()[0, right_hand, 0]) < 0  # the right hand stays on the right (-X)
+
+
+def test_lateral_axis_detection(helpers):
+    skel = helpers.body_skeleton()
+    assert lateral_axis(skel) == 0
+    # swap X and Z in the offsets: the body is now symmetric across Z
+    perm_axes = torch.tensor([2, 1, 0])
+    turned = Skeleton(
+        skel.names,
+        skel.parents,
+        skel.offsets[:, perm_axes],
+        list(skel.channels),
+        {k: v[perm_axes] for k, v in skel.end_sites.items()},
+    )
+    assert lateral_axis(turned) == 2
+    m = helpers.random_motion(turned, 5)
+    out = mirror(m)  # detected Z
+    assert torch.allclose(out.positions(), reflected(m.positions(), turned.mirror_permutation(), 2), atol=1e-12)
+    assert torch.allclose(mirror_skeleton(turned).offsets, turned.offsets, atol=1e-15)
+    lone = Skeleton(["A", "B"], np.array([-1, 0]), torch.tensor([[0.0, 0, 0], [0, 1.0, 0]]))
+    assert lateral_axis(lone) == 0
+
+
+def test_mirror_permutation_completed_by_structure(helpers):
+    # CMU's 3dsMax files name the hand ends "lhand"/"rhand": no side marker the name rules know
+    base = helpers.body_skeleton()
+    names = base.names + ["lhand", "rhand"]
+    parents = np.concatenate([base.parents, [base.index("LeftHand"), base.index("RightHand")]])
+    offsets = torch.cat([base.offsets, torch.tensor([[0.05, 0, 0.02], [-0.05, 0, 0.02]], dtype=torch.float64)])
+    skel = Skeleton(names, parents, offsets)
+    assert skel.mirror_permutation()[skel.index("lhand")] == skel.index("lhand")
+    perm = mirror_permutation(skel)
+    assert perm[skel.index("lhand")] == skel.index("rhand") and perm[skel.index("rhand")] == skel.index("lhand")
+    m = helpers.random_motion(skel, 6)
+    assert torch.allclose(mirror(m).positions(), reflected(m.positions(), perm, 0), atol=1e-12)
+
+
+def test_mirror_rejects_asymmetric_tree():
+    names = ["Hips", "LeftLeg", "Spine", "RightLeg"]
+    skel = Skeleton(names, np.array([-1, 0, 0, 2]), torch.rand(4, 3, dtype=torch.float64))
+    with pytest.raises(SkeletonError, match="partner"):
+        mirror(Motion.rest(skel, 2))
+
+
+@pytest.mark.parametrize(
+    "relative",
+    ["cmu_iclone_ccrig/002_03.bvh", "bandai_namco_1/dataset-1_walk_normal_001.bvh", "cmu_cgspeed_max/131_01.bvh"],
+)
+def test_mirror_real(relative, real):
+    m = real(relative)
+    axis = lateral_axis(m.skeleton)
+    out = mirror(m)
+    perm = mirror_permutation(m.skeleton)
+    assert (perm != np.arange(len(perm))).sum() >= 8
+    assert torch.allclose(out.positions(), reflected(m.positions(), perm, axis), atol=1e-9 * m.height)
+    twice = mirror(out)
+    assert torch.equal(twice.rotations, m.rotations) and torch.equal(twice.root_positions, m.root_positions)
+    assert twice.skeleton == m.skeleton

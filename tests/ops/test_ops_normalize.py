@@ -1,0 +1,159 @@
+"""Normalisation: scale, unit height, ground/origin placement, facing, checked with scipy rotations."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+from scipy.spatial.transform import Rotation
+
+from skelanim import Motion, Skeleton
+from skelanim.errors import ShapeError, SkeletonError
+from skelanim.ops import face_forward, facing_directions, normalize, root_relative, rotate_about_up, scale
+
+
+def z_up(skeleton: Skeleton) -> Skeleton:
+    """The same body with Z up (Y-up offsets rotated by +90 degrees about X: y -> z, z -> -y)."""
+    r = torch.tensor([[1.0, 0, 0], [0, 0, -1.0], [0, 1.0, 0]], dtype=torch.float64)
+    return Skeleton(
+        skeleton.names,
+        skeleton.parents,
+        skeleton.offsets @ r.T,
+        list(skeleton.channels),
+        {k: r @ v for k, v in skeleton.end_sites.items()},
+    )
+
+
+def test_scale(motion, check_unchanged):
+    done = check_unchanged(motion)
+    out = scale(motion, 2.5)
+    assert done()
+    assert torch.allclose(out.positions(end_sites=True), 2.5 * motion.positions(end_sites=True), atol=1e-12)
+    assert torch.equal(out.rotations, motion.rotations)
+    assert out.height == pytest.approx(2.5 * motion.height)
+    with pytest.raises(ShapeError):
+        scale(motion, 0.0)
+    with pytest.raises(ShapeError):
+        scale(motion, float("nan"))
+
+
+def test_scale_joint_translations(helpers):
+    m = helpers.random_motion(helpers.body_skeleton(), 10, translations=True)
+    out = scale(m, 0.01)
+    assert torch.allclose(out.positions(), 0.01 * m.positions(), atol=1e-14)
+
+
+@pytest.mark.parametrize("zup", [False, True])
+def test_normalize(zup, helpers, check_unchanged):
+    skel = helpers.body_skeleton()
+    if zup:
+        skel = z_up(skel)
+    m = helpers.random_motion(skel, 30)
+    up = m.up_axis()
+    assert up == (2 if zup else 1)
+    done = check_unchanged(m)
+    out = normalize(m)
+    assert done()
+    h = m.height
+    assert out.height == pytest.approx(1.0, abs=1e-12)
+    horiz = [a for a in range(3) if a != up]
+    assert torch.allclose(out.root_positions[0, horiz], torch.zeros(2, dtype=torch.float64), atol=1e-12)
+    p0 = out.positions(end_sites=True)[0]
+    assert float(p0[:, up].min()) == pytest.approx(0.0, abs=1e-12)
+    # the result is the original scaled by 1/h and translated by one constant vector
+    a, b = out.positions(end_sites=True), m.positions(end_sites=True) / h
+    shift = a[0, 0] - b[0, 0]
+    assert torch.allclose(a, b + shift, atol=1e-12)
+    assert float(shift[up]) == pytest.approx(-float(b[0, :, up].min()), abs=1e-12)
+
+    no_ground = normalize(m, ground=False, height=2.0)
+    assert torch.allclose(no_ground.root_positions[0, up], m.root_positions[0, up] / 2.0)
+    assert torch.allclose(no_ground.root_positions[0, horiz], torch.zeros(2, dtype=torch.float64), atol=1e-12)
+    with pytest.raises(ShapeError):
+        normalize(m, height=0.0)
+
+
+def test_root_relative():
+    x = np.random.default_rng(0).normal(size=(4, 5, 6, 3))
+    out = root_relative(x)
+    assert isinstance(out, np.ndarray) and np.allclose(out, x - x[..., :1, :])
+    assert np.all(out[..., 0, :] == 0)
+    out_t = root_relative(torch.from_numpy(x), root=2)
+    assert isinstance(out_t, torch.Tensor) and torch.allclose(out_t, torch.from_numpy(x - x[..., 2:3, :]))
+    with pytest.raises(ShapeError):
+        root_relative(np.zeros((4, 2)), root=5)
+
+
+@pytest.mark.parametrize("yaw_deg", [0.0, 37.0, 90.0, 179.0, -120.0])
+def test_face_forward(yaw_deg, helpers, check_unchanged):
+    base = helpers.random_motion(helpers.body_skeleton(), 20, amplitude=0.05)
+    # at rest the body faces +Z (left side towards +X); turn it by a known yaw about +Y
+    m = helpers.turned(base, math.radians(yaw_deg))
+    facing = facing_directions(m)[0]
+    expected = Rotation.from_rotvec([0, math.radians(yaw_deg), 0]).apply(facing_directions(base)[0].numpy())
+    assert np.allclose(facing.numpy(), expected, atol=1e-12)
+    done = check_unchanged(m)
+    out = face_forward(m)
+    assert done()
+    assert torch.allclose(facing_directions(out)[0], torch.tensor([0.0, 0.0, 1.0], dtype=torch.float64), atol=1e-12)
+    # independent check: the new positions are the old ones turned rigidly about the vertical line
+    # through the first-frame root position, by the angle that takes the old facing to +Z
+    angle = -math.atan2(float(facing[0]), float(facing[2]))
+    pivot = m.root_positions[0].numpy()
+    p = m.positions(end_sites=True).numpy()
+    expected = Rotation.from_rotvec([0, angle, 0]).apply((p - pivot).reshape(-1, 3)).reshape(p.shape) + pivot
+    assert np.allclose(out.positions(end_sites=True).numpy(), expected, atol=1e-12)
+    assert torch.equal(out.rotations[:, 1:], m.rotations[:, 1:])
+
+
+def test_face_forward_other_directions_and_axes(helpers):
+    m = helpers.turned(helpers.random_motion(helpers.body_skeleton(), 5), 1.0)
+    for direction, vec in (("+x", [1, 0, 0]), ("-z", [0, 0, -1]), ([1.0, 5.0, 1.0], [2**-0.5, 0, 2**-0.5])):
+        got = facing_directions(face_forward(m, forward=direction))[0]
+        assert torch.allclose(got, torch.tensor(vec, dtype=torch.float64), atol=1e-12)
+    with pytest.raises(ShapeError, match="parallel to the up axis"):
+        face_forward(m, forward="+y")
+    # Z-up: facing is measured about Z
+    mz = helpers.random_motion(z_up(helpers.body_skeleton()), 5, amplitude=0.05)
+    out = face_forward(mz, forward="+x")
+    got = facing_directions(out)[0]
+    assert torch.allclose(got, torch.tensor([1.0, 0.0, 0.0], dtype=torch.float64), atol=1e-12)
+    assert torch.allclose(out.root_positions[:, 2], mz.root_positions[:, 2])
+
+
+def test_rotate_about_up_matches_scipy(motion):
+    out = rotate_about_up(motion, 0.7, pivot=np.array([1.0, 0.0, 2.0]))
+    p = motion.positions().numpy()
+    expected = Rotation.from_rotvec([0, 0.7, 0]).apply((p - [1, 0, 2]).reshape(-1, 3)).reshape(p.shape) + [1, 0, 2]
+    assert np.allclose(out.positions().numpy(), expected, atol=1e-12)
+
+
+def test_facing_needs_pairs():
+    skel = Skeleton(["Root", "Head"], np.array([-1, 0]), torch.tensor([[0, 0, 0], [0, 1.0, 0]]))
+    with pytest.raises(SkeletonError, match="left/right"):
+        face_forward(Motion.rest(skel, 2))
+
+
+# ------------------------------------------------------------------------------------------ real data
+@pytest.mark.parametrize(
+    "relative",
+    ["bandai_namco_1/dataset-1_walk_normal_001.bvh", "cmu_cgspeed_mb/01_01.bvh", "cmu_iclone_ccrig/002_01.bvh"],
+)
+def test_normalize_and_face_forward_real(relative, real):
+    m = real(relative)
+    out = face_forward(normalize(m))
+    assert out.height == pytest.approx(1.0, abs=1e-9)
+    up = out.up_axis()
+    p0 = out.positions(end_sites=True)[0]
+    assert float(p0[:, up].min()) == pytest.approx(0.0, abs=1e-9)
+    target = torch.zeros(3, dtype=torch.float64)
+    target[2 if up != 2 else 1] = 1.0
+    assert torch.allclose(facing_directions(out)[0], target, atol=1e-9)
+    # geometry is kept: pairwise distances at a later frame scale by exactly 1/height
+    k = m.num_frames // 2
+    pk, qk = m.positions()[k], out.positions()[k]
+    d0 = (pk[:, None] - pk[None]).norm(dim=-1) / m.height
+    d1 = (qk[:, None] - qk[None]).norm(dim=-1)
+    assert torch.allclose(d0, d1, atol=1e-9)

@@ -1,0 +1,97 @@
+"""Resampling against scipy's Slerp and numpy's interp."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from scipy.spatial.transform import Rotation, Slerp
+
+from skelanim.core.rotations import quat_geodesic
+from skelanim.errors import ShapeError
+from skelanim.ops import resample, sample_times
+
+
+def scipy_reference(motion, fps: float, n: int):
+    """Rotations (Slerp) and root positions (np.interp) at k / fps, held at the end."""
+    f = motion.num_frames
+    times = np.arange(f) / motion.fps
+    query = np.minimum(np.arange(n) / fps, times[-1])
+    rots = []
+    for j in range(motion.skeleton.num_joints):
+        r = Rotation.from_quat(motion.rotations[:, j].numpy(), scalar_first=True)
+        rots.append(Slerp(times, r)(query).as_quat(scalar_first=True))
+    root = np.stack([np.interp(query, times, motion.root_positions[:, a].numpy()) for a in range(3)], -1)
+    return torch.from_numpy(np.stack(rots, 1)), torch.from_numpy(root)
+
+
+@pytest.mark.parametrize(
+    "frames,fps_in,fps_out",
+    [(41, 30.0, 24.0), (100, 30.0, 24.0), (37, 120.0, 50.0), (25, 30.0, 60.0), (50, 60.0, 59.94), (100, 30.0, 25.0)],
+)
+def test_resample_matches_scipy(frames, fps_in, fps_out, helpers, check_unchanged):
+    m = helpers.random_motion(helpers.body_skeleton(), frames, fps=fps_in, amplitude=1.2)
+    done = check_unchanged(m)
+    out = resample(m, fps_out)
+    assert done()
+    assert out.fps == fps_out
+    # duration kept to within half a new frame period
+    assert abs(out.duration - m.duration) <= 0.5 / fps_out + 1e-12
+    rot, root = scipy_reference(m, fps_out, out.num_frames)
+    assert float(quat_geodesic(out.rotations, rot).max()) < 1e-9
+    assert torch.allclose(out.root_positions, root, atol=1e-12)
+
+
+def test_integer_ratio_keeps_frames_and_duration_exactly(helpers):
+    m = helpers.random_motion(helpers.body_skeleton(), 4 * 12 + 1, fps=120.0)
+    down = resample(m, 30.0)
+    assert down.num_frames == 13 and down.duration == m.duration
+    assert torch.equal(down.rotations, m.rotations[::4]) and torch.equal(down.root_positions, m.root_positions[::4])
+    up = resample(m, 240.0)
+    assert up.num_frames == 2 * m.num_frames - 1 and up.duration == m.duration
+    assert torch.equal(up.rotations[::2], m.rotations)
+    # midpoints: the slerp halfway point is equidistant from both neighbours
+    d0 = quat_geodesic(up.rotations[1::2], m.rotations[:-1])
+    d1 = quat_geodesic(up.rotations[1::2], m.rotations[1:])
+    assert torch.allclose(d0, d1, atol=1e-9)
+
+
+def test_resample_joint_translations_and_single_frame(helpers):
+    m = helpers.random_motion(helpers.body_skeleton(), 21, fps=20.0, translations=True)
+    out = resample(m, 40.0)
+    jt = m.joint_translations.numpy()
+    t_in, t_out = np.arange(21) / 20.0, np.arange(out.num_frames) / 40.0
+    expected = np.apply_along_axis(lambda v: np.interp(t_out, t_in, v), 0, jt)
+    assert np.allclose(out.joint_translations.numpy(), expected, atol=1e-12)
+    single = resample(m[0:1], 60.0)
+    assert single.num_frames == 1 and single.fps == 60.0 and torch.equal(single.rotations, m.rotations[:1])
+
+
+def test_resample_shortest_path_through_sign_flips(helpers):
+    m = helpers.random_motion(helpers.body_skeleton(), 11, fps=10.0)
+    flipped = m.copy(rotations=m.rotations * torch.tensor([1.0, -1.0] * 5 + [1.0], dtype=torch.float64)[:, None, None])
+    a, b = resample(m, 30.0), resample(flipped, 30.0)
+    assert float(quat_geodesic(a.rotations, b.rotations).max()) < 1e-9
+
+
+def test_sample_times_and_errors():
+    s = sample_times(100, 30.0, 24.0)  # 99 frames = 79.2 new periods: 80 frames, ending 0.2 periods early
+    assert len(s) == 80 and float(s[-1]) == 98.75 and float(s[1]) == pytest.approx(1.25)
+    s = sample_times(100, 30.0, 25.0)  # 82.5 new periods: rounds up to 84 frames, the last one held
+    assert len(s) == 84 and float(s[-1]) == 99.0 and float(s[-2]) == pytest.approx(82 * 1.2)
+    with pytest.raises(ShapeError):
+        sample_times(0, 30.0, 24.0)
+    with pytest.raises(ShapeError):
+        sample_times(10, 30.0, -1.0)
+
+
+def test_resample_real(real):
+    m = real("cmu_cgspeed_mb/01_01.bvh")[:601]  # Frame Time 0.008333: 120.0048 fps
+    out = resample(m, m.fps / 4)  # an exact ratio: every 4th frame, the same duration
+    assert out.num_frames == 151 and out.duration == pytest.approx(m.duration, abs=1e-12)
+    assert torch.allclose(out.positions(), m.positions()[::4], atol=1e-9 * m.height)
+    out = resample(m, 30.0)
+    assert abs(out.duration - m.duration) <= 0.5 / 30 + 1e-9
+    rot, root = scipy_reference(m, 30.0, out.num_frames)
+    assert float(quat_geodesic(out.rotations, rot).max()) < 1e-9
+    assert torch.allclose(out.root_positions, root, atol=1e-9 * m.height)
