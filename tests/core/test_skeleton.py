@@ -44,7 +44,7 @@ def test_topology_helpers():
     [
         ("LeftHand", "RightHand"), ("UpperLeg_L", "UpperLeg_R"), ("thigh_l", "thigh_r"),
         ("L_Hip", "R_Hip"), ("CC_Base_L_Thigh", "CC_Base_R_Thigh"), ("LHipJoint", "RHipJoint"),
-        ("mixamorig:LeftUpLeg", "mixamorig:RightUpLeg"), ("left_knee", "right_knee"), ("hand.L", "hand.R"),
+        ("mixamorig:LeftUpLeg", "mixamorig:RightUpLeg"), ("left_knee", "right_knee"), ("hand.L", "hand.R"), ("lhand", "rhand"),
     ],
 )
 def test_left_right_naming_schemes(left, right):

@@ -23,6 +23,9 @@ app = typer.Typer(
 
 # Command modules register themselves on ``app`` when imported.
 from skelanim.cli import files as _files  # noqa: E402,F401
+from skelanim.cli import viz as _viz  # noqa: E402,F401
+from skelanim.cli import gait as _gait  # noqa: E402,F401
+from skelanim.cli import view as _view  # noqa: E402,F401
 from skelanim.cli import demo as _demo  # noqa: E402,F401
 
 

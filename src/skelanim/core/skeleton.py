@@ -36,6 +36,7 @@ _SIDE_PATTERNS: tuple[tuple[str, str, str], ...] = (
     (r"\.L$", ".L", ".R"),
     (r"^L(?=[A-Z])", "L", "R"),
     (r"(?<=[a-z:_])L(?=[A-Z])", "L", "R"),
+    (r"^l(?=[a-z])", "l", "r"),  # CMU 3dsMax-style "lhand"; a pair needs both names to exist
 )
 
 

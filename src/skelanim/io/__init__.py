@@ -24,6 +24,8 @@ MOTION_FORMATS: dict[str, str] = {
     ".bvh": "skelanim.io.bvh",
     ".txt": "skelanim.io.deepmimic",
     ".json": "skelanim.io.deepmimic",
+    ".glb": "skelanim.io.gltf",
+    ".gltf": "skelanim.io.gltf",
 }
 POSITION_FORMATS: dict[str, str] = {
     ".npy": "skelanim.io.positions",
