@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test bench clean
+.PHONY: demo test tools bench clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -12,10 +12,19 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install --quiet -e '.[test]'
 	touch $(STAMP)
 
+# Browser and glTF-validator tests need Debian's Chromium and Node packages in tools/ (npm registry).
+tools: $(STAMP)
+	@command -v chromium >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq chromium >/dev/null; \
+	  elif command -v sudo >/dev/null 2>&1; then sudo apt-get update -qq && sudo apt-get install -y -qq chromium >/dev/null; \
+	  else echo "note: chromium not installed; browser tests will skip"; fi; }
+	@if command -v npm >/dev/null 2>&1; then [ -d tools/node_modules ] || (cd tools && npm ci --silent --no-audit --no-fund); \
+	  else echo "note: npm not found; glTF validator tests will skip"; fi
+
 demo: $(STAMP)
 	$(VENV)/bin/skelanim demo --out out/demo
 
-test: $(STAMP)
+test: $(STAMP) tools
 	$(PY) -m pytest -n 2 -q
 
 bench: $(STAMP)

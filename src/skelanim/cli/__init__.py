@@ -27,12 +27,20 @@ from skelanim.cli import viz as _viz  # noqa: E402,F401
 from skelanim.cli import gait as _gait  # noqa: E402,F401
 from skelanim.cli import view as _view  # noqa: E402,F401
 from skelanim.cli import demo as _demo  # noqa: E402,F401
+from skelanim.cli import ik as _ik  # noqa: E402,F401
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run the CLI; returns the exit code (0 ok, 2 bad input)."""
+    """Run the CLI; returns the exit code (0 ok, 2 bad input or usage, 130 interrupted).
+
+    Usage errors are reported by typer/click itself (usage line + message, exit 2); library errors on
+    bad input become one ``error:`` line.
+    """
     try:
-        app(args=argv, prog_name="skelanim", standalone_mode=False)
+        app(args=argv, prog_name="skelanim", standalone_mode=True)
+    except SystemExit as exit_:
+        code = exit_.code
+        return code if isinstance(code, int) else (0 if code is None else 1)
     except SkelanimError as err:
         print(f"error: {err.one_line()}", file=sys.stderr)
         return 2
@@ -40,20 +48,6 @@ def main(argv: list[str] | None = None) -> int:
         where = f"{err.filename}: " if getattr(err, "filename", None) else ""
         print(f"error: {where}{err.strerror or err}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
-        return 130
-    except SystemExit as exit_:
-        return int(exit_.code or 0) if isinstance(exit_.code, int) else 1
-    except Exception as err:  # click usage errors come through here in non-standalone mode
-        import click
-
-        if isinstance(err, click.exceptions.ClickException):
-            err.show()
-            return 2
-        if isinstance(err, click.exceptions.Abort):
-            return 1
-        raise
     return 0
 
 
