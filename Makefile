@@ -18,7 +18,8 @@ tools: $(STAMP)
 	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq chromium >/dev/null; \
 	  elif command -v sudo >/dev/null 2>&1; then sudo apt-get update -qq && sudo apt-get install -y -qq chromium >/dev/null; \
 	  else echo "note: chromium not installed; browser tests will skip"; fi; }
-	@if command -v npm >/dev/null 2>&1; then [ -d tools/node_modules ] || (cd tools && npm ci --silent --no-audit --no-fund); \
+	@if command -v npm >/dev/null 2>&1; then \
+	  [ tools/node_modules/.package-lock.json -nt tools/package-lock.json ] || (cd tools && npm ci --silent --no-audit --no-fund); \
 	  else echo "note: npm not found; glTF validator tests will skip"; fi
 
 demo: $(STAMP)

@@ -12,6 +12,7 @@ dimensions ``(..., J)`` and differentiable.
 
 from __future__ import annotations
 
+import numpy as np
 import torch
 
 from skelanim.core.rotations import quat_to_matrix
@@ -54,7 +55,8 @@ def forward_kinematics(
     """
     parents_list = [int(p) for p in (parents.tolist() if isinstance(parents, torch.Tensor) else parents)]
     local = quat_to_matrix(rotations)
-    shape = torch.broadcast_shapes(local.shape[:-2], translations.shape[:-1])
+    # numpy's broadcast_shapes: torch's imports sympy on first use (seconds of start-up)
+    shape = np.broadcast_shapes(tuple(local.shape[:-2]), tuple(translations.shape[:-1]))
     local = local.expand(*shape, 3, 3)
     translations = translations.expand(*shape, 3)
     parent_index = torch.tensor([max(p, 0) for p in parents_list])

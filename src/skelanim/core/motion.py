@@ -84,21 +84,23 @@ class Motion:
         return max(self.num_frames - 1, 0) / self.fps
 
     def up_axis(self) -> int:
-        """Guess the up axis (0=X, 1=Y, 2=Z) from the motion itself.
+        """Guess the up axis (0=X, 1=Y, 2=Z) from the rest pose and from the motion itself.
 
-        Up is the axis along which joints named like head/neck lie farthest from joints named like
-        feet/ankles/toes, averaged over up to 64 evenly spaced frames. Skeletons without such names fall
-        back to :meth:`Skeleton.up_axis` (the rest pose). The motion is used rather than the rest pose
-        because some exporters (e.g. Bandai-Namco) store a rest pose that is not upright.
+        *Posed*: the axis along which joints named like head/neck lie farthest from joints named like
+        feet/ankles/toes, averaged over up to 64 evenly spaced frames. *Rest*: :meth:`Skeleton.up_axis`.
+        Where they agree that is the answer; where they differ, Y if either says Y (Bandai-Namco's rest
+        pose lies along X; a crawl's mean pose lies flat), else the posed axis. Checked on every file of
+        the shared mocap set.
         """
+        rest = self.skeleton.up_axis()
         names = self.skeleton.names
         feet = [j for j, n in enumerate(names) if re.search(r"foot|ankle|toe", n, re.I)]
         heads = [j for j, n in enumerate(names) if re.search(r"head|neck", n, re.I)]
         if not feet or not heads or self.num_frames == 0:
-            return self.skeleton.up_axis()
+            return rest
         pos = self._sample_positions()
-        direction = (pos[:, heads].mean(1) - pos[:, feet].mean(1)).mean(0)
-        return int(direction.abs().argmax())
+        posed = int((pos[:, heads].mean(1) - pos[:, feet].mean(1)).mean(0).abs().argmax())
+        return rest if rest == posed else (1 if 1 in (rest, posed) else posed)
 
     @property
     def height(self) -> float:

@@ -5,6 +5,7 @@
 ========================  ==========================================================
 ``.bvh``                  :mod:`skelanim.io.bvh` (BVH of any exporter)
 ``.txt`` / ``.json``      :mod:`skelanim.io.deepmimic` (DeepMimic humanoid clips)
+``.glb`` / ``.gltf``      :mod:`skelanim.io.gltf` (skinned skeleton + animation for game engines)
 ``.npy .npz .csv``        :mod:`skelanim.io.positions` (joint-position arrays; save only from a Motion,
                           load with :func:`load_positions`)
 ========================  ==========================================================

@@ -5,9 +5,18 @@ from __future__ import annotations
 
 import contextlib
 import os
+import stat
 import tempfile
 from pathlib import Path
 from typing import IO, Iterator
+
+
+def _publish(tmp: str, target: Path) -> None:
+    """Give the temporary file ordinary permissions (mkstemp makes it 0600) and rename it onto ``target``."""
+    umask = os.umask(0)
+    os.umask(umask)
+    os.chmod(tmp, (stat.S_IRUSR | stat.S_IWUSR | stat.S_IRGRP | stat.S_IWGRP | stat.S_IROTH | stat.S_IWOTH) & ~umask)
+    os.replace(tmp, target)
 
 
 @contextlib.contextmanager
@@ -28,7 +37,7 @@ def atomic_open(path: str | os.PathLike, mode: str = "w", **kwargs) -> Iterator[
             handle = os.fdopen(fd, mode, **kwargs)
         with handle:
             yield handle
-        os.replace(tmp, target)
+        _publish(tmp, target)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
@@ -45,7 +54,7 @@ def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
     os.close(fd)
     try:
         yield Path(tmp)
-        os.replace(tmp, target)
+        _publish(tmp, target)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)

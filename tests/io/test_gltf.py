@@ -1,0 +1,341 @@
+"""glTF / GLB export and import (skelanim.io.gltf).
+
+The exported files are checked three ways: by the Khronos glTF-Validator (``tools/validate_gltf.mjs``,
+needs ``node`` and ``npm install`` in ``tools/``; skipped without them unless ``SKELANIM_REQUIRE_NODE=1``),
+by an independent reader below (pygltflib for the container, numpy for accessors, TRS matrices, the node
+hierarchy and skinning) compared with :meth:`Motion.positions`, and by reading back with
+:func:`skelanim.io.gltf.load`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pygltflib
+import pytest
+import torch
+
+import skelanim
+from skelanim import Motion
+from skelanim.core.rotations import matrix_to_quat, quat_multiply
+from skelanim.errors import FormatError, ShapeError
+from skelanim.io import deepmimic, gltf
+
+TOOLS = Path(__file__).resolve().parents[2] / "tools"
+SAMPLE = Path(skelanim.__file__).parent / "data" / "samples" / "deepmimic" / "walk.txt"
+REAL_FILES = [
+    "bandai_namco_1/dataset-1_walk_normal_001.bvh",  # 22 joints, positions animated on every joint, cm
+    "cmu_cgspeed_mb/01_01.bvh",  # 31 joints, CMU units, 120 fps
+    "cmu_iclone_ccrig/001_01.bvh",  # 100 joints, cm
+    "pymo_demo/AV_8Walk_Meredith_HVHA_Rep1.bvh",  # 23 joints, XYZ order, inches
+    "deepmimic/humanoid3d_spinkick.txt",  # 13 joints, metres, 1-DoF knees and elbows
+]
+_DTYPES = {5121: np.uint8, 5123: np.uint16, 5125: np.uint32, 5126: np.float32}
+_WIDTHS = {"SCALAR": 1, "VEC3": 3, "VEC4": 4, "MAT4": 16}
+
+
+# ------------------------------------------------------------------------------ the independent reader
+class Reader:
+    """A glTF file read without skelanim: pygltflib for the JSON and buffer, numpy for the rest."""
+
+    def __init__(self, path: Path) -> None:
+        self.doc = pygltflib.GLTF2.load(str(path))
+        uri = self.doc.buffers[0].uri
+        self.blob = self.doc.binary_blob() if uri is None else self.doc.decode_data_uri(uri)
+        self.names = [n.name for n in self.doc.nodes]
+
+    def accessor(self, index: int) -> np.ndarray:
+        acc = self.doc.accessors[index]
+        view = self.doc.bufferViews[acc.bufferView]
+        assert view.byteStride is None
+        dtype, width = np.dtype(_DTYPES[acc.componentType]).newbyteorder("<"), _WIDTHS[acc.type]
+        start = (view.byteOffset or 0) + (acc.byteOffset or 0)
+        assert start + acc.count * width * dtype.itemsize <= view.byteOffset + view.byteLength
+        return np.frombuffer(self.blob, dtype, acc.count * width, start).reshape(acc.count, width)
+
+    @staticmethod
+    def matrix(t: list[float] | None, q: list[float] | None, s: list[float] | None) -> np.ndarray:
+        x, y, z, w = q if q is not None else (0.0, 0.0, 0.0, 1.0)
+        m = np.eye(4)
+        m[:3, :3] = [[1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)],
+                     [2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)],
+                     [2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)]]
+        m[:3, :3] *= np.asarray(s if s is not None else (1.0, 1.0, 1.0))[None, :]
+        m[:3, 3] = t if t is not None else (0.0, 0.0, 0.0)
+        return m
+
+    def keys(self) -> np.ndarray:
+        """The key times shared by every sampler (asserted), in seconds."""
+        anim = self.doc.animations[0]
+        inputs = {s.input for s in anim.samplers}
+        assert len(inputs) == 1 and all(s.interpolation == "LINEAR" for s in anim.samplers)
+        return self.accessor(inputs.pop())[:, 0].astype(np.float64)
+
+    def world(self, key: int | None) -> dict[str, np.ndarray]:
+        """``{node name: (4, 4) world matrix}`` at key index ``key`` of the animation (``None``: rest pose)."""
+        trs = [[n.translation, n.rotation, n.scale] for n in self.doc.nodes]
+        if key is not None:
+            anim = self.doc.animations[0]
+            for channel in anim.channels:
+                value = self.accessor(anim.samplers[channel.sampler].output)[key].astype(np.float64).tolist()
+                trs[channel.target.node][{"translation": 0, "rotation": 1, "scale": 2}[channel.target.path]] = value
+        out: dict[str, np.ndarray] = {}
+        stack = [(n, np.eye(4)) for n in self.doc.scenes[self.doc.scene].nodes]
+        while stack:
+            n, parent = stack.pop()
+            out[self.names[n]] = parent @ self.matrix(*trs[n])
+            stack.extend((c, out[self.names[n]]) for c in self.doc.nodes[n].children)
+        return out
+
+
+def validate(path: Path) -> dict:
+    """The Khronos validator's JSON report for ``path`` (skips when node or the npm module is missing)."""
+    script = TOOLS / "validate_gltf.mjs"
+    reason = None
+    if shutil.which("node") is None:
+        reason = "node is not on PATH: the Khronos glTF validation step is skipped (the other checks ran)"
+    elif not (TOOLS / "node_modules" / "gltf-validator").is_dir():
+        reason = "tools/node_modules/gltf-validator is missing (run `npm install` in tools/): validation skipped"
+    if reason:
+        if os.environ.get("SKELANIM_REQUIRE_NODE") == "1":
+            pytest.fail(f"{reason}, and SKELANIM_REQUIRE_NODE=1")
+        pytest.skip(reason)
+    run = subprocess.run(["node", str(script), str(path)], check=False, capture_output=True, text=True, timeout=300)
+    assert run.returncode in (0, 1), run.stderr
+    report = json.loads(run.stdout)
+    issues = report["issues"]
+    for message in issues["messages"]:
+        if message["severity"] <= 1:  # 0 error, 1 warning
+            warnings.warn(f"{path.name}: {message['code']} at {message.get('pointer')}: {message['message']}")
+    errors = [m for m in issues["messages"] if m["severity"] == 0]
+    assert issues["numErrors"] == 0, errors[:10]
+    return report
+
+
+def sample_motion() -> Motion:
+    return deepmimic.load(SAMPLE)
+
+
+def check_against_fk(file: Path, motion: Motion, scale: float, up: int = 1, frames: int = 6) -> None:
+    """World joint positions from the independent reader equal ``scale * C @ Motion.positions()``."""
+    reader = Reader(file)
+    keys = reader.keys()
+    assert len(keys) == motion.num_frames
+    np.testing.assert_allclose(keys, np.arange(motion.num_frames) / motion.fps, atol=1e-5)
+    picks = np.unique(np.linspace(0, motion.num_frames - 1, frames).round().astype(int))
+    expected = scale * motion[picks].positions(end_sites=True).numpy() @ gltf.up_rotation(up).numpy().T
+    names = motion.skeleton.names + motion.end_site_names()
+    for f, want in zip(picks, expected):
+        world = reader.world(int(f))
+        got = np.stack([world[n][:3, 3] for n in names])
+        np.testing.assert_allclose(got, want, atol=1e-5 * motion.height * scale, err_msg=f"{file.name} frame {f}")
+
+
+def check_skin(file: Path, motion: Motion, scale: float) -> None:
+    """Inverse bind matrices invert the rest pose; bone tips follow their child joints; normals point out."""
+    reader = Reader(file)
+    skin = reader.doc.skins[0]
+    assert len(skin.joints) == motion.skeleton.num_joints + len(motion.skeleton.end_sites)
+    ibm = reader.accessor(skin.inverseBindMatrices).reshape(-1, 4, 4).transpose(0, 2, 1).astype(np.float64)
+    rest = reader.world(None)
+    for j, node in enumerate(skin.joints):
+        np.testing.assert_allclose(rest[reader.names[node]] @ ibm[j], np.eye(4), atol=1e-5)
+    prim = reader.doc.meshes[0].primitives[0]
+    pos = reader.accessor(prim.attributes.POSITION).astype(np.float64)
+    normals = reader.accessor(prim.attributes.NORMAL).astype(np.float64)
+    owners = reader.accessor(prim.attributes.JOINTS_0)[:, 0]
+    assert np.all(reader.accessor(prim.attributes.WEIGHTS_0) == [1, 0, 0, 0])
+    assert np.all(reader.accessor(prim.indices)[:, 0] == np.arange(len(pos)))
+    np.testing.assert_allclose(np.linalg.norm(normals, axis=1), 1.0, atol=1e-5)
+    tris = pos.reshape(-1, 8, 3, 3)  # bones, faces, corners, xyz
+    centre = tris.reshape(len(tris), -1, 3).mean(1)[:, None]
+    assert np.all(np.einsum("bfk,bfk->bf", tris.mean(2) - centre, normals.reshape(-1, 8, 3, 3)[:, :, 0]) > 0)
+    # each bone is skinned to its parent joint and its tip (face 1, corner 0) follows the child joint
+    tol = 1e-5 * motion.height * scale
+    animated = {c.target.node for c in reader.doc.animations[0].channels if c.target.path == "translation"}
+    world = reader.world(motion.num_frames // 2)
+    skinning = np.stack([world[reader.names[n]] for n in skin.joints]) @ ibm
+    for b, tip in enumerate(tris[:, 1, 0]):
+        owner = int(owners[b * 24])
+        kids = [c for c in reader.doc.nodes[skin.joints[owner]].children
+                if np.linalg.norm(rest[reader.names[c]][:3, 3] - tip) < tol]
+        assert kids, f"bone {b} does not end on a child of {reader.names[skin.joints[owner]]}"
+        if kids[0] not in animated:
+            moved = (skinning[owner] @ np.append(tip, 1.0))[:3]
+            np.testing.assert_allclose(moved, world[reader.names[kids[0]]][:3, 3], atol=tol)
+
+
+def assert_same_positions(a: Motion, b: Motion, scale: float, tol: float) -> None:
+    """``b``'s joint and End Site positions equal ``scale`` times ``a``'s (joints matched by name)."""
+    assert a.skeleton.names == b.skeleton.names and np.array_equal(a.skeleton.parents, b.skeleton.parents)
+    assert sorted(a.skeleton.end_sites) == sorted(b.skeleton.end_sites)
+    assert a.num_frames == b.num_frames and abs(a.fps - b.fps) < 1e-6 * a.fps
+    torch.testing.assert_close(b.positions(end_sites=True), scale * a.positions(end_sites=True), atol=tol, rtol=0)
+
+
+# ------------------------------------------------------------------------------------------ real files
+@pytest.mark.parametrize("name", REAL_FILES)
+def test_real_file_validates_and_matches_fk(mocap_dir: Path, tmp_path: Path, name: str) -> None:
+    source = mocap_dir / name
+    motion = skelanim.load(source)
+    out = tmp_path / (source.stem + ".glb")
+    skelanim.save(motion, out)
+    scale, _ = gltf.export_scale(motion)
+    assert 1.2 < motion.height * scale < 2.2, f"{name}: guessed scale {scale} gives height {motion.height * scale} m"
+    check_against_fk(out, motion, scale)
+    check_skin(out, motion, scale)
+    # quaternions are sign-continuous over time
+    reader = Reader(out)
+    anim = reader.doc.animations[0]
+    for channel in anim.channels:
+        if channel.target.path == "rotation":
+            q = reader.accessor(anim.samplers[channel.sampler].output).astype(np.float64)
+            assert np.all((q[1:] * q[:-1]).sum(1) >= 0)
+    # every animated non-root joint translation is exported (Bandai animates them all)
+    moving = {c.target.node for c in anim.channels if c.target.path == "translation"}
+    if motion.joint_translations is not None:
+        differs = (motion.joint_translations[:, 1:] - motion.skeleton.offsets[1:]).abs().amax(dim=(0, 2)) > 1e-6
+        assert {j + 1 for j in differs.nonzero()[:, 0].tolist()} <= moving
+    # read back: metres by default, the source's units on request
+    tol = 1e-5 * motion.height * scale
+    back = gltf.load(out)
+    assert back.metadata["units"] == "m" and back.metadata["gltf_scale"] == pytest.approx(scale)
+    assert_same_positions(motion, back, scale, tol)
+    original = skelanim.load(out, original_units=True)
+    assert_same_positions(motion, original, 1.0, tol / scale)
+    assert original.skeleton.channels == motion.skeleton.channels
+    report = validate(out)  # last, as it may skip
+    counts = [report["issues"][k] for k in ("numErrors", "numWarnings", "numInfos", "numHints")]
+    print(f"{name}: {motion.skeleton.num_joints} joints, {motion.num_frames} frames, {out.stat().st_size} bytes, "
+          f"validator errors/warnings/infos/hints {counts}")
+
+
+# --------------------------------------------------------------------------------- bundled sample only
+def test_gltf_text_container_round_trip(tmp_path: Path) -> None:
+    motion = sample_motion()
+    out = tmp_path / "walk.gltf"
+    gltf.save(motion, out)
+    assert json.loads(out.read_text())["buffers"][0]["uri"].startswith("data:application/octet-stream;base64,")
+    check_against_fk(out, motion, 1.0)
+    check_skin(out, motion, 1.0)
+    back = gltf.load(out)
+    assert_same_positions(motion, back, 1.0, 1e-5 * motion.height)
+    torch.testing.assert_close(back.skeleton.offsets, motion.skeleton.offsets, atol=1e-6, rtol=0)
+    assert back.metadata["animation"] == "walk" and back.joint_translations is None
+    assert validate(out)["issues"]["numWarnings"] == 0
+
+
+@pytest.mark.parametrize("axis", ["x", "z"])
+def test_source_up_axis_is_turned_to_y(tmp_path: Path, axis: str) -> None:
+    """A copy of the sample turned to X or Z up exports exactly like the Y-up original."""
+    motion = sample_motion()
+    turn = gltf.up_rotation("xyz".index(axis)).T  # takes +Y to the new up axis
+    q_turn = matrix_to_quat(turn)
+    sk = motion.skeleton
+    turned_sk = type(sk)(sk.names, sk.parents, sk.offsets @ turn.T, sk.channels,
+                         {k: turn @ v for k, v in sk.end_sites.items()})
+    # conjugating every local rotation by the turn rotates every world position by it
+    rot = quat_multiply(quat_multiply(q_turn, motion.rotations), q_turn * torch.tensor([1.0, -1, -1, -1]))
+    turned = Motion(turned_sk, rot, motion.root_positions @ turn.T, motion.fps, metadata=dict(motion.metadata))
+    torch.testing.assert_close(turned.positions(), motion.positions() @ turn.T)
+    assert turned_sk.up_axis() == "xyz".index(axis)
+    out = tmp_path / f"{axis}_up.glb"
+    gltf.save(turned, out)
+    check_against_fk(out, turned, 1.0, up="xyz".index(axis))
+    check_against_fk(out, motion, 1.0)  # the same world positions as the Y-up original
+    assert_same_positions(motion, gltf.load(out), 1.0, 1e-5 * motion.height)
+    assert_same_positions(turned, gltf.load(out, original_units=True), 1.0, 1e-5 * motion.height)
+    validate(out)
+
+
+def test_scale_option_and_guess(tmp_path: Path) -> None:
+    assert gltf.guess_scale(1.75) == (1.0, "m")
+    assert gltf.guess_scale(30.0) == (pytest.approx(0.0254 / 0.45), "cmu")
+    assert gltf.guess_scale(66.0) == (0.0254, "in")
+    assert gltf.guess_scale(172.0) == (0.01, "cm")
+    assert gltf.guess_scale(1700.0) == (0.001, "mm")
+    motion = sample_motion()  # metres
+    cm = motion.copy(skeleton=motion.skeleton.scaled(100.0), root_positions=motion.root_positions * 100,
+                     metadata={})
+    for option, expected in ((None, 0.01), ("cm", 0.01), (0.02, 0.02)):
+        out = tmp_path / f"cm_{expected}.glb"
+        gltf.save(cm, out, scale=option)
+        check_against_fk(out, cm, expected, frames=3)
+    with pytest.raises(ShapeError, match="bad.glb: unknown unit 'furlong'"):
+        gltf.save(cm, tmp_path / "bad.glb", scale="furlong")
+    with pytest.raises(ShapeError, match="positive"):
+        gltf.save(cm, tmp_path / "bad.glb", scale=-1.0)
+    with pytest.raises(ShapeError, match="up_axis"):
+        gltf.save(cm, tmp_path / "bad.glb", up_axis="w")
+    assert not (tmp_path / "bad.glb").exists()
+
+
+def test_bad_input_and_atomic_writes(tmp_path: Path) -> None:
+    motion = sample_motion()
+    out = tmp_path / "walk.glb"
+    with pytest.raises(ShapeError, match="0 frames") as info:
+        gltf.save(motion[0:0], out)
+    assert info.value.path == str(out)
+    skelanim.save(motion, out)
+    before = out.read_bytes()
+    broken = motion.copy(rotations=motion.rotations.clone())
+    broken.rotations[5, 2, 0] = float("nan")
+    with pytest.raises(ShapeError, match="non-finite rotation") as info:
+        skelanim.save(broken, out)
+    assert info.value.where == f"frame 5, joint {motion.skeleton.names[2]}"
+    assert out.read_bytes() == before and sorted(p.name for p in tmp_path.iterdir()) == ["walk.glb"]
+    with pytest.raises(FormatError, match=".glb or .gltf"):
+        gltf.save(motion, tmp_path / "walk.fbx")
+    one = tmp_path / "one.glb"
+    gltf.save(motion[3:4], one)  # a single frame is a valid (static) animation
+    assert gltf.load(one).num_frames == 1
+    # files that are not glTF, or ask for what is not there
+    (tmp_path / "junk.glb").write_bytes(b"glTF\x02\x00\x00\x00garbage")
+    with pytest.raises(FormatError, match="junk.glb"):
+        skelanim.load(tmp_path / "junk.glb")
+    with pytest.raises(FormatError, match="cannot read"):
+        gltf.load(tmp_path / "missing.glb")
+    with pytest.raises(FormatError, match="no animation 'dance'"):
+        gltf.load(out, animation="dance")
+    validate(one)
+
+
+def test_load_reads_other_exporters_conventions(tmp_path: Path) -> None:
+    """A file without skelanim extras, with an armature node above the root (scale and turn, as Blender
+    writes), rest rotations on the joints and a STEP sampler, reads back as its world positions say."""
+    motion = sample_motion()
+    src = tmp_path / "walk.gltf"
+    gltf.save(motion, src, bone_mesh=False)
+    doc = json.loads(src.read_text())
+    for item in doc["nodes"] + doc["skins"] + doc["animations"]:
+        item.pop("extras", None)
+    doc["nodes"][3]["rotation"] = [0.0, 0.0, np.sin(0.2), np.cos(0.2)]  # a rest rotation on an animated joint
+    doc["nodes"].append({"name": "Armature", "children": [0], "scale": [0.5, 0.5, 0.5],
+                         "rotation": [np.sin(np.pi / 4), 0.0, 0.0, np.cos(np.pi / 4)], "translation": [1.0, 0.0, 2.0]})
+    doc["scenes"][0]["nodes"] = [len(doc["nodes"]) - 1]
+    doc["animations"][0]["samplers"][1]["interpolation"] = "STEP"
+    foreign = tmp_path / "foreign.gltf"
+    foreign.write_text(json.dumps(doc))
+    back = gltf.load(foreign)
+    assert back.metadata["units"] == "m" and "gltf_scale" not in back.metadata
+    assert abs(back.fps - motion.fps) < 1e-3 and back.num_frames == motion.num_frames
+    reader = Reader(foreign)
+    names = back.skeleton.names  # without the extras, End Site nodes are joints too
+    assert names == motion.skeleton.names + motion.end_site_names()
+    for f in (0, 17, motion.num_frames - 1):
+        world = reader.world(f)
+        expected = np.stack([world[n][:3, 3] for n in names])
+        np.testing.assert_allclose(back.positions()[f].numpy(), expected, atol=1e-5)
+    doc["nodes"][-1]["children"] = []  # the armature node becomes a second root, and a skin joint
+    doc["scenes"][0]["nodes"] = [0, len(doc["nodes"]) - 1]
+    doc["skins"][0]["joints"].append(len(doc["nodes"]) - 1)
+    (tmp_path / "two_roots.gltf").write_text(json.dumps(doc))
+    with pytest.raises(FormatError, match="no common root"):
+        gltf.load(tmp_path / "two_roots.gltf")
+    validate(foreign)
