@@ -35,6 +35,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
+from skelanim.errors import ShapeError
 from skelanim.core._tensor import (
     _check,
     _cross,
@@ -51,7 +52,7 @@ from skelanim.core._tensor import (
 __all__ = [
     "EULER_ORDERS", "as_tensor", "axis_angle_to_quat", "euler_to_matrix", "euler_to_quat", "matrix_geodesic",
     "matrix_to_euler", "matrix_to_quat", "matrix_to_rot6d", "matrix_to_rotvec", "numpy_in_numpy_out", "quat_apply",
-    "quat_canonical", "quat_conjugate", "quat_geodesic", "quat_identity", "quat_inverse", "quat_multiply",
+    "quat_canonical", "quat_conjugate", "quat_continuous", "quat_geodesic", "quat_identity", "quat_inverse", "quat_multiply",
     "quat_normalize", "quat_slerp", "quat_to_euler", "quat_to_matrix", "quat_to_rot6d", "quat_to_rotvec",
     "rot6d_to_matrix", "rot6d_to_quat", "rotvec_to_matrix", "rotvec_to_quat",
 ]  # fmt: skip
@@ -481,6 +482,27 @@ def axis_angle_to_quat(axis: Tensor, angle: Tensor | float) -> Tensor:
 
 
 # ---------------------------------------------------------------------------------- interpolation
+
+
+@numpy_in_numpy_out
+def quat_continuous(q: Tensor) -> Tensor:
+    """Make a quaternion curve sign-continuous along frames (hemisphere alignment).
+
+    Parameters
+    ----------
+    q:
+        ``(F, ..., 4)`` quaternions, frames first.
+
+    Returns
+    -------
+    ``(F, ..., 4)``: ``q_t`` or ``-q_t`` (the same rotation), chosen so ``q_t . q_{t-1} >= 0``; frame 0 is
+    kept as it is.
+    """
+    if q.ndim < 2:
+        raise ShapeError(f"q must have shape (F, ..., 4), got {tuple(q.shape)}")
+    _check(q, (4,), "q")
+    flips = torch.where((q[1:] * q[:-1]).sum(-1, keepdim=True) < 0, -1.0, 1.0).to(q.dtype)
+    return q * torch.cat([torch.ones_like(flips[:1]), torch.cumprod(flips, dim=0)], dim=0)
 
 
 @numpy_in_numpy_out

@@ -175,7 +175,7 @@ def _document(motion: Motion, name: str, scale: float, unit: str | None, up: int
     rotations = rt.quat_normalize(motion.rotations).clone()
     rotations[:, 0] = rt.quat_multiply(q_c, rotations[:, 0])
     rotations[0] = rt.quat_canonical(rotations[0])  # then flip signs so that neighbouring frames' dot >= 0
-    rotations[1:] *= torch.cumprod(torch.where((rotations[1:] * rotations[:-1]).sum(-1) < 0, -1.0, 1.0), 0)[..., None]
+    rotations = rt.quat_continuous(rotations)
     translations, offsets = motion.local_translations() * scale, sk.offsets * scale
     translations[:, 0], offsets[0] = translations[:, 0] @ rot_c.T, rot_c @ offsets[0]
     # rest pose: every joint's world rotation is C (identity below the root), positions scale * C @ p

@@ -29,7 +29,14 @@ from typing import Literal
 import torch
 
 from skelanim.core.motion import Motion
-from skelanim.core.rotations import quat_inverse, quat_multiply, quat_normalize, quat_slerp, quat_to_rotvec
+from skelanim.core.rotations import (
+    quat_continuous,
+    quat_inverse,
+    quat_multiply,
+    quat_normalize,
+    quat_slerp,
+    quat_to_rotvec,
+)
 from skelanim.errors import ShapeError
 from skelanim.ops._common import ArrayLike, back, to_tensor
 from skelanim.ops.filters import alpha, butterworth, check_fps, default_savgol_window, one_euro, savgol
@@ -40,28 +47,6 @@ Method = Literal["savgol", "butterworth", "one_euro"]
 
 
 # ------------------------------------------------------------------------------------------ rotations
-def quat_continuous(q: ArrayLike) -> ArrayLike:
-    """Make a quaternion curve sign-continuous along frames (hemisphere alignment).
-
-    Parameters
-    ----------
-    q:
-        ``(F, ..., 4)`` quaternions.
-
-    Returns
-    -------
-    ``(F, ..., 4)``: ``q_t`` or ``-q_t`` (the same rotation), chosen so ``q_t . q_{t-1} >= 0``; frame 0 is
-    kept as it is.
-    """
-    t, was_numpy = to_tensor(q)
-    if t.ndim < 2 or t.shape[-1] != 4:
-        raise ShapeError(f"q must have shape (F, ..., 4), got {tuple(t.shape)}")
-    dots = (t[1:] * t[:-1]).sum(-1, keepdim=True)
-    flips = torch.where(dots < 0, -1.0, 1.0).to(t.dtype)
-    signs = torch.cat([torch.ones_like(flips[:1]), torch.cumprod(flips, dim=0)], dim=0)
-    return back(t * signs, was_numpy, None if was_numpy else t)
-
-
 def _one_euro_quat(q: torch.Tensor, fps: float, min_cutoff: float, beta: float, d_cutoff: float) -> torch.Tensor:
     a_d = alpha(d_cutoff, fps)
     out = torch.empty_like(q)
