@@ -629,3 +629,13 @@ def test_property_geodesics_agree(q0: list[float], q1: list[float]) -> None:
     assert 0.0 <= g <= np.pi
     np.testing.assert_allclose(matrix_geodesic(quat_to_matrix(a), quat_to_matrix(b)), g, atol=1e-7)
     np.testing.assert_allclose(g, (scipy_rot(a).inv() * scipy_rot(b)).magnitude()[0], atol=1e-7)
+
+
+def test_quat_continuous_flips_signs_and_keeps_single_frames():
+    from skelanim.core.rotations import quat_continuous
+
+    q = torch.tensor([[1.0, 0, 0, 0], [-1.0, 0, 0, 0], [0.9, 0.1, 0, 0], [-0.8, -0.2, 0, 0]], dtype=torch.float64)
+    out = quat_continuous(q)
+    assert torch.equal(out[:, 0].sign(), torch.ones(4, dtype=torch.float64))
+    assert torch.equal(quat_continuous(q[:1]), q[:1])
+    assert np.array_equal(quat_continuous(q.numpy()[::-1].copy())[:, 0] > 0, np.array([False] * 4))

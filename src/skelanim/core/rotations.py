@@ -502,7 +502,7 @@ def quat_continuous(q: Tensor) -> Tensor:
         raise ShapeError(f"q must have shape (F, ..., 4), got {tuple(q.shape)}")
     _check(q, (4,), "q")
     flips = torch.where((q[1:] * q[:-1]).sum(-1, keepdim=True) < 0, -1.0, 1.0).to(q.dtype)
-    return q * torch.cat([torch.ones_like(flips[:1]), torch.cumprod(flips, dim=0)], dim=0)
+    return q * torch.cat([torch.ones_like(q[:1, ..., :1]), torch.cumprod(flips, dim=0)], dim=0)
 
 
 @numpy_in_numpy_out
