@@ -524,6 +524,7 @@ def _public_calls(rng: np.random.Generator) -> list[tuple[str, Callable[..., Any
     return [
         ("quat_normalize", quat_normalize, (q,)),
         ("quat_canonical", quat_canonical, (q,)),
+        ("quat_continuous", rot.quat_continuous, (q,)),
         ("quat_multiply", quat_multiply, (q, q2)),
         ("quat_conjugate", quat_conjugate, (q,)),
         ("quat_inverse", quat_inverse, (q,)),
