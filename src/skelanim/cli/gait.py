@@ -1,0 +1,58 @@
+"""Gait command: ``gait``."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from skelanim.cli import app
+
+
+@app.command()
+def gait(
+    file: Path = typer.Argument(..., help="A walking motion file."),
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON object instead of text."),
+    out: Optional[Path] = typer.Option(None, "-o", "--out", help="Also write a report figure (.png, .pdf, .svg)."),
+) -> None:
+    """Gait analysis of FILE: cadence, stride length, step width, speed, stance/swing, flexion curves."""
+    import skelanim
+    from skelanim.errors import SkelanimError
+    from skelanim.metrics.gait import gait_analysis
+
+    motion = skelanim.load(file)
+    try:
+        report = gait_analysis(motion)
+    except SkelanimError as err:
+        if err.path is None:
+            err.path = str(file)
+        raise
+    if out is not None:
+        from skelanim.viz.plots import plot_gait_report, save_figure
+
+        save_figure(plot_gait_report(report, label=file.name), out)
+    facts = report.to_dict()
+    if as_json:
+        typer.echo(json.dumps({"file": str(file), **facts}, indent=2))
+        return
+    units = report.units or "file units"
+    lines = [
+        ("file", str(file)),
+        ("gait cycles", f"{report.num_cycles} ({facts['num_heel_strikes']} heel strikes)"),
+        ("cadence", f"{report.cadence:.1f} steps/min"),
+        ("stride time", f"{report.stride_time:.3f} s"),
+        ("stride length", f"{report.stride_length:.4g} {units} ({facts['stride_length_per_height']:.3f} heights)"),
+        ("step width", f"{report.step_width:.4g} {units} ({facts['step_width_per_height'] or float('nan'):.3f} heights)"),
+        ("walking speed", f"{report.walking_speed:.4g} {units}/s ({facts['walking_speed_per_height']:.3f} heights/s)"),
+        ("stance / swing", (f"{report.stance_fraction:.1%} / {1 - report.stance_fraction:.1%} "
+                            f"(ratio {report.stance_swing_ratio:.2f})")),
+    ]
+    for name in ("knee_flexion", "hip_flexion"):
+        mean, _ = report.curve(name)
+        lines.append((name.replace("_", " "), f"{mean.min():.1f} to {mean.max():.1f} deg over the cycle (mean)"))
+    for key, value in lines:
+        typer.echo(f"{key:>15}: {value}")
+    if out is not None:
+        typer.echo(f"wrote {out}")

@@ -1,0 +1,71 @@
+"""Figure and video commands: ``plot`` and ``render``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from skelanim.cli import app
+
+
+def _load_all(files: list[Path]) -> tuple[list, list[str]]:
+    """Load every file; labels are the file names (stems, made unique by their parent folder if needed)."""
+    import skelanim
+
+    motions = [skelanim.load(f) for f in files]
+    labels = [f.stem for f in files]
+    if len(set(labels)) < len(labels):
+        labels = [f"{f.parent.name}/{f.stem}" for f in files]
+    return motions, labels
+
+
+def _split_joints(joints: Optional[list[str]]) -> list[str] | None:
+    """``-j A -j B`` and ``-j A,B`` both give ``[A, B]``."""
+    if not joints:
+        return None
+    return [name.strip() for item in joints for name in item.split(",") if name.strip()]
+
+
+@app.command()
+def plot(
+    files: list[Path] = typer.Argument(..., help="One or more motion files, compared in one figure."),
+    out: Path = typer.Option(..., "-o", "--out", help="Output image; the suffix picks the format (.png, .pdf, .svg)."),
+    kind: str = typer.Option("trajectories", "--kind", "-k", help="trajectories | angles | contacts | poses."),
+    joints: Optional[list[str]] = typer.Option(
+        None, "--joints", "-j", help="Joint names (repeat, or comma-separated); default: root and feet / knees."
+    ),
+    angle: str = typer.Option("flexion", "--angle", help="For --kind angles: flexion (between bones) or rotation (local)."),
+    count: int = typer.Option(8, "--count", help="For --kind poses: number of poses per motion."),
+    dpi: int = typer.Option(100, "--dpi", help="Resolution of raster output."),
+) -> None:
+    """Plot joint trajectories, joint angles, foot contacts or a strip of poses of FILES into OUT."""
+    from skelanim.errors import ShapeError
+    from skelanim.viz import plots
+
+    if kind not in plots.KINDS:
+        raise ShapeError(f"unknown --kind {kind!r}; expected one of {', '.join(plots.KINDS)}")
+    motions, labels = _load_all(files)
+    fig = plots.plot_motions(motions, kind, _split_joints(joints), labels=labels, angle=angle, count=count)  # type: ignore[arg-type]
+    plots.save_figure(fig, out, dpi=dpi)
+    typer.echo(f"wrote {out} ({kind}, {len(motions)} motion{'s' if len(motions) > 1 else ''})")
+
+
+@app.command()
+def render(
+    files: list[Path] = typer.Argument(..., help="One or more motion files."),
+    out: Path = typer.Option(..., "-o", "--out", help="Output video: .mp4 (H.264) or .gif."),
+    fps: float = typer.Option(30.0, "--fps", help="Output frame rate (motions are sampled at the nearest frame)."),
+    size: str = typer.Option("640x480", "--size", help="WIDTHxHEIGHT of the whole video in pixels."),
+    overlay: bool = typer.Option(False, "--overlay", help="Draw all motions in one panel (different colours)."),
+    progress: bool = typer.Option(True, "--progress/--no-progress", help="Show a progress bar on stderr."),
+) -> None:
+    """Render FILES as a stick-figure video, side by side (default) or overlaid."""
+    from skelanim.viz import video
+
+    dims = video.parse_size(size)
+    motions, labels = _load_all(files)
+    video.render_video(motions, out, fps=fps, size=dims, overlay=overlay, labels=labels, progress=progress)
+    frames = video.frame_count(motions, fps)
+    typer.echo(f"wrote {out} ({frames} frames, {dims[0]}x{dims[1]} at {fps:g} fps)")

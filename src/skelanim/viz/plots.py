@@ -1,0 +1,358 @@
+"""Static figures of motions (matplotlib, Agg canvas, no pyplot state): joint trajectories, joint angles,
+the foot-contact timeline, a strip of poses, and the gait report.
+
+Every ``plot_*`` function takes one motion or a list (several motions are compared in one figure: the
+same rows, one colour per motion) and returns a :class:`matplotlib.figure.Figure`; :func:`save_figure`
+writes it atomically. Joint rows are given by name (the same names must exist in every motion) or, by
+default, chosen per motion by role (feet, knees), so that different skeletons can be compared.
+
+Angles
+------
+``angle="flexion"`` (default): the angle between the bone arriving at the joint and the bone leaving
+it (:func:`skelanim.viz._draw.joint_flexion`): 0 for a straight limb, e.g. knee or elbow flexion.
+``angle="rotation"``: the magnitude of the joint's local rotation relative to its rest pose
+(:func:`skelanim.viz._draw.local_rotation_angle`), defined for every joint including root and leaves.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Literal
+
+import numpy as np
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.collections import LineCollection
+from matplotlib.figure import Figure
+
+from skelanim.core.motion import Motion
+from skelanim.errors import ShapeError, SkeletonError, UnsupportedFormatError
+from skelanim.io.atomic import atomic_path
+from skelanim.metrics.gait import GaitError, GaitReport, find_legs, up_axis_and_height
+from skelanim.ops.contacts import find_feet, foot_contacts
+from skelanim.viz._draw import (
+    check_motion,
+    color,
+    default_label,
+    joint_flexion,
+    local_rotation_angle,
+    resolve_joints,
+    shade,
+    skeleton_figure,
+    travel_direction,
+)
+
+__all__ = [
+    "KINDS", "plot_angles", "plot_contacts", "plot_gait_report", "plot_motions", "plot_poses",
+    "plot_trajectories", "save_figure",
+]  # fmt: skip
+
+Kind = Literal["trajectories", "angles", "contacts", "poses"]
+KINDS: tuple[str, ...] = ("trajectories", "angles", "contacts", "poses")
+AXES = "XYZ"
+Rows = list[tuple[str, list[int]]]
+Defaults = list[tuple[str, int]]
+
+
+def _rgb(index: int, amount: float = 0.0) -> tuple[float, float, float]:
+    c = shade(color(index), amount) if amount else color(index)
+    return (c[0] / 255, c[1] / 255, c[2] / 255)
+
+
+def _prepare(motions: Motion | Sequence[Motion], labels: Sequence[str] | None) -> tuple[list[Motion], list[str]]:
+    ms = [motions] if isinstance(motions, Motion) else list(motions)
+    if not ms:
+        raise ShapeError("nothing to plot: no motions given")
+    names = list(labels) if labels is not None else [default_label(m, i) for i, m in enumerate(ms)]
+    if len(names) != len(ms):
+        raise ShapeError(f"{len(names)} labels for {len(ms)} motions")
+    for m, name in zip(ms, names):
+        check_motion(m, name)
+    return ms, names
+
+
+def _rows(
+    motions: list[Motion], labels: list[str], joints: Sequence[str | int] | None, default: Callable[[Motion], Defaults]
+) -> Rows:
+    """Rows ``(label, [joint index in each motion])``: named joints (checked in every motion) or defaults."""
+    if joints:
+        per_motion = []
+        for m, label in zip(motions, labels):
+            try:
+                per_motion.append(resolve_joints(m.skeleton, list(joints)))
+            except SkeletonError as err:
+                err.where = err.where or (label if len(motions) > 1 else None)
+                raise
+        first = motions[0].skeleton.names
+        return [(first[idx] if isinstance(j, (int, np.integer)) else str(j), [pm[k] for pm in per_motion])
+                for k, (j, idx) in enumerate(zip(joints, per_motion[0]))]
+    defaults = [dict(default(m)) for m in motions]
+    keys = [k for k in defaults[0] if all(k in d for d in defaults)]
+    if not keys:
+        raise SkeletonError("the motions have no joints in common to plot by default; pass joints")
+    return [(k, [d[k] for d in defaults]) for k in keys]
+
+
+def _default_trajectory_joints(m: Motion) -> Defaults:
+    rows: Defaults = [("root", 0)]
+    try:
+        lf, rf = find_feet(m.skeleton)[:2]
+        rows += [("left foot", lf), ("right foot", rf)]
+    except SkeletonError:
+        pass
+    return rows
+
+
+_ELBOW = re.compile(r"elbow|forearm|lowerarm", re.IGNORECASE)
+
+
+def _default_angle_joints(m: Motion) -> Defaults:
+    rows: Defaults = []
+    try:
+        legs = find_legs(m.skeleton)
+        rows += [(f"{side} knee", leg.knee) for side, leg in legs.items()]
+    except GaitError:  # no legs: the elbows or inner joints below
+        rows = []
+    for k, (left, right) in enumerate(p for p in m.skeleton.left_right_pairs() if _ELBOW.search(m.skeleton.names[p[0]])):
+        if k == 0:
+            rows += [("left elbow", left), ("right elbow", right)]
+    if not rows:
+        inner = [j for j in range(1, m.skeleton.num_joints) if m.skeleton.children(j)][:4]
+        rows = [(m.skeleton.names[j], j) for j in inner]
+    return rows
+
+
+def _new_figure(nrows: int, ncols: int, *, width: float, row_height: float, sharex: bool = False) -> tuple[Figure, np.ndarray]:
+    fig = Figure(figsize=(width, max(2.2, row_height * nrows) + 0.6), layout="constrained")
+    FigureCanvasAgg(fig)
+    axes = np.asarray(fig.subplots(nrows, ncols, squeeze=False, sharex=sharex))
+    return fig, axes
+
+
+def plot_trajectories(
+    motions: Motion | Sequence[Motion],
+    joints: Sequence[str | int] | None = None,
+    *,
+    labels: Sequence[str] | None = None,
+) -> Figure:
+    """World X/Y/Z of joints over time: one row per joint, one column per axis, one line per motion.
+
+    Parameters
+    ----------
+    motions:
+        One motion or several to compare.
+    joints:
+        Joint names (or indices); default the root and the two feet.
+    labels:
+        Legend names, one per motion.
+    """
+    ms, names = _prepare(motions, labels)
+    rows = _rows(ms, names, joints, _default_trajectory_joints)
+    fig, axes = _new_figure(len(rows), 3, width=12, row_height=2.0, sharex=True)
+    for i, (m, name) in enumerate(zip(ms, names)):
+        pos = m.positions().numpy()
+        t = np.arange(m.num_frames) / m.fps
+        up = up_axis_and_height(m, pos)[0]
+        for r, (row_label, idx) in enumerate(rows):
+            for a in range(3):
+                ax = axes[r, a]
+                ax.plot(t, pos[:, idx[i], a], color=_rgb(i), lw=1.3, label=name)
+                ax.set_title(f"{row_label}: {AXES[a]}{' (up)' if a == up else ''}", fontsize=9)
+    for ax in axes[-1]:
+        ax.set_xlabel("time (s)")
+    axes[0, 0].legend(fontsize=8, loc="best")
+    return fig
+
+
+def plot_angles(
+    motions: Motion | Sequence[Motion],
+    joints: Sequence[str | int] | None = None,
+    *,
+    labels: Sequence[str] | None = None,
+    angle: Literal["flexion", "rotation"] = "flexion",
+) -> Figure:
+    """Joint angles in degrees over time, one row per joint, one line per motion (see the module
+    docstring for ``angle``). Default joints: the knees (and elbows) found by name."""
+    if angle not in ("flexion", "rotation"):
+        raise ShapeError(f"angle must be 'flexion' or 'rotation', got {angle!r}")
+    ms, names = _prepare(motions, labels)
+    rows = _rows(ms, names, joints, _default_angle_joints)
+    fig, axes = _new_figure(len(rows), 1, width=9, row_height=1.9, sharex=True)
+    for i, (m, name) in enumerate(zip(ms, names)):
+        idx = [r[1][i] for r in rows]
+        if angle == "flexion":
+            values = joint_flexion(m, idx)
+        else:
+            values = local_rotation_angle(m, idx)
+        t = np.arange(m.num_frames) / m.fps
+        for r, (row_label, _) in enumerate(rows):
+            axes[r, 0].plot(t, values[:, r], color=_rgb(i), lw=1.3, label=name)
+            axes[r, 0].set_ylabel(f"{row_label}\n{angle} (deg)", fontsize=8)
+    axes[-1, 0].set_xlabel("time (s)")
+    axes[0, 0].legend(fontsize=8, loc="best")
+    return fig
+
+
+def _contact_rows(ax: object, t0: float, dt: float, contacts: np.ndarray, names: list[str], rgb: tuple[float, ...]) -> None:
+    """Horizontal bars for the True runs of each column of ``contacts`` ``(F, K)``."""
+    for k in range(contacts.shape[1]):
+        c = np.concatenate([[0], contacts[:, k].astype(np.int8), [0]])
+        d = np.diff(c)
+        spans = [(t0 + s * dt, (e - s) * dt) for s, e in zip(np.flatnonzero(d == 1), np.flatnonzero(d == -1))]
+        ax.broken_barh(spans, (k - 0.35, 0.7), facecolors=rgb)  # type: ignore[attr-defined]
+    ax.set_yticks(range(contacts.shape[1]), names, fontsize=8)  # type: ignore[attr-defined]
+    ax.set_ylim(-0.6, contacts.shape[1] - 0.4)  # type: ignore[attr-defined]
+
+
+def plot_contacts(
+    motions: Motion | Sequence[Motion],
+    *,
+    labels: Sequence[str] | None = None,
+    contacts: Sequence[np.ndarray] | None = None,
+) -> Figure:
+    """Foot-contact timeline: one panel per motion, one bar row per foot joint (found by name with
+    :func:`skelanim.ops.contacts.find_feet`), bars where :func:`~skelanim.ops.contacts.foot_contacts` is True.
+
+    ``contacts`` may give precomputed ``(F, K)`` labels per motion (then rows are named ``foot k``).
+    """
+    ms, names = _prepare(motions, labels)
+    fig, axes = _new_figure(len(ms), 1, width=10, row_height=1.4, sharex=True)
+    for i, (m, name) in enumerate(zip(ms, names)):
+        if contacts is not None:
+            c = np.asarray(contacts[i], dtype=bool).reshape(m.num_frames, -1)
+            rows = [f"foot {k}" for k in range(c.shape[1])]
+        else:
+            feet = find_feet(m.skeleton)
+            up, height = up_axis_and_height(m)
+            c = np.asarray(foot_contacts(m, joints=feet, up_axis=up, height=height))
+            rows = [m.skeleton.names[j] for j in feet]
+        _contact_rows(axes[i, 0], 0.0, 1.0 / m.fps, c, rows, _rgb(i))
+        axes[i, 0].set_title(f"{name}: foot contacts", fontsize=9)
+    axes[-1, 0].set_xlabel("time (s)")
+    return fig
+
+
+def plot_poses(
+    motions: Motion | Sequence[Motion],
+    *,
+    count: int = 8,
+    labels: Sequence[str] | None = None,
+) -> Figure:
+    """A strip of ``count`` stick figures at evenly spaced frames per motion (one row per motion), in
+    side view: orthographic projection onto the plane of the up axis and the main direction of travel.
+    Each pose is centred on its own root; left limbs lighter, right limbs darker."""
+    if count < 1:
+        raise ShapeError(f"count must be at least 1, got {count}")
+    ms, names = _prepare(motions, labels)
+    fig, axes = _new_figure(len(ms), 1, width=min(2.0 + 1.3 * count, 20), row_height=2.6)
+    for i, (m, name) in enumerate(zip(ms, names)):
+        ax = axes[i, 0]
+        fig3d = skeleton_figure(m)
+        direction = travel_direction(fig3d.centre, fig3d.up)
+        slot = 0.8 * fig3d.height
+        frames = np.unique(np.linspace(0, m.num_frames - 1, count).round().astype(int))
+        for k, f in enumerate(frames):
+            p = fig3d.positions[f]
+            x = (p - fig3d.centre[f]) @ direction + k * slot
+            y = p[:, fig3d.up] - fig3d.floor
+            segs = np.stack([np.stack([x[fig3d.bones[:, 0]], y[fig3d.bones[:, 0]]], -1),
+                             np.stack([x[fig3d.bones[:, 1]], y[fig3d.bones[:, 1]]], -1)], axis=1)
+            cols = [_rgb(i, 0.45) if s > 0 else _rgb(i, -0.3) if s < 0 else _rgb(i) for s in fig3d.sides]
+            ax.add_collection(LineCollection(list(segs), colors=cols, linewidths=2.0, capstyle="round"))
+            ax.text(k * slot, -0.08 * fig3d.height, f"{f / m.fps:.2f} s", ha="center", va="top", fontsize=7)
+        ax.axhline(0.0, color="0.6", lw=0.8)
+        ax.set_xlim(-0.5 * slot, (len(frames) - 0.5) * slot)
+        ax.set_ylim(-0.2 * fig3d.height, 1.15 * fig3d.height)
+        ax.set_aspect("equal")
+        ax.set_xticks([])
+        ax.set_yticks([])
+        ax.set_title(name, fontsize=9)
+    return fig
+
+
+def plot_motions(
+    motions: Motion | Sequence[Motion],
+    kind: Kind = "trajectories",
+    joints: Sequence[str | int] | None = None,
+    *,
+    labels: Sequence[str] | None = None,
+    angle: Literal["flexion", "rotation"] = "flexion",
+    count: int = 8,
+) -> Figure:
+    """Dispatch to the ``plot_<kind>`` function (``joints`` is only used by trajectories and angles)."""
+    if kind == "trajectories":
+        return plot_trajectories(motions, joints, labels=labels)
+    if kind == "angles":
+        return plot_angles(motions, joints, labels=labels, angle=angle)
+    if kind == "contacts":
+        return plot_contacts(motions, labels=labels)
+    if kind == "poses":
+        return plot_poses(motions, count=count, labels=labels)
+    raise ShapeError(f"unknown plot kind {kind!r}; expected one of {', '.join(KINDS)}")
+
+
+def plot_gait_report(report: GaitReport, *, label: str | None = None) -> Figure:
+    """Knee and hip flexion over the gait cycle (mean +- sd over all cycles, and per side), the contact
+    timeline with heel strikes and the summary numbers."""
+    fig, axes = _new_figure(2, 2, width=11, row_height=3.2)
+    pct = np.linspace(0, 100, 101)
+    for ax, name in ((axes[0, 0], "knee_flexion"), (axes[0, 1], "hip_flexion")):
+        mean, sd = report.curve(name)
+        ax.fill_between(pct, mean - sd, mean + sd, color="0.8", label="mean ± sd")
+        ax.plot(pct, mean, color="k", lw=2, label=f"mean ({report.num_cycles} cycles)")
+        for k, side in enumerate(("left", "right")):
+            side_mean, _ = report.curve(name, side)
+            if np.isfinite(side_mean).all():
+                ax.plot(pct, side_mean, color=_rgb(k), lw=1.2, ls="--", label=side)
+        ax.set_xlabel("gait cycle (%)")
+        ax.set_ylabel(f"{name.replace('_', ' ')} (deg)")
+        ax.set_xlim(0, 100)
+        ax.legend(fontsize=7)
+    ax = axes[1, 0]
+    dt = 1.0 / report.fps
+    for k, side in enumerate(("left", "right")):
+        c = report.contacts[:, k].astype(np.int8)
+        d = np.diff(np.concatenate([[0], c, [0]]))
+        spans = [(s * dt, (e - s) * dt) for s, e in zip(np.flatnonzero(d == 1), np.flatnonzero(d == -1))]
+        ax.broken_barh(spans, (k - 0.35, 0.7), facecolors=_rgb(k))
+        ax.plot(report.heel_strikes[side] * dt, np.full(len(report.heel_strikes[side]), k), "k|", ms=14)
+    ax.set_yticks([0, 1], ["left", "right"])
+    ax.set_ylim(-0.6, 1.6)
+    ax.set_xlabel("time (s)  (| = heel strike)")
+    ax.set_title("foot contact", fontsize=9)
+    ax = axes[1, 1]
+    ax.axis("off")
+    units = report.units or "units"
+    facts = report.to_dict()
+    lines = [
+        f"cycles: {report.num_cycles}",
+        f"cadence: {report.cadence:.1f} steps/min",
+        f"stride time: {report.stride_time:.3f} s",
+        f"stride length: {report.stride_length:.3g} {units} ({facts['stride_length_per_height']:.2f} heights)",
+        f"step width: {report.step_width:.3g} {units}",
+        f"walking speed: {report.walking_speed:.3g} {units}/s ({facts['walking_speed_per_height']:.2f} heights/s)",
+        f"stance / swing: {report.stance_fraction:.0%} / {1 - report.stance_fraction:.0%}",
+    ]
+    ax.text(0.0, 1.0, "\n".join(lines), va="top", family="monospace", fontsize=9, transform=ax.transAxes)
+    if label:
+        fig.suptitle(label, fontsize=10)
+    return fig
+
+
+def save_figure(fig: Figure, path: str | os.PathLike, *, dpi: int = 100) -> Path:
+    """Write ``fig`` to ``path`` atomically; the suffix picks the format (png, pdf, svg, jpg, ...)."""
+    target = Path(path)
+    suffix = target.suffix.lower().lstrip(".")
+    if FigureCanvasAgg is not type(fig.canvas):
+        FigureCanvasAgg(fig)
+    supported = fig.canvas.get_supported_filetypes()
+    if suffix not in supported:
+        raise UnsupportedFormatError(
+            f"cannot write a figure as {suffix or '(no suffix)'!r}; expected one of {', '.join(sorted(supported))}",
+            path=target,
+        )
+    with atomic_path(target) as tmp:
+        fig.savefig(tmp, dpi=dpi, format=suffix)
+    return target

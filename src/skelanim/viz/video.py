@@ -1,0 +1,254 @@
+"""Render motions as videos: capsule stick figures over a floor grid, drawn with PIL after a perspective
+projection (no matplotlib in the loop), written as MP4 (libx264 through imageio-ffmpeg's bundled ffmpeg)
+or GIF (Pillow).
+
+Layout: several motions are drawn side by side, one panel each with its own camera (default), or
+``overlay=True`` puts them all in one panel in different colours (e.g. ground truth vs prediction; the
+motions should then share units and world frame). In a panel left limbs are drawn lighter and right
+limbs darker than the motion's colour.
+
+Camera: perspective, 35 degrees across the smaller side of a panel, 2.3 body heights away, 15 degrees
+above the horizon, looking from the side of the main direction of travel (30 degrees towards the front),
+following the body centre (mean of the joints but the root, see :class:`~skelanim.viz._draw.Figure3D`;
+the root itself is static in some files) along its horizontal path smoothed with a Gaussian of 0.5 s.
+The up axis comes from :func:`skelanim.metrics.gait.up_axis_and_height` (the animated pose, so files
+whose rest pose is not upright work too); the floor is the lowest point of the motion.
+
+Time: the output runs at ``fps``; output frame ``k`` shows frame ``round(k / fps * motion.fps)`` of each
+motion (nearest frame), held at the last frame once a motion has ended. The video lasts as long as the
+longest motion: ``floor(duration * fps) + 1`` frames.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+import numpy as np
+from PIL import Image, ImageDraw, ImageFont
+from scipy.ndimage import gaussian_filter1d
+from tqdm import tqdm
+
+from skelanim.core.motion import Motion
+from skelanim.errors import ShapeError, UnsupportedFormatError
+from skelanim.io.atomic import atomic_path
+from skelanim.viz._draw import (
+    Figure3D,
+    check_motion,
+    color,
+    default_label,
+    floor_grid,
+    follow_camera,
+    nice_step,
+    shade,
+    skeleton_figure,
+    travel_direction,
+)
+
+__all__ = ["VIDEO_SUFFIXES", "frame_count", "frame_indices", "parse_size", "render_frames", "render_video"]
+
+VIDEO_SUFFIXES = (".mp4", ".gif")
+BACKGROUND = (246, 246, 244)
+GRID = (200, 200, 196)
+SHADOW = (214, 214, 210)
+SUPERSAMPLE = 2
+
+
+def parse_size(text: str) -> tuple[int, int]:
+    """``"640x480"`` to ``(640, 480)``; raises :class:`ShapeError` on anything else."""
+    try:
+        w, h = (int(v) for v in text.lower().split("x"))
+    except ValueError:
+        raise ShapeError(f"size must be WIDTHxHEIGHT in pixels, e.g. 640x480, got {text!r}") from None
+    if not (16 <= w <= 7680 and 16 <= h <= 4320):
+        raise ShapeError(f"size must be between 16x16 and 7680x4320, got {w}x{h}")
+    return w, h
+
+
+def frame_count(motions: Sequence[Motion], fps: float) -> int:
+    """Output frames for the longest motion at ``fps``: ``floor(duration * fps) + 1``."""
+    return int(np.floor(max(m.duration for m in motions) * fps + 1e-6)) + 1
+
+
+def frame_indices(motion: Motion, fps: float, count: int) -> np.ndarray:
+    """``(count,)`` nearest source frame of each output frame (clamped to the last frame)."""
+    t = np.arange(count) / fps
+    return np.minimum(np.round(t * motion.fps).astype(np.int64), motion.num_frames - 1)
+
+
+class _Panel:
+    """One viewport: its motions, their drawing data, and the camera path."""
+
+    def __init__(self, items: list[tuple[int, Figure3D, np.ndarray, str]], fps: float, count: int) -> None:
+        self.items = items  # (colour index, figure, output->source frame map, label)
+        first = items[0][1]
+        self.up = first.up
+        self.height = max(f.height for _, f, _, _ in items)
+        self.floor = min(f.floor for _, f, _, _ in items)
+        roots = np.mean([f.centre[idx] for _, f, idx, _ in items], axis=0)  # (count, 3)
+        roots = gaussian_filter1d(roots, sigma=max(0.5 * fps, 1e-3), axis=0, mode="nearest") if count > 1 else roots
+        self.targets = roots.copy()
+        self.targets[:, self.up] = self.floor + 0.45 * self.height
+        up_vec = np.zeros(3)
+        up_vec[self.up] = 1.0
+        travel = travel_direction(first.centre, self.up)
+        side = np.cross(travel, up_vec)
+        view = np.cos(np.radians(30)) * side + np.sin(np.radians(30)) * travel
+        self.view_dir = view / np.linalg.norm(view)
+        self.grid_step = nice_step(0.5 * self.height)
+
+
+def _draw_panel(draw: ImageDraw.ImageDraw, panel: _Panel, k: int, box: tuple[int, int, int, int], ss: int) -> None:
+    """Draw output frame ``k`` of ``panel`` into the pixel box ``(x0, y0, w, h)`` (already supersampled)."""
+    x0, y0, w, h = box
+    cam = follow_camera(panel.targets[k], panel.view_dir, panel.up, distance=2.3 * panel.height,
+                        elevation_deg=15.0, size=(w, h))
+    offset = np.array([x0, y0], dtype=float)
+    a, b = floor_grid(panel.targets[k], panel.up, panel.floor, panel.grid_step, 3.0 * panel.height)
+    pa, pb, _, _ = cam.segments(a, b)
+    for p, q in zip(pa + offset, pb + offset):
+        draw.line([tuple(p), tuple(q)], fill=GRID, width=ss)
+    radius_world = 0.022 * panel.height
+    strokes = []  # (depth, p, q, width, rgb)
+    for colour_index, fig, idx, _ in panel.items:
+        pos = fig.positions[idx[k]]
+        shadow = pos.copy()
+        shadow[:, panel.up] = panel.floor
+        sa, sb, _, _ = cam.segments(shadow[fig.bones[:, 0]], shadow[fig.bones[:, 1]])
+        for p, q in zip(sa + offset, sb + offset):
+            draw.line([tuple(p), tuple(q)], fill=SHADOW, width=max(ss, int(2 * ss)))
+        pa, pb, depth, keep = cam.segments(pos[fig.bones[:, 0]], pos[fig.bones[:, 1]])
+        base = color(colour_index)
+        rgbs = {1: shade(base, 0.4), 0: base, -1: shade(base, -0.3)}
+        for p, q, d, s in zip(pa + offset, pb + offset, depth, fig.sides[keep]):
+            width = max(ss, round(2 * radius_world * cam.focal / max(d, cam.near)))
+            strokes.append((d, p, q, width, rgbs[int(s)]))
+    for _, p, q, width, rgb in sorted(strokes, key=lambda s: -s[0]):
+        draw.line([tuple(p), tuple(q)], fill=rgb, width=width)
+        r = width / 2.0
+        for c in (p, q):
+            draw.ellipse([c[0] - r, c[1] - r, c[0] + r, c[1] + r], fill=rgb)
+
+
+def _font(size: int) -> ImageFont.ImageFont | ImageFont.FreeTypeFont:
+    try:
+        return ImageFont.load_default(size=size)
+    except (TypeError, OSError):  # Pillow without FreeType
+        return ImageFont.load_default()
+
+
+def render_frames(
+    motions: Motion | Sequence[Motion],
+    *,
+    fps: float = 30.0,
+    size: tuple[int, int] = (640, 480),
+    overlay: bool = False,
+    labels: Sequence[str] | None = None,
+    progress: bool = False,
+) -> Iterator[np.ndarray]:
+    """Yield the video frames, each ``(H, W, 3)`` uint8 RGB (see the module docstring).
+
+    Parameters
+    ----------
+    motions:
+        One motion or several.
+    fps:
+        Output frame rate.
+    size:
+        ``(width, height)`` in pixels of the whole frame (split into panels side by side).
+    overlay:
+        All motions in one panel instead of one panel each.
+    labels:
+        Names written in the panels (default: the file name, else ``motion 1``, ...).
+    progress:
+        Show a tqdm progress bar on stderr.
+    """
+    ms = [motions] if isinstance(motions, Motion) else list(motions)
+    if not ms:
+        raise ShapeError("nothing to render: no motions given")
+    if not (fps > 0 and np.isfinite(fps)):
+        raise ShapeError(f"fps must be a positive number, got {fps}")
+    names = list(labels) if labels is not None else [default_label(m, i) for i, m in enumerate(ms)]
+    if len(names) != len(ms):
+        raise ShapeError(f"{len(names)} labels for {len(ms)} motions")
+    for m, name in zip(ms, names):
+        check_motion(m, name)
+    width, height = int(size[0]), int(size[1])
+    count = frame_count(ms, fps)
+    items = [(i, skeleton_figure(m), frame_indices(m, fps, count), names[i]) for i, m in enumerate(ms)]
+    groups = [items] if overlay else [[it] for it in items]
+    panels = [_Panel(g, fps, count) for g in groups]
+    ss = SUPERSAMPLE
+    edges = np.linspace(0, width * ss, len(panels) + 1).round().astype(int)
+    font = _font(12 * ss)
+    for k in tqdm(range(count), disable=not progress, unit="frame", desc="render", leave=False):
+        image = Image.new("RGB", (width * ss, height * ss), BACKGROUND)
+        draw = ImageDraw.Draw(image)
+        for p, panel in enumerate(panels):
+            box = (int(edges[p]), 0, int(edges[p + 1] - edges[p]), height * ss)
+            _draw_panel(draw, panel, k, box, ss)
+            if p:
+                draw.line([(box[0], 0), (box[0], height * ss)], fill=(120, 120, 120), width=ss)
+            for row, (colour_index, _, idx, label) in enumerate(panel.items):
+                y = 6 * ss + row * 16 * ss
+                draw.rectangle([box[0] + 6 * ss, y + 2 * ss, box[0] + 16 * ss, y + 12 * ss], fill=color(colour_index))
+                draw.text((box[0] + 20 * ss, y), f"{label}  frame {int(idx[k])}", fill=(30, 30, 30), font=font)
+        draw.text((6 * ss, height * ss - 20 * ss), f"t = {k / fps:.3f} s", fill=(30, 30, 30), font=font)
+        if ss > 1:
+            image = image.reduce(ss)
+        yield np.asarray(image)
+
+
+def render_video(
+    motions: Motion | Sequence[Motion],
+    path: str | os.PathLike,
+    *,
+    fps: float = 30.0,
+    size: tuple[int, int] = (640, 480),
+    overlay: bool = False,
+    labels: Sequence[str] | None = None,
+    progress: bool = False,
+) -> Path:
+    """Render ``motions`` (see :func:`render_frames`) to ``path`` (``.mp4`` or ``.gif``), atomically.
+
+    MP4 is H.264 (yuv420p), which needs an even width and height. Returns the path written.
+    """
+    target = Path(path)
+    suffix = target.suffix.lower()
+    if suffix not in VIDEO_SUFFIXES:
+        raise UnsupportedFormatError(
+            f"cannot write video as {suffix or '(no suffix)'!r}; expected one of {', '.join(VIDEO_SUFFIXES)}",
+            path=target,
+        )
+    if suffix == ".mp4" and (size[0] % 2 or size[1] % 2):
+        raise ShapeError(f"an MP4 (H.264, yuv420p) needs an even width and height, got {size[0]}x{size[1]}", path=target)
+    frames = render_frames(motions, fps=fps, size=size, overlay=overlay, labels=labels, progress=progress)
+    with atomic_path(target) as tmp:
+        if suffix == ".mp4":
+            import imageio_ffmpeg
+
+            writer = imageio_ffmpeg.write_frames(
+                str(tmp), (int(size[0]), int(size[1])), fps=float(fps), codec="libx264", pix_fmt_out="yuv420p",
+                quality=6, macro_block_size=1, ffmpeg_log_level="error", output_params=["-preset", "veryfast"],
+            )
+            writer.send(None)
+            try:
+                for frame in frames:
+                    writer.send(np.ascontiguousarray(frame))
+            finally:
+                writer.close()
+        else:
+            # one palette (from the first frame) for all frames, no dithering: ten times faster than
+            # per-frame adaptive quantisation, and the drawings use few colours. Frames always differ
+            # (the time stamp), so Pillow does not merge any of them.
+            images: list[Image.Image] = []
+            palette: Image.Image | None = None
+            for frame in frames:
+                image = Image.fromarray(frame)
+                if palette is None:
+                    palette = image.quantize(colors=255, method=Image.Quantize.MEDIANCUT)
+                images.append(image.quantize(palette=palette, dither=Image.Dither.NONE))
+            images[0].save(tmp, format="GIF", save_all=True, append_images=images[1:],
+                           duration=max(1, round(1000.0 / fps)), loop=0)
+    return target

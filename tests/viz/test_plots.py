@@ -1,0 +1,202 @@
+"""Figures of skelanim.viz.plots: what is drawn (lines and their data), the pixels written, errors.
+
+The bundled DeepMimic clips need no external data; the real-data tests use the shared mocap folder.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+from matplotlib.collections import LineCollection
+from PIL import Image
+
+import skelanim
+from skelanim.core.motion import Motion
+from skelanim.data.samples import sample_path
+from skelanim.errors import ShapeError, SkeletonError, UnsupportedFormatError
+from skelanim.viz import plots
+
+
+@pytest.fixture(scope="module")
+def walk() -> Motion:
+    return skelanim.load(sample_path("walk"))
+
+
+@pytest.fixture(scope="module")
+def run() -> Motion:
+    return skelanim.load(sample_path("run"))
+
+
+def pixels(fig, path: Path) -> np.ndarray:
+    """Save through the public writer and read the PNG back as ``(H, W, 3)`` uint8."""
+    plots.save_figure(fig, path)
+    return np.asarray(Image.open(path).convert("RGB"))
+
+
+def ink(image: np.ndarray) -> float:
+    """Share of pixels that are not (near) white."""
+    return float((image.min(axis=-1) < 200).mean())
+
+
+def test_trajectories_plot_the_joint_positions(walk: Motion, run: Motion) -> None:
+    fig = plots.plot_trajectories([walk, run], ["root", "left_ankle"], labels=["walk", "run"])
+    axes = fig.axes
+    assert len(axes) == 2 * 3  # 2 joints x (X, Y, Z)
+    assert all(len(ax.lines) == 2 for ax in axes)  # one line per motion
+    pos = walk.positions().numpy()
+    ankle = walk.skeleton.index("left_ankle")
+    # row 1 (left_ankle), column 2 (Z): the walk's line is its ankle Z over time
+    line = axes[1 * 3 + 2].lines[0]
+    np.testing.assert_allclose(line.get_ydata(), pos[:, ankle, 2])
+    np.testing.assert_allclose(line.get_xdata(), np.arange(walk.num_frames) / walk.fps)
+    assert "(up)" in axes[1].get_title()  # Y is up for DeepMimic
+
+
+def test_default_joints_are_root_and_feet(walk: Motion) -> None:
+    fig = plots.plot_trajectories(walk)
+    titles = [ax.get_title() for ax in fig.axes[::3]]
+    assert titles == ["root: X", "left foot: X", "right foot: X"]
+
+
+def test_images_differ_between_inputs(walk: Motion, run: Motion, tmp_path: Path) -> None:
+    a = pixels(plots.plot_trajectories(walk), tmp_path / "a.png")
+    b = pixels(plots.plot_trajectories(run), tmp_path / "b.png")
+    assert a.shape == b.shape and a.shape[2] == 3
+    assert 0.01 < ink(a) < 0.5 and 0.01 < ink(b) < 0.5  # drawn, but not a filled block
+    # the same axes and labels, different curves: a clear share of the pixels changes
+    assert float((np.abs(a.astype(int) - b.astype(int)).max(axis=-1) > 30).mean()) > 0.005
+
+
+def test_flexion_angle_is_the_angle_between_bones(walk: Motion) -> None:
+    fig = plots.plot_angles(walk, ["left_knee", "left_elbow"])
+    pos = walk.positions(end_sites=True).numpy()
+    names = walk.skeleton.names
+    hip, knee, ankle = (names.index(n) for n in ("left_hip", "left_knee", "left_ankle"))
+    thigh, shank = pos[:, knee] - pos[:, hip], pos[:, ankle] - pos[:, knee]
+    cos = np.sum(thigh * shank, -1) / np.linalg.norm(thigh, axis=-1) / np.linalg.norm(shank, axis=-1)
+    by_hand = np.degrees(np.arccos(np.clip(cos, -1, 1)))
+    drawn = fig.axes[0].lines[0].get_ydata()
+    np.testing.assert_allclose(drawn, by_hand, atol=1e-6)
+    assert by_hand.max() > 40  # a walking knee bends in swing
+    # the elbow's child bone is its End Site (the wrist): the curve exists and stays in [0, 180]
+    elbow = fig.axes[1].lines[0].get_ydata()
+    assert np.isfinite(elbow).all() and 0 <= elbow.min() and elbow.max() <= 180
+
+
+def test_rotation_angles_cover_the_root(walk: Motion) -> None:
+    fig = plots.plot_angles(walk, ["root"], angle="rotation")
+    values = fig.axes[0].lines[0].get_ydata()
+    assert values.shape == (walk.num_frames,) and np.all((values >= 0) & (values <= 180))
+    with pytest.raises(SkeletonError, match="no parent bone"):
+        plots.plot_angles(walk, ["root"])  # flexion needs a bone on both sides
+
+
+def test_unknown_joints_are_all_named_with_the_available_ones(walk: Motion) -> None:
+    with pytest.raises(SkeletonError) as info:
+        plots.plot_trajectories(walk, ["root", "LeftFoot", "Tail"])
+    message = str(info.value)
+    assert "'LeftFoot'" in message and "'Tail'" in message
+    assert "available:" in message and "left_ankle" in message
+    assert "\n" not in message
+
+
+def test_empty_motion_is_a_clear_error(walk: Motion) -> None:
+    empty = walk[0:0]
+    for kind in plots.KINDS:
+        with pytest.raises(ShapeError, match="no frames"):
+            plots.plot_motions(empty, kind)  # type: ignore[arg-type]
+    with pytest.raises(ShapeError, match="no motions"):
+        plots.plot_trajectories([])
+
+
+def test_contact_bars_match_the_contact_labels(walk: Motion) -> None:
+    from skelanim.ops.contacts import find_feet, foot_contacts
+
+    fig = plots.plot_contacts(walk)
+    ax = fig.axes[0]
+    feet = find_feet(walk.skeleton)
+    labels = np.asarray(foot_contacts(walk, joints=feet))
+    assert [t.get_text() for t in ax.get_yticklabels()] == [walk.skeleton.names[j] for j in feet]
+    bars = [c for c in ax.collections if len(c.get_paths())]
+    assert len(bars) == len(feet)
+    for k, bar in enumerate(bars):
+        # total bar length in seconds equals the number of contact frames / fps
+        widths = [p.vertices[:, 0].max() - p.vertices[:, 0].min() for p in bar.get_paths()]
+        assert sum(widths) == pytest.approx(labels[:, k].sum() / walk.fps)
+
+
+def test_pose_strip_draws_every_bone_of_every_pose(walk: Motion, run: Motion, tmp_path: Path) -> None:
+    fig = plots.plot_poses([walk, run], count=5, labels=["walk", "run"])
+    for ax in fig.axes:
+        strips = [c for c in ax.collections if isinstance(c, LineCollection)]
+        assert len(strips) == 5
+        # 12 bones + 2 End Sites (wrists) in the DeepMimic humanoid
+        assert all(len(c.get_segments()) == walk.skeleton.num_joints - 1 + len(walk.skeleton.end_sites) for c in strips)
+    image = pixels(fig, tmp_path / "poses.png")
+    assert ink(image) > 0.005
+    # colour per motion: the top half (walk) is blue-ish, the bottom (run) red-ish
+    half = image.shape[0] // 2
+    top, bottom = image[:half].reshape(-1, 3).astype(int), image[half:].reshape(-1, 3).astype(int)
+    assert ((top[:, 2] - top[:, 0]) > 60).sum() > 100
+    assert ((bottom[:, 0] - bottom[:, 2]) > 60).sum() > 100
+
+
+def test_save_figure_is_atomic_and_checks_the_suffix(walk: Motion, tmp_path: Path) -> None:
+    fig = plots.plot_trajectories(walk)
+    with pytest.raises(UnsupportedFormatError, match="'xyz'"):
+        plots.save_figure(fig, tmp_path / "plot.xyz")
+    assert os.listdir(tmp_path) == []  # nothing half-written, no temporary left behind
+    out = tmp_path / "sub" / "plot.png"
+    out.parent.mkdir()
+    out.write_bytes(b"old")
+    plots.save_figure(fig, out)
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert os.listdir(out.parent) == ["plot.png"]
+
+
+def test_real_skeletons_compare_in_one_figure(mocap_dir: Path, tmp_path: Path) -> None:
+    """Bandai-Namco (22 joints, rest pose not upright, static root) next to CMU (31 joints): the default
+    rows are found by role in each, and the pose strips stand upright."""
+    files = [mocap_dir / "bandai_namco_1/dataset-1_walk_normal_001.bvh", mocap_dir / "cmu_cgspeed_max/131_01.bvh"]
+    for f in files:
+        if not f.exists():
+            pytest.skip(f"{f} not present")
+    motions = [skelanim.load(f) for f in files]
+    fig = plots.plot_angles(motions)
+    assert [ax.get_ylabel().split("\n")[0] for ax in fig.axes] == ["left knee", "right knee", "left elbow", "right elbow"]
+    knee = fig.axes[0].lines[0].get_ydata()
+    assert 45 < knee.max() < 100 and knee.min() < 25  # a walking knee: nearly straight in stance, bent in swing
+    fig = plots.plot_poses(motions, count=4)
+    for ax in fig.axes:
+        for strip in ax.collections:
+            seg = np.asarray(strip.get_segments())
+            # upright: the figure spans most of the body height vertically (the y limit is 1.15 heights);
+            # Bandai's rest pose lies along X, so a rest-pose up axis would give a flat figure here
+            assert np.ptp(seg[..., 1]) > 0.7 * ax.get_ylim()[1] / 1.15
+    assert ink(pixels(fig, tmp_path / "real.png")) > 0.005
+
+
+def test_gait_report_figure(walk: Motion, tmp_path: Path) -> None:
+    import torch
+
+    from skelanim.metrics.gait import gait_analysis
+
+    n = walk.num_frames - 1
+    step = walk.root_positions[-1] - walk.root_positions[0]
+    step[1] = 0.0
+    looped = walk.copy(rotations=torch.cat([walk.rotations[:n]] * 4),
+                       root_positions=torch.cat([walk.root_positions[:n] + i * step for i in range(4)]))
+    report = gait_analysis(looped)
+    fig = plots.plot_gait_report(report, label="walk x4")
+    knee_ax, hip_ax, contact_ax, text_ax = fig.axes
+    mean, _ = report.curve("knee_flexion")
+    np.testing.assert_allclose(knee_ax.lines[0].get_ydata(), mean)  # the pooled mean, then left and right
+    assert len(knee_ax.lines) == 3 and len(hip_ax.lines) == 3 and knee_ax.collections  # the sd band
+    # heel strike ticks at the strikes of each foot
+    ticks = [line for line in contact_ax.lines if line.get_marker() == "|"]
+    np.testing.assert_allclose(ticks[0].get_xdata(), report.heel_strikes["left"] / report.fps)
+    assert f"{report.cadence:.1f} steps/min" in text_ax.texts[0].get_text()
+    assert ink(pixels(fig, tmp_path / "gait.png")) > 0.01

@@ -1,0 +1,187 @@
+"""Videos of skelanim.viz.video: frame timing, panels, the following camera, the up axis, files read back."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+import skelanim
+from skelanim.core.motion import Motion
+from skelanim.core.rotations import quat_multiply, rotvec_to_quat
+from skelanim.core.skeleton import Skeleton
+from skelanim.data.samples import sample_path
+from skelanim.errors import ShapeError, UnsupportedFormatError
+from skelanim.viz import video
+from skelanim.viz._draw import PALETTE
+
+SIZE = (160, 120)
+
+
+@pytest.fixture(scope="module")
+def walk() -> Motion:
+    return skelanim.load(sample_path("walk"))
+
+
+@pytest.fixture(scope="module")
+def long_walk(walk: Motion) -> Motion:
+    """The walk looped 4 times (its last frame is the next loop's first, shifted forward)."""
+    n = walk.num_frames - 1
+    step = walk.root_positions[-1] - walk.root_positions[0]
+    step[1] = 0.0
+    return walk.copy(
+        rotations=torch.cat([walk.rotations[:n]] * 4),
+        root_positions=torch.cat([walk.root_positions[:n] + i * step for i in range(4)]),
+    )
+
+
+def coloured(frame: np.ndarray, rgb: tuple[int, int, int], tol: int = 40) -> np.ndarray:
+    """``(H, W)`` mask of pixels near ``rgb`` (or its lighter/darker limb shades: same hue, so compare
+    the channel differences)."""
+    f = frame.astype(int)
+    target = np.array(rgb)
+    diff = (f - f.mean(-1, keepdims=True)) - (target - target.mean())
+    return (np.abs(diff).max(-1) < tol) & (f.max(-1) - f.min(-1) > 40)
+
+
+def test_frame_timeline_uses_the_nearest_frame() -> None:
+    skeleton = Skeleton(["root"], np.array([-1]), torch.zeros(1, 3))
+    m120 = Motion.rest(skeleton, 100, fps=120.0)  # 0.825 s
+    m30 = Motion.rest(skeleton, 10, fps=30.0)  # 0.3 s
+    assert video.frame_count([m120, m30], 30.0) == 25  # floor(0.825 * 30) + 1
+    np.testing.assert_array_equal(video.frame_indices(m120, 30.0, 25), np.arange(25) * 4)
+    # the shorter motion holds its last frame
+    np.testing.assert_array_equal(video.frame_indices(m30, 30.0, 25)[8:], [8, 9] + [9] * 15)
+    # 24 fps output of a 30 fps motion: round(k * 30 / 24)
+    np.testing.assert_array_equal(video.frame_indices(m30, 24.0, 5), [0, 1, 2, 4, 5])
+
+
+def test_frames_have_the_size_and_count_and_move(walk: Motion) -> None:
+    frames = list(video.render_frames(walk, fps=15, size=SIZE))
+    assert len(frames) == video.frame_count([walk], 15) == int(np.floor(walk.duration * 15 + 1e-6)) + 1
+    assert all(f.shape == (SIZE[1], SIZE[0], 3) and f.dtype == np.uint8 for f in frames)
+    body = [coloured(f, PALETTE[0]) for f in frames]
+    assert all(b.sum() > 50 for b in body)  # the skeleton is drawn in every frame
+    assert (body[0] ^ body[len(body) // 2]).sum() > 50  # and it moves
+
+
+def test_side_by_side_and_overlay(walk: Motion) -> None:
+    other = walk.copy(root_positions=walk.root_positions.clone())
+    side = next(iter(video.render_frames([walk, other], size=SIZE)))
+    over = next(iter(video.render_frames([walk, other], size=SIZE, overlay=True)))
+    half = SIZE[0] // 2
+    blue, red = PALETTE[0], PALETTE[1]
+    # side by side: the first motion left, the second right
+    assert coloured(side[:, :half], blue).sum() > 30 and coloured(side[:, half:], blue).sum() < 5
+    assert coloured(side[:, half:], red).sum() > 30 and coloured(side[:, :half], red)[20:].sum() < 5
+    # overlay: the same pose twice at the same place; the later one (red) covers the first one's body
+    body = coloured(over[20:], blue) | coloured(over[20:], red)
+    assert coloured(over[20:], red).sum() > 0.8 * body.sum()
+    assert abs(np.nonzero(body)[1].mean() - SIZE[0] / 2) < SIZE[0] / 4
+
+
+def test_camera_follows_the_walker(long_walk: Motion) -> None:
+    """The walker covers ~5 m; the camera follows, so the figure stays near the middle of the image."""
+    frames = list(video.render_frames(long_walk, fps=10, size=SIZE))
+    travelled = float((long_walk.root_positions[-1] - long_walk.root_positions[0]).norm())
+    assert travelled > 3 * long_walk.height
+    for f in frames[:: max(1, len(frames) // 6)]:
+        _, xs = np.nonzero(coloured(f, PALETTE[0]))
+        assert len(xs) > 30
+        assert abs(xs.mean() - SIZE[0] / 2) < 0.2 * SIZE[0]
+
+
+def _rotate_to_z_up(m: Motion) -> Motion:
+    """The same motion in a Z-up world: rotate every offset, local rotation and the root by +90 deg about X."""
+    q = rotvec_to_quat(torch.tensor([np.pi / 2, 0.0, 0.0], dtype=torch.float64))
+    r = q.new_tensor([q[0], -q[1], -q[2], -q[3]])
+    rot = quat_multiply(quat_multiply(q.expand_as(m.rotations), m.rotations), r.expand_as(m.rotations))
+    from skelanim.core.rotations import quat_apply
+
+    sk = m.skeleton
+    ends = {k: quat_apply(q, v) for k, v in sk.end_sites.items()}
+    skeleton = Skeleton(sk.names, sk.parents, quat_apply(q.expand(sk.num_joints, 4), sk.offsets), end_sites=ends)
+    root = quat_apply(q.expand(m.num_frames, 4), m.root_positions)
+    return Motion(skeleton, rot, root, m.fps)
+
+
+def test_the_picture_does_not_depend_on_the_up_axis(walk: Motion) -> None:
+    z_up = _rotate_to_z_up(walk)
+    assert z_up.skeleton.up_axis() == 2 and walk.skeleton.up_axis() == 1
+    np.testing.assert_allclose(z_up.positions().numpy()[..., 2], walk.positions().numpy()[..., 1], atol=1e-9)
+    a = list(video.render_frames(walk, size=SIZE))
+    b = list(video.render_frames(z_up, size=SIZE))
+    assert len(a) == len(b)
+    # camera placement is relative to the up axis and the travel direction: the same picture, up to the
+    # rasterisation of grid lines now drawn end to start (the Z -> -Y flip), a pixel or so along them
+    diff = np.abs(np.stack(a).astype(int) - np.stack(b).astype(int))
+    assert diff.mean() < 2
+    for fa, fb in zip(a[::5], b[::5]):
+        body_a, body_b = coloured(fa, PALETTE[0]), coloured(fb, PALETTE[0])
+        assert (body_a ^ body_b).sum() < 0.05 * (body_a | body_b).sum()
+    # and it is upright: the head (top of the coloured body) is above the feet
+    ys, _ = np.nonzero(coloured(b[0], PALETTE[0]))
+    assert ys.max() - ys.min() > 0.25 * SIZE[1]
+
+
+def test_mp4_reads_back_with_the_frames_and_size(walk: Motion, tmp_path: Path) -> None:
+    import imageio_ffmpeg
+
+    out = tmp_path / "walk.mp4"
+    video.render_video([walk, walk], out, fps=20, size=(320, 240))
+    reader = imageio_ffmpeg.read_frames(str(out))
+    meta = next(reader)
+    frames = [np.frombuffer(f, np.uint8).reshape(240, 320, 3) for f in reader]
+    assert tuple(meta["size"]) == (320, 240) and meta["fps"] == pytest.approx(20)
+    assert len(frames) == video.frame_count([walk], 20)
+    # H.264 is lossy: the decoded frame is close to the rendered one
+    first = next(iter(video.render_frames([walk, walk], fps=20, size=(320, 240))))
+    assert np.abs(frames[0].astype(int) - first.astype(int)).mean() < 4
+    assert [p.name for p in tmp_path.iterdir()] == ["walk.mp4"]
+
+
+def test_gif_reads_back_with_the_frames_and_size(walk: Motion, tmp_path: Path) -> None:
+    import imageio.v3 as iio
+
+    out = tmp_path / "walk.gif"
+    video.render_video(walk, out, fps=12, size=SIZE)
+    frames = iio.imread(out, index=None)
+    assert frames.shape[:3] == (video.frame_count([walk], 12), SIZE[1], SIZE[0])
+    assert (np.abs(frames[0].astype(int) - frames[len(frames) // 2].astype(int)) > 30).any(-1).sum() > 30
+
+
+def test_bad_outputs_are_refused_before_rendering(walk: Motion, tmp_path: Path) -> None:
+    with pytest.raises(ShapeError, match="even width and height"):
+        video.render_video(walk, tmp_path / "odd.mp4", size=(161, 120))
+    with pytest.raises(UnsupportedFormatError, match="'.avi'"):
+        video.render_video(walk, tmp_path / "x.avi")
+    with pytest.raises(ShapeError, match="no frames"):
+        video.render_video(walk[0:0], tmp_path / "empty.gif")
+    assert os.listdir(tmp_path) == []
+    assert video.parse_size("640x480") == (640, 480)
+    for bad in ("640", "640x", "axb", "8x8"):
+        with pytest.raises(ShapeError):
+            video.parse_size(bad)
+
+
+def test_real_motions_at_different_rates(mocap_dir: Path, tmp_path: Path) -> None:
+    """A 30 fps Bandai walk (rest pose lying along X) next to a 120 fps CMU walk, rendered at 10 fps."""
+    files = [mocap_dir / "bandai_namco_1/dataset-1_walk_normal_001.bvh", mocap_dir / "cmu_cgspeed_max/131_01.bvh"]
+    for f in files:
+        if not f.exists():
+            pytest.skip(f"{f} not present")
+    a, b = (skelanim.load(f) for f in files)
+    out = tmp_path / "both.gif"
+    video.render_video([a, b], out, fps=10, size=(240, 120))
+    import imageio.v3 as iio
+
+    frames = iio.imread(out, index=None)
+    assert len(frames) == int(np.floor(max(a.duration, b.duration) * 10 + 1e-6)) + 1
+    for f in frames[::10]:
+        for panel, rgb in ((f[:, :120], PALETTE[0]), (f[:, 120:], PALETTE[1])):
+            ys, _ = np.nonzero(coloured(panel, rgb))
+            assert len(ys) > 20
+            assert np.ptp(ys) > 0.25 * 120  # upright, not a figure lying on the floor
