@@ -40,7 +40,7 @@ def test_info_text_on_real_bvh(mocap_dir: Path, capsys):
 @pytest.mark.parametrize(
     "relative,up,units",
     [("bandai_namco_1/dataset-1_walk_normal_001.bvh", "Y", "cm"), ("cmu_iclone_ccrig/001_01.bvh", "Y", "cm"),
-     ("pymo_demo/AV_8Walk_Meredith_HVHA_Rep1.bvh", "Y", "inches")],
+     ("pymo_demo/AV_8Walk_Meredith_HVHA_Rep1.bvh", "Y", "in"), ("cmu_cgspeed_mb/01_01.bvh", "Y", "cmu")],
 )
 def test_info_guesses(mocap_dir: Path, capsys, relative, up, units):
     code, out, _ = run(["info", str(mocap_dir / relative), "--json"], capsys)

@@ -95,7 +95,7 @@ def test_metres_per_unit_recognises_common_units() -> None:
     assert metres_per_unit(172.0) == 0.01
     assert metres_per_unit(68.0) == 0.0254
     assert metres_per_unit(1700.0) == 0.001
-    assert metres_per_unit(17.0) == pytest.approx(viewer.FALLBACK_HEIGHT_M / 17.0)
+    assert metres_per_unit(17.0) == pytest.approx(0.0254 / 0.45)  # CMU's ASF unit
     assert metres_per_unit(0.0) == 1.0
 
 

@@ -11,21 +11,9 @@ import typer
 
 from skelanim.cli import app
 from skelanim.core.motion import Motion
+from skelanim.core.units import guess_unit
 
 AXES = "XYZ"
-
-
-def guess_units(height: float) -> str:
-    """Guess the length unit from a human skeleton's rest height."""
-    if 1.0 <= height <= 2.5:
-        return "m"
-    if 100.0 <= height <= 250.0:
-        return "cm"
-    if 40.0 <= height <= 100.0:
-        return "inches"
-    if 1000.0 <= height <= 2500.0:
-        return "mm"
-    return "unknown (CMU-style scaled units?)" if 10.0 <= height < 40.0 else "unknown"
 
 
 def describe(motion: Motion, path: str) -> dict:
@@ -46,7 +34,7 @@ def describe(motion: Motion, path: str) -> dict:
         "channels_per_joint": {str(k): v for k, v in sorted(channel_counts.items())},
         "animated_joint_translations": motion.joint_translations is not None,
         "height": height,
-        "units_guess": guess_units(height),
+        "units_guess": guess_unit(height),
         "up_axis": AXES[motion.up_axis()],
         "left_right_pairs": len(skeleton.left_right_pairs()),
     }

@@ -52,15 +52,13 @@ import torch
 
 from skelanim.core import rotations as rt
 from skelanim.core.motion import Motion
+from skelanim.core.units import UNITS, canonical_unit, guess_unit
 from skelanim.core.skeleton import DEFAULT_JOINT_CHANNELS, DEFAULT_ROOT_CHANNELS, Skeleton
 from skelanim.errors import FormatError, ShapeError
 from skelanim.io.atomic import atomic_open
 
 __all__ = ["UNITS", "export_scale", "guess_scale", "load", "save", "up_rotation"]
 
-#: Metres per unit for the unit names ``save`` understands (``motion.metadata["units"]`` or ``scale=``).
-UNITS: dict[str, float] = {"m": 1.0, "cmu": 0.0254 / 0.45, "in": 0.0254, "cm": 0.01, "mm": 0.001}
-_ALIASES = {"metres": "m", "meters": "m", "inches": "in", "centimetres": "cm", "centimeters": "cm", "millimetres": "mm"}
 _COMPONENTS = {5120: "<i1", 5121: "<u1", 5122: "<i2", 5123: "<u2", 5125: "<u4", 5126: "<f4"}
 _CODES = {np.dtype(v).type: k for k, v in _COMPONENTS.items()}
 _WIDTH = {"SCALAR": 1, "VEC2": 2, "VEC3": 3, "VEC4": 4, "MAT2": 4, "MAT3": 9, "MAT4": 16}
@@ -70,9 +68,7 @@ _ARRAY_BUFFER, _ELEMENT_ARRAY_BUFFER = 34962, 34963
 # ------------------------------------------------------------------------------------------ conventions
 def guess_scale(height: float) -> tuple[float, str]:
     """Metres per unit, and the unit's name, for a human ``height`` units tall (see the module docstring)."""
-    if not (height > 0 and np.isfinite(height)):
-        return 1.0, "m"
-    name = min(UNITS, key=lambda u: abs(np.log(height * UNITS[u] / 1.7)))  # 1.7 m: a typical adult
+    name = guess_unit(height)
     return UNITS[name], name
 
 
@@ -84,10 +80,9 @@ def export_scale(motion: Motion, scale: float | str | None = None, *, path: Any 
     only goes into the :class:`ShapeError` raised for a bad ``scale``.
     """
     if scale is None or isinstance(scale, str):
-        unit = str(motion.metadata.get("units", "") if scale is None else scale).lower()
-        unit = _ALIASES.get(unit, unit)
-        if unit in UNITS or scale is None:
-            return (UNITS[unit], unit) if unit in UNITS else guess_scale(motion.height)
+        unit = canonical_unit(str(motion.metadata.get("units", "") if scale is None else scale))
+        if unit is not None or scale is None:
+            return (UNITS[unit], unit) if unit is not None else guess_scale(motion.height)
         raise ShapeError(f"unknown unit {scale!r}; expected a number or one of {', '.join(UNITS)}", path=path)
     if not (float(scale) > 0 and np.isfinite(float(scale))):
         raise ShapeError(f"scale must be a positive number of metres per unit, got {scale}", path=path)

@@ -105,8 +105,6 @@ def bone_ancestor(skeleton: Skeleton, joint: int) -> int | None:
     return parent if parent >= 0 and float(offset.norm()) > tiny else None
 
 
-_HEAD = re.compile(r"head|neck", re.IGNORECASE)
-_FEET = re.compile(r"foot|ankle|toe", re.IGNORECASE)
 
 
 def up_axis_and_height(motion: Motion, positions: np.ndarray | None = None) -> tuple[int, float]:

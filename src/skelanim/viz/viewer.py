@@ -9,8 +9,7 @@ from :meth:`skelanim.core.motion.Motion.positions`, turned into the viewer's fra
 
 - **Y up**: the up direction (heads above feet in the animated pose, see :func:`up_direction`) is
   turned onto +Y by a proper rotation (handedness kept);
-- **metres-ish**: the length unit is guessed from the figure's height (m, cm, inches, mm); a height that
-  fits none of them is scaled to :data:`FALLBACK_HEIGHT_M`;
+- **metres**: the length unit is guessed from the figure's height (:func:`skelanim.core.units.guess_unit`);
 - **grounded and centred**: the lowest point over all frames sits on the floor ``y = 0`` and frame 0's
   root is above the origin (so clips from different captures overlay);
 
@@ -39,6 +38,7 @@ from pathlib import Path
 import numpy as np
 
 from skelanim.core.motion import Motion
+from skelanim.core.units import metres_per_unit
 from skelanim.errors import ShapeError
 from skelanim.io.atomic import atomic_open
 
@@ -46,7 +46,6 @@ from skelanim.io.atomic import atomic_open
 #: each once encoded: the default keeps a page under ~25 MB, which browsers open comfortably.
 DEFAULT_MAX_SAMPLES = 3_000_000
 #: Height (metres) given to a figure whose height matches no known unit.
-FALLBACK_HEIGHT_M = 1.7
 #: The vendored files inlined into every page.
 ASSET_FILES = ("viewer.html", "viewer.js", "three.module.min.js", "OrbitControls.js")
 
@@ -77,21 +76,7 @@ def _assets() -> dict[str, str]:
 
 
 # ---------------------------------------------------------------------------------------------- geometry
-def metres_per_unit(height: float) -> float:
-    """Guess metres per file unit from a human figure's ``height`` (in file units).
-
-    m (1-2.5), cm (100-250), inches (40-100) and mm (1000-2500) are recognised; any other positive height
-    is scaled so the skeleton stands :data:`FALLBACK_HEIGHT_M` tall, and a zero height gives 1.
-    """
-    if not math.isfinite(height) or height <= 0:
-        return 1.0
-    for low, high, factor in ((1.0, 2.5, 1.0), (100.0, 250.0, 0.01), (40.0, 100.0, 0.0254), (1000.0, 2500.0, 0.001)):
-        if low <= height <= high:
-            return factor
-    return FALLBACK_HEIGHT_M / height
-
-
-def up_direction(names: Sequence[str], positions: np.ndarray) -> tuple[int, float]:
+def up_direction(names: Sequence[str], positions: np.ndarray, axis: int | None = None) -> tuple[int, float]:
     """The up axis (0=X, 1=Y, 2=Z) and its sign (+1/-1) of animated ``positions`` ``(F, P, 3)``.
 
     Where points named like a head/neck and like feet/ankles/toes exist, up is the axis (and direction)
@@ -103,11 +88,11 @@ def up_direction(names: Sequence[str], positions: np.ndarray) -> tuple[int, floa
     feet = [j for j, n in enumerate(names) if _FOOT_RE.search(n)]
     if heads and feet:
         direction = (positions[:, heads].mean(axis=1) - positions[:, feet].mean(axis=1)).mean(axis=0)
-        axis = int(np.abs(direction).argmax())
+        axis = int(np.abs(direction).argmax()) if axis is None else axis
         if direction[axis] != 0:
             return axis, (1.0 if direction[axis] > 0 else -1.0)
     extent = positions[0].max(axis=0) - positions[0].min(axis=0)
-    return int(extent.argmax()), 1.0
+    return (int(extent.argmax()) if axis is None else axis), 1.0
 
 
 def rotation_onto_y(axis: int, sign: float = 1.0) -> np.ndarray:
@@ -148,7 +133,7 @@ def viewer_positions(motion: Motion, *, source: str | None = None) -> tuple[np.n
         raise ViewerError("non-finite joint position", path=source, where=f"frame {frame}, joint {names[point]}")
     if not pos.size:
         raise ViewerError("the motion has no frames; there is nothing to view", path=source)
-    pos = pos @ rotation_onto_y(*up_direction(names, pos)).T
+    pos = pos @ rotation_onto_y(*up_direction(names, pos, motion.up_axis())).T
     height_units = float((pos[..., 1].max(axis=1) - pos[..., 1].min(axis=1)).max())
     scale = metres_per_unit(height_units)
     pos *= scale
