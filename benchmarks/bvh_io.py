@@ -1,0 +1,152 @@
+"""Time BVH parsing, and parsing + forward kinematics, for skelanim against pybvh and bvhio, in one process.
+
+    python benchmarks/bvh_io.py [--file PATH] [--repeats N] [--torch-threads T]
+
+Default file: ``cmu_cgspeed_mb/01_01.bvh`` (2752 frames, 31 joints, 2 MB) under ``$SKELANIM_DATA`` or
+``<repo>/../shared/data/mocap``. Every library gets the same file, the runs are interleaved (so a
+busy machine slows all of them alike), and the medians (also the minima, and CPU time) are printed
+with the ratios peer/ours: above 1 means skelanim is faster.
+
+What is timed
+-------------
+* parse: file -> the library's in-memory motion (skelanim: ``skelanim.io.bvh.load``, quaternions;
+  pybvh: ``pybvh.read_bvh_file(path, world_up="+y")``, Euler angles in radians, with its up-axis
+  guess skipped; bvhio: ``bvhio.readAsHierarchy``).
+* parse + FK: the above, then world positions of every joint in every frame (skelanim:
+  ``Motion.positions()``; pybvh: ``Bvh.joint_positions()``; bvhio: ``loadPose(f)`` and
+  ``PositionWorld`` of every joint, frame by frame, as its API offers).
+
+Torch runs single-threaded by default (``--torch-threads 0`` keeps torch's own setting): the peers are
+single-threaded NumPy/Python, and torch's thread pool only adds latency on a shared machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+import warnings
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / "src"))
+
+import torch
+
+from skelanim.io import bvh
+
+
+def default_file() -> Path:
+    configured = os.environ.get("SKELANIM_DATA")
+    root = Path(configured).expanduser() if configured else Path("..") / "shared" / "data" / "mocap"
+    root = root if root.is_absolute() else (REPO / root).resolve()
+    return root / "cmu_cgspeed_mb" / "01_01.bvh"
+
+
+def peers(path: Path) -> dict[str, tuple[Callable[[], object], Callable[[], np.ndarray]]]:
+    """``{name: (parse, parse_and_fk)}``; the second returns ``(F, J, 3)`` world joint positions."""
+    runs: dict[str, tuple[Callable[[], object], Callable[[], np.ndarray]]] = {
+        "skelanim": (lambda: bvh.load(path), lambda: bvh.load(path).positions().numpy()),
+    }
+    try:
+        import pybvh
+    except ImportError:
+        print("note: pybvh is not installed (pip install pybvh); skipped")
+    else:
+        runs["pybvh"] = (
+            lambda: pybvh.read_bvh_file(path, world_up="+y"),
+            lambda: pybvh.read_bvh_file(path, world_up="+y").joint_positions(),
+        )
+    try:
+        import bvhio
+    except ImportError:
+        print("note: bvhio is not installed (pip install bvhio); skipped")
+    else:
+
+        def bvhio_fk() -> np.ndarray:
+            root = bvhio.readAsHierarchy(str(path))
+            joints = [joint for joint, _, _ in root.layout()]
+            frames = len(root.Keyframes)
+            out = np.empty((frames, len(joints), 3))
+            for f in range(frames):
+                root.loadPose(f)
+                out[f] = [tuple(j.PositionWorld) for j in joints]
+            return out
+
+        runs["bvhio"] = (lambda: bvhio.readAsHierarchy(str(path)), bvhio_fk)
+    return runs
+
+
+def measure(fn: Callable[[], object]) -> tuple[float, float]:
+    """Wall and CPU seconds of one call."""
+    wall, cpu = time.perf_counter(), time.process_time()
+    fn()
+    return time.perf_counter() - wall, time.process_time() - cpu
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--file", type=Path, default=default_file())
+    parser.add_argument("--repeats", type=int, default=15)
+    parser.add_argument("--slow-repeats", type=int, default=3, help="repeats for bvhio's per-frame FK")
+    parser.add_argument("--torch-threads", type=int, default=1, help="0 keeps torch's default")
+    args = parser.parse_args(argv)
+    if not args.file.is_file():
+        print(f"error: {args.file}: no such file (set SKELANIM_DATA or pass --file)", file=sys.stderr)
+        return 2
+    if args.torch_threads > 0:
+        torch.set_num_threads(args.torch_threads)
+    warnings.simplefilter("ignore")
+    runs = peers(args.file)
+    size = args.file.stat().st_size
+    motion = bvh.load(args.file)
+    print(f"{args.file} ({size / 1e6:.1f} MB, {motion.num_frames} frames, {motion.skeleton.num_joints} joints); "
+          f"torch threads {torch.get_num_threads()}, {os.cpu_count()} CPUs, load average "
+          f"{os.getloadavg()[0]:.1f}, {args.repeats} repeats")
+
+    ours = runs["skelanim"][1]()
+    for name, (_, fk) in runs.items():  # warm up, and check everybody computes the same positions
+        if name == "skelanim":
+            continue
+        theirs = fk()
+        if theirs.shape == ours.shape:
+            err = float(np.abs(theirs - ours).max()) / motion.height
+            print(f"  {name}: max |positions - skelanim| = {err:.1e} of skeleton height")
+        else:
+            print(f"  {name}: positions {theirs.shape} vs skelanim {ours.shape}")
+        runs[name][0]()
+
+    results: dict[tuple[str, str], list[tuple[float, float]]] = {}
+    for r in range(max(args.repeats, args.slow_repeats)):
+        for name, (parse, fk) in runs.items():
+            for task, fn in (("parse", parse), ("parse+FK", fk)):
+                if name == "bvhio" and task == "parse+FK" and r >= args.slow_repeats:
+                    continue
+                if r >= args.repeats and not (name == "bvhio" and task == "parse+FK"):
+                    continue
+                results.setdefault((name, task), []).append(measure(fn))
+
+    print(f"\n{'task':10s} {'library':10s} {'median ms':>10s} {'min ms':>9s} {'cpu ms':>9s} "
+          f"{'peer/ours':>10s} {'(min)':>7s} {'(cpu)':>7s}")
+    for task in ("parse", "parse+FK"):
+        base = results[("skelanim", task)]
+        b_med = statistics.median(w for w, _ in base)
+        b_min = min(w for w, _ in base)
+        b_cpu = statistics.median(c for _, c in base)
+        for name in runs:
+            rows = results[(name, task)]
+            med = statistics.median(w for w, _ in rows)
+            low = min(w for w, _ in rows)
+            cpu = statistics.median(c for _, c in rows)
+            ratio = "" if name == "skelanim" else f"{med / b_med:10.2f} {low / b_min:7.2f} {cpu / b_cpu:7.2f}"
+            print(f"{task:10s} {name:10s} {med * 1e3:10.1f} {low * 1e3:9.1f} {cpu * 1e3:9.1f} {ratio}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,389 @@
+"""BVH (Biovision hierarchy) files of any exporter: :func:`load`/:func:`loads` and :func:`save`/:func:`dumps`.
+
+Reading
+-------
+* Every joint keeps its channel list (any order, any subset of the six channels, or none) in
+  :attr:`Skeleton.channels <skelanim.Skeleton>`, so a file writes back with the same layout.
+* Rotation channels are intrinsic Euler angles in the listed order (``Zrotation Xrotation Yrotation``
+  means ``Rz @ Rx @ Ry``), degrees on disk; in memory they become unit quaternions ``(F, J, 4)``.
+  A joint with fewer than three rotation channels rotates about those axes only.
+* Position channels *replace* the joint's rest offset, component by component (an axis without a
+  position channel keeps its ``OFFSET`` value): the root's go to :attr:`Motion.root_positions`, other
+  joints' to :attr:`Motion.joint_translations` (``(F, J, 3)``, set only when some non-root joint has
+  position channels, e.g. Bandai-Namco files with 6 channels on every joint). A root without position
+  channels stays at its ``OFFSET``.
+* ``End Site`` offsets go to :attr:`Skeleton.end_sites` (one per joint; a joint's further End Sites are
+  counted in ``metadata["bvh_dropped_end_sites"]``).
+* ``metadata`` holds ``format="bvh"``, ``frame_time`` (the file's value, written back verbatim while it
+  matches ``fps``), ``path``, ``bvh_values`` (the ``(F, C)`` channel values as read, degrees: the
+  writer uses them only to choose among equivalent Euler angles) and ``bvh_extra_frames`` (complete
+  frame lines after the declared count, which are ignored with a warning).
+
+Bad input raises :class:`~skelanim.errors.FormatError` naming the file, the line and what was expected;
+no other exception type escapes :func:`load`/:func:`loads` for any input bytes. Parsing is in
+:mod:`skelanim.io.bvh_parse` (hierarchy) and :mod:`skelanim.io.bvh_numbers` (the MOTION block, vectorised).
+
+Writing
+-------
+:func:`dumps` writes the hierarchy with tabs, each joint's channels in its stored order. Quaternions go
+back to Euler angles in each joint's order; then, per joint, the Euler solution (of the two a
+Tait-Bryan or proper Euler order allows) and each angle's turn count are chosen for continuity over
+time, so continuous motion comes back with the same numbers (also angles beyond +-180 degrees) up to
+the printed precision. Where a frame's rotation is still the one read from a file, the solution and
+turn count of the file's own angles are used instead, so files that wrap at +-180 (most exporters)
+also come back with their own numbers. :func:`save` writes atomically (temporary file, then rename).
+"""
+
+from __future__ import annotations
+
+import os
+import warnings
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from skelanim.core.motion import Motion
+from skelanim.core.rotations import euler_to_quat, quat_to_euler
+from skelanim.core.skeleton import Skeleton
+from skelanim.errors import FormatError, SkelanimError
+from skelanim.io.atomic import atomic_open
+from skelanim.io.bvh_parse import ParsedBVH, parse_bvh_bytes
+
+__all__ = ["dumps", "load", "loads", "save"]
+
+_AXES = "XYZ"
+
+
+def _padded_order(rotation_axes: str) -> str:
+    """A 3-letter Euler order starting with ``rotation_axes`` (0-3 letters, no letter twice in a row);
+    the padding axes get angle 0, so they do not change the rotation."""
+    order = rotation_axes
+    for axis in _AXES:
+        if len(order) == 3:
+            break
+        if axis not in order and (not order or order[-1] != axis):
+            order += axis
+    return order
+
+
+def _channel_layout(channels: list[tuple[str, ...]]) -> tuple[list[int], list[list[tuple[int, int]]],
+                                                               list[list[int]], list[str]]:
+    """Column bookkeeping: first column of each joint, ``(axis, column)`` of position channels,
+    columns of rotation channels (in order) and each joint's rotation axes (e.g. ``"ZXY"``)."""
+    first, positions, rotations, axes = [], [], [], []
+    col = 0
+    for chans in channels:
+        first.append(col)
+        pos, rot, letters = [], [], ""
+        for name in chans:
+            if name.endswith("position"):
+                pos.append((_AXES.index(name[0]), col))
+            else:
+                rot.append(col)
+                letters += name[0]
+            col += 1
+        positions.append(pos)
+        rotations.append(rot)
+        axes.append(letters)
+    return first, positions, rotations, axes
+
+
+def _motion_from_parsed(parsed: ParsedBVH, name: str) -> Motion:
+    values = parsed.values  # (F, C), degrees for rotations
+    n_frames = values.shape[0]
+    n_joints = len(parsed.names)
+    _, positions, rotations, axes = _channel_layout(parsed.channels)
+    offsets = parsed.offsets
+
+    root = np.repeat(offsets[None, 0], n_frames, axis=0)
+    for axis, col in positions[0]:
+        root[:, axis] = values[:, col]
+    joint_translations = None
+    if any(positions[j] for j in range(1, n_joints)):
+        jt = np.repeat(offsets[None], n_frames, axis=0)
+        for j in range(1, n_joints):
+            for axis, col in positions[j]:
+                jt[:, j, axis] = values[:, col]
+        joint_translations = torch.from_numpy(jt)
+
+    groups: dict[str, list[int]] = {}
+    for j in range(n_joints):
+        if axes[j]:
+            groups.setdefault(_padded_order(axes[j]), []).append(j)
+    quats: torch.Tensor | None = None
+    if not (len(groups) == 1 and sum(map(len, groups.values())) == n_joints):
+        quats = torch.zeros(n_frames, n_joints, 4, dtype=torch.float64)
+        quats[..., 0] = 1.0
+    padded = None
+    for order, joints in groups.items():
+        cols = np.array([rotations[j] + [-1] * (3 - len(rotations[j])) for j in joints], dtype=np.int64)
+        if (cols < 0).any():  # fewer than 3 rotation channels: the padding axes read a zero column
+            if padded is None:
+                padded = np.concatenate([values, np.zeros((n_frames, 1))], axis=1)
+            angles = padded[:, cols]
+        else:
+            angles = values[:, cols]  # (F, Jg, 3), a copy
+        np.radians(angles, out=angles)
+        q = euler_to_quat(torch.from_numpy(angles), order)
+        if quats is None:
+            quats = q.contiguous()
+        else:
+            quats[:, joints] = q
+    if quats is None:  # no joint has rotation channels
+        quats = torch.zeros(n_frames, n_joints, 4, dtype=torch.float64)
+        quats[..., 0] = 1.0
+
+    end_sites = {j: torch.from_numpy(v) for j, v in parsed.end_sites.items()}
+    try:
+        skeleton = Skeleton(list(parsed.names), parsed.parents, torch.from_numpy(offsets), parsed.channels,
+                            end_sites)
+    except SkelanimError as exc:  # cannot happen for a parsed file, but keep the error type promise
+        raise FormatError(exc.message, path=name) from None
+    metadata = {
+        "format": "bvh",
+        "path": name,
+        "frame_time": parsed.frame_time,
+        "bvh_values": values,
+    }
+    if parsed.extra_end_sites:
+        metadata["bvh_dropped_end_sites"] = parsed.extra_end_sites
+    if parsed.extra_frames:
+        metadata["bvh_extra_frames"] = parsed.extra_frames
+        warnings.warn(
+            f"{name}: {parsed.extra_frames} frame line(s) after the {n_frames} declared by 'Frames:' were ignored",
+            stacklevel=3,
+        )
+    return Motion(skeleton, quats, torch.from_numpy(root), 1.0 / parsed.frame_time, joint_translations, metadata)
+
+
+def loads(text: str | bytes, path: str | os.PathLike | None = None) -> Motion:
+    """Parse BVH text.
+
+    Parameters
+    ----------
+    text:
+        The file content (``str`` or ``bytes``).
+    path:
+        Name for error messages and ``metadata["path"]`` (default ``"<string>"``).
+
+    Returns
+    -------
+    Motion
+        ``F`` frames of ``J`` joints: rotations ``(F, J, 4)``, root positions ``(F, 3)``, joint
+        translations ``(F, J, 3)`` or None, fps ``1 / Frame Time``.
+
+    Raises
+    ------
+    FormatError
+        Any malformed input, with file, 1-based line and what was expected.
+    """
+    name = "<string>" if path is None else str(path)
+    try:
+        data = text.encode("utf-8", "surrogateescape") if isinstance(text, str) else bytes(text)
+        return _motion_from_parsed(parse_bvh_bytes(data, name), name)
+    except FormatError:
+        raise
+    except (SkelanimError, ValueError, IndexError, TypeError, OverflowError, MemoryError, RecursionError,
+            UnicodeError) as exc:  # a bug if reached: still honour the one-error-type promise
+        raise FormatError(f"could not parse ({type(exc).__name__}: {exc})", path=name) from exc
+
+
+def load(path: str | os.PathLike) -> Motion:
+    """Read a BVH file; see :func:`loads`. A missing or unreadable file raises :class:`FormatError`."""
+    try:
+        data = Path(path).read_bytes()
+    except FileNotFoundError:
+        raise FormatError("no such file", path=str(path)) from None
+    except IsADirectoryError:
+        raise FormatError("expected a BVH file, found a directory", path=str(path)) from None
+    except OSError as exc:
+        raise FormatError(f"cannot read the file: {exc.strerror or exc}", path=str(path)) from None
+    return loads(data, path)
+
+
+# ---------------------------------------------------------------------------------------------- writing
+
+
+def _dfs_order(parents: np.ndarray) -> list[int]:
+    """Joints in depth-first pre-order (children in index order), iteratively."""
+    children: list[list[int]] = [[] for _ in parents]
+    for j, p in enumerate(parents.tolist()):
+        if p >= 0:
+            children[p].append(j)
+    order, stack = [], [0]
+    while stack:
+        j = stack.pop()
+        order.append(j)
+        stack.extend(reversed(children[j]))
+    return order
+
+
+def _fmt(x: float) -> str:
+    """Shortest text that reads back as exactly ``x`` (positional notation)."""
+    text = np.format_float_positional(float(x), unique=True, trim="-")
+    return "0" if text == "-0" else text
+
+
+def _wrap(deg: np.ndarray) -> np.ndarray:
+    return (deg + 180.0) % 360.0 - 180.0
+
+
+def _forward_fill(values: np.ndarray, known: np.ndarray) -> np.ndarray:
+    """``values`` ``(F, ...)`` where ``known``, else the last known value before (0 before the first)."""
+    frames = np.arange(known.shape[0]).reshape((-1,) + (1,) * (known.ndim - 1))
+    last = np.maximum.accumulate(np.where(known, frames, -1), axis=0)
+    filled = np.take_along_axis(values, np.maximum(last, 0).reshape(last.shape + (1,) * (values.ndim - last.ndim)),
+                                axis=0)
+    return np.where((last >= 0).reshape(filled.shape[:last.ndim] + (1,) * (values.ndim - last.ndim)), filled, 0)
+
+
+def _continuous_euler(q: torch.Tensor, order: str, n_rot: int, ref: np.ndarray | None) -> np.ndarray:
+    """Euler angles in degrees for quaternions ``q`` ``(F, Jg, 4)``, continuous over frames.
+
+    A 3-axis order has two solutions per rotation, ``(a, b, c)`` and ``(a+180, 180-b, c+180)``
+    (Tait-Bryan) or ``(a+180, -b, c+180)`` (proper Euler), and every angle is defined modulo 360. Where
+    ``ref`` ``(F, Jg, 3)`` (the angles the motion was read with) describes the same rotation, the solution
+    and turns nearest to it are used, so a file read and written comes back with its own numbers;
+    elsewhere each frame continues the previous one: the solution that moves less (a parity cumsum, as
+    both solution sequences move by the same amount between frames), then :func:`numpy.unwrap`.
+    """
+    principal = np.degrees(quat_to_euler(q, order).numpy())  # (F, Jg, 3)
+    n_frames = principal.shape[0]
+    matched = np.zeros(principal.shape[:2], dtype=bool)
+    if ref is not None:
+        q_ref = euler_to_quat(torch.from_numpy(np.radians(ref)), order)
+        matched = ((q_ref * q).sum(-1).abs() > 1.0 - 1e-12).numpy()
+    alt = principal + np.array([180.0, 0.0, 180.0])
+    alt[..., 1] = (-principal[..., 1]) if order[0] == order[2] else (180.0 - principal[..., 1])
+    alt = _wrap(alt)
+    if n_rot < 3:  # the padding axes must stay at 0: take the solution where they are
+        padding = slice(n_rot, 3)
+        use_alt = np.abs(_wrap(alt[..., padding])).sum(-1) < np.abs(_wrap(principal[..., padding])).sum(-1)
+    else:
+        switch = np.zeros(principal.shape[:2], dtype=np.int64)
+        if n_frames > 1:
+            step_same = np.abs(_wrap(principal[1:] - principal[:-1])).sum(-1)
+            step_switch = np.abs(_wrap(alt[1:] - principal[:-1])).sum(-1)
+            switch[1:] = step_switch < step_same - 1e-9
+        parity = np.cumsum(switch, axis=0) % 2
+        if ref is not None:
+            ref_alt = np.abs(_wrap(alt - ref)).sum(-1) < np.abs(_wrap(principal - ref)).sum(-1)
+            parity = parity ^ _forward_fill(ref_alt.astype(np.int64) ^ parity, matched)
+        use_alt = parity.astype(bool)
+    chosen = np.where(use_alt[..., None], alt, principal)
+    unwrapped = np.unwrap(chosen, period=360.0, axis=0)
+    if ref is not None:
+        turns = 360.0 * np.round((ref - unwrapped) / 360.0)
+        unwrapped = unwrapped + _forward_fill(turns, matched)
+    return unwrapped
+
+
+def _frame_values(motion: Motion, order: list[int], precision: int) -> np.ndarray:
+    """``(F, C)`` channel values in file order (joints in ``order``), degrees for rotations."""
+    skeleton = motion.skeleton
+    n_frames = motion.num_frames
+    translations = motion.local_translations().numpy()  # (F, J, 3); row 0 = root position
+    _, positions, rotations, axes = _channel_layout(skeleton.channels)
+    n_cols = sum(len(c) for c in skeleton.channels)
+    out = np.zeros((n_frames, n_cols))
+    # the values the motion was read with, if any: they pick among equivalent Euler angles
+    source = motion.metadata.get("bvh_values")
+    if not (isinstance(source, np.ndarray) and source.shape == (n_frames, n_cols)):
+        source = None
+    groups: dict[str, list[int]] = {}
+    for j in range(skeleton.num_joints):
+        if axes[j]:
+            groups.setdefault(_padded_order(axes[j]) + str(len(axes[j])), []).append(j)
+        elif n_frames and float(motion.rotations[:, j, 1:].abs().max()) > 1e-9:
+            warnings.warn(f"joint {skeleton.names[j]!r} has no rotation channels; its rotation is not written",
+                          stacklevel=4)
+        if j and motion.joint_translations is not None:
+            missing = [a for a in range(3) if a not in {axis for axis, _ in positions[j]}]
+            if missing and not np.allclose(translations[:, j, missing], skeleton.offsets[j, missing].numpy()):
+                warnings.warn(f"joint {skeleton.names[j]!r} lacks position channels for its animated translation;"
+                              " it is not written", stacklevel=4)
+    for key, joints in groups.items():
+        order_str, n_rot = key[:3], int(key[3:])
+        ref = None
+        if source is not None:
+            ref = np.zeros((n_frames, len(joints), 3))
+            for i, j in enumerate(joints):
+                ref[:, i, :n_rot] = source[:, rotations[j]]
+        degrees = _continuous_euler(motion.rotations[:, joints], order_str, n_rot, ref)
+        for i, j in enumerate(joints):
+            for k, col in enumerate(rotations[j]):
+                out[:, col] = degrees[:, i, k]
+    for j in range(skeleton.num_joints):
+        for axis, col in positions[j]:
+            out[:, col] = translations[:, j, axis]
+    # columns in file order: joints in DFS `order`
+    first_col, _, _, _ = _channel_layout(skeleton.channels)
+    cols = [first_col[j] + k for j in order for k in range(len(skeleton.channels[j]))]
+    out = out[:, cols]
+    out[np.abs(out) < 0.5 * 10.0**-precision] = 0.0  # no "-0.000000"
+    return out
+
+
+def dumps(motion: Motion, *, precision: int = 6) -> str:
+    """BVH text for ``motion``.
+
+    Parameters
+    ----------
+    motion:
+        Any :class:`Motion`; each joint is written with the channels in ``motion.skeleton.channels``.
+    precision:
+        Decimals of the channel values (offsets are written exactly).
+
+    Returns
+    -------
+    str
+        The file content, ``\\n`` line ends, tab indentation, joints in depth-first order.
+    """
+    if not isinstance(precision, (int, np.integer)) or not 0 <= precision <= 17:
+        raise ValueError(f"precision must be an integer in [0, 17], got {precision!r}")
+    skeleton = motion.skeleton
+    parents = skeleton.parents
+    order = _dfs_order(parents)
+    depth = [0] * skeleton.num_joints
+    for j in order[1:]:
+        depth[j] = depth[int(parents[j])] + 1
+    offsets = skeleton.offsets.numpy()
+    lines = ["HIERARCHY"]
+    open_joints: list[int] = []
+    for j in order:
+        while open_joints and open_joints[-1] != int(parents[j]):
+            k = open_joints.pop()
+            lines.append("\t" * depth[k] + "}")
+        ind = "\t" * depth[j]
+        lines.append(f"{ind}{'ROOT' if j == 0 else 'JOINT'} {skeleton.names[j]}")
+        lines.append(ind + "{")
+        lines.append(f"{ind}\tOFFSET {' '.join(_fmt(v) for v in offsets[j])}")
+        chans = skeleton.channels[j]
+        lines.append(f"{ind}\tCHANNELS {len(chans)}{''.join(' ' + c for c in chans)}")
+        if j in skeleton.end_sites:
+            end = skeleton.end_sites[j].numpy()
+            lines += [f"{ind}\tEnd Site", f"{ind}\t{{", f"{ind}\t\tOFFSET {' '.join(_fmt(v) for v in end)}",
+                      f"{ind}\t}}"]
+        open_joints.append(j)
+    while open_joints:
+        k = open_joints.pop()
+        lines.append("\t" * depth[k] + "}")
+    frame_time = motion.metadata.get("frame_time")
+    if not isinstance(frame_time, float) or abs(frame_time * motion.fps - 1.0) > 1e-12:
+        frame_time = 1.0 / motion.fps
+    lines += ["MOTION", f"Frames: {motion.num_frames}", f"Frame Time: {_fmt(frame_time)}"]
+    values = _frame_values(motion, order, precision)
+    if values.shape[1]:
+        row = " ".join([f"%.{precision}f"] * values.shape[1])
+        lines += [row % tuple(r) for r in values.tolist()]
+    else:
+        lines += [""] * motion.num_frames
+    return "\n".join(lines) + "\n"
+
+
+def save(motion: Motion, path: str | os.PathLike, *, precision: int = 6) -> None:
+    """Write ``motion`` as a BVH file, atomically (see :func:`dumps`)."""
+    text = dumps(motion, precision=precision)
+    with atomic_open(path, "w") as handle:
+        handle.write(text)

@@ -1,0 +1,656 @@
+"""BVH reading and writing: every real file, an independent FK reference, round trips, edge cases, errors.
+
+The FK reference below (``_reference_fk``) shares no code with skelanim: its own token parse of the file
+and scipy's ``Rotation.from_euler`` with upper-case (intrinsic) orders in degrees, joint by joint.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from scipy.spatial.transform import Rotation
+
+import skelanim
+from skelanim import Motion, Skeleton
+from skelanim.errors import FormatError
+from skelanim.io import bvh
+from skelanim.io.bvh_parse import parse_bvh_bytes
+
+
+def _data_root() -> Path:
+    # Same rule as the ``mocap_dir`` fixture (tests/conftest.py); needed at collection time to parametrize.
+    configured = os.environ.get("SKELANIM_DATA")
+    path = Path(configured).expanduser() if configured else Path("..") / "shared" / "data" / "mocap"
+    return path if path.is_absolute() else (Path(__file__).resolve().parents[2] / path).resolve()
+
+
+ALL_FILES = sorted(str(p.relative_to(_data_root())) for p in _data_root().glob("*/*.bvh"))
+FAMILY_JOINTS = {  # joints per family; the CC rig has 101 joints in takes that add one extra bone
+    "bandai_namco_1": {22},
+    "bandai_namco_2": {22},
+    "cmu_cgspeed_mb": {31},
+    "cmu_cgspeed_max": {31},
+    "cmu_iclone_ccrig": {100, 101},
+    "xia_style": {31},
+    "pymo_demo": {23},
+}
+# one file per skeleton family (and the two CMU conversions), for the slower checks
+FAMILY_SAMPLES = [
+    "bandai_namco_1/dataset-1_bow_active_001.bvh",
+    "bandai_namco_2/dataset-2_raise-up-both-hands_active_001.bvh",
+    "cmu_cgspeed_mb/01_01.bvh",
+    "cmu_cgspeed_max/131_01.bvh",
+    "cmu_iclone_ccrig/002_01.bvh",
+    "cmu_iclone_ccrig/001_01.bvh",
+    "xia_style/angry_13_000.bvh",
+    "pymo_demo/AV_8Walk_Meredith_HVHA_Rep1.bvh",
+]
+ROUND_TRIP = sorted(set(FAMILY_SAMPLES) | {f for f in ALL_FILES if not f.startswith("bandai")})
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _torch_single_thread():
+    # These tests run many small torch ops; on a busy machine (or under pytest -n) torch's thread pool
+    # only adds latency. Restored afterwards.
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+# --------------------------------------------------------------------------------------------- reference
+
+
+def _reference_parse(text: str) -> tuple[list[str], list[int], np.ndarray, list[list[str]], np.ndarray]:
+    """Minimal independent BVH parse: names, parents, offsets (J, 3), channels, values (F, C)."""
+    head, motion = re.split(r"^\s*MOTION\s*$", text, maxsplit=1, flags=re.MULTILINE)
+    toks = head.replace("{", " { ").replace("}", " } ").split()
+    names, parents, offsets, chans, stack, current, i = [], [], [], [], [], None, 0
+    while i < len(toks):
+        t = toks[i]
+        if t in ("ROOT", "JOINT"):
+            names.append(toks[i + 1])
+            parents.append(next((s for s in reversed(stack) if s is not None), -1))
+            offsets.append(None)
+            chans.append([])
+            current = len(names) - 1
+            i += 2
+        elif t == "End":
+            current = None
+            i += 2
+        elif t == "{":
+            stack.append(current)
+            i += 1
+        elif t == "}":
+            stack.pop()
+            i += 1
+        elif t == "OFFSET":
+            if current is not None:
+                offsets[current] = np.array(toks[i + 1 : i + 4], float)
+            i += 4
+        elif t == "CHANNELS":
+            n = int(toks[i + 1])
+            chans[current] = toks[i + 2 : i + 2 + n]
+            i += 2 + n
+        else:
+            i += 1
+    lines = [ln for ln in motion.strip().splitlines() if ln.strip()]
+    n_cols = sum(len(c) for c in chans)
+    values = np.array(" ".join(lines[2:]).split(), float).reshape(-1, n_cols)
+    return names, parents, np.stack(offsets), chans, values
+
+
+def _reference_fk(text: str) -> tuple[list[str], np.ndarray]:
+    """World joint positions ``(F, J, 3)`` with scipy: R_w[j] = R_w[p] R_j, p_w[j] = p_w[p] + R_w[p] t_j."""
+    names, parents, offsets, chans, values = _reference_parse(text)
+    frames, col = values.shape[0], 0
+    world_rot: list[Rotation] = []
+    world_pos: list[np.ndarray] = []
+    for j, channels in enumerate(chans):
+        t = np.tile(offsets[j], (frames, 1))  # position channels replace offset components
+        order, angles = "", []
+        for c in channels:
+            if c.endswith("position"):
+                t[:, "XYZ".index(c[0])] = values[:, col]
+            else:
+                order += c[0]
+                angles.append(values[:, col])
+            col += 1
+        local = Rotation.from_euler(order, np.stack(angles, 1), degrees=True) if order else Rotation.identity(frames)
+        if parents[j] < 0:
+            world_rot.append(local)
+            world_pos.append(t)
+        else:
+            p = parents[j]
+            world_rot.append(world_rot[p] * local)
+            world_pos.append(world_pos[p] + world_rot[p].apply(t))
+    return names, np.stack(world_pos, 1)
+
+
+# --------------------------------------------------------------------------------------------- real data
+
+
+@pytest.mark.parametrize("name", ALL_FILES or [pytest.param("none", marks=pytest.mark.skip("no mocap data"))])
+def test_every_real_file_loads(mocap_dir: Path, name: str) -> None:
+    motion = bvh.load(mocap_dir / name)
+    family = name.split("/")[0]
+    skeleton = motion.skeleton
+    assert skeleton.num_joints in FAMILY_JOINTS[family]
+    assert motion.num_frames > 0 and motion.fps > 0
+    assert torch.isfinite(motion.rotations).all() and torch.isfinite(motion.root_positions).all()
+    norms = motion.rotations.norm(dim=-1)
+    assert torch.allclose(norms, torch.ones_like(norms), atol=1e-12)
+    assert skeleton.end_sites, "every family has End Sites"
+    assert len(skeleton.channels) == skeleton.num_joints
+    assert (motion.joint_translations is not None) == family.startswith("bandai")  # 6 channels on every joint
+    text = (mocap_dir / name).read_text()
+    assert motion.num_frames == int(re.search(r"Frames:\s*(\d+)", text).group(1))
+    assert sum(len(c) for c in skeleton.channels) == len(text.split("Frame Time:")[1].split("\n")[1].split())
+
+
+@pytest.mark.parametrize("name", FAMILY_SAMPLES)
+def test_fk_matches_independent_scipy_reference(mocap_dir: Path, name: str) -> None:
+    text = (mocap_dir / name).read_text()
+    names, expected = _reference_fk(text)
+    motion = bvh.load(mocap_dir / name)
+    assert motion.skeleton.names == names
+    got = motion.positions().numpy()
+    assert got.shape == expected.shape
+    assert np.abs(got - expected).max() <= 1e-5 * motion.height
+
+
+def test_fk_matches_pybvh_world_positions(mocap_dir: Path) -> None:
+    pybvh = pytest.importorskip("pybvh")
+    path = mocap_dir / "cmu_cgspeed_mb/01_01.bvh"
+    peer = pybvh.read_bvh_file(path, world_up="+y")
+    motion = bvh.load(path)
+    index = peer.joint_index
+    expected = peer.joint_positions()[:, [index[n] for n in motion.skeleton.names]]
+    assert np.abs(motion.positions().numpy() - expected).max() <= 1e-5 * motion.height
+
+
+def _gimbal_frames(middle: np.ndarray, order: str) -> np.ndarray:
+    """Frames where the middle Euler angle (degrees) is at +-90 (Tait-Bryan) or 0/180 (proper Euler):
+    there only the sum or difference of the outer angles is defined."""
+    folded = np.abs((middle + 180.0) % 360.0 - 180.0)  # in [0, 180]
+    singular = (0.0, 180.0) if order[0] == order[2] else (90.0,)
+    return np.min([np.abs(folded - s) for s in singular], axis=0) < 1e-4
+
+
+@pytest.mark.parametrize("name", ROUND_TRIP)
+def test_round_trip_real_file(mocap_dir: Path, name: str, tmp_path: Path) -> None:
+    """read -> write -> read: identical hierarchy; channel values equal to the printed precision.
+
+    Compared: the raw channel numbers parsed from both files (not through skelanim's rotation code).
+    Positions must agree to 1e-6 (6 printed decimals; the source has at most 6). Rotation angles too,
+    except at gimbal lock (middle angle at +-90 deg, found in the source), where only the rotation is
+    defined: there the two Euler triples are compared as rotations (scipy) instead.
+    """
+    source = (mocap_dir / name).read_bytes()
+    out = tmp_path / "out.bvh"
+    bvh.save(bvh.load(mocap_dir / name), out)
+    a = parse_bvh_bytes(source, "a")
+    b = parse_bvh_bytes(out.read_bytes(), "b")
+    assert a.names == b.names and a.channels == b.channels
+    assert np.array_equal(a.parents, b.parents)
+    assert np.array_equal(a.offsets, b.offsets)  # written exactly (shortest repr)
+    assert a.end_sites.keys() == b.end_sites.keys()
+    assert all(np.array_equal(a.end_sites[k], b.end_sites[k]) for k in a.end_sites)
+    assert a.frame_time == b.frame_time and a.values.shape == b.values.shape
+    diff = np.abs(a.values - b.values)
+    col = 0
+    for j, chans in enumerate(a.channels):
+        rot_cols = [col + i for i, c in enumerate(chans) if c.endswith("rotation")]
+        pos_cols = [col + i for i, c in enumerate(chans) if c.endswith("position")]
+        order = "".join(c[0] for c in chans if c.endswith("rotation"))
+        col += len(chans)
+        assert diff[:, pos_cols].max(initial=0) <= 1.0000001e-6, a.names[j]
+        if not rot_cols:
+            continue
+        bad = diff[:, rot_cols].max(axis=1) > 1.0000001e-6
+        if len(rot_cols) == 3:
+            locked = _gimbal_frames(a.values[:, rot_cols[1]], order)
+            if locked.any():
+                ra = Rotation.from_euler(order, a.values[locked][:, rot_cols], degrees=True)
+                rb = Rotation.from_euler(order, b.values[locked][:, rot_cols], degrees=True)
+                assert (ra.inv() * rb).magnitude().max() < 1e-7, a.names[j]
+            bad &= ~locked
+        assert not bad.any(), f"{a.names[j]}: frame {int(np.argmax(bad))} {a.values[bad][0]} != {b.values[bad][0]}"
+
+
+def test_io_dispatch_and_public_api(mocap_dir: Path, tmp_path: Path) -> None:
+    motion = skelanim.load(mocap_dir / "xia_style/angry_13_000.bvh")
+    assert isinstance(motion, Motion) and motion.skeleton.num_joints == 31
+    skelanim.save(motion, tmp_path / "a.bvh")
+    again = skelanim.load(tmp_path / "a.bvh")
+    assert torch.allclose(again.positions(), motion.positions(), atol=1e-5)
+
+
+def test_parse_is_exact_for_every_number(mocap_dir: Path) -> None:
+    """The vectorised MOTION parser gives exactly Python's float() for every token of every family."""
+    for name in FAMILY_SAMPLES:
+        data = (mocap_dir / name).read_bytes()
+        parsed = parse_bvh_bytes(data, name)
+        body = data.split(b"Frame Time:")[1].split(b"\n", 1)[1]
+        expected = np.array([float(t) for t in body.split()]).reshape(parsed.values.shape)
+        assert np.array_equal(parsed.values, expected)
+        assert np.array_equal(np.signbit(parsed.values), np.signbit(expected))
+
+
+# --------------------------------------------------------------------------------------------- synthetic
+
+_JOINTS = [  # name, parent, offset
+    ("Hips", -1, (1.0, 2.0, 3.0)),
+    ("Spine", 0, (0.0, 10.0, 0.0)),
+    ("Head", 1, (0.0, 10.0, 0.0)),
+    ("LeftLeg", 0, (5.0, -10.0, 0.0)),
+]
+_ENDS = {2: (0.0, 5.0, 0.0), 3: (0.0, -10.0, 0.0)}
+
+
+def _make_bvh(channels: list[list[str]], values: np.ndarray, *, frame_time: str = "0.0333333",
+              end_label: str = "End Site", newline: str = "\n", indent: str = "\t") -> str:
+    """A small 4-joint BVH with the given channel lists and ``(F, C)`` values."""
+    lines = ["HIERARCHY"]
+    depth = {-1: -1}
+    order = [0, 1, 2, 3]
+    open_stack: list[int] = []
+    for j in order:
+        name, parent, offset = _JOINTS[j]
+        while open_stack and open_stack[-1] != parent:
+            k = open_stack.pop()
+            lines.append(indent * depth[k] + "}")
+        depth[j] = depth[parent] + 1
+        ind = indent * depth[j]
+        lines += [f"{ind}{'ROOT' if parent < 0 else 'JOINT'} {name}", ind + "{",
+                  f"{ind}{indent}OFFSET {' '.join(map(str, offset))}"]
+        if channels[j] is not None:
+            lines.append(f"{ind}{indent}CHANNELS {len(channels[j])} {' '.join(channels[j])}".rstrip())
+        if j in _ENDS:
+            lines += [f"{ind}{indent}{end_label}", f"{ind}{indent}{{",
+                      f"{ind}{indent * 2}OFFSET {' '.join(map(str, _ENDS[j]))}", f"{ind}{indent}}}"]
+        open_stack.append(j)
+    while open_stack:
+        lines.append(indent * depth[open_stack.pop()] + "}")
+    lines += ["MOTION", f"Frames: {len(values)}", f"Frame Time: {frame_time}"]
+    lines += [" ".join(f"{v:.6f}" for v in row) for row in values]
+    return newline.join(lines) + newline
+
+
+ROT = ["Zrotation", "Xrotation", "Yrotation"]
+POS = ["Xposition", "Yposition", "Zposition"]
+STD = [POS + ROT, ROT, ROT, ROT]
+
+
+def _values(channels: list[list[str]], frames: int = 5, seed: int = 0) -> np.ndarray:
+    n = sum(len(c or []) for c in channels)
+    return np.round(np.random.default_rng(seed).uniform(-80, 80, size=(frames, n)), 4)
+
+
+def _check_against_reference(text: str) -> Motion:
+    motion = bvh.loads(text)
+    names, expected = _reference_fk(text)
+    assert motion.skeleton.names == names
+    assert np.abs(motion.positions().numpy() - expected).max() < 1e-9
+    return motion
+
+
+def test_standard_layout_and_end_sites() -> None:
+    text = _make_bvh(STD, _values(STD))
+    motion = _check_against_reference(text)
+    sk = motion.skeleton
+    assert sk.names == ["Hips", "Spine", "Head", "LeftLeg"]
+    assert sk.parents.tolist() == [-1, 0, 1, 0]
+    assert sk.channels == [tuple(POS + ROT), tuple(ROT), tuple(ROT), tuple(ROT)]
+    assert sorted(sk.end_sites) == [2, 3] and sk.end_sites[2].tolist() == [0.0, 5.0, 0.0]
+    assert motion.joint_translations is None
+    assert motion.fps == pytest.approx(1 / 0.0333333)
+    assert motion.metadata["frame_time"] == 0.0333333
+
+
+@pytest.mark.parametrize("newline", ["\r\n", "\r", "\n"])
+@pytest.mark.parametrize("indent", ["\t", "    ", "  \t "])
+def test_line_ends_and_indentation(newline: str, indent: str) -> None:
+    values = _values(STD)
+    motion = bvh.loads(_make_bvh(STD, values, newline=newline, indent=indent))
+    reference = bvh.loads(_make_bvh(STD, values))
+    assert torch.equal(motion.rotations, reference.rotations)
+    assert torch.equal(motion.root_positions, reference.root_positions)
+
+
+def test_three_channel_root_and_rotation_only_root() -> None:
+    chans = [ROT, ROT, ROT, ROT]
+    motion = _check_against_reference(_make_bvh(chans, _values(chans)))
+    assert torch.equal(motion.root_positions, torch.tensor([[1.0, 2.0, 3.0]] * 5, dtype=torch.float64))
+    rot_first = [ROT + POS, ROT, ROT, ROT]  # rotation channels listed before positions
+    _check_against_reference(_make_bvh(rot_first, _values(rot_first)))
+
+
+def test_position_channels_on_non_root_joint_replace_the_offset() -> None:
+    chans = [POS + ROT, POS + ROT, ["Yposition"] + ROT, ROT]
+    values = _values(chans)
+    motion = _check_against_reference(_make_bvh(chans, values))
+    assert motion.joint_translations is not None
+    assert np.allclose(motion.joint_translations[:, 1].numpy(), values[:, 6:9])
+    # a partial subset replaces only its component: Head keeps x, z of its OFFSET (0, 10, 0)
+    assert np.allclose(motion.joint_translations[:, 2, 1].numpy(), values[:, 12])
+    assert np.allclose(motion.joint_translations[:, 2, [0, 2]].numpy(), 0.0)
+
+
+@pytest.mark.parametrize("order", ["XYZ", "YXZ", "ZYX", "YZX", "XZY", "ZXY", "ZXZ", "YXY"])
+def test_every_rotation_order(order: str) -> None:
+    rot = [f"{a}rotation" for a in order]
+    chans = [POS + rot, rot, rot, rot]
+    _check_against_reference(_make_bvh(chans, _values(chans)))
+
+
+def test_channel_subsets_and_zero_channel_joints() -> None:
+    chans = [["Yposition", "Xrotation"], [], ["Zrotation", "Yrotation"], ["Yrotation"]]
+    motion = _check_against_reference(_make_bvh(chans, _values(chans)))
+    assert motion.skeleton.channels[1] == ()
+    assert torch.equal(motion.rotations[:, 1], torch.tensor([1.0, 0, 0, 0], dtype=torch.float64).expand(5, 4))
+    no_line = [POS + ROT, None, ROT, ROT]  # no CHANNELS line at all
+    motion = bvh.loads(_make_bvh(no_line, _values(no_line)))
+    assert motion.skeleton.channels[1] == ()
+
+
+@pytest.mark.parametrize("label", ["End Site", "End site", "End", "End Site LeftToe_End", "END SITE"])
+def test_end_site_names_vary(label: str) -> None:
+    motion = bvh.loads(_make_bvh(STD, _values(STD), end_label=label))
+    assert sorted(motion.skeleton.end_sites) == [2, 3]
+
+
+def test_lenient_syntax_case_braces_and_number_forms() -> None:
+    text = _make_bvh(STD, _values(STD, frames=2)).replace("JOINT Spine\n\t{", "joint Spine{")
+    text = text.replace("Zrotation", "ZROTATION").replace("Frame Time: 0.0333333", "Frame Time:\t.025")
+    lines = text.split("\n")
+    lines[-3] = " ".join(["+1.5e+00", "-.5", "5.", "1E-3", "0", "-0"] + lines[-3].split()[6:])
+    motion = bvh.loads("\n".join(lines))
+    assert motion.skeleton.channels[0][3] == "Zrotation"
+    assert motion.fps == pytest.approx(40.0)
+    assert motion.root_positions[0].tolist() == [1.5, -0.5, 5.0]
+
+
+def test_joint_names_with_spaces_round_trip() -> None:
+    text = _make_bvh(STD, _values(STD)).replace("JOINT Spine", "JOINT Upper Spine")
+    motion = bvh.loads(text)
+    assert motion.skeleton.names[1] == "Upper Spine"
+    assert bvh.loads(bvh.dumps(motion)).skeleton.names[1] == "Upper Spine"
+
+
+def test_very_long_file_loads_quickly() -> None:
+    rng = np.random.default_rng(1)
+    frames = 100_000
+    values = np.round(rng.uniform(-180, 180, size=(frames, 15)), 4)
+    text = _make_bvh(STD, values[:1])
+    body = "\n".join(" ".join(f"{v:.4f}" for v in row) for row in values[: 1000]) + "\n"
+    text = text.rsplit("Frames:", 1)[0] + f"Frames: {frames}\nFrame Time: 0.01\n" + body * 100
+    start = time.perf_counter()
+    motion = bvh.loads(text)
+    elapsed = time.perf_counter() - start
+    assert motion.num_frames == frames
+    assert np.allclose(motion.root_positions[1000:1003].numpy(), values[:3, :3])
+    assert elapsed < 10.0, f"100k frames took {elapsed:.1f} s"
+
+
+def test_deep_nesting_has_no_recursion_limit() -> None:
+    depth = 3000
+    head = ["HIERARCHY", "ROOT j0", "{", "OFFSET 0 0 0", "CHANNELS 3 Zrotation Xrotation Yrotation"]
+    for i in range(1, depth):
+        head += [f"JOINT j{i}", "{", "OFFSET 0 1 0", "CHANNELS 1 Zrotation"]
+    head += ["}"] * depth
+    text = "\n".join(head + ["MOTION", "Frames: 1", "Frame Time: 0.1", " ".join(["0"] * (depth + 2))]) + "\n"
+    motion = bvh.loads(text)
+    assert motion.skeleton.num_joints == depth
+    assert len(bvh.dumps(motion)) > 0
+    with pytest.raises(FormatError, match="missing '}'"):
+        bvh.loads("\n".join(head[:-1] + ["MOTION", "Frames: 1", "Frame Time: 0.1", "0"]))
+
+
+def test_extra_frame_lines_are_ignored_with_a_warning() -> None:
+    text = _make_bvh(STD, _values(STD)).replace("Frames: 5", "Frames: 3")
+    with pytest.warns(UserWarning, match="2 frame line"):
+        motion = bvh.loads(text)
+    assert motion.num_frames == 3 and motion.metadata["bvh_extra_frames"] == 2
+
+
+def test_first_end_site_kept_when_a_joint_has_two() -> None:
+    text = _make_bvh(STD, _values(STD)).replace(
+        "\t\t\tEnd Site", "\t\t\tEnd Site\n\t\t\t{\n\t\t\t\tOFFSET 9 9 9\n\t\t\t}\n\t\t\tEnd Site", 1)
+    motion = bvh.loads(text)
+    assert motion.skeleton.end_sites[2].tolist() == [9.0, 9.0, 9.0]
+    assert motion.metadata["bvh_dropped_end_sites"] == 1
+
+
+# --------------------------------------------------------------------------------------------- writing
+
+
+def _strip(motion: Motion) -> Motion:
+    """The motion without the values it was read with (the writer then relies on continuity only)."""
+    return motion.copy(metadata={})
+
+
+def test_writer_format_tabs_and_channel_order() -> None:
+    chans = [ROT + POS, ["Yrotation", "Xrotation", "Zrotation"], ROT, []]
+    text = bvh.dumps(bvh.loads(_make_bvh(chans, _values(chans))))
+    assert "\tJOINT Spine\n\t{\n\t\tOFFSET 0 10 0\n\t\tCHANNELS 3 Yrotation Xrotation Zrotation\n" in text
+    assert "CHANNELS 6 Zrotation Xrotation Yrotation Xposition Yposition Zposition" in text
+    assert "\t\tCHANNELS 0\n" in text
+    assert "\t\t\tEnd Site\n\t\t\t{\n\t\t\t\tOFFSET 0 5 0\n\t\t\t}\n" in text
+    assert "Frame Time: 0.0333333\n" in text
+
+
+def test_writer_recovers_continuous_angles_beyond_180_without_metadata() -> None:
+    frames = 200
+    t = np.linspace(0, 1, frames)
+    values = np.zeros((frames, 15))
+    values[:, 3] = 720 * t - 100  # root Z: -100 .. 620 degrees, continuous
+    values[:, 4] = 30 * np.sin(6 * t)
+    values[:, 9] = -400 * t  # Head Z down to -400
+    values[:, 11] = 150 + 60 * t  # Head Y (last of ZXY): 150 .. 210
+    values = np.round(values, 6)
+    motion = _strip(bvh.loads(_make_bvh(STD, values)))
+    written = parse_bvh_bytes(bvh.dumps(motion).encode(), "w").values
+    assert np.abs(written - values).max() < 2e-6
+
+
+def test_writer_recovers_middle_angle_beyond_90_without_metadata() -> None:
+    frames = 100
+    values = np.zeros((frames, 15))
+    values[:, 4] = np.linspace(40, 140, frames)  # root X, the middle of ZXY, crosses 90
+    values[:, 3] = 20.0
+    values[:, 5] = -35.0
+    values = np.round(values, 6)
+    motion = _strip(bvh.loads(_make_bvh(STD, values)))
+    written = parse_bvh_bytes(bvh.dumps(motion).encode(), "w").values
+    near_lock = np.abs(values[:, 4] - 90) < 1e-3
+    assert np.abs(written - values)[~near_lock].max() < 2e-6
+
+
+def test_writer_wrapped_source_without_metadata_matches_mod_360() -> None:
+    values = np.zeros((4, 15))
+    values[:, 3] = [170, 179, -178, -170]  # the source wraps at +-180
+    motion = _strip(bvh.loads(_make_bvh(STD, values)))
+    written = parse_bvh_bytes(bvh.dumps(motion).encode(), "w").values
+    assert np.allclose(written[:, 3], [170, 179, 182, 190])  # continuous: the same angles mod 360
+    kept = parse_bvh_bytes(bvh.dumps(bvh.loads(_make_bvh(STD, values))).encode(), "w").values
+    assert np.allclose(kept, values)  # with the values it was read with: the file's own numbers
+
+
+def test_writer_from_a_motion_built_in_memory(tmp_path: Path) -> None:
+    names = ["root", "a", "b"]
+    skeleton = Skeleton(names, np.array([-1, 0, 1]), torch.tensor([[0, 0, 0], [0, 1.0, 0], [0, 1.0, 0]]),
+                        end_sites={2: torch.tensor([0, 0.5, 0])})
+    rng = np.random.default_rng(3)
+    rot = torch.nn.functional.normalize(torch.from_numpy(rng.normal(size=(7, 3, 4))), dim=-1)
+    motion = Motion(skeleton, rot, torch.from_numpy(rng.normal(size=(7, 3))), fps=24.0)
+    path = tmp_path / "sub" / "m.bvh"
+    bvh.save(motion, path, precision=9)
+    again = bvh.load(path)
+    assert again.skeleton == skeleton
+    assert again.fps == pytest.approx(24.0, rel=1e-12)
+    assert torch.allclose(again.positions(end_sites=True), motion.positions(end_sites=True), atol=1e-7)
+    assert not [p for p in path.parent.iterdir() if p.name != "m.bvh"]  # no temporary files left
+
+
+def test_save_is_atomic_on_failure(tmp_path: Path) -> None:
+    path = tmp_path / "keep.bvh"
+    path.write_text("old")
+    motion = bvh.loads(_make_bvh(STD, _values(STD)))
+    with pytest.raises(ValueError):
+        bvh.save(motion, path, precision=-1)
+    assert path.read_text() == "old"
+    assert [p.name for p in tmp_path.iterdir()] == ["keep.bvh"]
+
+
+def test_bandai_style_translations_round_trip(mocap_dir: Path, tmp_path: Path) -> None:
+    motion = bvh.load(mocap_dir / FAMILY_SAMPLES[0])
+    edited = _strip(motion.copy(joint_translations=motion.joint_translations * 1.5))
+    bvh.save(edited, tmp_path / "e.bvh")
+    again = bvh.load(tmp_path / "e.bvh")
+    assert torch.allclose(again.positions(), edited.positions(), atol=1e-5)
+
+
+# --------------------------------------------------------------------------------------------- errors
+
+_GOOD = _make_bvh(STD, _values(STD, frames=3))
+
+
+def _line_of(text: str, fragment: str) -> int:
+    return text[: text.index(fragment)].count("\n") + 1
+
+
+def _error(data: str | bytes, name: str = "walk.bvh") -> FormatError:
+    with pytest.raises(FormatError) as info:
+        bvh.loads(data, name)
+    assert type(info.value) is FormatError
+    return info.value
+
+
+def test_missing_file_names_the_path(tmp_path: Path) -> None:
+    with pytest.raises(FormatError, match=r"nope\.bvh.*no such file"):
+        bvh.load(tmp_path / "nope.bvh")
+    with pytest.raises(FormatError, match="directory"):
+        bvh.load(tmp_path)
+
+
+def test_wrong_value_count_message_names_file_line_frame() -> None:
+    lines = _GOOD.split("\n")
+    third = len(lines) - 2  # 0-based index of frame 3's line
+    lines[third] = " ".join(lines[third].split()[:-1])
+    err = _error("\n".join(lines))
+    assert str(err) == f"walk.bvh:{third + 1}: expected 15 channel values on frame 3, found 14"
+    assert (err.path, err.line) == ("walk.bvh", third + 1)
+
+
+ERRORS = [  # (name, mutate(text) -> text|bytes, message regex, line of the problem or None for "any")
+    ("binary junk", lambda t: bytes(range(256)) * 8, r"expected text, found control character", 1),
+    ("random bytes", lambda t: bytes(range(128, 256)) * 8, r"undecodable byte 0x80", 1),
+    ("undecodable byte", lambda t: t.replace("Spine", "Sp\udcffine").encode("utf-8", "surrogateescape"),
+     r"undecodable byte 0xff", "JOINT Sp"),
+    ("NUL in header", lambda t: t.replace("Spine", "Sp\0ine"), r"control character", "JOINT Sp"),
+    ("empty file", lambda t: "", r"empty file", 1),
+    ("truncated hierarchy", lambda t: t[: t.index("JOINT Head")], r"missing '}'", None),
+    ("missing closing brace", lambda t: t.replace("\t\t}\n\t}\n", "\t\t}\n", 1), r"missing '}'", None),
+    ("missing opening brace", lambda t: t.replace("JOINT Spine\n\t{", "JOINT Spine"),
+     r"expected '\{' after JOINT Spine, found 'OFFSET'", "OFFSET 0.0 10.0"),
+    ("unmatched brace", lambda t: t.replace("MOTION", "}\nMOTION"), r"expected MOTION after the hierarchy", None),
+    ("unknown channel", lambda t: t.replace("CHANNELS 3 Zrotation Xrotation Yrotation", "CHANNELS 3 Zrotation Wrotation Yrotation", 1),
+     r"unknown channel 'Wrotation'", "Wrotation"),
+    ("channel count too high", lambda t: t.replace("CHANNELS 3", "CHANNELS 4", 1),
+     r"expected 4 channel names .* found 3 then 'JOINT'", "CHANNELS 4"),
+    ("channel count not a number", lambda t: t.replace("CHANNELS 3", "CHANNELS three", 1),
+     r"number of channels", "CHANNELS three"),
+    ("too many channels", lambda t: t.replace("CHANNELS 3", "CHANNELS 9", 1), r"at most 6 channels", "CHANNELS 9"),
+    ("repeated rotation axis", lambda t: t.replace("Zrotation Xrotation Yrotation", "Zrotation Zrotation Yrotation", 1),
+     r"no axis twice in a row", "Zrotation Zrotation"),
+    ("repeated position", lambda t: t.replace("Xposition Yposition", "Xposition Xposition", 1),
+     r"Xposition is listed twice", "Xposition Xposition"),
+    ("offset not a number", lambda t: t.replace("OFFSET 0.0 10.0 0.0", "OFFSET 0.0 ten 0.0", 1),
+     r"expected the OFFSET y of joint 'Spine' \(a number\), found 'ten'", "OFFSET 0.0 ten"),
+    ("offset nan", lambda t: t.replace("OFFSET 0.0 10.0 0.0", "OFFSET 0.0 nan 0.0", 1), r"found 'nan'", "nan"),
+    ("offset too short", lambda t: t.replace("OFFSET 0.0 10.0 0.0", "OFFSET 0.0 10.0", 1),
+     r"OFFSET z of joint 'Spine'", None),
+    ("second root", lambda t: t.replace("MOTION", "ROOT B\n{\nOFFSET 0 0 0\n}\nMOTION"), r"second ROOT", "ROOT B"),
+    ("duplicate joint", lambda t: t.replace("JOINT Head", "JOINT Spine"), r"duplicate joint name 'Spine'", None),
+    ("no MOTION", lambda t: t[: t.index("MOTION")], r"expected MOTION", None),
+    ("no Frames line", lambda t: re.sub(r"Frames: \d+\n", "", t), r"'Frames:'", "Frame Time"),
+    ("Frames not a number", lambda t: t.replace("Frames: 3", "Frames: 3.5"), r"whole number of frames", "Frames:"),
+    ("Frames negative", lambda t: t.replace("Frames: 3", "Frames: -3"), r"whole number of frames", "Frames:"),
+    ("empty motion", lambda t: t.replace("Frames: 3", "Frames: 0"), r"empty motion", "Frames:"),
+    ("too few frame lines", lambda t: t.replace("Frames: 3", "Frames: 5"),
+     r"expected 5 frames as declared by 'Frames:' \(line \d+\), found 3 frame lines", None),
+    ("zero frame time", lambda t: t.replace("Frame Time: 0.0333333", "Frame Time: 0"), r"positive 'Frame Time'", "Frame Time"),
+    ("negative frame time", lambda t: t.replace("Frame Time: 0.0333333", "Frame Time: -0.1"), r"positive", "Frame Time"),
+    ("frame time text", lambda t: t.replace("Frame Time: 0.0333333", "Frame Time: fast"), r"seconds per frame", "Frame Time"),
+    ("no frame time", lambda t: t.replace("Frame Time: 0.0333333", "Frame Time:"), r"'Frame Time:' followed by a number", "Frame Time"),
+    ("value not a number", lambda t: t[: t.rindex("\n", 0, len(t) - 1)] + "\n" + " ".join(["1"] * 14 + ["x1"]) + "\n",
+     r"expected a number, found 'x1'", -1),
+    ("value nan", lambda t: t[: t.rindex("\n", 0, len(t) - 1)] + "\n" + " ".join(["nan"] + ["1"] * 14) + "\n",
+     r"found 'nan'", -1),
+    ("value inf", lambda t: t[: t.rindex("\n", 0, len(t) - 1)] + "\n" + " ".join(["1"] * 7 + ["-inf"] + ["1"] * 7) + "\n",
+     r"found '-inf'", -1),
+    ("value overflow", lambda t: t[: t.rindex("\n", 0, len(t) - 1)] + "\n" + " ".join(["1"] * 14 + ["1e999"]) + "\n",
+     r"out of range: '1e999'", -1),
+    ("value with underscore", lambda t: t[: t.rindex("\n", 0, len(t) - 1)] + "\n" + " ".join(["1_0"] * 15) + "\n",
+     r"found '1_0'", -1),
+    ("two dots", lambda t: t[: t.rindex("\n", 0, len(t) - 1)] + "\n" + " ".join(["1.2.3"] * 15) + "\n",
+     r"found '1.2.3'", -1),
+    ("junk after frames", lambda t: t + "END\n", r"found 'END'", -1),
+    ("control byte in data", lambda t: t[:-3] + "\x01\n", r"expected a number", -1),
+]
+
+
+@pytest.mark.parametrize("mutate, pattern, where", [e[1:] for e in ERRORS], ids=[e[0] for e in ERRORS])
+def test_bad_input_raises_format_error_with_line(mutate, pattern: str, where) -> None:
+    data = mutate(_GOOD)
+    err = _error(data)
+    assert re.search(pattern, err.message), err.message
+    assert str(err).startswith("walk.bvh:")
+    text = data.decode("utf-8", "replace") if isinstance(data, bytes) else data
+    if isinstance(where, str):
+        assert err.line == _line_of(text.replace("\udcff", "\ufffd"), where), str(err)
+    elif where == -1:  # the last line
+        assert err.line == text.rstrip("\n").count("\n") + 1, str(err)
+    elif where is not None:
+        assert err.line == where, str(err)
+    assert err.line is not None
+
+
+def test_loads_without_path_says_string() -> None:
+    with pytest.raises(FormatError, match=r"^<string>:\d+: "):
+        bvh.loads(_GOOD.replace("Frames: 3", "Frames: 0"))
+
+
+def test_error_in_a_later_chunk_of_a_long_file_has_the_right_line() -> None:
+    values = np.round(np.random.default_rng(0).uniform(-9, 9, size=(8_000, 15)), 4)
+    text = _make_bvh(STD, values)  # ~0.9 MB: several chunks of the vectorised parser
+    lines = text.split("\n")
+    bad = len(lines) - 1000
+    lines[bad] = lines[bad].replace(" ", " 1x ", 1)
+    err = _error("\n".join(lines))
+    assert err.line == bad + 1 and "'1x'" in err.message
+    lines[bad] = " ".join(["2"] * 16)
+    err = _error("\n".join(lines))
+    frame = bad + 1 - _line_of(text, "Frame Time")
+    assert err.line == bad + 1 and f"on frame {frame}, found 16" in err.message
+
+
+@pytest.mark.parametrize("token", ["12345678901234567", "0.000000000000000001", "1" * 30, "-123456.78901234",
+                                   "1e-30", "2.5E+30", "-1234567", "12345678"])
+def test_long_and_extreme_numbers_parse_exactly(token: str) -> None:
+    values = _values(STD, frames=2).astype(object)
+    values[1, 7] = token
+    lines = _make_bvh(STD, _values(STD, frames=2)).split("\n")
+    lines[-2] = " ".join(str(v) for v in values[1])
+    motion = bvh.loads("\n".join(lines))
+    parsed = parse_bvh_bytes("\n".join(lines).encode(), "x")
+    assert parsed.values[1, 7] == float(token)
+    assert math.isfinite(float(motion.rotations.sum()))
