@@ -18,17 +18,6 @@ import torch
 from skelanim.core.rotations import quat_to_matrix
 
 
-def _levels(parents: list[int]) -> list[torch.Tensor]:
-    """Group joints by depth so each level is computed in one batched step."""
-    depth = [0] * len(parents)
-    for j in range(1, len(parents)):
-        depth[j] = depth[parents[j]] + 1
-    groups: dict[int, list[int]] = {}
-    for j, d in enumerate(depth):
-        groups.setdefault(d, []).append(j)
-    return [torch.tensor(groups[d]) for d in sorted(groups)]
-
-
 def forward_kinematics(
     rotations: torch.Tensor,
     translations: torch.Tensor,
@@ -59,21 +48,15 @@ def forward_kinematics(
     shape = np.broadcast_shapes(tuple(local.shape[:-2]), tuple(translations.shape[:-1]))
     local = local.expand(*shape, 3, 3)
     translations = translations.expand(*shape, 3)
-    parent_index = torch.tensor([max(p, 0) for p in parents_list])
-    computed = torch.zeros(len(parents_list), dtype=torch.long)
-    computed_count = 1
-    rot_cat = local[..., 0:1, :, :]
-    pos_cat = translations[..., 0:1, :]
-    for level in _levels(parents_list)[1:]:
-        slot = computed[parent_index[level]]
-        parent_rot = rot_cat[..., slot, :, :]
-        rot = parent_rot @ local[..., level, :, :]
-        pos = pos_cat[..., slot, :] + (parent_rot @ translations[..., level, :, None])[..., 0]
-        computed[level] = torch.arange(computed_count, computed_count + len(level))
-        computed_count += len(level)
-        rot_cat = torch.cat([rot_cat, rot], dim=-3)
-        pos_cat = torch.cat([pos_cat, pos], dim=-2)
-    return rot_cat[..., computed, :, :], pos_cat[..., computed, :]
+    # One joint at a time, parents first: each step is one batched 3x3 product over all frames, which
+    # measured faster than grouping joints by depth (the gathers and concatenations cost more).
+    world_rot = [local[..., 0, :, :]]
+    world_pos = [translations[..., 0, :]]
+    for j in range(1, len(parents_list)):
+        parent_rot = world_rot[parents_list[j]]
+        world_rot.append(parent_rot @ local[..., j, :, :])
+        world_pos.append(world_pos[parents_list[j]] + (parent_rot @ translations[..., j, :, None])[..., 0])
+    return torch.stack(world_rot, dim=-3), torch.stack(world_pos, dim=-2)
 
 
 def end_site_positions(
