@@ -98,15 +98,14 @@ def test_lateral_axis_detection(helpers):
 
 
 def test_mirror_permutation_completed_by_structure(helpers):
-    # CMU's 3dsMax files name the hand ends "lhand"/"rhand": no side marker the name rules know
+    # Hand ends with no side marker in their names: the structural completion pairs them
     base = helpers.body_skeleton()
-    names = base.names + ["lhand", "rhand"]
+    names = base.names + ["hand_end_a", "hand_end_b"]
     parents = np.concatenate([base.parents, [base.index("LeftHand"), base.index("RightHand")]])
     offsets = torch.cat([base.offsets, torch.tensor([[0.05, 0, 0.02], [-0.05, 0, 0.02]], dtype=torch.float64)])
     skel = Skeleton(names, parents, offsets)
-    assert skel.mirror_permutation()[skel.index("lhand")] == skel.index("lhand")
     perm = mirror_permutation(skel)
-    assert perm[skel.index("lhand")] == skel.index("rhand") and perm[skel.index("rhand")] == skel.index("lhand")
+    assert perm[skel.index("hand_end_a")] == skel.index("hand_end_b") and perm[skel.index("hand_end_b")] == skel.index("hand_end_a")
     m = helpers.random_motion(skel, 6)
     assert torch.allclose(mirror(m).positions(), reflected(m.positions(), perm, 0), atol=1e-12)
 
