@@ -45,4 +45,12 @@ def demo(
     share = contacts.float().mean(0) if hasattr(contacts, "float") else contacts.mean(0)
     typer.echo(f"resampled to 60 fps ({at_60.num_frames} frames), mirrored, normalised to unit height; "
                f"feet planted {[round(float(s), 2) for s in share]} of the time")
+
+    from skelanim.viz.plots import plot_poses, save_figure
+    from skelanim.viz.viewer import write_viewer
+
+    save_figure(plot_poses([motion, mirrored], labels=[clip, f"{clip} mirrored"]), out / f"{clip}_poses.png")
+    write_viewer(out / "viewer.html", [motion, mirrored], labels=[clip, f"{clip} mirrored"])
+    skelanim.save(motion, out / f"{clip}.glb")
+    typer.echo(f"pictured: {clip}_poses.png, viewer.html (open in a browser), {clip}.glb (glTF for engines)")
     typer.echo(f"done in {time.perf_counter() - start:.1f} s; outputs in {out}/")
