@@ -27,6 +27,8 @@ from skelanim.cli import viz as _viz  # noqa: E402,F401
 from skelanim.cli import gait as _gait  # noqa: E402,F401
 from skelanim.cli import view as _view  # noqa: E402,F401
 from skelanim.cli import demo as _demo  # noqa: E402,F401
+from skelanim.cli import ik as _ik  # noqa: E402,F401
+from skelanim.cli import retarget as _retarget  # noqa: E402,F401
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,0 +1,98 @@
+"""Frames per second of every retargeting method, streamed (``Retargeter.step``) and whole clips.
+
+    python benchmarks/retarget.py [--frames N] [--repeats R] [--torch-threads T] [--model DIR]
+
+Pairs: ``cmu_cgspeed_mb/01_01`` (31 joints, 120 fps) onto the 100-joint production rig, and Bandai-Namco
+(22 joints) onto the CMU skeleton, under ``$SKELANIM_DATA`` or ``<repo>/../shared/data/mocap``. For each
+method and pair: the median over ``R`` runs of frames per second when ``N`` frames are fed one at a
+time through ``step`` (online; the issue asks for at least 1,000) and when they go through ``__call__``
+at once. Runs are interleaved, so a busy machine slows every method alike; the machine's load average is
+printed with the numbers, since this CPU is shared, and streamed rates are also given per second of this
+process's CPU time (what the rate would be with a core to itself).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / "src"))
+
+import torch
+
+import skelanim
+from skelanim.retarget import METHODS, Retargeter
+
+
+def _data() -> Path:
+    configured = os.environ.get("SKELANIM_DATA")
+    path = Path(configured) if configured else REPO.parent / "shared" / "data" / "mocap"
+    return path if path.is_absolute() else (REPO / path).resolve()
+
+
+def _online(retarget: Retargeter, motion: skelanim.Motion) -> tuple[float, float]:
+    """Frames per second of wall-clock time and of this process's CPU time."""
+    retarget.reset()
+    retarget.step(motion.rotations[0], motion.root_positions[0])  # first call traces the step graph
+    retarget.reset()
+    start, cpu = time.perf_counter(), time.process_time()
+    for f in range(motion.num_frames):
+        retarget.step(motion.rotations[f], motion.root_positions[f])
+    n = motion.num_frames
+    return n / (time.perf_counter() - start), n / max(time.process_time() - cpu, 1e-9)
+
+
+def _batch(retarget: Retargeter, motion: skelanim.Motion) -> float:
+    start = time.perf_counter()
+    retarget(motion)
+    return motion.num_frames / (time.perf_counter() - start)
+
+
+def main() -> None:
+    """Parse the arguments, time every method, print a table."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--frames", type=int, default=600)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--torch-threads", type=int, default=1)
+    parser.add_argument("--model", type=Path, default=None, help="NKN model folder [default: shipped]")
+    parser.add_argument("--methods", default=",".join(METHODS))
+    args = parser.parse_args()
+    if args.torch_threads:
+        torch.set_num_threads(args.torch_threads)
+    data = _data()
+    cmu = skelanim.load(data / "cmu_cgspeed_mb/01_01.bvh")
+    bandai = skelanim.load(data / "bandai_namco_1/dataset-1_walk_normal_001.bvh")
+    cc = skelanim.load(data / "cmu_iclone_ccrig/001_01.bvh").skeleton
+    pairs = {"cmu31->ccrig100": (cmu[: args.frames], cc), "bandai22->cmu31": (bandai[: args.frames], cmu.skeleton)}
+    methods = [m for m in args.methods.split(",") if m]
+    retargeters = {(m, p): Retargeter(src.skeleton, tgt, m, model=args.model, fps=src.fps)
+                   for m in methods for p, (src, tgt) in pairs.items()}  # fmt: skip
+    results: dict[tuple[str, str, str], list[float]] = {}
+    for _ in range(args.repeats):
+        for (m, p), r in retargeters.items():
+            src = pairs[p][0]
+            frames = src if m != "ik" else src[: max(60, args.frames // 5)]  # IK streams slowly; fewer frames
+            wall, cpu = _online(r, frames)
+            results.setdefault((m, p, "online"), []).append(wall)
+            results.setdefault((m, p, "cpu"), []).append(cpu)
+            results.setdefault((m, p, "clip"), []).append(_batch(r, src))
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    print(f"frames/s (median of {args.repeats}; torch threads {torch.get_num_threads()}; load average {load:.1f} "
+          f"on {os.cpu_count()} CPUs)")  # fmt: skip
+    print(f"{'method':8s}{'pair':18s}{'online step()':>16s}{'online, CPU time':>18s}{'whole clip':>12s}")
+    for m in methods:
+        for p in pairs:
+            on = statistics.median(results[(m, p, "online")])
+            cpu = statistics.median(results[(m, p, "cpu")])
+            clip = statistics.median(results[(m, p, "clip")])
+            flag = "" if on >= 1000 else "  (< 1000 online)"
+            print(f"{m:8s}{p:18s}{on:16.0f}{cpu:18.0f}{clip:12.0f}{flag}")
+
+
+if __name__ == "__main__":
+    main()

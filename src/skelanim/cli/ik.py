@@ -1,0 +1,163 @@
+"""``skelanim ik train|solve|export|eval``: neural and classical inverse kinematics (thin wrappers over
+:mod:`skelanim.ik`)."""
+
+from __future__ import annotations
+
+import json
+import shlex
+import sys
+from pathlib import Path
+
+import typer
+
+from skelanim.cli import app
+
+ik_app = typer.Typer(help="Inverse kinematics: joint positions to joint rotations (IK-GAT and classical baselines).",
+                     no_args_is_help=True)  # fmt: skip
+app.add_typer(ik_app, name="ik")
+
+
+def _threads(threads: int | None) -> None:
+    if threads:
+        import torch
+
+        torch.set_num_threads(threads)
+
+
+def _split(values: list[str] | None) -> list[str]:
+    return [v for item in values or [] for v in item.split(",") if v]
+
+
+@ik_app.command()
+def train(
+    data: list[str] = typer.Option(
+        ..., "--data", help="Motion files, folders or glob patterns of one skeleton (repeat)."
+    ),
+    out: Path = typer.Option(..., "--out", "-o", help="Model folder to write."),
+    val: list[str] | None = typer.Option(
+        None, "--val", help="File-name patterns that validate (repeat or comma-separate)."
+    ),
+    exclude: list[str] | None = typer.Option(
+        None, "--exclude", help="File-name patterns left out (held out for eval)."
+    ),
+    epochs: int = typer.Option(40, "--epochs", min=1),
+    batch_size: int = typer.Option(256, "--batch-size", min=1),
+    lr: float = typer.Option(2e-3, "--lr"),
+    hidden: int = typer.Option(48, "--hidden", min=4),
+    layers: int = typer.Option(3, "--layers", min=1),
+    heads: int = typer.Option(4, "--heads", min=1),
+    ffn_mult: int = typer.Option(2, "--ffn-mult", min=1),
+    hops: int = typer.Option(2, "--hops", min=1),
+    noise: float = typer.Option(
+        0.01, "--noise", help="Largest input noise sigma (fraction of height) for augmentation."
+    ),
+    mirror: float = typer.Option(0.0, "--mirror", help="Probability of mirroring a sample (see ik/README.md)."),
+    seed: int = typer.Option(0, "--seed"),
+    max_frames_per_file: int | None = typer.Option(None, "--max-frames-per-file", min=1),
+    max_steps: int | None = typer.Option(None, "--max-steps", min=1, help="Stop after this many steps (quick runs)."),
+    threads: int | None = typer.Option(None, "--threads", min=1, help="Torch CPU threads."),
+    resume: bool = typer.Option(False, "--resume", help="Continue an interrupted run in OUT (same arguments)."),
+    progress: bool = typer.Option(True, "--progress/--no-progress"),
+) -> None:
+    """Train IK-GAT on BVH files of one skeleton; writes OUT/model.safetensors + config.json (best epoch)."""
+    from skelanim.ik.model import GATConfig
+    from skelanim.ik.train import LossWeights
+    from skelanim.ik.train import train as run
+    from skelanim.nn.train import TrainConfig
+
+    _threads(threads)
+    result = run(
+        data, out, val=_split(val), exclude=_split(exclude),
+        gat=GATConfig(hidden=hidden, layers=layers, heads=heads, ffn_mult=ffn_mult, hops=hops),
+        loop=TrainConfig(epochs=epochs, batch_size=batch_size, lr=lr, seed=seed, max_steps=max_steps, progress=progress),
+        weights=LossWeights(noise=noise, mirror=mirror), max_frames_per_file=max_frames_per_file, resume=resume,
+        command="skelanim " + " ".join(shlex.quote(a) for a in sys.argv[1:]),
+    )  # fmt: skip
+    from skelanim.nn import distributed
+
+    if distributed.is_main():
+        best = result["best"] or {}
+        typer.echo(f"wrote {out} ({result['parameters']} parameters, {result['steps']} steps, "
+                   f"{result['seconds']:.0f} s; best epoch {best.get('epoch')}: "
+                   f"val local {best.get('val_local_deg', float('nan')):.2f} deg)")  # fmt: skip
+
+
+def _load_model(model: Path | None):
+    from skelanim.ik.solve import IKModel
+
+    return IKModel.load(model)
+
+
+@ik_app.command()
+def solve(
+    src: Path = typer.Argument(
+        ..., help="Joint positions (.npy/.npz/.csv) or a motion file whose FK positions are taken."
+    ),
+    out: Path = typer.Option(..., "-o", "--out", help="Output motion (.bvh, ...) on the model's skeleton."),
+    model: Path | None = typer.Option(None, "--model", "-m", help="Model folder [default: the shipped Bandai model]."),
+    refine: bool = typer.Option(
+        False, "--refine", help="A few LM steps after the network (positions within 0.5% of height)."
+    ),
+    method: str | None = typer.Option(
+        None, "--method", help="Another method: gat, gat_refined, swing_mean, optimize_mean, ..."
+    ),
+    threads: int | None = typer.Option(None, "--threads", min=1, help="Torch CPU threads."),
+) -> None:
+    """Turn joint positions into joint rotations; OUT keeps the input's frame rate."""
+    import skelanim
+    from skelanim.ik.solve import solve as run
+
+    _threads(threads)
+    ik_model = _load_model(model)
+    data = skelanim.load_positions(src)
+    motion = run(data, ik_model, refine=refine, method=method)
+    skelanim.save(motion, out)
+    typer.echo(f"wrote {out} ({motion.num_frames} frames at {motion.fps:g} fps, method {motion.metadata['ik_method']})")
+
+
+@ik_app.command()
+def export(
+    model: Path | None = typer.Argument(None, help="Model folder [default: the shipped Bandai model]."),
+    out: Path = typer.Option(..., "-o", "--out", help="The .onnx file to write."),
+) -> None:
+    """Export the network to ONNX: positions (batch, J, 3) -> local quaternions (batch, J, 4)."""
+    import numpy as np
+    import torch
+
+    from skelanim.ik.onnx import OrtRunner, export_onnx
+
+    ik_model = _load_model(model)
+    export_onnx(ik_model.net, out)
+    probe = torch.randn(16, ik_model.rig.num_joints, 3) * (0.2 * ik_model.rig.height)
+    diff = float(np.abs(OrtRunner(out)(probe.numpy()) - ik_model.predict(probe, runtime="torch").numpy()).max())
+    typer.echo(f"wrote {out} (onnxruntime vs torch on 16 random poses: max abs diff {diff:.2e})")
+
+
+@ik_app.command("eval")
+def evaluate(
+    data: list[str] = typer.Option(..., "--data", help="Motion files, folders or glob patterns (repeat)."),
+    model: Path | None = typer.Option(None, "--model", "-m", help="Model folder [default: the shipped Bandai model]."),
+    methods: list[str] | None = typer.Option(None, "--methods", help="Comma-separated or repeated [default: all]."),
+    noise: float = typer.Option(0.0, "--noise", min=0.0, help="Gaussian input noise, fraction of height."),
+    max_frames: int | None = typer.Option(None, "--max-frames", min=1, help="Frames sampled evenly across the files."),
+    seed: int = typer.Option(0, "--seed"),
+    threads: int | None = typer.Option(None, "--threads", min=1, help="Torch CPU threads."),
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
+) -> None:
+    """Accuracy and speed of IK methods side by side, on files held out from training."""
+    from skelanim.ik.evaluate import evaluate as run
+    from skelanim.ik.evaluate import format_table
+    from skelanim.ik.solve import METHODS
+
+    _threads(threads)
+    chosen = _split(methods) or list(METHODS)
+    unknown = [m for m in chosen if m not in (*METHODS, "swing_warm")]
+    if unknown:
+        raise typer.BadParameter(
+            f"unknown method {unknown[0]!r}; choose from {', '.join(METHODS)}", param_hint="--methods"
+        )
+    report = run(data, _load_model(model), methods=chosen, noise=noise, max_frames=max_frames, seed=seed)
+    if as_json:
+        typer.echo(json.dumps({"frames": report["frames"], "methods": report["methods"]}, indent=1))
+    else:
+        typer.echo(format_table(report, noise=noise))

@@ -1,0 +1,139 @@
+"""``skelanim retarget SRC --to TARGET -o OUT``, ``skelanim retarget train`` and ``skelanim retarget eval``
+(thin wrappers over :mod:`skelanim.retarget`)."""
+
+from __future__ import annotations
+
+import json
+import shlex
+import sys
+from pathlib import Path
+from typing import Any
+
+import typer
+from typer import _click as click
+from typer.core import TyperGroup
+
+from skelanim.cli import app
+
+
+class _DefaultRun(TyperGroup):
+    """A group whose first argument, when it is not a subcommand, is the source file of ``run``."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        if args and args[0] not in self.commands and args[0] not in ("--help", "-h"):
+            args = ["run", *args]
+        return super().parse_args(ctx, args)
+
+
+retarget_app = typer.Typer(cls=_DefaultRun, no_args_is_help=True,
+                           help="Retarget motion onto another skeleton (copy, IK, NKN); train and evaluate NKN.")  # fmt: skip
+app.add_typer(retarget_app, name="retarget")
+
+
+def _threads(threads: int | None) -> None:
+    if threads:
+        import torch
+
+        torch.set_num_threads(threads)
+
+
+@retarget_app.command("run")
+def run(
+    src: Path = typer.Argument(..., help="Source motion (.bvh, DeepMimic .txt)."),
+    to: Path = typer.Option(..., "--to", help="Any file whose skeleton is the target (its motion is ignored)."),
+    out: Path = typer.Option(..., "-o", "--out", help="Output motion on the target's full skeleton (.bvh, .txt)."),
+    method: str = typer.Option("copy", "--method", help="copy, ik, nkn or naive."),
+    source_map: Path | None = typer.Option(None, "--map", help="Joint mapping (JSON/YAML) for the source."),
+    target_map: Path | None = typer.Option(None, "--target-map", help="Joint mapping (JSON/YAML) for the target."),
+    model: Path | None = typer.Option(None, "--model", "-m", help="NKN model folder [default: shipped]."),
+    show_map: bool = typer.Option(False, "--show-map", help="Print both joint mappings."),
+) -> None:
+    """Retarget SRC onto the skeleton of TARGET; DeepMimic outputs (.txt) go through the robot export."""
+    import skelanim
+    from skelanim.retarget import METHODS, Retargeter, RetargetError
+
+    if method not in METHODS:
+        raise RetargetError(f"--method: unknown method {method!r}; choose from {', '.join(METHODS)}")
+    motion = skelanim.load(src)
+    if out.suffix.lower() in (".txt", ".json") and to.suffix.lower() not in (".txt", ".json", ".urdf"):
+        raise RetargetError(f"{out}: DeepMimic output needs a DeepMimic target (--to a .txt clip or humanoid.urdf)")
+    if to.suffix.lower() == ".urdf" or out.suffix.lower() in (".txt", ".json"):
+        from skelanim.retarget.robot import save_deepmimic, to_deepmimic
+
+        robot = to_deepmimic(motion, method=method, source_map=source_map, model=model,
+                             urdf=to if to.suffix.lower() == ".urdf" else None)  # fmt: skip
+        save_deepmimic(robot, out)
+        typer.echo(f"wrote {out} ({robot.num_frames} frames at {robot.fps:g} fps, method {method}, DeepMimic humanoid)")
+        return
+    target = skelanim.load(to).skeleton
+    from skelanim.retarget.retargeter import make_rig
+
+    source_rig = make_rig(motion.skeleton, source_map, source=str(src))
+    target_rig = make_rig(target, target_map, source=str(to))
+    if show_map:
+        assert source_rig.mapping is not None and target_rig.mapping is not None
+        typer.echo(f"source {src}:\n{source_rig.mapping.describe()}\ntarget {to}:\n{target_rig.mapping.describe()}")
+    result = Retargeter(source_rig, target_rig, method, model=model)(motion)
+    skelanim.save(result, out)
+    typer.echo(f"wrote {out} ({result.num_frames} frames at {result.fps:g} fps, {target.num_joints} joints, method {method})")
+
+
+@retarget_app.command()
+def train(
+    data: Path = typer.Option(Path("../shared/data/mocap"), "--data", help="The shared mocap folder."),
+    out: Path = typer.Option(..., "--out", "-o", help="Model folder to write."),
+    epochs: int = typer.Option(30, "--epochs", min=1),
+    samples: int = typer.Option(800, "--samples", min=1, help="Samples per epoch."),
+    batch_size: int = typer.Option(16, "--batch-size", min=1),
+    lr: float = typer.Option(1e-3, "--lr"),
+    hidden: int = typer.Option(128, "--hidden", min=4),
+    window: int = typer.Option(48, "--window", min=8, help="Frames per training window (30 fps)."),
+    families: str | None = typer.Option(None, "--families", help="Comma-separated subset of the families."),
+    max_files: int | None = typer.Option(None, "--max-files", min=1, help="Files per family (quick runs)."),
+    max_steps: int | None = typer.Option(None, "--max-steps", min=1),
+    seed: int = typer.Option(0, "--seed"),
+    threads: int | None = typer.Option(None, "--threads", min=1),
+    resume: bool = typer.Option(False, "--resume", help="Continue an interrupted run in OUT (same arguments)."),
+    progress: bool = typer.Option(True, "--progress/--no-progress"),
+) -> None:
+    """Train NKN unsupervised (cycle, reconstruction, adversarial, twist, smoothness, foot contacts)."""
+    from skelanim.nn.train import TrainConfig
+    from skelanim.retarget.model import NKNConfig
+    from skelanim.retarget.train import train as run_training
+
+    _threads(threads)
+    result = run_training(
+        data, out, loop=TrainConfig(epochs=epochs, batch_size=batch_size, lr=lr, warmup_steps=100, seed=seed,
+                                    max_steps=max_steps, progress=progress),
+        config=NKNConfig(hidden=hidden), families=families.split(",") if families else None, max_files=max_files,
+        window=window, samples=samples, resume=resume,
+        command="skelanim " + " ".join(shlex.quote(a) for a in sys.argv[1:]),
+    )  # fmt: skip
+    best = result["best"] or {}
+    typer.echo(f"wrote {out} ({result['parameters']} parameters, {result['steps']} steps, {result['seconds']:.0f} s; "
+               f"best epoch {best.get('epoch')}: val_total {best.get('val_total', float('nan')):.4g})")  # fmt: skip
+
+
+@retarget_app.command("eval")
+def evaluate(
+    data: Path = typer.Option(Path("../shared/data/mocap"), "--data", help="The shared mocap folder."),
+    model: Path | None = typer.Option(None, "--model", "-m", help="NKN model folder [default: shipped]."),
+    methods: str = typer.Option("copy,ik,nkn,naive", "--methods", help="Comma-separated methods."),
+    clips: int = typer.Option(14, "--clips", min=1, help="Bandai dataset-2 clips for the proportion targets."),
+    max_frames: int | None = typer.Option(None, "--max-frames", min=1, help="Frames per clip (quick runs)."),
+    threads: int | None = typer.Option(None, "--threads", min=1),
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
+) -> None:
+    """Every method side by side: the reference pair, foot skating, penetration, end-effector similarity
+    and joint limits on changed proportions."""
+    from skelanim.retarget import METHODS, RetargetError
+    from skelanim.retarget.evaluate import evaluate as run_eval
+    from skelanim.retarget.evaluate import format_table
+
+    _threads(threads)
+    chosen = [m for m in methods.split(",") if m]
+    unknown = [m for m in chosen if m not in METHODS]
+    if unknown:
+        raise RetargetError(f"--methods: unknown method {unknown[0]!r}; choose from {', '.join(METHODS)}")
+    report: dict[str, Any] = run_eval(data, methods=chosen, model=model, clips=clips, max_frames=max_frames)
+    typer.echo(json.dumps(report, indent=1) if as_json else format_table(report))

@@ -1,0 +1,301 @@
+"""Poses for IK from motion files: loading, the IK root, splitting by file, augmentation.
+
+Every frame of every file becomes one sample: its world joint positions and world joint rotations
+recomputed by forward kinematics **on the rig's rest offsets** (the IK root placed where the file puts
+it), so inputs and targets always agree with the skeleton IK solves on. Files whose animated joint
+translations stretch bones (Bandai-Namco files animate a position channel on every joint) are measured:
+:attr:`PoseSet.stretch` is the largest distance between the file's own FK positions and the rest-offset
+ones, as a fraction of height (0 for the Bandai data: only the hips translation is animated).
+
+Augmentation (:func:`augment`) draws only from the generator it is given: a random heading about the
+data's up axis (positions and world rotations turn together), left/right mirroring (positions
+reflected across a vertical plane and joints swapped; bone frames mirrored as ``M G_P diag(1, 1, -1)``,
+see :func:`mirror_frames`), and Gaussian noise on the input positions only.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import glob
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
+from torch import Tensor
+
+from skelanim.core.kinematics import forward_kinematics
+from skelanim.core.motion import Motion
+from skelanim.core.rotations import quat_geodesic, quat_normalize
+from skelanim.errors import SkeletonError
+from skelanim.ik.frames import IKRig
+
+__all__ = ["PoseSet", "augment", "detect_ik_root", "expand_paths", "load_motions", "mean_pose", "mirror_frames",
+           "pose_set", "split_files", "up_axis"]  # fmt: skip
+
+MOTION_SUFFIXES = (".bvh",)
+
+
+def expand_paths(paths: Sequence[str | os.PathLike], suffixes: Sequence[str] = MOTION_SUFFIXES) -> list[Path]:
+    """Files named by ``paths``: files as given, folders as their ``*<suffix>`` files, glob patterns expanded.
+
+    Returns
+    -------
+    list of Path
+        Sorted, without duplicates. Raises ``FileNotFoundError`` for a path that matches nothing.
+    """
+    out: set[Path] = set()
+    for entry in paths:
+        p = Path(entry)
+        if p.is_dir():
+            out.update(f for f in p.iterdir() if f.suffix.lower() in suffixes)
+        elif p.is_file():
+            out.add(p)
+        else:
+            hits = [Path(h) for h in glob.glob(str(entry))]
+            if not hits:
+                raise FileNotFoundError(2, "no such file, folder or matching pattern", str(entry))
+            out.update(h for h in hits if h.is_file())
+    return sorted(out)
+
+
+def split_files(
+    files: Sequence[Path], *, val: Sequence[str] = (), exclude: Sequence[str] = ()
+) -> tuple[list[Path], list[Path]]:
+    """Train/validation split by file name patterns (``fnmatch`` on the file name).
+
+    Files matching ``exclude`` are dropped (held out for evaluation); files matching ``val`` validate. With no
+    ``val`` pattern every tenth file (sorted) validates.
+    """
+    kept = [f for f in files if not any(fnmatch.fnmatch(f.name, pat) for pat in exclude)]
+    if val:
+        val_files = [f for f in kept if any(fnmatch.fnmatch(f.name, pat) for pat in val)]
+    else:
+        val_files = kept[5::10] if len(kept) > 5 else kept[-1:]
+    train = [f for f in kept if f not in val_files]
+    return train, val_files
+
+
+def load_motions(files: Sequence[Path]) -> list[Motion]:
+    """Load motion files that must all share one skeleton topology (names and parents).
+
+    Raises
+    ------
+    SkeletonError
+        Naming the first file whose skeleton differs.
+    """
+    import skelanim
+
+    motions = [skelanim.load(f) for f in files]
+    for f, m in zip(files[1:], motions[1:]):
+        if not m.skeleton.same_topology(motions[0].skeleton):
+            raise SkeletonError(f"skeleton differs from {files[0]} ({motions[0].skeleton.num_joints} joints: "
+                                f"{', '.join(motions[0].skeleton.names)})", path=f)  # fmt: skip
+    return motions
+
+
+def detect_ik_root(motions: Sequence[Motion]) -> int:
+    """1 when joint 0 is a dummy (one child, identity rotation in every frame of ``motions``), else 0.
+
+    Such a root may still carry the translation in some files (Bandai-Namco: 4 of 211); IK puts it back on
+    the child, which is equivalent because the dummy never rotates.
+    """
+    sk = motions[0].skeleton
+    if sk.num_joints < 2 or sk.children(0) != [1]:
+        return 0
+    identity = torch.tensor([1.0, 0.0, 0.0, 0.0], dtype=torch.float64)
+    for m in motions:
+        if float(quat_geodesic(quat_normalize(m.rotations[:, 0]), identity).max()) > 1e-6:
+            return 0
+    return 1
+
+
+@dataclass
+class PoseSet:
+    """Samples for IK: world positions and world rotations on the rig's rest offsets.
+
+    Attributes
+    ----------
+    rig : IKRig
+        The skeleton and IK root.
+    positions : Tensor
+        ``(N, J, 3)`` float32 world positions relative to the IK root.
+    world : Tensor
+        ``(N, J, 3, 3)`` float32 world rotations.
+    local : Tensor
+        ``(N, J, 4)`` float64 local unit quaternions (as in the files).
+    starts : Tensor
+        ``(N,)`` bool, true on each file's first frame.
+    files : list of str
+        Source files; ``file_index`` ``(N,)`` says which.
+    stretch : float
+        Largest gap between the files' own FK positions and rest-offset FK, as a fraction of height.
+    """
+
+    rig: IKRig
+    positions: Tensor
+    world: Tensor
+    local: Tensor
+    starts: Tensor
+    files: list[str] = field(default_factory=list)
+    file_index: Tensor | None = None
+    stretch: float = 0.0
+
+    def __len__(self) -> int:
+        return int(self.positions.shape[0])
+
+
+def pose_set(
+    motions: Sequence[Motion], rig: IKRig, files: Sequence[str | Path] = (), *, max_frames: int | None = None
+) -> PoseSet:
+    """Recompute every frame on the rig's rest offsets (see the module docstring).
+
+    Parameters
+    ----------
+    motions : sequence of Motion
+        Same topology as ``rig``.
+    rig : IKRig
+        Target rig.
+    files : sequence of path
+        Names for ``motions`` (for reports).
+    max_frames : int, optional
+        Keep at most this many frames per file, evenly spaced.
+    """
+    pos_all, world_all, local_all, starts, index = [], [], [], [], []
+    stretch = 0.0
+    for i, m in enumerate(motions):
+        if max_frames is not None and m.num_frames > max_frames:
+            m = m[torch.linspace(0, m.num_frames - 1, max_frames).round().long()]
+        own = m.positions()
+        q = quat_normalize(m.rotations).clone()
+        q[:, rig.fixed] = torch.tensor([1.0, 0.0, 0.0, 0.0], dtype=q.dtype)
+        world, pos = forward_kinematics(q, rig.translations(own[:, rig.ik_root]), rig.parents)
+        stretch = max(stretch, float((own - pos)[:, rig.evaluated].norm(dim=-1).max()) / rig.height)
+        rel = pos - pos[:, rig.ik_root : rig.ik_root + 1]
+        rel[:, rig.fixed] = -rig.offsets[rig.ik_root].to(rel.dtype)  # a dummy root where its child implies it
+        pos_all.append(rel.float())
+        world_all.append(world.float())
+        local_all.append(q)
+        s = torch.zeros(m.num_frames, dtype=torch.bool)
+        s[0] = True
+        starts.append(s)
+        index.append(torch.full((m.num_frames,), i, dtype=torch.long))
+    return PoseSet(rig, torch.cat(pos_all), torch.cat(world_all), torch.cat(local_all), torch.cat(starts),
+                   [str(f) for f in files], torch.cat(index), stretch)  # fmt: skip
+
+
+def mean_pose(local: Tensor) -> Tensor:
+    """Per-joint average rotation (Markley et al. 2007: top eigenvector of ``sum q q^T``).
+
+    Parameters
+    ----------
+    local : Tensor
+        ``(N, J, 4)`` unit quaternions.
+
+    Returns
+    -------
+    Tensor
+        ``(J, 4)`` unit quaternions, ``w >= 0``.
+    """
+    q = local.to(torch.float64)
+    m = torch.einsum("nji,njk->jik", q, q)
+    _, vecs = torch.linalg.eigh(m)
+    mean = vecs[..., -1]
+    return torch.where(mean[:, :1] < 0, -mean, mean)
+
+
+def up_axis(positions: Tensor) -> int:
+    """The world axis along which poses are tallest (median over frames of the joints' extent)."""
+    extent = positions.amax(1) - positions.amin(1)  # (N, 3)
+    return int(extent.median(0).values.argmax())
+
+
+def mirror_frames(frames: Tensor, permutation: Tensor, axis: int) -> Tensor:
+    """Bone frames of the mirrored pose: ``G'_j = M G_{P(j)} diag(1, 1, -1)``.
+
+    ``M`` reflects ``axis``; the bone axis and the twist reference are reflected, the third column is
+    flipped back so ``G'`` is a rotation. Exact for the bone directions; for the twist it assumes the rest
+    bone frames of left/right partners are mirror images (see ``README.md``).
+
+    Parameters
+    ----------
+    frames : Tensor
+        ``(..., J, 3, 3)``.
+    permutation : Tensor
+        ``(J,)`` long, left/right partner of each joint.
+    axis : int
+        Reflected world axis.
+    """
+    sign = torch.ones(3, dtype=frames.dtype)
+    sign[axis] = -1.0
+    flip = torch.tensor([1.0, 1.0, -1.0], dtype=frames.dtype)
+    return sign[:, None] * frames.index_select(-3, permutation) * flip
+
+
+def _heading(angle: Tensor, axis: int) -> Tensor:
+    c, s = torch.cos(angle), torch.sin(angle)
+    i, k = [(1, 2), (2, 0), (0, 1)][axis]
+    r = torch.zeros(angle.shape[0], 3, 3, dtype=angle.dtype)
+    r[:, axis, axis] = 1.0
+    r[:, i, i], r[:, i, k], r[:, k, i], r[:, k, k] = c, -s, s, c
+    return r
+
+
+def augment(
+    positions: Tensor,
+    world: Tensor,
+    rig: IKRig,
+    generator: torch.Generator,
+    *,
+    up: int,
+    noise: float = 0.0,
+    mirror: float = 0.0,
+    permutation: Tensor | None = None,
+) -> tuple[Tensor, Tensor, Tensor]:
+    """Random heading, optional mirroring and input noise.
+
+    Parameters
+    ----------
+    positions : Tensor
+        ``(B, J, 3)`` root-relative positions.
+    world : Tensor
+        ``(B, J, 3, 3)`` world rotations.
+    rig : IKRig
+        The skeleton.
+    generator : torch.Generator
+        The only source of randomness.
+    up : int
+        Up axis for the heading.
+    noise : float
+        Largest noise sigma as a fraction of height (each sample draws sigma in ``[0, noise]``; half the
+        samples stay clean).
+    mirror : float
+        Probability of mirroring a sample (needs ``permutation``).
+
+    Returns
+    -------
+    tuple of Tensor
+        Noisy input positions, clean positions ``(B, J, 3)`` and world rotations ``(B, J, 3, 3)``.
+    """
+    b = positions.shape[0]
+    if mirror > 0 and permutation is not None:
+        lateral = (up + 1) % 3
+        flip = torch.rand(b, generator=generator) < mirror
+        sign = torch.ones(3)
+        sign[lateral] = -1.0
+        frames = rig.world_to_frames(world)
+        m_frames = mirror_frames(frames, permutation, lateral)
+        m_world = m_frames @ rig.rest_frames.float().transpose(-1, -2)
+        m_world[:, rig.fixed] = torch.eye(3)
+        positions = torch.where(flip[:, None, None], positions.index_select(1, permutation) * sign, positions)
+        world = torch.where(flip[:, None, None, None], m_world, world)
+    heading = _heading(torch.rand(b, generator=generator) * (2 * torch.pi), up)
+    positions = positions @ heading.transpose(1, 2)
+    world = torch.where(rig.fixed[:, None, None], world, heading[:, None] @ world)
+    clean = positions
+    if noise > 0:
+        sigma = torch.rand(b, generator=generator) * noise * rig.height
+        sigma = torch.where(torch.rand(b, generator=generator) < 0.5, sigma, torch.zeros_like(sigma))
+        positions = positions + torch.randn(positions.shape, generator=generator) * sigma[:, None, None]
+    return positions, clean, world

@@ -1,0 +1,98 @@
+"""ONNX export of IK-GAT and an onnxruntime runner.
+
+The exported graph is :class:`~skelanim.ik.model.IKGATExport`: input ``positions`` ``(batch, J, 3)``
+float32 in the skeleton's units, output ``rotations`` ``(batch, J, 4)`` local unit quaternions
+(w, x, y, z), batch size dynamic (:class:`OrtRunner` also keeps a static batch-1 graph for single
+poses: fewer nodes, ~35% faster per call). Export uses the TorchScript-based exporter (``dynamo=False``), which
+needs no extra packages.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import warnings
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from skelanim.ik.model import IKGAT, IKGATExport
+from skelanim.io.atomic import atomic_path
+
+__all__ = ["OPSET", "OrtRunner", "export_onnx", "onnx_bytes"]
+
+OPSET = 17
+
+
+def onnx_bytes(net: IKGAT, *, batch: int | None = None) -> bytes:
+    """Serialise ``net`` to an ONNX model (bytes).
+
+    Parameters
+    ----------
+    net : IKGAT
+        The network (it is put in eval mode).
+    batch : int, optional
+        A fixed batch size (static shapes: fewer nodes, faster single-pose calls); ``None``: dynamic.
+
+    Returns
+    -------
+    bytes
+        The ONNX protobuf.
+    """
+    net.eval()
+    wrapper = IKGATExport(net).eval()
+    dummy = torch.zeros(batch or 2, net.num_joints, 3)
+    dynamic = None if batch else {"positions": {0: "batch"}, "rotations": {0: "batch"}}
+    buffer = io.BytesIO()
+    with warnings.catch_warnings(), torch.no_grad():
+        warnings.simplefilter("ignore")
+        torch.onnx.export(wrapper, (dummy,), buffer, dynamo=False, input_names=["positions"],
+                          output_names=["rotations"], opset_version=OPSET, dynamic_axes=dynamic)  # fmt: skip
+    return buffer.getvalue()
+
+
+def export_onnx(net: IKGAT, path: str | os.PathLike) -> Path:
+    """Write ``net`` as ONNX to ``path`` (atomically)."""
+    data = onnx_bytes(net)
+    with atomic_path(path) as tmp:
+        tmp.write_bytes(data)
+    return Path(path)
+
+
+class OrtRunner:
+    """An onnxruntime session: ``runner(positions (B, J, 3) float32) -> (B, J, 4)`` quaternions.
+
+    Parameters
+    ----------
+    model : bytes or path
+        ONNX model.
+    threads : int, optional
+        Intra-op threads (default: torch's thread count).
+    """
+
+    def __init__(
+        self, model: bytes | str | os.PathLike, threads: int | None = None, single: bytes | None = None
+    ) -> None:
+        import onnxruntime as ort
+
+        options = ort.SessionOptions()
+        options.intra_op_num_threads = threads or torch.get_num_threads()
+        options.inter_op_num_threads = 1
+        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        source = model if isinstance(model, bytes) else str(model)
+        self.session = ort.InferenceSession(source, options, providers=["CPUExecutionProvider"])
+        self.single = (
+            None if single is None else ort.InferenceSession(single, options, providers=["CPUExecutionProvider"])
+        )
+
+    @classmethod
+    def from_model(cls, net: IKGAT, threads: int | None = None) -> OrtRunner:
+        """Export ``net`` in memory and open sessions on it: dynamic batch, and batch 1 with static shapes."""
+        return cls(onnx_bytes(net), threads, single=onnx_bytes(net, batch=1))
+
+    def __call__(self, positions: np.ndarray) -> np.ndarray:
+        """``(B, J, 3)`` positions to ``(B, J, 4)`` local quaternions (float32 NumPy)."""
+        x = np.ascontiguousarray(positions, dtype=np.float32)
+        session = self.single if self.single is not None and x.shape[0] == 1 else self.session
+        return session.run(None, {"positions": x})[0]

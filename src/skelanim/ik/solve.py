@@ -1,0 +1,316 @@
+"""Using IK: load a model folder, check input positions, run a method, return a :class:`Motion`.
+
+Methods (all return local quaternions on the model's skeleton):
+
+========================  =======================================================================
+``gat``                   the network, one forward pass
+``gat_refined``           the network, then a few LM steps warm-started from it (positions to
+                          within 0.5% of height, the network's twist kept by the damping and a prior)
+``swing_rest``            analytic swing IK from the rest pose
+``swing_mean``            analytic swing IK from the model's mean training pose
+``swing_warm``            analytic swing IK from the previous frame
+``optimize_rest``         100 LM iterations from the rest pose (the paper's "without warm start")
+``optimize_mean``         100 LM iterations from the mean pose, its root turned onto the observed hips
+``optimize_warm``         100 LM iterations from the previous frame's answer
+========================  =======================================================================
+
+Runtime: once :meth:`IKModel.ort_session` has been built (the evaluation and streaming callers do it up
+front; it costs an in-memory ONNX export), batches up to :data:`ORT_MAX_BATCH` poses go through onnxruntime
+(faster per call, a static-shape graph for single poses); everything else through torch under
+``inference_mode``.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from torch import Tensor
+
+from skelanim.core.motion import Motion
+from skelanim.core.rotations import matrix_to_quat, quat_identity
+from skelanim.core.skeleton import Skeleton
+from skelanim.errors import FormatError, ShapeError, SkeletonError
+from skelanim.ik.classical import optimize_ik, solve_sequential, swing_ik
+from skelanim.ik.frames import IKRig
+from skelanim.ik.model import IKGAT, GATConfig
+from skelanim.nn.checkpoint import load_model_files
+
+__all__ = ["DEFAULT_MODEL", "METHODS", "IKModel", "check_positions", "run_method", "solve", "to_motion"]
+
+#: The pretrained Bandai-Namco model shipped inside the package.
+DEFAULT_MODEL = Path(__file__).resolve().parent / "pretrained"
+METHODS = ("gat", "gat_refined", "swing_rest", "swing_mean", "optimize_rest", "optimize_mean", "optimize_warm")
+ORT_MAX_BATCH = 64
+TORCH_CHUNK = 8192
+
+
+@dataclass
+class IKModel:
+    """A trained IK-GAT with its rig, mean pose and runtimes.
+
+    Attributes
+    ----------
+    net : IKGAT
+        The network (eval mode, float32).
+    rig : IKRig
+        The model's skeleton and IK root.
+    config : dict
+        The model folder's ``config.json``.
+    path : Path or None
+        Where it was loaded from.
+    """
+
+    net: IKGAT
+    rig: IKRig
+    config: dict[str, Any]
+    path: Path | None = None
+
+    def __post_init__(self) -> None:
+        self._ort: Any = None
+        self.runtime = "auto"
+
+    @classmethod
+    def load(cls, folder: str | os.PathLike | None = None) -> IKModel:
+        """Load a model folder (``None``: the shipped default).
+
+        Raises
+        ------
+        FormatError
+            Missing or corrupt folder, or a config this version cannot read.
+        """
+        folder = Path(folder) if folder is not None else DEFAULT_MODEL
+        tensors, config = load_model_files(folder)
+        if config.get("format") != "skelanim-ik-gat":
+            raise FormatError(f"not an IK-GAT model (format {config.get('format')!r})", path=folder / "config.json")
+        try:
+            skeleton = Skeleton.from_dict(config["skeleton"])
+            rig = IKRig(skeleton, ik_root=int(config["ik_root"]))
+            net = IKGAT(rig, GATConfig.from_dict(config["architecture"]))
+            net.load_state_dict(tensors)
+        except (KeyError, TypeError, ValueError, RuntimeError) as err:
+            raise FormatError(f"corrupt model config or weights: {err}".splitlines()[0], path=folder) from None
+        net.eval()
+        return cls(net, rig, config, folder)
+
+    @property
+    def skeleton(self) -> Skeleton:
+        """The skeleton the model solves for."""
+        return self.rig.skeleton
+
+    @property
+    def mean_pose(self) -> Tensor:
+        """``(J, 4)`` float64 mean training pose (local quaternions)."""
+        return self.net.mean_pose.to(torch.float64)
+
+    def ort_session(self) -> Any:
+        """An onnxruntime session of the network (built on first use), or ``None`` without onnxruntime."""
+        if self._ort is None:
+            try:
+                from skelanim.ik.onnx import OrtRunner
+            except ImportError:  # pragma: no cover - onnxruntime is a dependency
+                self._ort = False
+                return None
+            self._ort = OrtRunner.from_model(self.net)
+        return self._ort or None
+
+    def predict(self, positions: Tensor, *, runtime: str | None = None) -> Tensor:
+        """Network local rotations for positions of the model's skeleton.
+
+        Parameters
+        ----------
+        positions : Tensor
+            ``(F, J, 3)`` world positions (any float dtype) in the skeleton's units.
+        runtime : {"auto", "torch", "onnx"}, optional
+            ``auto``: onnxruntime up to :data:`ORT_MAX_BATCH` poses once its session is built (call
+            :meth:`ort_session` first, as streaming callers and the evaluation do), torch otherwise.
+
+        Returns
+        -------
+        Tensor
+            ``(F, J, 4)`` float64 unit quaternions.
+        """
+        runtime = runtime or self.runtime
+        x = torch.as_tensor(positions).to(torch.float32)
+        if runtime == "onnx" or (runtime == "auto" and x.shape[0] <= ORT_MAX_BATCH and self._ort):
+            session = self.ort_session()
+            if session is not None:
+                return torch.from_numpy(session(x.numpy())).to(torch.float64)
+        with torch.inference_mode():
+            out = [matrix_to_quat(self.net(x[i : i + TORCH_CHUNK])[1]) for i in range(0, x.shape[0], TORCH_CHUNK)]
+        return torch.cat(out).to(torch.float64)
+
+
+def check_positions(
+    positions: Any, skeleton: Skeleton, names: Sequence[str] | None = None, *, source: str | None = None
+) -> Tensor:
+    """Validate positions against the model's skeleton and put joints in its order.
+
+    Parameters
+    ----------
+    positions : array, Tensor or JointPositions
+        ``(F, J, 3)`` world positions (a :class:`~skelanim.io.positions.JointPositions` brings its names).
+    skeleton : Skeleton
+        The model's skeleton.
+    names : sequence of str, optional
+        Joint names of ``positions``; generic names (``joint_0``...) or none mean the model's order.
+    source : str, optional
+        File name for error messages.
+
+    Returns
+    -------
+    Tensor
+        ``(F, J, 3)`` float64 in the skeleton's joint order.
+
+    Raises
+    ------
+    ShapeError
+        Wrong shape or joint count, or non-finite values (naming frame and joint).
+    SkeletonError
+        Joint names that are not the model's (listing what it expects).
+    """
+    if hasattr(positions, "positions") and hasattr(positions, "names"):
+        names = names or positions.names
+        positions = positions.positions
+    x = torch.as_tensor(np.asarray(positions) if not isinstance(positions, Tensor) else positions).to(torch.float64)
+    expected = f"the model expects {skeleton.num_joints} joints: {', '.join(skeleton.names)}"
+    if x.ndim == 2 and x.shape[-1] == 3:
+        x = x[None]
+    if x.ndim != 3 or x.shape[-1] != 3:
+        raise ShapeError(f"positions must be (frames, joints, 3), got {tuple(x.shape)}", path=source)
+    if x.shape[0] == 0:
+        raise ShapeError("no frames", path=source)
+    if x.shape[1] != skeleton.num_joints:
+        raise ShapeError(f"{x.shape[1]} joints given; {expected}", path=source)
+    if names is not None and not all(n == f"joint_{i}" for i, n in enumerate(names)) and list(names) != skeleton.names:
+        missing = [n for n in skeleton.names if n not in names]
+        if missing:
+            raise SkeletonError(f"joint names do not match (missing {', '.join(missing[:5])}); {expected}", path=source)
+        x = x[:, [list(names).index(n) for n in skeleton.names]]
+    bad = ~torch.isfinite(x).all(-1)
+    if bool(bad.any()):
+        f, j = (int(v) for v in torch.nonzero(bad)[0])
+        raise ShapeError(f"position is not finite (NaN or inf); every frame needs all {skeleton.num_joints} joints",
+                         path=source, where=f"frame {f}, joint {skeleton.names[j]}")  # fmt: skip
+    return x
+
+
+def _mean_init(model: IKModel, positions: Tensor) -> Tensor:
+    """Mean pose with the IK root turned onto the observed root (one swing/Kabsch step)."""
+    quats, _ = swing_ik(positions, model.rig, model.mean_pose)
+    init = model.mean_pose.expand(positions.shape[0], -1, -1).clone()
+    init[:, model.rig.ik_root] = quats[:, model.rig.ik_root]
+    return init
+
+
+def run_method(
+    method: str,
+    positions: Tensor,
+    model: IKModel,
+    *,
+    starts: Tensor | None = None,
+    iterations: int = 100,
+    refine_iterations: int = 5,
+) -> tuple[Tensor, Tensor]:
+    """Solve with one of :data:`METHODS` (or ``swing_warm``).
+
+    Parameters
+    ----------
+    method : str
+        Method name.
+    positions : Tensor
+        ``(F, J, 3)`` float64 checked positions.
+    model : IKModel
+        Gives the rig, the mean pose and the network.
+    starts : Tensor, optional
+        ``(F,)`` bool, where a new sequence starts (for ``*_warm``; default: frame 0 only).
+    iterations, refine_iterations : int
+        LM iterations of ``optimize_*`` and of the refinement.
+
+    Returns
+    -------
+    tuple of Tensor
+        ``(F, J, 4)`` local quaternions, ``(F, J, 3)`` local translations.
+    """
+    rig = model.rig
+    rest = quat_identity((rig.num_joints,))
+    if method == "gat":
+        return model.predict(positions), rig.translations(positions[:, rig.ik_root])
+    if method == "gat_refined":
+        return optimize_ik(positions, rig, model.predict(positions), iterations=refine_iterations, prior=1e-3)
+    if method == "swing_rest":
+        return swing_ik(positions, rig, rest)
+    if method == "swing_mean":
+        return swing_ik(positions, rig, model.mean_pose)
+    if method == "swing_warm":
+        return solve_sequential(positions, model.mean_pose, partial(swing_ik, rig=rig), starts=starts)
+    if method == "optimize_rest":
+        return optimize_ik(positions, rig, rest, iterations=iterations)
+    if method == "optimize_mean":
+        return optimize_ik(positions, rig, _mean_init(model, positions), iterations=iterations)
+    if method == "optimize_warm":
+        step = partial(optimize_ik, rig=rig, iterations=iterations)
+        return solve_sequential(positions, _mean_init(model, positions), lambda p, i: step(p, init=i), starts=starts)
+    raise ValueError(f"unknown IK method {method!r}; choose from {', '.join(METHODS)}, swing_warm")
+
+
+def to_motion(model: IKModel, quats: Tensor, translations: Tensor, fps: float) -> Motion:
+    """A :class:`Motion` on the model's skeleton from local quaternions and translations.
+
+    Under a dummy root that never rotates, the root stays at its rest offset and the IK root's translation
+    is animated (``joint_translations``) when the skeleton has position channels there; otherwise it moves
+    to the root (equivalent, the dummy never rotates).
+    """
+    sk = model.skeleton
+    r = model.rig.ik_root
+    if r == 0:
+        return Motion(sk, quats, translations[:, 0], fps)
+    if sk.has_position_channels(r):
+        root = sk.offsets[0].expand(quats.shape[0], 3).clone()
+        return Motion(sk, quats, root, fps, joint_translations=translations)
+    return Motion(sk, quats, translations[:, r] - sk.offsets[r] + sk.offsets[0], fps)
+
+
+def solve(
+    positions: Any,
+    model: IKModel | str | os.PathLike | None = None,
+    *,
+    refine: bool = False,
+    method: str | None = None,
+    names: Sequence[str] | None = None,
+    fps: float | None = None,
+) -> Motion:
+    """Joint positions to a :class:`Motion` on the model's skeleton.
+
+    Parameters
+    ----------
+    positions : array, Tensor or JointPositions
+        ``(F, J, 3)`` world positions in the skeleton's units.
+    model : IKModel, path or None
+        A loaded model, a model folder, or ``None`` for the shipped Bandai-Namco model.
+    refine : bool
+        Add the LM refinement (``gat_refined``).
+    method : str, optional
+        Any of :data:`METHODS` (overrides ``refine``).
+    names : sequence of str, optional
+        Joint names of ``positions`` (taken from a ``JointPositions`` when given one).
+    fps : float, optional
+        Frame rate of the result (default: the input's, else 30).
+
+    Returns
+    -------
+    Motion
+    """
+    model = model if isinstance(model, IKModel) else IKModel.load(model)
+    fps = fps or getattr(positions, "fps", None) or 30.0
+    x = check_positions(positions, model.skeleton, names)
+    quats, trans = run_method(method or ("gat_refined" if refine else "gat"), x, model)
+    motion = to_motion(model, quats, trans, float(fps))
+    motion.metadata["ik_method"] = method or ("gat_refined" if refine else "gat")
+    return motion

@@ -1,0 +1,184 @@
+"""Shared network layers: dense graph attention over a skeleton and a forward-kinematics layer.
+
+Graph attention
+---------------
+:class:`GraphAttention` is multi-head GAT attention (Velickovic et al. 2018) written *densely*: a joint
+attends to the joints allowed by a ``(J, J)`` mask (the tree's edges plus self loops, optionally more hops).
+For the small graphs of a skeleton (``J`` of 20-100) a masked ``(J, J)`` score matrix per head costs less
+than gather/scatter message passing and is a handful of batched matmuls, which keeps CPU inference fast
+and exports to ONNX as plain ops. Scores are additive as in GAT::
+
+    e[i, j] = LeakyReLU(a_dst . W x_i + a_src . W x_j) + mask_bias[i, j]
+    out_i   = W_o concat_heads( sum_j softmax_j(e[i, :]) W x_j )
+
+:class:`GATBlock` wraps it with a residual and LayerNorm, then a small feed-forward layer with a residual
+and LayerNorm (post-norm).
+
+Forward kinematics
+------------------
+:class:`ForwardKinematics` is a thin ``nn.Module`` around :func:`skelanim.core.kinematics.forward_kinematics`
+(the project's one FK implementation) with the tree and rest offsets held as buffers.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import torch
+from torch import Tensor, nn
+
+from skelanim.core.kinematics import forward_kinematics
+from skelanim.core.rotations import matrix_to_quat
+
+__all__ = ["ForwardKinematics", "GATBlock", "GraphAttention", "graph_mask", "mask_bias"]
+
+#: Additive score for masked-out pairs (finite, so softmax and ONNX stay NaN-free).
+MASKED = -1.0e4
+
+
+def graph_mask(parents: list[int] | np.ndarray, *, hops: int = 1) -> Tensor:
+    """Which joints may attend to which: tree neighbours within ``hops`` edges, self included.
+
+    Parameters
+    ----------
+    parents : list of int or ndarray
+        ``(J,)`` parent indices, ``-1`` for the root.
+    hops : int
+        Neighbourhood radius in tree edges (1 = parent and children).
+
+    Returns
+    -------
+    Tensor
+        ``(J, J)`` bool, symmetric, ``True`` on the diagonal.
+    """
+    parents = [int(p) for p in parents]
+    n = len(parents)
+    adj = torch.eye(n, dtype=torch.bool)
+    for j, p in enumerate(parents):
+        if p >= 0:
+            adj[j, p] = adj[p, j] = True
+    reach = adj.clone()
+    for _ in range(max(hops, 1) - 1):
+        reach = reach | ((reach.float() @ adj.float()) > 0)
+    return reach
+
+
+def mask_bias(mask: Tensor) -> Tensor:
+    """``(J, J)`` float additive bias: 0 where ``mask`` is true, :data:`MASKED` elsewhere."""
+    return torch.where(mask, torch.zeros(()), torch.full((), MASKED)).to(torch.float32)
+
+
+class GraphAttention(nn.Module):
+    """Multi-head additive graph attention over a dense ``(J, J)`` mask.
+
+    Parameters
+    ----------
+    dim : int
+        Feature size ``D`` (input and output).
+    heads : int
+        Number of heads; ``D`` must be divisible by it.
+    negative_slope : float
+        LeakyReLU slope of the scores.
+    """
+
+    def __init__(self, dim: int, heads: int, negative_slope: float = 0.2) -> None:
+        super().__init__()
+        if dim % heads:
+            raise ValueError(f"dim {dim} is not divisible by heads {heads}")
+        self.heads, self.head_dim, self.negative_slope = heads, dim // heads, negative_slope
+        self.proj = nn.Linear(dim, dim, bias=False)
+        self.att_src = nn.Parameter(torch.empty(heads, self.head_dim))
+        self.att_dst = nn.Parameter(torch.empty(heads, self.head_dim))
+        self.out = nn.Linear(dim, dim)
+        bound = 1.0 / math.sqrt(self.head_dim)
+        nn.init.uniform_(self.att_src, -bound, bound)
+        nn.init.uniform_(self.att_dst, -bound, bound)
+
+    def forward(self, x: Tensor, bias: Tensor) -> Tensor:
+        """Attend over the graph.
+
+        Parameters
+        ----------
+        x : Tensor
+            ``(B, J, D)`` joint features.
+        bias : Tensor
+            ``(J, J)`` additive mask from :func:`mask_bias`.
+
+        Returns
+        -------
+        Tensor
+            ``(B, J, D)``.
+        """
+        b, j, d = x.shape
+        h = self.proj(x).reshape(b, j, self.heads, self.head_dim).transpose(1, 2)  # (B, H, J, dh)
+        src = (h * self.att_src[:, None, :]).sum(-1)  # (B, H, J)
+        dst = (h * self.att_dst[:, None, :]).sum(-1)
+        scores = nn.functional.leaky_relu(dst[..., :, None] + src[..., None, :], self.negative_slope) + bias
+        att = torch.softmax(scores, dim=-1)  # (B, H, J, J), rows = receiving joint
+        out = (att @ h).transpose(1, 2).reshape(b, j, d)
+        return self.out(out)
+
+
+class GATBlock(nn.Module):
+    """Graph attention and a feed-forward layer, each with a residual and LayerNorm (post-norm).
+
+    Parameters
+    ----------
+    dim : int
+        Feature size ``D``.
+    heads : int
+        Attention heads.
+    ffn_mult : int
+        Hidden size of the feed-forward layer is ``ffn_mult * D``.
+    """
+
+    def __init__(self, dim: int, heads: int, ffn_mult: int = 2) -> None:
+        super().__init__()
+        self.attn = GraphAttention(dim, heads)
+        self.norm1 = nn.LayerNorm(dim)
+        self.ffn = nn.Sequential(nn.Linear(dim, ffn_mult * dim), nn.GELU(), nn.Linear(ffn_mult * dim, dim))
+        self.norm2 = nn.LayerNorm(dim)
+
+    def forward(self, x: Tensor, bias: Tensor) -> Tensor:
+        """``(B, J, D)`` features and ``(J, J)`` mask bias to ``(B, J, D)`` features."""
+        x = self.norm1(x + self.attn(x, bias))
+        return self.norm2(x + self.ffn(x))
+
+
+class ForwardKinematics(nn.Module):
+    """Differentiable FK for a fixed tree and rest offsets (wraps :func:`~skelanim.core.kinematics.forward_kinematics`).
+
+    Parameters
+    ----------
+    parents : list of int or ndarray
+        ``(J,)`` parent indices, parents first, ``-1`` for the root.
+    offsets : Tensor
+        ``(J, 3)`` rest offsets (bone vectors in the parent's frame).
+    """
+
+    def __init__(self, parents: list[int] | np.ndarray, offsets: Tensor) -> None:
+        super().__init__()
+        self.parents = [int(p) for p in parents]
+        self.register_buffer("offsets", torch.as_tensor(offsets, dtype=torch.float32).clone(), persistent=False)
+
+    def forward(self, rotations: Tensor, root_position: Tensor) -> tuple[Tensor, Tensor]:
+        """World rotations and positions.
+
+        Parameters
+        ----------
+        rotations : Tensor
+            ``(..., J, 4)`` local quaternions or ``(..., J, 3, 3)`` local rotation matrices.
+        root_position : Tensor
+            ``(..., 3)`` world position of joint 0.
+
+        Returns
+        -------
+        tuple of Tensor
+            ``(..., J, 3, 3)`` world rotation matrices and ``(..., J, 3)`` world positions.
+        """
+        quats = matrix_to_quat(rotations) if rotations.shape[-1] == 3 else rotations
+        offsets = self.offsets.to(quats.dtype)
+        trans = offsets.expand(*quats.shape[:-1], 3)
+        trans = torch.cat([root_position[..., None, :].to(quats.dtype), trans[..., 1:, :]], dim=-2)
+        return forward_kinematics(quats, trans, self.parents)

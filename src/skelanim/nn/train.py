@@ -1,0 +1,245 @@
+"""The shared training loop: seeded, resumable, DDP-aware, with per-epoch validation and best checkpoints.
+
+A model package describes its problem as a :class:`Task` (how to build a batch, the loss, validation, and
+what to write beside the weights); :func:`fit` does the rest:
+
+* **Determinism.** Epoch ``e`` visits the samples in ``randperm(N)`` drawn from a generator seeded with
+  ``(seed, e)``; batch ``s`` of epoch ``e`` on rank ``r`` gets its own generator seeded with
+  ``(seed, e, s, r)`` for augmentation. Nothing depends on how often the loop was interrupted, so a run
+  resumed after a kill follows the same trajectory as an uninterrupted one.
+* **Checkpoints.** After each epoch the task validates; when its ``metric`` (lower is better) improves,
+  the model folder (``model.safetensors`` + ``config.json``) is rewritten. ``train_state.safetensors``
+  (weights, optimizer, position in the data) is written at each epoch end and every ``save_every_s``
+  seconds; ``resume=True`` continues from it. All writes are atomic.
+* **DDP.** Under ``torchrun`` (see :mod:`skelanim.nn.distributed`) the model is wrapped in
+  ``DistributedDataParallel``; each rank takes its slice of every global batch; rank 0 validates, prints
+  and writes.
+* **Schedule.** AdamW, linear warm-up then cosine decay over all planned steps, gradient clipping.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+import torch
+from torch import Tensor, nn
+from tqdm import tqdm
+
+from skelanim.nn import distributed as ddp
+from skelanim.nn.checkpoint import STATE_NAME, load_train_state, save_model_files, save_train_state
+
+__all__ = ["Task", "TrainConfig", "fit", "seeded_generator"]
+
+
+@dataclass
+class TrainConfig:
+    """Loop settings (the task owns everything about the data and the model).
+
+    Attributes
+    ----------
+    epochs : int
+        Planned epochs (the LR schedule spans them).
+    batch_size : int
+        Samples per step and rank.
+    lr, weight_decay : float
+        AdamW settings (peak learning rate).
+    warmup_steps : int
+        Linear warm-up length.
+    grad_clip : float
+        Max gradient norm (0 disables).
+    seed : int
+        Seeds model init (by the caller), data order and augmentation.
+    save_every_s : float
+        Also write the training state this often (seconds) within an epoch.
+    max_steps : int or None
+        Stop after this many steps in total (tests); the schedule still spans ``epochs``.
+    progress : bool
+        Show a tqdm bar (rank 0 only).
+    """
+
+    epochs: int = 20
+    batch_size: int = 256
+    lr: float = 2e-3
+    weight_decay: float = 1e-4
+    warmup_steps: int = 200
+    grad_clip: float = 1.0
+    seed: int = 0
+    save_every_s: float = 60.0
+    max_steps: int | None = None
+    progress: bool = True
+
+
+class Task(Protocol):
+    """What :func:`fit` needs from a model package."""
+
+    #: Name of the validation metric that picks the best checkpoint (lower is better).
+    metric: str
+
+    def num_samples(self) -> int:
+        """Training samples ``N``."""
+
+    def batch(self, indices: Tensor, generator: torch.Generator) -> dict[str, Tensor]:
+        """Build (and augment, drawing only from ``generator``) the batch of samples ``indices``."""
+
+    def loss(self, model: nn.Module, batch: dict[str, Tensor]) -> tuple[Tensor, dict[str, float]]:
+        """Scalar loss to minimise and named parts to log."""
+
+    def validate(self, model: nn.Module) -> dict[str, float]:
+        """Validation metrics (must include :attr:`metric`)."""
+
+    def model_config(self) -> dict[str, Any]:
+        """JSON-serialisable description written to ``config.json`` beside the weights."""
+
+
+def seeded_generator(*keys: int) -> torch.Generator:
+    """A CPU generator seeded from integer ``keys`` (stable across runs and processes)."""
+    seed = 0
+    for key in keys:
+        seed = (seed * 1_000_003 + int(key) + 1) % (2**63 - 1)
+    return torch.Generator().manual_seed(seed)
+
+
+def _lr_factor(step: int, total: int, warmup: int) -> float:
+    if step < warmup:
+        return (step + 1) / warmup
+    progress = min(1.0, (step - warmup) / max(1, total - warmup))
+    return 0.02 + 0.98 * 0.5 * (1.0 + math.cos(math.pi * progress))
+
+
+def _unwrap(model: nn.Module) -> nn.Module:
+    return model.module if isinstance(model, nn.parallel.DistributedDataParallel) else model
+
+
+def fit(
+    model: nn.Module,
+    task: Task,
+    out_dir: str | Path,
+    config: TrainConfig,
+    *,
+    resume: bool = False,
+    log: Any = None,
+) -> dict[str, Any]:
+    """Train ``model`` on ``task``; write the best model folder and a resumable state into ``out_dir``.
+
+    Parameters
+    ----------
+    model : nn.Module
+        Freshly initialised (seed it before building it) on the CPU.
+    task : Task
+        Data, loss and validation.
+    out_dir : path
+        Model folder to write (created).
+    config : TrainConfig
+        Loop settings.
+    resume : bool
+        Continue from ``out_dir/train_state.safetensors``.
+    log : callable, optional
+        ``log(str)`` for one line per epoch (default: ``tqdm.write`` on rank 0).
+
+    Returns
+    -------
+    dict
+        ``{"best": {metric: value, ...}, "history": [per-epoch dicts], "steps": int, "seconds": float}``.
+    """
+    out_dir = Path(out_dir)
+    distributed = ddp.setup()
+    main = ddp.is_main()
+    world, rank = ddp.world_size(), ddp.rank()
+    emit = log or (lambda line: tqdm.write(line))
+    optimizer = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
+    n = task.num_samples()
+    steps_per_epoch = n // (config.batch_size * world)
+    if steps_per_epoch < 1:
+        raise ValueError(f"{n} samples are fewer than one batch of {config.batch_size} x {world} ranks")
+    total_steps = steps_per_epoch * config.epochs
+    meta: dict[str, Any] = {"epoch": 0, "step_in_epoch": 0, "global_step": 0, "best": None, "history": [],
+                            "seconds": 0.0}  # fmt: skip
+    if resume:
+        model_state, optim_state, meta = load_train_state(out_dir / STATE_NAME)
+        model.load_state_dict(model_state)
+        optimizer.load_state_dict(optim_state)
+    if distributed:
+        model = nn.parallel.DistributedDataParallel(model)
+    plain = _unwrap(model)
+    started, last_save = time.perf_counter() - float(meta["seconds"]), time.perf_counter()
+
+    def save_state() -> None:
+        meta["seconds"] = time.perf_counter() - started
+        if main:
+            save_train_state(out_dir / STATE_NAME, plain.state_dict(), optimizer.state_dict(), meta)
+
+    def stop_now() -> bool:
+        return config.max_steps is not None and meta["global_step"] >= config.max_steps
+
+    if main:
+        out_dir.mkdir(parents=True, exist_ok=True)
+    while meta["epoch"] < config.epochs and not stop_now():
+        epoch = meta["epoch"]
+        order = torch.randperm(n, generator=seeded_generator(config.seed, epoch))
+        model.train()
+        bar = tqdm(total=steps_per_epoch, initial=meta["step_in_epoch"], desc=f"epoch {epoch + 1}/{config.epochs}",
+                   disable=not (main and config.progress), leave=False, dynamic_ncols=True)  # fmt: skip
+        sums: dict[str, float] = {}
+        count = 0
+        while meta["step_in_epoch"] < steps_per_epoch and not stop_now():
+            step = meta["step_in_epoch"]
+            start = (step * world + rank) * config.batch_size
+            batch = task.batch(
+                order[start : start + config.batch_size], seeded_generator(config.seed, epoch, step, rank)
+            )
+            for group in optimizer.param_groups:
+                group["lr"] = config.lr * _lr_factor(meta["global_step"], total_steps, config.warmup_steps)
+            loss, parts = task.loss(model, batch)
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            if config.grad_clip > 0:
+                nn.utils.clip_grad_norm_(model.parameters(), config.grad_clip)
+            optimizer.step()
+            meta["step_in_epoch"] += 1
+            meta["global_step"] += 1
+            count += 1
+            for key, value in {"loss": float(loss.detach()), **parts}.items():
+                sums[key] = sums.get(key, 0.0) + value
+            bar.update(1)
+            bar.set_postfix(loss=f"{float(loss.detach()):.4f}")
+            if time.perf_counter() - last_save > config.save_every_s:
+                save_state()
+                last_save = time.perf_counter()
+        bar.close()
+        if meta["step_in_epoch"] < steps_per_epoch:  # stopped by max_steps inside the epoch
+            break
+        record: dict[str, Any] = {"epoch": epoch + 1, **{f"train_{k}": v / max(count, 1) for k, v in sums.items()}}
+        model.eval()
+        if main:
+            with torch.no_grad():
+                record.update(task.validate(plain))
+        ddp.barrier()
+        meta["epoch"] += 1
+        meta["step_in_epoch"] = 0
+        record["seconds"] = time.perf_counter() - started
+        meta["history"].append(record)
+        if main:
+            value = float(record[task.metric])
+            if meta["best"] is None or value < meta["best"][task.metric]:
+                meta["best"] = {k: v for k, v in record.items() if isinstance(v, (int, float))}
+                cfg = task.model_config()
+                cfg["training"] = {**cfg.get("training", {}), "loop": asdict(config), "best": meta["best"],
+                                   "history": meta["history"], "world_size": world}  # fmt: skip
+                save_model_files(out_dir, plain.state_dict(), cfg)
+            shown = "  ".join(f"{k} {v:.4g}" for k, v in record.items() if isinstance(v, float))
+            emit(
+                f"epoch {epoch + 1}/{config.epochs}  {shown}"
+                + ("  *best*" if meta["best"]["epoch"] == epoch + 1 else "")
+            )
+        save_state()
+        last_save = time.perf_counter()
+    if not stop_now() or meta["step_in_epoch"]:
+        save_state()
+    ddp.barrier()
+    result = {"best": meta["best"], "history": meta["history"], "steps": meta["global_step"],
+              "seconds": time.perf_counter() - started}  # fmt: skip
+    return result

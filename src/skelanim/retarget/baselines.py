@@ -1,0 +1,221 @@
+r"""Baseline retargeting in canonical space: rest-aware copy, IK retargeting, and online foot contacts.
+
+Everything here works on the canonical representation of :mod:`.rig` (world bone frames ``Q`` of the 22
+canonical joints, ``(F, 22, 3, 3)``, and the hips position ``(F, 3)``) and is *causal*: frame ``t`` depends
+on frames ``<= t`` only, through an explicit state, so a stream processed frame by frame gives the same
+result as the whole clip at once.
+
+* **copy** (the NKN paper's "copy quaternions and velocities", made rest-pose aware): the target's bone
+  frames are the source's, ``Q^B = Q^A``; the hips position is the source's scaled by the leg-length ratio
+  ``l_B / l_A`` (so are its velocities).
+* **IK retargeting**: the copy's joint positions on the target skeleton (source poses at target
+  proportions), with feet held where they touched down during the source's contacts (:class:`FootPins`);
+  each leg's knee is placed by two-bone IK so the bones keep their lengths, then
+  :func:`skelanim.ik.classical.swing_ik` (issue #3) turns those positions into rotations, starting from the
+  copy's so that twists are kept.
+
+Foot contacts online
+--------------------
+:func:`causal_contacts` labels a foot joint in contact when its height above its lowest point so far is
+below ``0.05 h`` and its speed (backward difference) below ``0.25 h`` per second (``h`` the source height):
+the thresholds of :func:`skelanim.ops.foot_contacts`, with the clip-wide floor and central differences
+replaced by their causal counterparts.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import torch
+from torch import Tensor
+
+from skelanim.core.rotations import matrix_to_quat, quat_to_matrix
+from skelanim.ik.classical import swing_ik
+from skelanim.ik.frames import IKRig
+from skelanim.ops.contacts import DEFAULT_HEIGHT_FRACTION, DEFAULT_SPEED_FRACTION
+from skelanim.retarget.rig import SLOT, CanonicalRig, canonical_locals, canonical_skeleton, frames_from_locals
+
+__all__ = ["FEET", "ContactState", "FootPins", "IKRetarget", "causal_contacts", "copy_hips", "two_bone"]
+
+#: Canonical slots whose contacts are tracked: left foot, right foot, left toe, right toe.
+FEET: tuple[int, ...] = (SLOT["l_foot"], SLOT["r_foot"], SLOT["l_toe"], SLOT["r_toe"])
+
+
+def copy_hips(hips: Tensor, source: CanonicalRig, target: CanonicalRig) -> Tensor:
+    """``(..., 3)`` source hips positions scaled by the leg-length ratio ``l_B / l_A``."""
+    return hips * (target.leg_length / source.leg_length)
+
+
+@dataclass
+class ContactState:
+    """Running floor (lowest height so far) and previous positions of the tracked joints."""
+
+    floor: Tensor | None = None
+    previous: Tensor | None = None
+
+
+def causal_contacts(
+    positions: Tensor, fps: float, height: float, state: ContactState | None = None, *, up: int = 1
+) -> tuple[Tensor, ContactState]:
+    """Online foot-contact labels (see the module docstring).
+
+    Parameters
+    ----------
+    positions : Tensor
+        ``(F, K, 3)`` world positions of the tracked joints.
+    fps : float
+        Frame rate.
+    height : float
+        Body height (file units).
+    state : ContactState, optional
+        Carried from the previous call (a fresh state starts a stream).
+    up : int
+        Up axis.
+
+    Returns
+    -------
+    tuple
+        ``(F, K)`` bool contacts and the new state.
+    """
+    state = state or ContactState()
+    y = positions[..., up]
+    start = y[:1] if state.floor is None else torch.minimum(state.floor, y[:1])
+    floor = torch.cummin(torch.cat([start, y]), dim=0).values[1:]
+    prev = positions[:1] if state.previous is None else state.previous
+    prev = torch.where(torch.isnan(prev), positions[:1], prev)  # a traced stream starts with NaN
+    step = positions - torch.cat([prev, positions[:-1]])
+    speed = step.norm(dim=-1) * fps
+    contact = (y - floor < DEFAULT_HEIGHT_FRACTION * height) & (speed < DEFAULT_SPEED_FRACTION * height)
+    return contact, ContactState(floor[-1:].clone(), positions[-1:].clone())
+
+
+@dataclass
+class FootPins:
+    """Where each tracked joint is held while in contact (online).
+
+    At touch-down the joint's current target is pinned; while in contact the target stays there; after
+    lift-off the offset from the copy decays by ``decay`` per 1/30 s, so the foot rejoins the copy smoothly.
+    """
+
+    decay: float = 0.6
+    offset: list[list[float]] = field(default_factory=list)
+    pin: list[list[float] | None] = field(default_factory=list)
+    was: list[bool] = field(default_factory=list)
+
+    def __call__(self, copy: Tensor, contact: Tensor, fps: float) -> Tensor:
+        """Targets ``(F, K, 3)`` from copy positions ``(F, K, 3)`` and contacts ``(F, K)``."""
+        f, k, _ = copy.shape
+        if not self.offset:
+            self.offset = [[0.0, 0.0, 0.0] for _ in range(k)]
+            self.pin = [None] * k
+            self.was = [False] * k
+        decay = self.decay ** (30.0 / fps)
+        pos = copy.tolist()
+        flags = contact.tolist()
+        out = []
+        for t in range(f):
+            row = []
+            for j in range(k):
+                p = pos[t][j]
+                if flags[t][j]:
+                    if not self.was[j] or self.pin[j] is None:
+                        self.pin[j] = [p[i] + self.offset[j][i] * decay for i in range(3)]
+                    self.offset[j] = [self.pin[j][i] - p[i] for i in range(3)]  # type: ignore[index]
+                else:
+                    self.pin[j] = None
+                    self.offset[j] = [o * decay for o in self.offset[j]]
+                self.was[j] = bool(flags[t][j])
+                row.append([p[i] + self.offset[j][i] for i in range(3)])
+            out.append(row)
+        return torch.tensor(out, dtype=copy.dtype)
+
+
+def two_bone(
+    hip: Tensor, knee: Tensor, target: Tensor, upper: Tensor | float, lower: Tensor | float
+) -> tuple[Tensor, Tensor]:
+    """Analytic two-bone IK: knee and foot positions reaching for ``target`` with fixed bone lengths.
+
+    Parameters
+    ----------
+    hip, knee, target : Tensor
+        ``(..., 3)`` hip position, current knee position (gives the bending plane), wanted foot position.
+    upper, lower : Tensor
+        ``(...)`` or scalar bone lengths.
+
+    Returns
+    -------
+    tuple of Tensor
+        ``(..., 3)`` new knee and foot positions (the foot reaches the target when it is within reach,
+        else lies on the line towards it).
+    """
+    reach = target - hip
+    dist = reach.norm(dim=-1, keepdim=True).clamp_min(1e-9)
+    u = reach / dist
+    a, b = torch.as_tensor(upper, dtype=hip.dtype)[..., None], torch.as_tensor(lower, dtype=hip.dtype)[..., None]
+    d = torch.minimum(torch.maximum(dist, (a - b).abs() + 1e-6 * (a + b)), (a + b) * (1 - 1e-6))
+    along = (a * a - b * b + d * d) / (2 * d)
+    side = torch.sqrt((a * a - along * along).clamp_min(0.0))
+    pole = knee - hip
+    pole = pole - (pole * u).sum(-1, keepdim=True) * u
+    pole_n = pole.norm(dim=-1, keepdim=True)
+    fallback = torch.linalg.cross(u, torch.tensor([1.0, 0.0, 0.0], dtype=hip.dtype).expand_as(u))
+    pole = torch.where(pole_n > 1e-9, pole / pole_n.clamp_min(1e-12), fallback / fallback.norm(dim=-1, keepdim=True).clamp_min(1e-12))
+    return hip + u * along + pole * side, hip + u * d
+
+
+class IKRetarget:
+    """IK retargeting on a target rig (stateful, causal; see the module docstring).
+
+    Parameters
+    ----------
+    target : CanonicalRig
+        The target rig.
+    """
+
+    def __init__(self, target: CanonicalRig) -> None:
+        self.target = target
+        self.rig = IKRig(canonical_skeleton(target.offsets))
+        self.pins = FootPins()
+        off = target.offsets
+        self.lengths = {s: (float(off[SLOT[f"{s}_leg"]].norm()), float(off[SLOT[f"{s}_foot"]].norm())) for s in "lr"}
+        self.has_toe = [bool(target.present[SLOT[f"{s}_toe"]]) for s in "lr"]
+
+    def reset(self) -> None:
+        """Start a new stream."""
+        self.pins = FootPins()
+
+    def __call__(self, frames: Tensor, hips: Tensor, contacts: Tensor, fps: float) -> Tensor:
+        """Target bone frames.
+
+        Parameters
+        ----------
+        frames : Tensor
+            ``(F, 22, 3, 3)`` source (= copy) bone frames.
+        hips : Tensor
+            ``(F, 3)`` target hips positions (the copy's).
+        contacts : Tensor
+            ``(F, 4)`` source contacts of :data:`FEET`.
+        fps : float
+            Frame rate.
+
+        Returns
+        -------
+        Tensor
+            ``(F, 22, 3, 3)`` target bone frames (float64).
+        """
+        frames = frames.to(torch.float64)
+        local = canonical_locals(frames)
+        init = matrix_to_quat(local)
+        _, pos = self.target.canonical_fk(local, hips.to(torch.float64))
+        feet = list(FEET)
+        targets = self.pins(pos[:, feet], contacts, fps)
+        wanted = pos.clone()
+        for k, s in enumerate("lr"):
+            upper, lower = self.lengths[s]
+            knee, foot = two_bone(pos[:, SLOT[f"{s}_upleg"]], pos[:, SLOT[f"{s}_leg"]], targets[:, k], upper, lower)
+            wanted[:, SLOT[f"{s}_leg"]] = knee
+            wanted[:, SLOT[f"{s}_foot"]] = foot
+            if self.has_toe[k]:
+                wanted[:, SLOT[f"{s}_toe"]] = targets[:, 2 + k]
+        quats, _ = swing_ik(wanted, self.rig, init)
+        return frames_from_locals(quat_to_matrix(quats))

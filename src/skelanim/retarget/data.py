@@ -1,0 +1,167 @@
+"""Training data for NKN: skeleton families, their clips in canonical form, bone-length variants, batches.
+
+A *family* is one skeleton with the clips recorded (or retargeted by their authors) on it, resampled to
+:data:`TRAIN_FPS` and encoded once by :class:`~.rig.CanonicalRig` (canonical local rotations ``(F, 22, 3, 3)``,
+hips positions ``(F, 3)`` and online foot contacts ``(F, 4)``), cached on disk with
+:mod:`skelanim.data.cache`. The default families are the shared mocap set's skeletons (see
+:data:`DEFAULT_FAMILIES`): Bandai-Namco (its files of dataset 1), the CMU subject-1 skeleton (Xia clips;
+the MotionBuilder skeleton of ``01_01`` as a target only, since that take is the reference of the
+evaluation), the CMU 3dsMax skeleton, the 100-joint production rig (``001_01`` held out for the same
+reason) and the DeepMimic humanoid.
+
+Bone-length variants: the Bandai skeleton's canonical offsets with the spine, arms, hip width, thighs,
+shins and feet each scaled by a factor drawn from ``U(0.7, 1.4)`` (shin and thigh drawn apart, so legs
+change shape, not only size); a variant's "real" motion is Bandai motion with the hips scaled by the
+leg-length ratio.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
+from torch import Tensor
+
+import skelanim
+from skelanim.core.motion import Motion
+from skelanim.data.cache import cache_dir, cache_key, read_cached, write_cached
+from skelanim.ops.resample import resample
+from skelanim.retarget.baselines import FEET, causal_contacts
+from skelanim.retarget.rig import SLOT, CanonicalRig, canonical_fk, canonical_locals
+
+__all__ = ["DEFAULT_FAMILIES", "TRAIN_FPS", "Family", "encode_clip", "leg_length", "load_families", "variant_offsets"]
+
+TRAIN_FPS = 30.0
+CACHE_VERSION = 2
+#: name -> (skeleton file, clip patterns, excluded file names), relative to the mocap folder.
+DEFAULT_FAMILIES: dict[str, tuple[str, tuple[str, ...], tuple[str, ...]]] = {
+    "bandai": ("bandai_namco_1/dataset-1_walk_normal_001.bvh", ("bandai_namco_1/*.bvh",), ()),
+    "cmu_mb": ("cmu_cgspeed_mb/01_01.bvh", ("xia_style/*.bvh",), ()),
+    "cmu_max": ("cmu_cgspeed_max/131_01.bvh", ("cmu_cgspeed_max/*.bvh",), ()),
+    "xia": ("xia_style/angry_13_000.bvh", ("xia_style/*.bvh",), ()),
+    "ccrig": ("cmu_iclone_ccrig/001_01.bvh", ("cmu_iclone_ccrig/*.bvh",), ("001_01.bvh",)),
+    "deepmimic": ("deepmimic/humanoid3d_walk.txt", ("deepmimic/humanoid3d_*.txt",), ()),
+}
+_GROUPS = {
+    "spine": ["spine", "spine1", "chest", "neck", "head"],
+    "arms": [f"{s}_{p}" for s in "lr" for p in ("clavicle", "upperarm", "forearm", "hand")],
+    "hips": ["l_upleg", "r_upleg"], "thigh": ["l_leg", "r_leg"], "shin": ["l_foot", "r_foot"], "foot": ["l_toe", "r_toe"],
+}  # fmt: skip
+
+
+@dataclass
+class Family:
+    """A skeleton and its clips in canonical form.
+
+    Attributes
+    ----------
+    name : str
+        Family name.
+    rig : CanonicalRig
+        The skeleton's rig.
+    clips : list of dict
+        Per clip ``local`` ``(F, 22, 3, 3)``, ``hips`` ``(F, 3)``, ``contacts`` ``(F, 4)`` (float32) and its
+        file name under ``name``.
+    variants : bool
+        Whether bone-length variants are drawn from it.
+    """
+
+    name: str
+    rig: CanonicalRig
+    clips: list[dict] = field(default_factory=list)
+    variants: bool = False
+
+
+def encode_clip(motion: Motion, rig: CanonicalRig, fps: float = TRAIN_FPS) -> dict[str, Tensor]:
+    """Canonical local rotations, hips positions (floor: the lowest foot or toe joint, moved to 0) and online
+    contacts of ``motion`` at ``fps`` (float32)."""
+    if abs(motion.fps - fps) > 1e-6:
+        motion = resample(motion, fps)
+    frames, pos = rig.encode(motion.rotations, motion.local_translations())
+    pos = pos - torch.tensor([0.0, float(pos[:, list(FEET), 1].min()), 0.0], dtype=pos.dtype)
+    contacts, _ = causal_contacts(pos[:, list(FEET)], fps, rig.height)
+    return {"local": canonical_locals(frames).float(), "hips": pos[:, 0].float(), "contacts": contacts.float()}
+
+
+def _load_clip(path: Path, rig: CanonicalRig, cache: Path | None) -> dict[str, Tensor] | None:
+    key = cache_key(path, fps=TRAIN_FPS, version=CACHE_VERSION, kind="retarget")
+    if cache is not None and (hit := read_cached(cache, key)) is not None:
+        return hit[0]
+    motion = skelanim.load(path)
+    if not motion.skeleton.same_topology(rig.skeleton):
+        warnings.warn(f"{path}: its skeleton ({motion.skeleton.num_joints} joints) is not its family's "
+                      f"({rig.skeleton.num_joints}); left out", stacklevel=2)  # fmt: skip
+        return None
+    clip = encode_clip(motion, rig)
+    if cache is not None:
+        write_cached(cache, key, clip, {"path": str(path)})
+    return clip
+
+
+def load_families(
+    mocap: str | os.PathLike,
+    names: list[str] | None = None,
+    *,
+    exclude: tuple[str, ...] = (),
+    use_cache: bool = True,
+    max_files: int | None = None,
+) -> list[Family]:
+    """Load the training families from the shared mocap folder.
+
+    Parameters
+    ----------
+    mocap : path
+        The mocap folder (``../shared/data/mocap``).
+    names : list of str, optional
+        Families to load (default: all of :data:`DEFAULT_FAMILIES`).
+    exclude : tuple of str
+        File-name patterns left out of every family (held out).
+    use_cache : bool
+        Read and write the clip cache.
+    max_files : int, optional
+        At most this many files per family (quick runs and tests).
+
+    Returns
+    -------
+    list of Family
+    """
+    root = Path(mocap)
+    cache = cache_dir() if use_cache else None
+    families = []
+    for name in names or list(DEFAULT_FAMILIES):
+        skel_file, patterns, excluded = DEFAULT_FAMILIES[name]
+        rig = CanonicalRig(skelanim.load(root / skel_file).skeleton)
+        files = sorted({Path(f) for p in patterns for f in glob.glob(str(root / p))})
+        files = [f for f in files if f.name not in excluded and not any(Path(f).match(e) for e in exclude)]
+        family = Family(name, rig, variants=name == "bandai")
+        for path in files[:max_files]:
+            clip = _load_clip(path, rig, cache)
+            if clip is not None:
+                clip["name"] = path.name  # type: ignore[assignment]
+                family.clips.append(clip)
+        families.append(family)
+    return families
+
+
+def leg_length(offsets: Tensor) -> Tensor:
+    """``(...)`` leg lengths (hips height above the feet in the canonical T-pose) of ``(..., 22, 3)`` offsets."""
+    eye = torch.eye(3, dtype=offsets.dtype).expand(*offsets.shape[:-2], 22, 3, 3)
+    _, pos = canonical_fk(eye, torch.zeros(*offsets.shape[:-2], 3, dtype=offsets.dtype), offsets)
+    return pos[..., 0, 1] - pos[..., [SLOT["l_foot"], SLOT["r_foot"]], 1].mean(-1)
+
+
+def variant_offsets(offsets: Tensor, generator: torch.Generator, low: float = 0.7, high: float = 1.4) -> Tensor:
+    """Canonical offsets ``(22, 3)`` with each group of bones scaled by a factor from ``U(low, high)``."""
+    out = offsets.clone()
+    factors: dict[str, float] = {}
+    for group, slots in _GROUPS.items():
+        f = low + (high - low) * float(torch.rand((), generator=generator))
+        if group == "shin":
+            f = min(high, max(low, factors["thigh"] * (0.8 + 0.45 * float(torch.rand((), generator=generator)))))
+        factors[group] = f
+        out[[SLOT[s] for s in slots]] *= f
+    return out

@@ -1,0 +1,231 @@
+r"""NKN: the online neural retargeting network and its motion discriminator.
+
+After "Neural Kinematic Networks for Unsupervised Motion Retargetting" (Villegas et al., CVPR 2018), on the
+canonical 22-joint layout of :mod:`.rig` so that one network serves every skeleton:
+
+* **encoder**: a GRU over per-frame source features, causal;
+* **decoder**: a GRU over the encoder state and the *target* skeleton (its canonical offsets divided by
+  its leg length); it emits, per joint, a quaternion that multiplies the source's canonical local rotation
+  (``q^B = q^A * delta``, ``delta = normalize(1 + out)``) and a hips offset in the heading frame (in target
+  leg lengths) added to the leg-ratio-scaled source hips;
+* the rotations then go through forward kinematics with the target's offsets (the FK layer,
+  :meth:`.rig.CanonicalRig.canonical_fk`, in :mod:`.loss`).
+
+Departure from the paper, on purpose: the decoder predicts a correction to the rest-aware copy instead of
+rotations from scratch, and its last layer starts at zero, so an untrained network *is* the copy baseline.
+A small model trained on two CPU cores then only has to learn what the copy gets wrong (feet that skate
+or sink when proportions change) instead of re-learning motion.
+
+Per-frame source features (``F_IN = 206``): the 22 canonical local rotations as 6D (the hips' with its
+heading removed), the hips velocity in the heading frame and its height (in source leg lengths per second
+and leg lengths), the 4 online foot contacts (:func:`.baselines.causal_contacts`), and the source skeleton's
+canonical offsets in source leg lengths.
+
+State for streaming: the two GRU hidden states and the previous hips position (:class:`NKNState`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import torch
+from torch import Tensor, nn
+
+from skelanim.core.rotations import matrix_to_rot6d, quat_normalize, quat_to_matrix
+
+__all__ = ["NKN", "Discriminator", "NKNConfig", "NKNState", "heading", "skeleton_features"]
+
+
+J = 22
+F_SKEL = J * 3
+F_IN = J * 6 + 3 + 1 + 4 + F_SKEL
+
+
+@dataclass
+class NKNConfig:
+    """Sizes of the network.
+
+    Attributes
+    ----------
+    hidden : int
+        GRU width of encoder and decoder.
+    disc_hidden : int
+        Channels of the discriminator's convolutions.
+    """
+
+    hidden: int = 128
+    disc_hidden: int = 64
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-friendly copy."""
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> NKNConfig:
+        """Inverse of :meth:`to_dict` (unknown keys ignored)."""
+        return cls(**{k: v for k, v in data.items() if k in cls.__dataclass_fields__})
+
+
+@dataclass
+class NKNState:
+    """Streaming state: ``(1, B, H)`` hidden states and the previous ``(B, 3)`` source hips position."""
+
+    encoder: Tensor | None = None
+    decoder: Tensor | None = None
+    hips: Tensor | None = None
+
+
+def heading(hips_frame: Tensor) -> Tensor:
+    """Yaw-only rotation matrices ``(..., 3, 3)`` turning canonical +Z onto the facing direction of
+    ``(..., 3, 3)`` hips bone frames (world up is +Y)."""
+    forward = hips_frame[..., :, 2]
+    angle = torch.atan2(forward[..., 0], forward[..., 2])
+    c, s, o, i = torch.cos(angle), torch.sin(angle), torch.zeros_like(angle), torch.ones_like(angle)
+    return torch.stack([c, o, s, o, i, o, -s, o, c], dim=-1).unflatten(-1, (3, 3))
+
+
+def _gru(gru: nn.GRU, x: Tensor, h: Tensor | None) -> tuple[Tensor, Tensor]:
+    """``nn.GRU`` over ``(B, T, D)``; one frame with a state goes through the fused cell (same weights, same
+    result, less overhead per streamed frame)."""
+    if x.shape[1] != 1 or h is None or gru.training:
+        return gru(x, h)
+    weights: list[Tensor] = [getattr(gru, n) for n in ("weight_ih_l0", "weight_hh_l0", "bias_ih_l0", "bias_hh_l0")]
+    out = torch._VF.gru_cell(x[:, 0], h[0], *weights)
+    return out[:, None], out[None]
+
+
+def _rotate(m: Tensor, v: Tensor) -> Tensor:
+    return (m @ v[..., None])[..., 0]
+
+
+def skeleton_features(offsets: Tensor, leg: Tensor) -> Tensor:
+    """``(..., 66)`` skeleton description: ``(..., 22, 3)`` canonical offsets over ``(...)`` leg lengths."""
+    return (offsets / leg[..., None, None]).flatten(-2)
+
+
+class NKN(nn.Module):
+    """The retargeting network (see the module docstring).
+
+    Parameters
+    ----------
+    config : NKNConfig
+        Sizes.
+    """
+
+    def __init__(self, config: NKNConfig | None = None) -> None:
+        super().__init__()
+        self.config = config or NKNConfig()
+        h = self.config.hidden
+        self.encoder_in = nn.Sequential(nn.Linear(F_IN, h), nn.ReLU())
+        self.encoder = nn.GRU(h, h, batch_first=True)
+        self.decoder = nn.GRU(h + F_SKEL, h, batch_first=True)
+        last = nn.Linear(h, J * 4 + 3)
+        nn.init.zeros_(last.weight)
+        nn.init.zeros_(last.bias)
+        self.head = nn.Sequential(nn.Linear(h, h), nn.ReLU(), last)
+
+    def features(self, local: Tensor, hips: Tensor, contacts: Tensor, src_skel: Tensor, src_leg: Tensor,
+                 fps: float, previous: Tensor | None) -> tuple[Tensor, Tensor]:  # fmt: skip
+        """Per-frame input features ``(B, T, F_IN)`` and the heading matrices ``(B, T, 3, 3)``."""
+        yaw = heading(local[..., 0, :, :])
+        inv = yaw.transpose(-1, -2)
+        rot = torch.cat([(inv @ local[..., 0, :, :])[..., None, :, :], local[..., 1:, :, :]], dim=-3)
+        prev = hips[:, :1] if previous is None else previous[:, None]
+        prev = torch.where(torch.isnan(prev), hips[:, :1], prev)  # a traced stream starts with NaN
+        vel = _rotate(inv, (hips - torch.cat([prev, hips[:, :-1]], dim=1)) * fps) / src_leg[:, None, None]
+        height = hips[..., 1:2] / src_leg[:, None, None]
+        t = local.shape[1]
+        x = torch.cat([matrix_to_rot6d(rot).flatten(-2), vel, height, contacts.to(local.dtype),
+                       src_skel[:, None, :].expand(-1, t, -1)], dim=-1)  # fmt: skip
+        return x, yaw
+
+    def forward(self, local: Tensor, hips: Tensor, contacts: Tensor, src_offsets: Tensor, src_leg: Tensor,
+                tgt_offsets: Tensor, tgt_leg: Tensor, fps: float,
+                state: NKNState | None = None) -> tuple[Tensor, Tensor, NKNState]:  # fmt: skip
+        """Retarget a batch of sequences (or continue streams).
+
+        Parameters
+        ----------
+        local : Tensor
+            ``(B, T, 22, 3, 3)`` source canonical local rotation matrices.
+        hips : Tensor
+            ``(B, T, 3)`` source hips positions.
+        contacts : Tensor
+            ``(B, T, 4)`` source foot contacts (bool or float).
+        src_offsets, tgt_offsets : Tensor
+            ``(B, 22, 3)`` canonical offsets of source and target.
+        src_leg, tgt_leg : Tensor
+            ``(B,)`` leg lengths.
+        fps : float
+            Frame rate.
+        state : NKNState, optional
+            Streaming state from the previous call.
+
+        Returns
+        -------
+        tuple
+            ``(B, T, 22, 3, 3)`` target canonical local rotations, ``(B, T, 3)`` target hips positions, and
+            the new state.
+        """
+        state = state or NKNState()
+        src_skel = skeleton_features(src_offsets, src_leg)
+        tgt_skel = skeleton_features(tgt_offsets, tgt_leg)
+        x, yaw = self.features(local, hips, contacts, src_skel, src_leg, fps, state.hips)
+        enc, h_enc = _gru(self.encoder, self.encoder_in(x), state.encoder)
+        dec_in = torch.cat([enc, tgt_skel[:, None, :].expand(-1, enc.shape[1], -1)], dim=-1)
+        dec, h_dec = _gru(self.decoder, dec_in, state.decoder)
+        out = self.head(dec)
+        delta = out[..., : J * 4].unflatten(-1, (J, 4))
+        delta = quat_normalize(delta + torch.tensor([1.0, 0.0, 0.0, 0.0], dtype=delta.dtype))
+        target_local = local @ quat_to_matrix(delta)
+        scale = (tgt_leg / src_leg)[:, None, None]
+        target_hips = hips * scale + _rotate(yaw, out[..., J * 4 :]) * tgt_leg[:, None, None]
+        return target_local, target_hips, NKNState(h_enc, h_dec, hips[:, -1].detach())
+
+
+class Discriminator(nn.Module):
+    """Judges windows of motion on a skeleton: real recordings against retargeted ones.
+
+    Input per frame: joint positions relative to the hips in the heading frame and the hips velocity and
+    height (all in leg lengths), with the skeleton's features; two strided 1-D convolutions, mean over time.
+
+    Parameters
+    ----------
+    config : NKNConfig
+        Sizes.
+    """
+
+    def __init__(self, config: NKNConfig | None = None) -> None:
+        super().__init__()
+        c = (config or NKNConfig()).disc_hidden
+        self.net = nn.Sequential(
+            nn.Conv1d(J * 3 + 4 + F_SKEL, c, 5, stride=2, padding=2), nn.LeakyReLU(0.2),
+            nn.Conv1d(c, c, 5, stride=2, padding=2), nn.LeakyReLU(0.2),
+        )  # fmt: skip
+        self.out = nn.Linear(c, 1)
+
+    def forward(self, positions: Tensor, local: Tensor, skel: Tensor, leg: Tensor, fps: float) -> Tensor:
+        """Scores ``(B,)`` of windows.
+
+        Parameters
+        ----------
+        positions : Tensor
+            ``(B, T, 22, 3)`` canonical joint positions.
+        local : Tensor
+            ``(B, T, 22, 3, 3)`` canonical local rotations (the hips' gives the heading).
+        skel : Tensor
+            ``(B, 66)`` skeleton features.
+        leg : Tensor
+            ``(B,)`` leg lengths.
+        fps : float
+            Frame rate.
+        """
+        inv = heading(local[..., 0, :, :]).transpose(-1, -2)
+        hips = positions[..., 0, :]
+        rel = _rotate(inv[..., None, :, :], positions - hips[..., None, :]) / leg[:, None, None, None]
+        vel = torch.cat([torch.zeros_like(hips[:, :1]), hips[:, 1:] - hips[:, :-1]], dim=1) * fps
+        vel = _rotate(inv, vel) / leg[:, None, None]
+        x = torch.cat([rel.flatten(-2), vel, hips[..., 1:2] / leg[:, None, None],
+                       skel[:, None, :].expand(-1, rel.shape[1], -1)], dim=-1)  # fmt: skip
+        return self.out(self.net(x.transpose(1, 2)).mean(-1))[:, 0]

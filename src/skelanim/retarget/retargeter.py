@@ -1,0 +1,341 @@
+"""The stateful :class:`Retargeter`: one source skeleton onto one target skeleton, streamed or whole clips.
+
+Methods (:data:`METHODS`):
+
+=========  ======================================================================================
+``copy``   rest-pose-aware copy of world bone rotations, hips scaled by the leg-length ratio
+``ik``     copy positions at target proportions, feet held during contacts, two-bone + swing IK
+``nkn``    the neural network of :mod:`.model` (the shipped model by default)
+``naive``  local rotations copied joint to joint, ignoring rest poses (for contrast only)
+=========  ======================================================================================
+
+``step(frame)`` advances a stream by one frame; ``__call__(motion)`` runs a whole clip from a fresh state
+and equals stepping through it frame by frame (every method is causal). The output keeps the target's
+full skeleton; joints outside the canonical set hold their rest rotation.
+"""
+
+from __future__ import annotations
+
+import os
+import warnings
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import Tensor
+
+from skelanim.core.motion import Motion
+from skelanim.core.rotations import quat_identity, quat_to_matrix
+from skelanim.core.skeleton import Skeleton
+from skelanim.errors import FormatError, SkelanimError
+from skelanim.nn.checkpoint import load_model_files
+from skelanim.retarget.baselines import FEET, ContactState, IKRetarget, causal_contacts, copy_hips
+from skelanim.retarget.mapping import CANONICAL_JOINTS, map_skeleton
+from skelanim.retarget.model import NKN, NKNConfig, NKNState
+from skelanim.retarget.rig import CanonicalRig, canonical_locals, frames_from_locals, joint_chains
+
+__all__ = ["DEFAULT_MODEL", "METHODS", "RetargetError", "Retargeter", "load_nkn", "make_rig"]
+
+METHODS: tuple[str, ...] = ("copy", "ik", "nkn", "naive")
+#: The shipped NKN model folder.
+DEFAULT_MODEL = Path(__file__).resolve().parent / "pretrained"
+_LOADED: dict[str, NKN] = {}
+
+
+class RetargetError(SkelanimError):
+    """Bad retargeting options (unknown method, wrong frame shape)."""
+
+
+def load_nkn(folder: str | os.PathLike | None = None) -> NKN:
+    """Load an NKN model folder (``model.safetensors`` + ``config.json``); ``None``: the shipped default.
+
+    Raises
+    ------
+    FormatError
+        Missing or corrupt folder, or not an NKN model.
+    """
+    path = Path(folder) if folder is not None else DEFAULT_MODEL
+    key = str(path.resolve())
+    if key in _LOADED:
+        return _LOADED[key]
+    tensors, config = load_model_files(path)
+    if config.get("format") != "skelanim-retarget-nkn":
+        raise FormatError(f"not an NKN retargeting model (format {config.get('format')!r})", path=path / "config.json")
+    try:
+        net = NKN(NKNConfig.from_dict(config["architecture"]))
+        weights = {k[4:]: v for k, v in tensors.items() if k.startswith("net.")} or tensors
+        net.load_state_dict(weights)
+    except (KeyError, TypeError, RuntimeError) as err:
+        raise FormatError(f"corrupt model config or weights: {err}".splitlines()[0], path=path) from None
+    net.eval()
+    _LOADED[key] = net
+    return net
+
+
+def make_rig(
+    skeleton: Skeleton | CanonicalRig,
+    mapping: Mapping[str, Any] | str | os.PathLike | None = None,
+    rest: Tensor | None = None,
+    *,
+    source: str | None = None,
+) -> CanonicalRig:
+    """A :class:`CanonicalRig` from a skeleton, an optional user mapping and an optional rest pose."""
+    if isinstance(skeleton, CanonicalRig):
+        return skeleton
+    return CanonicalRig(skeleton, map_skeleton(skeleton, mapping, source=source), rest)
+
+
+class Retargeter:
+    """Retarget motion of ``source_skeleton`` onto ``target_skeleton``.
+
+    Parameters
+    ----------
+    source_skeleton, target_skeleton : Skeleton or CanonicalRig
+        The skeletons (a prepared rig is used as it is).
+    method : str
+        One of :data:`METHODS`.
+    source_map, target_map : mapping or path, optional
+        User joint mappings (see :func:`~.mapping.map_skeleton`).
+    source_rest, target_rest : Tensor, optional
+        ``(J, 4)`` local quaternions of each skeleton's rest (bind) pose; default its zero pose.
+    model : NKN, path or None
+        The network for ``nkn`` (default: the shipped model).
+    fps : float
+        Frame rate of streamed frames (:meth:`step`); clips use their own.
+    floor : float, optional
+        Height of the source's floor (world up is +Y). Default: for a clip, its lowest foot or toe joint
+        (files differ: the production rig's floor lies a metre below its origin); for a stream, 0. The
+        target's floor is 0: hips heights are scaled from the floor up.
+    """
+
+    def __init__(
+        self,
+        source_skeleton: Skeleton | CanonicalRig,
+        target_skeleton: Skeleton | CanonicalRig,
+        method: str = "copy",
+        *,
+        source_map: Mapping[str, Any] | str | os.PathLike | None = None,
+        target_map: Mapping[str, Any] | str | os.PathLike | None = None,
+        source_rest: Tensor | None = None,
+        target_rest: Tensor | None = None,
+        model: NKN | str | os.PathLike | None = None,
+        fps: float = 30.0,
+        floor: float | None = None,
+    ) -> None:
+        if method not in METHODS:
+            raise RetargetError(f"unknown method {method!r}; choose from {', '.join(METHODS)}")
+        self.source = make_rig(source_skeleton, source_map, source_rest)
+        self.target = make_rig(target_skeleton, target_map, target_rest)
+        self.method = method
+        self.fps = float(fps)
+        self.floor = floor
+        self.net: NKN | None = None
+        if method == "nkn":
+            self.net = model if isinstance(model, NKN) else load_nkn(model)
+        self._ik = IKRetarget(self.target) if method == "ik" else None
+        s, t = self.source, self.target
+        self._nkn_args = (s.offsets.float()[None], torch.tensor([s.leg_length]), t.offsets.float()[None],
+                          torch.tensor([t.leg_length]))  # fmt: skip
+        # naive: target joint <- source joint for canonical joints both have
+        src_index, tgt_index = s.mapping.index, t.mapping.index  # type: ignore[union-attr]
+        pairs = [(int(a), int(b)) for a, b in zip(src_index, tgt_index) if a >= 0 and b >= 0]
+        self._naive_src = torch.tensor([a for a, _ in pairs])
+        self._naive_tgt = torch.tensor([b for _, b in pairs])
+        self._extra_joints = self._extras()
+        self._graph: Any = None
+        self.reset()
+
+    @property
+    def source_skeleton(self) -> Skeleton:
+        """The source skeleton."""
+        return self.source.skeleton
+
+    @property
+    def target_skeleton(self) -> Skeleton:
+        """The target skeleton."""
+        return self.target.skeleton
+
+    def reset(self) -> None:
+        """Forget the stream: the next :meth:`step` starts a new one."""
+        self._contacts = ContactState()
+        self._nkn_state = NKNState()
+        self._trace_state: tuple[Tensor, ...] | None = None
+        if self._ik is not None:
+            self._ik.reset()
+
+    # ------------------------------------------------------------------ core
+    def _extras(self) -> tuple[Tensor, Tensor, Tensor] | None:
+        """Target joints outside the canonical set that the source has too (same name, not mapped on either
+        side): instead of holding their rest rotation they take the source's world rotation, aligned like
+        their nearest mapped ancestor ``a``: ``R^B_k = R^A_k W^A_k{}^T G^A_a G^B_a{}^T W^B_k`` (``W`` rest world
+        rotations, ``G`` rest bone frames). On one and the same skeleton this makes the copy exact.
+
+        Returns
+        -------
+        tuple or None
+            Target joints ``(K,)``, source root paths ``(K, D)`` and alignments ``(K, 3, 3)``.
+        """
+        s, t = self.source, self.target
+        src_names = {n: i for i, n in enumerate(s.skeleton.names)}
+        mapped_s = set(s.mapping.joints.values())  # type: ignore[union-attr]
+        mapped_t = set(t.mapping.joints.values())  # type: ignore[union-attr]
+        pairs = [(k, src_names[n]) for k, n in enumerate(t.skeleton.names)
+                 if n in src_names and k not in mapped_t and src_names[n] not in mapped_s
+                 and int(t.anchor[k]) < len(CANONICAL_JOINTS) and int(s.anchor[src_names[n]]) == int(t.anchor[k])]  # fmt: skip
+        if not pairs:
+            return None
+        tk = torch.tensor([k for k, _ in pairs])
+        sa = torch.tensor([a for _, a in pairs])
+        slot = t.anchor[tk]
+        align = s.rest_frames[slot] @ t.rest_frames[slot].transpose(-1, -2)
+        fix = s.rest_world[sa].transpose(-1, -2) @ align @ t.rest_world[tk]
+        return tk, joint_chains(s.skeleton, sa.tolist()), fix
+
+    def _core(
+        self, rotations: Tensor, translations: Tensor, fps: float, floor: float | None,
+        contacts: ContactState, state: NKNState,
+    ) -> tuple[Tensor, Tensor, Tensor | None, ContactState, NKNState]:  # fmt: skip
+        """Target local quaternions ``(F, J_B, 4)``, root positions ``(F, 3)``, joint translations (or
+        ``None``) and the new stream states for ``F`` source frames (``floor`` ``None``: the frames' lowest
+        foot or toe joint). A pure function of its inputs (what :meth:`step` traces)."""
+        s, t = self.source, self.target
+        local = quat_to_matrix(rotations)
+        extras = self._extra_joints
+        frames, pos, extra_world = s.encode_matrices(local, translations, None if extras is None else extras[1])
+        level = float(pos[:, list(FEET), 1].min()) if floor is None else floor
+        if level != 0.0:
+            pos = pos - torch.tensor([0.0, level, 0.0], dtype=pos.dtype)
+        hips = copy_hips(pos[:, 0], s, t)
+        if self.method == "naive":
+            q = quat_identity((rotations.shape[0], t.skeleton.num_joints), dtype=rotations.dtype)
+            q[:, self._naive_tgt] = rotations[:, self._naive_src]
+            root, trans = t.place_root(hips)
+            return q, root, trans, contacts, state
+        if self.method == "ik":
+            labels, contacts = causal_contacts(pos[:, list(FEET)], fps, s.height, contacts)
+            assert self._ik is not None
+            frames = self._ik(frames, hips, labels, fps)
+        elif self.method == "nkn":
+            labels, contacts = causal_contacts(pos[:, list(FEET)], fps, s.height, contacts)
+            assert self.net is not None
+            out_local, out_hips, state = self.net(canonical_locals(frames).float()[None], pos[None, :, 0].float(),
+                                                  labels[None], *self._nkn_args, fps, state)  # fmt: skip
+            frames = frames_from_locals(out_local[0].to(torch.float64))
+            hips = out_hips[0].to(torch.float64)
+        world = t.decode_world(frames)
+        if extras is not None and extra_world is not None:
+            world[:, extras[0]] = extra_world @ extras[2]
+        root, trans = t.place_root(hips)
+        return t.locals_from_world(world), root, trans, contacts, state
+
+    def _run(
+        self, rotations: Tensor, translations: Tensor, fps: float, floor: float | None
+    ) -> tuple[Tensor, Tensor, Tensor | None]:
+        """:meth:`_core` on the Retargeter's own stream state (updated)."""
+        with torch.inference_mode():
+            q, root, trans, self._contacts, self._nkn_state = self._core(
+                rotations, translations, fps, floor, self._contacts, self._nkn_state)  # fmt: skip
+        return q, root, trans
+
+    def _traced_step(self) -> Any:
+        """:meth:`_core` for one frame traced into a TorchScript graph (``copy``, ``naive``, ``nkn``): the
+        same operations without Python's per-operation cost. ``None`` when tracing is not possible."""
+        if self.method == "ik":
+            return None
+        outer = self
+        h = self.net.config.hidden if self.net is not None else 1
+        floor = 0.0 if self.floor is None else self.floor
+
+        class _Step(torch.nn.Module):
+            def __init__(self) -> None:
+                super().__init__()
+                self.net = outer.net
+
+            def forward(self, rot: Tensor, trans: Tensor, low: Tensor, prev: Tensor, enc: Tensor, dec: Tensor,
+                        hips: Tensor) -> tuple[Tensor, ...]:  # fmt: skip
+                q, root, jt, c, st = outer._core(rot, trans, outer.fps, floor, ContactState(low, prev),
+                                                 NKNState(enc, dec, hips))  # fmt: skip
+                assert c.floor is not None and c.previous is not None
+                enc2 = enc if st.encoder is None else st.encoder
+                dec2 = dec if st.decoder is None else st.decoder
+                hips2 = hips if st.hips is None else st.hips
+                return q, root, root if jt is None else jt, c.floor, c.previous, enc2, dec2, hips2
+
+        n = self.source.skeleton.num_joints
+        example = (quat_identity((1, n)), self.source.skeleton.offsets[None].clone(), *self._fresh_trace_state(h))
+        try:
+            with torch.inference_mode(False), torch.no_grad(), warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                return torch.jit.trace(_Step().eval(), example, check_trace=False)
+        except Exception:  # noqa: BLE001  # pragma: no cover - any tracing failure: eager step() still works
+            return None
+
+    @staticmethod
+    def _fresh_trace_state(hidden: int) -> tuple[Tensor, ...]:
+        """Stream state of a traced step at the start: no floor yet (+inf), no previous frame (NaN)."""
+        inf = torch.full((1, 4), float("inf"), dtype=torch.float64)
+        nan = torch.full((1, 4, 3), float("nan"), dtype=torch.float64)
+        zeros = torch.zeros(1, 1, hidden)
+        return inf, nan, zeros, zeros.clone(), torch.full((1, 3), float("nan"))
+
+    def step(
+        self, rotations: Tensor, root_position: Tensor, joint_translations: Tensor | None = None
+    ) -> tuple[Tensor, Tensor, Tensor | None]:
+        """Retarget one frame of a stream.
+
+        Parameters
+        ----------
+        rotations : Tensor
+            ``(J_A, 4)`` local quaternions of the source skeleton.
+        root_position : Tensor
+            ``(3,)`` source root position.
+        joint_translations : Tensor, optional
+            ``(J_A, 3)`` animated local translations (default: the rest offsets).
+
+        Returns
+        -------
+        tuple
+            ``(J_B, 4)`` target local quaternions, ``(3,)`` target root position and ``(J_B, 3)`` local
+            translations when the target animates its hips' translation (Bandai-Namco; see
+            :meth:`.rig.CanonicalRig.place_root`), else ``None`` (float64).
+        """
+        rot = torch.as_tensor(rotations, dtype=torch.float64)
+        n = self.source.skeleton.num_joints
+        if tuple(rot.shape) != (n, 4):
+            raise RetargetError(f"a frame needs ({n}, 4) rotations for the source skeleton, got {tuple(rot.shape)}")
+        trans = self.source.skeleton.offsets if joint_translations is None else torch.as_tensor(joint_translations, dtype=torch.float64)
+        trans = trans.clone()
+        trans[0] = torch.as_tensor(root_position, dtype=torch.float64)
+        if self._graph is None and self.method != "ik":
+            self._graph = self._traced_step() or False
+        if self._graph:
+            if self._trace_state is None:
+                self._trace_state = self._fresh_trace_state(self.net.config.hidden if self.net is not None else 1)
+            with torch.inference_mode():
+                q, root, jt, *state = self._graph(rot[None], trans[None], *self._trace_state)
+            self._trace_state = tuple(state)
+            return q[0], root[0], jt[0] if self.target.hips_translated else None
+        q, root, jt = self._run(rot[None], trans[None], self.fps, 0.0 if self.floor is None else self.floor)
+        return q[0], root[0], None if jt is None else jt[0]
+
+    def __call__(self, motion: Motion) -> Motion:
+        """Retarget a whole clip (from a fresh stream state; the state is reset afterwards).
+
+        Parameters
+        ----------
+        motion : Motion
+            A motion of the source skeleton (``F`` frames).
+
+        Returns
+        -------
+        Motion
+            ``F`` frames on the target's full skeleton at the clip's frame rate.
+        """
+        if not motion.skeleton.same_topology(self.source.skeleton):
+            raise RetargetError("the motion's skeleton is not the Retargeter's source skeleton")
+        self.reset()
+        q, root, trans = self._run(motion.rotations.to(torch.float64), motion.local_translations(), motion.fps, self.floor)
+        self.reset()
+        meta = {"retarget_method": self.method, "retarget_source": str(motion.metadata.get("path", ""))}
+        return Motion(self.target.skeleton, q, root, motion.fps, joint_translations=trans, metadata=meta)

@@ -1,0 +1,438 @@
+r"""A skeleton seen through the canonical joints: rest bone frames, canonical offsets, encode and decode.
+
+Rest-pose-aware rotations
+-------------------------
+Skeletons disagree on what "no rotation" means: a T-pose (CMU), an A- or I-pose (the DeepMimic humanoid's
+arms hang down), or joint frames turned so that every bone lies along one local axis (Bandai-Namco's along
++X, the production rig's along +Y). Rotations are therefore never copied joint to joint. Each mapped joint
+``c`` gets a **rest bone frame** ``G_c`` (world, in the rest pose), built by one recipe from rest positions
+alone:
+
+* first axis: the joint's bone direction (to the next canonical joint down its chain: hips and chest
+  upwards, a limb joint towards the next limb joint, a leaf along its parent's bone; a foot without toes
+  points forward);
+* second axis: the body's lateral axis (centre joints, legs, feet) or its forward axis (arms), made
+  orthogonal (Gram-Schmidt, :func:`~skelanim.core.rotations.rot6d_to_matrix`); the body axes come from the
+  rest pose too: up from hips to chest, lateral from the right to the left shoulders and hips.
+
+With ``W_c`` the joint's world rotation in the rest (bind) pose, ``F_c = W_c^T G_c`` is the bone frame in
+the joint's own coordinates, and a posed joint with world rotation ``R_c`` has the bone frame
+
+.. math:: Q_c = R_c F_c C_c^T ,
+
+with ``C_c`` the frame of the same joint in a built-in canonical T-pose (facing +Z, Y up, left +X), so that
+``Q = I`` everywhere is the T-pose. ``Q`` no longer depends on the skeleton's joint conventions: copying it
+and going back with the target's frames, ``R^B_c = Q_c C_c F^B_c{}^T``, transfers world-space bone rotations
+relative to each rest pose. Bone *directions* transfer exactly; the twist about a bone is matched through
+the body axes.
+
+Canonical skeleton
+------------------
+Every rig also becomes a 22-joint skeleton in canonical coordinates (:data:`~.mapping.CANONICAL_PARENTS`):
+``offsets[c] = C_p G_p^T (P_c - P_p)`` with ``p`` the nearest mapped canonical ancestor and ``P`` rest
+positions; missing joints get zero offsets and (in ``Q``) their parent's frame. Forward kinematics of ``Q``
+on these offsets gives exactly the mapped joints' world positions, so networks and losses work on one
+22-joint layout for every skeleton.
+
+Decoding to the full skeleton keeps joints outside the canonical set at their rest rotation relative to
+their nearest mapped ancestor; joints above the hips (a static dummy root) keep their rest world rotation
+and the root is translated so that the hips land where asked.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+from torch import Tensor
+
+from skelanim.core.kinematics import forward_kinematics
+from skelanim.core.rotations import matrix_to_quat, quat_identity, quat_to_matrix, rot6d_to_matrix
+from skelanim.core.skeleton import Skeleton
+from skelanim.retarget.mapping import CANONICAL_JOINTS, CANONICAL_PARENTS, JointMapping, map_skeleton
+
+__all__ = [
+    "CANONICAL_CHAINS", "CanonicalRig", "canonical_fk", "canonical_frames", "canonical_locals", "canonical_skeleton",
+    "canonical_tpose", "chain_fk", "frames_from_locals", "joint_chains", "local_quats",
+]  # fmt: skip
+
+_EPS = 1e-9
+_ARMS = {"clavicle", "upperarm", "forearm", "hand"}
+_NEXT = {"hips": ("chest",), "spine": ("spine1", "chest"), "spine1": ("chest",), "chest": ("neck", "head"),
+         "neck": ("head",)}  # fmt: skip
+for _s in "lr":
+    for _a, _b in (("clavicle", "upperarm"), ("upperarm", "forearm"), ("forearm", "hand"), ("upleg", "leg"),
+                   ("leg", "foot"), ("foot", "toe")):  # fmt: skip
+        _NEXT[f"{_s}_{_a}"] = (f"{_s}_{_b}",)
+SLOT = {n: i for i, n in enumerate(CANONICAL_JOINTS)}
+
+
+def canonical_tpose() -> Skeleton:
+    """The canonical T-pose skeleton (22 joints, metres, Y up, facing +Z, left hand at +X, height ~1.7)."""
+    off = {
+        "hips": (0, 0, 0), "spine": (0, 0.1, 0), "spine1": (0, 0.12, 0), "chest": (0, 0.12, 0),
+        "neck": (0, 0.2, 0), "head": (0, 0.1, 0), "l_clavicle": (0.02, 0.15, 0), "l_upperarm": (0.15, 0, 0),
+        "l_forearm": (0.28, 0, 0), "l_hand": (0.25, 0, 0), "l_upleg": (0.09, -0.05, 0), "l_leg": (0, -0.42, 0),
+        "l_foot": (0, -0.4, 0), "l_toe": (0, -0.05, 0.14),
+    }  # fmt: skip
+    rows = []
+    for n in CANONICAL_JOINTS:
+        if n.startswith("r_"):
+            x, y, z = off["l_" + n[2:]]
+            rows.append((-x, y, z))
+        else:
+            rows.append(off[n])
+    return Skeleton(list(CANONICAL_JOINTS), np.array(CANONICAL_PARENTS), torch.tensor(rows, dtype=torch.float64))
+
+
+def _unit(v: Tensor) -> Tensor | None:
+    n = float(v.norm())
+    return v / n if n > _EPS else None
+
+
+def _frame(primary: Tensor, seconds: list[Tensor]) -> Tensor:
+    for s in seconds:
+        if float(torch.linalg.cross(primary, s).norm()) > 0.3:
+            return rot6d_to_matrix(torch.cat([primary, s]))
+    return rot6d_to_matrix(torch.cat([primary, seconds[0]]))
+
+
+def _rest_frames(skeleton: Skeleton, index: np.ndarray, world: Tensor, pos: Tensor) -> Tensor:
+    """``(22, 3, 3)`` rest bone frames ``G`` (identity for missing joints); see the module docstring."""
+    at = {n: int(index[i]) for i, n in enumerate(CANONICAL_JOINTS) if index[i] >= 0}
+    up = _unit(pos[at["chest"]] - pos[at["hips"]])
+    up = up if up is not None else torch.tensor([0.0, 1.0, 0.0], dtype=torch.float64)
+    lat = torch.zeros(3, dtype=torch.float64)
+    for part in ("upperarm", "upleg"):
+        d = _unit(pos[at[f"l_{part}"]] - pos[at[f"r_{part}"]])
+        lat = lat + (d if d is not None else 0.0)
+    side = _unit(lat - (lat @ up) * up)
+    if side is None:
+        side = torch.linalg.cross(up, torch.eye(3, dtype=torch.float64)[int(up.abs().argmin())])
+        side = side / side.norm()
+    lat = side
+    fwd = torch.linalg.cross(lat, up)
+    frames = torch.eye(3, dtype=torch.float64).repeat(len(CANONICAL_JOINTS), 1, 1)
+    primary: dict[str, Tensor] = {}
+    for i, name in enumerate(CANONICAL_JOINTS):
+        if name not in at:
+            continue
+        j = at[name]
+        direction = None
+        for nxt in _NEXT.get(name, ()):
+            if nxt in at:
+                direction = _unit(pos[at[nxt]] - pos[j])
+                if direction is not None:
+                    break
+        if direction is None and name.endswith(("forearm", "upperarm", "leg", "upleg")):
+            ends = skeleton.end_sites.get(j)
+            kids = [c for c in skeleton.children(j) if float(skeleton.offsets[c].norm()) > _EPS]
+            if ends is not None and float(ends.norm()) > _EPS:
+                direction = _unit(world[j] @ ends)
+            elif kids:
+                longest = max(kids, key=lambda c: float(skeleton.offsets[c].norm()))
+                direction = _unit(pos[longest] - pos[j])
+        if direction is None and name.endswith("foot"):
+            direction = fwd
+        if direction is None:
+            parent = CANONICAL_PARENTS[i]
+            while parent >= 0 and CANONICAL_JOINTS[parent] not in primary:
+                parent = CANONICAL_PARENTS[parent]
+            if parent >= 0:
+                direction = _unit(pos[j] - pos[at[CANONICAL_JOINTS[parent]]])
+                direction = primary[CANONICAL_JOINTS[parent]] if direction is None else direction
+            else:
+                direction = up
+        if name == "hips":
+            direction = up
+        primary[name] = direction
+        part = name[2:] if name[:2] in ("l_", "r_") else name
+        seconds = [fwd, up] if part in _ARMS else [lat, fwd] if part in ("upleg", "leg") else \
+            [lat, up] if part in ("foot", "toe") else [lat, fwd]  # fmt: skip
+        frames[i] = _frame(direction, seconds)
+    return frames
+
+
+_CANONICAL_FRAMES: Tensor | None = None
+
+
+def canonical_frames() -> Tensor:
+    """``(22, 3, 3)`` rest bone frames ``C`` of :func:`canonical_tpose` (float64, cached)."""
+    global _CANONICAL_FRAMES
+    if _CANONICAL_FRAMES is None:
+        sk = canonical_tpose()
+        eye = torch.eye(3, dtype=torch.float64).repeat(sk.num_joints, 1, 1)
+        _CANONICAL_FRAMES = _rest_frames(sk, np.arange(sk.num_joints), eye, sk.rest_positions())
+    return _CANONICAL_FRAMES
+
+
+def canonical_locals(frames: Tensor) -> Tensor:
+    """Canonical local rotations ``Q_parent^T Q`` from ``(..., 22, 3, 3)`` world bone frames (hips: ``Q``)."""
+    parent = torch.tensor([max(p, 0) for p in CANONICAL_PARENTS])
+    local = frames.index_select(-3, parent).transpose(-1, -2) @ frames
+    return torch.cat([frames[..., :1, :, :], local[..., 1:, :, :]], dim=-3)
+
+
+def canonical_skeleton(offsets: Tensor) -> Skeleton:
+    """A :class:`Skeleton` of the 22 canonical joints with the given ``(22, 3)`` canonical offsets."""
+    return Skeleton(list(CANONICAL_JOINTS), np.array(CANONICAL_PARENTS), offsets.detach().to(torch.float64))
+
+
+@dataclass
+class CanonicalRig:
+    """A skeleton prepared for retargeting (see the module docstring).
+
+    Parameters
+    ----------
+    skeleton : Skeleton
+        The skeleton (``J`` joints).
+    mapping : JointMapping, optional
+        Its canonical mapping (default: :func:`~.mapping.map_skeleton`).
+    rest : Tensor, optional
+        ``(J, 4)`` local quaternions of the rest (bind) pose the frames are measured in; default the
+        identity (the file's zero pose).
+    """
+
+    skeleton: Skeleton
+    mapping: JointMapping | None = None
+    rest: Tensor | None = None
+
+    def __post_init__(self) -> None:
+        sk = self.skeleton
+        if self.mapping is None:
+            self.mapping = map_skeleton(sk)
+        n = sk.num_joints
+        rest = quat_identity((n,)) if self.rest is None else torch.as_tensor(self.rest, dtype=torch.float64)
+        self.rest = rest
+        trans = sk.offsets.clone()
+        trans[0] = 0.0
+        world, pos = forward_kinematics(rest, trans, sk.parents.tolist())
+        self.rest_world, self.rest_positions = world, pos
+        index = self.mapping.index
+        self.present = torch.from_numpy(index >= 0)
+        fill = np.arange(len(CANONICAL_JOINTS))
+        for c in range(len(CANONICAL_JOINTS)):
+            while index[fill[c]] < 0:
+                fill[c] = CANONICAL_PARENTS[fill[c]]
+        self.fill = torch.from_numpy(fill)
+        self.joint_of_slot = torch.from_numpy(index[fill])  # (22,) skeleton joint per slot (missing: parent's)
+        g = _rest_frames(sk, index, world, pos)
+        self.rest_frames = g
+        cf = canonical_frames()
+        f = world[self.joint_of_slot].transpose(-1, -2) @ g[self.fill]  # (22, 3, 3) F
+        self.to_canonical = f @ cf.transpose(-1, -2)  # K = F C^T: Q = R K
+        self.from_canonical = self.to_canonical.transpose(-1, -2)  # M = C F^T: R = Q M
+        # canonical offsets: C_p G_p^T (P_c - P_p), p = nearest present ancestor
+        offsets = torch.zeros(len(CANONICAL_JOINTS), 3, dtype=torch.float64)
+        for s in range(1, len(CANONICAL_JOINTS)):
+            if index[s] < 0:
+                continue
+            p = int(fill[CANONICAL_PARENTS[s]])
+            offsets[s] = cf[p] @ g[p].T @ (pos[index[s]] - pos[index[p]])
+        self.offsets = offsets
+        canon = canonical_skeleton(offsets).rest_positions()
+        self.canonical_rest = canon
+        feet = [SLOT["l_foot"], SLOT["r_foot"]]
+        self.leg_length = float(canon[0, 1] - canon[feet, 1].mean())
+        lows = [SLOT[k] for k in ("l_foot", "r_foot", "l_toe", "r_toe")]
+        self.height = float(canon[:, 1].max() - canon[lows, 1].min())
+        # decoding: every joint hangs from its nearest mapped ancestor-or-self (slot 22 = none: rest world)
+        slot_of_joint = {int(j): s for s, j in enumerate(index) if j >= 0}
+        anchor = np.full(n, len(CANONICAL_JOINTS))
+        rel = torch.empty(n, 3, 3, dtype=torch.float64)
+        for k in range(n):
+            a = k
+            while a >= 0 and a not in slot_of_joint:
+                a = int(sk.parents[a])
+            if a < 0:
+                rel[k] = world[k]
+                continue
+            anchor[k] = slot_of_joint[a]
+            rel[k] = self.from_canonical[anchor[k]] @ world[a].T @ world[k]
+        self.anchor = torch.from_numpy(anchor)
+        self.decode_rel = rel
+        self.parent_index = torch.tensor([max(int(p), 0) for p in sk.parents])
+        self.hips_rest = pos[index[SLOT["hips"]]].clone()
+        self.chains = _chains(sk.parents.tolist(), self.joint_of_slot.tolist(), n)
+        h = int(index[SLOT["hips"]])
+        self.hips_translated = h != 0 and sk.has_position_channels(h)
+        self._cache: dict[torch.dtype, tuple[Tensor, ...]] = {}
+
+    # ------------------------------------------------------------------ tables in a dtype
+    def tables(self, dtype: torch.dtype) -> tuple[Tensor, ...]:
+        """``(to_canonical (22,3,3), decode_rel (J,3,3), offsets (22,3), hips_rest (3,), rest_offsets (J+1,3))``
+        in ``dtype`` (cached)."""
+        if dtype not in self._cache:
+            pad = torch.cat([self.skeleton.offsets, torch.zeros(1, 3, dtype=torch.float64)])
+            self._cache[dtype] = tuple(t.to(dtype) for t in (self.to_canonical, self.decode_rel, self.offsets,
+                                                              self.hips_rest, pad))  # fmt: skip
+        return self._cache[dtype]
+
+    # ------------------------------------------------------------------ encode / decode
+    def encode_matrices(
+        self, local: Tensor, translations: Tensor, extra: Tensor | None = None
+    ) -> tuple[Tensor, Tensor, Tensor | None]:
+        """World bone frames and positions of the canonical joints from local rotation matrices.
+
+        Parameters
+        ----------
+        local : Tensor
+            ``(F, J, 3, 3)`` local rotation matrices of the skeleton.
+        translations : Tensor
+            ``(F, J, 3)`` local translations (row 0: the root position), as :meth:`Motion.local_translations`.
+        extra : Tensor, optional
+            ``(E, D)`` root paths (:func:`joint_chains`) of more joints whose world rotations are wanted.
+
+        Returns
+        -------
+        tuple
+            ``(F, 22, 3, 3)`` bone frames ``Q`` (missing joints: their parent's), ``(F, 22, 3)`` positions
+            (missing joints: their parent's), and ``(F, E, 3, 3)`` world rotations of the ``extra`` joints
+            (or ``None``).
+        """
+        k = self.tables(local.dtype)[0]
+        chains = self.chains if extra is None else _merge_chains(self.chains, extra, self.skeleton.num_joints)
+        world, pos = chain_fk(local, translations.to(local.dtype), chains)
+        n = len(CANONICAL_JOINTS)
+        frames = world[..., :n, :, :] @ k.index_select(-3, self.fill)
+        return frames, pos[..., :n, :], (None if extra is None else world[..., n:, :, :])
+
+    def encode(self, rotations: Tensor, translations: Tensor) -> tuple[Tensor, Tensor]:
+        """Bone frames ``(F, 22, 3, 3)`` and positions ``(F, 22, 3)`` from ``(F, J, 4)`` local quaternions
+        (see :meth:`encode_matrices`)."""
+        frames, pos, _ = self.encode_matrices(quat_to_matrix(rotations), translations)
+        return frames, pos
+
+    def decode_world(self, frames: Tensor) -> Tensor:
+        """World rotations ``(F, J, 3, 3)`` of the full skeleton from ``(F, 22, 3, 3)`` bone frames ``Q``
+        (joints outside the canonical set at their rest rotation relative to their nearest mapped ancestor)."""
+        rel = self.tables(frames.dtype)[1]
+        eye = torch.eye(3, dtype=frames.dtype).expand(*frames.shape[:-3], 1, 3, 3)
+        return torch.cat([frames, eye], dim=-3).index_select(-3, self.anchor) @ rel
+
+    def locals_from_world(self, world: Tensor) -> Tensor:
+        """Local quaternions ``(F, J, 4)`` from world rotations ``(F, J, 3, 3)``."""
+        local = world.index_select(-3, self.parent_index).transpose(-1, -2) @ world
+        return matrix_to_quat(torch.cat([world[..., :1, :, :], local[..., 1:, :, :]], dim=-3))
+
+    def place_root(self, hips: Tensor) -> tuple[Tensor, Tensor | None]:
+        """Root positions ``(F, 3)`` (and ``(F, J, 3)`` joint translations or ``None``) putting the hips at
+        ``hips`` ``(F, 3)``. When the hips are not the root but carry position channels (Bandai-Namco), the
+        root stays at its rest offset and the hips' translation is animated, as in the source files."""
+        h = self.mapping.joints["hips"]  # type: ignore[union-attr]
+        hips_rest = self.tables(hips.dtype)[3]
+        if not self.hips_translated:
+            return hips - hips_rest, None
+        p = int(self.skeleton.parents[h])
+        root = self.skeleton.offsets[0].to(hips.dtype)
+        trans = self.skeleton.offsets.to(hips.dtype).expand(hips.shape[0], -1, -1).clone()
+        anchor = root + self.rest_positions[p].to(hips.dtype)
+        trans[:, h] = (hips - anchor) @ self.rest_world[p].to(hips.dtype)
+        trans[:, 0] = root
+        return root.expand(hips.shape[0], 3).clone(), trans
+
+    def decode(self, frames: Tensor, hips: Tensor) -> tuple[Tensor, Tensor, Tensor | None]:
+        """Local quaternions ``(F, J, 4)``, root positions ``(F, 3)`` and joint translations (or ``None``) of
+        the full skeleton from ``(F, 22, 3, 3)`` bone frames and ``(F, 3)`` hips positions."""
+        root, trans = self.place_root(hips)
+        return self.locals_from_world(self.decode_world(frames)), root, trans
+
+    def canonical_fk(self, local: Tensor, hips: Tensor, offsets: Tensor | None = None) -> tuple[Tensor, Tensor]:
+        """Forward kinematics on the canonical skeleton.
+
+        Parameters
+        ----------
+        local : Tensor
+            ``(..., 22, 3, 3)`` canonical local rotation matrices.
+        hips : Tensor
+            ``(..., 3)`` hips positions.
+        offsets : Tensor, optional
+            ``(..., 22, 3)`` canonical offsets (default: this rig's).
+
+        Returns
+        -------
+        tuple of Tensor
+            ``(..., 22, 3, 3)`` bone frames and ``(..., 22, 3)`` positions.
+        """
+        return canonical_fk(local, hips, self.offsets.to(local.dtype) if offsets is None else offsets)
+
+
+def joint_chains(skeleton: Skeleton, joints: list[int]) -> Tensor:
+    """``(len(joints), D)`` root paths of ``joints`` padded with ``J`` (the input of :func:`chain_fk`)."""
+    return _chains(skeleton.parents.tolist(), joints, skeleton.num_joints)
+
+
+def _merge_chains(a: Tensor, b: Tensor, sentinel: int) -> Tensor:
+    depth = max(a.shape[1], b.shape[1])
+    pad = [torch.nn.functional.pad(c, (0, depth - c.shape[1]), value=sentinel) for c in (a, b)]
+    return torch.cat(pad)
+
+
+def _chains(parents: list[int], ends: list[int], sentinel: int) -> Tensor:
+    paths = [list(reversed([j] + [a for a in _ancestry(parents, j)])) for j in ends]
+    depth = max(len(p) for p in paths)
+    return torch.tensor([p + [sentinel] * (depth - len(p)) for p in paths], dtype=torch.long)
+
+
+def _ancestry(parents: list[int], j: int) -> list[int]:
+    out = []
+    while parents[j] >= 0:
+        j = parents[j]
+        out.append(j)
+    return out
+
+
+def chain_fk(local: Tensor, translations: Tensor, chains: Tensor) -> tuple[Tensor, Tensor]:
+    """World rotations and positions of selected joints by products along their root paths.
+
+    The same convention as :func:`skelanim.core.kinematics.forward_kinematics` (``R_j = R_p L_j``,
+    ``p_j = p_p + R_p t_j``; the tests check them against each other), evaluated only for the ``S`` joints
+    whose root paths are the rows of ``chains``, in ``depth`` batched steps: this is what keeps one streamed
+    frame well under a millisecond.
+
+    Parameters
+    ----------
+    local : Tensor
+        ``(..., J, 3, 3)`` local rotation matrices.
+    translations : Tensor
+        ``(..., J, 3)`` local translations, row 0 the root position.
+    chains : Tensor
+        ``(S, D)`` joint indices from the root down to each selected joint, padded with ``J`` (identity).
+
+    Returns
+    -------
+    tuple of Tensor
+        ``(..., S, 3, 3)`` world rotations and ``(..., S, 3)`` world positions.
+    """
+    # homogeneous 4x4 transforms [[L, t], [0, 1]], one batched product per depth level
+    lead = local.shape[:-3]
+    top = torch.cat([local, translations[..., None]], dim=-1)  # (..., J, 3, 4)
+    bottom = torch.tensor([0.0, 0.0, 0.0, 1.0], dtype=local.dtype).expand(*lead, local.shape[-3], 1, 4)
+    h = torch.cat([torch.cat([top, bottom], dim=-2), torch.eye(4, dtype=local.dtype).expand(*lead, 1, 4, 4)], dim=-3)
+    world = h.index_select(-3, chains[:, 0])
+    for d in range(1, chains.shape[1]):
+        world = world @ h.index_select(-3, chains[:, d])
+    return world[..., :3, :3], world[..., :3, 3]
+
+
+CANONICAL_CHAINS = _chains(list(CANONICAL_PARENTS), list(range(len(CANONICAL_JOINTS))), len(CANONICAL_JOINTS))
+
+
+def canonical_fk(local: Tensor, hips: Tensor, offsets: Tensor) -> tuple[Tensor, Tensor]:
+    """FK on the canonical skeleton: ``(..., 22, 3, 3)`` local matrices, ``(..., 3)`` hips positions and
+    ``(..., 22, 3)`` canonical offsets to ``(..., 22, 3, 3)`` bone frames and ``(..., 22, 3)`` positions."""
+    off = offsets.to(local.dtype).expand(*local.shape[:-3], -1, -1)
+    trans = torch.cat([hips[..., None, :].to(local.dtype), off[..., 1:, :]], dim=-2)
+    return chain_fk(local, trans, CANONICAL_CHAINS)
+
+
+def frames_from_locals(local: Tensor) -> Tensor:
+    """World bone frames ``(..., 22, 3, 3)`` from canonical local rotation matrices ``(..., 22, 3, 3)``."""
+    zeros = torch.zeros(*local.shape[:-3], 3, dtype=local.dtype)
+    return canonical_fk(local, zeros, torch.zeros(len(CANONICAL_JOINTS), 3, dtype=local.dtype))[0]
+
+
+def local_quats(frames: Tensor) -> Tensor:
+    """Canonical local quaternions ``(..., 22, 4)`` from world bone frames ``(..., 22, 3, 3)``."""
+    return matrix_to_quat(canonical_locals(frames))

@@ -1,0 +1,221 @@
+"""Training NKN with the shared loop (:func:`skelanim.nn.fit`): seeded, resumable, DDP-ready, safetensors.
+
+Each sample is drawn from its own seeded generator (see :mod:`skelanim.nn.train`): a source family and
+window (Bandai half the time, and then half the time on a bone-length variant), a random turn about the
+vertical, a target skeleton (Bandai, a Bandai variant, the CMU skeletons, the production rig, the DeepMimic
+humanoid) and a real window of the target's family for the discriminator. Validation uses fixed windows of
+held-out files and the same losses without the adversarial term; the best epoch is kept.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import Tensor, nn
+
+from skelanim.nn.train import TrainConfig, fit, seeded_generator
+from skelanim.retarget.data import TRAIN_FPS, Family, leg_length, load_families, variant_offsets
+from skelanim.retarget.loss import LossWeights, NKNTrainer
+from skelanim.retarget.model import NKNConfig
+
+__all__ = ["RetargetTask", "train"]
+
+_SOURCE_WEIGHTS = {"bandai": 0.55, "xia": 0.1, "cmu_max": 0.1, "ccrig": 0.15, "deepmimic": 0.1}
+_TARGETS = ("bandai", "variant", "variant", "cmu_mb", "cmu_max", "ccrig", "deepmimic")
+
+
+def _turn(local: Tensor, hips: Tensor, angle: float) -> tuple[Tensor, Tensor]:
+    c, s = torch.cos(torch.tensor(angle)), torch.sin(torch.tensor(angle))
+    yaw = torch.tensor([[c, 0.0, s], [0.0, 1.0, 0.0], [-s, 0.0, c]])
+    local = local.clone()
+    local[:, 0] = yaw @ local[:, 0]
+    return local, hips @ yaw.T
+
+
+class RetargetTask:
+    """The retargeting problem for :func:`skelanim.nn.fit`.
+
+    Parameters
+    ----------
+    families : list of Family
+        Training families (clips of at least ``window`` frames are used).
+    val_families : list of Family
+        Held-out clips for validation (same family names).
+    window : int
+        Frames per sample.
+    samples : int
+        Nominal samples per epoch.
+    weights : LossWeights
+        Loss weights (recorded in the config).
+    config : NKNConfig
+        Network sizes (recorded in the config).
+    meta : dict
+        Extra facts written under ``training`` in ``config.json`` (command, data, seed).
+    """
+
+    metric = "val_total"
+
+    def __init__(self, families: list[Family], val_families: list[Family], *, window: int = 48, samples: int = 1024,
+                 weights: LossWeights | None = None, config: NKNConfig | None = None,
+                 meta: dict[str, Any] | None = None) -> None:  # fmt: skip
+        self.window, self.samples = window, samples
+        self.families = {f.name: f for f in families}
+        for f in families:
+            f.clips = [c for c in f.clips if c["local"].shape[0] >= window]
+        self.sources = [n for n in _SOURCE_WEIGHTS if n in self.families and self.families[n].clips]
+        self.targets = [n for n in _TARGETS if n in self.families or (n == "variant" and "bandai" in self.families)]
+        self.weights, self.config, self.meta = weights or LossWeights(), config or NKNConfig(), meta or {}
+        self.val_batches = self._fixed_batches(val_families or families, count=4, size=16)
+
+    def num_samples(self) -> int:
+        """Nominal samples per epoch."""
+        return self.samples
+
+    def _skeleton(self, name: str, g: torch.Generator) -> tuple[Tensor, Tensor, str]:
+        if name == "variant":
+            base = self.families["bandai"].rig
+            off = variant_offsets(base.offsets, g).float()
+            return off, leg_length(off), "bandai"
+        rig = self.families[name].rig
+        return rig.offsets.float(), torch.tensor(rig.leg_length, dtype=torch.float32), name
+
+    def _window(self, family: Family, g: torch.Generator, leg: Tensor | None = None) -> tuple[Tensor, Tensor, Tensor]:
+        clip = family.clips[int(torch.randint(len(family.clips), (1,), generator=g))]
+        start = int(torch.randint(clip["local"].shape[0] - self.window + 1, (1,), generator=g))
+        sl = slice(start, start + self.window)
+        angle = float(torch.rand((), generator=g)) * 6.2832
+        local, hips = _turn(clip["local"][sl], clip["hips"][sl], angle)
+        if leg is not None:
+            hips = hips * (leg / family.rig.leg_length)
+        return local, hips, clip["contacts"][sl]
+
+    def _sample(self, g: torch.Generator) -> dict[str, Tensor]:
+        probs = torch.tensor([_SOURCE_WEIGHTS[n] for n in self.sources])
+        src_name = self.sources[int(torch.multinomial(probs, 1, generator=g))]
+        use_variant = src_name == "bandai" and bool(torch.rand((), generator=g) < 0.5)
+        src_off, src_leg, fam = self._skeleton("variant" if use_variant else src_name, g)
+        local, hips, contacts = self._window(self.families[fam], g, src_leg if use_variant else None)
+        tgt_name = self.targets[int(torch.randint(len(self.targets), (1,), generator=g))]
+        tgt_off, tgt_leg, tgt_fam = self._skeleton(tgt_name, g)
+        family = self.families[tgt_fam] if self.families[tgt_fam].clips else self.families["xia"]
+        real_local, real_hips, _ = self._window(family, g, tgt_leg)
+        return {"src_local": local, "src_hips": hips, "contacts": contacts, "src_off": src_off, "src_leg": src_leg,
+                "tgt_off": tgt_off, "tgt_leg": tgt_leg, "real_local": real_local, "real_hips": real_hips}  # fmt: skip
+
+    @staticmethod
+    def _stack(samples: list[dict[str, Tensor]]) -> dict[str, Tensor]:
+        batch = {k: torch.stack([s[k] for s in samples]) for k in samples[0]}
+        batch["fps"] = torch.tensor(TRAIN_FPS)
+        return batch
+
+    def batch(self, indices: Tensor, generator: torch.Generator) -> dict[str, Tensor]:
+        """A batch of ``len(indices)`` freshly drawn samples (the indices only fix the count)."""
+        return self._stack([self._sample(generator) for _ in range(len(indices))])
+
+    def _fixed_batches(self, families: list[Family], count: int, size: int) -> list[dict[str, Tensor]]:
+        saved = self.families
+        self.families = {**saved, **{f.name: f for f in families if f.clips}}
+        for f in families:
+            f.clips = [c for c in f.clips if c["local"].shape[0] >= self.window]
+        g = seeded_generator(12345)
+        batches = [self._stack([self._sample(g) for _ in range(size)]) for _ in range(count)]
+        self.families = saved
+        return batches
+
+    def loss(self, model: nn.Module, batch: dict[str, Tensor]) -> tuple[Tensor, dict[str, float]]:
+        """The trainer's forward (all terms; see :mod:`.loss`)."""
+        return model(batch)
+
+    def validate(self, model: nn.Module) -> dict[str, float]:
+        """Mean loss terms over the fixed validation batches; ``val_total`` leaves out the adversarial part."""
+        sums: dict[str, float] = {}
+        for b in self.val_batches:
+            _, parts = model(b)
+            for k, v in parts.items():
+                sums[k] = sums.get(k, 0.0) + v / len(self.val_batches)
+        w = self.weights
+        out = {f"val_{k}": v for k, v in sums.items()}
+        out["val_total"] = sum(getattr(w, k) * sums[k] for k in ("rec", "cyc", "skate", "pen", "reg", "twist", "smooth"))
+        return out
+
+    def model_config(self) -> dict[str, Any]:
+        """What ``config.json`` records beside the weights."""
+        return {"format": "skelanim-retarget-nkn", "architecture": self.config.__dict__.copy(),
+                "loss_weights": self.weights.to_dict(), "train_fps": TRAIN_FPS, "window": self.window,
+                "training": dict(self.meta)}  # fmt: skip
+
+
+def train(
+    mocap: str | os.PathLike,
+    out: str | os.PathLike,
+    *,
+    loop: TrainConfig | None = None,
+    config: NKNConfig | None = None,
+    weights: LossWeights | None = None,
+    families: list[str] | None = None,
+    val_patterns: tuple[str, ...] = ("*_normal_001.bvh",),
+    max_files: int | None = None,
+    window: int = 48,
+    samples: int = 1024,
+    resume: bool = False,
+    command: str = "",
+    log: Any = None,
+) -> dict[str, Any]:
+    """Train NKN on the shared mocap folder and write the best model folder to ``out``.
+
+    Parameters
+    ----------
+    mocap : path
+        The mocap folder.
+    out : path
+        Model folder (``model.safetensors``, ``config.json``, ``train_state.safetensors``).
+    loop : TrainConfig
+        Loop settings (epochs, batch size, learning rate, seed, ...).
+    config : NKNConfig
+        Network sizes.
+    weights : LossWeights
+        Loss weights.
+    families : list of str, optional
+        Which families of :data:`~.data.DEFAULT_FAMILIES` to use (default all).
+    val_patterns : tuple of str
+        File-name patterns held out for validation.
+    max_files : int, optional
+        At most this many files per family (quick runs).
+    window, samples : int
+        Frames per sample, samples per epoch.
+    resume : bool
+        Continue from ``out/train_state.safetensors``.
+    command : str
+        The command line, recorded in ``config.json``.
+    log : callable, optional
+        Line logger for :func:`~skelanim.nn.train.fit`.
+
+    Returns
+    -------
+    dict
+        :func:`~skelanim.nn.train.fit`'s result plus ``parameters`` and ``data_seconds``.
+    """
+    loop = loop or TrainConfig(epochs=20, batch_size=16, lr=1e-3, warmup_steps=100)
+    started = time.perf_counter()
+    fams = load_families(mocap, families, max_files=max_files)
+    val = []
+    for f in fams:
+        is_held = [any(Path(c["name"]).match(p) for p in val_patterns) for c in f.clips]
+        held = [c for c, h in zip(f.clips, is_held) if h]
+        if held and len(held) < len(f.clips):
+            f.clips = [c for c, h in zip(f.clips, is_held) if not h]
+            val.append(Family(f.name, f.rig, held, f.variants))
+    data_seconds = time.perf_counter() - started
+    meta = {"command": command, "seed": loop.seed, "families": {f.name: [c["name"] for c in f.clips] for f in fams},
+            "validation": {f.name: [c["name"] for c in f.clips] for f in val}, "window": window}  # fmt: skip
+    task = RetargetTask(fams, val, window=window, samples=samples, weights=weights, config=config, meta=meta)
+    torch.manual_seed(loop.seed)
+    model = NKNTrainer(config, weights)
+    result = fit(model, task, Path(out), loop, resume=resume, log=log)
+    result["parameters"] = sum(p.numel() for p in model.net.parameters())
+    result["data_seconds"] = data_seconds
+    return result

@@ -1,0 +1,105 @@
+"""``skelanim retarget``: files end to end, the robot output, eval on a few frames, one-line errors."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+
+import skelanim
+from skelanim.cli import main
+from skelanim.io import deepmimic
+
+
+def run(argv: list[str], capsys) -> tuple[int, str, str]:
+    code = main(argv)
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+@pytest.fixture(scope="module")
+def short_files(clips, tmp_path_factory) -> dict[str, Path]:
+    folder = tmp_path_factory.mktemp("cli")
+    out = {}
+    for name in ("cmu_mb", "ccrig", "bandai"):
+        out[name] = folder / f"{name}.bvh"
+        skelanim.save(clips[name][:20], out[name])
+    return out
+
+
+def test_retarget_keeps_the_full_target_skeleton(short_files, tmp_path, capsys):
+    out = tmp_path / "onto_cc.bvh"
+    code, stdout, err = run(["retarget", str(short_files["cmu_mb"]), "--to", str(short_files["ccrig"]), "-o", str(out)], capsys)
+    assert code == 0, err
+    result, target = skelanim.load(out), skelanim.load(short_files["ccrig"])
+    assert result.skeleton.names == target.skeleton.names and result.num_frames == 20
+    assert "100 joints" in stdout
+    # fingers and face bones (outside the canonical set) hold their rest rotation
+    face = result.skeleton.index("CC_Base_JawRoot")
+    torch.testing.assert_close(result.rotations[:, face].abs(), torch.tensor([1.0, 0, 0, 0], dtype=torch.float64).expand(20, 4), atol=1e-5, rtol=0)
+
+
+@pytest.mark.parametrize("method", ["ik", "naive"])
+def test_other_methods_and_show_map(short_files, tmp_path, capsys, method):
+    out = tmp_path / f"{method}.bvh"
+    code, stdout, err = run(["retarget", str(short_files["bandai"]), "--to", str(short_files["cmu_mb"]), "-o", str(out),
+                             "--method", method, "--show-map"], capsys)  # fmt: skip
+    assert code == 0, err
+    assert "l_upleg     UpperLeg_L  name" in stdout and skelanim.load(out).num_frames == 20
+
+
+def test_robot_output(short_files, tmp_path, capsys, mocap_dir):
+    out = tmp_path / "robot.txt"
+    urdf = mocap_dir / "deepmimic" / "humanoid.urdf"
+    code, stdout, err = run(["retarget", str(short_files["cmu_mb"]), "--to", str(urdf), "-o", str(out)], capsys)
+    assert code == 0, err
+    assert deepmimic.load(out).num_frames == 20 and "DeepMimic humanoid" in stdout
+
+
+def test_user_map_file(short_files, tmp_path, capsys):
+    mapping = tmp_path / "map.json"
+    mapping.write_text(json.dumps({"neck": "Neck"}))
+    code, _, err = run(["retarget", str(short_files["cmu_mb"]), "--to", str(short_files["bandai"]), "-o",
+                        str(tmp_path / "o.bvh"), "--map", str(mapping)], capsys)  # fmt: skip
+    assert code == 0, err
+
+
+def _one_line_error(code: int, err: str) -> str:
+    assert code == 2
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("error: "), err
+    return lines[0]
+
+
+def test_unmappable_skeleton_is_one_line(short_files, tmp_path, capsys):
+    odd = tmp_path / "odd.bvh"
+    odd.write_text("HIERARCHY\nROOT a\n{\n OFFSET 0 0 0\n CHANNELS 3 Zrotation Xrotation Yrotation\n JOINT b\n {\n"
+                   "  OFFSET 0 1 0\n  CHANNELS 3 Zrotation Xrotation Yrotation\n  End Site\n  {\n   OFFSET 0 1 0\n  }\n }\n}\n"
+                   "MOTION\nFrames: 1\nFrame Time: 0.033333\n0 0 0 0 0 0\n")  # fmt: skip
+    code, _, err = run(["retarget", str(odd), "--to", str(short_files["bandai"]), "-o", str(tmp_path / "x.bvh")], capsys)
+    line = _one_line_error(code, err)
+    assert "odd.bvh" in line and "l_upperarm" in line and "hips" in line
+    assert not (tmp_path / "x.bvh").exists()
+
+
+def test_bad_method_and_bad_map_are_one_line(short_files, tmp_path, capsys):
+    args = ["retarget", str(short_files["cmu_mb"]), "--to", str(short_files["bandai"]), "-o", str(tmp_path / "x.bvh")]
+    code, _, err = run(args + ["--method", "magic"], capsys)
+    assert "magic" in _one_line_error(code, err)
+    bad = tmp_path / "bad.json"
+    bad.write_text("{not json")
+    code, _, err = run(args + ["--map", str(bad)], capsys)
+    assert "bad.json:1" in _one_line_error(code, err)
+    code, _, err = run(["retarget", str(tmp_path / "missing.bvh"), "--to", str(short_files["bandai"]), "-o", "x.bvh"], capsys)
+    assert "missing.bvh" in _one_line_error(code, err)
+
+
+def test_eval_json_quick(mocap_dir, capsys):
+    code, out, err = run(["retarget", "eval", "--data", str(mocap_dir), "--methods", "copy,naive", "--clips", "1",
+                          "--max-frames", "30", "--json"], capsys)  # fmt: skip
+    assert code == 0, err
+    report = json.loads(out)
+    assert report["reference"]["copy"]["overall"] < report["reference"]["naive"]["overall"]
+    assert set(report["proportions"]["copy"]) >= {"skate", "penetration", "ee", "limits", "limits_robot"}

@@ -1,0 +1,129 @@
+"""Joint mapping: every skeleton family of the shared data, the common schemes outside it, user overrides,
+and errors that name the joints."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import torch
+
+from skelanim.core.skeleton import Skeleton
+from skelanim.io.deepmimic import humanoid_skeleton
+from skelanim.retarget.mapping import CANONICAL_JOINTS, REQUIRED, MappingError, map_skeleton, normalize_name
+
+EXPECTED = {
+    "bandai": {"hips": "Hips", "chest": "Chest", "l_clavicle": "Shoulder_L", "l_upperarm": "UpperArm_L",
+               "r_forearm": "LowerArm_R", "l_upleg": "UpperLeg_L", "r_foot": "Foot_R", "l_toe": "Toes_L"},
+    "cmu_mb": {"hips": "Hips", "spine": "LowerBack", "chest": "Spine1", "neck": "Neck1", "l_clavicle": "LeftShoulder",
+               "l_upperarm": "LeftArm", "l_upleg": "LeftUpLeg", "r_toe": "RightToeBase"},
+    "cmu_max": {"chest": "Chest2", "l_clavicle": "LeftCollar", "l_upperarm": "LeftShoulder", "l_forearm": "LeftElbow",
+                "l_hand": "LeftWrist", "l_upleg": "LeftHip", "l_leg": "LeftKnee", "l_foot": "LeftAnkle", "l_toe": "LeftToe"},
+    "ccrig": {"hips": "CC_Base_Hip", "spine": "CC_Base_Waist", "chest": "CC_Base_Spine02", "neck": "CC_Base_NeckTwist01",
+              "l_upperarm": "CC_Base_L_Upperarm", "l_upleg": "CC_Base_L_Thigh", "r_leg": "CC_Base_R_Calf",
+              "l_toe": "CC_Base_L_ToeBase"},
+    "pymo": {"hips": "Hips", "chest": "Spine", "head": "Head", "l_upperarm": "LeftArm"},
+    "deepmimic": {"hips": "root", "chest": "chest", "neck": "neck", "l_upperarm": "left_shoulder",
+                  "r_forearm": "right_elbow", "l_upleg": "left_hip", "r_leg": "right_knee", "l_foot": "left_ankle"},
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("family", sorted(EXPECTED))
+def test_every_family_maps(clips, family):
+    mapping = map_skeleton(clips[family].skeleton)
+    names = mapping.names()
+    for canonical, joint in EXPECTED[family].items():
+        assert names.get(canonical) == joint, (canonical, names.get(canonical))
+    assert REQUIRED <= set(names)
+    assert len(set(names.values())) == len(names)  # one joint per canonical joint
+
+
+def test_xia_maps_like_cmu(clips):
+    assert map_skeleton(clips["xia"].skeleton).names() == map_skeleton(clips["cmu_mb"].skeleton).names()
+
+
+def _chain_skeleton(names: list[str], parents: list[int]) -> Skeleton:
+    rng = np.random.default_rng(0)
+    return Skeleton(names, np.array(parents), torch.from_numpy(rng.normal(size=(len(names), 3))) + 1.0)
+
+
+def _mixamo_like(prefix: str, table: dict[str, str]) -> Skeleton:
+    tree = [("Hips", -1), ("Spine", 0), ("Spine1", 1), ("Spine2", 2), ("Neck", 3), ("Head", 4)]
+    for side in ("Left", "Right"):
+        tree += [(f"{side}Shoulder", 3), (f"{side}Arm", len(tree)), (f"{side}ForeArm", len(tree) + 1),
+                 (f"{side}Hand", len(tree) + 2)]  # fmt: skip
+    for side in ("Left", "Right"):
+        tree += [(f"{side}UpLeg", 0), (f"{side}Leg", len(tree)), (f"{side}Foot", len(tree) + 1), (f"{side}ToeBase", len(tree) + 2)]
+    names = [prefix + table.get(n, n) for n, _ in tree]
+    return _chain_skeleton(names, [p for _, p in tree])
+
+
+def test_mixamo_names():
+    sk = _mixamo_like("mixamorig:", {})
+    names = map_skeleton(sk).names()
+    assert names["l_upleg"] == "mixamorig:LeftUpLeg" and names["r_clavicle"] == "mixamorig:RightShoulder"
+    assert names["l_upperarm"] == "mixamorig:LeftArm" and names["chest"] == "mixamorig:Spine2"
+    assert names["spine"] == "mixamorig:Spine" and names["spine1"] == "mixamorig:Spine1"
+
+
+def test_smpl_names():
+    tree = [("Pelvis", -1), ("L_Hip", 0), ("R_Hip", 0), ("Spine1", 0), ("L_Knee", 1), ("R_Knee", 2), ("Spine2", 3),
+            ("L_Ankle", 4), ("R_Ankle", 5), ("Spine3", 6), ("L_Foot", 7), ("R_Foot", 8), ("Neck", 9), ("L_Collar", 9),
+            ("R_Collar", 9), ("Head", 12), ("L_Shoulder", 13), ("R_Shoulder", 14), ("L_Elbow", 16), ("R_Elbow", 17),
+            ("L_Wrist", 18), ("R_Wrist", 19), ("L_Hand", 20), ("R_Hand", 21)]  # fmt: skip
+    names = map_skeleton(_chain_skeleton([n for n, _ in tree], [p for _, p in tree])).names()
+    assert names["l_clavicle"] == "L_Collar" and names["l_upperarm"] == "L_Shoulder" and names["l_hand"] == "L_Wrist"
+    assert names["l_foot"] == "L_Ankle" and names["l_toe"] == "L_Foot" and names["chest"] == "Spine3"
+    assert names["hips"] == "Pelvis"
+
+
+def test_normalize_name():
+    assert normalize_name("mixamorig:LeftUpLeg") == ("l", "upleg")
+    assert normalize_name("CC_Base_R_Thigh") == ("r", "thigh")
+    assert normalize_name("UpperLeg_L") == ("l", "upperleg")
+    assert normalize_name("lhand", frozenset({"lhand", "rhand"})) == ("l", "hand")
+    assert normalize_name("lowerback", frozenset({"lowerback"})) == (None, "lowerback")
+
+
+def test_user_override_json_and_yaml(clips, tmp_path):
+    sk = clips["cmu_mb"].skeleton
+    (tmp_path / "m.json").write_text(json.dumps({"neck": "Neck", "LeftFingerBase": "l_hand", "spine1": None}))
+    mapping = map_skeleton(sk, tmp_path / "m.json")
+    assert mapping.names()["neck"] == "Neck" and mapping.names()["l_hand"] == "LeftFingerBase"
+    assert "spine1" not in mapping.joints and mapping.how["neck"] == "user"
+    (tmp_path / "m.yaml").write_text("map:\n  neck: Neck\n")
+    assert map_skeleton(sk, tmp_path / "m.yaml").names()["neck"] == "Neck"
+
+
+def test_unmappable_skeleton_lists_required_joints():
+    sk = _chain_skeleton(["root", "a", "b", "c"], [-1, 0, 1, 2])
+    with pytest.raises(MappingError) as err:
+        map_skeleton(sk)
+    message = str(err.value)
+    for joint in ("hips", "chest", "l_upperarm", "r_foot"):
+        assert joint in message
+    assert "root, a, b, c" in message
+
+
+def test_user_mapping_with_unknown_joint_is_named(clips):
+    with pytest.raises(MappingError, match="NoSuchJoint"):
+        map_skeleton(clips["cmu_mb"].skeleton, {"neck": "NoSuchJoint"})
+    with pytest.raises(MappingError, match="belly"):
+        map_skeleton(clips["cmu_mb"].skeleton, {"belly": "Neck"})
+
+
+def test_ambiguous_chain_is_reported():
+    # two equally good left forearms (same alias) below one upper arm, each with a hand
+    tree = [("Hips", -1), ("Chest", 0), ("Head", 1)]
+    for side in ("Left", "Right"):
+        tree += [(f"{side}Arm", 1), (f"{side}ForeArm", len(tree)), (f"{side}Hand", len(tree) + 1)]
+    tree += [("Left_ForeArm", 3), ("Left_Hand", len(tree))]
+    for side in ("Left", "Right"):
+        tree += [(f"{side}UpLeg", 0), (f"{side}Leg", len(tree)), (f"{side}Foot", len(tree) + 1)]
+    with pytest.raises(MappingError, match="ambiguous left arm"):
+        map_skeleton(_chain_skeleton([n for n, _ in tree], [p for _, p in tree]))
+
+
+def test_canonical_set_size():
+    assert len(CANONICAL_JOINTS) == 22 and humanoid_skeleton().num_joints == 13

@@ -1,0 +1,110 @@
+"""NKN: the untrained network is the copy, a few training steps lower the loss, streaming equals whole
+clips, checkpoints load, the shipped model is small and loads."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+
+from skelanim.nn.train import TrainConfig, seeded_generator
+from skelanim.retarget import DEFAULT_MODEL, Retargeter, load_nkn
+from skelanim.retarget.data import Family, encode_clip, leg_length, variant_offsets
+from skelanim.retarget.loss import LossWeights, NKNTrainer, twist_angle
+from skelanim.retarget.model import NKN, NKNConfig
+from skelanim.retarget.rig import CanonicalRig
+from skelanim.retarget.train import RetargetTask
+
+TINY = NKNConfig(hidden=16, disc_hidden=8)
+
+
+@pytest.fixture(scope="module")
+def task(clips) -> RetargetTask:
+    fams = []
+    for name in ("bandai", "cmu_mb", "xia", "deepmimic"):
+        motion = clips[name]
+        rig = CanonicalRig(motion.skeleton)
+        fams.append(Family(name, rig, [encode_clip(motion, rig) | {"name": name}], variants=name == "bandai"))
+    return RetargetTask(fams, [], window=16, samples=16, config=TINY)
+
+
+def test_untrained_network_is_the_copy(clips):
+    source, target = clips["bandai"], clips["cmu_mb"].skeleton
+    torch.manual_seed(0)
+    net = NKN(TINY)
+    nkn = Retargeter(source.skeleton, target, "nkn", model=net)(source)
+    copy = Retargeter(source.skeleton, target, "copy")(source)
+    torch.testing.assert_close(nkn.positions(), copy.positions(), atol=1e-4 * copy.height, rtol=0)
+
+
+def test_a_few_steps_lower_the_loss(task):
+    torch.manual_seed(0)
+    model = NKNTrainer(TINY, LossWeights(adv=0.0))
+    batch = task.batch(torch.arange(8), seeded_generator(3))
+    with torch.no_grad():
+        model.net.head[-1].weight.normal_(0.0, 0.05)  # start away from the copy so every term is active
+        before, _ = model(batch)
+    optimizer = torch.optim.Adam(model.parameters(), lr=3e-3)
+    for _ in range(8):
+        loss, _ = model(batch)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+    with torch.no_grad():
+        after, parts = model(batch)
+    assert float(after) < 0.7 * float(before), (float(before), float(after), parts)
+
+
+def test_fit_writes_a_loadable_model(task, tmp_path, clips):
+    from skelanim.nn.train import fit
+
+    torch.manual_seed(0)
+    model = NKNTrainer(TINY)
+    result = fit(model, task, tmp_path / "m", TrainConfig(epochs=1, batch_size=4, warmup_steps=1, progress=False),
+                 log=lambda line: None)  # fmt: skip
+    assert result["steps"] == 4 and (tmp_path / "m" / "model.safetensors").is_file()
+    net = load_nkn(tmp_path / "m")
+    assert net.config.hidden == 16
+    motion = clips["xia"]
+    out = Retargeter(motion.skeleton, clips["bandai"].skeleton, "nkn", model=tmp_path / "m")(motion)
+    assert torch.isfinite(out.rotations).all()
+
+
+def test_nkn_step_equals_whole_clip(clips):
+    source, target = clips["cmu_mb"][:20], clips["ccrig"].skeleton
+    torch.manual_seed(1)
+    net = NKN(TINY)
+    with torch.no_grad():
+        net.head[-1].weight.normal_(0.0, 0.05)
+    retarget = Retargeter(source.skeleton, target, "nkn", model=net, fps=source.fps, floor=0.0)
+    whole = retarget(source)
+    rows = [retarget.step(source.rotations[f], source.root_positions[f]) for f in range(source.num_frames)]
+    torch.testing.assert_close(torch.stack([r[1] for r in rows]), whole.root_positions, atol=1e-4, rtol=0)
+    dots = (torch.stack([r[0] for r in rows]) * whole.rotations).sum(-1).abs()
+    assert float(dots.min()) > 1 - 1e-6
+
+
+def test_variants_and_leg_length(clips):
+    rig = CanonicalRig(clips["bandai"].skeleton)
+    assert abs(float(leg_length(rig.offsets)) - rig.leg_length) < 1e-9
+    off = variant_offsets(rig.offsets, torch.Generator().manual_seed(0))
+    ratio = (off.norm(dim=-1) / rig.offsets.norm(dim=-1).clamp_min(1e-9))[rig.present]
+    assert float(ratio[1:].min()) >= 0.7 - 1e-9 and float(ratio.max()) <= 1.4 + 1e-9 and float(ratio.std()) > 0.01
+
+
+def test_twist_angle():
+    axis, ref = torch.tensor([0.0, 1.0, 0.0]), torch.tensor([1.0, 0.0, 0.0])
+    c, s = torch.cos(torch.tensor(0.3)), torch.sin(torch.tensor(0.3))
+    about_axis = torch.tensor([[c, 0.0, s], [0.0, 1.0, 0.0], [-s, 0.0, c]])
+    assert abs(float(twist_angle(about_axis, axis, ref)) - 0.3) < 1e-6  # right-handed about +y
+    swing = torch.tensor([[1.0, 0.0, 0.0], [0.0, c, -s], [0.0, s, c]])  # about the reference axis itself
+    assert abs(float(twist_angle(swing, axis, ref))) < 1e-6
+
+
+def test_shipped_model_is_small_and_loads():
+    files = {p.name: p for p in Path(DEFAULT_MODEL).iterdir()} if Path(DEFAULT_MODEL).is_dir() else {}
+    if "model.safetensors" not in files:
+        pytest.skip("no shipped model in this checkout")
+    assert sum(p.stat().st_size for p in files.values()) <= 5 * 2**20
+    assert isinstance(load_nkn(), NKN)

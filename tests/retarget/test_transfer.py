@@ -1,0 +1,140 @@
+"""Rest-pose-aware transfer, the baselines and the stateful Retargeter."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from skelanim.core.kinematics import forward_kinematics
+from skelanim.core.motion import Motion
+from skelanim.core.rotations import matrix_to_quat, quat_apply, quat_conjugate, quat_multiply, quat_to_matrix
+from skelanim.core.skeleton import Skeleton
+from skelanim.ops.contacts import foot_contacts
+from skelanim.retarget import Retargeter, RetargetError
+from skelanim.retarget.baselines import FEET, two_bone
+from skelanim.retarget.rig import SLOT, CanonicalRig, chain_fk, joint_chains
+
+
+def _rotated_frames(motion: Motion, seed: int, *, same: bool) -> tuple[Motion, torch.Tensor]:
+    """The same body with every joint frame turned by B_j (one B for all joints when ``same``): offsets
+    ``B_p^T o``, rotations ``B_p^T L B_j``; returns the motion and the bind pose that shows the original rest."""
+    sk = motion.skeleton
+    g = torch.Generator().manual_seed(seed)
+    q, _ = torch.linalg.qr(torch.randn(1 if same else sk.num_joints, 3, 3, generator=g, dtype=torch.float64))
+    b = matrix_to_quat(q * torch.linalg.det(q)[:, None, None]).expand(sk.num_joints, 4)
+    one = torch.tensor([1.0, 0.0, 0.0, 0.0], dtype=torch.float64)
+    bp = torch.stack([b[p] if p >= 0 else one for p in sk.parents.tolist()])
+    offsets = quat_apply(quat_conjugate(bp), sk.offsets)
+    rot = quat_multiply(quat_multiply(quat_conjugate(bp), motion.rotations), b)
+    bind = quat_multiply(quat_conjugate(bp), b)
+    moved = Motion(Skeleton(sk.names, sk.parents, offsets), rot, motion.root_positions, motion.fps)
+    torch.testing.assert_close(moved.positions(), motion.positions())  # the construction itself
+    return moved, bind
+
+
+@pytest.mark.parametrize("family", ["cmu_mb", "bandai", "ccrig"])
+def test_copy_onto_same_skeleton_is_identity(clips, family):
+    motion = clips[family]
+    out = Retargeter(motion.skeleton, motion.skeleton, "copy", floor=0.0)(motion)
+    torch.testing.assert_close(out.positions(), motion.positions(), atol=1e-4 * motion.height, rtol=0)
+
+
+def test_rotated_bind_frames_transfer_exactly(clips):
+    motion = clips["cmu_mb"]
+    rotated, bind = _rotated_frames(motion, 0, same=False)
+    out = Retargeter(rotated.skeleton, motion.skeleton, "copy", source_rest=bind, floor=0.0)(rotated)
+    torch.testing.assert_close(out.positions(), motion.positions(), atol=1e-9, rtol=0)
+    back = Retargeter(motion.skeleton, rotated.skeleton, "copy", target_rest=bind, floor=0.0)(motion)
+    torch.testing.assert_close(back.positions(), motion.positions(), atol=1e-9, rtol=0)
+
+
+def test_turned_rest_pose_needs_no_bind_pose(clips):
+    motion = clips["cmu_mb"]
+    rotated, _ = _rotated_frames(motion, 1, same=True)  # its zero pose is the T-pose turned as a whole
+    out = Retargeter(rotated.skeleton, motion.skeleton, "copy", floor=0.0)(rotated)
+    torch.testing.assert_close(out.positions(), motion.positions(), atol=1e-9, rtol=0)
+    naive = Retargeter(rotated.skeleton, motion.skeleton, "naive", floor=0.0)(rotated)
+    assert float((naive.positions() - motion.positions()).norm(dim=-1).mean()) > 0.05 * motion.height
+
+
+def test_chain_fk_matches_core_fk(clips):
+    motion = clips["ccrig"]
+    sk = motion.skeleton
+    joints = list(range(0, sk.num_joints, 7))
+    world, pos = chain_fk(quat_to_matrix(motion.rotations), motion.local_translations(), joint_chains(sk, joints))
+    ref_world, ref_pos = forward_kinematics(motion.rotations, motion.local_translations(), sk.parents.tolist())
+    torch.testing.assert_close(world, ref_world[:, joints])
+    torch.testing.assert_close(pos, ref_pos[:, joints])
+
+
+def test_canonical_fk_reproduces_mapped_positions(clips):
+    # exact where no unmapped joint between two mapped ones is animated (the production rig animates
+    # its neck twist bones, which canonical space folds into the rest)
+    for motion in (clips["bandai"], clips["pymo"], clips["deepmimic"]):
+        rig = CanonicalRig(motion.skeleton)
+        frames, pos = rig.encode(motion.rotations, motion.local_translations())
+        from skelanim.retarget.rig import canonical_locals
+
+        _, again = rig.canonical_fk(canonical_locals(frames), pos[:, 0])
+        torch.testing.assert_close(again, pos, atol=1e-6 * motion.height, rtol=0)  # Bandai: animated translations ~ offsets
+
+
+def test_copy_keeps_bone_directions_across_skeletons(clips):
+    source, target = clips["bandai"], clips["cmu_mb"].skeleton
+    out = Retargeter(source.skeleton, target, "copy", floor=0.0)(source)
+    s_rig, t_rig = CanonicalRig(source.skeleton), CanonicalRig(target)
+    _, ps = s_rig.encode(source.rotations, source.local_translations())
+    _, pt = t_rig.encode(out.rotations, out.local_translations())
+    for parent, child in (("l_upleg", "l_leg"), ("r_leg", "r_foot"), ("l_upperarm", "l_forearm")):
+        ds = torch.nn.functional.normalize(ps[:, SLOT[child]] - ps[:, SLOT[parent]], dim=-1)
+        dt = torch.nn.functional.normalize(pt[:, SLOT[child]] - pt[:, SLOT[parent]], dim=-1)
+        assert float((ds * dt).sum(-1).min()) > 0.999
+    ratio = t_rig.leg_length / s_rig.leg_length
+    assert abs(float(pt[:, 0, 1].mean() / ps[:, 0, 1].mean()) - ratio) < 0.02 * ratio
+
+
+@pytest.mark.parametrize("method", ["copy", "ik", "naive"])
+def test_step_equals_whole_clip(clips, method):
+    source, target = clips["cmu_mb"][:24], clips["bandai"].skeleton
+    retarget = Retargeter(source.skeleton, target, method, fps=source.fps, floor=0.0)
+    whole = retarget(source)
+    rows = [retarget.step(source.rotations[f], source.root_positions[f]) for f in range(source.num_frames)]
+    torch.testing.assert_close(torch.stack([r[0] for r in rows]), whole.rotations, atol=1e-9, rtol=0)
+    torch.testing.assert_close(torch.stack([r[2] for r in rows]), whole.joint_translations, atol=1e-9, rtol=0)
+
+
+def test_ik_holds_planted_feet(clips):
+    from skelanim.retarget.evaluate import VARIANTS, bandai_variant, proportion_metrics
+
+    source = clips["bandai"]
+    target = bandai_variant(source.skeleton, VARIANTS["bandai_long_shins"])
+    s_rig, t_rig = CanonicalRig(source.skeleton), CanonicalRig(target)
+    skate = {m: proportion_metrics(source, Retargeter(s_rig, t_rig, m)(source), s_rig, t_rig)["skate"] for m in ("copy", "ik")}
+    assert skate["ik"] < 0.5 * skate["copy"], skate
+
+
+def test_two_bone_reaches_and_keeps_lengths():
+    hip = torch.zeros(5, 3, dtype=torch.float64)
+    target = torch.tensor([[0.3, -0.6, 0.1]], dtype=torch.float64).expand(5, 3)
+    knee0 = torch.tensor([0.0, -0.4, 0.2], dtype=torch.float64).expand(5, 3)
+    knee, foot = two_bone(hip, knee0, target, 0.45, 0.42)
+    torch.testing.assert_close(foot, target)
+    torch.testing.assert_close((knee - hip).norm(dim=-1), torch.full((5,), 0.45, dtype=torch.float64))
+    torch.testing.assert_close((foot - knee).norm(dim=-1), torch.full((5,), 0.42, dtype=torch.float64))
+
+
+def test_retargeter_errors(clips):
+    motion = clips["cmu_mb"]
+    with pytest.raises(RetargetError, match="unknown method"):
+        Retargeter(motion.skeleton, motion.skeleton, "magic")
+    retarget = Retargeter(motion.skeleton, motion.skeleton)
+    with pytest.raises(RetargetError, match=r"\(31, 4\)"):
+        retarget.step(torch.zeros(5, 4), torch.zeros(3))
+    with pytest.raises(RetargetError, match="source skeleton"):
+        retarget(clips["bandai"])
+
+
+def test_contacts_feed_the_baselines(clips):
+    motion = clips["bandai"]
+    labels = foot_contacts(motion, joints=[int(CanonicalRig(motion.skeleton).joint_of_slot[s]) for s in FEET])
+    assert 0.2 < float(labels.float().mean()) < 0.95
