@@ -46,11 +46,32 @@ def demo(
     typer.echo(f"resampled to 60 fps ({at_60.num_frames} frames), mirrored, normalised to unit height; "
                f"feet planted {[round(float(s), 2) for s in share]} of the time")
 
+    # Positions -> neural IK -> BVH: the walk is retargeted onto the shipped IK model's skeleton (Bandai-Namco,
+    # 22 joints), its joint positions stand in for tracked input, and IK-GAT turns them back into rotations.
+    from skelanim.ik import IKModel, solve
+    from skelanim.retarget import Retargeter
+
+    model = IKModel.load(None)
+    target = model.rig.skeleton
+    on_target = Retargeter(motion.skeleton, target, method="copy")(motion)
+    tracked = on_target.positions()
+    skelanim.save(on_target, out / f"{clip}_tracked_positions.npz")
+    for label, refine in (("ik", False), ("ik_refined", True)):
+        tic = time.perf_counter()
+        solved = solve(tracked, model, names=target.names, fps=motion.fps, refine=refine)
+        seconds = time.perf_counter() - tic
+        error = float((solved.positions() - tracked).norm(dim=-1).mean()) / on_target.height
+        skelanim.save(solved, out / f"{clip}_{label}.bvh")
+        typer.echo(f"neural IK{' + refinement' if refine else ''}: {solved.num_frames} poses in {seconds:.2f} s, "
+                   f"mean joint error {100 * error:.2f}% of height -> {clip}_{label}.bvh")
+
     from skelanim.viz.plots import plot_poses, save_figure
     from skelanim.viz.viewer import write_viewer
 
-    save_figure(plot_poses([motion, mirrored], labels=[clip, f"{clip} mirrored"]), out / f"{clip}_poses.png")
-    write_viewer(out / "viewer.html", [motion, mirrored], labels=[clip, f"{clip} mirrored"])
+    shown = [motion, mirrored, solved]
+    labels = [clip, f"{clip} mirrored", f"{clip} via neural IK"]
+    save_figure(plot_poses(shown, labels=labels), out / f"{clip}_poses.png")
+    write_viewer(out / "viewer.html", shown, labels=labels)
     skelanim.save(motion, out / f"{clip}.glb")
     typer.echo(f"pictured: {clip}_poses.png, viewer.html (open in a browser), {clip}.glb (glTF for engines)")
     typer.echo(f"done in {time.perf_counter() - start:.1f} s; outputs in {out}/")
