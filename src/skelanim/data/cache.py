@@ -1,0 +1,129 @@
+"""On-disk cache of parsed clips, so a second epoch (or a second run) never re-parses BVH.
+
+Where
+-----
+``$SKELANIM_CACHE`` when set, else ``$XDG_CACHE_HOME/skelanim`` (``~/.cache/skelanim``), else, when that is
+not writable, ``<tempdir>/skelanim-cache``. Never inside a data folder: :func:`check_outside` refuses a
+cache directory that lies within the folder of a file it would cache.
+
+What
+----
+One safetensors file per (source file, settings) under ``clips/``: the tensors of a
+:class:`~skelanim.data.clips.Clip` plus JSON metadata. The key hashes the file's resolved path, size and
+modification time, the settings (fps, ...) and :data:`CACHE_VERSION`, so an edited file or a change to how
+clips are built misses the cache instead of reading stale data. Writes are atomic.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import torch
+from safetensors import SafetensorError
+from safetensors.torch import load_file, safe_open, save_file
+
+from skelanim.io.atomic import atomic_path
+
+__all__ = ["CACHE_VERSION", "cache_dir", "cache_key", "check_outside", "read_cached", "write_cached"]
+
+#: Bump when the content of cached clips changes.
+CACHE_VERSION = 2
+
+
+def _writable(path: Path) -> bool:
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        probe = tempfile.NamedTemporaryFile(dir=path, prefix=".probe", delete=True)
+        probe.close()
+        return True
+    except OSError:
+        return False
+
+
+def cache_dir(override: str | os.PathLike | None = None) -> Path:
+    """The cache directory (created).
+
+    Parameters
+    ----------
+    override : path, optional
+        Use this directory instead of the default lookup (module docstring).
+
+    Returns
+    -------
+    Path
+        A writable directory.
+    """
+    if override is not None:
+        path = Path(override).expanduser()
+        path.mkdir(parents=True, exist_ok=True)
+        return path
+    env = os.environ.get("SKELANIM_CACHE")
+    if env:
+        path = Path(env).expanduser()
+        path.mkdir(parents=True, exist_ok=True)
+        return path
+    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "skelanim"
+    if _writable(base):
+        return base
+    fallback = Path(tempfile.gettempdir()) / "skelanim-cache"
+    fallback.mkdir(parents=True, exist_ok=True)
+    return fallback
+
+
+def check_outside(cache: Path, files: list[Path]) -> None:
+    """Raise ``ValueError`` when ``cache`` lies inside the folder of one of ``files`` (data stays read-only)."""
+    root = cache.resolve()
+    for folder in {f.resolve().parent for f in files}:
+        if root == folder or folder in root.parents:
+            raise ValueError(f"cache directory {cache} is inside the data folder {folder}; pick another")
+
+
+def cache_key(path: str | os.PathLike, **settings: Any) -> str:
+    """Hex key of a source file and the settings its clip was built with.
+
+    Parameters
+    ----------
+    path : path
+        The source motion file (must exist).
+    **settings
+        JSON-serialisable build settings (``fps=25.0``, ...).
+
+    Returns
+    -------
+    str
+        40 hex digits.
+    """
+    p = Path(path).resolve()
+    st = p.stat()
+    blob = json.dumps({"path": str(p), "size": st.st_size, "mtime": st.st_mtime_ns, "version": CACHE_VERSION,
+                       "settings": settings}, sort_keys=True)  # fmt: skip
+    return hashlib.sha1(blob.encode()).hexdigest()
+
+
+def _entry(cache: Path, key: str) -> Path:
+    return cache / "clips" / f"{key}.safetensors"
+
+
+def read_cached(cache: Path, key: str) -> tuple[dict[str, torch.Tensor], dict[str, Any]] | None:
+    """The tensors and metadata stored under ``key``, or ``None`` when absent or unreadable."""
+    path = _entry(cache, key)
+    if not path.is_file():
+        return None
+    try:
+        with safe_open(str(path), framework="pt") as handle:
+            meta = json.loads((handle.metadata() or {})["meta"])
+        return load_file(str(path)), meta
+    except (SafetensorError, OSError, KeyError, ValueError, RuntimeError):
+        return None
+
+
+def write_cached(cache: Path, key: str, tensors: dict[str, torch.Tensor], meta: dict[str, Any]) -> None:
+    """Store ``tensors`` and JSON ``meta`` under ``key`` (atomically)."""
+    path = _entry(cache, key)
+    with atomic_path(path) as tmp:
+        save_file({k: v.contiguous() for k, v in tensors.items()}, str(tmp), metadata={"meta": json.dumps(meta)})

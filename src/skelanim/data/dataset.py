@@ -1,0 +1,306 @@
+"""A dataset over folders of motion files: clips, labels, splits, windows and normalisation statistics.
+
+>>> ds = MotionDataset(["../shared/data/mocap/bandai_namco_1"], fps=25)        # doctest: +SKIP
+>>> parts = ds.split_by_style(test=BANDAI_TEST_STYLES, val=BANDAI_VAL_STYLES)  # doctest: +SKIP
+>>> win = parts["train"].windows(48, stride=8)                                  # doctest: +SKIP
+>>> batch = parts["train"].gather(win[:32], 48)                                 # doctest: +SKIP
+
+Windows are ``(clip, start)`` pairs; :meth:`MotionDataset.gather` reads frames ``start .. start + T - 1``
+of all of them at once from arrays concatenated over clips, clamping to each clip's last frame (so a clip
+shorter than the window is padded by holding its last pose, when ``pad_short`` allowed it).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import glob
+import os
+import random
+from pathlib import Path
+from typing import Callable, Iterable, Sequence
+
+import torch
+from torch import Tensor
+from tqdm import tqdm
+
+from skelanim.core.rotations import quat_multiply, quat_to_matrix
+from skelanim.data.cache import cache_dir, check_outside
+from skelanim.data.clips import Clip, load_clip
+from skelanim.data.labels import Vocabulary, parse_labels
+from skelanim.data.rig import Rig
+from skelanim.errors import SkeletonError
+
+__all__ = ["BANDAI_TEST_STYLES", "BANDAI_VAL_STYLES", "MotionDataset", "expand_paths", "feature_stats"]
+
+#: Styles held out for testing on the Bandai data (two of dataset 1, one of dataset 2).
+BANDAI_TEST_STYLES = ("angry", "childish", "elderly")
+#: Styles held out for validation (model selection) on the Bandai data.
+BANDAI_VAL_STYLES = ("proud", "youthful")
+MOTION_SUFFIXES = (".bvh",)
+
+
+def expand_paths(paths: Sequence[str | os.PathLike], suffixes: Sequence[str] = MOTION_SUFFIXES) -> list[Path]:
+    """Files named by ``paths``: files as given, folders as their motion files, glob patterns expanded.
+
+    Returns
+    -------
+    list of Path
+        Sorted by name, without duplicates. Raises ``FileNotFoundError`` for an entry that matches nothing.
+    """
+    out: set[Path] = set()
+    for entry in paths:
+        p = Path(entry).expanduser()
+        if p.is_dir():
+            out.update(f for f in p.iterdir() if f.suffix.lower() in suffixes)
+        elif p.is_file():
+            out.add(p)
+        else:
+            hits = [Path(h) for h in glob.glob(str(p))]
+            if not hits:
+                raise FileNotFoundError(2, "no such file, folder or matching pattern", str(entry))
+            out.update(h for h in hits if h.is_file())
+    return sorted(out, key=lambda f: (f.name, str(f)))
+
+
+def feature_stats(x: Tensor, dims: Sequence[int], min_std: float = 1e-3) -> tuple[Tensor, Tensor]:
+    """Mean and standard deviation over ``dims`` (the std floored at ``min_std``).
+
+    Parameters
+    ----------
+    x : Tensor
+        Any shape.
+    dims : sequence of int
+        Dimensions reduced (kept as size 1).
+    min_std : float
+        Floor of the std, so constant channels do not blow up.
+
+    Returns
+    -------
+    tuple of Tensor
+        ``mean`` and ``std``, shaped like ``x`` with ``dims`` of size 1.
+    """
+    mean = x.mean(dim=tuple(dims), keepdim=True)
+    std = x.std(dim=tuple(dims), keepdim=True).clamp_min(min_std)
+    return mean, std
+
+
+class MotionDataset:
+    """Clips of motion files that share one skeleton topology.
+
+    Parameters
+    ----------
+    files : sequence of path
+        Files, folders or glob patterns.
+    fps : float
+        Frame rate every clip is resampled to.
+    cache : bool or path
+        ``True`` caches parsed clips in :func:`~skelanim.data.cache.cache_dir`, a path caches there,
+        ``False`` disables the cache.
+    rig : Rig, optional
+        The learning skeleton (a model's); default measured from these clips (:meth:`measure_rig`).
+    label_parser : callable, optional
+        ``parse(path) -> dict``; default :func:`~skelanim.data.labels.parse_labels`; ``None`` for no labels.
+    progress : bool
+        Show a progress bar while loading.
+    clips : list of Clip, optional
+        Use these instead of loading ``files`` (subsets share clips).
+    """
+
+    def __init__(self, files: Sequence[str | os.PathLike] = (), *, fps: float = 25.0, cache: bool | str | os.PathLike = True,
+                 rig: Rig | None = None, label_parser: Callable[[str | os.PathLike], dict[str, str]] | None = parse_labels,
+                 progress: bool = False, clips: list[Clip] | None = None) -> None:  # fmt: skip
+        self.fps = float(fps)
+        if clips is None:
+            paths = expand_paths(files)
+            where = None
+            if cache:
+                where = cache_dir(None if cache is True else cache)
+                check_outside(where, paths)
+            bar = tqdm(paths, desc="loading clips", disable=not progress, leave=False, dynamic_ncols=True)
+            clips = [load_clip(p, fps=self.fps, cache=where, label_parser=label_parser) for p in bar]
+        self.clips: list[Clip] = list(clips)
+        if not self.clips:
+            raise FileNotFoundError(2, "no motion files", ", ".join(str(f) for f in files) or "(none given)")
+        first = self.clips[0]
+        for clip in self.clips[1:]:
+            if not clip.skeleton.same_topology(first.skeleton):
+                raise SkeletonError(f"skeleton differs from {first.path} ({first.skeleton.num_joints} joints)", path=clip.path)
+        self.rig = rig if rig is not None else self.measure_rig()
+        self._frames: dict[str, Tensor] | None = None
+
+    # ------------------------------------------------------------------ basics
+    def __len__(self) -> int:
+        return len(self.clips)
+
+    @property
+    def names(self) -> list[str]:
+        """Clip names (file stems)."""
+        return [c.name for c in self.clips]
+
+    @property
+    def lengths(self) -> Tensor:
+        """``(N,)`` frames per clip."""
+        return torch.tensor([c.num_frames for c in self.clips], dtype=torch.long)
+
+    def labels(self, key: str) -> list[str]:
+        """Label ``key`` (``"content"``, ``"style"``) of every clip."""
+        return [c.labels.get(key, "") for c in self.clips]
+
+    def vocabulary(self, key: str) -> Vocabulary:
+        """The sorted distinct values of label ``key``."""
+        return Vocabulary.build(key, self.labels(key))
+
+    def measure_rig(self) -> Rig:
+        """The :class:`Rig` of these clips: body root 1 only when every clip's joint 0 is a dummy; median
+        height; median over clips of the lowest joint height as the floor."""
+        first = self.clips[0]
+        root = min(c.root for c in self.clips)
+        up = first.up
+        heights = torch.tensor([c.height for c in self.clips])
+        floors = torch.stack([c.positions[:, root:, up].min() for c in self.clips])
+        feet = [f - root for f in first.feet]
+        return Rig(first.skeleton, root, up, float(heights.median()), float(floors.median()), feet)
+
+    def subset(self, indices: Iterable[int]) -> "MotionDataset":
+        """A dataset of the clips ``indices`` (same rig, fps and loaded clips)."""
+        chosen = [self.clips[i] for i in indices]
+        return MotionDataset(fps=self.fps, rig=self.rig, clips=chosen)
+
+    # ------------------------------------------------------------------ splits
+    def select(self, patterns: Sequence[str], *, invert: bool = False) -> "MotionDataset":
+        """Clips whose file name matches any ``fnmatch`` pattern (or none, with ``invert``)."""
+        hits = [i for i, c in enumerate(self.clips)
+                if any(fnmatch.fnmatch(Path(c.path).name, p) or fnmatch.fnmatch(c.name, p) for p in patterns) != invert]  # fmt: skip
+        return self.subset(hits)
+
+    def split_by_style(self, test: Sequence[str], val: Sequence[str] = ()) -> dict[str, "MotionDataset | None"]:
+        """Train on some styles, validate and test on others.
+
+        Returns
+        -------
+        dict
+            ``{"train", "val", "test"}`` datasets (``None`` where no clip falls in a part).
+        """
+        styles = self.labels("style")
+        parts = {"test": [i for i, s in enumerate(styles) if s in test],
+                 "val": [i for i, s in enumerate(styles) if s in val and s not in test]}  # fmt: skip
+        taken = set(parts["test"]) | set(parts["val"])
+        parts["train"] = [i for i in range(len(self)) if i not in taken]
+        return {k: (self.subset(v) if v else None) for k, v in parts.items()}
+
+    def split_by_file(self, *, test_fraction: float = 0.2, val_fraction: float = 0.1, seed: int = 0,
+                      stratify: str | None = "content") -> dict[str, "MotionDataset | None"]:  # fmt: skip
+        """Random split by file, stratified by a label so every class keeps files in training.
+
+        Within each class (files sorted by name, shuffled with ``seed``) ``round(n * test_fraction)`` files
+        test and ``round(n * val_fraction)`` validate, but a class keeps at least one training file.
+
+        Returns
+        -------
+        dict
+            ``{"train", "val", "test"}`` datasets (``None`` where empty).
+        """
+        groups: dict[str, list[int]] = {}
+        keys = self.labels(stratify) if stratify else [""] * len(self)
+        for i, k in enumerate(keys):
+            groups.setdefault(k, []).append(i)
+        rng = random.Random(seed)
+        parts: dict[str, list[int]] = {"train": [], "val": [], "test": []}
+        for k in sorted(groups):
+            members = sorted(groups[k], key=lambda i: self.clips[i].name)
+            rng.shuffle(members)
+            n = len(members)
+            n_test = min(round(n * test_fraction), n - 1)
+            n_val = min(round(n * val_fraction), n - 1 - n_test)
+            parts["test"] += members[:n_test]
+            parts["val"] += members[n_test : n_test + n_val]
+            parts["train"] += members[n_test + n_val :]
+        return {k: (self.subset(sorted(v)) if v else None) for k, v in parts.items()}
+
+    # ------------------------------------------------------------------ frames and windows
+    def frames(self) -> dict[str, Tensor]:
+        """Per-frame arrays of all clips, concatenated (computed once).
+
+        Returns
+        -------
+        dict of str to Tensor
+            ``rot`` ``(F, M, 3, 3)`` (body root in world, others local), ``pelvis`` ``(F, 3)``, ``positions``
+            ``(F, M, 3)``, ``yaw`` ``(F,)``, ``contacts`` ``(F, K)`` float, ``offset`` ``(N,)`` first frame of
+            each clip and ``length`` ``(N,)``.
+        """
+        if self._frames is None:
+            r = self.rig.root
+            rots, pelvis, positions, yaws, contacts = [], [], [], [], []
+            for c in self.clips:
+                q = c.quats.double()
+                root_world = q[:, 0]
+                for j in range(1, r + 1):
+                    root_world = quat_multiply(root_world, q[:, j])
+                q_model = torch.cat([root_world[:, None], q[:, r + 1 :]], dim=1)
+                rots.append(quat_to_matrix(q_model).float())
+                pelvis.append(c.positions[:, r])
+                positions.append(c.positions[:, r:])
+                yaws.append(c.yaw)
+                contacts.append(c.contacts.float())
+            length = self.lengths
+            offset = torch.cumsum(torch.cat([torch.zeros(1, dtype=torch.long), length[:-1]]), 0)
+            self._frames = {"rot": torch.cat(rots), "pelvis": torch.cat(pelvis), "positions": torch.cat(positions),
+                            "yaw": torch.cat(yaws), "contacts": torch.cat(contacts), "offset": offset, "length": length}  # fmt: skip
+        return self._frames
+
+    def windows(self, length: int, stride: int, *, pad_short: bool = True, clips: Sequence[int] | None = None) -> Tensor:
+        """Window starts over the clips.
+
+        Parameters
+        ----------
+        length : int
+            Frames per window ``T``.
+        stride : int
+            Frames between window starts.
+        pad_short : bool
+            Give a clip shorter than ``T`` one window (padded by :meth:`gather`); otherwise skip it.
+        clips : sequence of int, optional
+            Only these clips.
+
+        Returns
+        -------
+        Tensor
+            ``(W, 2)`` long: clip index and start frame. The last window of a clip is aligned to its end, so
+            no frame is left out.
+        """
+        out: list[tuple[int, int]] = []
+        for i in clips if clips is not None else range(len(self)):
+            n = self.clips[i].num_frames
+            if n < length:
+                if pad_short:
+                    out.append((i, 0))
+                continue
+            starts = list(range(0, n - length + 1, stride))
+            if starts[-1] != n - length:
+                starts.append(n - length)
+            out.extend((i, s) for s in starts)
+        return torch.tensor(out, dtype=torch.long).reshape(-1, 2)
+
+    def gather(self, windows: Tensor, length: int, keys: Sequence[str] = ("rot", "pelvis", "positions", "yaw", "contacts")) -> dict[str, Tensor]:
+        """Frames of ``windows``.
+
+        Parameters
+        ----------
+        windows : Tensor
+            ``(B, 2)`` from :meth:`windows`.
+        length : int
+            ``T``.
+        keys : sequence of str
+            Arrays of :meth:`frames` to read.
+
+        Returns
+        -------
+        dict of str to Tensor
+            Each ``(B, T, ...)``; frames past a clip's end repeat its last frame.
+        """
+        fr = self.frames()
+        clip, start = windows[:, 0], windows[:, 1]
+        t = start[:, None] + torch.arange(length)[None, :]
+        t = torch.minimum(t, fr["length"][clip][:, None] - 1)
+        index = fr["offset"][clip][:, None] + t
+        return {k: fr[k][index] for k in keys}

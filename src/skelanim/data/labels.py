@@ -1,0 +1,91 @@
+"""Labels parsed from file names, and the vocabularies that turn them into class indices.
+
+The Bandai-Namco research datasets name every file ``dataset-{n}_{content}_{style}_{take}.bvh``
+(``dataset-1_walk-back_not-confident_001.bvh``): contents and styles use ``-`` inside a word and ``_``
+between fields, so splitting the stem on ``_`` gives the four fields. Other naming schemes plug in as a
+regular expression with named groups (:func:`parse_labels` ``pattern=``).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterable, Sequence
+
+from skelanim.errors import SkelanimError
+
+__all__ = ["BANDAI_PATTERN", "LabelError", "Vocabulary", "parse_labels"]
+
+#: ``dataset-{n}_{content}_{style}_{take}`` (the Bandai-Namco research datasets 1 and 2).
+BANDAI_PATTERN = r"^dataset-(?P<dataset>\d+)_(?P<content>[^_]+)_(?P<style>[^_]+)_(?P<take>\d+)$"
+
+
+class LabelError(SkelanimError):
+    """A file name does not carry the expected labels, or a label is not in a model's vocabulary."""
+
+
+def parse_labels(path: str | os.PathLike, pattern: str = BANDAI_PATTERN) -> dict[str, str]:
+    """Labels of a motion file from its name.
+
+    Parameters
+    ----------
+    path : path
+        The file (only its stem is read).
+    pattern : str
+        Regular expression with named groups, matched against the stem; default :data:`BANDAI_PATTERN`.
+
+    Returns
+    -------
+    dict of str to str
+        The named groups, e.g. ``{"dataset": "1", "content": "walk", "style": "happy", "take": "001"}``.
+
+    Raises
+    ------
+    LabelError
+        When the stem does not match, naming the file and the expected form.
+    """
+    stem = Path(path).stem
+    match = re.match(pattern, stem)
+    if match is None:
+        raise LabelError(f"file name {stem!r} does not match the label pattern {pattern}", path=path)
+    return {k: v for k, v in match.groupdict().items() if v is not None}
+
+
+@dataclass(frozen=True)
+class Vocabulary:
+    """A sorted list of class names and their indices.
+
+    Attributes
+    ----------
+    kind : str
+        What the names are (``"content"``, ``"style"``), for error messages.
+    names : tuple of str
+        Sorted class names; index ``i`` is ``names[i]``.
+    """
+
+    kind: str
+    names: tuple[str, ...]
+
+    @classmethod
+    def build(cls, kind: str, values: Iterable[str]) -> "Vocabulary":
+        """The vocabulary of the distinct ``values`` (sorted)."""
+        return cls(kind, tuple(sorted(set(values))))
+
+    def __len__(self) -> int:
+        return len(self.names)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self.names
+
+    def index(self, name: str) -> int:
+        """Class index of ``name``; raises :class:`LabelError` listing the known names."""
+        try:
+            return self.names.index(name)
+        except ValueError:
+            raise LabelError(f"unknown {self.kind} {name!r}; known: {', '.join(self.names)}") from None
+
+    def indices(self, names: Sequence[str]) -> list[int]:
+        """Class indices of ``names``."""
+        return [self.index(n) for n in names]

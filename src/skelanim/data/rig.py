@@ -1,0 +1,122 @@
+"""The skeleton a model learns on: which joints it models, the up axis, the floor and the normalising height.
+
+A :class:`Rig` is stored in every model's ``config.json`` so that a model writes motion back onto the
+skeleton it was trained on (bone lengths exact by construction: positions only ever come from FK on the
+rig's rest offsets).
+
+* **Body root** (:func:`body_root`): joint 0, unless joint 0 is a static dummy (one child and the identity
+  rotation in every frame, e.g. Bandai-Namco's ``joint_Root``); then its child. Models see the ``M = J - r``
+  joints from the body root on; joints above it get the identity rotation on the way out.
+* **Height**: the median over clips of :attr:`Motion.height`; every length a model sees is divided by it.
+* **Floor**: the median over clips of the lowest joint height in the clip (where feet rest).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+from torch import Tensor
+
+from skelanim.core.motion import Motion
+from skelanim.core.rotations import matrix_to_quat, quat_normalize
+from skelanim.core.skeleton import Skeleton
+
+__all__ = ["Rig", "body_root"]
+
+
+def body_root(motion: Motion, tol: float = 1e-6) -> int:
+    """1 when joint 0 is a static dummy (one child, identity rotation throughout), else 0."""
+    sk = motion.skeleton
+    if sk.num_joints < 2 or sk.children(0) != [1]:
+        return 0
+    q = quat_normalize(motion.rotations[:, 0])
+    return 1 if float((1.0 - q[:, 0].abs()).max()) < tol else 0
+
+
+@dataclass
+class Rig:
+    """The learning skeleton.
+
+    Attributes
+    ----------
+    skeleton : Skeleton
+        The full skeleton motion is written on.
+    root : int
+        Body root joint index (0 or 1).
+    up : int
+        Up axis.
+    height : float
+        Normalising length (file units).
+    floor : float
+        Floor level along ``up`` (file units).
+    feet : list of int
+        Model-joint indices of the foot joints (left foot, right foot, left toe, right toe).
+    """
+
+    skeleton: Skeleton
+    root: int
+    up: int
+    height: float
+    floor: float
+    feet: list[int] = field(default_factory=list)
+
+    @property
+    def num_joints(self) -> int:
+        """Model joints ``M``."""
+        return self.skeleton.num_joints - self.root
+
+    @property
+    def names(self) -> list[str]:
+        """Names of the model joints."""
+        return self.skeleton.names[self.root :]
+
+    @property
+    def parents(self) -> list[int]:
+        """``(M,)`` parents among the model joints (``-1`` for the body root)."""
+        return [-1] + [int(p) - self.root for p in self.skeleton.parents[self.root + 1 :]]
+
+    @property
+    def offsets(self) -> Tensor:
+        """``(M, 3)`` float32 rest offsets of the model joints divided by :attr:`height` (row 0 unused)."""
+        return (self.skeleton.offsets[self.root :] / self.height).to(torch.float32)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-friendly form."""
+        return {"skeleton": self.skeleton.to_dict(), "root": self.root, "up": self.up, "height": self.height,
+                "floor": self.floor, "feet": list(self.feet)}  # fmt: skip
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "Rig":
+        """Inverse of :meth:`to_dict`."""
+        return cls(Skeleton.from_dict(data["skeleton"]), int(data["root"]), int(data["up"]), float(data["height"]),
+                   float(data["floor"]), [int(f) for f in data.get("feet", [])])  # fmt: skip
+
+    def to_motion(self, rot: Tensor, pelvis: Tensor, fps: float, *, metadata: dict[str, Any] | None = None) -> Motion:
+        """A :class:`Motion` on :attr:`skeleton` from model-joint rotations and the pelvis path.
+
+        Parameters
+        ----------
+        rot : Tensor
+            ``(F, M, 3, 3)`` rotation matrices (body root in world) or ``(F, M, 4)`` quaternions.
+        pelvis : Tensor
+            ``(F, 3)`` world body-root positions (file units).
+        fps : float
+            Frame rate.
+        metadata : dict, optional
+            Stored on the motion.
+
+        Returns
+        -------
+        Motion
+            Joints above the body root get the identity; the root translation is set so that FK puts the
+            body root at ``pelvis``; every other joint keeps its rest offset.
+        """
+        quats = matrix_to_quat(rot.double()) if rot.shape[-1] == 3 else quat_normalize(rot.double())
+        frames = quats.shape[0]
+        full = torch.zeros(frames, self.skeleton.num_joints, 4, dtype=torch.float64)
+        full[..., 0] = 1.0
+        full[:, self.root :] = quats
+        lift = self.skeleton.rest_positions()[self.root]
+        return Motion(self.skeleton, full, pelvis.double() - lift, float(fps), None, dict(metadata or {}))

@@ -1,0 +1,180 @@
+"""Labels, features and their inverses, the clip cache, windows, splits and the rig."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pytest
+import torch
+
+import skelanim
+from skelanim.core.rotations import rotvec_to_matrix
+from skelanim.data import LabelError, MotionDataset, Vocabulary, parse_labels
+from skelanim.data.cache import cache_dir, check_outside
+from skelanim.data.features import (
+    from_heading_frame, from_reference_frame, heading_features, to_heading_frame, to_reference_frame, yaw_from_directions,
+    yaw_matrix,
+)  # fmt: skip
+
+
+# ------------------------------------------------------------------------------------------- labels
+def test_parse_bandai_labels():
+    assert parse_labels("x/dataset-1_walk-back_not-confident_001.bvh") == {
+        "dataset": "1", "content": "walk-back", "style": "not-confident", "take": "001"}  # fmt: skip
+    assert parse_labels("dataset-2_raise-up-left-hand_elderly_001.bvh")["content"] == "raise-up-left-hand"
+    with pytest.raises(LabelError, match="does not match"):
+        parse_labels("walk.bvh")
+    assert parse_labels("a-b.bvh", pattern=r"(?P<content>\w)-(?P<style>\w)") == {"content": "a", "style": "b"}
+
+
+def test_vocabulary():
+    v = Vocabulary.build("content", ["walk", "bow", "walk"])
+    assert v.names == ("bow", "walk") and v.index("walk") == 1 and len(v) == 2
+    with pytest.raises(LabelError, match="unknown content 'run'"):
+        v.index("run")
+
+
+# ------------------------------------------------------------------------------------------- features
+def _random_window(b: int = 3, t: int = 12, m: int = 4, seed: int = 0):
+    g = torch.Generator().manual_seed(seed)
+    rot = rotvec_to_matrix(0.5 * torch.randn(b, t, m, 3, generator=g, dtype=torch.float64))
+    pelvis = torch.randn(b, t, 3, generator=g, dtype=torch.float64) * 10
+    yaw = torch.cumsum(0.3 * torch.randn(b, t, generator=g, dtype=torch.float64), -1)
+    return rot, pelvis, yaw
+
+
+@pytest.mark.parametrize("up", [0, 1, 2])
+def test_yaw_of_a_rotated_reference_direction(up):
+    yaw = torch.tensor([0.0, 0.4, -2.0, 3.0], dtype=torch.float64)
+    ref = torch.zeros(3, dtype=torch.float64)
+    ref[(up + 1) % 3] = 1.0
+    directions = yaw_matrix(yaw, up) @ ref
+    assert torch.allclose(yaw_from_directions(directions, up), yaw, atol=1e-12)
+
+
+@pytest.mark.parametrize("up", [1, 2])
+def test_heading_frame_round_trip_is_exact(up):
+    rot, pelvis, yaw = _random_window()
+    rot_c, root = to_heading_frame(rot, pelvis, yaw, up=up, floor=-1.0, height=2.0)
+    assert root.shape == (3, 12, 4)
+    back_rot, back_pelvis, back_yaw = from_heading_frame(rot_c, root, up=up, floor=-1.0, height=2.0, yaw0=yaw[:, 0],
+                                                         start=pelvis[:, 0])  # fmt: skip
+    assert torch.allclose(back_rot, rot, atol=1e-10)
+    assert torch.allclose(back_pelvis, pelvis, atol=1e-9)
+    assert torch.allclose(torch.remainder(back_yaw - yaw + math.pi, 2 * math.pi), torch.full_like(yaw, math.pi), atol=1e-9)
+
+
+def test_heading_frame_is_invariant_to_a_global_turn():
+    rot, pelvis, yaw = _random_window()
+    turn = yaw_matrix(torch.tensor(1.1, dtype=torch.float64), 1)
+    a = to_heading_frame(rot, pelvis, yaw, up=1, floor=0.0, height=1.0)
+    rot2 = rot.clone()
+    rot2[..., 0, :, :] = turn @ rot[..., 0, :, :]
+    b = to_heading_frame(rot2, pelvis @ turn.T, yaw + 1.1, up=1, floor=0.0, height=1.0)
+    assert torch.allclose(a[0], b[0], atol=1e-10) and torch.allclose(a[1], b[1], atol=1e-9)
+
+
+def test_reference_frame_round_trip():
+    rot, pelvis, yaw = _random_window()
+    rot_r, pel_r = to_reference_frame(rot, pelvis, yaw, 5, up=1, floor=0.5, height=3.0)
+    assert torch.allclose(pel_r[:, 5, [0, 2]], torch.zeros(3, 2, dtype=torch.float64), atol=1e-12)
+    back_rot, back_pel = from_reference_frame(rot_r, pel_r, yaw[:, 5], pelvis[:, 5], up=1, floor=0.5, height=3.0)
+    assert torch.allclose(back_rot, rot, atol=1e-10) and torch.allclose(back_pel, pelvis, atol=1e-9)
+
+
+def test_heading_features_shapes():
+    rot, pelvis, yaw = _random_window()
+    f = heading_features(rot, pelvis, yaw, torch.randn(3, 12, 4, 3, dtype=torch.float64), up=1, floor=0.0, height=1.0)
+    assert {k: tuple(v.shape) for k, v in f.items()} == {
+        "rot6d": (3, 12, 4, 6), "root": (3, 12, 4), "positions": (3, 12, 4, 3), "velocities": (3, 12, 4, 3)}  # fmt: skip
+
+
+# ------------------------------------------------------------------------------------------- cache
+def test_cache_dir_env_and_outside_check(tmp_path, monkeypatch):
+    monkeypatch.setenv("SKELANIM_CACHE", str(tmp_path / "c"))
+    assert cache_dir() == tmp_path / "c" and (tmp_path / "c").is_dir()
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "a.bvh").write_text("")
+    with pytest.raises(ValueError, match="inside the data folder"):
+        check_outside(data / "cache", [data / "a.bvh"])
+    check_outside(tmp_path / "elsewhere", [data / "a.bvh"])
+
+
+def test_second_load_comes_from_the_cache(bandai_few, tmp_path, monkeypatch):
+    first = MotionDataset(bandai_few[:2], fps=25.0, cache=tmp_path)
+    assert len(list((tmp_path / "clips").glob("*.safetensors"))) == 2
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("BVH parsed again although cached")
+
+    monkeypatch.setattr(skelanim, "load", refuse)
+    second = MotionDataset(bandai_few[:2], fps=25.0, cache=tmp_path)
+    assert torch.equal(first.clips[0].quats, second.clips[0].quats)
+    assert {c.name: c.labels["style"] for c in second.clips} == {"dataset-1_walk_happy_001": "happy",
+                                                                 "dataset-1_walk_angry_001": "angry"}  # fmt: skip
+    with pytest.raises(AssertionError):  # a different fps is another cache entry
+        MotionDataset(bandai_few[:1], fps=20.0, cache=tmp_path)
+
+
+# ------------------------------------------------------------------------------------------- dataset
+def test_clips_are_resampled_and_the_rig_is_measured(few_dataset):
+    ds = few_dataset
+    assert ds.fps == 25.0 and len(ds) == 6
+    walk = ds.clips[[c.name for c in ds.clips].index("dataset-1_walk_happy_001")]
+    source = skelanim.load(walk.path)
+    assert walk.num_frames == round(source.duration * 25) + 1
+    rig = ds.rig
+    assert rig.root == 1 and rig.up == 1 and rig.num_joints == 21  # Bandai joint_Root is a static dummy
+    assert 120 < rig.height < 160 and 0 < rig.floor < 10  # cm; the toes rest ~4 cm above y = 0
+    assert [rig.names[f] for f in rig.feet] == ["Foot_L", "Foot_R", "Toes_L", "Toes_R"]
+
+
+def test_rig_motion_reproduces_the_clip(few_dataset):
+    ds = few_dataset
+    fr = ds.frames()
+    n = int(fr["length"][0])
+    motion = ds.rig.to_motion(fr["rot"][:n], fr["pelvis"][:n], ds.fps)
+    pos = motion.positions()[:, ds.rig.root :].float()
+    assert (pos - fr["positions"][:n]).norm(dim=-1).max() < 1e-2  # cm: FK on rest offsets = the file's own FK
+
+
+def test_windows_and_gather(few_dataset):
+    ds = few_dataset
+    win = ds.windows(32, 8)
+    lengths = ds.lengths
+    for clip, start in win.tolist():
+        assert start == 0 or start + 32 <= lengths[clip]
+    short = [i for i, c in enumerate(ds.clips) if c.num_frames < 32]
+    assert short and all((win[:, 0] == i).sum() == 1 for i in short)  # short clips: one padded window
+    assert not any(int(c) in short for c in ds.windows(32, 8, pad_short=False)[:, 0])
+    for i in range(len(ds)):  # the last window ends at the clip's end
+        starts = win[win[:, 0] == i, 1]
+        assert int(starts.max()) == max(0, int(lengths[i]) - 32)
+    g = ds.gather(win[:5], 32)
+    assert g["rot"].shape == (5, 32, 21, 3, 3) and g["pelvis"].shape == (5, 32, 3) and g["contacts"].shape == (5, 32, 4)
+    i = short[0]
+    pad = ds.gather(win[win[:, 0] == i], 32)["pelvis"][0]
+    assert torch.equal(pad[-1], pad[lengths[i] - 1])  # held at the clip's last frame
+
+
+def test_splits(few_dataset):
+    ds = few_dataset
+    parts = ds.split_by_style(test=["angry", "elderly"], val=["normal"])
+    assert sorted(parts["test"].labels("style")) == ["angry", "elderly"]
+    assert set(parts["val"].labels("style")) == {"normal"}
+    assert set(parts["train"].labels("style")) == {"happy"}
+    by_file = ds.split_by_file(test_fraction=0.5, val_fraction=0.0, seed=3)
+    names = sorted(by_file["train"].names + by_file["test"].names)
+    assert names == sorted(ds.names) and by_file["val"] is None
+    assert set(by_file["train"].labels("content")) == set(ds.labels("content"))  # every class keeps training files
+    assert ds.select(["*walk*"]).labels("content") == ["walk"] * 3
+    assert ds.split_by_file(test_fraction=0.5, seed=3)["test"].names == by_file["test"].names  # seeded
+
+
+def test_missing_files_raise(tmp_path):
+    with pytest.raises(FileNotFoundError):
+        MotionDataset([tmp_path / "nothing*.bvh"], cache=False)
+    with pytest.raises(FileNotFoundError):
+        MotionDataset([tmp_path], cache=False)
