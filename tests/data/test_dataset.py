@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-from pathlib import Path
 
 import pytest
 import torch
@@ -13,7 +12,12 @@ from skelanim.core.rotations import rotvec_to_matrix
 from skelanim.data import LabelError, MotionDataset, Vocabulary, parse_labels
 from skelanim.data.cache import cache_dir, check_outside
 from skelanim.data.features import (
-    from_heading_frame, from_reference_frame, heading_features, to_heading_frame, to_reference_frame, yaw_from_directions,
+    from_heading_frame,
+    from_reference_frame,
+    heading_features,
+    to_heading_frame,
+    to_reference_frame,
+    yaw_from_directions,
     yaw_matrix,
 )  # fmt: skip
 
@@ -62,7 +66,9 @@ def test_heading_frame_round_trip_is_exact(up):
                                                          start=pelvis[:, 0])  # fmt: skip
     assert torch.allclose(back_rot, rot, atol=1e-10)
     assert torch.allclose(back_pelvis, pelvis, atol=1e-9)
-    assert torch.allclose(torch.remainder(back_yaw - yaw + math.pi, 2 * math.pi), torch.full_like(yaw, math.pi), atol=1e-9)
+    assert torch.allclose(
+        torch.remainder(back_yaw - yaw + math.pi, 2 * math.pi), torch.full_like(yaw, math.pi), atol=1e-9
+    )
 
 
 def test_heading_frame_is_invariant_to_a_global_turn():

@@ -38,9 +38,8 @@ CACHE_VERSION = 2
 def _writable(path: Path) -> bool:
     try:
         path.mkdir(parents=True, exist_ok=True)
-        probe = tempfile.NamedTemporaryFile(dir=path, prefix=".probe", delete=True)
-        probe.close()
-        return True
+        with tempfile.NamedTemporaryFile(dir=path, prefix=".probe"):
+            return True
     except OSError:
         return False
 

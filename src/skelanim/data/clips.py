@@ -9,9 +9,10 @@ contacts (:func:`skelanim.ops.foot_contacts`). The result is cached on disk (:mo
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import torch
 from torch import Tensor
@@ -83,7 +84,12 @@ class Clip:
 
     def tensors(self) -> dict[str, Tensor]:
         """The arrays, for caching."""
-        return {"quats": self.quats, "positions": self.positions, "yaw": self.yaw, "contacts": self.contacts.to(torch.uint8)}
+        return {
+            "quats": self.quats,
+            "positions": self.positions,
+            "yaw": self.yaw,
+            "contacts": self.contacts.to(torch.uint8),
+        }
 
     def meta(self) -> dict[str, Any]:
         """The scalars, for caching."""
@@ -92,7 +98,7 @@ class Clip:
                 "root": self.root}  # fmt: skip
 
     @classmethod
-    def from_cache(cls, tensors: dict[str, Tensor], meta: dict[str, Any]) -> "Clip":
+    def from_cache(cls, tensors: dict[str, Tensor], meta: dict[str, Any]) -> Clip:
         """Inverse of :meth:`tensors` + :meth:`meta`."""
         return cls(meta["name"], meta["path"], dict(meta["labels"]), float(meta["fps"]), Skeleton.from_dict(meta["skeleton"]),
                    tensors["quats"], tensors["positions"], tensors["yaw"], tensors["contacts"].bool(),

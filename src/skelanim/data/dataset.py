@@ -16,8 +16,8 @@ import fnmatch
 import glob
 import os
 import random
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import Callable, Iterable, Sequence
 
 import torch
 from torch import Tensor
@@ -124,7 +124,9 @@ class MotionDataset:
         first = self.clips[0]
         for clip in self.clips[1:]:
             if not clip.skeleton.same_topology(first.skeleton):
-                raise SkeletonError(f"skeleton differs from {first.path} ({first.skeleton.num_joints} joints)", path=clip.path)
+                raise SkeletonError(
+                    f"skeleton differs from {first.path} ({first.skeleton.num_joints} joints)", path=clip.path
+                )
         self.rig = rig if rig is not None else self.measure_rig()
         self._frames: dict[str, Tensor] | None = None
 
@@ -161,19 +163,19 @@ class MotionDataset:
         feet = [f - root for f in first.feet]
         return Rig(first.skeleton, root, up, float(heights.median()), float(floors.median()), feet)
 
-    def subset(self, indices: Iterable[int]) -> "MotionDataset":
+    def subset(self, indices: Iterable[int]) -> MotionDataset:
         """A dataset of the clips ``indices`` (same rig, fps and loaded clips)."""
         chosen = [self.clips[i] for i in indices]
         return MotionDataset(fps=self.fps, rig=self.rig, clips=chosen)
 
     # ------------------------------------------------------------------ splits
-    def select(self, patterns: Sequence[str], *, invert: bool = False) -> "MotionDataset":
+    def select(self, patterns: Sequence[str], *, invert: bool = False) -> MotionDataset:
         """Clips whose file name matches any ``fnmatch`` pattern (or none, with ``invert``)."""
         hits = [i for i, c in enumerate(self.clips)
                 if any(fnmatch.fnmatch(Path(c.path).name, p) or fnmatch.fnmatch(c.name, p) for p in patterns) != invert]  # fmt: skip
         return self.subset(hits)
 
-    def split_by_style(self, test: Sequence[str], val: Sequence[str] = ()) -> dict[str, "MotionDataset | None"]:
+    def split_by_style(self, test: Sequence[str], val: Sequence[str] = ()) -> dict[str, MotionDataset | None]:
         """Train on some styles, validate and test on others.
 
         Returns
@@ -189,7 +191,7 @@ class MotionDataset:
         return {k: (self.subset(v) if v else None) for k, v in parts.items()}
 
     def split_by_file(self, *, test_fraction: float = 0.2, val_fraction: float = 0.1, seed: int = 0,
-                      stratify: str | None = "content") -> dict[str, "MotionDataset | None"]:  # fmt: skip
+                      stratify: str | None = "content") -> dict[str, MotionDataset | None]:  # fmt: skip
         """Random split by file, stratified by a label so every class keeps files in training.
 
         Within each class (files sorted by name, shuffled with ``seed``) ``round(n * test_fraction)`` files
@@ -248,7 +250,9 @@ class MotionDataset:
                             "yaw": torch.cat(yaws), "contacts": torch.cat(contacts), "offset": offset, "length": length}  # fmt: skip
         return self._frames
 
-    def windows(self, length: int, stride: int, *, pad_short: bool = True, clips: Sequence[int] | None = None) -> Tensor:
+    def windows(
+        self, length: int, stride: int, *, pad_short: bool = True, clips: Sequence[int] | None = None
+    ) -> Tensor:
         """Window starts over the clips.
 
         Parameters
@@ -281,7 +285,9 @@ class MotionDataset:
             out.extend((i, s) for s in starts)
         return torch.tensor(out, dtype=torch.long).reshape(-1, 2)
 
-    def gather(self, windows: Tensor, length: int, keys: Sequence[str] = ("rot", "pelvis", "positions", "yaw", "contacts")) -> dict[str, Tensor]:
+    def gather(
+        self, windows: Tensor, length: int, keys: Sequence[str] = ("rot", "pelvis", "positions", "yaw", "contacts")
+    ) -> dict[str, Tensor]:
         """Frames of ``windows``.
 
         Parameters

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, Sequence
 
 from skelanim.errors import SkelanimError
 
@@ -69,7 +69,7 @@ class Vocabulary:
     names: tuple[str, ...]
 
     @classmethod
-    def build(cls, kind: str, values: Iterable[str]) -> "Vocabulary":
+    def build(cls, kind: str, values: Iterable[str]) -> Vocabulary:
         """The vocabulary of the distinct ``values`` (sorted)."""
         return cls(kind, tuple(sorted(set(values))))
 

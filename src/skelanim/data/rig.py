@@ -88,7 +88,7 @@ class Rig:
                 "floor": self.floor, "feet": list(self.feet)}  # fmt: skip
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "Rig":
+    def from_dict(cls, data: dict[str, Any]) -> Rig:
         """Inverse of :meth:`to_dict`."""
         return cls(Skeleton.from_dict(data["skeleton"]), int(data["root"]), int(data["up"]), float(data["height"]),
                    float(data["floor"]), [int(f) for f in data.get("feet", [])])  # fmt: skip

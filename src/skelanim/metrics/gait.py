@@ -105,8 +105,6 @@ def bone_ancestor(skeleton: Skeleton, joint: int) -> int | None:
     return parent if parent >= 0 and float(offset.norm()) > tiny else None
 
 
-
-
 def up_axis_and_height(motion: Motion, positions: np.ndarray | None = None) -> tuple[int, float]:
     """``(up axis, height)`` of a motion as animated: :meth:`Motion.up_axis` and :attr:`Motion.height`
     (``positions`` is accepted for call sites that have them; the Motion computes its own sample)."""
@@ -211,8 +209,14 @@ def side_contacts(
     for side in SIDES:
         leg = legs[side]
         joints = [leg.ankle] + ([leg.toe] if leg.toe is not None else [])
-        labels = foot_contacts(motion, joints=joints, up_axis=up_axis, height=height,
-                               height_threshold=HEIGHT_FRACTION * height, speed_threshold=SPEED_FRACTION * height)
+        labels = foot_contacts(
+            motion,
+            joints=joints,
+            up_axis=up_axis,
+            height=height,
+            height_threshold=HEIGHT_FRACTION * height,
+            speed_threshold=SPEED_FRACTION * height,
+        )
         any_joint = np.asarray(np.asarray(labels).reshape(motion.num_frames, -1).any(axis=1), dtype=bool)
         cols.append(_clean(any_joint, min_len))
     return np.stack(cols, axis=1)
