@@ -29,6 +29,7 @@ from skelanim.cli import view as _view  # noqa: E402,F401
 from skelanim.cli import demo as _demo  # noqa: E402,F401
 from skelanim.cli import ik as _ik  # noqa: E402,F401
 from skelanim.cli import retarget as _retarget  # noqa: E402,F401
+from skelanim.cli import learn as _learn  # noqa: E402,F401
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,1 +1,42 @@
-"""skelanim.learn"""
+"""Learning motion: recognition (ST-GCN), prediction (seq2seq GRU, DCT-GCN) and generation (CVAE + GAN).
+
+========================  ==============================================================================
+:mod:`.stgcn`             :class:`STGCN` and the :class:`TemporalCNN` baseline
+:mod:`.recognize`         :class:`Recognizer`, :func:`train_recognizer`, :func:`evaluate_recognizer`
+:mod:`.predictors`        :class:`Seq2SeqGRU`, :class:`DCTGCN`, :func:`zero_velocity`, :func:`constant_velocity`
+:mod:`.predict`           :class:`Predictor`, :func:`train_predictor`, :func:`evaluate_prediction`,
+                          :func:`predict_motion`
+:mod:`.cvae`              :class:`MotionCVAE`, :class:`TemporalDiscriminator`
+:mod:`.generate`          :class:`Generator`, :func:`train_generator`, :func:`evaluate_generation`
+:mod:`.common`            normaliser buffers, FK on the rig, model folders, the shipped defaults, splits
+========================  ==============================================================================
+
+Every model trains with the shared loop :func:`skelanim.nn.fit` and is stored as a model folder
+(``model.safetensors`` + ``config.json`` with the rig, vocabularies, normalisation statistics and
+provenance). Shipped defaults for the Bandai-Namco skeleton live in ``pretrained/`` (see ``README.md``).
+"""
+
+from skelanim.learn.generate import Generator, evaluate_generation, train_generator
+from skelanim.learn.predict import Predictor, evaluate_prediction, predict_motion, train_predictor
+from skelanim.learn.predictors import DCTGCN, Seq2SeqGRU, constant_velocity, zero_velocity
+from skelanim.learn.recognize import Recognizer, evaluate_recognizer, train_recognizer
+from skelanim.learn.stgcn import STGCN, TemporalCNN
+
+__all__ = [
+    "DCTGCN",
+    "STGCN",
+    "Generator",
+    "Predictor",
+    "Recognizer",
+    "Seq2SeqGRU",
+    "TemporalCNN",
+    "constant_velocity",
+    "evaluate_generation",
+    "evaluate_prediction",
+    "evaluate_recognizer",
+    "predict_motion",
+    "train_generator",
+    "train_predictor",
+    "train_recognizer",
+    "zero_velocity",
+]  # fmt: skip

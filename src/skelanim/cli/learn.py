@@ -1,0 +1,401 @@
+"""``skelanim learn recognize|predict|generate train|eval``, ``skelanim generate``, ``skelanim predict`` and
+``skelanim evaluate``: thin wrappers over :mod:`skelanim.learn` and :mod:`skelanim.metrics`."""
+
+from __future__ import annotations
+
+import json
+import shlex
+import sys
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from skelanim.cli import app
+
+learn_app = typer.Typer(help="Recognition (ST-GCN), prediction (GRU, DCT-GCN) and generation (CVAE + GAN) on labelled mocap.",
+                        no_args_is_help=True)  # fmt: skip
+recognize_app = typer.Typer(help="Classify content (and style) of motion windows and files.", no_args_is_help=True)
+predict_app = typer.Typer(help="Predict the next second of motion.", no_args_is_help=True)
+generate_app = typer.Typer(help="Generate motion of a requested content and style.", no_args_is_help=True)
+learn_app.add_typer(recognize_app, name="recognize")
+learn_app.add_typer(predict_app, name="predict")
+learn_app.add_typer(generate_app, name="generate")
+app.add_typer(learn_app, name="learn")
+
+DATA_HELP = "Motion files, folders or glob patterns with labels in their names (repeat)."
+SPLIT_HELP = "'style' (test styles angry/childish/elderly, validate on proud/youthful), 'file' (20 % of files per content), 'none'."
+
+
+def _command() -> str:
+    return "skelanim " + " ".join(shlex.quote(a) for a in sys.argv[1:])
+
+
+def _dataset(data: list[str], fps: float, threads: int | None, progress: bool = True):
+    from skelanim.data import MotionDataset
+    from skelanim.learn.common import set_threads
+
+    set_threads(threads)
+    return MotionDataset(data, fps=fps, progress=progress)
+
+
+def _parts(ds, split: str, seed: int = 0) -> dict:
+    from skelanim.learn.common import split_dataset
+
+    if split == "none":
+        return {"train": ds, "val": None, "test": ds}
+    if split not in ("style", "file"):
+        raise typer.BadParameter(f"unknown split {split!r}; choose style, file or none", param_hint="--split")
+    parts = split_dataset(ds, split, seed=seed)
+    if parts["train"] is None:
+        raise typer.BadParameter("the split leaves no training files", param_hint="--split")
+    return parts
+
+
+def _loop(epochs: int, batch_size: int, lr: float, seed: int, max_steps: int | None, progress: bool, warmup: int = 50):
+    from skelanim.nn.train import TrainConfig
+
+    return TrainConfig(epochs=epochs, batch_size=batch_size, lr=lr, seed=seed, max_steps=max_steps, progress=progress,
+                       warmup_steps=warmup)  # fmt: skip
+
+
+def _report(out: Path, result: dict[str, Any], metric: str) -> None:
+    from skelanim.nn import distributed
+
+    if distributed.is_main():
+        best = result.get("best") or {}
+        typer.echo(f"wrote {out} ({result.get('parameters', '?')} parameters, {result['steps']} steps, "
+                   f"{result['seconds']:.0f} s; best epoch {best.get('epoch')}: {metric} {best.get(metric, float('nan')):.4g})")  # fmt: skip
+
+
+def _echo_json(obj: Any) -> None:
+    typer.echo(json.dumps(obj, indent=1))
+
+
+# ---------------------------------------------------------------------------------------------- recognize
+@recognize_app.command("train")
+def recognize_train(
+    data: list[str] = typer.Option(..., "--data", help=DATA_HELP),
+    out: Path = typer.Option(..., "--out", "-o", help="Model folder to write."),
+    arch: str = typer.Option("stgcn", "--arch", help="stgcn or cnn (the temporal-CNN baseline)."),
+    split: str = typer.Option("style", "--split", help=SPLIT_HELP),
+    window: int = typer.Option(64, "--window", min=8),
+    stride: int = typer.Option(8, "--stride", min=1),
+    fps: float = typer.Option(25.0, "--fps"),
+    epochs: int = typer.Option(12, "--epochs", min=1),
+    batch_size: int = typer.Option(64, "--batch-size", min=1),
+    lr: float = typer.Option(2e-3, "--lr"),
+    seed: int = typer.Option(0, "--seed"),
+    max_steps: int | None = typer.Option(None, "--max-steps", min=1),
+    threads: int | None = typer.Option(None, "--threads", min=1),
+    resume: bool = typer.Option(False, "--resume"),
+    progress: bool = typer.Option(True, "--progress/--no-progress"),
+) -> None:
+    """Train a recogniser (ST-GCN or the CNN baseline); OUT gets model.safetensors + config.json."""
+    from skelanim.learn.recognize import train_recognizer
+
+    parts = _parts(_dataset(data, fps, threads, progress), split, seed)
+    result = train_recognizer(parts["train"], parts["val"], out, arch=arch, window=window, stride=stride,
+                              loop=_loop(epochs, batch_size, lr, seed, max_steps, progress), resume=resume, command=_command())  # fmt: skip
+    _report(out, result, "val_error")
+
+
+@recognize_app.command("eval")
+def recognize_eval(
+    data: list[str] = typer.Option(..., "--data", help=DATA_HELP),
+    model: Path | None = typer.Option(None, "--model", "-m", help="ST-GCN folder (default: the shipped one)."),
+    baseline: Path | None = typer.Option(None, "--baseline", help="CNN baseline folder (default: the shipped one)."),
+    split: str = typer.Option("style", "--split", help=SPLIT_HELP + " Evaluates the test part."),
+    stride: int = typer.Option(8, "--stride", min=1),
+    threads: int | None = typer.Option(None, "--threads", min=1),
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
+) -> None:
+    """Top-1 content accuracy per file (vote over windows) and per window, ST-GCN against the CNN baseline."""
+    from skelanim.learn.recognize import Recognizer, evaluate_recognizer
+
+    net, base = Recognizer.load(model), Recognizer.load(baseline, default="recognize_cnn")
+    ds = _parts(_dataset(data, net.fps, threads, not as_json), split)["test"]
+    main, ref = evaluate_recognizer(net, ds, stride=stride), evaluate_recognizer(base, ds, stride=stride)
+    obj = {"top1_files": main["top1_files"], "top1_windows": main["top1_windows"], "per_class": main["per_class"],
+           "baseline_cnn": {"top1_files": ref["top1_files"], "top1_windows": ref["top1_windows"]}}  # fmt: skip
+    if as_json:
+        _echo_json(obj)
+        return
+    typer.echo(f"{main['files']} files, {main['windows']} windows")
+    typer.echo(f"{'':>22} {'files':>7} {'windows':>8}")
+    typer.echo(f"{'ST-GCN':>22} {main['top1_files']:7.1%} {main['top1_windows']:8.1%}")
+    typer.echo(f"{'temporal CNN':>22} {ref['top1_files']:7.1%} {ref['top1_windows']:8.1%}")
+    for name, v in main["per_class"].items():
+        typer.echo(f"{name:>22} {v['top1_files']:7.1%} {v['top1_windows']:8.1%}  ({v['files']} files)")
+
+
+# ---------------------------------------------------------------------------------------------- predict
+@predict_app.command("train")
+def predict_train(
+    data: list[str] = typer.Option(..., "--data", help=DATA_HELP),
+    out: Path = typer.Option(..., "--out", "-o", help="Model folder to write."),
+    arch: str = typer.Option("rnn", "--arch", help="rnn (seq2seq GRU) or gcn (DCT-GCN)."),
+    split: str = typer.Option("style", "--split", help=SPLIT_HELP),
+    stride: int = typer.Option(4, "--stride", min=1),
+    hidden: int | None = typer.Option(None, "--hidden", min=4, help="GRU width / GCN node features."),
+    fps: float = typer.Option(25.0, "--fps"),
+    epochs: int = typer.Option(8, "--epochs", min=1),
+    batch_size: int = typer.Option(64, "--batch-size", min=1),
+    lr: float = typer.Option(2e-3, "--lr"),
+    seed: int = typer.Option(0, "--seed"),
+    max_steps: int | None = typer.Option(None, "--max-steps", min=1),
+    threads: int | None = typer.Option(None, "--threads", min=1),
+    resume: bool = typer.Option(False, "--resume"),
+    progress: bool = typer.Option(True, "--progress/--no-progress"),
+) -> None:
+    """Train a predictor (1 s in, 1 s out at 25 fps)."""
+    from skelanim.learn.predict import train_predictor
+
+    parts = _parts(_dataset(data, fps, threads, progress), split, seed)
+    result = train_predictor(parts["train"], parts["val"], out, arch=arch, stride=stride,
+                             arch_options={"hidden": hidden} if hidden else None,
+                             loop=_loop(epochs, batch_size, lr, seed, max_steps, progress), resume=resume, command=_command())  # fmt: skip
+    _report(out, result, "val_mpjpe")
+
+
+@predict_app.command("eval")
+def predict_eval(
+    data: list[str] = typer.Option(..., "--data", help=DATA_HELP),
+    rnn: Path | None = typer.Option(None, "--rnn", help="GRU folder (default: the shipped one)."),
+    gcn: Path | None = typer.Option(None, "--gcn", help="DCT-GCN folder (default: the shipped one)."),
+    split: str = typer.Option("style", "--split", help=SPLIT_HELP + " Evaluates the test part."),
+    stride: int = typer.Option(10, "--stride", min=1),
+    threads: int | None = typer.Option(None, "--threads", min=1),
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
+) -> None:
+    """MPJPE (root-relative and global, fraction of height) and angle error at 80-1000 ms, all four methods."""
+    from skelanim.learn.predict import Predictor, evaluate_prediction
+
+    models = {"rnn": Predictor.load(rnn, default="predict_rnn"), "gcn": Predictor.load(gcn, default="predict_gcn")}
+    ds = _parts(_dataset(data, models["rnn"].fps, threads, not as_json), split)["test"]
+    res = evaluate_prediction(models, ds, stride=stride)
+    if as_json:
+        _echo_json({"horizons_ms": res["horizons_ms"], "methods": res["methods"]})
+        return
+    typer.echo(f"{res['windows']} windows; % of skeleton height (angles in degrees)")
+    typer.echo(f"{'':>30}" + "".join(f"{h:>8}" for h in res["horizons_ms"]))
+    for name, v in res["methods"].items():
+        for key in ("mpjpe", "mpjpe_global", "angle_deg"):
+            scale = 1.0 if key == "angle_deg" else 100.0
+            typer.echo(f"{name + ' ' + key:>30}" + "".join(f"{x * scale:8.2f}" for x in v[key]))
+
+
+# ---------------------------------------------------------------------------------------------- generate
+@generate_app.command("train")
+def generate_train(
+    data: list[str] = typer.Option(..., "--data", help=DATA_HELP),
+    out: Path = typer.Option(..., "--out", "-o", help="Model folder to write (the VAE stage goes to OUT/vae)."),
+    split: str = typer.Option("file", "--split", help=SPLIT_HELP),
+    recognizer: Path | None = typer.Option(
+        None, "--recognizer", help="Recogniser for the validation FID (default: the shipped one)."
+    ),
+    vae_epochs: int = typer.Option(14, "--vae-epochs", min=1),
+    gan_epochs: int = typer.Option(4, "--gan-epochs", min=0),
+    window: int = typer.Option(64, "--window", min=8),
+    stride: int = typer.Option(8, "--stride", min=1),
+    batch_size: int = typer.Option(64, "--batch-size", min=1),
+    lr: float = typer.Option(1e-3, "--lr"),
+    gan_lr: float = typer.Option(2e-4, "--gan-lr"),
+    beta: float = typer.Option(2e-3, "--beta"),
+    adversarial: float = typer.Option(0.02, "--adversarial"),
+    fps: float = typer.Option(25.0, "--fps"),
+    seed: int = typer.Option(0, "--seed"),
+    max_steps: int | None = typer.Option(None, "--max-steps", min=1),
+    threads: int | None = typer.Option(None, "--threads", min=1),
+    resume: bool = typer.Option(False, "--resume"),
+    progress: bool = typer.Option(True, "--progress/--no-progress"),
+) -> None:
+    """Train the conditional VAE, then refine it with the temporal GAN."""
+    from skelanim.learn.generate import train_generator
+    from skelanim.learn.recognize import Recognizer
+
+    rec = Recognizer.load(recognizer)
+    parts = _parts(_dataset(data, fps, threads, progress), split, seed)
+    reference = rec.embed_dataset(parts["train"], stride=8, length=window)["features"]
+    result = train_generator(parts["train"], out, length=window, stride=stride, embed=rec.embed_arrays, reference=reference,
+                             vae_loop=_loop(vae_epochs, batch_size, lr, seed, max_steps, progress, 100),
+                             gan_loop=_loop(gan_epochs, batch_size, gan_lr, seed, max_steps, progress, 20) if gan_epochs else None,
+                             weights={"beta": beta, "adversarial": adversarial}, resume=resume, command=_command())  # fmt: skip
+    last = result["gan"] or result["vae"]
+    _report(
+        out,
+        {**last, "parameters": result["parameters"]},
+        "val_fid" if last.get("best", {}).get("val_fid") is not None else "val_rec",
+    )
+
+
+@generate_app.command("eval")
+def generate_eval(
+    data: list[str] = typer.Option(..., "--data", help=DATA_HELP),
+    model: Path | None = typer.Option(None, "--model", "-m", help="Generator folder (default: the shipped one)."),
+    recognizer: Path | None = typer.Option(None, "--recognizer", help="Recogniser folder (default: the shipped one)."),
+    split: str = typer.Option("file", "--split", help=SPLIT_HELP + " Train part = real set A, test part = B."),
+    seed: int = typer.Option(0, "--seed"),
+    threads: int | None = typer.Option(None, "--threads", min=1),
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
+) -> None:
+    """FID (generated vs held-out real, against real vs real), recognition, diversity, foot skating."""
+    from skelanim.learn.generate import Generator, evaluate_generation
+    from skelanim.learn.recognize import Recognizer
+
+    gen, rec = Generator.load(model), Recognizer.load(recognizer)
+    parts = _parts(_dataset(data, gen.fps, threads, not as_json), split)
+    if parts["test"] is None:
+        raise typer.BadParameter("the split leaves no test files", param_hint="--split")
+    res = evaluate_generation(gen, rec.embed_arrays, parts["train"], parts["test"], seed=seed)
+    keys = ("fid", "fid_real", "recognised", "diversity", "foot_skating", "foot_skating_real")
+    if as_json:
+        _echo_json({k: res[k] for k in keys})
+        return
+    for k in (*keys, "diversity_real", "samples", "real_windows"):
+        typer.echo(f"{k:>18}: {res[k]:.4g}" if isinstance(res[k], float) else f"{k:>18}: {res[k]}")
+
+
+@learn_app.command("ship")
+def ship(
+    src: Path = typer.Argument(..., help="A trained model folder."),
+    dest: Path = typer.Argument(..., help="Folder to write (e.g. src/skelanim/learn/pretrained/NAME)."),
+    drop: list[str] | None = typer.Option(None, "--drop", help="Leave out tensors with this name prefix (repeat)."),
+) -> None:
+    """Copy a model folder for shipping: float16 weights, statistics in float32, optional parts dropped."""
+    from skelanim.learn.common import export_for_shipping
+
+    size = export_for_shipping(src, dest, drop=drop or ())
+    typer.echo(f"wrote {dest} ({size / 1e6:.2f} MB of weights)")
+
+
+# ---------------------------------------------------------------------------------------------- top level
+@app.command("generate")
+def generate_cmd(
+    content: str | None = typer.Option(None, "--content", help="Content class (walk, run, bow, ...)."),
+    style: str | None = typer.Option("normal", "--style", help="Style class (happy, angry, ...)."),
+    n: int = typer.Option(4, "-n", min=1, help="Motions to write."),
+    out: Path = typer.Option(..., "-o", "--out", help="Folder for the BVH files."),
+    model: Path | None = typer.Option(None, "--model", "-m", help="Generator folder (default: the shipped one)."),
+    interpolate: list[Path] | None = typer.Option(
+        None, "--interpolate", help="Two motion files: interpolate between them (give twice)."
+    ),
+    seed: int = typer.Option(0, "--seed"),
+    temperature: float = typer.Option(1.0, "--temperature", min=0.0),
+) -> None:
+    """Write N generated BVH files of a content and style (or N steps between two clips with --interpolate)."""
+    import torch
+
+    import skelanim
+    from skelanim.data.labels import parse_labels
+    from skelanim.learn.generate import Generator
+
+    gen = Generator.load(model)
+    if interpolate:
+        if len(interpolate) != 2:
+            raise typer.BadParameter("give --interpolate exactly twice (two files)", param_hint="--interpolate")
+        motions = [skelanim.load(p) for p in interpolate]
+        labels = []
+        for p in interpolate:
+            lab = parse_labels(p)
+            labels.append((content or lab["content"], lab.get("style", style or "normal")))
+        results = gen.interpolate(motions[0], motions[1], labels[0], labels[1], n)
+        names = [f"interp_{i:02d}.bvh" for i in range(n)]
+    else:
+        if content is None:
+            raise typer.BadParameter("--content is required (or use --interpolate)", param_hint="--content")
+        x = gen.sample(
+            [content] * n,
+            [style or "normal"] * n,
+            generator=torch.Generator().manual_seed(seed),
+            temperature=temperature,
+        )
+        results = gen.to_motions(x)
+        names = [f"{content}_{style}_{i:02d}.bvh" for i in range(n)]
+    out.mkdir(parents=True, exist_ok=True)
+    for motion, name in zip(results, names):
+        skelanim.save(motion, out / name)
+    typer.echo(f"wrote {len(results)} BVH files ({results[0].num_frames} frames at {gen.fps:g} fps) to {out}")
+
+
+@app.command("predict")
+def predict_cmd(
+    src: Path = typer.Argument(..., help="Input motion on the model's skeleton (Bandai-Namco for the shipped models)."),
+    out: Path = typer.Option(..., "-o", "--out", help="Output motion: the input followed by the prediction."),
+    seconds: float = typer.Option(1.0, "--seconds", min=0.04, help="How far to predict."),
+    method: str = typer.Option("rnn", "--method", help="rnn, gcn, zero_velocity or constant_velocity."),
+    model: Path | None = typer.Option(
+        None, "--model", "-m", help="Predictor folder (default: the shipped one for --method)."
+    ),
+) -> None:
+    """Continue IN by SECONDS of predicted motion (from its last second)."""
+    import skelanim
+    from skelanim.learn.predict import METHODS, Predictor, predict_motion
+
+    if method not in METHODS:
+        raise typer.BadParameter(f"unknown method {method!r}; choose from {', '.join(METHODS)}", param_hint="--method")
+    net = Predictor.load(model, default="predict_gcn" if method == "gcn" else "predict_rnn")
+    motion = skelanim.load(src)
+    try:
+        result = predict_motion(motion, method=method, model=net, seconds=seconds)
+    except skelanim.errors.SkelanimError as err:
+        err.path = err.path or str(src)
+        raise
+    skelanim.save(result, out)
+    typer.echo(f"wrote {out} ({motion.num_frames} input frames + {result.num_frames - motion.num_frames} predicted, "
+               f"{result.fps:g} fps, method {method})")  # fmt: skip
+
+
+@app.command("evaluate")
+def evaluate_cmd(
+    set_a: Path = typer.Argument(..., help="A motion file or a folder of them."),
+    set_b: Path = typer.Argument(..., help="Another file or folder."),
+    recognizer: Path | None = typer.Option(
+        None, "--recognizer", help="Recogniser for FID/diversity (default: the shipped one)."
+    ),
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
+) -> None:
+    """Compare two sets of motion files with every metric (FID, diversity, recognition, jerk, foot skating, ...)."""
+    import skelanim
+    from skelanim.data.dataset import expand_paths
+    from skelanim.data.labels import LabelError, parse_labels
+    from skelanim.learn.recognize import Recognizer
+    from skelanim.metrics.compare import compare_sets
+
+    files = {
+        k: expand_paths([p], suffixes=(".bvh", ".json", ".txt", ".glb", ".gltf"))
+        for k, p in (("a", set_a), ("b", set_b))
+    }
+    motions = {k: [skelanim.load(f) for f in v] for k, v in files.items()}
+    contents: dict[str, Any] = {}
+    for k, v in files.items():
+        try:
+            contents[k] = [parse_labels(f)["content"] for f in v]
+        except LabelError:
+            contents[k] = None
+    rec = Recognizer.load(recognizer)
+    res = compare_sets(
+        motions["a"], motions["b"], embed=rec.embed_motions, contents_a=contents["a"], contents_b=contents["b"]
+    )
+    if as_json:
+        _echo_json(res)
+        return
+    typer.echo(f"{'':>20} {'A':>12} {'B':>12}")
+    for key in (
+        "motions",
+        "frames",
+        "jerk",
+        "foot_skating",
+        "ground_penetration",
+        "bone_length_error",
+        "diversity",
+        "recognised",
+    ):
+        cells = [res[s][key] for s in ("a", "b")]
+        typer.echo(f"{key:>20} " + " ".join(f"{c:12.4g}" if isinstance(c, float) else f"{c!s:>12}" for c in cells))
+    typer.echo(f"{'fid':>20} {res['fid'] if res['fid'] is None else format(res['fid'], '.4g')}")
+    if res["paired"]:
+        for key, value in res["paired"].items():
+            typer.echo(f"{key:>20} {value:.4g}")
+    for note in res["notes"]:
+        typer.echo(f"note: {note}")

@@ -1,0 +1,160 @@
+"""Pieces shared by recognition, prediction and generation: normalisation buffers, FK on the rig, model
+folders (``model.safetensors`` + ``config.json`` via :mod:`skelanim.nn.checkpoint`), the shipped defaults,
+data splits and provenance.
+"""
+
+from __future__ import annotations
+
+import inspect
+import os
+import platform
+import time
+from collections.abc import Sequence
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import Tensor, nn
+
+from skelanim.data.dataset import BANDAI_TEST_STYLES, BANDAI_VAL_STYLES, MotionDataset
+from skelanim.data.rig import Rig
+from skelanim.errors import FormatError
+from skelanim.nn.checkpoint import load_model_files, save_model_files
+from skelanim.nn.layers import ForwardKinematics
+
+__all__ = ["Normalizer", "export_for_shipping", "load_folder", "load_weights", "pretrained_dir", "provenance",
+           "resolved_options", "rig_fk", "set_threads", "split_dataset"]  # fmt: skip
+
+#: Tensors kept in float32 by :func:`export_for_shipping` (statistics, not weights).
+KEEP_FLOAT32 = ("norm.mean", "norm.std", "step_scale")
+
+
+class Normalizer(nn.Module):
+    """Feature standardisation with its statistics stored as (persistent) buffers, so they travel with the
+    weights in ``model.safetensors``.
+
+    Parameters
+    ----------
+    shape : tuple of int
+        Shape of the statistics (broadcast against the features' trailing dims).
+    """
+
+    def __init__(self, shape: Sequence[int]) -> None:
+        super().__init__()
+        self.register_buffer("mean", torch.zeros(*shape))
+        self.register_buffer("std", torch.ones(*shape))
+
+    def set(self, mean: Tensor, std: Tensor) -> None:
+        """Store statistics (reshaped to the buffers' shape)."""
+        self.mean.copy_(mean.reshape(self.mean.shape))
+        self.std.copy_(std.reshape(self.std.shape))
+
+    def forward(self, x: Tensor) -> Tensor:
+        """``(x - mean) / std``."""
+        return (x - self.mean) / self.std
+
+    def inverse(self, x: Tensor) -> Tensor:
+        """``x * std + mean``."""
+        return x * self.std + self.mean
+
+
+def rig_fk(rig: Rig) -> ForwardKinematics:
+    """FK over the rig's model joints in height units (:class:`skelanim.nn.ForwardKinematics`)."""
+    return ForwardKinematics(rig.parents, rig.offsets)
+
+
+def set_threads(threads: int | None) -> None:
+    """Set torch's CPU threads when given."""
+    if threads:
+        torch.set_num_threads(int(threads))
+
+
+def pretrained_dir(name: str) -> Path:
+    """Folder of the shipped default model ``name`` (``recognize``, ``predict_rnn``, ``predict_gcn``, ``generate``)."""
+    return Path(str(resources.files("skelanim.learn").joinpath("pretrained", name)))
+
+
+def load_folder(
+    folder: str | os.PathLike | None, default: str, fmt: str
+) -> tuple[dict[str, Tensor], dict[str, Any], Path]:
+    """Read a model folder (the shipped default when ``folder`` is ``None``) and check its format tag.
+
+    Returns
+    -------
+    tuple
+        ``(tensors, config, folder)``.
+
+    Raises
+    ------
+    FormatError
+        When missing, corrupt or of another kind of model.
+    """
+    path = pretrained_dir(default) if folder is None else Path(folder)
+    tensors, config = load_model_files(path)
+    if config.get("format") != fmt:
+        raise FormatError(f"not a {fmt} model (config.json format is {config.get('format')!r})", path=path)
+    return tensors, config, path
+
+
+def split_dataset(ds: MotionDataset, split: str, *, seed: int = 0) -> dict[str, MotionDataset | None]:
+    """The named split of a dataset.
+
+    ``"style"``: train on styles other than :data:`~skelanim.data.dataset.BANDAI_TEST_STYLES` and
+    :data:`~skelanim.data.dataset.BANDAI_VAL_STYLES`, validate on the latter, test on the former.
+    ``"file"``: :meth:`MotionDataset.split_by_file` stratified by content (20 % test, 10 % validation).
+    """
+    if split == "style":
+        return ds.split_by_style(test=BANDAI_TEST_STYLES, val=BANDAI_VAL_STYLES)
+    if split == "file":
+        return ds.split_by_file(test_fraction=0.2, val_fraction=0.1, seed=seed)
+    raise ValueError(f"unknown split {split!r}; expected 'style' or 'file'")
+
+
+def provenance(command: str | None, files: Sequence[str], seed: int) -> dict[str, Any]:
+    """What made a model: command, data, seed, date, machine."""
+    return {"command": command, "data": [str(f) for f in files], "seed": seed,
+            "date": time.strftime("%Y-%m-%d %H:%M:%S"), "torch": torch.__version__,
+            "threads": torch.get_num_threads(), "machine": platform.machine()}  # fmt: skip
+
+
+def export_for_shipping(src: str | os.PathLike, dest: str | os.PathLike, *, drop: Sequence[str] = ()) -> int:
+    """Copy a model folder with float16 weights (statistics stay float32), leaving out tensors whose names
+    start with a prefix in ``drop`` (e.g. a GAN's discriminator, which sampling never uses).
+
+    Returns
+    -------
+    int
+        Size in bytes of the written ``model.safetensors``.
+    """
+    tensors, config = load_model_files(src)
+    out = {k: (v.half() if v.is_floating_point() and not k.endswith(KEEP_FLOAT32) else v)
+           for k, v in tensors.items() if not any(k.startswith(p) for p in drop)}  # fmt: skip
+    config.pop("tensors", None)
+    config["shipped"] = {"weights": "float16", "dropped": list(drop)}
+    save_model_files(dest, out, config)
+    return (Path(dest) / "model.safetensors").stat().st_size
+
+
+def resolved_options(cls: type, options: dict[str, Any] | None) -> dict[str, Any]:
+    """``options`` completed with the keyword-only defaults of ``cls.__init__`` (tuples as lists), so a
+    config records the architecture even if the defaults change later."""
+    out = {name: p.default for name, p in inspect.signature(cls.__init__).parameters.items()
+           if p.kind is inspect.Parameter.KEYWORD_ONLY and p.default is not inspect.Parameter.empty}  # fmt: skip
+    out.update(options or {})
+    return {k: (list(v) if isinstance(v, tuple) else v) for k, v in out.items()}
+
+
+def load_weights(model: nn.Module, tensors: dict[str, Tensor], path: Path, *, optional: Sequence[str] = ()) -> None:
+    """``model.load_state_dict(tensors)``, raising :class:`FormatError` (naming ``path``) on a mismatch;
+    keys starting with a prefix in ``optional`` may be missing."""
+    try:
+        missing, unexpected = model.load_state_dict(tensors, strict=False)
+    except RuntimeError as err:
+        first = str(err).strip().splitlines()[1:2] or [str(err)]
+        raise FormatError(
+            f"weights do not fit the model described by config.json ({first[0].strip()})", path=path
+        ) from None
+    bad = [k for k in missing if not any(k.startswith(p) for p in optional)] + list(unexpected)
+    if bad:
+        raise FormatError(f"weights do not fit the model described by config.json ({', '.join(bad[:3])})", path=path)

@@ -1,0 +1,124 @@
+"""Generation networks: a conditional VAE over motion windows and a temporal discriminator.
+
+Both work on standardised frame vectors ``(B, T, D)`` in the heading frame (``D = 6 M + 4``: the 6D joint
+rotations, the body root's without its heading, and the root features ``[v_a, v_b, dyaw, h]``; see
+:func:`skelanim.data.features.to_heading_frame`), conditioned on a content and a style class.
+
+* :class:`MotionCVAE` (Kingma & Welling 2014; Sohn et al. 2015): a 1-D convolutional encoder halves time three
+  times to a ``latent``-dimensional Gaussian; the decoder maps ``(z, condition)`` back through three
+  upsampling convolutions. The condition (two learned embeddings) is concatenated to the input of every
+  layer of both.
+* :class:`TemporalDiscriminator`: strided 1-D convolutions over the frame vectors and their frame-to-frame
+  changes (which expose jitter), conditioned the same way, giving one real/fake score per stretch of
+  frames (a "patch" discriminator in time).
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor, nn
+
+__all__ = ["MotionCVAE", "TemporalDiscriminator"]
+
+
+class _CondConv(nn.Module):
+    """Conv1d over ``[x, condition]`` followed by LeakyReLU (or nothing for the last layer)."""
+
+    def __init__(self, cin: int, cond: int, cout: int, kernel: int, stride: int = 1, act: bool = True) -> None:
+        super().__init__()
+        self.conv = nn.Conv1d(cin + cond, cout, kernel, stride, (kernel - stride + 1) // 2)
+        self.act = nn.LeakyReLU(0.2) if act else nn.Identity()
+
+    def forward(self, x: Tensor, c: Tensor) -> Tensor:
+        """``(B, Cin, T)`` and ``(B, cond)`` to ``(B, Cout, T / stride)``."""
+        return self.act(self.conv(torch.cat([x, c[:, :, None].expand(-1, -1, x.shape[-1])], 1)))
+
+
+class MotionCVAE(nn.Module):
+    """Conditional VAE over fixed-length windows.
+
+    Parameters
+    ----------
+    dim : int
+        Frame vector size ``D``.
+    length : int
+        Frames ``T`` (a multiple of 8).
+    num_contents, num_styles : int
+        Condition classes.
+    latent : int
+        Latent size.
+    hidden : int
+        Convolution channels.
+    embed : int
+        Size of each condition embedding.
+    """
+
+    def __init__(self, dim: int, length: int, num_contents: int, num_styles: int, *, latent: int = 64, hidden: int = 128,
+                 embed: int = 16) -> None:  # fmt: skip
+        super().__init__()
+        if length % 8:
+            raise ValueError(f"window length {length} must be a multiple of 8")
+        self.dim, self.length, self.latent, self.hidden = dim, length, latent, hidden
+        self.content_embed = nn.Embedding(num_contents, embed)
+        self.style_embed = nn.Embedding(num_styles, embed)
+        cond = 2 * embed
+        self.enc = nn.ModuleList([_CondConv(dim, cond, hidden, 5), _CondConv(hidden, cond, hidden, 4, 2),
+                                  _CondConv(hidden, cond, hidden, 4, 2), _CondConv(hidden, cond, hidden, 4, 2)])  # fmt: skip
+        self.to_stats = nn.Linear(hidden * (length // 8) + cond, 2 * latent)
+        self.from_latent = nn.Linear(latent + cond, hidden * (length // 8))
+        self.dec = nn.ModuleList([_CondConv(hidden, cond, hidden, 5) for _ in range(3)])
+        self.out = _CondConv(hidden, cond, dim, 5, act=False)
+
+    def condition(self, content: Tensor, style: Tensor) -> Tensor:
+        """``(B,)`` class indices (or ``(B, C)`` / ``(B, S)`` class weights) to the ``(B, 2 E)`` condition."""
+        ce = content @ self.content_embed.weight if content.is_floating_point() else self.content_embed(content)
+        se = style @ self.style_embed.weight if style.is_floating_point() else self.style_embed(style)
+        return torch.cat([ce, se], -1)
+
+    def encode(self, x: Tensor, c: Tensor) -> tuple[Tensor, Tensor]:
+        """``(B, T, D)`` and ``(B, 2 E)`` to the posterior mean and log-variance ``(B, latent)`` each."""
+        h = x.transpose(1, 2)
+        for layer in self.enc:
+            h = layer(h, c)
+        mu, logvar = self.to_stats(torch.cat([h.flatten(1), c], -1)).chunk(2, -1)
+        return mu, logvar.clamp(-10, 5)
+
+    def decode(self, z: Tensor, c: Tensor) -> Tensor:
+        """``(B, latent)`` and ``(B, 2 E)`` to ``(B, T, D)``."""
+        h = self.from_latent(torch.cat([z, c], -1)).reshape(z.shape[0], self.hidden, self.length // 8)
+        for layer in self.dec:
+            h = layer(nn.functional.interpolate(h, scale_factor=2, mode="linear", align_corners=False), c)
+        return self.out(h, c).transpose(1, 2)
+
+    def forward(self, x: Tensor, c: Tensor, generator: torch.Generator | None = None) -> tuple[Tensor, Tensor, Tensor]:
+        """Reconstruct: returns ``(x_hat, mu, logvar)``."""
+        mu, logvar = self.encode(x, c)
+        eps = torch.randn(mu.shape, generator=generator) if generator is not None else torch.randn_like(mu)
+        return self.decode(mu + eps * torch.exp(0.5 * logvar), c), mu, logvar
+
+
+class TemporalDiscriminator(nn.Module):
+    """Conditional temporal patch discriminator.
+
+    Parameters
+    ----------
+    dim : int
+        Frame vector size ``D``.
+    cond : int
+        Condition size.
+    hidden : int
+        Channels.
+    """
+
+    def __init__(self, dim: int, cond: int, hidden: int = 128) -> None:
+        super().__init__()
+        self.layers = nn.ModuleList([_CondConv(2 * dim, cond, hidden, 5), _CondConv(hidden, cond, hidden, 4, 2),
+                                     _CondConv(hidden, cond, hidden, 4, 2), _CondConv(hidden, cond, 1, 3, act=False)])  # fmt: skip
+
+    def forward(self, x: Tensor, c: Tensor) -> Tensor:
+        """``(B, T, D)`` and ``(B, cond)`` to ``(B, T / 4)`` scores."""
+        vel = torch.cat([torch.zeros_like(x[:, :1]), x[:, 1:] - x[:, :-1]], 1)
+        h = torch.cat([x, 4.0 * vel], -1).transpose(1, 2)
+        for layer in self.layers:
+            h = layer(h, c)
+        return h[:, 0]

@@ -1,0 +1,402 @@
+"""Motion generation: a conditional VAE refined by a temporal GAN, sampling, latent interpolation, BVH output.
+
+Training (:func:`train_generator`) runs the shared loop (:func:`skelanim.nn.fit`) twice on windows of
+``length`` frames in the heading frame (:mod:`skelanim.learn.cvae`):
+
+1. **VAE**: ``L = |x_hat - x|_1 + w_pos |FK(x_hat) - FK(x)|_1 + w_skate S(x_hat) + beta KL`` with standardised
+   features ``x``, FK positions (with the root path integrated from the root features) in heights, and ``S`` the foot-skating measure of
+   :func:`skelanim.metrics.kinematic.foot_skating` made differentiable (the horizontal speed of the foot
+   joints weighted by ``clip(2 - 2^(e / H), 0, 1)``, ``e`` the elevation above the foot's lowest point in the
+   window, so hovering does not excuse sliding).
+2. **GAN refinement**: the same, plus a conditional :class:`~skelanim.learn.cvae.TemporalDiscriminator`
+   trained with the least-squares GAN loss on real windows against samples decoded from the prior, and the
+   decoder trained to fool it (``w_adv``) and to keep its prior samples off the skating term. Both players
+   share one optimizer step: the generator's adversarial term is evaluated through a copy of the
+   discriminator with detached parameters (:func:`torch.func.functional_call`) and the discriminator's
+   term on detached samples, so each loss only moves its own player.
+
+Output motion is rotations on the training skeleton: decoded 6D rotations (Gram-Schmidt), the root path
+integrated from the root features (:func:`skelanim.data.features.from_heading_frame`), positions by FK, so
+bone lengths are exact (:meth:`skelanim.data.rig.Rig.to_motion`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import Tensor, nn
+from torch.func import functional_call
+
+from skelanim.core.motion import Motion
+from skelanim.core.rotations import matrix_to_rot6d, rot6d_to_matrix
+from skelanim.data.clips import clip_from_motion
+from skelanim.data.dataset import MotionDataset
+from skelanim.data.features import from_heading_frame, to_heading_frame
+from skelanim.data.labels import Vocabulary
+from skelanim.data.rig import Rig
+from skelanim.learn.common import Normalizer, load_folder, load_weights, provenance, resolved_options, rig_fk
+from skelanim.learn.cvae import MotionCVAE, TemporalDiscriminator
+from skelanim.metrics.distribution import diversity, fid
+from skelanim.metrics.kinematic import foot_skating
+from skelanim.nn.checkpoint import load_model_files
+from skelanim.nn.train import TrainConfig, fit
+
+__all__ = ["FORMAT", "GenerateTask", "Generator", "evaluate_generation", "train_generator"]
+
+FORMAT = "skelanim-generator"
+#: Foot-contact threshold ``H`` as a fraction of the rig height (2.8 cm for a 1.4 m rig).
+SKATE_THRESHOLD = 0.02
+
+
+class Generator(nn.Module):
+    """The CVAE, its discriminator, normaliser, vocabularies and rig.
+
+    Parameters
+    ----------
+    rig : Rig
+        The learning skeleton.
+    contents, styles : sequence of str
+        Condition classes.
+    length : int
+        Frames per window (multiple of 8).
+    fps : float
+        Frame rate.
+    options : dict, optional
+        :class:`~skelanim.learn.cvae.MotionCVAE` options.
+    """
+
+    def __init__(self, rig: Rig, contents: Sequence[str], styles: Sequence[str], *, length: int = 64, fps: float = 25.0,
+                 options: dict[str, Any] | None = None) -> None:  # fmt: skip
+        super().__init__()
+        self.rig, self.length, self.fps = rig, int(length), float(fps)
+        self.options = resolved_options(MotionCVAE, options)
+        self.contents, self.styles = Vocabulary("content", tuple(contents)), Vocabulary("style", tuple(styles))
+        dim = 6 * rig.num_joints + 4
+        self.norm = Normalizer((dim,))
+        self.vae = MotionCVAE(dim, self.length, len(contents), len(styles), **self.options)
+        self.disc = TemporalDiscriminator(dim, self.vae.content_embed.embedding_dim * 2)
+        self.fk = rig_fk(rig)
+
+    def config(self) -> dict[str, Any]:
+        """JSON description to rebuild the module."""
+        return {"format": FORMAT, "rig": self.rig.to_dict(), "contents": list(self.contents.names),
+                "styles": list(self.styles.names), "length": self.length, "fps": self.fps,
+                "options": self.options}  # fmt: skip
+
+    @classmethod
+    def from_config(cls, config: dict[str, Any]) -> Generator:
+        """Untrained module from :meth:`config` output."""
+        return cls(Rig.from_dict(config["rig"]), config["contents"], config["styles"], length=config["length"],
+                   fps=config["fps"], options=config.get("options"))  # fmt: skip
+
+    @classmethod
+    def load(cls, folder: str | Path | None = None, *, default: str = "generate") -> Generator:
+        """Load a model folder (the shipped default when ``folder`` is ``None``), in eval mode. The
+        discriminator may be absent (shipped folders leave it out: sampling does not use it)."""
+        tensors, config, path = load_folder(folder, default, FORMAT)
+        model = cls.from_config(config)
+        load_weights(model, tensors, path, optional=("disc.",))
+        return model.eval()
+
+    # ------------------------------------------------------------------ features
+    def to_vectors(self, rot: Tensor, pelvis: Tensor, yaw: Tensor) -> Tensor:
+        """World arrays ``(B, T, M, 3, 3)``, ``(B, T, 3)``, ``(B, T)`` to raw frame vectors ``(B, T, D)``."""
+        rig = self.rig
+        rot_c, root = to_heading_frame(rot, pelvis, yaw, up=rig.up, floor=rig.floor, height=rig.height)
+        d6 = matrix_to_rot6d(rot_c)
+        return torch.cat([d6.reshape(*d6.shape[:-2], -1), root], -1)
+
+    def to_world(
+        self, x: Tensor, *, yaw0: Tensor | float = 0.0, start: Tensor | None = None
+    ) -> tuple[Tensor, Tensor, Tensor]:
+        """Raw frame vectors ``(B, T, D)`` to world rotations, pelvis (file units) and yaw."""
+        rig = self.rig
+        rot_c = rot6d_to_matrix(x[..., :-4].reshape(*x.shape[:-1], -1, 6))
+        return from_heading_frame(
+            rot_c, x[..., -4:], up=rig.up, floor=rig.floor, height=rig.height, yaw0=yaw0, start=start
+        )
+
+    def positions(self, x: Tensor) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+        """World positions ``(B, T, M, 3)`` in heights (FK on the rig) from raw vectors, with rot, pelvis, yaw."""
+        rot, pelvis, yaw = self.to_world(x)
+        _, pos = self.fk(rot, pelvis / self.rig.height)
+        return pos, rot, pelvis, yaw
+
+    def skating(self, pos: Tensor) -> Tensor:
+        """Differentiable foot skating of ``(B, T, M, 3)`` positions in heights (module docstring); scalar."""
+        up = self.rig.up
+        feet = pos[..., self.rig.feet, :]
+        rest = feet[..., up].min(dim=-2, keepdim=True).values.detach()  # each foot's own lowest point
+        elevation = (feet[..., :-1, :, up] + feet[..., 1:, :, up]) / 2 - rest
+        step = feet[..., 1:, :, :] - feet[..., :-1, :, :]
+        horiz = torch.cat([step[..., :up], step[..., up + 1 :]], -1).norm(dim=-1) * self.fps
+        weight = (2 - torch.pow(2.0, elevation.clamp_min(0) / SKATE_THRESHOLD)).clamp(0, 1)
+        return (horiz * weight).mean()
+
+    def forward(
+        self, x: Tensor, content: Tensor, style: Tensor, eps: Tensor, prior: Tensor | None = None
+    ) -> dict[str, Tensor]:
+        """The training terms of one batch (what :class:`GenerateTask` weighs and sums).
+
+        Parameters
+        ----------
+        x : Tensor
+            ``(B, T, D)`` standardised real windows.
+        content, style : Tensor
+            ``(B,)`` class indices.
+        eps : Tensor
+            ``(B, latent)`` noise of the reparameterisation.
+        prior : Tensor, optional
+            ``(B, latent)`` prior draws; given, the GAN terms are added.
+
+        Returns
+        -------
+        dict of str to Tensor
+            Scalars ``rec`` (L1, standardised), ``kl``, ``pos`` (L1 of FK positions with the integrated root path,
+            heights), ``skate`` (:meth:`skating` of the reconstructions) and, with ``prior``, ``g_adv`` (the
+            decoder's LSGAN term through a parameter-detached discriminator), ``d`` (the discriminator's, on
+            detached samples) and ``fake_skate``.
+        """
+        c = self.vae.condition(content, style)
+        mu, logvar = self.vae.encode(x, c)
+        x_hat = self.vae.decode(mu + eps * torch.exp(0.5 * logvar), c)
+        pos_hat, *_ = self.positions(self.norm.inverse(x_hat))
+        pos, *_ = self.positions(self.norm.inverse(x))
+        terms = {"rec": (x_hat - x).abs().mean(), "kl": 0.5 * (mu.pow(2) + logvar.exp() - 1 - logvar).sum(-1).mean(),
+                 "pos": (pos_hat - pos).abs().mean(), "skate": self.skating(pos_hat)}  # fmt: skip
+        if prior is not None:
+            fake = self.vae.decode(prior, c)
+            frozen = {k: v.detach() for k, v in self.disc.named_parameters()}
+            terms["g_adv"] = (functional_call(self.disc, frozen, (fake, c.detach())) - 1).pow(2).mean()
+            terms["d"] = (self.disc(x, c.detach()) - 1).pow(2).mean() + self.disc(fake.detach(), c.detach()).pow(
+                2
+            ).mean()
+            terms["fake_skate"] = self.skating(self.positions(self.norm.inverse(fake))[0])
+        return terms
+
+    # ------------------------------------------------------------------ sampling
+    def condition(self, contents: Sequence[str], styles: Sequence[str]) -> Tensor:
+        """``(B, 2 E)`` condition of class names."""
+        return self.vae.condition(
+            torch.tensor(self.contents.indices(contents)), torch.tensor(self.styles.indices(styles))
+        )
+
+    @torch.no_grad()
+    def sample(self, contents: Sequence[str], styles: Sequence[str], *, generator: torch.Generator | None = None,
+               temperature: float = 1.0) -> Tensor:  # fmt: skip
+        """Raw frame vectors ``(B, T, D)`` of new motions of the given classes (one per entry)."""
+        self.eval()
+        c = self.condition(contents, styles)
+        z = torch.randn(len(contents), self.vae.latent, generator=generator) * temperature
+        return self.norm.inverse(self.vae.decode(z, c))
+
+    def to_motions(self, x: Tensor, metadata: Sequence[dict[str, Any]] | None = None) -> list[Motion]:
+        """Raw frame vectors ``(B, T, D)`` to motions on the rig's skeleton."""
+        rot, pelvis, _ = self.to_world(x.double())
+        return [self.rig.to_motion(rot[i], pelvis[i], self.fps, metadata=(metadata[i] if metadata else None))
+                for i in range(x.shape[0])]  # fmt: skip
+
+    @torch.no_grad()
+    def encode_motion(self, motion: Motion, content: str, style: str) -> Tensor:
+        """Posterior mean ``(latent,)`` of a motion's first ``length`` frames (held at its end when shorter)."""
+        ds = MotionDataset(clips=[clip_from_motion(motion, fps=self.fps)], rig=self.rig, fps=self.fps)
+        g = ds.gather(torch.zeros(1, 2, dtype=torch.long), self.length, keys=("rot", "pelvis", "yaw"))
+        x = self.norm(self.to_vectors(g["rot"], g["pelvis"], g["yaw"]))
+        return self.vae.encode(x, self.condition([content], [style]))[0][0]
+
+    @torch.no_grad()
+    def interpolate(
+        self, a: Motion, b: Motion, labels_a: tuple[str, str], labels_b: tuple[str, str], steps: int
+    ) -> list[Motion]:
+        """``steps`` motions decoded along the straight line between the latents (and conditions) of ``a`` and ``b``."""
+        self.eval()
+        za, zb = self.encode_motion(a, *labels_a), self.encode_motion(b, *labels_b)
+        ca, cb = self.condition([labels_a[0]], [labels_a[1]]), self.condition([labels_b[0]], [labels_b[1]])
+        t = torch.linspace(0, 1, steps)[:, None]
+        x = self.norm.inverse(self.vae.decode(za * (1 - t) + zb * t, ca * (1 - t) + cb * t))
+        return self.to_motions(x, [{"interpolation": float(v)} for v in t[:, 0]])
+
+
+class GenerateTask:
+    """:class:`skelanim.nn.train.Task` for a :class:`Generator` (either stage; ``adversarial = 0`` is the VAE stage).
+
+    Parameters
+    ----------
+    model : Generator
+        The model.
+    train_ds : MotionDataset
+        Training clips.
+    stride : int
+        Window stride.
+    beta, w_pos, w_skate, adversarial : float
+        Loss weights.
+    embed : callable, optional
+        ``embed(rot, pelvis, yaw, positions) -> (probs, features)`` of a recogniser, for the validation FID.
+    reference : Tensor, optional
+        ``(N, D')`` recogniser features of real windows the validation FID compares with.
+    meta : dict
+        Provenance.
+    """
+
+    def __init__(self, model: Generator, train_ds: MotionDataset, *, stride: int = 8, beta: float = 2e-3,
+                 w_pos: float = 2.0, w_skate: float = 1.0, adversarial: float = 0.0,
+                 embed: Callable[..., tuple[Tensor, Tensor]] | None = None, reference: Tensor | None = None,
+                 meta: dict[str, Any] | None = None) -> None:  # fmt: skip
+        self.model, self.ds, self.meta = model, train_ds, dict(meta or {})
+        self.beta, self.w_pos, self.w_skate, self.adversarial = beta, w_pos, w_skate, adversarial
+        self.embed, self.reference = embed, reference
+        self.metric = "val_fid" if embed is not None and reference is not None else "val_rec"
+        self.windows = train_ds.windows(model.length, stride)
+        clip = self.windows[:, 0]
+        self.content = torch.tensor(model.contents.indices(train_ds.labels("content")))[clip]
+        self.style = torch.tensor(model.styles.indices(train_ds.labels("style")))[clip]
+        if adversarial == 0.0 and float(model.norm.std.sum()) == model.norm.std.numel():
+            sample = self._vectors(
+                self.windows[torch.linspace(0, len(self.windows) - 1, min(3000, len(self.windows))).long()]
+            )
+            model.norm.set(sample.mean(dim=(0, 1)), sample.std(dim=(0, 1)).clamp_min(1e-3))
+
+    def _vectors(self, windows: Tensor) -> Tensor:
+        g = self.ds.gather(windows, self.model.length, keys=("rot", "pelvis", "yaw"))
+        return self.model.to_vectors(g["rot"], g["pelvis"], g["yaw"])
+
+    def num_samples(self) -> int:
+        """Training windows."""
+        return len(self.windows)
+
+    def batch(self, indices: Tensor, generator: torch.Generator) -> dict[str, Tensor]:
+        """Standardised windows, their classes and the latent noise (drawn from ``generator``)."""
+        x = self.model.norm(self._vectors(self.windows[indices]))
+        b = len(indices)
+        return {"x": x, "content": self.content[indices], "style": self.style[indices],
+                "eps": torch.randn(b, self.model.vae.latent, generator=generator),
+                "prior": torch.randn(b, self.model.vae.latent, generator=generator)}  # fmt: skip
+
+    def loss(self, model: nn.Module, batch: dict[str, Tensor]) -> tuple[Tensor, dict[str, float]]:
+        """VAE (+ GAN) loss (module docstring); the terms come from one call of the (possibly DDP-wrapped) model."""
+        prior = batch["prior"] if self.adversarial > 0 else None
+        terms = model(batch["x"], batch["content"], batch["style"], batch["eps"], prior)
+        loss = terms["rec"] + self.w_pos * terms["pos"] + self.w_skate * terms["skate"] + self.beta * terms["kl"]
+        if prior is not None:
+            loss = loss + self.adversarial * terms["g_adv"] + 0.5 * terms["d"] + self.w_skate * terms["fake_skate"]
+        return loss, {k: float(v.detach()) for k, v in terms.items()}
+
+    def validate(self, model: nn.Module) -> dict[str, float]:
+        """Reconstruction error on training windows and, with a recogniser, FID of prior samples to the reference."""
+        gen: Generator = model
+        g = torch.Generator().manual_seed(1234)
+        pick = torch.randperm(len(self.windows), generator=g)[:512]
+        batch = self.batch(pick, g)
+        with torch.no_grad():
+            mu, _ = gen.vae.encode(batch["x"], gen.vae.condition(batch["content"], batch["style"]))
+            rec = float(
+                (gen.vae.decode(mu, gen.vae.condition(batch["content"], batch["style"])) - batch["x"]).abs().mean()
+            )
+        out = {"val_rec": rec}
+        if self.embed is not None and self.reference is not None:
+            x = gen.sample([gen.contents.names[i] for i in self.content[pick]], [gen.styles.names[i] for i in self.style[pick]],
+                           generator=torch.Generator().manual_seed(7))  # fmt: skip
+            pos, rot, pelvis, yaw = gen.positions(x)
+            probs, feats = self.embed(rot, pelvis, yaw, pos * gen.rig.height)
+            out["val_fid"] = fid(feats, self.reference)
+            out["val_recognised"] = float((probs.argmax(-1) == self.content[pick]).float().mean())
+        return out
+
+    def model_config(self) -> dict[str, Any]:
+        """The model's config plus provenance."""
+        return {**self.model.config(), "training": self.meta}
+
+
+def train_generator(train_ds: MotionDataset, out: str | Path, *, length: int = 64, stride: int = 8,
+                    vae_loop: TrainConfig | None = None, gan_loop: TrainConfig | None = None,
+                    embed: Callable[..., tuple[Tensor, Tensor]] | None = None, reference: Tensor | None = None,
+                    options: dict[str, Any] | None = None, weights: dict[str, float] | None = None,
+                    resume: bool = False, command: str | None = None, log: Any = None) -> dict[str, Any]:  # fmt: skip
+    """Train the CVAE (``out/vae``), then refine it with the GAN (``out``); ``gan_loop=None`` skips stage 2
+    and writes the VAE to ``out``.
+
+    Returns
+    -------
+    dict
+        ``{"vae": fit result, "gan": fit result or None, "parameters": int}``.
+    """
+    out = Path(out)
+    vae_loop = vae_loop or TrainConfig(epochs=30, batch_size=64, lr=1e-3, warmup_steps=100)
+    torch.manual_seed(vae_loop.seed)
+    w = {"beta": 2e-3, "w_pos": 2.0, "w_skate": 1.0, "adversarial": 0.02, **(weights or {})}
+    model = Generator(train_ds.rig, sorted(set(train_ds.labels("content"))), sorted(set(train_ds.labels("style"))),
+                      length=length, fps=train_ds.fps, options=options)  # fmt: skip
+    meta = provenance(command, [c.path for c in train_ds.clips], vae_loop.seed)
+    common = {
+        "stride": stride,
+        "beta": w["beta"],
+        "w_pos": w["w_pos"],
+        "w_skate": w["w_skate"],
+        "embed": embed,
+        "reference": reference,
+    }
+    stage1 = out / "vae" if gan_loop is not None else out
+    task = GenerateTask(model, train_ds, adversarial=0.0, meta={**meta, "stage": "vae", "weights": w}, **common)
+    vae = fit(model, task, stage1, vae_loop, resume=resume and (stage1 / "train_state.safetensors").exists(), log=log)
+    gan = None
+    if gan_loop is not None:
+        tensors, _ = load_model_files(stage1)
+        model.load_state_dict(tensors)
+        task = GenerateTask(model, train_ds, adversarial=w["adversarial"], meta={**meta, "stage": "gan", "weights": w,
+                            "vae_history": vae["history"]}, **common)  # fmt: skip
+        gan = fit(model, task, out, gan_loop, resume=resume and (out / "train_state.safetensors").exists(), log=log)
+    return {"vae": vae, "gan": gan, "parameters": sum(p.numel() for p in model.parameters())}
+
+
+@torch.no_grad()
+def evaluate_generation(model: Generator, embed: Callable[..., tuple[Tensor, Tensor]], train_ds: MotionDataset,
+                        test_ds: MotionDataset, *, stride: int = 8, max_samples: int = 2000, seed: int = 0) -> dict[str, Any]:  # fmt: skip
+    """FID, recognition, diversity and foot skating of generated windows against real ones.
+
+    ``A`` = real training windows (``stride``), ``B`` = real test windows, ``G`` = one generated window per
+    window of ``A`` (its content and style; at most ``max_samples``, drawn evenly). ``fid = FID(G, B)``,
+    ``fid_real = FID(A, B)`` (two disjoint real sets); ``recognised`` = share of ``G`` the recogniser assigns
+    the requested content; ``diversity`` of ``G``'s features (:func:`~skelanim.metrics.distribution.diversity`);
+    foot skating (heights per second) of ``G`` and of ``B``.
+
+    Returns
+    -------
+    dict
+        ``{"fid", "fid_real", "recognised", "diversity", "diversity_real", "foot_skating", "foot_skating_real",
+        "samples", "real_windows"}``.
+    """
+    rig, t = model.rig, model.length
+
+    def real_features(ds: MotionDataset, win: Tensor) -> tuple[Tensor, float]:
+        feats, skates = [], []
+        for i in range(0, len(win), 256):
+            g = ds.gather(win[i : i + 256], t, keys=("rot", "pelvis", "yaw", "positions"))
+            feats.append(embed(g["rot"], g["pelvis"], g["yaw"], g["positions"])[1])
+            skate = foot_skating(g["positions"] / rig.height, rig.feet, model.fps, up=rig.up, threshold=SKATE_THRESHOLD)
+            skates.append(skate * len(g["rot"]))
+        return torch.cat(feats), sum(skates) / len(win)
+
+    win_a = train_ds.windows(t, stride)
+    win_a = win_a[torch.linspace(0, len(win_a) - 1, min(max_samples, len(win_a))).long()]
+    win_b = test_ds.windows(t, stride)
+    feat_a, _ = real_features(train_ds, win_a)
+    feat_b, skate_b = real_features(test_ds, win_b)
+    contents = [train_ds.clips[i].labels["content"] for i in win_a[:, 0].tolist()]
+    styles = [train_ds.clips[i].labels["style"] for i in win_a[:, 0].tolist()]
+    g = torch.Generator().manual_seed(seed)
+    feats, hits, skate = [], 0.0, 0.0
+    for i in range(0, len(contents), 256):
+        x = model.sample(contents[i : i + 256], styles[i : i + 256], generator=g)
+        pos, rot, pelvis, yaw = model.positions(x)
+        probs, f = embed(rot, pelvis, yaw, pos * rig.height)
+        feats.append(f)
+        hits += float((probs.argmax(-1) == torch.tensor(model.contents.indices(contents[i : i + 256]))).sum())
+        skate += foot_skating(pos, rig.feet, model.fps, up=rig.up, threshold=SKATE_THRESHOLD) * len(x)
+    feat_g = torch.cat(feats)
+    n = len(contents)
+    return {"fid": fid(feat_g, feat_b), "fid_real": fid(feat_a, feat_b), "recognised": hits / n,
+            "diversity": diversity(feat_g), "diversity_real": diversity(feat_a), "foot_skating": skate / n,
+            "foot_skating_real": skate_b, "samples": n, "real_windows": len(win_b)}  # fmt: skip

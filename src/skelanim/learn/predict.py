@@ -1,0 +1,423 @@
+"""Motion prediction: given 1 s of motion, the next 1 s. Training, evaluation and prediction from a file.
+
+Windows of ``observed + horizon`` frames (25 + 25 at 25 fps) are expressed relative to their last observed
+frame (:func:`skelanim.data.features.to_reference_frame`). The learned predictors
+(:mod:`skelanim.learn.predictors`) are trained with the shared loop (:func:`skelanim.nn.fit`) on::
+
+    L = mean_t w_t |FK(R) - FK(R*)|  +  mean_t w_t |FK(R, p) - FK(R*, p*)|  +  0.05 mean |x - x*|
+
+root-relative and global joint position errors (FK on the rig's rest offsets, heights; future frame ``k``
+weighted by ``w_k ~ (k + 1)^-1/2``, mean 1, so the short horizons count) and the standardised frame vectors;
+optionally, training windows are played at a random speed (``speed``; off by default: a trial with 0.7-1.4
+improved the validation styles but not the test styles); model selection by the mean root-relative error over the horizons on the validation styles.
+
+Scores (:func:`evaluate_prediction`): MPJPE at the horizons root-relative (``mpjpe``: pelvis at the origin
+in every frame, so the body's travel is removed) and with root motion (``mpjpe_global``), both as
+fractions of the rig height, and the mean angle error of the joint rotations (``angle_deg``; the body root's
+rotation relative to the reference heading counts as one of them).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import Tensor, nn
+
+from skelanim.core.motion import Motion
+from skelanim.data.clips import clip_from_motion
+from skelanim.data.dataset import MotionDataset
+from skelanim.data.features import from_reference_frame, to_reference_frame
+from skelanim.data.rig import Rig
+from skelanim.errors import SkeletonError
+from skelanim.learn.common import Normalizer, load_folder, load_weights, provenance, resolved_options, rig_fk
+from skelanim.learn.predictors import (
+    DCTGCN,
+    Seq2SeqGRU,
+    constant_velocity,
+    frames_to_vectors,
+    vectors_to_frames,
+    zero_velocity,
+)  # fmt: skip
+from skelanim.metrics.kinematic import angle_error_at, mpjpe_at
+from skelanim.nn.train import TrainConfig, fit
+
+__all__ = ["FORMAT", "HORIZONS_MS", "METHODS", "PredictTask", "Predictor", "evaluate_prediction", "predict_motion",
+           "train_predictor"]  # fmt: skip
+
+FORMAT = "skelanim-predictor"
+#: Horizons reported, in milliseconds.
+HORIZONS_MS = (80, 160, 320, 400, 560, 1000)
+#: Methods :func:`evaluate_prediction` and :func:`predict_motion` know.
+METHODS = ("rnn", "gcn", "zero_velocity", "constant_velocity")
+
+
+def reference_windows(ds: MotionDataset, windows: Tensor, length: int, ref: int, rig: Rig) -> tuple[Tensor, Tensor]:
+    """Rotations ``(B, T, M, 3, 3)`` and pelvis ``(B, T, 3)`` of windows relative to their frame ``ref``."""
+    g = ds.gather(windows, length, keys=("rot", "pelvis", "yaw"))
+    return to_reference_frame(g["rot"], g["pelvis"], g["yaw"], ref, up=rig.up, floor=rig.floor, height=rig.height)
+
+
+class Predictor(nn.Module):
+    """A learned predictor with its normaliser and rig.
+
+    Parameters
+    ----------
+    arch : str
+        ``"rnn"`` (:class:`~skelanim.learn.predictors.Seq2SeqGRU`) or ``"gcn"`` (:class:`~skelanim.learn.predictors.DCTGCN`).
+    rig : Rig
+        The learning skeleton.
+    observed, horizon : int
+        Frames in and out.
+    fps : float
+        Frame rate.
+    arch_options : dict, optional
+        Network options.
+    """
+
+    def __init__(self, arch: str, rig: Rig, *, observed: int = 25, horizon: int = 25, fps: float = 25.0,
+                 arch_options: dict[str, Any] | None = None) -> None:  # fmt: skip
+        super().__init__()
+        self.arch, self.rig, self.observed, self.horizon, self.fps = arch, rig, int(observed), int(horizon), float(fps)
+        if arch not in ("rnn", "gcn"):
+            raise ValueError(f"unknown predictor architecture {arch!r}; expected 'rnn' or 'gcn'")
+        options = dict(arch_options or {})
+        if arch == "gcn":
+            options.pop("horizon", None)
+        self.arch_options = resolved_options(Seq2SeqGRU if arch == "rnn" else DCTGCN, options)
+        self.arch_options.pop("horizon", None)
+        dim = 6 * rig.num_joints + 3
+        self.norm = Normalizer((dim,))
+        self.register_buffer("step_scale", torch.ones(dim))
+        if arch == "rnn":
+            self.net: nn.Module = Seq2SeqGRU(dim, **self.arch_options)
+        else:
+            self.net = DCTGCN(dim, horizon=self.horizon, **self.arch_options)
+        self.fk = rig_fk(rig)
+
+    def forward(self, x: Tensor) -> Tensor:
+        """Raw frame vectors ``(B, T_in, D)`` to raw predictions ``(B, T', D)``: the ``horizon`` future frames
+        (rnn), or the last ``observed`` reconstructed frames followed by them (gcn)."""
+        z = self.norm(x)
+        out = self.net(z, self.horizon, self.step_scale) if self.arch == "rnn" else self.net(z, self.horizon)
+        return self.norm.inverse(out)
+
+    @torch.no_grad()
+    def predict(self, rot: Tensor, pelvis: Tensor) -> tuple[Tensor, Tensor]:
+        """Future rotations ``(B, H, M, 3, 3)`` and pelvis ``(B, H, 3)`` from observed reference-frame ones."""
+        self.eval()
+        out = self(frames_to_vectors(rot.float(), pelvis.float()))[:, -self.horizon :]
+        return vectors_to_frames(out)
+
+    def config(self) -> dict[str, Any]:
+        """JSON description to rebuild the module."""
+        return {"format": FORMAT, "arch": self.arch, "rig": self.rig.to_dict(), "observed": self.observed,
+                "horizon": self.horizon, "fps": self.fps, "arch_options": self.arch_options}  # fmt: skip
+
+    @classmethod
+    def from_config(cls, config: dict[str, Any]) -> Predictor:
+        """Untrained module from :meth:`config` output."""
+        return cls(config["arch"], Rig.from_dict(config["rig"]), observed=config["observed"], horizon=config["horizon"],
+                   fps=config["fps"], arch_options=config.get("arch_options"))  # fmt: skip
+
+    @classmethod
+    def load(cls, folder: str | Path | None = None, *, default: str = "predict_rnn") -> Predictor:
+        """Load a model folder (the shipped default when ``folder`` is ``None``), in eval mode."""
+        tensors, config, path = load_folder(folder, default, FORMAT)
+        model = cls.from_config(config)
+        load_weights(model, tensors, path)
+        return model.eval()
+
+
+def _position_errors(
+    fk: nn.Module, rot: Tensor, pelvis: Tensor, rot_gt: Tensor, pelvis_gt: Tensor
+) -> tuple[Tensor, Tensor]:
+    """Root-relative and global joint position errors ``(B, T, M)`` (heights)."""
+    zero = torch.zeros_like(pelvis)
+    _, p = fk(rot, zero)
+    _, q = fk(rot_gt, zero)
+    rr = (p - q).norm(dim=-1)
+    glob = (p + pelvis[..., None, :] - q - pelvis_gt[..., None, :]).norm(dim=-1)
+    return rr, glob
+
+
+def _frame_weights(frames: int, horizon: int) -> Tensor:
+    """``(frames,)`` loss weights: ``(k + 1)^-0.5`` for future frame ``k`` (mean 1 over the future), and 1 for
+    reconstructed observed frames, so that short horizons, where errors are small, still count."""
+    k = torch.arange(horizon, dtype=torch.float32)
+    w = (k + 1) ** -0.5
+    w = w / w.mean()
+    return torch.cat([torch.ones(frames - horizon), w])
+
+
+class PredictTask:
+    """:class:`skelanim.nn.train.Task` for a :class:`Predictor`.
+
+    Parameters
+    ----------
+    model : Predictor
+        The model.
+    train_ds, val_ds : MotionDataset
+        Training and validation clips.
+    stride : int
+        Training window stride.
+    speed : tuple of float
+        Range of the playback-speed augmentation (``(1, 1)``: none).
+    meta : dict
+        Provenance.
+    """
+
+    metric = "val_mpjpe"
+
+    def __init__(self, model: Predictor, train_ds: MotionDataset, val_ds: MotionDataset | None, *, stride: int = 2,
+                 speed: tuple[float, float] = (1.0, 1.0), meta: dict[str, Any] | None = None) -> None:  # fmt: skip
+        self.model, self.train_ds, self.val_ds, self.meta = model, train_ds, val_ds, dict(meta or {})
+        self.speed = speed
+        self.length = model.observed + model.horizon
+        self.windows = train_ds.windows(self.length, stride, pad_short=False)
+        sample = self._vectors(
+            train_ds, self.windows[torch.linspace(0, len(self.windows) - 1, min(2000, len(self.windows))).long()]
+        )
+        mean, std = sample.mean(dim=(0, 1)), sample.std(dim=(0, 1)).clamp_min(1e-3)
+        model.norm.set(mean, std)
+        steps = (sample[:, 1:] - sample[:, :-1]).std(dim=(0, 1)).clamp_min(1e-5)
+        model.step_scale.copy_(steps / std)
+        self.val_windows = val_ds.windows(self.length, 10, pad_short=False) if val_ds is not None else None
+
+    def _vectors(self, ds: MotionDataset, windows: Tensor) -> Tensor:
+        rot, pelvis = reference_windows(ds, windows, self.length, self.model.observed - 1, self.model.rig)
+        return frames_to_vectors(rot, pelvis)
+
+    def num_samples(self) -> int:
+        """Training windows."""
+        return len(self.windows)
+
+    def batch(self, indices: Tensor, generator: torch.Generator) -> dict[str, Tensor]:
+        """Frame vectors ``(B, observed + horizon, D)`` of the windows, optionally played at a random speed
+        (``speed`` range, one factor per batch; the window is read longer or shorter and resampled linearly)."""
+        lo, hi = math.log(self.speed[0]), math.log(self.speed[1])
+        speed = math.exp(float(torch.empty(()).uniform_(lo, hi, generator=generator))) if hi > lo else 1.0
+        length = max(3, round(self.length * speed))
+        if length == self.length:
+            return {"x": self._vectors(self.train_ds, self.windows[indices])}
+        ref = round(self.model.observed * length / self.length) - 1
+        rot, pelvis = reference_windows(self.train_ds, self.windows[indices], length, ref, self.model.rig)
+        x = frames_to_vectors(rot, pelvis).transpose(1, 2)
+        x = nn.functional.interpolate(x, size=self.length, mode="linear", align_corners=True).transpose(1, 2)
+        return {"x": x}
+
+    def loss(self, model: nn.Module, batch: dict[str, Tensor]) -> tuple[Tensor, dict[str, float]]:
+        """Position errors plus a small term on the standardised vectors (module docstring)."""
+        plain = model.module if isinstance(model, nn.parallel.DistributedDataParallel) else model
+        x = batch["x"]
+        pred = model(x[:, : plain.observed])
+        target = x[:, -pred.shape[1] :]
+        rot, pelvis = vectors_to_frames(pred)
+        rot_gt, pelvis_gt = vectors_to_frames(target)
+        rr, glob = _position_errors(plain.fk, rot, pelvis, rot_gt, pelvis_gt)
+        w = _frame_weights(pred.shape[1], plain.horizon)[None, :, None]
+        vec = ((plain.norm(pred) - plain.norm(target)).abs()).mean()
+        loss = (w * rr).mean() + (w * glob).mean() + 0.05 * vec
+        return loss, {"rr_pct": 100 * float(rr[:, -plain.horizon :].mean().detach())}
+
+    def validate(self, model: nn.Module) -> dict[str, float]:
+        """Mean root-relative MPJPE over the horizons on the validation windows."""
+        if self.val_windows is None or not len(self.val_windows):
+            return {
+                "val_mpjpe": float(
+                    self.loss(model, self.batch(torch.arange(min(128, len(self.windows))), torch.Generator()))[0]
+                )
+            }
+        scores = evaluate_prediction({"m": model}, self.val_ds, methods=("m",), windows=self.val_windows)
+        value = sum(scores["methods"]["m"]["mpjpe"]) / len(HORIZONS_MS)
+        return {"val_mpjpe": value, "val_mpjpe_80": scores["methods"]["m"]["mpjpe"][0],
+                "val_mpjpe_1000": scores["methods"]["m"]["mpjpe"][-1]}  # fmt: skip
+
+    def model_config(self) -> dict[str, Any]:
+        """The model's config plus provenance."""
+        return {**self.model.config(), "training": self.meta}
+
+
+@torch.no_grad()
+def evaluate_prediction(models: dict[str, Predictor], ds: MotionDataset, *, methods: Sequence[str] = METHODS,
+                        stride: int = 10, windows: Tensor | None = None, rig: Rig | None = None,
+                        observed: int = 25, horizon: int = 25, fps: float | None = None) -> dict[str, Any]:  # fmt: skip
+    """Scores of predictors and baselines at :data:`HORIZONS_MS`.
+
+    Parameters
+    ----------
+    models : dict of str to Predictor
+        Learned predictors by method name (``"rnn"``, ``"gcn"``); their rig and lengths are used.
+    ds : MotionDataset
+        Test clips (at the models' fps).
+    methods : sequence of str
+        Methods to score, learned ones named in ``models``.
+    stride : int
+        Window stride.
+    windows : Tensor, optional
+        ``(W, 2)`` windows (default: every ``stride`` frames over clips long enough).
+    rig : Rig, optional
+        Needed when ``models`` is empty.
+    observed, horizon : int
+        Used when ``models`` is empty.
+    fps : float, optional
+        Default ``ds.fps``.
+
+    Returns
+    -------
+    dict
+        ``{"horizons_ms": [...], "methods": {name: {"mpjpe", "mpjpe_global", "angle_deg"}}, "windows": W}``.
+    """
+    first = next(iter(models.values()), None)
+    if first is not None:
+        rig, observed, horizon = first.rig, first.observed, first.horizon
+    if rig is None:
+        raise ValueError("evaluate_prediction needs a rig when no model is given")
+    fps = fps or ds.fps
+    length = observed + horizon
+    if windows is None:
+        windows = ds.windows(length, stride, pad_short=False)
+    fk = rig_fk(rig)
+    result: dict[str, Any] = {"horizons_ms": list(HORIZONS_MS), "methods": {}, "windows": len(windows)}
+    sums: dict[str, dict[str, Tensor]] = {}
+    for i in range(0, len(windows), 256):
+        rot, pelvis = reference_windows(ds, windows[i : i + 256], length, observed - 1, rig)
+        obs_rot, obs_pel = rot[:, :observed], pelvis[:, :observed]
+        gt_rot, gt_pel = rot[:, observed:], pelvis[:, observed:]
+        zero = torch.zeros_like(gt_pel)
+        _, gt_rr = fk(gt_rot, zero)
+        gt_glob = gt_rr + gt_pel[..., None, :]
+        for name in methods:
+            if name == "zero_velocity":
+                p_rot, p_pel = zero_velocity(obs_rot, obs_pel, horizon)
+            elif name == "constant_velocity":
+                p_rot, p_pel = constant_velocity(obs_rot, obs_pel, horizon)
+            elif name in models:
+                models[name].eval()
+                out = models[name](frames_to_vectors(obs_rot, obs_pel))[:, -horizon:]
+                p_rot, p_pel = vectors_to_frames(out)
+            else:
+                raise ValueError(f"no model for method {name!r}")
+            _, rr = fk(p_rot, zero)
+            n = float(rot.shape[0])
+            acc = sums.setdefault(name, {})
+            for key, value in (("mpjpe", mpjpe_at(rr, gt_rr, HORIZONS_MS, fps)),
+                               ("mpjpe_global", mpjpe_at(rr + p_pel[..., None, :], gt_glob, HORIZONS_MS, fps)),
+                               ("angle_deg", angle_error_at(p_rot, gt_rot, HORIZONS_MS, fps))):  # fmt: skip
+                acc[key] = acc.get(key, torch.zeros(len(HORIZONS_MS), dtype=torch.float64)) + n * torch.tensor(value)
+    total = float(len(windows))
+    for name, acc in sums.items():
+        result["methods"][name] = {k: (v / total).tolist() for k, v in acc.items()}
+    return result
+
+
+def train_predictor(train_ds: MotionDataset, val_ds: MotionDataset | None, out: str | Path, *, arch: str = "rnn",
+                    observed: int = 25, horizon: int = 25, stride: int = 2, loop: TrainConfig | None = None,
+                    arch_options: dict[str, Any] | None = None, resume: bool = False, command: str | None = None,
+                    log: Any = None) -> dict[str, Any]:  # fmt: skip
+    """Train a predictor; writes ``out/model.safetensors`` + ``config.json`` (best validation epoch).
+
+    Returns
+    -------
+    dict
+        :func:`skelanim.nn.fit`'s result plus ``parameters``.
+    """
+    loop = loop or TrainConfig(epochs=10, batch_size=64, lr=1e-3, warmup_steps=100)
+    torch.manual_seed(loop.seed)
+    model = Predictor(
+        arch, train_ds.rig, observed=observed, horizon=horizon, fps=train_ds.fps, arch_options=arch_options
+    )
+    meta = provenance(command, [c.path for c in train_ds.clips], loop.seed)
+    meta["validation"] = [c.name for c in val_ds.clips] if val_ds is not None else []
+    task = PredictTask(model, train_ds, val_ds, stride=stride, meta=meta)
+    result = fit(model, task, out, loop, resume=resume, log=log)
+    result["parameters"] = sum(p.numel() for p in model.parameters())
+    return result
+
+
+@torch.no_grad()
+def predict_motion(motion: Motion, *, method: str = "rnn", model: Predictor | None = None, seconds: float = 1.0,
+                   rig: Rig | None = None) -> Motion:  # fmt: skip
+    """Continue a motion by ``seconds``: its last ``observed`` frames in, predictions chained ``horizon`` at a time.
+
+    Parameters
+    ----------
+    motion : Motion
+        Input on the model's skeleton topology (any fps: resampled to the model's and back).
+    method : str
+        One of :data:`METHODS`.
+    model : Predictor, optional
+        Needed for ``"rnn"``/``"gcn"``; gives the rig and lengths for the baselines too.
+    seconds : float
+        Length of the continuation.
+    rig : Rig, optional
+        For the baselines without a model.
+
+    Returns
+    -------
+    Motion
+        The input followed by the prediction, on the rig's skeleton at the input's fps.
+
+    Raises
+    ------
+    SkeletonError
+        When the motion's skeleton is not the rig's, or it is shorter than 2 frames.
+    """
+    rig = model.rig if model is not None else rig
+    if rig is None:
+        raise ValueError("predict_motion needs a model or a rig")
+    if not motion.skeleton.same_topology(rig.skeleton):
+        raise SkeletonError(f"the predictor was trained on a {rig.skeleton.num_joints}-joint skeleton "
+                            f"({', '.join(rig.skeleton.names[:4])}, ...); this motion has {motion.skeleton.num_joints}")  # fmt: skip
+    observed = model.observed if model is not None else 25
+    fps = model.fps if model is not None else 25.0
+    ds = MotionDataset(clips=[clip_from_motion(motion, fps=fps)], rig=rig, fps=fps)
+    fr = ds.frames()
+    rot, pelvis = fr["rot"], fr["pelvis"]
+    want = max(1, round(seconds * fps))
+    while rot.shape[0] < motion_frames(ds) + want:
+        n = rot.shape[0]
+        yaw = _yaw_of(rig, rot, pelvis, fps)
+        take = torch.arange(max(0, n - observed), n)
+        if len(take) < observed:
+            take = torch.cat([take[:1].expand(observed - len(take)), take])
+        r_rot, r_pel = to_reference_frame(rot[take][None], pelvis[take][None], yaw[take][None], observed - 1,
+                                          up=rig.up, floor=rig.floor, height=rig.height)  # fmt: skip
+        horizon = model.horizon if model is not None else 25
+        if method == "zero_velocity":
+            p_rot, p_pel = zero_velocity(r_rot, r_pel, horizon)
+        elif method == "constant_velocity":
+            p_rot, p_pel = constant_velocity(r_rot, r_pel, horizon)
+        elif model is not None:
+            p_rot, p_pel = model.predict(r_rot, r_pel)
+        else:
+            raise ValueError(f"method {method!r} needs a model")
+        w_rot, w_pel = from_reference_frame(p_rot, p_pel, yaw[take][-1:], pelvis[take][-1:], up=rig.up,
+                                            floor=rig.floor, height=rig.height)  # fmt: skip
+        rot, pelvis = torch.cat([rot, w_rot[0].float()]), torch.cat([pelvis, w_pel[0].float()])
+    total = motion_frames(ds) + want
+    out = rig.to_motion(
+        rot[:total], pelvis[:total], fps, metadata={"predicted_from_frame": motion_frames(ds), "method": method}
+    )
+    if abs(motion.fps - fps) > 1e-6 * fps:
+        from skelanim.ops.resample import resample
+
+        out = resample(out, motion.fps)
+    return out
+
+
+def motion_frames(ds: MotionDataset) -> int:
+    """Frames of the single clip of ``ds``."""
+    return int(ds.lengths[0])
+
+
+def _yaw_of(rig: Rig, rot: Tensor, pelvis: Tensor, fps: float) -> Tensor:
+    """Headings of frames given as model-joint arrays (through a Motion, with the dataset's definition)."""
+    from skelanim.data.features import yaw_from_directions
+    from skelanim.ops.normalize import facing_directions
+
+    motion = rig.to_motion(rot, pelvis, fps)
+    return yaw_from_directions(facing_directions(motion, up_axis=rig.up), rig.up).float()

@@ -1,0 +1,240 @@
+"""Motion predictors: a seq2seq GRU with residual decoding, a DCT-domain GCN, and the zero- and
+constant-velocity baselines.
+
+Representation
+--------------
+A window is expressed relative to its last observed frame (:func:`skelanim.data.features.to_reference_frame`):
+``rot`` ``(B, T, M, 3, 3)`` (body root relative to the reference heading, other joints local) and ``pelvis``
+``(B, T, 3)`` in heights. The learned models see each frame as ``D = 6 M + 3`` numbers: the 6D rotations and
+the pelvis, standardised (:class:`~skelanim.learn.common.Normalizer`); they output the same, and rotations
+come back by Gram-Schmidt (:func:`skelanim.core.rotations.rot6d_to_matrix`).
+
+* :class:`Seq2SeqGRU` (Martinez et al. 2017): a GRU encodes the observed frames (each with its change from
+  the previous frame); a GRU cell decodes, each step predicting the *change* from the previous frame
+  (residual / velocity decoding) and feeding its own output back (no teacher forcing). The change is the
+  network's output plus a learned per-coordinate fraction (initially 0.85) of the previous change, so an
+  untrained decoder starts as a damped constant-velocity extrapolation instead of a frozen pose.
+* :class:`DCTGCN` (Mao et al. 2019): the last ``observed`` frames, padded to cover the horizon (with a damped
+  constant-velocity extrapolation, learned damping, where Mao et al. repeat the last frame), are taken to the DCT domain per coordinate; each of the ``D`` coordinates is a graph node
+  whose features are its DCT coefficients; residual graph-convolution blocks with a learnable dense
+  ``(D, D)`` adjacency (one batched matmul per layer) refine them; the inverse DCT gives the trajectory
+  (residual on the padded input).
+* :func:`zero_velocity`: the last observed pose held. :func:`constant_velocity`: each joint keeps turning at
+  its last observed angular velocity ``R[t+k] = R[t] (R[t-1]^T R[t])^k`` and the pelvis moves on at its last
+  observed velocity.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import Tensor, nn
+
+from skelanim.core.rotations import matrix_to_rot6d, matrix_to_rotvec, rot6d_to_matrix, rotvec_to_matrix
+
+__all__ = ["DCTGCN", "Seq2SeqGRU", "constant_velocity", "dct_matrix", "frames_to_vectors", "vectors_to_frames",
+           "zero_velocity"]  # fmt: skip
+
+
+def frames_to_vectors(rot: Tensor, pelvis: Tensor) -> Tensor:
+    """``(..., T, M, 3, 3)`` rotations and ``(..., T, 3)`` pelvis to ``(..., T, 6 M + 3)`` vectors."""
+    d6 = matrix_to_rot6d(rot)
+    return torch.cat([d6.reshape(*d6.shape[:-2], -1), pelvis], dim=-1)
+
+
+def vectors_to_frames(x: Tensor) -> tuple[Tensor, Tensor]:
+    """Inverse of :func:`frames_to_vectors`: ``(..., T, D)`` to rotations ``(..., T, M, 3, 3)`` and pelvis ``(..., T, 3)``."""
+    m = (x.shape[-1] - 3) // 6
+    rot = rot6d_to_matrix(x[..., : 6 * m].reshape(*x.shape[:-1], m, 6))
+    return rot, x[..., 6 * m :]
+
+
+def zero_velocity(rot: Tensor, pelvis: Tensor, horizon: int) -> tuple[Tensor, Tensor]:
+    """Hold the last observed frame.
+
+    Parameters
+    ----------
+    rot : Tensor
+        ``(B, T_in, M, 3, 3)`` observed rotations.
+    pelvis : Tensor
+        ``(B, T_in, 3)``.
+    horizon : int
+        Frames to predict ``T_out``.
+
+    Returns
+    -------
+    tuple of Tensor
+        ``(B, T_out, M, 3, 3)`` and ``(B, T_out, 3)``.
+    """
+    return (rot[:, -1:].expand(-1, horizon, *rot.shape[2:]).clone(), pelvis[:, -1:].expand(-1, horizon, 3).clone())
+
+
+def constant_velocity(rot: Tensor, pelvis: Tensor, horizon: int) -> tuple[Tensor, Tensor]:
+    """Extrapolate the last observed angular and linear velocities (module docstring); shapes as :func:`zero_velocity`."""
+    k = torch.arange(1, horizon + 1, dtype=rot.dtype, device=rot.device)
+    delta = matrix_to_rotvec(rot[:, -2].transpose(-1, -2) @ rot[:, -1])  # (B, M, 3)
+    steps = rotvec_to_matrix(k[None, :, None, None] * delta[:, None])  # (B, T_out, M, 3, 3)
+    out_rot = rot[:, -1:] @ steps
+    out_pelvis = pelvis[:, -1:] + k[None, :, None] * (pelvis[:, -1:] - pelvis[:, -2:-1])
+    return out_rot, out_pelvis
+
+
+class Seq2SeqGRU(nn.Module):
+    """Seq2seq GRU with residual decoding, on standardised frame vectors.
+
+    Parameters
+    ----------
+    dim : int
+        Frame vector size ``D``.
+    hidden : int
+        GRU width.
+    layers : int
+        Encoder GRU layers (the decoder cell starts from the top layer's state).
+    """
+
+    def __init__(self, dim: int, *, hidden: int = 192, layers: int = 1) -> None:
+        super().__init__()
+        self.dim = dim
+        self.encoder = nn.GRU(2 * dim, hidden, num_layers=layers, batch_first=True)
+        self.decoder = nn.GRUCell(2 * dim, hidden)
+        self.out = nn.Linear(hidden, dim)
+        nn.init.zeros_(self.out.weight)
+        nn.init.zeros_(self.out.bias)
+        self.damping = nn.Parameter(torch.full((dim,), 1.7))  # sigmoid(1.7) = 0.85
+
+    def forward(self, x: Tensor, horizon: int, step_scale: Tensor) -> Tensor:
+        """Predict.
+
+        Parameters
+        ----------
+        x : Tensor
+            ``(B, T_in, D)`` standardised observed frames.
+        horizon : int
+            ``T_out``.
+        step_scale : Tensor
+            ``(D,)`` scale of one output step (the std of frame-to-frame changes over the std of values).
+
+        Returns
+        -------
+        Tensor
+            ``(B, T_out, D)`` standardised predicted frames.
+        """
+        vel = torch.cat([torch.zeros_like(x[:, :1]), x[:, 1:] - x[:, :-1]], dim=1)
+        _, h = self.encoder(torch.cat([x, vel / step_scale], -1))
+        state = h[-1]
+        prev, last = x[:, -1], vel[:, -1]
+        outs = []
+        keep = torch.sigmoid(self.damping)
+        for _ in range(horizon):
+            state = self.decoder(torch.cat([prev, last / step_scale], -1), state)
+            step = self.out(state) * step_scale + keep * last
+            prev, last = prev + step, step
+            outs.append(prev)
+        return torch.stack(outs, dim=1)
+
+
+def dct_matrix(n: int) -> Tensor:
+    """``(n, n)`` orthonormal DCT-II matrix: ``coeffs = D @ x`` and ``x = D.T @ coeffs``."""
+    k = torch.arange(n, dtype=torch.float64)[:, None]
+    i = torch.arange(n, dtype=torch.float64)[None, :]
+    d = math.sqrt(2.0 / n) * torch.cos(math.pi * (i + 0.5) * k / n)
+    d[0] /= math.sqrt(2.0)
+    return d.float()
+
+
+class GraphConv(nn.Module):
+    """``Y = A X W + b`` with a learnable dense adjacency ``A`` ``(N, N)``; ``X`` ``(B, N, F)``."""
+
+    def __init__(self, nodes: int, fin: int, fout: int) -> None:
+        super().__init__()
+        bound = 1.0 / math.sqrt(fout)
+        self.adjacency = nn.Parameter(torch.empty(nodes, nodes).uniform_(-bound, bound))
+        self.weight = nn.Parameter(torch.empty(fin, fout).uniform_(-bound, bound))
+        self.bias = nn.Parameter(torch.zeros(fout))
+
+    def forward(self, x: Tensor) -> Tensor:
+        """``(B, N, Fin)`` to ``(B, N, Fout)``."""
+        return self.adjacency @ (x @ self.weight) + self.bias
+
+
+class GraphResBlock(nn.Module):
+    """Two graph convolutions with layer norm, tanh and dropout, and a residual."""
+
+    def __init__(self, nodes: int, hidden: int, dropout: float) -> None:
+        super().__init__()
+        self.gc1, self.gc2 = GraphConv(nodes, hidden, hidden), GraphConv(nodes, hidden, hidden)
+        self.n1, self.n2 = nn.LayerNorm([nodes, hidden]), nn.LayerNorm([nodes, hidden])
+        self.drop = nn.Dropout(dropout)
+
+    def forward(self, x: Tensor) -> Tensor:
+        """``(B, N, H)`` to ``(B, N, H)``."""
+        y = self.drop(torch.tanh(self.n1(self.gc1(x))))
+        y = self.drop(torch.tanh(self.n2(self.gc2(y))))
+        return x + y
+
+
+class DCTGCN(nn.Module):
+    """DCT-domain graph convolutional predictor (Mao et al. 2019), on standardised frame vectors.
+
+    Parameters
+    ----------
+    dim : int
+        Frame vector size ``D`` (= graph nodes).
+    observed : int
+        Observed frames used (the last ones).
+    horizon : int
+        Frames predicted.
+    coefficients : int, optional
+        DCT coefficients kept (default all ``observed + horizon``).
+    hidden : int
+        Node feature width.
+    blocks : int
+        Residual blocks.
+    dropout : float
+        Dropout inside blocks.
+    """
+
+    def __init__(self, dim: int, *, observed: int = 10, horizon: int = 25, coefficients: int | None = None,
+                 hidden: int = 96, blocks: int = 2, dropout: float = 0.1) -> None:  # fmt: skip
+        super().__init__()
+        self.observed, self.horizon = observed, horizon
+        length = observed + horizon
+        coefficients = length if coefficients is None else min(coefficients, length)
+        d = dct_matrix(length)[:coefficients]
+        self.register_buffer("dct", d, persistent=False)
+        self.inp = GraphConv(dim, coefficients, hidden)
+        self.n0 = nn.LayerNorm([dim, hidden])
+        self.blocks = nn.ModuleList(GraphResBlock(dim, hidden, dropout) for _ in range(blocks))
+        self.outp = GraphConv(dim, hidden, coefficients)
+        nn.init.zeros_(self.outp.weight)
+        self.damping = nn.Parameter(torch.full((dim,), 1.7))
+
+    def forward(self, x: Tensor, horizon: int | None = None) -> Tensor:
+        """Predict.
+
+        Parameters
+        ----------
+        x : Tensor
+            ``(B, T_in, D)`` standardised observed frames (``T_in >= observed``).
+        horizon : int, optional
+            Must equal the model's horizon when given.
+
+        Returns
+        -------
+        Tensor
+            ``(B, observed + horizon, D)``: the reconstructed observed frames, then the predicted ones.
+        """
+        if horizon is not None and horizon != self.horizon:
+            raise ValueError(f"this DCT-GCN predicts {self.horizon} frames, not {horizon}")
+        seq = x[:, -self.observed :]
+        keep = torch.sigmoid(self.damping)
+        factors = torch.cumsum(keep[None, :] ** torch.arange(1, self.horizon + 1, dtype=x.dtype)[:, None], 0)  # (H, D)
+        future = seq[:, -1:] + factors[None] * (seq[:, -1:] - seq[:, -2:-1])
+        padded = torch.cat([seq, future], dim=1)  # (B, L, D)
+        coeffs = torch.einsum("kl,bld->bdk", self.dct, padded)  # (B, D, K)
+        h = torch.tanh(self.n0(self.inp(coeffs)))
+        for block in self.blocks:
+            h = block(h)
+        out = coeffs + self.outp(h)
+        return torch.einsum("kl,bdk->bld", self.dct, out)

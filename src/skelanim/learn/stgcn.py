@@ -1,0 +1,230 @@
+"""Recognition networks: an ST-GCN over the joint graph and a temporal-CNN baseline over flattened joints.
+
+ST-GCN (Yan et al. 2018)
+------------------------
+Input ``(B, T, V, C)`` per-joint features. Each block is a spatial graph convolution followed by a temporal
+convolution, with batch norm, ReLU and a residual::
+
+    y = sum_k  A_k  x  W_k        (spatial: K partitions of the joint graph)
+    y = Conv(k_t x 1)(y)          (temporal, optionally strided)
+
+The partitions are the *spatial configuration* of the paper: each joint's neighbours split into itself,
+the neighbour nearer the body root (centripetal) and those farther away (centrifugal); each ``A_k`` is
+column-normalised and scaled by a learnable edge-importance mask. For speed on a CPU the ``K`` graph
+products are **one dense matmul**: the ``1 x 1`` convolution gives ``K * C`` channels, which are laid out as
+``(B, C, T, K * V)`` and multiplied by the stacked ``(K * V, V)`` adjacency; no gather/scatter, no per-edge
+loop. The temporal convolutions do most of the work, so channels stay small (32-96) and time is halved
+twice. The pooled output of the last block (``D = channels[-1]``) is the feature vector used for FID.
+
+Baseline
+--------
+:class:`TemporalCNN`: 1-D convolutions over time of the flattened ``V * C`` joint features, the same pooling
+and heads.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+from torch import Tensor, nn
+
+__all__ = ["STGCN", "TemporalCNN", "spatial_partitions"]
+
+
+def spatial_partitions(parents: Sequence[int]) -> Tensor:
+    """The spatial-configuration adjacency of a tree.
+
+    Parameters
+    ----------
+    parents : sequence of int
+        ``(V,)`` parents, ``-1`` for the root (the centre of the partition).
+
+    Returns
+    -------
+    Tensor
+        ``(3, V, V)`` float: ``[self, centripetal, centrifugal]``; ``A[k, i, j]`` is the weight of joint ``i``
+        in joint ``j``'s update, columns normalised by the node degree (self loop included).
+    """
+    v = len(parents)
+    a = torch.zeros(3, v, v)
+    for j in range(v):
+        a[0, j, j] = 1.0
+        p = int(parents[j])
+        if p >= 0:
+            a[1, p, j] = 1.0  # the parent is nearer the root: centripetal input of j
+            a[2, j, p] = 1.0  # the child is farther: centrifugal input of p
+    degree = a.sum(dim=(0, 1))  # inputs per joint
+    return a / degree.clamp_min(1.0)[None, None, :]
+
+
+class GraphBlock(nn.Module):
+    """Spatial graph convolution + temporal convolution with a residual.
+
+    Parameters
+    ----------
+    cin, cout : int
+        Channels.
+    adjacency : Tensor
+        ``(K, V, V)`` partitions.
+    kernel : int
+        Temporal kernel (odd).
+    stride : int
+        Temporal stride.
+    dropout : float
+        Dropout after the temporal convolution.
+    """
+
+    def __init__(self, cin: int, cout: int, adjacency: Tensor, *, kernel: int = 9, stride: int = 1, dropout: float = 0.0,
+                 separable: bool = True) -> None:  # fmt: skip
+        super().__init__()
+        k, v, _ = adjacency.shape
+        self.k, self.v, self.cout = k, v, cout
+        self.register_buffer("adjacency", adjacency.clone(), persistent=False)
+        self.importance = nn.Parameter(torch.ones(k, v, v))
+        self.spatial = nn.Conv2d(cin, k * cout, 1)
+        self.bn1 = nn.BatchNorm2d(cout)
+        pad = ((kernel - 1) // 2, 0)
+        if separable:  # depthwise temporal filter + pointwise mix: ~kernel times fewer MACs than a dense one
+            self.temporal: nn.Module = nn.Sequential(nn.Conv2d(cout, cout, (kernel, 1), (stride, 1), pad, groups=cout),
+                                                     nn.Conv2d(cout, cout, 1))  # fmt: skip
+        else:
+            self.temporal = nn.Conv2d(cout, cout, (kernel, 1), (stride, 1), pad)
+        self.bn2 = nn.BatchNorm2d(cout)
+        self.drop = nn.Dropout(dropout) if dropout > 0 else nn.Identity()
+        if cin == cout and stride == 1:
+            self.residual: nn.Module = nn.Identity()
+        else:
+            self.residual = nn.Sequential(nn.Conv2d(cin, cout, 1, (stride, 1)), nn.BatchNorm2d(cout))
+
+    def forward(self, x: Tensor) -> Tensor:
+        """``(B, Cin, T, V)`` to ``(B, Cout, T', V)``."""
+        b, _, t, v = x.shape
+        y = (
+            self.spatial(x)
+            .reshape(b, self.k, self.cout, t, v)
+            .permute(0, 2, 3, 1, 4)
+            .reshape(b, self.cout, t, self.k * v)
+        )
+        y = y @ (self.adjacency * self.importance).reshape(self.k * v, v)
+        y = torch.relu(self.bn1(y))
+        y = self.drop(self.bn2(self.temporal(y)))
+        return torch.relu(y + self.residual(x))
+
+
+class STGCN(nn.Module):
+    """ST-GCN classifier with content and (optional) style heads.
+
+    Parameters
+    ----------
+    parents : sequence of int
+        ``(V,)`` joint parents.
+    in_channels : int
+        Features per joint ``C``.
+    num_contents, num_styles : int
+        Classes (``num_styles = 0``: no style head).
+    channels : sequence of int
+        Output channels per block.
+    strides : sequence of int
+        Temporal stride per block.
+    kernel : int
+        Temporal kernel.
+    dropout : float
+        Dropout in the blocks and before the heads.
+    pool : int
+        Average-pool the input over this many frames first (2: 25 fps windows are read at 12.5 fps).
+    separable : bool
+        Depthwise + pointwise temporal convolutions.
+    """
+
+    def __init__(self, parents: Sequence[int], in_channels: int, num_contents: int, num_styles: int = 0, *,
+                 channels: Sequence[int] = (32, 48, 64, 64), strides: Sequence[int] = (1, 2, 1, 2),
+                 kernel: int = 5, dropout: float = 0.1, pool: int = 2, separable: bool = False) -> None:  # fmt: skip
+        super().__init__()
+        self.pool = int(pool)
+        a = spatial_partitions(parents)
+        v = len(parents)
+        self.data_bn = nn.BatchNorm1d(v * in_channels)
+        blocks, cin = [], in_channels
+        for cout, stride in zip(channels, strides):
+            blocks.append(GraphBlock(cin, cout, a, kernel=kernel, stride=stride, separable=separable))
+            cin = cout
+        self.blocks = nn.ModuleList(blocks)
+        self.drop = nn.Dropout(dropout)
+        self.content_head = nn.Linear(cin, num_contents)
+        self.style_head = nn.Linear(cin, num_styles) if num_styles else None
+        self.feature_dim = cin
+
+    def features(self, x: Tensor) -> Tensor:
+        """``(B, T, V, C)`` joint features to ``(B, D)`` pooled features."""
+        b, t, v, c = x.shape
+        x = self.data_bn(x.reshape(b, t, v * c).transpose(1, 2))
+        if self.pool > 1:
+            x = nn.functional.avg_pool1d(x, self.pool, self.pool, ceil_mode=True)
+        x = x.reshape(b, v, c, -1).permute(0, 2, 3, 1)
+        for block in self.blocks:
+            x = block(x)
+        return x.mean(dim=(2, 3))
+
+    def forward(self, x: Tensor) -> tuple[Tensor, Tensor | None, Tensor]:
+        """Logits.
+
+        Parameters
+        ----------
+        x : Tensor
+            ``(B, T, V, C)``.
+
+        Returns
+        -------
+        tuple
+            Content logits ``(B, num_contents)``, style logits ``(B, num_styles)`` or ``None``, features ``(B, D)``.
+        """
+        f = self.features(x)
+        h = self.drop(f)
+        return self.content_head(h), (self.style_head(h) if self.style_head is not None else None), f
+
+
+class TemporalCNN(nn.Module):
+    """Baseline: 1-D temporal convolutions over flattened joint features.
+
+    Parameters
+    ----------
+    num_joints, in_channels : int
+        ``V`` and ``C`` (the input is ``(B, T, V, C)``, flattened to ``V * C`` channels).
+    num_contents, num_styles : int
+        Classes.
+    channels : sequence of int
+        Channels per layer.
+    strides : sequence of int
+        Temporal strides.
+    kernel : int
+        Temporal kernel.
+    dropout : float
+        Before the heads.
+    """
+
+    def __init__(self, num_joints: int, in_channels: int, num_contents: int, num_styles: int = 0, *,
+                 channels: Sequence[int] = (64, 96, 128, 128), strides: Sequence[int] = (1, 2, 2, 1),
+                 kernel: int = 5, dropout: float = 0.1) -> None:  # fmt: skip
+        super().__init__()
+        layers: list[nn.Module] = [nn.BatchNorm1d(num_joints * in_channels)]
+        cin = num_joints * in_channels
+        for cout, stride in zip(channels, strides):
+            layers += [nn.Conv1d(cin, cout, kernel, stride, (kernel - 1) // 2), nn.BatchNorm1d(cout), nn.ReLU()]
+            cin = cout
+        self.net = nn.Sequential(*layers)
+        self.drop = nn.Dropout(dropout)
+        self.content_head = nn.Linear(cin, num_contents)
+        self.style_head = nn.Linear(cin, num_styles) if num_styles else None
+        self.feature_dim = cin
+
+    def features(self, x: Tensor) -> Tensor:
+        """``(B, T, V, C)`` to ``(B, D)``."""
+        b, t, v, c = x.shape
+        return self.net(x.reshape(b, t, v * c).transpose(1, 2)).mean(-1)
+
+    def forward(self, x: Tensor) -> tuple[Tensor, Tensor | None, Tensor]:
+        """As :meth:`STGCN.forward`."""
+        f = self.features(x)
+        h = self.drop(f)
+        return self.content_head(h), (self.style_head(h) if self.style_head is not None else None), f

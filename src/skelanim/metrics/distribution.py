@@ -1,0 +1,158 @@
+"""Distribution metrics in a feature space: FID, diversity, multimodality, recognition accuracy.
+
+The features are whatever the caller passes: for generated motion, the penultimate layer of a motion
+recogniser (Guo et al. 2020, *Action2Motion*; Tevet et al. 2023, *MDM*). This module never builds a model
+(metrics sit below the model packages; :mod:`skelanim.learn` passes the features in).
+
+Definitions
+-----------
+* **FID** (Heusel et al. 2017): the Fréchet distance between Gaussians fitted to two feature sets,
+  ``|mu_a - mu_b|^2 + Tr(S_a + S_b - 2 (S_a S_b)^{1/2})``. ``Tr((S_a S_b)^{1/2})`` is computed as the sum of
+  square roots of the eigenvalues of the symmetric ``S_a^{1/2} S_b S_a^{1/2}`` (clamped at 0), which is
+  stable where ``sqrtm`` of a non-symmetric product is not.
+* **Diversity**: the mean Euclidean distance between ``pairs`` random pairs of feature vectors (drawn with a
+  seeded generator, two independent index draws, as in Action2Motion).
+* **Multimodality**: the same within each class, averaged over classes with at least two samples.
+* **Accuracy**: the share of predictions equal to the targets.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import torch
+from torch import Tensor
+
+__all__ = ["accuracy", "diversity", "fid", "frechet_distance", "gaussian_stats", "multimodality", "vote"]
+
+
+def _as64(x: Tensor | np.ndarray) -> Tensor:
+    return torch.as_tensor(np.asarray(x) if not isinstance(x, Tensor) else x.detach().cpu(), dtype=torch.float64)
+
+
+def gaussian_stats(features: Tensor | np.ndarray) -> tuple[Tensor, Tensor]:
+    """Mean and covariance of a feature set.
+
+    Parameters
+    ----------
+    features : Tensor or ndarray
+        ``(N, D)``, ``N >= 2``.
+
+    Returns
+    -------
+    tuple of Tensor
+        ``(D,)`` mean and ``(D, D)`` unbiased covariance, float64.
+    """
+    x = _as64(features)
+    if x.ndim != 2 or x.shape[0] < 2:
+        raise ValueError(f"features must be (N >= 2, D), got {tuple(x.shape)}")
+    mu = x.mean(0)
+    centred = x - mu
+    return mu, centred.T @ centred / (x.shape[0] - 1)
+
+
+def _sqrt_psd(s: Tensor) -> Tensor:
+    vals, vecs = torch.linalg.eigh((s + s.T) / 2)
+    return (vecs * vals.clamp_min(0).sqrt()) @ vecs.T
+
+
+def frechet_distance(mu_a: Tensor, sigma_a: Tensor, mu_b: Tensor, sigma_b: Tensor) -> float:
+    """Fréchet distance between ``N(mu_a, sigma_a)`` and ``N(mu_b, sigma_b)`` (module docstring).
+
+    Parameters
+    ----------
+    mu_a, mu_b : Tensor
+        ``(D,)`` means.
+    sigma_a, sigma_b : Tensor
+        ``(D, D)`` covariances.
+
+    Returns
+    -------
+    float
+        ``>= 0`` (tiny negative round-off is clamped).
+    """
+    mu_a, mu_b, sigma_a, sigma_b = (_as64(t) for t in (mu_a, mu_b, sigma_a, sigma_b))
+    root_a = _sqrt_psd(sigma_a)
+    middle = root_a @ sigma_b @ root_a
+    cross = torch.linalg.eigvalsh((middle + middle.T) / 2).clamp_min(0).sqrt().sum()
+    value = float(((mu_a - mu_b) ** 2).sum() + torch.trace(sigma_a) + torch.trace(sigma_b) - 2 * cross)
+    return max(value, 0.0)
+
+
+def fid(features_a: Tensor | np.ndarray, features_b: Tensor | np.ndarray) -> float:
+    """FID between two feature sets ``(N, D)`` and ``(M, D)``."""
+    return frechet_distance(*gaussian_stats(features_a), *gaussian_stats(features_b))
+
+
+def diversity(features: Tensor | np.ndarray, *, pairs: int = 300, seed: int = 0) -> float:
+    """Mean distance between ``pairs`` random pairs of rows of ``features`` ``(N, D)``."""
+    x = _as64(features)
+    if x.shape[0] < 2:
+        return 0.0
+    g = torch.Generator().manual_seed(seed)
+    i = torch.randint(0, x.shape[0], (pairs,), generator=g)
+    j = torch.randint(0, x.shape[0], (pairs,), generator=g)
+    return float((x[i] - x[j]).norm(dim=-1).mean())
+
+
+def multimodality(
+    features: Tensor | np.ndarray, labels: Sequence[int] | Tensor, *, pairs: int = 20, seed: int = 0
+) -> float:
+    """Mean over classes (with 2+ samples) of the diversity of that class's features.
+
+    Parameters
+    ----------
+    features : Tensor or ndarray
+        ``(N, D)``.
+    labels : sequence of int
+        ``(N,)`` class of each row.
+    pairs : int
+        Random pairs per class.
+    seed : int
+        Seed of the pair draws.
+
+    Returns
+    -------
+    float
+        ``nan`` when no class has two samples.
+    """
+    x = _as64(features)
+    lab = torch.as_tensor(labels).reshape(-1)
+    values = []
+    for k, c in enumerate(torch.unique(lab).tolist()):
+        rows = x[lab == c]
+        if rows.shape[0] >= 2:
+            values.append(diversity(rows, pairs=pairs, seed=seed + k))
+    return float(np.mean(values)) if values else float("nan")
+
+
+def accuracy(predicted: Sequence[int] | Tensor, target: Sequence[int] | Tensor) -> float:
+    """Share of ``predicted`` equal to ``target`` (both ``(N,)``); ``nan`` for ``N = 0``."""
+    p, t = torch.as_tensor(predicted).reshape(-1), torch.as_tensor(target).reshape(-1)
+    if p.shape != t.shape:
+        raise ValueError(f"predicted {tuple(p.shape)} and target {tuple(t.shape)} differ in shape")
+    return float((p == t).double().mean()) if p.numel() else float("nan")
+
+
+def vote(probabilities: Tensor, groups: Sequence[int] | Tensor) -> tuple[Tensor, Tensor]:
+    """Per-group decision by averaging class probabilities over the group's windows.
+
+    Parameters
+    ----------
+    probabilities : Tensor
+        ``(W, C)`` class probabilities per window.
+    groups : sequence of int
+        ``(W,)`` group (file) of each window.
+
+    Returns
+    -------
+    tuple of Tensor
+        The sorted distinct groups ``(G,)`` and their predicted class ``(G,)``.
+    """
+    g = torch.as_tensor(groups).reshape(-1)
+    ids, inverse = torch.unique(g, return_inverse=True)
+    sums = torch.zeros(len(ids), probabilities.shape[1], dtype=probabilities.dtype).index_add_(
+        0, inverse, probabilities
+    )
+    return ids, sums.argmax(-1)

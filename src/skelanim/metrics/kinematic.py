@@ -1,0 +1,215 @@
+"""Errors and quality measures of joint trajectories: MPJPE and angle error at horizons, jerk, foot skating,
+ground penetration, bone-length consistency.
+
+Every length is divided by ``height`` (default 1: raw file units), so callers report raw values and
+height-normalised ones with the same function.
+
+Definitions
+-----------
+* **MPJPE** ``(..., T)``: the mean over joints of the Euclidean distance between predicted and true joint
+  positions, per frame. At horizon ``h`` ms of a prediction sampled at ``fps`` it is read at future frame
+  ``round(h * fps / 1000)`` (1-based: frame 1 is the first predicted frame), averaged over sequences.
+* **Angle error** ``(..., T)``: the mean over joints of the geodesic angle between predicted and true rotations
+  (:func:`~skelanim.core.rotations.matrix_geodesic`), degrees.
+* **Jerk**: the mean norm of the third time derivative of joint positions, by third finite differences
+  ``(p[t+3] - 3 p[t+2] + 3 p[t+1] - p[t]) * fps^3`` (exact for cubics), in lengths per s^3.
+* **Foot skating** (after Zhang et al. 2018, *Mode-adaptive neural networks*): per foot joint and frame the
+  horizontal speed weighted by ``clip(2 - 2^(e / H), 0, 1)``, where ``e`` is the joint's elevation above its
+  resting height (by default its lowest height in the sequence; or ``floor``, per joint) and ``H`` the
+  contact threshold; the mean over joints and frames, in
+  lengths per second. A foot planted on the floor scores its full sliding speed, one lifted ``H`` or more
+  scores nothing.
+* **Ground penetration**: per frame the depth of the lowest joint below ``floor`` (0 when above), averaged.
+* **Bone-length error**: the mean over bones and frames of ``|l - L| / L``, where ``l`` is the measured
+  parent-child distance and ``L`` the reference length (the skeleton's offsets when given, else the
+  bone's mean length over the frames, so the value measures consistency).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import torch
+from torch import Tensor
+
+from skelanim.core.rotations import matrix_geodesic
+
+__all__ = [
+    "angle_error", "angle_error_at", "bone_length_error", "foot_skating", "ground_penetration", "horizon_frames",
+    "jerk", "mpjpe", "mpjpe_at",
+]  # fmt: skip
+
+
+def _t(x: Tensor | np.ndarray) -> Tensor:
+    return x.detach().double() if isinstance(x, Tensor) else torch.as_tensor(np.asarray(x), dtype=torch.float64)
+
+
+def horizon_frames(horizons_ms: Sequence[float], fps: float) -> list[int]:
+    """0-based indices into the predicted frames for horizons in milliseconds: ``round(h * fps / 1000) - 1``.
+
+    Raises ``ValueError`` for a horizon shorter than one frame.
+    """
+    out = []
+    for h in horizons_ms:
+        k = round(float(h) * fps / 1000.0)
+        if k < 1:
+            raise ValueError(f"horizon {h} ms is shorter than one frame at {fps:g} fps")
+        out.append(k - 1)
+    return out
+
+
+def mpjpe(pred: Tensor | np.ndarray, target: Tensor | np.ndarray, *, height: float = 1.0) -> Tensor:
+    """Per-frame mean per-joint position error.
+
+    Parameters
+    ----------
+    pred, target : Tensor or ndarray
+        ``(..., T, J, 3)`` joint positions.
+    height : float
+        Divide by this length.
+
+    Returns
+    -------
+    Tensor
+        ``(..., T)`` float64.
+    """
+    return (_t(pred) - _t(target)).norm(dim=-1).mean(-1) / height
+
+
+def mpjpe_at(pred: Tensor | np.ndarray, target: Tensor | np.ndarray, horizons_ms: Sequence[float], fps: float,
+             *, height: float = 1.0) -> list[float]:  # fmt: skip
+    """MPJPE at horizons, averaged over sequences.
+
+    Parameters
+    ----------
+    pred, target : Tensor or ndarray
+        ``(N, T, J, 3)`` predicted and true future positions (frame 0 is the first predicted frame).
+    horizons_ms : sequence of float
+        Horizons in ms.
+    fps : float
+        Frame rate of the predictions.
+    height : float
+        Normalising length.
+
+    Returns
+    -------
+    list of float
+        One value per horizon.
+    """
+    err = mpjpe(pred, target, height=height)
+    return [float(err[..., k].mean()) for k in horizon_frames(horizons_ms, fps)]
+
+
+def angle_error(pred: Tensor | np.ndarray, target: Tensor | np.ndarray) -> Tensor:
+    """Per-frame mean geodesic angle in degrees between ``(..., T, J, 3, 3)`` rotation matrices; ``(..., T)``."""
+    return torch.rad2deg(matrix_geodesic(_t(pred), _t(target))).mean(-1)
+
+
+def angle_error_at(
+    pred: Tensor | np.ndarray, target: Tensor | np.ndarray, horizons_ms: Sequence[float], fps: float
+) -> list[float]:
+    """Angle error (degrees) at horizons, averaged over sequences; rotations ``(N, T, J, 3, 3)``."""
+    err = angle_error(pred, target)
+    return [float(err[..., k].mean()) for k in horizon_frames(horizons_ms, fps)]
+
+
+def jerk(positions: Tensor | np.ndarray, fps: float, *, height: float = 1.0) -> float:
+    """Mean jerk magnitude of ``(..., F, J, 3)`` positions (``F >= 4``), lengths per s^3 (0 when ``F < 4``)."""
+    p = _t(positions)
+    if p.shape[-3] < 4:
+        return 0.0
+    d3 = p[..., 3:, :, :] - 3 * p[..., 2:-1, :, :] + 3 * p[..., 1:-2, :, :] - p[..., :-3, :, :]
+    return float(d3.norm(dim=-1).mean()) * fps**3 / height
+
+
+def foot_skating(
+    positions: Tensor | np.ndarray,
+    feet: Sequence[int],
+    fps: float,
+    *,
+    up: int = 1,
+    floor: float | Sequence[float] | Tensor | None = None,
+    threshold: float,
+    height: float = 1.0,
+) -> float:
+    """Weighted horizontal foot speed near the floor (module docstring).
+
+    Parameters
+    ----------
+    positions : Tensor or ndarray
+        ``(..., F, J, 3)`` world joint positions, ``F >= 2``.
+    feet : sequence of int
+        ``K`` foot joints.
+    fps : float
+        Frame rate.
+    up : int
+        Up axis.
+    floor : float or sequence of float, optional
+        Resting height of each foot joint along ``up`` (one value for all, or ``K`` values). Default: each
+        foot joint's lowest height over the frames of its own sequence, so a foot that hovers above the
+        ground while it slides is not excused.
+    threshold : float
+        ``H``: elevation at which a foot stops counting (same units as positions).
+    height : float
+        Normalising length of the result.
+
+    Returns
+    -------
+    float
+        Mean weighted speed in lengths per second (divided by ``height``).
+    """
+    p = _t(positions)[..., list(feet), :]
+    if p.shape[-3] < 2:
+        return 0.0
+    if floor is None:
+        rest = p[..., up].min(dim=-2, keepdim=True).values  # (..., 1, K)
+    else:
+        rest = torch.as_tensor(floor, dtype=torch.float64).reshape(-1)
+    elevation = (p[..., :-1, :, up] + p[..., 1:, :, up]) / 2 - rest
+    step = p[..., 1:, :, :] - p[..., :-1, :, :]
+    horiz = torch.cat([step[..., :up], step[..., up + 1 :]], dim=-1).norm(dim=-1) * fps
+    weight = (2 - torch.pow(2.0, elevation.clamp_min(0) / threshold)).clamp(0, 1)
+    return float((horiz * weight).mean()) / height
+
+
+def ground_penetration(
+    positions: Tensor | np.ndarray, *, up: int = 1, floor: float = 0.0, height: float = 1.0
+) -> float:
+    """Mean over frames of the lowest joint's depth below ``floor``; positions ``(..., F, J, 3)``."""
+    p = _t(positions)
+    return float((floor - p[..., up].min(-1).values).clamp_min(0).mean()) / height
+
+
+def bone_length_error(positions: Tensor | np.ndarray, parents: Sequence[int], offsets: Tensor | np.ndarray | None = None,
+                      *, bones: Sequence[int] | None = None) -> float:  # fmt: skip
+    """Relative bone-length deviation (module docstring).
+
+    Parameters
+    ----------
+    positions : Tensor or ndarray
+        ``(..., F, J, 3)``.
+    parents : sequence of int
+        ``(J,)`` parent indices (``-1`` for roots).
+    offsets : Tensor or ndarray, optional
+        ``(J, 3)`` rest offsets giving the reference lengths; default each bone's mean measured length.
+    bones : sequence of int, optional
+        Child joints of the bones to measure (default every joint with a parent).
+
+    Returns
+    -------
+    float
+        Mean relative error over bones (of non-zero reference length) and frames.
+    """
+    p = _t(positions)
+    child = [j for j, q in enumerate(parents) if q >= 0 and (bones is None or j in set(bones))]
+    par = [int(parents[j]) for j in child]
+    lengths = (p[..., child, :] - p[..., par, :]).norm(dim=-1)  # (..., F, B)
+    if offsets is not None:
+        ref = _t(offsets)[child].norm(dim=-1)
+    else:
+        ref = lengths.reshape(-1, len(child)).mean(0)
+    keep = ref > 1e-9 * max(float(ref.max()), 1e-300) if len(child) else ref > 0
+    if not bool(keep.any()):
+        return 0.0
+    return float(((lengths[..., keep] - ref[keep]).abs() / ref[keep]).mean())

@@ -1,0 +1,107 @@
+"""The learning CLI with the shipped defaults: eval JSON keys, generate/predict write loadable BVH, evaluate,
+one-line errors."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+import torch
+
+import skelanim
+from skelanim.cli import main
+from skelanim.learn.common import pretrained_dir
+from skelanim.metrics.kinematic import bone_length_error
+
+SHIPPED = ("recognize", "recognize_cnn", "predict_rnn", "predict_gcn", "generate")
+
+
+@pytest.fixture(scope="module")
+def shipped():
+    missing = [n for n in SHIPPED if not (pretrained_dir(n) / "model.safetensors").is_file()]
+    if missing:
+        pytest.fail(f"shipped pretrained models missing: {missing}")
+
+
+@pytest.fixture(scope="module")
+def data_args(learn_files, tmp_path_factory, monkeypatch_module):
+    """``--data`` arguments for four files copied into a temporary folder (cache redirected there too)."""
+    folder = tmp_path_factory.mktemp("cli-data")
+    for f in learn_files[:4]:
+        shutil.copy(f, folder / f.name)
+    monkeypatch_module.setenv("SKELANIM_CACHE", str(tmp_path_factory.mktemp("cli-cache")))
+    return ["--data", str(folder)]
+
+
+@pytest.fixture(scope="module")
+def monkeypatch_module():
+    mp = pytest.MonkeyPatch()
+    yield mp
+    mp.undo()
+
+
+def _json(capsys, argv: list[str]) -> dict:
+    capsys.readouterr()
+    assert main(argv) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def test_recognize_eval_json_keys(shipped, data_args, capsys):
+    obj = _json(capsys, ["learn", "recognize", "eval", *data_args, "--split", "none", "--json"])
+    assert set(obj) == {"top1_files", "top1_windows", "per_class", "baseline_cnn"}
+    assert set(obj["baseline_cnn"]) == {"top1_files", "top1_windows"}
+    assert set(obj["per_class"]) == {"walk", "bow"} and 0.0 <= obj["top1_files"] <= 1.0
+
+
+def test_predict_eval_json_keys(shipped, data_args, capsys):
+    obj = _json(capsys, ["learn", "predict", "eval", *data_args, "--split", "none", "--stride", "25", "--json"])
+    assert set(obj) == {"horizons_ms", "methods"} and obj["horizons_ms"] == [80, 160, 320, 400, 560, 1000]
+    assert set(obj["methods"]) == {"rnn", "gcn", "zero_velocity", "constant_velocity"}
+    for scores in obj["methods"].values():
+        assert set(scores) == {"mpjpe", "mpjpe_global", "angle_deg"} and all(len(v) == 6 for v in scores.values())
+
+
+def test_generate_writes_bvh_on_the_training_skeleton(shipped, tmp_path, capsys):
+    assert (
+        main(["generate", "--content", "walk", "--style", "happy", "-n", "2", "-o", str(tmp_path), "--seed", "3"]) == 0
+    )
+    files = sorted(tmp_path.glob("*.bvh"))
+    assert len(files) == 2
+    for f in files:
+        motion = skelanim.load(f)
+        assert motion.skeleton.num_joints == 22
+        pos = motion.positions()
+        parents = motion.skeleton.parents.tolist()
+        assert bone_length_error(pos[:, 1:], [-1] + [p - 1 for p in parents[2:]], motion.skeleton.offsets[1:]) < 1e-4
+    assert main(["generate", "--content", "fly", "-o", str(tmp_path)]) == 2
+    assert "unknown content 'fly'" in capsys.readouterr().err
+
+
+def test_predict_file(shipped, learn_files, tmp_path):
+    out = tmp_path / "pred.bvh"
+    assert main(["predict", str(learn_files[0]), "--seconds", "0.5", "-o", str(out), "--method", "gcn"]) == 0
+    source, result = skelanim.load(learn_files[0]), skelanim.load(out)
+    assert abs(result.num_frames - (source.num_frames + 0.5 * source.fps)) <= 2
+    assert main(["predict", str(learn_files[0]), "-o", str(out), "--method", "magic"]) == 2
+
+
+def test_evaluate_two_sets(shipped, learn_files, tmp_path, capsys):
+    a, b = tmp_path / "a", tmp_path / "b"
+    a.mkdir()
+    b.mkdir()
+    for f in learn_files[:2]:
+        shutil.copy(f, a / f.name)
+    for f in learn_files[2:4]:
+        shutil.copy(f, b / f.name)
+    obj = _json(capsys, ["evaluate", str(a), str(b), "--json"])
+    assert {"a", "b", "fid", "paired"} <= set(obj)
+    for side in ("a", "b"):
+        assert {"jerk", "foot_skating", "ground_penetration", "bone_length_error", "diversity", "recognised"} <= set(
+            obj[side]
+        )
+        assert obj[side]["bone_length_error"] < 1e-3
+    assert obj["fid"] > 0 and obj["paired"] is not None and obj["paired"]["mpjpe"] > 0
+    same = _json(capsys, ["evaluate", str(a), str(a), "--json"])
+    assert same["fid"] == pytest.approx(0.0, abs=1e-6) and same["paired"]["mpjpe"] == 0.0
+    assert torch.isfinite(torch.tensor(same["a"]["jerk"]))

@@ -1,0 +1,121 @@
+"""Generation: the CVAE learns, the GAN step moves each player only by its own loss, samples are BVH on the
+training skeleton with exact bone lengths, interpolation, evaluation keys."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+
+import skelanim
+from skelanim.learn.generate import GenerateTask, Generator, evaluate_generation, train_generator
+from skelanim.metrics.kinematic import bone_length_error
+from skelanim.nn.train import TrainConfig, seeded_generator
+
+SMALL = {"latent": 8, "hidden": 32, "embed": 4}
+
+
+def _generator(ds) -> Generator:
+    torch.manual_seed(0)
+    return Generator(ds.rig, sorted(set(ds.labels("content"))), sorted(set(ds.labels("style"))), length=16, options=SMALL)  # fmt: skip
+
+
+def test_vectors_round_trip(tiny_ds):
+    gen = _generator(tiny_ds)
+    g = tiny_ds.gather(tiny_ds.windows(16, 16)[:3], 16, keys=("rot", "pelvis", "yaw", "positions"))
+    x = gen.to_vectors(g["rot"].double(), g["pelvis"].double(), g["yaw"].double())
+    assert x.shape == (3, 16, 6 * 21 + 4)
+    rot, pelvis, _ = gen.to_world(x, yaw0=g["yaw"][:, 0].double(), start=g["pelvis"][:, 0].double())
+    assert torch.allclose(rot, g["rot"].double(), atol=1e-5) and torch.allclose(pelvis, g["pelvis"].double(), atol=1e-3)
+
+
+def test_a_few_vae_steps_lower_the_loss(tiny_ds):
+    gen = _generator(tiny_ds)
+    task = GenerateTask(gen, tiny_ds, stride=8)
+    batch = task.batch(torch.arange(16), seeded_generator(0))
+    opt = torch.optim.Adam(gen.parameters(), lr=2e-3)
+    first = float(task.loss(gen, batch)[0].detach())
+    for _ in range(15):
+        loss, _ = task.loss(gen, batch)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    assert float(task.loss(gen, batch)[0].detach()) < 0.7 * first
+
+
+def test_gan_terms_move_only_their_own_player(tiny_ds):
+    gen = _generator(tiny_ds)
+    task = GenerateTask(gen, tiny_ds, stride=8, adversarial=1.0)
+    batch = task.batch(torch.arange(8), seeded_generator(0))
+    _, parts = task.loss(gen, batch)
+    assert {"rec", "kl", "pos", "skate", "g_adv", "d", "fake_skate"} == set(parts)
+    terms = gen(batch["x"], batch["content"], batch["style"], batch["eps"], batch["prior"])
+    d_params, dec_params = list(gen.disc.parameters()), list(gen.vae.dec.parameters())
+
+    def moved(loss, params):
+        grads = torch.autograd.grad(loss, params, allow_unused=True, retain_graph=True)
+        return any(g is not None and float(g.abs().max()) > 0 for g in grads)
+
+    assert not moved(terms["g_adv"], d_params) and moved(terms["g_adv"], dec_params)  # G's term: decoder only
+    assert moved(terms["d"], d_params) and not moved(terms["d"], dec_params)  # D's term: discriminator only
+
+
+def test_train_sample_write_bvh_and_interpolate(tiny_ds, tmp_path):
+    loop = TrainConfig(epochs=1, batch_size=8, lr=1e-3, warmup_steps=1, progress=False)
+    out = tmp_path / "gen"
+    result = train_generator(
+        tiny_ds, out, length=16, stride=16, vae_loop=loop, gan_loop=loop, options=SMALL, command="t"
+    )
+    assert result["gan"] is not None and (out / "vae" / "model.safetensors").is_file()
+    config = json.loads((out / "config.json").read_text())
+    assert config["training"]["stage"] == "gan" and config["format"] == "skelanim-generator"
+    gen = Generator.load(out)
+    x = gen.sample(["walk", "run"], ["happy", "elderly"], generator=torch.Generator().manual_seed(0))
+    assert x.shape == (2, 16, 130)
+    for i, motion in enumerate(gen.to_motions(x)):
+        path = tmp_path / f"g{i}.bvh"
+        skelanim.save(motion, path)
+        back = skelanim.load(path)
+        assert back.skeleton.same_topology(tiny_ds.rig.skeleton) and back.num_frames == 16
+        pos = back.positions()
+        assert bone_length_error(pos[:, 2:], [-1] + [p - 2 for p in back.skeleton.parents[3:].tolist()],
+                                 back.skeleton.offsets[2:]) < 1e-4  # exact up to the file's 6 decimals  # fmt: skip
+    with pytest.raises(Exception, match="unknown content"):
+        gen.sample(["fly"], ["happy"])
+    clips = [skelanim.load(tiny_ds.clips[i].path) for i in (0, 4)]
+    labels = [(c.labels["content"], c.labels["style"]) for c in (tiny_ds.clips[0], tiny_ds.clips[4])]
+    steps = gen.interpolate(clips[0], clips[1], labels[0], labels[1], 3)
+    assert len(steps) == 3 and [m.metadata["interpolation"] for m in steps] == [0.0, 0.5, 1.0]
+
+
+def test_evaluate_generation_keys(tiny_ds):
+    gen = _generator(tiny_ds)
+    task = GenerateTask(gen, tiny_ds, stride=8)  # sets the normaliser
+
+    def embed(rot, pelvis, yaw, positions):
+        f = positions.reshape(positions.shape[0], -1)[:, :6].float()
+        return torch.softmax(f[:, :3], -1), f
+
+    res = evaluate_generation(gen, embed, tiny_ds.subset([0, 2, 4]), tiny_ds.subset([1, 3, 5]), stride=16)
+    assert {"fid", "fid_real", "recognised", "diversity", "foot_skating", "foot_skating_real"} <= set(res)
+    assert res["fid"] >= 0 and res["fid_real"] >= 0 and 0 <= res["recognised"] <= 1
+    assert task.num_samples() > 0
+
+
+def test_shipping_copy_is_float16_without_the_discriminator(tiny_ds, tmp_path):
+    from skelanim.learn.common import export_for_shipping
+    from skelanim.nn.checkpoint import load_model_files, save_model_files
+
+    gen = _generator(tiny_ds)
+    GenerateTask(gen, tiny_ds, stride=8)  # sets the statistics
+    save_model_files(tmp_path / "full", gen.state_dict(), gen.config())
+    size = export_for_shipping(tmp_path / "full", tmp_path / "ship", drop=("disc.",))
+    tensors, config = load_model_files(tmp_path / "ship")
+    assert size == (tmp_path / "ship" / "model.safetensors").stat().st_size
+    assert not any(k.startswith("disc.") for k in tensors) and config["shipped"]["dropped"] == ["disc."]
+    assert tensors["vae.out.conv.weight"].dtype == torch.float16 and tensors["norm.std"].dtype == torch.float32
+    a = Generator.load(tmp_path / "ship").sample(["walk"], ["happy"], generator=torch.Generator().manual_seed(0))
+    b = Generator.load(tmp_path / "full").sample(["walk"], ["happy"], generator=torch.Generator().manual_seed(0))
+    assert torch.allclose(a, b, atol=1e-2 * float(b.abs().max()))
+    assert config["options"] == {"latent": 8, "hidden": 32, "embed": 4}  # the architecture is recorded in full

@@ -1,0 +1,121 @@
+"""Prediction: baselines on closed forms, the learned predictors learn, evaluation and file prediction."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from skelanim.core.rotations import rotvec_to_matrix
+from skelanim.learn.predict import (
+    HORIZONS_MS,
+    Predictor,
+    PredictTask,
+    evaluate_prediction,
+    predict_motion,
+    train_predictor,
+)
+from skelanim.learn.predictors import (
+    DCTGCN,
+    constant_velocity,
+    dct_matrix,
+    frames_to_vectors,
+    vectors_to_frames,
+    zero_velocity,
+)
+from skelanim.nn.train import TrainConfig, seeded_generator
+
+
+def _known_velocity(frames: int = 30, m: int = 3):
+    """Every joint turns at a constant angular velocity and the pelvis moves at a constant velocity."""
+    omega = torch.tensor([[0.02, -0.05, 0.03], [0.0, 0.04, 0.0], [-0.03, 0.01, 0.02]], dtype=torch.float64)[:m]
+    base = rotvec_to_matrix(
+        torch.tensor([[0.3, 0.1, -0.2], [0.0, 0.5, 0.1], [0.2, -0.4, 0.0]], dtype=torch.float64)[:m]
+    )
+    k = torch.arange(frames, dtype=torch.float64)[:, None, None]
+    rot = base @ rotvec_to_matrix(k * omega)  # (T, M, 3, 3): R[t] = R0 exp(t w)
+    pelvis = torch.tensor([0.1, 0.9, -0.2], dtype=torch.float64) + k[:, 0] * torch.tensor(
+        [0.01, 0.0, 0.02], dtype=torch.float64
+    )
+    return rot[None], pelvis[None]
+
+
+def test_constant_velocity_continues_a_known_velocity_motion():
+    rot, pelvis = _known_velocity()
+    p_rot, p_pel = constant_velocity(rot[:, :20], pelvis[:, :20], 10)
+    assert torch.allclose(p_rot, rot[:, 20:], atol=1e-9)
+    assert torch.allclose(p_pel, pelvis[:, 20:], atol=1e-12)
+
+
+def test_zero_velocity_holds_the_last_pose():
+    rot, pelvis = _known_velocity()
+    p_rot, p_pel = zero_velocity(rot[:, :20], pelvis[:, :20], 5)
+    assert torch.equal(p_rot, rot[:, 19:20].expand_as(p_rot)) and torch.equal(p_pel, pelvis[:, 19:20].expand_as(p_pel))
+
+
+def test_frame_vectors_round_trip_and_dct():
+    rot, pelvis = _known_velocity()
+    back_rot, back_pel = vectors_to_frames(frames_to_vectors(rot, pelvis))
+    assert torch.allclose(back_rot, rot, atol=1e-10) and torch.equal(back_pel, pelvis)
+    d = dct_matrix(12)
+    assert torch.allclose(d @ d.T, torch.eye(12), atol=1e-5)
+
+
+def test_untrained_dct_gcn_pads_with_damped_constant_velocity():
+    net = DCTGCN(4, observed=5, horizon=6, coefficients=11, hidden=8, blocks=1)
+    x = torch.arange(8, dtype=torch.float32)[None, :, None].expand(1, 8, 4)  # a ramp: velocity 1 per frame
+    out = net(x)
+    keep = float(torch.sigmoid(torch.tensor(1.7)))
+    expected = 7 + torch.cumsum(torch.tensor([keep**k for k in range(1, 7)]), 0)
+    assert torch.allclose(out[0, :5, 0], x[0, 3:, 0], atol=1e-4)  # observed frames reconstructed
+    assert torch.allclose(out[0, 5:, 0], expected, atol=1e-4)
+
+
+@pytest.mark.parametrize(
+    "arch,options", [("rnn", {"hidden": 32}), ("gcn", {"hidden": 16, "blocks": 1, "dropout": 0.0})]
+)
+def test_a_few_steps_lower_the_loss(tiny_ds, arch, options):
+    torch.manual_seed(0)
+    model = Predictor(arch, tiny_ds.rig, observed=10, horizon=10, arch_options=options)
+    task = PredictTask(model, tiny_ds.select(["*run*", "*walk*"]), None, stride=10)
+    batch = task.batch(torch.arange(min(16, task.num_samples())), seeded_generator(0))
+    opt = torch.optim.Adam(model.parameters(), lr=2e-3)
+    with torch.no_grad():
+        first = float(task.loss(model, batch)[0])
+    for _ in range(20):
+        loss, _ = task.loss(model, batch)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    with torch.no_grad():
+        assert float(task.loss(model, batch)[0]) < 0.9 * first
+
+
+def test_train_round_trip_evaluate_and_predict_a_file(tiny_ds, tmp_path):
+    loop = TrainConfig(epochs=1, batch_size=8, lr=1e-3, warmup_steps=1, progress=False)
+    out = tmp_path / "rnn"
+    train_predictor(tiny_ds, tiny_ds.subset([0]), out, arch="rnn", stride=25, loop=loop, arch_options={"hidden": 16})
+    model = Predictor.load(out)
+    res = evaluate_prediction({"rnn": model}, tiny_ds, methods=("rnn", "zero_velocity", "constant_velocity"), stride=25)
+    assert res["horizons_ms"] == list(HORIZONS_MS)
+    assert set(res["methods"]) == {"rnn", "zero_velocity", "constant_velocity"}
+    for scores in res["methods"].values():
+        assert set(scores) == {"mpjpe", "mpjpe_global", "angle_deg"} and len(scores["mpjpe"]) == 6
+        assert all(g >= 0 for g in scores["mpjpe_global"])
+    zv = res["methods"]["zero_velocity"]["mpjpe"]
+    assert zv[0] < zv[2]  # holding the pose is worse 320 ms out than 80 ms out
+    import skelanim
+
+    source = skelanim.load(tiny_ds.clips[0].path)
+    for method in ("rnn", "constant_velocity"):
+        result = predict_motion(source, method=method, model=model, seconds=1.5)
+        assert result.fps == pytest.approx(source.fps)
+        assert abs(result.num_frames - (source.num_frames + 1.5 * source.fps)) <= 2
+        pos = result.positions()[:, 1]
+        jump = (pos[source.num_frames] - pos[source.num_frames - 1]).norm()
+        assert jump < 5.0  # cm: the prediction continues from the last observed frame
+    with pytest.raises(Exception, match="skeleton"):
+        from skelanim.core.motion import Motion
+
+        predict_motion(
+            Motion.rest(skelanim.Skeleton(["a", "b"], [-1, 0], torch.zeros(2, 3)), 10), method="rnn", model=model
+        )

@@ -1,0 +1,82 @@
+"""ST-GCN and the CNN baseline: graph partitions, shapes, a few steps lower the loss, checkpoint round trip."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+
+from skelanim.learn.recognize import Recognizer, RecognizeTask, evaluate_recognizer, train_recognizer
+from skelanim.learn.stgcn import STGCN, TemporalCNN, spatial_partitions
+from skelanim.nn.train import TrainConfig, seeded_generator
+
+TINY = {"channels": (8, 8), "strides": (1, 2)}
+
+
+def test_spatial_partitions_of_a_chain():
+    a = spatial_partitions([-1, 0, 1])
+    assert a.shape == (3, 3, 3)
+    assert torch.allclose(a.sum(dim=(0, 1)), torch.ones(3))  # each joint's inputs sum to one
+    assert a[0].diagonal().gt(0).all()
+    assert a[1, 0, 1] > 0 and a[1, 1, 0] == 0  # joint 1 hears its parent (nearer the root) centripetally
+    assert a[2, 1, 0] > 0  # joint 0 hears its child centrifugally
+
+
+@pytest.mark.parametrize(
+    "net", [STGCN([-1, 0, 1, 1], 5, 3, 2, channels=(8, 16), strides=(1, 2)), TemporalCNN(4, 5, 3, 2)]
+)
+def test_networks_take_any_length(net):
+    for t in (16, 23):
+        content, style, feats = net(torch.randn(2, t, 4, 5))
+        assert content.shape == (2, 3) and style.shape == (2, 2) and feats.shape == (2, net.feature_dim)
+
+
+@pytest.mark.parametrize("arch", ["stgcn", "cnn"])
+def test_a_few_steps_lower_the_loss(tiny_ds, arch):
+    torch.manual_seed(0)
+    options = TINY if arch == "stgcn" else {"channels": (32, 32), "strides": (1, 2)}
+    model = Recognizer(arch, tiny_ds.rig, sorted(set(tiny_ds.labels("content"))), sorted(set(tiny_ds.labels("style"))),
+                       window=32, arch_options=options)  # fmt: skip
+    task = RecognizeTask(model, tiny_ds, None, stride=16)
+    batch = task.batch(torch.arange(min(24, task.num_samples())), seeded_generator(0))
+    opt = torch.optim.Adam(model.parameters(), lr=1e-2)
+    model.train()
+    first = float(task.loss(model, batch)[0].detach())
+    for _ in range(12):
+        loss, _ = task.loss(model, batch)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    assert float(task.loss(model, batch)[0]) < 0.8 * first
+
+
+def test_train_checkpoint_round_trip_and_eval(tiny_ds, tmp_path):
+    out = tmp_path / "rec"
+    loop = TrainConfig(epochs=1, batch_size=8, lr=1e-3, warmup_steps=1, progress=False)
+    result = train_recognizer(tiny_ds, tiny_ds.subset([0, 2]), out, window=32, stride=16, loop=loop, arch_options=TINY,
+                              command="test")  # fmt: skip
+    assert result["steps"] >= 1 and (out / "model.safetensors").is_file()
+    config = json.loads((out / "config.json").read_text())
+    assert config["format"] == "skelanim-recognizer" and config["training"]["command"] == "test"
+    assert config["training"]["seed"] == 0 and config["training"]["data"]
+    model = Recognizer.load(out)
+    again = Recognizer.load(out)
+    x = torch.randn(3, 32, 21, 16)
+    assert torch.equal(model(x)[0], again(x)[0])
+    assert not torch.equal(model.norm.std, torch.ones_like(model.norm.std))  # statistics travel with the weights
+    res = evaluate_recognizer(model, tiny_ds, stride=16)
+    assert set(res) == {"top1_files", "top1_windows", "per_class", "files", "windows"}
+    assert set(res["per_class"]) == {"walk", "bow", "run"} and res["files"] == 6
+    fr = tiny_ds.frames()
+    feats, predicted = model.embed_motions([tiny_ds.rig.to_motion(fr["rot"][:40], fr["pelvis"][:40], 25.0)])
+    assert feats.shape[1] == model.feature_dim and predicted[0] in model.contents.names
+
+
+def test_load_rejects_other_models(tmp_path):
+    from skelanim.errors import FormatError
+    from skelanim.nn.checkpoint import save_model_files
+
+    save_model_files(tmp_path / "m", {"w": torch.zeros(1)}, {"format": "something-else"})
+    with pytest.raises(FormatError, match="not a skelanim-recognizer model"):
+        Recognizer.load(tmp_path / "m")

@@ -1,0 +1,65 @@
+"""``compare_sets``: a set against itself, against a sliding copy, with and without a feature extractor."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from skelanim.core.motion import Motion
+from skelanim.core.skeleton import Skeleton
+from skelanim.metrics.compare import compare_sets
+
+
+def _legs() -> Skeleton:
+    names = ["Hips", "Head", "LeftFoot", "RightFoot"]
+    offsets = torch.tensor([[0.0, 1.0, 0.0], [0.0, 0.7, 0.0], [0.2, -1.0, 0.0], [-0.2, -1.0, 0.0]])
+    return Skeleton(names, [-1, 0, 0, 0], offsets)
+
+
+def _standing(frames: int = 30) -> Motion:
+    return Motion.rest(_legs(), frames, fps=30.0)
+
+
+def _sliding(frames: int = 30, speed: float = 0.6) -> Motion:
+    m = _standing(frames)
+    root = m.root_positions.clone()
+    root[:, 0] += speed * torch.arange(frames) / 30.0  # the whole body glides with feet on the floor
+    return m.copy(root_positions=root)
+
+
+def test_a_set_against_itself():
+    res = compare_sets([_standing()], [_standing()])
+    for side in ("a", "b"):
+        assert res[side]["jerk"] == 0.0 and res[side]["foot_skating"] == 0.0
+        assert res[side]["ground_penetration"] == 0.0 and res[side]["bone_length_error"] == pytest.approx(
+            0.0, abs=1e-12
+        )
+        assert res[side]["diversity"] is None and res[side]["frames"] == 30
+    assert res["fid"] is None
+    assert res["paired"] == {"mpjpe": 0.0, "mpjpe_root_relative": 0.0, "angle_deg": 0.0}
+    assert res["height"] == pytest.approx(1.7)
+
+
+def test_gliding_feet_skate_and_pair_up():
+    res = compare_sets([_standing()], [_sliding()])
+    assert res["a"]["foot_skating"] == 0.0
+    assert res["b"]["foot_skating"] == pytest.approx(0.6 / 1.7, rel=1e-6)  # heights per second
+    assert res["paired"]["mpjpe_root_relative"] == pytest.approx(0.0, abs=1e-12)
+    assert res["paired"]["mpjpe"] > 0.0
+
+
+def test_feature_extractor_gives_fid_diversity_and_recognition():
+    def embed(motions):
+        if any(m.num_frames < 10 for m in motions):
+            raise ValueError("too short")
+        feats = torch.stack([m.root_positions[:, 0].reshape(-1)[:10] for m in motions for _ in range(3)]).float()
+        feats = feats + 0.01 * torch.arange(feats.shape[0])[:, None]
+        return feats, ["walk" for _ in motions]
+
+    res = compare_sets([_standing(), _sliding()], [_sliding(), _sliding(speed=0.3)], embed=embed,
+                       contents_a=["walk", "run"], contents_b=["walk", "walk"])  # fmt: skip
+    assert res["fid"] is not None and res["fid"] > 0
+    assert res["a"]["recognised"] == 0.5 and res["b"]["recognised"] == 1.0
+    assert res["a"]["diversity"] > 0
+    short = compare_sets([_standing(5)], [_standing()], embed=embed)
+    assert short["fid"] is None and short["notes"] and "too short" in short["notes"][0]

@@ -1,0 +1,167 @@
+"""Metrics against closed forms: FID, diversity, accuracy/vote, MPJPE and angle error at horizons, jerk,
+foot skating, ground penetration, bone-length consistency."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from skelanim.core.rotations import rotvec_to_matrix
+from skelanim.metrics.distribution import (
+    accuracy,
+    diversity,
+    fid,
+    frechet_distance,
+    gaussian_stats,
+    multimodality,
+    vote,
+)
+from skelanim.metrics.kinematic import (
+    angle_error_at,
+    bone_length_error,
+    foot_skating,
+    ground_penetration,
+    horizon_frames,
+    jerk,
+    mpjpe_at,
+)  # fmt: skip
+
+
+# ------------------------------------------------------------------------------------------- FID & co
+def test_fid_of_a_set_with_itself_is_zero():
+    x = torch.randn(500, 8, generator=torch.Generator().manual_seed(0))
+    assert fid(x, x) == pytest.approx(0.0, abs=1e-8)
+
+
+def test_frechet_distance_closed_forms():
+    mu_a, mu_b = torch.tensor([0.0, 1.0, 2.0]), torch.tensor([3.0, -1.0, 2.0])
+    eye = torch.eye(3)
+    assert frechet_distance(mu_a, eye, mu_b, eye) == pytest.approx(13.0)  # |mu diff|^2 for equal covariances
+    a, b = torch.tensor([1.0, 4.0, 9.0]), torch.tensor([4.0, 1.0, 9.0])  # diagonal: sum (sqrt a - sqrt b)^2
+    assert frechet_distance(mu_a, torch.diag(a), mu_a, torch.diag(b)) == pytest.approx(2.0)
+    rot = rotvec_to_matrix(torch.tensor([0.3, -0.2, 0.5], dtype=torch.float64)).float()  # rotated covariance: same
+    s = torch.diag(a)
+    assert frechet_distance(mu_a, rot @ s @ rot.T, mu_b, rot @ s @ rot.T) == pytest.approx(13.0, abs=1e-4)
+
+
+def test_fid_of_shifted_gaussian_samples_is_the_squared_shift():
+    g = torch.Generator().manual_seed(1)
+    x = torch.randn(20000, 4, generator=g, dtype=torch.float64)
+    shift = torch.tensor([1.0, -2.0, 0.5, 0.0], dtype=torch.float64)
+    y = torch.randn(20000, 4, generator=g, dtype=torch.float64) + shift
+    assert fid(x, y) == pytest.approx(float((shift**2).sum()), rel=0.03)
+    assert fid(x.numpy(), y.numpy()) == pytest.approx(fid(x, y))
+
+
+def test_gaussian_stats_rejects_one_sample():
+    with pytest.raises(ValueError):
+        gaussian_stats(torch.zeros(1, 3))
+
+
+def test_diversity_and_multimodality():
+    assert diversity(torch.ones(10, 3)) == 0.0
+    two = torch.tensor([[0.0, 0.0], [3.0, 4.0]])
+    # random pairs of two points at distance 5: half the draws (in expectation) pick different points
+    assert 1.5 < diversity(two, pairs=4000) < 3.5
+    feats = torch.cat([torch.zeros(5, 2), torch.full((5, 2), 10.0)])
+    labels = [0] * 5 + [1] * 5
+    assert multimodality(feats, labels) == 0.0  # identical within each class
+    assert diversity(feats, pairs=4000) > 5.0
+    assert math.isnan(multimodality(torch.zeros(2, 2), [0, 1]))
+
+
+def test_accuracy_and_vote():
+    assert accuracy([1, 2, 3, 4], [1, 2, 0, 4]) == 0.75
+    with pytest.raises(ValueError):
+        accuracy([1, 2], [1])
+    probs = torch.tensor([[0.9, 0.1], [0.2, 0.8], [0.3, 0.7], [0.7, 0.3], [0.45, 0.55]])
+    groups, pred = vote(probs, [7, 7, 7, 3, 3])
+    assert groups.tolist() == [3, 7]
+    assert pred.tolist() == [0, 1]  # group 3: 1.15 vs 0.85; group 7: 1.4 vs 1.6
+
+
+# ------------------------------------------------------------------------------------------- kinematic
+def test_horizon_frames_at_25_fps():
+    assert horizon_frames([80, 160, 320, 400, 560, 1000], 25.0) == [1, 3, 7, 9, 13, 24]
+    with pytest.raises(ValueError):
+        horizon_frames([10], 25.0)
+
+
+def test_mpjpe_and_angle_error_at_horizons():
+    pred = torch.zeros(2, 25, 3, 3)
+    target = torch.zeros(2, 25, 3, 3)
+    target[..., 0] = torch.arange(25, dtype=torch.float32)[None, :, None]  # error grows by 1 per frame
+    assert mpjpe_at(pred, target, [80, 1000], 25.0) == pytest.approx([1.0, 24.0])
+    assert mpjpe_at(pred, target, [80], 25.0, height=2.0) == pytest.approx([0.5])
+    angles = torch.zeros(1, 25, 2, 3)
+    angles[..., 2] = torch.deg2rad(torch.arange(25, dtype=torch.float64))[None, :, None]
+    rot = rotvec_to_matrix(angles)
+    ident = torch.eye(3, dtype=torch.float64).expand_as(rot)
+    assert angle_error_at(rot, ident, [80, 400], 25.0) == pytest.approx([1.0, 9.0], abs=1e-4)
+
+
+def test_jerk_of_a_cubic_and_of_a_standing_pose():
+    fps = 30.0
+    t = torch.arange(40, dtype=torch.float64) / fps
+    a = 0.7
+    pos = torch.zeros(40, 2, 3, dtype=torch.float64)
+    pos[:, :, 1] = a * t[:, None] ** 3  # d3/dt3 = 6a, exact for third finite differences
+    assert jerk(pos, fps) == pytest.approx(6 * a, rel=1e-6)
+    assert jerk(pos, fps, height=2.0) == pytest.approx(3 * a, rel=1e-6)
+    assert jerk(torch.ones(40, 2, 3), fps) == 0.0
+    assert jerk(torch.ones(3, 2, 3), fps) == 0.0
+
+
+def _feet_motion(speed: float, lift: float, frames: int = 20, fps: float = 20.0) -> torch.Tensor:
+    """Two joints: 0 a static pelvis at height 1, 1 a foot at height ``lift`` sliding at ``speed`` along x."""
+    pos = torch.zeros(frames, 2, 3, dtype=torch.float64)
+    pos[:, 0, 1] = 1.0
+    pos[:, 1, 0] = speed * torch.arange(frames) / fps
+    pos[:, 1, 1] = lift
+    return pos
+
+
+def test_foot_skating_closed_forms():
+    standing = _feet_motion(0.0, 0.0)
+    assert foot_skating(standing, [1], 20.0, threshold=0.05) == 0.0
+    sliding = _feet_motion(0.5, 0.0)
+    assert foot_skating(sliding, [1], 20.0, threshold=0.05) == pytest.approx(0.5)  # planted: full speed counts
+    assert foot_skating(sliding, [1], 20.0, threshold=0.05, height=2.0) == pytest.approx(0.25)
+    lifted = _feet_motion(0.5, 0.05)  # at the threshold above a floor at 0: weight 2 - 2^1 = 0
+    assert foot_skating(lifted, [1], 20.0, threshold=0.05, floor=0.0) == pytest.approx(0.0, abs=1e-12)
+    assert foot_skating(lifted, [1], 20.0, threshold=0.05) == pytest.approx(0.5)  # default: its own lowest point
+    half = _feet_motion(0.5, 0.05 * math.log2(1.5))  # weight 2 - 1.5 = 0.5
+    assert foot_skating(half, [1], 20.0, threshold=0.05, floor=[0.0]) == pytest.approx(0.25)
+    step = _feet_motion(0.5, 0.0)
+    step[10:, 1, 1] = 1.0  # lifted for the second half: only the 9 steps on the floor count (the lift step has weight 0)
+    assert foot_skating(step, [1], 20.0, threshold=0.05) == pytest.approx(0.5 * 9 / 19)
+    assert foot_skating(_feet_motion(0.5, 0.1), [1], 20.0, threshold=0.05, floor=[0.1]) == pytest.approx(0.5)
+    vertical = _feet_motion(0.0, 0.0)
+    vertical[:, 1, 1] = torch.linspace(0, 0.01, 20, dtype=torch.float64)  # vertical motion is not skating
+    assert foot_skating(vertical, [1], 20.0, threshold=0.05) == 0.0
+
+
+def test_ground_penetration():
+    pos = _feet_motion(0.0, 0.0)
+    assert ground_penetration(pos) == 0.0
+    pos[:10, 1, 1] = -0.02
+    assert ground_penetration(pos) == pytest.approx(0.01)
+    assert ground_penetration(pos, floor=0.01, height=2.0) == pytest.approx((10 * 0.03 + 10 * 0.01) / 20 / 2)
+
+
+def test_bone_length_error():
+    parents = [-1, 0, 1]
+    offsets = torch.tensor([[0.0, 0, 0], [0, 1, 0], [0, 2, 0]])
+    rest = torch.tensor([[0.0, 0, 0], [0, 1, 0], [0, 3, 0]])
+    rot = rotvec_to_matrix(torch.tensor([0.1, 0.7, -0.3], dtype=torch.float64)).float()
+    pos = torch.stack([rest, rest @ rot.T])  # rigid motion keeps lengths
+    assert bone_length_error(pos, parents, offsets) == pytest.approx(0.0, abs=1e-6)
+    assert bone_length_error(pos, parents) == pytest.approx(0.0, abs=1e-6)
+    stretched = pos.clone()
+    stretched[1, 2] = stretched[1, 1] + 1.5 * (stretched[1, 2] - stretched[1, 1])  # second bone 2 -> 3 in frame 1
+    assert bone_length_error(stretched, parents, offsets) == pytest.approx((0 + 0 + 0 + 0.5) / 4, abs=1e-6)
+    assert bone_length_error(np.asarray(stretched), parents) > 0.0
+    assert bone_length_error(stretched, parents, offsets, bones=[1]) == pytest.approx(0.0, abs=1e-6)
