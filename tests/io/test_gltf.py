@@ -24,6 +24,7 @@ import torch
 import skelanim
 from skelanim import Motion
 from skelanim.core.rotations import matrix_to_quat, quat_multiply
+from skelanim.core.units import up_to_y_matrix
 from skelanim.errors import FormatError, ShapeError
 from skelanim.io import deepmimic, gltf
 
@@ -129,7 +130,7 @@ def check_against_fk(file: Path, motion: Motion, scale: float, up: int = 1, fram
     assert len(keys) == motion.num_frames
     np.testing.assert_allclose(keys, np.arange(motion.num_frames) / motion.fps, atol=1e-5)
     picks = np.unique(np.linspace(0, motion.num_frames - 1, frames).round().astype(int))
-    expected = scale * motion[picks].positions(end_sites=True).numpy() @ gltf.up_rotation(up).numpy().T
+    expected = scale * motion[picks].positions(end_sites=True).numpy() @ up_to_y_matrix(up).numpy().T
     names = motion.skeleton.names + motion.end_site_names()
     for f, want in zip(picks, expected):
         world = reader.world(int(f))
@@ -235,7 +236,7 @@ def test_gltf_text_container_round_trip(tmp_path: Path) -> None:
 def test_source_up_axis_is_turned_to_y(tmp_path: Path, axis: str) -> None:
     """A copy of the sample turned to X or Z up exports exactly like the Y-up original."""
     motion = sample_motion()
-    turn = gltf.up_rotation("xyz".index(axis)).T  # takes +Y to the new up axis
+    turn = up_to_y_matrix("xyz".index(axis)).T  # takes +Y to the new up axis
     q_turn = matrix_to_quat(turn)
     sk = motion.skeleton
     turned_sk = type(sk)(sk.names, sk.parents, sk.offsets @ turn.T, sk.channels,

@@ -119,16 +119,6 @@ def test_positions_are_metres_y_up_grounded_and_centred() -> None:
     assert (pos[:, names.index("LeftHand"), 0] > pos[:, names.index("RightHand"), 0]).all()
 
 
-@pytest.mark.parametrize("axis", [0, 1, 2])
-@pytest.mark.parametrize("sign", [1.0, -1.0])
-def test_rotation_onto_y_is_proper(axis: int, sign: float) -> None:
-    rotation = viewer.rotation_onto_y(axis, sign)
-    up = np.zeros(3)
-    up[axis] = sign
-    assert rotation @ up == pytest.approx([0.0, 1.0, 0.0])
-    assert np.allclose(rotation @ rotation.T, np.eye(3)) and np.linalg.det(rotation) == pytest.approx(1.0)
-
-
 def test_up_direction_follows_the_animated_pose() -> None:
     motion = synthetic_motion()
     names = motion.skeleton.names + motion.end_site_names()

@@ -1,7 +1,8 @@
-"""Length units of motion files, and the guess of a file's unit from a human body's height.
+"""Length units and up axes of motion files: the guess of a file's unit from a human body's height, and
+the turn that stands a file's up axis on +Y.
 
-Files keep their own units in memory (see the README's *Conventions*); exporters and viewers that need
-metres ask here. The guess picks the unit that brings the body height ``h`` closest, in ratio, to a
+Files keep their own units and axes in memory (see the README's *Conventions*); exporters and viewers
+that need metres, Y up, ask here. The guess picks the unit that brings the body height ``h`` closest, in ratio, to a
 typical adult's 1.7 m: ``h < 7.2`` metres; ``7.2 <= h < 45`` CMU units (the ASF length unit, ``1/0.45``
 inch, kept by the CMU BVH conversions); ``45 <= h < 107`` inches; ``107 <= h < 538`` centimetres; above,
 millimetres.
@@ -10,6 +11,10 @@ millimetres.
 from __future__ import annotations
 
 import math
+
+import torch
+
+from skelanim.errors import ShapeError
 
 #: Metres per unit.
 UNITS: dict[str, float] = {"m": 1.0, "cmu": 0.0254 / 0.45, "in": 0.0254, "cm": 0.01, "mm": 0.001}
@@ -37,3 +42,36 @@ def guess_unit(height: float) -> str:
 def metres_per_unit(height: float) -> float:
     """Metres per file unit for a human figure ``height`` units tall (see :func:`guess_unit`)."""
     return UNITS[guess_unit(height)]
+
+
+def up_to_y_matrix(axis: int, sign: float = 1.0) -> torch.Tensor:
+    """The proper rotation (handedness kept) that turns the up direction ``sign * e[axis]`` onto +Y.
+
+    The smallest such turn: the identity for +Y, a half turn about X for -Y, otherwise a quarter turn
+    about ``up x Y``. So a Z-up file goes ``(x, y, z) -> (x, z, -y)`` (-90 degrees about X) and an X-up
+    file ``(x, y, z) -> (-y, x, z)`` (+90 degrees about Z). The entries are exactly 0, 1 or -1.
+
+    Parameters
+    ----------
+    axis:
+        The up axis, 0 = X, 1 = Y, 2 = Z (as :meth:`skelanim.core.motion.Motion.up_axis` returns it).
+    sign:
+        ``+1`` if up is the positive direction of ``axis``, ``-1`` if the negative one.
+
+    Returns
+    -------
+    Tensor
+        ``(3, 3)`` float64 matrix ``R`` acting on column vectors, ``v' = R @ v``.
+    """
+    if axis not in (0, 1, 2):
+        raise ShapeError(f"up axis must be 0, 1 or 2, got {axis!r}")
+    s = 1.0 if sign >= 0 else -1.0
+    if axis == 1:  # the identity, or a half turn about X when upside down
+        return torch.diag(torch.tensor([1.0, s, s], dtype=torch.float64))
+    up = torch.zeros(3, dtype=torch.float64)
+    up[axis] = s
+    k = torch.linalg.cross(up, torch.tensor([0.0, 1.0, 0.0], dtype=torch.float64))
+    hat = torch.zeros(3, 3, dtype=torch.float64)  # hat @ v == k x v
+    hat[0, 1], hat[0, 2], hat[1, 2] = -k[2], k[1], -k[0]
+    hat = hat - hat.T
+    return torch.eye(3, dtype=torch.float64) + hat + hat @ hat  # Rodrigues with sin = 1, cos = 0

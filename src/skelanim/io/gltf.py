@@ -52,12 +52,12 @@ import torch
 
 from skelanim.core import rotations as rt
 from skelanim.core.motion import Motion
-from skelanim.core.units import UNITS, canonical_unit, guess_unit
 from skelanim.core.skeleton import DEFAULT_JOINT_CHANNELS, DEFAULT_ROOT_CHANNELS, Skeleton
+from skelanim.core.units import UNITS, canonical_unit, guess_unit, up_to_y_matrix
 from skelanim.errors import FormatError, ShapeError
 from skelanim.io.atomic import atomic_open
 
-__all__ = ["UNITS", "export_scale", "guess_scale", "load", "save", "up_rotation"]
+__all__ = ["UNITS", "export_scale", "guess_scale", "load", "save"]
 
 _COMPONENTS = {5120: "<i1", 5121: "<u1", 5122: "<i2", 5123: "<u2", 5125: "<u4", 5126: "<f4"}
 _CODES = {np.dtype(v).type: k for k, v in _COMPONENTS.items()}
@@ -87,12 +87,6 @@ def export_scale(motion: Motion, scale: float | str | None = None, *, path: Any 
     if not (float(scale) > 0 and np.isfinite(float(scale))):
         raise ShapeError(f"scale must be a positive number of metres per unit, got {scale}", path=path)
     return float(scale), None
-
-
-def up_rotation(up_axis: int) -> torch.Tensor:
-    """``(3, 3)`` float64 rotation taking the axis ``up_axis`` (0 = X, 1 = Y, 2 = Z) to +Y."""
-    table = {0: [[0, -1, 0], [1, 0, 0], [0, 0, 1]], 1: np.eye(3).tolist(), 2: [[1, 0, 0], [0, 0, 1], [0, -1, 0]]}
-    return torch.tensor(table[up_axis], dtype=torch.float64)
 
 
 # ------------------------------------------------------------------------------------------------- save
@@ -165,7 +159,7 @@ def _document(motion: Motion, name: str, scale: float, unit: str | None, up: int
     from skelanim import __version__
 
     sk, n_joints, ends = motion.skeleton, motion.skeleton.num_joints, sorted(motion.skeleton.end_sites)
-    rot_c = up_rotation(up)
+    rot_c = up_to_y_matrix(up)
     q_c = rt.matrix_to_quat(rot_c)
     rotations = rt.quat_normalize(motion.rotations).clone()
     rotations[:, 0] = rt.quat_multiply(q_c, rotations[:, 0])
@@ -461,7 +455,7 @@ def load(path: str | os.PathLike, *, animation: int | str = 0, original_units: b
     metadata: dict[str, Any] = {"format": "gltf", "units": "m", "animation": anim.name if anim else None}
     if info and original_units:  # undo save's conversion P = scale * C @ p
         undo = np.eye(4)
-        undo[:3, :3] = up_rotation("xyz".index(info["up_axis"])).numpy().T / float(info["scale"])
+        undo[:3, :3] = up_to_y_matrix("xyz".index(info["up_axis"])).numpy().T / float(info["scale"])
         base = undo @ base
         metadata["units"] = info.get("unit") or "unknown"
     elif info:

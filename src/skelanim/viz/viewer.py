@@ -38,7 +38,7 @@ from pathlib import Path
 import numpy as np
 
 from skelanim.core.motion import Motion
-from skelanim.core.units import metres_per_unit
+from skelanim.core.units import metres_per_unit, up_to_y_matrix
 from skelanim.errors import ShapeError
 from skelanim.io.atomic import atomic_open
 
@@ -95,21 +95,6 @@ def up_direction(names: Sequence[str], positions: np.ndarray, axis: int | None =
     return (int(extent.argmax()) if axis is None else axis), 1.0
 
 
-def rotation_onto_y(axis: int, sign: float = 1.0) -> np.ndarray:
-    """``(3, 3)`` proper rotation (handedness kept) taking ``sign`` times unit ``axis`` onto +Y (``v' = R @ v``)."""
-    up = np.zeros(3)
-    up[axis] = 1.0 if sign >= 0 else -1.0
-    target = np.array([0.0, 1.0, 0.0])
-    if np.allclose(up, target):
-        return np.eye(3)
-    if np.allclose(up, -target):  # upside down: a half turn about X
-        return np.diag([1.0, -1.0, -1.0])
-    # A quarter turn about k = up x target (Rodrigues with sin = 1, cos = 0).
-    k = np.cross(up, target)
-    kx = np.array([[0.0, -k[2], k[1]], [k[2], 0.0, -k[0]], [-k[1], k[0], 0.0]])
-    return np.eye(3) + kx + kx @ kx
-
-
 def viewer_positions(motion: Motion, *, source: str | None = None) -> tuple[np.ndarray, float, float]:
     """World positions of ``motion`` in the viewer's frame.
 
@@ -133,7 +118,7 @@ def viewer_positions(motion: Motion, *, source: str | None = None) -> tuple[np.n
         raise ViewerError("non-finite joint position", path=source, where=f"frame {frame}, joint {names[point]}")
     if not pos.size:
         raise ViewerError("the motion has no frames; there is nothing to view", path=source)
-    pos = pos @ rotation_onto_y(*up_direction(names, pos, motion.up_axis())).T
+    pos = pos @ up_to_y_matrix(*up_direction(names, pos, motion.up_axis())).numpy().T
     height_units = float((pos[..., 1].max(axis=1) - pos[..., 1].min(axis=1)).max())
     scale = metres_per_unit(height_units)
     pos *= scale

@@ -1,0 +1,65 @@
+"""Length units and up axes (skelanim.core.units)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy.spatial.transform import Rotation
+
+from skelanim.core.units import UNITS, canonical_unit, guess_unit, metres_per_unit, up_to_y_matrix
+from skelanim.errors import ShapeError
+
+
+@pytest.mark.parametrize("axis", [0, 2])
+@pytest.mark.parametrize("sign", [1.0, -1.0])
+def test_up_to_y_is_the_smallest_turn(axis: int, sign: float) -> None:
+    """Against scipy's minimal rotation between two vectors (a quarter turn for X and Z)."""
+    up = np.zeros(3)
+    up[axis] = sign
+    expected, _ = Rotation.align_vectors([[0.0, 1.0, 0.0]], [up])
+    np.testing.assert_allclose(up_to_y_matrix(axis, sign).numpy(), expected.as_matrix(), atol=1e-12)
+
+
+def test_up_to_y_by_hand() -> None:
+    """The turns the glTF exporter documents, and the Y cases."""
+    v = np.array([1.0, 2.0, 3.0])
+    x, y, z = v
+    assert up_to_y_matrix(2).numpy() @ v == pytest.approx([x, z, -y])  # Z up: -90 degrees about X
+    assert up_to_y_matrix(0).numpy() @ v == pytest.approx([-y, x, z])  # X up: +90 degrees about Z
+    assert up_to_y_matrix(1).numpy() @ v == pytest.approx(v)
+    assert up_to_y_matrix(1, -1.0).numpy() @ v == pytest.approx([x, -y, -z])  # half turn about X
+
+
+@pytest.mark.parametrize("axis", [0, 1, 2])
+@pytest.mark.parametrize("sign", [1.0, -1.0])
+def test_up_to_y_is_proper_and_exact(axis: int, sign: float) -> None:
+    rotation = up_to_y_matrix(axis, sign).numpy()
+    up = np.zeros(3)
+    up[axis] = sign
+    assert np.array_equal(rotation @ up, [0.0, 1.0, 0.0])
+    assert np.array_equal(rotation @ rotation.T, np.eye(3)) and np.linalg.det(rotation) == pytest.approx(1.0)
+    assert set(np.unique(rotation)) <= {-1.0, 0.0, 1.0}
+
+
+def test_up_to_y_rejects_a_bad_axis() -> None:
+    with pytest.raises(ShapeError, match="up axis must be 0, 1 or 2, got 3"):
+        up_to_y_matrix(3)
+
+
+@pytest.mark.parametrize(
+    ("height", "unit"), [(1.75, "m"), (0.9, "m"), (30.0, "cmu"), (68.0, "in"), (170.0, "cm"), (1700.0, "mm")]
+)
+def test_guess_unit(height: float, unit: str) -> None:
+    assert guess_unit(height) == unit
+    assert metres_per_unit(height) == UNITS[unit]
+    assert 0.8 < height * UNITS[unit] < 3.5
+
+
+def test_guess_unit_edges_and_names() -> None:
+    assert guess_unit(0.0) == guess_unit(float("nan")) == "m"
+    # the boundaries the module docstring states, where two units are equally far from 1.7 m in ratio
+    assert guess_unit(7.1) == "m" and guess_unit(7.3) == "cmu"
+    assert guess_unit(44.0) == "cmu" and guess_unit(46.0) == "in"
+    assert guess_unit(106.0) == "in" and guess_unit(108.0) == "cm"
+    assert guess_unit(537.0) == "cm" and guess_unit(539.0) == "mm"
+    assert canonical_unit(" Inches ") == "in" and canonical_unit("cm") == "cm" and canonical_unit("feet") is None
