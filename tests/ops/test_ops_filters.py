@@ -12,7 +12,16 @@ from scipy.spatial.transform import Rotation
 
 from skelanim.core.rotations import quat_geodesic, quat_multiply, quat_normalize, rotvec_to_quat
 from skelanim.errors import ShapeError
-from skelanim.ops import butterworth, one_euro, quat_continuous, savgol, smooth, smooth_rotations
+from skelanim.ops import (
+    butterworth,
+    mirror_quat,
+    one_euro,
+    quat_continuous,
+    root_relative,
+    savgol,
+    smooth,
+    smooth_rotations,
+)
 from skelanim.ops.filters import default_savgol_window
 
 
@@ -254,3 +263,30 @@ def test_smooth_rotations_needs_fps():
         with pytest.raises(ShapeError):
             smooth_rotations(q, method=method)
     assert smooth_rotations(q, method="savgol", window=5).shape == q.shape
+
+
+# ----------------------------------------------------------------------------- numpy and torch at the edges
+@pytest.mark.parametrize(
+    "op",
+    [
+        lambda x: savgol(x, window=5),
+        lambda x: butterworth(x, fps=30.0, cutoff=4.0),
+        lambda x: one_euro(x, fps=30.0, beta=0.5),
+        lambda x: smooth_rotations(x, fps=30.0),
+        lambda x: smooth_rotations(x, method="one_euro", fps=30.0, beta=0.1),
+        lambda x: mirror_quat(x, axis="z"),
+        lambda x: root_relative(x[..., :3], root=1),
+    ],
+    ids=["savgol", "butterworth", "one_euro", "rotations_savgol", "rotations_one_euro", "mirror_quat", "root_relative"],
+)
+def test_array_ops_give_back_the_kind_they_get(op) -> None:
+    """numpy in, numpy out; a tensor in, a tensor of the same dtype out; the numbers agree."""
+    x = quat_normalize(torch.from_numpy(np.random.default_rng(3).normal(size=(20, 3, 4))))
+    from_numpy = op(x.numpy())
+    assert isinstance(from_numpy, np.ndarray) and from_numpy.dtype == np.float64
+    from_tensor = op(x)
+    assert isinstance(from_tensor, torch.Tensor) and from_tensor.dtype == torch.float64
+    np.testing.assert_array_equal(from_tensor.numpy(), from_numpy)
+    single = op(x.float())
+    assert isinstance(single, torch.Tensor) and single.dtype == torch.float32
+    np.testing.assert_allclose(single.numpy(), from_numpy, atol=1e-5)

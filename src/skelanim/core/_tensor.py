@@ -1,12 +1,17 @@
-"""Tensor plumbing shared by the rotation modules: numpy at the edges, shape checks, NaN-free norms.
+"""Tensor plumbing: numpy at the edges (for the whole package), shape checks and NaN-free norms (for
+the rotation modules).
 
-Private to :mod:`skelanim.core`; the public rotation API is :mod:`skelanim.core.rotations`.
+Torch is the compute backend; numpy is accepted and returned at the edges. A public array function is
+written for tensors and decorated with :func:`numpy_in_numpy_out` (re-exported by
+:mod:`skelanim.core.rotations`), which is the one place that converts between the two. Internal to
+skelanim: users reach these through the modules that re-export them.
 """
 
 from __future__ import annotations
 
 import functools
-from typing import Any, Callable, TypeVar, cast
+from collections.abc import Callable
+from typing import Any, TypeVar, cast
 
 import numpy as np
 import torch
@@ -15,6 +20,8 @@ from torch import Tensor
 from skelanim.errors import ShapeError
 
 F = TypeVar("F", bound=Callable[..., Any])
+#: What array functions accept (and, by :func:`numpy_in_numpy_out`, give back in kind).
+ArrayLike = np.ndarray | Tensor
 
 
 # --------------------------------------------------------------------------------------------- edges
@@ -45,11 +52,12 @@ def as_tensor(x: Any, dtype: torch.dtype | None = None, device: torch.device | s
     return x if dtype is None and device is None else x.to(dtype=dtype, device=device)
 
 
-def _to_numpy(out: Any) -> Any:
+def to_numpy(out: Any) -> Any:
+    """Tensors as NumPy arrays (detached, on the CPU), also inside a tuple; anything else as it is."""
     if isinstance(out, Tensor):
         return out.detach().cpu().numpy()
     if isinstance(out, tuple):
-        return tuple(_to_numpy(o) for o in out)
+        return tuple(to_numpy(o) for o in out)
     return out
 
 
@@ -83,7 +91,7 @@ def numpy_in_numpy_out(fn: F) -> F:
             return as_tensor(v, device=device) if isinstance(v, np.ndarray) else v
 
         out = fn(*(conv(a) for a in args), **{k: conv(v) for k, v in kwargs.items()})
-        return out if tensors else _to_numpy(out)
+        return out if tensors else to_numpy(out)
 
     return cast(F, wrapper)
 

@@ -22,9 +22,9 @@ from collections.abc import Callable, Sequence
 import numpy as np
 from scipy.spatial.distance import cdist
 
+from skelanim.core._tensor import ArrayLike, to_numpy
 from skelanim.core.motion import Motion
 from skelanim.errors import ShapeError
-from skelanim.ops._common import ArrayLike, to_numpy
 
 Metric = str | Callable[[np.ndarray, np.ndarray], float]
 

@@ -22,10 +22,11 @@ from collections.abc import Sequence
 import numpy as np
 import torch
 
+from skelanim.core._tensor import ArrayLike, to_numpy
 from skelanim.core.motion import Motion
 from skelanim.core.skeleton import Skeleton
 from skelanim.errors import ShapeError, SkeletonError
-from skelanim.ops._common import ArrayLike, axis_index, to_numpy
+from skelanim.ops._common import axis_index
 
 __all__ = ["DEFAULT_HEIGHT_FRACTION", "DEFAULT_SPEED_FRACTION", "find_feet", "foot_contacts"]
 

@@ -24,27 +24,47 @@ import math
 import numpy as np
 import torch
 from scipy.signal import butter, savgol_filter, sosfiltfilt
+from torch import Tensor
 
+from skelanim.core._tensor import as_tensor, numpy_in_numpy_out
 from skelanim.errors import ShapeError
-from skelanim.ops._common import ArrayLike, back, to_tensor
 
 __all__ = ["butterworth", "default_savgol_window", "one_euro", "savgol"]
 
 
 # ------------------------------------------------------------------------------------------ helpers
-def _frames_first(x: ArrayLike, name: str) -> tuple[np.ndarray, bool, torch.Tensor | None]:
-    t, was_numpy = to_tensor(x)
+def _frames_first(x: Tensor, name: str) -> Tensor:
+    """``x`` as a floating tensor, checked to have a leading frame axis with at least one frame."""
+    t = as_tensor(x)
     if t.ndim < 1 or t.shape[0] < 1:
         raise ShapeError(f"{name} must have shape (F, ...) with F >= 1, got {tuple(t.shape)}")
+    return t
+
+
+def _finite_numpy(t: Tensor, name: str) -> np.ndarray:
+    """``t`` as a float64 numpy array for scipy, refusing NaN and infinities."""
     if not torch.isfinite(t).all():
         raise ShapeError(f"{name} contains NaN or infinite values")
-    return t.detach().cpu().numpy().astype(np.float64, copy=False), was_numpy, (None if was_numpy else t)
+    return t.detach().cpu().numpy().astype(np.float64, copy=False)
+
+
+def _like(arr: np.ndarray, t: Tensor) -> Tensor:
+    """A scipy result back as a tensor with ``t``'s dtype and device."""
+    return torch.from_numpy(np.ascontiguousarray(arr)).to(dtype=t.dtype, device=t.device)
 
 
 def check_fps(fps: float) -> float:
     fps = float(fps)
     if not (fps > 0 and math.isfinite(fps)):
         raise ShapeError(f"fps must be a positive number, got {fps}")
+    return fps
+
+
+def check_one_euro(fps: float, min_cutoff: float, beta: float, d_cutoff: float) -> float:
+    """Check the One-Euro options (:func:`one_euro`); return ``fps`` as a float."""
+    fps = check_fps(fps)
+    if min_cutoff <= 0 or d_cutoff <= 0 or beta < 0:
+        raise ShapeError("one_euro needs min_cutoff > 0, d_cutoff > 0 and beta >= 0")
     return fps
 
 
@@ -67,13 +87,14 @@ def alpha(cutoff: torch.Tensor | float, fps: float) -> torch.Tensor | float:
 
 
 # ------------------------------------------------------------------------------------------ positions
+@numpy_in_numpy_out
 def savgol(
-    x: ArrayLike,
+    x: Tensor,
     *,
     window: int,
     polyorder: int = 3,
     mode: str = "interp",
-) -> ArrayLike:
+) -> Tensor:
     """Savitzky–Golay smoothing along the frame axis.
 
     Parameters
@@ -93,23 +114,25 @@ def savgol(
     -------
     ``(F, ...)`` smoothed signal.
     """
-    arr, was_numpy, like = _frames_first(x, "x")
+    t = _frames_first(x, "x")
+    arr = _finite_numpy(t, "x")
     if window < 1 or window % 2 == 0 or window <= polyorder:
         raise ShapeError(f"window must be an odd number > polyorder ({polyorder}), got {window}")
     f = arr.shape[0]
     w = window if window <= f else (f if f % 2 == 1 else f - 1)
     if w <= polyorder:
-        return back(arr.copy(), was_numpy, like)
-    return back(savgol_filter(arr, w, polyorder, axis=0, mode=mode), was_numpy, like)
+        return t.clone()
+    return _like(savgol_filter(arr, w, polyorder, axis=0, mode=mode), t)
 
 
+@numpy_in_numpy_out
 def butterworth(
-    x: ArrayLike,
+    x: Tensor,
     *,
     fps: float,
     cutoff: float,
     order: int = 4,
-) -> ArrayLike:
+) -> Tensor:
     """Zero-phase Butterworth low-pass along the frame axis (``sosfiltfilt``).
 
     Parameters
@@ -130,24 +153,26 @@ def butterworth(
     fps = check_fps(fps)
     if not 0 < cutoff < fps / 2:
         raise ShapeError(f"cutoff must be between 0 and the Nyquist frequency {fps / 2} Hz, got {cutoff}")
-    arr, was_numpy, like = _frames_first(x, "x")
+    t = _frames_first(x, "x")
+    arr = _finite_numpy(t, "x")
     if arr.shape[0] < 2:
-        return back(arr.copy(), was_numpy, like)
+        return t.clone()
     sos = butter(order, cutoff, btype="low", fs=fps, output="sos")
     default_pad = 3 * (2 * len(sos) + 1 - min((sos[:, 2] == 0).sum(), (sos[:, 5] == 0).sum()))
     padlen = min(default_pad, arr.shape[0] - 1)
-    return back(sosfiltfilt(sos, arr, axis=0, padlen=padlen), was_numpy, like)
+    return _like(sosfiltfilt(sos, arr, axis=0, padlen=padlen), t)
 
 
+@numpy_in_numpy_out
 def one_euro(
-    x: ArrayLike,
+    x: Tensor,
     *,
     fps: float,
     min_cutoff: float = 1.0,
     beta: float = 0.0,
     d_cutoff: float = 1.0,
     isotropic: bool = True,
-) -> ArrayLike:
+) -> Tensor:
     """The One-Euro filter (Casiez et al. 2012), causal, vectorised over everything but frames.
 
     For each sample ``t >= 1`` (``x̂_0 = x_0``, ``dx̂_0 = 0``)::
@@ -176,12 +201,8 @@ def one_euro(
     -------
     ``(F, ..., D)`` filtered signal.
     """
-    fps = check_fps(fps)
-    if min_cutoff <= 0 or d_cutoff <= 0 or beta < 0:
-        raise ShapeError("one_euro needs min_cutoff > 0, d_cutoff > 0 and beta >= 0")
-    t, was_numpy = to_tensor(x)
-    if t.ndim < 1 or t.shape[0] < 1:
-        raise ShapeError(f"x must have shape (F, ...) with F >= 1, got {tuple(t.shape)}")
+    fps = check_one_euro(fps, min_cutoff, beta, d_cutoff)
+    t = _frames_first(x, "x")
     a_d = alpha(d_cutoff, fps)
     out = torch.empty_like(t)
     out[0] = t[0]
@@ -192,4 +213,4 @@ def one_euro(
         speed = dprev.norm(dim=-1, keepdim=True) if isotropic and t.ndim > 1 else dprev.abs()
         prev = prev + alpha(min_cutoff + beta * speed, fps) * (t[i] - prev)
         out[i] = prev
-    return back(out, was_numpy, None if was_numpy else t)
+    return out

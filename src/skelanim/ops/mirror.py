@@ -25,11 +25,13 @@ from __future__ import annotations
 
 import numpy as np
 import torch
+from torch import Tensor
 
+from skelanim.core._tensor import as_tensor, numpy_in_numpy_out
 from skelanim.core.motion import Motion
 from skelanim.core.skeleton import Skeleton
 from skelanim.errors import SkeletonError
-from skelanim.ops._common import ArrayLike, axis_index, back, to_tensor
+from skelanim.ops._common import axis_index
 
 __all__ = ["lateral_axis", "mirror", "mirror_quat", "mirror_skeleton"]
 
@@ -40,7 +42,8 @@ def _sign(axis: int, dtype: torch.dtype = torch.float64) -> torch.Tensor:
     return s
 
 
-def mirror_quat(q: ArrayLike, *, axis: int | str = 0) -> ArrayLike:
+@numpy_in_numpy_out
+def mirror_quat(q: Tensor, *, axis: int | str = 0) -> Tensor:
     """Reflect rotations across the plane normal to ``axis``: ``R -> M R M``.
 
     Parameters
@@ -54,12 +57,12 @@ def mirror_quat(q: ArrayLike, *, axis: int | str = 0) -> ArrayLike:
     -------
     ``(..., 4)``: ``w`` and the component along ``axis`` kept, the other two negated.
     """
-    t, was_numpy = to_tensor(q)
+    t = as_tensor(q)
     a = axis_index(axis)
     sign = -torch.ones(4, dtype=t.dtype, device=t.device)
     sign[0] = 1.0
     sign[1 + a] = 1.0
-    return back(t * sign, was_numpy, None if was_numpy else t)
+    return t * sign
 
 
 def lateral_axis(skeleton: Skeleton) -> int:

@@ -20,11 +20,13 @@ import math
 import re
 
 import torch
+from torch import Tensor
 
+from skelanim.core._tensor import ArrayLike, as_tensor, numpy_in_numpy_out
 from skelanim.core.motion import Motion
 from skelanim.core.rotations import axis_angle_to_quat, quat_apply, quat_multiply
 from skelanim.errors import ShapeError, SkeletonError
-from skelanim.ops._common import ArrayLike, back, direction_vector, to_tensor
+from skelanim.ops._common import direction_vector
 
 __all__ = ["face_forward", "facing_directions", "normalize", "root_relative", "rotate_about_up", "scale"]
 
@@ -95,7 +97,8 @@ def normalize(motion: Motion, *, height: float | None = None, ground: bool = Tru
     return out.copy(root_positions=out.root_positions + shift)
 
 
-def root_relative(positions: ArrayLike, *, root: int = 0) -> ArrayLike:
+@numpy_in_numpy_out
+def root_relative(positions: Tensor, *, root: int = 0) -> Tensor:
     """Positions relative to the root joint.
 
     Parameters
@@ -109,10 +112,10 @@ def root_relative(positions: ArrayLike, *, root: int = 0) -> ArrayLike:
     -------
     ``(..., J, 3)`` ``positions - positions[..., root:root+1, :]`` (the root's row becomes 0).
     """
-    t, was_numpy = to_tensor(positions)
+    t = as_tensor(positions)
     if t.ndim < 2 or t.shape[-1] != 3 or not -t.shape[-2] <= root < t.shape[-2]:
         raise ShapeError(f"positions must be (..., J, 3) with root < J, got {tuple(t.shape)} and root={root}")
-    return back(t - t[..., root : root + 1, :], was_numpy, None if was_numpy else t)
+    return t - t[..., root : root + 1, :]
 
 
 def _lateral_pairs(motion: Motion) -> list[tuple[int, int]]:
@@ -183,7 +186,7 @@ def rotate_about_up(
     """
     up = _unit(motion.up_axis() if up_axis is None else int(up_axis))
     q_yaw = axis_angle_to_quat(up, torch.tensor(float(angle), dtype=torch.float64))
-    p = motion.root_positions[0] if pivot is None else to_tensor(pivot)[0].reshape(3)
+    p = motion.root_positions[0] if pivot is None else as_tensor(pivot, dtype=torch.float64).reshape(3)
     rot = motion.rotations.clone()
     rot[:, 0] = quat_multiply(q_yaw, rot[:, 0])
     root = p + quat_apply(q_yaw, motion.root_positions - p)

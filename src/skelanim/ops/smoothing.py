@@ -27,7 +27,9 @@ from __future__ import annotations
 from typing import Literal
 
 import torch
+from torch import Tensor
 
+from skelanim.core._tensor import as_tensor, numpy_in_numpy_out
 from skelanim.core.motion import Motion
 from skelanim.core.rotations import (
     quat_continuous,
@@ -38,8 +40,7 @@ from skelanim.core.rotations import (
     quat_to_rotvec,
 )
 from skelanim.errors import ShapeError
-from skelanim.ops._common import ArrayLike, back, to_tensor
-from skelanim.ops.filters import alpha, butterworth, check_fps, default_savgol_window, one_euro, savgol
+from skelanim.ops.filters import alpha, butterworth, check_one_euro, default_savgol_window, one_euro, savgol
 
 __all__ = ["quat_continuous", "smooth", "smooth_rotations"]
 
@@ -62,8 +63,9 @@ def _one_euro_quat(q: torch.Tensor, fps: float, min_cutoff: float, beta: float, 
     return out
 
 
+@numpy_in_numpy_out
 def smooth_rotations(
-    q: ArrayLike,
+    q: Tensor,
     *,
     method: Method = "savgol",
     fps: float | None = None,
@@ -74,7 +76,7 @@ def smooth_rotations(
     min_cutoff: float = 1.0,
     beta: float = 0.0,
     d_cutoff: float = 1.0,
-) -> ArrayLike:
+) -> Tensor:
     """Smooth a quaternion curve on the rotation manifold (see the module docstring for the method).
 
     Parameters
@@ -96,7 +98,7 @@ def smooth_rotations(
     -------
     ``(F, ..., 4)`` unit quaternions, sign-continuous along frames.
     """
-    t, was_numpy = to_tensor(q)
+    t = as_tensor(q)
     if t.ndim < 2 or t.shape[-1] != 4 or t.shape[0] < 1:
         raise ShapeError(f"q must have shape (F, ..., 4), got {tuple(t.shape)}")
     if not torch.isfinite(t).all():
@@ -115,13 +117,10 @@ def smooth_rotations(
     elif method == "one_euro":
         if fps is None:
             raise ShapeError("one_euro needs fps=")
-        fps = check_fps(fps)
-        if min_cutoff <= 0 or d_cutoff <= 0 or beta < 0:
-            raise ShapeError("one_euro needs min_cutoff > 0, d_cutoff > 0 and beta >= 0")
-        out = _one_euro_quat(cont, fps, min_cutoff, beta, d_cutoff)
+        out = _one_euro_quat(cont, check_one_euro(fps, min_cutoff, beta, d_cutoff), min_cutoff, beta, d_cutoff)
     else:
         raise ShapeError(f"unknown smoothing method {method!r}; expected 'savgol', 'butterworth' or 'one_euro'")
-    return back(quat_continuous(out), was_numpy, None if was_numpy else t)
+    return quat_continuous(out)
 
 
 # ------------------------------------------------------------------------------------------ motions
@@ -164,8 +163,7 @@ def smooth(
     if method not in ("savgol", "butterworth", "one_euro"):
         raise ShapeError(f"unknown smoothing method {method!r}; expected 'savgol', 'butterworth' or 'one_euro'")
     fps = motion.fps
-    if window is None and method == "savgol":
-        window = default_savgol_window(fps, polyorder=polyorder)
+    window = default_savgol_window(fps, polyorder=polyorder) if window is None else window
     height = motion.height if method == "one_euro" and positions else 1.0
 
     def pos_filter(x: torch.Tensor) -> torch.Tensor:
