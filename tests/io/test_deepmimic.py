@@ -12,6 +12,7 @@ and forward kinematics checked against two references that share no code with sk
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import xml.etree.ElementTree as ET
@@ -537,10 +538,19 @@ def test_sample_paths():
         sample_path("sprint")
 
 
-def test_samples_carry_the_zlib_notice():
-    notice = (sample_path("walk").parent / "NOTICE").read_text()
+@pytest.mark.parametrize("name", ["walk", "humanoid.urdf"])
+def test_bundled_files_carry_the_zlib_notice_and_their_hashes(name):
+    path = sample_path(name)
+    notice = (path.parent / "NOTICE").read_text()
     for needle in ("zlib", "Erwin Coumans", "Peng", "This notice may not be removed or altered"):
         assert needle in notice
+    assert f"{hashlib.sha256(path.read_bytes()).hexdigest()}  {path.name}" in notice
+
+
+def test_the_urdf_ships_with_its_reader():
+    """The reader finds its URDF in io's own folder, so io never imports data/ (imports run downhill)."""
+    assert deepmimic.bundled_urdf_path() == sample_path("humanoid.urdf")
+    assert deepmimic.bundled_urdf_path().parent == Path(deepmimic.__file__).parent / "assets"
 
 
 def test_bundled_clips_are_the_data_folder_files(mocap_dir):

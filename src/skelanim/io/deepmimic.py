@@ -31,8 +31,8 @@ The skeleton
 13 joints in frame order, which is also parents-first: :data:`BODY_NAMES`. Offsets come from the
 humanoid URDF's joint origins scaled by :data:`URDF_SCALE` (0.25, pybullet's ``globalScaling`` in
 DeepMimic), metres, Y up. By default the URDF bundled with the package is read
-(``skelanim/data/samples/deepmimic/humanoid.urdf``, a copy of pybullet's); pass ``urdf=`` to use another
-file with the same bodies. Only if that bundled file cannot be found (a broken installation) are the
+(:data:`BUNDLED_URDF`, ``skelanim/io/assets/humanoid.urdf``, a copy of pybullet's); pass ``urdf=`` to use
+another file with the same bodies. Only if that bundled file cannot be found (a broken installation) are the
 numbers in :data:`_FALLBACK_OFFSETS` used, a transcription of the same URDF.
 
 The URDF's fixed ``*_wrist`` links become End Sites of the elbows. The URDF's base link is joined to
@@ -81,10 +81,12 @@ from skelanim.core.rotations import axis_angle_to_quat, quat_normalize, quat_to_
 from skelanim.core.skeleton import Skeleton
 from skelanim.errors import FormatError
 from skelanim.io.atomic import atomic_open
+from skelanim.io.bundled import bundled_file
 from skelanim.io.urdf import parse_urdf
 
 __all__ = [
     "BODY_NAMES",
+    "BUNDLED_URDF",
     "DEFAULT_FPS",
     "FRAME_LAYOUT",
     "FRAME_SIZE",
@@ -131,6 +133,9 @@ _EXPECTED_PARENT: dict[str, str] = {
 }
 #: pybullet's ``globalScaling`` for the DeepMimic humanoid URDF.
 URDF_SCALE: float = 0.25
+#: The DeepMimic humanoid URDF shipped with the package (pybullet's, unmodified; zlib notice beside it),
+#: relative to the ``skelanim`` package folder (see :func:`skelanim.io.bundled.bundled_file`).
+BUNDLED_URDF: str = "io/assets/humanoid.urdf"
 #: Frame rate given to a one-frame clip whose only duration is 0.
 DEFAULT_FPS: float = 30.0
 _AXIS = (0.0, 0.0, 1.0)
@@ -193,15 +198,10 @@ _FALLBACK_END_SITES: dict[str, tuple[float, float, float]] = {
 
 
 def bundled_urdf_path() -> Path | None:
-    """Path of the humanoid URDF bundled in :mod:`skelanim.data.samples`, or ``None`` if missing.
-
-    The samples package is imported lazily (it is a resource folder, not a library layer).
-    """
+    """Path of the humanoid URDF bundled with the package (:data:`BUNDLED_URDF`), or ``None`` if missing."""
     try:
-        from skelanim.data.samples import sample_path
-
-        return sample_path("humanoid.urdf")
-    except (ImportError, FileNotFoundError):
+        return bundled_file(BUNDLED_URDF)
+    except FileNotFoundError:
         return None
 
 

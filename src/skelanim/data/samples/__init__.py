@@ -6,12 +6,12 @@ name                      file
 ``"walk"``                ``deepmimic/walk.txt`` — DeepMimic humanoid walk, 39 frames, ~30 fps
 ``"run"``                 ``deepmimic/run.txt`` — DeepMimic humanoid run, 25 frames, ~30 fps
 ``"jump"``                ``deepmimic/jump.txt`` — DeepMimic humanoid jump, 107 frames, ~60 fps
-``"humanoid.urdf"``       ``deepmimic/humanoid.urdf`` — the DeepMimic humanoid (offsets for
-                          :mod:`skelanim.io.deepmimic`, loaded at ``globalScaling`` 0.25)
+``"humanoid.urdf"``       the DeepMimic humanoid these clips animate, which ships with its reader
+                          (:data:`skelanim.io.deepmimic.BUNDLED_URDF`; loaded at ``globalScaling`` 0.25)
 ========================  ===================================================================
 
-The files are unmodified copies of pybullet's ``pybullet_data`` files (zlib license); see
-``deepmimic/NOTICE`` beside them for the credits and the license text.
+The files are unmodified copies of pybullet's ``pybullet_data`` files (zlib license); see the
+``NOTICE`` beside them for the credits and the license text.
 
 Example
 -------
@@ -22,23 +22,20 @@ Example
 
 from __future__ import annotations
 
-import atexit
-import contextlib
-from importlib import resources
 from pathlib import Path
+
+from skelanim.io.bundled import bundled_file
+from skelanim.io.deepmimic import BUNDLED_URDF
 
 __all__ = ["SAMPLES", "sample_names", "sample_path"]
 
-#: Sample name -> path relative to this package.
+#: Sample name -> path relative to the ``skelanim`` package folder.
 SAMPLES: dict[str, str] = {
-    "walk": "deepmimic/walk.txt",
-    "run": "deepmimic/run.txt",
-    "jump": "deepmimic/jump.txt",
-    "humanoid.urdf": "deepmimic/humanoid.urdf",
+    "walk": "data/samples/deepmimic/walk.txt",
+    "run": "data/samples/deepmimic/run.txt",
+    "jump": "data/samples/deepmimic/jump.txt",
+    "humanoid.urdf": BUNDLED_URDF,
 }
-
-_extracted = contextlib.ExitStack()
-atexit.register(_extracted.close)
 
 
 def sample_names() -> list[str]:
@@ -73,9 +70,4 @@ def sample_path(name: str = "walk") -> Path:
         relative = next((rel for rel in SAMPLES.values() if rel.rsplit("/", 1)[-1] == name), None)
     if relative is None:
         raise ValueError(f"unknown sample {name!r}; available: {', '.join(SAMPLES)}")
-    ref = resources.files(__name__).joinpath(relative)
-    if isinstance(ref, Path):
-        if not ref.is_file():
-            raise FileNotFoundError(f"bundled sample {relative!r} is missing from the installation ({ref})")
-        return ref
-    return Path(_extracted.enter_context(resources.as_file(ref)))
+    return bundled_file(relative)
