@@ -80,6 +80,7 @@ def test_nkn_step_equals_whole_clip(clips):
     retarget = Retargeter(source.skeleton, target, "nkn", model=net, fps=source.fps, floor=0.0)
     whole = retarget(source)
     rows = [retarget.step(source.rotations[f], source.root_positions[f]) for f in range(source.num_frames)]
+    assert type(retarget._compiled).__name__ == "OnnxStep"  # the fast path users get, not a silent fallback
     torch.testing.assert_close(torch.stack([r[1] for r in rows]), whole.root_positions, atol=1e-4, rtol=0)
     dots = (torch.stack([r[0] for r in rows]) * whole.rotations).sum(-1).abs()
     assert float(dots.min()) > 1 - 1e-6

@@ -5,14 +5,14 @@ from __future__ import annotations
 import pytest
 import torch
 
-from skelanim.core.kinematics import forward_kinematics
+from skelanim.core.kinematics import forward_kinematics, forward_kinematics_joints
 from skelanim.core.motion import Motion
 from skelanim.core.rotations import matrix_to_quat, quat_apply, quat_conjugate, quat_multiply, quat_to_matrix
 from skelanim.core.skeleton import Skeleton
 from skelanim.ops.contacts import foot_contacts
 from skelanim.retarget import Retargeter, RetargetError
 from skelanim.retarget.baselines import FEET, two_bone
-from skelanim.retarget.rig import SLOT, CanonicalRig, chain_fk, joint_chains
+from skelanim.retarget.rig import SLOT, CanonicalRig
 
 
 def _rotated_frames(motion: Motion, seed: int, *, same: bool) -> tuple[Motion, torch.Tensor]:
@@ -57,14 +57,19 @@ def test_turned_rest_pose_needs_no_bind_pose(clips):
     assert float((naive.positions() - motion.positions()).norm(dim=-1).mean()) > 0.05 * motion.height
 
 
-def test_chain_fk_matches_core_fk(clips):
+def test_fk_of_selected_joints_matches_core_fk(clips):
+    """The few-joint path of core FK (used for streamed frames) against the per-joint one, with quaternions and
+    matrices, many frames and one, joints in any order and repeated."""
     motion = clips["ccrig"]
     sk = motion.skeleton
-    joints = list(range(0, sk.num_joints, 7))
-    world, pos = chain_fk(quat_to_matrix(motion.rotations), motion.local_translations(), joint_chains(sk, joints))
+    joints = list(range(sk.num_joints - 1, 0, -7)) + [0, 3, 3]
     ref_world, ref_pos = forward_kinematics(motion.rotations, motion.local_translations(), sk.parents.tolist())
-    torch.testing.assert_close(world, ref_world[:, joints])
-    torch.testing.assert_close(pos, ref_pos[:, joints])
+    for rotations in (motion.rotations, quat_to_matrix(motion.rotations)):
+        world, pos = forward_kinematics_joints(rotations, motion.local_translations(), sk.parents, joints)
+        torch.testing.assert_close(world, ref_world[:, joints])
+        torch.testing.assert_close(pos, ref_pos[:, joints])
+    world, pos = forward_kinematics_joints(motion.rotations[5], motion.local_translations()[5], sk.parents, joints)
+    torch.testing.assert_close(pos, ref_pos[5, joints])
 
 
 def test_canonical_fk_reproduces_mapped_positions(clips):
@@ -103,6 +108,35 @@ def test_step_equals_whole_clip(clips, method):
     torch.testing.assert_close(torch.stack([r[2] for r in rows]), whole.joint_translations, atol=1e-9, rtol=0)
 
 
+@pytest.mark.parametrize(("method", "target"), [("copy", "ccrig"), ("naive", "bandai"), ("copy", "deepmimic")])
+def test_onnx_step_equals_eager_step(clips, method, target):
+    """The compiled (onnxruntime) step against the same frame function run eagerly in torch, stream state
+    carried through both; the compiled one must really be in use."""
+    from skelanim.retarget.online import OnnxStep
+
+    source = clips["cmu_mb"][:12]
+    fast, slow = (Retargeter(source.skeleton, clips[target].skeleton, method, fps=source.fps, runtime=rt)
+                  for rt in ("onnx", "torch"))  # fmt: skip
+    for f in range(source.num_frames):
+        a, b = fast.step(source.rotations[f], source.root_positions[f]), slow.step(source.rotations[f], source.root_positions[f])
+        torch.testing.assert_close(a[0], b[0], atol=1e-9, rtol=0)
+        torch.testing.assert_close(a[1], b[1], atol=1e-9, rtol=0)
+        assert (a[2] is None) == (b[2] is None)
+    assert isinstance(fast._compiled, OnnxStep) and slow._compiled is False
+
+
+def test_decoded_locals_match_a_full_conversion(clips):
+    """Joints whose local rotation the decoding fixes come from a table; compare with converting every joint."""
+    rig = CanonicalRig(clips["ccrig"].skeleton)
+    g = torch.Generator().manual_seed(3)
+    q, _ = torch.linalg.qr(torch.randn(4, 22, 3, 3, generator=g, dtype=torch.float64))
+    world = rig.decode_world(q * torch.linalg.det(q)[..., None, None])
+    parent = world[:, [max(p, 0) for p in rig.parents]]
+    full = matrix_to_quat(torch.cat([world[:, :1], (parent.transpose(-1, -2) @ world)[:, 1:]], dim=1))
+    torch.testing.assert_close(rig.locals_from_world(world), full, atol=1e-12, rtol=0)
+    assert len(rig.varying_joints()) < rig.skeleton.num_joints / 2
+
+
 def test_ik_holds_planted_feet(clips):
     from skelanim.retarget.evaluate import VARIANTS, bandai_variant, proportion_metrics
 
@@ -130,6 +164,12 @@ def test_retargeter_errors(clips):
     retarget = Retargeter(motion.skeleton, motion.skeleton)
     with pytest.raises(RetargetError, match=r"\(31, 4\)"):
         retarget.step(torch.zeros(5, 4), torch.zeros(3))
+    with pytest.raises(RetargetError, match=r"\(3,\) root"):
+        retarget.step(torch.zeros(31, 4), torch.zeros(2))
+    with pytest.raises(RetargetError, match="unknown runtime"):
+        Retargeter(motion.skeleton, motion.skeleton, runtime="gpu")
+    with pytest.raises(RetargetError, match="no onnxruntime step"):
+        Retargeter(motion.skeleton, motion.skeleton, "ik", runtime="onnx").step(motion.rotations[0], motion.root_positions[0])
     with pytest.raises(RetargetError, match="source skeleton"):
         retarget(clips["bandai"])
 

@@ -80,7 +80,10 @@ def causal_contacts(
     state = state or ContactState()
     y = positions[..., up]
     start = y[:1] if state.floor is None else torch.minimum(state.floor, y[:1])
-    floor = torch.cummin(torch.cat([start, y]), dim=0).values[1:]
+    if y.shape[0] == 1:  # a streamed frame (also keeps the traced step exportable: ONNX has no cummin)
+        floor = torch.minimum(start, y)
+    else:
+        floor = torch.cummin(torch.cat([start, y]), dim=0).values[1:]
     prev = positions[:1] if state.previous is None else state.previous
     prev = torch.where(torch.isnan(prev), positions[:1], prev)  # a traced stream starts with NaN
     step = positions - torch.cat([prev, positions[:-1]])

@@ -17,13 +17,13 @@ full skeleton; joints outside the canonical set hold their rest rotation.
 from __future__ import annotations
 
 import os
-import warnings
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import torch
-from torch import Tensor
+from torch import Tensor, nn
 
 from skelanim.core.motion import Motion
 from skelanim.core.rotations import quat_identity, quat_to_matrix
@@ -33,11 +33,14 @@ from skelanim.nn.checkpoint import load_model_files
 from skelanim.retarget.baselines import FEET, ContactState, IKRetarget, causal_contacts, copy_hips
 from skelanim.retarget.mapping import CANONICAL_JOINTS, map_skeleton
 from skelanim.retarget.model import NKN, NKNConfig, NKNState
-from skelanim.retarget.rig import CanonicalRig, canonical_locals, frames_from_locals, joint_chains
+from skelanim.retarget.online import OnnxStep, onnx_available
+from skelanim.retarget.rig import CanonicalRig, canonical_locals, frames_from_locals
 
-__all__ = ["DEFAULT_MODEL", "METHODS", "RetargetError", "Retargeter", "load_nkn", "make_rig"]
+__all__ = ["DEFAULT_MODEL", "METHODS", "RUNTIMES", "RetargetError", "Retargeter", "load_nkn", "make_rig"]
 
 METHODS: tuple[str, ...] = ("copy", "ik", "nkn", "naive")
+#: How :meth:`Retargeter.step` runs.
+RUNTIMES: tuple[str, ...] = ("auto", "onnx", "torch")
 #: The shipped NKN model folder.
 DEFAULT_MODEL = Path(__file__).resolve().parent / "pretrained"
 _LOADED: dict[str, NKN] = {}
@@ -107,6 +110,10 @@ class Retargeter:
         Height of the source's floor (world up is +Y). Default: for a clip, its lowest foot or toe joint
         (files differ: the production rig's floor lies a metre below its origin); for a stream, 0. The
         target's floor is 0: hips heights are scaled from the floor up.
+    runtime : str
+        How :meth:`step` runs (:data:`RUNTIMES`): ``auto`` an onnxruntime graph of the frame where the
+        method allows (not ``ik``) and eager torch otherwise, ``onnx`` insist on it, ``torch`` always eager.
+        Whole clips (:meth:`__call__`) always run in torch.
     """
 
     def __init__(
@@ -122,9 +129,13 @@ class Retargeter:
         model: NKN | str | os.PathLike | None = None,
         fps: float = 30.0,
         floor: float | None = None,
+        runtime: str = "auto",
     ) -> None:
         if method not in METHODS:
             raise RetargetError(f"unknown method {method!r}; choose from {', '.join(METHODS)}")
+        if runtime not in RUNTIMES:
+            raise RetargetError(f"unknown runtime {runtime!r}; choose from {', '.join(RUNTIMES)}")
+        self.runtime = runtime
         self.source = make_rig(source_skeleton, source_map, source_rest)
         self.target = make_rig(target_skeleton, target_map, target_rest)
         self.method = method
@@ -143,7 +154,8 @@ class Retargeter:
         self._naive_src = torch.tensor([a for a, _ in pairs])
         self._naive_tgt = torch.tensor([b for _, b in pairs])
         self._extra_joints = self._extras()
-        self._graph: Any = None
+        self._varying = t.varying_joints(None if self._extra_joints is None else self._extra_joints[0].tolist())
+        self._compiled: OnnxStep | bool | None = None
         self.reset()
 
     @property
@@ -160,12 +172,12 @@ class Retargeter:
         """Forget the stream: the next :meth:`step` starts a new one."""
         self._contacts = ContactState()
         self._nkn_state = NKNState()
-        self._trace_state: tuple[Tensor, ...] | None = None
+        self._stream: list[np.ndarray] | None = None
         if self._ik is not None:
             self._ik.reset()
 
     # ------------------------------------------------------------------ core
-    def _extras(self) -> tuple[Tensor, Tensor, Tensor] | None:
+    def _extras(self) -> tuple[Tensor, list[int], Tensor] | None:
         """Target joints outside the canonical set that the source has too (same name, not mapped on either
         side): instead of holding their rest rotation they take the source's world rotation, aligned like
         their nearest mapped ancestor ``a``: ``R^B_k = R^A_k W^A_k{}^T G^A_a G^B_a{}^T W^B_k`` (``W`` rest world
@@ -174,7 +186,7 @@ class Retargeter:
         Returns
         -------
         tuple or None
-            Target joints ``(K,)``, source root paths ``(K, D)`` and alignments ``(K, 3, 3)``.
+            Target joints ``(K,)``, the source's ``K`` joints and alignments ``(K, 3, 3)``.
         """
         s, t = self.source, self.target
         src_names = {n: i for i, n in enumerate(s.skeleton.names)}
@@ -190,7 +202,7 @@ class Retargeter:
         slot = t.anchor[tk]
         align = s.rest_frames[slot] @ t.rest_frames[slot].transpose(-1, -2)
         fix = s.rest_world[sa].transpose(-1, -2) @ align @ t.rest_world[tk]
-        return tk, joint_chains(s.skeleton, sa.tolist()), fix
+        return tk, sa.tolist(), fix
 
     def _core(
         self, rotations: Tensor, translations: Tensor, fps: float, floor: float | None,
@@ -227,7 +239,7 @@ class Retargeter:
         if extras is not None and extra_world is not None:
             world[:, extras[0]] = extra_world @ extras[2]
         root, trans = t.place_root(hips)
-        return t.locals_from_world(world), root, trans, contacts, state
+        return t.locals_from_world(world, self._varying), root, trans, contacts, state
 
     def _run(
         self, rotations: Tensor, translations: Tensor, fps: float, floor: float | None
@@ -238,51 +250,61 @@ class Retargeter:
                 rotations, translations, fps, floor, self._contacts, self._nkn_state)  # fmt: skip
         return q, root, trans
 
-    def _traced_step(self) -> Any:
-        """:meth:`_core` for one frame traced into a TorchScript graph (``copy``, ``naive``, ``nkn``): the
-        same operations without Python's per-operation cost. ``None`` when tracing is not possible."""
-        if self.method == "ik":
-            return None
+    def _step_module(self) -> nn.Module:
+        """:meth:`_core` for one frame as a module of tensors only (stream state in and out): what
+        :class:`~.online.OnnxStep` exports."""
         outer = self
-        h = self.net.config.hidden if self.net is not None else 1
         floor = 0.0 if self.floor is None else self.floor
 
-        class _Step(torch.nn.Module):
+        class _Step(nn.Module):
             def __init__(self) -> None:
                 super().__init__()
                 self.net = outer.net
 
-            def forward(self, rot: Tensor, trans: Tensor, low: Tensor, prev: Tensor, enc: Tensor, dec: Tensor,
-                        hips: Tensor) -> tuple[Tensor, ...]:  # fmt: skip
-                q, root, jt, c, st = outer._core(rot, trans, outer.fps, floor, ContactState(low, prev),
-                                                 NKNState(enc, dec, hips))  # fmt: skip
+            def forward(self, rot: Tensor, root: Tensor, offsets: Tensor, low: Tensor, prev: Tensor, enc: Tensor,
+                        dec: Tensor, hips: Tensor) -> tuple[Tensor, ...]:  # fmt: skip
+                trans = torch.cat([root[None], offsets[1:]])[None]
+                q, root2, jt, c, st = outer._core(rot[None], trans, outer.fps, floor, ContactState(low, prev),
+                                                  NKNState(enc, dec, hips))  # fmt: skip
                 assert c.floor is not None and c.previous is not None
                 enc2 = enc if st.encoder is None else st.encoder
                 dec2 = dec if st.decoder is None else st.decoder
                 hips2 = hips if st.hips is None else st.hips
-                return q, root, root if jt is None else jt, c.floor, c.previous, enc2, dec2, hips2
+                return q[0], root2[0], root2[0] if jt is None else jt[0], c.floor, c.previous, enc2, dec2, hips2
 
-        n = self.source.skeleton.num_joints
-        example = (quat_identity((1, n)), self.source.skeleton.offsets[None].clone(), *self._fresh_trace_state(h))
-        try:
-            with torch.inference_mode(False), torch.no_grad(), warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                return torch.jit.trace(_Step().eval(), example, check_trace=False)
-        except Exception:  # noqa: BLE001  # pragma: no cover - any tracing failure: eager step() still works
-            return None
+        return _Step()
 
-    @staticmethod
-    def _fresh_trace_state(hidden: int) -> tuple[Tensor, ...]:
-        """Stream state of a traced step at the start: no floor yet (+inf), no previous frame (NaN)."""
+    def _fresh_stream_state(self) -> tuple[Tensor, ...]:
+        """Stream state of a compiled step at the start: no floor yet (+inf), no previous frame (NaN)."""
+        hidden = self.net.config.hidden if self.net is not None else 1
         inf = torch.full((1, 4), float("inf"), dtype=torch.float64)
         nan = torch.full((1, 4, 3), float("nan"), dtype=torch.float64)
         zeros = torch.zeros(1, 1, hidden)
         return inf, nan, zeros, zeros.clone(), torch.full((1, 3), float("nan"))
 
+    def _compiled_step(self) -> OnnxStep | None:
+        """The onnxruntime step (built on first use), or ``None`` (IK, runtime ``torch``, or export failed)."""
+        if self.method == "ik" or self.runtime == "torch" or not onnx_available():
+            if self.runtime == "onnx":
+                raise RetargetError(f"no onnxruntime step for method {self.method!r} (or onnxruntime is missing)")
+            return None
+        n = self.source.skeleton.num_joints
+        offsets = self.source.skeleton.offsets
+        example = (quat_identity((n,)), offsets[0].clone(), offsets.clone(), *self._fresh_stream_state())
+        try:
+            return OnnxStep(self._step_module(), example)
+        except Exception as err:  # noqa: BLE001  # any export failure: the eager step still works
+            if self.runtime == "onnx":
+                raise RetargetError(f"the streamed step could not be exported to ONNX: {err}".splitlines()[0]) from None
+            return None
+
     def step(
         self, rotations: Tensor, root_position: Tensor, joint_translations: Tensor | None = None
     ) -> tuple[Tensor, Tensor, Tensor | None]:
         """Retarget one frame of a stream.
+
+        The first call builds the compiled step (an in-memory ONNX export; about a second), later calls
+        run it (see :mod:`.online`).
 
         Parameters
         ----------
@@ -291,7 +313,7 @@ class Retargeter:
         root_position : Tensor
             ``(3,)`` source root position.
         joint_translations : Tensor, optional
-            ``(J_A, 3)`` animated local translations (default: the rest offsets).
+            ``(J_A, 3)`` animated local translations (default: the rest offsets; row 0 is ignored).
 
         Returns
         -------
@@ -301,23 +323,29 @@ class Retargeter:
             :meth:`.rig.CanonicalRig.place_root`), else ``None`` (float64).
         """
         rot = torch.as_tensor(rotations, dtype=torch.float64)
+        root = torch.as_tensor(root_position, dtype=torch.float64)
         n = self.source.skeleton.num_joints
-        if tuple(rot.shape) != (n, 4):
-            raise RetargetError(f"a frame needs ({n}, 4) rotations for the source skeleton, got {tuple(rot.shape)}")
-        trans = self.source.skeleton.offsets if joint_translations is None else torch.as_tensor(joint_translations, dtype=torch.float64)
-        trans = trans.clone()
-        trans[0] = torch.as_tensor(root_position, dtype=torch.float64)
-        if self._graph is None and self.method != "ik":
-            self._graph = self._traced_step() or False
-        if self._graph:
-            if self._trace_state is None:
-                self._trace_state = self._fresh_trace_state(self.net.config.hidden if self.net is not None else 1)
-            with torch.inference_mode():
-                q, root, jt, *state = self._graph(rot[None], trans[None], *self._trace_state)
-            self._trace_state = tuple(state)
-            return q[0], root[0], jt[0] if self.target.hips_translated else None
-        q, root, jt = self._run(rot[None], trans[None], self.fps, 0.0 if self.floor is None else self.floor)
-        return q[0], root[0], None if jt is None else jt[0]
+        if tuple(rot.shape) != (n, 4) or tuple(root.shape) != (3,):
+            raise RetargetError(f"a frame needs ({n}, 4) rotations and a (3,) root position for the source "
+                                f"skeleton, got {tuple(rot.shape)} and {tuple(root.shape)}")  # fmt: skip
+        offsets = self.source.skeleton.offsets
+        if joint_translations is not None:
+            offsets = torch.as_tensor(joint_translations, dtype=torch.float64)
+            if tuple(offsets.shape) != (n, 3):
+                raise RetargetError(f"joint translations must be ({n}, 3), got {tuple(offsets.shape)}")
+        if self._compiled is None:
+            self._compiled = self._compiled_step() or False
+        if self._compiled:
+            if self._stream is None:
+                self._stream = [t.numpy() for t in self._fresh_stream_state()]
+            q, root2, jt, *state = self._compiled(rot.numpy(), root.numpy(), offsets.numpy(), *self._stream)
+            self._stream = state
+            jt_out = torch.from_numpy(jt) if self.target.hips_translated else None
+            return torch.from_numpy(q), torch.from_numpy(root2), jt_out
+        trans = offsets.clone()
+        trans[0] = root
+        q, root2, jt = self._run(rot[None], trans[None], self.fps, 0.0 if self.floor is None else self.floor)
+        return q[0], root2[0], None if jt is None else jt[0]
 
     def __call__(self, motion: Motion) -> Motion:
         """Retarget a whole clip (from a fresh stream state; the state is reset afterwards).

@@ -47,14 +47,14 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from skelanim.core.kinematics import forward_kinematics
+from skelanim.core.kinematics import forward_kinematics, forward_kinematics_joints
 from skelanim.core.rotations import matrix_to_quat, quat_identity, quat_to_matrix, rot6d_to_matrix
 from skelanim.core.skeleton import Skeleton
 from skelanim.retarget.mapping import CANONICAL_JOINTS, CANONICAL_PARENTS, JointMapping, map_skeleton
 
 __all__ = [
-    "CANONICAL_CHAINS", "CanonicalRig", "canonical_fk", "canonical_frames", "canonical_locals", "canonical_skeleton",
-    "canonical_tpose", "chain_fk", "frames_from_locals", "joint_chains", "local_quats",
+    "CanonicalRig", "canonical_fk", "canonical_frames", "canonical_locals", "canonical_skeleton", "canonical_tpose",
+    "frames_from_locals", "local_quats",
 ]  # fmt: skip
 
 _EPS = 1e-9
@@ -254,24 +254,26 @@ class CanonicalRig:
         self.decode_rel = rel
         self.parent_index = torch.tensor([max(int(p), 0) for p in sk.parents])
         self.hips_rest = pos[index[SLOT["hips"]]].clone()
-        self.chains = _chains(sk.parents.tolist(), self.joint_of_slot.tolist(), n)
+        self.parents = [int(p) for p in sk.parents]
         h = int(index[SLOT["hips"]])
         self.hips_translated = h != 0 and sk.has_position_channels(h)
         self._cache: dict[torch.dtype, tuple[Tensor, ...]] = {}
+        self._plans: dict[tuple[tuple[int, ...], torch.dtype], tuple[Tensor, Tensor, Tensor, Tensor]] = {}
+        self._varying = self.varying_joints()
 
     # ------------------------------------------------------------------ tables in a dtype
     def tables(self, dtype: torch.dtype) -> tuple[Tensor, ...]:
-        """``(to_canonical (22,3,3), decode_rel (J,3,3), offsets (22,3), hips_rest (3,), rest_offsets (J+1,3))``
-        in ``dtype`` (cached)."""
+        """``(to_canonical per slot's joint (22,3,3), decode_rel (J,3,3), offsets (22,3), hips_rest (3,))`` in
+        ``dtype`` (cached)."""
         if dtype not in self._cache:
-            pad = torch.cat([self.skeleton.offsets, torch.zeros(1, 3, dtype=torch.float64)])
-            self._cache[dtype] = tuple(t.to(dtype) for t in (self.to_canonical, self.decode_rel, self.offsets,
-                                                              self.hips_rest, pad))  # fmt: skip
+            with torch.inference_mode(False):  # cached: must serve autograd too
+                self._cache[dtype] = tuple(t.to(dtype) for t in (self.to_canonical[self.fill], self.decode_rel,
+                                                              self.offsets, self.hips_rest))  # fmt: skip
         return self._cache[dtype]
 
     # ------------------------------------------------------------------ encode / decode
     def encode_matrices(
-        self, local: Tensor, translations: Tensor, extra: Tensor | None = None
+        self, local: Tensor, translations: Tensor, extra: list[int] | None = None
     ) -> tuple[Tensor, Tensor, Tensor | None]:
         """World bone frames and positions of the canonical joints from local rotation matrices.
 
@@ -281,8 +283,8 @@ class CanonicalRig:
             ``(F, J, 3, 3)`` local rotation matrices of the skeleton.
         translations : Tensor
             ``(F, J, 3)`` local translations (row 0: the root position), as :meth:`Motion.local_translations`.
-        extra : Tensor, optional
-            ``(E, D)`` root paths (:func:`joint_chains`) of more joints whose world rotations are wanted.
+        extra : list of int, optional
+            ``E`` more joints whose world rotations are wanted.
 
         Returns
         -------
@@ -292,10 +294,10 @@ class CanonicalRig:
             (or ``None``).
         """
         k = self.tables(local.dtype)[0]
-        chains = self.chains if extra is None else _merge_chains(self.chains, extra, self.skeleton.num_joints)
-        world, pos = chain_fk(local, translations.to(local.dtype), chains)
+        joints = self.joint_of_slot.tolist() + list(extra or [])
+        world, pos = forward_kinematics_joints(local, translations.to(local.dtype), self.parents, joints)
         n = len(CANONICAL_JOINTS)
-        frames = world[..., :n, :, :] @ k.index_select(-3, self.fill)
+        frames = world[..., :n, :, :] @ k
         return frames, pos[..., :n, :], (None if extra is None else world[..., n:, :, :])
 
     def encode(self, rotations: Tensor, translations: Tensor) -> tuple[Tensor, Tensor]:
@@ -311,10 +313,49 @@ class CanonicalRig:
         eye = torch.eye(3, dtype=frames.dtype).expand(*frames.shape[:-3], 1, 3, 3)
         return torch.cat([frames, eye], dim=-3).index_select(-3, self.anchor) @ rel
 
-    def locals_from_world(self, world: Tensor) -> Tensor:
-        """Local quaternions ``(F, J, 4)`` from world rotations ``(F, J, 3, 3)``."""
-        local = world.index_select(-3, self.parent_index).transpose(-1, -2) @ world
-        return matrix_to_quat(torch.cat([world[..., :1, :, :], local[..., 1:, :, :]], dim=-3))
+    def varying_joints(self, changed: list[int] | None = None) -> list[int]:
+        """Joints whose local rotation after :meth:`decode_world` can differ from frame to frame: those whose
+        anchor differs from their parent's (a root anchored to a slot included), and ``changed`` joints (world
+        rotations set otherwise) with their children. The others keep ``rel_p^T rel_k``, a constant."""
+        changed_set = set(changed or [])
+        anchor, parents = self.anchor.tolist(), self.parents
+        return [k for k in range(len(parents))
+                if (anchor[k] != len(CANONICAL_JOINTS) if parents[k] < 0 else anchor[k] != anchor[parents[k]])
+                or k in changed_set or parents[k] in changed_set]  # fmt: skip
+
+    def _local_plan(self, varying: tuple[int, ...], dtype: torch.dtype) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+        """``(varying (V,), their parents with the root's as J (V,), constant quaternions (J, 4), gather index
+        (J,) into [constants, varying])`` (cached)."""
+        key = (varying, dtype)
+        if key not in self._plans:
+            with torch.inference_mode(False):  # cached: must serve autograd too
+                self._plans[key] = self._build_plan(varying, dtype)
+        return self._plans[key]
+
+    def _build_plan(self, varying: tuple[int, ...], dtype: torch.dtype) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+        n = self.skeleton.num_joints
+        rel = self.decode_rel
+        parent_rel = torch.cat([rel, torch.eye(3, dtype=rel.dtype)[None]])[[p if p >= 0 else n for p in self.parents]]
+        constant = matrix_to_quat(parent_rel.transpose(-1, -2) @ rel).to(dtype)
+        at = {k: i for i, k in enumerate(varying)}
+        gather = torch.tensor([n + at[k] if k in at else k for k in range(n)])
+        idx = torch.tensor(varying, dtype=torch.long)
+        par = torch.tensor([p if p >= 0 else n for p in (self.parents[k] for k in varying)], dtype=torch.long)
+        return idx, par, constant, gather
+
+    def locals_from_world(self, world: Tensor, varying: list[int] | None = None) -> Tensor:
+        """Local quaternions ``(F, J, 4)`` from world rotations ``(F, J, 3, 3)`` made by :meth:`decode_world`.
+
+        Only the ``varying`` joints (default :meth:`varying_joints`) are converted; the others, whose local
+        rotation the decoding fixes, are constants (a quarter of the work on the 100-joint production rig).
+        """
+        idx, par, constant, gather = self._local_plan(tuple(self._varying if varying is None else varying), world.dtype)
+        eye = torch.eye(3, dtype=world.dtype).expand(*world.shape[:-3], 1, 3, 3)
+        padded = torch.cat([world, eye], dim=-3)
+        local = padded.index_select(-3, par).transpose(-1, -2) @ world.index_select(-3, idx)
+        lead = world.shape[:-3]
+        quats = torch.cat([constant.expand(*lead, -1, -1), matrix_to_quat(local)], dim=-2)
+        return quats.index_select(-2, gather)
 
     def place_root(self, hips: Tensor) -> tuple[Tensor, Tensor | None]:
         """Root positions ``(F, 3)`` (and ``(F, J, 3)`` joint translations or ``None``) putting the hips at
@@ -358,65 +399,7 @@ class CanonicalRig:
         return canonical_fk(local, hips, self.offsets.to(local.dtype) if offsets is None else offsets)
 
 
-def joint_chains(skeleton: Skeleton, joints: list[int]) -> Tensor:
-    """``(len(joints), D)`` root paths of ``joints`` padded with ``J`` (the input of :func:`chain_fk`)."""
-    return _chains(skeleton.parents.tolist(), joints, skeleton.num_joints)
-
-
-def _merge_chains(a: Tensor, b: Tensor, sentinel: int) -> Tensor:
-    depth = max(a.shape[1], b.shape[1])
-    pad = [torch.nn.functional.pad(c, (0, depth - c.shape[1]), value=sentinel) for c in (a, b)]
-    return torch.cat(pad)
-
-
-def _chains(parents: list[int], ends: list[int], sentinel: int) -> Tensor:
-    paths = [list(reversed([j] + [a for a in _ancestry(parents, j)])) for j in ends]
-    depth = max(len(p) for p in paths)
-    return torch.tensor([p + [sentinel] * (depth - len(p)) for p in paths], dtype=torch.long)
-
-
-def _ancestry(parents: list[int], j: int) -> list[int]:
-    out = []
-    while parents[j] >= 0:
-        j = parents[j]
-        out.append(j)
-    return out
-
-
-def chain_fk(local: Tensor, translations: Tensor, chains: Tensor) -> tuple[Tensor, Tensor]:
-    """World rotations and positions of selected joints by products along their root paths.
-
-    The same convention as :func:`skelanim.core.kinematics.forward_kinematics` (``R_j = R_p L_j``,
-    ``p_j = p_p + R_p t_j``; the tests check them against each other), evaluated only for the ``S`` joints
-    whose root paths are the rows of ``chains``, in ``depth`` batched steps: this is what keeps one streamed
-    frame well under a millisecond.
-
-    Parameters
-    ----------
-    local : Tensor
-        ``(..., J, 3, 3)`` local rotation matrices.
-    translations : Tensor
-        ``(..., J, 3)`` local translations, row 0 the root position.
-    chains : Tensor
-        ``(S, D)`` joint indices from the root down to each selected joint, padded with ``J`` (identity).
-
-    Returns
-    -------
-    tuple of Tensor
-        ``(..., S, 3, 3)`` world rotations and ``(..., S, 3)`` world positions.
-    """
-    # homogeneous 4x4 transforms [[L, t], [0, 1]], one batched product per depth level
-    lead = local.shape[:-3]
-    top = torch.cat([local, translations[..., None]], dim=-1)  # (..., J, 3, 4)
-    bottom = torch.tensor([0.0, 0.0, 0.0, 1.0], dtype=local.dtype).expand(*lead, local.shape[-3], 1, 4)
-    h = torch.cat([torch.cat([top, bottom], dim=-2), torch.eye(4, dtype=local.dtype).expand(*lead, 1, 4, 4)], dim=-3)
-    world = h.index_select(-3, chains[:, 0])
-    for d in range(1, chains.shape[1]):
-        world = world @ h.index_select(-3, chains[:, d])
-    return world[..., :3, :3], world[..., :3, 3]
-
-
-CANONICAL_CHAINS = _chains(list(CANONICAL_PARENTS), list(range(len(CANONICAL_JOINTS))), len(CANONICAL_JOINTS))
+_ALL_SLOTS = tuple(range(len(CANONICAL_JOINTS)))
 
 
 def canonical_fk(local: Tensor, hips: Tensor, offsets: Tensor) -> tuple[Tensor, Tensor]:
@@ -424,7 +407,7 @@ def canonical_fk(local: Tensor, hips: Tensor, offsets: Tensor) -> tuple[Tensor, 
     ``(..., 22, 3)`` canonical offsets to ``(..., 22, 3, 3)`` bone frames and ``(..., 22, 3)`` positions."""
     off = offsets.to(local.dtype).expand(*local.shape[:-3], -1, -1)
     trans = torch.cat([hips[..., None, :].to(local.dtype), off[..., 1:, :]], dim=-2)
-    return chain_fk(local, trans, CANONICAL_CHAINS)
+    return forward_kinematics_joints(local, trans, CANONICAL_PARENTS, _ALL_SLOTS)
 
 
 def frames_from_locals(local: Tensor) -> Tensor:
