@@ -7,8 +7,9 @@ import contextlib
 import os
 import stat
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
-from typing import IO, Iterator
+from typing import IO, Any
 
 
 def _publish(tmp: str, target: Path) -> None:
@@ -20,34 +21,9 @@ def _publish(tmp: str, target: Path) -> None:
 
 
 @contextlib.contextmanager
-def atomic_open(path: str | os.PathLike, mode: str = "w", **kwargs) -> Iterator[IO]:
-    """Open a temporary file next to ``path``; on success it replaces ``path``, on error it is removed.
-
-    ``mode`` is ``"w"`` (text, UTF-8, ``\\n`` newlines unless ``newline`` is given) or ``"wb"``.
-    """
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-    try:
-        if "b" in mode:
-            handle = os.fdopen(fd, mode)
-        else:
-            kwargs.setdefault("encoding", "utf-8")
-            kwargs.setdefault("newline", "\n")
-            handle = os.fdopen(fd, mode, **kwargs)
-        with handle:
-            yield handle
-        _publish(tmp, target)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
-
-
-@contextlib.contextmanager
 def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
-    """Yield a temporary path (same suffix) for writers that insist on a filename (``np.savez``,
-    safetensors); it is renamed onto ``path`` on success and removed on error."""
+    """Yield a temporary path (same suffix) beside ``path``; on success it is renamed onto ``path``, on
+    error removed. For writers that insist on a filename (``np.savez``, safetensors)."""
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{target.stem}.", suffix=target.suffix, dir=target.parent)
@@ -59,3 +35,19 @@ def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
         raise
+
+
+@contextlib.contextmanager
+def atomic_open(path: str | os.PathLike, mode: str = "w", **kwargs: Any) -> Iterator[IO]:
+    """Open a temporary file beside ``path`` (see :func:`atomic_path`); on success it replaces ``path``,
+    on error it is removed.
+
+    ``mode`` is ``"w"`` (text, UTF-8, ``\\n`` newlines unless ``encoding``/``newline`` are given) or ``"wb"``
+    (``kwargs`` are then ignored).
+    """
+    if "b" in mode:
+        kwargs = {}
+    else:
+        kwargs = {"encoding": "utf-8", "newline": "\n", **kwargs}
+    with atomic_path(path) as tmp, open(tmp, mode, **kwargs) as handle:
+        yield handle
