@@ -8,6 +8,7 @@ import torch
 
 from skelanim import Motion, Skeleton
 from skelanim.core.kinematics import forward_kinematics
+from skelanim.core.skeleton import head_and_feet
 from skelanim.errors import ShapeError, SkeletonError
 
 
@@ -87,6 +88,17 @@ def test_height_and_up_axis():
     assert sk.height() == pytest.approx(125.0)
     z_up = Skeleton(sk.names, sk.parents, sk.offsets[:, [0, 2, 1]])
     assert z_up.up_axis() == 2
+
+
+def test_head_and_feet_by_name():
+    names = ["Hips", "Neck", "Head", "head_end", "LeftFoot", "RightAnkle", "l_toes", "LeftHand", "Spine"]
+    assert head_and_feet(names) == ([1, 2, 3], [4, 5, 6])
+    assert head_and_feet(["root", "chest"]) == ([], [])
+
+
+def test_up_axis_without_head_or_feet_names_is_the_largest_extent():
+    sk = Skeleton(["a", "b", "c"], np.array([-1, 0, 1]), torch.tensor([[0, 0, 0], [0.1, 0, 2.0], [0, 0.3, 1.0]]))
+    assert sk.up_axis() == 2
 
 
 def rotation_z(angle: float) -> list[float]:

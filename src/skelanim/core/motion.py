@@ -8,16 +8,15 @@ tensors in the file's units; :mod:`skelanim.core.kinematics` turns them into wor
 
 from __future__ import annotations
 
-import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from typing import Sequence
 
 import numpy as np
 import torch
 
 from skelanim.core.kinematics import end_site_positions, forward_kinematics
 from skelanim.core.rotations import quat_normalize
-from skelanim.core.skeleton import Skeleton
+from skelanim.core.skeleton import Skeleton, head_and_feet
 from skelanim.errors import ShapeError
 
 
@@ -93,9 +92,7 @@ class Motion:
         the shared mocap set.
         """
         rest = self.skeleton.up_axis()
-        names = self.skeleton.names
-        feet = [j for j, n in enumerate(names) if re.search(r"foot|ankle|toe", n, re.I)]
-        heads = [j for j, n in enumerate(names) if re.search(r"head|neck", n, re.I)]
+        heads, feet = head_and_feet(self.skeleton.names)
         if not feet or not heads or self.num_frames == 0:
             return rest
         pos = self._sample_positions()
@@ -146,11 +143,11 @@ class Motion:
         return [f"{self.skeleton.names[j]}_end" for j in sorted(self.skeleton.end_sites)]
 
     # ------------------------------------------------------------------ editing
-    def copy(self, **changes) -> "Motion":
+    def copy(self, **changes) -> Motion:
         """A shallow copy with the given fields replaced (tensors are not cloned)."""
         return replace(self, **changes)
 
-    def __getitem__(self, frames: slice | Sequence[int] | np.ndarray | torch.Tensor) -> "Motion":
+    def __getitem__(self, frames: slice | Sequence[int] | np.ndarray | torch.Tensor) -> Motion:
         """Frames selected by a slice or index array, as a new Motion (same skeleton and fps)."""
         if isinstance(frames, int):
             frames = slice(frames, frames + 1 if frames != -1 else None)
@@ -163,12 +160,12 @@ class Motion:
             metadata=dict(self.metadata),
         )
 
-    def normalized_rotations(self) -> "Motion":
+    def normalized_rotations(self) -> Motion:
         """A copy whose quaternions are unit length."""
         return self.copy(rotations=quat_normalize(self.rotations))
 
     @staticmethod
-    def concatenate(motions: Sequence["Motion"]) -> "Motion":
+    def concatenate(motions: Sequence[Motion]) -> Motion:
         """Join motions of the same skeleton topology and fps end to end (root positions as they are)."""
         if not motions:
             raise ShapeError("concatenate needs at least one motion")
@@ -189,7 +186,7 @@ class Motion:
         )
 
     @classmethod
-    def rest(cls, skeleton: Skeleton, num_frames: int = 1, fps: float = 30.0) -> "Motion":
+    def rest(cls, skeleton: Skeleton, num_frames: int = 1, fps: float = 30.0) -> Motion:
         """``num_frames`` frames of the rest pose (identity rotations, root at its rest offset)."""
         rot = torch.zeros(num_frames, skeleton.num_joints, 4, dtype=torch.float64)
         rot[..., 0] = 1.0

@@ -9,8 +9,8 @@ rest-pose translation of a joint in its parent's frame, in the file's units. A j
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Iterable, Sequence
 
 import numpy as np
 import torch
@@ -21,6 +21,18 @@ ROTATION_CHANNELS = ("Xrotation", "Yrotation", "Zrotation")
 POSITION_CHANNELS = ("Xposition", "Yposition", "Zposition")
 DEFAULT_ROOT_CHANNELS = ("Xposition", "Yposition", "Zposition", "Zrotation", "Xrotation", "Yrotation")
 DEFAULT_JOINT_CHANNELS = ("Zrotation", "Xrotation", "Yrotation")
+
+_HEAD_NAME = re.compile(r"head|neck", re.IGNORECASE)
+_FOOT_NAME = re.compile(r"foot|ankle|toe", re.IGNORECASE)
+
+
+def head_and_feet(names: Sequence[str]) -> tuple[list[int], list[int]]:
+    """Indices of the names that look like a head or neck, and of those that look like a foot, ankle or
+    toe: the points whose difference gives a body's up direction when a file's up axis is guessed."""
+    heads = [j for j, n in enumerate(names) if _HEAD_NAME.search(n)]
+    feet = [j for j, n in enumerate(names) if _FOOT_NAME.search(n)]
+    return heads, feet
+
 
 # Side markers, tried in order. Each entry: (pattern matching the left marker, function giving the right name).
 _SIDE_PATTERNS: tuple[tuple[str, str, str], ...] = (
@@ -227,9 +239,8 @@ class Skeleton:
         which the head lies farthest from the feet; otherwise the axis of largest rest-pose extent.
         """
         pos = self.rest_positions(end_sites=False)
-        feet = [j for j, n in enumerate(self.names) if re.search(r"foot|ankle|toe", n, re.I)]
-        heads = [j for j, n in enumerate(self.names) if re.search(r"head|neck", n, re.I)]
-        if feet and heads:
+        heads, feet = head_and_feet(self.names)
+        if heads and feet:
             direction = pos[heads].mean(0) - pos[feet].mean(0)
             if float(direction.norm()) > 0:
                 return int(direction.abs().argmax())
@@ -242,7 +253,7 @@ class Skeleton:
         return float(pos[:, axis].max() - pos[:, axis].min())
 
     # ------------------------------------------------------------------ derived skeletons
-    def scaled(self, factor: float) -> "Skeleton":
+    def scaled(self, factor: float) -> Skeleton:
         """A copy with every offset (and End Site) multiplied by ``factor``."""
         return Skeleton(
             self.names,
@@ -252,11 +263,11 @@ class Skeleton:
             {k: v * factor for k, v in self.end_sites.items()},
         )
 
-    def copy(self) -> "Skeleton":
+    def copy(self) -> Skeleton:
         """A deep copy."""
         return self.scaled(1.0)
 
-    def same_topology(self, other: "Skeleton") -> bool:
+    def same_topology(self, other: Skeleton) -> bool:
         """Whether ``other`` has the same joint names and parents (offsets may differ)."""
         return self.names == other.names and np.array_equal(self.parents, other.parents)
 
@@ -282,7 +293,7 @@ class Skeleton:
         }
 
     @classmethod
-    def from_dict(cls, data: dict) -> "Skeleton":
+    def from_dict(cls, data: dict) -> Skeleton:
         """Inverse of :meth:`to_dict`."""
         return cls(
             data["names"],

@@ -35,12 +35,12 @@ Definitions (all computed from world joint positions, :meth:`Motion.positions`)
 
 Curves are time-normalised per cycle to 0-100 % in 101 samples (linear interpolation between frames).
 Lengths are in the file's units; ``*_per_height`` values divide by the body height. Up axis and height
-come from :func:`up_axis_and_height` (the animated pose, not only the rest pose).
+come from :meth:`Motion.up_axis <skelanim.core.motion.Motion.up_axis>` and :attr:`Motion.height
+<skelanim.core.motion.Motion.height>` (the animated pose, not only the rest pose).
 """
 
 from __future__ import annotations
 
-import re
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -54,7 +54,7 @@ from skelanim.ops.contacts import find_feet, foot_contacts
 
 __all__ = [
     "GaitCycle", "GaitError", "GaitReport", "Leg", "angle_between", "bone_ancestor", "find_legs", "gait_analysis",
-    "hip_flexion", "knee_flexion", "side_contacts", "up_axis_and_height",
+    "hip_flexion", "knee_flexion", "side_contacts",
 ]  # fmt: skip
 
 SAMPLES = 101
@@ -103,12 +103,6 @@ def bone_ancestor(skeleton: Skeleton, joint: int) -> int | None:
         offset = offset + skeleton.offsets[parent]
         parent = int(skeleton.parents[parent])
     return parent if parent >= 0 and float(offset.norm()) > tiny else None
-
-
-def up_axis_and_height(motion: Motion, positions: np.ndarray | None = None) -> tuple[int, float]:
-    """``(up axis, height)`` of a motion as animated: :meth:`Motion.up_axis` and :attr:`Motion.height`
-    (``positions`` is accepted for call sites that have them; the Motion computes its own sample)."""
-    return motion.up_axis(), motion.height
 
 
 def find_legs(skeleton: Skeleton) -> dict[str, Leg]:
@@ -200,10 +194,10 @@ def side_contacts(
     height: float | None = None,
 ) -> np.ndarray:
     """``(F, 2)`` bool contact of the left and right foot (ankle or toe), cleaned as the module says.
-    ``up_axis`` and ``height`` default to :func:`up_axis_and_height`."""
+    ``up_axis`` and ``height`` default to :meth:`Motion.up_axis` and :attr:`Motion.height`."""
     legs = find_legs(motion.skeleton) if legs is None else legs
-    if up_axis is None or height is None:
-        up_axis, height = up_axis_and_height(motion)
+    up_axis = motion.up_axis() if up_axis is None else up_axis
+    height = motion.height if height is None else height
     cols = []
     min_len = max(1, round(min_phase * motion.fps))
     for side in SIDES:
@@ -392,7 +386,7 @@ def gait_analysis(
         raise GaitError(f"cannot analyse gait of a motion with {motion.num_frames} frame(s)")
     legs = find_legs(motion.skeleton)
     pos = motion.positions().numpy()
-    up, height = up_axis_and_height(motion, pos)
+    up, height = motion.up_axis(), motion.height
     contacts = side_contacts(motion, legs, min_phase=min_phase, up_axis=up, height=height)
     forward = _forward(pos, legs, up)
     horiz = [a for a in range(3) if a != up]

@@ -10,6 +10,7 @@ Camera convention: right-handed world, ``up`` one of the axes. The camera looks 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -20,7 +21,7 @@ from skelanim.core.motion import Motion
 from skelanim.core.rotations import quat_to_rotvec
 from skelanim.core.skeleton import Skeleton
 from skelanim.errors import ShapeError, SkeletonError
-from skelanim.metrics.gait import angle_between, bone_ancestor, up_axis_and_height
+from skelanim.metrics.gait import angle_between, bone_ancestor
 
 #: Colours per motion (matplotlib's tab10), RGB 0-255.
 PALETTE: tuple[tuple[int, int, int], ...] = (
@@ -57,6 +58,25 @@ def check_motion(motion: Motion, label: str = "motion") -> None:
         raise ShapeError(f"{label} has no frames; nothing to draw")
 
 
+def labelled_motions(
+    motions: Motion | Sequence[Motion], labels: Sequence[str] | None, *, task: str = "plot"
+) -> tuple[list[Motion], list[str]]:
+    """The motions as a list and their legend labels (given, else :func:`default_label`).
+
+    Raises :class:`ShapeError` for no motions (``"nothing to <task>"``), a label count that differs from
+    the motion count, or a motion without frames.
+    """
+    ms = [motions] if isinstance(motions, Motion) else list(motions)
+    if not ms:
+        raise ShapeError(f"nothing to {task}: no motions given")
+    names = list(labels) if labels is not None else [default_label(m, i) for i, m in enumerate(ms)]
+    if len(names) != len(ms):
+        raise ShapeError(f"{len(names)} labels for {len(ms)} motions")
+    for m, name in zip(ms, names):
+        check_motion(m, name)
+    return ms, names
+
+
 @dataclass(frozen=True)
 class Figure3D:
     """What is needed to draw a skeleton: positions with End Sites, bones and per-bone side.
@@ -71,9 +91,9 @@ class Figure3D:
     sides:
         ``(B,)`` int: ``-1`` right, ``0`` centre, ``+1`` left (from the child joint's name).
     up:
-        The up axis (0, 1, 2), from :func:`skelanim.metrics.gait.up_axis_and_height`.
+        The up axis (0, 1, 2), :meth:`Motion.up_axis <skelanim.core.motion.Motion.up_axis>`.
     height:
-        Body height in file units (same source).
+        Body height in file units, :attr:`Motion.height <skelanim.core.motion.Motion.height>`.
     floor:
         Lowest up-coordinate over the whole motion.
     centre:
@@ -106,7 +126,7 @@ def skeleton_figure(motion: Motion) -> Figure3D:
         if side_of[c] == 0:
             side_of[c] = side_of[parents[c]]
     sides = np.array([side_of[min(c, j - 1)] if c < j else side_of[p] for p, c in bones], dtype=np.int64)
-    up, height = up_axis_and_height(motion, pos[:, :j])
+    up, height = motion.up_axis(), motion.height
     centre = pos[:, 1:j].mean(axis=1) if j > 1 else pos[:, 0]
     edges = np.asarray(bones, dtype=np.int64).reshape(-1, 2)
     # a "bone" whose length changes by more than a tenth of the body is no bone: e.g. a static root

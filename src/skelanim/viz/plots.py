@@ -30,13 +30,12 @@ from matplotlib.figure import Figure
 from skelanim.core.motion import Motion
 from skelanim.errors import ShapeError, SkeletonError, UnsupportedFormatError
 from skelanim.io.atomic import atomic_path
-from skelanim.metrics.gait import GaitError, GaitReport, find_legs, up_axis_and_height
+from skelanim.metrics.gait import GaitError, GaitReport, find_legs
 from skelanim.ops.contacts import find_feet, foot_contacts
 from skelanim.viz._draw import (
-    check_motion,
     color,
-    default_label,
     joint_flexion,
+    labelled_motions,
     local_rotation_angle,
     resolve_joints,
     shade,
@@ -59,18 +58,6 @@ Defaults = list[tuple[str, int]]
 def _rgb(index: int, amount: float = 0.0) -> tuple[float, float, float]:
     c = shade(color(index), amount) if amount else color(index)
     return (c[0] / 255, c[1] / 255, c[2] / 255)
-
-
-def _prepare(motions: Motion | Sequence[Motion], labels: Sequence[str] | None) -> tuple[list[Motion], list[str]]:
-    ms = [motions] if isinstance(motions, Motion) else list(motions)
-    if not ms:
-        raise ShapeError("nothing to plot: no motions given")
-    names = list(labels) if labels is not None else [default_label(m, i) for i, m in enumerate(ms)]
-    if len(names) != len(ms):
-        raise ShapeError(f"{len(names)} labels for {len(ms)} motions")
-    for m, name in zip(ms, names):
-        check_motion(m, name)
-    return ms, names
 
 
 def _rows(
@@ -148,13 +135,13 @@ def plot_trajectories(
     labels:
         Legend names, one per motion.
     """
-    ms, names = _prepare(motions, labels)
+    ms, names = labelled_motions(motions, labels)
     rows = _rows(ms, names, joints, _default_trajectory_joints)
     fig, axes = _new_figure(len(rows), 3, width=12, row_height=2.0, sharex=True)
     for i, (m, name) in enumerate(zip(ms, names)):
         pos = m.positions().numpy()
         t = np.arange(m.num_frames) / m.fps
-        up = up_axis_and_height(m, pos)[0]
+        up = m.up_axis()
         for r, (row_label, idx) in enumerate(rows):
             for a in range(3):
                 ax = axes[r, a]
@@ -177,7 +164,7 @@ def plot_angles(
     docstring for ``angle``). Default joints: the knees (and elbows) found by name."""
     if angle not in ("flexion", "rotation"):
         raise ShapeError(f"angle must be 'flexion' or 'rotation', got {angle!r}")
-    ms, names = _prepare(motions, labels)
+    ms, names = labelled_motions(motions, labels)
     rows = _rows(ms, names, joints, _default_angle_joints)
     fig, axes = _new_figure(len(rows), 1, width=9, row_height=1.9, sharex=True)
     for i, (m, name) in enumerate(zip(ms, names)):
@@ -217,7 +204,7 @@ def plot_contacts(
 
     ``contacts`` may give precomputed ``(F, K)`` labels per motion (then rows are named ``foot k``).
     """
-    ms, names = _prepare(motions, labels)
+    ms, names = labelled_motions(motions, labels)
     fig, axes = _new_figure(len(ms), 1, width=10, row_height=1.4, sharex=True)
     for i, (m, name) in enumerate(zip(ms, names)):
         if contacts is not None:
@@ -225,8 +212,7 @@ def plot_contacts(
             rows = [f"foot {k}" for k in range(c.shape[1])]
         else:
             feet = find_feet(m.skeleton)
-            up, height = up_axis_and_height(m)
-            c = np.asarray(foot_contacts(m, joints=feet, up_axis=up, height=height))
+            c = np.asarray(foot_contacts(m, joints=feet, up_axis=m.up_axis(), height=m.height))
             rows = [m.skeleton.names[j] for j in feet]
         _contact_rows(axes[i, 0], 0.0, 1.0 / m.fps, c, rows, _rgb(i))
         axes[i, 0].set_title(f"{name}: foot contacts", fontsize=9)
@@ -245,7 +231,7 @@ def plot_poses(
     Each pose is centred on its own root; left limbs lighter, right limbs darker."""
     if count < 1:
         raise ShapeError(f"count must be at least 1, got {count}")
-    ms, names = _prepare(motions, labels)
+    ms, names = labelled_motions(motions, labels)
     fig, axes = _new_figure(len(ms), 1, width=min(2.0 + 1.3 * count, 20), row_height=2.6)
     for i, (m, name) in enumerate(zip(ms, names)):
         ax = axes[i, 0]

@@ -11,8 +11,8 @@ Camera: perspective, 35 degrees across the smaller side of a panel, 2.3 body hei
 above the horizon, looking from the side of the main direction of travel (30 degrees towards the front),
 following the body centre (mean of the joints but the root, see :class:`~skelanim.viz._draw.Figure3D`;
 the root itself is static in some files) along its horizontal path smoothed with a Gaussian of 0.5 s.
-The up axis comes from :func:`skelanim.metrics.gait.up_axis_and_height` (the animated pose, so files
-whose rest pose is not upright work too); the floor is the lowest point of the motion.
+The up axis comes from :meth:`Motion.up_axis <skelanim.core.motion.Motion.up_axis>` (the animated pose,
+so files whose rest pose is not upright work too); the floor is the lowest point of the motion.
 
 Time: the output runs at ``fps``; output frame ``k`` shows frame ``round(k / fps * motion.fps)`` of each
 motion (nearest frame), held at the last frame once a motion has ended. The video lasts as long as the
@@ -35,11 +35,10 @@ from skelanim.errors import ShapeError, UnsupportedFormatError
 from skelanim.io.atomic import atomic_path
 from skelanim.viz._draw import (
     Figure3D,
-    check_motion,
     color,
-    default_label,
     floor_grid,
     follow_camera,
+    labelled_motions,
     nice_step,
     shade,
     skeleton_figure,
@@ -164,16 +163,9 @@ def render_frames(
     progress:
         Show a tqdm progress bar on stderr.
     """
-    ms = [motions] if isinstance(motions, Motion) else list(motions)
-    if not ms:
-        raise ShapeError("nothing to render: no motions given")
+    ms, names = labelled_motions(motions, labels, task="render")
     if not (fps > 0 and np.isfinite(fps)):
         raise ShapeError(f"fps must be a positive number, got {fps}")
-    names = list(labels) if labels is not None else [default_label(m, i) for i, m in enumerate(ms)]
-    if len(names) != len(ms):
-        raise ShapeError(f"{len(names)} labels for {len(ms)} motions")
-    for m, name in zip(ms, names):
-        check_motion(m, name)
     width, height = int(size[0]), int(size[1])
     count = frame_count(ms, fps)
     items = [(i, skeleton_figure(m), frame_indices(m, fps, count), names[i]) for i, m in enumerate(ms)]

@@ -38,6 +38,7 @@ from pathlib import Path
 import numpy as np
 
 from skelanim.core.motion import Motion
+from skelanim.core.skeleton import head_and_feet
 from skelanim.core.units import metres_per_unit, up_to_y_matrix
 from skelanim.errors import ShapeError
 from skelanim.io.atomic import atomic_open
@@ -50,8 +51,6 @@ DEFAULT_MAX_SAMPLES = 3_000_000
 ASSET_FILES = ("viewer.html", "viewer.js", "three.module.min.js", "OrbitControls.js")
 
 _PLACEHOLDER = re.compile(r"\{\{([A-Z]+)\}\}")
-_HEAD_RE = re.compile(r"head|neck", re.IGNORECASE)
-_FOOT_RE = re.compile(r"foot|ankle|toe", re.IGNORECASE)
 
 
 class ViewerError(ShapeError):
@@ -79,13 +78,13 @@ def _assets() -> dict[str, str]:
 def up_direction(names: Sequence[str], positions: np.ndarray, axis: int | None = None) -> tuple[int, float]:
     """The up axis (0=X, 1=Y, 2=Z) and its sign (+1/-1) of animated ``positions`` ``(F, P, 3)``.
 
-    Where points named like a head/neck and like feet/ankles/toes exist, up is the axis (and direction)
+    Where points named like a head/neck and like feet/ankles/toes exist (see
+    :func:`skelanim.core.skeleton.head_and_feet`), up is the axis (and direction)
     along which the heads lie above the feet on average over the frames; otherwise the axis of largest
     extent in frame 0, positive. The animated pose is used rather than the rest pose, which some
     exporters leave meaningless (Bandai-Namco rest offsets all run along the bone's local X).
     """
-    heads = [j for j, n in enumerate(names) if _HEAD_RE.search(n)]
-    feet = [j for j, n in enumerate(names) if _FOOT_RE.search(n)]
+    heads, feet = head_and_feet(names)
     if heads and feet:
         direction = (positions[:, heads].mean(axis=1) - positions[:, feet].mean(axis=1)).mean(axis=0)
         axis = int(np.abs(direction).argmax()) if axis is None else axis
