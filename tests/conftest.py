@@ -32,3 +32,27 @@ def mocap_dir() -> Path:
             pytest.fail(f"real mocap data required but not found at {path}")
         pytest.skip(f"real mocap data not found at {path} (set SKELANIM_DATA to its folder)")
     return path
+
+
+@pytest.fixture(scope="session")
+def looped_walk():
+    """``looped_walk(loops)``: the bundled DeepMimic walk repeated ``loops`` times, a walk with several gait
+    cycles. Each loop is frames ``0..F-2`` of the clip with the root shifted forward (horizontally) by the
+    clip's displacement, so every gait event repeats exactly every ``F - 1`` frames."""
+    import torch
+
+    import skelanim
+    from skelanim.data.samples import sample_path
+
+    walk = skelanim.load(sample_path("walk"))
+
+    def looped(loops: int):
+        n = walk.num_frames - 1
+        step = walk.root_positions[-1] - walk.root_positions[0]
+        step[1] = 0.0  # the DeepMimic humanoid is Y up
+        return walk.copy(
+            rotations=torch.cat([walk.rotations[:n]] * loops),
+            root_positions=torch.cat([walk.root_positions[:n] + i * step for i in range(loops)]),
+        )
+
+    return looped

@@ -102,7 +102,7 @@ def test_bad_input_is_one_line_exit_2_and_writes_nothing(tmp_path: Path, capsys,
     dst = tmp_path / "never.bvh"
     for argv in (["info", str(src)], ["convert", str(src), str(dst)], ["positions", str(src), "-o", str(dst)]):
         code, out, err = run(argv, capsys)
-        assert code == 2
+        assert code == 2 and out == ""
         lines = err.strip().splitlines()
         assert len(lines) == 1 and lines[0].startswith("error: ") and expect in lines[0], err
         assert "Traceback" not in err

@@ -7,7 +7,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-import torch
 from PIL import Image
 
 import skelanim
@@ -36,16 +35,10 @@ def assert_one_line_error(code: int, err: str, *needles: str) -> None:
 
 
 @pytest.fixture(scope="module")
-def long_walk_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def long_walk_file(tmp_path_factory: pytest.TempPathFactory, looped_walk) -> Path:
     """The bundled walk looped 4 times, saved as a DeepMimic clip (a walk with several gait cycles)."""
-    m = skelanim.load(WALK)
-    n = m.num_frames - 1
-    step = m.root_positions[-1] - m.root_positions[0]
-    step[1] = 0.0
-    looped = m.copy(rotations=torch.cat([m.rotations[:n]] * 4),
-                    root_positions=torch.cat([m.root_positions[:n] + i * step for i in range(4)]))
     path = tmp_path_factory.mktemp("walk") / "long_walk.txt"
-    skelanim.save(looped, path)
+    skelanim.save(looped_walk(4), path)
     return path
 
 

@@ -25,21 +25,9 @@ def walk() -> Motion:
     return skelanim.load(sample_path("walk"))
 
 
-def looped(m: Motion, loops: int) -> Motion:
-    """The DeepMimic walk clip repeated: frames ``0..F-2`` of each loop, the root shifted forward by the
-    clip's displacement, so every gait event repeats exactly every ``F - 1`` frames."""
-    n = m.num_frames - 1
-    step = m.root_positions[-1] - m.root_positions[0]
-    step[1] = 0.0
-    return m.copy(
-        rotations=torch.cat([m.rotations[:n]] * loops),
-        root_positions=torch.cat([m.root_positions[:n] + i * step for i in range(loops)]),
-    )
-
-
 @pytest.fixture(scope="module")
-def long_walk(walk: Motion) -> Motion:
-    return looped(walk, LOOPS)
+def long_walk(looped_walk) -> Motion:
+    return looped_walk(LOOPS)
 
 
 def test_periodic_walk_gives_exact_numbers(walk: Motion, long_walk: Motion) -> None:

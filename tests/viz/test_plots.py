@@ -179,17 +179,10 @@ def test_real_skeletons_compare_in_one_figure(mocap_dir: Path, tmp_path: Path) -
     assert ink(pixels(fig, tmp_path / "real.png")) > 0.005
 
 
-def test_gait_report_figure(walk: Motion, tmp_path: Path) -> None:
-    import torch
-
+def test_gait_report_figure(looped_walk, tmp_path: Path) -> None:
     from skelanim.metrics.gait import gait_analysis
 
-    n = walk.num_frames - 1
-    step = walk.root_positions[-1] - walk.root_positions[0]
-    step[1] = 0.0
-    looped = walk.copy(rotations=torch.cat([walk.rotations[:n]] * 4),
-                       root_positions=torch.cat([walk.root_positions[:n] + i * step for i in range(4)]))
-    report = gait_analysis(looped)
+    report = gait_analysis(looped_walk(4))
     fig = plots.plot_gait_report(report, label="walk x4")
     knee_ax, hip_ax, contact_ax, text_ax = fig.axes
     mean, _ = report.curve("knee_flexion")

@@ -27,15 +27,9 @@ def walk() -> Motion:
 
 
 @pytest.fixture(scope="module")
-def long_walk(walk: Motion) -> Motion:
+def long_walk(looped_walk) -> Motion:
     """The walk looped 4 times (its last frame is the next loop's first, shifted forward)."""
-    n = walk.num_frames - 1
-    step = walk.root_positions[-1] - walk.root_positions[0]
-    step[1] = 0.0
-    return walk.copy(
-        rotations=torch.cat([walk.rotations[:n]] * 4),
-        root_positions=torch.cat([walk.root_positions[:n] + i * step for i in range(4)]),
-    )
+    return looped_walk(4)
 
 
 def coloured(frame: np.ndarray, rgb: tuple[int, int, int], tol: int = 40) -> np.ndarray:
