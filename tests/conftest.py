@@ -9,9 +9,14 @@ the reason when it is absent, except under ``SKELANIM_REQUIRE_DATA=1`` (CI), whe
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
+
+if TYPE_CHECKING:
+    from skelanim import Motion
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
@@ -35,7 +40,7 @@ def mocap_dir() -> Path:
 
 
 @pytest.fixture(scope="session")
-def looped_walk():
+def looped_walk() -> Callable[[int], Motion]:
     """``looped_walk(loops)``: the bundled DeepMimic walk repeated ``loops`` times, a walk with several gait
     cycles. Each loop is frames ``0..F-2`` of the clip with the root shifted forward (horizontally) by the
     clip's displacement, so every gait event repeats exactly every ``F - 1`` frames."""
@@ -46,7 +51,7 @@ def looped_walk():
 
     walk = skelanim.load(sample_path("walk"))
 
-    def looped(loops: int):
+    def looped(loops: int) -> Motion:
         n = walk.num_frames - 1
         step = walk.root_positions[-1] - walk.root_positions[0]
         step[1] = 0.0  # the DeepMimic humanoid is Y up
