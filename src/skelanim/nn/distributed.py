@@ -6,12 +6,19 @@
 
 from __future__ import annotations
 
+import atexit
 import os
+from typing import Any, TypeVar
 
 import torch
 import torch.distributed as dist
 
-__all__ = ["all_reduce_mean", "barrier", "cleanup", "is_main", "rank", "setup", "world_size"]
+T = TypeVar("T")
+
+__all__ = [
+    "all_reduce_mean", "any_rank", "barrier", "broadcast_object", "cleanup", "gather_objects", "is_main", "rank", "setup",
+    "world_size",
+]  # fmt: skip
 
 
 def setup() -> bool:
@@ -28,6 +35,7 @@ def setup() -> bool:
         return False
     backend = "nccl" if torch.cuda.is_available() and os.environ.get("SKELANIM_DDP_BACKEND") == "nccl" else "gloo"
     dist.init_process_group(backend=backend)
+    atexit.register(cleanup)
     return True
 
 
@@ -65,3 +73,30 @@ def all_reduce_mean(value: float) -> float:
     t = torch.tensor([value], dtype=torch.float64)
     dist.all_reduce(t)
     return float(t) / world_size()
+
+
+def any_rank(flag: bool) -> bool:
+    """Whether ``flag`` is true on any rank (``flag`` itself without DDP)."""
+    if world_size() == 1:
+        return flag
+    t = torch.tensor([1 if flag else 0], dtype=torch.int64)
+    dist.all_reduce(t, op=dist.ReduceOp.MAX)
+    return bool(t.item())
+
+
+def gather_objects(value: T) -> list[T]:
+    """``value`` (picklable) from every rank, in rank order (``[value]`` without DDP)."""
+    if world_size() == 1:
+        return [value]
+    out: list[Any] = [None] * world_size()
+    dist.all_gather_object(out, value)
+    return out
+
+
+def broadcast_object(value: T) -> T:
+    """Rank 0's ``value`` (picklable) on every rank (``value`` itself without DDP)."""
+    if world_size() == 1:
+        return value
+    box = [value]
+    dist.broadcast_object_list(box, src=0)
+    return box[0]

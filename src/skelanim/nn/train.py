@@ -13,12 +13,17 @@ what to write beside the weights); :func:`fit` does the rest:
   seconds; ``resume=True`` continues from it. All writes are atomic.
 * **DDP.** Under ``torchrun`` (see :mod:`skelanim.nn.distributed`) the model is wrapped in
   ``DistributedDataParallel``; each rank takes its slice of every global batch; rank 0 validates, prints
-  and writes.
+  and writes. Models whose loss leaves some parameters without a gradient (a GAN's discriminator during a
+  VAE stage) need DDP's ``find_unused_parameters``: :attr:`TrainConfig.find_unused_parameters` sets it, and
+  by default one probe step on the first batch (model, buffers and RNG restored afterwards) finds out, agreed
+  across ranks. The task's loss must call the model (the DDP wrapper), not its submodules, or gradients
+  are not averaged: at the end every rank fingerprints its parameters and :func:`fit` raises if they differ.
 * **Schedule.** AdamW, linear warm-up then cosine decay over all planned steps, gradient clipping.
 """
 
 from __future__ import annotations
 
+import hashlib
 import math
 import time
 from dataclasses import asdict, dataclass
@@ -32,7 +37,7 @@ from tqdm import tqdm
 from skelanim.nn import distributed as ddp
 from skelanim.nn.checkpoint import STATE_NAME, load_train_state, save_model_files, save_train_state
 
-__all__ = ["Task", "TrainConfig", "fit", "seeded_generator"]
+__all__ = ["Task", "TrainConfig", "fit", "parameter_fingerprint", "seeded_generator", "unused_parameters"]
 
 
 @dataclass
@@ -59,6 +64,8 @@ class TrainConfig:
         Stop after this many steps in total (tests); the schedule still spans ``epochs``.
     progress : bool
         Show a tqdm bar (rank 0 only).
+    find_unused_parameters : bool or None
+        DDP's flag of that name; ``None`` finds out with one probe step (only under DDP).
     """
 
     epochs: int = 20
@@ -71,6 +78,7 @@ class TrainConfig:
     save_every_s: float = 60.0
     max_steps: int | None = None
     progress: bool = True
+    find_unused_parameters: bool | None = None
 
 
 class Task(Protocol):
@@ -112,6 +120,43 @@ def _lr_factor(step: int, total: int, warmup: int) -> float:
 
 def _unwrap(model: nn.Module) -> nn.Module:
     return model.module if isinstance(model, nn.parallel.DistributedDataParallel) else model
+
+
+def unused_parameters(model: nn.Module, task: Task, batch: dict[str, Tensor]) -> list[str]:
+    """Names of trainable parameters that get no gradient from ``task.loss`` on ``batch``.
+
+    One forward and backward pass of the plain ``model``; its gradients, buffers (batch-norm statistics)
+    and the global RNG state are restored afterwards, so training continues as if it had not run.
+    """
+    trainable = [(n, p) for n, p in model.named_parameters() if p.requires_grad]
+    grads = [p.grad for _, p in trainable]
+    buffers = {n: b.clone() for n, b in model.named_buffers()}
+    rng = torch.get_rng_state()
+    was_training = model.training
+    try:
+        for _, p in trainable:
+            p.grad = None
+        model.train()
+        loss, _ = task.loss(model, batch)
+        loss.backward()
+        return [n for n, p in trainable if p.grad is None]
+    finally:
+        for (_, p), g in zip(trainable, grads):
+            p.grad = g
+        with torch.no_grad():
+            for n, b in model.named_buffers():
+                b.copy_(buffers[n])
+        torch.set_rng_state(rng)
+        model.train(was_training)
+
+
+def parameter_fingerprint(model: nn.Module) -> str:
+    """SHA-256 of the parameters' bytes (names, dtypes, shapes and values; buffers left out)."""
+    digest = hashlib.sha256()
+    for name, p in _unwrap(model).named_parameters():
+        digest.update(f"{name}:{p.dtype}:{tuple(p.shape)};".encode())
+        digest.update(p.detach().cpu().contiguous().numpy().tobytes())
+    return digest.hexdigest()
 
 
 def fit(
@@ -162,8 +207,19 @@ def fit(
         model_state, optim_state, meta = load_train_state(out_dir / STATE_NAME)
         model.load_state_dict(model_state)
         optimizer.load_state_dict(optim_state)
+    find_unused = config.find_unused_parameters
     if distributed:
-        model = nn.parallel.DistributedDataParallel(model)
+        if find_unused is None:
+            step = meta["step_in_epoch"]
+            order = torch.randperm(n, generator=seeded_generator(config.seed, meta["epoch"]))
+            start = (step * world + rank) * config.batch_size
+            probe = task.batch(order[start : start + config.batch_size],
+                               seeded_generator(config.seed, meta["epoch"], step, rank))  # fmt: skip
+            unused = unused_parameters(model, task, probe)
+            find_unused = ddp.any_rank(bool(unused))
+            if main and find_unused:
+                emit(f"DDP: find_unused_parameters on ({len(unused)} parameters without gradient, e.g. {unused[0]})")
+        model = nn.parallel.DistributedDataParallel(model, find_unused_parameters=bool(find_unused))
     plain = _unwrap(model)
     started, last_save = time.perf_counter() - float(meta["seconds"]), time.perf_counter()
 
@@ -212,34 +268,46 @@ def fit(
         bar.close()
         if meta["step_in_epoch"] < steps_per_epoch:  # stopped by max_steps inside the epoch
             break
-        record: dict[str, Any] = {"epoch": epoch + 1, **{f"train_{k}": v / max(count, 1) for k, v in sums.items()}}
+        train = {k: v / max(count, 1) for k, v in sums.items()}
+        if distributed:  # mean over ranks of each logged training term
+            every = ddp.gather_objects(train)
+            train = {k: sum(d[k] for d in every if k in d) / sum(k in d for d in every) for k in every[0]}
+        record: dict[str, Any] = {"epoch": epoch + 1, **{f"train_{k}": v for k, v in train.items()}}
         model.eval()
         if main:
             with torch.no_grad():
                 record.update(task.validate(plain))
-        ddp.barrier()
+        record = ddp.broadcast_object(record)  # every rank keeps the same history and best (and waits here)
         meta["epoch"] += 1
         meta["step_in_epoch"] = 0
         record["seconds"] = time.perf_counter() - started
         meta["history"].append(record)
+        value = float(record[task.metric])
+        improved = meta["best"] is None or value < meta["best"][task.metric]
+        if improved:
+            meta["best"] = {k: v for k, v in record.items() if isinstance(v, (int, float))}
         if main:
-            value = float(record[task.metric])
-            if meta["best"] is None or value < meta["best"][task.metric]:
-                meta["best"] = {k: v for k, v in record.items() if isinstance(v, (int, float))}
+            if improved:
                 cfg = task.model_config()
                 cfg["training"] = {**cfg.get("training", {}), "loop": asdict(config), "best": meta["best"],
                                    "history": meta["history"], "world_size": world}  # fmt: skip
                 save_model_files(out_dir, plain.state_dict(), cfg)
             shown = "  ".join(f"{k} {v:.4g}" for k, v in record.items() if isinstance(v, float))
-            emit(
-                f"epoch {epoch + 1}/{config.epochs}  {shown}"
-                + ("  *best*" if meta["best"]["epoch"] == epoch + 1 else "")
-            )
+            emit(f"epoch {epoch + 1}/{config.epochs}  {shown}" + ("  *best*" if improved else ""))
         save_state()
         last_save = time.perf_counter()
     if not stop_now() or meta["step_in_epoch"]:
         save_state()
     ddp.barrier()
+    fingerprint = parameter_fingerprint(plain)
+    if distributed:
+        prints = ddp.gather_objects(fingerprint)
+        if len(set(prints)) != 1:
+            raise RuntimeError(f"DDP ranks ended with different weights (parameter SHA-256 per rank: {prints}); "
+                               "does the task's loss call the model itself rather than its submodules?")  # fmt: skip
+        if main:
+            emit(f"DDP: {world} ranks hold identical weights (parameter SHA-256 {fingerprint[:16]})")
     result = {"best": meta["best"], "history": meta["history"], "steps": meta["global_step"],
-              "seconds": time.perf_counter() - started}  # fmt: skip
+              "seconds": time.perf_counter() - started, "world_size": world, "weights_sha256": fingerprint,
+              "find_unused_parameters": find_unused}  # fmt: skip
     return result
