@@ -47,7 +47,8 @@ def test_up_to_y_rejects_a_bad_axis() -> None:
 
 
 @pytest.mark.parametrize(
-    ("height", "unit"), [(1.75, "m"), (0.9, "m"), (30.0, "cmu"), (68.0, "in"), (170.0, "cm"), (1700.0, "mm")]
+    ("height", "unit"),
+    [(1.75, "m"), (0.9, "m"), (17.0, "cmu"), (30.0, "cmu"), (68.0, "in"), (170.0, "cm"), (172.0, "cm"), (1700.0, "mm")],
 )
 def test_guess_unit(height: float, unit: str) -> None:
     assert guess_unit(height) == unit

@@ -31,7 +31,7 @@ from skelanim import Motion, Skeleton
 from skelanim.core.rotations import rotvec_to_quat
 from skelanim.data.samples import sample_path
 from skelanim.viz import viewer
-from skelanim.viz.viewer import ViewerError, build_viewer_html, metres_per_unit, viewer_positions
+from skelanim.viz.viewer import ViewerError, build_viewer_html, viewer_positions
 
 CHROMIUM = os.environ.get("SKELANIM_CHROMIUM", "/usr/bin/chromium")
 REQUIRE_BROWSER = os.environ.get("SKELANIM_REQUIRE_BROWSER") == "1"
@@ -90,15 +90,6 @@ def decode_payload(payload: dict) -> np.ndarray:
 
 
 # =========================================================================== the HTML writer
-def test_metres_per_unit_recognises_common_units() -> None:
-    assert metres_per_unit(1.75) == 1.0
-    assert metres_per_unit(172.0) == 0.01
-    assert metres_per_unit(68.0) == 0.0254
-    assert metres_per_unit(1700.0) == 0.001
-    assert metres_per_unit(17.0) == pytest.approx(0.0254 / 0.45)  # CMU's ASF unit
-    assert metres_per_unit(0.0) == 1.0
-
-
 def test_positions_are_metres_y_up_grounded_and_centred() -> None:
     motion = synthetic_motion()
     pos, scale, height = viewer_positions(motion)

@@ -46,7 +46,6 @@ from skelanim.io.atomic import atomic_open
 #: Most joint-frames (sum over motions of frames x (joints + End Sites)) one page may embed, about 8 bytes
 #: each once encoded: the default keeps a page under ~25 MB, which browsers open comfortably.
 DEFAULT_MAX_SAMPLES = 3_000_000
-#: Height (metres) given to a figure whose height matches no known unit.
 #: The vendored files inlined into every page.
 ASSET_FILES = ("viewer.html", "viewer.js", "three.module.min.js", "OrbitControls.js")
 
