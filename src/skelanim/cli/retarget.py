@@ -109,9 +109,12 @@ def train(
         window=window, samples=samples, resume=resume,
         command="skelanim " + " ".join(shlex.quote(a) for a in sys.argv[1:]),
     )  # fmt: skip
-    best = result["best"] or {}
-    typer.echo(f"wrote {out} ({result['parameters']} parameters, {result['steps']} steps, {result['seconds']:.0f} s; "
-               f"best epoch {best.get('epoch')}: val_total {best.get('val_total', float('nan')):.4g})")  # fmt: skip
+    from skelanim.nn import distributed
+
+    if distributed.is_main():  # under torchrun only rank 0 reports
+        best = result["best"] or {}
+        typer.echo(f"wrote {out} ({result['parameters']} parameters, {result['steps']} steps, {result['seconds']:.0f} s; "
+                   f"best epoch {best.get('epoch')}: val_total {best.get('val_total', float('nan')):.4g})")  # fmt: skip
 
 
 @retarget_app.command("eval")
