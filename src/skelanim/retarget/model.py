@@ -32,7 +32,7 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
-from skelanim.core.rotations import matrix_to_rot6d, quat_normalize, quat_to_matrix
+from skelanim.core.rotations import matrix_to_rot6d, quat_to_matrix
 
 __all__ = ["NKN", "Discriminator", "NKNConfig", "NKNState", "heading", "skeleton_features"]
 
@@ -183,8 +183,8 @@ class NKN(nn.Module):
         dec, h_dec = _gru(self.decoder, dec_in, state.decoder)
         out = self.head(dec)
         delta = out[..., : J * 4].unflatten(-1, (J, 4))
-        delta = quat_normalize(delta + torch.tensor([1.0, 0.0, 0.0, 0.0], dtype=delta.dtype))
-        target_local = local @ quat_to_matrix(delta)
+        delta = delta + torch.tensor([1.0, 0.0, 0.0, 0.0], dtype=delta.dtype)
+        target_local = local @ quat_to_matrix(delta)  # quat_to_matrix normalises (a zero quaternion: identity)
         scale = (tgt_leg / src_leg)[:, None, None]
         target_hips = hips * scale + _rotate(yaw, out[..., J * 4 :]) * tgt_leg[:, None, None]
         return target_local, target_hips, NKNState(h_enc, h_dec, hips[:, -1].detach())
