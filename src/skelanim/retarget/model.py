@@ -94,8 +94,8 @@ def heading(hips_frame: Tensor) -> Tensor:
 def _gru(gru: nn.GRU, x: Tensor, h: Tensor | None) -> tuple[Tensor, Tensor]:
     """``nn.GRU`` over ``(B, T, D)``; one frame with a state goes through the fused cell (same weights, same
     result, less overhead per streamed frame)."""
-    if x.shape[1] != 1 or h is None or gru.training:
-        return gru(x, h)
+    if x.shape[1] != 1 or h is None or gru.training or torch.onnx.is_in_onnx_export():
+        return gru(x, h)  # exported, nn.GRU becomes ONNX's fused GRU node
     weights: list[Tensor] = [getattr(gru, n) for n in ("weight_ih_l0", "weight_hh_l0", "bias_ih_l0", "bias_hh_l0")]
     out = torch._VF.gru_cell(x[:, 0], h[0], *weights)
     return out[:, None], out[None]
