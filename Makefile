@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 
 .PHONY: demo test tools bench clean
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml setup.py src/skelanim/io/_bvh_numbers.c
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet torch==2.13.0
 	$(PY) -m pip install --quiet -e '.[test]'

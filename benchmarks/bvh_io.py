@@ -16,6 +16,9 @@ What is timed
   ``Motion.positions()``; pybvh: ``Bvh.joint_positions()``; bvhio: ``loadPose(f)`` and
   ``PositionWorld`` of every joint, frame by frame, as its API offers).
 
+The MOTION numbers are parsed by skelanim's optional C extension when it is built (``pip install -e .``
+compiles ``src/skelanim/io/_bvh_numbers.c``), else by its NumPy path; the script prints which.
+
 Torch runs single-threaded by default (``--torch-threads 0`` keeps torch's own setting): the peers are
 single-threaded NumPy/Python, and torch's thread pool only adds latency on a shared machine.
 """
@@ -38,7 +41,7 @@ sys.path.insert(0, str(REPO / "src"))
 
 import torch
 
-from skelanim.io import bvh
+from skelanim.io import bvh, bvh_numbers
 
 
 def default_file() -> Path:
@@ -108,6 +111,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{args.file} ({size / 1e6:.1f} MB, {motion.num_frames} frames, {motion.skeleton.num_joints} joints); "
           f"torch threads {torch.get_num_threads()}, {os.cpu_count()} CPUs, load average "
           f"{os.getloadavg()[0]:.1f}, {args.repeats} repeats")
+    print(f"skelanim MOTION number parser: {bvh_numbers.number_parser()}"
+          + ("" if bvh_numbers.NATIVE else " (the C extension is not built: pip install -e . with a C compiler)"))
 
     ours = runs["skelanim"][1]()
     for name, (_, fk) in runs.items():  # warm up, and check everybody computes the same positions

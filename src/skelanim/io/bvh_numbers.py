@@ -21,17 +21,32 @@ reported right away; anything else unusual (``nan``, stray bytes, malformed numb
 block through a plain Python path that either returns the same values or raises
 :class:`~skelanim.errors.FormatError` naming the first bad line and token. Accepted grammar (both paths): ``[+-]? (digits [. digits?] | . digits) ([eE] [+-]? digits)?``,
 finite values only.
+
+When the optional compiled scanner :mod:`skelanim.io._bvh_numbers` (``_bvh_numbers.c``, built by
+``pip install``) is present it is tried first: one pass over the bytes, the same grammar, values equal to
+``float(token)`` bit for bit. It accepts only valid blocks; for anything else it answers ``None`` and the
+NumPy path above runs, so error messages are the same with or without it. :data:`NATIVE` is that module
+or ``None``; :func:`number_parser` names the path in use.
 """
 
 from __future__ import annotations
 
 import re
+from types import ModuleType
 
 import numpy as np
 
 from skelanim.errors import FormatError
 
-__all__ = ["NUMBER_RE", "parse_motion_values"]
+NATIVE: ModuleType | None
+try:
+    from skelanim.io import _bvh_numbers as _compiled
+
+    NATIVE = _compiled
+except ImportError:  # not compiled (no C compiler at install time): the NumPy path does everything
+    NATIVE = None
+
+__all__ = ["NATIVE", "NUMBER_RE", "number_parser", "parse_motion_values"]
 
 #: A BVH number, as accepted by the readers (no ``nan``/``inf``, no underscores, ASCII digits only).
 NUMBER_RE = re.compile(rb"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
@@ -375,6 +390,20 @@ def _parse_slow(body: bytes, chunks: list[tuple[int, int]], channels: int, first
     return values, counts
 
 
+def number_parser() -> str:
+    """Which path parses MOTION blocks here: ``"C extension"`` or ``"NumPy"`` (the extension is missing)."""
+    return "C extension" if NATIVE is not None else "NumPy"
+
+
+def _too_few_frames(frames: int, found: int, frames_line: int | None, path: str, line: int) -> FormatError:
+    where = f" (line {frames_line})" if frames_line is not None else ""
+    return FormatError(
+        f"expected {frames} frames as declared by 'Frames:'{where}, found {found} frame line{'s' if found != 1 else ''}",
+        path=path,
+        line=line,
+    )
+
+
 def parse_motion_values(
     body: bytes,
     *,
@@ -413,6 +442,16 @@ def parse_motion_values(
         A token that is not a finite number, a frame line with the wrong number of values, or fewer
         frame lines than declared: the message names the file, the line and what was expected.
     """
+    if channels and NATIVE is not None:
+        # at most as many rows as the text can hold ("0 0 ... 0\n": 2C bytes a line), whatever 'Frames:' says
+        rows = min(frames, (len(body) + 1) // (2 * channels) + 1)
+        out = np.empty((rows, channels))
+        scanned = NATIVE.parse_motion(body, out, channels)
+        if scanned is not None:  # a valid block; otherwise the paths below find and report the problem
+            found, n_lines = scanned
+            if found < frames:
+                raise _too_few_frames(frames, found, frames_line, path, first_line + max(n_lines - 1, 0))
+            return out, found - frames
     scan = _Scan(body)
     chunks: list[tuple[int, int]] = []
     start, n = 0, len(body)
@@ -427,13 +466,7 @@ def parse_motion_values(
     values, counts = result
     found = int(np.count_nonzero(counts)) if channels else frames
     if found < frames:
-        where = f" (line {frames_line})" if frames_line is not None else ""
-        raise FormatError(
-            f"expected {frames} frames as declared by 'Frames:'{where}, found {found} frame line"
-            f"{'s' if found != 1 else ''}",
-            path=path,
-            line=first_line + max(counts.size - 1, 0),
-        )
+        raise _too_few_frames(frames, found, frames_line, path, first_line + max(counts.size - 1, 0))
     if channels == 0:
         return np.zeros((frames, 0)), 0
     return values[: frames * channels].reshape(frames, channels), found - frames

@@ -1,0 +1,265 @@
+/* The frame lines of a BVH MOTION block, scanned into a float64 array in one pass.
+
+   Optional compiled part of skelanim (see skelanim/io/bvh_numbers.py, which falls back to its NumPy
+   path when this module is missing). One function:
+
+       parse_motion(body: bytes, out: writable float64 buffer, channels: int)
+           -> (frame_lines, lines) | None
+
+   Lines end at '\n'; ' ', '\t', '\r', '\v', '\f' separate tokens (as bytes.split() does). Every
+   non-blank line must hold exactly `channels` numbers of the grammar
+
+       [+-]? (digits [. digits?] | . digits) ([eE] [+-]? digits)?
+
+   with a finite value. The values of the first len(out) / channels frame lines are stored in `out`
+   (row-major, one row per non-blank line); later lines are checked but not stored. The result is the
+   number of non-blank lines and the number of lines. None means "something is not as expected" (a bad
+   token, a wrong count, a value out of range, a token too long to copy): the caller then parses the
+   block with its exact Python path, which reports the first problem with its line. So this scanner only
+   ever accepts input that the Python path accepts, and gives the same values.
+
+   Values equal Python's float(token) bit for bit: up to 19 significant digits are collected in an
+   integer w with a decimal exponent e; when w <= 2^53 and |e| <= 22 both w and 10^|e| are exact
+   doubles, so one IEEE multiply or divide gives the correctly rounded result (Clinger's fast path).
+   Anything else goes through PyOS_string_to_double, the function behind float().
+
+   Memory safety: reads stop at the NUL byte that ends every bytes object (a NUL inside the text is
+   a bad token); writes are checked against the size of `out`. No allocation, no recursion.
+*/
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#define MAX_DIGITS 19            /* significant digits that always fit a uint64 */
+#define TWO_POW_53 9007199254740992ULL
+#define TOKEN_COPY 512           /* longest token handed to PyOS_string_to_double; longer: None */
+
+static const double POW10[23] = {
+    1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11,
+    1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22,
+};
+
+/* 1: token separator within a line ('\n' is handled apart). */
+static inline int is_space(unsigned char c) {
+    return c == ' ' || c == '\t' || c == '\r' || c == '\v' || c == '\f';
+}
+
+static inline int is_digit(unsigned char c) { return (unsigned char)(c - '0') < 10; }
+
+/* Outcome of reading one token. */
+enum { TOKEN_OK = 0, TOKEN_BAD = 1, TOKEN_ERROR = 2 };
+
+/* Parse the number starting at *pp (a byte that is not a separator). The text is a bytes object, so
+   end[0] == '\0': every loop below stops at that sentinel without a bounds check, and a '\0' before
+   `end` is junk like any other byte. On TOKEN_OK, *value is set and *pp points just past the token.
+   TOKEN_BAD: not a well-formed finite number (or too long to copy). TOKEN_ERROR: a Python exception. */
+static int read_number(const unsigned char **pp, const unsigned char *end, double *value) {
+    const unsigned char *start = *pp, *p = *pp;
+    int negative = 0;
+    uint64_t w = 0; /* the digits without leading zeros (wraps when there are more than 19: see `digits`) */
+    long e10 = 0;   /* decimal exponent of w */
+
+    if (*p == '+' || *p == '-') {
+        negative = (*p == '-');
+        ++p;
+    }
+    const unsigned char *int_start = p;
+    while (*p == '0') {
+        ++p;
+    }
+    const unsigned char *sig_start = p;
+    while (is_digit(*p)) {
+        w = w * 10 + (uint64_t)(*p - '0');
+        ++p;
+    }
+    Py_ssize_t any_digits = p - int_start;
+    Py_ssize_t digits = p - sig_start; /* significant digits so far */
+    if (*p == '.') {
+        const unsigned char *frac_start = ++p;
+        if (digits == 0) { /* 0.000123: zeros after the dot are not significant either */
+            while (*p == '0') {
+                ++p;
+            }
+        }
+        const unsigned char *frac_sig = p;
+        while (is_digit(*p)) {
+            w = w * 10 + (uint64_t)(*p - '0');
+            ++p;
+        }
+        digits += p - frac_sig;
+        any_digits += p - frac_start;
+        e10 = -(long)(p - frac_start);
+    }
+    if (any_digits == 0) {
+        return TOKEN_BAD;
+    }
+    if (*p == 'e' || *p == 'E') {
+        int exp_negative = 0;
+        long exponent = 0;
+        ++p;
+        if (*p == '+' || *p == '-') {
+            exp_negative = (*p == '-');
+            ++p;
+        }
+        if (!is_digit(*p)) {
+            return TOKEN_BAD;
+        }
+        for (; is_digit(*p); ++p) {
+            if (exponent < 100000) { /* saturate: such values go to PyOS_string_to_double anyway */
+                exponent = exponent * 10 + (*p - '0');
+            }
+        }
+        e10 += exp_negative ? -exponent : exponent;
+    }
+    if (!is_space(*p) && *p != '\n' && p != end) {
+        return TOKEN_BAD; /* a number followed by something else: "1.2.3", "1x", "5-", "1\0" */
+    }
+    *pp = p;
+
+    double v;
+    if (digits <= MAX_DIGITS && w <= TWO_POW_53 && e10 >= -22 && e10 <= 22) {
+        v = (double)w; /* exact */
+        if (e10 < 0) {
+            v /= POW10[-e10];
+        } else if (e10 > 0) {
+            v *= POW10[e10];
+        }
+        *value = negative ? -v : v;
+        return TOKEN_OK;
+    }
+    if (digits == 0) { /* zero with any exponent */
+        *value = negative ? -0.0 : 0.0;
+        return TOKEN_OK;
+    }
+    /* the exact, slower path: what float() does */
+    Py_ssize_t length = (Py_ssize_t)(p - start);
+    char copy[TOKEN_COPY + 1];
+    if (length > TOKEN_COPY) {
+        return TOKEN_BAD; /* let the Python path deal with it */
+    }
+    memcpy(copy, start, (size_t)length);
+    copy[length] = '\0';
+    char *stop = NULL;
+    v = PyOS_string_to_double(copy, &stop, NULL);
+    if (v == -1.0 && PyErr_Occurred()) {
+        if (PyErr_ExceptionMatches(PyExc_ValueError)) {
+            PyErr_Clear();
+            return TOKEN_BAD;
+        }
+        return TOKEN_ERROR;
+    }
+    if (stop != copy + length || !isfinite(v)) {
+        return TOKEN_BAD;
+    }
+    *value = v;
+    return TOKEN_OK;
+}
+
+static PyObject *parse_motion(PyObject *self, PyObject *args) {
+    PyObject *text;
+    Py_buffer out;
+    Py_ssize_t channels;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "Sw*n:parse_motion", &text, &out, &channels)) {
+        return NULL;
+    }
+    PyObject *result = NULL;
+    if (channels <= 0) {
+        PyErr_SetString(PyExc_ValueError, "parse_motion: channels must be positive");
+        goto done;
+    }
+    if (!PyBuffer_IsContiguous(&out, 'C')) {
+        PyErr_SetString(PyExc_ValueError, "parse_motion: out must be contiguous");
+        goto done;
+    }
+    {
+        const Py_ssize_t length = PyBytes_GET_SIZE(text);
+        const unsigned char *p = (const unsigned char *)PyBytes_AS_STRING(text);
+        const unsigned char *end = p + length; /* *end == '\0' (bytes objects are NUL-terminated) */
+        double *values = (double *)out.buf;
+        const Py_ssize_t rows = out.len / (Py_ssize_t)sizeof(double) / channels;
+        Py_ssize_t frame_lines = 0, lines = 0, in_line = 0;
+        double *row = rows > 0 ? values : NULL;
+        int bad = 0;
+
+        for (;;) {
+            unsigned char c = *p;
+            if (c == ' ') {
+                ++p;
+                continue;
+            }
+            if (c == '\n') {
+                if (in_line) {
+                    if (in_line != channels) {
+                        bad = 1;
+                        break;
+                    }
+                    ++frame_lines;
+                    row = frame_lines < rows ? values + frame_lines * channels : NULL;
+                    in_line = 0;
+                }
+                ++lines;
+                ++p;
+                continue;
+            }
+            if (p == end) {
+                break;
+            }
+            if (is_space(c)) {
+                ++p;
+                continue;
+            }
+            if (in_line == channels) { /* one value too many on this line */
+                bad = 1;
+                break;
+            }
+            double v;
+            int status = read_number(&p, end, &v);
+            if (status == TOKEN_ERROR) {
+                goto done;
+            }
+            if (status == TOKEN_BAD) {
+                bad = 1;
+                break;
+            }
+            if (row != NULL) {
+                row[in_line] = v;
+            }
+            ++in_line;
+        }
+        if (!bad && in_line) {
+            if (in_line != channels) {
+                bad = 1;
+            } else {
+                ++frame_lines;
+            }
+        }
+        if (!bad && length > 0 && end[-1] != '\n') {
+            ++lines; /* a last line without a newline */
+        }
+        result = bad ? Py_NewRef(Py_None) : Py_BuildValue("(nn)", frame_lines, lines);
+    }
+done:
+    PyBuffer_Release(&out);
+    return result;
+}
+
+static PyMethodDef methods[] = {
+    {"parse_motion", parse_motion, METH_VARARGS,
+     "parse_motion(body, out, channels) -> (frame_lines, lines) or None.\n\n"
+     "Scan the frame lines of a BVH MOTION block into `out` (a writable float64 buffer of\n"
+     "rows * channels values): see the module source for the grammar. None when any line is not\n"
+     "`channels` well-formed finite numbers (the caller then finds and reports the problem)."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, "_bvh_numbers",
+    "Compiled scanner for the numbers of a BVH MOTION block (optional; see skelanim.io.bvh_numbers).",
+    -1, methods, NULL, NULL, NULL, NULL,
+};
+
+PyMODINIT_FUNC PyInit__bvh_numbers(void) { return PyModule_Create(&module); }

@@ -1,0 +1,5 @@
+"""Type stub for the optional compiled MOTION scanner (``_bvh_numbers.c``)."""
+
+from typing import Any
+
+def parse_motion(body: bytes, out: Any, channels: int, /) -> tuple[int, int] | None: ...

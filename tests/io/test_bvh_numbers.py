@@ -1,0 +1,221 @@
+"""The two MOTION-block number parsers agree: the compiled scanner (``skelanim.io._bvh_numbers``, built from
+``_bvh_numbers.c``) and the NumPy path give the same values bit for bit and the same errors (message and
+line), and both equal Python's ``float()`` (the independent reference) on every token.
+
+Tests that call the scanner directly skip when it was not built (no C compiler); the comparisons then
+compare the NumPy path with itself and with ``float()``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from skelanim.errors import FormatError
+from skelanim.io import bvh, bvh_numbers
+from skelanim.io.bvh_parse import parse_bvh_bytes
+
+NATIVE = bvh_numbers.NATIVE
+needs_native = pytest.mark.skipif(NATIVE is None, reason="the C extension is not built (no C compiler at install)")
+
+
+def _parse(body: bytes, channels: int, frames: int, *, native: bool) -> tuple[np.ndarray, int] | str:
+    """``parse_motion_values`` by one path: its result, or the FormatError as text."""
+    saved = bvh_numbers.NATIVE
+    bvh_numbers.NATIVE = NATIVE if native else None
+    try:
+        return bvh_numbers.parse_motion_values(body, first_line=7, channels=channels, frames=frames, path="t.bvh",
+                                               frames_line=5)
+    except FormatError as exc:
+        return str(exc)
+    finally:
+        bvh_numbers.NATIVE = saved
+
+
+def _assert_same(a: tuple[np.ndarray, int] | str, b: tuple[np.ndarray, int] | str) -> None:
+    if isinstance(a, str) or isinstance(b, str):
+        assert a == b
+        return
+    assert a[1] == b[1] and a[0].shape == b[0].shape
+    assert np.array_equal(a[0].view(np.uint64), b[0].view(np.uint64))  # bit for bit, signed zeros too
+
+
+def _both(body: bytes, channels: int, frames: int) -> tuple[np.ndarray, int] | str:
+    c, numpy_path = _parse(body, channels, frames, native=True), _parse(body, channels, frames, native=False)
+    _assert_same(c, numpy_path)
+    return c
+
+
+@pytest.fixture
+def without_extension(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    monkeypatch.setattr(bvh_numbers, "NATIVE", None)
+    yield
+
+
+def test_number_parser_names_the_path(without_extension: None) -> None:
+    assert bvh_numbers.number_parser() == "NumPy"
+
+
+@needs_native
+def test_extension_is_used_when_built() -> None:
+    assert bvh_numbers.number_parser() == "C extension"
+
+
+def _family_files(mocap_dir: Path) -> list[Path]:
+    return [min(d.glob("*.bvh")) for d in sorted(mocap_dir.iterdir()) if d.is_dir() and any(d.glob("*.bvh"))]
+
+
+def test_both_paths_equal_float_on_a_file_of_every_family(mocap_dir: Path) -> None:
+    files = _family_files(mocap_dir)
+    assert len(files) >= 5
+    for path in files:
+        data = path.read_bytes()
+        parsed = parse_bvh_bytes(data, str(path))
+        body = data.split(b"Frame Time:")[1].split(b"\n", 1)[1]
+        channels = parsed.values.shape[1]
+        result = _both(body, channels, parsed.values.shape[0])
+        assert not isinstance(result, str), result
+        expected = np.array([float(t) for t in body.split()]).reshape(-1, channels)[: parsed.values.shape[0]]
+        assert np.array_equal(result[0].view(np.uint64), expected.view(np.uint64)), path
+
+
+TOKENS = [
+    "0", "-0", "+0", "0.0", "-0.000", "1", "+2", "-3.5", ".5", "-.5", "5.", "-5.", "+.5e1", "1e5", "1E-5", "-2.5e+3",
+    "5.e3", "0e999999999", "1e-400", "1e22", "1e23", "1e-22", "1e-23", "4.35e-22", "9007199254740992",
+    "9007199254740993", "9007199254740993.0", "123456789012345678", "1234567890123456789", "12345678901234567890",
+    "0.1234567890123456789", "0.00000000000000000000000123", "00000.000001", "000123.4500", "179.99", "-180",
+    "2.2250738585072014e-308", "4.9e-324", "2e-324", "1.7976931348623157e308", "0.1", "0.2", "0.3", "1.0000",
+    "-17.3198", "1" * 30, "1" * 30 + ".5", "3." + "1" * 40, "7e" + "0" * 30 + "1",
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("sep", [" ", "\t", "  \t ", " \r", "\x0b", "\x0c"])
+@pytest.mark.parametrize("newline", ["\n", "\r\n"])
+def test_every_number_form_bit_identical_to_float(sep: str, newline: str) -> None:
+    rows = [TOKENS[i : i + 5] for i in range(0, len(TOKENS) - 4, 5)]
+    body = ((sep + newline).join(sep.join(r) for r in rows) + newline).encode()
+    result = _both(body, 5, len(rows))
+    assert not isinstance(result, str), result
+    expected = np.array([[float(t) for t in r] for r in rows])
+    assert np.array_equal(result[0].view(np.uint64), expected.view(np.uint64))
+
+
+BAD = [
+    (b"1 2 3\n4 5\n", "expected 3 channel values on frame 2, found 2"),
+    (b"1 2 3\n4 5 6 7\n", "found 4"),
+    (b"1 2 3\n4 5 6", "expected 3 frames"),  # only 2 frames
+    (b"1 2 3\n\n\n", "found 1 frame line"),
+    (b"1 2 nan\n1 2 3\n1 2 3\n", "'nan'"),
+    (b"1 2 inf\n1 2 3\n1 2 3\n", "'inf'"),
+    (b"1 2 1e999\n1 2 3\n1 2 3\n", "out of range"),
+    (b"1 2 -1.8e308\n1 2 3\n1 2 3\n", "out of range"),
+    (b"1 2 3\n1 2 1.2.3\n1 2 3\n", "'1.2.3'"),
+    (b"1 2 3\n1 2 3x\n1 2 3\n", "'3x'"),
+    (b"1 2 3\n1 2 1_0\n1 2 3\n", "'1_0'"),
+    (b"1 2 3\n1 2 0x10\n1 2 3\n", "'0x10'"),
+    (b"1 2 3\n1 2 --1\n1 2 3\n", "'--1'"),
+    (b"1 2 3\n1 2 +\n1 2 3\n", "'+'"),
+    (b"1 2 3\n1 2 .\n1 2 3\n", "'.'"),
+    (b"1 2 3\n1 2 e5\n1 2 3\n", "'e5'"),
+    (b"1 2 3\n1 2 1e\n1 2 3\n", "'1e'"),
+    (b"1 2 3\n1 2 1e+\n1 2 3\n", "'1e+'"),
+    (b"1 2 3\n1 2 3\x00\n1 2 3\n", "expected a number"),
+    (b"1 2 3\n1 2 \x00\n1 2 3\n", "expected a number"),
+    (b"1 2 3\n1 2 3\n1 2 \xff\n", "expected a number"),
+    (b"1 2 3\n1 2 \x1c3\n1 2 3\n", "expected a number"),
+    (b"1 2 3\n1 2 3\n1 2 3\n1 2 x\n", "'x'"),  # a bad token after the declared frames
+    (b"1 2 3\n1 2 3\n1 2 3\n0." + b"1" * 600 + b" 1 2\n", None),  # too long to copy: the NumPy path decides
+    (b"1 2 3\n1 2 3\n1 2 3\n1e" + b"9" * 600 + b" 1 2\n", "out of range"),
+]
+
+
+@pytest.mark.parametrize("body, message", BAD, ids=[str(i) for i in range(len(BAD))])
+def test_errors_are_the_same_on_both_paths(body: bytes, message: str | None) -> None:
+    result = _both(body, 3, 3)
+    if message is None:
+        assert not isinstance(result, str)
+        return
+    assert isinstance(result, str) and message in result, result
+    assert result.startswith("t.bvh:")
+
+
+def test_extra_frames_and_blank_lines() -> None:
+    result = _both(b"\n1 2 3\n \t\r\n4 5 6\n7 8 9\n10 11 12\n\n", 3, 2)
+    assert not isinstance(result, str)
+    assert result[1] == 2 and result[0].tolist() == [[1, 2, 3], [4, 5, 6]]
+
+
+def test_huge_declared_frame_count_does_not_allocate_it() -> None:
+    result = _both(b"1 2 3\n", 3, 10**15)
+    assert isinstance(result, str) and "expected 1000000000000000 frames" in result and ":7:" in result
+
+
+ALPHABET = st.sampled_from([b"0", b"1", b"9", b".", b"-", b"+", b"e", b"E", b" ", b"\t", b"\r", b"\n", b"\n",
+                            b"\x00", b"x", b"\xff", b"12.5", b"-0.25", b"1e3", b"inf", b"nan"])
+
+
+@settings(max_examples=1500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(parts=st.lists(ALPHABET, max_size=60), channels=st.integers(1, 4), frames=st.integers(1, 4))
+def test_random_blocks_same_on_both_paths(parts: list[bytes], channels: int, frames: int) -> None:
+    _both(b"".join(parts), channels, frames)
+
+
+@settings(max_examples=300, deadline=None)
+@given(values=st.lists(st.floats(-1e300, 1e300, allow_nan=False), min_size=6, max_size=6),
+       fmt=st.sampled_from(["{!r}", "{:.17g}", "{:.6f}", "{:e}", "{:+.3E}"]))
+def test_random_doubles_round_trip_exactly(values: list[float], fmt: str) -> None:
+    tokens = [fmt.format(v) for v in values]
+    body = (" ".join(tokens[:3]) + "\n" + " ".join(tokens[3:]) + "\n").encode()
+    result = _both(body, 3, 2)
+    assert not isinstance(result, str), result
+    expected = np.array([float(t) for t in tokens]).reshape(2, 3)
+    assert np.array_equal(result[0].view(np.uint64), expected.view(np.uint64))
+
+
+@needs_native
+def test_scanner_writes_only_the_rows_it_is_given() -> None:
+    assert NATIVE is not None
+    out = np.full((1, 3), -7.0)
+    assert NATIVE.parse_motion(b"1 2 3\n4 5 6\n7 8 9", out, 3) == (3, 3)
+    assert out.tolist() == [[1, 2, 3]]
+    guard = np.full(8, -7.0)  # rows = 0: nothing written
+    assert NATIVE.parse_motion(b"1 2 3 4 5 6 7 8 9\n", guard[:0], 9) == (1, 1)
+    assert NATIVE.parse_motion(b"", guard[:0], 3) == (0, 0)
+    assert NATIVE.parse_motion(b"1 2\n", guard[:3], 3) is None  # may have written into its row, not beyond
+    assert NATIVE.parse_motion(b"1 2 3\n4 5 6 7\n", guard[:3], 3) is None
+    assert (guard[3:] == -7.0).all()
+    with pytest.raises(TypeError):
+        NATIVE.parse_motion("1 2 3", out, 3)  # type: ignore[arg-type]
+    with pytest.raises(ValueError):
+        NATIVE.parse_motion(b"1 2 3", out, 0)
+
+
+@needs_native
+def test_scanner_survives_binary_junk() -> None:
+    assert NATIVE is not None
+    rng = np.random.default_rng(0)
+    out = np.empty((2, 3))
+    for size in range(200):
+        junk = rng.integers(0, 256, size=size, dtype=np.uint8).tobytes()
+        lines = junk.count(b"\n") + (bool(junk) and not junk.endswith(b"\n"))
+        assert NATIVE.parse_motion(junk, out, 3) in (None, (0, lines))
+
+
+def test_loading_without_the_extension_gives_the_same_motion(mocap_dir: Path) -> None:
+    path = _family_files(mocap_dir)[0]
+    native = bvh.load(path)
+    saved = bvh_numbers.NATIVE
+    bvh_numbers.NATIVE = None
+    try:
+        fallback = bvh.load(path)
+    finally:
+        bvh_numbers.NATIVE = saved
+    assert np.array_equal(native.metadata["bvh_values"], fallback.metadata["bvh_values"])
+    assert native.rotations.equal(fallback.rotations) and native.root_positions.equal(fallback.root_positions)
+    assert math.isfinite(float(native.positions().abs().max()))
