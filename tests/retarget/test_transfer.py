@@ -117,6 +117,7 @@ def test_onnx_step_equals_eager_step(clips, method, target):
     source = clips["cmu_mb"][:12]
     fast, slow = (Retargeter(source.skeleton, clips[target].skeleton, method, fps=source.fps, runtime=rt)
                   for rt in ("onnx", "torch"))  # fmt: skip
+    assert fast.compile() and not slow.compile()
     for f in range(source.num_frames):
         a, b = fast.step(source.rotations[f], source.root_positions[f]), slow.step(source.rotations[f], source.root_positions[f])
         torch.testing.assert_close(a[0], b[0], atol=1e-9, rtol=0)

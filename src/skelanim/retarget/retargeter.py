@@ -298,13 +298,20 @@ class Retargeter:
                 raise RetargetError(f"the streamed step could not be exported to ONNX: {err}".splitlines()[0]) from None
             return None
 
+    def compile(self) -> bool:
+        """Build the compiled step now rather than on the first :meth:`step` (about a second: do it before a
+        live stream starts). Returns whether :meth:`step` runs compiled (onnxruntime) or eagerly."""
+        if self._compiled is None:
+            self._compiled = self._compiled_step() or False
+        return bool(self._compiled)
+
     def step(
         self, rotations: Tensor, root_position: Tensor, joint_translations: Tensor | None = None
     ) -> tuple[Tensor, Tensor, Tensor | None]:
         """Retarget one frame of a stream.
 
-        The first call builds the compiled step (an in-memory ONNX export; about a second), later calls
-        run it (see :mod:`.online`).
+        The first call builds the compiled step (an in-memory ONNX export; about a second; :meth:`compile`
+        does it ahead), later calls run it (see :mod:`.online`).
 
         Parameters
         ----------
@@ -333,9 +340,7 @@ class Retargeter:
             offsets = torch.as_tensor(joint_translations, dtype=torch.float64)
             if tuple(offsets.shape) != (n, 3):
                 raise RetargetError(f"joint translations must be ({n}, 3), got {tuple(offsets.shape)}")
-        if self._compiled is None:
-            self._compiled = self._compiled_step() or False
-        if self._compiled:
+        if self.compile():
             if self._stream is None:
                 self._stream = [t.numpy() for t in self._fresh_stream_state()]
             q, root2, jt, *state = self._compiled(rot.numpy(), root.numpy(), offsets.numpy(), *self._stream)
