@@ -182,18 +182,22 @@ def test_random_doubles_round_trip_exactly(values: list[float], fmt: str) -> Non
 def test_scanner_writes_only_the_rows_it_is_given() -> None:
     assert NATIVE is not None
     out = np.full((1, 3), -7.0)
-    assert NATIVE.parse_motion(b"1 2 3\n4 5 6\n7 8 9", out, 3) == (3, 3)
+    assert NATIVE.parse_motion(b"1 2 3\n4 5 6\n7 8 9", 0, out, 3) == (3, 3)
     assert out.tolist() == [[1, 2, 3]]
     guard = np.full(8, -7.0)  # rows = 0: nothing written
-    assert NATIVE.parse_motion(b"1 2 3 4 5 6 7 8 9\n", guard[:0], 9) == (1, 1)
-    assert NATIVE.parse_motion(b"", guard[:0], 3) == (0, 0)
-    assert NATIVE.parse_motion(b"1 2\n", guard[:3], 3) is None  # may have written into its row, not beyond
-    assert NATIVE.parse_motion(b"1 2 3\n4 5 6 7\n", guard[:3], 3) is None
+    assert NATIVE.parse_motion(b"1 2 3 4 5 6 7 8 9\n", 0, guard[:0], 9) == (1, 1)
+    assert NATIVE.parse_motion(b"", 0, guard[:0], 3) == (0, 0)
+    assert NATIVE.parse_motion(b"1 2\n", 0, guard[:3], 3) is None  # may have written into its row, not beyond
+    assert NATIVE.parse_motion(b"1 2 3\n4 5 6 7\n", 0, guard[:3], 3) is None
     assert (guard[3:] == -7.0).all()
     with pytest.raises(TypeError):
-        NATIVE.parse_motion("1 2 3", out, 3)  # type: ignore[arg-type]
+        NATIVE.parse_motion("1 2 3", 0, out, 3)  # type: ignore[arg-type]
     with pytest.raises(ValueError):
-        NATIVE.parse_motion(b"1 2 3", out, 0)
+        NATIVE.parse_motion(b"1 2 3", 0, out, 0)
+    with pytest.raises(ValueError):
+        NATIVE.parse_motion(b"1 2 3", 6, out, 3)
+    assert NATIVE.parse_motion(b"x\n1 2 3\n4 5 6", 2, out, 3) == (2, 2)  # from an offset
+    assert out.tolist() == [[1, 2, 3]]
 
 
 @needs_native
@@ -204,7 +208,11 @@ def test_scanner_survives_binary_junk() -> None:
     for size in range(200):
         junk = rng.integers(0, 256, size=size, dtype=np.uint8).tobytes()
         lines = junk.count(b"\n") + (bool(junk) and not junk.endswith(b"\n"))
-        assert NATIVE.parse_motion(junk, out, 3) in (None, (0, lines))
+        assert NATIVE.parse_motion(junk, 0, out, 3) in (None, (0, lines))
+        cut = size // 3
+        tail = junk[cut:]
+        tail_lines = tail.count(b"\n") + (bool(tail) and not tail.endswith(b"\n"))
+        assert NATIVE.parse_motion(junk, cut, out, 3) in (None, (0, tail_lines))
 
 
 def test_loading_without_the_extension_gives_the_same_motion(mocap_dir: Path) -> None:

@@ -11,18 +11,14 @@ as scipy does, uniformly for Tait-Bryan and proper Euler orders.
 
 from __future__ import annotations
 
+import functools
 import math
 
 import torch
 from torch import Tensor
 
 from skelanim.core._tensor import _check, _safe_atan2, _safe_norm, as_tensor, numpy_in_numpy_out
-from skelanim.core.rotations import (
-    EULER_ORDERS,
-    matrix_to_quat,
-    quat_multiply,
-    quat_normalize,
-)
+from skelanim.core.rotations import EULER_ORDERS, matrix_to_quat, quat_normalize
 from skelanim.errors import SkelanimError
 
 __all__ = ["EulerOrderError", "euler_to_matrix", "euler_to_quat", "matrix_to_euler", "quat_to_euler"]
@@ -50,12 +46,28 @@ def _axis_matrix(axis: int, angle: Tensor) -> Tensor:
     return torch.stack(entries, -1).unflatten(-1, (3, 3))
 
 
-def _axis_quat(axis: int, angle: Tensor) -> Tensor:
-    half = angle / 2
-    zero = torch.zeros_like(half)
-    parts = [torch.cos(half), zero, zero, zero]
-    parts[1 + axis] = torch.sin(half)
-    return torch.stack(parts, -1)
+_UNIT_PRODUCT = (  # Hamilton product of basis quaternions 1, i, j, k: (sign, index) of e_a * e_b
+    ((1, 0), (1, 1), (1, 2), (1, 3)),
+    ((1, 1), (-1, 0), (1, 3), (-1, 2)),
+    ((1, 2), (-1, 3), (-1, 0), (1, 1)),
+    ((1, 3), (1, 2), (-1, 1), (-1, 0)),
+)
+
+
+@functools.cache
+def _euler_quat_terms(axes: tuple[int, int, int]) -> tuple[tuple[tuple[int, int], ...], ...]:
+    """For each quaternion component (w, x, y, z), the ``(sign, monomial)`` terms of
+    ``q_a0 * q_a1 * q_a2`` with ``q_a = (cos h, sin h e_a)``; monomial bit ``i`` set = ``sin`` of angle
+    ``i`` (else ``cos``). Each of the 8 monomials lands on exactly one component with sign +-1."""
+    terms: list[list[tuple[int, int]]] = [[], [], [], []]
+    for mono in range(8):
+        sign, index = 1, 0
+        for i, axis in enumerate(axes):
+            if mono >> i & 1:
+                s, index = _UNIT_PRODUCT[index][1 + axis]
+                sign *= s
+        terms[index].append((sign, mono))
+    return tuple(tuple(t) for t in terms)
 
 
 @numpy_in_numpy_out
@@ -82,15 +94,17 @@ def euler_to_matrix(angles: Tensor, order: str) -> Tensor:
 
 
 @numpy_in_numpy_out
-def euler_to_quat(angles: Tensor, order: str) -> Tensor:
+def euler_to_quat(angles: Tensor, order: str, *, degrees: bool = False) -> Tensor:
     """Intrinsic Euler angles to unit quaternions (product of the three axis rotations, not canonicalised).
 
     Parameters
     ----------
     angles : Tensor
-        ``(..., 3)`` radians.
+        ``(..., 3)`` radians (degrees with ``degrees=True``); any strides.
     order : str
         One of :data:`EULER_ORDERS`, any case.
+    degrees : bool
+        Angles in degrees (as in BVH files): the same result as converting to radians first, bit for bit.
 
     Returns
     -------
@@ -100,8 +114,35 @@ def euler_to_quat(angles: Tensor, order: str) -> Tensor:
     axes = _parse_order(order)
     angles = as_tensor(angles)
     _check(angles, (3,), "angles")
-    q0, q1, q2 = (_axis_quat(ax, angles[..., i]) for i, ax in enumerate(axes))
-    return quat_multiply(quat_multiply(q0, q1), q2)
+    # long inputs go in blocks of rows: the temporaries of a block are reused by the next one instead of
+    # being fresh pages each time
+    step = max(1, _BLOCK // max(1, angles[0].numel() // 3)) if angles.ndim > 1 and angles.shape[0] else 1
+    if angles.ndim < 2 or angles.shape[0] <= step:
+        return _euler_to_quat_block(angles, axes, degrees)
+    return torch.cat([_euler_to_quat_block(angles[i : i + step], axes, degrees)
+                      for i in range(0, angles.shape[0], step)])
+
+
+_BLOCK = 8192  # Euler triples per block of euler_to_quat
+
+
+def _euler_to_quat_block(angles: Tensor, axes: tuple[int, int, int], degrees: bool) -> Tensor:
+    """:func:`euler_to_quat` of ``(..., 3)`` angles in one go."""
+    # Closed form of q_a0(angle 0) * q_a1(angle 1) * q_a2(angle 2): each component is a signed sum of
+    # products cos/sin(half angle 0) * cos/sin(half 1) * cos/sin(half 2), formed as (x0 * x1) * x2.
+    # components first and contiguous (one copy), so the products below run on contiguous rows
+    half = angles.movedim(-1, 0).contiguous() * (math.pi / 360.0 if degrees else 0.5)  # == radians(a) / 2
+    cos, sin = torch.cos(half), torch.sin(half)
+    first_two = [cos[0] * cos[1], sin[0] * cos[1], cos[0] * sin[1], sin[0] * sin[1]]  # by bits 0 and 1
+    mono = [first_two[m & 3] * (sin[2] if m & 4 else cos[2]) for m in range(8)]
+    parts = []
+    for terms in _euler_quat_terms(axes):
+        (sign_a, a), (sign_b, b) = terms  # two monomials per component for all 12 orders
+        if sign_a > 0:
+            parts.append(mono[a] + mono[b] if sign_b > 0 else mono[a] - mono[b])
+        else:
+            parts.append(mono[b] - mono[a] if sign_b > 0 else -(mono[a] + mono[b]))
+    return torch.stack(parts, -1)
 
 
 @numpy_in_numpy_out

@@ -3,8 +3,10 @@
    Optional compiled part of skelanim (see skelanim/io/bvh_numbers.py, which falls back to its NumPy
    path when this module is missing). One function:
 
-       parse_motion(body: bytes, out: writable float64 buffer, channels: int)
+       parse_motion(text: bytes, start: int, out: writable float64 buffer, channels: int)
            -> (frame_lines, lines) | None
+
+   scans text[start:] (the caller need not copy the block out of the file's bytes).
 
    Lines end at '\n'; ' ', '\t', '\r', '\v', '\f' separate tokens (as bytes.split() does). Every
    non-blank line must hold exactly `channels` numbers of the grammar
@@ -161,9 +163,9 @@ static int read_number(const unsigned char **pp, const unsigned char *end, doubl
 static PyObject *parse_motion(PyObject *self, PyObject *args) {
     PyObject *text;
     Py_buffer out;
-    Py_ssize_t channels;
+    Py_ssize_t start, channels;
     (void)self;
-    if (!PyArg_ParseTuple(args, "Sw*n:parse_motion", &text, &out, &channels)) {
+    if (!PyArg_ParseTuple(args, "Snw*n:parse_motion", &text, &start, &out, &channels)) {
         return NULL;
     }
     PyObject *result = NULL;
@@ -171,13 +173,17 @@ static PyObject *parse_motion(PyObject *self, PyObject *args) {
         PyErr_SetString(PyExc_ValueError, "parse_motion: channels must be positive");
         goto done;
     }
+    if (start < 0 || start > PyBytes_GET_SIZE(text)) {
+        PyErr_SetString(PyExc_ValueError, "parse_motion: start must be within the text");
+        goto done;
+    }
     if (!PyBuffer_IsContiguous(&out, 'C')) {
         PyErr_SetString(PyExc_ValueError, "parse_motion: out must be contiguous");
         goto done;
     }
     {
-        const Py_ssize_t length = PyBytes_GET_SIZE(text);
-        const unsigned char *p = (const unsigned char *)PyBytes_AS_STRING(text);
+        const Py_ssize_t length = PyBytes_GET_SIZE(text) - start;
+        const unsigned char *p = (const unsigned char *)PyBytes_AS_STRING(text) + start;
         const unsigned char *end = p + length; /* *end == '\0' (bytes objects are NUL-terminated) */
         double *values = (double *)out.buf;
         const Py_ssize_t rows = out.len / (Py_ssize_t)sizeof(double) / channels;
@@ -249,8 +255,8 @@ done:
 
 static PyMethodDef methods[] = {
     {"parse_motion", parse_motion, METH_VARARGS,
-     "parse_motion(body, out, channels) -> (frame_lines, lines) or None.\n\n"
-     "Scan the frame lines of a BVH MOTION block into `out` (a writable float64 buffer of\n"
+     "parse_motion(text, start, out, channels) -> (frame_lines, lines) or None.\n\n"
+     "Scan the frame lines of a BVH MOTION block, text[start:], into `out` (a writable float64 buffer of\n"
      "rows * channels values): see the module source for the grammar. None when any line is not\n"
      "`channels` well-formed finite numbers (the caller then finds and reports the problem)."},
     {NULL, NULL, 0, NULL},

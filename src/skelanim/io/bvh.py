@@ -118,14 +118,16 @@ def _motion_from_parsed(parsed: ParsedBVH, name: str) -> Motion:
     padded = None
     for order, joints in groups.items():
         cols = np.array([rotations[j] + [-1] * (3 - len(rotations[j])) for j in joints], dtype=np.int64)
+        first = int(cols[0, 0])
         if (cols < 0).any():  # fewer than 3 rotation channels: the padding axes read a zero column
             if padded is None:
                 padded = np.concatenate([values, np.zeros((n_frames, 1))], axis=1)
             angles = padded[:, cols]
+        elif np.array_equal(cols.ravel(), np.arange(first, first + cols.size)):
+            angles = values[:, first : first + cols.size].reshape(n_frames, len(joints), 3)  # a view
         else:
             angles = values[:, cols]  # (F, Jg, 3), a copy
-        np.radians(angles, out=angles)
-        q = euler_to_quat(torch.from_numpy(angles), order)
+        q = euler_to_quat(torch.from_numpy(angles), order, degrees=True)
         if quats is None:
             quats = q.contiguous()
         else:

@@ -412,13 +412,15 @@ def parse_motion_values(
     frames: int,
     path: str,
     frames_line: int | None = None,
+    start: int = 0,
 ) -> tuple[np.ndarray, int]:
     """Parse the frame lines of a BVH MOTION block.
 
     Parameters
     ----------
     body:
-        The bytes after the ``Frame Time`` line (lines separated by ``\\n``; ``\\r`` counts as space).
+        The bytes after the ``Frame Time`` line (lines separated by ``\\n``; ``\\r`` counts as space), or
+        a whole file's bytes with ``start`` the offset of that line.
     first_line:
         1-based line number of the first line of ``body`` in the file (for messages).
     channels:
@@ -430,6 +432,8 @@ def parse_motion_values(
         File name used in error messages.
     frames_line:
         Line of the ``Frames:`` declaration, quoted when the counts disagree.
+    start:
+        Offset of the block in ``body`` (no copy is made of it on the compiled path).
 
     Returns
     -------
@@ -444,14 +448,16 @@ def parse_motion_values(
     """
     if channels and NATIVE is not None:
         # at most as many rows as the text can hold ("0 0 ... 0\n": 2C bytes a line), whatever 'Frames:' says
-        rows = min(frames, (len(body) + 1) // (2 * channels) + 1)
+        rows = min(frames, (len(body) - start + 1) // (2 * channels) + 1)
         out = np.empty((rows, channels))
-        scanned = NATIVE.parse_motion(body, out, channels)
+        scanned = NATIVE.parse_motion(body, start, out, channels)
         if scanned is not None:  # a valid block; otherwise the paths below find and report the problem
             found, n_lines = scanned
             if found < frames:
                 raise _too_few_frames(frames, found, frames_line, path, first_line + max(n_lines - 1, 0))
             return out, found - frames
+    if start:
+        body = body[start:]
     scan = _Scan(body)
     chunks: list[tuple[int, int]] = []
     start, n = 0, len(body)

@@ -364,9 +364,9 @@ def parse_bvh_bytes(data: bytes, path: str) -> ParsedBVH:
         raise FormatError(f"expected a positive 'Frame Time', found {time_tok[:40]}", path=path, line=time_line)
 
     n_channels = sum(len(c) for c in channels)
-    body = data[pos:]
     values, extra_frames = parse_motion_values(
-        body, first_line=time_line + 1, channels=n_channels, frames=frames, path=path, frames_line=frames_line
+        data, first_line=time_line + 1, channels=n_channels, frames=frames, path=path, frames_line=frames_line,
+        start=min(pos, len(data)),
     )
     return ParsedBVH(
         names=names,
