@@ -31,11 +31,11 @@ rotation; non-unit quaternions are normalised wherever a rotation is meant.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 
 import torch
 from torch import Tensor
 
-from skelanim.errors import ShapeError
 from skelanim.core._tensor import (
     _check,
     _cross,
@@ -48,6 +48,7 @@ from skelanim.core._tensor import (
     as_tensor,
     numpy_in_numpy_out,
 )
+from skelanim.errors import ShapeError
 
 __all__ = [
     "EULER_ORDERS", "as_tensor", "axis_angle_to_quat", "euler_to_matrix", "euler_to_quat", "matrix_geodesic",
@@ -111,7 +112,17 @@ def quat_normalize(q: Tensor) -> Tensor:
     """
     q = as_tensor(q)
     _check(q, (4,), "q")
-    return _safe_normalize(q, _quat_id_like(q))
+    return torch.stack(_quat_normalize_parts(q.unbind(-1)), -1)
+
+
+def _quat_normalize_parts(q: Sequence[Tensor]) -> list[Tensor]:
+    """:func:`quat_normalize` on the four components ``(w, x, y, z)`` (tensors of one shape)."""
+    w, x, y, z = q
+    sq = w * w + x * x + y * y + z * z
+    ok = sq > _eps2(w)
+    norm = torch.sqrt(torch.where(ok, sq, torch.ones_like(sq)))
+    unit = [torch.where(ok, w / norm, torch.ones_like(w))]  # a zero quaternion becomes the identity
+    return unit + [torch.where(ok, c / norm, torch.zeros_like(c)) for c in (x, y, z)]
 
 
 @numpy_in_numpy_out
@@ -150,17 +161,21 @@ def quat_multiply(a: Tensor, b: Tensor) -> Tensor:
     a, b = as_tensor(a), as_tensor(b)
     _check(a, (4,), "a")
     _check(b, (4,), "b")
-    aw, ax, ay, az = a.unbind(-1)
-    bw, bx, by, bz = b.unbind(-1)
-    return torch.stack(
-        [
-            aw * bw - ax * bx - ay * by - az * bz,
-            aw * bx + ax * bw + ay * bz - az * by,
-            aw * by - ax * bz + ay * bw + az * bx,
-            aw * bz + ax * by - ay * bx + az * bw,
-        ],
-        -1,
-    )
+    return torch.stack(_quat_product_parts(a.unbind(-1), b.unbind(-1)), -1)
+
+
+def _quat_product_parts(a: Sequence[Tensor], b: Sequence[Tensor]) -> list[Tensor]:
+    """:func:`quat_multiply` on quaternions given as their four components ``(w, x, y, z)``, each a tensor
+    of any (broadcastable) shape; returns the four components of ``a * b``. Lets callers that keep the
+    components in separate contiguous tensors (forward kinematics) skip the strided ``(..., 4)`` layout."""
+    aw, ax, ay, az = a
+    bw, bx, by, bz = b
+    return [
+        aw * bw - ax * bx - ay * by - az * bz,
+        aw * bx + ax * bw + ay * bz - az * by,
+        aw * by - ax * bz + ay * bw + az * bx,
+        aw * bz + ax * by - ay * bx + az * bw,
+    ]
 
 
 @numpy_in_numpy_out
@@ -240,17 +255,22 @@ def quat_to_matrix(q: Tensor) -> Tensor:
     Tensor
         ``(..., 3, 3)`` rotation matrices.
     """
-    w, x, y, z = quat_normalize(q).unbind(-1)
+    q = as_tensor(q)
+    _check(q, (4,), "q")
+    parts = _quat_normalize_parts(q.unbind(-1))
+    return torch.stack(_unit_quat_matrix_parts(parts), -1).unflatten(-1, (3, 3))
+
+
+def _unit_quat_matrix_parts(q: Sequence[Tensor]) -> list[Tensor]:
+    """The nine entries (row-major) of the rotation matrix of unit quaternions given as their four
+    components ``(w, x, y, z)``: the formula behind :func:`quat_to_matrix`."""
+    w, x, y, z = q
     xx, yy, zz, xy, xz, yz, wx, wy, wz = x * x, y * y, z * z, x * y, x * z, y * z, w * x, w * y, w * z
-    m = torch.stack(
-        [
-            1 - 2 * (yy + zz), 2 * (xy - wz), 2 * (xz + wy),
-            2 * (xy + wz), 1 - 2 * (xx + zz), 2 * (yz - wx),
-            2 * (xz - wy), 2 * (yz + wx), 1 - 2 * (xx + yy),
-        ],
-        -1,
-    )  # fmt: skip
-    return m.unflatten(-1, (3, 3))
+    return [
+        1 - 2 * (yy + zz), 2 * (xy - wz), 2 * (xz + wy),
+        2 * (xy + wz), 1 - 2 * (xx + zz), 2 * (yz - wx),
+        2 * (xz - wy), 2 * (yz + wx), 1 - 2 * (xx + yy),
+    ]  # fmt: skip
 
 
 @numpy_in_numpy_out
