@@ -24,12 +24,16 @@ def test_spatial_partitions_of_a_chain():
 
 
 @pytest.mark.parametrize(
-    "net", [STGCN([-1, 0, 1, 1], 5, 3, 2, channels=(8, 16), strides=(1, 2)), TemporalCNN(4, 5, 3, 2)]
+    "net",
+    [STGCN([-1, 0, 1, 1], 5, 3, 2, channels=(8, 16), strides=(1, 2)), TemporalCNN(4, 5, 3, 2),
+     STGCN([-1, 0, 1, 1], 5, 3, 2, channels=(8, 16), strides=(1, 2), readout=12)],  # fmt: skip
 )
 def test_networks_take_any_length(net):
     for t in (16, 23):
         content, style, feats = net(torch.randn(2, t, 4, 5))
         assert content.shape == (2, 3) and style.shape == (2, 2) and feats.shape == (2, net.feature_dim)
+    if isinstance(net, STGCN):
+        assert net.feature_dim == (12 if net.readout is not None else 16)
 
 
 @pytest.mark.parametrize("arch", ["stgcn", "cnn"])
@@ -80,3 +84,32 @@ def test_load_rejects_other_models(tmp_path):
     save_model_files(tmp_path / "m", {"w": torch.zeros(1)}, {"format": "something-else"})
     with pytest.raises(FormatError, match="not a skelanim-recognizer model"):
         Recognizer.load(tmp_path / "m")
+
+
+def test_mirror_features_match_a_mirrored_motion(tiny_ds):
+    """Features of ``ops.mirror(motion)`` (mirrored on the skeleton, then featurised) equal the mirrored
+    features of the motion: an independent path through Motion, FK and the heading frame."""
+    from skelanim.data import MotionDataset
+    from skelanim.data.clips import clip_from_motion
+    from skelanim.data.features import horizontal_axes
+    from skelanim.learn.recognize import joint_features, mirror_features
+    from skelanim.ops.mirror import mirror, mirror_permutation
+
+    rig = tiny_ds.rig
+    fr = tiny_ds.frames()
+    motion = rig.to_motion(fr["rot"][:48].double(), fr["pelvis"][:48].double(), 25.0)
+    clips = [clip_from_motion(m, fps=25.0, name=n) for m, n in ((motion, "a"), (mirror(motion), "b"))]
+    ds = MotionDataset(clips=clips, rig=rig, fps=25.0)
+    g = ds.gather(torch.tensor([[0, 0], [1, 0]]), 40, keys=("rot", "pelvis", "yaw", "positions"))
+    x = joint_features(g["rot"], g["pelvis"], g["yaw"], g["positions"], rig)
+    perm = torch.as_tensor(mirror_permutation(rig.skeleton))[rig.root :] - rig.root
+    mirrored = mirror_features(x[:1], perm, horizontal_axes(rig.up)[1])
+    assert not torch.allclose(mirrored, x[:1], atol=1e-2)  # the walk is not its own mirror image
+    assert torch.allclose(mirrored, x[1:], atol=2e-3)
+
+
+def test_mirror_labels_swap_sides_and_skip_handed_contents():
+    from skelanim.learn.recognize import mirror_labels
+
+    names = ["bye", "raise-up-left-hand", "raise-up-right-hand", "walk", "walk-left", "walk-right", "wave-left-hand"]
+    assert mirror_labels(names).tolist() == [-1, 2, 1, 3, 5, 4, -1]  # wave-right-hand absent: not mirrored

@@ -88,6 +88,11 @@ def recognize_train(
     seed: int = typer.Option(0, "--seed"),
     max_steps: int | None = typer.Option(None, "--max-steps", min=1),
     threads: int | None = typer.Option(None, "--threads", min=1),
+    mirror: bool = typer.Option(True, "--mirror/--no-mirror", help="Left/right mirror augmentation (labels swap sides)."),
+    balance: float = typer.Option(0.0, "--balance", min=0.0, help="Class weights ∝ (training windows)^-BALANCE."),
+    readout: int = typer.Option(
+        128, "--readout", min=0, help="ST-GCN: 0 averages joints and frames; N > 0 keeps joints, then a linear to N features."
+    ),
     resume: bool = typer.Option(False, "--resume"),
     progress: bool = typer.Option(True, "--progress/--no-progress"),
 ) -> None:
@@ -96,7 +101,9 @@ def recognize_train(
 
     parts = _parts(_dataset(data, fps, threads, progress), split, seed)
     result = train_recognizer(parts["train"], parts["val"], out, arch=arch, window=window, stride=stride,
-                              loop=_loop(epochs, batch_size, lr, seed, max_steps, progress), resume=resume, command=_command())  # fmt: skip
+                              loop=_loop(epochs, batch_size, lr, seed, max_steps, progress), mirror=mirror, balance=balance,
+                              arch_options={"readout": readout} if arch == "stgcn" and readout else None,
+                              resume=resume, command=_command())  # fmt: skip
     _report(out, result, "val_error")
 
 

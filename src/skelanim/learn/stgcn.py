@@ -14,7 +14,9 @@ column-normalised and scaled by a learnable edge-importance mask. For speed on a
 products are **one dense matmul**: the ``1 x 1`` convolution gives ``K * C`` channels, which are laid out as
 ``(B, C, T, K * V)`` and multiplied by the stacked ``(K * V, V)`` adjacency; no gather/scatter, no per-edge
 loop. The temporal convolutions do most of the work, so channels stay small (32-96) and time is halved
-twice. The pooled output of the last block (``D = channels[-1]``) is the feature vector used for FID.
+twice. The last block's output, averaged over frames and joints (``D = channels[-1]``), or with ``readout=n``
+averaged over frames only and mapped from ``(C, V)`` to ``n`` features by a linear layer (the joint-aware
+readout of the shipped model), is the feature vector used for FID.
 
 Baseline
 --------
@@ -135,11 +137,17 @@ class STGCN(nn.Module):
         Average-pool the input over this many frames first (2: 25 fps windows are read at 12.5 fps).
     separable : bool
         Depthwise + pointwise temporal convolutions.
+    readout : int
+        ``0``: the features are the last block averaged over frames and joints (Yan et al.). ``n > 0``:
+        averaged over frames only, and the ``(C, V)`` map (which joint did what: a raised left hand and a
+        raised right hand average to the same vector over joints) goes through a linear layer to ``n``
+        features with a ReLU.
     """
 
     def __init__(self, parents: Sequence[int], in_channels: int, num_contents: int, num_styles: int = 0, *,
                  channels: Sequence[int] = (32, 48, 64, 64), strides: Sequence[int] = (1, 2, 1, 2),
-                 kernel: int = 5, dropout: float = 0.1, pool: int = 2, separable: bool = False) -> None:  # fmt: skip
+                 kernel: int = 5, dropout: float = 0.1, pool: int = 2, separable: bool = False,
+                 readout: int = 0) -> None:  # fmt: skip
         super().__init__()
         self.pool = int(pool)
         a = spatial_partitions(parents)
@@ -150,13 +158,15 @@ class STGCN(nn.Module):
             blocks.append(GraphBlock(cin, cout, a, kernel=kernel, stride=stride, separable=separable))
             cin = cout
         self.blocks = nn.ModuleList(blocks)
+        self.readout = nn.Sequential(nn.Linear(cin * v, readout), nn.ReLU()) if readout else None
+        cin = readout or cin
         self.drop = nn.Dropout(dropout)
         self.content_head = nn.Linear(cin, num_contents)
         self.style_head = nn.Linear(cin, num_styles) if num_styles else None
         self.feature_dim = cin
 
     def features(self, x: Tensor) -> Tensor:
-        """``(B, T, V, C)`` joint features to ``(B, D)`` pooled features."""
+        """``(B, T, V, C)`` joint features to ``(B, D)`` features (``readout``)."""
         b, t, v, c = x.shape
         x = self.data_bn(x.reshape(b, t, v * c).transpose(1, 2))
         if self.pool > 1:
@@ -164,6 +174,8 @@ class STGCN(nn.Module):
         x = x.reshape(b, v, c, -1).permute(0, 2, 3, 1)
         for block in self.blocks:
             x = block(x)
+        if self.readout is not None:
+            return self.readout(x.mean(dim=2).flatten(1))
         return x.mean(dim=(2, 3))
 
     def forward(self, x: Tensor) -> tuple[Tensor, Tensor | None, Tensor]:
