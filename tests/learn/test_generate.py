@@ -100,6 +100,8 @@ def test_evaluate_generation_keys(tiny_ds):
     res = evaluate_generation(gen, embed, tiny_ds.subset([0, 2, 4]), tiny_ds.subset([1, 3, 5]), stride=16)
     assert {"fid", "fid_real", "recognised", "diversity", "foot_skating", "foot_skating_real"} <= set(res)
     assert res["fid"] >= 0 and res["fid_real"] >= 0 and 0 <= res["recognised"] <= 1
+    assert 0 <= res["contact_share"] <= 1 and 0.3 < res["contact_share_real"] <= 1  # real feet rest on the ground
+    assert res["limb_speed_real"] > 0.05 and res["limb_speed"] >= 0  # walks, bows and runs move their limbs
     assert task.num_samples() > 0
 
 
@@ -119,3 +121,53 @@ def test_shipping_copy_is_float16_without_the_discriminator(tiny_ds, tmp_path):
     b = Generator.load(tmp_path / "full").sample(["walk"], ["happy"], generator=torch.Generator().manual_seed(0))
     assert torch.allclose(a, b, atol=1e-2 * float(b.abs().max()))
     assert config["options"] == {"latent": 8, "hidden": 32, "embed": 4}  # the architecture is recorded in full
+
+
+def test_recognition_term_moves_only_the_decoder_and_can_be_lowered(tiny_ds):
+    from skelanim.learn.recognize import Recognizer, RecognizeTask
+
+    torch.manual_seed(0)
+    rec = Recognizer("cnn", tiny_ds.rig, sorted(set(tiny_ds.labels("content"))), [], window=16,
+                     arch_options={"channels": (16, 16), "strides": (1, 2)})  # fmt: skip
+    RecognizeTask(rec, tiny_ds, None, stride=8)  # sets its input statistics
+    gen = _generator(tiny_ds)
+    task = GenerateTask(gen, tiny_ds, stride=8, adversarial=1.0, recognizer=rec, w_recog=1.0)
+    batch = task.batch(torch.linspace(0, task.num_samples() - 1, 12).long(), seeded_generator(0))
+    assert len(set(batch["content"].tolist())) == 3
+    _, parts = task.loss(gen, batch)
+    assert "recog" in parts and "fake" not in parts
+    assert all(not p.requires_grad for p in rec.parameters()) and not rec.training  # frozen
+    fake = gen(batch["x"], batch["content"], batch["style"], batch["eps"], batch["prior"])["fake"]
+    term = task.recognition(fake, batch["content"])
+    grads = torch.autograd.grad(term, list(gen.vae.dec.parameters()) + list(gen.disc.parameters()), allow_unused=True)
+    n_dec = len(list(gen.vae.dec.parameters()))
+    assert any(g is not None and float(g.abs().max()) > 0 for g in grads[:n_dec])  # reaches the decoder
+    assert all(g is None or float(g.abs().max()) == 0 for g in grads[n_dec:])  # not the discriminator
+    opt = torch.optim.Adam(gen.vae.dec.parameters(), lr=3e-3)
+    first = float(term.detach())
+    for _ in range(20):
+        fake = gen(batch["x"], batch["content"], batch["style"], batch["eps"], batch["prior"])["fake"]
+        loss = task.recognition(fake, batch["content"])
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    fake = gen(batch["x"], batch["content"], batch["style"], batch["eps"], batch["prior"])["fake"]
+    assert float(task.recognition(fake, batch["content"]).detach()) < 0.5 * first
+
+
+def test_gan_stage_can_start_from_a_trained_generator(tiny_ds, tmp_path):
+    from skelanim.learn.common import export_for_shipping
+
+    loop = TrainConfig(epochs=1, batch_size=8, lr=1e-3, warmup_steps=1, progress=False)
+    train_generator(tiny_ds, tmp_path / "a", length=16, stride=16, vae_loop=loop, options=SMALL)
+    export_for_shipping(tmp_path / "a", tmp_path / "a16")  # float16, as shipped
+    before = Generator.load(tmp_path / "a16").state_dict()
+    no_steps = TrainConfig(epochs=1, batch_size=8, lr=0.0, warmup_steps=1, progress=False)
+    result = train_generator(tiny_ds, tmp_path / "b", length=16, stride=16, gan_loop=no_steps, options=SMALL,
+                             init=tmp_path / "a16")  # fmt: skip
+    assert result["vae"]["init"] == str(tmp_path / "a16")
+    after = Generator.load(tmp_path / "b").state_dict()
+    assert torch.allclose(after["vae.out.conv.weight"], before["vae.out.conv.weight"].float())  # lr 0: unchanged
+    with pytest.raises(ValueError, match="differ"):
+        train_generator(tiny_ds, tmp_path / "c", length=16, stride=16, gan_loop=loop, options={**SMALL, "latent": 4},
+                        init=tmp_path / "a16")  # fmt: skip

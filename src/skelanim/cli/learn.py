@@ -210,6 +210,12 @@ def generate_train(
     gan_lr: float = typer.Option(2e-4, "--gan-lr"),
     beta: float = typer.Option(2e-3, "--beta"),
     adversarial: float = typer.Option(0.02, "--adversarial"),
+    recognition: float = typer.Option(
+        0.0, "--recognition", min=0.0, help="GAN stage: weight of the frozen recogniser's cross-entropy on samples."
+    ),
+    init: Path | None = typer.Option(
+        None, "--init", help="Start the GAN stage from this generator folder (skips the VAE stage)."
+    ),
     fps: float = typer.Option(25.0, "--fps"),
     seed: int = typer.Option(0, "--seed"),
     max_steps: int | None = typer.Option(None, "--max-steps", min=1),
@@ -227,7 +233,8 @@ def generate_train(
     result = train_generator(parts["train"], out, length=window, stride=stride, embed=rec.embed_arrays, reference=reference,
                              vae_loop=_loop(vae_epochs, batch_size, lr, seed, max_steps, progress, 100),
                              gan_loop=_loop(gan_epochs, batch_size, gan_lr, seed, max_steps, progress, 20) if gan_epochs else None,
-                             weights={"beta": beta, "adversarial": adversarial}, resume=resume, command=_command())  # fmt: skip
+                             weights={"beta": beta, "adversarial": adversarial, "recognition": recognition},
+                             recognizer=rec, init=init, resume=resume, command=_command())  # fmt: skip
     last = result["gan"] or result["vae"]
     _report(
         out,
@@ -259,7 +266,8 @@ def generate_eval(
     if as_json:
         _echo_json({k: res[k] for k in keys})
         return
-    for k in (*keys, "diversity_real", "samples", "real_windows"):
+    for k in (*keys, "diversity_real", "limb_speed", "limb_speed_real", "contact_share", "contact_share_real", "samples",
+              "real_windows"):  # fmt: skip
         typer.echo(f"{k:>18}: {res[k]:.4g}" if isinstance(res[k], float) else f"{k:>18}: {res[k]}")
 
 

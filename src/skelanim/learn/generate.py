@@ -4,13 +4,17 @@ Training (:func:`train_generator`) runs the shared loop (:func:`skelanim.nn.fit`
 ``length`` frames in the heading frame (:mod:`skelanim.learn.cvae`):
 
 1. **VAE**: ``L = |x_hat - x|_1 + w_pos |FK(x_hat) - FK(x)|_1 + w_skate S(x_hat) + beta KL`` with standardised
-   features ``x``, FK positions (with the root path integrated from the root features) in heights, and ``S`` the foot-skating measure of
-   :func:`skelanim.metrics.kinematic.foot_skating` made differentiable (the horizontal speed of the foot
-   joints weighted by ``clip(2 - 2^(e / H), 0, 1)``, ``e`` the elevation above the foot's lowest point in the
-   window, so hovering does not excuse sliding).
+   features ``x``, FK positions (with the root path integrated from the root features) in heights, and ``S``
+   the horizontal speed of the reconstructed feet where the *real* window's feet were planted
+   (:meth:`Generator.skating` with contacts). Weights taken from the output itself (the elevation above each
+   foot's lowest point, as :func:`skelanim.metrics.kinematic.foot_skating` measures) let the model lower
+   the term by lifting its feet: an earlier generator trained that way kept its feet within 2.8 cm of their
+   lowest point in 3-14 % of frames (real data: 78 %).
 2. **GAN refinement**: the same, plus a conditional :class:`~skelanim.learn.cvae.TemporalDiscriminator`
    trained with the least-squares GAN loss on real windows against samples decoded from the prior, and the
-   decoder trained to fool it (``w_adv``) and to keep its prior samples off the skating term. Both players
+   decoder trained to fool it (``w_adv``), optionally to keep its prior samples off the (self-weighted)
+   skating term (``w_fake_skate``, off by default) and to make a frozen recogniser label them with the
+   requested content (``recognition``; :meth:`GenerateTask.recognition`). Both players
    share one optimizer step: the generator's adversarial term is evaluated through a copy of the
    discriminator with detached parameters (:func:`torch.func.functional_call`) and the discriminator's
    term on detached samples, so each loss only moves its own player.
@@ -39,6 +43,7 @@ from skelanim.data.labels import Vocabulary
 from skelanim.data.rig import Rig
 from skelanim.learn.common import Normalizer, load_folder, load_weights, provenance, resolved_options, rig_fk
 from skelanim.learn.cvae import MotionCVAE, TemporalDiscriminator
+from skelanim.learn.recognize import Recognizer, joint_features
 from skelanim.metrics.distribution import diversity, fid
 from skelanim.metrics.kinematic import foot_skating
 from skelanim.nn.checkpoint import load_model_files
@@ -125,19 +130,29 @@ class Generator(nn.Module):
         _, pos = self.fk(rot, pelvis / self.rig.height)
         return pos, rot, pelvis, yaw
 
-    def skating(self, pos: Tensor) -> Tensor:
-        """Differentiable foot skating of ``(B, T, M, 3)`` positions in heights (module docstring); scalar."""
+    def skating(self, pos: Tensor, contacts: Tensor | None = None) -> Tensor:
+        """Differentiable foot skating of ``(B, T, M, 3)`` positions in heights; scalar.
+
+        With ``contacts`` ``(B, T, K)`` (the real window's foot contacts) the horizontal foot speed counts
+        where the real foot was planted in both frames of a step: the weights do not depend on the output,
+        so lifting a foot cannot lower the term. Without, the weights come from the output's own elevation
+        above each foot's lowest point (module docstring), which a model can lower by hovering.
+        """
         up = self.rig.up
         feet = pos[..., self.rig.feet, :]
-        rest = feet[..., up].min(dim=-2, keepdim=True).values.detach()  # each foot's own lowest point
-        elevation = (feet[..., :-1, :, up] + feet[..., 1:, :, up]) / 2 - rest
         step = feet[..., 1:, :, :] - feet[..., :-1, :, :]
         horiz = torch.cat([step[..., :up], step[..., up + 1 :]], -1).norm(dim=-1) * self.fps
+        if contacts is not None:
+            weight = (contacts[..., :-1, :] * contacts[..., 1:, :]).to(horiz.dtype)
+            return (horiz * weight).mean()
+        rest = feet[..., up].min(dim=-2, keepdim=True).values.detach()  # each foot's own lowest point
+        elevation = (feet[..., :-1, :, up] + feet[..., 1:, :, up]) / 2 - rest
         weight = (2 - torch.pow(2.0, elevation.clamp_min(0) / SKATE_THRESHOLD)).clamp(0, 1)
         return (horiz * weight).mean()
 
     def forward(
-        self, x: Tensor, content: Tensor, style: Tensor, eps: Tensor, prior: Tensor | None = None
+        self, x: Tensor, content: Tensor, style: Tensor, eps: Tensor, prior: Tensor | None = None,
+        contacts: Tensor | None = None,
     ) -> dict[str, Tensor]:
         """The training terms of one batch (what :class:`GenerateTask` weighs and sums).
 
@@ -151,6 +166,8 @@ class Generator(nn.Module):
             ``(B, latent)`` noise of the reparameterisation.
         prior : Tensor, optional
             ``(B, latent)`` prior draws; given, the GAN terms are added.
+        contacts : Tensor, optional
+            ``(B, T, K)`` foot contacts of the real windows, weighting the reconstructions' skating.
 
         Returns
         -------
@@ -158,7 +175,8 @@ class Generator(nn.Module):
             Scalars ``rec`` (L1, standardised), ``kl``, ``pos`` (L1 of FK positions with the integrated root path,
             heights), ``skate`` (:meth:`skating` of the reconstructions) and, with ``prior``, ``g_adv`` (the
             decoder's LSGAN term through a parameter-detached discriminator), ``d`` (the discriminator's, on
-            detached samples) and ``fake_skate``.
+            detached samples), ``fake_skate`` and ``fake`` (the ``(B, T, D)`` standardised prior samples, not a
+            scalar).
         """
         c = self.vae.condition(content, style)
         mu, logvar = self.vae.encode(x, c)
@@ -166,7 +184,7 @@ class Generator(nn.Module):
         pos_hat, *_ = self.positions(self.norm.inverse(x_hat))
         pos, *_ = self.positions(self.norm.inverse(x))
         terms = {"rec": (x_hat - x).abs().mean(), "kl": 0.5 * (mu.pow(2) + logvar.exp() - 1 - logvar).sum(-1).mean(),
-                 "pos": (pos_hat - pos).abs().mean(), "skate": self.skating(pos_hat)}  # fmt: skip
+                 "pos": (pos_hat - pos).abs().mean(), "skate": self.skating(pos_hat, contacts)}  # fmt: skip
         if prior is not None:
             fake = self.vae.decode(prior, c)
             frozen = {k: v.detach() for k, v in self.disc.named_parameters()}
@@ -175,6 +193,7 @@ class Generator(nn.Module):
                 2
             ).mean()
             terms["fake_skate"] = self.skating(self.positions(self.norm.inverse(fake))[0])
+            terms["fake"] = fake
         return terms
 
     # ------------------------------------------------------------------ sampling
@@ -233,20 +252,38 @@ class GenerateTask:
         Window stride.
     beta, w_pos, w_skate, adversarial : float
         Loss weights.
+    w_fake_skate : float
+        Weight of the (self-weighted, so hover-prone) skating term of the prior samples in the GAN stage.
+    real_contacts : bool
+        Weight the reconstructions' skating by the real windows' contacts (otherwise self-weighted).
     embed : callable, optional
         ``embed(rot, pelvis, yaw, positions) -> (probs, features)`` of a recogniser, for the validation FID.
     reference : Tensor, optional
         ``(N, D')`` recogniser features of real windows the validation FID compares with.
+    recognizer : Recognizer, optional
+        A trained recogniser, frozen: in the GAN stage the prior samples pay ``w_recog`` times its
+        cross-entropy against the requested content (a recognition loss, as in conditional GANs with an
+        auxiliary classifier, here fixed rather than trained alongside).
+    w_recog : float
+        Weight of that term (0: off).
     meta : dict
         Provenance.
     """
 
     def __init__(self, model: Generator, train_ds: MotionDataset, *, stride: int = 8, beta: float = 2e-3,
-                 w_pos: float = 2.0, w_skate: float = 1.0, adversarial: float = 0.0,
+                 w_pos: float = 2.0, w_skate: float = 1.0, adversarial: float = 0.0, w_fake_skate: float = 0.0,
+                 real_contacts: bool = True,
                  embed: Callable[..., tuple[Tensor, Tensor]] | None = None, reference: Tensor | None = None,
+                 recognizer: Recognizer | None = None, w_recog: float = 0.0,
                  meta: dict[str, Any] | None = None) -> None:  # fmt: skip
         self.model, self.ds, self.meta = model, train_ds, dict(meta or {})
+        self.recognizer, self.w_recog = (recognizer, w_recog) if recognizer is not None and w_recog > 0 else (None, 0.0)
+        if self.recognizer is not None:
+            self.recognizer.eval().requires_grad_(False)
+            names = self.recognizer.contents.names
+            self.recog_label = torch.tensor([names.index(c) if c in names else -100 for c in model.contents.names])
         self.beta, self.w_pos, self.w_skate, self.adversarial = beta, w_pos, w_skate, adversarial
+        self.w_fake_skate, self.real_contacts = w_fake_skate, real_contacts
         self.embed, self.reference = embed, reference
         self.metric = "val_fid" if embed is not None and reference is not None else "val_rec"
         self.windows = train_ds.windows(model.length, stride)
@@ -263,6 +300,9 @@ class GenerateTask:
         g = self.ds.gather(windows, self.model.length, keys=("rot", "pelvis", "yaw"))
         return self.model.to_vectors(g["rot"], g["pelvis"], g["yaw"])
 
+    def _contacts(self, windows: Tensor) -> Tensor:
+        return self.ds.gather(windows, self.model.length, keys=("contacts",))["contacts"]
+
     def num_samples(self) -> int:
         """Training windows."""
         return len(self.windows)
@@ -272,17 +312,32 @@ class GenerateTask:
         x = self.model.norm(self._vectors(self.windows[indices]))
         b = len(indices)
         return {"x": x, "content": self.content[indices], "style": self.style[indices],
+                "contacts": self._contacts(self.windows[indices]),
                 "eps": torch.randn(b, self.model.vae.latent, generator=generator),
                 "prior": torch.randn(b, self.model.vae.latent, generator=generator)}  # fmt: skip
 
     def loss(self, model: nn.Module, batch: dict[str, Tensor]) -> tuple[Tensor, dict[str, float]]:
         """VAE (+ GAN) loss (module docstring); the terms come from one call of the (possibly DDP-wrapped) model."""
         prior = batch["prior"] if self.adversarial > 0 else None
-        terms = model(batch["x"], batch["content"], batch["style"], batch["eps"], prior)
+        terms = model(batch["x"], batch["content"], batch["style"], batch["eps"], prior,
+                      batch["contacts"] if self.real_contacts else None)  # fmt: skip
+        fake = terms.pop("fake", None)
         loss = terms["rec"] + self.w_pos * terms["pos"] + self.w_skate * terms["skate"] + self.beta * terms["kl"]
         if prior is not None:
-            loss = loss + self.adversarial * terms["g_adv"] + 0.5 * terms["d"] + self.w_skate * terms["fake_skate"]
+            loss = loss + self.adversarial * terms["g_adv"] + 0.5 * terms["d"] + self.w_fake_skate * terms["fake_skate"]
+            if self.recognizer is not None and fake is not None:
+                terms["recog"] = self.recognition(fake, batch["content"])
+                loss = loss + self.w_recog * terms["recog"]
         return loss, {k: float(v.detach()) for k, v in terms.items()}
+
+    def recognition(self, fake: Tensor, content: Tensor) -> Tensor:
+        """Cross-entropy of the frozen recogniser on standardised samples ``(B, T, D)`` against the requested
+        contents ``(B,)`` (gradients reach the samples, not the recogniser); scalar."""
+        gen, rec = self.model, self.recognizer
+        assert rec is not None
+        pos, rot, pelvis, yaw = gen.positions(gen.norm.inverse(fake))
+        x = joint_features(rot, pelvis, yaw, pos * gen.rig.height, rec.rig)
+        return nn.functional.cross_entropy(rec(x)[0], self.recog_label[content], ignore_index=-100)
 
     def validate(self, model: nn.Module) -> dict[str, float]:
         """Reconstruction error on training windows and, with a recogniser, FID of prior samples to the reference."""
@@ -314,9 +369,13 @@ def train_generator(train_ds: MotionDataset, out: str | Path, *, length: int = 6
                     vae_loop: TrainConfig | None = None, gan_loop: TrainConfig | None = None,
                     embed: Callable[..., tuple[Tensor, Tensor]] | None = None, reference: Tensor | None = None,
                     options: dict[str, Any] | None = None, weights: dict[str, float] | None = None,
-                    resume: bool = False, command: str | None = None, log: Any = None) -> dict[str, Any]:  # fmt: skip
+                    recognizer: Recognizer | None = None, init: str | Path | None = None, resume: bool = False,
+                    command: str | None = None, log: Any = None) -> dict[str, Any]:  # fmt: skip
     """Train the CVAE (``out/vae``), then refine it with the GAN (``out``); ``gan_loop=None`` skips stage 2
-    and writes the VAE to ``out``.
+    and writes the VAE to ``out``. With ``recognizer`` and ``weights["recognition"] > 0`` the GAN stage adds
+    the frozen recogniser's cross-entropy on the prior samples (:meth:`GenerateTask.recognition`). With
+    ``init`` (a generator folder with the same classes and options, e.g. a shipped one) the VAE stage is
+    skipped and the GAN stage starts from those weights (a discriminator missing there starts fresh).
 
     Returns
     -------
@@ -326,7 +385,8 @@ def train_generator(train_ds: MotionDataset, out: str | Path, *, length: int = 6
     out = Path(out)
     vae_loop = vae_loop or TrainConfig(epochs=30, batch_size=64, lr=1e-3, warmup_steps=100)
     torch.manual_seed(vae_loop.seed)
-    w = {"beta": 2e-3, "w_pos": 2.0, "w_skate": 1.0, "adversarial": 0.02, **(weights or {})}
+    w = {"beta": 2e-3, "w_pos": 2.0, "w_skate": 1.0, "w_fake_skate": 0.0, "adversarial": 0.02, "recognition": 0.0,
+         **(weights or {})}
     model = Generator(train_ds.rig, sorted(set(train_ds.labels("content"))), sorted(set(train_ds.labels("style"))),
                       length=length, fps=train_ds.fps, options=options)  # fmt: skip
     meta = provenance(command, [c.path for c in train_ds.clips], vae_loop.seed)
@@ -335,18 +395,29 @@ def train_generator(train_ds: MotionDataset, out: str | Path, *, length: int = 6
         "beta": w["beta"],
         "w_pos": w["w_pos"],
         "w_skate": w["w_skate"],
+        "w_fake_skate": w["w_fake_skate"],
         "embed": embed,
         "reference": reference,
     }
-    stage1 = out / "vae" if gan_loop is not None else out
-    task = GenerateTask(model, train_ds, adversarial=0.0, meta={**meta, "stage": "vae", "weights": w}, **common)
-    vae = fit(model, task, stage1, vae_loop, resume=resume and (stage1 / "train_state.safetensors").exists(), log=log)
+    stage1 = Path(init) if init is not None else (out / "vae" if gan_loop is not None else out)
+    if init is not None:
+        if gan_loop is None:
+            raise ValueError("init= needs a GAN stage (gan_loop)")
+        start = Generator.load(init)
+        keys = ("contents", "styles", "length", "options")
+        if any(start.config()[k] != model.config()[k] for k in keys):
+            raise ValueError(f"{init}: the generator's classes, length or options differ from this run's")
+        vae: dict[str, Any] = {"history": [], "init": str(init)}
+    else:
+        task = GenerateTask(model, train_ds, adversarial=0.0, meta={**meta, "stage": "vae", "weights": w}, **common)
+        vae = fit(model, task, stage1, vae_loop, resume=resume and (stage1 / "train_state.safetensors").exists(), log=log)
     gan = None
     if gan_loop is not None:
         tensors, _ = load_model_files(stage1)
-        model.load_state_dict(tensors)
-        task = GenerateTask(model, train_ds, adversarial=w["adversarial"], meta={**meta, "stage": "gan", "weights": w,
-                            "vae_history": vae["history"]}, **common)  # fmt: skip
+        load_weights(model, {k: v.float() for k, v in tensors.items()}, stage1, optional=("disc.",))
+        task = GenerateTask(model, train_ds, adversarial=w["adversarial"], recognizer=recognizer, w_recog=w["recognition"],
+                            meta={**meta, "stage": "gan", "weights": w, "vae_history": vae["history"],
+                                  "init": None if init is None else str(init)}, **common)  # fmt: skip
         gan = fit(model, task, out, gan_loop, resume=resume and (out / "train_state.safetensors").exists(), log=log)
     return {"vae": vae, "gan": gan, "parameters": sum(p.numel() for p in model.parameters())}
 
@@ -360,34 +431,46 @@ def evaluate_generation(model: Generator, embed: Callable[..., tuple[Tensor, Ten
     window of ``A`` (its content and style; at most ``max_samples``, drawn evenly). ``fid = FID(G, B)``,
     ``fid_real = FID(A, B)`` (two disjoint real sets); ``recognised`` = share of ``G`` the recogniser assigns
     the requested content; ``diversity`` of ``G``'s features (:func:`~skelanim.metrics.distribution.diversity`);
-    foot skating (heights per second) of ``G`` and of ``B``.
+    foot skating (heights per second) of ``G`` and of ``B``. Two checks that low skating is not bought by
+    motion that hardly moves: ``limb_speed`` (mean speed of the joints relative to the pelvis, heights per
+    second) and ``contact_share`` (share of foot frames within the skating threshold of the foot's lowest
+    point in its window; a model that hovers its feet scores low here and on skating), for ``G`` and ``B``.
 
     Returns
     -------
     dict
         ``{"fid", "fid_real", "recognised", "diversity", "diversity_real", "foot_skating", "foot_skating_real",
-        "samples", "real_windows"}``.
+        "limb_speed", "limb_speed_real", "contact_share", "contact_share_real", "samples", "real_windows"}``.
     """
     rig, t = model.rig, model.length
 
-    def real_features(ds: MotionDataset, win: Tensor) -> tuple[Tensor, float]:
-        feats, skates = [], []
+    def movement(pos: Tensor) -> Tensor:
+        """Summed limb speed and contact share of ``(B, T, M, 3)`` positions in heights: ``(2,)``."""
+        rel = pos - pos[..., :1, :]
+        speed = (rel[:, 1:] - rel[:, :-1]).norm(dim=-1).mean(dim=(1, 2)) * model.fps
+        feet = pos[..., rig.feet, rig.up]
+        contact = (feet - feet.min(dim=1, keepdim=True).values < SKATE_THRESHOLD).float().mean(dim=(1, 2))
+        return torch.stack([speed.sum(), contact.sum()]).double()
+
+    def real_features(ds: MotionDataset, win: Tensor) -> tuple[Tensor, float, Tensor]:
+        feats, skates, moves = [], [], torch.zeros(2, dtype=torch.float64)
         for i in range(0, len(win), 256):
             g = ds.gather(win[i : i + 256], t, keys=("rot", "pelvis", "yaw", "positions"))
             feats.append(embed(g["rot"], g["pelvis"], g["yaw"], g["positions"])[1])
             skate = foot_skating(g["positions"] / rig.height, rig.feet, model.fps, up=rig.up, threshold=SKATE_THRESHOLD)
             skates.append(skate * len(g["rot"]))
-        return torch.cat(feats), sum(skates) / len(win)
+            moves += movement(g["positions"] / rig.height)
+        return torch.cat(feats), sum(skates) / len(win), moves / len(win)
 
     win_a = train_ds.windows(t, stride)
     win_a = win_a[torch.linspace(0, len(win_a) - 1, min(max_samples, len(win_a))).long()]
     win_b = test_ds.windows(t, stride)
-    feat_a, _ = real_features(train_ds, win_a)
-    feat_b, skate_b = real_features(test_ds, win_b)
+    feat_a, _, _ = real_features(train_ds, win_a)
+    feat_b, skate_b, move_b = real_features(test_ds, win_b)
     contents = [train_ds.clips[i].labels["content"] for i in win_a[:, 0].tolist()]
     styles = [train_ds.clips[i].labels["style"] for i in win_a[:, 0].tolist()]
     g = torch.Generator().manual_seed(seed)
-    feats, hits, skate = [], 0.0, 0.0
+    feats, hits, skate, move_g = [], 0.0, 0.0, torch.zeros(2, dtype=torch.float64)
     for i in range(0, len(contents), 256):
         x = model.sample(contents[i : i + 256], styles[i : i + 256], generator=g)
         pos, rot, pelvis, yaw = model.positions(x)
@@ -395,8 +478,11 @@ def evaluate_generation(model: Generator, embed: Callable[..., tuple[Tensor, Ten
         feats.append(f)
         hits += float((probs.argmax(-1) == torch.tensor(model.contents.indices(contents[i : i + 256]))).sum())
         skate += foot_skating(pos, rig.feet, model.fps, up=rig.up, threshold=SKATE_THRESHOLD) * len(x)
+        move_g += movement(pos)
     feat_g = torch.cat(feats)
     n = len(contents)
     return {"fid": fid(feat_g, feat_b), "fid_real": fid(feat_a, feat_b), "recognised": hits / n,
             "diversity": diversity(feat_g), "diversity_real": diversity(feat_a), "foot_skating": skate / n,
-            "foot_skating_real": skate_b, "samples": n, "real_windows": len(win_b)}  # fmt: skip
+            "foot_skating_real": skate_b, "limb_speed": float(move_g[0]) / n, "limb_speed_real": float(move_b[0]),
+            "contact_share": float(move_g[1]) / n, "contact_share_real": float(move_b[1]),
+            "samples": n, "real_windows": len(win_b)}  # fmt: skip
