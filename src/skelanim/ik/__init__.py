@@ -13,7 +13,7 @@ See ``README.md`` in this folder for how the shipped model was trained and measu
 from skelanim.ik.classical import kabsch, optimize_ik, rotation_between, swing_ik
 from skelanim.ik.frames import IKRig, bone_frames_to_local, rest_bone_frames
 from skelanim.ik.model import IKGAT, GATConfig
-from skelanim.ik.solve import DEFAULT_MODEL, METHODS, IKModel, run_method, solve
+from skelanim.ik.solve import DEFAULT_MODEL, METHODS, IKModel, load_model, run_method, solve
 
 __all__ = [
     "DEFAULT_MODEL",
@@ -24,6 +24,7 @@ __all__ = [
     "IKRig",
     "bone_frames_to_local",
     "kabsch",
+    "load_model",
     "optimize_ik",
     "rest_bone_frames",
     "rotation_between",

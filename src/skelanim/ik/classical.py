@@ -68,7 +68,7 @@ def _cross(u: Tensor, v: Tensor) -> Tensor:
     return (_skew(u) @ v[..., None])[..., 0]
 
 
-def rotation_between(u: Tensor, v: Tensor) -> Tensor:
+def rotation_between(u: Tensor, v: Tensor, *, half_turn: bool = True) -> Tensor:
     """The smallest rotation carrying direction ``u`` onto direction ``v`` (Rodrigues' formula).
 
     ``R = I + [w]_x + [w]_x^2 / (1 + c)`` with ``w = u x v``, ``c = u . v`` for unit ``u, v``.
@@ -77,6 +77,10 @@ def rotation_between(u: Tensor, v: Tensor) -> Tensor:
     ----------
     u, v : Tensor
         ``(..., 3)`` vectors (any length; broadcast).
+    half_turn : bool
+        Handle exactly opposite vectors (``u . v < -1 + 1e-7``) with a half turn; ``False`` saves a dozen
+        graph nodes and returns a finite but arbitrary matrix there (the network's swing chain, where the
+        learned correction follows).
 
     Returns
     -------
@@ -91,6 +95,8 @@ def rotation_between(u: Tensor, v: Tensor) -> Tensor:
     k = _skew(_cross(u, v))
     eye = torch.eye(3, dtype=u.dtype, device=u.device)
     turn = eye + k + (k @ k) / (1.0 + c).clamp_min(1e-9)
+    if not half_turn:
+        return turn
     least = eye[u.abs().argmin(-1)]
     n = _cross(u, least)
     n = n / n.norm(dim=-1, keepdim=True).clamp_min(_EPS)
@@ -182,8 +188,9 @@ def optimize_ik(
     init: Tensor,
     *,
     iterations: int = 100,
-    prior: float = 1e-4,
+    prior: float | Tensor = 1e-4,
     damping: float = 1e-3,
+    tol: float | None = None,
 ) -> tuple[Tensor, Tensor]:
     """Per-frame Levenberg-Marquardt IK, batched over frames (see the module docstring).
 
@@ -196,11 +203,14 @@ def optimize_ik(
     init : Tensor
         ``(F, J, 4)`` or ``(J, 4)`` initial local quaternions.
     iterations : int
-        LM iterations (fixed count, no early stop, so timings are comparable).
-    prior : float
-        Weight ``w`` of the pull toward the init (radians^2 against squared height fractions).
+        LM iterations (a fixed count unless ``tol`` is given, so timings are comparable).
+    prior : float or Tensor
+        Weight ``w`` of the pull toward the init (radians^2 against squared height fractions); a ``(F,)``
+        tensor gives each frame its own.
     damping : float
         Initial LM damping (relative to the diagonal of ``J^T J``).
+    tol : float, optional
+        Stop early once every joint of every frame is within ``tol`` (a fraction of height) of its target.
 
     Returns
     -------
@@ -221,26 +231,29 @@ def optimize_ik(
     target = positions[:, res] * scale
     n = 3 * len(var)
     eye_n = torch.eye(n, dtype=positions.dtype)
+    prior = torch.as_tensor(prior, dtype=positions.dtype).expand(f)[:, None]  # (F, 1)
 
     def evaluate(q: Tensor) -> tuple[Tensor, Tensor, Tensor, Tensor]:
         world, pos = forward_kinematics(q, trans, rig.parents)
         resid = (pos[:, res] * scale - target).reshape(f, -1)
         dev = quat_to_rotvec(quat_multiply(quat_conjugate(q_init[:, var]), q[:, var])).reshape(f, -1)
-        cost = (resid * resid).sum(-1) + prior * (dev * dev).sum(-1)
+        cost = (resid * resid).sum(-1) + prior[:, 0] * (dev * dev).sum(-1)
         return world, pos * scale, resid, torch.cat([cost[:, None], dev], -1)
 
     q = q_init.clone()
     world, pos, resid, extra = evaluate(q)
     mu = torch.full((f, 1, 1), damping, dtype=positions.dtype)
     for _ in range(iterations):
+        if tol is not None and float(resid.reshape(f, -1, 3).square().sum(-1).max()) <= tol * tol:
+            break
         cost, dev = extra[:, 0], extra[:, 1:]
         arm = pos[:, res, None, :] - pos[:, None, var, :]  # (F, R, V, 3)
         jac = -(_skew(arm) @ world[:, None, var]) * mask  # (F, R, V, 3, 3)
         jac = jac.permute(0, 1, 3, 2, 4).reshape(f, 3 * len(res), n)
         jtj = jac.transpose(1, 2) @ jac
-        grad = jac.transpose(1, 2) @ resid[..., None] + prior * dev[..., None]
+        grad = jac.transpose(1, 2) @ resid[..., None] + prior[..., None] * dev[..., None]
         diag = torch.diagonal(jtj, dim1=-2, dim2=-1)[..., None] * eye_n
-        system = jtj + prior * eye_n + mu * (diag + 1e-9 * eye_n)
+        system = jtj + prior[..., None] * eye_n + mu * (diag + 1e-9 * eye_n)
         chol, _ = torch.linalg.cholesky_ex(system)
         delta = -torch.cholesky_solve(grad, chol)[..., 0].reshape(f, len(var), 3)
         q_try = q.clone()

@@ -250,6 +250,7 @@ def augment(
     *,
     up: int,
     noise: float = 0.0,
+    noisy: float = 0.5,
     mirror: float = 0.0,
     permutation: Tensor | None = None,
 ) -> tuple[Tensor, Tensor, Tensor]:
@@ -268,8 +269,10 @@ def augment(
     up : int
         Up axis for the heading.
     noise : float
-        Largest noise sigma as a fraction of height (each sample draws sigma in ``[0, noise]``; half the
-        samples stay clean).
+        Largest noise sigma as a fraction of height (each noisy sample draws sigma uniformly in
+        ``[0, noise]``).
+    noisy : float
+        Fraction of samples that get noise (the others stay clean).
     mirror : float
         Probability of mirroring a sample (needs ``permutation``).
 
@@ -296,6 +299,6 @@ def augment(
     clean = positions
     if noise > 0:
         sigma = torch.rand(b, generator=generator) * noise * rig.height
-        sigma = torch.where(torch.rand(b, generator=generator) < 0.5, sigma, torch.zeros_like(sigma))
+        sigma = torch.where(torch.rand(b, generator=generator) < noisy, sigma, torch.zeros_like(sigma))
         positions = positions + torch.randn(positions.shape, generator=generator) * sigma[:, None, None]
     return positions, clean, world

@@ -209,6 +209,8 @@ class IKRig:
             ``(..., 3)`` world positions of the IK root (joint 0 stays at its rest offset under a dummy root,
             so the IK root's translation is ``root_positions - offsets[0]``).
         """
-        t = self.offsets.to(root_positions.dtype).expand(*root_positions.shape[:-1], -1, -1).clone()
-        t[..., self.ik_root, :] = root_positions - (self.offsets[0].to(root_positions.dtype) if self.ik_root else 0.0)
-        return t
+        offsets = self.offsets if root_positions.dtype == torch.float64 else self.offsets.to(root_positions.dtype)
+        r = self.ik_root
+        root = root_positions[..., None, :] - offsets[0] if r else root_positions[..., None, :]
+        lead = root_positions.shape[:-1]
+        return torch.cat([offsets[:r].expand(*lead, r, 3), root, offsets[r + 1 :].expand(*lead, -1, 3)], -2)

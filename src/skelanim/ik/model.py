@@ -17,7 +17,14 @@ Animation" (arXiv 2604.16629). One pass, no iteration:
    :func:`skelanim.core.rotations.rot6d_to_matrix`), predicted as a correction in the bone's own frame to a
    starting frame (the mean training pose's bone frame swung onto the observed bone axis, see
    :meth:`IKGAT.frames`), turned into local rotations exactly by
-   :func:`skelanim.ik.frames.bone_frames_to_local` (derivation there).
+   :func:`skelanim.ik.frames.bone_frames_to_local` (derivation there). Three ways to build the start
+   (:class:`GATConfig`): by default (``chain=False, flat=False``, the model shipped before) the swing chain
+   runs on the *uncorrected* parents, so a joint's local rotation mixes its own correction with its
+   parent's; ``chain`` (the shipped model) runs the swing chain after the network on the *corrected* parents, so ``L_j = (B_p G_p^T S_j G_p B_p^T) L_mean,j
+   B_j D_j B_j^T`` depends on the joint's own correction ``D_j`` and the observed swing only (a leaf's is
+   ``L_mean,j B_j D_j B_j^T``); ``flat`` swings every joint from the mean frame at once (no chain:
+   about a quarter fewer graph nodes, the fastest single-pose call) and puts leaves on their corrected
+   parents.
 
 Sizes (``hidden`` x ``layers``) trade accuracy for speed; the paper's size is about ``hidden=128,
 layers=4, ffn_mult=4`` (~0.4M parameters); see ``src/skelanim/ik/README.md`` for measured trade-offs.
@@ -60,6 +67,13 @@ class GATConfig:
         Attention neighbourhood in tree edges.
     joint_embedding : bool
         Add a learned per-joint vector to the input projection.
+    chain : bool
+        Compose each joint's start on its parent's **corrected** frame (the swing chain runs after the
+        network), so a joint's local rotation depends on its own correction only; ``False``: the start
+        chain uses the uncorrected parent frames (models trained before this option).
+    flat : bool
+        No chain: every joint with a bone starts from the mean pose's bone frame swung onto the observed
+        axis (all joints at once), leaves from their parent's corrected frame and the mean local rotation.
     """
 
     hidden: int = 64
@@ -68,6 +82,8 @@ class GATConfig:
     ffn_mult: int = 2
     hops: int = 2
     joint_embedding: bool = True
+    chain: bool = False
+    flat: bool = False
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> GATConfig:
@@ -125,6 +141,24 @@ class IKGAT(nn.Module):
             for jj in joints.tolist():
                 slots[jj] = len(slots)
         self.register_buffer("order", torch.tensor([slots.get(i, 0) for i in range(j)]), persistent=False)
+        eye = torch.eye(j)
+        centre = eye.clone()
+        centre[:, rig.ik_root] -= 1.0
+        self.register_buffer("centre", centre / h, persistent=False)  # rel = centre @ positions
+        pick_parent = torch.where(rig.has_parent[:, None], eye[rig.parent_index], torch.zeros(j, j))
+        pick_primary = eye[self.primary]
+        self.register_buffer("pick_primary", pick_primary, persistent=False)
+        self.register_buffer("differences", torch.cat([(eye - pick_parent) * rig.has_parent[:, None], pick_primary - eye]),
+                             persistent=False)  # fmt: skip
+        leaves = [i for i in range(j) if not bool(self.has_bone[i]) and i >= rig.ik_root]
+        self.register_buffer("leaf_joints", torch.tensor(leaves, dtype=torch.long), persistent=False)
+        self.register_buffer("leaf_parents", torch.tensor([rig.parents[i] for i in leaves], dtype=torch.long),
+                             persistent=False)  # fmt: skip
+        leaf_order = list(range(j))
+        for k, i in enumerate(leaves):
+            leaf_order[i] = j + k
+        self.register_buffer("leaf_order", torch.tensor(leaf_order), persistent=False)
+        self.register_buffer("leaf_offsets", torch.eye(3).expand(len(leaves), 3, 3).clone(), persistent=False)
         self._rig = rig
         self.embed = nn.Linear(F_IN, config.hidden)
         self.joint_embed = nn.Parameter(torch.zeros(j, config.hidden)) if config.joint_embedding else None
@@ -149,22 +183,20 @@ class IKGAT(nn.Module):
         tuple of Tensor
             ``(B, J, 18)`` features and ``(B, 3, 3)`` the root frame ``C`` (columns in world axes).
         """
-        pos = positions * self.inv_height
-        rel = pos - pos[:, self.ik_root : self.ik_root + 1]
+        rel = self.centre @ positions  # (B, J, 3) relative to the IK root, in heights
         if self.root_axes is not None:
             first, second = self.root_axes
             canon = rot6d_to_matrix(torch.cat([rel[:, first], rel[:, second]], -1))
+            rel = rel @ canon  # row vectors: C^T x
         else:
             canon = torch.eye(3, dtype=rel.dtype).expand(rel.shape[0], 3, 3)
-        rel = rel @ canon  # row vectors: C^T x
         if self.ik_root:  # a dummy root's observed position carries nothing: put it where the IK root implies
             rel = torch.where(self.fixed[:, None], -self.rest_features[self.ik_root, :3], rel)
-        bone = torch.where(
-            self.has_parent[:, None], rel - rel.index_select(1, self.parent_index), torch.zeros_like(rel)
-        )
-        axis = rel.index_select(1, self.primary) - rel
+        j = self.num_joints
+        diffs = self.differences @ rel  # (B, 2J, 3): bone vectors (0 at the root), then primary bone vectors
+        bone, axis = diffs[:, :j], diffs[:, j:]
         axis = axis / axis.norm(dim=-1, keepdim=True).clamp_min(1e-6)  # observed bone axis (0 for a leaf)
-        bend = torch.linalg.cross(axis, axis.index_select(1, self.primary))  # normal of the bend at the child
+        bend = torch.linalg.cross(axis, self.pick_primary @ axis)  # normal of the bend at the child
         feats = torch.cat([rel, bone, self.rest_features.expand(rel.shape[0], -1, -1), axis, bend], -1)
         return feats, canon
 
@@ -184,9 +216,13 @@ class IKGAT(nn.Module):
         for block in self.blocks:
             x = block(x, self.attn_bias)
         correction = rot6d_to_matrix(self.head(x) + self.identity_6d)
+        if self.config.flat:
+            return canon[:, None] @ self.flat_frames(feats[..., 12:15], correction)
+        if self.config.chain:
+            return canon[:, None] @ self.start_frames(feats[..., 12:15], correction)
         return canon[:, None] @ (self.start_frames(feats[..., 12:15]) @ correction)
 
-    def start_frames(self, axes: Tensor) -> Tensor:
+    def start_frames(self, axes: Tensor, correction: Tensor | None = None) -> Tensor:
         """Swing IK from the mean pose, in the root frame, one tree level at a time (all joints of a level
         batched): ``W_j = S_j W_p L_mean,j`` with ``S_j`` the smallest rotation taking the bone axis of
         ``W_p L_mean,j`` onto the observed one (identity for a leaf); the IK root keeps the mean pose's frame.
@@ -195,6 +231,10 @@ class IKGAT(nn.Module):
         ----------
         axes : Tensor
             ``(B, J, 3)`` observed unit bone axes in the root frame.
+        correction : Tensor, optional
+            ``(B, J, 3, 3)`` per-joint corrections in the bone frames (``chain``): each joint's frame is
+            ``S_j W_p L_mean,j B_j D_j`` with ``W_p`` the parent's corrected world rotation, so the chain
+            runs on corrected frames.
 
         Returns
         -------
@@ -204,15 +244,44 @@ class IKGAT(nn.Module):
         rest_axis = self.rest_frames[:, :, 0]
         root = self.ik_root
         world = (self.base_frames[root] @ self.rest_frames[root].T).expand(axes.shape[0], 1, 3, 3)
-        eye = torch.eye(3, dtype=axes.dtype, device=axes.device)
+        turn = None if correction is None else self.rest_frames @ correction @ self.rest_frames.transpose(-1, -2)
+        if turn is not None:
+            world = world @ turn[:, root : root + 1]
         for k in range(self.num_levels):
             joints, slots = getattr(self, f"level{k}_joints"), getattr(self, f"level{k}_slots")
             start = world.index_select(1, slots) @ self.mean_local[joints]
             current = (start @ rest_axis[joints][..., None])[..., 0]
-            swing = rotation_between(current, axes[:, joints])
-            swing = torch.where(self.has_bone[joints][:, None, None], swing, eye)
-            world = torch.cat([world, swing @ start], 1)
+            swing = rotation_between(current, axes[:, joints], half_turn=False)  # a leaf's axis is 0: identity
+            frame = swing @ start
+            if turn is not None:
+                frame = frame @ turn.index_select(1, joints)
+            world = torch.cat([world, frame], 1)
         return world.index_select(1, self.order) @ self.rest_frames
+
+    def flat_frames(self, axes: Tensor, correction: Tensor) -> Tensor:
+        """Bone frames without a chain (``flat``): ``G_j = S_j M_j D_j`` for joints with a bone (``S_j`` the
+        smallest rotation from the mean frame's axis onto the observed one), ``G_l = G_p B_p^T L_mean,l B_l
+        D_l`` for leaves; all in the root frame.
+
+        Parameters
+        ----------
+        axes : Tensor
+            ``(B, J, 3)`` observed unit bone axes in the root frame.
+        correction : Tensor
+            ``(B, J, 3, 3)`` corrections ``D`` in the bone frames.
+
+        Returns
+        -------
+        Tensor
+            ``(B, J, 3, 3)`` bone frames.
+        """
+        swing = rotation_between(self.base_frames[:, :, 0], axes)  # identity for a leaf (axis 0)
+        frames = swing @ (self.base_frames @ correction)
+        leaves = self.leaf_joints
+        if leaves.numel() == 0:
+            return frames
+        leaf = frames.index_select(1, self.leaf_parents) @ (self.leaf_offsets @ correction.index_select(1, leaves))
+        return torch.cat([frames, leaf], 1).index_select(1, self.leaf_order)
 
     def set_mean_pose(self, quats: Tensor) -> None:
         """Store the mean training pose and, as the output's starting point, its bone frames in its root frame.
@@ -234,6 +303,9 @@ class IKGAT(nn.Module):
             self.mean_pose.copy_(q)
             self.mean_local.copy_(quat_to_matrix(q))
             self.base_frames.copy_(canon.T @ rig.world_to_frames(world))
+            leaves, parents = self.leaf_joints, self.leaf_parents  # B_p^T L_mean,l B_l
+            rest = rig.rest_frames
+            self.leaf_offsets.copy_(rest[parents].transpose(-1, -2) @ quat_to_matrix(q)[leaves] @ rest[leaves])
 
     def to_local(self, frames: Tensor) -> Tensor:
         """Bone frames to local rotation matrices (exact, :func:`~skelanim.ik.frames.bone_frames_to_local`)."""

@@ -68,7 +68,10 @@ class OrtRunner:
     model : bytes or path
         ONNX model.
     threads : int, optional
-        Intra-op threads (default: torch's thread count).
+        Intra-op threads (default: torch's thread count; :class:`~skelanim.ik.solve.IKModel` uses one, as
+        it sends only small batches here).
+    single : bytes, optional
+        A static batch-1 ONNX model of the same network, used for single poses.
     """
 
     def __init__(

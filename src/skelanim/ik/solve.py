@@ -4,8 +4,9 @@ Methods (all return local quaternions on the model's skeleton):
 
 ========================  =======================================================================
 ``gat``                   the network, one forward pass
-``gat_refined``           the network, then a few LM steps warm-started from it (positions to
-                          within 0.5% of height, the network's twist kept by the damping and a prior)
+``gat_refined``           the network, then up to 10 LM steps warm-started from it, stopping once every
+                          joint is within 0.02% of height; the prior toward the network's rotations is
+                          weighted by the noise the bone lengths show (:func:`refine_prior`)
 ``swing_rest``            analytic swing IK from the rest pose
 ``swing_mean``            analytic swing IK from the model's mean training pose
 ``swing_warm``            analytic swing IK from the previous frame
@@ -14,10 +15,12 @@ Methods (all return local quaternions on the model's skeleton):
 ``optimize_warm``         100 LM iterations from the previous frame's answer
 ========================  =======================================================================
 
-Runtime: once :meth:`IKModel.ort_session` has been built (the evaluation and streaming callers do it up
-front; it costs an in-memory ONNX export), batches up to :data:`ORT_MAX_BATCH` poses go through onnxruntime
-(faster per call, a static-shape graph for single poses); everything else through torch under
-``inference_mode``.
+Runtime (``IKModel.runtime = "auto"``): batches up to :data:`ORT_MAX_BATCH` poses go through onnxruntime
+(one intra-op thread, a static-shape graph for single poses: per call it costs a fraction of torch's
+dispatch), larger ones through torch under ``inference_mode`` in chunks of :data:`TORCH_CHUNK` poses
+(the attention tensors of bigger chunks fall out of cache). The crossover was measured with
+``benchmarks/ik.py`` (its runtime table); the onnxruntime session is built on first use (an in-memory ONNX
+export, about a second) and cached on the model, and :func:`load_model` caches loaded models per folder.
 """
 
 from __future__ import annotations
@@ -42,13 +45,22 @@ from skelanim.ik.frames import IKRig
 from skelanim.ik.model import IKGAT, GATConfig
 from skelanim.nn.checkpoint import load_model_files
 
-__all__ = ["DEFAULT_MODEL", "METHODS", "IKModel", "check_positions", "run_method", "solve", "to_motion"]
+__all__ = ["DEFAULT_MODEL", "METHODS", "IKModel", "check_positions", "load_model", "refine_prior", "run_method", "solve",
+           "to_motion"]  # fmt: skip
 
 #: The pretrained Bandai-Namco model shipped inside the package.
 DEFAULT_MODEL = Path(__file__).resolve().parent / "pretrained"
 METHODS = ("gat", "gat_refined", "swing_rest", "swing_mean", "optimize_rest", "optimize_mean", "optimize_warm")
-ORT_MAX_BATCH = 64
-TORCH_CHUNK = 8192
+#: Largest batch that goes through onnxruntime under the automatic runtime.
+ORT_MAX_BATCH = 32
+#: The refinement stops once every joint is within this fraction of height of its target ...
+REFINE_TOL = 2e-4
+#: The refinement's prior: rotation deviations from the network of about this many radians are expected ...
+REFINE_SPREAD = 0.1
+#: ... and at least this weight keeps the twist that positions cannot show.
+REFINE_PRIOR = 1e-5
+#: Torch processes larger batches in chunks of this many poses.
+TORCH_CHUNK = 256
 
 
 @dataclass
@@ -94,6 +106,7 @@ class IKModel:
             rig = IKRig(skeleton, ik_root=int(config["ik_root"]))
             net = IKGAT(rig, GATConfig.from_dict(config["architecture"]))
             net.load_state_dict(tensors)
+            net.set_mean_pose(net.mean_pose.clone())  # derived buffers (not stored) from the stored mean pose
         except (KeyError, TypeError, ValueError, RuntimeError) as err:
             raise FormatError(f"corrupt model config or weights: {err}".splitlines()[0], path=folder) from None
         net.eval()
@@ -109,16 +122,47 @@ class IKModel:
         """``(J, 4)`` float64 mean training pose (local quaternions)."""
         return self.net.mean_pose.to(torch.float64)
 
+    def probe_positions(self, count: int, *, seed: int = 0) -> Tensor:
+        """Plausible test inputs: the mean pose with every joint turned at random (rotation vectors with
+        0.15 rad per axis), placed at a random position (FK on the rig).
+
+        Returns
+        -------
+        Tensor
+            ``(count, J, 3)`` float64 world positions.
+        """
+        from skelanim.core.kinematics import forward_kinematics
+        from skelanim.core.rotations import quat_multiply, rotvec_to_quat
+
+        gen = torch.Generator().manual_seed(seed)
+        j = self.rig.num_joints
+        turn = rotvec_to_quat(torch.randn(count, j, 3, generator=gen, dtype=torch.float64) * 0.15)
+        quats = quat_multiply(self.mean_pose.expand(count, j, 4), turn)
+        quats[:, self.rig.fixed] = torch.tensor([1.0, 0.0, 0.0, 0.0], dtype=torch.float64)
+        root = torch.randn(count, 3, generator=gen, dtype=torch.float64) * (0.5 * self.rig.height)
+        _, pos = forward_kinematics(quats, self.rig.translations(root), self.rig.parents)
+        return pos
+
     def ort_session(self) -> Any:
-        """An onnxruntime session of the network (built on first use), or ``None`` without onnxruntime."""
+        """The onnxruntime runner of the network (built on first use, then cached), ``None`` without
+        onnxruntime."""
         if self._ort is None:
             try:
                 from skelanim.ik.onnx import OrtRunner
             except ImportError:  # pragma: no cover - onnxruntime is a dependency
                 self._ort = False
                 return None
-            self._ort = OrtRunner.from_model(self.net)
+            try:
+                self._ort = OrtRunner.from_model(self.net, threads=1)
+            except Exception:  # noqa: BLE001 - whatever the exporter or onnxruntime raise: torch does the work
+                self._ort = False
         return self._ort or None
+
+    def choose_runtime(self, batch: int) -> str:
+        """``"onnx"`` or ``"torch"`` for a batch of ``batch`` poses under :attr:`runtime` (``auto``: by size)."""
+        if self.runtime != "auto":
+            return self.runtime
+        return "onnx" if batch <= ORT_MAX_BATCH and self._ort is not False else "torch"
 
     def predict(self, positions: Tensor, *, runtime: str | None = None) -> Tensor:
         """Network local rotations for positions of the model's skeleton.
@@ -128,23 +172,47 @@ class IKModel:
         positions : Tensor
             ``(F, J, 3)`` world positions (any float dtype) in the skeleton's units.
         runtime : {"auto", "torch", "onnx"}, optional
-            ``auto``: onnxruntime up to :data:`ORT_MAX_BATCH` poses once its session is built (call
-            :meth:`ort_session` first, as streaming callers and the evaluation do), torch otherwise.
+            Default :attr:`runtime`; ``auto`` picks by batch size (:meth:`choose_runtime`).
 
         Returns
         -------
         Tensor
             ``(F, J, 4)`` float64 unit quaternions.
         """
-        runtime = runtime or self.runtime
         x = torch.as_tensor(positions).to(torch.float32)
-        if runtime == "onnx" or (runtime == "auto" and x.shape[0] <= ORT_MAX_BATCH and self._ort):
+        n = x.shape[0]
+        choice = runtime if runtime and runtime != "auto" else self.choose_runtime(n)
+        if choice == "onnx":
             session = self.ort_session()
             if session is not None:
-                return torch.from_numpy(session(x.numpy())).to(torch.float64)
+                xn = x.numpy()
+                if n <= ORT_MAX_BATCH:
+                    return torch.from_numpy(session(xn)).to(torch.float64)
+                out = [session(xn[i : i + TORCH_CHUNK]) for i in range(0, n, TORCH_CHUNK)]
+                return torch.from_numpy(np.concatenate(out)).to(torch.float64)
         with torch.inference_mode():
-            out = [matrix_to_quat(self.net(x[i : i + TORCH_CHUNK])[1]) for i in range(0, x.shape[0], TORCH_CHUNK)]
+            out = [matrix_to_quat(self.net(x[i : i + TORCH_CHUNK])[1]) for i in range(0, n, TORCH_CHUNK)]
         return torch.cat(out).to(torch.float64)
+
+
+_LOADED: dict[tuple[str, int, int], IKModel] = {}
+
+
+def load_model(folder: str | os.PathLike | None = None) -> IKModel:
+    """:meth:`IKModel.load`, cached per folder (and its files' modification times), so repeated
+    :func:`solve` calls reuse one model and its onnxruntime session."""
+    path = Path(folder) if folder is not None else DEFAULT_MODEL
+    try:
+        key = (
+            str(path.resolve()),
+            (path / "model.safetensors").stat().st_mtime_ns,
+            (path / "config.json").stat().st_mtime_ns,
+        )
+    except OSError:
+        return IKModel.load(path)  # raises the model folder's error
+    if key not in _LOADED:
+        _LOADED[key] = IKModel.load(path)
+    return _LOADED[key]
 
 
 def check_positions(
@@ -209,6 +277,36 @@ def _mean_init(model: IKModel, positions: Tensor) -> Tensor:
     return init
 
 
+def refine_prior(positions: Tensor, rig: IKRig) -> Tensor:
+    """Per-frame prior weight of the refinement: ``w = max(sigma^2 / s^2, REFINE_PRIOR)``.
+
+    With Gaussian position noise ``sigma`` (in heights) and deviations of the network's rotations of about
+    ``s`` = :data:`REFINE_SPREAD` radians, ``w`` is the MAP weight of the LM prior. ``sigma`` is estimated
+    from how much the observed bone lengths disagree with the skeleton's: a bone between two points with
+    independent noise ``sigma`` per axis changes length by about ``N(0, 2 sigma^2)``. Clean input (bone
+    lengths exact) gets the floor: positions are fitted exactly, the twist stays the network's; noisy input
+    keeps close to the network instead of fitting the noise.
+
+    Parameters
+    ----------
+    positions : Tensor
+        ``(F, J, 3)`` observed positions.
+    rig : IKRig
+        The skeleton.
+
+    Returns
+    -------
+    Tensor
+        ``(F,)`` prior weights.
+    """
+    kids = [c for c in range(rig.num_joints) if rig.parents[c] >= 0 and not bool(rig.fixed[rig.parents[c]])]
+    parents = [rig.parents[c] for c in kids]
+    observed = (positions[:, kids] - positions[:, parents]).norm(dim=-1)
+    stretch = (observed - rig.offsets[kids].norm(dim=-1).to(positions.dtype)) / rig.height
+    sigma_sq = stretch.square().mean(-1) / 2.0
+    return (sigma_sq / REFINE_SPREAD**2).clamp_min(REFINE_PRIOR)
+
+
 def run_method(
     method: str,
     positions: Tensor,
@@ -216,7 +314,7 @@ def run_method(
     *,
     starts: Tensor | None = None,
     iterations: int = 100,
-    refine_iterations: int = 5,
+    refine_iterations: int = 10,
 ) -> tuple[Tensor, Tensor]:
     """Solve with one of :data:`METHODS` (or ``swing_warm``).
 
@@ -243,7 +341,8 @@ def run_method(
     if method == "gat":
         return model.predict(positions), rig.translations(positions[:, rig.ik_root])
     if method == "gat_refined":
-        return optimize_ik(positions, rig, model.predict(positions), iterations=refine_iterations, prior=1e-3)
+        return optimize_ik(positions, rig, model.predict(positions), iterations=refine_iterations,
+                           prior=refine_prior(positions, rig), tol=REFINE_TOL)  # fmt: skip
     if method == "swing_rest":
         return swing_ik(positions, rig, rest)
     if method == "swing_mean":
@@ -293,7 +392,8 @@ def solve(
     positions : array, Tensor or JointPositions
         ``(F, J, 3)`` world positions in the skeleton's units.
     model : IKModel, path or None
-        A loaded model, a model folder, or ``None`` for the shipped Bandai-Namco model.
+        A loaded model, a model folder, or ``None`` for the shipped Bandai-Namco model (folders are loaded
+        once, :func:`load_model`).
     refine : bool
         Add the LM refinement (``gat_refined``).
     method : str, optional
@@ -307,7 +407,7 @@ def solve(
     -------
     Motion
     """
-    model = model if isinstance(model, IKModel) else IKModel.load(model)
+    model = model if isinstance(model, IKModel) else load_model(model)
     fps = fps or getattr(positions, "fps", None) or 30.0
     x = check_positions(positions, model.skeleton, names)
     quats, trans = run_method(method or ("gat_refined" if refine else "gat"), x, model)

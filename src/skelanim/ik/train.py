@@ -23,6 +23,7 @@ import torch
 from torch import Tensor, nn
 
 from skelanim.core.rotations import matrix_geodesic
+from skelanim.errors import FormatError
 from skelanim.ik.data import (
     PoseSet,
     augment,
@@ -52,6 +53,7 @@ class LossWeights:
     frame: float = 0.5
     position: float = 5.0
     noise: float = 0.01
+    noisy: float = 0.5
     mirror: float = 0.0
 
 
@@ -140,7 +142,7 @@ class IKTask:
 
     def batch(self, indices: Tensor, generator: torch.Generator) -> dict[str, Tensor]:
         noisy, clean, world = augment(self.train_set.positions[indices], self.train_set.world[indices], self.rig, generator,
-                                      up=self.up, noise=self.weights.noise, mirror=self.weights.mirror,
+                                      up=self.up, noise=self.weights.noise, noisy=self.weights.noisy, mirror=self.weights.mirror,
                                       permutation=self.permutation)  # fmt: skip
         return {"positions": noisy, "clean": clean, "world": world}
 
@@ -193,6 +195,7 @@ def train(
     weights: LossWeights | None = None,
     max_frames_per_file: int | None = None,
     resume: bool = False,
+    init: str | Path | None = None,
     command: str | None = None,
     log: Callable[[str], None] | None = None,
 ) -> dict[str, Any]:
@@ -216,6 +219,8 @@ def train(
         Subsample long files (tests, quick runs).
     resume : bool
         Continue an interrupted run (same arguments).
+    init : path, optional
+        A model folder of the same architecture whose weights start the run (fine-tuning).
     command : str, optional
         The command line, recorded in ``config.json``.
     log : callable, optional
@@ -250,10 +255,22 @@ def train(
     torch.manual_seed(loop.seed)
     net = IKGAT(rig, gat)
     net.set_mean_pose(mean_pose(train_set.local))
+    if init is not None:
+        from skelanim.nn.checkpoint import load_model_files
+
+        tensors, _ = load_model_files(init)
+        try:
+            net.load_state_dict(tensors)
+        except RuntimeError as err:
+            raise FormatError(
+                f"--init weights do not fit this architecture: {err}".splitlines()[0], path=init
+            ) from None
+        net.set_mean_pose(net.mean_pose.clone())
     meta = {"command": command, "seed": loop.seed, "train_files": [Path(f).name for f in train_files],
             "val_files": [Path(f).name for f in val_files], "excluded_patterns": list(exclude),
             "val_patterns": list(val), "train_frames": len(train_set), "val_frames": len(val_set),
-            "max_frames_per_file": max_frames_per_file, "loss": asdict(weights), "bone_stretch": train_set.stretch}  # fmt: skip
+            "max_frames_per_file": max_frames_per_file, "loss": asdict(weights), "bone_stretch": train_set.stretch,
+            "init": None if init is None else str(init)}  # fmt: skip
     task = IKTask(train_set, val_set, net, weights, up, meta)
     say(f"model: {net.num_parameters()} parameters ({gat})")
     result = fit(net, task, out, loop, resume=resume, log=say)
