@@ -26,8 +26,8 @@ Animation" (arXiv 2604.16629). One pass, no iteration:
    about a quarter fewer graph nodes, the fastest single-pose call) and puts leaves on their corrected
    parents.
 
-Sizes (``hidden`` x ``layers``) trade accuracy for speed; the paper's size is about ``hidden=128,
-layers=4, ffn_mult=4`` (~0.4M parameters); see ``src/skelanim/ik/README.md`` for measured trade-offs.
+Sizes (``hidden`` x ``layers``) trade accuracy for speed; the paper's size (374K parameters) is about ``hidden=128,
+layers=4`` (404K here); see ``src/skelanim/ik/README.md`` for measured trade-offs.
 """
 
 from __future__ import annotations
