@@ -90,3 +90,11 @@ def test_bad_trees_are_rejected() -> None:
         forward_kinematics(q, t, [-1, 2, 0])
     with pytest.raises(ValueError, match="3 joints, parents 2"):
         forward_kinematics(q, t, [-1, 0])
+
+
+def test_outputs_are_contiguous(monkeypatch: pytest.MonkeyPatch) -> None:
+    q, t = torch.randn(20, 5, 4, dtype=torch.float64), torch.randn(20, 5, 3, dtype=torch.float64)
+    for block in (1000, 5 * 3):
+        monkeypatch.setattr(kinematics, "_BLOCK", block)
+        rot, pos = forward_kinematics(q, t, [-1, 0, 1, 0, 3])
+        assert rot.is_contiguous() and pos.is_contiguous()

@@ -115,11 +115,14 @@ def forward_kinematics(
     t = translations.to(q.dtype).expand(*shape, 3).reshape(n, n_joints, 3)
     # blocks of frames: their temporaries stay small enough to be reused instead of fresh pages each call
     step = max(1, _BLOCK // n_joints)
-    if n <= step:
-        world_r, world_p = _fk_block(q, t, parents_t)
+    blocks = [_fk_block(q[i : i + step], t[i : i + step], parents_t) for i in range(0, n, step)] if n else []
+    if len(blocks) == 1:
+        world_r, world_p = blocks[0][0].permute(2, 1, 0).contiguous(), blocks[0][1].permute(2, 1, 0).contiguous()
+    elif blocks:  # the one copy into the result does the transposition back to (N, J, ...)
+        world_r = torch.cat([b[0].permute(2, 1, 0) for b in blocks])
+        world_p = torch.cat([b[1].permute(2, 1, 0) for b in blocks])
     else:
-        blocks = [_fk_block(q[i : i + step], t[i : i + step], parents_t) for i in range(0, n, step)]
-        world_r, world_p = torch.cat([b[0] for b in blocks]), torch.cat([b[1] for b in blocks])
+        world_r, world_p = q.new_empty(0, n_joints, 9), q.new_empty(0, n_joints, 3)
     return world_r.reshape(*lead, n_joints, 3, 3), world_p.reshape(*lead, n_joints, 3)
 
 
@@ -128,8 +131,8 @@ _BLOCK = 32768  # joint-frames per block of forward_kinematics
 
 def _fk_block(rotations: torch.Tensor, translations: torch.Tensor, parents: tuple[int, ...]
               ) -> tuple[torch.Tensor, torch.Tensor]:
-    """:func:`forward_kinematics` of ``(N, J, 4)`` rotations and ``(N, J, 3)`` translations: ``(N, J, 9)``
-    row-major world matrices and ``(N, J, 3)`` positions."""
+    """:func:`forward_kinematics` of ``(N, J, 4)`` rotations and ``(N, J, 3)`` translations: ``(9, J, N)``
+    row-major world matrix entries and ``(3, J, N)`` positions, joints in file order."""
     _, levels = _tree_levels(parents)
     order, inverse, parent_of, level_parents = _index_tensors(parents, rotations.device)
     # (4, J, N) and (3, J, N): components first, joints in breadth-first order
@@ -150,7 +153,7 @@ def _fk_block(rotations: torch.Tensor, translations: torch.Tensor, parents: tupl
         for (start, stop, _), parent in zip(levels[1:], level_parents[1:]):
             positions.append(positions[-1].index_select(1, parent) + rotated[:, start - n_roots : stop - n_roots])
     world_p = torch.cat(positions, 1) if len(positions) > 1 else positions[0]
-    return world_r.permute(2, 1, 0).index_select(1, inverse), world_p.permute(2, 1, 0).index_select(1, inverse)
+    return world_r.index_select(1, inverse), world_p.index_select(1, inverse)
 
 
 def end_site_positions(
