@@ -12,13 +12,17 @@ from skelanim.learn.predict import (
     PredictTask,
     evaluate_prediction,
     predict_motion,
+    reference_windows,
+    rig_mirror,
     train_predictor,
 )
 from skelanim.learn.predictors import (
     DCTGCN,
+    Seq2SeqGRU,
     constant_velocity,
     dct_matrix,
     frames_to_vectors,
+    mirror_frames,
     vectors_to_frames,
     zero_velocity,
 )
@@ -70,9 +74,46 @@ def test_untrained_dct_gcn_pads_with_damped_constant_velocity():
     assert torch.allclose(out[0, 5:, 0], expected, atol=1e-4)
 
 
+def test_mirror_reflects_fk_positions_and_swaps_sides(tiny_ds):
+    """Mirrored windows put every joint at the reflection of its partner (the Bandai rig's joints have their
+    own rest axes, so a plain world reflection of the local rotations would not), and twice is identity."""
+    from skelanim.learn.common import rig_fk
+
+    rig = tiny_ds.rig
+    perm, left, right, lateral = rig_mirror(rig)
+    names = rig.names
+    assert names[int(perm[names.index("UpperArm_L")])] == "UpperArm_R" and int(perm[0]) == 0
+    windows = tiny_ds.windows(50, 25, pad_short=False)
+    rot, pelvis = reference_windows(tiny_ds, windows, 50, 24, rig)
+    m_rot, m_pel = mirror_frames(rot, pelvis, perm, left, right, lateral)
+    fk = rig_fk(rig)
+    _, x = fk(rot, pelvis)
+    _, y = fk(m_rot, m_pel)
+    flip = torch.ones(3)
+    flip[lateral] = -1.0
+    assert float((y - (x * flip)[..., perm, :]).norm(dim=-1).max()) < 1e-3  # heights; the rig's asymmetry
+    naive = rot[..., perm, :, :] * flip[:, None] * flip[None, :]  # world reflection of local rotations
+    _, z = fk(naive, m_pel)
+    assert float((z - (x * flip)[..., perm, :]).norm(dim=-1).mean()) > 0.05
+    back_rot, back_pel = mirror_frames(m_rot, m_pel, perm, left, right, lateral)
+    assert torch.equal(back_rot, rot) and torch.equal(back_pel, pelvis)
+
+
+@pytest.mark.parametrize("attention", [0, 8])
+def test_untrained_gru_decodes_a_damped_constant_velocity(attention):
+    net = Seq2SeqGRU(4, hidden=8, attention=attention)
+    x = torch.arange(8, dtype=torch.float32)[None, :, None].expand(2, 8, 4)  # velocity 1 per frame
+    out = net(x, 6, torch.ones(4))
+    keep = float(torch.sigmoid(torch.tensor(1.7)))
+    expected = 7 + torch.cumsum(torch.tensor([keep**k for k in range(1, 7)]), 0)
+    assert torch.allclose(out[0, :, 0], expected, atol=1e-5)
+
+
 @pytest.mark.parametrize(
-    "arch,options", [("rnn", {"hidden": 32}), ("gcn", {"hidden": 16, "blocks": 1, "dropout": 0.0})]
-)
+    "arch,options",
+    [("rnn", {"hidden": 32}), ("rnn", {"hidden": 32, "attention": 16}),
+     ("gcn", {"hidden": 16, "blocks": 1, "dropout": 0.0, "observed": 10})],
+)  # fmt: skip
 def test_a_few_steps_lower_the_loss(tiny_ds, arch, options):
     torch.manual_seed(0)
     model = Predictor(arch, tiny_ds.rig, observed=10, horizon=10, arch_options=options)

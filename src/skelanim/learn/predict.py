@@ -4,12 +4,16 @@ Windows of ``observed + horizon`` frames (25 + 25 at 25 fps) are expressed relat
 frame (:func:`skelanim.data.features.to_reference_frame`). The learned predictors
 (:mod:`skelanim.learn.predictors`) are trained with the shared loop (:func:`skelanim.nn.fit`) on::
 
-    L = mean_t w_t |FK(R) - FK(R*)|  +  mean_t w_t |FK(R, p) - FK(R*, p*)|  +  0.05 mean |x - x*|
+    L = mean_t w_t |FK(R) - FK(R*)|  +  g mean_t w_t |FK(R, p) - FK(R*, p*)|  +  0.05 mean |x - x*|
 
 root-relative and global joint position errors (FK on the rig's rest offsets, heights; future frame ``k``
-weighted by ``w_k ~ (k + 1)^-1/2``, mean 1, so the short horizons count) and the standardised frame vectors;
-optionally, training windows are played at a random speed (``speed``; off by default: a trial with 0.7-1.4
-improved the validation styles but not the test styles); model selection by the mean root-relative error over the horizons on the validation styles.
+weighted by ``w_k ~ (k + 1)^-1/2``, mean 1, so the short horizons count; ``g = global_weight``, 1 by
+default, 0.3 for the shipped models) and the standardised frame vectors. Optional augmentations of the
+training windows (both off by default; 4-epoch trials on the style split were worse on the held-out styles
+with either): playback at a random speed (``speed``) and left/right mirroring of half the windows
+(``mirror``: :func:`rig_mirror` + :func:`~skelanim.learn.predictors.mirror_frames`, which respect the
+rig's per-joint rest axes). Model selection by the mean root-relative error over the horizons on the
+validation part.
 
 Scores (:func:`evaluate_prediction`): MPJPE at the horizons root-relative (``mpjpe``: pelvis at the origin
 in every frame, so the body's travel is removed) and with root motion (``mpjpe_global``), both as
@@ -22,7 +26,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import torch
 from torch import Tensor, nn
@@ -39,13 +43,14 @@ from skelanim.learn.predictors import (
     Seq2SeqGRU,
     constant_velocity,
     frames_to_vectors,
+    mirror_frames,
     vectors_to_frames,
     zero_velocity,
 )  # fmt: skip
 from skelanim.metrics.kinematic import angle_error_at, mpjpe_at
 from skelanim.nn.train import TrainConfig, fit
 
-__all__ = ["FORMAT", "HORIZONS_MS", "METHODS", "PredictTask", "Predictor", "evaluate_prediction", "predict_motion",
+__all__ = ["FORMAT", "HORIZONS_MS", "METHODS", "PredictTask", "Predictor", "evaluate_prediction", "predict_motion", "rig_mirror",
            "train_predictor"]  # fmt: skip
 
 FORMAT = "skelanim-predictor"
@@ -59,6 +64,48 @@ def reference_windows(ds: MotionDataset, windows: Tensor, length: int, ref: int,
     """Rotations ``(B, T, M, 3, 3)`` and pelvis ``(B, T, 3)`` of windows relative to their frame ``ref``."""
     g = ds.gather(windows, length, keys=("rot", "pelvis", "yaw"))
     return to_reference_frame(g["rot"], g["pelvis"], g["yaw"], ref, up=rig.up, floor=rig.floor, height=rig.height)
+
+
+def rig_mirror(rig: Rig) -> tuple[Tensor, Tensor, Tensor, int]:
+    """What :func:`~skelanim.learn.predictors.mirror_frames` needs for a rig.
+
+    Partners ``P`` from :func:`skelanim.ops.mirror.mirror_permutation`; each joint's local reflection axis
+    is the one (x, y or z) whose reflection takes its children's rest offsets (End Sites included) closest to
+    those of its partner's children; a joint without children takes its parent's.
+
+    Returns
+    -------
+    tuple
+        ``perm`` ``(M,)`` long, ``left`` and ``right`` ``(M, 3)`` reflection diagonals, and the reference
+        frame's lateral axis.
+    """
+    from skelanim.data.features import horizontal_axes
+    from skelanim.ops.mirror import mirror_permutation
+
+    sk, r = rig.skeleton, rig.root
+    full = torch.as_tensor(mirror_permutation(sk), dtype=torch.long)
+    perm = full[r:] - r
+    offsets, parents = sk.offsets, rig.parents
+    axes = torch.zeros(rig.num_joints, dtype=torch.long)
+    for j in range(rig.num_joints):
+        mine = [(c, offsets[c]) for c in sk.children(j + r)]
+        theirs = {int(full[c]): offsets[int(full[c])] for c, _ in mine}
+        pairs = [(off, theirs[int(full[c])]) for c, off in mine]
+        if j + r in sk.end_sites and int(full[j + r]) in sk.end_sites:
+            pairs.append((sk.end_sites[j + r], sk.end_sites[int(full[j + r])]))
+        if not pairs:
+            axes[j] = axes[parents[j]] if j > 0 else 0
+            continue
+        flips = torch.eye(3, dtype=torch.float64) * -2 + 1  # row a: the diagonal of the reflection normal to axis a
+        cost = [sum(float((f * a - b).norm()) for a, b in pairs) for f in flips]
+        axes[j] = int(torch.tensor(cost).argmin())
+    right = torch.ones(rig.num_joints, 3)
+    right[torch.arange(rig.num_joints), axes] = -1.0
+    lateral = horizontal_axes(rig.up)[1]
+    left = torch.ones(rig.num_joints, 3)
+    left[0, lateral] = -1.0
+    left[1:] = right[torch.tensor(parents[1:])]
+    return perm, left, right, lateral
 
 
 class Predictor(nn.Module):
@@ -166,6 +213,12 @@ class PredictTask:
         Training window stride.
     speed : tuple of float
         Range of the playback-speed augmentation (``(1, 1)``: none).
+    mirror : bool
+        Mirror a random half of each batch (left/right, :func:`rig_mirror`).
+    global_weight : float
+        Weight ``g`` of the with-root-motion position error (module docstring).
+    noise : float
+        Gaussian noise (in feature standard deviations) added to the observed frames in training.
     meta : dict
         Provenance.
     """
@@ -173,9 +226,12 @@ class PredictTask:
     metric = "val_mpjpe"
 
     def __init__(self, model: Predictor, train_ds: MotionDataset, val_ds: MotionDataset | None, *, stride: int = 2,
-                 speed: tuple[float, float] = (1.0, 1.0), meta: dict[str, Any] | None = None) -> None:  # fmt: skip
+                 speed: tuple[float, float] = (1.0, 1.0), mirror: bool = False, global_weight: float = 1.0,
+                 noise: float = 0.0, meta: dict[str, Any] | None = None) -> None:  # fmt: skip
         self.model, self.train_ds, self.val_ds, self.meta = model, train_ds, val_ds, dict(meta or {})
-        self.speed = speed
+        self.speed = tuple(speed)
+        self.global_weight, self.noise = float(global_weight), float(noise)
+        self.mirror = rig_mirror(model.rig) if mirror else None
         self.length = model.observed + model.horizon
         self.windows = train_ds.windows(self.length, stride, pad_short=False)
         sample = self._vectors(
@@ -201,26 +257,34 @@ class PredictTask:
         lo, hi = math.log(self.speed[0]), math.log(self.speed[1])
         speed = math.exp(float(torch.empty(()).uniform_(lo, hi, generator=generator))) if hi > lo else 1.0
         length = max(3, round(self.length * speed))
-        if length == self.length:
-            return {"x": self._vectors(self.train_ds, self.windows[indices])}
         ref = round(self.model.observed * length / self.length) - 1
         rot, pelvis = reference_windows(self.train_ds, self.windows[indices], length, ref, self.model.rig)
-        x = frames_to_vectors(rot, pelvis).transpose(1, 2)
-        x = nn.functional.interpolate(x, size=self.length, mode="linear", align_corners=True).transpose(1, 2)
+        if self.mirror is not None:
+            flip = torch.rand(len(indices), generator=generator) < 0.5
+            m_rot, m_pel = mirror_frames(rot[flip], pelvis[flip], *self.mirror)
+            rot, pelvis = rot.clone(), pelvis.clone()
+            rot[flip], pelvis[flip] = m_rot, m_pel
+        x = frames_to_vectors(rot, pelvis)
+        if length != self.length:
+            x = nn.functional.interpolate(x.transpose(1, 2), size=self.length, mode="linear", align_corners=True)
+            x = x.transpose(1, 2)
         return {"x": x}
 
     def loss(self, model: nn.Module, batch: dict[str, Tensor]) -> tuple[Tensor, dict[str, float]]:
         """Position errors plus a small term on the standardised vectors (module docstring)."""
-        plain = model.module if isinstance(model, nn.parallel.DistributedDataParallel) else model
+        plain = cast(Predictor, model.module if isinstance(model, nn.parallel.DistributedDataParallel) else model)
         x = batch["x"]
-        pred = model(x[:, : plain.observed])
+        inp = x[:, : plain.observed]
+        if self.noise > 0 and model.training:
+            inp = inp + self.noise * cast(Tensor, plain.norm.std) * torch.randn_like(inp)
+        pred = model(inp)
         target = x[:, -pred.shape[1] :]
         rot, pelvis = vectors_to_frames(pred)
         rot_gt, pelvis_gt = vectors_to_frames(target)
         rr, glob = _position_errors(plain.fk, rot, pelvis, rot_gt, pelvis_gt)
         w = _frame_weights(pred.shape[1], plain.horizon)[None, :, None]
         vec = ((plain.norm(pred) - plain.norm(target)).abs()).mean()
-        loss = (w * rr).mean() + (w * glob).mean() + 0.05 * vec
+        loss = (w * rr).mean() + self.global_weight * (w * glob).mean() + 0.05 * vec
         return loss, {"rr_pct": 100 * float(rr[:, -plain.horizon :].mean().detach())}
 
     def validate(self, model: nn.Module) -> dict[str, float]:
@@ -316,8 +380,8 @@ def evaluate_prediction(models: dict[str, Predictor], ds: MotionDataset, *, meth
 
 def train_predictor(train_ds: MotionDataset, val_ds: MotionDataset | None, out: str | Path, *, arch: str = "rnn",
                     observed: int = 25, horizon: int = 25, stride: int = 2, loop: TrainConfig | None = None,
-                    arch_options: dict[str, Any] | None = None, resume: bool = False, command: str | None = None,
-                    log: Any = None) -> dict[str, Any]:  # fmt: skip
+                    arch_options: dict[str, Any] | None = None, task_options: dict[str, Any] | None = None,
+                    resume: bool = False, command: str | None = None, log: Any = None) -> dict[str, Any]:  # fmt: skip
     """Train a predictor; writes ``out/model.safetensors`` + ``config.json`` (best validation epoch).
 
     Returns
@@ -332,7 +396,8 @@ def train_predictor(train_ds: MotionDataset, val_ds: MotionDataset | None, out: 
     )
     meta = provenance(command, [c.path for c in train_ds.clips], loop.seed)
     meta["validation"] = [c.name for c in val_ds.clips] if val_ds is not None else []
-    task = PredictTask(model, train_ds, val_ds, stride=stride, meta=meta)
+    meta["task_options"] = {"stride": stride, **(task_options or {})}
+    task = PredictTask(model, train_ds, val_ds, stride=stride, meta=meta, **(task_options or {}))
     result = fit(model, task, out, loop, resume=resume, log=log)
     result["parameters"] = sum(p.numel() for p in model.parameters())
     return result

@@ -13,8 +13,12 @@ come back by Gram-Schmidt (:func:`skelanim.core.rotations.rot6d_to_matrix`).
   the previous frame); a GRU cell decodes, each step predicting the *change* from the previous frame
   (residual / velocity decoding) and feeding its own output back (no teacher forcing). The change is the
   network's output plus a learned per-coordinate fraction (initially 0.85) of the previous change, so an
-  untrained decoder starts as a damped constant-velocity extrapolation instead of a frozen pose.
-* :class:`DCTGCN` (Mao et al. 2019): the last ``observed`` frames, padded to cover the horizon (with a damped
+  untrained decoder starts as a damped constant-velocity extrapolation instead of a frozen pose. Optional
+  history attention (``attention > 0``, on in the shipped model): each decoder step matches its current frame
+  against the observed ones and reads what came *next* after the matching frames, so a periodic motion (a
+  gait cycle) can be continued from its own past.
+* :class:`DCTGCN` (Mao et al. 2019): the last ``observed`` frames (the whole observed second in the shipped
+  model), padded to cover the horizon (with a damped
   constant-velocity extrapolation, learned damping, where Mao et al. repeat the last frame), are taken to the DCT domain per coordinate; each of the ``D`` coordinates is a graph node
   whose features are its DCT coefficients; residual graph-convolution blocks with a learnable dense
   ``(D, D)`` adjacency (one batched matmul per layer) refine them; the inverse DCT gives the trajectory
@@ -33,8 +37,8 @@ from torch import Tensor, nn
 
 from skelanim.core.rotations import matrix_to_rot6d, matrix_to_rotvec, rot6d_to_matrix, rotvec_to_matrix
 
-__all__ = ["DCTGCN", "Seq2SeqGRU", "constant_velocity", "dct_matrix", "frames_to_vectors", "vectors_to_frames",
-           "zero_velocity"]  # fmt: skip
+__all__ = ["DCTGCN", "Seq2SeqGRU", "constant_velocity", "dct_matrix", "frames_to_vectors", "mirror_frames",
+           "vectors_to_frames", "zero_velocity"]  # fmt: skip
 
 
 def frames_to_vectors(rot: Tensor, pelvis: Tensor) -> Tensor:
@@ -91,17 +95,25 @@ class Seq2SeqGRU(nn.Module):
         GRU width.
     layers : int
         Encoder GRU layers (the decoder cell starts from the top layer's state).
+    attention : int
+        Width of the history attention (0: none). Each decoder step compares its current frame (and last
+        change) with every observed frame and reads, weighted by the match, *what came next* after those frames
+        (their following change) and the encoder state there: a periodic motion can copy its own past.
     """
 
-    def __init__(self, dim: int, *, hidden: int = 192, layers: int = 1) -> None:
+    def __init__(self, dim: int, *, hidden: int = 192, layers: int = 1, attention: int = 0) -> None:
         super().__init__()
-        self.dim = dim
+        self.dim, self.attention = dim, int(attention)
+        context = dim + hidden if self.attention else 0
         self.encoder = nn.GRU(2 * dim, hidden, num_layers=layers, batch_first=True)
-        self.decoder = nn.GRUCell(2 * dim, hidden)
-        self.out = nn.Linear(hidden, dim)
+        self.decoder = nn.GRUCell(2 * dim + context, hidden)
+        self.out = nn.Linear(hidden + context, dim)
         nn.init.zeros_(self.out.weight)
         nn.init.zeros_(self.out.bias)
         self.damping = nn.Parameter(torch.full((dim,), 1.7))  # sigmoid(1.7) = 0.85
+        if self.attention:
+            self.key = nn.Linear(2 * dim, self.attention)
+            self.query = nn.Linear(2 * dim, self.attention)
 
     def forward(self, x: Tensor, horizon: int, step_scale: Tensor) -> Tensor:
         """Predict.
@@ -121,14 +133,26 @@ class Seq2SeqGRU(nn.Module):
             ``(B, T_out, D)`` standardised predicted frames.
         """
         vel = torch.cat([torch.zeros_like(x[:, :1]), x[:, 1:] - x[:, :-1]], dim=1)
-        _, h = self.encoder(torch.cat([x, vel / step_scale], -1))
+        feats = torch.cat([x, vel / step_scale], -1)  # (B, T_in, 2 D)
+        enc, h = self.encoder(feats)
         state = h[-1]
         prev, last = x[:, -1], vel[:, -1]
         outs = []
         keep = torch.sigmoid(self.damping)
+        if self.attention:
+            keys = self.key(feats[:, :-1])  # (B, T_in - 1, A): observed frames that have a successor
+            values = torch.cat([vel[:, 1:] / step_scale, enc[:, :-1]], -1)  # (B, T_in - 1, D + H): what came next
+            scale = self.attention**-0.5
         for _ in range(horizon):
-            state = self.decoder(torch.cat([prev, last / step_scale], -1), state)
-            step = self.out(state) * step_scale + keep * last
+            inp = torch.cat([prev, last / step_scale], -1)
+            if self.attention:
+                weights = torch.softmax(torch.einsum("ba,bta->bt", self.query(inp), keys) * scale, -1)
+                ctx = torch.einsum("bt,btc->bc", weights, values)
+                state = self.decoder(torch.cat([inp, ctx], -1), state)
+                step = self.out(torch.cat([state, ctx], -1)) * step_scale + keep * last
+            else:
+                state = self.decoder(inp, state)
+                step = self.out(state) * step_scale + keep * last
             prev, last = prev + step, step
             outs.append(prev)
         return torch.stack(outs, dim=1)
@@ -238,3 +262,41 @@ class DCTGCN(nn.Module):
             h = block(h)
         out = coeffs + self.outp(h)
         return torch.einsum("kl,bdk->bld", self.dct, out)
+
+
+def mirror_frames(rot: Tensor, pelvis: Tensor, perm: Tensor, left: Tensor, right: Tensor,
+                  lateral: int) -> tuple[Tensor, Tensor]:  # fmt: skip
+    """Left/right mirror image of reference-frame frames on a rig whose joints have their own rest axes.
+
+    With ``M`` the reflection across the world plane normal to ``lateral``, ``P`` the left/right partner of
+    each joint and ``N_j`` a reflection across a plane of joint ``j``'s local axes (the one that takes ``j``'s
+    child offsets to those of its partner, see :func:`skelanim.learn.predict.rig_mirror`), the mirrored world
+    rotations are ``G'_j = M G_{P[j]} N_j``: body root ``M G_{P[0]} N_0``, local rotations
+    ``R'_j = N_{parent(j)} R_{P[j]} N_j``, pelvis ``M p``. FK of the result puts joint ``j`` at
+    ``M x_{P[j]}`` (exactly for a symmetric rig, up to its asymmetry otherwise); mirroring twice gives back
+    the input exactly. All reflections are diagonal, so ``D_a R D_b`` is ``R * a[:, None] * b[None, :]``.
+
+    Parameters
+    ----------
+    rot : Tensor
+        ``(..., T, M, 3, 3)``: body root relative to the reference heading, other joints local.
+    pelvis : Tensor
+        ``(..., T, 3)``.
+    perm : Tensor
+        ``(M,)`` long, the partner of every model joint (an involution).
+    left, right : Tensor
+        ``(M, 3)`` diagonals of the reflections on the left (``M`` for the root, ``N_{parent(j)}`` otherwise)
+        and on the right (``N_j``) of each joint's rotation.
+    lateral : int
+        Lateral axis of the reference frame.
+
+    Returns
+    -------
+    tuple of Tensor
+        Mirrored ``rot`` ``(..., T, M, 3, 3)`` and ``pelvis`` ``(..., T, 3)``.
+    """
+    left, right = left.to(rot.dtype), right.to(rot.dtype)
+    out = rot[..., perm, :, :] * left[:, :, None] * right[:, None, :]
+    flip = torch.ones(3, dtype=pelvis.dtype, device=pelvis.device)
+    flip[lateral] = -1.0
+    return out, pelvis * flip
