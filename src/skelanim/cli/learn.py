@@ -145,6 +145,11 @@ def predict_train(
     split: str = typer.Option("style", "--split", help=SPLIT_HELP),
     stride: int = typer.Option(4, "--stride", min=1),
     hidden: int | None = typer.Option(None, "--hidden", min=4, help="GRU width / GCN node features."),
+    attention: int | None = typer.Option(None, "--attention", min=0, help="GRU history-attention width (0: none)."),
+    observed_frames: int | None = typer.Option(None, "--gcn-observed", min=2, help="Observed frames the DCT-GCN uses."),
+    mirror: bool = typer.Option(False, "--mirror/--no-mirror", help="Mirror half of the training windows."),
+    speed: tuple[float, float] = typer.Option((1.0, 1.0), "--speed", help="Playback-speed augmentation range."),
+    global_weight: float = typer.Option(1.0, "--global-weight", min=0.0, help="Weight of the with-root-motion error."),
     fps: float = typer.Option(25.0, "--fps"),
     epochs: int = typer.Option(8, "--epochs", min=1),
     batch_size: int = typer.Option(64, "--batch-size", min=1),
@@ -159,8 +164,11 @@ def predict_train(
     from skelanim.learn.predict import train_predictor
 
     parts = _parts(_dataset(data, fps, threads, progress), split, seed)
+    options = {"hidden": hidden, "attention": attention if arch == "rnn" else None,
+               "observed": observed_frames if arch == "gcn" else None}  # fmt: skip
+    task = {"mirror": mirror, "speed": speed, "global_weight": global_weight}
     result = train_predictor(parts["train"], parts["val"], out, arch=arch, stride=stride,
-                             arch_options={"hidden": hidden} if hidden else None,
+                             arch_options={k: v for k, v in options.items() if v is not None} or None, task_options=task,
                              loop=_loop(epochs, batch_size, lr, seed, max_steps, progress), resume=resume, command=_command())  # fmt: skip
     _report(out, result, "val_mpjpe")
 
