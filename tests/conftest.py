@@ -28,15 +28,35 @@ def mocap_path() -> Path:
     return path if path.is_absolute() else (REPO_ROOT / path).resolve()
 
 
+def missing_data(reason: str) -> None:
+    """Skip with ``reason``, or fail under ``SKELANIM_REQUIRE_DATA=1`` (CI must not skip real-data tests)."""
+    if os.environ.get("SKELANIM_REQUIRE_DATA") == "1":
+        pytest.fail(f"real mocap data required: {reason}")
+    pytest.skip(reason)
+
+
 @pytest.fixture(scope="session")
 def mocap_dir() -> Path:
     """The real mocap data folder (``SKELANIM_DATA`` or ``<repo>/../shared/data/mocap``); skips when absent."""
     path = mocap_path()
     if not path.is_dir():
-        if os.environ.get("SKELANIM_REQUIRE_DATA") == "1":  # set by .ci/run: CI must not skip these
-            pytest.fail(f"real mocap data required but not found at {path}")
-        pytest.skip(f"real mocap data not found at {path} (set SKELANIM_DATA to its folder)")
+        missing_data(f"real mocap data not found at {path} (set SKELANIM_DATA to its folder)")
     return path
+
+
+@pytest.fixture(scope="session")
+def mocap_files(mocap_dir: Path) -> Callable[[list[str]], list[Path]]:
+    """``mocap_files(names)``: ``mocap_dir / name`` for each name, each checked to exist (else skip, or fail
+    in CI)."""
+
+    def files(names: list[str]) -> list[Path]:
+        paths = [mocap_dir / name for name in names]
+        for path in paths:
+            if not path.is_file():
+                missing_data(f"mocap file missing: {path}")
+        return paths
+
+    return files
 
 
 @pytest.fixture(scope="session")

@@ -17,12 +17,8 @@ NAMES = [
 
 
 @pytest.fixture(scope="session")
-def bandai_few(mocap_dir: Path) -> list[Path]:
-    files = [mocap_dir / n for n in NAMES]
-    for f in files:
-        if not f.is_file():
-            pytest.skip(f"Bandai-Namco file missing: {f}")
-    return files
+def bandai_few(mocap_files) -> list[Path]:
+    return mocap_files(NAMES)
 
 
 @pytest.fixture(scope="session")

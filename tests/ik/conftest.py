@@ -16,12 +16,8 @@ DANCE = "bandai_namco_1/dataset-1_byebye_childish_001.bvh"
 
 
 @pytest.fixture(scope="session")
-def bandai_files(mocap_dir: Path) -> list[Path]:
-    files = [mocap_dir / WALK, mocap_dir / DANCE]
-    for f in files:
-        if not f.is_file():
-            pytest.skip(f"Bandai-Namco file missing: {f}")
-    return files
+def bandai_files(mocap_files) -> list[Path]:
+    return mocap_files([WALK, DANCE])
 
 
 @pytest.fixture(scope="session")

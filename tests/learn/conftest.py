@@ -23,12 +23,8 @@ def _one_thread():
 
 
 @pytest.fixture(scope="session")
-def learn_files(mocap_dir: Path) -> list[Path]:
-    files = [mocap_dir / n for n in NAMES]
-    for f in files:
-        if not f.is_file():
-            pytest.skip(f"Bandai-Namco file missing: {f}")
-    return files
+def learn_files(mocap_files) -> list[Path]:
+    return mocap_files(NAMES)
 
 
 @pytest.fixture(scope="session")

@@ -21,13 +21,10 @@ FILES = {
 
 
 @pytest.fixture(scope="session")
-def clips(mocap_dir: Path) -> dict[str, Motion]:
+def clips(mocap_files) -> dict[str, Motion]:
     """A short clip of every skeleton family in the shared data (about 1-2 s each)."""
     out = {}
-    for name, rel in FILES.items():
-        path = mocap_dir / rel
-        if not path.is_file():
-            pytest.skip(f"mocap file missing: {path}")
+    for name, path in zip(FILES, mocap_files(list(FILES.values()))):
         motion = skelanim.load(path)
         step = max(1, round(motion.fps / 30))
         out[name] = motion[::step][:45].copy(fps=motion.fps / step)
