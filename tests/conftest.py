@@ -60,6 +60,32 @@ def mocap_files(mocap_dir: Path) -> Callable[[list[str]], list[Path]]:
 
 
 @pytest.fixture(scope="session")
+def pose_pybullet_humanoid() -> Callable[..., None]:
+    """``pose(pybullet, body, link_index, frame, client)``: put a pybullet body loaded from the DeepMimic humanoid
+    URDF into one DeepMimic frame (44 values: duration, root position, root quaternion w-first, then the joints of
+    ``deepmimic.FRAME_LAYOUT``; pybullet wants quaternions x, y, z, w)."""
+    import numpy as np
+
+    from skelanim.io import deepmimic
+
+    def pose(pybullet, body: int, link_index: dict[str, int], frame, client: int) -> None:
+        w, x, y, z = frame[4:8]
+        pybullet.resetBasePositionAndOrientation(body, list(map(float, frame[1:4])), [x, y, z, w], physicsClientId=client)
+        for name, part in deepmimic.FRAME_LAYOUT.items():
+            if name in ("duration", "root_position", "root"):
+                continue
+            values = np.asarray(frame[part], dtype=float)
+            if len(values) == 4:
+                values = values / np.linalg.norm(values)
+                target = [values[1], values[2], values[3], values[0]]
+            else:
+                target = [float(values[0])]
+            pybullet.resetJointStateMultiDof(body, link_index[name], target, physicsClientId=client)
+
+    return pose
+
+
+@pytest.fixture(scope="session")
 def looped_walk() -> Callable[[int], Motion]:
     """``looped_walk(loops)``: the bundled DeepMimic walk repeated ``loops`` times, a walk with several gait
     cycles. Each loop is frames ``0..F-2`` of the clip with the root shifted forward (horizontally) by the

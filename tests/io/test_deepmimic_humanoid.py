@@ -244,7 +244,7 @@ def test_fk_matches_an_independent_scipy_fk(optional_mocap_dir):
         np.testing.assert_allclose(reference["base"], ours[:, 0], atol=0)
 
 
-def test_fk_matches_pybullet(optional_mocap_dir):
+def test_fk_matches_pybullet(optional_mocap_dir, pose_pybullet_humanoid):
     pybullet = pytest.importorskip("pybullet")
     urdf = sample_path("humanoid.urdf")
     client = pybullet.connect(pybullet.DIRECT)
@@ -261,21 +261,7 @@ def test_fk_matches_pybullet(optional_mocap_dir):
             ours = motion.positions(end_sites=True).numpy()
             frames = raw_frames(path)
             for f in range(0, len(frames), max(1, len(frames) // 12)):
-                frame = frames[f]
-                w, x, y, z = frame[4:8]
-                pybullet.resetBasePositionAndOrientation(
-                    body, frame[1:4].tolist(), [x, y, z, w], physicsClientId=client
-                )
-                for name, part in deepmimic.FRAME_LAYOUT.items():
-                    if name in ("duration", "root_position", "root"):
-                        continue
-                    values = frame[part]
-                    if len(values) == 4:
-                        values = values / np.linalg.norm(values)
-                        target = [values[1], values[2], values[3], values[0]]  # pybullet: x, y, z, w
-                    else:
-                        target = [float(values[0])]
-                    pybullet.resetJointStateMultiDof(body, link_index[name], target, physicsClientId=client)
+                pose_pybullet_humanoid(pybullet, body, link_index, frames[f], client)
                 states = pybullet.getLinkStates(
                     body, [link_index[n] for n in names], computeForwardKinematics=True, physicsClientId=client
                 )

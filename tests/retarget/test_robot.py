@@ -43,7 +43,7 @@ def test_hinge_fix_keeps_ankles(clips):
         assert float(err.max()) < 0.02, name  # where the ankle could be reached, it is
 
 
-def test_pybullet_plays_the_written_clip(written):
+def test_pybullet_plays_the_written_clip(written, pose_pybullet_humanoid):
     pybullet = pytest.importorskip("pybullet")
     urdf = deepmimic.bundled_urdf_path()
     frames = np.array(json.loads(written.read_text())["Frames"])
@@ -57,21 +57,10 @@ def test_pybullet_plays_the_written_clip(written):
         assert set(limits) == {"right_knee", "left_knee", "right_elbow", "left_elbow"}
         lowest = np.inf
         for frame in frames:
-            w, x, y, z = frame[4:8]
-            pybullet.resetBasePositionAndOrientation(body, frame[1:4].tolist(), [x, y, z, w], physicsClientId=client)
-            for name, part in deepmimic.FRAME_LAYOUT.items():
-                if name in ("duration", "root_position", "root"):
-                    continue
-                values = frame[part]
-                if len(values) == 4:
-                    values = values / np.linalg.norm(values)
-                    pybullet.resetJointStateMultiDof(body, index[name], [values[1], values[2], values[3], values[0]],
-                                                     physicsClientId=client)  # fmt: skip
-                else:
-                    pybullet.resetJointState(body, index[name], float(values[0]), physicsClientId=client)
-                    angle = pybullet.getJointState(body, index[name], physicsClientId=client)[0]
-                    low, high = limits[name]
-                    assert low - 1e-6 <= angle <= high + 1e-6, (name, angle)
+            pose_pybullet_humanoid(pybullet, body, index, frame, client)
+            for name, (low, high) in limits.items():
+                angle = pybullet.getJointState(body, index[name], physicsClientId=client)[0]
+                assert low - 1e-6 <= angle <= high + 1e-6, (name, angle)
             for foot in ("right_ankle", "left_ankle"):
                 aabb_min, _ = pybullet.getAABB(body, index[foot], physicsClientId=client)
                 lowest = min(lowest, aabb_min[1])  # Y is up
