@@ -4,6 +4,7 @@ training skeleton with exact bone lengths, interpolation, evaluation keys."""
 from __future__ import annotations
 
 import json
+import math
 
 import pytest
 import torch
@@ -44,12 +45,66 @@ def test_a_few_vae_steps_lower_the_loss(tiny_ds):
     assert float(task.loss(gen, batch)[0].detach()) < 0.7 * first
 
 
+def _kl(gen: Generator, task: GenerateTask, batch: dict) -> torch.Tensor:
+    """Per-dimension KL of the posterior to N(0, I), batch mean, by torch.distributions (not the loss's formula)."""
+    from torch.distributions import Normal, kl_divergence
+
+    with torch.no_grad():
+        mu, logvar = gen.vae.encode(batch["x"], gen.vae.condition(batch["content"], batch["style"]))
+    return kl_divergence(Normal(mu, torch.exp(0.5 * logvar)), Normal(0.0, 1.0)).mean(0)
+
+
+def test_free_bits_keep_the_latent_in_use(tiny_ds):
+    """After a start with no KL weight (the latent carries information), a heavy KL weight collapses the
+    posterior onto the prior; with a floor of 0.5 nat per dimension the KL below it costs nothing and the
+    latent stays in use."""
+    floor, steps = 0.5, 40
+    gen = _generator(tiny_ds)
+    task = GenerateTask(gen, tiny_ds, stride=8, beta=0.0)
+    batch = task.batch(torch.linspace(0, task.num_samples() - 1, 32).long(), seeded_generator(0))
+
+    def train(task: GenerateTask) -> None:
+        opt = torch.optim.Adam(gen.parameters(), lr=3e-3)
+        for _ in range(steps):
+            loss, _ = task.loss(gen, batch)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+
+    train(task)
+    start, kls = {k: v.clone() for k, v in gen.state_dict().items()}, {}
+    assert int((_kl(gen, task, batch) > floor).sum()) == SMALL["latent"]  # informative start
+    for fb in (0.0, floor):
+        gen.load_state_dict(start)
+        heavy = GenerateTask(gen, tiny_ds, stride=8, beta=1.0, free_bits=fb)
+        train(heavy)
+        kls[fb] = _kl(gen, heavy, batch)
+        assert abs(float(kls[fb].sum()) - heavy.loss(gen, batch)[1]["kl"]) < 1e-3 * (1 + float(kls[fb].sum()))
+    assert float(kls[0.0].max()) < 0.02 * floor  # plain KL: collapsed in every dimension
+    # free bits: no pressure below the floor (Adam's momentum still carries it under), so every dimension keeps
+    # more information than any collapsed one, and the total is an order of magnitude above the collapsed total
+    assert float(kls[floor].min()) > float(kls[0.0].max()) and float(kls[floor].sum()) > 8 * float(kls[0.0].sum())
+
+
+def test_z_reaches_every_decoder_layer_only_with_z_every():
+    from skelanim.learn.cvae import MotionCVAE
+
+    torch.manual_seed(0)
+    c = torch.randn(2, 8)
+    for z_every in (False, True):
+        vae = MotionCVAE(10, 16, 3, 2, latent=4, hidden=8, embed=4, z_every=z_every)
+        with torch.no_grad():
+            vae.from_latent.weight[:, :4] = 0.0  # cut the first layer's path from z
+            a, b = vae.decode(torch.zeros(2, 4), c), vae.decode(torch.ones(2, 4), c)
+        assert (float((a - b).abs().max()) > 1e-4) == z_every
+
+
 def test_gan_terms_move_only_their_own_player(tiny_ds):
     gen = _generator(tiny_ds)
     task = GenerateTask(gen, tiny_ds, stride=8, adversarial=1.0)
     batch = task.batch(torch.arange(8), seeded_generator(0))
     _, parts = task.loss(gen, batch)
-    assert {"rec", "kl", "pos", "skate", "g_adv", "d", "fake_skate"} == set(parts)
+    assert {"rec", "kl", "pos", "vel", "skate", "g_adv", "d", "fake_skate", "speed"} == set(parts)
     terms = gen(batch["x"], batch["content"], batch["style"], batch["eps"], batch["prior"])
     d_params, dec_params = list(gen.disc.parameters()), list(gen.vae.dec.parameters())
 
@@ -120,7 +175,7 @@ def test_shipping_copy_is_float16_without_the_discriminator(tiny_ds, tmp_path):
     a = Generator.load(tmp_path / "ship").sample(["walk"], ["happy"], generator=torch.Generator().manual_seed(0))
     b = Generator.load(tmp_path / "full").sample(["walk"], ["happy"], generator=torch.Generator().manual_seed(0))
     assert torch.allclose(a, b, atol=1e-2 * float(b.abs().max()))
-    assert config["options"] == {"latent": 8, "hidden": 32, "embed": 4}  # the architecture is recorded in full
+    assert config["options"] == {"latent": 8, "hidden": 32, "embed": 4, "z_every": False}  # recorded in full
 
 
 def test_recognition_term_moves_only_the_decoder_and_can_be_lowered(tiny_ds):
@@ -171,3 +226,17 @@ def test_gan_stage_can_start_from_a_trained_generator(tiny_ds, tmp_path):
     with pytest.raises(ValueError, match="differ"):
         train_generator(tiny_ds, tmp_path / "c", length=16, stride=16, gan_loop=loop, options={**SMALL, "latent": 4},
                         init=tmp_path / "a16")  # fmt: skip
+
+
+def test_limb_speed_of_a_joint_circling_a_moving_pelvis():
+    """Chord speed of a joint on a circle (radius r, angular speed w) round a pelvis in uniform motion, which
+    does not count: 2 r sin(w dt / 2) / dt."""
+    from skelanim.learn.generate import limb_speed
+
+    fps, r, w = 25.0, 0.3, 4.0
+    t = torch.arange(10, dtype=torch.float64) / fps
+    pelvis = torch.stack([2.0 * t, torch.zeros_like(t), 0.5 * t], -1)
+    joint = pelvis + r * torch.stack([torch.cos(w * t), torch.sin(w * t), torch.zeros_like(t)], -1)
+    speed = limb_speed(torch.stack([pelvis, joint], 1)[None], fps)
+    assert speed.shape == (1, 9, 2) and float(speed[..., 0].abs().max()) == 0.0
+    assert torch.allclose(speed[..., 1], torch.full((1, 9), 2 * r * math.sin(w / fps / 2) * fps, dtype=torch.float64))

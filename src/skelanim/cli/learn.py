@@ -217,7 +217,13 @@ def generate_train(
     lr: float = typer.Option(1e-3, "--lr"),
     gan_lr: float = typer.Option(2e-4, "--gan-lr"),
     beta: float = typer.Option(2e-3, "--beta"),
+    free_bits: float = typer.Option(0.25, "--free-bits", min=0.0, help="KL floor per latent dimension (nats)."),
+    vel: float = typer.Option(2.0, "--vel", min=0.0, help="Weight of the L1 of FK position changes (limb motion)."),
+    z_every: bool = typer.Option(True, "--z-every/--z-first", help="Feed z to every decoder layer (or the first only)."),
     adversarial: float = typer.Option(0.02, "--adversarial"),
+    speed: float = typer.Option(
+        0.0, "--speed-match", min=0.0, help="GAN stage: weight of matching the real per-joint limb speed."
+    ),
     recognition: float = typer.Option(
         0.0, "--recognition", min=0.0, help="GAN stage: weight of the frozen recogniser's cross-entropy on samples."
     ),
@@ -241,7 +247,8 @@ def generate_train(
     result = train_generator(parts["train"], out, length=window, stride=stride, embed=rec.embed_arrays, reference=reference,
                              vae_loop=_loop(vae_epochs, batch_size, lr, seed, max_steps, progress, 100),
                              gan_loop=_loop(gan_epochs, batch_size, gan_lr, seed, max_steps, progress, 20) if gan_epochs else None,
-                             weights={"beta": beta, "adversarial": adversarial, "recognition": recognition},
+                             weights={"beta": beta, "free_bits": free_bits, "w_vel": vel, "adversarial": adversarial,
+                                      "w_speed": speed, "recognition": recognition}, options={"z_every": z_every},
                              recognizer=rec, init=init, resume=resume, command=_command())  # fmt: skip
     last = result["gan"] or result["vae"]
     _report(

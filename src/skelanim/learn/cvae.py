@@ -7,7 +7,9 @@ rotations, the body root's without its heading, and the root features ``[v_a, v_
 * :class:`MotionCVAE` (Kingma & Welling 2014; Sohn et al. 2015): a 1-D convolutional encoder halves time three
   times to a ``latent``-dimensional Gaussian; the decoder maps ``(z, condition)`` back through three
   upsampling convolutions. The condition (two learned embeddings) is concatenated to the input of every
-  layer of both.
+  layer of both; with ``z_every`` the latent is too (at every decoder layer and time step), so the decoder
+  cannot reach its output without passing through ``z`` at each stage, a standard remedy for posterior
+  collapse, where the decoder learns an average motion per condition and the latent carries ~nothing.
 * :class:`TemporalDiscriminator`: strided 1-D convolutions over the frame vectors and their frame-to-frame
   changes (which expose jitter), conditioned the same way, giving one real/fake score per stretch of
   frames (a "patch" discriminator in time).
@@ -51,14 +53,16 @@ class MotionCVAE(nn.Module):
         Convolution channels.
     embed : int
         Size of each condition embedding.
+    z_every : bool
+        Feed ``z`` to every decoder layer (with the condition), not only to the first.
     """
 
     def __init__(self, dim: int, length: int, num_contents: int, num_styles: int, *, latent: int = 64, hidden: int = 128,
-                 embed: int = 16) -> None:  # fmt: skip
+                 embed: int = 16, z_every: bool = False) -> None:  # fmt: skip
         super().__init__()
         if length % 8:
             raise ValueError(f"window length {length} must be a multiple of 8")
-        self.dim, self.length, self.latent, self.hidden = dim, length, latent, hidden
+        self.dim, self.length, self.latent, self.hidden, self.z_every = dim, length, latent, hidden, z_every
         self.content_embed = nn.Embedding(num_contents, embed)
         self.style_embed = nn.Embedding(num_styles, embed)
         cond = 2 * embed
@@ -66,8 +70,9 @@ class MotionCVAE(nn.Module):
                                   _CondConv(hidden, cond, hidden, 4, 2), _CondConv(hidden, cond, hidden, 4, 2)])  # fmt: skip
         self.to_stats = nn.Linear(hidden * (length // 8) + cond, 2 * latent)
         self.from_latent = nn.Linear(latent + cond, hidden * (length // 8))
-        self.dec = nn.ModuleList([_CondConv(hidden, cond, hidden, 5) for _ in range(3)])
-        self.out = _CondConv(hidden, cond, dim, 5, act=False)
+        dec_cond = cond + (latent if z_every else 0)
+        self.dec = nn.ModuleList([_CondConv(hidden, dec_cond, hidden, 5) for _ in range(3)])
+        self.out = _CondConv(hidden, dec_cond, dim, 5, act=False)
 
     def condition(self, content: Tensor, style: Tensor) -> Tensor:
         """``(B,)`` class indices (or ``(B, C)`` / ``(B, S)`` class weights) to the ``(B, 2 E)`` condition."""
@@ -85,10 +90,12 @@ class MotionCVAE(nn.Module):
 
     def decode(self, z: Tensor, c: Tensor) -> Tensor:
         """``(B, latent)`` and ``(B, 2 E)`` to ``(B, T, D)``."""
-        h = self.from_latent(torch.cat([z, c], -1)).reshape(z.shape[0], self.hidden, self.length // 8)
+        zc = torch.cat([z, c], -1)
+        h = self.from_latent(zc).reshape(z.shape[0], self.hidden, self.length // 8)
+        cd = torch.cat([c, z], -1) if self.z_every else c
         for layer in self.dec:
-            h = layer(nn.functional.interpolate(h, scale_factor=2, mode="linear", align_corners=False), c)
-        return self.out(h, c).transpose(1, 2)
+            h = layer(nn.functional.interpolate(h, scale_factor=2, mode="linear", align_corners=False), cd)
+        return self.out(h, cd).transpose(1, 2)
 
     def forward(self, x: Tensor, c: Tensor, generator: torch.Generator | None = None) -> tuple[Tensor, Tensor, Tensor]:
         """Reconstruct: returns ``(x_hat, mu, logvar)``."""

@@ -3,8 +3,12 @@
 Training (:func:`train_generator`) runs the shared loop (:func:`skelanim.nn.fit`) twice on windows of
 ``length`` frames in the heading frame (:mod:`skelanim.learn.cvae`):
 
-1. **VAE**: ``L = |x_hat - x|_1 + w_pos |FK(x_hat) - FK(x)|_1 + w_skate S(x_hat) + beta KL`` with standardised
-   features ``x``, FK positions (with the root path integrated from the root features) in heights, and ``S``
+1. **VAE**: ``L = |x_hat - x|_1 + w_pos |FK(x_hat) - FK(x)|_1 + w_vel |dFK(x_hat) - dFK(x)|_1 + w_skate S(x_hat)
+   + beta KL_fb`` with standardised features ``x``, FK positions (with the root path integrated from the root
+   features) in heights, ``d`` their change per second (a velocity term: the limbs' motion, which a
+   collapsed model averages away), ``KL_fb = sum_d max(KL_d, free_bits)`` with ``KL_d`` the batch-mean KL of
+   latent dimension ``d`` (free bits, Kingma et al. 2016: below the floor a dimension's KL costs nothing, so
+   the optimiser has no reason to switch it off; with ``free_bits = 0`` it is the plain KL), and ``S``
    the horizontal speed of the reconstructed feet where the *real* window's feet were planted
    (:meth:`Generator.skating` with contacts). Weights taken from the output itself (the elevation above each
    foot's lowest point, as :func:`skelanim.metrics.kinematic.foot_skating` measures) let the model lower
@@ -13,7 +17,8 @@ Training (:func:`train_generator`) runs the shared loop (:func:`skelanim.nn.fit`
 2. **GAN refinement**: the same, plus a conditional :class:`~skelanim.learn.cvae.TemporalDiscriminator`
    trained with the least-squares GAN loss on real windows against samples decoded from the prior, and the
    decoder trained to fool it (``w_adv``), optionally to keep its prior samples off the (self-weighted)
-   skating term (``w_fake_skate``, off by default) and to make a frozen recogniser label them with the
+   skating term (``w_fake_skate``, off by default), to match the real windows' per-joint limb speed
+   (``w_speed``; :func:`limb_speed`) and to make a frozen recogniser label them with the
    requested content (``recognition``; :meth:`GenerateTask.recognition`). Both players
    share one optimizer step: the generator's adversarial term is evaluated through a copy of the
    discriminator with detached parameters (:func:`torch.func.functional_call`) and the discriminator's
@@ -49,11 +54,18 @@ from skelanim.metrics.kinematic import foot_skating
 from skelanim.nn.checkpoint import load_model_files
 from skelanim.nn.train import TrainConfig, fit
 
-__all__ = ["FORMAT", "GenerateTask", "Generator", "evaluate_generation", "train_generator"]
+__all__ = ["FORMAT", "GenerateTask", "Generator", "evaluate_generation", "limb_speed", "train_generator"]
 
 FORMAT = "skelanim-generator"
 #: Foot-contact threshold ``H`` as a fraction of the rig height (2.8 cm for a 1.4 m rig).
 SKATE_THRESHOLD = 0.02
+
+
+def limb_speed(pos: Tensor, fps: float) -> Tensor:
+    """Speed of every joint relative to the first (the pelvis) between frames: ``(B, T, M, 3)`` positions to
+    ``(B, T - 1, M)`` (position units per second; the first joint's column is 0)."""
+    rel = pos - pos[..., :1, :]
+    return (rel[:, 1:] - rel[:, :-1]).norm(dim=-1) * fps
 
 
 class Generator(nn.Module):
@@ -172,19 +184,22 @@ class Generator(nn.Module):
         Returns
         -------
         dict of str to Tensor
-            Scalars ``rec`` (L1, standardised), ``kl``, ``pos`` (L1 of FK positions with the integrated root path,
-            heights), ``skate`` (:meth:`skating` of the reconstructions) and, with ``prior``, ``g_adv`` (the
+            Scalars ``rec`` (L1, standardised), ``kl`` (batch mean), ``pos`` (L1 of FK positions with the integrated
+            root path, heights), ``vel`` (L1 of their per-second changes, heights/s), ``skate`` (:meth:`skating` of the reconstructions) and, with ``prior``, ``g_adv`` (the
             decoder's LSGAN term through a parameter-detached discriminator), ``d`` (the discriminator's, on
-            detached samples), ``fake_skate`` and ``fake`` (the ``(B, T, D)`` standardised prior samples, not a
-            scalar).
+            detached samples), ``fake_skate``, ``speed`` (L1 between the prior samples' and the real windows'
+            per-joint mean :func:`limb_speed`, same classes, heights/s) and ``fake`` (the ``(B, T, D)`` standardised prior samples, not a
+            scalar); ``kl_dim`` is the ``(latent,)`` batch-mean KL per dimension (for free bits).
         """
         c = self.vae.condition(content, style)
         mu, logvar = self.vae.encode(x, c)
         x_hat = self.vae.decode(mu + eps * torch.exp(0.5 * logvar), c)
         pos_hat, *_ = self.positions(self.norm.inverse(x_hat))
         pos, *_ = self.positions(self.norm.inverse(x))
-        terms = {"rec": (x_hat - x).abs().mean(), "kl": 0.5 * (mu.pow(2) + logvar.exp() - 1 - logvar).sum(-1).mean(),
-                 "pos": (pos_hat - pos).abs().mean(), "skate": self.skating(pos_hat, contacts)}  # fmt: skip
+        kl_dim = 0.5 * (mu.pow(2) + logvar.exp() - 1 - logvar).mean(0)
+        vel = ((pos_hat[:, 1:] - pos_hat[:, :-1]) - (pos[:, 1:] - pos[:, :-1])).abs().mean() * self.fps
+        terms = {"rec": (x_hat - x).abs().mean(), "kl": kl_dim.sum(), "kl_dim": kl_dim,
+                 "pos": (pos_hat - pos).abs().mean(), "vel": vel, "skate": self.skating(pos_hat, contacts)}  # fmt: skip
         if prior is not None:
             fake = self.vae.decode(prior, c)
             frozen = {k: v.detach() for k, v in self.disc.named_parameters()}
@@ -192,7 +207,10 @@ class Generator(nn.Module):
             terms["d"] = (self.disc(x, c.detach()) - 1).pow(2).mean() + self.disc(fake.detach(), c.detach()).pow(
                 2
             ).mean()
-            terms["fake_skate"] = self.skating(self.positions(self.norm.inverse(fake))[0])
+            pos_fake = self.positions(self.norm.inverse(fake))[0]
+            terms["fake_skate"] = self.skating(pos_fake)
+            speed_fake, speed_real = limb_speed(pos_fake, self.fps).mean((0, 1)), limb_speed(pos, self.fps).mean((0, 1))
+            terms["speed"] = (speed_fake - speed_real.detach()).abs().mean()
             terms["fake"] = fake
         return terms
 
@@ -250,10 +268,15 @@ class GenerateTask:
         Training clips.
     stride : int
         Window stride.
-    beta, w_pos, w_skate, adversarial : float
+    beta, w_pos, w_vel, w_skate, adversarial : float
         Loss weights.
+    free_bits : float
+        KL floor per latent dimension (nats; 0: plain KL).
     w_fake_skate : float
         Weight of the (self-weighted, so hover-prone) skating term of the prior samples in the GAN stage.
+    w_speed : float
+        GAN stage: weight of the limb-speed statistics term (prior samples' per-joint mean speed against the
+        real batch's), which a decoder that renders class-mean motion with still limbs pays for.
     real_contacts : bool
         Weight the reconstructions' skating by the real windows' contacts (otherwise self-weighted).
     embed : callable, optional
@@ -271,7 +294,8 @@ class GenerateTask:
     """
 
     def __init__(self, model: Generator, train_ds: MotionDataset, *, stride: int = 8, beta: float = 2e-3,
-                 w_pos: float = 2.0, w_skate: float = 1.0, adversarial: float = 0.0, w_fake_skate: float = 0.0,
+                 w_pos: float = 2.0, w_vel: float = 0.0, w_skate: float = 1.0, free_bits: float = 0.0,
+                 adversarial: float = 0.0, w_fake_skate: float = 0.0, w_speed: float = 0.0,
                  real_contacts: bool = True,
                  embed: Callable[..., tuple[Tensor, Tensor]] | None = None, reference: Tensor | None = None,
                  recognizer: Recognizer | None = None, w_recog: float = 0.0,
@@ -283,6 +307,7 @@ class GenerateTask:
             names = self.recognizer.contents.names
             self.recog_label = torch.tensor([names.index(c) if c in names else -100 for c in model.contents.names])
         self.beta, self.w_pos, self.w_skate, self.adversarial = beta, w_pos, w_skate, adversarial
+        self.w_vel, self.free_bits, self.w_speed = w_vel, free_bits, w_speed
         self.w_fake_skate, self.real_contacts = w_fake_skate, real_contacts
         self.embed, self.reference = embed, reference
         self.metric = "val_fid" if embed is not None and reference is not None else "val_rec"
@@ -322,9 +347,14 @@ class GenerateTask:
         terms = model(batch["x"], batch["content"], batch["style"], batch["eps"], prior,
                       batch["contacts"] if self.real_contacts else None)  # fmt: skip
         fake = terms.pop("fake", None)
-        loss = terms["rec"] + self.w_pos * terms["pos"] + self.w_skate * terms["skate"] + self.beta * terms["kl"]
+        kl_dim = terms.pop("kl_dim")
+        kl = kl_dim.clamp_min(self.free_bits).sum() if self.free_bits > 0 else terms["kl"]
+        loss = terms["rec"] + self.w_pos * terms["pos"] + self.w_skate * terms["skate"] + self.beta * kl
+        if self.w_vel > 0:
+            loss = loss + self.w_vel * terms["vel"]
         if prior is not None:
             loss = loss + self.adversarial * terms["g_adv"] + 0.5 * terms["d"] + self.w_fake_skate * terms["fake_skate"]
+            loss = loss + self.w_speed * terms["speed"]
             if self.recognizer is not None and fake is not None:
                 terms["recog"] = self.recognition(fake, batch["content"])
                 loss = loss + self.w_recog * terms["recog"]
@@ -385,8 +415,8 @@ def train_generator(train_ds: MotionDataset, out: str | Path, *, length: int = 6
     out = Path(out)
     vae_loop = vae_loop or TrainConfig(epochs=30, batch_size=64, lr=1e-3, warmup_steps=100)
     torch.manual_seed(vae_loop.seed)
-    w = {"beta": 2e-3, "w_pos": 2.0, "w_skate": 1.0, "w_fake_skate": 0.0, "adversarial": 0.02, "recognition": 0.0,
-         **(weights or {})}
+    w = {"beta": 2e-3, "w_pos": 2.0, "w_vel": 0.0, "w_skate": 1.0, "free_bits": 0.0, "w_fake_skate": 0.0,
+         "w_speed": 0.0, "adversarial": 0.02, "recognition": 0.0, **(weights or {})}
     model = Generator(train_ds.rig, sorted(set(train_ds.labels("content"))), sorted(set(train_ds.labels("style"))),
                       length=length, fps=train_ds.fps, options=options)  # fmt: skip
     meta = provenance(command, [c.path for c in train_ds.clips], vae_loop.seed)
@@ -394,7 +424,9 @@ def train_generator(train_ds: MotionDataset, out: str | Path, *, length: int = 6
         "stride": stride,
         "beta": w["beta"],
         "w_pos": w["w_pos"],
+        "w_vel": w["w_vel"],
         "w_skate": w["w_skate"],
+        "free_bits": w["free_bits"],
         "w_fake_skate": w["w_fake_skate"],
         "embed": embed,
         "reference": reference,
@@ -416,6 +448,7 @@ def train_generator(train_ds: MotionDataset, out: str | Path, *, length: int = 6
         tensors, _ = load_model_files(stage1)
         load_weights(model, {k: v.float() for k, v in tensors.items()}, stage1, optional=("disc.",))
         task = GenerateTask(model, train_ds, adversarial=w["adversarial"], recognizer=recognizer, w_recog=w["recognition"],
+                            w_speed=w["w_speed"],
                             meta={**meta, "stage": "gan", "weights": w, "vae_history": vae["history"],
                                   "init": None if init is None else str(init)}, **common)  # fmt: skip
         gan = fit(model, task, out, gan_loop, resume=resume and (out / "train_state.safetensors").exists(), log=log)
@@ -446,8 +479,7 @@ def evaluate_generation(model: Generator, embed: Callable[..., tuple[Tensor, Ten
 
     def movement(pos: Tensor) -> Tensor:
         """Summed limb speed and contact share of ``(B, T, M, 3)`` positions in heights: ``(2,)``."""
-        rel = pos - pos[..., :1, :]
-        speed = (rel[:, 1:] - rel[:, :-1]).norm(dim=-1).mean(dim=(1, 2)) * model.fps
+        speed = limb_speed(pos, model.fps).mean(dim=(1, 2))
         feet = pos[..., rig.feet, rig.up]
         contact = (feet - feet.min(dim=1, keepdim=True).values < SKATE_THRESHOLD).float().mean(dim=(1, 2))
         return torch.stack([speed.sum(), contact.sum()]).double()
