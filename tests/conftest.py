@@ -9,6 +9,7 @@ the reason when it is absent, except under ``SKELANIM_REQUIRE_DATA=1`` (CI), whe
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -19,6 +20,7 @@ if TYPE_CHECKING:
     from skelanim import Motion
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(Path(__file__).resolve().parent / "helpers"))  # plain helper modules shared by tests
 
 
 def mocap_path() -> Path:

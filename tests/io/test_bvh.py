@@ -6,7 +6,6 @@ and scipy's ``Rotation.from_euler`` with upper-case (intrinsic) orders in degree
 
 from __future__ import annotations
 
-import math
 import os
 import re
 import time
@@ -22,6 +21,8 @@ from skelanim import Motion, Skeleton
 from skelanim.errors import FormatError
 from skelanim.io import bvh
 from skelanim.io.bvh_parse import parse_bvh_bytes
+
+from bvh_text import POS, ROT, STD, make_bvh as _make_bvh, random_values as _values  # tests/helpers
 
 
 def _data_root() -> Path:
@@ -246,54 +247,6 @@ def test_parse_is_exact_for_every_number(mocap_dir: Path) -> None:
 
 # --------------------------------------------------------------------------------------------- synthetic
 
-_JOINTS = [  # name, parent, offset
-    ("Hips", -1, (1.0, 2.0, 3.0)),
-    ("Spine", 0, (0.0, 10.0, 0.0)),
-    ("Head", 1, (0.0, 10.0, 0.0)),
-    ("LeftLeg", 0, (5.0, -10.0, 0.0)),
-]
-_ENDS = {2: (0.0, 5.0, 0.0), 3: (0.0, -10.0, 0.0)}
-
-
-def _make_bvh(channels: list[list[str]], values: np.ndarray, *, frame_time: str = "0.0333333",
-              end_label: str = "End Site", newline: str = "\n", indent: str = "\t") -> str:
-    """A small 4-joint BVH with the given channel lists and ``(F, C)`` values."""
-    lines = ["HIERARCHY"]
-    depth = {-1: -1}
-    order = [0, 1, 2, 3]
-    open_stack: list[int] = []
-    for j in order:
-        name, parent, offset = _JOINTS[j]
-        while open_stack and open_stack[-1] != parent:
-            k = open_stack.pop()
-            lines.append(indent * depth[k] + "}")
-        depth[j] = depth[parent] + 1
-        ind = indent * depth[j]
-        lines += [f"{ind}{'ROOT' if parent < 0 else 'JOINT'} {name}", ind + "{",
-                  f"{ind}{indent}OFFSET {' '.join(map(str, offset))}"]
-        if channels[j] is not None:
-            lines.append(f"{ind}{indent}CHANNELS {len(channels[j])} {' '.join(channels[j])}".rstrip())
-        if j in _ENDS:
-            lines += [f"{ind}{indent}{end_label}", f"{ind}{indent}{{",
-                      f"{ind}{indent * 2}OFFSET {' '.join(map(str, _ENDS[j]))}", f"{ind}{indent}}}"]
-        open_stack.append(j)
-    while open_stack:
-        lines.append(indent * depth[open_stack.pop()] + "}")
-    lines += ["MOTION", f"Frames: {len(values)}", f"Frame Time: {frame_time}"]
-    lines += [" ".join(f"{v:.6f}" for v in row) for row in values]
-    return newline.join(lines) + newline
-
-
-ROT = ["Zrotation", "Xrotation", "Yrotation"]
-POS = ["Xposition", "Yposition", "Zposition"]
-STD = [POS + ROT, ROT, ROT, ROT]
-
-
-def _values(channels: list[list[str]], frames: int = 5, seed: int = 0) -> np.ndarray:
-    n = sum(len(c or []) for c in channels)
-    return np.round(np.random.default_rng(seed).uniform(-80, 80, size=(frames, n)), 4)
-
-
 def _check_against_reference(text: str) -> Motion:
     motion = bvh.loads(text)
     names, expected = _reference_fk(text)
@@ -516,141 +469,3 @@ def test_bandai_style_translations_round_trip(mocap_dir: Path, tmp_path: Path) -
     bvh.save(edited, tmp_path / "e.bvh")
     again = bvh.load(tmp_path / "e.bvh")
     assert torch.allclose(again.positions(), edited.positions(), atol=1e-5)
-
-
-# --------------------------------------------------------------------------------------------- errors
-
-_GOOD = _make_bvh(STD, _values(STD, frames=3))
-
-
-def _line_of(text: str, fragment: str) -> int:
-    return text[: text.index(fragment)].count("\n") + 1
-
-
-def _error(data: str | bytes, name: str = "walk.bvh") -> FormatError:
-    with pytest.raises(FormatError) as info:
-        bvh.loads(data, name)
-    assert type(info.value) is FormatError
-    return info.value
-
-
-def test_missing_file_names_the_path(tmp_path: Path) -> None:
-    with pytest.raises(FormatError, match=r"nope\.bvh.*no such file"):
-        bvh.load(tmp_path / "nope.bvh")
-    with pytest.raises(FormatError, match="directory"):
-        bvh.load(tmp_path)
-
-
-def test_wrong_value_count_message_names_file_line_frame() -> None:
-    lines = _GOOD.split("\n")
-    third = len(lines) - 2  # 0-based index of frame 3's line
-    lines[third] = " ".join(lines[third].split()[:-1])
-    err = _error("\n".join(lines))
-    assert str(err) == f"walk.bvh:{third + 1}: expected 15 channel values on frame 3, found 14"
-    assert (err.path, err.line) == ("walk.bvh", third + 1)
-
-
-ERRORS = [  # (name, mutate(text) -> text|bytes, message regex, line of the problem or None for "any")
-    ("binary junk", lambda t: bytes(range(256)) * 8, r"expected text, found control character", 1),
-    ("random bytes", lambda t: bytes(range(128, 256)) * 8, r"undecodable byte 0x80", 1),
-    ("undecodable byte", lambda t: t.replace("Spine", "Sp\udcffine").encode("utf-8", "surrogateescape"),
-     r"undecodable byte 0xff", "JOINT Sp"),
-    ("NUL in header", lambda t: t.replace("Spine", "Sp\0ine"), r"control character", "JOINT Sp"),
-    ("empty file", lambda t: "", r"empty file", 1),
-    ("truncated hierarchy", lambda t: t[: t.index("JOINT Head")], r"missing '}'", None),
-    ("missing closing brace", lambda t: t.replace("\t\t}\n\t}\n", "\t\t}\n", 1), r"missing '}'", None),
-    ("missing opening brace", lambda t: t.replace("JOINT Spine\n\t{", "JOINT Spine"),
-     r"expected '\{' after JOINT Spine, found 'OFFSET'", "OFFSET 0.0 10.0"),
-    ("unmatched brace", lambda t: t.replace("MOTION", "}\nMOTION"), r"expected MOTION after the hierarchy", None),
-    ("unknown channel", lambda t: t.replace("CHANNELS 3 Zrotation Xrotation Yrotation", "CHANNELS 3 Zrotation Wrotation Yrotation", 1),
-     r"unknown channel 'Wrotation'", "Wrotation"),
-    ("channel count too high", lambda t: t.replace("CHANNELS 3", "CHANNELS 4", 1),
-     r"expected 4 channel names .* found 3 then 'JOINT'", "CHANNELS 4"),
-    ("channel count not a number", lambda t: t.replace("CHANNELS 3", "CHANNELS three", 1),
-     r"number of channels", "CHANNELS three"),
-    ("too many channels", lambda t: t.replace("CHANNELS 3", "CHANNELS 9", 1), r"at most 6 channels", "CHANNELS 9"),
-    ("repeated rotation axis", lambda t: t.replace("Zrotation Xrotation Yrotation", "Zrotation Zrotation Yrotation", 1),
-     r"no axis twice in a row", "Zrotation Zrotation"),
-    ("repeated position", lambda t: t.replace("Xposition Yposition", "Xposition Xposition", 1),
-     r"Xposition is listed twice", "Xposition Xposition"),
-    ("offset not a number", lambda t: t.replace("OFFSET 0.0 10.0 0.0", "OFFSET 0.0 ten 0.0", 1),
-     r"expected the OFFSET y of joint 'Spine' \(a number\), found 'ten'", "OFFSET 0.0 ten"),
-    ("offset nan", lambda t: t.replace("OFFSET 0.0 10.0 0.0", "OFFSET 0.0 nan 0.0", 1), r"found 'nan'", "nan"),
-    ("offset too short", lambda t: t.replace("OFFSET 0.0 10.0 0.0", "OFFSET 0.0 10.0", 1),
-     r"OFFSET z of joint 'Spine'", None),
-    ("second root", lambda t: t.replace("MOTION", "ROOT B\n{\nOFFSET 0 0 0\n}\nMOTION"), r"second ROOT", "ROOT B"),
-    ("duplicate joint", lambda t: t.replace("JOINT Head", "JOINT Spine"), r"duplicate joint name 'Spine'", None),
-    ("no MOTION", lambda t: t[: t.index("MOTION")], r"expected MOTION", None),
-    ("no Frames line", lambda t: re.sub(r"Frames: \d+\n", "", t), r"'Frames:'", "Frame Time"),
-    ("Frames not a number", lambda t: t.replace("Frames: 3", "Frames: 3.5"), r"whole number of frames", "Frames:"),
-    ("Frames negative", lambda t: t.replace("Frames: 3", "Frames: -3"), r"whole number of frames", "Frames:"),
-    ("empty motion", lambda t: t.replace("Frames: 3", "Frames: 0"), r"empty motion", "Frames:"),
-    ("too few frame lines", lambda t: t.replace("Frames: 3", "Frames: 5"),
-     r"expected 5 frames as declared by 'Frames:' \(line \d+\), found 3 frame lines", None),
-    ("zero frame time", lambda t: t.replace("Frame Time: 0.0333333", "Frame Time: 0"), r"positive 'Frame Time'", "Frame Time"),
-    ("negative frame time", lambda t: t.replace("Frame Time: 0.0333333", "Frame Time: -0.1"), r"positive", "Frame Time"),
-    ("frame time text", lambda t: t.replace("Frame Time: 0.0333333", "Frame Time: fast"), r"seconds per frame", "Frame Time"),
-    ("no frame time", lambda t: t.replace("Frame Time: 0.0333333", "Frame Time:"), r"'Frame Time:' followed by a number", "Frame Time"),
-    ("value not a number", lambda t: t[: t.rindex("\n", 0, len(t) - 1)] + "\n" + " ".join(["1"] * 14 + ["x1"]) + "\n",
-     r"expected a number, found 'x1'", -1),
-    ("value nan", lambda t: t[: t.rindex("\n", 0, len(t) - 1)] + "\n" + " ".join(["nan"] + ["1"] * 14) + "\n",
-     r"found 'nan'", -1),
-    ("value inf", lambda t: t[: t.rindex("\n", 0, len(t) - 1)] + "\n" + " ".join(["1"] * 7 + ["-inf"] + ["1"] * 7) + "\n",
-     r"found '-inf'", -1),
-    ("value overflow", lambda t: t[: t.rindex("\n", 0, len(t) - 1)] + "\n" + " ".join(["1"] * 14 + ["1e999"]) + "\n",
-     r"out of range: '1e999'", -1),
-    ("value with underscore", lambda t: t[: t.rindex("\n", 0, len(t) - 1)] + "\n" + " ".join(["1_0"] * 15) + "\n",
-     r"found '1_0'", -1),
-    ("two dots", lambda t: t[: t.rindex("\n", 0, len(t) - 1)] + "\n" + " ".join(["1.2.3"] * 15) + "\n",
-     r"found '1.2.3'", -1),
-    ("junk after frames", lambda t: t + "END\n", r"found 'END'", -1),
-    ("control byte in data", lambda t: t[:-3] + "\x01\n", r"expected a number", -1),
-]
-
-
-@pytest.mark.parametrize("mutate, pattern, where", [e[1:] for e in ERRORS], ids=[e[0] for e in ERRORS])
-def test_bad_input_raises_format_error_with_line(mutate, pattern: str, where) -> None:
-    data = mutate(_GOOD)
-    err = _error(data)
-    assert re.search(pattern, err.message), err.message
-    assert str(err).startswith("walk.bvh:")
-    text = data.decode("utf-8", "replace") if isinstance(data, bytes) else data
-    if isinstance(where, str):
-        assert err.line == _line_of(text.replace("\udcff", "\ufffd"), where), str(err)
-    elif where == -1:  # the last line
-        assert err.line == text.rstrip("\n").count("\n") + 1, str(err)
-    elif where is not None:
-        assert err.line == where, str(err)
-    assert err.line is not None
-
-
-def test_loads_without_path_says_string() -> None:
-    with pytest.raises(FormatError, match=r"^<string>:\d+: "):
-        bvh.loads(_GOOD.replace("Frames: 3", "Frames: 0"))
-
-
-def test_error_in_a_later_chunk_of_a_long_file_has_the_right_line() -> None:
-    values = np.round(np.random.default_rng(0).uniform(-9, 9, size=(8_000, 15)), 4)
-    text = _make_bvh(STD, values)  # ~0.9 MB: several chunks of the vectorised parser
-    lines = text.split("\n")
-    bad = len(lines) - 1000
-    lines[bad] = lines[bad].replace(" ", " 1x ", 1)
-    err = _error("\n".join(lines))
-    assert err.line == bad + 1 and "'1x'" in err.message
-    lines[bad] = " ".join(["2"] * 16)
-    err = _error("\n".join(lines))
-    frame = bad + 1 - _line_of(text, "Frame Time")
-    assert err.line == bad + 1 and f"on frame {frame}, found 16" in err.message
-
-
-@pytest.mark.parametrize("token", ["12345678901234567", "0.000000000000000001", "1" * 30, "-123456.78901234",
-                                   "1e-30", "2.5E+30", "-1234567", "12345678"])
-def test_long_and_extreme_numbers_parse_exactly(token: str) -> None:
-    values = _values(STD, frames=2).astype(object)
-    values[1, 7] = token
-    lines = _make_bvh(STD, _values(STD, frames=2)).split("\n")
-    lines[-2] = " ".join(str(v) for v in values[1])
-    motion = bvh.loads("\n".join(lines))
-    parsed = parse_bvh_bytes("\n".join(lines).encode(), "x")
-    assert parsed.values[1, 7] == float(token)
-    assert math.isfinite(float(motion.rotations.sum()))
