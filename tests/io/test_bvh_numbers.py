@@ -106,6 +106,43 @@ def test_every_number_form_bit_identical_to_float(sep: str, newline: str) -> Non
     assert np.array_equal(result[0].view(np.uint64), expected.view(np.uint64))
 
 
+def _window_tokens() -> list[str]:
+    """Tokens around the compiled scanner's 8-byte short form: every length from 1 to 10 characters after
+    the sign, the dot at every place (or none), each sign, some digits zero."""
+    out = []
+    for length in range(1, 11):
+        digits = "".join("9876543210"[(k * 7) % 10] for k in range(length))
+        forms = [digits] + [digits[:k] + "." + digits[k:] for k in range(length + 1)]
+        out += [sign + form for form in forms for sign in ("", "-", "+")]
+    return out + ["0", "-0", "+0", "-0.", "-.0", "00000000", "0000000.0", ".0000000", "12345678", "1234567.", ".1234567",
+                  "9999999.9", "99999999", "0.0000001", "1.5e3", "15.e-2", "-.5E+2"]  # fmt: skip
+
+
+@pytest.mark.parametrize("newline", ["\n", ""])
+def test_short_form_boundaries_bit_identical_to_float(newline: str) -> None:
+    tokens = _window_tokens()
+    body = (" ".join(tokens) + newline).encode()  # one frame line: later tokens follow in the same 8 bytes
+    result = _both(body, len(tokens), 1)
+    assert not isinstance(result, str), result
+    assert np.array_equal(result[0][0].view(np.uint64), np.array([float(t) for t in tokens]).view(np.uint64))
+    for token in tokens:  # alone, at the very end of the text (fewer than 8 bytes left), and before a newline
+        for text in (token, token + "\n", token + "\t\r\n", token + "\n" + "0\n" * 4):
+            alone = _both(text.encode(), 1, 1)
+            assert not isinstance(alone, str), (text, alone)
+            assert alone[0].view(np.uint64)[0, 0] == np.array(float(token)).view(np.uint64), text
+
+
+@pytest.mark.parametrize("token", ["1.2.3", "12..3", "1234567..", "-", "+", ".", "-.", "+-1", "1-", "12345678-",
+                                   "1234.567x", "1234567\x00", "\x001", "1,5", "1_000", "0x1F", "1e", "12.3e+",
+                                   "١٢"])  # fmt: skip
+def test_short_form_rejects_what_float_grammar_rejects(token: str) -> None:
+    # short texts (the general code) and texts with at least 8 bytes after the token (the short form)
+    for text, channels in ((token, 1), (token + "\n", 1), (token + " 1\n", 2), ("1 " + token + "\n", 2),
+                           (token + "\n" + "1\n" * 8, 1), ("1 " + token + "\n" + "1 1\n" * 8, 2)):
+        result = _both(text.encode("utf-8"), channels, 1)
+        assert isinstance(result, str) and "expected" in result, (text, result)
+
+
 BAD = [
     (b"1 2 3\n4 5\n", "expected 3 channel values on frame 2, found 2"),
     (b"1 2 3\n4 5 6 7\n", "found 4"),
