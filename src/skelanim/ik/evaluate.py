@@ -181,7 +181,8 @@ def _run(method: str, inputs: Tensor, model: IKModel, starts: Tensor) -> tuple[T
     if method.endswith("_warm"):
         return run_method(method, inputs, model, starts=starts)
     chunk = 1024 if method.startswith("optimize") or method == "gat_refined" else inputs.shape[0]
-    parts = [run_method(method, inputs[i : i + chunk], model) for i in range(0, inputs.shape[0], chunk)]
+    parts = [run_method(method, inputs[i : i + chunk], model, starts=starts[i : i + chunk])
+             for i in range(0, inputs.shape[0], chunk)]  # fmt: skip
     return torch.cat([p[0] for p in parts]), torch.cat([p[1] for p in parts])
 
 

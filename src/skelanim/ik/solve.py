@@ -43,6 +43,7 @@ from skelanim.errors import FormatError, ShapeError, SkeletonError
 from skelanim.ik.classical import optimize_ik, solve_sequential, swing_ik
 from skelanim.ik.frames import IKRig
 from skelanim.ik.model import IKGAT, GATConfig
+from skelanim.ik.refine import REFINE_PRIOR, REFINE_SPREAD, REFINE_TOL, refine, refine_prior  # noqa: F401
 from skelanim.nn.checkpoint import load_model_files
 
 __all__ = ["DEFAULT_MODEL", "METHODS", "IKModel", "check_positions", "load_model", "refine_prior", "run_method", "solve",
@@ -53,12 +54,6 @@ DEFAULT_MODEL = Path(__file__).resolve().parent / "pretrained"
 METHODS = ("gat", "gat_refined", "swing_rest", "swing_mean", "optimize_rest", "optimize_mean", "optimize_warm")
 #: Largest batch that goes through onnxruntime under the automatic runtime.
 ORT_MAX_BATCH = 32
-#: The refinement stops once every joint is within this fraction of height of its target ...
-REFINE_TOL = 2e-4
-#: The refinement's prior: rotation deviations from the network of about this many radians are expected ...
-REFINE_SPREAD = 0.1
-#: ... and at least this weight keeps the twist that positions cannot show.
-REFINE_PRIOR = 1e-5
 #: Torch processes larger batches in chunks of this many poses.
 TORCH_CHUNK = 256
 
@@ -277,36 +272,6 @@ def _mean_init(model: IKModel, positions: Tensor) -> Tensor:
     return init
 
 
-def refine_prior(positions: Tensor, rig: IKRig) -> Tensor:
-    """Per-frame prior weight of the refinement: ``w = max(sigma^2 / s^2, REFINE_PRIOR)``.
-
-    With Gaussian position noise ``sigma`` (in heights) and deviations of the network's rotations of about
-    ``s`` = :data:`REFINE_SPREAD` radians, ``w`` is the MAP weight of the LM prior. ``sigma`` is estimated
-    from how much the observed bone lengths disagree with the skeleton's: a bone between two points with
-    independent noise ``sigma`` per axis changes length by about ``N(0, 2 sigma^2)``. Clean input (bone
-    lengths exact) gets the floor: positions are fitted exactly, the twist stays the network's; noisy input
-    keeps close to the network instead of fitting the noise.
-
-    Parameters
-    ----------
-    positions : Tensor
-        ``(F, J, 3)`` observed positions.
-    rig : IKRig
-        The skeleton.
-
-    Returns
-    -------
-    Tensor
-        ``(F,)`` prior weights.
-    """
-    kids = [c for c in range(rig.num_joints) if rig.parents[c] >= 0 and not bool(rig.fixed[rig.parents[c]])]
-    parents = [rig.parents[c] for c in kids]
-    observed = (positions[:, kids] - positions[:, parents]).norm(dim=-1)
-    stretch = (observed - rig.offsets[kids].norm(dim=-1).to(positions.dtype)) / rig.height
-    sigma_sq = stretch.square().mean(-1) / 2.0
-    return (sigma_sq / REFINE_SPREAD**2).clamp_min(REFINE_PRIOR)
-
-
 def run_method(
     method: str,
     positions: Tensor,
@@ -341,8 +306,7 @@ def run_method(
     if method == "gat":
         return model.predict(positions), rig.translations(positions[:, rig.ik_root])
     if method == "gat_refined":
-        return optimize_ik(positions, rig, model.predict(positions), iterations=refine_iterations,
-                           prior=refine_prior(positions, rig), tol=REFINE_TOL)  # fmt: skip
+        return refine(positions, model, model.predict(positions), starts=starts, iterations=refine_iterations)
     if method == "swing_rest":
         return swing_ik(positions, rig, rest)
     if method == "swing_mean":
