@@ -18,17 +18,22 @@ import torch
 from torch import Tensor
 
 from skelanim.core._tensor import _check, _safe_atan2, _safe_norm, as_tensor, numpy_in_numpy_out
-from skelanim.core.rotations import EULER_ORDERS, matrix_to_quat, quat_normalize
 from skelanim.errors import SkelanimError
 
-__all__ = ["EulerOrderError", "euler_to_matrix", "euler_to_quat", "matrix_to_euler", "quat_to_euler"]
+__all__ = [
+    "EulerOrderError", "euler_quat_components", "euler_to_matrix", "euler_to_quat", "matrix_to_euler",
+    "parse_order", "quat_to_euler",
+]
 
 
 class EulerOrderError(SkelanimError, ValueError):
     """An Euler order string is not one of :data:`EULER_ORDERS`."""
 
 
-def _parse_order(order: str) -> tuple[int, int, int]:
+def parse_order(order: str) -> tuple[int, int, int]:
+    """The axes (0/1/2 for X/Y/Z) of an Euler order string; :class:`EulerOrderError` if it is not one."""
+    from skelanim.core.rotations import EULER_ORDERS  # (here: rotations imports this module at its end)
+
     if not isinstance(order, str) or order.upper() not in EULER_ORDERS:
         raise EulerOrderError(f"Euler order must be one of {', '.join(EULER_ORDERS)} (any case), got {order!r}")
     i, j, k = ("XYZ".index(c) for c in order.upper())
@@ -86,7 +91,7 @@ def euler_to_matrix(angles: Tensor, order: str) -> Tensor:
     Tensor
         ``(..., 3, 3)``: ``R_order[0](a0) @ R_order[1](a1) @ R_order[2](a2)``.
     """
-    axes = _parse_order(order)
+    axes = parse_order(order)
     angles = as_tensor(angles)
     _check(angles, (3,), "angles")
     r0, r1, r2 = (_axis_matrix(ax, angles[..., i]) for i, ax in enumerate(axes))
@@ -111,7 +116,7 @@ def euler_to_quat(angles: Tensor, order: str, *, degrees: bool = False) -> Tenso
     Tensor
         ``(..., 4)`` ``(w, x, y, z)``.
     """
-    axes = _parse_order(order)
+    axes = parse_order(order)
     angles = as_tensor(angles)
     _check(angles, (3,), "angles")
     # long inputs go in blocks of rows: the temporaries of a block are reused by the next one instead of
@@ -128,10 +133,17 @@ _BLOCK = 8192  # Euler triples per block of euler_to_quat
 
 def _euler_to_quat_block(angles: Tensor, axes: tuple[int, int, int], degrees: bool) -> Tensor:
     """:func:`euler_to_quat` of ``(..., 3)`` angles in one go."""
+    # components first and contiguous (one copy), so the products below run on contiguous rows
+    return torch.stack(euler_quat_components(angles.movedim(-1, 0).contiguous(), axes, degrees), -1)
+
+
+def euler_quat_components(angles: Tensor, axes: tuple[int, int, int], degrees: bool) -> list[Tensor]:
+    """The closed form behind :func:`euler_to_quat`, on components: ``(3, ...)`` angles (``angles[i]`` about
+    axis ``axes[i]``, 0/1/2 for X/Y/Z; radians, or degrees with ``degrees=True``) -> the four ``(...)``
+    components ``w, x, y, z`` (for callers that keep components apart, like forward kinematics)."""
     # Closed form of q_a0(angle 0) * q_a1(angle 1) * q_a2(angle 2): each component is a signed sum of
     # products cos/sin(half angle 0) * cos/sin(half 1) * cos/sin(half 2), formed as (x0 * x1) * x2.
-    # components first and contiguous (one copy), so the products below run on contiguous rows
-    half = angles.movedim(-1, 0).contiguous() * (math.pi / 360.0 if degrees else 0.5)  # == radians(a) / 2
+    half = angles * (math.pi / 360.0 if degrees else 0.5)  # == radians(a) / 2
     cos, sin = torch.cos(half), torch.sin(half)
     first_two = [cos[0] * cos[1], sin[0] * cos[1], cos[0] * sin[1], sin[0] * sin[1]]  # by bits 0 and 1
     mono = [first_two[m & 3] * (sin[2] if m & 4 else cos[2]) for m in range(8)]
@@ -142,7 +154,7 @@ def _euler_to_quat_block(angles: Tensor, axes: tuple[int, int, int], degrees: bo
             parts.append(mono[a] + mono[b] if sign_b > 0 else mono[a] - mono[b])
         else:
             parts.append(mono[b] - mono[a] if sign_b > 0 else -(mono[a] + mono[b]))
-    return torch.stack(parts, -1)
+    return parts
 
 
 @numpy_in_numpy_out
@@ -165,7 +177,9 @@ def quat_to_euler(q: Tensor, order: str) -> Tensor:
     Tensor
         ``(..., 3)`` radians, with ``euler_to_matrix(result, order) == quat_to_matrix(q)``.
     """
-    a0, a1, a2 = _parse_order(order)
+    from skelanim.core.rotations import quat_normalize  # (here: rotations imports this module at its end)
+
+    a0, a1, a2 = parse_order(order)
     q = quat_normalize(q)  # the formulas are scale-invariant; this maps a zero quaternion to identity
     # Intrinsic (a0, a1, a2) is extrinsic (i, j, k) = (a2, a1, a0); Bernardes & Viollet work extrinsically.
     i, j, k = a2, a1, a0
@@ -211,5 +225,7 @@ def matrix_to_euler(m: Tensor, order: str) -> Tensor:
     Tensor
         ``(..., 3)`` radians.
     """
-    _parse_order(order)
+    from skelanim.core.rotations import matrix_to_quat  # (here: rotations imports this module at its end)
+
+    parse_order(order)
     return quat_to_euler(matrix_to_quat(m), order)

@@ -4,20 +4,137 @@ A :class:`Motion` holds local joint rotations as unit quaternions ``(F, J, 4)`` 
 world translation ``(F, 3)``, optional animated per-joint translations ``(F, J, 3)`` (BVH files that
 put position channels on every joint, e.g. Bandai-Namco), and the frame rate. Values are float64 torch
 tensors in the file's units; :mod:`skelanim.core.kinematics` turns them into world positions.
+
+A reader may hand over the rotations as the Euler angles it read (:class:`EulerRotations`): they become
+quaternions the first time :attr:`Motion.rotations` is read (and from then on that tensor is the motion's
+rotations, in-place edits included), while :meth:`Motion.positions` and :meth:`Motion.world` work from the
+angles directly as long as nobody has asked for the quaternions. Loading a file therefore costs no
+conversion that the caller does not use.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
+from typing import Any, cast
 
 import numpy as np
 import torch
 
-from skelanim.core.kinematics import end_site_positions, forward_kinematics
+from skelanim.core.euler import euler_quat_components, euler_to_quat, parse_order
+from skelanim.core.kinematics import end_site_positions, forward_kinematics_components
 from skelanim.core.rotations import quat_normalize
 from skelanim.core.skeleton import Skeleton, head_and_feet
 from skelanim.errors import ShapeError
+
+
+class EulerRotations:
+    """Local joint rotations kept as the Euler angles of a file's channel columns until quaternions are needed.
+
+    Parameters
+    ----------
+    values:
+        ``(F, C)`` float64 channel values (degrees with ``degrees=True``, else radians); not copied.
+    num_joints:
+        ``J``.
+    groups:
+        ``(order, joints, columns)`` per Euler order: the joints rotated in that intrinsic order (a 3-letter
+        string of :data:`~skelanim.core.rotations.EULER_ORDERS`) and, per joint, the 3 columns of ``values``
+        holding its angles, ``-1`` for an angle that is 0 (a joint with fewer than 3 rotation channels).
+        Joints in no group do not rotate.
+    degrees:
+        Whether ``values`` are in degrees.
+    """
+
+    def __init__(self, values: torch.Tensor, num_joints: int,
+                 groups: Sequence[tuple[str, Sequence[int], Sequence[Sequence[int]]]], *, degrees: bool = True) -> None:
+        self.values = values
+        self.num_joints = num_joints
+        self.groups = [(order, list(joints), [list(c) for c in cols]) for order, joints, cols in groups]
+        self.degrees = degrees
+        for order, joints, cols in self.groups:
+            parse_order(order)
+            if len(joints) != len(cols) or any(len(c) != 3 for c in cols):
+                raise ShapeError(f"EulerRotations: each joint of order {order} needs 3 columns")
+
+    @property
+    def shape(self) -> torch.Size:
+        """``(F, J, 4)``, the shape of the quaternions."""
+        return torch.Size((self.values.shape[0], self.num_joints, 4))
+
+    def __getitem__(self, frames: Any) -> EulerRotations:
+        return EulerRotations(self.values[frames], self.num_joints, self.groups, degrees=self.degrees)
+
+    def _angles(self, cols: list[list[int]]) -> torch.Tensor:
+        """``(F, Jg, 3)`` angles of one group (a view where the columns allow)."""
+        n_frames = self.values.shape[0]
+        index = torch.tensor(cols, dtype=torch.long)
+        first = int(index[0, 0])
+        if (index < 0).any():  # the padding axes read a zero column
+            padded = torch.cat([self.values, self.values.new_zeros(n_frames, 1)], 1)
+            return padded[:, torch.where(index < 0, self.values.shape[1], index)]
+        if torch.equal(index.reshape(-1), torch.arange(first, first + index.numel())):
+            return self.values[:, first : first + index.numel()].reshape(n_frames, len(cols), 3)
+        return self.values[:, index]
+
+    def quaternions(self) -> torch.Tensor:
+        """``(F, J, 4)`` contiguous float64 local quaternions (identity for joints in no group)."""
+        n_frames = self.values.shape[0]
+        whole = len(self.groups) == 1 and len(self.groups[0][1]) == self.num_joints
+        quats = None if whole else _identity(n_frames, self.num_joints)
+        for order, joints, cols in self.groups:
+            q = euler_to_quat(self._angles(cols), order, degrees=self.degrees)
+            if quats is None:
+                quats = q.contiguous()
+            else:
+                quats[:, joints] = q
+        return quats if quats is not None else _identity(n_frames, self.num_joints)
+
+    def components(self, start: int = 0, stop: int | None = None) -> torch.Tensor:
+        """``(4, J, F')`` the same quaternions (of frames ``start`` to ``stop``), component-major, as forward
+        kinematics works on them (the same closed form, so the same values up to rounding)."""
+        columns = self.values[start:stop].T.contiguous()  # (C, F'): each channel's values contiguous
+        n_frames = columns.shape[1]
+        out = None
+        if not (len(self.groups) == 1 and len(self.groups[0][1]) == self.num_joints):
+            out = self.values.new_zeros(4, self.num_joints, n_frames)
+            out[0] = 1.0
+        for order, joints, cols in self.groups:
+            index = torch.tensor(cols, dtype=torch.long).T  # (3, Jg)
+            if (index < 0).any():
+                columns = torch.cat([columns, columns.new_zeros(1, n_frames)])
+                index = torch.where(index < 0, columns.shape[0] - 1, index)
+            angles = columns.index_select(0, index.reshape(-1)).view(3, len(joints), n_frames)
+            q = torch.stack(euler_quat_components(angles, parse_order(order), self.degrees))
+            if out is None:
+                return q
+            out[:, joints] = q
+        assert out is not None
+        return out
+
+
+def _identity(n_frames: int, n_joints: int) -> torch.Tensor:
+    quats = torch.zeros(n_frames, n_joints, 4, dtype=torch.float64)
+    quats[..., 0] = 1.0
+    return quats
+
+
+class _Rotations:
+    """The :attr:`Motion.rotations` field: a float64 tensor, or an :class:`EulerRotations` turned into one on
+    first access (stored, so that in-place edits of the returned tensor are edits of the motion)."""
+
+    def __get__(self, obj: Motion | None, owner: type | None = None) -> torch.Tensor:
+        if obj is None:  # on the class: no default value for the dataclass field
+            raise AttributeError("rotations")
+        value = obj.__dict__["_rotations"]
+        if isinstance(value, EulerRotations):
+            value = value.quaternions()
+            obj.__dict__["_rotations"] = value
+        return value
+
+    def __set__(self, obj: Motion, value: Any) -> None:
+        obj.__dict__["_rotations"] = (value if isinstance(value, EulerRotations)
+                                      else torch.as_tensor(value, dtype=torch.float64))
 
 
 @dataclass
@@ -29,7 +146,8 @@ class Motion:
     skeleton:
         The joint tree and rest pose.
     rotations:
-        ``(F, J, 4)`` float64 local quaternions (w, x, y, z).
+        ``(F, J, 4)`` float64 local quaternions (w, x, y, z). May be given as :class:`EulerRotations`
+        (converted on first access).
     root_positions:
         ``(F, 3)`` float64 world position of the root joint.
     fps:
@@ -43,22 +161,20 @@ class Motion:
     """
 
     skeleton: Skeleton
-    rotations: torch.Tensor
+    rotations: torch.Tensor  # stored through the _Rotations descriptor installed below the class
     root_positions: torch.Tensor
     fps: float
     joint_translations: torch.Tensor | None = None
     metadata: dict = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        self.rotations = torch.as_tensor(self.rotations, dtype=torch.float64)
         self.root_positions = torch.as_tensor(self.root_positions, dtype=torch.float64)
         if self.joint_translations is not None:
             self.joint_translations = torch.as_tensor(self.joint_translations, dtype=torch.float64)
-        f, j = self.rotations.shape[:2] if self.rotations.ndim == 3 else (-1, -1)
-        if self.rotations.ndim != 3 or self.rotations.shape[2] != 4 or j != self.skeleton.num_joints:
-            raise ShapeError(
-                f"rotations must be (F, {self.skeleton.num_joints}, 4), got {tuple(self.rotations.shape)}"
-            )
+        shape = self._rotation_shape()
+        f, j = shape[:2] if len(shape) == 3 else (-1, -1)
+        if len(shape) != 3 or shape[2] != 4 or j != self.skeleton.num_joints:
+            raise ShapeError(f"rotations must be (F, {self.skeleton.num_joints}, 4), got {tuple(shape)}")
         if tuple(self.root_positions.shape) != (f, 3):
             raise ShapeError(f"root_positions must be ({f}, 3), got {tuple(self.root_positions.shape)}")
         if self.joint_translations is not None and tuple(self.joint_translations.shape) != (f, j, 3):
@@ -68,11 +184,15 @@ class Motion:
         if not (self.fps > 0 and np.isfinite(self.fps)):
             raise ShapeError(f"fps must be a positive number, got {self.fps}")
 
+    def _rotation_shape(self) -> torch.Size:
+        """The shape of :attr:`rotations`, without converting Euler angles."""
+        return self.__dict__["_rotations"].shape
+
     # ------------------------------------------------------------------ sizes
     @property
     def num_frames(self) -> int:
         """Number of frames ``F``."""
-        return int(self.rotations.shape[0])
+        return int(self._rotation_shape()[0])
 
     def __len__(self) -> int:
         return self.num_frames
@@ -126,14 +246,30 @@ class Motion:
 
     def world(self) -> tuple[torch.Tensor, torch.Tensor]:
         """World rotation matrices ``(F, J, 3, 3)`` and positions ``(F, J, 3)``."""
-        return forward_kinematics(self.rotations, self.local_translations(), self.skeleton.parents.tolist())
+        world_rot, world_pos = self._forward(rotations=True)
+        assert world_rot is not None
+        return world_rot, world_pos
+
+    def _forward(self, *, rotations: bool) -> tuple[torch.Tensor | None, torch.Tensor]:
+        """Forward kinematics (:func:`~skelanim.core.kinematics.forward_kinematics_components`) on the
+        motion's tensors as they are: Euler angles not yet converted, rest offsets not repeated per frame."""
+        source = self.__dict__["_rotations"]
+        euler = isinstance(source, EulerRotations)
+        local = source.components if euler else source.permute(2, 1, 0)
+        if self.joint_translations is None:
+            translations = self.skeleton.offsets.T[:, :, None]  # (3, J, 1): the same in every frame
+        else:
+            translations = self.joint_translations.permute(2, 1, 0)
+        root = self.root_positions.T[:, None, :]  # (3, 1, F)
+        return forward_kinematics_components(local, self.num_frames, translations.to(self.root_positions.dtype),
+                                             root, self.skeleton.parents.tolist(), rotations=rotations, unit=euler)
 
     def positions(self, *, end_sites: bool = False) -> torch.Tensor:
         """``(F, J, 3)`` world joint positions, or ``(F, J+E, 3)`` with End Sites appended
         in the order of ``sorted(skeleton.end_sites)``."""
-        world_rot, world_pos = self.world()
         if not end_sites or not self.skeleton.end_sites:
-            return world_pos
+            return self._forward(rotations=False)[1]
+        world_rot, world_pos = self.world()
         joints = sorted(self.skeleton.end_sites)
         offsets = torch.stack([self.skeleton.end_sites[j] for j in joints])
         return torch.cat([world_pos, end_site_positions(world_rot, world_pos, joints, offsets)], dim=-2)
@@ -152,9 +288,10 @@ class Motion:
         if isinstance(frames, int):
             frames = slice(frames, frames + 1 if frames != -1 else None)
         jt = None if self.joint_translations is None else self.joint_translations[frames]
+        source = self.__dict__["_rotations"]  # Euler angles stay unconverted
         return replace(
             self,
-            rotations=self.rotations[frames],
+            rotations=source[frames],
             root_positions=self.root_positions[frames],
             joint_translations=jt,
             metadata=dict(self.metadata),
@@ -186,9 +323,20 @@ class Motion:
         )
 
     @classmethod
+    def from_euler(cls, skeleton: Skeleton, rotations: EulerRotations, root_positions: torch.Tensor, fps: float,
+                   joint_translations: torch.Tensor | None = None, metadata: dict | None = None) -> Motion:
+        """A motion whose rotations are Euler angles, converted to quaternions when first read (see the
+        module docstring); the other arguments as for the constructor."""
+        return cls(skeleton, cast(torch.Tensor, rotations), root_positions, fps, joint_translations,
+                   {} if metadata is None else metadata)
+
+    @classmethod
     def rest(cls, skeleton: Skeleton, num_frames: int = 1, fps: float = 30.0) -> Motion:
         """``num_frames`` frames of the rest pose (identity rotations, root at its rest offset)."""
         rot = torch.zeros(num_frames, skeleton.num_joints, 4, dtype=torch.float64)
         rot[..., 0] = 1.0
         root = skeleton.offsets[0].expand(num_frames, 3).clone()
         return cls(skeleton, rot, root, fps)
+
+
+Motion.rotations = _Rotations()  # type: ignore[assignment,misc]  # after @dataclass: a field without default

@@ -5,7 +5,9 @@ Reading
 * Every joint keeps its channel list (any order, any subset of the six channels, or none) in
   :attr:`Skeleton.channels <skelanim.Skeleton>`, so a file writes back with the same layout.
 * Rotation channels are intrinsic Euler angles in the listed order (``Zrotation Xrotation Yrotation``
-  means ``Rz @ Rx @ Ry``), degrees on disk; in memory they become unit quaternions ``(F, J, 4)``.
+  means ``Rz @ Rx @ Ry``), degrees on disk; in memory they become unit quaternions ``(F, J, 4)``, when
+  :attr:`Motion.rotations` is first read (:class:`~skelanim.core.motion.EulerRotations`: until then
+  :meth:`Motion.positions` works from the angles, so a load that only wants positions converts nothing).
   A joint with fewer than three rotation channels rotates about those axes only.
 * Position channels *replace* the joint's rest offset, component by component (an axis without a
   position channel keeps its ``OFFSET`` value): the root's go to :attr:`Motion.root_positions`, other
@@ -43,7 +45,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from skelanim.core.motion import Motion
+from skelanim.core.motion import EulerRotations, Motion
 from skelanim.core.rotations import euler_to_quat, quat_to_euler
 from skelanim.core.skeleton import Skeleton
 from skelanim.errors import FormatError, SkelanimError
@@ -111,30 +113,13 @@ def _motion_from_parsed(parsed: ParsedBVH, name: str) -> Motion:
     for j in range(n_joints):
         if axes[j]:
             groups.setdefault(_padded_order(axes[j]), []).append(j)
-    quats: torch.Tensor | None = None
-    if not (len(groups) == 1 and sum(map(len, groups.values())) == n_joints):
-        quats = torch.zeros(n_frames, n_joints, 4, dtype=torch.float64)
-        quats[..., 0] = 1.0
-    padded = None
-    for order, joints in groups.items():
-        cols = np.array([rotations[j] + [-1] * (3 - len(rotations[j])) for j in joints], dtype=np.int64)
-        first = int(cols[0, 0])
-        if (cols < 0).any():  # fewer than 3 rotation channels: the padding axes read a zero column
-            if padded is None:
-                padded = np.concatenate([values, np.zeros((n_frames, 1))], axis=1)
-            angles = padded[:, cols]
-        elif np.array_equal(cols.ravel(), np.arange(first, first + cols.size)):
-            angles = values[:, first : first + cols.size].reshape(n_frames, len(joints), 3)  # a view
-        else:
-            angles = values[:, cols]  # (F, Jg, 3), a copy
-        q = euler_to_quat(torch.from_numpy(angles), order, degrees=True)
-        if quats is None:
-            quats = q.contiguous()
-        else:
-            quats[:, joints] = q
-    if quats is None:  # no joint has rotation channels
-        quats = torch.zeros(n_frames, n_joints, 4, dtype=torch.float64)
-        quats[..., 0] = 1.0
+    # kept as the Euler angles read; Motion converts them to quaternions when they are first asked for
+    rotations_read = EulerRotations(
+        torch.from_numpy(values), n_joints,
+        [(order, joints, [rotations[j] + [-1] * (3 - len(rotations[j])) for j in joints])
+         for order, joints in groups.items()],
+        degrees=True,
+    )
 
     end_sites = {j: torch.from_numpy(v) for j, v in parsed.end_sites.items()}
     try:
@@ -156,7 +141,8 @@ def _motion_from_parsed(parsed: ParsedBVH, name: str) -> Motion:
             f"{name}: {parsed.extra_frames} frame line(s) after the {n_frames} declared by 'Frames:' were ignored",
             stacklevel=3,
         )
-    return Motion(skeleton, quats, torch.from_numpy(root), 1.0 / parsed.frame_time, joint_translations, metadata)
+    return Motion.from_euler(skeleton, rotations_read, torch.from_numpy(root), 1.0 / parsed.frame_time,
+                             joint_translations, metadata)
 
 
 def loads(text: str | bytes, path: str | os.PathLike | None = None) -> Motion:
