@@ -16,6 +16,7 @@ from skelanim.core.rotations import (
     quat_to_rot6d,
     rotvec_to_quat,
 )
+from skelanim.cli import main as cli_main
 from skelanim.errors import FormatError
 from skelanim.ik import refine as R
 from skelanim.ik.solve import DEFAULT_MODEL, IKModel, load_model, run_method
@@ -170,8 +171,8 @@ def test_fit_command_writes_a_loadable_corrector(tmp_path, bandai_files, capsys)
         shutil.copy(DEFAULT_MODEL / name, folder / name)
     data = [str(bandai_files[0]), str(bandai_files[1])]
     val = bandai_files[1].name
-    assert R.main(["--model", str(folder), "--data", data[0], "--data", data[1], "--val", val, "--skip", "Head",
-                   "--threads", "1"]) == 0  # fmt: skip
+    assert cli_main(["ik", "fit-corrector", str(folder), "--data", data[0], "--data", data[1], "--val", val,
+                     "--skip", "Head", "--threads", "1"]) == 0  # fmt: skip
     info = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert info["train_files"] == 1 and info["validation"]["files"] == 1 and info["skip"] == ["Head"]
     model = IKModel.load(folder)
@@ -182,7 +183,7 @@ def test_fit_command_writes_a_loadable_corrector(tmp_path, bandai_files, capsys)
     shutil.copytree(folder, other)
     for name in (R.CORRECTOR_WEIGHTS, R.CORRECTOR_CONFIG):
         (other / name).unlink()
-    assert R.main(["--model", str(other), "--data", data[0], "--skip", "Nope"]) == 2
+    assert cli_main(["ik", "fit-corrector", str(other), "--data", data[0], "--skip", "Nope"]) == 2
     err = capsys.readouterr().err
     assert "Nope" in err and len(err.strip().splitlines()) == 1
     assert not (other / R.CORRECTOR_WEIGHTS).exists()

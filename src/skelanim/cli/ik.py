@@ -1,4 +1,4 @@
-"""``skelanim ik train|solve|export|eval``: neural and classical inverse kinematics (thin wrappers over
+"""``skelanim ik train|solve|export|eval|fit-corrector``: neural and classical inverse kinematics (thin wrappers over
 :mod:`skelanim.ik`)."""
 
 from __future__ import annotations
@@ -168,3 +168,29 @@ def evaluate(
         typer.echo(json.dumps({"frames": report["frames"], "methods": report["methods"]}, indent=1))
     else:
         typer.echo(format_table(report, noise=noise))
+
+
+@ik_app.command("fit-corrector")
+def fit_corrector(
+    model: Path | None = typer.Argument(None, help="Model folder [default: the shipped Bandai model]."),
+    data: list[str] = typer.Option(..., "--data", help="The model's training files, folders or patterns (repeat)."),
+    val: list[str] | None = typer.Option(None, "--val", help="Validation file patterns (reported, not fitted)."),
+    exclude: list[str] | None = typer.Option(None, "--exclude", help="Held-out file patterns (left out)."),
+    skip: list[str] | None = typer.Option(None, "--skip", help="Joints left as the network answers them."),
+    ridge: float = typer.Option(100.0, "--ridge", min=0.0, help="Ridge weight of the regression."),
+    threads: int | None = typer.Option(None, "--threads", min=1, help="Torch CPU threads."),
+) -> None:
+    """Fit the refinement's pose correction (``gat_refined``) for a model and store it in its folder as
+    refine.safetensors + refine.json (seconds; see ik/README.md, "Refinement")."""
+    from skelanim.ik.refine import fit_corrector as run
+
+    _threads(threads)
+    ik_model = _load_model(model)
+    try:
+        corrector = run(ik_model, data, val=_split(val), exclude=_split(exclude), skip=_split(skip), ridge=ridge)
+    except ValueError as err:
+        typer.echo(f"error: {err}", err=True)
+        raise typer.Exit(2) from None
+    assert ik_model.path is not None
+    corrector.save(ik_model.path)
+    typer.echo(json.dumps({k: v for k, v in corrector.info.items() if k != "data"}))

@@ -27,15 +27,13 @@ frame-to-frame jitter of the network's answer.
 
 A model folder carries its corrector as ``refine.safetensors`` + ``refine.json`` beside ``model.safetensors``
 (:func:`corrector_for`); without them step 1 is skipped. Fit one with
-``python -m skelanim.ik.refine --model M --data DIR ... --exclude ... --val ... [--skip JOINTS]`` (:func:`main`).
+``skelanim ik fit-corrector [M] --data DIR ... --exclude ... --val ... [--skip JOINTS]`` (:func:`fit_corrector`).
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
-import sys
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -391,36 +389,3 @@ def fit_corrector(
                                         "local_deg_network": before, "local_deg_corrected": after}  # fmt: skip
     corrector.info["seconds"] = round(time.perf_counter() - started, 1)
     return corrector
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m skelanim.ik.refine``: fit the corrector of a model folder and store it there."""
-    from skelanim.ik.solve import load_model
-
-    parser = argparse.ArgumentParser(prog="python -m skelanim.ik.refine", description=main.__doc__)
-    parser.add_argument("--model", default=None, help="model folder [default: the shipped model]")
-    parser.add_argument("--data", action="append", required=True, help="motion files, folders or patterns (repeat)")
-    parser.add_argument("--val", default="", help="comma-separated validation file patterns")
-    parser.add_argument("--exclude", default="", help="comma-separated held-out file patterns")
-    parser.add_argument("--skip", default="", help="comma-separated joints left as the network answers them")
-    parser.add_argument("--ridge", type=float, default=CORRECTOR_RIDGE)
-    parser.add_argument("--threads", type=int, default=None)
-    args = parser.parse_args(argv)
-    if args.threads:
-        torch.set_num_threads(args.threads)
-    split = lambda s: [p for p in s.split(",") if p]
-    try:
-        model = load_model(args.model)
-        corrector = fit_corrector(model, args.data, val=split(args.val), exclude=split(args.exclude),
-                                  skip=split(args.skip), ridge=args.ridge)  # fmt: skip
-    except (FormatError, FileNotFoundError, OSError, ValueError) as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 2
-    assert model.path is not None
-    corrector.save(model.path)
-    print(json.dumps({k: v for k, v in corrector.info.items() if k != "data"}))
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())
