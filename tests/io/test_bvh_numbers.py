@@ -107,8 +107,8 @@ def test_every_number_form_bit_identical_to_float(sep: str, newline: str) -> Non
 
 
 def _window_tokens() -> list[str]:
-    """Tokens around the compiled scanner's 8-byte short form: every length from 1 to 10 characters after
-    the sign, the dot at every place (or none), each sign, some digits zero."""
+    """Short tokens of every shape: every length from 1 to 10 characters after the sign, the dot at every
+    place (or none), each sign, some digits zero (where a word-at-a-time scanner would have its edges)."""
     out = []
     for length in range(1, 11):
         digits = "".join("9876543210"[(k * 7) % 10] for k in range(length))
@@ -119,9 +119,9 @@ def _window_tokens() -> list[str]:
 
 
 @pytest.mark.parametrize("newline", ["\n", ""])
-def test_short_form_boundaries_bit_identical_to_float(newline: str) -> None:
+def test_short_tokens_bit_identical_to_float(newline: str) -> None:
     tokens = _window_tokens()
-    body = (" ".join(tokens) + newline).encode()  # one frame line: later tokens follow in the same 8 bytes
+    body = (" ".join(tokens) + newline).encode()  # one frame line: tokens follow each other closely
     result = _both(body, len(tokens), 1)
     assert not isinstance(result, str), result
     assert np.array_equal(result[0][0].view(np.uint64), np.array([float(t) for t in tokens]).view(np.uint64))
@@ -135,8 +135,8 @@ def test_short_form_boundaries_bit_identical_to_float(newline: str) -> None:
 @pytest.mark.parametrize("token", ["1.2.3", "12..3", "1234567..", "-", "+", ".", "-.", "+-1", "1-", "12345678-",
                                    "1234.567x", "1234567\x00", "\x001", "1,5", "1_000", "0x1F", "1e", "12.3e+",
                                    "١٢"])  # fmt: skip
-def test_short_form_rejects_what_float_grammar_rejects(token: str) -> None:
-    # short texts (the general code) and texts with at least 8 bytes after the token (the short form)
+def test_short_tokens_rejected_like_the_grammar_says(token: str) -> None:
+    # alone, at the end of the text, and with more text after the token
     for text, channels in ((token, 1), (token + "\n", 1), (token + " 1\n", 2), ("1 " + token + "\n", 2),
                            (token + "\n" + "1\n" * 8, 1), ("1 " + token + "\n" + "1 1\n" * 8, 2)):
         result = _both(text.encode("utf-8"), channels, 1)

@@ -23,9 +23,7 @@
    Values equal Python's float(token) bit for bit: up to 19 significant digits are collected in an
    integer w with a decimal exponent e; when w <= 2^53 and |e| <= 22 both w and 10^|e| are exact
    doubles, so one IEEE multiply or divide gives the correctly rounded result (Clinger's fast path).
-   Anything else goes through PyOS_string_to_double, the function behind float(). Tokens whose digits
-   and dot fit 8 bytes (most of a typical file: "-13.8102", "0", "5.") take a shorter road to the same
-   division: the 8 bytes are classified and converted as one 64-bit word (read_short).
+   Anything else goes through PyOS_string_to_double, the function behind float().
 
    Memory safety: reads stop at the NUL byte that ends every bytes object (a NUL inside the text is
    a bad token); writes are checked against the size of `out`. No allocation, no recursion.
@@ -53,59 +51,6 @@ static inline int is_space(unsigned char c) {
 
 static inline int is_digit(unsigned char c) { return (unsigned char)(c - '0') < 10; }
 
-/* The value of 8 digits (one per byte, 0-9, the most significant in the lowest byte, as a little-endian
-   load of text gives them): pairs, then quads, then the octet, by multiply-add (Lemire's SWAR method). */
-static inline uint64_t swar_eight_digits(uint64_t v) {
-    v = v * 10 + (v >> 8);
-    return (((v & 0x000000FF000000FFULL) * (100 + (1000000ULL << 32))) +
-            (((v >> 16) & 0x000000FF000000FFULL) * (1 + (10000ULL << 32)))) >> 32;
-}
-
-/* The short form most files use, without a branch per character: the 8 bytes at p (after the sign) hold
-   digits with at most one '.' (at least one digit), then a separator or the end. On success *value is
-   the unsigned value and the length is returned; 0 means "not this form" (the general code decides).
-   Needs p + 8 <= end + 1 (end[0] is the NUL that ends every bytes object). The value is
-   digits / 10^decimals with fewer than 8 digits: the same single correctly rounded division as the
-   general fast path, so the same bits. */
-static inline int read_short(const unsigned char *p, const unsigned char *end, double *value) {
-    uint64_t x;
-    memcpy(&x, p, 8);
-    const uint64_t a = x ^ 0x3030303030303030ULL; /* digit bytes become 0-9 */
-    /* high bit of each byte that is not a digit (no carries: (a & 0x7f) + 0x76 <= 0xf5) */
-    const uint64_t other = (((a & 0x7F7F7F7F7F7F7F7FULL) + 0x7676767676767676ULL) | a) & 0x8080808080808080ULL;
-    if (other == 0) {
-        return 0; /* 8 digits and more */
-    }
-    const int i = __builtin_ctzll(other) >> 3; /* the first byte that is not a digit */
-    int stop = i, decimals = 0;
-    uint64_t digits = i ? a & ((1ULL << (8 * i)) - 1) : 0;
-    if (p[i] == '.') {
-        if (i >= 7) {
-            return 0;
-        }
-        const uint64_t rest = other >> (8 * (i + 1));
-        if (rest == 0) {
-            return 0; /* no end within the 8 bytes */
-        }
-        decimals = __builtin_ctzll(rest) >> 3;
-        stop = i + 1 + decimals;
-        if (decimals) {
-            digits |= ((a >> (8 * (i + 1))) & ((1ULL << (8 * decimals)) - 1)) << (8 * i);
-        }
-    }
-    const int count = i + decimals;
-    const unsigned char c = p[stop];
-    if (count == 0 || !(is_space(c) || c == '\n' || p + stop == end)) {
-        return 0;
-    }
-    double v = (double)swar_eight_digits(digits << (8 * (8 - count)));
-    if (decimals) {
-        v /= POW10[decimals];
-    }
-    *value = v;
-    return stop;
-}
-
 /* Outcome of reading one token. */
 enum { TOKEN_OK = 0, TOKEN_BAD = 1, TOKEN_ERROR = 2 };
 
@@ -122,15 +67,6 @@ static int read_number(const unsigned char **pp, const unsigned char *end, doubl
     if (*p == '+' || *p == '-') {
         negative = (*p == '-');
         ++p;
-    }
-    if (p + 8 <= end + 1) {
-        double v;
-        const int length = read_short(p, end, &v);
-        if (length) {
-            *value = negative ? -v : v;
-            *pp = p + length;
-            return TOKEN_OK;
-        }
     }
     const unsigned char *int_start = p;
     while (*p == '0') {
