@@ -211,6 +211,6 @@ class IKRig:
         """
         offsets = self.offsets if root_positions.dtype == torch.float64 else self.offsets.to(root_positions.dtype)
         r = self.ik_root
-        root = root_positions[..., None, :] - offsets[0] if r else root_positions[..., None, :]
-        lead = root_positions.shape[:-1]
-        return torch.cat([offsets[:r].expand(*lead, r, 3), root, offsets[r + 1 :].expand(*lead, -1, 3)], -2)
+        out = offsets.expand(*root_positions.shape[:-1], -1, -1).clone()  # one copy, then the IK root's row
+        out[..., r, :] = root_positions - offsets[0] if r else root_positions
+        return out

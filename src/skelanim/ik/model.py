@@ -40,7 +40,7 @@ from torch import Tensor, nn
 
 from skelanim.core.kinematics import forward_kinematics
 from skelanim.core.rotations import matrix_to_quat, quat_to_matrix, rot6d_to_matrix
-from skelanim.ik.classical import rotation_between
+from skelanim.ik.classical import _cross, rotation_between
 from skelanim.ik.frames import IKRig, bone_frames_to_local, primary_children
 from skelanim.nn.layers import GATBlock, graph_mask, mask_bias
 
@@ -132,19 +132,13 @@ class IKGAT(nn.Module):
         self.register_buffer("base_frames", rig.rest_frames.float().clone())  # (J, 3, 3) mean pose in the root frame
         self.register_buffer("mean_local", torch.eye(3).expand(j, 3, 3).clone())  # (J, 3, 3) mean local rotations
         self.register_buffer("identity_6d", torch.tensor([1.0, 0.0, 0.0, 0.0, 1.0, 0.0]), persistent=False)
-        levels = _levels(rig)[1]
-        self.num_levels = len(levels)
-        slots = {rig.ik_root: 0}
-        for k, (joints, parent_slots) in enumerate(levels):  # buffers, so .to(device) moves them
-            self.register_buffer(f"level{k}_joints", joints, persistent=False)
-            self.register_buffer(f"level{k}_slots", parent_slots, persistent=False)
-            for jj in joints.tolist():
-                slots[jj] = len(slots)
-        self.register_buffer("order", torch.tensor([slots.get(i, 0) for i in range(j)]), persistent=False)
+        self._init_chain(rig)
         eye = torch.eye(j)
         centre = eye.clone()
         centre[:, rig.ik_root] -= 1.0
         self.register_buffer("centre", centre / h, persistent=False)  # rel = centre @ positions
+        if self.root_axes is not None:  # the two root-frame directions, (2, J) @ positions
+            self.register_buffer("root_pick", (eye[list(self.root_axes)] - eye[rig.ik_root]) / h, persistent=False)
         pick_parent = torch.where(rig.has_parent[:, None], eye[rig.parent_index], torch.zeros(j, j))
         pick_primary = eye[self.primary]
         self.register_buffer("pick_primary", pick_primary, persistent=False)
@@ -169,6 +163,53 @@ class IKGAT(nn.Module):
         with torch.no_grad():  # zero correction at first: the network starts as swing IK from the mean pose
             self.head.weight.mul_(0.1)
             self.head.bias.zero_()
+        self._derive_chain()
+
+    def _init_chain(self, rig: IKRig) -> None:
+        """Index buffers of the swing chain (see :meth:`_chain`): the joints of each tree level below the IK
+        root that have children, the slots of their parents among the world rotations computed so far (IK root
+        first, then level by level), the tips (joints without children: no swing, their local rotation is
+        their start), and where each joint lands in the concatenated results."""
+        levels, tips = _chain_levels(rig)
+        self.num_levels = len(levels)
+        r = rig.ik_root
+        slot, previous = {r: 0}, [r]
+        for k, joints in enumerate(levels):  # a level's parents are on the level before it
+            slots = [previous.index(rig.parents[i]) for i in joints]
+            plain = len(previous) == 1 or slots == list(range(len(previous)))  # broadcast or same order: no gather
+            self.register_buffer(f"level{k}_slots", None if plain else torch.tensor(slots), persistent=False)
+            for i in joints:
+                slot[i] = len(slot)
+            previous = joints
+        chain = [i for level in levels for i in level]
+        self.chain_sizes = [1] + [len(level) for level in levels] + [len(tips)]
+        self.register_buffer("chain_joints", torch.tensor(chain, dtype=torch.long), persistent=False)
+        self.register_buffer("chain_all", torch.tensor([r, *chain, *tips], dtype=torch.long), persistent=False)
+        self.register_buffer("tip_slots", torch.tensor([slot[rig.parents[i]] for i in tips], dtype=torch.long),
+                             persistent=False)  # fmt: skip
+        for i in tips:
+            slot[i] = len(slot)
+        # worlds: [IK root, levels..., tips] (a dummy root reads the IK root's); locals: [dummies, the same]
+        self.register_buffer("world_order", torch.tensor([slot.get(i, 0) for i in range(rig.num_joints)]),
+                             persistent=False)  # fmt: skip
+        self.register_buffer("local_order", torch.tensor([i if i < r else r + slot[i] for i in range(rig.num_joints)]),
+                             persistent=False)  # fmt: skip
+        for k in range(self.num_levels):
+            self.register_buffer(f"swing_from{k}", torch.zeros(len(levels[k]), 3), persistent=False)
+        self.register_buffer("start_left", torch.eye(3).expand(rig.num_joints, 3, 3).clone(), persistent=False)
+
+    def _derive_chain(self) -> None:
+        """Constants of the chain from the mean pose: ``start_left_j = L_mean,j B_j`` (the IK root's: its mean
+        bone frame in the root frame ``M_r``), so a joint's start is ``X_j = start_left_j D_j B_j^T``, and the
+        swing's source axis ``c_j = L_mean,j a_j`` (``a_j`` the rest bone axis)."""
+        with torch.no_grad():
+            left = self.mean_local @ self.rest_frames
+            left[self.ik_root] = self.base_frames[self.ik_root]
+            self.start_left.copy_(left)
+            source = (self.mean_local @ self.rest_frames[:, :, :1])[..., 0]
+            sizes = self.chain_sizes[1:-1]
+            for k, part in enumerate(source.index_select(0, self.chain_joints).split(sizes)):
+                getattr(self, f"swing_from{k}").copy_(part)
 
     def features(self, positions: Tensor) -> tuple[Tensor, Tensor]:
         """Per-joint features in the observed root frame (see the module docstring).
@@ -185,8 +226,7 @@ class IKGAT(nn.Module):
         """
         rel = self.centre @ positions  # (B, J, 3) relative to the IK root, in heights
         if self.root_axes is not None:
-            first, second = self.root_axes
-            canon = rot6d_to_matrix(torch.cat([rel[:, first], rel[:, second]], -1))
+            canon = rot6d_to_matrix((self.root_pick @ positions).flatten(-2))
             rel = rel @ canon  # row vectors: C^T x
         else:
             canon = torch.eye(3, dtype=rel.dtype).expand(rel.shape[0], 3, 3)
@@ -196,9 +236,20 @@ class IKGAT(nn.Module):
         diffs = self.differences @ rel  # (B, 2J, 3): bone vectors (0 at the root), then primary bone vectors
         bone, axis = diffs[:, :j], diffs[:, j:]
         axis = axis / axis.norm(dim=-1, keepdim=True).clamp_min(1e-6)  # observed bone axis (0 for a leaf)
-        bend = torch.linalg.cross(axis, self.pick_primary @ axis)  # normal of the bend at the child
+        bend = _cross(axis, self.pick_primary @ axis)  # normal of the bend at the child
         feats = torch.cat([rel, bone, self.rest_features.expand(rel.shape[0], -1, -1), axis, bend], -1)
         return feats, canon
+
+    def _corrections(self, positions: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+        """Features ``(B, J, 18)``, root frame ``C`` ``(B, 3, 3)`` and the network's corrections ``D``
+        ``(B, J, 3, 3)`` (rotations in the bone frames; zero output = identity)."""
+        feats, canon = self.features(positions)
+        x = self.embed(feats)
+        if self.joint_embed is not None:
+            x = x + self.joint_embed
+        for block in self.blocks:
+            x = block(x, self.attn_bias)
+        return feats, canon, rot6d_to_matrix(self.head(x) + self.identity_6d)
 
     def frames(self, positions: Tensor) -> Tensor:
         """Predicted bone frames ``G``: ``(B, J, 3)`` positions to ``(B, J, 3, 3)`` rotations.
@@ -209,54 +260,79 @@ class IKGAT(nn.Module):
         identity), so ``G_j = C S_j M_j rot6d(e + d_j)``: exact swing and the mean twist at the start,
         learned twist (and denoised swing) after training.
         """
-        feats, canon = self.features(positions)
-        x = self.embed(feats)
-        if self.joint_embed is not None:
-            x = x + self.joint_embed
-        for block in self.blocks:
-            x = block(x, self.attn_bias)
-        correction = rot6d_to_matrix(self.head(x) + self.identity_6d)
-        if self.config.flat:
-            return canon[:, None] @ self.flat_frames(feats[..., 12:15], correction)
-        if self.config.chain:
-            return canon[:, None] @ self.start_frames(feats[..., 12:15], correction)
-        return canon[:, None] @ (self.start_frames(feats[..., 12:15]) @ correction)
+        return self(positions)[0]
 
-    def start_frames(self, axes: Tensor, correction: Tensor | None = None) -> Tensor:
-        """Swing IK from the mean pose, in the root frame, one tree level at a time (all joints of a level
-        batched): ``W_j = S_j W_p L_mean,j`` with ``S_j`` the smallest rotation taking the bone axis of
-        ``W_p L_mean,j`` onto the observed one (identity for a leaf); the IK root keeps the mean pose's frame.
+    def _chain(self, axes: Tensor, start: Tensor, canon: Tensor, *, wanted: bool) -> tuple[Tensor, Tensor | None]:
+        """Swing IK from given starts, one tree level at a time (all joints of a level batched).
+
+        Each joint's local rotation is ``L_j = S'_j X_j``: its start ``X_j`` turned by the smallest rotation
+        ``S'_j`` carrying the start's bone axis ``c_j = L_mean,j a_j`` onto the observed axis seen from the
+        parent, ``W_p^T v_j`` (identity for a joint without a bone, whose axis is 0). This is the world-frame
+        swing ``S_j`` (from ``W_p c_j`` onto ``v_j``) written in the parent's frame, ``S'_j = W_p^T S_j W_p``,
+        so ``W_j = W_p L_j = S_j W_p X_j`` and ``L_j = W_p^T W_j`` exactly; the IK root's world rotation (in the
+        root frame) is its start, its local rotation ``C X_r``; a dummy root keeps the identity. Joints without
+        children (tips) need no swing and no world rotation, so the chain has one level less than the tree.
 
         Parameters
         ----------
         axes : Tensor
-            ``(B, J, 3)`` observed unit bone axes in the root frame.
-        correction : Tensor, optional
-            ``(B, J, 3, 3)`` per-joint corrections in the bone frames (``chain``): each joint's frame is
-            ``S_j W_p L_mean,j B_j D_j`` with ``W_p`` the parent's corrected world rotation, so the chain
-            runs on corrected frames.
+            ``(B, J, 3)`` observed unit bone axes ``v`` in the root frame (0 for joints without a bone).
+        start : Tensor
+            ``(B, J, 3, 3)`` or ``(J, 3, 3)`` starts ``X`` (the IK root's: its world rotation in the root frame).
+        canon : Tensor
+            ``(B, 3, 3)`` root frame ``C``.
+        wanted : bool
+            Also return every joint's world rotation ``W`` in the root frame (training; inference needs only
+            the parents').
+
+        Returns
+        -------
+        tuple
+            ``(B, J, 3, 3)`` local rotations and ``(B, J, 3, 3)`` world rotations in the root frame (or ``None``).
+        """
+        b, r = axes.shape[0], self.ik_root
+        start = start if start.ndim == 4 else start.expand(b, -1, -1, -1)
+        sizes = self.chain_sizes
+        axes = axes.index_select(1, self.chain_joints)[:, :, None, :].split(sizes[1:-1], 1)  # rows, per level
+        starts = start.index_select(1, self.chain_all).split(sizes, 1)  # IK root, levels, tips
+        world = starts[0]
+        parts, worlds = [canon[:, None] @ world], [world]
+        if r:
+            parts.insert(0, torch.eye(3, dtype=axes[0].dtype).expand(b, r, 3, 3))
+        for k in range(self.num_levels):
+            slots = getattr(self, f"level{k}_slots")  # parents are on the previous level
+            parent = world if slots is None else world.index_select(1, slots)
+            seen = (axes[k] @ parent).squeeze(2)  # W_p^T v_j, as rows
+            local = rotation_between(getattr(self, f"swing_from{k}"), seen, half_turn=False) @ starts[k + 1]
+            parts.append(local)
+            if wanted or k + 1 < self.num_levels:
+                world = parent @ local
+                worlds.append(world)
+        local = torch.cat([*parts, starts[-1]], 1).index_select(1, self.local_order)
+        if not wanted:
+            return local, None
+        tips = torch.cat(worlds, 1).index_select(1, self.tip_slots) @ starts[-1]
+        return local, torch.cat([*worlds, tips], 1).index_select(1, self.world_order)
+
+    def local_rotations(self, positions: Tensor) -> Tensor:
+        """Local rotation matrices only (the inference path: ``forward(positions)[1]`` without the bone
+        frames, fewer ops for the ``chain`` start).
+
+        Parameters
+        ----------
+        positions : Tensor
+            ``(B, J, 3)`` float32 world positions in the rig's units.
 
         Returns
         -------
         Tensor
-            ``(B, J, 3, 3)`` starting bone frames ``W_j B_j`` in the root frame.
+            ``(B, J, 3, 3)``.
         """
-        rest_axis = self.rest_frames[:, :, 0]
-        root = self.ik_root
-        world = (self.base_frames[root] @ self.rest_frames[root].T).expand(axes.shape[0], 1, 3, 3)
-        turn = None if correction is None else self.rest_frames @ correction @ self.rest_frames.transpose(-1, -2)
-        if turn is not None:
-            world = world @ turn[:, root : root + 1]
-        for k in range(self.num_levels):
-            joints, slots = getattr(self, f"level{k}_joints"), getattr(self, f"level{k}_slots")
-            start = world.index_select(1, slots) @ self.mean_local[joints]
-            current = (start @ rest_axis[joints][..., None])[..., 0]
-            swing = rotation_between(current, axes[:, joints], half_turn=False)  # a leaf's axis is 0: identity
-            frame = swing @ start
-            if turn is not None:
-                frame = frame @ turn.index_select(1, joints)
-            world = torch.cat([world, frame], 1)
-        return world.index_select(1, self.order) @ self.rest_frames
+        if not self.config.chain or self.config.flat:
+            return self(positions)[1]
+        feats, canon, correction = self._corrections(positions)
+        start = self.start_left @ correction @ self.rest_frames.transpose(-1, -2)
+        return self._chain(feats[..., 12:15], start, canon, wanted=False)[0]
 
     def flat_frames(self, axes: Tensor, correction: Tensor) -> Tensor:
         """Bone frames without a chain (``flat``): ``G_j = S_j M_j D_j`` for joints with a bone (``S_j`` the
@@ -306,6 +382,7 @@ class IKGAT(nn.Module):
             leaves, parents = self.leaf_joints, self.leaf_parents  # B_p^T L_mean,l B_l
             rest = rig.rest_frames
             self.leaf_offsets.copy_(rest[parents].transpose(-1, -2) @ quat_to_matrix(q)[leaves] @ rest[leaves])
+        self._derive_chain()
 
     def to_local(self, frames: Tensor) -> Tensor:
         """Bone frames to local rotation matrices (exact, :func:`~skelanim.ik.frames.bone_frames_to_local`)."""
@@ -313,6 +390,9 @@ class IKGAT(nn.Module):
 
     def forward(self, positions: Tensor) -> tuple[Tensor, Tensor]:
         """Bone frames and local rotations.
+
+        ``chain``: the local rotations come from the chain (:meth:`_chain`), the frames are ``C W B``; the
+        other starts: frames first, local rotations from them (:meth:`to_local`).
 
         Parameters
         ----------
@@ -324,7 +404,17 @@ class IKGAT(nn.Module):
         tuple of Tensor
             ``(B, J, 3, 3)`` bone frames ``G`` and ``(B, J, 3, 3)`` local rotation matrices.
         """
-        frames = self.frames(positions)
+        feats, canon, correction = self._corrections(positions)
+        axes = feats[..., 12:15]
+        if self.config.flat:
+            frames = canon[:, None] @ self.flat_frames(axes, correction)
+            return frames, self.to_local(frames)
+        rest_t = self.rest_frames.transpose(-1, -2)
+        if self.config.chain:
+            local, world = self._chain(axes, self.start_left @ correction @ rest_t, canon, wanted=True)
+            return canon[:, None] @ (world @ self.rest_frames), local
+        _, world = self._chain(axes, self.start_left @ rest_t, canon, wanted=True)  # swing chain without corrections
+        frames = canon[:, None] @ ((world @ self.rest_frames) @ correction)
         return frames, self.to_local(frames)
 
     def num_parameters(self) -> int:
@@ -332,20 +422,16 @@ class IKGAT(nn.Module):
         return sum(p.numel() for p in self.parameters() if p.requires_grad)
 
 
-def _levels(rig: IKRig) -> tuple[int, list[tuple[Tensor, Tensor]]]:
-    """The IK root and, per tree level below it, ``(joints, slots of their parents)`` where slots index the
-    frames computed so far (root first, then level by level)."""
+def _chain_levels(rig: IKRig) -> tuple[list[list[int]], list[int]]:
+    """Joints below the IK root by tree level, those with children only, and the joints without children
+    (tips; every joint under the IK root except it, under a static dummy root)."""
     depth = {rig.ik_root: 0}
     for j in range(rig.ik_root + 1, rig.num_joints):
         depth[j] = depth[rig.parents[j]] + 1
-    slot = {rig.ik_root: 0}
-    levels = []
-    for d in range(1, max(depth.values()) + 1):
-        joints = [j for j in sorted(depth) if depth[j] == d]
-        levels.append((torch.tensor(joints), torch.tensor([slot[rig.parents[j]] for j in joints])))
-        for j in joints:
-            slot[j] = len(slot)
-    return rig.ik_root, levels
+    has_children = {p for p in rig.parents if p >= 0}
+    levels = [[j for j in sorted(depth) if depth[j] == d and j in has_children] for d in range(1, max(depth.values()) + 1)]
+    tips = [j for j in sorted(depth) if j != rig.ik_root and j not in has_children]
+    return [lv for lv in levels if lv], tips
 
 
 def _root_axes(rig: IKRig, primary: list[int]) -> tuple[int, int] | None:
@@ -378,4 +464,4 @@ class IKGATExport(nn.Module):
 
     def forward(self, positions: Tensor) -> Tensor:
         """``(B, J, 3)`` positions to ``(B, J, 4)`` local quaternions."""
-        return matrix_to_quat(self.net(positions)[1])
+        return matrix_to_quat(self.net.local_rotations(positions))

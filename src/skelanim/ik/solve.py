@@ -18,7 +18,10 @@ Methods (all return local quaternions on the model's skeleton):
 Runtime (``IKModel.runtime = "auto"``): batches up to :data:`ORT_MAX_BATCH` poses go through onnxruntime
 (one intra-op thread, a static-shape graph for single poses: per call it costs a fraction of torch's
 dispatch), larger ones through torch under ``inference_mode`` in chunks of :data:`TORCH_CHUNK` poses
-(the attention tensors of bigger chunks fall out of cache). The crossover was measured with
+(the attention tensors of bigger chunks fall out of cache). With ``torch.get_num_threads()`` = T > 1 the
+chunks run on T threads side by side, torch set to one intra-op thread for the duration of the call (most
+ops of a chunk are too small for intra-op parallelism: 1.3-1.4x the poses/s of T intra-op threads on the
+2-core VM). The network's inference path is :meth:`IKGAT.local_rotations` (no bone frames). The crossover was measured with
 ``benchmarks/ik.py`` (its runtime table); the onnxruntime session is built on first use (an in-memory ONNX
 export, about a second) and cached on the model, and :func:`load_model` caches loaded models per folder.
 """
@@ -27,6 +30,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -174,20 +178,42 @@ class IKModel:
         Tensor
             ``(F, J, 4)`` float64 unit quaternions.
         """
-        x = torch.as_tensor(positions).to(torch.float32)
-        n = x.shape[0]
+        n = positions.shape[0]
         choice = runtime if runtime and runtime != "auto" else self.choose_runtime(n)
         if choice == "onnx":
             session = self.ort_session()
-            if session is not None:
-                xn = x.numpy()
+            if session is not None:  # NumPy in and out: fewer conversions than torch's for single poses
+                xn = positions.detach().numpy() if isinstance(positions, Tensor) else np.asarray(positions)
                 if n <= ORT_MAX_BATCH:
-                    return torch.from_numpy(session(xn)).to(torch.float64)
+                    return torch.from_numpy(session(xn).astype(np.float64))
                 out = [session(xn[i : i + TORCH_CHUNK]) for i in range(0, n, TORCH_CHUNK)]
-                return torch.from_numpy(np.concatenate(out)).to(torch.float64)
-        with torch.inference_mode():
-            out = [matrix_to_quat(self.net(x[i : i + TORCH_CHUNK])[1]) for i in range(0, n, TORCH_CHUNK)]
+                return torch.from_numpy(np.concatenate(out).astype(np.float64))
+        x = torch.as_tensor(positions).to(torch.float32)
+        chunks = [x[i : i + TORCH_CHUNK] for i in range(0, n, TORCH_CHUNK)]
+        threads = torch.get_num_threads()
+        if len(chunks) == 1 or threads == 1:
+            return torch.cat([self._torch_chunk(c) for c in chunks]).to(torch.float64)
+        torch.set_num_threads(1)  # the chunks run side by side instead (torch releases the GIL in its ops)
+        try:
+            out = list(_chunk_pool(threads).map(self._torch_chunk, chunks))
+        finally:
+            torch.set_num_threads(threads)
         return torch.cat(out).to(torch.float64)
+
+    def _torch_chunk(self, x: Tensor) -> Tensor:
+        """``(B, J, 3)`` float32 positions to ``(B, J, 4)`` float32 quaternions through torch."""
+        with torch.inference_mode():
+            return matrix_to_quat(self.net.local_rotations(x))
+
+
+_POOLS: dict[int, ThreadPoolExecutor] = {}
+
+
+def _chunk_pool(workers: int) -> ThreadPoolExecutor:
+    """A thread pool of ``workers`` threads for torch chunks (one per size, kept for the process)."""
+    if workers not in _POOLS:
+        _POOLS[workers] = ThreadPoolExecutor(workers, thread_name_prefix="skelanim-ik")
+    return _POOLS[workers]
 
 
 _LOADED: dict[tuple[str, int, int], IKModel] = {}
@@ -302,9 +328,9 @@ def run_method(
         ``(F, J, 4)`` local quaternions, ``(F, J, 3)`` local translations.
     """
     rig = model.rig
-    rest = quat_identity((rig.num_joints,))
     if method == "gat":
         return model.predict(positions), rig.translations(positions[:, rig.ik_root])
+    rest = quat_identity((rig.num_joints,))
     if method == "gat_refined":
         return refine(positions, model, model.predict(positions), starts=starts, iterations=refine_iterations)
     if method == "swing_rest":
