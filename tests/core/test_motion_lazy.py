@@ -161,24 +161,30 @@ def test_positions_only_and_component_major_fk_equal_forward_kinematics(
     np.testing.assert_allclose(comp_rot.numpy(), rot.numpy(), atol=1e-13)
     np.testing.assert_allclose(comp_pos.numpy(), pos.numpy(), atol=1e-13)
     calls: list[tuple[int, int]] = []
+    asked: list[list[int]] = []
 
-    def local(start: int, stop: int) -> torch.Tensor:
+    def local(start: int, stop: int, joints: torch.Tensor) -> torch.Tensor:
         calls.append((start, stop))
-        return q[start:stop].permute(2, 1, 0)
+        asked.append(joints.tolist())
+        return q[start:stop].permute(2, 1, 0).index_select(1, joints)
 
     none, by_blocks = forward_kinematics_components(local, frames, t.permute(2, 1, 0), None, parents, rotations=False)
     assert none is None and by_blocks.is_contiguous()
     np.testing.assert_allclose(by_blocks.numpy(), pos.numpy(), atol=1e-13)
     step = max(1, block // 7)
     assert calls == [(i, min(i + step, frames)) for i in range(0, frames, step)]
+    assert all(joints == [0, 1, 4, 5] for joints in asked)  # only joints with children, level by level
 
 
-def test_positions_only_gradients_are_exact() -> None:
+@pytest.mark.parametrize("block", [32768, 5 * 2])  # one block; blocks of 2 poses (joined out of place)
+def test_positions_only_gradients_are_exact(block: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(kinematics, "_BLOCK", block)
     rng = np.random.default_rng(5)
     parents = [-1, 0, 1, 0, 3]
     q = torch.from_numpy(rng.normal(size=(3, 5, 4))).requires_grad_()
     t = torch.from_numpy(rng.normal(size=(3, 5, 3))).requires_grad_()
     assert torch.autograd.gradcheck(lambda a, b: forward_kinematics_positions(a, b, parents), (q, t))
+    assert torch.autograd.gradcheck(lambda a, b: forward_kinematics(a, b, parents), (q, t))
     motion, _, _ = _load("one order", frames=3)
     root = motion.root_positions.clone().requires_grad_()
     moved = motion.copy(root_positions=root)

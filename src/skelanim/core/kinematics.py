@@ -75,6 +75,15 @@ def _index_tensors(parents: tuple[int, ...], device: torch.device
                  for joints, inner, parent in levels], torch.tensor(inverse, device=device))
 
 
+@functools.lru_cache(maxsize=256)
+def _rotated_joints(parents: tuple[int, ...], rotations: bool, device: torch.device) -> torch.Tensor:
+    """The joints whose world rotation :func:`_fk_levels` computes, in the order it takes their local rotations:
+    level after level, every joint (``rotations``) or those with children (positions only)."""
+    joints = [j for level, inner, _ in _tree_levels(parents) for j in (level if rotations else level[:inner])]
+    with torch.inference_mode(False):
+        return torch.tensor(joints, dtype=torch.long, device=device)
+
+
 def _bilinear_table(formula: Callable[[list[torch.Tensor], list[torch.Tensor]], list[torch.Tensor]],
                     size: int) -> torch.Tensor:
     """``(K, size * size)`` coefficients ``T`` with ``formula(a, b)[k] == sum_ij T[k, i * size + j] a_i b_j``
@@ -137,7 +146,8 @@ def _fk_levels(local: torch.Tensor, translations: torch.Tensor, root: torch.Tens
     Parameters
     ----------
     local:
-        ``(4, J, B)`` unit local quaternion components, contiguous.
+        ``(4, Jr, B)`` unit local quaternion components of the joints :func:`_rotated_joints` lists, in its
+        order (each level's are then one slice).
     translations:
         ``(3, J, B)`` or ``(3, J, 1)`` local translations, contiguous; a root's row is its world position
         unless ``root`` is given.
@@ -161,10 +171,12 @@ def _fk_levels(local: torch.Tensor, translations: torch.Tensor, root: torch.Tens
     world_q = world_m = world_p = None
     out_p: list[torch.Tensor] = []
     out_m: list[torch.Tensor] = []
+    start = 0
     for joints, inner, parent in _index_tensors(parents, local.device)[0]:
         count = joints.shape[0]
         rotated = count if rotations else inner  # joints whose world rotation is needed
-        q = local.index_select(1, joints[:rotated] if rotated < count else joints)
+        q = local[:, start : start + rotated]
+        start += rotated
         t = translations.index_select(1, joints)
         if parent is None:  # the roots
             p = (t if root is None else root).expand(3, count, n)
@@ -186,10 +198,11 @@ def _fk_levels(local: torch.Tensor, translations: torch.Tensor, root: torch.Tens
     return out_p, out_m
 
 
-_BLOCK = 32768  # joint-poses per block: the temporaries of a block stay in cache and are reused by the next
+_BLOCK = 49152  # joint-poses per block: the temporaries of a block stay in cache and are reused by the next
 
-#: Local quaternion components of poses ``[start, stop)``: ``(4, J, stop - start)``.
-LocalBlock = Callable[[int, int], torch.Tensor]
+#: Local quaternion components of poses ``[start, stop)`` and of the given joints (in their order):
+#: ``(start, stop, joints) -> (4, len(joints), stop - start)``.
+LocalBlock = Callable[[int, int, torch.Tensor], torch.Tensor]
 
 
 def _fk_blocks(local: torch.Tensor | LocalBlock, n: int, translations: torch.Tensor, root: torch.Tensor | None,
@@ -198,17 +211,19 @@ def _fk_blocks(local: torch.Tensor | LocalBlock, n: int, translations: torch.Ten
     """:func:`_fk_levels` over ``n`` poses in blocks of about :data:`_BLOCK` joint-poses (their temporaries
     stay in cache and are reused by the next block).
 
-    ``local`` is ``(4, J, n)`` (any strides) or a function giving the ``(4, J, B)`` components of a block
-    of poses; they are normalised (zero means identity) unless ``unit``. ``translations`` is ``(3, J, n or
+    ``local`` is ``(4, J, n)`` (any strides) or a function giving the components of a block of poses for
+    the joints whose rotations are used (:data:`LocalBlock`); they are normalised (zero means identity)
+    unless ``unit``. ``translations`` is ``(3, J, n or
     1)``, ``root`` ``(3, R, n or 1)`` or None. Returns contiguous ``(n, J, 9)`` world matrix entries (None
     unless ``rotations``) and ``(n, J, 3)`` world positions.
 
-    Without autograd each block's results are copied into its slice of the outputs; with it, the blocks are
-    joined out of place (in-place copies into one buffer would make the backward pass copy the whole
-    gradient once per block).
+    Without autograd each block's results are copied into its slice of the outputs, already pose-major;
+    with it, the blocks are joined out of place (in-place copies into one buffer would make the backward
+    pass copy the whole gradient once per block).
     """
     n_joints = len(parents)
     inverse = _index_tensors(parents, translations.device)[1]
+    needed = _rotated_joints(parents, rotations, translations.device)
     step = max(1, _BLOCK // max(n_joints, 1))
 
     def block(x: torch.Tensor, i: int) -> torch.Tensor:
@@ -219,31 +234,36 @@ def _fk_blocks(local: torch.Tensor | LocalBlock, n: int, translations: torch.Ten
     joined_m: list[torch.Tensor] = []
     grad = None  # decided on the first block, the same for all
     for i in range(0, n, step):
-        q = block(local, i) if isinstance(local, torch.Tensor) else local(i, min(i + step, n))
+        if isinstance(local, torch.Tensor):  # (the gather reads a contiguous block: index_select copies others whole)
+            q = block(local, i).index_select(1, needed)
+        else:
+            q = local(i, min(i + step, n), needed)
         t, r = block(translations, i), None if root is None else block(root, i)
         ps, ms = _fk_levels(q if unit else _normalized(q), t, r, parents, rotations)
         if grad is None:
             grad = torch.is_grad_enabled() and any(x is not None and x.requires_grad for x in (q, t, r))
+        p = torch.cat(ps, 1).index_select(1, inverse) if len(ps) > 1 else ps[0]  # (3, J, B), file order
+        m = (torch.cat(ms, 1).index_select(1, inverse) if len(ms) > 1 else ms[0]) if rotations else None
         if grad:
-            joined_p.append(torch.cat(ps, 1).index_select(1, inverse) if len(ps) > 1 else ps[0])
-            if rotations:
-                joined_m.append(torch.cat(ms, 1).index_select(1, inverse) if len(ms) > 1 else ms[0])
+            joined_p.append(p)
+            if m is not None:
+                joined_m.append(m)
             continue
         if out_p is None:
-            out_p = q.new_empty(3, n_joints, n)
-            out_m = q.new_empty(9, n_joints, n) if rotations else None
-        out_p[:, :, i : i + step] = torch.cat(ps, 1).index_select(1, inverse) if len(ps) > 1 else ps[0]
-        if out_m is not None:
-            out_m[:, :, i : i + step] = torch.cat(ms, 1).index_select(1, inverse) if len(ms) > 1 else ms[0]
-    if joined_p:
-        out_p = torch.cat(joined_p, 2) if len(joined_p) > 1 else joined_p[0]
-        out_m = (torch.cat(joined_m, 2) if len(joined_m) > 1 else joined_m[0]) if rotations else None
+            out_p = q.new_empty(n, n_joints, 3)
+            out_m = q.new_empty(n, n_joints, 9) if rotations else None
+        out_p[i : i + step] = p.permute(2, 1, 0)  # back to pose-major order, block by block (in cache)
+        if out_m is not None and m is not None:
+            out_m[i : i + step] = m.permute(2, 1, 0)
+    if joined_p:  # with autograd: joined out of place, then the one copy back to pose-major order
+        out_p = (torch.cat(joined_p, 2) if len(joined_p) > 1 else joined_p[0]).permute(2, 1, 0).contiguous()
+        if rotations:
+            out_m = (torch.cat(joined_m, 2) if len(joined_m) > 1 else joined_m[0]).permute(2, 1, 0).contiguous()
     if out_p is None:  # no poses
         dtype = translations.dtype if not isinstance(local, torch.Tensor) else local.dtype
-        out_p = translations.new_empty(3, n_joints, 0, dtype=dtype)
-        out_m = translations.new_empty(9, n_joints, 0, dtype=dtype) if rotations else None
-    # the one copy back to pose-major order
-    return (None if out_m is None else out_m.permute(2, 1, 0).contiguous()), out_p.permute(2, 1, 0).contiguous()
+        out_p = translations.new_empty(0, n_joints, 3, dtype=dtype)
+        out_m = translations.new_empty(0, n_joints, 9, dtype=dtype) if rotations else None
+    return out_m, out_p
 
 
 def _prepare(rotations: torch.Tensor, translations: torch.Tensor, parents: list[int] | torch.Tensor
@@ -339,8 +359,9 @@ def forward_kinematics_components(local: torch.Tensor | LocalBlock, num_poses: i
     ----------
     local:
         ``(4, J, N)`` local quaternion components ``w, x, y, z`` (any strides), or a function
-        ``(start, stop) -> (4, J, stop - start)`` giving those of poses ``start`` to ``stop`` (called once
-        per block of poses, so the caller's temporaries stay small too).
+        ``(start, stop, joints) -> (4, len(joints), stop - start)`` giving those of poses ``start`` to
+        ``stop`` for the joints listed (in that order): called once per block of poses, so the caller's
+        temporaries stay small too, and only for joints whose rotation moves another joint or is returned.
     num_poses:
         ``N``.
     translations:

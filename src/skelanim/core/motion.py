@@ -90,26 +90,35 @@ class EulerRotations:
                 quats[:, joints] = q
         return quats if quats is not None else _identity(n_frames, self.num_joints)
 
-    def components(self, start: int = 0, stop: int | None = None) -> torch.Tensor:
-        """``(4, J, F')`` the same quaternions (of frames ``start`` to ``stop``), component-major, as forward
-        kinematics works on them (the same closed form, so the same values up to rounding)."""
+    def components(self, start: int = 0, stop: int | None = None, joints: torch.Tensor | None = None
+                   ) -> torch.Tensor:
+        """``(4, R, F')`` the same quaternions, component-major, as forward kinematics works on them (the same
+        closed form, so the same values up to rounding): of frames ``start`` to ``stop`` and of the ``R``
+        joints listed in ``joints`` (default: all, in order)."""
         columns = self.values[start:stop].T.contiguous()  # (C, F'): each channel's values contiguous
         n_frames = columns.shape[1]
+        rows = list(range(self.num_joints)) if joints is None else joints.tolist()
         out = None
-        if not (len(self.groups) == 1 and len(self.groups[0][1]) == self.num_joints):
-            out = self.values.new_zeros(4, self.num_joints, n_frames)
-            out[0] = 1.0
-        for order, joints, cols in self.groups:
-            index = torch.tensor(cols, dtype=torch.long).T  # (3, Jg)
+        for order, members, cols in self.groups:
+            where = {j: k for k, j in enumerate(members)}
+            mine = [i for i, j in enumerate(rows) if j in where]  # positions in `rows` of this group's joints
+            if not mine:
+                continue
+            index = torch.tensor([cols[where[rows[i]]] for i in mine], dtype=torch.long).T  # (3, Jg)
             if (index < 0).any():
                 columns = torch.cat([columns, columns.new_zeros(1, n_frames)])
                 index = torch.where(index < 0, columns.shape[0] - 1, index)
-            angles = columns.index_select(0, index.reshape(-1)).view(3, len(joints), n_frames)
+            angles = columns.index_select(0, index.reshape(-1)).view(3, len(mine), n_frames)
             q = torch.stack(euler_quat_components(angles, parse_order(order), self.degrees))
-            if out is None:
+            if out is None and len(mine) == len(rows):
                 return q
-            out[:, joints] = q
-        assert out is not None
+            if out is None:
+                out = self.values.new_zeros(4, len(rows), n_frames)
+                out[0] = 1.0
+            out[:, mine] = q
+        if out is None:  # none of these joints rotates
+            out = self.values.new_zeros(4, len(rows), n_frames)
+            out[0] = 1.0
         return out
 
 
