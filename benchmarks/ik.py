@@ -5,6 +5,8 @@ One run, one CPU, printed as tables.
     python benchmarks/ik.py --threads 1           # shipped model, held-out Bandai styles, 2000 frames
     python benchmarks/ik.py --tradeoff /tmp/ikrun/n32 /tmp/ikrun/n48   # trained models to compare
     python benchmarks/ik.py --json                # one JSON object instead of tables
+    python benchmarks/ik.py --speed-only --threads-list 1 2 --runs 3   # the network's speed against the
+                                                  # pre-fast-path code (--reference REV) in this process
 
 The data are the Bandai-Namco styles left out of the shipped model's training (angry and childish from
 dataset 1, elderly from dataset 2). Speeds are medians of repeated timings; they depend on the machine
@@ -14,16 +16,22 @@ and on what else runs on it (the load average is printed with them).
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import os
+import re
 import statistics
+import subprocess
+import sys
+import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
+from types import ModuleType
 
 import torch
 
-from skelanim.ik.evaluate import evaluate, format_table
+from skelanim.ik.evaluate import evaluate, format_table, select_frames
 from skelanim.ik.model import IKGAT, GATConfig
 from skelanim.ik.solve import ORT_MAX_BATCH, IKModel, run_method
 
@@ -34,6 +42,113 @@ SIZES = [GATConfig(hidden=32, layers=2, chain=True), GATConfig(hidden=48, layers
          GATConfig(hidden=48, layers=3, flat=True), GATConfig(hidden=96, layers=3, chain=True),
          GATConfig(hidden=128, layers=4, chain=True)]  # fmt: skip
 BATCHES = (1, 4, 16, 64, 256, 1024, 4096)
+#: The last commit before the fast path (b769bcd): the old network code, ONNX graph and Python around it.
+REFERENCE = "2852dea"
+_REF_MODULES = ("frames", "classical", "model", "onnx", "solve")
+
+
+def reference_solve(rev: str = REFERENCE) -> ModuleType:
+    """``skelanim.ik.solve`` as of git revision ``rev``, with the ``frames``, ``classical``, ``model`` and
+    ``onnx`` modules of that revision (package ``skelanim_ik_ref`` in a temporary folder), so the old path
+    runs in the same process as the current one."""
+    root = Path(__file__).resolve().parents[1]
+    folder = Path(tempfile.mkdtemp(prefix="skelanim-ikref-")) / "skelanim_ik_ref"
+    folder.mkdir()
+    (folder / "__init__.py").write_text("")
+    for name in _REF_MODULES:
+        text = subprocess.run(["git", "show", f"{rev}:src/skelanim/ik/{name}.py"], cwd=root, check=True,
+                              capture_output=True, text=True).stdout  # fmt: skip
+        text = re.sub(rf"skelanim\.ik\.({'|'.join(_REF_MODULES)})\b", r"skelanim_ik_ref.\1", text)
+        (folder / f"{name}.py").write_text(text)
+    sys.path.insert(0, str(folder.parent))
+    return importlib.import_module("skelanim_ik_ref.solve")
+
+
+def held_out_positions(data: list[str], model: IKModel, max_frames: int) -> torch.Tensor:
+    """``(F, J, 3)`` float64 FK positions of the frames :func:`~skelanim.ik.evaluate.evaluate` picks."""
+    import skelanim
+    from skelanim.core.kinematics import forward_kinematics
+    from skelanim.ik.data import expand_paths, pose_set
+
+    files = expand_paths(data)
+    poses = pose_set([skelanim.load(f) for f in files], model.rig, files)
+    idx, _ = select_frames(poses.starts, max_frames)
+    zero = torch.zeros(idx.shape[0], 3, dtype=torch.float64)
+    _, pos = forward_kinematics(poses.local[idx], model.rig.translations(zero), model.rig.parents)
+    pos[:, model.rig.fixed] = -model.rig.offsets[model.rig.ik_root]
+    return pos
+
+
+def _paired(
+    new: Callable[[], object], old: Callable[[], object], count: int, rounds: int
+) -> tuple[float, float, float]:
+    """Rates (``count`` poses per call of ``new`` / ``old``) timed alternately ``rounds`` times: medians of
+    both and the median of the per-round ratios new/old (both see the same moment of a shared machine)."""
+    rates_new, rates_old = [], []
+    for _ in range(rounds):
+        for fn, rates in ((new, rates_new), (old, rates_old)):
+            started = time.perf_counter()
+            fn()
+            rates.append(count / (time.perf_counter() - started))
+    ratio = statistics.median(a / b for a, b in zip(rates_new, rates_old))
+    return statistics.median(rates_new), statistics.median(rates_old), ratio
+
+
+def speed_against_reference(model: IKModel, ref: ModuleType, positions: torch.Tensor, threads: list[int],
+                            runs: int) -> list[dict[str, float]]:  # fmt: skip
+    """``run_method('gat')`` of the current and the reference code on the same poses: per thread count,
+    ``runs`` runs, each timing batch 1 (300 poses one call at a time, in 10 groups of 30, the two codes
+    alternating group by group) and batched (all poses in one call, 5 alternating calls), with the load
+    average at the start of the run."""
+    old = ref.IKModel.load(model.path)
+    new_1 = lambda x: run_method("gat", x, model)
+    old_1 = lambda x: ref.run_method("gat", x, old)
+    for fn in (new_1, old_1):  # build the onnxruntime sessions, check both agree
+        fn(positions[:1])
+    got, want = new_1(positions[:64])[0], old_1(positions[:64])[0]
+    diff = float((got * torch.sign((got * want).sum(-1, keepdim=True)) - want).abs().max())
+    single = [positions[i : i + 1] for i in range(300)]
+    rows = []
+    for t in threads:
+        torch.set_num_threads(t)
+        for fn in (new_1, old_1):
+            fn(positions[:512])
+        for run in range(runs):
+            row: dict[str, float] = {"threads": t, "run": run, "load": os.getloadavg()[0], "max_quat_diff": diff}
+            rates_new, rates_old = [], []
+            for g in range(10):  # alternate group by group on the same 30 poses
+                for fn, rates in ((new_1, rates_new), (old_1, rates_old)):
+                    started = time.perf_counter()
+                    for x in single[30 * g : 30 * g + 30]:
+                        fn(x)
+                    rates.append(30 / (time.perf_counter() - started))
+            row["new_b1"], row["old_b1"] = statistics.median(rates_new), statistics.median(rates_old)
+            row["ratio_b1"] = statistics.median(a / b for a, b in zip(rates_new, rates_old))
+            row["new_batched"], row["old_batched"], row["ratio_batched"] = _paired(
+                lambda: new_1(positions), lambda: old_1(positions), positions.shape[0], 5
+            )
+            rows.append(row)
+    return rows
+
+
+def print_speed(rows: list[dict[str, float]], frames: int) -> None:
+    """The rows of :func:`speed_against_reference` and, per thread count, medians and new/old ratios."""
+    print(f"run_method('gat') on {frames} held-out frames, current vs reference code in one process "
+          f"(batch 1: 300 poses one call at a time; batched: all {frames} in one call; medians; ratio = median of"
+          f" paired new/old timings)")  # fmt: skip
+    head = f"{'threads':>7}{'run':>4}{'load':>6}{'b1 new':>9}{'b1 old':>9}{'ratio':>7}{'batched new':>12}{'old':>8}{'ratio':>7}"
+    print(head + "\n" + "-" * len(head))
+    for r in rows:
+        print(f"{r['threads']:>7}{r['run']:>4}{r['load']:>6.2f}{r['new_b1']:>9.0f}{r['old_b1']:>9.0f}"
+              f"{r['ratio_b1']:>7.2f}{r['new_batched']:>12.0f}{r['old_batched']:>8.0f}{r['ratio_batched']:>7.2f}")  # fmt: skip
+    for t in sorted({r["threads"] for r in rows}):
+        sel = [r for r in rows if r["threads"] == t]
+        med = {k: statistics.median(r[k] for r in sel) for k in ("new_b1", "old_b1", "new_batched", "old_batched")}
+        ratio_1 = statistics.median(r["ratio_b1"] for r in sel)
+        ratio_b = statistics.median(r["ratio_batched"] for r in sel)
+        print(f"threads {t}: median batch 1 {med['new_b1']:.0f} (old {med['old_b1']:.0f}, x{ratio_1:.2f}), batched "
+              f"{med['new_batched']:.0f} (old {med['old_batched']:.0f}, x{ratio_b:.2f})")  # fmt: skip
+    print(f"largest quaternion difference new vs old: {rows[0]['max_quat_diff']:.2g}")
 
 
 def median_rate(fn: Callable[[], object], n: int, *, repeats: int = 7, seconds: float = 0.25) -> float:
@@ -87,10 +202,21 @@ def main() -> None:
     parser.add_argument("--no-untrained", action="store_true", help="skip the untrained sizes of the trade-off table")
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--json-out", default=None, help="also write the JSON object to this file")
+    parser.add_argument("--speed-only", action="store_true", help="only the network's speed against --reference")
+    parser.add_argument("--reference", default=REFERENCE, help="git revision of the old code (speed comparison)")
+    parser.add_argument("--threads-list", type=int, nargs="+", default=[1, 2])
+    parser.add_argument("--runs", type=int, default=3)
     args = parser.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)
     model = IKModel.load(args.model)
+    if args.speed_only:
+        positions = held_out_positions(args.data, model, args.max_frames)
+        rows = speed_against_reference(model, reference_solve(args.reference), positions, args.threads_list, args.runs)
+        if args.json_out:
+            Path(args.json_out).write_text(json.dumps(rows, indent=1))
+        print(json.dumps(rows, indent=1)) if args.json else print_speed(rows, positions.shape[0])
+        return
     result: dict = {"threads": torch.get_num_threads(), "load_average_start": os.getloadavg()}
     for noise in args.noise:
         report = evaluate(args.data, model, noise=noise, max_frames=args.max_frames)

@@ -429,7 +429,9 @@ def _chain_levels(rig: IKRig) -> tuple[list[list[int]], list[int]]:
     for j in range(rig.ik_root + 1, rig.num_joints):
         depth[j] = depth[rig.parents[j]] + 1
     has_children = {p for p in rig.parents if p >= 0}
-    levels = [[j for j in sorted(depth) if depth[j] == d and j in has_children] for d in range(1, max(depth.values()) + 1)]
+    levels = [
+        [j for j in sorted(depth) if depth[j] == d and j in has_children] for d in range(1, max(depth.values()) + 1)
+    ]
     tips = [j for j in sorted(depth) if j != rig.ik_root and j not in has_children]
     return [lv for lv in levels if lv], tips
 

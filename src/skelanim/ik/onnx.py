@@ -107,14 +107,13 @@ def lift_squeezes(model: bytes) -> bytes:
             if name in alias:
                 node.input[i] = alias[name]
         nodes.append(node)
-        if node.op_type == "Squeeze" and node.input[0] in ranks and single_axis(node) is not None:
-            rank = ranks[node.input[0]]
-            lifted[node.output[0]] = (node.input[0], rank - 1 - single_axis(node) % rank)
+        axis = single_axis(node) if node.op_type in ("Squeeze", "Unsqueeze") else None
+        rank = ranks.get(node.input[0]) if node.input else None
+        if node.op_type == "Squeeze" and rank is not None and axis is not None:
+            lifted[node.output[0]] = (node.input[0], rank - 1 - axis % rank)
         elif node.op_type == "Unsqueeze" and node.input[0] in lifted and node.output[0] not in outputs:
-            rank = ranks.get(node.input[0])
-            if rank is not None and single_axis(node) is not None:
-                if rank - single_axis(node) % (rank + 1) == lifted[node.input[0]][1]:
-                    alias[node.output[0]] = lifted[node.input[0]][0]
+            if rank is not None and axis is not None and rank - axis % (rank + 1) == lifted[node.input[0]][1]:
+                alias[node.output[0]] = lifted[node.input[0]][0]
         elif node.op_type in _ELEMENTWISE and any(n in lifted for n in node.input):
             after = {lifted[n][1] for n in node.input if n in lifted}
             if len(after) != 1 or len(node.output) != 1:
@@ -220,9 +219,9 @@ class OrtRunner:
             lean = cls(lifted, threads).session
         except Exception:  # noqa: BLE001 - the plain static graph still works
             return runner
-        rest = net.rest_features[:, 3:].numpy() / float(net.inv_height)  # the rest pose, jittered by 1% of height
-        jitter = np.random.default_rng(0).normal(scale=0.01, size=(2, *rest.shape)) / float(net.inv_height)
-        probe = (rest + jitter).astype(np.float32)
+        height = 1.0 / float(net.get_buffer("inv_height"))
+        rest = net.get_buffer("rest_features")[:, 3:].numpy() * height  # the rest pose, jittered by 1% of height
+        probe = (rest + np.random.default_rng(0).normal(scale=0.01 * height, size=(2, *rest.shape))).astype(np.float32)
         want = runner.session.run(None, {"positions": probe})[0][:1]
         if float(np.abs(lean.run(None, {"positions": probe[:1]})[0] - want).max()) <= 1e-5:
             runner.single, runner.lifted = lean, True
