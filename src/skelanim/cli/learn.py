@@ -93,16 +93,32 @@ def recognize_train(
     readout: int = typer.Option(
         128, "--readout", min=0, help="ST-GCN: 0 averages joints and frames; N > 0 keeps joints, then a linear to N features."
     ),
+    file_balance: float = typer.Option(
+        0.0, "--file-balance", min=0.0, help="Window weights ∝ (windows of its file)^-FILE_BALANCE: short files count more."
+    ),
+    amplitude: tuple[float, float] = typer.Option(
+        (1.0, 1.0), "--amplitude", help="Amplitude augmentation: scale joint rotations about the mean pose by LO-HI."
+    ),
+    test_mirror: bool = typer.Option(
+        False, "--test-mirror/--no-test-mirror", help="Classify each window together with its mirror image."
+    ),
+    adaptive: bool = typer.Option(False, "--adaptive/--no-adaptive", help="ST-GCN: learned dense adjacency (2s-AGCN)."),
     resume: bool = typer.Option(False, "--resume"),
     progress: bool = typer.Option(True, "--progress/--no-progress"),
 ) -> None:
     """Train a recogniser (ST-GCN or the CNN baseline); OUT gets model.safetensors + config.json."""
     from skelanim.learn.recognize import train_recognizer
 
+    if not 0.0 < amplitude[0] <= amplitude[1]:
+        raise typer.BadParameter(f"expected 0 < LO <= HI, got {amplitude[0]} {amplitude[1]}", param_hint="--amplitude")
+    options: dict = {}
+    if arch == "stgcn":
+        options = {**({"readout": readout} if readout else {}), **({"adaptive": True} if adaptive else {})}
     parts = _parts(_dataset(data, fps, threads, progress), split, seed)
     result = train_recognizer(parts["train"], parts["val"], out, arch=arch, window=window, stride=stride,
                               loop=_loop(epochs, batch_size, lr, seed, max_steps, progress), mirror=mirror, balance=balance,
-                              arch_options={"readout": readout} if arch == "stgcn" and readout else None,
+                              file_balance=file_balance, amplitude=None if amplitude == (1.0, 1.0) else amplitude,
+                              test_mirror=test_mirror, arch_options=options or None,
                               resume=resume, command=_command())  # fmt: skip
     _report(out, result, "val_error")
 

@@ -19,7 +19,10 @@ window is read longer or shorter and resampled to ``window`` frames, because sty
 a body-size factor per sample (0.9-1.1 on lengths), Gaussian noise, and a left/right mirror image for half
 of the samples whose mirror has a label (:func:`mirror_features`, :func:`mirror_labels`: ``walk-left``
 becomes ``walk-right``, ``walk`` stays ``walk``, and ``bye``, waved with the right hand, is never
-mirrored). Model selection: the window error on the validation styles.
+mirrored). Options, off by default: window weights ``∝ (windows of its file)^-file_balance`` (short files
+count more), amplitude augmentation (:func:`scale_amplitude`: joint rotations moved toward or away from the
+training mean pose, positions by FK), and test-time mirror votes (``Recognizer(test_mirror=True)``). Model
+selection: the window error on the validation styles.
 
 Files
 -----
@@ -39,18 +42,20 @@ import torch
 from torch import Tensor, nn
 
 from skelanim.core.motion import Motion
+from skelanim.core.rotations import matrix_to_rotvec, rotvec_to_matrix
 from skelanim.data.clips import clip_from_motion
 from skelanim.data.dataset import MotionDataset
 from skelanim.data.features import heading_features, horizontal_axes
 from skelanim.data.labels import Vocabulary
 from skelanim.data.rig import Rig
-from skelanim.learn.common import Normalizer, load_folder, load_weights, provenance, resolved_options
+from skelanim.learn.common import Normalizer, load_folder, load_weights, provenance, resolved_options, rig_fk
 from skelanim.learn.stgcn import STGCN, TemporalCNN
 from skelanim.metrics.distribution import accuracy, vote
 from skelanim.nn.train import TrainConfig, fit
 from skelanim.ops.mirror import mirror_permutation
 
-__all__ = ["FORMAT", "RecognizeTask", "Recognizer", "evaluate_recognizer", "joint_features", "train_recognizer"]
+__all__ = ["FORMAT", "RecognizeTask", "Recognizer", "evaluate_recognizer", "joint_features", "mean_rotations",
+           "mirror_features", "mirror_labels", "scale_amplitude", "train_recognizer"]
 
 FORMAT = "skelanim-recognizer"
 IN_CHANNELS = 16
@@ -112,6 +117,48 @@ def mirror_features(x: Tensor, perm: Tensor, lateral: int) -> Tensor:
     return x[..., perm, :] * torch.cat([s, s, six, root])
 
 
+def mean_rotations(rot: Tensor) -> Tensor:
+    """Chordal mean of rotation matrices over the leading dims (the rotation nearest their average).
+
+    Parameters
+    ----------
+    rot : Tensor
+        ``(N, M, 3, 3)``.
+
+    Returns
+    -------
+    Tensor
+        ``(M, 3, 3)``.
+    """
+    u, _, vh = torch.linalg.svd(rot.double().mean(0))
+    d = torch.sign(torch.linalg.det(u @ vh))
+    u = torch.cat([u[..., :2], u[..., 2:] * d[:, None, None]], dim=-1)
+    return (u @ vh).to(rot.dtype)
+
+
+def scale_amplitude(rot: Tensor, mean: Tensor, factor: Tensor) -> Tensor:
+    """Local joint rotations moved toward (``factor < 1``) or away from (``> 1``) a mean pose along the geodesic:
+    ``R' = M (M^T R)^a`` for every joint but the body root (index 0, kept).
+
+    Parameters
+    ----------
+    rot : Tensor
+        ``(B, T, M, 3, 3)`` (body root in world).
+    mean : Tensor
+        ``(M, 3, 3)`` mean local rotations (:func:`mean_rotations`).
+    factor : Tensor
+        ``(B,)`` amplitude factors ``a``.
+
+    Returns
+    -------
+    Tensor
+        ``(B, T, M, 3, 3)``.
+    """
+    m = mean[1:]
+    rel = matrix_to_rotvec(m.transpose(-1, -2) @ rot[:, :, 1:]) * factor[:, None, None, None]
+    return torch.cat([rot[:, :, :1], m @ rotvec_to_matrix(rel)], dim=2)
+
+
 def joint_features(rot: Tensor, pelvis: Tensor, yaw: Tensor, positions: Tensor, rig: Rig) -> Tensor:
     """Per-joint recogniser input (module docstring).
 
@@ -156,12 +203,16 @@ class Recognizer(nn.Module):
         Frame rate of the windows.
     arch_options : dict, optional
         Keyword arguments of :class:`~skelanim.learn.stgcn.STGCN` / :class:`~skelanim.learn.stgcn.TemporalCNN`.
+    test_mirror : bool
+        :meth:`classify` averages each window's content probabilities with those of its mirror image (classes
+        mapped by :func:`mirror_labels`; classes without a mirror keep the window's own probability).
     """
 
     def __init__(self, arch: str, rig: Rig, contents: Sequence[str], styles: Sequence[str], *, window: int = 64,
-                 fps: float = 25.0, arch_options: dict[str, Any] | None = None) -> None:  # fmt: skip
+                 fps: float = 25.0, arch_options: dict[str, Any] | None = None, test_mirror: bool = False) -> None:  # fmt: skip
         super().__init__()
         self.arch, self.rig, self.window, self.fps = arch, rig, int(window), float(fps)
+        self.test_mirror = bool(test_mirror)
         self.contents, self.styles = Vocabulary("content", tuple(contents)), Vocabulary("style", tuple(styles))
         m = rig.num_joints
         self.norm = Normalizer((m, IN_CHANNELS))
@@ -186,13 +237,14 @@ class Recognizer(nn.Module):
         """JSON description to rebuild the module."""
         return {"format": FORMAT, "arch": self.arch, "rig": self.rig.to_dict(), "contents": list(self.contents.names),
                 "styles": list(self.styles.names), "window": self.window, "fps": self.fps,
-                "arch_options": self.arch_options}  # fmt: skip
+                "arch_options": self.arch_options, "test_mirror": self.test_mirror}  # fmt: skip
 
     @classmethod
     def from_config(cls, config: dict[str, Any]) -> Recognizer:
         """Build an untrained module from :meth:`config` output."""
         return cls(config["arch"], Rig.from_dict(config["rig"]), config["contents"], config["styles"],
-                   window=config["window"], fps=config["fps"], arch_options=config.get("arch_options"))  # fmt: skip
+                   window=config["window"], fps=config["fps"], arch_options=config.get("arch_options"),
+                   test_mirror=bool(config.get("test_mirror", False)))  # fmt: skip
 
     @classmethod
     def load(cls, folder: str | Path | None = None, *, default: str = "recognize") -> Recognizer:
@@ -204,12 +256,24 @@ class Recognizer(nn.Module):
 
     @torch.no_grad()
     def classify(self, x: Tensor, *, batch: int = 256) -> tuple[Tensor, Tensor]:
-        """Content probabilities ``(B, C)`` and features ``(B, D)`` of raw windows ``(B, T, M, 16)``."""
+        """Content probabilities ``(B, C)`` and features ``(B, D)`` of raw windows ``(B, T, M, 16)`` (with
+        ``test_mirror``, probabilities averaged with the mirror image's; features of the window itself)."""
         self.eval()
         probs, feats = [], []
+        if self.test_mirror:
+            perm = torch.as_tensor(mirror_permutation(self.rig.skeleton), dtype=torch.long)[self.rig.root :]
+            to = mirror_labels(self.contents.names)
+            has = to >= 0
         for i in range(0, x.shape[0], batch):
-            logits, _, f = self(x[i : i + batch].float())
-            probs.append(torch.softmax(logits, -1))
+            xi = x[i : i + batch].float()
+            logits, _, f = self(xi)
+            p = torch.softmax(logits, -1)
+            if self.test_mirror:
+                xm = mirror_features(xi, perm - self.rig.root, horizontal_axes(self.rig.up)[1])
+                pm = torch.softmax(self(xm)[0], -1)
+                p = p.clone()
+                p[:, has] = 0.5 * (p[:, has] + pm[:, to[has]])
+            probs.append(p)
             feats.append(f)
         return torch.cat(probs), torch.cat(feats)
 
@@ -268,8 +332,8 @@ class RecognizeTask:
     metric = "val_error"
 
     def __init__(self, model: Recognizer, train_ds: MotionDataset, val_ds: MotionDataset | None, *, stride: int = 8,
-                 style_weight: float = 0.5, mirror: bool = True, balance: float = 0.0,
-                 meta: dict[str, Any] | None = None) -> None:  # fmt: skip
+                 style_weight: float = 0.5, mirror: bool = True, balance: float = 0.0, file_balance: float = 0.0,
+                 amplitude: tuple[float, float] | None = None, meta: dict[str, Any] | None = None) -> None:  # fmt: skip
         self.model, self.train_ds, self.val_ds, self.meta = model, train_ds, val_ds, dict(meta or {})
         self.style_weight = style_weight
         self.windows = train_ds.windows(model.window, stride)
@@ -278,8 +342,14 @@ class RecognizeTask:
         styles = train_ds.labels("style")
         self.style = torch.tensor([model.styles.index(s) if s in model.styles else -100 for s in styles])[clip]
         counts = torch.bincount(self.content, minlength=len(model.contents)).float().clamp_min(1.0)
-        weight = counts.pow(-balance)
-        self.class_weight = weight / (weight[self.content].mean())  # the average training window weighs 1
+        per_file = torch.bincount(clip, minlength=len(train_ds)).float().clamp_min(1.0)
+        weight = counts.pow(-balance)[self.content] * per_file.pow(-file_balance)[clip]
+        self.sample_weight = weight / weight.mean()  # the average training window weighs 1
+        self.amplitude = amplitude
+        if amplitude is not None:
+            self.fk = rig_fk(model.rig)
+            rot = train_ds.frames()["rot"]
+            self.mean_pose = mean_rotations(rot[torch.linspace(0, len(rot) - 1, min(len(rot), 20000)).long()])
         self.rig = model.rig
         self.mirror_to = mirror_labels(model.contents.names)[self.content]
         perm = torch.as_tensor(mirror_permutation(self.rig.skeleton), dtype=torch.long)[self.rig.root :] - self.rig.root
@@ -291,9 +361,14 @@ class RecognizeTask:
         mean, std = sample.mean(dim=(0, 1)), sample.std(dim=(0, 1)).clamp_min(1e-3)
         model.norm.set(mean, std)
 
-    def _features(self, windows: Tensor, length: int | None = None) -> Tensor:
+    def _features(self, windows: Tensor, length: int | None = None, amplitude: Tensor | None = None) -> Tensor:
         g = self.train_ds.gather(windows, length or self.model.window, keys=("rot", "pelvis", "yaw", "positions"))
-        return joint_features(g["rot"], g["pelvis"], g["yaw"], g["positions"], self.rig)
+        rot, positions = g["rot"], g["positions"]
+        if amplitude is not None:  # move the joints toward / away from the mean pose, positions by FK
+            rot = scale_amplitude(rot, self.mean_pose, amplitude)
+            h = self.rig.height
+            positions = self.fk(rot, g["pelvis"] / h)[1] * h
+        return joint_features(rot, g["pelvis"], g["yaw"], positions, self.rig)
 
     def num_samples(self) -> int:
         """Training windows."""
@@ -304,7 +379,11 @@ class RecognizeTask:
         t = self.model.window
         speed = math.exp(float(torch.empty(()).uniform_(math.log(SPEED[0]), math.log(SPEED[1]), generator=generator)))
         length = max(2, round(t * speed))
-        x = self._features(self.windows[indices], length)
+        amplitude = None
+        if self.amplitude is not None:
+            lo, hi = math.log(self.amplitude[0]), math.log(self.amplitude[1])
+            amplitude = torch.empty(len(indices)).uniform_(lo, hi, generator=generator).exp()
+        x = self._features(self.windows[indices], length, amplitude)
         if length != t:
             b, _, m, c = x.shape
             x = nn.functional.interpolate(x.permute(0, 2, 3, 1).reshape(b, m * c, length), size=t, mode="linear",
@@ -322,12 +401,13 @@ class RecognizeTask:
             flip = (torch.rand(len(indices), generator=generator) < 0.5) & (target >= 0)
             x = torch.where(flip[:, None, None, None], mirror_features(x, self.perm, self.lateral), x)
             content = torch.where(flip, target, content)
-        return {"x": x, "content": content, "style": self.style[indices]}
+        return {"x": x, "content": content, "style": self.style[indices], "weight": self.sample_weight[indices]}
 
     def loss(self, model: nn.Module, batch: dict[str, Tensor]) -> tuple[Tensor, dict[str, float]]:
         """Label-smoothed cross-entropy on content (+ ``style_weight`` x style)."""
         content, style, _ = model(batch["x"])
-        loss = nn.functional.cross_entropy(content, batch["content"], weight=self.class_weight, label_smoothing=0.1)
+        ce = nn.functional.cross_entropy(content, batch["content"], label_smoothing=0.1, reduction="none")
+        loss = (ce * batch["weight"]).mean()
         parts = {"acc": float((content.argmax(-1) == batch["content"]).float().mean())}
         if style is not None:
             loss = loss + self.style_weight * nn.functional.cross_entropy(style, batch["style"], label_smoothing=0.1,
@@ -385,6 +465,7 @@ def evaluate_recognizer(model: Recognizer, ds: MotionDataset, *, stride: int = 8
 def train_recognizer(train_ds: MotionDataset, val_ds: MotionDataset | None, out: str | Path, *, arch: str = "stgcn",
                      window: int = 64, stride: int = 8, loop: TrainConfig | None = None,
                      arch_options: dict[str, Any] | None = None, mirror: bool = True, balance: float = 0.0,
+                     file_balance: float = 0.0, amplitude: tuple[float, float] | None = None, test_mirror: bool = False,
                      resume: bool = False, command: str | None = None, log: Any = None) -> dict[str, Any]:  # fmt: skip
     """Train a recogniser; writes ``out/model.safetensors`` + ``config.json`` (best validation epoch).
 
@@ -406,6 +487,15 @@ def train_recognizer(train_ds: MotionDataset, val_ds: MotionDataset | None, out:
         Left/right mirror augmentation (:func:`mirror_features`, labels by :func:`mirror_labels`).
     balance : float
         Class weights of the content loss ``∝ n_c^-balance`` (``n_c`` training windows of class ``c``; 0: none).
+    file_balance : float
+        Window weights ``∝ n_f^-file_balance`` (``n_f`` training windows of the window's file): short files,
+        which give one or two windows, count more.
+    amplitude : (float, float), optional
+        Amplitude augmentation: each sample's joint rotations are moved toward or away from the training mean
+        pose by a factor drawn log-uniformly from this range (:func:`scale_amplitude`; positions by FK).
+    test_mirror : bool
+        Store in the model that windows are classified together with their mirror image
+        (:meth:`Recognizer.classify`), in validation too.
     resume : bool
         Continue an interrupted run in ``out``.
     command : str, optional
@@ -421,11 +511,13 @@ def train_recognizer(train_ds: MotionDataset, val_ds: MotionDataset | None, out:
     loop = loop or TrainConfig(epochs=20, batch_size=64, lr=2e-3, warmup_steps=100)
     torch.manual_seed(loop.seed)
     model = Recognizer(arch, train_ds.rig, sorted(set(train_ds.labels("content"))), sorted(set(train_ds.labels("style"))),
-                       window=window, fps=train_ds.fps, arch_options=arch_options)  # fmt: skip
+                       window=window, fps=train_ds.fps, arch_options=arch_options, test_mirror=test_mirror)  # fmt: skip
     meta = provenance(command, [c.path for c in train_ds.clips], loop.seed)
     meta["validation"] = [c.name for c in val_ds.clips] if val_ds is not None else []
-    meta["augmentation"] = {"speed": list(SPEED), "mirror": mirror, "balance": balance}
-    task = RecognizeTask(model, train_ds, val_ds, stride=stride, mirror=mirror, balance=balance, meta=meta)
+    meta["augmentation"] = {"speed": list(SPEED), "mirror": mirror, "balance": balance, "file_balance": file_balance,
+                            "amplitude": list(amplitude) if amplitude is not None else None}  # fmt: skip
+    task = RecognizeTask(model, train_ds, val_ds, stride=stride, mirror=mirror, balance=balance,
+                         file_balance=file_balance, amplitude=amplitude, meta=meta)  # fmt: skip
     result = fit(model, task, out, loop, resume=resume, log=log)
     result["parameters"] = sum(p.numel() for p in model.parameters())
     return result

@@ -78,12 +78,16 @@ class GraphBlock(nn.Module):
     """
 
     def __init__(self, cin: int, cout: int, adjacency: Tensor, *, kernel: int = 9, stride: int = 1, dropout: float = 0.0,
-                 separable: bool = True) -> None:  # fmt: skip
+                 separable: bool = True, adaptive: bool = False) -> None:  # fmt: skip
         super().__init__()
         k, v, _ = adjacency.shape
         self.k, self.v, self.cout = k, v, cout
+        self.adjacency: Tensor
         self.register_buffer("adjacency", adjacency.clone(), persistent=False)
         self.importance = nn.Parameter(torch.ones(k, v, v))
+        # 2s-AGCN's B_k: a learned dense (K, V, V) term added to the tree's partitions (zero at the start), so a
+        # joint may hear joints that are not its neighbours (the two hands); free in the one dense matmul.
+        self.adaptive = nn.Parameter(torch.zeros(k, v, v)) if adaptive else None
         self.spatial = nn.Conv2d(cin, k * cout, 1)
         self.bn1 = nn.BatchNorm2d(cout)
         pad = ((kernel - 1) // 2, 0)
@@ -108,7 +112,10 @@ class GraphBlock(nn.Module):
             .permute(0, 2, 3, 1, 4)
             .reshape(b, self.cout, t, self.k * v)
         )
-        y = y @ (self.adjacency * self.importance).reshape(self.k * v, v)
+        a = self.adjacency * self.importance
+        if self.adaptive is not None:
+            a = a + self.adaptive
+        y = y @ a.reshape(self.k * v, v)
         y = torch.relu(self.bn1(y))
         y = self.drop(self.bn2(self.temporal(y)))
         return torch.relu(y + self.residual(x))
@@ -142,12 +149,14 @@ class STGCN(nn.Module):
         averaged over frames only, and the ``(C, V)`` map (which joint did what: a raised left hand and a
         raised right hand average to the same vector over joints) goes through a linear layer to ``n``
         features with a ReLU.
+    adaptive : bool
+        Add a learned dense adjacency to each block's partitions (Shi et al. 2019, 2s-AGCN).
     """
 
     def __init__(self, parents: Sequence[int], in_channels: int, num_contents: int, num_styles: int = 0, *,
                  channels: Sequence[int] = (32, 48, 64, 64), strides: Sequence[int] = (1, 2, 1, 2),
                  kernel: int = 5, dropout: float = 0.1, pool: int = 2, separable: bool = False,
-                 readout: int = 0) -> None:  # fmt: skip
+                 readout: int = 0, adaptive: bool = False) -> None:  # fmt: skip
         super().__init__()
         self.pool = int(pool)
         a = spatial_partitions(parents)
@@ -155,7 +164,7 @@ class STGCN(nn.Module):
         self.data_bn = nn.BatchNorm1d(v * in_channels)
         blocks, cin = [], in_channels
         for cout, stride in zip(channels, strides):
-            blocks.append(GraphBlock(cin, cout, a, kernel=kernel, stride=stride, separable=separable))
+            blocks.append(GraphBlock(cin, cout, a, kernel=kernel, stride=stride, separable=separable, adaptive=adaptive))
             cin = cout
         self.blocks = nn.ModuleList(blocks)
         self.readout = nn.Sequential(nn.Linear(cin * v, readout), nn.ReLU()) if readout else None

@@ -1,0 +1,122 @@
+"""Recognition options: amplitude augmentation (checked against quaternion slerp and FK), file-balanced window
+weights, test-time mirror votes (a property of the mirror map), the adaptive adjacency."""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+from skelanim.core.rotations import matrix_to_quat, quat_slerp, quat_to_matrix, rotvec_to_matrix
+from skelanim.learn.recognize import (
+    Recognizer,
+    RecognizeTask,
+    mean_rotations,
+    mirror_features,
+    mirror_labels,
+    scale_amplitude,
+)
+from skelanim.learn.stgcn import STGCN
+
+TINY = {"channels": (8, 8), "strides": (1, 2)}
+
+
+def _random_rotations(*shape: int, seed: int = 0) -> torch.Tensor:
+    g = torch.Generator().manual_seed(seed)
+    return rotvec_to_matrix(torch.randn(*shape, 3, generator=g, dtype=torch.float64) * 0.8)
+
+
+def test_mean_rotations_of_a_symmetric_spread_is_its_centre():
+    centre = _random_rotations(5, seed=1)
+    spread = rotvec_to_matrix(torch.tensor([[0.4, 0.0, 0.0], [-0.4, 0.0, 0.0], [0.0, 0.3, 0.0], [0.0, -0.3, 0.0]],
+                                           dtype=torch.float64))  # fmt: skip
+    rot = centre[None] @ spread[:, None]  # (4, 5, 3, 3): each joint's centre turned +-theta about two axes
+    assert torch.allclose(mean_rotations(rot), centre, atol=1e-9)
+
+
+def test_scale_amplitude_is_slerp_toward_the_mean_and_keeps_the_root():
+    rot = _random_rotations(2, 3, 4)  # (B, T, M)
+    mean = _random_rotations(4, seed=2)
+    assert torch.allclose(scale_amplitude(rot, mean, torch.ones(2)), rot, atol=1e-9)
+    zero = scale_amplitude(rot, mean, torch.zeros(2))
+    assert torch.allclose(zero[:, :, 1:], mean[1:].expand(2, 3, 3, 3, 3), atol=1e-9)
+    half = scale_amplitude(rot, mean, torch.tensor([0.5, 0.25]))
+    assert torch.equal(half[:, :, 0], rot[:, :, 0])  # the body root (heading, tilt) is never scaled
+    q_mean = matrix_to_quat(mean[1:]).expand(2, 3, 3, 4)
+    for b, t in ((0, 0.5), (1, 0.25)):  # independent path: quaternion slerp from the mean toward the pose
+        ref = quat_to_matrix(quat_slerp(q_mean[b], matrix_to_quat(rot[b, :, 1:]), t))
+        assert torch.allclose(half[b, :, 1:], ref, atol=1e-7)
+
+
+def test_amplitude_augmentation_recomputes_positions_by_fk(tiny_ds):
+    model = Recognizer("stgcn", tiny_ds.rig, ["bow", "run", "walk"], [], window=32, arch_options=TINY)
+    task = RecognizeTask(model, tiny_ds, None, stride=16, amplitude=(0.5, 1.2))
+    w = task.windows[:4]
+    plain = task._features(w, 32)
+    assert torch.allclose(task._features(w, 32, torch.ones(4)), plain, atol=1e-4)  # FK reproduces the file's positions
+    small = task._features(w, 32, torch.full((4,), 0.5))
+    hand = tiny_ds.rig.names.index("Hand_L")
+    # the hand's path relative to the pelvis shrinks: less spread over the window with half the amplitude
+    assert small[:, :, hand, :3].std(dim=1).mean() < 0.9 * plain[:, :, hand, :3].std(dim=1).mean()
+    assert torch.equal(small[..., 12:], plain[..., 12:])  # root features untouched
+
+
+def test_file_balance_weighs_short_files_up(tiny_ds):
+    model = Recognizer("stgcn", tiny_ds.rig, ["bow", "run", "walk"], [], window=32, arch_options=TINY)
+    plain = RecognizeTask(model, tiny_ds, None, stride=8)
+    task = RecognizeTask(model, tiny_ds, None, stride=8, file_balance=1.0)
+    assert torch.allclose(plain.sample_weight, torch.ones(len(plain.windows)))
+    clip = task.windows[:, 0]
+    counts = torch.bincount(clip).float()
+    assert math.isclose(float(task.sample_weight.mean()), 1.0, rel_tol=1e-5)
+    # balance 1: every file carries the same total weight, whatever its number of windows
+    totals = torch.zeros(len(counts)).index_add_(0, clip, task.sample_weight)
+    assert counts.max() > 2 * counts.min() and torch.allclose(totals, totals[0].expand_as(totals), rtol=1e-5)
+
+
+def test_test_mirror_votes_are_mirror_consistent(tiny_ds):
+    """With test-time mirror votes a window and its mirror image get the same probabilities, classes mapped
+    by ``mirror_labels`` (an untrained network alone has no such symmetry)."""
+    from skelanim.data.features import horizontal_axes
+    from skelanim.ops.mirror import mirror_permutation
+
+    torch.manual_seed(0)
+    names = ["bye", "walk", "walk-left", "walk-right"]
+    rig = tiny_ds.rig
+    x = torch.randn(3, 32, rig.num_joints, 16)
+    perm = torch.as_tensor(mirror_permutation(rig.skeleton))[rig.root :] - rig.root
+    xm = mirror_features(x, perm, horizontal_axes(rig.up)[1])
+    to = mirror_labels(names)
+    model = Recognizer("stgcn", rig, names, [], window=32, arch_options=TINY)
+    p, pm = model.classify(x)[0], model.classify(xm)[0]
+    assert not torch.allclose(p[:, 1:], pm[:, to[1:]], atol=1e-4)
+    model.test_mirror = True
+    p, pm = model.classify(x)[0], model.classify(xm)[0]
+    assert torch.allclose(p[:, 1:], pm[:, to[1:]], atol=1e-5)  # walk, walk-left <-> walk-right
+    assert torch.allclose(p[:, 0], torch.softmax(model(x)[0], -1)[:, 0])  # bye has no mirror: its own
+    assert Recognizer.from_config(model.config()).test_mirror
+
+
+def test_adaptive_adjacency_starts_at_the_tree_and_learns():
+    torch.manual_seed(0)
+    parents = [-1, 0, 1, 1]
+    plain = STGCN(parents, 5, 3, channels=(8, 8), strides=(1, 2))
+    adaptive = STGCN(parents, 5, 3, channels=(8, 8), strides=(1, 2), adaptive=True)
+    missing, unexpected = adaptive.load_state_dict(plain.state_dict(), strict=False)
+    assert not unexpected and all(k.endswith("adaptive") for k in missing) and missing
+    plain.eval(), adaptive.eval()
+    x = torch.randn(2, 16, 4, 5)
+    assert torch.allclose(plain(x)[0], adaptive(x)[0], atol=1e-6)
+    adaptive(x)[0].sum().backward()
+    grad = adaptive.blocks[0].adaptive.grad
+    assert grad is not None and bool((grad[:, 2, 3] != 0).any())  # two siblings, not neighbours in the tree
+
+
+def test_cli_rejects_a_reversed_amplitude_range(tmp_path, capsys):
+    from skelanim.cli import main
+
+    out = tmp_path / "rec"
+    assert main(["learn", "recognize", "train", "--data", str(tmp_path), "--out", str(out),
+                 "--amplitude", "1.2", "0.5"]) == 2  # fmt: skip
+    err = capsys.readouterr().err
+    assert "--amplitude" in err and "Traceback" not in err and not out.exists()
