@@ -69,6 +69,31 @@ def mask_bias(mask: Tensor) -> Tensor:
     return torch.where(mask, torch.zeros(()), torch.full((), MASKED)).to(torch.float32)
 
 
+def _masked_softmax(scores: Tensor, bias: Tensor) -> Tensor:
+    """Softmax over the last axis in the form exported to ONNX (same values as ``torch.softmax``).
+
+    onnxruntime's ``Softmax`` takes a slow path on the masked scores (about :data:`MASKED`): 32 us instead of
+    11 us for one ``(1, 4, 22, 22)`` call, three times per IK-GAT pose. Here the scores are shifted by the row
+    maximum, clipped at -80 (``exp(-80)`` is about 2e-35, below float32 resolution next to the row sum, which
+    is at least 1) and the masked entries set to exactly 0, as ``exp(MASKED)`` is.
+
+    Parameters
+    ----------
+    scores : Tensor
+        ``(..., J, J)`` scores including ``bias``.
+    bias : Tensor
+        ``(J, J)`` additive mask from :func:`mask_bias`.
+
+    Returns
+    -------
+    Tensor
+        ``(..., J, J)`` attention weights, rows summing to 1.
+    """
+    shifted = (scores - scores.amax(-1, keepdim=True)).clamp_min(-80.0)
+    weights = shifted.exp() * (bias > 0.5 * MASKED)
+    return weights / weights.sum(-1, keepdim=True)
+
+
 class GraphAttention(nn.Module):
     """Multi-head additive graph attention over a dense ``(J, J)`` mask.
 
@@ -115,7 +140,8 @@ class GraphAttention(nn.Module):
         src = (h * self.att_src[:, None, :]).sum(-1)  # (B, H, J)
         dst = (h * self.att_dst[:, None, :]).sum(-1)
         scores = nn.functional.leaky_relu(dst[..., :, None] + src[..., None, :], self.negative_slope) + bias
-        att = torch.softmax(scores, dim=-1)  # (B, H, J, J), rows = receiving joint
+        exporting = torch.onnx.is_in_onnx_export()  # (B, H, J, J) weights, rows = receiving joint
+        att = _masked_softmax(scores, bias) if exporting else torch.softmax(scores, dim=-1)
         out = (att @ h).transpose(1, 2).reshape(b, j, d)
         return self.out(out)
 
