@@ -79,19 +79,21 @@ def held_out_positions(data: list[str], model: IKModel, max_frames: int) -> torc
     return pos
 
 
-def _paired(
-    new: Callable[[], object], old: Callable[[], object], count: int, rounds: int
-) -> tuple[float, float, float]:
+def _paired(new: Callable[[], object], old: Callable[[], object], count: int, rounds: int) -> dict[str, float]:
     """Rates (``count`` poses per call of ``new`` / ``old``) timed alternately ``rounds`` times: medians of
-    both and the median of the per-round ratios new/old (both see the same moment of a shared machine)."""
-    rates_new, rates_old = [], []
+    both (wall clock, and per second of the process's CPU time) and the median of the per-round wall ratios
+    new/old (both see the same moment of a shared machine)."""
+    rates: dict[str, list[float]] = {"new": [], "old": [], "new_cpu": [], "old_cpu": []}
     for _ in range(rounds):
-        for fn, rates in ((new, rates_new), (old, rates_old)):
-            started = time.perf_counter()
+        for name, fn in (("new", new), ("old", old)):
+            started, cpu = time.perf_counter(), time.process_time()
             fn()
-            rates.append(count / (time.perf_counter() - started))
-    ratio = statistics.median(a / b for a, b in zip(rates_new, rates_old))
-    return statistics.median(rates_new), statistics.median(rates_old), ratio
+            rates[name].append(count / (time.perf_counter() - started))
+            rates[f"{name}_cpu"].append(count / max(time.process_time() - cpu, 1e-9))
+    out = {f"{name}_batched": statistics.median(rates[name]) for name in ("new", "old")}
+    out.update({f"{name}_batched_cpu": statistics.median(rates[f"{name}_cpu"]) for name in ("new", "old")})
+    out["ratio_batched"] = statistics.median(a / b for a, b in zip(rates["new"], rates["old"]))
+    return out
 
 
 def speed_against_reference(model: IKModel, ref: ModuleType, positions: torch.Tensor, threads: list[int],
@@ -115,18 +117,19 @@ def speed_against_reference(model: IKModel, ref: ModuleType, positions: torch.Te
             fn(positions[:512])
         for run in range(runs):
             row: dict[str, float] = {"threads": t, "run": run, "load": os.getloadavg()[0], "max_quat_diff": diff}
-            rates_new, rates_old = [], []
+            rates: dict[str, list[float]] = {"new": [], "old": [], "new_cpu": [], "old_cpu": []}
             for g in range(10):  # alternate group by group on the same 30 poses
-                for fn, rates in ((new_1, rates_new), (old_1, rates_old)):
-                    started = time.perf_counter()
+                for name, fn in (("new", new_1), ("old", old_1)):
+                    started, cpu = time.perf_counter(), time.process_time()
                     for x in single[30 * g : 30 * g + 30]:
                         fn(x)
-                    rates.append(30 / (time.perf_counter() - started))
-            row["new_b1"], row["old_b1"] = statistics.median(rates_new), statistics.median(rates_old)
-            row["ratio_b1"] = statistics.median(a / b for a, b in zip(rates_new, rates_old))
-            row["new_batched"], row["old_batched"], row["ratio_batched"] = _paired(
-                lambda: new_1(positions), lambda: old_1(positions), positions.shape[0], 5
-            )
+                    rates[name].append(30 / (time.perf_counter() - started))
+                    rates[f"{name}_cpu"].append(30 / max(time.process_time() - cpu, 1e-9))
+            for name in ("new", "old"):
+                row[f"{name}_b1"] = statistics.median(rates[name])
+                row[f"{name}_b1_cpu"] = statistics.median(rates[f"{name}_cpu"])
+            row["ratio_b1"] = statistics.median(a / b for a, b in zip(rates["new"], rates["old"]))
+            row.update(_paired(lambda: new_1(positions), lambda: old_1(positions), positions.shape[0], 5))
             rows.append(row)
     return rows
 
@@ -135,19 +138,24 @@ def print_speed(rows: list[dict[str, float]], frames: int) -> None:
     """The rows of :func:`speed_against_reference` and, per thread count, medians and new/old ratios."""
     print(f"run_method('gat') on {frames} held-out frames, current vs reference code in one process "
           f"(batch 1: 300 poses one call at a time; batched: all {frames} in one call; medians; ratio = median of"
-          f" paired new/old timings)")  # fmt: skip
-    head = f"{'threads':>7}{'run':>4}{'load':>6}{'b1 new':>9}{'b1 old':>9}{'ratio':>7}{'batched new':>12}{'old':>8}{'ratio':>7}"
+          f" paired new/old wall timings; cpu = poses per second of the process's CPU time)")  # fmt: skip
+    head = (f"{'threads':>7}{'run':>4}{'load':>6}{'b1 new':>9}{'b1 old':>9}{'ratio':>7}{'(cpu new':>10}{'old)':>7}"
+            f"{'batched new':>12}{'old':>8}{'ratio':>7}{'(cpu new':>10}{'old)':>7}")  # fmt: skip
     print(head + "\n" + "-" * len(head))
     for r in rows:
         print(f"{r['threads']:>7}{r['run']:>4}{r['load']:>6.2f}{r['new_b1']:>9.0f}{r['old_b1']:>9.0f}"
-              f"{r['ratio_b1']:>7.2f}{r['new_batched']:>12.0f}{r['old_batched']:>8.0f}{r['ratio_batched']:>7.2f}")  # fmt: skip
+              f"{r['ratio_b1']:>7.2f}{r['new_b1_cpu']:>10.0f}{r['old_b1_cpu']:>7.0f}{r['new_batched']:>12.0f}"
+              f"{r['old_batched']:>8.0f}{r['ratio_batched']:>7.2f}{r['new_batched_cpu']:>10.0f}"
+              f"{r['old_batched_cpu']:>7.0f}")  # fmt: skip
     for t in sorted({r["threads"] for r in rows}):
         sel = [r for r in rows if r["threads"] == t]
-        med = {k: statistics.median(r[k] for r in sel) for k in ("new_b1", "old_b1", "new_batched", "old_batched")}
+        keys = ("new_b1", "old_b1", "new_batched", "old_batched", "new_b1_cpu", "new_batched_cpu")
+        med = {k: statistics.median(r[k] for r in sel) for k in keys}
         ratio_1 = statistics.median(r["ratio_b1"] for r in sel)
         ratio_b = statistics.median(r["ratio_batched"] for r in sel)
         print(f"threads {t}: median batch 1 {med['new_b1']:.0f} (old {med['old_b1']:.0f}, x{ratio_1:.2f}), batched "
-              f"{med['new_batched']:.0f} (old {med['old_batched']:.0f}, x{ratio_b:.2f})")  # fmt: skip
+              f"{med['new_batched']:.0f} (old {med['old_batched']:.0f}, x{ratio_b:.2f}); per CPU second: batch 1 "
+              f"{med['new_b1_cpu']:.0f}, batched {med['new_batched_cpu']:.0f}")  # fmt: skip
     print(f"largest quaternion difference new vs old: {rows[0]['max_quat_diff']:.2g}")
 
 
