@@ -136,10 +136,17 @@ class GraphAttention(nn.Module):
             ``(B, J, D)``.
         """
         b, j, d = x.shape
-        h = self.proj(x).reshape(b, j, self.heads, self.head_dim).transpose(1, 2)  # (B, H, J, dh)
-        src = (h * self.att_src[:, None, :]).sum(-1)  # (B, H, J)
-        dst = (h * self.att_dst[:, None, :]).sum(-1)
-        scores = nn.functional.leaky_relu(dst[..., :, None] + src[..., None, :], self.negative_slope) + bias
+        projected = self.proj(x)  # (B, J, D)
+        h = projected.reshape(b, j, self.heads, self.head_dim).transpose(1, 2)  # (B, H, J, dh)
+        # a_dst . h and a_src . h of every head as one product with a block-diagonal (D, 2H) matrix
+        blocks = torch.eye(self.heads, dtype=x.dtype, device=x.device)[:, :, None]
+        pairs = torch.cat([blocks * self.att_dst[:, None, :], blocks * self.att_src[:, None, :]]).reshape(-1, d)
+        dst, src = (projected @ pairs.T).transpose(1, 2).contiguous().split(self.heads, 1)  # (B, H, J) each
+        scores = dst[..., :, None] + src[..., None, :]
+        if torch.is_grad_enabled():
+            scores = nn.functional.leaky_relu(scores, self.negative_slope) + bias
+        else:  # inference: in place, two fewer (B, H, J, J) temporaries
+            scores = nn.functional.leaky_relu_(scores, self.negative_slope).add_(bias)
         exporting = torch.onnx.is_in_onnx_export()  # (B, H, J, J) weights, rows = receiving joint
         att = _masked_softmax(scores, bias) if exporting else torch.softmax(scores, dim=-1)
         out = (att @ h).transpose(1, 2).reshape(b, j, d)
