@@ -1,6 +1,6 @@
 """Time BVH parsing, and parsing + forward kinematics, for skelanim against pybvh and bvhio, in one process.
 
-    python benchmarks/bvh_io.py [--file PATH] [--repeats N] [--torch-threads T]
+    python benchmarks/bvh_io.py [--file PATH] [--repeats N] [--torch-threads T] [--quaternions]
 
 Default file: ``cmu_cgspeed_mb/01_01.bvh`` (2752 frames, 31 joints, 2 MB) under ``$SKELANIM_DATA`` or
 ``<repo>/../shared/data/mocap``. Every library gets the same file, the runs are interleaved (so a
@@ -9,9 +9,11 @@ with the ratios peer/ours: above 1 means skelanim is faster.
 
 What is timed
 -------------
-* parse: file -> the library's in-memory motion (skelanim: ``skelanim.io.bvh.load``, quaternions;
+* parse: file -> the library's in-memory motion (skelanim: ``skelanim.io.bvh.load``, a ``Motion`` that
+  keeps the Euler angles read and turns them into quaternions when ``motion.rotations`` is first read;
   pybvh: ``pybvh.read_bvh_file(path, world_up="+y")``, Euler angles in radians, with its up-axis
-  guess skipped; bvhio: ``bvhio.readAsHierarchy``).
+  guess skipped; bvhio: ``bvhio.readAsHierarchy``). ``--quaternions`` adds a skelanim row that reads
+  ``motion.rotations`` too (parse + Euler -> quaternion conversion).
 * parse + FK: the above, then world positions of every joint in every frame (skelanim:
   ``Motion.positions()``; pybvh: ``Bvh.joint_positions()``; bvhio: ``loadPose(f)`` and
   ``PositionWorld`` of every joint, frame by frame, as its API offers).
@@ -21,6 +23,23 @@ compiles ``src/skelanim/io/_bvh_numbers.c``), else by its NumPy path; the script
 
 Torch runs single-threaded by default (``--torch-threads 0`` keeps torch's own setting): the peers are
 single-threaded NumPy/Python, and torch's thread pool only adds latency on a shared machine.
+
+Measured (``--repeats 15``, 2-CPU machine shared with other jobs, load average 4.3-5.2; medians of wall
+time, ms, and ratio pybvh / skelanim):
+
+=====  ==============  =================  ===========  ==================  =====================
+run    skelanim parse  pybvh parse        parse ratio  skelanim parse+FK   pybvh parse+FK, ratio
+=====  ==============  =================  ===========  ==================  =====================
+1      9.2             32.9               3.58         28.4                108.5, 3.83
+2      9.8             31.5               3.22         26.7                109.7, 4.11
+3      10.1            34.7               3.43         34.1                123.5, 3.62
+=====  ==============  =================  ===========  ==================  =====================
+
+CPU-time ratios 3.32 / 3.40 / 3.32 (parse) and 3.60 / 3.68 / 3.67 (parse+FK). Before (previous
+session, quiet machine): parse 11.2 vs 21.2 ms (1.88x), parse+FK 33.6 vs 72.7 ms (2.19x). What changed:
+``Motion`` keeps the Euler angles until its quaternions are read, ``Motion.positions()`` runs forward
+kinematics from the angles for only the joints whose rotation moves another joint, and FK does one
+matrix product per tree level for the Hamilton products and the rotation matrices.
 """
 
 from __future__ import annotations
@@ -51,11 +70,19 @@ def default_file() -> Path:
     return root / "cmu_cgspeed_mb" / "01_01.bvh"
 
 
-def peers(path: Path) -> dict[str, tuple[Callable[[], object], Callable[[], np.ndarray]]]:
+def _positions_after_quaternions(path: Path) -> np.ndarray:
+    motion = bvh.load(path)
+    motion.rotations  # noqa: B018  (converts the Euler angles; positions then come from the quaternions)
+    return motion.positions().numpy()
+
+
+def peers(path: Path, quaternions: bool = False) -> dict[str, tuple[Callable[[], object], Callable[[], np.ndarray]]]:
     """``{name: (parse, parse_and_fk)}``; the second returns ``(F, J, 3)`` world joint positions."""
     runs: dict[str, tuple[Callable[[], object], Callable[[], np.ndarray]]] = {
         "skelanim": (lambda: bvh.load(path), lambda: bvh.load(path).positions().numpy()),
     }
+    if quaternions:
+        runs["skelanim+q"] = (lambda: bvh.load(path).rotations, lambda: _positions_after_quaternions(path))
     try:
         import pybvh
     except ImportError:
@@ -98,6 +125,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeats", type=int, default=15)
     parser.add_argument("--slow-repeats", type=int, default=3, help="repeats for bvhio's per-frame FK")
     parser.add_argument("--torch-threads", type=int, default=1, help="0 keeps torch's default")
+    parser.add_argument("--quaternions", action="store_true",
+                        help="also time skelanim with motion.rotations read (Euler -> quaternions) after loading")
     args = parser.parse_args(argv)
     if not args.file.is_file():
         print(f"error: {args.file}: no such file (set SKELANIM_DATA or pass --file)", file=sys.stderr)
@@ -105,7 +134,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.torch_threads > 0:
         torch.set_num_threads(args.torch_threads)
     warnings.simplefilter("ignore")
-    runs = peers(args.file)
+    runs = peers(args.file, args.quaternions)
     size = args.file.stat().st_size
     motion = bvh.load(args.file)
     print(f"{args.file} ({size / 1e6:.1f} MB, {motion.num_frames} frames, {motion.skeleton.num_joints} joints); "
@@ -116,7 +145,7 @@ def main(argv: list[str] | None = None) -> int:
 
     ours = runs["skelanim"][1]()
     for name, (_, fk) in runs.items():  # warm up, and check everybody computes the same positions
-        if name == "skelanim":
+        if name.startswith("skelanim"):
             continue
         theirs = fk()
         if theirs.shape == ours.shape:
@@ -148,8 +177,13 @@ def main(argv: list[str] | None = None) -> int:
             med = statistics.median(w for w, _ in rows)
             low = min(w for w, _ in rows)
             cpu = statistics.median(c for _, c in rows)
-            ratio = "" if name == "skelanim" else f"{med / b_med:10.2f} {low / b_min:7.2f} {cpu / b_cpu:7.2f}"
+            ratio = "" if name.startswith("skelanim") else f"{med / b_med:10.2f} {low / b_min:7.2f} {cpu / b_cpu:7.2f}"
             print(f"{task:10s} {name:10s} {med * 1e3:10.1f} {low * 1e3:9.1f} {cpu * 1e3:9.1f} {ratio}")
+    if "skelanim+q" in runs and "pybvh" in runs:
+        for task in ("parse", "parse+FK"):
+            ours = statistics.median(w for w, _ in results[("skelanim+q", task)])
+            theirs = statistics.median(w for w, _ in results[("pybvh", task)])
+            print(f"pybvh / skelanim+q (quaternions read), {task}: {theirs / ours:.2f}")
     return 0
 
 
