@@ -317,9 +317,10 @@ def forward_kinematics(
     joints and poses (see :func:`_fk_levels`), in blocks of poses; the one copy into the result puts joints
     back in file order. Against the previous version (one tensor operation per term of the component
     formulas), CPU-time medians of interleaved runs, one thread, on a 2-core machine at load 5-6: 2752
-    poses of 31 joints 22.9 vs 25.5 ms (positions only, :func:`forward_kinematics_positions`: 13.6 ms);
-    22 joints, forward / forward and backward: 2752 poses 17.6 / 49.0 vs 19.4 / 51.5 ms, 256 poses
-    1.7 / 4.9 vs 2.1 / 6.8 ms, 1 pose 1.3 / 3.0 vs 1.8 / 5.1 ms. ``tests/core/test_kinematics.py`` checks it against a scipy reference.
+    poses of 31 joints 27.5 vs 31.3 ms (positions only, :func:`forward_kinematics_positions`: 14.1 ms);
+    22 joints, forward / forward and backward: 2752 poses 21.6-24.5 / 52-57 ms, the same as before within
+    the noise of three runs; 256 poses 1.5 / 5.4 vs 1.9 / 7.1 ms; 32 poses 1.4 / 3.0 vs 2.0 / 4.4 ms;
+    1 pose 1.2 / 4.4 vs 1.7 / 6.9 ms. ``tests/core/test_kinematics.py`` checks it against a scipy reference.
     """
     parents_t, lead, n_joints, q, t = _prepare(rotations, translations, parents)
     world_r, world_p = _fk_blocks(q, q.shape[-1], t, None, parents_t, True)
