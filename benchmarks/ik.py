@@ -16,10 +16,12 @@ and on what else runs on it (the load average is printed with them).
 from __future__ import annotations
 
 import argparse
+import atexit
 import importlib
 import json
 import os
 import re
+import shutil
 import statistics
 import subprocess
 import sys
@@ -52,7 +54,9 @@ def reference_solve(rev: str = REFERENCE) -> ModuleType:
     ``onnx`` modules of that revision (package ``skelanim_ik_ref`` in a temporary folder), so the old path
     runs in the same process as the current one."""
     root = Path(__file__).resolve().parents[1]
-    folder = Path(tempfile.mkdtemp(prefix="skelanim-ikref-")) / "skelanim_ik_ref"
+    temp = tempfile.mkdtemp(prefix="skelanim-ikref-")
+    atexit.register(shutil.rmtree, temp, ignore_errors=True)
+    folder = Path(temp) / "skelanim_ik_ref"
     folder.mkdir()
     (folder / "__init__.py").write_text("")
     for name in _REF_MODULES:
