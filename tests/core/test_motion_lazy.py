@@ -139,6 +139,14 @@ def test_bvh_round_trip_from_unconverted_angles() -> None:
     assert np.allclose(again.metadata["bvh_values"], values, atol=1e-6)
 
 
+def test_the_angles_read_cannot_be_edited_behind_the_lazy_rotations() -> None:
+    motion, _, _ = _load("one order")
+    before = motion.positions().clone()
+    with pytest.raises(ValueError, match="read-only"):
+        motion.metadata["bvh_values"][:, 3] += 10.0  # shared with the unconverted rotations
+    assert torch.equal(motion.positions(), before)
+
+
 @pytest.mark.parametrize("frames, block", [(1, 32768), (50, 32768), (50, 4 * 7)])
 def test_positions_only_and_component_major_fk_equal_forward_kinematics(
         frames: int, block: int, monkeypatch: pytest.MonkeyPatch) -> None:

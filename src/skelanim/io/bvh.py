@@ -127,6 +127,8 @@ def _motion_from_parsed(parsed: ParsedBVH, name: str) -> Motion:
                             end_sites)
     except SkelanimError as exc:  # cannot happen for a parsed file, but keep the error type promise
         raise FormatError(exc.message, path=name) from None
+    # the angles read are shared with the lazy rotations above: keep them from being edited in place
+    values.flags.writeable = False
     metadata = {
         "format": "bvh",
         "path": name,
