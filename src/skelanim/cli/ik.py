@@ -104,7 +104,7 @@ def solve(
     out: Path = typer.Option(..., "-o", "--out", help="Output motion (.bvh, ...) on the model's skeleton."),
     model: Path | None = typer.Option(None, "--model", "-m", help="Model folder [default: the shipped Bandai model]."),
     refine: bool = typer.Option(
-        False, "--refine", help="A few LM steps after the network (positions within 0.5% of height)."
+        False, "--refine", help="Refine the network's answer: learned pose correction, then LM steps (positions within 0.5% of height)."
     ),
     method: str | None = typer.Option(
         None, "--method", help="Another method: gat, gat_refined, swing_mean, optimize_mean, ..."

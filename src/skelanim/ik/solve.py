@@ -4,9 +4,9 @@ Methods (all return local quaternions on the model's skeleton):
 
 ========================  =======================================================================
 ``gat``                   the network, one forward pass
-``gat_refined``           the network, then up to 10 LM steps warm-started from it, stopping once every
-                          joint is within 0.02% of height; the prior toward the network's rotations is
-                          weighted by the noise the bone lengths show (:func:`refine_prior`)
+``gat_refined``           the network, its learned pose correction (clean input) or temporal smoothing
+                          (noisy sequences), then up to 10 LM steps stopping once every joint is within
+                          0.02% of height, with a noise-weighted prior (:func:`skelanim.ik.refine.refine`)
 ``swing_rest``            analytic swing IK from the rest pose
 ``swing_mean``            analytic swing IK from the model's mean training pose
 ``swing_warm``            analytic swing IK from the previous frame
@@ -385,7 +385,7 @@ def solve(
         A loaded model, a model folder, or ``None`` for the shipped Bandai-Namco model (folders are loaded
         once, :func:`load_model`).
     refine : bool
-        Add the LM refinement (``gat_refined``).
+        Add the refinement (``gat_refined``: pose correction or smoothing, then the LM position fit).
     method : str, optional
         Any of :data:`METHODS` (overrides ``refine``).
     names : sequence of str, optional
