@@ -8,4 +8,4 @@ from skelanim.core.skeleton import Skeleton
 from skelanim.io import load, load_positions, save
 
 __version__ = "0.1.0"
-__all__ = ["Motion", "Skeleton", "load", "load_positions", "save", "__version__"]
+__all__ = ["Motion", "Skeleton", "__version__", "load", "load_positions", "save"]

@@ -4,7 +4,8 @@ sign, finite gradients, and the 180-degree cases. ``tests/helpers`` is on ``sys.
 from __future__ import annotations
 
 import math
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import torch

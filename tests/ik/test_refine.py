@@ -9,6 +9,7 @@ import shutil
 import pytest
 import torch
 
+from skelanim.cli import main as cli_main
 from skelanim.core.rotations import (
     quat_geodesic,
     quat_multiply,
@@ -16,7 +17,6 @@ from skelanim.core.rotations import (
     quat_to_rot6d,
     rotvec_to_quat,
 )
-from skelanim.cli import main as cli_main
 from skelanim.errors import FormatError
 from skelanim.ik import refine as R
 from skelanim.ik.solve import DEFAULT_MODEL, IKModel, load_model, run_method

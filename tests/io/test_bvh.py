@@ -14,6 +14,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from bvh_text import POS, ROT, STD  # tests/helpers
+from bvh_text import make_bvh as _make_bvh
+from bvh_text import random_values as _values
 from scipy.spatial.transform import Rotation
 
 import skelanim
@@ -21,8 +24,6 @@ from skelanim import Motion, Skeleton
 from skelanim.errors import FormatError
 from skelanim.io import bvh
 from skelanim.io.bvh_parse import parse_bvh_bytes
-
-from bvh_text import POS, ROT, STD, make_bvh as _make_bvh, random_values as _values  # tests/helpers
 
 
 def _data_root() -> Path:

@@ -8,12 +8,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from bvh_text import STD  # tests/helpers
+from bvh_text import make_bvh as _make_bvh
+from bvh_text import random_values as _values
 
 from skelanim.errors import FormatError
 from skelanim.io import bvh
 from skelanim.io.bvh_parse import parse_bvh_bytes
-
-from bvh_text import STD, make_bvh as _make_bvh, random_values as _values  # tests/helpers
 
 # --------------------------------------------------------------------------------------------- errors
 

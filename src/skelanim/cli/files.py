@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 from collections import Counter
 from pathlib import Path
-from typing import Optional
 
 import typer
 
@@ -64,8 +63,8 @@ def info(
 def convert(
     src: Path = typer.Argument(..., help="Input motion file."),
     dst: Path = typer.Argument(..., help="Output file; its suffix picks the format (.bvh, .txt, .npz, .csv, ...)."),
-    fps: Optional[float] = typer.Option(None, "--fps", help="Resample to this frame rate (slerp)."),
-    scale: Optional[float] = typer.Option(None, "--scale", help="Multiply all lengths by this factor."),
+    fps: float | None = typer.Option(None, "--fps", help="Resample to this frame rate (slerp)."),
+    scale: float | None = typer.Option(None, "--scale", help="Multiply all lengths by this factor."),
 ) -> None:
     """Convert SRC to DST between the supported formats, optionally resampling and scaling."""
     import skelanim

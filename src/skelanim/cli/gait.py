@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Optional
 
 import typer
 
@@ -15,7 +14,7 @@ from skelanim.cli import app
 def gait(
     file: Path = typer.Argument(..., help="A walking motion file."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object instead of text."),
-    out: Optional[Path] = typer.Option(None, "-o", "--out", help="Also write a report figure (.png, .pdf, .svg)."),
+    out: Path | None = typer.Option(None, "-o", "--out", help="Also write a report figure (.png, .pdf, .svg)."),
 ) -> None:
     """Gait analysis of FILE: cadence, stride length, step width, speed, stance/swing, flexion curves."""
     import skelanim

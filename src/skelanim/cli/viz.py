@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
 
 import typer
 
@@ -21,7 +20,7 @@ def _load_all(files: list[Path]) -> tuple[list, list[str]]:
     return motions, labels
 
 
-def _split_joints(joints: Optional[list[str]]) -> list[str] | None:
+def _split_joints(joints: list[str] | None) -> list[str] | None:
     """``-j A -j B`` and ``-j A,B`` both give ``[A, B]``."""
     if not joints:
         return None
@@ -33,7 +32,7 @@ def plot(
     files: list[Path] = typer.Argument(..., help="One or more motion files, compared in one figure."),
     out: Path = typer.Option(..., "-o", "--out", help="Output image; the suffix picks the format (.png, .pdf, .svg)."),
     kind: str = typer.Option("trajectories", "--kind", "-k", help="trajectories | angles | contacts | poses."),
-    joints: Optional[list[str]] = typer.Option(
+    joints: list[str] | None = typer.Option(
         None, "--joints", "-j", help="Joint names (repeat, or comma-separated); default: root and feet / knees."
     ),
     angle: str = typer.Option("flexion", "--angle", help="For --kind angles: flexion (between bones) or rotation (local)."),
