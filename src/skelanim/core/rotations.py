@@ -1,5 +1,9 @@
 """Rotation math: the single implementation used by the whole project.
 
+This module holds the quaternion algebra, interpolation and distances, and re-exports the rest, so every
+rotation function is imported from here: the conversions between matrices, quaternions, 6D and rotation
+vectors live in :mod:`skelanim.core.rotation_convert`, the Euler functions in :mod:`skelanim.core.euler`.
+
 Conventions
 -----------
 * **Quaternions** are ``(w, x, y, z)`` (scalar first) and compose with the Hamilton product:
@@ -65,7 +69,6 @@ EULER_ORDERS: tuple[str, ...] = (
 )  # fmt: skip
 
 
-
 def _quat_id_like(q: Tensor) -> Tensor:
     return q.new_tensor([1.0, 0.0, 0.0, 0.0])
 
@@ -112,15 +115,22 @@ def quat_normalize(q: Tensor) -> Tensor:
     """
     q = as_tensor(q)
     _check(q, (4,), "q")
-    return torch.stack(_quat_normalize_parts(q.unbind(-1)), -1)
+    ok, norm = _norm_guard(_sum_sq(q))
+    return torch.where(ok, q / norm, _quat_id_like(q))  # on whole quaternions: few ops (ONNX graphs)
+
+
+def _norm_guard(sq: Tensor) -> tuple[Tensor, Tensor]:
+    """The rule of :func:`quat_normalize` for squared lengths ``sq``: where ``sq > eps^2`` (``ok``) divide by
+    ``norm = sqrt(sq)``; elsewhere (``norm = 1`` there, so no NaN in either branch) take the identity."""
+    ok = sq > _eps2(sq)
+    return ok, torch.sqrt(torch.where(ok, sq, torch.ones_like(sq)))
 
 
 def _quat_normalize_parts(q: Sequence[Tensor]) -> list[Tensor]:
-    """:func:`quat_normalize` on the four components ``(w, x, y, z)`` (tensors of one shape)."""
+    """:func:`quat_normalize` on the four components ``(w, x, y, z)`` (tensors of one shape): contiguous
+    components make the component-wise formulas that follow faster in eager torch (:func:`quat_to_matrix`)."""
     w, x, y, z = q
-    sq = w * w + x * x + y * y + z * z
-    ok = sq > _eps2(w)
-    norm = torch.sqrt(torch.where(ok, sq, torch.ones_like(sq)))
+    ok, norm = _norm_guard(w * w + x * x + y * y + z * z)
     unit = [torch.where(ok, w / norm, torch.ones_like(w))]  # a zero quaternion becomes the identity
     return unit + [torch.where(ok, c / norm, torch.zeros_like(c)) for c in (x, y, z)]
 
@@ -141,7 +151,7 @@ def quat_canonical(q: Tensor) -> Tensor:
     """
     q = as_tensor(q)
     _check(q, (4,), "q")
-    return torch.where(q[..., :1] < 0, -q, q)
+    return q * torch.where(q[..., :1] < 0, -1.0, 1.0)  # (a sign, not where(-q, q): faster in eager torch)
 
 
 @numpy_in_numpy_out
@@ -274,210 +284,6 @@ def _unit_quat_matrix_parts(q: Sequence[Tensor]) -> list[Tensor]:
 
 
 @numpy_in_numpy_out
-def matrix_to_quat(m: Tensor) -> Tensor:
-    """Rotation matrices to unit quaternions with ``w >= 0``.
-
-    Branchless Shepperd-style method: the four candidates ``4 q_i q`` are built from sums and differences
-    of entries (no square roots) and the one with the largest ``|q_i|`` is normalised, so the result is
-    accurate and differentiable everywhere, including at 180 degrees.
-
-    Parameters
-    ----------
-    m : Tensor
-        ``(..., 3, 3)`` rotation matrices (slightly non-orthogonal input gives a nearby rotation).
-
-    Returns
-    -------
-    Tensor
-        ``(..., 4)`` unit quaternions, ``w >= 0``.
-    """
-    m = as_tensor(m)
-    _check(m, (3, 3), "m")
-    m00, m01, m02, m10, m11, m12, m20, m21, m22 = m.flatten(-2).unbind(-1)
-    d = [1 + m00 + m11 + m22, 1 + m00 - m11 - m22, 1 - m00 + m11 - m22, 1 - m00 - m11 + m22]  # 4 q_i^2
-    wx, wy, wz = m21 - m12, m02 - m20, m10 - m01
-    xy, xz, yz = m10 + m01, m02 + m20, m12 + m21
-    cand = [[d[0], wx, wy, wz], [wx, d[1], xy, xz], [wy, xy, d[2], yz], [wz, xz, yz, d[3]]]
-    rows = torch.stack([torch.stack(row, -1) for row in cand], -2)  # row i = 4 q_i q
-    best = torch.stack(d, -1).argmax(-1)[..., None, None].expand(*rows.shape[:-2], 1, 4)
-    return quat_canonical(quat_normalize(torch.gather(rows, -2, best).squeeze(-2)))
-
-
-# ------------------------------------------------------------------------------------------------ 6D
-
-
-@numpy_in_numpy_out
-def matrix_to_rot6d(m: Tensor) -> Tensor:
-    """Rotation matrices to the 6D representation (first two columns).
-
-    Parameters
-    ----------
-    m : Tensor
-        ``(..., 3, 3)`` rotation matrices.
-
-    Returns
-    -------
-    Tensor
-        ``(..., 6)`` as ``[R00, R10, R20, R01, R11, R21]``.
-    """
-    m = as_tensor(m)
-    _check(m, (3, 3), "m")
-    return torch.cat([m[..., :, 0], m[..., :, 1]], -1)
-
-
-@numpy_in_numpy_out
-def rot6d_to_matrix(d6: Tensor) -> Tensor:
-    """6D representation to rotation matrices by Gram-Schmidt (Zhou et al. 2019).
-
-    ``b1 = a1 / |a1|``, ``b2`` = normalised part of ``a2`` orthogonal to ``b1``, ``b3 = b1 x b2``. A zero
-    first column is taken as the x axis; a second column that is zero or parallel to the first is replaced
-    by the y axis (the z axis if ``b1`` is close to y), so the output is always a rotation.
-
-    Parameters
-    ----------
-    d6 : Tensor
-        ``(..., 6)`` two 3D columns ``a1, a2``, any scale.
-
-    Returns
-    -------
-    Tensor
-        ``(..., 3, 3)`` rotation matrices with columns ``b1, b2, b3``.
-    """
-    d6 = as_tensor(d6)
-    _check(d6, (6,), "d6")
-    a1, a2 = d6[..., :3], d6[..., 3:]
-    eye = torch.eye(3, dtype=d6.dtype, device=d6.device)
-    b1 = _safe_normalize(a1, eye[0])
-    # Fallback for b2: y (or z when b1 is near y) made orthogonal to b1; its squared norm is >= 1/2.
-    e = torch.where(b1[..., 1:2] ** 2 < 0.5, eye[1], eye[2])
-    fallback = _safe_normalize(e - (b1 * e).sum(-1, keepdim=True) * b1, eye[2])
-    u = a2 - (b1 * a2).sum(-1, keepdim=True) * b1
-    u = u - (b1 * u).sum(-1, keepdim=True) * b1  # project twice: keeps b2 orthogonal when a2 is nearly parallel
-    b2 = _safe_normalize(u, fallback, ref_sq=_sum_sq(a2), rel=16.0)
-    return torch.stack([b1, b2, _cross(b1, b2)], -1)
-
-
-@numpy_in_numpy_out
-def quat_to_rot6d(q: Tensor) -> Tensor:
-    """Quaternions to the 6D representation.
-
-    Parameters
-    ----------
-    q : Tensor
-        ``(..., 4)`` quaternions.
-
-    Returns
-    -------
-    Tensor
-        ``(..., 6)``.
-    """
-    return matrix_to_rot6d(quat_to_matrix(q))
-
-
-@numpy_in_numpy_out
-def rot6d_to_quat(d6: Tensor) -> Tensor:
-    """6D representation to unit quaternions (``w >= 0``).
-
-    Parameters
-    ----------
-    d6 : Tensor
-        ``(..., 6)``.
-
-    Returns
-    -------
-    Tensor
-        ``(..., 4)``.
-    """
-    return matrix_to_quat(rot6d_to_matrix(d6))
-
-
-# ------------------------------------------------------------------------------------- axis-angle
-
-
-@numpy_in_numpy_out
-def rotvec_to_quat(v: Tensor) -> Tensor:
-    """Rotation vectors (``axis * angle``) to unit quaternions; Taylor series near zero.
-
-    Parameters
-    ----------
-    v : Tensor
-        ``(..., 3)`` rotation vectors, angle ``|v|`` in radians.
-
-    Returns
-    -------
-    Tensor
-        ``(..., 4)`` unit quaternions ``(cos(|v|/2), sin(|v|/2) v/|v|)``.
-    """
-    v = as_tensor(v)
-    _check(v, (3,), "v")
-    th2 = _sum_sq(v)
-    small = th2 < 1e-6
-    th = torch.sqrt(torch.where(small, torch.ones_like(th2), th2))
-    w = torch.where(small, 1 - th2 / 8 + th2 * th2 / 384, torch.cos(th / 2))
-    s = torch.where(small, 0.5 - th2 / 48 + th2 * th2 / 3840, torch.sin(th / 2) / th)
-    return torch.cat([w, v * s], -1)
-
-
-@numpy_in_numpy_out
-def quat_to_rotvec(q: Tensor) -> Tensor:
-    """Quaternions (normalised first) to rotation vectors with angle in ``[0, pi]``.
-
-    Parameters
-    ----------
-    q : Tensor
-        ``(..., 4)`` quaternions.
-
-    Returns
-    -------
-    Tensor
-        ``(..., 3)`` rotation vectors ``axis * angle``; angle ``= 2 atan2(|xyz|, |w|)``.
-    """
-    q = quat_canonical(quat_normalize(q))
-    w, u = q[..., :1], q[..., 1:]
-    s2 = _sum_sq(u)
-    small = s2 < 1e-6  # then w > 0.99
-    s = torch.sqrt(torch.where(small, torch.ones_like(s2), s2))
-    ws = torch.where(small, w, torch.ones_like(w))
-    r2 = s2 / (ws * ws)
-    f_small = (2 / ws) * (1 - r2 / 3 + r2 * r2 / 5)  # 2 atan(s/w)/s
-    return u * torch.where(small, f_small, 2 * torch.atan2(s, w) / s)
-
-
-@numpy_in_numpy_out
-def rotvec_to_matrix(v: Tensor) -> Tensor:
-    """Rotation vectors to rotation matrices.
-
-    Parameters
-    ----------
-    v : Tensor
-        ``(..., 3)`` rotation vectors.
-
-    Returns
-    -------
-    Tensor
-        ``(..., 3, 3)``.
-    """
-    return quat_to_matrix(rotvec_to_quat(v))
-
-
-@numpy_in_numpy_out
-def matrix_to_rotvec(m: Tensor) -> Tensor:
-    """Rotation matrices to rotation vectors (angle in ``[0, pi]``).
-
-    Parameters
-    ----------
-    m : Tensor
-        ``(..., 3, 3)``.
-
-    Returns
-    -------
-    Tensor
-        ``(..., 3)``.
-    """
-    return quat_to_rotvec(matrix_to_quat(m))
-
-
-@numpy_in_numpy_out
 def axis_angle_to_quat(axis: Tensor, angle: Tensor | float) -> Tensor:
     """Rotation about ``axis`` (normalised here; zero means identity) by ``angle`` radians.
 
@@ -597,8 +403,19 @@ def matrix_geodesic(r0: Tensor, r1: Tensor) -> Tensor:
     return _safe_atan2(_safe_norm(skew, keepdim=False), trace - 1)  # (2 sin, 2 cos)
 
 
-# ----------------------------------------------------------------------- Euler (in core/euler.py)
+# ------------------------------------------- Euler (core/euler.py) and conversions (core/rotation_convert.py)
 
 
-# Re-exported last: euler.py builds on the quaternion functions above.
-from skelanim.core.euler import euler_to_matrix, euler_to_quat, matrix_to_euler, quat_to_euler  # noqa: E402
+# Re-exported last: euler.py and rotation_convert.py build on the quaternion functions above.
+from skelanim.core.euler import euler_to_matrix, euler_to_quat, matrix_to_euler, quat_to_euler
+from skelanim.core.rotation_convert import (
+    matrix_to_quat,
+    matrix_to_rot6d,
+    matrix_to_rotvec,
+    quat_to_rot6d,
+    quat_to_rotvec,
+    rot6d_to_matrix,
+    rot6d_to_quat,
+    rotvec_to_matrix,
+    rotvec_to_quat,
+)

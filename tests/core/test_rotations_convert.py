@@ -1,0 +1,127 @@
+"""The table forms of skelanim.core.rotation_convert (matrix_to_quat, rot6d_to_matrix) against independent
+references: scipy for rotations, a per-matrix Shepperd loop with ``if`` branches for non-orthogonal input,
+numpy's QR for Gram-Schmidt, hand-derived values for degenerate 6D input; float64 to 1e-12, random and edge
+inputs, leading dims, dtypes, NumPy in and out, and the re-exports from skelanim.core.rotations."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from rotation_checks import AXES_180, to_wxyz  # tests/helpers
+from scipy.spatial.transform import Rotation
+
+import skelanim.core.rotation_convert as conv
+from skelanim.core import rotations as rot
+from skelanim.core.rotation_convert import matrix_to_quat, rot6d_to_matrix
+
+
+def _edge_matrices(rng: np.random.Generator) -> np.ndarray:
+    """(K, 3, 3): 180 degrees about axes and diagonals, just below 180, tiny angles, the identity."""
+    axes = np.concatenate([AXES_180, [[1, 1, 0], [1, -1, 0], [0, 1, -1], [-1, 0, 1]]], 0).astype(np.float64)
+    axes = np.concatenate([axes, rng.normal(size=(20, 3))], 0)
+    axes /= np.linalg.norm(axes, axis=-1, keepdims=True)
+    angles = [np.pi, np.pi - 1e-7, np.pi - 1e-3, 1e-9, 0.0]
+    return np.concatenate([Rotation.from_rotvec(axes * a).as_matrix() for a in angles], 0)
+
+
+def _scipy_quat(m: np.ndarray) -> np.ndarray:
+    q = to_wxyz(Rotation.from_matrix(m).as_quat())
+    return np.where(q[:, :1] < 0, -q, q)
+
+
+def test_matrix_to_quat_matches_scipy_on_random_and_edge_rotations(rng: np.random.Generator) -> None:
+    m = np.concatenate([Rotation.random(3000, random_state=1).as_matrix(), _edge_matrices(rng)], 0)
+    got, want = matrix_to_quat(m), _scipy_quat(m)
+    assert got.shape == want.shape and got.dtype == np.float64
+    assert (got[:, 0] >= 0).all()
+    # q and -q are one rotation; w >= 0 fixes the sign except where w == 0 (exactly 180 degrees)
+    sign = np.where(np.abs(want[:, :1]) < 1e-12, np.sign((got * want).sum(-1, keepdims=True)), 1.0)
+    np.testing.assert_allclose(got * sign, want, rtol=0, atol=1e-12)
+
+
+def _shepperd_loop(m: np.ndarray) -> np.ndarray:
+    """Shepperd's method one matrix at a time, with ``if`` branches on the largest ``4 q_i^2``."""
+    out = []
+    for r in m:
+        d = [1 + r[0, 0] + r[1, 1] + r[2, 2], 1 + r[0, 0] - r[1, 1] - r[2, 2],
+             1 - r[0, 0] + r[1, 1] - r[2, 2], 1 - r[0, 0] - r[1, 1] + r[2, 2]]  # fmt: skip
+        i = int(np.argmax(d))
+        if i == 0:
+            row = [d[0], r[2, 1] - r[1, 2], r[0, 2] - r[2, 0], r[1, 0] - r[0, 1]]
+        elif i == 1:
+            row = [r[2, 1] - r[1, 2], d[1], r[1, 0] + r[0, 1], r[0, 2] + r[2, 0]]
+        elif i == 2:
+            row = [r[0, 2] - r[2, 0], r[1, 0] + r[0, 1], d[2], r[1, 2] + r[2, 1]]
+        else:
+            row = [r[1, 0] - r[0, 1], r[0, 2] + r[2, 0], r[1, 2] + r[2, 1], d[3]]
+        q = np.array(row) / np.linalg.norm(row)
+        out.append(-q if q[0] < 0 else q)
+    return np.array(out)
+
+
+def test_matrix_to_quat_on_non_orthogonal_input_matches_a_branching_loop(rng: np.random.Generator) -> None:
+    m = Rotation.random(500, random_state=2).as_matrix() + 0.05 * rng.normal(size=(500, 3, 3))
+    m = np.concatenate([m, 3.0 * m[:5], 1e-3 * m[5:10]], 0)
+    np.testing.assert_allclose(matrix_to_quat(m), _shepperd_loop(m), rtol=0, atol=1e-12)
+
+
+def _qr_gram_schmidt(d6: np.ndarray) -> np.ndarray:
+    """Gram-Schmidt by numpy's QR of the 3x2 matrix ``[a1 a2]`` (signs made so that R's diagonal is > 0)."""
+    a = np.stack([d6[:, :3], d6[:, 3:]], -1)
+    q, r = np.linalg.qr(a)
+    q = q * np.sign(np.diagonal(r, axis1=-2, axis2=-1))[:, None, :]
+    return np.concatenate([q, np.cross(q[..., 0], q[..., 1])[..., None]], -1)
+
+
+@pytest.mark.parametrize("scale", [1.0, 1e-6, 1e6])
+def test_rot6d_to_matrix_matches_qr(rng: np.random.Generator, scale: float) -> None:
+    d6 = rng.normal(size=(3000, 6)) * scale
+    d6[:, 3:] *= rng.uniform(0.1, 10.0, size=(3000, 1))  # columns of different lengths
+    np.testing.assert_allclose(rot6d_to_matrix(d6), _qr_gram_schmidt(d6), rtol=0, atol=1e-12)
+
+
+def test_rot6d_to_matrix_degenerate_columns_hand_checked() -> None:
+    s, r = np.sqrt(0.5), np.sqrt(0.2)
+    d6 = np.array([
+        [0, 0, 0, 0, 0, 0],  # nothing: x, then y
+        [2, 0, 0, 0, 0, 0],  # zero a2: y made orthogonal to x = y
+        [0, 3, 0, 0, -1, 0],  # a2 parallel to a1 = y: z
+        [1, 2, 0, -2, -4, 0],  # parallel, b1 = (1, 2, 0)/sqrt 5 is near y (b1_y^2 = 0.8): z
+        [1, 0, 1, 0, 0, 0],  # zero a2, b1 = (1, 0, 1)/sqrt 2: y
+        [0, 0, 0, 0, 5, 0],  # zero a1: x, then a2 = y
+    ], dtype=np.float64)  # fmt: skip
+    want = np.array([
+        [[1, 0, 0], [0, 1, 0], [0, 0, 1]],
+        [[1, 0, 0], [0, 1, 0], [0, 0, 1]],
+        [[0, 0, 1], [1, 0, 0], [0, 1, 0]],
+        [[r, 0, 2 * r], [2 * r, 0, -r], [0, 1, 0]],
+        [[s, 0, -s], [0, 1, 0], [s, 0, s]],
+        [[1, 0, 0], [0, 1, 0], [0, 0, 1]],
+    ], dtype=np.float64)  # fmt: skip
+    np.testing.assert_allclose(rot6d_to_matrix(d6), want, rtol=0, atol=1e-15)
+
+
+def test_tables_reproduce_their_formulas(rng: np.random.Generator) -> None:
+    """The Shepperd table equals the formula it is derived from (random, non-basis input); the cyclic cross
+    product equals torch's."""
+    m = torch.from_numpy(rng.normal(size=(50, 9)))
+    table, const = conv._SHEPPERD
+    want = torch.stack(conv._shepperd_parts(list(m.T)), -1)
+    torch.testing.assert_close(m @ table + const, want, rtol=0, atol=1e-13)
+    a, b = torch.from_numpy(rng.normal(size=(2, 50, 3)))
+    torch.testing.assert_close(conv._cross_cyclic(a, b), torch.linalg.cross(a, b), rtol=0, atol=1e-13)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_dtype_leading_dims_and_reexports(dtype: torch.dtype, rng: np.random.Generator) -> None:
+    d6 = torch.from_numpy(rng.normal(size=(2, 3, 4, 6))).to(dtype)
+    m = rot.rot6d_to_matrix(d6)
+    q = rot.matrix_to_quat(m)
+    assert m.shape == (2, 3, 4, 3, 3) and q.shape == (2, 3, 4, 4) and m.dtype == q.dtype == dtype
+    want = _qr_gram_schmidt(d6.double().reshape(-1, 6).numpy()).reshape(2, 3, 4, 3, 3)
+    tol = 1e-5 if dtype == torch.float32 else 1e-12
+    np.testing.assert_allclose(m.double().numpy(), want, rtol=0, atol=tol)
+    np.testing.assert_allclose(q.double().numpy().reshape(-1, 4), _scipy_quat(want.reshape(-1, 3, 3)), atol=tol)
+    for name in conv.__all__:
+        assert getattr(rot, name) is getattr(conv, name)
