@@ -103,11 +103,44 @@ def test_lifted_single_pose_graph_has_fewer_nodes_and_the_same_results(shipped, 
     lifted = lift_squeezes(plain)
     ops = [n.op_type for n in onnx.load_from_string(lifted).graph.node]
     before = [n.op_type for n in onnx.load_from_string(plain).graph.node]
-    assert len(ops) <= len(before) - 30 and ops.count("Squeeze") < before.count("Squeeze")
+    # core's matrix_to_quat / rot6d_to_matrix no longer export Squeeze pairs, so little may be left to lift here;
+    # the pass itself is checked on the pattern it targets below
+    assert len(ops) <= len(before)
     for i in (0, 17, 41):
         x = real_positions[i : i + 1].numpy()
         assert float(abs(_ort_run(lifted, x) - _ort_run(plain, x)).max()) <= 1e-6
     assert shipped.ort_session().lifted  # the runner uses it
+
+
+def test_lift_squeezes_drops_the_pairs_of_component_wise_code(real_positions):
+    """unbind -> arithmetic -> stack (here the component-wise cross product) exports as Split / Squeeze /
+    Unsqueeze / Concat; the lifted graph has fewer nodes and Squeezes and the same results."""
+    import io
+    import warnings
+
+    onnx = pytest.importorskip("onnx")
+    pytest.importorskip("onnxruntime")
+    from skelanim.core._tensor import _cross
+    from skelanim.ik.onnx import OPSET, _basic_optimised, lift_squeezes
+
+    class Cross(torch.nn.Module):
+        def forward(self, positions: torch.Tensor) -> torch.Tensor:
+            return _cross(positions, positions.flip(-1) + 1.0)
+
+    buffer = io.BytesIO()
+    with warnings.catch_warnings(), torch.no_grad():
+        warnings.simplefilter("ignore")
+        torch.onnx.export(Cross(), (torch.zeros(1, *real_positions.shape[1:]),), buffer, dynamo=False,
+                          input_names=["positions"], opset_version=OPSET)  # fmt: skip
+    plain = _basic_optimised(buffer.getvalue())
+    lifted = lift_squeezes(plain)
+    ops = [n.op_type for n in onnx.load_from_string(lifted).graph.node]
+    before = [n.op_type for n in onnx.load_from_string(plain).graph.node]
+    assert len(ops) < len(before) and ops.count("Squeeze") < before.count("Squeeze")
+    x = real_positions[:1].numpy().astype(np.float32)
+    assert float(abs(_ort_run(lifted, x) - _ort_run(plain, x)).max()) <= 1e-6
+    want = torch.linalg.cross(torch.from_numpy(x), torch.from_numpy(x).flip(-1) + 1.0).numpy()
+    assert float(abs(_ort_run(lifted, x) - want).max()) <= 1e-6 * float(abs(want).max())  # float32 rounding
 
 
 def test_lift_squeezes_keeps_broadcasting_with_wider_operands():
