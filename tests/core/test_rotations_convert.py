@@ -125,3 +125,13 @@ def test_dtype_leading_dims_and_reexports(dtype: torch.dtype, rng: np.random.Gen
     np.testing.assert_allclose(q.double().numpy().reshape(-1, 4), _scipy_quat(want.reshape(-1, 3, 3)), atol=tol)
     for name in conv.__all__:
         assert getattr(rot, name) is getattr(conv, name)
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_half_precision_keeps_dtype(dtype: torch.dtype, rng: np.random.Generator) -> None:
+    d6 = torch.from_numpy(rng.normal(size=(10, 6)))
+    m = rot6d_to_matrix(d6.to(dtype))
+    q = matrix_to_quat(m)
+    assert m.dtype == q.dtype == rot.quat_canonical(q).dtype == dtype
+    want = _scipy_quat(_qr_gram_schmidt(d6.numpy()))
+    np.testing.assert_allclose(q.double().numpy(), want, atol=0.05)  # 8-bit (bfloat16) mantissas

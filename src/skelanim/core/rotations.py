@@ -151,7 +151,8 @@ def quat_canonical(q: Tensor) -> Tensor:
     """
     q = as_tensor(q)
     _check(q, (4,), "q")
-    return q * torch.where(q[..., :1] < 0, -1.0, 1.0)  # (a sign, not where(-q, q): faster in eager torch)
+    sign = torch.where(q[..., :1] < 0, q.new_tensor(-1.0), q.new_tensor(1.0))  # 0-dim: keeps q's dtype
+    return q * sign  # (a sign, not where(-q, q): faster in eager torch)
 
 
 @numpy_in_numpy_out
