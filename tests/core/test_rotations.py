@@ -12,6 +12,20 @@ from typing import Any
 import numpy as np
 import pytest
 import torch
+from rotation_checks import (  # tests/helpers
+    AXES_180,
+    DEGENERATE_6D,
+    ID_Q,
+    MATS_180,
+    QUATS_180,
+    assert_angles_close,
+    assert_finite_grad,
+    assert_is_rotation,
+    assert_same_rotation,
+    random_quats,
+    scipy_rot,
+    to_wxyz,
+)
 from scipy.spatial.transform import Rotation, Slerp
 
 from skelanim.core.euler import EulerOrderError
@@ -42,21 +56,6 @@ from skelanim.core.rotations import (
     rot6d_to_quat,
     rotvec_to_matrix,
     rotvec_to_quat,
-)
-
-from rotation_checks import (  # tests/helpers
-    to_wxyz,
-    random_quats,
-    scipy_rot,
-    assert_same_rotation,
-    assert_angles_close,
-    assert_finite_grad,
-    AXES_180,
-    QUATS_180,
-    MATS_180,
-    ID_Q,
-    DEGENERATE_6D,
-    assert_is_rotation,
 )
 
 TAIT_BRYAN = EULER_ORDERS[:6]

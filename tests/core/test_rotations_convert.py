@@ -13,6 +13,7 @@ from scipy.spatial.transform import Rotation
 
 import skelanim.core.rotation_convert as conv
 from skelanim.core import rotations as rot
+from skelanim.core._tensor import _cross
 from skelanim.core.rotation_convert import matrix_to_quat, rot6d_to_matrix
 
 
@@ -103,14 +104,15 @@ def test_rot6d_to_matrix_degenerate_columns_hand_checked() -> None:
 
 
 def test_tables_reproduce_their_formulas(rng: np.random.Generator) -> None:
-    """The Shepperd table equals the formula it is derived from (random, non-basis input); the cyclic cross
-    product equals torch's."""
+    """The Shepperd table equals the formula it is derived from (random, non-basis input); the cross product
+    (the one of the whole package) equals torch's, broadcasting included."""
     m = torch.from_numpy(rng.normal(size=(50, 9)))
     table, const = conv._SHEPPERD
     want = torch.stack(conv._shepperd_parts(list(m.T)), -1)
     torch.testing.assert_close(m @ table + const, want, rtol=0, atol=1e-13)
     a, b = torch.from_numpy(rng.normal(size=(2, 50, 3)))
-    torch.testing.assert_close(conv._cross_cyclic(a, b), torch.linalg.cross(a, b), rtol=0, atol=1e-13)
+    torch.testing.assert_close(_cross(a, b), torch.linalg.cross(a, b), rtol=0, atol=1e-13)
+    torch.testing.assert_close(_cross(a[:1], b), torch.linalg.cross(a[:1].expand_as(b), b), rtol=0, atol=1e-13)
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
@@ -135,3 +137,20 @@ def test_half_precision_keeps_dtype(dtype: torch.dtype, rng: np.random.Generator
     assert m.dtype == q.dtype == rot.quat_canonical(q).dtype == dtype
     want = _scipy_quat(_qr_gram_schmidt(d6.numpy()))
     np.testing.assert_allclose(q.double().numpy(), want, atol=0.05)  # 8-bit (bfloat16) mantissas
+
+
+def test_constants_cached_under_inference_mode_still_serve_autograd() -> None:
+    """The tables and index permutations are cached on first use; a first use under ``inference_mode`` must
+    not leave inference tensors behind that a later differentiable call would save for backward."""
+    conv._TABLES.clear()
+    import skelanim.core._tensor as tensor_module
+
+    tensor_module._CYCLES.clear()
+    m = torch.from_numpy(Rotation.random(4, random_state=3).as_matrix())
+    d6 = torch.randn(4, 6, dtype=torch.float64)
+    with torch.inference_mode():
+        matrix_to_quat(m), rot6d_to_matrix(d6)
+    m.requires_grad_(True)
+    d6.requires_grad_(True)
+    (matrix_to_quat(m).sum() + rot6d_to_matrix(d6).sum()).backward()
+    assert torch.isfinite(m.grad).all() and torch.isfinite(d6.grad).all()

@@ -3,13 +3,26 @@ NumPy in and out, dtypes, and properties (hypothesis). Checked against scipy whe
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from rotation_checks import (  # tests/helpers
+    AXES_180,
+    DEGENERATE_6D,
+    ID_Q,
+    MATS_180,
+    QUATS_180,
+    assert_finite_grad,
+    assert_is_rotation,
+    assert_same_rotation,
+    random_quats,
+    scipy_rot,
+)
 
 from skelanim.core import rotations as rot
 from skelanim.core.rotations import (
@@ -41,19 +54,6 @@ from skelanim.core.rotations import (
     rotvec_to_quat,
 )
 from skelanim.errors import ShapeError
-
-from rotation_checks import (  # tests/helpers
-    random_quats,
-    scipy_rot,
-    assert_same_rotation,
-    assert_finite_grad,
-    AXES_180,
-    QUATS_180,
-    MATS_180,
-    ID_Q,
-    DEGENERATE_6D,
-    assert_is_rotation,
-)
 
 TAIT_BRYAN = EULER_ORDERS[:6]
 PROPER = EULER_ORDERS[6:]

@@ -88,89 +88,21 @@ def test_fast_path_keeps_training_gradients(bandai_rig, bandai_poses, torch_thre
     assert float(net.head.weight.grad.abs().sum()) > 0
 
 
-def _ort_run(model: bytes, x):
-    import onnxruntime as ort
-
-    return ort.InferenceSession(model, providers=["CPUExecutionProvider"]).run(None, {"positions": x})[0]
-
-
-def test_lifted_single_pose_graph_has_fewer_nodes_and_the_same_results(shipped, real_positions):
+def test_single_pose_graph_is_smaller_and_gives_the_dynamic_graphs_results(shipped, real_positions):
+    """The runner's static batch-1 graph (the one single poses go through) against its dynamic-batch graph:
+    fewer nodes, the same rotations on real poses."""
     onnx = pytest.importorskip("onnx")
     pytest.importorskip("onnxruntime")
-    from skelanim.ik.onnx import _basic_optimised, lift_squeezes, onnx_bytes
+    from skelanim.ik.onnx import onnx_bytes
 
-    plain = _basic_optimised(onnx_bytes(shipped.net, batch=1))
-    lifted = lift_squeezes(plain)
-    ops = [n.op_type for n in onnx.load_from_string(lifted).graph.node]
-    before = [n.op_type for n in onnx.load_from_string(plain).graph.node]
-    # core's matrix_to_quat / rot6d_to_matrix no longer export Squeeze pairs, so little may be left to lift here;
-    # the pass itself is checked on the pattern it targets below
-    assert len(ops) <= len(before)
+    single = onnx.load_from_string(onnx_bytes(shipped.net, batch=1)).graph.node
+    dynamic = onnx.load_from_string(onnx_bytes(shipped.net)).graph.node
+    assert len(single) < len(dynamic)
+    runner = shipped.ort_session()
+    assert runner.single is not None
     for i in (0, 17, 41):
-        x = real_positions[i : i + 1].numpy()
-        assert float(abs(_ort_run(lifted, x) - _ort_run(plain, x)).max()) <= 1e-6
-    assert shipped.ort_session().lifted  # the runner uses it
-
-
-def test_lift_squeezes_drops_the_pairs_of_component_wise_code(real_positions):
-    """unbind -> arithmetic -> stack (here the component-wise cross product) exports as Split / Squeeze /
-    Unsqueeze / Concat; the lifted graph has fewer nodes and Squeezes and the same results."""
-    import io
-    import warnings
-
-    onnx = pytest.importorskip("onnx")
-    pytest.importorskip("onnxruntime")
-    from skelanim.core._tensor import _cross
-    from skelanim.ik.onnx import OPSET, _basic_optimised, lift_squeezes
-
-    class Cross(torch.nn.Module):
-        def forward(self, positions: torch.Tensor) -> torch.Tensor:
-            return _cross(positions, positions.flip(-1) + 1.0)
-
-    buffer = io.BytesIO()
-    with warnings.catch_warnings(), torch.no_grad():
-        warnings.simplefilter("ignore")
-        torch.onnx.export(Cross(), (torch.zeros(1, *real_positions.shape[1:]),), buffer, dynamo=False,
-                          input_names=["positions"], opset_version=OPSET)  # fmt: skip
-    plain = _basic_optimised(buffer.getvalue())
-    lifted = lift_squeezes(plain)
-    ops = [n.op_type for n in onnx.load_from_string(lifted).graph.node]
-    before = [n.op_type for n in onnx.load_from_string(plain).graph.node]
-    assert len(ops) < len(before) and ops.count("Squeeze") < before.count("Squeeze")
-    x = real_positions[:1].numpy().astype(np.float32)
-    assert float(abs(_ort_run(lifted, x) - _ort_run(plain, x)).max()) <= 1e-6
-    want = torch.linalg.cross(torch.from_numpy(x), torch.from_numpy(x).flip(-1) + 1.0).numpy()
-    assert float(abs(_ort_run(lifted, x) - want).max()) <= 1e-6 * float(abs(want).max())  # float32 rounding
-
-
-def test_lift_squeezes_keeps_broadcasting_with_wider_operands():
-    """Components times a per-row constant, a per-row input slice and a scalar: the kept axis must not
-    change how those broadcast (the constant gets the axis inserted, the slice stays squeezed)."""
-    pytest.importorskip("onnx")
-    pytest.importorskip("onnxruntime")
-    import io
-    import warnings
-
-    from skelanim.ik.onnx import _basic_optimised, lift_squeezes
-
-    weights = torch.tensor([0.5, -2.0, 3.0])
-
-    class Parts(torch.nn.Module):
-        def forward(self, positions):
-            a, b, c = positions.unbind(-1)  # (1, 3) each
-            row = positions[:, :, 0]  # (1, 3), not from a Squeeze of the unbind family
-            return torch.stack([a * weights + 1.0, b * row - c, (a > b).float() * c], -1)
-
-    buffer = io.BytesIO()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        torch.onnx.export(Parts(), (torch.zeros(1, 3, 3),), buffer, dynamo=False, input_names=["positions"],
-                          opset_version=17)  # fmt: skip
-    plain = _basic_optimised(buffer.getvalue())
-    x = np.random.default_rng(1).normal(size=(1, 3, 3)).astype(np.float32)
-    want = Parts()(torch.from_numpy(x)).numpy()
-    assert np.allclose(_ort_run(plain, x), want, atol=1e-6)
-    assert np.allclose(_ort_run(lift_squeezes(plain), x), want, atol=1e-6)
+        x = real_positions[i : i + 1].numpy().astype(np.float32)
+        assert float(abs(runner(x) - runner.session.run(None, {"positions": x})[0]).max()) <= 1e-5
 
 
 def test_torch_chunks_in_parallel_equal_one_thread_and_restore_threads(shipped, real_positions):

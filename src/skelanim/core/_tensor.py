@@ -140,9 +140,17 @@ def _safe_atan2(y: Tensor, x: Tensor) -> Tensor:
     return torch.atan2(torch.where(ok, y, torch.zeros_like(y)), torch.where(ok, x, torch.ones_like(x)))
 
 
+_CYCLES: dict[torch.device, tuple[Tensor, Tensor]] = {}
+
+
 def _cross(a: Tensor, b: Tensor) -> Tensor:
-    ax, ay, az = a.unbind(-1)
-    bx, by, bz = b.unbind(-1)
-    return torch.stack([ay * bz - az * by, az * bx - ax * bz, ax * by - ay * bx], -1)
+    """``(..., 3)`` cross product ``a_yzx b_zxy - a_zxy b_yzx`` of broadcastable ``(..., 3)`` vectors: four
+    gathers and three products (seven ONNX nodes instead of the 21 of the component form; also faster in eager
+    torch)."""
+    if a.device not in _CYCLES:
+        with torch.inference_mode(False):  # cached for every later call: never an inference-mode tensor
+            _CYCLES[a.device] = (torch.tensor([1, 2, 0], device=a.device), torch.tensor([2, 0, 1], device=a.device))
+    yzx, zxy = _CYCLES[a.device]
+    return a.index_select(-1, yzx) * b.index_select(-1, zxy) - a.index_select(-1, zxy) * b.index_select(-1, yzx)
 
 

@@ -13,7 +13,7 @@ Few, large operations
 ``4 q_i q_j`` are one matrix product of the 9 entries with a constant ``(9, 16)`` table plus a constant (the
 table is derived at import from the formula written out in :func:`_shepperd_parts`, so the math stays
 written once), the best candidate is picked by one gather, and Gram-Schmidt works on whole 3-vectors, with
-the cross product as four gathers and three products (:func:`_cross_cyclic`). They are also no slower in
+the cross product as four gathers and three products (:func:`skelanim.core._tensor._cross`). They are also no slower in
 eager torch than the component-wise forms they replace.
 """
 
@@ -24,7 +24,7 @@ from collections.abc import Callable, Sequence
 import torch
 from torch import Tensor
 
-from skelanim.core._tensor import _check, _safe_normalize, _sum_sq, as_tensor, numpy_in_numpy_out
+from skelanim.core._tensor import _check, _cross, _safe_normalize, _sum_sq, as_tensor, numpy_in_numpy_out
 from skelanim.core.rotations import quat_canonical, quat_normalize, quat_to_matrix
 
 __all__ = [
@@ -61,24 +61,13 @@ _TABLES: dict[tuple[str, torch.dtype, torch.device], tuple[Tensor, ...]] = {}
 
 
 def _tables(name: str, like: Tensor) -> tuple[Tensor, ...]:
-    """The constants ``name`` (``"shepperd"``: the table and constant of :func:`_shepperd_parts`;
-    ``"cycle"``: the index permutations ``(1, 2, 0)`` and ``(2, 0, 1)``) on ``like``'s device, floating ones
-    in its dtype (converted once, then cached)."""
+    """The constants ``name`` (``"shepperd"``: the table and constant of :func:`_shepperd_parts`) on ``like``'s
+    device, in its dtype (converted once, then cached)."""
     key = (name, like.dtype, like.device)
     if key not in _TABLES:
-        if name == "shepperd":
+        with torch.inference_mode(False):  # cached for every later call: never an inference-mode tensor
             _TABLES[key] = tuple(t.to(dtype=like.dtype, device=like.device) for t in _SHEPPERD)
-        else:
-            _TABLES[key] = (torch.tensor([1, 2, 0], device=like.device), torch.tensor([2, 0, 1], device=like.device))
     return _TABLES[key]
-
-
-def _cross_cyclic(a: Tensor, b: Tensor) -> Tensor:
-    """``(..., 3)`` cross product ``a_yzx b_zxy - a_zxy b_yzx`` of ``(..., 3)`` vectors (same shape): four
-    gathers and three products, seven ONNX nodes instead of the 21 of the component form
-    :func:`skelanim.core._tensor._cross` (same values; also faster in eager torch)."""
-    yzx, zxy = _tables("cycle", a)
-    return a.index_select(-1, yzx) * b.index_select(-1, zxy) - a.index_select(-1, zxy) * b.index_select(-1, yzx)
 
 
 # ------------------------------------------------------------------------------------- matrices
@@ -164,7 +153,7 @@ def rot6d_to_matrix(d6: Tensor) -> Tensor:
     u = a2 - (b1 * a2).sum(-1, keepdim=True) * b1
     u = u - (b1 * u).sum(-1, keepdim=True) * b1  # project twice: keeps b2 orthogonal when a2 is nearly parallel
     b2 = _safe_normalize(u, fallback, ref_sq=_sum_sq(a2), rel=16.0)
-    return torch.stack([b1, b2, _cross_cyclic(b1, b2)], -1)
+    return torch.stack([b1, b2, _cross(b1, b2)], -1)
 
 
 @numpy_in_numpy_out

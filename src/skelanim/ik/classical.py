@@ -37,6 +37,7 @@ from collections.abc import Callable
 import torch
 from torch import Tensor
 
+from skelanim.core._tensor import _cross
 from skelanim.core.kinematics import forward_kinematics
 from skelanim.core.rotations import (
     matrix_to_quat,
@@ -62,10 +63,6 @@ _LEVI[2, 1], _LEVI[1, 2], _LEVI[2, 3], _LEVI[0, 5], _LEVI[1, 6], _LEVI[0, 7] = -
 def _skew(v: Tensor) -> Tensor:
     """``(..., 3)`` vectors to ``(..., 3, 3)`` cross-product matrices ``[v]_x`` (``[v]_x w = v x w``)."""
     return (v @ _LEVI.to(v.dtype)).unflatten(-1, (3, 3))
-
-
-def _cross(u: Tensor, v: Tensor) -> Tensor:
-    return (_skew(u) @ v[..., None])[..., 0]
 
 
 def rotation_between(u: Tensor, v: Tensor, *, half_turn: bool = True) -> Tensor:
