@@ -26,7 +26,7 @@ def test_spatial_partitions_of_a_chain():
 @pytest.mark.parametrize(
     "net",
     [STGCN([-1, 0, 1, 1], 5, 3, 2, channels=(8, 16), strides=(1, 2)), TemporalCNN(4, 5, 3, 2),
-     STGCN([-1, 0, 1, 1], 5, 3, 2, channels=(8, 16), strides=(1, 2), readout=12)],  # fmt: skip
+     STGCN([-1, 0, 1, 1], 5, 3, 2, channels=(8, 16), strides=(1, 2), readout=12)],
 )
 def test_networks_take_any_length(net):
     for t in (16, 23):

@@ -21,15 +21,17 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 
-# Command modules register themselves on ``app`` when imported.
-from skelanim.cli import files as _files  # noqa: E402,F401
-from skelanim.cli import viz as _viz  # noqa: E402,F401
-from skelanim.cli import gait as _gait  # noqa: E402,F401
-from skelanim.cli import view as _view  # noqa: E402,F401
-from skelanim.cli import demo as _demo  # noqa: E402,F401
-from skelanim.cli import ik as _ik  # noqa: E402,F401
-from skelanim.cli import retarget as _retarget  # noqa: E402,F401
-from skelanim.cli import learn as _learn  # noqa: E402,F401
+# Command modules register themselves on ``app`` when imported (in this order: the order of ``--help``).
+# isort: off
+from skelanim.cli import files as _files  # noqa: F401
+from skelanim.cli import viz as _viz  # noqa: F401
+from skelanim.cli import gait as _gait  # noqa: F401
+from skelanim.cli import view as _view  # noqa: F401
+from skelanim.cli import demo as _demo  # noqa: F401
+from skelanim.cli import ik as _ik  # noqa: F401
+from skelanim.cli import retarget as _retarget  # noqa: F401
+from skelanim.cli import learn as _learn  # noqa: F401
+# isort: on
 
 
 def main(argv: list[str] | None = None) -> int:
