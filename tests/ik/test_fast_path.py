@@ -119,3 +119,22 @@ def test_torch_chunks_in_parallel_equal_one_thread_and_restore_threads(shipped, 
     finally:
         torch.set_num_threads(before)
     assert torch.equal(parallel, serial)
+
+
+def test_attention_blocks_on_rows_equal_the_batched_form(shipped, real_positions, torch_threads):
+    """The network runs its blocks on ``(B J, D)`` rows (one plain product per linear layer in ONNX); the same
+    blocks on ``(B, J, D)`` give the same features, with and without gradients, and in the exported softmax form."""
+    net = shipped.net
+    x = torch.randn(3, net.num_joints, net.config.hidden, generator=torch.Generator().manual_seed(0))
+    for grad in (True, False):
+        with torch.set_grad_enabled(grad):
+            batched, rows = x, x.reshape(-1, x.shape[-1])
+            for block in net.blocks:
+                batched, rows = block(batched, net.attn_bias), block(rows, net.attn_bias)
+        assert rows.shape == (3 * net.num_joints, net.config.hidden)
+        assert float((rows.reshape(batched.shape) - batched).detach().abs().max()) < 1e-5
+    with torch.no_grad():  # a block that mixed poses or joints is caught: swap two poses' rows
+        swapped = net.blocks[0](x.flip(0).reshape(-1, x.shape[-1]), net.attn_bias).reshape(x.shape).flip(0)
+        assert float((swapped - net.blocks[0](x, net.attn_bias)).abs().max()) < 1e-5
+        shuffled = net.blocks[0](x[:, torch.arange(net.num_joints).roll(1)], net.attn_bias)
+        assert float((shuffled - net.blocks[0](x, net.attn_bias)).abs().max()) > 1e-3

@@ -244,12 +244,15 @@ class IKGAT(nn.Module):
         """Features ``(B, J, 18)``, root frame ``C`` ``(B, 3, 3)`` and the network's corrections ``D``
         ``(B, J, 3, 3)`` (rotations in the bone frames; zero output = identity)."""
         feats, canon = self.features(positions)
-        x = self.embed(feats)
-        if self.joint_embed is not None:
-            x = x + self.joint_embed
+        b, j = feats.shape[:2]
+        bias = self.embed.bias if self.joint_embed is None else self.embed.bias + self.joint_embed
+        # joints of all poses as rows of one (B J, D) matrix: each linear layer is one plain product (ONNX Gemm)
+        rows = bias.expand(b, j, -1).reshape(b * j, -1)  # (B J, D) biases: the input layer's plus each joint's
+        x = nn.functional.linear(feats.reshape(b * j, F_IN), self.embed.weight) + rows
         for block in self.blocks:
             x = block(x, self.attn_bias)
-        return feats, canon, rot6d_to_matrix(self.head(x) + self.identity_6d)
+        d6 = nn.functional.linear(x, self.head.weight, self.head.bias + self.identity_6d)  # zero output = identity
+        return feats, canon, rot6d_to_matrix(d6.reshape(b, j, 6))
 
     def frames(self, positions: Tensor) -> Tensor:
         """Predicted bone frames ``G``: ``(B, J, 3)`` positions to ``(B, J, 3, 3)`` rotations.

@@ -69,20 +69,18 @@ def mask_bias(mask: Tensor) -> Tensor:
     return torch.where(mask, torch.zeros(()), torch.full((), MASKED)).to(torch.float32)
 
 
-def _masked_softmax(scores: Tensor, bias: Tensor) -> Tensor:
+def _masked_softmax(scores: Tensor) -> Tensor:
     """Softmax over the last axis in the form exported to ONNX (same values as ``torch.softmax``).
 
     onnxruntime's ``Softmax`` takes a slow path on the masked scores (about :data:`MASKED`): 32 us instead of
     11 us for one ``(1, 4, 22, 22)`` call, three times per IK-GAT pose. Here the scores are shifted by the row
-    maximum, clipped at -80 (``exp(-80)`` is about 2e-35, below float32 resolution next to the row sum, which
-    is at least 1) and the masked entries set to exactly 0, as ``exp(MASKED)`` is.
+    maximum and clipped at -80, so a masked entry weighs ``exp(-80)`` (about 2e-35, far below float32
+    resolution next to the row sum, which is at least 1) instead of ``exp(MASKED) = 0``.
 
     Parameters
     ----------
     scores : Tensor
-        ``(..., J, J)`` scores including ``bias``.
-    bias : Tensor
-        ``(J, J)`` additive mask from :func:`mask_bias`.
+        ``(..., J, J)`` scores including the :func:`mask_bias` bias.
 
     Returns
     -------
@@ -90,7 +88,7 @@ def _masked_softmax(scores: Tensor, bias: Tensor) -> Tensor:
         ``(..., J, J)`` attention weights, rows summing to 1.
     """
     shifted = (scores - scores.amax(-1, keepdim=True)).clamp_min(-80.0)
-    weights = shifted.exp() * (bias > 0.5 * MASKED)
+    weights = shifted.exp()
     return weights / weights.sum(-1, keepdim=True)
 
 
@@ -126,31 +124,32 @@ class GraphAttention(nn.Module):
         Parameters
         ----------
         x : Tensor
-            ``(B, J, D)`` joint features.
+            ``(B, J, D)`` joint features, or ``(B J, D)`` (the joints of all poses as rows: the linear layers are
+            then plain 2-D products, one ONNX ``Gemm`` each).
         bias : Tensor
             ``(J, J)`` additive mask from :func:`mask_bias`.
 
         Returns
         -------
         Tensor
-            ``(B, J, D)``.
+            Same shape as ``x``.
         """
-        b, j, d = x.shape
-        projected = self.proj(x)  # (B, J, D)
-        h = projected.reshape(b, j, self.heads, self.head_dim).transpose(1, 2)  # (B, H, J, dh)
+        shape, j, d = x.shape, bias.shape[-1], x.shape[-1]
+        projected = self.proj(x)  # (B, J, D) or (B J, D)
+        h = projected.reshape(-1, j, self.heads, self.head_dim).transpose(1, 2)  # (B, H, J, dh)
         # a_dst . h and a_src . h of every head as one product with a block-diagonal (D, 2H) matrix
         blocks = torch.eye(self.heads, dtype=x.dtype, device=x.device)[:, :, None]
         pairs = torch.cat([blocks * self.att_dst[:, None, :], blocks * self.att_src[:, None, :]]).reshape(-1, d)
-        dst, src = (projected @ pairs.T).transpose(1, 2).contiguous().split(self.heads, 1)  # (B, H, J) each
+        scores = (projected @ pairs.T).reshape(-1, j, 2 * self.heads).transpose(1, 2)  # (B, 2H, J)
+        dst, src = scores.contiguous().split(self.heads, 1)  # (B, H, J) each
         scores = dst[..., :, None] + src[..., None, :]
         if torch.is_grad_enabled():
             scores = nn.functional.leaky_relu(scores, self.negative_slope) + bias
         else:  # inference: in place, two fewer (B, H, J, J) temporaries
             scores = nn.functional.leaky_relu_(scores, self.negative_slope).add_(bias)
         exporting = torch.onnx.is_in_onnx_export()  # (B, H, J, J) weights, rows = receiving joint
-        att = _masked_softmax(scores, bias) if exporting else torch.softmax(scores, dim=-1)
-        out = (att @ h).transpose(1, 2).reshape(b, j, d)
-        return self.out(out)
+        att = _masked_softmax(scores) if exporting else torch.softmax(scores, dim=-1)
+        return self.out((att @ h).transpose(1, 2).reshape(shape))
 
 
 class GATBlock(nn.Module):
@@ -174,7 +173,7 @@ class GATBlock(nn.Module):
         self.norm2 = nn.LayerNorm(dim)
 
     def forward(self, x: Tensor, bias: Tensor) -> Tensor:
-        """``(B, J, D)`` features and ``(J, J)`` mask bias to ``(B, J, D)`` features."""
+        """``(B, J, D)`` (or ``(B J, D)``) features and ``(J, J)`` mask bias to features of the same shape."""
         x = self.norm1(x + self.attn(x, bias))
         return self.norm2(x + self.ffn(x))
 
