@@ -24,22 +24,24 @@ compiles ``src/skelanim/io/_bvh_numbers.c``), else by its NumPy path; the script
 Torch runs single-threaded by default (``--torch-threads 0`` keeps torch's own setting): the peers are
 single-threaded NumPy/Python, and torch's thread pool only adds latency on a shared machine.
 
-Measured (``--repeats 15``, 2-CPU machine shared with other jobs, load average 4.3-5.2; medians of wall
-time, ms, and ratio pybvh / skelanim):
+Measured (``--repeats 15 --slow-repeats 1``, the 2-CPU development VM; medians of wall time, ms, and
+ratio pybvh / skelanim; CPU-time ratio in brackets, lower because the MOTION block of a file this size is
+scanned by two threads at once):
 
-=====  ==============  =================  ===========  ==================  =====================
-run    skelanim parse  pybvh parse        parse ratio  skelanim parse+FK   pybvh parse+FK, ratio
-=====  ==============  =================  ===========  ==================  =====================
-1      9.2             32.9               3.58         28.4                108.5, 3.83
-2      9.8             31.5               3.22         26.7                109.7, 4.11
-3      10.1            34.7               3.43         34.1                123.5, 3.62
-=====  ==============  =================  ===========  ==================  =====================
+==============================  ==============  ===========  =================  ==================  ===========
+run                             skelanim parse  pybvh parse  parse ratio (CPU)  skelanim parse+FK   ratio
+==============================  ==============  ===========  =================  ==================  ===========
+1, unloaded (load 0.8)          5.0             19.6         3.92 (3.05)        18.2                3.68
+2, unloaded (load 1.0)          5.4             19.9         3.70 (2.87)        18.3                3.78
+3, unloaded (load 1.0)          4.8             18.9         3.93 (3.08)        17.1                3.86
+4, one core kept busy           5.5             18.9         3.45 (3.45)        17.7                3.70
+==============================  ==============  ===========  =================  ==================  ===========
 
-CPU-time ratios 3.32 / 3.40 / 3.32 (parse) and 3.60 / 3.68 / 3.67 (parse+FK). Before (previous
-session, quiet machine): parse 11.2 vs 21.2 ms (1.88x), parse+FK 33.6 vs 72.7 ms (2.19x). What changed:
-``Motion`` keeps the Euler angles until its quaternions are read, ``Motion.positions()`` runs forward
-kinematics from the angles for only the joints whose rotation moves another joint, and FK does one
-matrix product per tree level for the Hamilton products and the rotation matrices.
+History of the parse ratio on this file: 0.60x at the start, 1.88x after the C scanner, 2.70-3.17x once
+``Motion`` kept the Euler angles read (converted to quaternions when ``motion.rotations`` is first read)
+and ``Motion.positions()`` ran FK from them per tree level, 3.45-3.93x after the scanner read
+``[-]digits[.digits]`` tokens in two tight loops (1.3x faster scan on its own) and released the GIL so
+that chunks of a large block are scanned by one thread per CPU.
 """
 
 from __future__ import annotations

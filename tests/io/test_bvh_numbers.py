@@ -264,3 +264,58 @@ def test_loading_without_the_extension_gives_the_same_motion(mocap_dir: Path) ->
     assert np.array_equal(native.metadata["bvh_values"], fallback.metadata["bvh_values"])
     assert native.rotations.equal(fallback.rotations) and native.root_positions.equal(fallback.root_positions)
     assert math.isfinite(float(native.positions().abs().max()))
+
+
+@needs_native
+def test_scanner_stops_at_a_chunk_end() -> None:
+    assert NATIVE is not None
+    text = b"1 2 3\n  4 5 6\n7 8 9\n"
+    out = np.full((3, 3), -7.0)
+    assert NATIVE.parse_motion(text, 0, out, 3, 6) == (1, 1)  # the next line starts with spaces
+    assert out[1:].tolist() == [[-7.0] * 3] * 2
+    assert NATIVE.parse_motion(text, 6, out, 3, 14) == (1, 1)
+    assert out[0].tolist() == [4, 5, 6]
+    assert NATIVE.parse_motion(text, 6, out, 3, 6) == (0, 0)
+    with pytest.raises(ValueError, match="newline"):
+        NATIVE.parse_motion(text, 0, out, 3, 5)  # a chunk must end with whole lines
+    with pytest.raises(ValueError):
+        NATIVE.parse_motion(text, 7, out, 3, 6)
+
+
+def _big_block(rng: np.random.Generator, lines: int, channels: int) -> tuple[bytes, np.ndarray]:
+    values = np.round(rng.normal(0, 50, size=(lines, channels)), 4)
+    text = "\n".join(" ".join(f"{v:.4f}" for v in row) for row in values).encode() + b"\n"
+    return text, values
+
+
+@needs_native
+@pytest.mark.parametrize("cpus", [2, 3, 5])
+def test_threaded_scan_equals_one_pass(monkeypatch: pytest.MonkeyPatch, cpus: int) -> None:
+    """Chunks scanned by several threads give the one-pass result: values bit for bit, counts, frames
+    cut by 'Frames:', blank lines (which move rows) and a bad token in any chunk (None)."""
+    assert NATIVE is not None
+    monkeypatch.setattr(bvh_numbers, "THREAD_CHUNK_BYTES", 512)
+    monkeypatch.setattr(bvh_numbers, "_available_cpus", lambda: cpus)
+    rng = np.random.default_rng(cpus)
+    text, values = _big_block(rng, 300, 7)
+    blank = text.replace(b"\n", b"\n\n \n", 40)  # blank lines in the first chunks
+    for body in (text, blank, b"junk\n" + blank):
+        for rows in (300, 123):
+            start = 5 if body.startswith(b"junk") else 0
+            one, threaded = np.full((rows, 7), np.nan), np.full((rows, 7), np.nan)
+            expected = NATIVE.parse_motion(body, start, one, 7)
+            assert expected == (300, body.count(b"\n") - start // 5)
+            assert len(bvh_numbers._line_chunks(body, start, cpus)) == cpus
+            assert bvh_numbers._scan_native(body, start, threaded, 7) == expected
+            assert np.array_equal(threaded, values[:rows]) and np.array_equal(one, threaded)
+    broken = bytearray(text)
+    broken[-20] = ord("x")  # in the last chunk
+    assert bvh_numbers._scan_native(bytes(broken), 0, np.empty((300, 7)), 7) is None
+    assert bvh_numbers._scan_native(text[:-9], 0, np.empty((300, 7)), 7) is None  # a short last line
+    result = _parse(text, 7, 300, native=True)
+    assert not isinstance(result, str) and np.array_equal(result[0], values)
+    long_token = b"1.23456789012345678901234e-3"  # beyond the fast path: PyOS_string_to_double, GIL taken back
+    exact = text.replace(b"\n", b" " + long_token + b"\n")
+    threaded = np.empty((300, 8))
+    assert bvh_numbers._scan_native(exact, 0, threaded, 8) == (300, 300)
+    assert (threaded[:, 7] == float(long_token)).all() and np.array_equal(threaded[:, :7], values)

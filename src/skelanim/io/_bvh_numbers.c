@@ -3,10 +3,14 @@
    Optional compiled part of skelanim (see skelanim/io/bvh_numbers.py, which falls back to its NumPy
    path when this module is missing). One function:
 
-       parse_motion(text: bytes, start: int, out: writable float64 buffer, channels: int)
+       parse_motion(text: bytes, start: int, out: writable float64 buffer, channels: int, stop: int = -1)
            -> (frame_lines, lines) | None
 
-   scans text[start:] (the caller need not copy the block out of the file's bytes).
+   scans text[start:stop] (the caller need not copy the block out of the file's bytes; stop -1 is the
+   end of the text, and any other stop must follow a '\n', so that a chunk of the block ends with whole
+   lines). The GIL is released while scanning, so that chunks of one block can be scanned by several
+   threads at once (see bvh_numbers.parse_motion_values); it is taken back only for the rare token that
+   needs PyOS_string_to_double.
 
    Lines end at '\n'; ' ', '\t', '\r', '\v', '\f' separate tokens (as bytes.split() does). Every
    non-blank line must hold exactly `channels` numbers of the grammar
@@ -20,13 +24,18 @@
    block with its exact Python path, which reports the first problem with its line. So this scanner only
    ever accepts input that the Python path accepts, and gives the same values.
 
+   Most tokens are "[-]digits[.digits]" followed by a separator: they are read first by two tight digit
+   loops (at most 19 digits, leading zeros included); anything else goes through the general reader.
    Values equal Python's float(token) bit for bit: up to 19 significant digits are collected in an
    integer w with a decimal exponent e; when w <= 2^53 and |e| <= 22 both w and 10^|e| are exact
    doubles, so one IEEE multiply or divide gives the correctly rounded result (Clinger's fast path).
    Anything else goes through PyOS_string_to_double, the function behind float().
 
    Memory safety: reads stop at the NUL byte that ends every bytes object (a NUL inside the text is
-   a bad token); writes are checked against the size of `out`. No allocation, no recursion.
+   a bad token), or at the '\n' before `stop`; writes are checked against the size of `out`. No
+   allocation, no recursion. The bytes object and `out` are held (reference, buffer) while the GIL is
+   released; the caller must not resize `out` from another thread meanwhile (NumPy arrays cannot be
+   resized while a buffer is exported).
 */
 
 #define PY_SSIZE_T_CLEAN
@@ -57,9 +66,39 @@ enum { TOKEN_OK = 0, TOKEN_BAD = 1, TOKEN_ERROR = 2 };
 /* Parse the number starting at *pp (a byte that is not a separator). The text is a bytes object, so
    end[0] == '\0': every loop below stops at that sentinel without a bounds check, and a '\0' before
    `end` is junk like any other byte. On TOKEN_OK, *value is set and *pp points just past the token.
-   TOKEN_BAD: not a well-formed finite number (or too long to copy). TOKEN_ERROR: a Python exception. */
-static int read_number(const unsigned char **pp, const unsigned char *end, double *value) {
+   TOKEN_BAD: not a well-formed finite number (or too long to copy). TOKEN_ERROR: a Python exception.
+   `released` is the thread state saved when the GIL was released: the slow path takes the GIL back
+   for PyOS_string_to_double and releases it again. */
+static int read_number(const unsigned char **pp, const unsigned char *end, double *value,
+                       PyThreadState **released) {
     const unsigned char *start = *pp, *p = *pp;
+    {   /* the common case, "[-]digits[.digits]" then a separator, in two tight loops */
+        const unsigned char *q = p + (*p == '-');
+        const unsigned char *digits_start = q;
+        uint64_t m = 0;
+        unsigned d;
+        while ((d = (unsigned)(*q - '0')) < 10) {
+            m = m * 10 + d;
+            ++q;
+        }
+        const unsigned char *dot = q;
+        if (*q == '.') {
+            ++q;
+            while ((d = (unsigned)(*q - '0')) < 10) {
+                m = m * 10 + d;
+                ++q;
+            }
+        }
+        const long count = (long)(q - digits_start) - (*dot == '.');
+        const long decimals = (long)(q - dot) - (*dot == '.');
+        if (count > 0 && count <= MAX_DIGITS && m <= TWO_POW_53 && decimals <= 22 &&
+            (*q == ' ' || *q == '\n' || *q == '\t' || *q == '\r' || q == end)) {
+            double v = decimals ? (double)m / POW10[decimals] : (double)m;
+            *value = *p == '-' ? -v : v;
+            *pp = q;
+            return TOKEN_OK;
+        }
+    }
     int negative = 0;
     uint64_t w = 0; /* the digits without leading zeros (wraps when there are more than 19: see `digits`) */
     long e10 = 0;   /* decimal exponent of w */
@@ -145,14 +184,17 @@ static int read_number(const unsigned char **pp, const unsigned char *end, doubl
     memcpy(copy, start, (size_t)length);
     copy[length] = '\0';
     char *stop = NULL;
+    PyEval_RestoreThread(*released);
     v = PyOS_string_to_double(copy, &stop, NULL);
     if (v == -1.0 && PyErr_Occurred()) {
         if (PyErr_ExceptionMatches(PyExc_ValueError)) {
             PyErr_Clear();
+            *released = PyEval_SaveThread();
             return TOKEN_BAD;
         }
-        return TOKEN_ERROR;
+        return TOKEN_ERROR; /* with the GIL held, as the caller expects for an exception */
     }
+    *released = PyEval_SaveThread();
     if (stop != copy + length || !isfinite(v)) {
         return TOKEN_BAD;
     }
@@ -163,9 +205,9 @@ static int read_number(const unsigned char **pp, const unsigned char *end, doubl
 static PyObject *parse_motion(PyObject *self, PyObject *args) {
     PyObject *text;
     Py_buffer out;
-    Py_ssize_t start, channels;
+    Py_ssize_t start, channels, stop = -1;
     (void)self;
-    if (!PyArg_ParseTuple(args, "Snw*n:parse_motion", &text, &start, &out, &channels)) {
+    if (!PyArg_ParseTuple(args, "Snw*n|n:parse_motion", &text, &start, &out, &channels, &stop)) {
         return NULL;
     }
     PyObject *result = NULL;
@@ -173,8 +215,15 @@ static PyObject *parse_motion(PyObject *self, PyObject *args) {
         PyErr_SetString(PyExc_ValueError, "parse_motion: channels must be positive");
         goto done;
     }
-    if (start < 0 || start > PyBytes_GET_SIZE(text)) {
-        PyErr_SetString(PyExc_ValueError, "parse_motion: start must be within the text");
+    if (stop == -1) {
+        stop = PyBytes_GET_SIZE(text);
+    }
+    if (start < 0 || start > stop || stop > PyBytes_GET_SIZE(text)) {
+        PyErr_SetString(PyExc_ValueError, "parse_motion: need 0 <= start <= stop <= len(text)");
+        goto done;
+    }
+    if (stop < PyBytes_GET_SIZE(text) && stop > start && PyBytes_AS_STRING(text)[stop - 1] != '\n') {
+        PyErr_SetString(PyExc_ValueError, "parse_motion: a stop before the end of the text must follow a newline");
         goto done;
     }
     if (!PyBuffer_IsContiguous(&out, 'C')) {
@@ -182,16 +231,21 @@ static PyObject *parse_motion(PyObject *self, PyObject *args) {
         goto done;
     }
     {
-        const Py_ssize_t length = PyBytes_GET_SIZE(text) - start;
+        const Py_ssize_t length = stop - start;
         const unsigned char *p = (const unsigned char *)PyBytes_AS_STRING(text) + start;
-        const unsigned char *end = p + length; /* *end == '\0' (bytes objects are NUL-terminated) */
+        /* *end is '\0' (bytes objects are NUL-terminated), or the first byte after a '\n' */
+        const unsigned char *end = p + length;
         double *values = (double *)out.buf;
         const Py_ssize_t rows = out.len / (Py_ssize_t)sizeof(double) / channels;
         Py_ssize_t frame_lines = 0, lines = 0, in_line = 0;
         double *row = rows > 0 ? values : NULL;
-        int bad = 0;
+        int bad = 0, error = 0;
+        PyThreadState *released = PyEval_SaveThread();
 
         for (;;) {
+            if (p == end) {
+                break;
+            }
             unsigned char c = *p;
             if (c == ' ') {
                 ++p;
@@ -211,9 +265,6 @@ static PyObject *parse_motion(PyObject *self, PyObject *args) {
                 ++p;
                 continue;
             }
-            if (p == end) {
-                break;
-            }
             if (is_space(c)) {
                 ++p;
                 continue;
@@ -223,9 +274,10 @@ static PyObject *parse_motion(PyObject *self, PyObject *args) {
                 break;
             }
             double v;
-            int status = read_number(&p, end, &v);
+            int status = read_number(&p, end, &v, &released);
             if (status == TOKEN_ERROR) {
-                goto done;
+                error = 1; /* the GIL is held again */
+                break;
             }
             if (status == TOKEN_BAD) {
                 bad = 1;
@@ -236,6 +288,10 @@ static PyObject *parse_motion(PyObject *self, PyObject *args) {
             }
             ++in_line;
         }
+        if (error) {
+            goto done;
+        }
+        PyEval_RestoreThread(released);
         if (!bad && in_line) {
             if (in_line != channels) {
                 bad = 1;
@@ -255,8 +311,8 @@ done:
 
 static PyMethodDef methods[] = {
     {"parse_motion", parse_motion, METH_VARARGS,
-     "parse_motion(text, start, out, channels) -> (frame_lines, lines) or None.\n\n"
-     "Scan the frame lines of a BVH MOTION block, text[start:], into `out` (a writable float64 buffer of\n"
+     "parse_motion(text, start, out, channels, stop=-1) -> (frame_lines, lines) or None.\n\n"
+     "Scan the frame lines of a BVH MOTION block, text[start:stop], into `out` (a writable float64 buffer of\n"
      "rows * channels values): see the module source for the grammar. None when any line is not\n"
      "`channels` well-formed finite numbers (the caller then finds and reports the problem)."},
     {NULL, NULL, 0, NULL},

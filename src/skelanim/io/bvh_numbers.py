@@ -26,12 +26,17 @@ When the optional compiled scanner :mod:`skelanim.io._bvh_numbers` (``_bvh_numbe
 ``pip install``) is present it is tried first: one pass over the bytes, the same grammar, values equal to
 ``float(token)`` bit for bit. It accepts only valid blocks; for anything else it answers ``None`` and the
 NumPy path above runs, so error messages are the same with or without it. :data:`NATIVE` is that module
-or ``None``; :func:`number_parser` names the path in use.
+or ``None``; :func:`number_parser` names the path in use. The compiled scanner releases the GIL, so a
+large block (≥ :data:`THREAD_CHUNK_BYTES` a CPU) is cut at newlines into one chunk per available CPU
+(at most :data:`MAX_THREADS`), scanned by as many threads at once into their own rows of the result.
 """
 
 from __future__ import annotations
 
+import itertools
+import os
 import re
+import threading
 from types import ModuleType
 
 import numpy as np
@@ -46,7 +51,12 @@ try:
 except ImportError:  # not compiled (no C compiler at install time): the NumPy path does everything
     NATIVE = None
 
-__all__ = ["NATIVE", "NUMBER_RE", "number_parser", "parse_motion_values"]
+__all__ = ["MAX_THREADS", "NATIVE", "NUMBER_RE", "THREAD_CHUNK_BYTES", "number_parser", "parse_motion_values"]
+
+#: Bytes of MOTION text each extra scanning thread must have to be worth starting (~0.1 ms a thread).
+THREAD_CHUNK_BYTES = 1 << 18
+#: Most threads that scan one block.
+MAX_THREADS = 8
 
 #: A BVH number, as accepted by the readers (no ``nan``/``inf``, no underscores, ASCII digits only).
 NUMBER_RE = re.compile(rb"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
@@ -404,6 +414,64 @@ def _too_few_frames(frames: int, found: int, frames_line: int | None, path: str,
     )
 
 
+def _available_cpus() -> int:
+    """CPUs this process may run on (its affinity mask where the OS has one)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
+def _line_chunks(body: bytes, start: int, parts: int) -> list[tuple[int, int]]:
+    """Cut ``body[start:]`` into at most ``parts`` ``(begin, end)`` ranges of whole lines (each but the
+    last ends just after a ``\\n``), of about equal size."""
+    bounds = [start]
+    step = (len(body) - start) // parts
+    for k in range(1, parts):
+        cut = body.find(b"\n", max(start + k * step, bounds[-1]))
+        if cut < 0 or cut + 1 >= len(body):
+            break
+        bounds.append(cut + 1)
+    bounds.append(len(body))
+    return list(itertools.pairwise(bounds))
+
+
+def _scan_native(body: bytes, start: int, out: np.ndarray, channels: int) -> tuple[int, int] | None:
+    """Run the compiled scanner over ``body[start:]`` into ``out`` ``(R, C)``: ``(frame_lines, lines)``
+    or ``None`` (a block it does not accept). A large block is cut into line chunks scanned by several
+    threads at once: the first into ``out``, each other one into a buffer of its own (as many rows as its
+    bytes can hold), copied after the frames before it."""
+    assert NATIVE is not None
+    parts = min(MAX_THREADS, _available_cpus(), (len(body) - start) // THREAD_CHUNK_BYTES)
+    if parts < 2:
+        return NATIVE.parse_motion(body, start, out, channels)
+    chunks = _line_chunks(body, start, parts)
+    buffers = [out] + [np.empty(((end - begin) // (2 * channels) + 1, channels)) for begin, end in chunks[1:]]
+    results: list[tuple[int, int] | None] = [None] * len(chunks)
+
+    def scan(k: int) -> None:
+        begin, end = chunks[k]
+        results[k] = NATIVE.parse_motion(body, begin, buffers[k], channels, end)
+
+    threads = [threading.Thread(target=scan, args=(k,), daemon=True) for k in range(1, len(chunks))]
+    for thread in threads:
+        thread.start()
+    scan(0)
+    for thread in threads:
+        thread.join()
+    frame_lines = lines = 0
+    for k, result in enumerate(results):
+        if result is None:  # a bad token or line somewhere (or an exception raised in a thread)
+            return None
+        found, n_lines = result
+        if k and frame_lines < len(out):
+            kept = min(found, len(out) - frame_lines)
+            out[frame_lines:frame_lines + kept] = buffers[k][:kept]
+        frame_lines += found
+        lines += n_lines
+    return frame_lines, lines
+
+
 def parse_motion_values(
     body: bytes,
     *,
@@ -450,7 +518,7 @@ def parse_motion_values(
         # at most as many rows as the text can hold ("0 0 ... 0\n": 2C bytes a line), whatever 'Frames:' says
         rows = min(frames, (len(body) - start + 1) // (2 * channels) + 1)
         out = np.empty((rows, channels))
-        scanned = NATIVE.parse_motion(body, start, out, channels)
+        scanned = _scan_native(body, start, out, channels)
         if scanned is not None:  # a valid block; otherwise the paths below find and report the problem
             found, n_lines = scanned
             if found < frames:
