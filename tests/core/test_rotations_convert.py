@@ -82,6 +82,13 @@ def test_rot6d_to_matrix_matches_qr(rng: np.random.Generator, scale: float) -> N
     np.testing.assert_allclose(rot6d_to_matrix(d6), _qr_gram_schmidt(d6), rtol=0, atol=1e-12)
 
 
+def test_rot6d_to_matrix_unguarded_matches_qr_and_stays_finite(rng: np.random.Generator) -> None:
+    d6 = rng.normal(size=(3000, 6))
+    np.testing.assert_allclose(rot6d_to_matrix(d6, guarded=False), _qr_gram_schmidt(d6), rtol=0, atol=1e-12)
+    degenerate = np.array([[0, 0, 0, 0, 0, 0], [1, 2, 3, 2, 4, 6], [0, 0, 0, 1, 0, 0]], dtype=np.float64)
+    assert np.isfinite(rot6d_to_matrix(degenerate, guarded=False)).all()
+
+
 def test_rot6d_to_matrix_degenerate_columns_hand_checked() -> None:
     s, r = np.sqrt(0.5), np.sqrt(0.2)
     d6 = np.array([

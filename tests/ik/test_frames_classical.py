@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import numpy as np
 import torch
 
 from skelanim.core.kinematics import forward_kinematics
 from skelanim.core.rotations import matrix_geodesic, matrix_to_quat, quat_geodesic, quat_identity, quat_to_matrix
-from skelanim.ik.classical import kabsch, optimize_ik, rotation_between, swing_ik
+from skelanim.ik.classical import kabsch, optimize_ik, rotation_between, rotation_onto, swing_ik, swing_polynomial
 from skelanim.ik.frames import primary_children, rest_bone_frames, world_to_local
 
 
@@ -43,6 +44,24 @@ def test_rotation_between_and_kabsch():
     true = quat_to_matrix(torch.tensor([0.8, 0.1, -0.5, 0.3], dtype=torch.float64))
     src = torch.randn(5, 3, dtype=torch.float64)
     assert torch.allclose(kabsch(src, src @ true.T), true, atol=1e-10)
+
+
+def test_swing_polynomial_is_rodrigues():
+    """The chain's polynomial form of the swing equals Rodrigues' formula (``rotation_between``) and
+    scipy's minimal rotation (``align_vectors`` of one pair), and is the identity for a zero target."""
+    from scipy.spatial.transform import Rotation
+
+    gen = torch.Generator().manual_seed(3)
+    u = torch.randn(5, 3, generator=gen, dtype=torch.float64)
+    v = torch.randn(40, 5, 3, generator=gen, dtype=torch.float64)
+    v = v / v.norm(dim=-1, keepdim=True)
+    linear, constant = swing_polynomial(u)
+    got = rotation_onto(v[:, :, None, :], linear, constant)  # (40, 5, 3, 3)
+    assert torch.allclose(got, rotation_between(u, v, half_turn=False), atol=1e-12)
+    scipy = Rotation.align_vectors(v[7, 2][None].numpy(), u[2][None].numpy())[0].as_matrix()
+    assert np.allclose(got[7, 2].numpy(), scipy, atol=1e-9)
+    eye = rotation_onto(torch.zeros(1, 5, 1, 3, dtype=torch.float64), linear, constant)
+    assert torch.equal(eye, torch.eye(3, dtype=torch.float64).expand(1, 5, 3, 3))
 
 
 def test_swing_ik_reproduces_real_positions_exactly(bandai_rig, bandai_poses):

@@ -122,7 +122,7 @@ def matrix_to_rot6d(m: Tensor) -> Tensor:
 
 
 @numpy_in_numpy_out
-def rot6d_to_matrix(d6: Tensor) -> Tensor:
+def rot6d_to_matrix(d6: Tensor, *, guarded: bool = True) -> Tensor:
     """6D representation to rotation matrices by Gram-Schmidt (Zhou et al. 2019).
 
     ``b1 = a1 / |a1|``, ``b2`` = normalised part of ``a2`` orthogonal to ``b1``, ``b3 = b1 x b2``. A zero
@@ -134,6 +134,10 @@ def rot6d_to_matrix(d6: Tensor) -> Tensor:
     ----------
     d6 : Tensor
         ``(..., 6)`` two 3D columns ``a1, a2``, any scale.
+    guarded : bool
+        ``False`` drops the fallbacks above and the second projection (half the graph nodes, for a network's
+        single-pose ONNX call): the same rotation wherever ``a1`` and ``a2`` are far from zero and from
+        parallel, finite but not a rotation (zero columns) where they are not.
 
     Returns
     -------
@@ -143,6 +147,11 @@ def rot6d_to_matrix(d6: Tensor) -> Tensor:
     d6 = as_tensor(d6)
     _check(d6, (6,), "d6")
     a1, a2 = d6[..., :3], d6[..., 3:]
+    if not guarded:
+        b1 = a1 / a1.norm(dim=-1, keepdim=True).clamp_min(1e-12)
+        u = a2 - (b1 * a2).sum(-1, keepdim=True) * b1
+        b2 = u / u.norm(dim=-1, keepdim=True).clamp_min(1e-12)
+        return torch.stack([b1, b2, _cross(b1, b2)], -1)
     eye = torch.eye(3, dtype=d6.dtype, device=d6.device)
     b1 = _safe_normalize(a1, eye[0])  # unit
     # Fallback for b2: y (or z when b1 is near y) made orthogonal to b1; its squared norm 1 - (b1.e)^2 is

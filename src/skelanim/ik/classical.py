@@ -101,6 +101,71 @@ def rotation_between(u: Tensor, v: Tensor, *, half_turn: bool = True) -> Tensor:
     return torch.where(c < -1.0 + 1e-7, half, turn)
 
 
+def swing_polynomial(u: Tensor) -> tuple[Tensor, Tensor]:
+    """Coefficients that give :func:`rotation_between` ``(u, v)`` for a fixed ``u`` as a ratio of
+    polynomials in ``v`` (:func:`rotation_onto`), for a swing chain whose source axes are constants.
+
+    For unit ``u`` and ``v`` (or ``v = 0``), with ``c = u . v`` and ``K = [u x v]_x``, Rodrigues' formula is
+    ``R = N(v) / (1 + c)`` with ``N = (1 + c) I + (1 + c) K + K^2``: every entry of ``N`` and ``1 + c`` is a
+    polynomial of degree at most 2 in ``v``, i.e. a fixed linear map of the monomials ``m(v) = (v, v v^T)``
+    ``(12,)`` plus a constant. ``v = 0`` gives ``N = I``, ``1 + c = 1``: the identity, as in
+    :func:`rotation_between`. The coefficients are fitted in float64 on random ``v`` (exact: the map lies
+    in their span).
+
+    Parameters
+    ----------
+    u : Tensor
+        ``(..., 3)`` source axes (normalised here).
+
+    Returns
+    -------
+    tuple of Tensor
+        ``(..., 12, 10)`` linear coefficients and ``(..., 1, 10)`` constants, float64: the first 9 columns
+        give ``N`` (row-major), the last ``1 + c``.
+    """
+    u = u.to(torch.float64)
+    u = u / u.norm(dim=-1, keepdim=True).clamp_min(_EPS)
+    gen = torch.Generator().manual_seed(0)
+    v = torch.randn(64, 3, generator=gen, dtype=torch.float64)
+    v = torch.cat([v / v.norm(dim=-1, keepdim=True), v])  # unit and other lengths: N is a plain polynomial
+
+    def numerator(v: Tensor) -> Tensor:  # (..., K, 10)
+        uu = u[..., None, :].expand(*u.shape[:-1], v.shape[0], 3)
+        c = (uu * v).sum(-1)[..., None, None]
+        k = _skew(_cross(uu, v.expand_as(uu)))
+        n = (1.0 + c) * (torch.eye(3, dtype=v.dtype) + k) + k @ k
+        return torch.cat([n.flatten(-2), 1.0 + c[..., 0]], -1)
+
+    monomials = torch.cat([v, (v[:, :, None] * v[:, None, :]).flatten(-2)], -1)  # (K, 12)
+    unique = torch.tensor([0, 1, 2, 3, 4, 5, 7, 8, 11])  # v and the upper triangle of v v^T: full rank
+    constant = numerator(torch.zeros(1, 3, dtype=torch.float64))  # (..., 1, 10)
+    fit = torch.linalg.lstsq(monomials[:, unique].expand(*u.shape[:-1], -1, -1), numerator(v) - constant).solution
+    linear = torch.zeros(*u.shape[:-1], 12, 10, dtype=torch.float64)
+    linear[..., unique, :] = fit  # the lower triangle's products get 0
+    return linear, constant
+
+
+def rotation_onto(v: Tensor, linear: Tensor, constant: Tensor) -> Tensor:
+    """The smallest rotation carrying the fixed axis of :func:`swing_polynomial` onto ``v``: the same
+    matrix as :func:`rotation_between` (without its half turn) in eleven graph nodes instead of ~28.
+
+    Parameters
+    ----------
+    v : Tensor
+        ``(..., 1, 3)`` unit (or zero) target axes as rows.
+    linear, constant : Tensor
+        From :func:`swing_polynomial`, broadcast against ``v``'s leading dims: ``(..., 12, 10)``, ``(..., 1, 10)``.
+
+    Returns
+    -------
+    Tensor
+        ``(..., 3, 3)`` rotation matrices.
+    """
+    monomials = torch.cat([v, (v.transpose(-1, -2) * v).flatten(-2)[..., None, :]], -1)  # (..., 1, 12)
+    n = monomials @ linear + constant  # (..., 1, 10)
+    return (n[..., :9] / n[..., 9:].clamp_min(1e-9)).unflatten(-1, (3, 3))[..., 0, :, :]
+
+
 def kabsch(source: Tensor, target: Tensor) -> Tensor:
     """Rotation ``R`` minimising ``sum_k |R source_k - target_k|^2`` (proper, det +1).
 

@@ -40,7 +40,7 @@ from torch import Tensor, nn
 
 from skelanim.core.kinematics import forward_kinematics
 from skelanim.core.rotations import matrix_to_quat, quat_to_matrix, rot6d_to_matrix
-from skelanim.ik.classical import _cross, rotation_between
+from skelanim.ik.classical import _cross, rotation_between, rotation_onto, swing_polynomial
 from skelanim.ik.frames import IKRig, bone_frames_to_local, primary_children
 from skelanim.nn.layers import GATBlock, graph_mask, mask_bias
 
@@ -194,14 +194,16 @@ class IKGAT(nn.Module):
                              persistent=False)  # fmt: skip
         self.register_buffer("local_order", torch.tensor([i if i < r else r + slot[i] for i in range(rig.num_joints)]),
                              persistent=False)  # fmt: skip
-        for k in range(self.num_levels):
-            self.register_buffer(f"swing_from{k}", torch.zeros(len(levels[k]), 3), persistent=False)
+        for k in range(self.num_levels):  # the swing onto the observed axis, as polynomial coefficients
+            self.register_buffer(f"swing_linear{k}", torch.zeros(len(levels[k]), 12, 10), persistent=False)
+            self.register_buffer(f"swing_constant{k}", torch.zeros(len(levels[k]), 1, 10), persistent=False)
         self.register_buffer("start_left", torch.eye(3).expand(rig.num_joints, 3, 3).clone(), persistent=False)
 
     def _derive_chain(self) -> None:
         """Constants of the chain from the mean pose: ``start_left_j = L_mean,j B_j`` (the IK root's: its mean
         bone frame in the root frame ``M_r``), so a joint's start is ``X_j = start_left_j D_j B_j^T``, and the
-        swing's source axis ``c_j = L_mean,j a_j`` (``a_j`` the rest bone axis)."""
+        swing's source axis ``c_j = L_mean,j a_j`` (``a_j`` the rest bone axis), kept as the coefficients of
+        its swing (:func:`~skelanim.ik.classical.swing_polynomial`)."""
         with torch.no_grad():
             left = self.mean_local @ self.rest_frames
             left[self.ik_root] = self.base_frames[self.ik_root]
@@ -209,7 +211,9 @@ class IKGAT(nn.Module):
             source = (self.mean_local @ self.rest_frames[:, :, :1])[..., 0]
             sizes = self.chain_sizes[1:-1]
             for k, part in enumerate(source.index_select(0, self.chain_joints).split(sizes)):
-                getattr(self, f"swing_from{k}").copy_(part)
+                linear, constant = swing_polynomial(part)
+                getattr(self, f"swing_linear{k}").copy_(linear)
+                getattr(self, f"swing_constant{k}").copy_(constant)
 
     def features(self, positions: Tensor) -> tuple[Tensor, Tensor]:
         """Per-joint features in the observed root frame (see the module docstring).
@@ -226,7 +230,7 @@ class IKGAT(nn.Module):
         """
         rel = self.centre @ positions  # (B, J, 3) relative to the IK root, in heights
         if self.root_axes is not None:
-            canon = rot6d_to_matrix((self.root_pick @ positions).flatten(-2))
+            canon = rot6d_to_matrix((self.root_pick @ positions).flatten(-2), guarded=False)  # see _corrections
             rel = rel @ canon  # row vectors: C^T x
         else:
             canon = torch.eye(3, dtype=rel.dtype).expand(rel.shape[0], 3, 3)
@@ -252,7 +256,9 @@ class IKGAT(nn.Module):
         for block in self.blocks:
             x = block(x, self.attn_bias)
         d6 = nn.functional.linear(x, self.head.weight, self.head.bias + self.identity_6d)  # zero output = identity
-        return feats, canon, rot6d_to_matrix(d6.reshape(b, j, 6))
+        # unguarded Gram-Schmidt (half the ONNX nodes): the 6D here stay near the identity's; a degenerate root
+        # frame (the IK root's reference joints on top of it) gives finite, meaningless rotations either way
+        return feats, canon, rot6d_to_matrix(d6.reshape(b, j, 6), guarded=False)
 
     def frames(self, positions: Tensor) -> Tensor:
         """Predicted bone frames ``G``: ``(B, J, 3)`` positions to ``(B, J, 3, 3)`` rotations.
@@ -305,8 +311,9 @@ class IKGAT(nn.Module):
         for k in range(self.num_levels):
             slots = getattr(self, f"level{k}_slots")  # parents are on the previous level
             parent = world if slots is None else world.index_select(1, slots)
-            seen = (axes[k] @ parent).squeeze(2)  # W_p^T v_j, as rows
-            local = rotation_between(getattr(self, f"swing_from{k}"), seen, half_turn=False) @ starts[k + 1]
+            seen = axes[k] @ parent  # W_p^T v_j, as rows (B, n, 1, 3)
+            swing = rotation_onto(seen, getattr(self, f"swing_linear{k}"), getattr(self, f"swing_constant{k}"))
+            local = swing @ starts[k + 1]
             parts.append(local)
             if wanted or k + 1 < self.num_levels:
                 world = parent @ local
