@@ -138,3 +138,35 @@ def test_attention_blocks_on_rows_equal_the_batched_form(shipped, real_positions
         assert float((swapped - net.blocks[0](x, net.attn_bias)).abs().max()) < 1e-5
         shuffled = net.blocks[0](x[:, torch.arange(net.num_joints).roll(1)], net.attn_bias)
         assert float((shuffled - net.blocks[0](x, net.attn_bias)).abs().max()) > 1e-3
+
+
+
+def _pool_in_child(queue) -> None:  # runs in a forked process
+    from skelanim.ik.solve import _chunk_pool
+
+    queue.put(list(_chunk_pool(2).map(abs, [-1, -2])))
+
+
+@pytest.mark.skipif(not hasattr(__import__("os"), "fork"), reason="needs fork")
+def test_chunk_pool_works_in_a_forked_child():
+    """A process forked after the parent used the chunk pool (a data-loader worker) gets a pool of its own:
+    the inherited one has no threads, so work sent there would never run. (torch's own intra-op threads
+    have the same problem after a fork; torch documents it.)"""
+    import multiprocessing
+    import time
+
+    from skelanim.ik.solve import _chunk_pool
+
+    pool = _chunk_pool(2)
+    assert list(pool.map(lambda x: time.sleep(0.05) or -x, [-4, -5, -6, -7])) == [4, 5, 6, 7]  # both threads
+    time.sleep(0.1)  # both idle now
+    context = multiprocessing.get_context("fork")
+    queue = context.Queue()
+    child = context.Process(target=_pool_in_child, args=(queue,))
+    child.start()
+    try:
+        got = queue.get(timeout=30)
+    finally:
+        child.join(timeout=5)
+        child.kill()
+    assert child.exitcode == 0 and got == [1, 2]

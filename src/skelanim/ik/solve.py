@@ -206,14 +206,17 @@ class IKModel:
             return matrix_to_quat(self.net.local_rotations(x))
 
 
-_POOLS: dict[int, ThreadPoolExecutor] = {}
+_POOLS: dict[tuple[int, int], ThreadPoolExecutor] = {}
 
 
 def _chunk_pool(workers: int) -> ThreadPoolExecutor:
-    """A thread pool of ``workers`` threads for torch chunks (one per size, kept for the process)."""
-    if workers not in _POOLS:
-        _POOLS[workers] = ThreadPoolExecutor(workers, thread_name_prefix="skelanim-ik")
-    return _POOLS[workers]
+    """A thread pool of ``workers`` threads for torch chunks (one per size, kept for the process). Keyed by
+    process id too: a forked child (a data-loader worker) inherits the parent's pool without its threads,
+    and work sent there would wait forever."""
+    key = (os.getpid(), workers)
+    if key not in _POOLS:
+        _POOLS[key] = ThreadPoolExecutor(workers, thread_name_prefix="skelanim-ik")
+    return _POOLS[key]
 
 
 _LOADED: dict[tuple[str, int, int], IKModel] = {}
