@@ -451,7 +451,10 @@ def _scan_native(body: bytes, start: int, out: np.ndarray, channels: int) -> tup
 
     def scan(k: int) -> None:
         begin, end = chunks[k]
-        results[k] = NATIVE.parse_motion(body, begin, buffers[k], channels, end)
+        try:
+            results[k] = NATIVE.parse_motion(body, begin, buffers[k], channels, end)
+        except Exception:  # noqa: BLE001 - (MemoryError in the exact path) left as None: the NumPy path re-reads
+            results[k] = None
 
     threads = [threading.Thread(target=scan, args=(k,), daemon=True) for k in range(1, len(chunks))]
     for thread in threads:
