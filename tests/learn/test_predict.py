@@ -23,6 +23,7 @@ from skelanim.learn.predictors import (
     dct_matrix,
     frames_to_vectors,
     mirror_frames,
+    periodic_continuation,
     vectors_to_frames,
     zero_velocity,
 )
@@ -109,10 +110,30 @@ def test_untrained_gru_decodes_a_damped_constant_velocity(attention):
     assert torch.allclose(out[0, :, 0], expected, atol=1e-5)
 
 
+def test_periodic_continuation_continues_a_periodic_motion_with_drift():
+    """A sine of period 11 frames plus a steady drift (a walk's travel) goes on exactly, past one period too."""
+    t = torch.arange(60, dtype=torch.float64)
+    motion = torch.stack([torch.sin(2 * torch.pi * t / 11), torch.cos(2 * torch.pi * t / 11) + 0.01 * t], -1)
+    future = periodic_continuation(motion[None, :25], 35)
+    assert torch.allclose(future[0], motion[25:], atol=1e-9)
+    with pytest.raises(ValueError, match="pad"):
+        DCTGCN(2, pad="spline")
+
+
+def test_untrained_dct_gcn_periodic_pad_fades_from_velocity_to_the_period():
+    net = DCTGCN(2, observed=25, horizon=20, hidden=8, blocks=1, pad="periodic").eval()
+    t = torch.arange(45, dtype=torch.float32)
+    motion = torch.stack([torch.sin(2 * torch.pi * t / 10), torch.cos(2 * torch.pi * t / 10)], -1)[None]
+    out = net(motion[:, :25])[0, 25:]  # (20, 2): zero output layer, all coefficients: the pad itself
+    assert torch.allclose(out[5:], motion[0, 30:], atol=1e-4)  # after the fade: the periodic copy
+    assert not torch.allclose(out[0], motion[0, 25], atol=1e-2)  # first frame: mostly the velocity extrapolation
+
+
 @pytest.mark.parametrize(
     "arch,options",
     [("rnn", {"hidden": 32}), ("rnn", {"hidden": 32, "attention": 16}),
-     ("gcn", {"hidden": 16, "blocks": 1, "dropout": 0.0, "observed": 10})],
+     ("gcn", {"hidden": 16, "blocks": 1, "dropout": 0.0, "observed": 10}),
+     ("gcn", {"hidden": 16, "blocks": 1, "dropout": 0.0, "observed": 10, "pad": "periodic"})],
 )  # fmt: skip
 def test_a_few_steps_lower_the_loss(tiny_ds, arch, options):
     torch.manual_seed(0)

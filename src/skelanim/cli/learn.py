@@ -163,6 +163,7 @@ def predict_train(
     hidden: int | None = typer.Option(None, "--hidden", min=4, help="GRU width / GCN node features."),
     attention: int | None = typer.Option(None, "--attention", min=0, help="GRU history-attention width (0: none)."),
     observed_frames: int | None = typer.Option(None, "--gcn-observed", min=2, help="Observed frames the DCT-GCN uses."),
+    gcn_pad: str | None = typer.Option(None, "--gcn-pad", help="DCT-GCN future fill: velocity (default) or periodic."),
     mirror: bool = typer.Option(False, "--mirror/--no-mirror", help="Mirror half of the training windows."),
     speed: tuple[float, float] = typer.Option((1.0, 1.0), "--speed", help="Playback-speed augmentation range."),
     global_weight: float = typer.Option(1.0, "--global-weight", min=0.0, help="Weight of the with-root-motion error."),
@@ -181,7 +182,7 @@ def predict_train(
 
     parts = _parts(_dataset(data, fps, threads, progress), split, seed)
     options = {"hidden": hidden, "attention": attention if arch == "rnn" else None,
-               "observed": observed_frames if arch == "gcn" else None}  # fmt: skip
+               "observed": observed_frames if arch == "gcn" else None, "pad": gcn_pad if arch == "gcn" else None}  # fmt: skip
     task = {"mirror": mirror, "speed": speed, "global_weight": global_weight}
     result = train_predictor(parts["train"], parts["val"], out, arch=arch, stride=stride,
                              arch_options={k: v for k, v in options.items() if v is not None} or None, task_options=task,

@@ -198,6 +198,45 @@ class GraphResBlock(nn.Module):
         return x + y
 
 
+#: Frames over which the DCT-GCN's ``periodic`` pad fades from the velocity extrapolation to the periodic copy.
+PERIODIC_FADE = 6
+
+
+def periodic_continuation(seq: Tensor, horizon: int, shortest: int = 8) -> Tensor:
+    """Continue each sequence by repeating its last period.
+
+    The period ``L`` (``shortest <= L < T``) is the lag with the least mean ``|x_t - x_{t-L}|``; frame ``k``
+    of the future is ``x[T - L + (k mod L)] + (1 + k div L) (x[T-1] - x[T-1-L])``: the last period again,
+    shifted by the drift over one period (how far the last frame is from its counterpart one period before;
+    0 for an exactly periodic motion), once per period begun, so a periodic motion with a steady drift (a
+    walk's travel) goes on as it went.
+
+    Parameters
+    ----------
+    seq : Tensor
+        ``(B, T, D)`` observed frames.
+    horizon : int
+        ``H`` frames to produce.
+    shortest : int
+        Shortest period considered.
+
+    Returns
+    -------
+    Tensor
+        ``(B, H, D)``.
+    """
+    length = seq.shape[1]
+    lags = torch.arange(shortest, length)
+    errors = torch.stack([(seq[:, lag:] - seq[:, :-lag]).abs().mean((1, 2)) for lag in lags.tolist()], 1)
+    period = lags[errors.argmin(1)]  # (B,)
+    steps = torch.arange(horizon)
+    index = length - period[:, None] + steps[None] % period[:, None]  # (B, H)
+    copy = seq.gather(1, index[..., None].expand(-1, -1, seq.shape[2]))
+    before = seq.gather(1, (length - 1 - period)[:, None, None].expand(-1, 1, seq.shape[2]))  # x[T-1-L]
+    periods = (1 + steps[None] // period[:, None])[..., None].to(seq.dtype)  # (B, H, 1): periods completed
+    return copy + periods * (seq[:, -1:] - before)  # the last period's drift carried on
+
+
 class DCTGCN(nn.Module):
     """DCT-domain graph convolutional predictor (Mao et al. 2019), on standardised frame vectors.
 
@@ -217,12 +256,17 @@ class DCTGCN(nn.Module):
         Residual blocks.
     dropout : float
         Dropout inside blocks.
+    pad : {"velocity", "periodic"}
+        How the future is filled before the DCT: the damped constant-velocity extrapolation, or the
+        observed motion repeated with its own period (:func:`periodic_continuation`).
     """
 
     def __init__(self, dim: int, *, observed: int = 10, horizon: int = 25, coefficients: int | None = None,
-                 hidden: int = 96, blocks: int = 2, dropout: float = 0.1) -> None:  # fmt: skip
+                 hidden: int = 96, blocks: int = 2, dropout: float = 0.1, pad: str = "velocity") -> None:  # fmt: skip
         super().__init__()
-        self.observed, self.horizon = observed, horizon
+        if pad not in ("velocity", "periodic"):
+            raise ValueError(f"pad must be 'velocity' or 'periodic', got {pad!r}")
+        self.observed, self.horizon, self.pad = observed, horizon, pad
         length = observed + horizon
         coefficients = length if coefficients is None else min(coefficients, length)
         d = dct_matrix(length)[:coefficients]
@@ -255,6 +299,9 @@ class DCTGCN(nn.Module):
         keep = torch.sigmoid(self.damping)
         factors = torch.cumsum(keep[None, :] ** torch.arange(1, self.horizon + 1, dtype=x.dtype)[:, None], 0)  # (H, D)
         future = seq[:, -1:] + factors[None] * (seq[:, -1:] - seq[:, -2:-1])
+        if self.pad == "periodic":  # cross-faded from the extrapolation (continuous velocity) over PERIODIC_FADE frames
+            fade = ((torch.arange(self.horizon, dtype=x.dtype) + 1.0) / PERIODIC_FADE).clamp(max=1.0)[None, :, None]
+            future = future + fade * (periodic_continuation(seq, self.horizon) - future)
         padded = torch.cat([seq, future], dim=1)  # (B, L, D)
         coeffs = torch.einsum("kl,bld->bdk", self.dct, padded)  # (B, D, K)
         h = torch.tanh(self.n0(self.inp(coeffs)))
