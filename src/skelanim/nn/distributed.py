@@ -8,12 +8,16 @@ from __future__ import annotations
 
 import atexit
 import os
+from datetime import timedelta
 from typing import Any, TypeVar
 
 import torch
 import torch.distributed as dist
 
 T = TypeVar("T")
+
+#: Seconds the exit barrier waits for the other ranks.
+LEAVE_TIMEOUT_S = 60
 
 __all__ = [
     "all_reduce_mean", "any_rank", "barrier", "broadcast_object", "cleanup", "gather_objects", "is_main", "rank", "setup",
@@ -40,9 +44,20 @@ def setup() -> bool:
 
 
 def cleanup() -> None:
-    """Leave the process group (no-op when none)."""
-    if dist.is_available() and dist.is_initialized():
-        dist.destroy_process_group()
+    """Leave the process group (no-op when none), all ranks together: first a barrier (gloo's monitored one,
+    which gives up after :data:`LEAVE_TIMEOUT_S` when a rank has died), so no rank tears its connections down
+    while another still uses them (once in CI a rank aborted in gloo with "terminate called without an
+    active exception" at exit)."""
+    if not (dist.is_available() and dist.is_initialized()):
+        return
+    try:
+        if dist.get_backend() == "gloo":
+            dist.monitored_barrier(timeout=timedelta(seconds=LEAVE_TIMEOUT_S))
+        else:
+            dist.barrier()
+    except (RuntimeError, ValueError):  # a rank is gone (torchrun is ending the run): just leave
+        pass
+    dist.destroy_process_group()
 
 
 def world_size() -> int:
