@@ -278,7 +278,8 @@ def test_server_answers_with_the_page() -> None:
 
 
 def test_cli_serve_prints_the_url_and_stops_on_ctrl_c(tmp_path: Path) -> None:
-    env = {**os.environ, "PYTHONPATH": str(Path(viewer.__file__).parents[2])}
+    # faulthandler: a child that does not stop is aborted below and prints every thread's stack
+    env = {**os.environ, "PYTHONPATH": str(Path(viewer.__file__).parents[2]), "PYTHONFAULTHANDLER": "1"}
     proc = subprocess.Popen(
         [sys.executable, "-m", "skelanim", "view", str(sample_path("walk")), "--serve", "--port", "0"],
         stdout=subprocess.PIPE,
@@ -295,7 +296,14 @@ def test_cli_serve_prints_the_url_and_stops_on_ctrl_c(tmp_path: Path) -> None:
         with urllib.request.urlopen(match.group(0), timeout=10) as response:
             assert b"skelanim-data" in response.read()
         proc.send_signal(signal.SIGINT)
-        assert proc.wait(timeout=30) == 0  # 0.4 s when quiet; once over 10 s under the full parallel suite
+        try:  # communicate, not wait: a child blocked on a full stderr pipe would never exit (0.4 s when quiet)
+            rest, errors = proc.communicate(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.send_signal(signal.SIGABRT)
+            rest, errors = proc.communicate(timeout=10)
+            raise AssertionError(f"the server did not stop on Ctrl-C; its stacks:\n{errors[-5000:]}") from None
+        assert proc.returncode == 0, errors[-3000:]
+        assert "stopped" in rest
         assert not (tmp_path / "viewer.html").exists(), "--serve without -o writes nothing"
     finally:
         if proc.poll() is None:
