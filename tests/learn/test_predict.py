@@ -118,6 +118,10 @@ def test_periodic_continuation_continues_a_periodic_motion_with_drift():
     assert torch.allclose(future[0], motion[25:], atol=1e-9)
     with pytest.raises(ValueError, match="pad"):
         DCTGCN(2, pad="spline")
+    with pytest.raises(ValueError, match="more than 8 observed"):
+        DCTGCN(2, observed=5, pad="periodic")
+    with pytest.raises(ValueError, match="more than 8 observed"):
+        periodic_continuation(motion[None, :6], 4)
 
 
 def test_untrained_dct_gcn_periodic_pad_fades_from_velocity_to_the_period():

@@ -226,6 +226,8 @@ def periodic_continuation(seq: Tensor, horizon: int, shortest: int = 8) -> Tenso
         ``(B, H, D)``.
     """
     length = seq.shape[1]
+    if length <= shortest:
+        raise ValueError(f"a periodic continuation needs more than {shortest} observed frames, got {length}")
     lags = torch.arange(shortest, length)
     errors = torch.stack([(seq[:, lag:] - seq[:, :-lag]).abs().mean((1, 2)) for lag in lags.tolist()], 1)
     period = lags[errors.argmin(1)]  # (B,)
@@ -257,8 +259,9 @@ class DCTGCN(nn.Module):
     dropout : float
         Dropout inside blocks.
     pad : {"velocity", "periodic"}
-        How the future is filled before the DCT: the damped constant-velocity extrapolation, or the
-        observed motion repeated with its own period (:func:`periodic_continuation`).
+        How the future is filled before the DCT: the damped constant-velocity extrapolation, or that
+        extrapolation cross-faded over :data:`PERIODIC_FADE` frames into the observed motion's own last period
+        (:func:`periodic_continuation`; needs ``observed > 8``).
     """
 
     def __init__(self, dim: int, *, observed: int = 10, horizon: int = 25, coefficients: int | None = None,
@@ -266,6 +269,8 @@ class DCTGCN(nn.Module):
         super().__init__()
         if pad not in ("velocity", "periodic"):
             raise ValueError(f"pad must be 'velocity' or 'periodic', got {pad!r}")
+        if pad == "periodic" and observed <= 8:
+            raise ValueError(f"the periodic pad needs more than 8 observed frames, got {observed}")
         self.observed, self.horizon, self.pad = observed, horizon, pad
         length = observed + horizon
         coefficients = length if coefficients is None else min(coefficients, length)

@@ -44,19 +44,17 @@ def setup() -> bool:
 
 
 def cleanup() -> None:
-    """Leave the process group (no-op when none), all ranks together: first a barrier (gloo's monitored one,
-    which gives up after :data:`LEAVE_TIMEOUT_S` when a rank has died), so no rank tears its connections down
-    while another still uses them (once in CI a rank aborted in gloo with "terminate called without an
-    active exception" at exit)."""
+    """Leave the process group (no-op when none). With gloo, all ranks leave together: first gloo's monitored
+    barrier (it gives up after :data:`LEAVE_TIMEOUT_S` when a rank has died), so no rank tears its connections
+    down while another still uses them (once in CI a rank aborted in gloo with "terminate called without an
+    active exception" at exit). NCCL has no barrier with a timeout, so it leaves as before."""
     if not (dist.is_available() and dist.is_initialized()):
         return
-    try:
-        if dist.get_backend() == "gloo":
+    if dist.get_backend() == "gloo":
+        try:
             dist.monitored_barrier(timeout=timedelta(seconds=LEAVE_TIMEOUT_S))
-        else:
-            dist.barrier()
-    except (RuntimeError, ValueError):  # a rank is gone (torchrun is ending the run): just leave
-        pass
+        except RuntimeError:  # a rank is gone (torchrun is ending the run): just leave
+            pass
     dist.destroy_process_group()
 
 
