@@ -6,10 +6,12 @@ import pytest
 import torch
 
 from skelanim.core.rotations import rotvec_to_matrix
+from skelanim.learn.common import file_balance_weights
 from skelanim.learn.predict import (
     HORIZONS_MS,
     Predictor,
     PredictTask,
+    _frame_weights,
     evaluate_prediction,
     predict_motion,
     reference_windows,
@@ -100,14 +102,30 @@ def test_mirror_reflects_fk_positions_and_swaps_sides(tiny_ds):
     assert torch.equal(back_rot, rot) and torch.equal(back_pel, pelvis)
 
 
-@pytest.mark.parametrize("attention", [0, 8])
-def test_untrained_gru_decodes_a_damped_constant_velocity(attention):
-    net = Seq2SeqGRU(4, hidden=8, attention=attention)
-    x = torch.arange(8, dtype=torch.float32)[None, :, None].expand(2, 8, 4)  # velocity 1 per frame
+@pytest.mark.parametrize("attention,anchor", [(0, False), (8, False), (8, True)])
+def test_untrained_gru_decodes_a_damped_constant_velocity(attention, anchor):
+    net = Seq2SeqGRU(4, hidden=8, attention=attention, anchor=anchor)
+    frames = 9 if anchor else 8  # the anchor's periodic continuation needs more than 8
+    x = torch.arange(8 - frames, 8, dtype=torch.float32)[None, :, None].expand(2, frames, 4)  # velocity 1, last 7
     out = net(x, 6, torch.ones(4))
     keep = float(torch.sigmoid(torch.tensor(1.7)))
     expected = 7 + torch.cumsum(torch.tensor([keep**k for k in range(1, 7)]), 0)
     assert torch.allclose(out[0, :, 0], expected, atol=1e-5)
+
+
+def test_gru_anchor_is_the_periodic_continuation_seen_from_the_current_frame():
+    """An output layer that steps the whole way to the anchor, with no carried velocity, reproduces the
+    periodic continuation frame for frame (so the decoder is given that target, step by step)."""
+    net = Seq2SeqGRU(2, hidden=8, anchor=True)
+    with torch.no_grad():
+        net.damping.fill_(-40.0)  # keep = sigmoid(-40): no carried velocity
+        net.out.weight.zero_()
+        net.out.weight[:, 8:] = torch.eye(2)  # step = anchor - current frame
+    t = torch.arange(50, dtype=torch.float32)
+    motion = torch.stack([torch.sin(2 * torch.pi * t / 9), 0.02 * t + torch.cos(2 * torch.pi * t / 9)], -1)[None]
+    out = net(motion[:, :25], 25, torch.ones(2))
+    assert torch.allclose(out, periodic_continuation(motion[:, :25], 25), atol=1e-5)
+    assert torch.allclose(out[0], motion[0, 25:], atol=1e-4)
 
 
 def test_periodic_continuation_continues_a_periodic_motion_with_drift():
@@ -136,6 +154,7 @@ def test_untrained_dct_gcn_periodic_pad_fades_from_velocity_to_the_period():
 @pytest.mark.parametrize(
     "arch,options",
     [("rnn", {"hidden": 32}), ("rnn", {"hidden": 32, "attention": 16}),
+     ("rnn", {"hidden": 32, "attention": 16, "anchor": True}),
      ("gcn", {"hidden": 16, "blocks": 1, "dropout": 0.0, "observed": 10}),
      ("gcn", {"hidden": 16, "blocks": 1, "dropout": 0.0, "observed": 10, "pad": "periodic"})],
 )  # fmt: skip
@@ -154,6 +173,33 @@ def test_a_few_steps_lower_the_loss(tiny_ds, arch, options):
         opt.step()
     with torch.no_grad():
         assert float(task.loss(model, batch)[0]) < 0.9 * first
+
+
+def test_file_balance_weights_give_every_file_the_same_total_at_exponent_one():
+    clip = torch.tensor([0, 1, 1, 1, 1, 2, 2])
+    w = file_balance_weights(clip, 4, 1.0)
+    totals = torch.zeros(3).index_add_(0, clip, w)
+    assert torch.allclose(totals, totals[0].expand(3)) and abs(float(w.mean()) - 1) < 1e-6
+    assert torch.equal(file_balance_weights(clip, 4, 0.0), torch.ones(7))
+    half = file_balance_weights(clip, 4, 0.5)  # n^-0.5: the 1-window file's window weighs 2x a 4-window file's
+    assert abs(float(half[0] / half[1]) - 2.0) < 1e-6
+
+
+@pytest.mark.parametrize("decay", [0.5, 0.0])
+def test_weighted_prediction_loss_is_the_weighted_mean_of_per_window_losses(tiny_ds, decay):
+    torch.manual_seed(0)
+    model = Predictor("rnn", tiny_ds.rig, observed=10, horizon=10, arch_options={"hidden": 16})
+    task = PredictTask(model, tiny_ds, None, stride=10, horizon_decay=decay)
+    batch = task.batch(torch.arange(3), seeded_generator(0))
+    with torch.no_grad():
+        alone = [float(task.loss(model, {"x": batch["x"][i : i + 1], "weight": torch.ones(1)})[0]) for i in range(3)]
+        weights = torch.tensor([0.5, 2.0, 0.5])
+        mixed = float(task.loss(model, {"x": batch["x"], "weight": weights})[0])
+    assert abs(mixed - float((weights * torch.tensor(alone)).mean())) < 1e-6
+    assert len({round(a, 6) for a in alone}) == 3  # distinct windows, so the weights matter
+    k = torch.arange(10, dtype=torch.float32)
+    expected = (k + 1) ** -decay
+    assert torch.allclose(_frame_weights(10, 10, decay), expected / expected.mean())
 
 
 def test_train_round_trip_evaluate_and_predict_a_file(tiny_ds, tmp_path):

@@ -162,11 +162,20 @@ def predict_train(
     stride: int = typer.Option(4, "--stride", min=1),
     hidden: int | None = typer.Option(None, "--hidden", min=4, help="GRU width / GCN node features."),
     attention: int | None = typer.Option(None, "--attention", min=0, help="GRU history-attention width (0: none)."),
+    anchor: bool = typer.Option(
+        False, "--anchor/--no-anchor", help="GRU decoder also sees the observed motion's periodic continuation."
+    ),
     observed_frames: int | None = typer.Option(None, "--gcn-observed", min=2, help="Observed frames the DCT-GCN uses."),
     gcn_pad: str | None = typer.Option(None, "--gcn-pad", help="DCT-GCN future fill: velocity (default) or periodic."),
     mirror: bool = typer.Option(False, "--mirror/--no-mirror", help="Mirror half of the training windows."),
     speed: tuple[float, float] = typer.Option((1.0, 1.0), "--speed", help="Playback-speed augmentation range."),
     global_weight: float = typer.Option(1.0, "--global-weight", min=0.0, help="Weight of the with-root-motion error."),
+    horizon_decay: float = typer.Option(
+        0.5, "--horizon-decay", min=0.0, help="Future frame k weighs (k + 1)^-DECAY in the loss (0: all alike)."
+    ),
+    file_balance: float = typer.Option(
+        0.0, "--file-balance", min=0.0, help="Window weights ∝ (windows of its file)^-FILE_BALANCE: short files count more."
+    ),
     fps: float = typer.Option(25.0, "--fps"),
     epochs: int = typer.Option(8, "--epochs", min=1),
     batch_size: int = typer.Option(64, "--batch-size", min=1),
@@ -182,8 +191,10 @@ def predict_train(
 
     parts = _parts(_dataset(data, fps, threads, progress), split, seed)
     options = {"hidden": hidden, "attention": attention if arch == "rnn" else None,
+               "anchor": anchor if arch == "rnn" and anchor else None,
                "observed": observed_frames if arch == "gcn" else None, "pad": gcn_pad if arch == "gcn" else None}  # fmt: skip
-    task = {"mirror": mirror, "speed": speed, "global_weight": global_weight}
+    task = {"mirror": mirror, "speed": speed, "global_weight": global_weight, "horizon_decay": horizon_decay,
+            "file_balance": file_balance}  # fmt: skip
     result = train_predictor(parts["train"], parts["val"], out, arch=arch, stride=stride,
                              arch_options={k: v for k, v in options.items() if v is not None} or None, task_options=task,
                              loop=_loop(epochs, batch_size, lr, seed, max_steps, progress), resume=resume, command=_command())  # fmt: skip

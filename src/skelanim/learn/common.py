@@ -23,8 +23,8 @@ from skelanim.errors import FormatError
 from skelanim.nn.checkpoint import load_model_files, save_model_files
 from skelanim.nn.layers import ForwardKinematics
 
-__all__ = ["Normalizer", "export_for_shipping", "load_folder", "load_weights", "pretrained_dir", "provenance",
-           "resolved_options", "rig_fk", "set_threads", "split_dataset"]  # fmt: skip
+__all__ = ["Normalizer", "export_for_shipping", "file_balance_weights", "load_folder", "load_weights", "pretrained_dir",
+           "provenance", "resolved_options", "rig_fk", "set_threads", "split_dataset"]  # fmt: skip
 
 #: Tensors kept in float32 by :func:`export_for_shipping` (statistics, not weights).
 KEEP_FLOAT32 = ("norm.mean", "norm.std", "step_scale")
@@ -143,6 +143,28 @@ def resolved_options(cls: type, options: dict[str, Any] | None) -> dict[str, Any
            if p.kind is inspect.Parameter.KEYWORD_ONLY and p.default is not inspect.Parameter.empty}  # fmt: skip
     out.update(options or {})
     return {k: (list(v) if isinstance(v, tuple) else v) for k, v in out.items()}
+
+
+def file_balance_weights(clip: Tensor, num_files: int, exponent: float) -> Tensor:
+    """Window weights ``∝ n_f^-exponent`` (``n_f``: windows of the window's file), mean 1.
+
+    Parameters
+    ----------
+    clip : Tensor
+        ``(W,)`` file index of each training window.
+    num_files : int
+        Files in the dataset.
+    exponent : float
+        0: every window weighs 1; 1: every file weighs the same.
+
+    Returns
+    -------
+    Tensor
+        ``(W,)`` float weights, mean 1.
+    """
+    per_file = torch.bincount(clip, minlength=num_files).float().clamp_min(1.0)
+    weight = per_file.pow(-exponent)[clip]
+    return weight / weight.mean()
 
 
 def load_weights(model: nn.Module, tensors: dict[str, Tensor], path: Path, *, optional: Sequence[str] = ()) -> None:

@@ -37,7 +37,15 @@ from skelanim.data.dataset import MotionDataset
 from skelanim.data.features import from_reference_frame, to_reference_frame
 from skelanim.data.rig import Rig
 from skelanim.errors import SkeletonError
-from skelanim.learn.common import Normalizer, load_folder, load_weights, provenance, resolved_options, rig_fk
+from skelanim.learn.common import (
+    Normalizer,
+    file_balance_weights,
+    load_folder,
+    load_weights,
+    provenance,
+    resolved_options,
+    rig_fk,
+)
 from skelanim.learn.predictors import (
     DCTGCN,
     Seq2SeqGRU,
@@ -191,11 +199,11 @@ def _position_errors(
     return rr, glob
 
 
-def _frame_weights(frames: int, horizon: int) -> Tensor:
-    """``(frames,)`` loss weights: ``(k + 1)^-0.5`` for future frame ``k`` (mean 1 over the future), and 1 for
+def _frame_weights(frames: int, horizon: int, decay: float = 0.5) -> Tensor:
+    """``(frames,)`` loss weights: ``(k + 1)^-decay`` for future frame ``k`` (mean 1 over the future), and 1 for
     reconstructed observed frames, so that short horizons, where errors are small, still count."""
     k = torch.arange(horizon, dtype=torch.float32)
-    w = (k + 1) ** -0.5
+    w = (k + 1) ** -decay
     w = w / w.mean()
     return torch.cat([torch.ones(frames - horizon), w])
 
@@ -219,6 +227,11 @@ class PredictTask:
         Weight ``g`` of the with-root-motion position error (module docstring).
     noise : float
         Gaussian noise (in feature standard deviations) added to the observed frames in training.
+    horizon_decay : float
+        Future frame ``k`` weighs ``∝ (k + 1)^-horizon_decay`` in the loss (0: all alike).
+    file_balance : float
+        Window weights ``∝ n_f^-file_balance`` (``n_f`` training windows of its file; 0: none): short files
+        (the gestures) count more against the long walks.
     meta : dict
         Provenance.
     """
@@ -227,13 +240,15 @@ class PredictTask:
 
     def __init__(self, model: Predictor, train_ds: MotionDataset, val_ds: MotionDataset | None, *, stride: int = 2,
                  speed: tuple[float, float] = (1.0, 1.0), mirror: bool = False, global_weight: float = 1.0,
-                 noise: float = 0.0, meta: dict[str, Any] | None = None) -> None:  # fmt: skip
+                 noise: float = 0.0, horizon_decay: float = 0.5, file_balance: float = 0.0,
+                 meta: dict[str, Any] | None = None) -> None:  # fmt: skip
         self.model, self.train_ds, self.val_ds, self.meta = model, train_ds, val_ds, dict(meta or {})
         self.speed = tuple(speed)
-        self.global_weight, self.noise = float(global_weight), float(noise)
+        self.global_weight, self.noise, self.horizon_decay = float(global_weight), float(noise), float(horizon_decay)
         self.mirror = rig_mirror(model.rig) if mirror else None
         self.length = model.observed + model.horizon
         self.windows = train_ds.windows(self.length, stride, pad_short=False)
+        self.sample_weight = file_balance_weights(self.windows[:, 0], len(train_ds), file_balance)
         sample = self._vectors(
             train_ds, self.windows[torch.linspace(0, len(self.windows) - 1, min(2000, len(self.windows))).long()]
         )
@@ -268,7 +283,7 @@ class PredictTask:
         if length != self.length:
             x = nn.functional.interpolate(x.transpose(1, 2), size=self.length, mode="linear", align_corners=True)
             x = x.transpose(1, 2)
-        return {"x": x}
+        return {"x": x, "weight": self.sample_weight[indices]}
 
     def loss(self, model: nn.Module, batch: dict[str, Tensor]) -> tuple[Tensor, dict[str, float]]:
         """Position errors plus a small term on the standardised vectors (module docstring)."""
@@ -282,9 +297,10 @@ class PredictTask:
         rot, pelvis = vectors_to_frames(pred)
         rot_gt, pelvis_gt = vectors_to_frames(target)
         rr, glob = _position_errors(plain.fk, rot, pelvis, rot_gt, pelvis_gt)
-        w = _frame_weights(pred.shape[1], plain.horizon)[None, :, None]
-        vec = ((plain.norm(pred) - plain.norm(target)).abs()).mean()
-        loss = (w * rr).mean() + self.global_weight * (w * glob).mean() + 0.05 * vec
+        w = _frame_weights(pred.shape[1], plain.horizon, self.horizon_decay)[None, :, None]
+        per_window = (w * rr).mean((1, 2)) + self.global_weight * (w * glob).mean((1, 2))
+        per_window = per_window + 0.05 * (plain.norm(pred) - plain.norm(target)).abs().mean((1, 2))
+        loss = (batch["weight"] * per_window).mean()
         return loss, {"rr_pct": 100 * float(rr[:, -plain.horizon :].mean().detach())}
 
     def validate(self, model: nn.Module) -> dict[str, float]:

@@ -99,12 +99,18 @@ class Seq2SeqGRU(nn.Module):
         Width of the history attention (0: none). Each decoder step compares its current frame (and last
         change) with every observed frame and reads, weighted by the match, *what came next* after those frames
         (their following change) and the encoder state there: a periodic motion can copy its own past.
+    anchor : bool
+        Also give each decoder step (its cell and its output layer) the way from its current frame to the
+        frame it predicts in the observed motion's periodic continuation (:func:`periodic_continuation`): an
+        absolute target the network may pull toward, which attention's per-step changes lack, so the rollout
+        need not drift. The output layer starts at zero, so an untrained decoder ignores it.
     """
 
-    def __init__(self, dim: int, *, hidden: int = 192, layers: int = 1, attention: int = 0) -> None:
+    def __init__(self, dim: int, *, hidden: int = 192, layers: int = 1, attention: int = 0,
+                 anchor: bool = False) -> None:  # fmt: skip
         super().__init__()
-        self.dim, self.attention = dim, int(attention)
-        context = dim + hidden if self.attention else 0
+        self.dim, self.attention, self.anchor = dim, int(attention), bool(anchor)
+        context = (dim + hidden if self.attention else 0) + (dim if self.anchor else 0)
         self.encoder = nn.GRU(2 * dim, hidden, num_layers=layers, batch_first=True)
         self.decoder = nn.GRUCell(2 * dim + context, hidden)
         self.out = nn.Linear(hidden + context, dim)
@@ -143,16 +149,18 @@ class Seq2SeqGRU(nn.Module):
             keys = self.key(feats[:, :-1])  # (B, T_in - 1, A): observed frames that have a successor
             values = torch.cat([vel[:, 1:] / step_scale, enc[:, :-1]], -1)  # (B, T_in - 1, D + H): what came next
             scale = self.attention**-0.5
-        for _ in range(horizon):
+        targets = periodic_continuation(x, horizon) if self.anchor else None  # (B, T_out, D)
+        for k in range(horizon):
             inp = torch.cat([prev, last / step_scale], -1)
+            parts = []
             if self.attention:
                 weights = torch.softmax(torch.einsum("ba,bta->bt", self.query(inp), keys) * scale, -1)
-                ctx = torch.einsum("bt,btc->bc", weights, values)
-                state = self.decoder(torch.cat([inp, ctx], -1), state)
-                step = self.out(torch.cat([state, ctx], -1)) * step_scale + keep * last
-            else:
-                state = self.decoder(inp, state)
-                step = self.out(state) * step_scale + keep * last
+                parts.append(torch.einsum("bt,btc->bc", weights, values))
+            if targets is not None:
+                parts.append(targets[:, k] - prev)
+            ctx = torch.cat(parts, -1) if parts else inp[:, :0]
+            state = self.decoder(torch.cat([inp, ctx], -1), state)
+            step = self.out(torch.cat([state, ctx], -1)) * step_scale + keep * last
             prev, last = prev + step, step
             outs.append(prev)
         return torch.stack(outs, dim=1)

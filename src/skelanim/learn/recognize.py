@@ -48,7 +48,15 @@ from skelanim.data.dataset import MotionDataset
 from skelanim.data.features import heading_features, horizontal_axes
 from skelanim.data.labels import Vocabulary
 from skelanim.data.rig import Rig
-from skelanim.learn.common import Normalizer, load_folder, load_weights, provenance, resolved_options, rig_fk
+from skelanim.learn.common import (
+    Normalizer,
+    file_balance_weights,
+    load_folder,
+    load_weights,
+    provenance,
+    resolved_options,
+    rig_fk,
+)
 from skelanim.learn.stgcn import STGCN, TemporalCNN
 from skelanim.metrics.distribution import accuracy, vote
 from skelanim.nn.train import TrainConfig, fit
@@ -342,8 +350,7 @@ class RecognizeTask:
         styles = train_ds.labels("style")
         self.style = torch.tensor([model.styles.index(s) if s in model.styles else -100 for s in styles])[clip]
         counts = torch.bincount(self.content, minlength=len(model.contents)).float().clamp_min(1.0)
-        per_file = torch.bincount(clip, minlength=len(train_ds)).float().clamp_min(1.0)
-        weight = counts.pow(-balance)[self.content] * per_file.pow(-file_balance)[clip]
+        weight = counts.pow(-balance)[self.content] * file_balance_weights(clip, len(train_ds), file_balance)
         self.sample_weight = weight / weight.mean()  # the average training window weighs 1
         self.amplitude = amplitude
         if amplitude is not None:
