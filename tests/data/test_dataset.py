@@ -15,8 +15,10 @@ from skelanim.data.features import (
     from_heading_frame,
     from_reference_frame,
     heading_features,
+    horizontal_axes,
     to_heading_frame,
     to_reference_frame,
+    window_path,
     yaw_from_directions,
     yaw_matrix,
 )  # fmt: skip
@@ -87,6 +89,25 @@ def test_reference_frame_round_trip():
     assert torch.allclose(pel_r[:, 5, [0, 2]], torch.zeros(3, 2, dtype=torch.float64), atol=1e-12)
     back_rot, back_pel = from_reference_frame(rot_r, pel_r, yaw[:, 5], pelvis[:, 5], up=1, floor=0.5, height=3.0)
     assert torch.allclose(back_rot, rot, atol=1e-10) and torch.allclose(back_pel, pelvis, atol=1e-9)
+
+
+@pytest.mark.parametrize("up", [1, 2])
+def test_window_path_of_a_walk_on_a_circle_is_the_chord_in_the_middle_frame(up):
+    """Walking forward on a circle of radius r while facing along it: seen from the middle frame, the pelvis is
+    at r (sin d, 1 - cos d) after a heading change d (closed form), with a global turn and shift not mattering."""
+    a, b = horizontal_axes(up)
+    theta = torch.linspace(-0.8, 1.1, 21, dtype=torch.float64)  # middle frame: theta[10]
+    r, turn = 0.7, 2.5
+    pelvis = torch.zeros(21, 3, dtype=torch.float64)
+    heading = theta + turn
+    pelvis[:, a] = r * (torch.sin(heading) - math.sin(turn)) + 3.0
+    pelvis[:, b] = r * (math.cos(turn) - torch.cos(heading)) - 1.0
+    pelvis[:, up] = 0.9
+    path = window_path(pelvis, heading, up=up, height=2.0)
+    d = theta - theta[10]
+    assert torch.allclose(path[:, 0], r * torch.sin(d) / 2.0, atol=1e-12)
+    assert torch.allclose(path[:, 1], r * (1 - torch.cos(d)) / 2.0, atol=1e-12)
+    assert torch.allclose(path[:, 2], d, atol=1e-12)
 
 
 def test_heading_features_shapes():

@@ -42,7 +42,7 @@ from skelanim.core.rotations import matrix_to_rot6d, rot6d_to_matrix, rotvec_to_
 
 __all__ = [
     "from_heading_frame", "from_reference_frame", "heading_features", "horizontal_axes", "local_positions", "rot6d_features",
-    "to_heading_frame", "to_reference_frame", "wrap_angle", "yaw_from_directions", "yaw_matrix",
+    "to_heading_frame", "to_reference_frame", "window_path", "wrap_angle", "yaw_from_directions", "yaw_matrix",
 ]  # fmt: skip
 
 
@@ -264,6 +264,37 @@ def local_positions(positions: Tensor, pelvis: Tensor, yaw: Tensor, *, up: int, 
     """
     r_yaw = yaw_matrix(yaw, up)[..., None, :, :]
     return (r_yaw.transpose(-1, -2) @ (positions - pelvis[..., None, :])[..., None])[..., 0] / height
+
+
+def window_path(pelvis: Tensor, yaw: Tensor, *, up: int, height: float) -> Tensor:
+    """The pelvis path and heading of a window, seen from its middle frame.
+
+    Per-frame root features (:func:`to_heading_frame`) give the turning *rate*, a small signal under the sway
+    of a gait; this gives where the body is and which way it faces relative to the middle frame
+    ``c = T // 2``, so a turn reads as a heading that sweeps across the window and a path that bends.
+
+    Parameters
+    ----------
+    pelvis : Tensor
+        ``(..., T, 3)`` world pelvis positions.
+    yaw : Tensor
+        ``(..., T)`` heading angles.
+    up : int
+        Up axis.
+    height : float
+        Normalising length.
+
+    Returns
+    -------
+    Tensor
+        ``(..., T, 3)``: the pelvis offset from frame ``c`` along and across frame ``c``'s heading (heights),
+        and the heading change from frame ``c`` (radians, wrapped to ``[-pi, pi)``).
+    """
+    a, b = horizontal_axes(up)
+    c = yaw.shape[-1] // 2
+    r_mid = yaw_matrix(yaw[..., c], up)[..., None, :, :]  # (..., 1, 3, 3)
+    offset = (r_mid.transpose(-1, -2) @ (pelvis - pelvis[..., c : c + 1, :])[..., None])[..., 0] / height
+    return torch.stack([offset[..., a], offset[..., b], wrap_angle(yaw - yaw[..., c : c + 1])], dim=-1)
 
 
 def rot6d_features(rot: Tensor) -> Tensor:

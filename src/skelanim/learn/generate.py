@@ -48,7 +48,7 @@ from skelanim.data.labels import Vocabulary
 from skelanim.data.rig import Rig
 from skelanim.learn.common import Normalizer, load_folder, load_weights, provenance, resolved_options, rig_fk
 from skelanim.learn.cvae import MotionCVAE, TemporalDiscriminator
-from skelanim.learn.recognize import Recognizer, joint_features
+from skelanim.learn.recognize import Recognizer
 from skelanim.metrics.distribution import diversity, fid
 from skelanim.metrics.kinematic import foot_skating
 from skelanim.nn.checkpoint import load_model_files
@@ -366,7 +366,7 @@ class GenerateTask:
         gen, rec = self.model, self.recognizer
         assert rec is not None
         pos, rot, pelvis, yaw = gen.positions(gen.norm.inverse(fake))
-        x = joint_features(rot, pelvis, yaw, pos * gen.rig.height, rec.rig)
+        x = rec.inputs(rot, pelvis, yaw, pos * gen.rig.height)
         return nn.functional.cross_entropy(rec(x)[0], self.recog_label[content], ignore_index=-100)
 
     def validate(self, model: nn.Module) -> dict[str, float]:

@@ -7,7 +7,9 @@ Windows of ``window`` frames at ``fps`` (default 64 frames at 25 fps). Each join
 numbers, all in the frame's own heading frame (:func:`skelanim.data.features.heading_features`): its
 position relative to the pelvis (3), that position's per-frame change (3), its 6D rotation (6), and the four
 root features (pelvis step along and across the heading, turning rate, pelvis height) shared by every
-joint. They are standardised with statistics of the training windows stored in the model
+joint; with ``path`` (``Recognizer(path=True)``) three more shared ones, the pelvis path and heading seen from
+the window's middle frame (:func:`skelanim.data.features.window_path`), so that a turn is a heading that
+sweeps across the window rather than a small mean in a swaying turning rate. They are standardised with statistics of the training windows stored in the model
 (:class:`~skelanim.learn.common.Normalizer`).
 
 Training
@@ -45,7 +47,7 @@ from skelanim.core.motion import Motion
 from skelanim.core.rotations import matrix_to_rotvec, rotvec_to_matrix
 from skelanim.data.clips import clip_from_motion
 from skelanim.data.dataset import MotionDataset
-from skelanim.data.features import heading_features, horizontal_axes
+from skelanim.data.features import heading_features, horizontal_axes, window_path
 from skelanim.data.labels import Vocabulary
 from skelanim.data.rig import Rig
 from skelanim.learn.common import (
@@ -67,6 +69,8 @@ __all__ = ["FORMAT", "RecognizeTask", "Recognizer", "evaluate_recognizer", "join
 
 FORMAT = "skelanim-recognizer"
 IN_CHANNELS = 16
+#: Channels added by the window path features (:func:`joint_features` with ``path=True``).
+PATH_CHANNELS = 3
 #: Range of the playback-speed augmentation.
 SPEED = (0.4, 1.8)
 #: Contents whose mirror image is the same content (besides ``*left*``/``*right*`` pairs, which swap).
@@ -102,12 +106,13 @@ def mirror_features(x: Tensor, perm: Tensor, lateral: int) -> Tensor:
     Positions and their changes flip their ``lateral`` component, rotations ``R`` become ``S R S``
     (``S`` the reflection of that axis; on 6D features, entry ``i`` of column ``k`` is multiplied by
     ``s_i s_k``), the sideways pelvis step and the turning rate change sign, and joints trade places with
-    their partners (``perm``). Exact for a skeleton whose rest pose is symmetric across ``lateral``.
+    their partners (``perm``); the window path features, if present, flip their sideways offset and heading
+    change. Exact for a skeleton whose rest pose is symmetric across ``lateral``.
 
     Parameters
     ----------
     x : Tensor
-        ``(B, T, M, 16)``.
+        ``(B, T, M, C)``, ``C`` = 16 or 19 (:func:`joint_features`).
     perm : Tensor
         ``(M,)`` left/right permutation of the model joints.
     lateral : int
@@ -116,13 +121,14 @@ def mirror_features(x: Tensor, perm: Tensor, lateral: int) -> Tensor:
     Returns
     -------
     Tensor
-        ``(B, T, M, 16)``.
+        ``(B, T, M, C)``.
     """
     s = torch.ones(3, dtype=x.dtype)
     s[lateral] = -1.0
     six = torch.cat([s * s[0], s * s[1]])
     root = torch.tensor([1.0, -1.0, -1.0, 1.0], dtype=x.dtype)
-    return x[..., perm, :] * torch.cat([s, s, six, root])
+    path = torch.tensor([1.0, -1.0, -1.0], dtype=x.dtype)[: x.shape[-1] - IN_CHANNELS]
+    return x[..., perm, :] * torch.cat([s, s, six, root, path])
 
 
 def mean_rotations(rot: Tensor) -> Tensor:
@@ -167,7 +173,8 @@ def scale_amplitude(rot: Tensor, mean: Tensor, factor: Tensor) -> Tensor:
     return torch.cat([rot[:, :, :1], m @ rotvec_to_matrix(rel)], dim=2)
 
 
-def joint_features(rot: Tensor, pelvis: Tensor, yaw: Tensor, positions: Tensor, rig: Rig) -> Tensor:
+def joint_features(rot: Tensor, pelvis: Tensor, yaw: Tensor, positions: Tensor, rig: Rig, *,
+                   path: bool = False) -> Tensor:  # fmt: skip
     """Per-joint recogniser input (module docstring).
 
     Parameters
@@ -182,15 +189,21 @@ def joint_features(rot: Tensor, pelvis: Tensor, yaw: Tensor, positions: Tensor, 
         ``(B, T, M, 3)`` world positions.
     rig : Rig
         Up axis, floor, height.
+    path : bool
+        Append the window path features (:func:`skelanim.data.features.window_path`).
 
     Returns
     -------
     Tensor
-        ``(B, T, M, 16)`` (unnormalised): position, its change, 6D rotation, root features.
+        ``(B, T, M, 16)`` (unnormalised): position, its change, 6D rotation, root features; ``(B, T, M, 19)``
+        with ``path``.
     """
     f = heading_features(rot, pelvis, yaw, positions, up=rig.up, floor=rig.floor, height=rig.height)
     m = positions.shape[-2]
-    root = f["root"][..., None, :].expand(*f["root"].shape[:-1], m, 4)
+    root = f["root"]
+    if path:
+        root = torch.cat([root, window_path(pelvis, yaw, up=rig.up, height=rig.height)], dim=-1)
+    root = root[..., None, :].expand(*root.shape[:-1], m, root.shape[-1])
     return torch.cat([f["positions"], f["velocities"], f["rot6d"], root], dim=-1)
 
 
@@ -214,23 +227,27 @@ class Recognizer(nn.Module):
     test_mirror : bool
         :meth:`classify` averages each window's content probabilities with those of its mirror image (classes
         mapped by :func:`mirror_labels`; classes without a mirror keep the window's own probability).
+    path : bool
+        Inputs include the window path features (:func:`joint_features`).
     """
 
     def __init__(self, arch: str, rig: Rig, contents: Sequence[str], styles: Sequence[str], *, window: int = 64,
-                 fps: float = 25.0, arch_options: dict[str, Any] | None = None, test_mirror: bool = False) -> None:  # fmt: skip
+                 fps: float = 25.0, arch_options: dict[str, Any] | None = None, test_mirror: bool = False,
+                 path: bool = False) -> None:  # fmt: skip
         super().__init__()
         self.arch, self.rig, self.window, self.fps = arch, rig, int(window), float(fps)
-        self.test_mirror = bool(test_mirror)
+        self.test_mirror, self.path = bool(test_mirror), bool(path)
         self.contents, self.styles = Vocabulary("content", tuple(contents)), Vocabulary("style", tuple(styles))
         m = rig.num_joints
-        self.norm = Normalizer((m, IN_CHANNELS))
+        self.in_channels = IN_CHANNELS + (PATH_CHANNELS if self.path else 0)
+        self.norm = Normalizer((m, self.in_channels))
         if arch not in ("stgcn", "cnn"):
             raise ValueError(f"unknown recogniser architecture {arch!r}; expected 'stgcn' or 'cnn'")
         self.arch_options = resolved_options(STGCN if arch == "stgcn" else TemporalCNN, arch_options)
         if arch == "stgcn":
-            self.net: nn.Module = STGCN(rig.parents, IN_CHANNELS, len(contents), len(styles), **self.arch_options)
+            self.net: nn.Module = STGCN(rig.parents, self.in_channels, len(contents), len(styles), **self.arch_options)
         elif arch == "cnn":
-            self.net = TemporalCNN(m, IN_CHANNELS, len(contents), len(styles), **self.arch_options)
+            self.net = TemporalCNN(m, self.in_channels, len(contents), len(styles), **self.arch_options)
 
     @property
     def feature_dim(self) -> int:
@@ -238,21 +255,21 @@ class Recognizer(nn.Module):
         return int(self.net.feature_dim)
 
     def forward(self, x: Tensor) -> tuple[Tensor, Tensor | None, Tensor]:
-        """``(B, T, M, 16)`` raw joint features to content logits, style logits (or ``None``) and ``(B, D)`` features."""
+        """``(B, T, M, C)`` raw joint features (:meth:`inputs`) to content logits, style logits (or ``None``) and ``(B, D)`` features."""
         return self.net(self.norm(x))
 
     def config(self) -> dict[str, Any]:
         """JSON description to rebuild the module."""
         return {"format": FORMAT, "arch": self.arch, "rig": self.rig.to_dict(), "contents": list(self.contents.names),
                 "styles": list(self.styles.names), "window": self.window, "fps": self.fps,
-                "arch_options": self.arch_options, "test_mirror": self.test_mirror}  # fmt: skip
+                "arch_options": self.arch_options, "test_mirror": self.test_mirror, "path": self.path}  # fmt: skip
 
     @classmethod
     def from_config(cls, config: dict[str, Any]) -> Recognizer:
         """Build an untrained module from :meth:`config` output."""
         return cls(config["arch"], Rig.from_dict(config["rig"]), config["contents"], config["styles"],
                    window=config["window"], fps=config["fps"], arch_options=config.get("arch_options"),
-                   test_mirror=bool(config.get("test_mirror", False)))  # fmt: skip
+                   test_mirror=bool(config.get("test_mirror", False)), path=bool(config.get("path", False)))  # fmt: skip
 
     @classmethod
     def load(cls, folder: str | Path | None = None, *, default: str = "recognize") -> Recognizer:
@@ -264,7 +281,7 @@ class Recognizer(nn.Module):
 
     @torch.no_grad()
     def classify(self, x: Tensor, *, batch: int = 256) -> tuple[Tensor, Tensor]:
-        """Content probabilities ``(B, C)`` and features ``(B, D)`` of raw windows ``(B, T, M, 16)`` (with
+        """Content probabilities ``(B, C)`` and features ``(B, D)`` of raw windows ``(B, T, M, C)`` (with
         ``test_mirror``, probabilities averaged with the mirror image's; features of the window itself)."""
         self.eval()
         probs, feats = [], []
@@ -285,9 +302,13 @@ class Recognizer(nn.Module):
             feats.append(f)
         return torch.cat(probs), torch.cat(feats)
 
+    def inputs(self, rot: Tensor, pelvis: Tensor, yaw: Tensor, positions: Tensor) -> Tensor:
+        """This model's raw input ``(B, T, M, C)`` of windows given as arrays (:func:`joint_features`)."""
+        return joint_features(rot, pelvis, yaw, positions, self.rig, path=self.path)
+
     def embed_arrays(self, rot: Tensor, pelvis: Tensor, yaw: Tensor, positions: Tensor) -> tuple[Tensor, Tensor]:
         """Probabilities and features of windows given as arrays (shapes as :func:`joint_features`)."""
-        return self.classify(joint_features(rot.float(), pelvis.float(), yaw.float(), positions.float(), self.rig))
+        return self.classify(self.inputs(rot.float(), pelvis.float(), yaw.float(), positions.float()))
 
     def embed_dataset(self, ds: MotionDataset, *, stride: int = 8, length: int | None = None) -> dict[str, Tensor]:
         """Classify every window of a dataset.
@@ -375,7 +396,7 @@ class RecognizeTask:
             rot = scale_amplitude(rot, self.mean_pose, amplitude)
             h = self.rig.height
             positions = self.fk(rot, g["pelvis"] / h)[1] * h
-        return joint_features(rot, g["pelvis"], g["yaw"], positions, self.rig)
+        return self.model.inputs(rot, g["pelvis"], g["yaw"], positions)
 
     def num_samples(self) -> int:
         """Training windows."""
@@ -399,8 +420,8 @@ class RecognizeTask:
             x[..., 3:6] *= length / t  # per-frame changes scale with the playback speed
             x[..., 12:15] *= length / t
         size = torch.empty(x.shape[0], 1, 1, 1).uniform_(0.9, 1.1, generator=generator)
-        lengths = torch.tensor([1] * 6 + [0] * 6 + [1, 1, 0, 1], dtype=torch.bool)  # which channels are lengths
-        x = x * torch.where(lengths, size, torch.ones(IN_CHANNELS))
+        lengths = torch.tensor([1] * 6 + [0] * 6 + [1, 1, 0, 1] + [1, 1, 0], dtype=torch.bool)[: x.shape[-1]]
+        x = x * torch.where(lengths, size, torch.ones(x.shape[-1]))  # lengths scale with the body
         x = x + 0.01 * torch.randn(x.shape, generator=generator) * self.model.norm.std
         content = self.content[indices]
         if self.mirror:
@@ -473,7 +494,7 @@ def train_recognizer(train_ds: MotionDataset, val_ds: MotionDataset | None, out:
                      window: int = 64, stride: int = 8, loop: TrainConfig | None = None,
                      arch_options: dict[str, Any] | None = None, mirror: bool = True, balance: float = 0.0,
                      file_balance: float = 0.0, amplitude: tuple[float, float] | None = None, test_mirror: bool = False,
-                     resume: bool = False, command: str | None = None, log: Any = None) -> dict[str, Any]:  # fmt: skip
+                     path: bool = False, resume: bool = False, command: str | None = None, log: Any = None) -> dict[str, Any]:  # fmt: skip
     """Train a recogniser; writes ``out/model.safetensors`` + ``config.json`` (best validation epoch).
 
     Parameters
@@ -503,6 +524,8 @@ def train_recognizer(train_ds: MotionDataset, val_ds: MotionDataset | None, out:
     test_mirror : bool
         Store in the model that windows are classified together with their mirror image
         (:meth:`Recognizer.classify`), in validation too.
+    path : bool
+        Give the model the window path features (:func:`joint_features`).
     resume : bool
         Continue an interrupted run in ``out``.
     command : str, optional
@@ -518,7 +541,8 @@ def train_recognizer(train_ds: MotionDataset, val_ds: MotionDataset | None, out:
     loop = loop or TrainConfig(epochs=20, batch_size=64, lr=2e-3, warmup_steps=100)
     torch.manual_seed(loop.seed)
     model = Recognizer(arch, train_ds.rig, sorted(set(train_ds.labels("content"))), sorted(set(train_ds.labels("style"))),
-                       window=window, fps=train_ds.fps, arch_options=arch_options, test_mirror=test_mirror)  # fmt: skip
+                       window=window, fps=train_ds.fps, arch_options=arch_options, test_mirror=test_mirror,
+                       path=path)  # fmt: skip
     meta = provenance(command, [c.path for c in train_ds.clips], loop.seed)
     meta["validation"] = [c.name for c in val_ds.clips] if val_ds is not None else []
     meta["augmentation"] = {"speed": list(SPEED), "mirror": mirror, "balance": balance, "file_balance": file_balance,
