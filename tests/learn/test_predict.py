@@ -113,6 +113,21 @@ def test_untrained_gru_decodes_a_damped_constant_velocity(attention, anchor):
     assert torch.allclose(out[0, :, 0], expected, atol=1e-5)
 
 
+def test_untrained_gru_with_a_spring_is_a_damped_oscillator_about_the_observed_mean():
+    """Zero output layer: offset from the observed mean and step evolve by the linear map
+    [[1 - s, k], [-s, k]] (k the kept fraction of the last step, s the pull), computed here by matrix powers."""
+    net = Seq2SeqGRU(1, hidden=8, spring=True)
+    x = torch.tensor([0.0, 0.0, 0.0, 1.0, 3.0], dtype=torch.float64)[None, :, None]  # mean 0.8, last step 2
+    net = net.double()
+    out = net(x, 200, torch.ones(1, dtype=torch.float64))[0, :, 0]
+    k, s = (float(torch.sigmoid(torch.tensor(v, dtype=torch.float64))) for v in (1.7, -4.0))
+    m = torch.tensor([[1 - s, k], [-s, k]], dtype=torch.float64)
+    start = torch.tensor([3.0 - 0.8, 2.0], dtype=torch.float64)
+    expected = torch.stack([torch.linalg.matrix_power(m, n + 1) @ start for n in range(200)])[:, 0] + 0.8
+    assert torch.allclose(out, expected, atol=1e-9)
+    assert abs(float(out[-1]) - 0.8) < 0.05  # back to the observed mean, not drifting away
+
+
 def test_gru_anchor_is_the_periodic_continuation_seen_from_the_current_frame():
     """An output layer that steps the whole way to the anchor, with no carried velocity, reproduces the
     periodic continuation frame for frame (so the decoder is given that target, step by step)."""
@@ -154,7 +169,7 @@ def test_untrained_dct_gcn_periodic_pad_fades_from_velocity_to_the_period():
 @pytest.mark.parametrize(
     "arch,options",
     [("rnn", {"hidden": 32}), ("rnn", {"hidden": 32, "attention": 16}),
-     ("rnn", {"hidden": 32, "attention": 16, "anchor": True}),
+     ("rnn", {"hidden": 32, "attention": 16, "anchor": True}), ("rnn", {"hidden": 32, "spring": True}),
      ("gcn", {"hidden": 16, "blocks": 1, "dropout": 0.0, "observed": 10}),
      ("gcn", {"hidden": 16, "blocks": 1, "dropout": 0.0, "observed": 10, "pad": "periodic"})],
 )  # fmt: skip

@@ -168,6 +168,9 @@ def predict_train(
     anchor: bool = typer.Option(
         False, "--anchor/--no-anchor", help="GRU decoder also sees the observed motion's periodic continuation."
     ),
+    spring: bool = typer.Option(
+        False, "--spring/--no-spring", help="GRU decoder steps are pulled toward the observed mean pose (learned)."
+    ),
     observed_frames: int | None = typer.Option(None, "--gcn-observed", min=2, help="Observed frames the DCT-GCN uses."),
     gcn_pad: str | None = typer.Option(None, "--gcn-pad", help="DCT-GCN future fill: velocity (default) or periodic."),
     mirror: bool = typer.Option(False, "--mirror/--no-mirror", help="Mirror half of the training windows."),
@@ -195,6 +198,7 @@ def predict_train(
     parts = _parts(_dataset(data, fps, threads, progress), split, seed)
     options = {"hidden": hidden, "attention": attention if arch == "rnn" else None,
                "anchor": anchor if arch == "rnn" and anchor else None,
+               "spring": spring if arch == "rnn" and spring else None,
                "observed": observed_frames if arch == "gcn" else None, "pad": gcn_pad if arch == "gcn" else None}  # fmt: skip
     task = {"mirror": mirror, "speed": speed, "global_weight": global_weight, "horizon_decay": horizon_decay,
             "file_balance": file_balance}  # fmt: skip

@@ -104,12 +104,17 @@ class Seq2SeqGRU(nn.Module):
         frame it predicts in the observed motion's periodic continuation (:func:`periodic_continuation`): an
         absolute target the network may pull toward, which attention's per-step changes lack, so the rollout
         need not drift. The output layer starts at zero, so an untrained decoder ignores it.
+    spring : bool
+        Each step is also pulled back toward the mean of the observed frames by a learned per-coordinate
+        fraction ``s`` of the distance (initially 0.018): with the damped velocity, a damped oscillator about
+        the observed mean pose, so a rollout without evidence of travel stays near the observed poses instead
+        of drifting (a hand that waves, a body that stands).
     """
 
     def __init__(self, dim: int, *, hidden: int = 192, layers: int = 1, attention: int = 0,
-                 anchor: bool = False) -> None:  # fmt: skip
+                 anchor: bool = False, spring: bool = False) -> None:  # fmt: skip
         super().__init__()
-        self.dim, self.attention, self.anchor = dim, int(attention), bool(anchor)
+        self.dim, self.attention, self.anchor, self.spring = dim, int(attention), bool(anchor), bool(spring)
         context = (dim + hidden if self.attention else 0) + (dim if self.anchor else 0)
         self.encoder = nn.GRU(2 * dim, hidden, num_layers=layers, batch_first=True)
         self.decoder = nn.GRUCell(2 * dim + context, hidden)
@@ -117,6 +122,8 @@ class Seq2SeqGRU(nn.Module):
         nn.init.zeros_(self.out.weight)
         nn.init.zeros_(self.out.bias)
         self.damping = nn.Parameter(torch.full((dim,), 1.7))  # sigmoid(1.7) = 0.85
+        if self.spring:
+            self.stiffness = nn.Parameter(torch.full((dim,), -4.0))  # sigmoid(-4) = 0.018
         if self.attention:
             self.key = nn.Linear(2 * dim, self.attention)
             self.query = nn.Linear(2 * dim, self.attention)
@@ -150,6 +157,7 @@ class Seq2SeqGRU(nn.Module):
             values = torch.cat([vel[:, 1:] / step_scale, enc[:, :-1]], -1)  # (B, T_in - 1, D + H): what came next
             scale = self.attention**-0.5
         targets = periodic_continuation(x, horizon) if self.anchor else None  # (B, T_out, D)
+        centre, pull = (x.mean(1), torch.sigmoid(self.stiffness)) if self.spring else (None, None)
         for k in range(horizon):
             inp = torch.cat([prev, last / step_scale], -1)
             parts = []
@@ -161,6 +169,8 @@ class Seq2SeqGRU(nn.Module):
             ctx = torch.cat(parts, -1) if parts else inp[:, :0]
             state = self.decoder(torch.cat([inp, ctx], -1), state)
             step = self.out(torch.cat([state, ctx], -1)) * step_scale + keep * last
+            if centre is not None:
+                step = step - pull * (prev - centre)
             prev, last = prev + step, step
             outs.append(prev)
         return torch.stack(outs, dim=1)
