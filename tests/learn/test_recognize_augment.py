@@ -120,3 +120,27 @@ def test_cli_rejects_a_reversed_amplitude_range(tmp_path, capsys):
                  "--amplitude", "1.2", "0.5"]) == 2  # fmt: skip
     err = capsys.readouterr().err
     assert "--amplitude" in err and "Traceback" not in err and not out.exists()
+
+
+def test_posture_augmentation_offsets_one_joint_and_moves_only_its_descendants(tiny_ds):
+    """A constant 90-degree offset of the left upper arm's local rotation: the identity offset changes nothing,
+    the offset moves the left forearm and hand (keeping their distance from the shoulder: FK, not a shift) and
+    leaves every joint outside that arm where it was."""
+    rig = tiny_ds.rig
+    model = Recognizer("stgcn", rig, ["bow", "run", "walk"], [], window=32, arch_options=TINY)
+    task = RecognizeTask(model, tiny_ds, None, stride=16, posture=10.0)
+    w = task.windows[:2]
+    plain = task._features(w, 32)
+    eye = torch.eye(3).expand(2, rig.num_joints, 3, 3)
+    assert torch.allclose(task._features(w, 32, posture=eye), plain, atol=1e-4)
+    arm = rig.names.index("UpperArm_L")
+    offset = eye.clone()
+    offset[:, arm] = rotvec_to_matrix(torch.tensor([0.0, 0.0, math.pi / 2]))
+    moved = task._features(w, 32, posture=offset)
+    below = [rig.names.index(n) for n in ("LowerArm_L", "Hand_L")]
+    others = [j for j in range(rig.num_joints) if j not in below]
+    assert torch.allclose(moved[:, :, others, :3], plain[:, :, others, :3], atol=1e-4)
+    shift = (moved[:, :, below, :3] - plain[:, :, below, :3]).norm(dim=-1)
+    assert float(shift.min()) > 0.02  # heights
+    reach = lambda x: (x[:, :, below, :3] - x[:, :, arm : arm + 1, :3]).norm(dim=-1)
+    assert torch.allclose(reach(moved), reach(plain), atol=1e-4)

@@ -106,6 +106,9 @@ def recognize_train(
     path: bool = typer.Option(
         False, "--path/--no-path", help="Also give the pelvis path and heading seen from the window's middle frame."
     ),
+    posture: float = typer.Option(
+        0.0, "--posture", min=0.0, help="Posture augmentation: random constant joint-rotation offsets, std in degrees."
+    ),
     resume: bool = typer.Option(False, "--resume"),
     progress: bool = typer.Option(True, "--progress/--no-progress"),
 ) -> None:
@@ -121,7 +124,7 @@ def recognize_train(
     result = train_recognizer(parts["train"], parts["val"], out, arch=arch, window=window, stride=stride,
                               loop=_loop(epochs, batch_size, lr, seed, max_steps, progress), mirror=mirror, balance=balance,
                               file_balance=file_balance, amplitude=None if amplitude == (1.0, 1.0) else amplitude,
-                              test_mirror=test_mirror, path=path, arch_options=options or None,
+                              test_mirror=test_mirror, path=path, posture=posture, arch_options=options or None,
                               resume=resume, command=_command())  # fmt: skip
     _report(out, result, "val_error")
 

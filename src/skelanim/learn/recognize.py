@@ -362,8 +362,10 @@ class RecognizeTask:
 
     def __init__(self, model: Recognizer, train_ds: MotionDataset, val_ds: MotionDataset | None, *, stride: int = 8,
                  style_weight: float = 0.5, mirror: bool = True, balance: float = 0.0, file_balance: float = 0.0,
-                 amplitude: tuple[float, float] | None = None, meta: dict[str, Any] | None = None) -> None:  # fmt: skip
+                 amplitude: tuple[float, float] | None = None, posture: float = 0.0,
+                 meta: dict[str, Any] | None = None) -> None:  # fmt: skip
         self.model, self.train_ds, self.val_ds, self.meta = model, train_ds, val_ds, dict(meta or {})
+        self.posture = math.radians(posture)
         self.style_weight = style_weight
         self.windows = train_ds.windows(model.window, stride)
         clip = self.windows[:, 0]
@@ -374,8 +376,8 @@ class RecognizeTask:
         weight = counts.pow(-balance)[self.content] * file_balance_weights(clip, len(train_ds), file_balance)
         self.sample_weight = weight / weight.mean()  # the average training window weighs 1
         self.amplitude = amplitude
+        self.fk = rig_fk(model.rig)
         if amplitude is not None:
-            self.fk = rig_fk(model.rig)
             rot = train_ds.frames()["rot"]
             self.mean_pose = mean_rotations(rot[torch.linspace(0, len(rot) - 1, min(len(rot), 20000)).long()])
         self.rig = model.rig
@@ -389,11 +391,15 @@ class RecognizeTask:
         mean, std = sample.mean(dim=(0, 1)), sample.std(dim=(0, 1)).clamp_min(1e-3)
         model.norm.set(mean, std)
 
-    def _features(self, windows: Tensor, length: int | None = None, amplitude: Tensor | None = None) -> Tensor:
+    def _features(self, windows: Tensor, length: int | None = None, amplitude: Tensor | None = None,
+                  posture: Tensor | None = None) -> Tensor:  # fmt: skip
         g = self.train_ds.gather(windows, length or self.model.window, keys=("rot", "pelvis", "yaw", "positions"))
         rot, positions = g["rot"], g["positions"]
-        if amplitude is not None:  # move the joints toward / away from the mean pose, positions by FK
+        if amplitude is not None:  # move the joints toward / away from the mean pose
             rot = scale_amplitude(rot, self.mean_pose, amplitude)
+        if posture is not None:  # a constant offset of each joint's local rotation (body root kept)
+            rot = torch.cat([rot[:, :, :1], rot[:, :, 1:] @ posture[:, None, 1:]], dim=2)
+        if amplitude is not None or posture is not None:  # positions by FK
             h = self.rig.height
             positions = self.fk(rot, g["pelvis"] / h)[1] * h
         return self.model.inputs(rot, g["pelvis"], g["yaw"], positions)
@@ -411,7 +417,11 @@ class RecognizeTask:
         if self.amplitude is not None:
             lo, hi = math.log(self.amplitude[0]), math.log(self.amplitude[1])
             amplitude = torch.empty(len(indices)).uniform_(lo, hi, generator=generator).exp()
-        x = self._features(self.windows[indices], length, amplitude)
+        posture = None
+        if self.posture > 0:
+            vec = torch.randn(len(indices), self.rig.num_joints, 3, generator=generator) * self.posture
+            posture = rotvec_to_matrix(vec)
+        x = self._features(self.windows[indices], length, amplitude, posture)
         if length != t:
             b, _, m, c = x.shape
             x = nn.functional.interpolate(x.permute(0, 2, 3, 1).reshape(b, m * c, length), size=t, mode="linear",
@@ -494,7 +504,7 @@ def train_recognizer(train_ds: MotionDataset, val_ds: MotionDataset | None, out:
                      window: int = 64, stride: int = 8, loop: TrainConfig | None = None,
                      arch_options: dict[str, Any] | None = None, mirror: bool = True, balance: float = 0.0,
                      file_balance: float = 0.0, amplitude: tuple[float, float] | None = None, test_mirror: bool = False,
-                     path: bool = False, resume: bool = False, command: str | None = None, log: Any = None) -> dict[str, Any]:  # fmt: skip
+                     path: bool = False, posture: float = 0.0, resume: bool = False, command: str | None = None, log: Any = None) -> dict[str, Any]:  # fmt: skip
     """Train a recogniser; writes ``out/model.safetensors`` + ``config.json`` (best validation epoch).
 
     Parameters
@@ -526,6 +536,10 @@ def train_recognizer(train_ds: MotionDataset, val_ds: MotionDataset | None, out:
         (:meth:`Recognizer.classify`), in validation too.
     path : bool
         Give the model the window path features (:func:`joint_features`).
+    posture : float
+        Posture augmentation: each sample's local joint rotations (body root excepted) get one constant random
+        rotation each, rotation vector ``~ N(0, posture^2)`` per axis (degrees), positions by FK, so that how a
+        style holds its arms or back is not a cue to the content.
     resume : bool
         Continue an interrupted run in ``out``.
     command : str, optional
@@ -546,9 +560,9 @@ def train_recognizer(train_ds: MotionDataset, val_ds: MotionDataset | None, out:
     meta = provenance(command, [c.path for c in train_ds.clips], loop.seed)
     meta["validation"] = [c.name for c in val_ds.clips] if val_ds is not None else []
     meta["augmentation"] = {"speed": list(SPEED), "mirror": mirror, "balance": balance, "file_balance": file_balance,
-                            "amplitude": list(amplitude) if amplitude is not None else None}  # fmt: skip
+                            "amplitude": list(amplitude) if amplitude is not None else None, "posture": posture}  # fmt: skip
     task = RecognizeTask(model, train_ds, val_ds, stride=stride, mirror=mirror, balance=balance,
-                         file_balance=file_balance, amplitude=amplitude, meta=meta)  # fmt: skip
+                         file_balance=file_balance, amplitude=amplitude, posture=posture, meta=meta)  # fmt: skip
     result = fit(model, task, out, loop, resume=resume, log=log)
     result["parameters"] = sum(p.numel() for p in model.parameters())
     return result
