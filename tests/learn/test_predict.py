@@ -119,7 +119,8 @@ def test_untrained_gru_with_a_spring_is_a_damped_oscillator_about_the_observed_m
     net = Seq2SeqGRU(1, hidden=8, spring=True)
     x = torch.tensor([0.0, 0.0, 0.0, 1.0, 3.0], dtype=torch.float64)[None, :, None]  # mean 0.8, last step 2
     net = net.double()
-    out = net(x, 200, torch.ones(1, dtype=torch.float64))[0, :, 0]
+    with torch.no_grad():
+        out = net(x, 200, torch.ones(1, dtype=torch.float64))[0, :, 0]
     k, s = (float(torch.sigmoid(torch.tensor(v, dtype=torch.float64))) for v in (1.7, -4.0))
     m = torch.tensor([[1 - s, k], [-s, k]], dtype=torch.float64)
     start = torch.tensor([3.0 - 0.8, 2.0], dtype=torch.float64)
