@@ -9,7 +9,8 @@ position relative to the pelvis (3), that position's per-frame change (3), its 6
 root features (pelvis step along and across the heading, turning rate, pelvis height) shared by every
 joint; with ``path`` (``Recognizer(path=True)``) three more shared ones, the pelvis path and heading seen from
 the window's middle frame (:func:`skelanim.data.features.window_path`), so that a turn is a heading that
-sweeps across the window rather than a small mean in a swaying turning rate. They are standardised with statistics of the training windows stored in the model
+sweeps across the window rather than a small mean in a swaying turning rate. They are standardised with
+statistics of the training windows stored in the model
 (:class:`~skelanim.learn.common.Normalizer`).
 
 Training
@@ -376,7 +377,8 @@ class RecognizeTask:
         weight = counts.pow(-balance)[self.content] * file_balance_weights(clip, len(train_ds), file_balance)
         self.sample_weight = weight / weight.mean()  # the average training window weighs 1
         self.amplitude = amplitude
-        self.fk = rig_fk(model.rig)
+        if amplitude is not None or posture > 0:  # both re-make the positions by FK
+            self.fk = rig_fk(model.rig)
         if amplitude is not None:
             rot = train_ds.frames()["rot"]
             self.mean_pose = mean_rotations(rot[torch.linspace(0, len(rot) - 1, min(len(rot), 20000)).long()])
