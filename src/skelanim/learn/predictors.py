@@ -16,9 +16,8 @@ come back by Gram-Schmidt (:func:`skelanim.core.rotations.rot6d_to_matrix`).
   untrained decoder starts as a damped constant-velocity extrapolation instead of a frozen pose. Optional
   history attention (``attention > 0``, on in the shipped model): each decoder step matches its current frame
   against the observed ones and reads what came *next* after the matching frames, so a periodic motion (a
-  gait cycle) can be continued from its own past. Two more options, off in the shipped model: ``anchor`` (each
-  step also sees the way to the periodic continuation's frame) and ``spring`` (steps pulled toward the observed
-  mean pose).
+  gait cycle) can be continued from its own past. ``anchor`` (on in the shipped model): each step also sees
+  the way to the periodic continuation's frame. ``spring`` (off): steps pulled toward the observed mean pose.
 * :class:`DCTGCN` (Mao et al. 2019): the last ``observed`` frames (the whole observed second in the shipped
   model), padded to cover the horizon (with a damped
   constant-velocity extrapolation, learned damping, where Mao et al. repeat the last frame), are taken to the DCT domain per coordinate; each of the ``D`` coordinates is a graph node
