@@ -24,7 +24,8 @@ learn_app.add_typer(generate_app, name="generate")
 app.add_typer(learn_app, name="learn")
 
 DATA_HELP = "Motion files, folders or glob patterns with labels in their names (repeat)."
-SPLIT_HELP = "'style' (test styles angry/childish/elderly, validate on proud/youthful), 'file' (20 % of files per content), 'none'."
+SPLIT_HELP = ("'style' (test styles angry/childish/elderly, validate on proud/youthful), 'style:S1,S2,...' (these test "
+              "styles), 'file' (20 % of files per content), 'none'.")
 
 
 def _command() -> str:
@@ -44,9 +45,12 @@ def _parts(ds, split: str, seed: int = 0) -> dict:
 
     if split == "none":
         return {"train": ds, "val": None, "test": ds}
-    if split not in ("style", "file"):
-        raise typer.BadParameter(f"unknown split {split!r}; choose style, file or none", param_hint="--split")
-    parts = split_dataset(ds, split, seed=seed)
+    if split not in ("style", "file") and not split.startswith("style:"):
+        raise typer.BadParameter(f"unknown split {split!r}; choose style, style:S1,S2,..., file or none", param_hint="--split")
+    try:
+        parts = split_dataset(ds, split, seed=seed)
+    except ValueError as err:
+        raise typer.BadParameter(str(err), param_hint="--split") from None
     if parts["train"] is None:
         raise typer.BadParameter("the split leaves no training files", param_hint="--split")
     return parts

@@ -102,13 +102,23 @@ def split_dataset(ds: MotionDataset, split: str, *, seed: int = 0) -> dict[str, 
 
     ``"style"``: train on styles other than :data:`~skelanim.data.dataset.BANDAI_TEST_STYLES` and
     :data:`~skelanim.data.dataset.BANDAI_VAL_STYLES`, validate on the latter, test on the former.
+    ``"style:S1,S2,..."``: the same with the named test styles (a fold of a cross-validation over styles;
+    validation keeps :data:`~skelanim.data.dataset.BANDAI_VAL_STYLES` not named).
     ``"file"``: :meth:`MotionDataset.split_by_file` stratified by content (20 % test, 10 % validation).
     """
     if split == "style":
         return ds.split_by_style(test=BANDAI_TEST_STYLES, val=BANDAI_VAL_STYLES)
+    if split.startswith("style:"):
+        test = [s.strip() for s in split[len("style:") :].split(",") if s.strip()]
+        known = set(ds.labels("style"))
+        unknown = [s for s in test if s not in known]
+        if not test or unknown:
+            raise ValueError(f"split {split!r}: no files of style {', '.join(unknown) or '(none named)'}; "
+                             f"styles here: {', '.join(sorted(known))}")  # fmt: skip
+        return ds.split_by_style(test=test, val=[s for s in BANDAI_VAL_STYLES if s not in test])
     if split == "file":
         return ds.split_by_file(test_fraction=0.2, val_fraction=0.1, seed=seed)
-    raise ValueError(f"unknown split {split!r}; expected 'style' or 'file'")
+    raise ValueError(f"unknown split {split!r}; expected 'style', 'style:S1,S2,...' or 'file'")
 
 
 def provenance(command: str | None, files: Sequence[str], seed: int) -> dict[str, Any]:

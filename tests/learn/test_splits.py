@@ -1,0 +1,39 @@
+"""The named splits the learning commands share (``--split``)."""
+
+from __future__ import annotations
+
+import pytest
+
+from skelanim.learn.common import split_dataset
+
+
+def test_style_split_with_named_test_styles(tiny_ds):
+    """``style:S1,S2`` tests on exactly those styles and trains on the rest; plain ``style`` keeps the
+    shipped held-out styles (angry, elderly here)."""
+    named = split_dataset(tiny_ds, "style:happy, normal")
+    assert sorted(set(named["test"].labels("style"))) == ["happy", "normal"]
+    assert sorted(set(named["train"].labels("style"))) == ["angry", "elderly"]
+    assert named["val"] is None  # no proud or youthful clip among the six
+    shipped = split_dataset(tiny_ds, "style")
+    assert sorted(set(shipped["test"].labels("style"))) == ["angry", "elderly"]
+    assert sorted(named["test"].names + named["train"].names) == sorted(tiny_ds.names)
+
+
+def test_style_split_names_a_style_without_files(tiny_ds):
+    with pytest.raises(ValueError, match=r"no files of style sleepy; styles here: angry, elderly, happy, normal"):
+        split_dataset(tiny_ds, "style:happy,sleepy")
+    with pytest.raises(ValueError, match="none named"):
+        split_dataset(tiny_ds, "style:")
+    with pytest.raises(ValueError, match="unknown split"):
+        split_dataset(tiny_ds, "styles")
+
+
+def test_cli_reports_a_bad_style_split_without_a_traceback(learn_files, tmp_path, capsys):
+    from skelanim.cli import main
+
+    data = [arg for f in learn_files for arg in ("--data", str(f))]
+    code = main(["learn", "predict", "train", *data, "--split", "style:sleepy", "--out", str(tmp_path / "m"),
+                 "--no-progress", "--threads", "1"])  # fmt: skip
+    err = capsys.readouterr().err
+    assert code == 2 and "no files of style sleepy" in err and "Traceback" not in err
+    assert not (tmp_path / "m").exists()
