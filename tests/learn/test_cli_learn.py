@@ -8,6 +8,7 @@ import shutil
 
 import pytest
 import torch
+from PIL import Image
 
 import skelanim
 from skelanim.cli import main
@@ -47,15 +48,21 @@ def _json(capsys, argv: list[str]) -> dict:
     return json.loads(capsys.readouterr().out)
 
 
-def test_recognize_eval_json_keys(shipped, data_args, capsys):
-    obj = _json(capsys, ["learn", "recognize", "eval", *data_args, "--split", "none", "--json"])
+def test_recognize_eval_json_keys(shipped, data_args, capsys, tmp_path):
+    plot = tmp_path / "confusion.png"
+    obj = _json(capsys, ["learn", "recognize", "eval", *data_args, "--split", "none", "--json", "--plot", str(plot)])
+    with Image.open(plot) as image:  # the JSON stays the only thing printed
+        assert image.format == "PNG"
     assert set(obj) == {"top1_files", "top1_windows", "per_class", "baseline_cnn"}
     assert set(obj["baseline_cnn"]) == {"top1_files", "top1_windows"}
     assert set(obj["per_class"]) == {"walk", "bow"} and 0.0 <= obj["top1_files"] <= 1.0
 
 
-def test_predict_eval_json_keys(shipped, data_args, capsys):
-    obj = _json(capsys, ["learn", "predict", "eval", *data_args, "--split", "none", "--stride", "25", "--json"])
+def test_predict_eval_json_keys(shipped, data_args, capsys, tmp_path):
+    plot = tmp_path / "horizons.svg"
+    obj = _json(capsys, ["learn", "predict", "eval", *data_args, "--split", "none", "--stride", "25", "--json",
+                         "--plot", str(plot)])  # fmt: skip
+    assert plot.read_text().lstrip().startswith("<?xml") and "horizon (ms)" in plot.read_text()
     assert set(obj) == {"horizons_ms", "methods"} and obj["horizons_ms"] == [80, 160, 320, 400, 560, 1000]
     assert set(obj["methods"]) == {"rnn", "gcn", "zero_velocity", "constant_velocity"}
     for scores in obj["methods"].values():

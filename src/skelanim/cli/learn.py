@@ -72,6 +72,13 @@ def _report(out: Path, result: dict[str, Any], metric: str) -> None:
                    f"{result['seconds']:.0f} s; best epoch {best.get('epoch')}: {metric} {best.get(metric, float('nan')):.4g})")  # fmt: skip
 
 
+def _check_plot(path: Path) -> None:
+    """Refuse a figure name with an unknown format before any work."""
+    from skelanim.viz.plots import check_figure_path
+
+    check_figure_path(path)
+
+
 def _echo_json(obj: Any) -> None:
     typer.echo(json.dumps(obj, indent=1))
 
@@ -142,13 +149,21 @@ def recognize_eval(
     stride: int = typer.Option(8, "--stride", min=1),
     threads: int | None = typer.Option(None, "--threads", min=1),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
+    plot: Path | None = typer.Option(None, "--plot", help="Also draw the ST-GCN's confusion matrices (files, windows)."),
 ) -> None:
     """Top-1 content accuracy per file (vote over windows) and per window, ST-GCN against the CNN baseline."""
     from skelanim.learn.recognize import Recognizer, evaluate_recognizer
 
+    if plot is not None:
+        _check_plot(plot)
     net, base = Recognizer.load(model), Recognizer.load(baseline, default="recognize_cnn")
     ds = _parts(_dataset(data, net.fps, threads, not as_json), split)["test"]
     main, ref = evaluate_recognizer(net, ds, stride=stride), evaluate_recognizer(base, ds, stride=stride)
+    if plot is not None:
+        from skelanim.viz.charts import plot_confusion
+        from skelanim.viz.plots import save_figure
+
+        save_figure(plot_confusion(main["predicted"], title=f"ST-GCN, content, {split} split"), plot)
     obj = {"top1_files": main["top1_files"], "top1_windows": main["top1_windows"], "per_class": main["per_class"],
            "baseline_cnn": {"top1_files": ref["top1_files"], "top1_windows": ref["top1_windows"]}}  # fmt: skip
     if as_json:
@@ -160,6 +175,8 @@ def recognize_eval(
     typer.echo(f"{'temporal CNN':>22} {ref['top1_files']:7.1%} {ref['top1_windows']:8.1%}")
     for name, v in main["per_class"].items():
         typer.echo(f"{name:>22} {v['top1_files']:7.1%} {v['top1_windows']:8.1%}  ({v['files']} files)")
+    if plot is not None:
+        typer.echo(f"wrote {plot} (confusion matrices)")
 
 
 # ---------------------------------------------------------------------------------------------- predict
@@ -224,13 +241,21 @@ def predict_eval(
     stride: int = typer.Option(10, "--stride", min=1),
     threads: int | None = typer.Option(None, "--threads", min=1),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
+    plot: Path | None = typer.Option(None, "--plot", help="Also draw the errors against the horizon (.png, .pdf, .svg)."),
 ) -> None:
     """MPJPE (root-relative and global, fraction of height) and angle error at 80-1000 ms, all four methods."""
     from skelanim.learn.predict import Predictor, evaluate_prediction
 
+    if plot is not None:
+        _check_plot(plot)
     models = {"rnn": Predictor.load(rnn, default="predict_rnn"), "gcn": Predictor.load(gcn, default="predict_gcn")}
     ds = _parts(_dataset(data, models["rnn"].fps, threads, not as_json), split)["test"]
     res = evaluate_prediction(models, ds, stride=stride)
+    if plot is not None:
+        from skelanim.viz.charts import plot_horizon_errors
+        from skelanim.viz.plots import save_figure
+
+        save_figure(plot_horizon_errors(res, title=f"{res['windows']} windows, {split} split"), plot)
     if as_json:
         _echo_json({"horizons_ms": res["horizons_ms"], "methods": res["methods"]})
         return
@@ -240,6 +265,8 @@ def predict_eval(
         for key in ("mpjpe", "mpjpe_global", "angle_deg"):
             scale = 1.0 if key == "angle_deg" else 100.0
             typer.echo(f"{name + ' ' + key:>30}" + "".join(f"{x * scale:8.2f}" for x in v[key]))
+    if plot is not None:
+        typer.echo(f"wrote {plot} (errors against the horizon)")
 
 
 # ---------------------------------------------------------------------------------------------- generate
@@ -326,6 +353,21 @@ def generate_eval(
     for k in (*keys, "diversity_real", "limb_speed", "limb_speed_real", "contact_share", "contact_share_real", "samples",
               "real_windows"):  # fmt: skip
         typer.echo(f"{k:>18}: {res[k]:.4g}" if isinstance(res[k], float) else f"{k:>18}: {res[k]}")
+
+
+@learn_app.command("curves")
+def curves(
+    folder: Path = typer.Argument(..., help="A model folder written by any training command (or a shipped one)."),
+    out: Path = typer.Option(..., "-o", "--out", help="Output image; the suffix picks the format (.png, .pdf, .svg)."),
+) -> None:
+    """Plot a training run's per-epoch curves (training terms, validation scores; best epoch marked)."""
+    from skelanim.viz.charts import plot_training_history, training_history
+    from skelanim.viz.plots import save_figure
+
+    _check_plot(out)
+    history, best = training_history(folder)
+    save_figure(plot_training_history(history, best_epoch=best, title=str(folder)), out)
+    typer.echo(f"wrote {out} ({len(history)} epochs" + (f", best {best})" if best is not None else ")"))
 
 
 @learn_app.command("ship")

@@ -484,7 +484,8 @@ def evaluate_recognizer(model: Recognizer, ds: MotionDataset, *, stride: int = 8
     -------
     dict
         ``{"top1_files", "top1_windows", "per_class": {content: {"top1_files", "top1_windows", "files"}},
-        "files": n, "windows": n}``.
+        "files": n, "windows": n, "predicted": {"files": (truth, predicted), "windows": (truth, predicted)}}``
+        (content names, for a confusion matrix).
     """
     out = model.embed_dataset(ds, stride=stride)
     clip = out["windows"][:, 0]
@@ -498,8 +499,11 @@ def evaluate_recognizer(model: Recognizer, ds: MotionDataset, *, stride: int = 8
         wmask = torch.tensor([names[int(i)] == c for i in clip])
         per_class[c] = {"top1_files": accuracy(pred_f[fmask], truth[ids][fmask]),
                         "top1_windows": accuracy(pred_w[wmask], truth[clip][wmask]), "files": int(fmask.sum())}  # fmt: skip
+    known = model.contents.names
+    predicted = {"files": ([names[int(i)] for i in ids], [known[int(p)] for p in pred_f]),
+                 "windows": ([names[int(i)] for i in clip], [known[int(p)] for p in pred_w])}  # fmt: skip
     return {"top1_files": accuracy(pred_f, truth[ids]), "top1_windows": accuracy(pred_w, truth[clip]),
-            "per_class": per_class, "files": len(ids), "windows": len(clip)}  # fmt: skip
+            "per_class": per_class, "files": len(ids), "windows": len(clip), "predicted": predicted}  # fmt: skip
 
 
 def train_recognizer(train_ds: MotionDataset, val_ds: MotionDataset | None, out: str | Path, *, arch: str = "stgcn",

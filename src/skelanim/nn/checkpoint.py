@@ -25,8 +25,8 @@ from skelanim.errors import FormatError
 from skelanim.io.atomic import atomic_open, atomic_path
 
 __all__ = [
-    "CONFIG_NAME", "STATE_NAME", "WEIGHTS_NAME", "load_model_files", "load_train_state", "save_model_files",
-    "save_train_state",
+    "CONFIG_NAME", "STATE_NAME", "WEIGHTS_NAME", "load_model_files", "load_train_state", "read_train_meta",
+    "save_model_files", "save_train_state",
 ]  # fmt: skip
 
 WEIGHTS_NAME = "model.safetensors"
@@ -136,6 +136,23 @@ def save_train_state(
         save_file(_contiguous(tensors), str(tmp), metadata={"state": json.dumps(info)})
 
 
+def _state_info(path: Path) -> dict[str, Any]:
+    """The JSON metadata of a training state (``meta``, ``param_groups``, ``optim_scalars``)."""
+    try:
+        with safe_open(str(path), framework="pt") as handle:
+            return json.loads((handle.metadata() or {})["state"])
+    except (SafetensorError, OSError, KeyError, ValueError, RuntimeError) as err:
+        raise FormatError(f"corrupt training state: {err}", path=path) from None
+
+
+def read_train_meta(path: str | os.PathLike) -> dict[str, Any]:
+    """The loop state of a training state file (epoch, step, best, per-epoch history), without loading tensors."""
+    path = Path(path)
+    if not path.is_file():
+        raise FormatError("no training state", path=path)
+    return dict(_state_info(path)["meta"])
+
+
 def load_train_state(path: str | os.PathLike) -> tuple[dict[str, torch.Tensor], dict[str, Any], dict[str, Any]]:
     """Read a training state written by :func:`save_train_state` (and restore the torch RNG).
 
@@ -157,9 +174,8 @@ def load_train_state(path: str | os.PathLike) -> tuple[dict[str, torch.Tensor], 
     path = Path(path)
     if not path.is_file():
         raise FormatError("no training state to resume from (train without --resume first)", path=path)
+    info = _state_info(path)
     try:
-        with safe_open(str(path), framework="pt") as handle:
-            info = json.loads((handle.metadata() or {})["state"])
         tensors = load_file(str(path))
     except (SafetensorError, OSError, KeyError, ValueError, RuntimeError) as err:
         raise FormatError(f"corrupt training state: {err}", path=path) from None

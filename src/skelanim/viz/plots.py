@@ -44,7 +44,7 @@ from skelanim.viz._draw import (
 )
 
 __all__ = [
-    "KINDS", "plot_angles", "plot_contacts", "plot_gait_report", "plot_motions", "plot_poses",
+    "KINDS", "check_figure_path", "plot_angles", "plot_contacts", "plot_gait_report", "plot_motions", "plot_poses",
     "plot_trajectories", "save_figure",
 ]  # fmt: skip
 
@@ -327,18 +327,25 @@ def plot_gait_report(report: GaitReport, *, label: str | None = None) -> Figure:
     return fig
 
 
-def save_figure(fig: Figure, path: str | os.PathLike, *, dpi: int = 100) -> Path:
-    """Write ``fig`` to ``path`` atomically; the suffix picks the format (png, pdf, svg, jpg, ...)."""
+def check_figure_path(path: str | os.PathLike) -> Path:
+    """``path`` if its suffix names a format figures can be written in (png, pdf, svg, jpg, ...), so a command
+    can refuse a bad output name before the work that makes the figure; else :class:`UnsupportedFormatError`."""
     target = Path(path)
     suffix = target.suffix.lower().lstrip(".")
-    if FigureCanvasAgg is not type(fig.canvas):
-        FigureCanvasAgg(fig)
-    supported = fig.canvas.get_supported_filetypes()
+    supported = FigureCanvasAgg(Figure()).get_supported_filetypes()
     if suffix not in supported:
         raise UnsupportedFormatError(
             f"cannot write a figure as {suffix or '(no suffix)'!r}; expected one of {', '.join(sorted(supported))}",
             path=target,
         )
+    return target
+
+
+def save_figure(fig: Figure, path: str | os.PathLike, *, dpi: int = 100) -> Path:
+    """Write ``fig`` to ``path`` atomically; the suffix picks the format (png, pdf, svg, jpg, ...)."""
+    target = check_figure_path(path)
+    if FigureCanvasAgg is not type(fig.canvas):
+        FigureCanvasAgg(fig)
     with atomic_path(target) as tmp:
-        fig.savefig(tmp, dpi=dpi, format=suffix)
+        fig.savefig(tmp, dpi=dpi, format=target.suffix.lower().lstrip("."))
     return target
