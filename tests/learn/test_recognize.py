@@ -70,8 +70,12 @@ def test_train_checkpoint_round_trip_and_eval(tiny_ds, tmp_path):
     assert torch.equal(model(x)[0], again(x)[0])
     assert not torch.equal(model.norm.std, torch.ones_like(model.norm.std))  # statistics travel with the weights
     res = evaluate_recognizer(model, tiny_ds, stride=16)
-    assert set(res) == {"top1_files", "top1_windows", "per_class", "files", "windows"}
+    assert set(res) == {"top1_files", "top1_windows", "per_class", "files", "windows", "predicted"}
     assert set(res["per_class"]) == {"walk", "bow", "run"} and res["files"] == 6
+    for part in ("files", "windows"):  # the named predictions agree with the accuracies
+        truth, guess = res["predicted"][part]
+        assert len(truth) == res[part] and sorted(set(truth)) == ["bow", "run", "walk"]
+        assert abs(sum(t == g for t, g in zip(truth, guess, strict=True)) / len(truth) - res[f"top1_{part}"]) < 1e-9
     fr = tiny_ds.frames()
     feats, predicted = model.embed_motions([tiny_ds.rig.to_motion(fr["rot"][:40], fr["pelvis"][:40], 25.0)])
     assert feats.shape[1] == model.feature_dim and predicted[0] in model.contents.names
