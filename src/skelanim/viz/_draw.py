@@ -42,6 +42,12 @@ def shade(rgb: tuple[int, int, int], amount: float) -> tuple[int, int, int]:
     return tuple(round(c + (target - c) * a) for c in rgb)  # type: ignore[return-value]
 
 
+def unit_color(index: int, amount: float = 0.0) -> tuple[float, float, float]:
+    """:func:`color` (optionally :func:`shade`-d) as matplotlib's 0-1 RGB."""
+    c = shade(color(index), amount) if amount else color(index)
+    return (c[0] / 255, c[1] / 255, c[2] / 255)
+
+
 def default_label(motion: Motion, index: int) -> str:
     """A motion's name for legends: ``metadata["name"]``, else the stem of ``metadata["path"]``, else
     ``motion <index + 1>``."""

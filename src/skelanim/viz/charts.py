@@ -17,7 +17,7 @@ from matplotlib.figure import Figure
 
 from skelanim.errors import FormatError
 from skelanim.nn.checkpoint import CONFIG_NAME, STATE_NAME, read_train_meta
-from skelanim.viz.plots import _rgb
+from skelanim.viz._draw import unit_color
 
 __all__ = ["confusion_matrix", "plot_confusion", "plot_horizon_errors", "plot_training_history", "training_history"]
 
@@ -51,7 +51,7 @@ def plot_horizon_errors(result: Mapping[str, Any], *, title: str | None = None) 
     for ax, (key, label, scale) in zip(axes, panels, strict=True):
         for i, (name, scores) in enumerate(methods.items()):
             if key in scores:
-                ax.plot(horizons, np.asarray(scores[key], dtype=float) * scale, marker="o", ms=3, color=_rgb(i), label=name)
+                ax.plot(horizons, np.asarray(scores[key], dtype=float) * scale, marker="o", ms=3, color=unit_color(i), label=name)
         ax.set_xlabel("horizon (ms)")
         ax.set_ylabel(label)
         ax.set_xticks(horizons)
@@ -184,7 +184,7 @@ def plot_training_history(history: Sequence[Mapping[str, Any]], *, best_epoch: i
     axes = fig.subplots(rows, cols, squeeze=False).ravel()
     for i, (ax, key) in enumerate(zip(axes, keys, strict=False)):
         values = [float(r.get(key, np.nan)) for r in history]
-        ax.plot(epochs, values, marker="o", ms=2.5, color=_rgb(0 if key.startswith("train_") else 1))
+        ax.plot(epochs, values, marker="o", ms=2.5, color=unit_color(0 if key.startswith("train_") else 1))
         ax.set_title(key, fontsize=9)
         ax.grid(alpha=0.3)
         if best_epoch is not None:

@@ -33,14 +33,13 @@ from skelanim.io.atomic import atomic_path
 from skelanim.metrics.gait import GaitError, GaitReport, find_legs
 from skelanim.ops.contacts import find_feet, foot_contacts
 from skelanim.viz._draw import (
-    color,
     joint_flexion,
     labelled_motions,
     local_rotation_angle,
     resolve_joints,
-    shade,
     skeleton_figure,
     travel_direction,
+    unit_color,
 )
 
 __all__ = [
@@ -53,11 +52,6 @@ KINDS: tuple[str, ...] = ("trajectories", "angles", "contacts", "poses")
 AXES = "XYZ"
 Rows = list[tuple[str, list[int]]]
 Defaults = list[tuple[str, int]]
-
-
-def _rgb(index: int, amount: float = 0.0) -> tuple[float, float, float]:
-    c = shade(color(index), amount) if amount else color(index)
-    return (c[0] / 255, c[1] / 255, c[2] / 255)
 
 
 def _rows(
@@ -145,7 +139,7 @@ def plot_trajectories(
         for r, (row_label, idx) in enumerate(rows):
             for a in range(3):
                 ax = axes[r, a]
-                ax.plot(t, pos[:, idx[i], a], color=_rgb(i), lw=1.3, label=name)
+                ax.plot(t, pos[:, idx[i], a], color=unit_color(i), lw=1.3, label=name)
                 ax.set_title(f"{row_label}: {AXES[a]}{' (up)' if a == up else ''}", fontsize=9)
     for ax in axes[-1]:
         ax.set_xlabel("time (s)")
@@ -175,7 +169,7 @@ def plot_angles(
             values = local_rotation_angle(m, idx)
         t = np.arange(m.num_frames) / m.fps
         for r, (row_label, _) in enumerate(rows):
-            axes[r, 0].plot(t, values[:, r], color=_rgb(i), lw=1.3, label=name)
+            axes[r, 0].plot(t, values[:, r], color=unit_color(i), lw=1.3, label=name)
             axes[r, 0].set_ylabel(f"{row_label}\n{angle} (deg)", fontsize=8)
     axes[-1, 0].set_xlabel("time (s)")
     axes[0, 0].legend(fontsize=8, loc="best")
@@ -214,7 +208,7 @@ def plot_contacts(
             feet = find_feet(m.skeleton)
             c = np.asarray(foot_contacts(m, joints=feet, up_axis=m.up_axis(), height=m.height))
             rows = [m.skeleton.names[j] for j in feet]
-        _contact_rows(axes[i, 0], 0.0, 1.0 / m.fps, c, rows, _rgb(i))
+        _contact_rows(axes[i, 0], 0.0, 1.0 / m.fps, c, rows, unit_color(i))
         axes[i, 0].set_title(f"{name}: foot contacts", fontsize=9)
     axes[-1, 0].set_xlabel("time (s)")
     return fig
@@ -245,7 +239,7 @@ def plot_poses(
             y = p[:, fig3d.up] - fig3d.floor
             segs = np.stack([np.stack([x[fig3d.bones[:, 0]], y[fig3d.bones[:, 0]]], -1),
                              np.stack([x[fig3d.bones[:, 1]], y[fig3d.bones[:, 1]]], -1)], axis=1)
-            cols = [_rgb(i, 0.45) if s > 0 else _rgb(i, -0.3) if s < 0 else _rgb(i) for s in fig3d.sides]
+            cols = [unit_color(i, 0.45) if s > 0 else unit_color(i, -0.3) if s < 0 else unit_color(i) for s in fig3d.sides]
             ax.add_collection(LineCollection(list(segs), colors=cols, linewidths=2.0, capstyle="round"))
             ax.text(k * slot, -0.08 * fig3d.height, f"{f / m.fps:.2f} s", ha="center", va="top", fontsize=7)
         ax.axhline(0.0, color="0.6", lw=0.8)
@@ -291,7 +285,7 @@ def plot_gait_report(report: GaitReport, *, label: str | None = None) -> Figure:
         for k, side in enumerate(("left", "right")):
             side_mean, _ = report.curve(name, side)
             if np.isfinite(side_mean).all():
-                ax.plot(pct, side_mean, color=_rgb(k), lw=1.2, ls="--", label=side)
+                ax.plot(pct, side_mean, color=unit_color(k), lw=1.2, ls="--", label=side)
         ax.set_xlabel("gait cycle (%)")
         ax.set_ylabel(f"{name.replace('_', ' ')} (deg)")
         ax.set_xlim(0, 100)
@@ -302,7 +296,7 @@ def plot_gait_report(report: GaitReport, *, label: str | None = None) -> Figure:
         c = report.contacts[:, k].astype(np.int8)
         d = np.diff(np.concatenate([[0], c, [0]]))
         spans = [(s * dt, (e - s) * dt) for s, e in zip(np.flatnonzero(d == 1), np.flatnonzero(d == -1))]
-        ax.broken_barh(spans, (k - 0.35, 0.7), facecolors=_rgb(k))
+        ax.broken_barh(spans, (k - 0.35, 0.7), facecolors=unit_color(k))
         ax.plot(report.heel_strikes[side] * dt, np.full(len(report.heel_strikes[side]), k), "k|", ms=14)
     ax.set_yticks([0, 1], ["left", "right"])
     ax.set_ylim(-0.6, 1.6)
