@@ -26,6 +26,8 @@ def test_style_split_names_a_style_without_files(tiny_ds):
         split_dataset(tiny_ds, "style:")
     with pytest.raises(ValueError, match="unknown split"):
         split_dataset(tiny_ds, "styles")
+    every = split_dataset(tiny_ds, "none")
+    assert every["train"] is tiny_ds and every["test"] is tiny_ds and every["val"] is None
 
 
 def test_cli_reports_a_bad_style_split_without_a_traceback(learn_files, tmp_path, capsys):

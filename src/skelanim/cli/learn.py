@@ -43,10 +43,6 @@ def _dataset(data: list[str], fps: float, threads: int | None, progress: bool = 
 def _parts(ds, split: str, seed: int = 0) -> dict:
     from skelanim.learn.common import split_dataset
 
-    if split == "none":
-        return {"train": ds, "val": None, "test": ds}
-    if split not in ("style", "file") and not split.startswith("style:"):
-        raise typer.BadParameter(f"unknown split {split!r}; choose style, style:S1,S2,..., file or none", param_hint="--split")
     try:
         parts = split_dataset(ds, split, seed=seed)
     except ValueError as err:

@@ -105,7 +105,10 @@ def split_dataset(ds: MotionDataset, split: str, *, seed: int = 0) -> dict[str, 
     ``"style:S1,S2,..."``: the same with the named test styles (a fold of a cross-validation over styles;
     validation keeps :data:`~skelanim.data.dataset.BANDAI_VAL_STYLES` not named).
     ``"file"``: :meth:`MotionDataset.split_by_file` stratified by content (20 % test, 10 % validation).
+    ``"none"``: every clip trains and tests, none validates.
     """
+    if split == "none":
+        return {"train": ds, "val": None, "test": ds}
     if split == "style":
         return ds.split_by_style(test=BANDAI_TEST_STYLES, val=BANDAI_VAL_STYLES)
     if split.startswith("style:"):
@@ -118,7 +121,7 @@ def split_dataset(ds: MotionDataset, split: str, *, seed: int = 0) -> dict[str, 
         return ds.split_by_style(test=test, val=[s for s in BANDAI_VAL_STYLES if s not in test])
     if split == "file":
         return ds.split_by_file(test_fraction=0.2, val_fraction=0.1, seed=seed)
-    raise ValueError(f"unknown split {split!r}; expected 'style', 'style:S1,S2,...' or 'file'")
+    raise ValueError(f"unknown split {split!r}; expected 'style', 'style:S1,S2,...', 'file' or 'none'")
 
 
 def provenance(command: str | None, files: Sequence[str], seed: int) -> dict[str, Any]:
