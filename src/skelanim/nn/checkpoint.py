@@ -25,8 +25,8 @@ from skelanim.errors import FormatError
 from skelanim.io.atomic import atomic_open, atomic_path
 
 __all__ = [
-    "CONFIG_NAME", "STATE_NAME", "WEIGHTS_NAME", "load_model_files", "load_train_state", "read_train_meta",
-    "save_model_files", "save_train_state",
+    "CONFIG_NAME", "STATE_NAME", "WEIGHTS_NAME", "load_model_files", "load_train_state", "read_model_config",
+    "read_train_meta", "save_model_files", "save_train_state",
 ]  # fmt: skip
 
 WEIGHTS_NAME = "model.safetensors"
@@ -62,6 +62,18 @@ def save_model_files(folder: str | os.PathLike, tensors: dict[str, torch.Tensor]
         handle.write("\n")
 
 
+def read_model_config(path: str | os.PathLike) -> dict[str, Any]:
+    """A model's ``config.json`` as a dict; :class:`FormatError` when it is not a JSON object."""
+    path = Path(path)
+    try:
+        config = json.loads(path.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise FormatError(f"corrupt model config: {err}", path=path) from None
+    if not isinstance(config, dict):
+        raise FormatError("corrupt model config: not a JSON object", path=path)
+    return config
+
+
 def load_model_files(folder: str | os.PathLike) -> tuple[dict[str, torch.Tensor], dict[str, Any]]:
     """Read a model folder written by :func:`save_model_files`.
 
@@ -87,12 +99,7 @@ def load_model_files(folder: str | os.PathLike) -> tuple[dict[str, torch.Tensor]
     for name in (WEIGHTS_NAME, CONFIG_NAME):
         if not (folder / name).is_file():
             raise FormatError(f"{name} is missing ({expected})", path=folder)
-    try:
-        config = json.loads((folder / CONFIG_NAME).read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as err:
-        raise FormatError(f"corrupt model config: {err}", path=folder / CONFIG_NAME) from None
-    if not isinstance(config, dict):
-        raise FormatError("corrupt model config: not a JSON object", path=folder / CONFIG_NAME)
+    config = read_model_config(folder / CONFIG_NAME)
     try:
         tensors = load_file(str(folder / WEIGHTS_NAME))
     except (SafetensorError, OSError, ValueError, RuntimeError) as err:

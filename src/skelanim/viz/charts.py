@@ -7,7 +7,6 @@ Each ``plot_*`` function returns a :class:`matplotlib.figure.Figure`; write it w
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -16,7 +15,7 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from skelanim.errors import FormatError
-from skelanim.nn.checkpoint import CONFIG_NAME, STATE_NAME, read_train_meta
+from skelanim.nn.checkpoint import CONFIG_NAME, STATE_NAME, read_model_config, read_train_meta
 from skelanim.viz._draw import unit_color
 
 __all__ = ["confusion_matrix", "plot_confusion", "plot_horizon_errors", "plot_training_history", "training_history"]
@@ -146,10 +145,7 @@ def training_history(folder: str | Path) -> tuple[list[dict[str, Any]], int | No
     history: list[dict[str, Any]] = []
     best = None
     if config_path.is_file():
-        try:
-            training = json.loads(config_path.read_text()).get("training") or {}
-        except json.JSONDecodeError as err:
-            raise FormatError(f"not JSON ({err.msg}, line {err.lineno})", path=config_path) from None
+        training = read_model_config(config_path).get("training") or {}
         history, best = list(training.get("history") or []), (training.get("best") or {}).get("epoch")
     if state.is_file():
         meta = read_train_meta(state)

@@ -326,7 +326,7 @@ def check_figure_path(path: str | os.PathLike) -> Path:
     can refuse a bad output name before the work that makes the figure; else :class:`UnsupportedFormatError`."""
     target = Path(path)
     suffix = target.suffix.lower().lstrip(".")
-    supported = FigureCanvasAgg(Figure()).get_supported_filetypes()
+    supported = FigureCanvasAgg.get_supported_filetypes()
     if suffix not in supported:
         raise UnsupportedFormatError(
             f"cannot write a figure as {suffix or '(no suffix)'!r}; expected one of {', '.join(sorted(supported))}",
