@@ -116,6 +116,12 @@ def recognize_train(
     posture: float = typer.Option(
         0.0, "--posture", min=0.0, help="Posture augmentation: random constant joint-rotation offsets, std in degrees."
     ),
+    mixstyle: float = typer.Option(
+        0.0, "--mixstyle", min=0.0, max=1.0, help="MixStyle: mix temporal feature statistics between samples, probability P."
+    ),
+    adversarial_style: bool = typer.Option(
+        False, "--adversarial-style/--no-adversarial-style", help="Reverse the style head's gradient (features hide style)."
+    ),
     resume: bool = typer.Option(False, "--resume"),
     progress: bool = typer.Option(True, "--progress/--no-progress"),
 ) -> None:
@@ -124,9 +130,10 @@ def recognize_train(
 
     if not 0.0 < amplitude[0] <= amplitude[1]:
         raise typer.BadParameter(f"expected 0 < LO <= HI, got {amplitude[0]} {amplitude[1]}", param_hint="--amplitude")
-    options: dict = {}
+    options: dict = {**({"mixstyle": mixstyle} if mixstyle else {}),
+                     **({"adversarial_style": True} if adversarial_style else {})}  # fmt: skip
     if arch == "stgcn":
-        options = {**({"readout": readout} if readout else {}), **({"adaptive": True} if adaptive else {})}
+        options.update({**({"readout": readout} if readout else {}), **({"adaptive": True} if adaptive else {})})
     parts = _parts(_dataset(data, fps, threads, progress), split, seed)
     result = train_recognizer(parts["train"], parts["val"], out, arch=arch, window=window, stride=stride,
                               loop=_loop(epochs, batch_size, lr, seed, max_steps, progress), mirror=mirror, balance=balance,
