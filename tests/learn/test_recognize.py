@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from skelanim.learn.recognize import Recognizer, RecognizeTask, evaluate_recognizer, train_recognizer
-from skelanim.learn.stgcn import STGCN, TemporalCNN, mix_style, reverse_gradient, spatial_partitions
+from skelanim.learn.stgcn import STGCN, TemporalCNN, drop_graph, mix_style, reverse_gradient, spatial_partitions
 from skelanim.nn.train import TrainConfig, seeded_generator
 
 TINY = {"channels": (8, 8), "strides": (1, 2)}
@@ -171,3 +171,40 @@ def test_adversarial_style_trains_the_head_but_pushes_the_features_away(arch):
     (head_adv, body_adv), (head_plain, body_plain) = grads
     assert torch.allclose(head_adv, head_plain)  # the head learns to read the style as before
     assert torch.allclose(body_adv, -body_plain, atol=1e-6)  # the body gets the opposite push
+
+
+def test_drop_graph_drops_whole_neighbourhoods_and_keeps_the_mean():
+    torch.manual_seed(0)
+    net = STGCN([-1, 0, 1, 2, 0, 4], 3, 2, 0, channels=(4, 4), strides=(1, 1), dropgraph=0.3)
+    hood = net.neighbours
+    assert hood.equal(hood.T) and hood.diagonal().all()
+    assert hood[1].tolist() == [True, True, True, False, False, False]  # joint 1: its parent 0 and child 2
+    x = torch.ones(20000, 2, 3, 6)
+    y = drop_graph(x, hood, 0.3)
+    dropped = y[:, 0, 0, :] == 0  # (B, V)
+    assert (y == 0).eq(dropped[:, None, None, :]).all()  # a joint is dropped in every channel and frame or not at all
+    # every dropped joint's neighbourhood was dropped around some centre: each dropped joint has a dropped neighbour
+    lonely = dropped & ~((dropped.float() @ (hood & ~torch.eye(6, dtype=torch.bool)).float()) > 0)
+    assert not lonely.any()
+    assert 0.2 < float(dropped.float().mean()) < 0.3
+    kept = ~dropped
+    rows = kept.any(dim=1)
+    assert torch.allclose(y[rows].mean(dim=(1, 2, 3)), torch.ones(int(rows.sum())))  # rescaled per sample
+    net.eval()
+    assert torch.equal(net.features(torch.ones(2, 8, 6, 3)), net.features(torch.ones(2, 8, 6, 3)))  # off in eval
+
+
+def test_joint_input_gives_each_joint_its_own_map():
+    torch.manual_seed(0)
+    net = STGCN([-1, 0, 1, 2, 1], 6, 3, 0, channels=(8, 8), strides=(1, 2), joint_input=5).eval()
+    project = lambda x: net.joint_input(net.data_bn(x.reshape(1, 12, 30).transpose(1, 2))).reshape(5, 5, 12)  # noqa: E731
+    x = torch.randn(1, 12, 5, 6)
+    y = x.clone()
+    y[0, :, 3] += 1.0
+    moved = (project(y) - project(x)).abs().sum(dim=(1, 2))
+    assert moved[3] > 0 and moved[[0, 1, 2, 4]].eq(0).all()  # a change at joint 3 reaches only joint 3's channels
+    same = x.clone()
+    same[0, :, 4] = same[0, :, 3]  # joints 3 and 4 with equal features still map differently (own weights)
+    out = project(same)
+    assert not torch.allclose(out[3], out[4])
+    assert net(x)[0].shape == (1, 3)

@@ -119,6 +119,12 @@ def recognize_train(
     mixstyle: float = typer.Option(
         0.0, "--mixstyle", min=0.0, max=1.0, help="MixStyle: mix temporal feature statistics between samples, probability P."
     ),
+    joint_input: int = typer.Option(
+        0, "--joint-input", min=0, help="ST-GCN: each joint's features first go through its own linear map to N channels."
+    ),
+    dropgraph: float = typer.Option(
+        0.0, "--dropgraph", min=0.0, max=0.9, help="ST-GCN: DropGraph rate (joints and their neighbours dropped in training)."
+    ),
     adversarial_style: bool = typer.Option(
         False, "--adversarial-style/--no-adversarial-style", help="Reverse the style head's gradient (features hide style)."
     ),
@@ -133,7 +139,9 @@ def recognize_train(
     options: dict = {**({"mixstyle": mixstyle} if mixstyle else {}),
                      **({"adversarial_style": True} if adversarial_style else {})}  # fmt: skip
     if arch == "stgcn":
-        options.update({**({"readout": readout} if readout else {}), **({"adaptive": True} if adaptive else {})})
+        options.update({**({"readout": readout} if readout else {}), **({"adaptive": True} if adaptive else {}),
+                        **({"dropgraph": dropgraph} if dropgraph else {}),
+                        **({"joint_input": joint_input} if joint_input else {})})  # fmt: skip
     parts = _parts(_dataset(data, fps, threads, progress), split, seed)
     result = train_recognizer(parts["train"], parts["val"], out, arch=arch, window=window, stride=stride,
                               loop=_loop(epochs, batch_size, lr, seed, max_steps, progress), mirror=mirror, balance=balance,

@@ -31,7 +31,37 @@ from collections.abc import Sequence
 import torch
 from torch import Tensor, nn
 
-__all__ = ["STGCN", "TemporalCNN", "mix_style", "reverse_gradient", "spatial_partitions"]
+__all__ = ["STGCN", "TemporalCNN", "drop_graph", "mix_style", "reverse_gradient", "spatial_partitions"]
+
+
+def drop_graph(x: Tensor, neighbours: Tensor, rate: float) -> Tensor:
+    """DropGraph (Cheng et al. 2020) over joints: whole joints *and their graph neighbours* are zeroed in a
+    sample's features, for all channels and frames, and the rest rescaled.
+
+    Dropping a lone joint teaches little, since a graph convolution refills it from its neighbours; dropping a
+    neighbourhood (a forearm and hand, a shin and foot) makes the classifier read the content from the rest
+    of the body, not from one limb's posture.
+
+    Parameters
+    ----------
+    x : Tensor
+        ``(B, C, T, V)`` features.
+    neighbours : Tensor
+        ``(V, V)`` bool, ``neighbours[i, j]``: dropping centre ``i`` drops joint ``j`` (``i`` itself included).
+    rate : float
+        Share of joints to drop (centres drawn with ``rate / (mean neighbourhood size)``; overlaps make it a
+        little less).
+
+    Returns
+    -------
+    Tensor
+        ``(B, C, T, V)``: ``x * keep * V / kept`` per sample.
+    """
+    size = neighbours.float().sum(dim=1).mean()
+    centres = torch.rand(x.shape[0], x.shape[-1], device=x.device) < rate / size
+    keep = ~((centres.float() @ neighbours.float()) > 0)  # (B, V)
+    scale = keep.shape[1] / keep.float().sum(dim=1, keepdim=True).clamp_min(1.0)
+    return x * (keep * scale)[:, None, None, :].to(x)
 
 
 def mix_style(x: Tensor, alpha: float = 0.1, eps: float = 1e-5) -> Tensor:
@@ -137,10 +167,13 @@ class GraphBlock(nn.Module):
         Temporal stride.
     dropout : float
         Dropout after the temporal convolution.
+    joint_affine : bool
+        After the graph convolution's batch norm, a learned scale and shift per channel *and joint* (identity at
+        the start), so the shared weights can respond differently at each joint.
     """
 
     def __init__(self, cin: int, cout: int, adjacency: Tensor, *, kernel: int = 9, stride: int = 1, dropout: float = 0.0,
-                 separable: bool = True, adaptive: bool = False) -> None:  # fmt: skip
+                 separable: bool = True, adaptive: bool = False, joint_affine: bool = False) -> None:  # fmt: skip
         super().__init__()
         k, v, _ = adjacency.shape
         self.k, self.v, self.cout = k, v, cout
@@ -152,6 +185,7 @@ class GraphBlock(nn.Module):
         self.adaptive = nn.Parameter(torch.zeros(k, v, v)) if adaptive else None
         self.spatial = nn.Conv2d(cin, k * cout, 1)
         self.bn1 = nn.BatchNorm2d(cout)
+        self.joint_affine = nn.Parameter(torch.zeros(2, cout, 1, v)) if joint_affine else None
         pad = ((kernel - 1) // 2, 0)
         if separable:  # depthwise temporal filter + pointwise mix: ~kernel times fewer MACs than a dense one
             self.temporal: nn.Module = nn.Sequential(nn.Conv2d(cout, cout, (kernel, 1), (stride, 1), pad, groups=cout),
@@ -178,7 +212,10 @@ class GraphBlock(nn.Module):
         if self.adaptive is not None:
             a = a + self.adaptive
         y = y @ a.reshape(self.k * v, v)
-        y = torch.relu(self.bn1(y))
+        y = self.bn1(y)
+        if self.joint_affine is not None:
+            y = y * (1.0 + self.joint_affine[0]) + self.joint_affine[1]
+        y = torch.relu(y)
         y = self.drop(self.bn2(self.temporal(y)))
         return torch.relu(y + self.residual(x))
 
@@ -216,6 +253,19 @@ class STGCN(nn.Module):
     mixstyle : float
         In training, the output of each of the first two blocks goes through :func:`mix_style` with this
         probability per batch (0: never).
+    dropgraph : float
+        In training, the output of every block after the first goes through :func:`drop_graph` at this rate
+        (neighbourhoods of one edge; 0: never).
+    joint_input : int
+        ``n > 0``: each joint's input features first go through *its own* linear map to ``n`` channels (batch
+        norm, ReLU; one grouped 1 x 1 convolution), so the blocks' weights, shared by all joints, start from
+        features that know which joint they belong to (the semantics SGN, Zhang et al. 2020, adds as joint
+        embeddings). ``0``: the blocks read the raw features.
+    joint_affine : bool
+        Every block gets a per-joint scale and shift of its graph-convolution output (:class:`GraphBlock`).
+    body : bool
+        A fourth partition in which every joint hears the mean of all joints, so each block sees the whole
+        body (both hands, a hand and the feet) as the temporal CNN's first layer does.
     adversarial_style : bool
         Train the style head through :func:`reverse_gradient` (features that hide the style).
     """
@@ -223,17 +273,27 @@ class STGCN(nn.Module):
     def __init__(self, parents: Sequence[int], in_channels: int, num_contents: int, num_styles: int = 0, *,
                  channels: Sequence[int] = (32, 48, 64, 64), strides: Sequence[int] = (1, 2, 1, 2),
                  kernel: int = 5, dropout: float = 0.1, pool: int = 2, separable: bool = False,
-                 readout: int = 0, adaptive: bool = False, mixstyle: float = 0.0,
+                 readout: int = 0, adaptive: bool = False, mixstyle: float = 0.0, dropgraph: float = 0.0,
+                 body: bool = False, joint_input: int = 0, joint_affine: bool = False,
                  adversarial_style: bool = False) -> None:  # fmt: skip
         super().__init__()
         self.pool = int(pool)
-        self.mixstyle, self.adversarial_style = float(mixstyle), bool(adversarial_style)
+        self.mixstyle, self.dropgraph, self.adversarial_style = float(mixstyle), float(dropgraph), bool(adversarial_style)
         a = spatial_partitions(parents)
         v = len(parents)
+        self.neighbours: Tensor
+        self.register_buffer("neighbours", a.sum(dim=0).gt(0) | a.sum(dim=0).gt(0).T, persistent=False)
+        if body:
+            a = torch.cat([a, torch.full((1, v, v), 1.0 / v)])
         self.data_bn = nn.BatchNorm1d(v * in_channels)
-        blocks, cin = [], in_channels
+        self.joint_input = (
+            nn.Sequential(nn.Conv1d(v * in_channels, v * joint_input, 1, groups=v), nn.BatchNorm1d(v * joint_input), nn.ReLU())
+            if joint_input else None
+        )  # fmt: skip
+        blocks, cin = [], joint_input or in_channels
         for cout, stride in zip(channels, strides):
-            blocks.append(GraphBlock(cin, cout, a, kernel=kernel, stride=stride, separable=separable, adaptive=adaptive))
+            blocks.append(GraphBlock(cin, cout, a, kernel=kernel, stride=stride, separable=separable, adaptive=adaptive,
+                                     joint_affine=joint_affine))  # fmt: skip
             cin = cout
         self.blocks = nn.ModuleList(blocks)
         self.readout = nn.Sequential(nn.Linear(cin * v, readout), nn.ReLU()) if readout else None
@@ -249,11 +309,15 @@ class STGCN(nn.Module):
         x = self.data_bn(x.reshape(b, t, v * c).transpose(1, 2))
         if self.pool > 1:
             x = nn.functional.avg_pool1d(x, self.pool, self.pool, ceil_mode=True)
-        x = x.reshape(b, v, c, -1).permute(0, 2, 3, 1)
+        if self.joint_input is not None:
+            x = self.joint_input(x)
+        x = x.reshape(b, v, x.shape[1] // v, -1).permute(0, 2, 3, 1)
         for i, block in enumerate(self.blocks):
             x = block(x)
             if i < 2 and self.training and self.mixstyle > 0 and float(torch.rand(())) < self.mixstyle:
                 x = mix_style(x)
+            if i > 0 and self.training and self.dropgraph > 0:
+                x = drop_graph(x, self.neighbours, self.dropgraph)
         if self.readout is not None:
             return self.readout(x.mean(dim=2).flatten(1))
         return x.mean(dim=(2, 3))
