@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from skelanim.learn.recognize import Recognizer, RecognizeTask, evaluate_recognizer, train_recognizer
-from skelanim.learn.stgcn import STGCN, TemporalCNN, drop_graph, mix_style, reverse_gradient, spatial_partitions
+from skelanim.learn.stgcn import STGCN, TemporalCNN, spatial_partitions
 from skelanim.nn.train import TrainConfig, seeded_generator
 
 TINY = {"channels": (8, 8), "strides": (1, 2)}
@@ -121,83 +121,13 @@ def test_mirror_labels_swap_sides_and_skip_handed_contents():
     assert mirror_labels(names).tolist() == [-1, 2, 1, 3, 5, 4, -1]  # wave-right-hand absent: not mirrored
 
 
-def test_mix_style_swaps_temporal_statistics_and_keeps_the_shape():
-    torch.manual_seed(0)
-    x = (
-        torch.randn(64, 3, 40, 2) * torch.linspace(0.5, 4.0, 64)[:, None, None, None]
-        + torch.arange(64.0)[:, None, None, None]
-    )
-    y = mix_style(x, alpha=0.1)
-    assert y.shape == x.shape
-    mu_x, mu_y = x.mean(dim=2), y.mean(dim=2)
-    sd_x, sd_y = x.std(dim=2), y.std(dim=2)
-    # each output sample's statistics lie between its own and one other sample's: λ mu_i + (1-λ) mu_j
-    lo = torch.minimum(mu_x[:, None], mu_x[None]).amin(dim=0)  # per (C, V): smallest over samples
-    hi = torch.maximum(mu_x[:, None], mu_x[None]).amax(dim=0)
-    assert (mu_y >= lo - 1e-4).all() and (mu_y <= hi + 1e-4).all()
-    moved = (mu_y - mu_x).abs().amax(dim=(1, 2)) > 1.0
-    assert 0 < int(moved.sum()) < 64  # Beta(0.1, 0.1): some samples keep their own style, some take another's
-    # the normalised shape over time is the input's (only mean and spread change)
-    z_x = (x - mu_x[:, :, None]) / sd_x[:, :, None]
-    z_y = (y - mu_y[:, :, None]) / sd_y[:, :, None]
-    assert torch.allclose(z_x, z_y, atol=1e-3)
-
-
-def test_reverse_gradient_flips_only_the_backward_pass():
-    x = torch.randn(5, requires_grad=True)
-    y = reverse_gradient(x, 0.5)
-    assert torch.equal(y, x)
-    (y * torch.arange(5.0)).sum().backward()
-    assert torch.allclose(x.grad, -0.5 * torch.arange(5.0))
-
-
-@pytest.mark.parametrize("arch", ["stgcn", "cnn"])
-def test_adversarial_style_trains_the_head_but_pushes_the_features_away(arch):
-    torch.manual_seed(0)
-    kw = {"channels": (8, 8), "strides": (1, 2)}
-    net = (STGCN([-1, 0, 1, 1], 5, 3, 2, adversarial_style=True, **kw) if arch == "stgcn"
-           else TemporalCNN(4, 5, 3, 2, adversarial_style=True, **kw))  # fmt: skip
-    plain = STGCN([-1, 0, 1, 1], 5, 3, 2, **kw) if arch == "stgcn" else TemporalCNN(4, 5, 3, 2, **kw)
-    plain.load_state_dict(net.state_dict())
-    x, style = torch.randn(6, 16, 4, 5), torch.tensor([0, 1, 0, 1, 0, 1])
-    grads = []
-    for model in (net, plain):
-        model.eval()
-        _, logits, _ = model(x)
-        model.zero_grad()
-        torch.nn.functional.cross_entropy(logits, style).backward()
-        first = model.blocks[0].spatial if arch == "stgcn" else model.net[1]  # the first layer's weights
-        grads.append((model.style_head.weight.grad.clone(), first.weight.grad.clone()))
-    (head_adv, body_adv), (head_plain, body_plain) = grads
-    assert torch.allclose(head_adv, head_plain)  # the head learns to read the style as before
-    assert torch.allclose(body_adv, -body_plain, atol=1e-6)  # the body gets the opposite push
-
-
-def test_drop_graph_drops_whole_neighbourhoods_and_keeps_the_mean():
-    torch.manual_seed(0)
-    net = STGCN([-1, 0, 1, 2, 0, 4], 3, 2, 0, channels=(4, 4), strides=(1, 1), dropgraph=0.3)
-    hood = net.neighbours
-    assert hood.equal(hood.T) and hood.diagonal().all()
-    assert hood[1].tolist() == [True, True, True, False, False, False]  # joint 1: its parent 0 and child 2
-    x = torch.ones(20000, 2, 3, 6)
-    y = drop_graph(x, hood, 0.3)
-    dropped = y[:, 0, 0, :] == 0  # (B, V)
-    assert (y == 0).eq(dropped[:, None, None, :]).all()  # a joint is dropped in every channel and frame or not at all
-    # every dropped joint's neighbourhood was dropped around some centre: each dropped joint has a dropped neighbour
-    lonely = dropped & ~((dropped.float() @ (hood & ~torch.eye(6, dtype=torch.bool)).float()) > 0)
-    assert not lonely.any()
-    assert 0.2 < float(dropped.float().mean()) < 0.3
-    kept = ~dropped
-    rows = kept.any(dim=1)
-    assert torch.allclose(y[rows].mean(dim=(1, 2, 3)), torch.ones(int(rows.sum())))  # rescaled per sample
-    net.eval()
-    assert torch.equal(net.features(torch.ones(2, 8, 6, 3)), net.features(torch.ones(2, 8, 6, 3)))  # off in eval
-
-
 def test_joint_input_gives_each_joint_its_own_map():
     torch.manual_seed(0)
     net = STGCN([-1, 0, 1, 2, 1], 6, 3, 0, channels=(8, 8), strides=(1, 2), joint_input=5).eval()
-    project = lambda x: net.joint_input(net.data_bn(x.reshape(1, 12, 30).transpose(1, 2))).reshape(5, 5, 12)  # noqa: E731
+
+    def project(x: torch.Tensor) -> torch.Tensor:  # (1, T, V, C) to (V, N, T): each joint's input map
+        return net.joint_input(net.data_bn(x.reshape(1, 12, 30).transpose(1, 2))).reshape(5, 5, 12)
+
     x = torch.randn(1, 12, 5, 6)
     y = x.clone()
     y[0, :, 3] += 1.0
@@ -208,3 +138,20 @@ def test_joint_input_gives_each_joint_its_own_map():
     out = project(same)
     assert not torch.allclose(out[3], out[4])
     assert net(x)[0].shape == (1, 3)
+
+
+def test_joint_affine_starts_as_identity_and_acts_per_joint():
+    torch.manual_seed(0)
+    kw = {"channels": (8, 8), "strides": (1, 2), "readout": 6}
+    net = STGCN([-1, 0, 1, 2, 1], 6, 3, 0, joint_affine=True, **kw).eval()
+    plain = STGCN([-1, 0, 1, 2, 1], 6, 3, 0, **kw).eval()
+    plain.load_state_dict(net.state_dict(), strict=False)  # the same weights without the affine terms
+    x = torch.randn(2, 12, 5, 6)
+    assert torch.allclose(net(x)[0], plain(x)[0], atol=1e-6)  # zero-initialised: no change at the start
+    block = net.blocks[0]
+    h = x.permute(0, 3, 1, 2)  # (B, C, T, V) block input
+    before = block(h)
+    with torch.no_grad():
+        block.joint_affine[1, :, :, 2] = 5.0  # shift joint 2 only, after the graph convolution
+    changed = (block(h) - before).abs().sum(dim=(0, 1, 2))
+    assert changed[2] > 0 and changed[[0, 1, 3, 4]].eq(0).all()  # the temporal part and residual stay per joint

@@ -116,17 +116,11 @@ def recognize_train(
     posture: float = typer.Option(
         0.0, "--posture", min=0.0, help="Posture augmentation: random constant joint-rotation offsets, std in degrees."
     ),
-    mixstyle: float = typer.Option(
-        0.0, "--mixstyle", min=0.0, max=1.0, help="MixStyle: mix temporal feature statistics between samples, probability P."
-    ),
     joint_input: int = typer.Option(
         0, "--joint-input", min=0, help="ST-GCN: each joint's features first go through its own linear map to N channels."
     ),
-    dropgraph: float = typer.Option(
-        0.0, "--dropgraph", min=0.0, max=0.9, help="ST-GCN: DropGraph rate (joints and their neighbours dropped in training)."
-    ),
-    adversarial_style: bool = typer.Option(
-        False, "--adversarial-style/--no-adversarial-style", help="Reverse the style head's gradient (features hide style)."
+    joint_affine: bool = typer.Option(
+        False, "--joint-affine/--no-joint-affine", help="ST-GCN: a learned scale and shift per joint in every block."
     ),
     resume: bool = typer.Option(False, "--resume"),
     progress: bool = typer.Option(True, "--progress/--no-progress"),
@@ -136,12 +130,11 @@ def recognize_train(
 
     if not 0.0 < amplitude[0] <= amplitude[1]:
         raise typer.BadParameter(f"expected 0 < LO <= HI, got {amplitude[0]} {amplitude[1]}", param_hint="--amplitude")
-    options: dict = {**({"mixstyle": mixstyle} if mixstyle else {}),
-                     **({"adversarial_style": True} if adversarial_style else {})}  # fmt: skip
+    options: dict = {}
     if arch == "stgcn":
-        options.update({**({"readout": readout} if readout else {}), **({"adaptive": True} if adaptive else {}),
-                        **({"dropgraph": dropgraph} if dropgraph else {}),
-                        **({"joint_input": joint_input} if joint_input else {})})  # fmt: skip
+        options = {**({"readout": readout} if readout else {}), **({"adaptive": True} if adaptive else {}),
+                   **({"joint_input": joint_input} if joint_input else {}),
+                   **({"joint_affine": True} if joint_affine else {})}  # fmt: skip
     parts = _parts(_dataset(data, fps, threads, progress), split, seed)
     result = train_recognizer(parts["train"], parts["val"], out, arch=arch, window=window, stride=stride,
                               loop=_loop(epochs, batch_size, lr, seed, max_steps, progress), mirror=mirror, balance=balance,

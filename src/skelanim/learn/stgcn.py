@@ -31,99 +31,13 @@ from collections.abc import Sequence
 import torch
 from torch import Tensor, nn
 
-__all__ = ["STGCN", "TemporalCNN", "drop_graph", "mix_style", "reverse_gradient", "spatial_partitions"]
-
-
-def drop_graph(x: Tensor, neighbours: Tensor, rate: float) -> Tensor:
-    """DropGraph (Cheng et al. 2020) over joints: whole joints *and their graph neighbours* are zeroed in a
-    sample's features, for all channels and frames, and the rest rescaled.
-
-    Dropping a lone joint teaches little, since a graph convolution refills it from its neighbours; dropping a
-    neighbourhood (a forearm and hand, a shin and foot) makes the classifier read the content from the rest
-    of the body, not from one limb's posture.
-
-    Parameters
-    ----------
-    x : Tensor
-        ``(B, C, T, V)`` features.
-    neighbours : Tensor
-        ``(V, V)`` bool, ``neighbours[i, j]``: dropping centre ``i`` drops joint ``j`` (``i`` itself included).
-    rate : float
-        Share of joints to drop (centres drawn with ``rate / (mean neighbourhood size)``; overlaps make it a
-        little less).
-
-    Returns
-    -------
-    Tensor
-        ``(B, C, T, V)``: ``x * keep * V / kept`` per sample.
-    """
-    size = neighbours.float().sum(dim=1).mean()
-    centres = torch.rand(x.shape[0], x.shape[-1], device=x.device) < rate / size
-    keep = ~((centres.float() @ neighbours.float()) > 0)  # (B, V)
-    scale = keep.shape[1] / keep.float().sum(dim=1, keepdim=True).clamp_min(1.0)
-    return x * (keep * scale)[:, None, None, :].to(x)
-
-
-def mix_style(x: Tensor, alpha: float = 0.1, eps: float = 1e-5) -> Tensor:
-    """MixStyle over time (Zhou et al. 2021): each sample's per-channel temporal statistics are mixed with
-    another sample's.
-
-    Motion style lives largely in the temporal mean and spread of a network's features (Aberman et al. 2020
-    transfer it with AdaIN on exactly these); mixing them between the samples of a batch shows the classifier
-    the same content in styles it has not seen.
-
-    Parameters
-    ----------
-    x : Tensor
-        ``(B, C, T, ...)`` features; statistics over ``T`` per sample, channel (and joint).
-    alpha : float
-        Mixing weights ``λ ~ Beta(alpha, alpha)`` per sample (most near 0 or 1).
-    eps : float
-        Added to the variance.
-
-    Returns
-    -------
-    Tensor
-        ``(B, C, T, ...)``: ``σ_mix (x - μ) / σ + μ_mix`` with ``μ_mix = λ μ + (1 - λ) μ[perm]`` (same for σ),
-        ``perm`` a random permutation of the batch; the statistics are detached, as in the paper.
-    """
-    mu = x.mean(dim=2, keepdim=True).detach()
-    sigma = (x.var(dim=2, keepdim=True) + eps).sqrt().detach()
-    lam = torch.distributions.Beta(alpha, alpha).sample((x.shape[0],)).to(x)
-    lam = lam.reshape(-1, *([1] * (x.dim() - 1)))
-    perm = torch.randperm(x.shape[0], device=x.device)
-    mu_mix = lam * mu + (1 - lam) * mu[perm]
-    sigma_mix = lam * sigma + (1 - lam) * sigma[perm]
-    return (x - mu) / sigma * sigma_mix + mu_mix
-
-
-class _ReverseGradient(torch.autograd.Function):
-    @staticmethod
-    def forward(ctx, x: Tensor, scale: float) -> Tensor:  # type: ignore[override]
-        ctx.scale = scale
-        return x.view_as(x)
-
-    @staticmethod
-    def backward(ctx, grad: Tensor) -> tuple[Tensor, None]:  # type: ignore[override]
-        return -ctx.scale * grad, None
-
-
-def reverse_gradient(x: Tensor, scale: float = 1.0) -> Tensor:
-    """Identity forward; the gradient is multiplied by ``-scale`` on the way back (Ganin & Lempitsky 2015).
-
-    A head behind it learns to predict its label while the features in front of it learn to hide that label.
-    """
-    return _ReverseGradient.apply(x, scale)
+__all__ = ["STGCN", "TemporalCNN", "spatial_partitions"]
 
 
 def _heads(net: STGCN | TemporalCNN, f: Tensor) -> tuple[Tensor, Tensor | None, Tensor]:
-    """Content and (optional) style logits of ``(B, D)`` features ``f``, and ``f``. With ``adversarial_style``
-    the style head's gradient is reversed into the features, so they learn to carry no style
-    (domain-adversarial training) while the head still learns to read it."""
+    """Content and (optional) style logits of ``(B, D)`` features ``f``, and ``f``."""
     h = net.drop(f)
-    if net.style_head is None:
-        return net.content_head(h), None, f
-    return net.content_head(h), net.style_head(reverse_gradient(h) if net.adversarial_style else h), f
+    return net.content_head(h), (net.style_head(h) if net.style_head is not None else None), f
 
 
 def spatial_partitions(parents: Sequence[int]) -> Tensor:
@@ -250,12 +164,6 @@ class STGCN(nn.Module):
         features with a ReLU.
     adaptive : bool
         Add a learned dense adjacency to each block's partitions (Shi et al. 2019, 2s-AGCN).
-    mixstyle : float
-        In training, the output of each of the first two blocks goes through :func:`mix_style` with this
-        probability per batch (0: never).
-    dropgraph : float
-        In training, the output of every block after the first goes through :func:`drop_graph` at this rate
-        (neighbourhoods of one edge; 0: never).
     joint_input : int
         ``n > 0``: each joint's input features first go through *its own* linear map to ``n`` channels (batch
         norm, ReLU; one grouped 1 x 1 convolution), so the blocks' weights, shared by all joints, start from
@@ -263,28 +171,17 @@ class STGCN(nn.Module):
         embeddings). ``0``: the blocks read the raw features.
     joint_affine : bool
         Every block gets a per-joint scale and shift of its graph-convolution output (:class:`GraphBlock`).
-    body : bool
-        A fourth partition in which every joint hears the mean of all joints, so each block sees the whole
-        body (both hands, a hand and the feet) as the temporal CNN's first layer does.
-    adversarial_style : bool
-        Train the style head through :func:`reverse_gradient` (features that hide the style).
     """
 
     def __init__(self, parents: Sequence[int], in_channels: int, num_contents: int, num_styles: int = 0, *,
                  channels: Sequence[int] = (32, 48, 64, 64), strides: Sequence[int] = (1, 2, 1, 2),
                  kernel: int = 5, dropout: float = 0.1, pool: int = 2, separable: bool = False,
-                 readout: int = 0, adaptive: bool = False, mixstyle: float = 0.0, dropgraph: float = 0.0,
-                 body: bool = False, joint_input: int = 0, joint_affine: bool = False,
-                 adversarial_style: bool = False) -> None:  # fmt: skip
+                 readout: int = 0, adaptive: bool = False, joint_input: int = 0,
+                 joint_affine: bool = False) -> None:  # fmt: skip
         super().__init__()
         self.pool = int(pool)
-        self.mixstyle, self.dropgraph, self.adversarial_style = float(mixstyle), float(dropgraph), bool(adversarial_style)
         a = spatial_partitions(parents)
         v = len(parents)
-        self.neighbours: Tensor
-        self.register_buffer("neighbours", a.sum(dim=0).gt(0) | a.sum(dim=0).gt(0).T, persistent=False)
-        if body:
-            a = torch.cat([a, torch.full((1, v, v), 1.0 / v)])
         self.data_bn = nn.BatchNorm1d(v * in_channels)
         self.joint_input = (
             nn.Sequential(nn.Conv1d(v * in_channels, v * joint_input, 1, groups=v), nn.BatchNorm1d(v * joint_input), nn.ReLU())
@@ -312,12 +209,8 @@ class STGCN(nn.Module):
         if self.joint_input is not None:
             x = self.joint_input(x)
         x = x.reshape(b, v, x.shape[1] // v, -1).permute(0, 2, 3, 1)
-        for i, block in enumerate(self.blocks):
+        for block in self.blocks:
             x = block(x)
-            if i < 2 and self.training and self.mixstyle > 0 and float(torch.rand(())) < self.mixstyle:
-                x = mix_style(x)
-            if i > 0 and self.training and self.dropgraph > 0:
-                x = drop_graph(x, self.neighbours, self.dropgraph)
         if self.readout is not None:
             return self.readout(x.mean(dim=2).flatten(1))
         return x.mean(dim=(2, 3))
@@ -355,16 +248,12 @@ class TemporalCNN(nn.Module):
         Temporal kernel.
     dropout : float
         Before the heads.
-    mixstyle, adversarial_style
-        As in :class:`STGCN` (MixStyle after the first two layers).
     """
 
     def __init__(self, num_joints: int, in_channels: int, num_contents: int, num_styles: int = 0, *,
                  channels: Sequence[int] = (64, 96, 128, 128), strides: Sequence[int] = (1, 2, 2, 1),
-                 kernel: int = 5, dropout: float = 0.1, mixstyle: float = 0.0,
-                 adversarial_style: bool = False) -> None:  # fmt: skip
+                 kernel: int = 5, dropout: float = 0.1) -> None:  # fmt: skip
         super().__init__()
-        self.mixstyle, self.adversarial_style = float(mixstyle), bool(adversarial_style)
         layers: list[nn.Module] = [nn.BatchNorm1d(num_joints * in_channels)]
         cin = num_joints * in_channels
         for cout, stride in zip(channels, strides):
@@ -379,14 +268,7 @@ class TemporalCNN(nn.Module):
     def features(self, x: Tensor) -> Tensor:
         """``(B, T, V, C)`` to ``(B, D)``."""
         b, t, v, c = x.shape
-        x = x.reshape(b, t, v * c).transpose(1, 2)
-        if not (self.training and self.mixstyle > 0):
-            return self.net(x).mean(-1)
-        for i, layer in enumerate(self.net):
-            x = layer(x)
-            if i in (3, 6) and float(torch.rand(())) < self.mixstyle:  # after the first two conv-BN-ReLU
-                x = mix_style(x)
-        return x.mean(-1)
+        return self.net(x.reshape(b, t, v * c).transpose(1, 2)).mean(-1)
 
     def forward(self, x: Tensor) -> tuple[Tensor, Tensor | None, Tensor]:
         """As :meth:`STGCN.forward`."""
