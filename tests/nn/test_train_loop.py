@@ -65,3 +65,63 @@ def test_resume_gives_identical_state(tmp_path):
     assert result["steps"] == 48
     for (name, a), (_, b) in zip(straight.state_dict().items(), resumed.state_dict().items()):
         assert torch.equal(a, b), name
+
+
+class RecordingTask(ToyTask):
+    """Toy task whose loss records the model's state (parameters and buffers) before each forward pass."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.seen: list[dict[str, torch.Tensor]] = []
+
+    def loss(self, model, batch):
+        self.seen.append({k: v.detach().clone() for k, v in model.state_dict().items()})
+        return super().loss(model, batch)
+
+
+def _bn_model() -> nn.Module:
+    torch.manual_seed(0)
+    return nn.Sequential(nn.Linear(4, 16), nn.BatchNorm1d(16), nn.Tanh(), nn.Linear(16, 1))
+
+
+def _averaged_state(folder) -> dict[str, torch.Tensor]:
+    from skelanim.nn.checkpoint import load_train_state
+
+    state, _, _ = load_train_state(folder / "train_state.safetensors")
+    return {k[len("averaged/module.") :]: v for k, v in state.items() if k.startswith("averaged/module.")}
+
+
+def test_weight_average_follows_the_ema_recurrence(tmp_path):
+    decay = 0.9
+    cfg = TrainConfig(epochs=2, batch_size=32, lr=1e-2, warmup_steps=5, progress=False, ema=decay)
+    task, model = RecordingTask(), _bn_model()
+    fit(model, task, tmp_path, cfg, log=lambda s: None)
+    # the state after optimizer step k is what the loss sees at step k + 1 (and the final model after the last)
+    after_steps = task.seen[1:] + [{k: v.detach().clone() for k, v in model.state_dict().items()}]
+    assert len(after_steps) == 32
+    expected = {k: v.clone() for k, v in after_steps[0].items()}  # the first update copies
+    for n, state in enumerate(after_steps[1:], start=1):
+        rate = max(1.0 - decay, 9.0 / (10.0 + n))  # timm's warm-up of the decay
+        for key, value in state.items():
+            expected[key] = value.clone() if not value.is_floating_point() else expected[key] + rate * (value - expected[key])
+    averaged = _averaged_state(tmp_path)
+    assert averaged.keys() == expected.keys()
+    for key in expected:
+        torch.testing.assert_close(averaged[key], expected[key], rtol=1e-5, atol=1e-6, msg=key)
+    assert not torch.allclose(averaged["3.weight"], model.state_dict()["3.weight"])  # it is not the live model
+    # validation and the model folder see the average: the saved best is the average at the best epoch
+    weights, config = load_model_files(tmp_path)
+    probe = _bn_model()
+    probe.load_state_dict(weights)
+    probe.eval()
+    assert ToyTask().validate(probe)["val_mse"] == config["training"]["best"]["val_mse"]
+
+
+def test_resume_carries_the_weight_average(tmp_path):
+    cfg = TrainConfig(epochs=3, batch_size=32, lr=1e-2, warmup_steps=5, progress=False, ema=0.95)
+    fit(_bn_model(), ToyTask(), tmp_path / "a", cfg, log=lambda s: None)
+    fit(_bn_model(), ToyTask(), tmp_path / "b", TrainConfig(**{**cfg.__dict__, "max_steps": 23}), log=lambda s: None)
+    fit(_bn_model(), ToyTask(), tmp_path / "b", cfg, resume=True, log=lambda s: None)
+    straight, resumed = _averaged_state(tmp_path / "a"), _averaged_state(tmp_path / "b")
+    for key in straight:
+        assert torch.equal(straight[key], resumed[key]), key

@@ -19,6 +19,11 @@ what to write beside the weights); :func:`fit` does the rest:
   across ranks. The task's loss must call the model (the DDP wrapper), not its submodules, or gradients
   are not averaged: at the end every rank fingerprints its parameters and :func:`fit` raises if they differ.
 * **Schedule.** AdamW, linear warm-up then cosine decay over all planned steps, gradient clipping.
+* **Weight averaging.** With :attr:`TrainConfig.ema` > 0 an exponential moving average of the weights and
+  buffers (``torch.optim.swa_utils.AveragedModel``) follows the trained model; it is what validation sees
+  and what the model folder holds, and it travels in the training state, so a resumed run averages on.
+  The decay ramps up as in timm's ``ModelEma`` (``min(ema, (1 + n) / (10 + n))`` after ``n`` updates), so
+  the average forgets the random initialisation within the first epoch.
 """
 
 from __future__ import annotations
@@ -32,6 +37,7 @@ from typing import Any, Protocol
 
 import torch
 from torch import Tensor, nn
+from torch.optim.swa_utils import AveragedModel
 from tqdm import tqdm
 
 from skelanim.nn import distributed as ddp
@@ -66,6 +72,8 @@ class TrainConfig:
         Show a tqdm bar (rank 0 only).
     find_unused_parameters : bool or None
         DDP's flag of that name; ``None`` finds out with one probe step (only under DDP).
+    ema : float
+        Decay per step of the weight average that is validated and saved (0 disables; e.g. 0.999).
     """
 
     epochs: int = 20
@@ -79,6 +87,7 @@ class TrainConfig:
     max_steps: int | None = None
     progress: bool = True
     find_unused_parameters: bool | None = None
+    ema: float = 0.0
 
 
 class Task(Protocol):
@@ -116,6 +125,27 @@ def _lr_factor(step: int, total: int, warmup: int) -> float:
         return (step + 1) / warmup
     progress = min(1.0, (step - warmup) / max(1, total - warmup))
     return 0.02 + 0.98 * 0.5 * (1.0 + math.cos(math.pi * progress))
+
+
+def ema_update(decay: float):
+    """``multi_avg_fn`` for :class:`~torch.optim.swa_utils.AveragedModel`: an EMA whose decay ramps up.
+
+    After ``n`` updates the average moves toward the model by ``max(1 - decay, 9 / (10 + n))`` (timm's
+    warm-up), so the first steps' weights are soon forgotten. Integer buffers (batch-norm step counters)
+    are copied.
+    """
+
+    def update(averaged: list[Tensor], current: list[Tensor], num_averaged: Tensor) -> None:
+        if not averaged[0].is_floating_point():
+            for avg, cur in zip(averaged, current):
+                avg.copy_(cur)
+            return
+        torch._foreach_lerp_(averaged, current, max(1.0 - decay, 9.0 / (10.0 + float(num_averaged))))
+
+    return update
+
+
+AVERAGED_PREFIX = "averaged/"
 
 
 def _unwrap(model: nn.Module) -> nn.Module:
@@ -203,10 +233,16 @@ def fit(
     total_steps = steps_per_epoch * config.epochs
     meta: dict[str, Any] = {"epoch": 0, "step_in_epoch": 0, "global_step": 0, "best": None, "history": [],
                             "seconds": 0.0}  # fmt: skip
+    averaged = None
+    if config.ema > 0:
+        averaged = AveragedModel(model, multi_avg_fn=ema_update(config.ema), use_buffers=True)
     if resume:
         model_state, optim_state, meta = load_train_state(out_dir / STATE_NAME)
-        model.load_state_dict(model_state)
+        model.load_state_dict({k: v for k, v in model_state.items() if not k.startswith(AVERAGED_PREFIX)})
         optimizer.load_state_dict(optim_state)
+        if averaged is not None:
+            averaged.load_state_dict({k[len(AVERAGED_PREFIX) :]: v for k, v in model_state.items()
+                                      if k.startswith(AVERAGED_PREFIX)})  # fmt: skip
     find_unused = config.find_unused_parameters
     if distributed:
         if find_unused is None:
@@ -221,12 +257,16 @@ def fit(
                 emit(f"DDP: find_unused_parameters on ({len(unused)} parameters without gradient, e.g. {unused[0]})")
         model = nn.parallel.DistributedDataParallel(model, find_unused_parameters=bool(find_unused))
     plain = _unwrap(model)
+    evaluated = plain if averaged is None else averaged.module  # what validation sees and the folder holds
     started, last_save = time.perf_counter() - float(meta["seconds"]), time.perf_counter()
 
     def save_state() -> None:
         meta["seconds"] = time.perf_counter() - started
         if main:
-            save_train_state(out_dir / STATE_NAME, plain.state_dict(), optimizer.state_dict(), meta)
+            state = plain.state_dict()
+            if averaged is not None:
+                state.update({AVERAGED_PREFIX + k: v for k, v in averaged.state_dict().items()})
+            save_train_state(out_dir / STATE_NAME, state, optimizer.state_dict(), meta)
 
     def stop_now() -> bool:
         return config.max_steps is not None and meta["global_step"] >= config.max_steps
@@ -255,6 +295,8 @@ def fit(
             if config.grad_clip > 0:
                 nn.utils.clip_grad_norm_(model.parameters(), config.grad_clip)
             optimizer.step()
+            if averaged is not None:
+                averaged.update_parameters(plain)
             meta["step_in_epoch"] += 1
             meta["global_step"] += 1
             count += 1
@@ -274,9 +316,10 @@ def fit(
             train = {k: sum(d[k] for d in every if k in d) / sum(k in d for d in every) for k in every[0]}
         record: dict[str, Any] = {"epoch": epoch + 1, **{f"train_{k}": v for k, v in train.items()}}
         model.eval()
+        evaluated.eval()
         if main:
             with torch.no_grad():
-                record.update(task.validate(plain))
+                record.update(task.validate(evaluated))
         record = ddp.broadcast_object(record)  # every rank keeps the same history and best (and waits here)
         meta["epoch"] += 1
         meta["step_in_epoch"] = 0
@@ -291,7 +334,7 @@ def fit(
                 cfg = task.model_config()
                 cfg["training"] = {**cfg.get("training", {}), "loop": asdict(config), "best": meta["best"],
                                    "history": meta["history"], "world_size": world}  # fmt: skip
-                save_model_files(out_dir, plain.state_dict(), cfg)
+                save_model_files(out_dir, evaluated.state_dict(), cfg)
             shown = "  ".join(f"{k} {v:.4g}" for k, v in record.items() if isinstance(v, float))
             emit(f"epoch {epoch + 1}/{config.epochs}  {shown}" + ("  *best*" if improved else ""))
         save_state()
