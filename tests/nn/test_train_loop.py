@@ -106,8 +106,8 @@ def test_weight_average_follows_the_ema_recurrence(tmp_path):
             expected[key] = value.clone() if not value.is_floating_point() else expected[key] + rate * (value - expected[key])
     averaged = _averaged_state(tmp_path)
     assert averaged.keys() == expected.keys()
-    for key in expected:
-        torch.testing.assert_close(averaged[key], expected[key], rtol=1e-5, atol=1e-6, msg=key)
+    for key, value in expected.items():
+        torch.testing.assert_close(averaged[key], value, rtol=1e-5, atol=1e-6, msg=key)
     assert not torch.allclose(averaged["3.weight"], model.state_dict()["3.weight"])  # it is not the live model
     # validation and the model folder see the average: the saved best is the average at the best epoch
     weights, config = load_model_files(tmp_path)
