@@ -125,3 +125,20 @@ def test_resume_carries_the_weight_average(tmp_path):
     straight, resumed = _averaged_state(tmp_path / "a"), _averaged_state(tmp_path / "b")
     for key in straight:
         assert torch.equal(straight[key], resumed[key]), key
+
+
+def test_keep_last_leaves_the_final_weights_in_the_folder(tmp_path):
+    cfg = TrainConfig(epochs=3, batch_size=32, lr=1e-2, warmup_steps=5, progress=False, ema=0.9)
+    # a validation metric that gets worse every epoch: "best" keeps epoch 1, "last" epoch 3
+    task = ToyTask()
+    worse = iter([1.0, 2.0, 3.0, 1.0, 2.0, 3.0])
+    task.validate = lambda model: {"val_mse": next(worse)}
+    fit(_bn_model(), task, tmp_path / "best", cfg, log=lambda s: None)
+    fit(_bn_model(), task, tmp_path / "last", TrainConfig(**{**cfg.__dict__, "keep": "last"}), log=lambda s: None)
+    best, _ = load_model_files(tmp_path / "best")
+    last, config = load_model_files(tmp_path / "last")
+    final = _averaged_state(tmp_path / "last")
+    assert config["training"]["best"]["epoch"] == 1 and len(config["training"]["history"]) == 3
+    for key, value in final.items():
+        assert torch.equal(last[key], value), key
+    assert not torch.equal(best["3.weight"], last["3.weight"])

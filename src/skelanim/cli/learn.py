@@ -53,14 +53,17 @@ def _parts(ds, split: str, seed: int = 0) -> dict:
 
 
 def _loop(epochs: int, batch_size: int, lr: float, seed: int, max_steps: int | None, progress: bool, warmup: int = 50,
-          ema: float = 0.0):  # fmt: skip
+          ema: float = 0.0, keep: str = "best"):  # fmt: skip
     from skelanim.nn.train import TrainConfig
 
+    if keep not in ("best", "last"):
+        raise typer.BadParameter(f"expected 'best' or 'last', got {keep!r}", param_hint="--keep")
     return TrainConfig(epochs=epochs, batch_size=batch_size, lr=lr, seed=seed, max_steps=max_steps, progress=progress,
-                       warmup_steps=warmup, ema=ema)  # fmt: skip
+                       warmup_steps=warmup, ema=ema, keep=keep)  # fmt: skip
 
 
 EMA_HELP = "Validate and save an exponential moving average of the weights with this decay per step (0: off)."
+KEEP_HELP = "Model folder holds the 'best' epoch on validation or the 'last' one."
 
 
 
@@ -99,6 +102,7 @@ def recognize_train(
     lr: float = typer.Option(2e-3, "--lr"),
     seed: int = typer.Option(0, "--seed"),
     ema: float = typer.Option(0.0, "--ema", min=0.0, max=0.99999, help=EMA_HELP),
+    keep: str = typer.Option("best", "--keep", help=KEEP_HELP),
     max_steps: int | None = typer.Option(None, "--max-steps", min=1),
     threads: int | None = typer.Option(None, "--threads", min=1),
     mirror: bool = typer.Option(True, "--mirror/--no-mirror", help="Left/right mirror augmentation (labels swap sides)."),
@@ -143,7 +147,7 @@ def recognize_train(
                    **({"joint_affine": True} if joint_affine else {})}  # fmt: skip
     parts = _parts(_dataset(data, fps, threads, progress), split, seed)
     result = train_recognizer(parts["train"], parts["val"], out, arch=arch, window=window, stride=stride,
-                              loop=_loop(epochs, batch_size, lr, seed, max_steps, progress, ema=ema), mirror=mirror, balance=balance,
+                              loop=_loop(epochs, batch_size, lr, seed, max_steps, progress, ema=ema, keep=keep), mirror=mirror, balance=balance,
                               file_balance=file_balance, amplitude=None if amplitude == (1.0, 1.0) else amplitude,
                               test_mirror=test_mirror, path=path, posture=posture, arch_options=options or None,
                               resume=resume, command=_command())  # fmt: skip
@@ -222,6 +226,7 @@ def predict_train(
     lr: float = typer.Option(2e-3, "--lr"),
     seed: int = typer.Option(0, "--seed"),
     ema: float = typer.Option(0.0, "--ema", min=0.0, max=0.99999, help=EMA_HELP),
+    keep: str = typer.Option("best", "--keep", help=KEEP_HELP),
     max_steps: int | None = typer.Option(None, "--max-steps", min=1),
     threads: int | None = typer.Option(None, "--threads", min=1),
     resume: bool = typer.Option(False, "--resume"),
@@ -239,7 +244,7 @@ def predict_train(
             "file_balance": file_balance}  # fmt: skip
     result = train_predictor(parts["train"], parts["val"], out, arch=arch, stride=stride,
                              arch_options={k: v for k, v in options.items() if v is not None} or None, task_options=task,
-                             loop=_loop(epochs, batch_size, lr, seed, max_steps, progress, ema=ema), resume=resume, command=_command())  # fmt: skip
+                             loop=_loop(epochs, batch_size, lr, seed, max_steps, progress, ema=ema, keep=keep), resume=resume, command=_command())  # fmt: skip
     _report(out, result, "val_mpjpe")
 
 

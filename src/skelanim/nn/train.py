@@ -8,7 +8,8 @@ what to write beside the weights); :func:`fit` does the rest:
   ``(seed, e, s, r)`` for augmentation. Nothing depends on how often the loop was interrupted, so a run
   resumed after a kill follows the same trajectory as an uninterrupted one.
 * **Checkpoints.** After each epoch the task validates; when its ``metric`` (lower is better) improves,
-  the model folder (``model.safetensors`` + ``config.json``) is rewritten. ``train_state.safetensors``
+  the model folder (``model.safetensors`` + ``config.json``) is rewritten (after every epoch with
+  ``keep="last"``, so the folder ends with the final weights). ``train_state.safetensors``
   (weights, optimizer, position in the data) is written at each epoch end and every ``save_every_s``
   seconds; ``resume=True`` continues from it. All writes are atomic.
 * **DDP.** Under ``torchrun`` (see :mod:`skelanim.nn.distributed`) the model is wrapped in
@@ -74,6 +75,9 @@ class TrainConfig:
         DDP's flag of that name; ``None`` finds out with one probe step (only under DDP).
     ema : float
         Decay per step of the weight average that is validated and saved (0 disables; e.g. 0.999).
+    keep : str
+        ``"best"`` (the epoch with the best validation metric) or ``"last"`` (the final weights) in the model
+        folder; the validation history is recorded either way.
     """
 
     epochs: int = 20
@@ -88,6 +92,11 @@ class TrainConfig:
     progress: bool = True
     find_unused_parameters: bool | None = None
     ema: float = 0.0
+    keep: str = "best"
+
+    def __post_init__(self) -> None:
+        if self.keep not in ("best", "last"):
+            raise ValueError(f"keep must be 'best' or 'last', got {self.keep!r}")
 
 
 class Task(Protocol):
@@ -330,7 +339,7 @@ def fit(
         if improved:
             meta["best"] = {k: v for k, v in record.items() if isinstance(v, (int, float))}
         if main:
-            if improved:
+            if improved or config.keep == "last":
                 cfg = task.model_config()
                 cfg["training"] = {**cfg.get("training", {}), "loop": asdict(config), "best": meta["best"],
                                    "history": meta["history"], "world_size": world}  # fmt: skip
