@@ -154,6 +154,20 @@ def recognize_train(
     _report(out, result, "val_error")
 
 
+@recognize_app.command("combine")
+def recognize_combine(
+    models: list[Path] = typer.Argument(..., help="Two or more recogniser folders of one recipe (other seeds)."),
+    out: Path = typer.Option(..., "--out", "-o", help="Ensemble model folder to write."),
+) -> None:
+    """Combine separately trained recognisers into one ensemble (mean probabilities, concatenated features)."""
+    from skelanim.learn.ensemble import combine_recognizers
+
+    if len(models) < 2:
+        raise typer.BadParameter("give two or more model folders", param_hint="MODELS")
+    net = combine_recognizers(models, out, command=_command())
+    typer.echo(f"wrote {out} ({net.members} members, {sum(p.numel() for p in net.parameters())} parameters)")
+
+
 @recognize_app.command("eval")
 def recognize_eval(
     data: list[str] = typer.Option(..., "--data", help=DATA_HELP),

@@ -48,7 +48,7 @@ from skelanim.data.labels import Vocabulary
 from skelanim.data.rig import Rig
 from skelanim.learn.common import Normalizer, load_folder, load_weights, provenance, resolved_options, rig_fk
 from skelanim.learn.cvae import MotionCVAE, TemporalDiscriminator
-from skelanim.learn.recognize import Recognizer
+from skelanim.learn.recognize import Recognizer, content_log_probabilities
 from skelanim.metrics.distribution import diversity, fid
 from skelanim.metrics.kinematic import foot_skating
 from skelanim.nn.checkpoint import load_model_files
@@ -367,7 +367,7 @@ class GenerateTask:
         assert rec is not None
         pos, rot, pelvis, yaw = gen.positions(gen.norm.inverse(fake))
         x = rec.inputs(rot, pelvis, yaw, pos * gen.rig.height)
-        return nn.functional.cross_entropy(rec(x)[0], self.recog_label[content], ignore_index=-100)
+        return nn.functional.nll_loss(content_log_probabilities(rec(x)[0]), self.recog_label[content], ignore_index=-100)
 
     def validate(self, model: nn.Module) -> dict[str, float]:
         """Reconstruction error on training windows and, with a recogniser, FID of prior samples to the reference."""

@@ -60,13 +60,13 @@ from skelanim.learn.common import (
     resolved_options,
     rig_fk,
 )
-from skelanim.learn.stgcn import STGCN, TemporalCNN
+from skelanim.learn.stgcn import STGCN, Members, TemporalCNN
 from skelanim.metrics.distribution import accuracy, vote
 from skelanim.nn.train import TrainConfig, fit
 from skelanim.ops.mirror import mirror_permutation
 
-__all__ = ["FORMAT", "RecognizeTask", "Recognizer", "evaluate_recognizer", "joint_features", "mean_rotations",
-           "mirror_features", "mirror_labels", "scale_amplitude", "train_recognizer"]
+__all__ = ["FORMAT", "RecognizeTask", "Recognizer", "content_log_probabilities", "evaluate_recognizer", "joint_features",
+           "mean_rotations", "mirror_features", "mirror_labels", "scale_amplitude", "train_recognizer"]
 
 FORMAT = "skelanim-recognizer"
 IN_CHANNELS = 16
@@ -130,6 +130,13 @@ def mirror_features(x: Tensor, perm: Tensor, lateral: int) -> Tensor:
     root = torch.tensor([1.0, -1.0, -1.0, 1.0], dtype=x.dtype)
     path = torch.tensor([1.0, -1.0, -1.0], dtype=x.dtype)[: x.shape[-1] - IN_CHANNELS]
     return x[..., perm, :] * torch.cat([s, s, six, root, path])
+
+
+def content_log_probabilities(logits: Tensor) -> Tensor:
+    """Log class probabilities ``(B, C)`` of logits ``(B, C)``, or the log of the members' mean probability of
+    ``(K, B, C)`` (a deep ensemble's prediction)."""
+    log_p = torch.log_softmax(logits, -1)
+    return torch.logsumexp(log_p, 0) - math.log(log_p.shape[0]) if log_p.dim() == 3 else log_p
 
 
 def mean_rotations(rot: Tensor) -> Tensor:
@@ -230,11 +237,15 @@ class Recognizer(nn.Module):
         mapped by :func:`mirror_labels`; classes without a mirror keep the window's own probability).
     path : bool
         Inputs include the window path features (:func:`joint_features`).
+    members : int
+        ``K`` networks of this architecture side by side (:class:`~skelanim.learn.stgcn.Members`; made from
+        separately trained models by :func:`skelanim.learn.ensemble.combine_recognizers`): content
+        probabilities are the members' mean, features their concatenation.
     """
 
     def __init__(self, arch: str, rig: Rig, contents: Sequence[str], styles: Sequence[str], *, window: int = 64,
                  fps: float = 25.0, arch_options: dict[str, Any] | None = None, test_mirror: bool = False,
-                 path: bool = False) -> None:  # fmt: skip
+                 path: bool = False, members: int = 1) -> None:  # fmt: skip
         super().__init__()
         self.arch, self.rig, self.window, self.fps = arch, rig, int(window), float(fps)
         self.test_mirror, self.path = bool(test_mirror), bool(path)
@@ -245,10 +256,16 @@ class Recognizer(nn.Module):
         if arch not in ("stgcn", "cnn"):
             raise ValueError(f"unknown recogniser architecture {arch!r}; expected 'stgcn' or 'cnn'")
         self.arch_options = resolved_options(STGCN if arch == "stgcn" else TemporalCNN, arch_options)
-        if arch == "stgcn":
-            self.net: nn.Module = STGCN(rig.parents, self.in_channels, len(contents), len(styles), **self.arch_options)
-        elif arch == "cnn":
-            self.net = TemporalCNN(m, self.in_channels, len(contents), len(styles), **self.arch_options)
+        self.members = int(members)
+        if self.members < 1:
+            raise ValueError(f"members must be >= 1, got {members}")
+
+        def build() -> nn.Module:
+            if arch == "stgcn":
+                return STGCN(rig.parents, self.in_channels, len(contents), len(styles), **self.arch_options)
+            return TemporalCNN(m, self.in_channels, len(contents), len(styles), **self.arch_options)
+
+        self.net: nn.Module = build() if self.members == 1 else Members([build() for _ in range(self.members)])
 
     @property
     def feature_dim(self) -> int:
@@ -256,21 +273,25 @@ class Recognizer(nn.Module):
         return int(self.net.feature_dim)
 
     def forward(self, x: Tensor) -> tuple[Tensor, Tensor | None, Tensor]:
-        """``(B, T, M, C)`` raw joint features (:meth:`inputs`) to content logits, style logits (or ``None``) and ``(B, D)`` features."""
+        """``(B, T, M, C)`` raw joint features (:meth:`inputs`) to content logits ``(B, classes)``, style logits
+        (or ``None``) and ``(B, D)`` features; logits ``(K, B, classes)`` with ``K`` members
+        (:func:`content_log_probabilities` turns either into log probabilities)."""
         return self.net(self.norm(x))
 
     def config(self) -> dict[str, Any]:
         """JSON description to rebuild the module."""
         return {"format": FORMAT, "arch": self.arch, "rig": self.rig.to_dict(), "contents": list(self.contents.names),
                 "styles": list(self.styles.names), "window": self.window, "fps": self.fps,
-                "arch_options": self.arch_options, "test_mirror": self.test_mirror, "path": self.path}  # fmt: skip
+                "arch_options": self.arch_options, "test_mirror": self.test_mirror, "path": self.path,
+                "members": self.members}  # fmt: skip
 
     @classmethod
     def from_config(cls, config: dict[str, Any]) -> Recognizer:
         """Build an untrained module from :meth:`config` output."""
         return cls(config["arch"], Rig.from_dict(config["rig"]), config["contents"], config["styles"],
                    window=config["window"], fps=config["fps"], arch_options=config.get("arch_options"),
-                   test_mirror=bool(config.get("test_mirror", False)), path=bool(config.get("path", False)))  # fmt: skip
+                   test_mirror=bool(config.get("test_mirror", False)), path=bool(config.get("path", False)),
+                   members=int(config.get("members", 1)))  # fmt: skip
 
     @classmethod
     def load(cls, folder: str | Path | None = None, *, default: str = "recognize") -> Recognizer:
@@ -293,10 +314,10 @@ class Recognizer(nn.Module):
         for i in range(0, x.shape[0], batch):
             xi = x[i : i + batch].float()
             logits, _, f = self(xi)
-            p = torch.softmax(logits, -1)
+            p = content_log_probabilities(logits).exp()
             if self.test_mirror:
                 xm = mirror_features(xi, perm - self.rig.root, horizontal_axes(self.rig.up)[1])
-                pm = torch.softmax(self(xm)[0], -1)
+                pm = content_log_probabilities(self(xm)[0]).exp()
                 p = p.clone()
                 p[:, has] = 0.5 * (p[:, has] + pm[:, to[has]])
             probs.append(p)

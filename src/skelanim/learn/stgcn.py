@@ -22,6 +22,11 @@ Baseline
 --------
 :class:`TemporalCNN`: 1-D convolutions over time of the flattened ``V * C`` joint features, the same pooling
 and heads.
+
+Ensembles
+---------
+:class:`Members`: ``K`` networks of one kind side by side (trained separately, e.g. with other seeds);
+their logits are stacked ``(K, B, classes)`` and their features concatenated ``(B, K * D)``.
 """
 
 from __future__ import annotations
@@ -31,7 +36,7 @@ from collections.abc import Sequence
 import torch
 from torch import Tensor, nn
 
-__all__ = ["STGCN", "TemporalCNN", "spatial_partitions"]
+__all__ = ["STGCN", "Members", "TemporalCNN", "spatial_partitions"]
 
 
 def _heads(net: STGCN | TemporalCNN, f: Tensor) -> tuple[Tensor, Tensor | None, Tensor]:
@@ -273,3 +278,28 @@ class TemporalCNN(nn.Module):
     def forward(self, x: Tensor) -> tuple[Tensor, Tensor | None, Tensor]:
         """As :meth:`STGCN.forward`."""
         return _heads(self, self.features(x))
+
+
+class Members(nn.Module):
+    """``K`` recognition networks of one kind whose outputs are reported side by side (a deep ensemble).
+
+    Parameters
+    ----------
+    nets : sequence of nn.Module
+        :class:`STGCN` or :class:`TemporalCNN` networks with the same classes.
+    """
+
+    def __init__(self, nets: Sequence[nn.Module]) -> None:
+        super().__init__()
+        if len(nets) < 2:
+            raise ValueError(f"an ensemble needs at least two members, got {len(nets)}")
+        self.members = nn.ModuleList(nets)
+        self.feature_dim = sum(int(net.feature_dim) for net in nets)
+
+    def forward(self, x: Tensor) -> tuple[Tensor, Tensor | None, Tensor]:
+        """``(B, T, V, C)`` to content logits ``(K, B, classes)``, style logits ``(K, B, styles)`` (or ``None``)
+        and the members' features concatenated ``(B, K * D)``."""
+        outs = [net(x) for net in self.members]
+        styles = [o[1] for o in outs]
+        style = None if any(s is None for s in styles) else torch.stack(styles)  # type: ignore[arg-type]
+        return torch.stack([o[0] for o in outs]), style, torch.cat([o[2] for o in outs], dim=-1)
