@@ -101,7 +101,7 @@ def test_weight_average_follows_the_ema_recurrence(tmp_path):
     assert len(after_steps) == 32
     expected = {k: v.clone() for k, v in after_steps[0].items()}  # the first update copies
     for n, state in enumerate(after_steps[1:], start=1):
-        rate = max(1.0 - decay, 9.0 / (10.0 + n))  # timm's warm-up of the decay
+        rate = max(1.0 - decay, 9.0 / (10.0 + n))  # the warm-up of the decay (TensorFlow's num_updates)
         for key, value in state.items():
             expected[key] = value.clone() if not value.is_floating_point() else expected[key] + rate * (value - expected[key])
     averaged = _averaged_state(tmp_path)

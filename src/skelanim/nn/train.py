@@ -23,8 +23,10 @@ what to write beside the weights); :func:`fit` does the rest:
 * **Weight averaging.** With :attr:`TrainConfig.ema` > 0 an exponential moving average of the weights and
   buffers (``torch.optim.swa_utils.AveragedModel``) follows the trained model; it is what validation sees
   and what the model folder holds, and it travels in the training state, so a resumed run averages on.
-  The decay ramps up as in timm's ``ModelEma`` (``min(ema, (1 + n) / (10 + n))`` after ``n`` updates), so
-  the average forgets the random initialisation within the first epoch.
+  The decay ramps up as in TensorFlow's ``ExponentialMovingAverage(num_updates=n)``: ``min(ema, (1 + n) /
+  (10 + n))`` after ``n`` updates, so the average forgets the random initialisation at once; in runs shorter
+  than about ``9 / (1 - ema)`` steps the ramp alone decides, and the average spans roughly the last tenth
+  of the steps.
 """
 
 from __future__ import annotations
@@ -139,8 +141,9 @@ def _lr_factor(step: int, total: int, warmup: int) -> float:
 def ema_update(decay: float):
     """``multi_avg_fn`` for :class:`~torch.optim.swa_utils.AveragedModel`: an EMA whose decay ramps up.
 
-    After ``n`` updates the average moves toward the model by ``max(1 - decay, 9 / (10 + n))`` (timm's
-    warm-up), so the first steps' weights are soon forgotten. Integer buffers (batch-norm step counters)
+    After ``n`` updates the average moves toward the model by ``max(1 - decay, 9 / (10 + n))`` (the warm-up
+    of TensorFlow's ``ExponentialMovingAverage`` with ``num_updates``), so the first steps' weights are soon
+    forgotten. Integer buffers (batch-norm step counters)
     are copied.
     """
 
