@@ -25,7 +25,9 @@ becomes ``walk-right``, ``walk`` stays ``walk``, and ``bye``, waved with the rig
 mirrored). Options, off by default: window weights ``∝ (windows of its file)^-file_balance`` (short files
 count more), amplitude augmentation (:func:`scale_amplitude`: joint rotations moved toward or away from the
 training mean pose, positions by FK), and test-time mirror votes (``Recognizer(test_mirror=True)``). Model
-selection: the window error on the validation styles.
+selection: the window error on the validation styles, or the last epoch (``TrainConfig(keep="last")``, the
+shipped recipe, with a moving average of the weights). The shipped model is a deep ensemble of two such
+networks (``members=2``, :mod:`skelanim.learn.ensemble`).
 
 Files
 -----
