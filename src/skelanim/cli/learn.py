@@ -66,7 +66,6 @@ EMA_HELP = "Validate and save an exponential moving average of the weights with 
 KEEP_HELP = "Model folder holds the 'best' epoch on validation or the 'last' one."
 
 
-
 def _report(out: Path, result: dict[str, Any], metric: str) -> None:
     from skelanim.nn import distributed
 
