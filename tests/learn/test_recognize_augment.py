@@ -144,3 +144,12 @@ def test_posture_augmentation_offsets_one_joint_and_moves_only_its_descendants(t
     assert float(shift.min()) > 0.02  # heights
     reach = lambda x: (x[:, :, below, :3] - x[:, :, arm : arm + 1, :3]).norm(dim=-1)
     assert torch.allclose(reach(moved), reach(plain), atol=1e-4)
+
+
+def test_cli_rejects_an_unknown_keep(tmp_path, capsys):
+    from skelanim.cli import main
+
+    out = tmp_path / "rec"
+    assert main(["learn", "recognize", "train", "--data", str(tmp_path), "--out", str(out), "--keep", "first"]) == 2
+    err = capsys.readouterr().err
+    assert "--keep" in err and "Traceback" not in err and not out.exists()

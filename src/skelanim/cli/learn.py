@@ -56,14 +56,18 @@ def _loop(epochs: int, batch_size: int, lr: float, seed: int, max_steps: int | N
           ema: float = 0.0, keep: str = "best"):  # fmt: skip
     from skelanim.nn.train import TrainConfig
 
-    if keep not in ("best", "last"):
-        raise typer.BadParameter(f"expected 'best' or 'last', got {keep!r}", param_hint="--keep")
     return TrainConfig(epochs=epochs, batch_size=batch_size, lr=lr, seed=seed, max_steps=max_steps, progress=progress,
                        warmup_steps=warmup, ema=ema, keep=keep)  # fmt: skip
 
 
 EMA_HELP = "Validate and save an exponential moving average of the weights with this decay per step (0: off)."
 KEEP_HELP = "Model folder holds the 'best' epoch on validation or the 'last' one."
+
+
+def _check_keep(value: str) -> str:
+    if value not in ("best", "last"):
+        raise typer.BadParameter(f"expected 'best' or 'last', got {value!r}")
+    return value
 
 
 def _report(out: Path, result: dict[str, Any], metric: str) -> None:
@@ -101,7 +105,7 @@ def recognize_train(
     lr: float = typer.Option(2e-3, "--lr"),
     seed: int = typer.Option(0, "--seed"),
     ema: float = typer.Option(0.0, "--ema", min=0.0, max=0.99999, help=EMA_HELP),
-    keep: str = typer.Option("best", "--keep", help=KEEP_HELP),
+    keep: str = typer.Option("best", "--keep", help=KEEP_HELP, callback=_check_keep),
     max_steps: int | None = typer.Option(None, "--max-steps", min=1),
     threads: int | None = typer.Option(None, "--threads", min=1),
     mirror: bool = typer.Option(True, "--mirror/--no-mirror", help="Left/right mirror augmentation (labels swap sides)."),
@@ -239,7 +243,7 @@ def predict_train(
     lr: float = typer.Option(2e-3, "--lr"),
     seed: int = typer.Option(0, "--seed"),
     ema: float = typer.Option(0.0, "--ema", min=0.0, max=0.99999, help=EMA_HELP),
-    keep: str = typer.Option("best", "--keep", help=KEEP_HELP),
+    keep: str = typer.Option("best", "--keep", help=KEEP_HELP, callback=_check_keep),
     max_steps: int | None = typer.Option(None, "--max-steps", min=1),
     threads: int | None = typer.Option(None, "--threads", min=1),
     resume: bool = typer.Option(False, "--resume"),
