@@ -1,8 +1,9 @@
 """Learning motion: recognition (ST-GCN), prediction (seq2seq GRU, DCT-GCN) and generation (CVAE + GAN).
 
 ========================  ==============================================================================
-:mod:`.stgcn`             :class:`STGCN` and the :class:`TemporalCNN` baseline
+:mod:`.stgcn`             :class:`STGCN`, the :class:`TemporalCNN` baseline, :class:`Members` (ensembles)
 :mod:`.recognize`         :class:`Recognizer`, :func:`train_recognizer`, :func:`evaluate_recognizer`
+:mod:`.ensemble`          :func:`combine_recognizers` (separately trained recognisers into one ensemble)
 :mod:`.predictors`        :class:`Seq2SeqGRU`, :class:`DCTGCN`, :func:`zero_velocity`, :func:`constant_velocity`
 :mod:`.predict`           :class:`Predictor`, :func:`train_predictor`, :func:`evaluate_prediction`,
                           :func:`predict_motion`
@@ -16,6 +17,7 @@ Every model trains with the shared loop :func:`skelanim.nn.fit` and is stored as
 provenance). Shipped defaults for the Bandai-Namco skeleton live in ``pretrained/`` (see ``README.md``).
 """
 
+from skelanim.learn.ensemble import combine_recognizers
 from skelanim.learn.generate import Generator, evaluate_generation, train_generator
 from skelanim.learn.predict import Predictor, evaluate_prediction, predict_motion, train_predictor
 from skelanim.learn.predictors import DCTGCN, Seq2SeqGRU, constant_velocity, zero_velocity
@@ -30,6 +32,7 @@ __all__ = [
     "Recognizer",
     "Seq2SeqGRU",
     "TemporalCNN",
+    "combine_recognizers",
     "constant_velocity",
     "evaluate_generation",
     "evaluate_prediction",
