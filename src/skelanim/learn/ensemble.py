@@ -1,7 +1,7 @@
 """Deep ensembles of recognisers: separately trained models of one recipe combined into one model folder.
 
 A recogniser trained on a few hundred windows depends much on its random initialisation: on the styles held
-out in cross-validation two seeds of one recipe differ by up to 22 points of files on one fold (learn README).
+out in cross-validation two seeds of one recipe differ by up to 25 points of files on one fold (learn README).
 Averaging the class probabilities of ``K`` such models (Lakshminarayanan et al. 2017) removes much of that
 variance. :func:`combine_recognizers` checks that the models share everything but their weights (architecture,
 rig, classes, window, input normalisation) and writes one :class:`~skelanim.learn.recognize.Recognizer` folder
@@ -54,7 +54,7 @@ def combine_recognizers(folders: Sequence[str | Path], out: str | Path, *, comma
         raise ValueError(f"an ensemble needs at least two model folders, got {len(folders)}")
     models = [Recognizer.load(folder) for folder in folders]
     configs = [read_model_config(Path(folder) / "config.json") for folder in folders]
-    first = models[0].config()
+    first, first_norm = models[0].config(), models[0].norm.state_dict()
     for folder, model in zip(folders, models):
         if model.members != 1:
             raise FormatError(f"already an ensemble of {model.members} members; combine single models", path=folder)
@@ -63,11 +63,11 @@ def combine_recognizers(folders: Sequence[str | Path], out: str | Path, *, comma
             if config.get(key) != first.get(key):
                 raise FormatError(f"{key!r} differs from {folders[0]}'s; members must share one recipe", path=folder)
         for name, stat in model.norm.state_dict().items():
-            if not torch.equal(stat, models[0].norm.state_dict()[name]):
+            if not torch.equal(stat, first_norm[name]):
                 raise FormatError(f"input normalisation ({name}) differs from {folders[0]}'s: members must be "
                                   "trained on the same data", path=folder)  # fmt: skip
     ensemble = Recognizer.from_config({**first, "members": len(models)})
-    state = {f"norm.{k}": v for k, v in models[0].norm.state_dict().items()}
+    state = {f"norm.{k}": v for k, v in first_norm.items()}
     for i, model in enumerate(models):
         state.update({f"net.members.{i}.{k}": v for k, v in model.net.state_dict().items()})
     ensemble.load_state_dict(state)

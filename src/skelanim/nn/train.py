@@ -143,8 +143,7 @@ def ema_update(decay: float):
 
     After ``n`` updates the average moves toward the model by ``max(1 - decay, 9 / (10 + n))`` (the warm-up
     of TensorFlow's ``ExponentialMovingAverage`` with ``num_updates``), so the first steps' weights are soon
-    forgotten. Integer buffers (batch-norm step counters)
-    are copied.
+    forgotten. Integer buffers (batch-norm step counters) are copied.
     """
 
     def update(averaged: list[Tensor], current: list[Tensor], num_averaged: Tensor) -> None:
