@@ -1,5 +1,5 @@
-"""Deep ensembles of recognisers: combined folders predict the members' mean, keep their features, and refuse
-members of another recipe with a one-line error."""
+"""Deep ensembles of recognisers and predictors: combined folders predict the members' mean (recognisers also
+keep their features), and refuse members of another recipe with a one-line error."""
 
 from __future__ import annotations
 
@@ -9,8 +9,11 @@ import pytest
 import torch
 
 from skelanim.cli import main
+from skelanim.core.rotations import rotvec_to_matrix
 from skelanim.errors import FormatError
-from skelanim.learn.ensemble import combine_recognizers
+from skelanim.learn.ensemble import combine_predictors, combine_recognizers
+from skelanim.learn.predict import Predictor, train_predictor
+from skelanim.learn.predictors import frames_to_vectors, vectors_to_frames
 from skelanim.learn.recognize import Recognizer, content_log_probabilities, train_recognizer
 from skelanim.nn.train import TrainConfig
 
@@ -58,7 +61,7 @@ def test_log_probabilities_of_members_are_the_log_of_their_mean():
 
 
 def test_combine_refuses_members_of_another_recipe(members, tmp_path):
-    with pytest.raises(FormatError, match="normalisation") as err:
+    with pytest.raises(FormatError, match="statistics") as err:
         combine_recognizers([members[0], members[2]], tmp_path / "bad")
     assert str(members[2]) in str(err.value) and not (tmp_path / "bad").exists()
     combine_recognizers(members[:2], tmp_path / "ens")
@@ -76,3 +79,55 @@ def test_cli_combine_and_its_one_line_errors(members, tmp_path, capsys):
     assert not (tmp_path / "x").exists()
     assert main(["learn", "recognize", "combine", str(members[0]), "-o", str(tmp_path / "y")]) == 2
     assert "two or more" in capsys.readouterr().err and not (tmp_path / "y").exists()
+
+
+@pytest.fixture(scope="module")
+def predictors(tiny_ds, tmp_path_factory):
+    """Two tiny GRU predictors of one recipe (seeds 0 and 1), one trained on other data, one of another size."""
+    root = tmp_path_factory.mktemp("predictors")
+    folders = []
+    five = tiny_ds.subset([1, 2, 3, 4, 5])
+    for seed, ds, hidden in ((0, tiny_ds, 16), (1, tiny_ds, 16), (0, five, 16), (1, tiny_ds, 8)):
+        loop = TrainConfig(epochs=1, batch_size=8, lr=1e-3, warmup_steps=1, progress=False, seed=seed)
+        out = root / f"p{len(folders)}"
+        train_predictor(ds, None, out, arch="rnn", stride=25, loop=loop,
+                        arch_options={"hidden": hidden, "attention": 8, "anchor": True})  # fmt: skip
+        folders.append(out)
+    return folders
+
+
+def test_predictor_ensemble_predicts_the_mean_of_its_members(predictors, tmp_path):
+    a, b = Predictor.load(predictors[0]), Predictor.load(predictors[1])
+    ens = combine_predictors(predictors[:2], tmp_path / "ens", command="test")
+    again = Predictor.load(tmp_path / "ens")
+    torch.manual_seed(0)
+    rot = rotvec_to_matrix(0.3 * torch.randn(3, 25, a.rig.num_joints, 3))
+    pelvis = 0.1 * torch.randn(3, 25, 3)
+    with torch.no_grad():
+        x = frames_to_vectors(rot, pelvis)
+        va, vb = a(x)[:, -a.horizon :], b(x)[:, -b.horizon :]
+    assert not torch.allclose(va, vb, atol=1e-3)  # the members differ, so the mean is not one of them
+    mean_rot, mean_pelvis = vectors_to_frames(0.5 * (va + vb))
+    for model in (ens, again):
+        got_rot, got_pelvis = model.predict(rot, pelvis)
+        torch.testing.assert_close(got_rot, mean_rot, atol=1e-5, rtol=1e-5)
+        torch.testing.assert_close(got_pelvis, mean_pelvis, atol=1e-5, rtol=1e-5)
+    assert again.members == 2
+    assert sum(p.numel() for p in again.parameters()) == 2 * sum(p.numel() for p in a.parameters())
+    config = json.loads((tmp_path / "ens" / "config.json").read_text())
+    assert config["members"] == 2 and config["training"]["members"][1]["seed"] == 1
+
+
+def test_predictor_combine_refuses_other_data_and_other_recipes(predictors, tmp_path, capsys):
+    with pytest.raises(FormatError, match="statistics") as err:
+        combine_predictors([predictors[0], predictors[2]], tmp_path / "bad")
+    assert str(predictors[2]) in str(err.value) and not (tmp_path / "bad").exists()
+    out = tmp_path / "ens"
+    assert main(["learn", "predict", "combine", str(predictors[0]), str(predictors[1]), "-o", str(out)]) == 0
+    assert "2 members" in capsys.readouterr().out and Predictor.load(out).members == 2
+    assert main(["learn", "predict", "combine", str(predictors[0]), str(predictors[3]), "-o", str(tmp_path / "x")]) != 0
+    err = capsys.readouterr().err
+    assert "arch_options" in err and str(predictors[3]) in err and len(err.strip().splitlines()) == 1
+    assert "Traceback" not in err and not (tmp_path / "x").exists()
+    with pytest.raises(FormatError, match="already an ensemble"):
+        combine_predictors([out, predictors[0]], tmp_path / "bad")

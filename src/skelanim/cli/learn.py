@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import shlex
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -165,9 +166,14 @@ def recognize_combine(
     """Combine separately trained recognisers into one ensemble (mean probabilities, concatenated features)."""
     from skelanim.learn.ensemble import combine_recognizers
 
+    _combine(models, out, combine_recognizers)
+
+
+def _combine(models: list[Path], out: Path, combine: Callable[..., Any]) -> None:
+    """The ``combine`` commands: at least two folders, then ``combine(models, out, command=...)``."""
     if len(models) < 2:
         raise typer.BadParameter("give two or more model folders", param_hint="MODELS")
-    net = combine_recognizers(models, out, command=_command())
+    net = combine(models, out, command=_command())
     typer.echo(f"wrote {out} ({net.members} members, {sum(p.numel() for p in net.parameters())} parameters)")
 
 
@@ -263,6 +269,17 @@ def predict_train(
                              arch_options={k: v for k, v in options.items() if v is not None} or None, task_options=task,
                              loop=_loop(epochs, batch_size, lr, seed, max_steps, progress, ema=ema, keep=keep), resume=resume, command=_command())  # fmt: skip
     _report(out, result, "val_mpjpe")
+
+
+@predict_app.command("combine")
+def predict_combine(
+    models: list[Path] = typer.Argument(..., help="Two or more predictor folders of one recipe (other seeds)."),
+    out: Path = typer.Option(..., "--out", "-o", help="Ensemble model folder to write."),
+) -> None:
+    """Combine separately trained predictors into one ensemble (the mean of their predicted frames)."""
+    from skelanim.learn.ensemble import combine_predictors
+
+    _combine(models, out, combine_predictors)
 
 
 @predict_app.command("eval")

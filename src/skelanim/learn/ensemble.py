@@ -1,30 +1,42 @@
-"""Deep ensembles of recognisers: separately trained models of one recipe combined into one model folder.
+"""Deep ensembles: separately trained models of one recipe combined into one model folder.
 
-A recogniser trained on a few hundred windows depends much on its random initialisation: on the styles held
-out in cross-validation two seeds of one recipe differ by up to 25 points of files on one fold (learn README).
-Averaging the class probabilities of ``K`` such models (Lakshminarayanan et al. 2017) removes much of that
-variance. :func:`combine_recognizers` checks that the models share everything but their weights (architecture,
-rig, classes, window, input normalisation) and writes one :class:`~skelanim.learn.recognize.Recognizer` folder
-with ``members = K`` (:class:`~skelanim.learn.stgcn.Members`): probabilities are the members' mean, the
-features used for FID their concatenation, and ``config.json`` keeps each member's training record.
+A model trained on a few hundred windows depends much on its random initialisation: on the styles held out in
+cross-validation two seeds of one recogniser recipe differ by up to 25 points of files on one fold, and two
+seeds of the prediction GRU by 0.1-0.4 % of height at 1 s (learn README). Averaging ``K`` such models
+(Lakshminarayanan et al. 2017) removes much of that variance.
+
+* :func:`combine_recognizers` writes one :class:`~skelanim.learn.recognize.Recognizer` folder with
+  ``members = K`` (:class:`~skelanim.learn.stgcn.Members`): probabilities are the members' mean, the features
+  used for FID their concatenation.
+* :func:`combine_predictors` writes one :class:`~skelanim.learn.predict.Predictor` folder with ``members = K``
+  (:class:`~skelanim.learn.predictors.MemberMean`): the predicted frame vectors are the members' mean.
+
+Both check that the models share everything but their network weights (architecture, rig, window, input
+statistics) and keep each member's training record in ``config.json``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import torch
 
 from skelanim.errors import FormatError
+from skelanim.learn.predict import Predictor
 from skelanim.learn.recognize import Recognizer
 from skelanim.nn.checkpoint import read_model_config, save_model_files
 
-__all__ = ["combine_recognizers"]
+__all__ = ["combine_predictors", "combine_recognizers"]
 
-#: Config keys that must agree between members (everything that defines the model but its weights).
+#: Config keys that must agree between recogniser members (everything that defines the model but its weights).
 SHARED_KEYS = ("format", "arch", "rig", "contents", "styles", "window", "fps", "arch_options", "path", "test_mirror")
+#: The same for predictors.
+PREDICTOR_SHARED_KEYS = ("format", "arch", "rig", "observed", "horizon", "fps", "arch_options")
+
+
+Model = TypeVar("Model", Recognizer, Predictor)
 
 
 def combine_recognizers(folders: Sequence[str | Path], out: str | Path, *, command: str | None = None) -> Recognizer:
@@ -50,24 +62,42 @@ def combine_recognizers(folders: Sequence[str | Path], out: str | Path, *, comma
         When a folder is not a single-model recogniser or differs from the first in anything but weights
         (the message names the folder and the first differing setting).
     """
+    return _combine(Recognizer, SHARED_KEYS, folders, out, command)
+
+
+def combine_predictors(folders: Sequence[str | Path], out: str | Path, *, command: str | None = None) -> Predictor:
+    """Write the ensemble of the predictors in ``folders`` (one recipe, other seeds) to the model folder ``out``.
+
+    Parameters, return value and errors as :func:`combine_recognizers`, for
+    :class:`~skelanim.learn.predict.Predictor` folders; besides the input normalisation, the members must share
+    the output step scale (both are statistics of the training data).
+    """
+    return _combine(Predictor, PREDICTOR_SHARED_KEYS, folders, out, command)
+
+
+def _combine(kind: type[Model], shared_keys: Sequence[str], folders: Sequence[str | Path], out: str | Path,
+             command: str | None) -> Model:  # fmt: skip
+    """Check that ``folders`` hold single models of ``kind`` that differ only in ``net.*`` weights, then write
+    the model with ``members = K`` whose ``net.members.i.*`` are theirs."""
     if len(folders) < 2:
         raise ValueError(f"an ensemble needs at least two model folders, got {len(folders)}")
-    models = [Recognizer.load(folder) for folder in folders]
+    models = [kind.load(folder) for folder in folders]
     configs = [read_model_config(Path(folder) / "config.json") for folder in folders]
-    first, first_norm = models[0].config(), models[0].norm.state_dict()
+    first = models[0].config()
+    statistics = {k: v for k, v in models[0].state_dict().items() if not k.startswith("net.")}
     for folder, model in zip(folders, models):
         if model.members != 1:
             raise FormatError(f"already an ensemble of {model.members} members; combine single models", path=folder)
         config = model.config()
-        for key in SHARED_KEYS:
+        for key in shared_keys:
             if config.get(key) != first.get(key):
                 raise FormatError(f"{key!r} differs from {folders[0]}'s; members must share one recipe", path=folder)
-        for name, stat in model.norm.state_dict().items():
-            if not torch.equal(stat, first_norm[name]):
-                raise FormatError(f"input normalisation ({name}) differs from {folders[0]}'s: members must be "
-                                  "trained on the same data", path=folder)  # fmt: skip
-    ensemble = Recognizer.from_config({**first, "members": len(models)})
-    state = {f"norm.{k}": v for k, v in first_norm.items()}
+        for name, stat in model.state_dict().items():
+            if name in statistics and not torch.equal(stat, statistics[name]):
+                raise FormatError(f"training-data statistics ({name}) differ from {folders[0]}'s: members must "
+                                  "be trained on the same data", path=folder)  # fmt: skip
+    ensemble = kind.from_config({**first, "members": len(models)})
+    state = dict(statistics)
     for i, model in enumerate(models):
         state.update({f"net.members.{i}.{k}": v for k, v in model.net.state_dict().items()})
     ensemble.load_state_dict(state)

@@ -48,6 +48,7 @@ from skelanim.learn.common import (
 )
 from skelanim.learn.predictors import (
     DCTGCN,
+    MemberMean,
     Seq2SeqGRU,
     constant_velocity,
     frames_to_vectors,
@@ -131,14 +132,20 @@ class Predictor(nn.Module):
         Frame rate.
     arch_options : dict, optional
         Network options.
+    members : int
+        Networks of this recipe whose predictions are averaged (:class:`~skelanim.learn.predictors.MemberMean`;
+        made by :func:`skelanim.learn.ensemble.combine_predictors`); 1 for a single network.
     """
 
     def __init__(self, arch: str, rig: Rig, *, observed: int = 25, horizon: int = 25, fps: float = 25.0,
-                 arch_options: dict[str, Any] | None = None) -> None:  # fmt: skip
+                 arch_options: dict[str, Any] | None = None, members: int = 1) -> None:  # fmt: skip
         super().__init__()
         self.arch, self.rig, self.observed, self.horizon, self.fps = arch, rig, int(observed), int(horizon), float(fps)
         if arch not in ("rnn", "gcn"):
             raise ValueError(f"unknown predictor architecture {arch!r}; expected 'rnn' or 'gcn'")
+        self.members = int(members)
+        if self.members < 1:
+            raise ValueError(f"members must be >= 1, got {members}")
         options = dict(arch_options or {})
         if arch == "gcn":
             options.pop("horizon", None)
@@ -147,10 +154,13 @@ class Predictor(nn.Module):
         dim = 6 * rig.num_joints + 3
         self.norm = Normalizer((dim,))
         self.register_buffer("step_scale", torch.ones(dim))
-        if arch == "rnn":
-            self.net: nn.Module = Seq2SeqGRU(dim, **self.arch_options)
-        else:
-            self.net = DCTGCN(dim, horizon=self.horizon, **self.arch_options)
+
+        def build() -> nn.Module:
+            if arch == "rnn":
+                return Seq2SeqGRU(dim, **self.arch_options)
+            return DCTGCN(dim, horizon=self.horizon, **self.arch_options)
+
+        self.net: nn.Module = build() if self.members == 1 else MemberMean([build() for _ in range(self.members)])
         self.fk = rig_fk(rig)
 
     def forward(self, x: Tensor) -> Tensor:
@@ -170,13 +180,15 @@ class Predictor(nn.Module):
     def config(self) -> dict[str, Any]:
         """JSON description to rebuild the module."""
         return {"format": FORMAT, "arch": self.arch, "rig": self.rig.to_dict(), "observed": self.observed,
-                "horizon": self.horizon, "fps": self.fps, "arch_options": self.arch_options}  # fmt: skip
+                "horizon": self.horizon, "fps": self.fps, "arch_options": self.arch_options,
+                "members": self.members}  # fmt: skip
 
     @classmethod
     def from_config(cls, config: dict[str, Any]) -> Predictor:
         """Untrained module from :meth:`config` output."""
         return cls(config["arch"], Rig.from_dict(config["rig"]), observed=config["observed"], horizon=config["horizon"],
-                   fps=config["fps"], arch_options=config.get("arch_options"))  # fmt: skip
+                   fps=config["fps"], arch_options=config.get("arch_options"),
+                   members=int(config.get("members", 1)))  # fmt: skip
 
     @classmethod
     def load(cls, folder: str | Path | None = None, *, default: str = "predict_rnn") -> Predictor:

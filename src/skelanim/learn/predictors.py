@@ -24,6 +24,8 @@ come back by Gram-Schmidt (:func:`skelanim.core.rotations.rot6d_to_matrix`).
   whose features are its DCT coefficients; residual graph-convolution blocks with a learnable dense
   ``(D, D)`` adjacency (one batched matmul per layer) refine them; the inverse DCT gives the trajectory
   (residual on the padded input).
+* :class:`MemberMean`: ``K`` networks of one kind whose predicted frame vectors are averaged (a deep ensemble,
+  :mod:`skelanim.learn.ensemble`).
 * :func:`zero_velocity`: the last observed pose held. :func:`constant_velocity`: each joint keeps turning at
   its last observed angular velocity ``R[t+k] = R[t] (R[t-1]^T R[t])^k`` and the pelvis moves on at its last
   observed velocity.
@@ -32,13 +34,14 @@ come back by Gram-Schmidt (:func:`skelanim.core.rotations.rot6d_to_matrix`).
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 import torch
 from torch import Tensor, nn
 
 from skelanim.core.rotations import matrix_to_rot6d, matrix_to_rotvec, rot6d_to_matrix, rotvec_to_matrix
 
-__all__ = ["DCTGCN", "Seq2SeqGRU", "constant_velocity", "dct_matrix", "frames_to_vectors", "mirror_frames",
+__all__ = ["DCTGCN", "MemberMean", "Seq2SeqGRU", "constant_velocity", "dct_matrix", "frames_to_vectors", "mirror_frames",
            "vectors_to_frames", "zero_velocity"]  # fmt: skip
 
 
@@ -333,6 +336,29 @@ class DCTGCN(nn.Module):
             h = block(h)
         out = coeffs + self.outp(h)
         return torch.einsum("kl,bdk->bld", self.dct, out)
+
+
+class MemberMean(nn.Module):
+    """``K`` predictor networks of one kind whose outputs are averaged (a deep ensemble).
+
+    The members work on the same standardised frame vectors, so the mean of their outputs is the mean of
+    their predicted vectors; rotations come back by Gram-Schmidt of the mean 6D vectors.
+
+    Parameters
+    ----------
+    nets : sequence of nn.Module
+        :class:`Seq2SeqGRU` or :class:`DCTGCN` networks of one configuration.
+    """
+
+    def __init__(self, nets: Sequence[nn.Module]) -> None:
+        super().__init__()
+        if len(nets) < 2:
+            raise ValueError(f"an ensemble needs at least two members, got {len(nets)}")
+        self.members = nn.ModuleList(nets)
+
+    def forward(self, x: Tensor, *args: object) -> Tensor:
+        """``(B, T_in, D)`` (and the members' other arguments) to the members' mean output ``(B, T', D)``."""
+        return torch.stack([net(x, *args) for net in self.members]).mean(0)
 
 
 def mirror_frames(rot: Tensor, pelvis: Tensor, perm: Tensor, left: Tensor, right: Tensor,
