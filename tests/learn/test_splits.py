@@ -19,6 +19,21 @@ def test_style_split_with_named_test_styles(tiny_ds):
     assert sorted(named["test"].names + named["train"].names) == sorted(tiny_ds.names)
 
 
+def test_style_split_with_named_validation_styles_or_none(tiny_ds):
+    """``style:T/V`` validates on the styles V; a bare ``/`` leaves no validation part, so every style but
+    the test ones trains."""
+    named = split_dataset(tiny_ds, "style:happy/normal")
+    assert sorted(set(named["val"].labels("style"))) == ["normal"]
+    assert sorted(set(named["train"].labels("style"))) == ["angry", "elderly"]
+    bare = split_dataset(tiny_ds, "style:happy/")
+    assert bare["val"] is None and sorted(set(bare["train"].labels("style"))) == ["angry", "elderly", "normal"]
+    assert sorted(bare["train"].names + bare["test"].names) == sorted(tiny_ds.names)
+    with pytest.raises(ValueError, match="happy cannot both test and validate"):
+        split_dataset(tiny_ds, "style:happy/happy,normal")
+    with pytest.raises(ValueError, match="no files of style sleepy"):
+        split_dataset(tiny_ds, "style:happy/sleepy")
+
+
 def test_style_split_names_a_style_without_files(tiny_ds):
     with pytest.raises(ValueError, match=r"no files of style sleepy; styles here: angry, elderly, happy, normal"):
         split_dataset(tiny_ds, "style:happy,sleepy")

@@ -26,7 +26,8 @@ app.add_typer(learn_app, name="learn")
 
 DATA_HELP = "Motion files, folders or glob patterns with labels in their names (repeat)."
 SPLIT_HELP = ("'style' (test styles angry/childish/elderly, validate on proud/youthful), 'style:S1,S2,...' (these test "
-              "styles), 'file' (20 % of files per content), 'none'.")
+              "styles), 'style:S1,.../V1,...' (and these validation styles; none after a bare '/'), 'file' (20 % of "
+              "files per content), 'none'.")
 
 
 def _command() -> str:

@@ -103,7 +103,9 @@ def split_dataset(ds: MotionDataset, split: str, *, seed: int = 0) -> dict[str, 
     ``"style"``: train on styles other than :data:`~skelanim.data.dataset.BANDAI_TEST_STYLES` and
     :data:`~skelanim.data.dataset.BANDAI_VAL_STYLES`, validate on the latter, test on the former.
     ``"style:S1,S2,..."``: the same with the named test styles (a fold of a cross-validation over styles;
-    validation keeps :data:`~skelanim.data.dataset.BANDAI_VAL_STYLES` not named).
+    validation keeps :data:`~skelanim.data.dataset.BANDAI_VAL_STYLES` not named). ``"style:S1,.../V1,..."``
+    also names the validation styles; ``"style:S1,.../"`` validates on none, so every other style trains (the
+    final fit of a recipe chosen by cross-validation, for models that keep their last epoch).
     ``"file"``: :meth:`MotionDataset.split_by_file` stratified by content (20 % test, 10 % validation).
     ``"none"``: every clip trains and tests, none validates.
     """
@@ -112,13 +114,16 @@ def split_dataset(ds: MotionDataset, split: str, *, seed: int = 0) -> dict[str, 
     if split == "style":
         return ds.split_by_style(test=BANDAI_TEST_STYLES, val=BANDAI_VAL_STYLES)
     if split.startswith("style:"):
-        test = [s.strip() for s in split[len("style:") :].split(",") if s.strip()]
+        test_part, slash, val_part = split[len("style:") :].partition("/")
+        test, val = ([s.strip() for s in part.split(",") if s.strip()] for part in (test_part, val_part))
         known = set(ds.labels("style"))
-        unknown = [s for s in test if s not in known]
+        unknown = [s for s in test + val if s not in known]
         if not test or unknown:
             raise ValueError(f"split {split!r}: no files of style {', '.join(unknown) or '(none named)'}; "
                              f"styles here: {', '.join(sorted(known))}")  # fmt: skip
-        return ds.split_by_style(test=test, val=[s for s in BANDAI_VAL_STYLES if s not in test])
+        if both := sorted(set(test) & set(val)):
+            raise ValueError(f"split {split!r}: style {', '.join(both)} cannot both test and validate")
+        return ds.split_by_style(test=test, val=val if slash else [s for s in BANDAI_VAL_STYLES if s not in test])
     if split == "file":
         return ds.split_by_file(test_fraction=0.2, val_fraction=0.1, seed=seed)
     raise ValueError(f"unknown split {split!r}; expected 'style', 'style:S1,S2,...', 'file' or 'none'")

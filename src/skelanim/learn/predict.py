@@ -388,9 +388,7 @@ def evaluate_prediction(models: dict[str, Predictor], ds: MotionDataset, *, meth
             elif name == "constant_velocity":
                 p_rot, p_pel = constant_velocity(obs_rot, obs_pel, horizon)
             elif name in models:
-                models[name].eval()
-                out = models[name](frames_to_vectors(obs_rot, obs_pel))[:, -horizon:]
-                p_rot, p_pel = vectors_to_frames(out)
+                p_rot, p_pel = models[name].predict(obs_rot, obs_pel)
             else:
                 raise ValueError(f"no model for method {name!r}")
             _, rr = fk(p_rot, zero)
