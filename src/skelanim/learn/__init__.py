@@ -3,7 +3,7 @@
 ========================  ==============================================================================
 :mod:`.stgcn`             :class:`STGCN`, the :class:`TemporalCNN` baseline, :class:`Members` (ensembles)
 :mod:`.recognize`         :class:`Recognizer`, :func:`train_recognizer`, :func:`evaluate_recognizer`
-:mod:`.ensemble`          :func:`combine_recognizers` (separately trained recognisers into one ensemble)
+:mod:`.ensemble`          :func:`combine_recognizers`, :func:`combine_predictors` (seeds of one recipe into one ensemble)
 :mod:`.predictors`        :class:`Seq2SeqGRU`, :class:`DCTGCN`, :func:`zero_velocity`, :func:`constant_velocity`
 :mod:`.predict`           :class:`Predictor`, :func:`train_predictor`, :func:`evaluate_prediction`,
                           :func:`predict_motion`
@@ -17,7 +17,7 @@ Every model trains with the shared loop :func:`skelanim.nn.fit` and is stored as
 provenance). Shipped defaults for the Bandai-Namco skeleton live in ``pretrained/`` (see ``README.md``).
 """
 
-from skelanim.learn.ensemble import combine_recognizers
+from skelanim.learn.ensemble import combine_predictors, combine_recognizers
 from skelanim.learn.generate import Generator, evaluate_generation, train_generator
 from skelanim.learn.predict import Predictor, evaluate_prediction, predict_motion, train_predictor
 from skelanim.learn.predictors import DCTGCN, Seq2SeqGRU, constant_velocity, zero_velocity
@@ -32,6 +32,7 @@ __all__ = [
     "Recognizer",
     "Seq2SeqGRU",
     "TemporalCNN",
+    "combine_predictors",
     "combine_recognizers",
     "constant_velocity",
     "evaluate_generation",
