@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 
 import torch
+from torch import nn
 
 from skelanim.core.rotations import matrix_to_quat, quat_slerp, quat_to_matrix, rotvec_to_matrix
 from skelanim.learn.recognize import (
@@ -153,3 +154,27 @@ def test_cli_rejects_an_unknown_keep(tmp_path, capsys):
     assert main(["learn", "recognize", "train", "--data", str(tmp_path), "--out", str(out), "--keep", "first"]) == 2
     err = capsys.readouterr().err
     assert "--keep" in err and "Traceback" not in err and not out.exists()
+
+
+def test_style_adversary_reverses_the_style_gradient_into_the_network_only(tiny_ds):
+    torch.manual_seed(0)
+    model = Recognizer("stgcn", tiny_ds.rig, ["bow", "run", "walk"], ["angry", "elderly", "happy", "normal"], window=32,
+                       arch_options={**TINY, "dropout": 0.0})  # fmt: skip
+    grads = {}
+    for adversary in (0.0, 2.0):
+        task = RecognizeTask(model, tiny_ds, None, stride=16, style_weight=1.0, style_adversary=adversary)
+        batch = task.batch(torch.arange(4), torch.Generator().manual_seed(0))
+        model.zero_grad()
+        content, style, _ = model(batch["x"])
+        loss, _ = task.loss(model, batch)
+        style_ce = loss - nn.functional.cross_entropy(content, batch["content"], label_smoothing=0.1)
+        style_ce.backward()  # the style term alone
+        grads[adversary] = {n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None}
+    plain, adversarial = grads[0.0], grads[2.0]
+    head = [n for n in plain if "style_head" in n]
+    trunk = [n for n in plain if "style_head" not in n and plain[n].abs().sum() > 0]
+    assert head and trunk
+    for n in head:  # the head still learns to name the style
+        assert torch.allclose(adversarial[n], plain[n], atol=1e-6)
+    for n in trunk:  # the network before it is pushed the other way, twice as hard
+        assert torch.allclose(adversarial[n], -2.0 * plain[n], atol=1e-6, rtol=1e-4)

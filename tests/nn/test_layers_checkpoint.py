@@ -11,7 +11,7 @@ import torch
 from skelanim.core.kinematics import forward_kinematics
 from skelanim.core.rotations import quat_normalize
 from skelanim.errors import FormatError
-from skelanim.nn import ForwardKinematics, GATBlock, GraphAttention, graph_mask, mask_bias
+from skelanim.nn import ForwardKinematics, GATBlock, GraphAttention, grad_reverse, graph_mask, mask_bias
 from skelanim.nn.checkpoint import load_model_files, save_model_files
 
 PARENTS = [-1, 0, 1, 2, 1, 4, 0, 6]
@@ -43,6 +43,15 @@ def test_gat_block_shapes_and_grad():
     x = torch.randn(3, len(PARENTS), 8, requires_grad=True)
     block(x, mask_bias(graph_mask(PARENTS))).sum().backward()
     assert x.grad is not None and torch.isfinite(x.grad).all()
+
+
+def test_grad_reverse_is_identity_forward_and_negated_scaled_backward():
+    x = torch.randn(3, 4, dtype=torch.float64, requires_grad=True)
+    w = torch.randn(3, 4, dtype=torch.float64)
+    y = grad_reverse(x, 0.3)
+    assert torch.equal(y, x)
+    (g,) = torch.autograd.grad((w * y.pow(2)).sum(), x)
+    assert torch.allclose(g, -0.3 * 2 * w * x)  # d/dx of sum(w x^2) is 2 w x, reversed and scaled
 
 
 def test_fk_layer_matches_core():

@@ -131,6 +131,10 @@ def recognize_train(
     posture: float = typer.Option(
         0.0, "--posture", min=0.0, help="Posture augmentation: random constant joint-rotation offsets, std in degrees."
     ),
+    style_weight: float = typer.Option(0.5, "--style-weight", min=0.0, help="Weight of the style head's loss."),
+    style_adversary: float = typer.Option(
+        0.0, "--style-adversary", min=0.0, help="Reverse the style head's gradient into the network, scaled by this."
+    ),
     joint_input: int = typer.Option(
         0, "--joint-input", min=0, help="ST-GCN: each joint's features first go through its own linear map to N channels."
     ),
@@ -155,6 +159,7 @@ def recognize_train(
                               loop=_loop(epochs, batch_size, lr, seed, max_steps, progress, ema=ema, keep=keep), mirror=mirror, balance=balance,
                               file_balance=file_balance, amplitude=None if amplitude == (1.0, 1.0) else amplitude,
                               test_mirror=test_mirror, path=path, posture=posture, arch_options=options or None,
+                              style_weight=style_weight, style_adversary=style_adversary,
                               resume=resume, command=_command())  # fmt: skip
     _report(out, result, "val_error")
 

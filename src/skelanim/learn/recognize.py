@@ -64,6 +64,7 @@ from skelanim.learn.common import (
 )
 from skelanim.learn.stgcn import STGCN, Members, TemporalCNN
 from skelanim.metrics.distribution import accuracy, vote
+from skelanim.nn.layers import grad_reverse
 from skelanim.nn.train import TrainConfig, fit
 from skelanim.ops.mirror import mirror_permutation
 
@@ -378,6 +379,10 @@ class RecognizeTask:
         Training window stride.
     style_weight : float
         Weight of the style head's cross-entropy (the content head's is 1).
+    style_adversary : float
+        If positive, the style head is an adversary: it still learns to name the style, but the network before
+        it receives its gradient reversed and scaled by this factor (:func:`skelanim.nn.grad_reverse`), so the
+        features learn to hide the style (domain-adversarial training; aimed at styles never seen).
     meta : dict
         Provenance for ``config.json``.
     """
@@ -386,11 +391,11 @@ class RecognizeTask:
 
     def __init__(self, model: Recognizer, train_ds: MotionDataset, val_ds: MotionDataset | None, *, stride: int = 8,
                  style_weight: float = 0.5, mirror: bool = True, balance: float = 0.0, file_balance: float = 0.0,
-                 amplitude: tuple[float, float] | None = None, posture: float = 0.0,
+                 amplitude: tuple[float, float] | None = None, posture: float = 0.0, style_adversary: float = 0.0,
                  meta: dict[str, Any] | None = None) -> None:  # fmt: skip
         self.model, self.train_ds, self.val_ds, self.meta = model, train_ds, val_ds, dict(meta or {})
         self.posture = math.radians(posture)
-        self.style_weight = style_weight
+        self.style_weight, self.style_adversary = style_weight, style_adversary
         self.windows = train_ds.windows(model.window, stride)
         clip = self.windows[:, 0]
         self.content = torch.tensor(model.contents.indices(train_ds.labels("content")))[clip]
@@ -468,7 +473,10 @@ class RecognizeTask:
 
     def loss(self, model: nn.Module, batch: dict[str, Tensor]) -> tuple[Tensor, dict[str, float]]:
         """Label-smoothed cross-entropy on content (+ ``style_weight`` x style)."""
-        content, style, _ = model(batch["x"])
+        content, style, features = model(batch["x"])
+        if style is not None and self.style_adversary > 0:  # the style head sees the features through a reversal
+            net = model.net
+            style = net.style_head(net.drop(grad_reverse(features, self.style_adversary)))
         ce = nn.functional.cross_entropy(content, batch["content"], label_smoothing=0.1, reduction="none")
         loss = (ce * batch["weight"]).mean()
         parts = {"acc": float((content.argmax(-1) == batch["content"]).float().mean())}
@@ -533,7 +541,8 @@ def train_recognizer(train_ds: MotionDataset, val_ds: MotionDataset | None, out:
                      window: int = 64, stride: int = 8, loop: TrainConfig | None = None,
                      arch_options: dict[str, Any] | None = None, mirror: bool = True, balance: float = 0.0,
                      file_balance: float = 0.0, amplitude: tuple[float, float] | None = None, test_mirror: bool = False,
-                     path: bool = False, posture: float = 0.0, resume: bool = False, command: str | None = None, log: Any = None) -> dict[str, Any]:  # fmt: skip
+                     path: bool = False, posture: float = 0.0, style_weight: float = 0.5, style_adversary: float = 0.0,
+                     resume: bool = False, command: str | None = None, log: Any = None) -> dict[str, Any]:  # fmt: skip
     """Train a recogniser; writes ``out/model.safetensors`` + ``config.json`` (best validation epoch).
 
     Parameters
@@ -569,6 +578,8 @@ def train_recognizer(train_ds: MotionDataset, val_ds: MotionDataset | None, out:
         Posture augmentation: each sample's local joint rotations (body root excepted) get one constant random
         rotation each, rotation vector ``~ N(0, posture^2)`` per axis (degrees), positions by FK, so that how a
         style holds its arms or back is not a cue to the content.
+    style_weight, style_adversary : float
+        Weight of the style head and gradient-reversal factor (:class:`RecognizeTask`).
     resume : bool
         Continue an interrupted run in ``out``.
     command : str, optional
@@ -589,9 +600,11 @@ def train_recognizer(train_ds: MotionDataset, val_ds: MotionDataset | None, out:
     meta = provenance(command, [c.path for c in train_ds.clips], loop.seed)
     meta["validation"] = [c.name for c in val_ds.clips] if val_ds is not None else []
     meta["augmentation"] = {"speed": list(SPEED), "mirror": mirror, "balance": balance, "file_balance": file_balance,
-                            "amplitude": list(amplitude) if amplitude is not None else None, "posture": posture}  # fmt: skip
+                            "amplitude": list(amplitude) if amplitude is not None else None, "posture": posture,
+                            "style_weight": style_weight, "style_adversary": style_adversary}  # fmt: skip
     task = RecognizeTask(model, train_ds, val_ds, stride=stride, mirror=mirror, balance=balance,
-                         file_balance=file_balance, amplitude=amplitude, posture=posture, meta=meta)  # fmt: skip
+                         file_balance=file_balance, amplitude=amplitude, posture=posture, style_weight=style_weight,
+                         style_adversary=style_adversary, meta=meta)  # fmt: skip
     result = fit(model, task, out, loop, resume=resume, log=log)
     result["parameters"] = sum(p.numel() for p in model.parameters())
     return result

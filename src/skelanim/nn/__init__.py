@@ -2,7 +2,7 @@
 
 ========================  ====================================================================
 :mod:`.layers`            :class:`GraphAttention`, :class:`GATBlock`, :class:`ForwardKinematics`,
-                          :func:`graph_mask`, :func:`mask_bias`
+                          :func:`graph_mask`, :func:`mask_bias`, :func:`grad_reverse`
 :mod:`.train`             :func:`fit`, :class:`TrainConfig`, :class:`Task`, :func:`seeded_generator`
 :mod:`.checkpoint`        model folders (safetensors + JSON) and resumable training states
 :mod:`.distributed`       torchrun/DDP helpers (gloo on CPU)
@@ -10,10 +10,10 @@
 """
 
 from skelanim.nn.checkpoint import load_model_files, load_train_state, save_model_files, save_train_state
-from skelanim.nn.layers import ForwardKinematics, GATBlock, GraphAttention, graph_mask, mask_bias
+from skelanim.nn.layers import ForwardKinematics, GATBlock, GraphAttention, grad_reverse, graph_mask, mask_bias
 from skelanim.nn.train import Task, TrainConfig, fit, seeded_generator
 
 __all__ = [
-    "ForwardKinematics", "GATBlock", "GraphAttention", "Task", "TrainConfig", "fit", "graph_mask",
+    "ForwardKinematics", "GATBlock", "GraphAttention", "Task", "TrainConfig", "fit", "grad_reverse", "graph_mask",
     "load_model_files", "load_train_state", "mask_bias", "save_model_files", "save_train_state", "seeded_generator",
 ]  # fmt: skip

@@ -18,6 +18,12 @@ Forward kinematics
 ------------------
 :class:`ForwardKinematics` is a thin ``nn.Module`` around :func:`skelanim.core.kinematics.forward_kinematics`
 (the project's one FK implementation) with the tree and rest offsets held as buffers.
+
+Gradient reversal
+-----------------
+:func:`grad_reverse` is the identity forward and multiplies the gradient by ``-scale`` backward (Ganin &
+Lempitsky 2015): a classifier placed behind it learns to tell the classes apart while everything before it
+learns to make them indistinguishable (domain-adversarial training).
 """
 
 from __future__ import annotations
@@ -31,10 +37,26 @@ from torch import Tensor, nn
 from skelanim.core.kinematics import forward_kinematics
 from skelanim.core.rotations import matrix_to_quat
 
-__all__ = ["ForwardKinematics", "GATBlock", "GraphAttention", "graph_mask", "mask_bias"]
+__all__ = ["ForwardKinematics", "GATBlock", "GraphAttention", "grad_reverse", "graph_mask", "mask_bias"]
 
 #: Additive score for masked-out pairs (finite, so softmax and ONNX stay NaN-free).
 MASKED = -1.0e4
+
+
+class _GradReverse(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx: torch.autograd.function.FunctionCtx, x: Tensor, scale: float) -> Tensor:  # noqa: D102
+        ctx.scale = scale  # type: ignore[attr-defined]
+        return x.view_as(x)
+
+    @staticmethod
+    def backward(ctx: torch.autograd.function.FunctionCtx, grad: Tensor) -> tuple[Tensor, None]:  # noqa: D102
+        return -ctx.scale * grad, None  # type: ignore[attr-defined]
+
+
+def grad_reverse(x: Tensor, scale: float = 1.0) -> Tensor:
+    """Identity on ``x`` (any shape) whose gradient is multiplied by ``-scale`` on the way back."""
+    return _GradReverse.apply(x, scale)
 
 
 def graph_mask(parents: list[int] | np.ndarray, *, hops: int = 1) -> Tensor:
