@@ -45,12 +45,12 @@ MASKED = -1.0e4
 
 class _GradReverse(torch.autograd.Function):
     @staticmethod
-    def forward(ctx: torch.autograd.function.FunctionCtx, x: Tensor, scale: float) -> Tensor:  # noqa: D102
+    def forward(ctx: torch.autograd.function.FunctionCtx, x: Tensor, scale: float) -> Tensor:
         ctx.scale = scale  # type: ignore[attr-defined]
         return x.view_as(x)
 
     @staticmethod
-    def backward(ctx: torch.autograd.function.FunctionCtx, grad: Tensor) -> tuple[Tensor, None]:  # noqa: D102
+    def backward(ctx: torch.autograd.function.FunctionCtx, grad: Tensor) -> tuple[Tensor, None]:
         return -ctx.scale * grad, None  # type: ignore[attr-defined]
 
 
