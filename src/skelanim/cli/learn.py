@@ -241,6 +241,9 @@ def predict_train(
     observed_frames: int | None = typer.Option(None, "--gcn-observed", min=2, help="Observed frames the DCT-GCN uses."),
     gcn_pad: str | None = typer.Option(None, "--gcn-pad", help="DCT-GCN future fill: velocity (default) or periodic."),
     mirror: bool = typer.Option(False, "--mirror/--no-mirror", help="Mirror half of the training windows."),
+    half_period: bool = typer.Option(
+        False, "--half-period/--no-half-period", help="The periodic continuation may repeat a half period mirrored."
+    ),
     speed: tuple[float, float] = typer.Option((1.0, 1.0), "--speed", help="Playback-speed augmentation range."),
     global_weight: float = typer.Option(1.0, "--global-weight", min=0.0, help="Weight of the with-root-motion error."),
     horizon_decay: float = typer.Option(
@@ -268,7 +271,8 @@ def predict_train(
     options = {"hidden": hidden, "attention": attention if arch == "rnn" else None,
                "anchor": anchor if arch == "rnn" and anchor else None,
                "spring": spring if arch == "rnn" and spring else None,
-               "observed": observed_frames if arch == "gcn" else None, "pad": gcn_pad if arch == "gcn" else None}  # fmt: skip
+               "observed": observed_frames if arch == "gcn" else None, "pad": gcn_pad if arch == "gcn" else None,
+               "half_period": True if half_period else None}  # fmt: skip
     task = {"mirror": mirror, "speed": speed, "global_weight": global_weight, "horizon_decay": horizon_decay,
             "file_balance": file_balance}  # fmt: skip
     result = train_predictor(parts["train"], parts["val"], out, arch=arch, stride=stride,

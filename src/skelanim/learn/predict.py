@@ -60,7 +60,7 @@ from skelanim.metrics.kinematic import angle_error_at, mpjpe_at
 from skelanim.nn.train import TrainConfig, fit
 
 __all__ = ["FORMAT", "HORIZONS_MS", "METHODS", "PredictTask", "Predictor", "evaluate_prediction", "predict_motion", "rig_mirror",
-           "train_predictor"]  # fmt: skip
+           "train_predictor", "vector_mirror"]  # fmt: skip
 
 FORMAT = "skelanim-predictor"
 #: Horizons reported, in milliseconds.
@@ -75,12 +75,23 @@ def reference_windows(ds: MotionDataset, windows: Tensor, length: int, ref: int,
     return to_reference_frame(g["rot"], g["pelvis"], g["yaw"], ref, up=rig.up, floor=rig.floor, height=rig.height)
 
 
-def rig_mirror(rig: Rig) -> tuple[Tensor, Tensor, Tensor, int]:
+def rig_mirror(rig: Rig, reference: Tensor | None = None) -> tuple[Tensor, Tensor, Tensor, int]:
     """What :func:`~skelanim.learn.predictors.mirror_frames` needs for a rig.
 
-    Partners ``P`` from :func:`skelanim.ops.mirror.mirror_permutation`; each joint's local reflection axis
-    is the one (x, y or z) whose reflection takes its children's rest offsets (End Sites included) closest to
-    those of its partner's children; a joint without children takes its parent's.
+    Partners ``P`` from :func:`skelanim.ops.mirror.mirror_permutation`. Each joint's local reflection ``N_j``
+    is one of the four diagonal reflections (across the x, y or z plane of its axes, or through its origin)
+    that take its children's rest offsets (End Sites included) closest to those of its partner's children.
+    Offsets along one axis (a bone along ``x``) leave two of them equally good, which differ by a half turn
+    about the bone: ``reference``, a typical pose (the mean of the data), decides between them, taking the
+    one whose mirrored pose ``N_{parent} R_{P[j]} N_j`` is closest to ``R_j``; without it, the parent's
+    reflection is kept where it is among the best (so a rest rotation stays a rest rotation), else the first.
+
+    Parameters
+    ----------
+    rig : Rig
+        The learning skeleton.
+    reference : Tensor, optional
+        ``(M, 3, 3)`` a typical pose: body root relative to the heading, the other joints local.
 
     Returns
     -------
@@ -94,27 +105,59 @@ def rig_mirror(rig: Rig) -> tuple[Tensor, Tensor, Tensor, int]:
     sk, r = rig.skeleton, rig.root
     full = torch.as_tensor(mirror_permutation(sk), dtype=torch.long)
     perm = full[r:] - r
-    offsets, parents = sk.offsets, rig.parents
-    axes = torch.zeros(rig.num_joints, dtype=torch.long)
-    for j in range(rig.num_joints):
-        mine = [(c, offsets[c]) for c in sk.children(j + r)]
-        theirs = {int(full[c]): offsets[int(full[c])] for c, _ in mine}
-        pairs = [(off, theirs[int(full[c])]) for c, off in mine]
-        if j + r in sk.end_sites and int(full[j + r]) in sk.end_sites:
-            pairs.append((sk.end_sites[j + r], sk.end_sites[int(full[j + r])]))
-        if not pairs:
-            axes[j] = axes[parents[j]] if j > 0 else 0
-            continue
-        flips = torch.eye(3, dtype=torch.float64) * -2 + 1  # row a: the diagonal of the reflection normal to axis a
-        cost = [sum(float((f * a - b).norm()) for a, b in pairs) for f in flips]
-        axes[j] = int(torch.tensor(cost).argmin())
-    right = torch.ones(rig.num_joints, 3)
-    right[torch.arange(rig.num_joints), axes] = -1.0
+    offsets = torch.as_tensor(sk.offsets, dtype=torch.float64)
     lateral = horizontal_axes(rig.up)[1]
-    left = torch.ones(rig.num_joints, 3)
-    left[0, lateral] = -1.0
-    left[1:] = right[torch.tensor(parents[1:])]
-    return perm, left, right, lateral
+    world = torch.ones(3, dtype=torch.float64)
+    world[lateral] = -1.0
+    candidates = torch.tensor([[-1.0, 1, 1], [1, -1, 1], [1, 1, -1], [-1, -1, -1]], dtype=torch.float64)
+    left = torch.ones(rig.num_joints, 3, dtype=torch.float64)
+    right = torch.ones(rig.num_joints, 3, dtype=torch.float64)
+    for j in range(rig.num_joints):  # parents come first
+        left[j] = world if j == 0 else right[rig.parents[j]]
+        pairs = [(offsets[c], offsets[int(full[c])]) for c in sk.children(j + r)]
+        if j + r in sk.end_sites and int(full[j + r]) in sk.end_sites:
+            pairs.append((torch.as_tensor(sk.end_sites[j + r], dtype=torch.float64),
+                          torch.as_tensor(sk.end_sites[int(full[j + r])], dtype=torch.float64)))  # fmt: skip
+        cost = torch.tensor([sum(float((d * a - b).norm()) for a, b in pairs) for d in candidates])
+        scale = sum(float(a.norm() + b.norm()) for a, b in pairs)
+        best = cost <= cost.min() + 1e-3 * (1.0 + scale)
+        if reference is not None:
+            ref = reference.to(torch.float64)
+            mirrored = left[j][:, None] * ref[int(perm[j])][None] * candidates[:, None, :]  # (4, 3, 3)
+            fit = (mirrored - ref[j]).flatten(1).norm(dim=1)
+            choice = int(torch.where(best, fit, torch.inf).argmin())
+        else:
+            keep = best & (candidates == left[j]).all(1) if j > 0 else torch.zeros(4, dtype=torch.bool)
+            choice = int(keep.nonzero()[0]) if bool(keep.any()) else int(best.nonzero()[0])
+        right[j] = candidates[choice]
+    return perm, left.float(), right.float(), lateral
+
+
+def vector_mirror(rig: Rig, reference: Tensor | None = None) -> tuple[Tensor, Tensor]:
+    """The left/right mirror image of frame vectors (:func:`~skelanim.learn.predictors.frames_to_vectors`)
+    as a signed permutation: ``mirror(x) = x[..., index] * sign``.
+
+    :func:`~skelanim.learn.predictors.mirror_frames` only permutes joints and flips signs of matrix entries
+    and of the pelvis, so on vectors it is a signed permutation; it is read off the mirror image of one
+    random frame, whose entries are all distinct. ``reference`` as for :func:`rig_mirror`.
+
+    Returns
+    -------
+    tuple of Tensor
+        ``index`` ``(D,)`` long and ``sign`` ``(D,)``, ``D = 6 M + 3``.
+    """
+    from skelanim.core.rotations import rotvec_to_matrix
+
+    g = torch.Generator().manual_seed(0)
+    rot = rotvec_to_matrix(torch.randn(1, rig.num_joints, 3, generator=g, dtype=torch.float64))
+    pelvis = torch.randn(1, 3, generator=g, dtype=torch.float64)
+    x = frames_to_vectors(rot, pelvis)[0]
+    y = frames_to_vectors(*mirror_frames(rot, pelvis, *rig_mirror(rig, reference)))[0]
+    match = (y.abs()[:, None] - x.abs()[None, :]).abs()  # (D, D)
+    index = match.argmin(1)
+    if float(match.min(1).values.max()) > 1e-9 or len(set(index.tolist())) != len(index):
+        raise ValueError("the mirror of frame vectors is not a signed permutation")
+    return index, torch.sign(y) * torch.sign(x[index])
 
 
 class Predictor(nn.Module):
@@ -167,8 +210,25 @@ class Predictor(nn.Module):
         """Raw frame vectors ``(B, T_in, D)`` to raw predictions ``(B, T', D)``: the ``horizon`` future frames
         (rnn), or the last ``observed`` reconstructed frames followed by them (gcn)."""
         z = self.norm(x)
-        out = self.net(z, self.horizon, self.step_scale) if self.arch == "rnn" else self.net(z, self.horizon)
+        mirror = self.standardised_mirror() if self.arch_options.get("half_period") else None
+        if self.arch == "rnn":
+            out = self.net(z, self.horizon, self.step_scale, mirror)
+        else:
+            out = self.net(z, self.horizon, mirror)
         return self.norm.inverse(out)
+
+    def standardised_mirror(self) -> tuple[Tensor, Tensor, Tensor]:
+        """The left/right mirror on standardised frame vectors, ``z -> z[index] * scale + shift`` (each ``(D,)``):
+        :func:`vector_mirror` (reflections chosen with :meth:`mean_pose`) between :attr:`norm` and its inverse."""
+        index, sign = vector_mirror(self.rig, self.mean_pose())
+        mean, std = self.norm.mean.detach(), self.norm.std.detach()
+        sign = sign.to(std.dtype)
+        return index, sign * std[index] / std, (sign * mean[index] - mean) / std
+
+    def mean_pose(self) -> Tensor:
+        """``(M, 3, 3)``: the training frames' mean 6D vectors as rotations (Gram-Schmidt), the typical pose
+        that settles :func:`rig_mirror`'s choice of joint reflections."""
+        return vectors_to_frames(self.norm.mean.detach().float())[0]
 
     @torch.no_grad()
     def predict(self, rot: Tensor, pelvis: Tensor) -> tuple[Tensor, Tensor]:
@@ -257,7 +317,6 @@ class PredictTask:
         self.model, self.train_ds, self.val_ds, self.meta = model, train_ds, val_ds, dict(meta or {})
         self.speed = tuple(speed)
         self.global_weight, self.noise, self.horizon_decay = float(global_weight), float(noise), float(horizon_decay)
-        self.mirror = rig_mirror(model.rig) if mirror else None
         self.length = model.observed + model.horizon
         self.windows = train_ds.windows(self.length, stride, pad_short=False)
         self.sample_weight = file_balance_weights(self.windows[:, 0], len(train_ds), file_balance)
@@ -268,6 +327,7 @@ class PredictTask:
         model.norm.set(mean, std)
         steps = (sample[:, 1:] - sample[:, :-1]).std(dim=(0, 1)).clamp_min(1e-5)
         model.step_scale.copy_(steps / std)
+        self.mirror = rig_mirror(model.rig, model.mean_pose()) if mirror else None
         self.val_windows = val_ds.windows(self.length, 10, pad_short=False) if val_ds is not None else None
 
     def _vectors(self, ds: MotionDataset, windows: Tensor) -> Tensor:

@@ -108,6 +108,9 @@ class Seq2SeqGRU(nn.Module):
         frame it predicts in the observed motion's periodic continuation (:func:`periodic_continuation`): an
         absolute target the network may pull toward, which attention's per-step changes lack, so the rollout
         need not drift. The output layer starts at zero, so an untrained decoder ignores it.
+    half_period : bool
+        The anchor's continuation may also repeat a half period mirrored (``mirror`` argument of
+        :meth:`forward`; :func:`periodic_continuation`): a gait cycle is longer than the observed second shows twice.
     spring : bool
         Each step is also pulled back toward the mean of the observed frames by a learned per-coordinate
         fraction ``s`` of the distance (initially 0.018): with the damped velocity, a damped oscillator about
@@ -116,9 +119,10 @@ class Seq2SeqGRU(nn.Module):
     """
 
     def __init__(self, dim: int, *, hidden: int = 192, layers: int = 1, attention: int = 0,
-                 anchor: bool = False, spring: bool = False) -> None:  # fmt: skip
+                 anchor: bool = False, spring: bool = False, half_period: bool = False) -> None:  # fmt: skip
         super().__init__()
         self.dim, self.attention, self.anchor, self.spring = dim, int(attention), bool(anchor), bool(spring)
+        self.half_period = bool(half_period)
         context = (dim + hidden if self.attention else 0) + (dim if self.anchor else 0)
         self.encoder = nn.GRU(2 * dim, hidden, num_layers=layers, batch_first=True)
         self.decoder = nn.GRUCell(2 * dim + context, hidden)
@@ -132,7 +136,8 @@ class Seq2SeqGRU(nn.Module):
             self.key = nn.Linear(2 * dim, self.attention)
             self.query = nn.Linear(2 * dim, self.attention)
 
-    def forward(self, x: Tensor, horizon: int, step_scale: Tensor) -> Tensor:
+    def forward(self, x: Tensor, horizon: int, step_scale: Tensor,
+                mirror: tuple[Tensor, Tensor, Tensor] | None = None) -> Tensor:  # fmt: skip
         """Predict.
 
         Parameters
@@ -143,6 +148,8 @@ class Seq2SeqGRU(nn.Module):
             ``T_out``.
         step_scale : Tensor
             ``(D,)`` scale of one output step (the std of frame-to-frame changes over the std of values).
+        mirror : (Tensor, Tensor, Tensor), optional
+            The left/right mirror of standardised frames (:func:`periodic_continuation`); used with ``half_period``.
 
         Returns
         -------
@@ -160,7 +167,7 @@ class Seq2SeqGRU(nn.Module):
             keys = self.key(feats[:, :-1])  # (B, T_in - 1, A): observed frames that have a successor
             values = torch.cat([vel[:, 1:] / step_scale, enc[:, :-1]], -1)  # (B, T_in - 1, D + H): what came next
             scale = self.attention**-0.5
-        targets = periodic_continuation(x, horizon) if self.anchor else None  # (B, T_out, D)
+        targets = periodic_continuation(x, horizon, mirror=_half(self, mirror)) if self.anchor else None  # (B, T_out, D)
         centre, pull = (x.mean(1), torch.sigmoid(self.stiffness)) if self.spring else (None, None)
         for k in range(horizon):
             inp = torch.cat([prev, last / step_scale], -1)
@@ -178,6 +185,15 @@ class Seq2SeqGRU(nn.Module):
             prev, last = prev + step, step
             outs.append(prev)
         return torch.stack(outs, dim=1)
+
+
+def _half(net: Seq2SeqGRU | DCTGCN, mirror: tuple[Tensor, Tensor, Tensor] | None) -> tuple[Tensor, Tensor, Tensor] | None:
+    """The mirror a ``half_period`` network needs (an error without it), ``None`` for the others."""
+    if not net.half_period:
+        return None
+    if mirror is None:
+        raise ValueError("a half_period predictor needs the mirror of its frames")
+    return mirror
 
 
 def dct_matrix(n: int) -> Tensor:
@@ -224,14 +240,21 @@ class GraphResBlock(nn.Module):
 PERIODIC_FADE = 6
 
 
-def periodic_continuation(seq: Tensor, horizon: int, shortest: int = 8) -> Tensor:
-    """Continue each sequence by repeating its last period.
+def periodic_continuation(seq: Tensor, horizon: int, shortest: int = 8,
+                          mirror: tuple[Tensor, Tensor, Tensor] | None = None) -> Tensor:  # fmt: skip
+    """Continue each sequence by repeating its last period (or, with ``mirror``, its last half period mirrored).
 
     The period ``L`` (``shortest <= L < T``) is the lag with the least mean ``|x_t - x_{t-L}|``; frame ``k``
     of the future is ``x[T - L + (k mod L)] + (1 + k div L) (x[T-1] - x[T-1-L])``: the last period again,
     shifted by the drift over one period (how far the last frame is from its counterpart one period before;
     0 for an exactly periodic motion), once per period begun, so a periodic motion with a steady drift (a
     walk's travel) goes on as it went.
+
+    A gait cycle (about 1 s) is longer than what 1 s of observation can show twice, but each half of it is
+    the other half's left/right mirror image. With ``mirror`` (the map ``m``, an involution) the lags ``h``
+    are also tried as half periods, matched by the mean ``|x_t - m(x_{t-h})|``; where such a lag matches
+    best, frame ``k`` is ``x[T - h + (k mod h)]``, mirrored when ``k div h`` is even, plus
+    ``(1 + k div h) (x[T-1] - m(x[T-1-h]))``.
 
     Parameters
     ----------
@@ -240,7 +263,10 @@ def periodic_continuation(seq: Tensor, horizon: int, shortest: int = 8) -> Tenso
     horizon : int
         ``H`` frames to produce.
     shortest : int
-        Shortest period considered.
+        Shortest lag considered.
+    mirror : (Tensor, Tensor, Tensor), optional
+        ``(index, scale, shift)``, each ``(D,)``: the mirror image of a frame is
+        ``x[..., index] * scale + shift`` (:func:`skelanim.learn.predict.vector_mirror`).
 
     Returns
     -------
@@ -252,11 +278,25 @@ def periodic_continuation(seq: Tensor, horizon: int, shortest: int = 8) -> Tenso
         raise ValueError(f"a periodic continuation needs more than {shortest} observed frames, got {length}")
     lags = torch.arange(shortest, length)
     errors = torch.stack([(seq[:, lag:] - seq[:, :-lag]).abs().mean((1, 2)) for lag in lags.tolist()], 1)
-    period = lags[errors.argmin(1)]  # (B,)
+    mirrored = None
+    if mirror is not None:
+        index, scale, shift = mirror
+        mirrored = seq[..., index] * scale.to(seq.dtype) + shift.to(seq.dtype)  # (B, T, D)
+        half = torch.stack([(seq[:, lag:] - mirrored[:, :-lag]).abs().mean((1, 2)) for lag in lags.tolist()], 1)
+        errors = torch.cat([errors, half], 1)
+    best = errors.argmin(1)
+    period = lags[best % len(lags)]  # (B,)
+    flipped = best >= len(lags)  # a half period, mirrored
     steps = torch.arange(horizon)
     index = length - period[:, None] + steps[None] % period[:, None]  # (B, H)
-    copy = seq.gather(1, index[..., None].expand(-1, -1, seq.shape[2]))
+    take = (index[..., None].expand(-1, -1, seq.shape[2]))
+    copy = seq.gather(1, take)
     before = seq.gather(1, (length - 1 - period)[:, None, None].expand(-1, 1, seq.shape[2]))  # x[T-1-L]
+    if mirrored is not None:
+        mirror_now = flipped[:, None] & (steps[None] // period[:, None] % 2 == 0)  # (B, H)
+        copy = torch.where(mirror_now[..., None], mirrored.gather(1, take), copy)
+        before_m = mirrored.gather(1, (length - 1 - period)[:, None, None].expand(-1, 1, seq.shape[2]))
+        before = torch.where(flipped[:, None, None], before_m, before)
     periods = (1 + steps[None] // period[:, None])[..., None].to(seq.dtype)  # (B, H, 1): periods completed
     return copy + periods * (seq[:, -1:] - before)  # the last period's drift carried on
 
@@ -284,16 +324,19 @@ class DCTGCN(nn.Module):
         How the future is filled before the DCT: the damped constant-velocity extrapolation, or that
         extrapolation cross-faded over :data:`PERIODIC_FADE` frames into the observed motion's own last period
         (:func:`periodic_continuation`; needs ``observed > 8``).
+    half_period : bool
+        The periodic pad may also repeat a half period mirrored (as :class:`Seq2SeqGRU`).
     """
 
     def __init__(self, dim: int, *, observed: int = 10, horizon: int = 25, coefficients: int | None = None,
-                 hidden: int = 96, blocks: int = 2, dropout: float = 0.1, pad: str = "velocity") -> None:  # fmt: skip
+                 hidden: int = 96, blocks: int = 2, dropout: float = 0.1, pad: str = "velocity",
+                 half_period: bool = False) -> None:  # fmt: skip
         super().__init__()
         if pad not in ("velocity", "periodic"):
             raise ValueError(f"pad must be 'velocity' or 'periodic', got {pad!r}")
         if pad == "periodic" and observed <= 8:
             raise ValueError(f"the periodic pad needs more than 8 observed frames, got {observed}")
-        self.observed, self.horizon, self.pad = observed, horizon, pad
+        self.observed, self.horizon, self.pad, self.half_period = observed, horizon, pad, bool(half_period)
         length = observed + horizon
         coefficients = length if coefficients is None else min(coefficients, length)
         d = dct_matrix(length)[:coefficients]
@@ -305,7 +348,8 @@ class DCTGCN(nn.Module):
         nn.init.zeros_(self.outp.weight)
         self.damping = nn.Parameter(torch.full((dim,), 1.7))
 
-    def forward(self, x: Tensor, horizon: int | None = None) -> Tensor:
+    def forward(self, x: Tensor, horizon: int | None = None,
+                mirror: tuple[Tensor, Tensor, Tensor] | None = None) -> Tensor:  # fmt: skip
         """Predict.
 
         Parameters
@@ -314,6 +358,8 @@ class DCTGCN(nn.Module):
             ``(B, T_in, D)`` standardised observed frames (``T_in >= observed``).
         horizon : int, optional
             Must equal the model's horizon when given.
+        mirror : (Tensor, Tensor, Tensor), optional
+            As for :class:`Seq2SeqGRU`, used with ``half_period``.
 
         Returns
         -------
@@ -328,7 +374,7 @@ class DCTGCN(nn.Module):
         future = seq[:, -1:] + factors[None] * (seq[:, -1:] - seq[:, -2:-1])
         if self.pad == "periodic":  # cross-faded from the extrapolation (continuous velocity) over PERIODIC_FADE frames
             fade = ((torch.arange(self.horizon, dtype=x.dtype) + 1.0) / PERIODIC_FADE).clamp(max=1.0)[None, :, None]
-            future = future + fade * (periodic_continuation(seq, self.horizon) - future)
+            future = future + fade * (periodic_continuation(seq, self.horizon, mirror=_half(self, mirror)) - future)
         padded = torch.cat([seq, future], dim=1)  # (B, L, D)
         coeffs = torch.einsum("kl,bld->bdk", self.dct, padded)  # (B, D, K)
         h = torch.tanh(self.n0(self.inp(coeffs)))
