@@ -7,6 +7,7 @@ import torch
 
 from skelanim.core.rotations import rotvec_to_matrix
 from skelanim.learn.common import file_balance_weights
+from skelanim.learn.mirror import mirror_frames, rig_mirror
 from skelanim.learn.predict import (
     HORIZONS_MS,
     Predictor,
@@ -15,7 +16,6 @@ from skelanim.learn.predict import (
     evaluate_prediction,
     predict_motion,
     reference_windows,
-    rig_mirror,
     train_predictor,
 )
 from skelanim.learn.predictors import (
@@ -24,7 +24,6 @@ from skelanim.learn.predictors import (
     constant_velocity,
     dct_matrix,
     frames_to_vectors,
-    mirror_frames,
     periodic_continuation,
     vectors_to_frames,
     zero_velocity,

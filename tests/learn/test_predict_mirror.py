@@ -6,12 +6,12 @@ from __future__ import annotations
 import pytest
 import torch
 
-from skelanim.learn.predict import Predictor, PredictTask, reference_windows, rig_mirror, vector_mirror
+from skelanim.learn.mirror import mirror_frames, rig_mirror, vector_mirror
+from skelanim.learn.predict import Predictor, PredictTask, reference_windows
 from skelanim.learn.predictors import (
     DCTGCN,
     Seq2SeqGRU,
     frames_to_vectors,
-    mirror_frames,
     periodic_continuation,
     vectors_to_frames,
 )

@@ -114,6 +114,33 @@ def test_mirror_features_match_a_mirrored_motion(tiny_ds, path):
     assert torch.allclose(mirrored, x[1:], atol=2e-3)
 
 
+def test_mirror_features_with_the_rig_reflections_match_the_motion_mirrored_on_its_own_rig(tiny_ds):
+    """On the Bandai rig (bones along their joints' local axes) the mirrored motion on the *same* skeleton
+    has other local rotations than ``S R S``: mirror the world frames joint by joint (:func:`mirror_frames`,
+    reflections settled by the training mean pose), featurise that motion, and compare."""
+    from skelanim.data import MotionDataset
+    from skelanim.data.clips import clip_from_motion
+    from skelanim.learn.mirror import mirror_frames
+    from skelanim.learn.recognize import Recognizer, RecognizeTask, joint_features, mirror_features
+
+    rig = tiny_ds.rig
+    model = Recognizer("stgcn", rig, ["bow", "run", "walk"], [], window=32, arch_options={"channels": (8,), "strides": (1,)})
+    RecognizeTask(model, tiny_ds, None, stride=16)  # the normaliser, hence the mean pose
+    perm, left, right, lateral = model.mirror_map()
+    fr = tiny_ds.frames()
+    rot, pelvis = fr["rot"][:48].double(), fr["pelvis"][:48].double()
+    m_rot, m_pel = mirror_frames(rot, pelvis, perm, left.double(), right.double(), lateral)  # world frames
+    motions = (rig.to_motion(rot, pelvis, 25.0), rig.to_motion(m_rot, m_pel, 25.0))
+    ds = MotionDataset(clips=[clip_from_motion(m, fps=25.0, name=n) for m, n in zip(motions, "ab")], rig=rig, fps=25.0)
+    g = ds.gather(torch.tensor([[0, 0], [1, 0]]), 40, keys=("rot", "pelvis", "yaw", "positions"))
+    x = joint_features(g["rot"], g["pelvis"], g["yaw"], g["positions"], rig)
+    mirrored = mirror_features(x[:1], perm, lateral, (left, right))
+    assert torch.allclose(mirrored, x[1:], atol=2e-3)
+    plain = mirror_features(x[:1], perm, lateral)  # S R S: right positions, rotations of another rig
+    assert torch.allclose(plain[..., :6], x[1:, ..., :6], atol=2e-3)
+    assert not torch.allclose(plain[..., 6:12], x[1:, ..., 6:12], atol=0.5)
+
+
 def test_mirror_labels_swap_sides_and_skip_handed_contents():
     from skelanim.learn.recognize import mirror_labels
 

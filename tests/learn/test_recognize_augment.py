@@ -9,13 +9,12 @@ import torch
 from torch import nn
 
 from skelanim.core.rotations import matrix_to_quat, quat_slerp, quat_to_matrix, rotvec_to_matrix
+from skelanim.learn.augment import mean_rotations, scale_amplitude
 from skelanim.learn.recognize import (
     Recognizer,
     RecognizeTask,
-    mean_rotations,
     mirror_features,
     mirror_labels,
-    scale_amplitude,
 )
 from skelanim.learn.stgcn import STGCN
 
@@ -78,17 +77,14 @@ def test_file_balance_weighs_short_files_up(tiny_ds):
 def test_test_mirror_votes_are_mirror_consistent(tiny_ds):
     """With test-time mirror votes a window and its mirror image get the same probabilities, classes mapped
     by ``mirror_labels`` (an untrained network alone has no such symmetry)."""
-    from skelanim.data.features import horizontal_axes
-    from skelanim.ops.mirror import mirror_permutation
-
     torch.manual_seed(0)
     names = ["bye", "walk", "walk-left", "walk-right"]
     rig = tiny_ds.rig
     x = torch.randn(3, 32, rig.num_joints, 16)
-    perm = torch.as_tensor(mirror_permutation(rig.skeleton))[rig.root :] - rig.root
-    xm = mirror_features(x, perm, horizontal_axes(rig.up)[1])
     to = mirror_labels(names)
     model = Recognizer("stgcn", rig, names, [], window=32, arch_options=TINY)
+    perm, left, right, lateral = model.mirror_map()
+    xm = mirror_features(x, perm, lateral, (left, right))
     p, pm = model.classify(x)[0], model.classify(xm)[0]
     assert not torch.allclose(p[:, 1:], pm[:, to[1:]], atol=1e-4)
     model.test_mirror = True

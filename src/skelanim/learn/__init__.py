@@ -7,6 +7,7 @@
 :mod:`.predictors`        :class:`Seq2SeqGRU`, :class:`DCTGCN`, :func:`zero_velocity`, :func:`constant_velocity`
 :mod:`.predict`           :class:`Predictor`, :func:`train_predictor`, :func:`evaluate_prediction`,
                           :func:`predict_motion`
+:mod:`.mirror`            left/right mirror images of frames on a rig with its own joint axes
 :mod:`.cvae`              :class:`MotionCVAE`, :class:`TemporalDiscriminator`
 :mod:`.generate`          :class:`Generator`, :func:`train_generator`, :func:`evaluate_generation`
 :mod:`.common`            normaliser buffers, FK on the rig, model folders, the shipped defaults, splits

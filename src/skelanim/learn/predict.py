@@ -11,7 +11,7 @@ weighted by ``w_k ~ (k + 1)^-1/2``, mean 1, so the short horizons count; ``g = g
 default, 0.3 for the shipped models) and the standardised frame vectors. Optional augmentations of the
 training windows (both off by default; 4-epoch trials on the style split were worse on the held-out styles
 with either): playback at a random speed (``speed``) and left/right mirroring of half the windows
-(``mirror``: :func:`rig_mirror` + :func:`~skelanim.learn.predictors.mirror_frames`, which respect the
+(``mirror``: :func:`~skelanim.learn.mirror.rig_mirror` + :func:`~skelanim.learn.mirror.mirror_frames`, which respect the
 rig's per-joint rest axes). Model selection by the mean root-relative error over the horizons on the
 validation part.
 
@@ -46,21 +46,21 @@ from skelanim.learn.common import (
     resolved_options,
     rig_fk,
 )
+from skelanim.learn.mirror import mirror_frames, rig_mirror, vector_mirror
 from skelanim.learn.predictors import (
     DCTGCN,
     MemberMean,
     Seq2SeqGRU,
     constant_velocity,
     frames_to_vectors,
-    mirror_frames,
     vectors_to_frames,
     zero_velocity,
 )  # fmt: skip
 from skelanim.metrics.kinematic import angle_error_at, mpjpe_at
 from skelanim.nn.train import TrainConfig, fit
 
-__all__ = ["FORMAT", "HORIZONS_MS", "METHODS", "PredictTask", "Predictor", "evaluate_prediction", "predict_motion", "rig_mirror",
-           "train_predictor", "vector_mirror"]  # fmt: skip
+__all__ = ["FORMAT", "HORIZONS_MS", "METHODS", "PredictTask", "Predictor", "evaluate_prediction", "predict_motion",
+           "train_predictor"]  # fmt: skip
 
 FORMAT = "skelanim-predictor"
 #: Horizons reported, in milliseconds.
@@ -73,91 +73,6 @@ def reference_windows(ds: MotionDataset, windows: Tensor, length: int, ref: int,
     """Rotations ``(B, T, M, 3, 3)`` and pelvis ``(B, T, 3)`` of windows relative to their frame ``ref``."""
     g = ds.gather(windows, length, keys=("rot", "pelvis", "yaw"))
     return to_reference_frame(g["rot"], g["pelvis"], g["yaw"], ref, up=rig.up, floor=rig.floor, height=rig.height)
-
-
-def rig_mirror(rig: Rig, reference: Tensor | None = None) -> tuple[Tensor, Tensor, Tensor, int]:
-    """What :func:`~skelanim.learn.predictors.mirror_frames` needs for a rig.
-
-    Partners ``P`` from :func:`skelanim.ops.mirror.mirror_permutation`. Each joint's local reflection ``N_j``
-    is one of the four diagonal reflections (across the x, y or z plane of its axes, or through its origin)
-    that take its children's rest offsets (End Sites included) closest to those of its partner's children.
-    Offsets along one axis (a bone along ``x``) leave two of them equally good, which differ by a half turn
-    about the bone: ``reference``, a typical pose (the mean of the data), decides between them, taking the
-    one whose mirrored pose ``N_{parent} R_{P[j]} N_j`` is closest to ``R_j``; without it, the parent's
-    reflection is kept where it is among the best (so a rest rotation stays a rest rotation), else the first.
-
-    Parameters
-    ----------
-    rig : Rig
-        The learning skeleton.
-    reference : Tensor, optional
-        ``(M, 3, 3)`` a typical pose: body root relative to the heading, the other joints local.
-
-    Returns
-    -------
-    tuple
-        ``perm`` ``(M,)`` long, ``left`` and ``right`` ``(M, 3)`` reflection diagonals, and the reference
-        frame's lateral axis.
-    """
-    from skelanim.data.features import horizontal_axes
-    from skelanim.ops.mirror import mirror_permutation
-
-    sk, r = rig.skeleton, rig.root
-    full = torch.as_tensor(mirror_permutation(sk), dtype=torch.long)
-    perm = full[r:] - r
-    offsets = torch.as_tensor(sk.offsets, dtype=torch.float64)
-    lateral = horizontal_axes(rig.up)[1]
-    world = torch.ones(3, dtype=torch.float64)
-    world[lateral] = -1.0
-    candidates = torch.tensor([[-1.0, 1, 1], [1, -1, 1], [1, 1, -1], [-1, -1, -1]], dtype=torch.float64)
-    left = torch.ones(rig.num_joints, 3, dtype=torch.float64)
-    right = torch.ones(rig.num_joints, 3, dtype=torch.float64)
-    for j in range(rig.num_joints):  # parents come first
-        left[j] = world if j == 0 else right[rig.parents[j]]
-        pairs = [(offsets[c], offsets[int(full[c])]) for c in sk.children(j + r)]
-        if j + r in sk.end_sites and int(full[j + r]) in sk.end_sites:
-            pairs.append((torch.as_tensor(sk.end_sites[j + r], dtype=torch.float64),
-                          torch.as_tensor(sk.end_sites[int(full[j + r])], dtype=torch.float64)))  # fmt: skip
-        cost = torch.tensor([sum(float((d * a - b).norm()) for a, b in pairs) for d in candidates])
-        scale = sum(float(a.norm() + b.norm()) for a, b in pairs)
-        best = cost <= cost.min() + 1e-3 * (1.0 + scale)
-        if reference is not None:
-            ref = reference.to(torch.float64)
-            mirrored = left[j][:, None] * ref[int(perm[j])][None] * candidates[:, None, :]  # (4, 3, 3)
-            fit = (mirrored - ref[j]).flatten(1).norm(dim=1)
-            choice = int(torch.where(best, fit, torch.inf).argmin())
-        else:
-            keep = best & (candidates == left[j]).all(1) if j > 0 else torch.zeros(4, dtype=torch.bool)
-            choice = int(keep.nonzero()[0]) if bool(keep.any()) else int(best.nonzero()[0])
-        right[j] = candidates[choice]
-    return perm, left.float(), right.float(), lateral
-
-
-def vector_mirror(rig: Rig, reference: Tensor | None = None) -> tuple[Tensor, Tensor]:
-    """The left/right mirror image of frame vectors (:func:`~skelanim.learn.predictors.frames_to_vectors`)
-    as a signed permutation: ``mirror(x) = x[..., index] * sign``.
-
-    :func:`~skelanim.learn.predictors.mirror_frames` only permutes joints and flips signs of matrix entries
-    and of the pelvis, so on vectors it is a signed permutation; it is read off the mirror image of one
-    random frame, whose entries are all distinct. ``reference`` as for :func:`rig_mirror`.
-
-    Returns
-    -------
-    tuple of Tensor
-        ``index`` ``(D,)`` long and ``sign`` ``(D,)``, ``D = 6 M + 3``.
-    """
-    from skelanim.core.rotations import rotvec_to_matrix
-
-    g = torch.Generator().manual_seed(0)
-    rot = rotvec_to_matrix(torch.randn(1, rig.num_joints, 3, generator=g, dtype=torch.float64))
-    pelvis = torch.randn(1, 3, generator=g, dtype=torch.float64)
-    x = frames_to_vectors(rot, pelvis)[0]
-    y = frames_to_vectors(*mirror_frames(rot, pelvis, *rig_mirror(rig, reference)))[0]
-    match = (y.abs()[:, None] - x.abs()[None, :]).abs()  # (D, D)
-    index = match.argmin(1)
-    if float(match.min(1).values.max()) > 1e-9 or len(set(index.tolist())) != len(index):
-        raise ValueError("the mirror of frame vectors is not a signed permutation")
-    return index, torch.sign(y) * torch.sign(x[index])
 
 
 class Predictor(nn.Module):

@@ -41,8 +41,8 @@ from torch import Tensor, nn
 
 from skelanim.core.rotations import matrix_to_rot6d, matrix_to_rotvec, rot6d_to_matrix, rotvec_to_matrix
 
-__all__ = ["DCTGCN", "MemberMean", "Seq2SeqGRU", "constant_velocity", "dct_matrix", "frames_to_vectors", "mirror_frames",
-           "vectors_to_frames", "zero_velocity"]  # fmt: skip
+__all__ = ["DCTGCN", "MemberMean", "Seq2SeqGRU", "constant_velocity", "dct_matrix", "frames_to_vectors",
+           "periodic_continuation", "vectors_to_frames", "zero_velocity"]  # fmt: skip
 
 
 def frames_to_vectors(rot: Tensor, pelvis: Tensor) -> Tensor:
@@ -266,7 +266,7 @@ def periodic_continuation(seq: Tensor, horizon: int, shortest: int = 8,
         Shortest lag considered.
     mirror : (Tensor, Tensor, Tensor), optional
         ``(index, scale, shift)``, each ``(D,)``: the mirror image of a frame is
-        ``x[..., index] * scale + shift`` (:func:`skelanim.learn.predict.vector_mirror`).
+        ``x[..., index] * scale + shift`` (:func:`skelanim.learn.mirror.vector_mirror`).
 
     Returns
     -------
@@ -405,41 +405,3 @@ class MemberMean(nn.Module):
     def forward(self, x: Tensor, *args: object) -> Tensor:
         """``(B, T_in, D)`` (and the members' other arguments) to the members' mean output ``(B, T', D)``."""
         return torch.stack([net(x, *args) for net in self.members]).mean(0)
-
-
-def mirror_frames(rot: Tensor, pelvis: Tensor, perm: Tensor, left: Tensor, right: Tensor,
-                  lateral: int) -> tuple[Tensor, Tensor]:  # fmt: skip
-    """Left/right mirror image of reference-frame frames on a rig whose joints have their own rest axes.
-
-    With ``M`` the reflection across the world plane normal to ``lateral``, ``P`` the left/right partner of
-    each joint and ``N_j`` a reflection across a plane of joint ``j``'s local axes (the one that takes ``j``'s
-    child offsets to those of its partner, see :func:`skelanim.learn.predict.rig_mirror`), the mirrored world
-    rotations are ``G'_j = M G_{P[j]} N_j``: body root ``M G_{P[0]} N_0``, local rotations
-    ``R'_j = N_{parent(j)} R_{P[j]} N_j``, pelvis ``M p``. FK of the result puts joint ``j`` at
-    ``M x_{P[j]}`` (exactly for a symmetric rig, up to its asymmetry otherwise); mirroring twice gives back
-    the input exactly. All reflections are diagonal, so ``D_a R D_b`` is ``R * a[:, None] * b[None, :]``.
-
-    Parameters
-    ----------
-    rot : Tensor
-        ``(..., T, M, 3, 3)``: body root relative to the reference heading, other joints local.
-    pelvis : Tensor
-        ``(..., T, 3)``.
-    perm : Tensor
-        ``(M,)`` long, the partner of every model joint (an involution).
-    left, right : Tensor
-        ``(M, 3)`` diagonals of the reflections on the left (``M`` for the root, ``N_{parent(j)}`` otherwise)
-        and on the right (``N_j``) of each joint's rotation.
-    lateral : int
-        Lateral axis of the reference frame.
-
-    Returns
-    -------
-    tuple of Tensor
-        Mirrored ``rot`` ``(..., T, M, 3, 3)`` and ``pelvis`` ``(..., T, 3)``.
-    """
-    left, right = left.to(rot.dtype), right.to(rot.dtype)
-    out = rot[..., perm, :, :] * left[:, :, None] * right[:, None, :]
-    flip = torch.ones(3, dtype=pelvis.dtype, device=pelvis.device)
-    flip[lateral] = -1.0
-    return out, pelvis * flip

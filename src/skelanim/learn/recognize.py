@@ -23,7 +23,7 @@ a body-size factor per sample (0.9-1.1 on lengths), Gaussian noise, and a left/r
 of the samples whose mirror has a label (:func:`mirror_features`, :func:`mirror_labels`: ``walk-left``
 becomes ``walk-right``, ``walk`` stays ``walk``, and ``bye``, waved with the right hand, is never
 mirrored). Options, off by default: window weights ``∝ (windows of its file)^-file_balance`` (short files
-count more), amplitude augmentation (:func:`scale_amplitude`: joint rotations moved toward or away from the
+count more), amplitude augmentation (:func:`~skelanim.learn.augment.scale_amplitude`: joint rotations moved toward or away from the
 training mean pose, positions by FK), and test-time mirror votes (``Recognizer(test_mirror=True)``). Model
 selection: the window error on the validation styles, or the last epoch (``TrainConfig(keep="last")``, the
 shipped recipe, with a moving average of the weights). The shipped model is a deep ensemble of two such
@@ -47,12 +47,13 @@ import torch
 from torch import Tensor, nn
 
 from skelanim.core.motion import Motion
-from skelanim.core.rotations import matrix_to_rotvec, rotvec_to_matrix
+from skelanim.core.rotations import rot6d_to_matrix, rotvec_to_matrix
 from skelanim.data.clips import clip_from_motion
 from skelanim.data.dataset import MotionDataset
-from skelanim.data.features import heading_features, horizontal_axes, window_path
+from skelanim.data.features import heading_features, window_path
 from skelanim.data.labels import Vocabulary
 from skelanim.data.rig import Rig
+from skelanim.learn.augment import mean_rotations, scale_amplitude
 from skelanim.learn.common import (
     Normalizer,
     file_balance_weights,
@@ -62,14 +63,14 @@ from skelanim.learn.common import (
     resolved_options,
     rig_fk,
 )
+from skelanim.learn.mirror import rig_mirror
 from skelanim.learn.stgcn import STGCN, Members, TemporalCNN
 from skelanim.metrics.distribution import accuracy, vote
 from skelanim.nn.layers import grad_reverse
 from skelanim.nn.train import TrainConfig, fit
-from skelanim.ops.mirror import mirror_permutation
 
 __all__ = ["FORMAT", "RecognizeTask", "Recognizer", "content_log_probabilities", "evaluate_recognizer", "joint_features",
-           "mean_rotations", "mirror_features", "mirror_labels", "scale_amplitude", "train_recognizer"]
+           "mirror_features", "mirror_labels", "train_recognizer"]
 
 FORMAT = "skelanim-recognizer"
 IN_CHANNELS = 16
@@ -104,14 +105,17 @@ def mirror_labels(contents: Sequence[str]) -> Tensor:
     return torch.tensor(out, dtype=torch.long)
 
 
-def mirror_features(x: Tensor, perm: Tensor, lateral: int) -> Tensor:
+def mirror_features(x: Tensor, perm: Tensor, lateral: int, reflections: tuple[Tensor, Tensor] | None = None) -> Tensor:
     """Left/right mirror image of joint features (:func:`joint_features`).
 
-    Positions and their changes flip their ``lateral`` component, rotations ``R`` become ``S R S``
-    (``S`` the reflection of that axis; on 6D features, entry ``i`` of column ``k`` is multiplied by
-    ``s_i s_k``), the sideways pelvis step and the turning rate change sign, and joints trade places with
-    their partners (``perm``); the window path features, if present, flip their sideways offset and heading
-    change. Exact for a skeleton whose rest pose is symmetric across ``lateral``.
+    Positions and their changes flip their ``lateral`` component, the sideways pelvis step and the turning
+    rate change sign, and joints trade places with their partners (``perm``); the window path features, if
+    present, flip their sideways offset and heading change. Rotations ``R`` of joint ``j`` become
+    ``L_j R_{P[j]} N_j`` with diagonal reflections (on 6D features, entry ``i`` of column ``k`` is multiplied
+    by ``l_i n_k``): ``reflections`` from :func:`skelanim.learn.mirror.rig_mirror` (a rig whose joints have
+    their own rest axes, :meth:`Recognizer.mirror_map`), or by default ``S R S`` with ``S`` the reflection of
+    ``lateral``, exact for a skeleton whose joint axes are the world's at rest (the mirror image of
+    :func:`skelanim.ops.mirror.mirror`).
 
     Parameters
     ----------
@@ -121,18 +125,24 @@ def mirror_features(x: Tensor, perm: Tensor, lateral: int) -> Tensor:
         ``(M,)`` left/right permutation of the model joints.
     lateral : int
         The heading-frame axis across the body.
+    reflections : (Tensor, Tensor), optional
+        ``left``, ``right`` ``(M, 3)``: the diagonals ``L_j``, ``N_j``.
 
     Returns
     -------
     Tensor
         ``(B, T, M, C)``.
     """
+    m = x.shape[-2]
     s = torch.ones(3, dtype=x.dtype)
     s[lateral] = -1.0
-    six = torch.cat([s * s[0], s * s[1]])
+    left, right = reflections if reflections is not None else (s.expand(m, 3), s.expand(m, 3))
+    left, right = left.to(x.dtype), right.to(x.dtype)
+    six = torch.cat([left * right[:, :1], left * right[:, 1:2]], dim=-1)  # (M, 6)
     root = torch.tensor([1.0, -1.0, -1.0, 1.0], dtype=x.dtype)
     path = torch.tensor([1.0, -1.0, -1.0], dtype=x.dtype)[: x.shape[-1] - IN_CHANNELS]
-    return x[..., perm, :] * torch.cat([s, s, six, root, path])
+    shared = torch.cat([root, path]).expand(m, -1)
+    return x[..., perm, :] * torch.cat([s.expand(m, 3), s.expand(m, 3), six, shared], dim=-1)
 
 
 def content_log_probabilities(logits: Tensor) -> Tensor:
@@ -140,48 +150,6 @@ def content_log_probabilities(logits: Tensor) -> Tensor:
     ``(K, B, C)`` (a deep ensemble's prediction)."""
     log_p = torch.log_softmax(logits, -1)
     return torch.logsumexp(log_p, 0) - math.log(log_p.shape[0]) if log_p.dim() == 3 else log_p
-
-
-def mean_rotations(rot: Tensor) -> Tensor:
-    """Chordal mean of rotation matrices over the leading dims (the rotation nearest their average).
-
-    Parameters
-    ----------
-    rot : Tensor
-        ``(N, M, 3, 3)``.
-
-    Returns
-    -------
-    Tensor
-        ``(M, 3, 3)``.
-    """
-    u, _, vh = torch.linalg.svd(rot.double().mean(0))
-    d = torch.sign(torch.linalg.det(u @ vh))
-    u = torch.cat([u[..., :2], u[..., 2:] * d[:, None, None]], dim=-1)
-    return (u @ vh).to(rot.dtype)
-
-
-def scale_amplitude(rot: Tensor, mean: Tensor, factor: Tensor) -> Tensor:
-    """Local joint rotations moved toward (``factor < 1``) or away from (``> 1``) a mean pose along the geodesic:
-    ``R' = M (M^T R)^a`` for every joint but the body root (index 0, kept).
-
-    Parameters
-    ----------
-    rot : Tensor
-        ``(B, T, M, 3, 3)`` (body root in world).
-    mean : Tensor
-        ``(M, 3, 3)`` mean local rotations (:func:`mean_rotations`).
-    factor : Tensor
-        ``(B,)`` amplitude factors ``a``.
-
-    Returns
-    -------
-    Tensor
-        ``(B, T, M, 3, 3)``.
-    """
-    m = mean[1:]
-    rel = matrix_to_rotvec(m.transpose(-1, -2) @ rot[:, :, 1:]) * factor[:, None, None, None]
-    return torch.cat([rot[:, :, :1], m @ rotvec_to_matrix(rel)], dim=2)
 
 
 def joint_features(rot: Tensor, pelvis: Tensor, yaw: Tensor, positions: Tensor, rig: Rig, *,
@@ -311,7 +279,7 @@ class Recognizer(nn.Module):
         self.eval()
         probs, feats = [], []
         if self.test_mirror:
-            perm = torch.as_tensor(mirror_permutation(self.rig.skeleton), dtype=torch.long)[self.rig.root :]
+            perm, left, right, lateral = self.mirror_map()
             to = mirror_labels(self.contents.names)
             has = to >= 0
         for i in range(0, x.shape[0], batch):
@@ -319,13 +287,18 @@ class Recognizer(nn.Module):
             logits, _, f = self(xi)
             p = content_log_probabilities(logits).exp()
             if self.test_mirror:
-                xm = mirror_features(xi, perm - self.rig.root, horizontal_axes(self.rig.up)[1])
+                xm = mirror_features(xi, perm, lateral, (left, right))
                 pm = content_log_probabilities(self(xm)[0]).exp()
                 p = p.clone()
                 p[:, has] = 0.5 * (p[:, has] + pm[:, to[has]])
             probs.append(p)
             feats.append(f)
         return torch.cat(probs), torch.cat(feats)
+
+    def mirror_map(self) -> tuple[Tensor, Tensor, Tensor, int]:
+        """:func:`~skelanim.learn.mirror.rig_mirror` of the rig, its choices settled by the training windows'
+        mean pose (the normaliser's mean 6D features): partners, reflections and the lateral axis."""
+        return rig_mirror(self.rig, rot6d_to_matrix(self.norm.mean.detach()[:, 6:12].float()))
 
     def inputs(self, rot: Tensor, pelvis: Tensor, yaw: Tensor, positions: Tensor) -> Tensor:
         """This model's raw input ``(B, T, M, C)`` of windows given as arrays (:func:`joint_features`)."""
@@ -412,14 +385,14 @@ class RecognizeTask:
             self.mean_pose = mean_rotations(rot[torch.linspace(0, len(rot) - 1, min(len(rot), 20000)).long()])
         self.rig = model.rig
         self.mirror_to = mirror_labels(model.contents.names)[self.content]
-        perm = torch.as_tensor(mirror_permutation(self.rig.skeleton), dtype=torch.long)[self.rig.root :] - self.rig.root
-        self.perm, self.lateral = perm, horizontal_axes(self.rig.up)[1]
         self.mirror = mirror
         sample = self._features(
             self.windows[torch.linspace(0, len(self.windows) - 1, min(len(self.windows), 2000)).long()]
         )
         mean, std = sample.mean(dim=(0, 1)), sample.std(dim=(0, 1)).clamp_min(1e-3)
         model.norm.set(mean, std)
+        self.perm, left, right, self.lateral = model.mirror_map()
+        self.reflections = (left, right)
 
     def _features(self, windows: Tensor, length: int | None = None, amplitude: Tensor | None = None,
                   posture: Tensor | None = None) -> Tensor:  # fmt: skip
@@ -467,7 +440,7 @@ class RecognizeTask:
         if self.mirror:
             target = self.mirror_to[indices]
             flip = (torch.rand(len(indices), generator=generator) < 0.5) & (target >= 0)
-            x = torch.where(flip[:, None, None, None], mirror_features(x, self.perm, self.lateral), x)
+            x = torch.where(flip[:, None, None, None], mirror_features(x, self.perm, self.lateral, self.reflections), x)
             content = torch.where(flip, target, content)
         return {"x": x, "content": content, "style": self.style[indices], "weight": self.sample_weight[indices]}
 
