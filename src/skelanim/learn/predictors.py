@@ -280,8 +280,8 @@ def periodic_continuation(seq: Tensor, horizon: int, shortest: int = 8,
     errors = torch.stack([(seq[:, lag:] - seq[:, :-lag]).abs().mean((1, 2)) for lag in lags.tolist()], 1)
     mirrored = None
     if mirror is not None:
-        index, scale, shift = mirror
-        mirrored = seq[..., index] * scale.to(seq.dtype) + shift.to(seq.dtype)  # (B, T, D)
+        m_index, m_scale, m_shift = mirror
+        mirrored = seq[..., m_index] * m_scale.to(seq.dtype) + m_shift.to(seq.dtype)  # (B, T, D)
         half = torch.stack([(seq[:, lag:] - mirrored[:, :-lag]).abs().mean((1, 2)) for lag in lags.tolist()], 1)
         errors = torch.cat([errors, half], 1)
     best = errors.argmin(1)
@@ -289,14 +289,13 @@ def periodic_continuation(seq: Tensor, horizon: int, shortest: int = 8,
     flipped = best >= len(lags)  # a half period, mirrored
     steps = torch.arange(horizon)
     index = length - period[:, None] + steps[None] % period[:, None]  # (B, H)
-    take = (index[..., None].expand(-1, -1, seq.shape[2]))
-    copy = seq.gather(1, take)
-    before = seq.gather(1, (length - 1 - period)[:, None, None].expand(-1, 1, seq.shape[2]))  # x[T-1-L]
+    take = index[..., None].expand(-1, -1, seq.shape[2])
+    take_before = (length - 1 - period)[:, None, None].expand(-1, 1, seq.shape[2])
+    copy, before = seq.gather(1, take), seq.gather(1, take_before)  # before: x[T-1-L]
     if mirrored is not None:
         mirror_now = flipped[:, None] & (steps[None] // period[:, None] % 2 == 0)  # (B, H)
         copy = torch.where(mirror_now[..., None], mirrored.gather(1, take), copy)
-        before_m = mirrored.gather(1, (length - 1 - period)[:, None, None].expand(-1, 1, seq.shape[2]))
-        before = torch.where(flipped[:, None, None], before_m, before)
+        before = torch.where(flipped[:, None, None], mirrored.gather(1, take_before), before)
     periods = (1 + steps[None] // period[:, None])[..., None].to(seq.dtype)  # (B, H, 1): periods completed
     return copy + periods * (seq[:, -1:] - before)  # the last period's drift carried on
 
