@@ -280,8 +280,11 @@ def test_server_answers_with_the_page() -> None:
 def test_cli_serve_prints_the_url_and_stops_on_ctrl_c(tmp_path: Path) -> None:
     # faulthandler: a child that does not stop is aborted below and prints every thread's stack
     env = {**os.environ, "PYTHONPATH": str(Path(viewer.__file__).parents[2]), "PYTHONFAULTHANDLER": "1"}
+    # `python -m skelanim`, with Ctrl-C raising KeyboardInterrupt as in a terminal: a suite started in the
+    # background inherits SIGINT ignored, and Python then installs no handler in the child
+    launch = "import signal, runpy; signal.signal(signal.SIGINT, signal.default_int_handler); runpy.run_module('skelanim', run_name='__main__')"
     proc = subprocess.Popen(
-        [sys.executable, "-m", "skelanim", "view", str(sample_path("walk")), "--serve", "--port", "0"],
+        [sys.executable, "-c", launch, "view", str(sample_path("walk")), "--serve", "--port", "0"],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
