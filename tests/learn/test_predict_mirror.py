@@ -78,6 +78,11 @@ def test_predictor_standardised_mirror_commutes_with_the_normaliser(tiny_ds):
                           atol=1e-4)  # fmt: skip
     out = model(x.float()[:, :10])
     assert out.shape == (4, 20, x.shape[-1]) and torch.isfinite(out).all()
+    model.norm.set(model.norm.mean + 0.1, 2.0 * model.norm.std)  # new statistics: the cached mirror is remade
+    index, scale, shift = model.standardised_mirror()
+    m_index, sign = vector_mirror(model.rig, model.mean_pose())
+    assert torch.allclose(model.norm(x.float()[..., m_index] * sign.float()), model.norm(x.float())[..., index] * scale + shift,
+                          atol=1e-4)  # fmt: skip
 
 
 @pytest.mark.parametrize("net", [Seq2SeqGRU(3, hidden=8, anchor=True, half_period=True),

@@ -120,6 +120,7 @@ class Predictor(nn.Module):
 
         self.net: nn.Module = build() if self.members == 1 else MemberMean([build() for _ in range(self.members)])
         self.fk = rig_fk(rig)
+        self._mirror: tuple[tuple[int, ...], tuple[Tensor, Tensor, Tensor]] | None = None  # standardised_mirror's
 
     def forward(self, x: Tensor) -> Tensor:
         """Raw frame vectors ``(B, T_in, D)`` to raw predictions ``(B, T', D)``: the ``horizon`` future frames
@@ -135,10 +136,13 @@ class Predictor(nn.Module):
     def standardised_mirror(self) -> tuple[Tensor, Tensor, Tensor]:
         """The left/right mirror on standardised frame vectors, ``z -> z[index] * scale + shift`` (each ``(D,)``):
         :func:`vector_mirror` (reflections chosen with :meth:`mean_pose`) between :attr:`norm` and its inverse."""
-        index, sign = vector_mirror(self.rig, self.mean_pose())
         mean, std = self.norm.mean.detach(), self.norm.std.detach()
-        sign = sign.to(std.dtype)
-        return index, sign * std[index] / std, (sign * mean[index] - mean) / std
+        key = (mean.data_ptr(), mean._version, std.data_ptr(), std._version)  # the statistics as they are now
+        if self._mirror is None or self._mirror[0] != key:  # made once per statistics (about 0.1 s)
+            index, sign = vector_mirror(self.rig, self.mean_pose())
+            sign = sign.to(std.dtype)
+            self._mirror = (key, (index, sign * std[index] / std, (sign * mean[index] - mean) / std))
+        return self._mirror[1]
 
     def mean_pose(self) -> Tensor:
         """``(M, 3, 3)``: the training frames' mean 6D vectors as rotations (Gram-Schmidt), the typical pose
