@@ -111,8 +111,8 @@ def mirror_frames(rot: Tensor, pelvis: Tensor, perm: Tensor, left: Tensor, right
     """Left/right mirror image of reference-frame frames on a rig whose joints have their own rest axes.
 
     With ``M`` the reflection across the world plane normal to ``lateral``, ``P`` the left/right partner of
-    each joint and ``N_j`` a reflection across a plane of joint ``j``'s local axes (the one that takes ``j``'s
-    child offsets to those of its partner, see :func:`rig_mirror`), the mirrored world
+    each joint and ``N_j`` a diagonal reflection of joint ``j``'s local axes (across one of their planes or
+    through the origin; the one :func:`rig_mirror` finds), the mirrored world
     rotations are ``G'_j = M G_{P[j]} N_j``: body root ``M G_{P[0]} N_0``, local rotations
     ``R'_j = N_{parent(j)} R_{P[j]} N_j``, pelvis ``M p``. FK of the result puts joint ``j`` at
     ``M x_{P[j]}`` (exactly for a symmetric rig, up to its asymmetry otherwise); mirroring twice gives back
