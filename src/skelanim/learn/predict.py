@@ -9,11 +9,11 @@ frame (:func:`skelanim.data.features.to_reference_frame`). The learned predictor
 root-relative and global joint position errors (FK on the rig's rest offsets, heights; future frame ``k``
 weighted by ``w_k ~ (k + 1)^-1/2``, mean 1, so the short horizons count; ``g = global_weight``, 1 by
 default, 0.3 for the shipped models) and the standardised frame vectors. Optional augmentations of the
-training windows (both off by default; 4-epoch trials on the style split were worse on the held-out styles
-with either): playback at a random speed (``speed``) and left/right mirroring of half the windows
-(``mirror``: :func:`~skelanim.learn.mirror.rig_mirror` + :func:`~skelanim.learn.mirror.mirror_frames`, which respect the
-rig's per-joint rest axes). Model selection by the mean root-relative error over the horizons on the
-validation part.
+training windows (both off by default, both in the shipped recipes): playback at a random speed
+(``speed``) and left/right mirroring of half the windows (``mirror``: :func:`~skelanim.learn.mirror.rig_mirror`
+with :meth:`Predictor.mean_pose` + :func:`~skelanim.learn.mirror.mirror_frames`, which respect the rig's
+per-joint rest axes). Model selection by the mean root-relative error over the horizons on the validation
+part, or the last epoch.
 
 Scores (:func:`evaluate_prediction`): MPJPE at the horizons root-relative (``mpjpe``: pelvis at the origin
 in every frame, so the body's travel is removed) and with root motion (``mpjpe_global``), both as
