@@ -9,8 +9,9 @@ ones, as a fraction of height (0 for the Bandai data: only the hips translation 
 
 Augmentation (:func:`augment`) draws only from the generator it is given: a random heading about the
 data's up axis (positions and world rotations turn together), left/right mirroring (positions
-reflected across a vertical plane and joints swapped; bone frames mirrored as ``M G_P diag(1, 1, -1)``,
-see :func:`mirror_frames`), and Gaussian noise on the input positions only.
+reflected across a vertical plane and joints swapped; world rotations mirrored as ``M R_P N_j`` with a
+reflection ``N_j`` of each joint's own axes, see :func:`mirror_map`), and Gaussian noise on the input
+positions only.
 """
 
 from __future__ import annotations
@@ -31,8 +32,8 @@ from skelanim.core.rotations import quat_geodesic, quat_normalize
 from skelanim.errors import SkeletonError
 from skelanim.ik.frames import IKRig
 
-__all__ = ["PoseSet", "augment", "detect_ik_root", "expand_paths", "load_motions", "mean_pose", "mirror_frames",
-           "pose_set", "split_files", "up_axis"]  # fmt: skip
+__all__ = ["PoseSet", "augment", "detect_ik_root", "expand_paths", "load_motions", "mean_pose", "mirror_map",
+           "mirror_world", "pose_set", "split_files", "up_axis"]  # fmt: skip
 
 MOTION_SUFFIXES = (".bvh",)
 
@@ -211,26 +212,47 @@ def up_axis(positions: Tensor) -> int:
     return int(extent.median(0).values.argmax())
 
 
-def mirror_frames(frames: Tensor, permutation: Tensor, axis: int) -> Tensor:
-    """Bone frames of the mirrored pose: ``G'_j = M G_{P(j)} diag(1, 1, -1)``.
+def mirror_map(rig: IKRig, lateral: int, reference: Tensor | None = None) -> tuple[Tensor, Tensor, Tensor]:
+    """The left/right mirror of poses on the same rig: ``G'_j = M G_{P[j]} N_j`` for world rotations.
 
-    ``M`` reflects ``axis``; the bone axis and the twist reference are reflected, the third column is
-    flipped back so ``G'`` is a rotation. Exact for the bone directions; for the twist it assumes the rest
-    bone frames of left/right partners are mirror images (see ``README.md``).
+    ``M`` reflects the world ``lateral`` axis, ``P`` swaps partners and ``N_j`` reflects joint ``j``'s own
+    axes (:func:`skelanim.ops.mirror.joint_reflections`, its half-turn choices settled by ``reference``).
+    Joints above the IK root keep the identity (``N = M``). FK of the mirrored rotations on the rig's rest
+    offsets puts joint ``j`` at ``M x_{P[j]}``, with every bone's twist mirrored as well.
 
     Parameters
     ----------
-    frames : Tensor
-        ``(..., J, 3, 3)``.
-    permutation : Tensor
-        ``(J,)`` long, left/right partner of each joint.
-    axis : int
+    rig : IKRig
+        The skeleton.
+    lateral : int
         Reflected world axis.
+    reference : Tensor, optional
+        ``(J, 3, 3)`` a typical pose of local rotations (the training poses' :func:`mean_pose`).
+
+    Returns
+    -------
+    tuple of Tensor
+        ``perm`` ``(J,)`` long, ``world`` ``(3,)`` and ``right`` ``(J, 3)`` reflection diagonals.
     """
-    sign = torch.ones(3, dtype=frames.dtype)
-    sign[axis] = -1.0
-    flip = torch.tensor([1.0, 1.0, -1.0], dtype=frames.dtype)
-    return sign[:, None] * frames.index_select(-3, permutation) * flip
+    from skelanim.ops.mirror import joint_reflections
+
+    world = torch.ones(3, dtype=torch.float64)
+    world[lateral] = -1.0
+    r = rig.ik_root
+    perm, _, right = joint_reflections(rig.skeleton, world, first=r,
+                                       reference=None if reference is None else reference[r:])  # fmt: skip
+    full_perm = torch.cat([torch.arange(r), perm + r])
+    full_right = torch.cat([world.expand(r, 3), right])
+    return full_perm, world.float(), full_right.float()
+
+
+def mirror_world(world: Tensor, perm: Tensor, reflection: Tensor, right: Tensor) -> Tensor:
+    """Mirrored world rotations ``M G_{P[j]} N_j`` (:func:`mirror_map`); ``(..., J, 3, 3)`` in and out.
+
+    All reflections are diagonal, so ``M G N`` is ``G * m[:, None] * n[None, :]``; mirroring twice gives
+    back the input exactly.
+    """
+    return world.index_select(-3, perm) * reflection.to(world.dtype)[:, None] * right.to(world.dtype)[:, None, :]
 
 
 def _heading(angle: Tensor, axis: int) -> Tensor:
@@ -252,7 +274,7 @@ def augment(
     noise: float = 0.0,
     noisy: float = 0.5,
     mirror: float = 0.0,
-    permutation: Tensor | None = None,
+    reflection: tuple[Tensor, Tensor, Tensor] | None = None,
 ) -> tuple[Tensor, Tensor, Tensor]:
     """Random heading, optional mirroring and input noise.
 
@@ -274,7 +296,9 @@ def augment(
     noisy : float
         Fraction of samples that get noise (the others stay clean).
     mirror : float
-        Probability of mirroring a sample (needs ``permutation``).
+        Probability of mirroring a sample (needs ``reflection``).
+    reflection : tuple of Tensor, optional
+        :func:`mirror_map` of the rig (the world reflection's lateral axis: any horizontal one).
 
     Returns
     -------
@@ -282,17 +306,13 @@ def augment(
         Noisy input positions, clean positions ``(B, J, 3)`` and world rotations ``(B, J, 3, 3)``.
     """
     b = positions.shape[0]
-    if mirror > 0 and permutation is not None:
-        lateral = (up + 1) % 3
+    if mirror > 0 and reflection is not None:
+        perm, m, right = reflection
         flip = torch.rand(b, generator=generator) < mirror
-        sign = torch.ones(3)
-        sign[lateral] = -1.0
-        frames = rig.world_to_frames(world)
-        m_frames = mirror_frames(frames, permutation, lateral)
-        m_world = m_frames @ rig.rest_frames.float().transpose(-1, -2)
-        m_world[:, rig.fixed] = torch.eye(3)
-        positions = torch.where(flip[:, None, None], positions.index_select(1, permutation) * sign, positions)
-        world = torch.where(flip[:, None, None, None], m_world, world)
+        m_positions = positions.index_select(1, perm) * m
+        m_positions[:, rig.fixed] = positions[:, rig.fixed]  # a dummy root stays where its child implies it
+        positions = torch.where(flip[:, None, None], m_positions, positions)
+        world = torch.where(flip[:, None, None, None], mirror_world(world, perm, m, right), world)
     heading = _heading(torch.rand(b, generator=generator) * (2 * torch.pi), up)
     positions = positions @ heading.transpose(1, 2)
     world = torch.where(rig.fixed[:, None, None], world, heading[:, None] @ world)

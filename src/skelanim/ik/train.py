@@ -22,7 +22,7 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
-from skelanim.core.rotations import matrix_geodesic
+from skelanim.core.rotations import matrix_geodesic, quat_to_matrix
 from skelanim.errors import FormatError
 from skelanim.ik.data import (
     PoseSet,
@@ -31,6 +31,7 @@ from skelanim.ik.data import (
     expand_paths,
     load_motions,
     mean_pose,
+    mirror_map,
     pose_set,
     split_files,
     up_axis,
@@ -132,7 +133,10 @@ class IKTask:
         self.rig = rig
         self.fk = ForwardKinematics(rig.parents, rig.offsets)
         self.joints = torch.tensor(rig.evaluated)
-        self.permutation = torch.as_tensor(rig.skeleton.mirror_permutation(), dtype=torch.long)
+        self.reflection = None
+        if weights.mirror > 0:  # the joints' reflections settled by the training poses' mean
+            reference = quat_to_matrix(mean_pose(train_set.local[:: max(1, len(train_set) // 20000)]))
+            self.reflection = mirror_map(rig, (up + 1) % 3, reference)
         n = len(val_set)
         keep = torch.linspace(0, n - 1, min(n, 4000)).round().long()
         self.val_positions, self.val_world = val_set.positions[keep], val_set.world[keep]
@@ -143,7 +147,7 @@ class IKTask:
     def batch(self, indices: Tensor, generator: torch.Generator) -> dict[str, Tensor]:
         noisy, clean, world = augment(self.train_set.positions[indices], self.train_set.world[indices], self.rig, generator,
                                       up=self.up, noise=self.weights.noise, noisy=self.weights.noisy, mirror=self.weights.mirror,
-                                      permutation=self.permutation)  # fmt: skip
+                                      reflection=self.reflection)  # fmt: skip
         return {"positions": noisy, "clean": clean, "world": world}
 
     def loss(self, model: nn.Module, batch: dict[str, Tensor]) -> tuple[Tensor, dict[str, float]]:

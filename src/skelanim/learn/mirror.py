@@ -22,22 +22,16 @@ __all__ = ["mirror_frames", "rig_mirror", "vector_mirror"]
 
 
 def rig_mirror(rig: Rig, reference: Tensor | None = None) -> tuple[Tensor, Tensor, Tensor, int]:
-    """What :func:`mirror_frames` needs for a rig.
-
-    Partners ``P`` from :func:`skelanim.ops.mirror.mirror_permutation`. Each joint's local reflection ``N_j``
-    is one of the four diagonal reflections (across the x, y or z plane of its axes, or through its origin)
-    that take its children's rest offsets (End Sites included) closest to those of its partner's children.
-    Offsets along one axis (a bone along ``x``) leave two of them equally good, which differ by a half turn
-    about the bone: ``reference``, a typical pose (the mean of the data), decides between them, taking the
-    one whose mirrored pose ``N_{parent} R_{P[j]} N_j`` is closest to ``R_j``; without it, the parent's
-    reflection is kept where it is among the best (so a rest rotation stays a rest rotation), else the first.
+    """What :func:`mirror_frames` needs for a rig: :func:`skelanim.ops.mirror.joint_reflections` of its model
+    joints, the world reflection across the reference frame's lateral axis.
 
     Parameters
     ----------
     rig : Rig
         The learning skeleton.
     reference : Tensor, optional
-        ``(M, 3, 3)`` a typical pose: body root relative to the heading, the other joints local.
+        ``(M, 3, 3)`` a typical pose (the mean of the data): body root relative to the heading, the other
+        joints local. It settles the half-turn choices the rest offsets leave open.
 
     Returns
     -------
@@ -46,36 +40,12 @@ def rig_mirror(rig: Rig, reference: Tensor | None = None) -> tuple[Tensor, Tenso
         frame's lateral axis.
     """
     from skelanim.data.features import horizontal_axes
-    from skelanim.ops.mirror import mirror_permutation
+    from skelanim.ops.mirror import joint_reflections
 
-    sk, r = rig.skeleton, rig.root
-    full = torch.as_tensor(mirror_permutation(sk), dtype=torch.long)
-    perm = full[r:] - r
-    offsets = torch.as_tensor(sk.offsets, dtype=torch.float64)
     lateral = horizontal_axes(rig.up)[1]
     world = torch.ones(3, dtype=torch.float64)
     world[lateral] = -1.0
-    candidates = torch.tensor([[-1.0, 1, 1], [1, -1, 1], [1, 1, -1], [-1, -1, -1]], dtype=torch.float64)
-    left = torch.ones(rig.num_joints, 3, dtype=torch.float64)
-    right = torch.ones(rig.num_joints, 3, dtype=torch.float64)
-    for j in range(rig.num_joints):  # parents come first
-        left[j] = world if j == 0 else right[rig.parents[j]]
-        pairs = [(offsets[c], offsets[int(full[c])]) for c in sk.children(j + r)]
-        if j + r in sk.end_sites and int(full[j + r]) in sk.end_sites:
-            pairs.append((torch.as_tensor(sk.end_sites[j + r], dtype=torch.float64),
-                          torch.as_tensor(sk.end_sites[int(full[j + r])], dtype=torch.float64)))  # fmt: skip
-        cost = torch.tensor([sum(float((d * a - b).norm()) for a, b in pairs) for d in candidates])
-        scale = sum(float(a.norm() + b.norm()) for a, b in pairs)
-        best = cost <= cost.min() + 1e-3 * (1.0 + scale)
-        if reference is not None:
-            ref = reference.to(torch.float64)
-            mirrored = left[j][:, None] * ref[int(perm[j])][None] * candidates[:, None, :]  # (4, 3, 3)
-            fit = (mirrored - ref[j]).flatten(1).norm(dim=1)
-            choice = int(torch.where(best, fit, torch.inf).argmin())
-        else:
-            keep = best & (candidates == left[j]).all(1) if j > 0 else torch.zeros(4, dtype=torch.bool)
-            choice = int(keep.nonzero()[0]) if bool(keep.any()) else int(best.nonzero()[0])
-        right[j] = candidates[choice]
+    perm, left, right = joint_reflections(rig.skeleton, world, first=rig.root, reference=reference)
     return perm, left.float(), right.float(), lateral
 
 

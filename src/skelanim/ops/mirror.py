@@ -33,7 +33,7 @@ from skelanim.core.skeleton import Skeleton
 from skelanim.errors import SkeletonError
 from skelanim.ops._common import axis_index
 
-__all__ = ["lateral_axis", "mirror", "mirror_quat", "mirror_skeleton"]
+__all__ = ["joint_reflections", "lateral_axis", "mirror", "mirror_quat", "mirror_skeleton"]
 
 
 def _sign(axis: int, dtype: torch.dtype = torch.float64) -> torch.Tensor:
@@ -190,3 +190,71 @@ def mirror(motion: Motion, *, axis: int | str | None = None) -> Motion:
         joint_translations=jt,
         metadata=dict(motion.metadata),
     )
+
+
+def joint_reflections(skeleton: Skeleton, world: Tensor, *, first: int = 0,
+                      reference: Tensor | None = None) -> tuple[Tensor, Tensor, Tensor]:  # fmt: skip
+    """The left/right mirror **on the same skeleton**, for rigs whose joints have their own rest axes.
+
+    :func:`mirror` puts the mirrored motion on the mirror image of the skeleton (``R -> M R M``). Where
+    the mirror image must stay on the original rig (learning, augmentation) and the rig's joint axes are
+    not mirror images of their partners' (the Bandai rig: every bone along its joint's local ``x``, left
+    limbs toward ``+x``, right ones toward ``-x``), each joint ``j`` needs a reflection ``N_j`` of its own
+    axes: mirrored world rotations ``G'_j = M G_{P[j]} N_j``, local rotations
+    ``R'_j = N_{parent(j)} R_{P[j]} N_j`` (root: ``M R_{P[j]} N_j``), with ``M`` the world reflection.
+    FK of the result puts every joint at ``M x_{P[j]}`` when ``N_j`` maps the joint's child offsets onto
+    its partner's.
+
+    ``N_j`` is one of the four diagonal reflections (across the x, y or z plane of the joint's axes, or
+    through its origin) that take its children's rest offsets (End Sites included) closest to those of
+    its partner's children. Offsets along one axis leave two of them equally good, differing by a half
+    turn about the bone: ``reference``, a typical pose (the data's mean), decides, taking the one whose
+    mirrored rotation is closest to the joint's own; without it, the parent's reflection is kept where it
+    is among the best (a rest rotation stays a rest rotation), else the first.
+
+    Parameters
+    ----------
+    skeleton : Skeleton
+        The rig.
+    world : Tensor
+        ``(3,)`` diagonal of the world reflection ``M`` (``-1`` on the lateral axis).
+    first : int
+        First joint mirrored (a body root under a static dummy root); joints ``first..J-1`` are returned,
+        ``first`` as the root.
+    reference : Tensor, optional
+        ``(J - first, 3, 3)`` a typical pose: the root in the frame ``M`` reflects, the others local.
+
+    Returns
+    -------
+    tuple of Tensor
+        ``perm`` ``(J - first,)`` long (partners, :func:`mirror_permutation`), ``left`` and ``right``
+        ``(J - first, 3)`` float64 diagonals of the reflections on either side of each rotation
+        (``left``: ``M`` for the root, ``N_{parent}`` otherwise; ``right``: ``N_j``).
+    """
+    full = torch.as_tensor(mirror_permutation(skeleton), dtype=torch.long)
+    perm = full[first:] - first
+    offsets = torch.as_tensor(skeleton.offsets, dtype=torch.float64)
+    world = torch.as_tensor(world, dtype=torch.float64)
+    candidates = torch.tensor([[-1.0, 1, 1], [1, -1, 1], [1, 1, -1], [-1, -1, -1]], dtype=torch.float64)
+    count = skeleton.num_joints - first
+    left = torch.ones(count, 3, dtype=torch.float64)
+    right = torch.ones(count, 3, dtype=torch.float64)
+    for j in range(count):  # parents come first
+        left[j] = world if j == 0 else right[int(skeleton.parents[j + first]) - first]
+        pairs = [(offsets[c], offsets[int(full[c])]) for c in skeleton.children(j + first)]
+        if j + first in skeleton.end_sites and int(full[j + first]) in skeleton.end_sites:
+            pairs.append((torch.as_tensor(skeleton.end_sites[j + first], dtype=torch.float64),
+                          torch.as_tensor(skeleton.end_sites[int(full[j + first])], dtype=torch.float64)))  # fmt: skip
+        cost = torch.tensor([sum(float((d * a - b).norm()) for a, b in pairs) for d in candidates])
+        scale = sum(float(a.norm() + b.norm()) for a, b in pairs)
+        best = cost <= cost.min() + 1e-3 * (1.0 + scale)
+        if reference is not None:
+            ref = reference.to(torch.float64)
+            mirrored = left[j][:, None] * ref[int(perm[j])][None] * candidates[:, None, :]  # (4, 3, 3)
+            fit = (mirrored - ref[j]).flatten(1).norm(dim=1)
+            choice = int(torch.where(best, fit, torch.inf).argmin())
+        else:
+            keep = best & (candidates == left[j]).all(1) if j > 0 else torch.zeros(4, dtype=torch.bool)
+            choice = int(keep.nonzero()[0]) if bool(keep.any()) else int(best.nonzero()[0])
+        right[j] = candidates[choice]
+    return perm, left, right
