@@ -56,7 +56,8 @@ def train(
         True, "--chain/--no-chain", help="Compose each joint on its parent's corrected frame (see ik/model.py)."
     ),
     flat: bool = typer.Option(False, "--flat/--no-flat", help="No swing chain (see ik/model.py)."),
-    mirror: float = typer.Option(0.0, "--mirror", help="Probability of mirroring a sample (see ik/README.md)."),
+    mirror: float = typer.Option(0.0, "--mirror", min=0.0, max=1.0,
+                                 help="Probability of mirroring a sample on the same rig (see ik/README.md)."),
     seed: int = typer.Option(0, "--seed"),
     max_frames_per_file: int | None = typer.Option(None, "--max-frames-per-file", min=1),
     max_steps: int | None = typer.Option(None, "--max-steps", min=1, help="Stop after this many steps (quick runs)."),
