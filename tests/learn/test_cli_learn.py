@@ -64,9 +64,11 @@ def test_predict_eval_json_keys(shipped, data_args, capsys, tmp_path):
                          "--plot", str(plot)])  # fmt: skip
     assert plot.read_text().lstrip().startswith("<?xml") and "horizon (ms)" in plot.read_text()
     assert set(obj) == {"horizons_ms", "methods"} and obj["horizons_ms"] == [80, 160, 320, 400, 560, 1000]
-    assert set(obj["methods"]) == {"rnn", "gcn", "zero_velocity", "constant_velocity"}
+    assert set(obj["methods"]) == {"rnn", "gcn", "combined", "zero_velocity", "constant_velocity"}
     for scores in obj["methods"].values():
         assert set(scores) == {"mpjpe", "mpjpe_global", "angle_deg"} and all(len(v) == 6 for v in scores.values())
+    scores = {name: obj["methods"][name]["mpjpe"] for name in ("rnn", "gcn", "combined")}
+    assert scores["combined"] not in (scores["rnn"], scores["gcn"])  # its own predictions, not a copy of either
 
 
 def test_generate_writes_bvh_on_the_training_skeleton(shipped, tmp_path, capsys):
@@ -91,6 +93,10 @@ def test_predict_file(shipped, learn_files, tmp_path):
     source, result = skelanim.load(learn_files[0]), skelanim.load(out)
     assert abs(result.num_frames - (source.num_frames + 0.5 * source.fps)) <= 2
     assert main(["predict", str(learn_files[0]), "-o", str(out), "--method", "magic"]) == 2
+    both = tmp_path / "combined.bvh"
+    assert main(["predict", str(learn_files[0]), "--seconds", "0.5", "-o", str(both), "--method", "combined"]) == 0
+    assert skelanim.load(both).num_frames == result.num_frames
+    assert main(["predict", str(learn_files[0]), "-o", str(both), "--method", "combined", "-m", str(out)]) == 2
 
 
 def test_evaluate_two_sets(shipped, learn_files, tmp_path, capsys):

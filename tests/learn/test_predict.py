@@ -10,6 +10,7 @@ from skelanim.learn.common import file_balance_weights
 from skelanim.learn.mirror import mirror_frames, rig_mirror
 from skelanim.learn.predict import (
     HORIZONS_MS,
+    CombinedPredictor,
     Predictor,
     PredictTask,
     _frame_weights,
@@ -246,3 +247,32 @@ def test_train_round_trip_evaluate_and_predict_a_file(tiny_ds, tmp_path):
         predict_motion(
             Motion.rest(skelanim.Skeleton(["a", "b"], [-1, 0], torch.zeros(2, 3)), 10), method="rnn", model=model
         )
+
+
+def test_combined_predictor_averages_the_frame_vectors_of_different_architectures(tiny_ds):
+    """The mean of a GRU's and a DCT-GCN's predicted vectors, Gram-Schmidt after averaging: worked here from
+    the two networks' own outputs; with one model twice it is that model."""
+    torch.manual_seed(0)
+    rnn = Predictor("rnn", tiny_ds.rig, arch_options={"hidden": 16}).eval()
+    gcn = Predictor("gcn", tiny_ds.rig, arch_options={"hidden": 16}).eval()
+    for model in (rnn, gcn):  # non-trivial outputs from untrained networks
+        for p in model.net.parameters():
+            p.data.normal_(0.0, 0.05)
+    windows = tiny_ds.windows(50, 25, pad_short=False)[:4]
+    rot, pelvis = reference_windows(tiny_ds, windows, 50, 24, tiny_ds.rig)
+    obs_rot, obs_pel = rot[:, :25], pelvis[:, :25]
+    x = frames_to_vectors(obs_rot, obs_pel)
+    mean = 0.5 * (rnn(x)[:, -25:] + gcn(x)[:, -25:])
+    want_rot, want_pel = vectors_to_frames(mean)
+    got_rot, got_pel = CombinedPredictor([rnn, gcn]).predict(obs_rot, obs_pel)
+    assert torch.allclose(got_rot, want_rot, atol=1e-5) and torch.allclose(got_pel, want_pel, atol=1e-5)
+    assert float((got_rot - rnn.predict(obs_rot, obs_pel)[0]).abs().max()) > 1e-3
+    assert float((got_rot - gcn.predict(obs_rot, obs_pel)[0]).abs().max()) > 1e-3
+    same_rot, _ = CombinedPredictor([gcn, gcn]).predict(obs_rot, obs_pel)
+    assert torch.allclose(same_rot, gcn.predict(obs_rot, obs_pel)[0], atol=1e-5)
+    res = evaluate_prediction({"rnn": rnn, "combined": CombinedPredictor([rnn, gcn])}, tiny_ds, stride=25)
+    assert list(res["methods"]) == ["rnn", "combined", "zero_velocity", "constant_velocity"]
+    with pytest.raises(ValueError, match="at least two"):
+        CombinedPredictor([rnn])
+    with pytest.raises(ValueError, match="share"):
+        CombinedPredictor([rnn, Predictor("gcn", tiny_ds.rig, horizon=10)])

@@ -303,12 +303,15 @@ def predict_eval(
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
     plot: Path | None = typer.Option(None, "--plot", help="Also draw the errors against the horizon (.png, .pdf, .svg)."),
 ) -> None:
-    """MPJPE (root-relative and global, fraction of height) and angle error at 80-1000 ms, all four methods."""
-    from skelanim.learn.predict import Predictor, evaluate_prediction
+    """MPJPE (root-relative and global, fraction of height) and angle error at 80-1000 ms: the GRU, the DCT-GCN,
+    the two averaged (combined) and the zero- and constant-velocity baselines."""
+    from skelanim.learn.predict import CombinedPredictor, Predictor, evaluate_prediction
 
     if plot is not None:
         _check_plot(plot)
-    models = {"rnn": Predictor.load(rnn, default="predict_rnn"), "gcn": Predictor.load(gcn, default="predict_gcn")}
+    models: dict[str, Any] = {"rnn": Predictor.load(rnn, default="predict_rnn"),
+                              "gcn": Predictor.load(gcn, default="predict_gcn")}  # fmt: skip
+    models["combined"] = CombinedPredictor([models["rnn"], models["gcn"]])
     ds = _parts(_dataset(data, models["rnn"].fps, threads, not as_json), split)["test"]
     res = evaluate_prediction(models, ds, stride=stride)
     if plot is not None:
@@ -497,18 +500,34 @@ def predict_cmd(
     src: Path = typer.Argument(..., help="Input motion on the model's skeleton (Bandai-Namco for the shipped models)."),
     out: Path = typer.Option(..., "-o", "--out", help="Output motion: the input followed by the prediction."),
     seconds: float = typer.Option(1.0, "--seconds", min=0.04, help="How far to predict."),
-    method: str = typer.Option("rnn", "--method", help="rnn, gcn, zero_velocity or constant_velocity."),
-    model: Path | None = typer.Option(
-        None, "--model", "-m", help="Predictor folder (default: the shipped one for --method)."
+    method: str = typer.Option(
+        "rnn", "--method", help="rnn, gcn, combined (the two averaged), zero_velocity or constant_velocity."
+    ),
+    model: list[Path] = typer.Option(
+        [], "--model", "-m", help="Predictor folder (default: the shipped one for --method); for combined, "
+        "repeat it for each predictor to average (default: the shipped rnn and gcn).",
     ),
 ) -> None:
     """Continue IN by SECONDS of predicted motion (from its last second)."""
     import skelanim
-    from skelanim.learn.predict import METHODS, Predictor, predict_motion
+    from skelanim.learn.predict import METHODS, CombinedPredictor, Predictor, predict_motion
 
     if method not in METHODS:
         raise typer.BadParameter(f"unknown method {method!r}; choose from {', '.join(METHODS)}", param_hint="--method")
-    net = Predictor.load(model, default="predict_gcn" if method == "gcn" else "predict_rnn")
+    net: Predictor | CombinedPredictor
+    if method == "combined":
+        if len(model) == 1:
+            raise typer.BadParameter("combined averages two or more predictors: repeat --model", param_hint="--model")
+        folders = model or [None, None]
+        defaults = ["predict_rnn", "predict_gcn"] if not model else ["predict_rnn"] * len(model)
+        try:
+            net = CombinedPredictor([Predictor.load(f, default=d) for f, d in zip(folders, defaults)])
+        except ValueError as err:
+            raise typer.BadParameter(str(err), param_hint="--model") from None
+    elif len(model) > 1:
+        raise typer.BadParameter(f"--method {method} takes one --model", param_hint="--model")
+    else:
+        net = Predictor.load(model[0] if model else None, default="predict_gcn" if method == "gcn" else "predict_rnn")
     motion = skelanim.load(src)
     try:
         result = predict_motion(motion, method=method, model=net, seconds=seconds)

@@ -59,14 +59,16 @@ from skelanim.learn.predictors import (
 from skelanim.metrics.kinematic import angle_error_at, mpjpe_at
 from skelanim.nn.train import TrainConfig, fit
 
-__all__ = ["FORMAT", "HORIZONS_MS", "METHODS", "PredictTask", "Predictor", "evaluate_prediction", "predict_motion",
-           "train_predictor"]  # fmt: skip
+__all__ = ["FORMAT", "HORIZONS_MS", "METHODS", "CombinedPredictor", "PredictTask", "Predictor", "evaluate_prediction",
+           "predict_motion", "train_predictor"]  # fmt: skip
 
 FORMAT = "skelanim-predictor"
 #: Horizons reported, in milliseconds.
 HORIZONS_MS = (80, 160, 320, 400, 560, 1000)
-#: Methods :func:`evaluate_prediction` and :func:`predict_motion` know.
-METHODS = ("rnn", "gcn", "zero_velocity", "constant_velocity")
+#: Methods :func:`evaluate_prediction` and :func:`predict_motion` know (``combined``: :class:`CombinedPredictor`).
+METHODS = ("rnn", "gcn", "combined", "zero_velocity", "constant_velocity")
+#: The baselines, which need no model.
+BASELINES = ("zero_velocity", "constant_velocity")
 
 
 def reference_windows(ds: MotionDataset, windows: Tensor, length: int, ref: int, rig: Rig) -> tuple[Tensor, Tensor]:
@@ -150,11 +152,15 @@ class Predictor(nn.Module):
         return vectors_to_frames(self.norm.mean.detach().float())[0]
 
     @torch.no_grad()
+    def predict_vectors(self, rot: Tensor, pelvis: Tensor) -> Tensor:
+        """Future frame vectors ``(B, H, D)`` (6D rotations + pelvis) from observed reference-frame rotations
+        ``(B, T, M, 3, 3)`` and pelvis ``(B, T, 3)``."""
+        self.eval()
+        return self(frames_to_vectors(rot.float(), pelvis.float()))[:, -self.horizon :]
+
     def predict(self, rot: Tensor, pelvis: Tensor) -> tuple[Tensor, Tensor]:
         """Future rotations ``(B, H, M, 3, 3)`` and pelvis ``(B, H, 3)`` from observed reference-frame ones."""
-        self.eval()
-        out = self(frames_to_vectors(rot.float(), pelvis.float()))[:, -self.horizon :]
-        return vectors_to_frames(out)
+        return vectors_to_frames(self.predict_vectors(rot, pelvis))
 
     def config(self) -> dict[str, Any]:
         """JSON description to rebuild the module."""
@@ -176,6 +182,38 @@ class Predictor(nn.Module):
         model = cls.from_config(config)
         load_weights(model, tensors, path)
         return model.eval()
+
+
+class CombinedPredictor:
+    """Predictors of different architectures averaged (the ``combined`` method): the mean of their predicted
+    frame vectors, rotations back by Gram-Schmidt of the mean 6D vectors (as a same-architecture ensemble,
+    :class:`~skelanim.learn.predictors.MemberMean`, averages its members). Equal weights: nothing is tuned.
+
+    Parameters
+    ----------
+    models : sequence of Predictor
+        At least two, on one skeleton, with the same observed and predicted lengths and frame rate.
+
+    Raises
+    ------
+    ValueError
+        Fewer than two models, or models that differ in skeleton, lengths or frame rate.
+    """
+
+    def __init__(self, models: Sequence[Predictor]) -> None:
+        if len(models) < 2:
+            raise ValueError(f"a combined predictor needs at least two models, got {len(models)}")
+        first = models[0]
+        for m in models[1:]:
+            if not m.rig.skeleton.same_topology(first.rig.skeleton) or (m.observed, m.horizon, m.fps) != (
+                first.observed, first.horizon, first.fps):  # fmt: skip
+                raise ValueError("combined predictors must share the skeleton, observed and predicted lengths and fps")
+        self.models = list(models)
+        self.rig, self.observed, self.horizon, self.fps = first.rig, first.observed, first.horizon, first.fps
+
+    def predict(self, rot: Tensor, pelvis: Tensor) -> tuple[Tensor, Tensor]:
+        """Future rotations ``(B, H, M, 3, 3)`` and pelvis ``(B, H, 3)`` from observed reference-frame ones."""
+        return vectors_to_frames(torch.stack([m.predict_vectors(rot, pelvis) for m in self.models]).mean(0))
 
 
 def _position_errors(
@@ -313,19 +351,20 @@ class PredictTask:
 
 
 @torch.no_grad()
-def evaluate_prediction(models: dict[str, Predictor], ds: MotionDataset, *, methods: Sequence[str] = METHODS,
+def evaluate_prediction(models: dict[str, Predictor | CombinedPredictor], ds: MotionDataset, *,
+                        methods: Sequence[str] | None = None,
                         stride: int = 10, windows: Tensor | None = None, rig: Rig | None = None,
                         observed: int = 25, horizon: int = 25, fps: float | None = None) -> dict[str, Any]:  # fmt: skip
     """Scores of predictors and baselines at :data:`HORIZONS_MS`.
 
     Parameters
     ----------
-    models : dict of str to Predictor
-        Learned predictors by method name (``"rnn"``, ``"gcn"``); their rig and lengths are used.
+    models : dict of str to Predictor or CombinedPredictor
+        Learned predictors by method name (``"rnn"``, ``"gcn"``, ``"combined"``); their rig and lengths are used.
     ds : MotionDataset
         Test clips (at the models' fps).
-    methods : sequence of str
-        Methods to score, learned ones named in ``models``.
+    methods : sequence of str, optional
+        Methods to score, learned ones named in ``models`` (default: every model, then the baselines).
     stride : int
         Window stride.
     windows : Tensor, optional
@@ -348,6 +387,7 @@ def evaluate_prediction(models: dict[str, Predictor], ds: MotionDataset, *, meth
     if rig is None:
         raise ValueError("evaluate_prediction needs a rig when no model is given")
     fps = fps or ds.fps
+    methods = [*models, *BASELINES] if methods is None else methods
     length = observed + horizon
     if windows is None:
         windows = ds.windows(length, stride, pad_short=False)
@@ -409,7 +449,8 @@ def train_predictor(train_ds: MotionDataset, val_ds: MotionDataset | None, out: 
 
 
 @torch.no_grad()
-def predict_motion(motion: Motion, *, method: str = "rnn", model: Predictor | None = None, seconds: float = 1.0,
+def predict_motion(motion: Motion, *, method: str = "rnn", model: Predictor | CombinedPredictor | None = None,
+                   seconds: float = 1.0,
                    rig: Rig | None = None) -> Motion:  # fmt: skip
     """Continue a motion by ``seconds``: its last ``observed`` frames in, predictions chained ``horizon`` at a time.
 
@@ -419,8 +460,8 @@ def predict_motion(motion: Motion, *, method: str = "rnn", model: Predictor | No
         Input on the model's skeleton topology (any fps: resampled to the model's and back).
     method : str
         One of :data:`METHODS`.
-    model : Predictor, optional
-        Needed for ``"rnn"``/``"gcn"``; gives the rig and lengths for the baselines too.
+    model : Predictor or CombinedPredictor, optional
+        Needed for the learned methods; gives the rig and lengths for the baselines too.
     seconds : float
         Length of the continuation.
     rig : Rig, optional
