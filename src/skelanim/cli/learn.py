@@ -518,10 +518,10 @@ def predict_cmd(
     if method == "combined":
         if len(model) == 1:
             raise typer.BadParameter("combined averages two or more predictors: repeat --model", param_hint="--model")
-        folders = model or [None, None]
-        defaults = ["predict_rnn", "predict_gcn"] if not model else ["predict_rnn"] * len(model)
+        members = ([Predictor.load(folder) for folder in model] if model else
+                   [Predictor.load(None, default="predict_rnn"), Predictor.load(None, default="predict_gcn")])  # fmt: skip
         try:
-            net = CombinedPredictor([Predictor.load(f, default=d) for f, d in zip(folders, defaults)])
+            net = CombinedPredictor(members)
         except ValueError as err:
             raise typer.BadParameter(str(err), param_hint="--model") from None
     elif len(model) > 1:
