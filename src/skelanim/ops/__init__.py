@@ -12,7 +12,7 @@ module                    functions
 :mod:`.smoothing`         :func:`smooth`, :func:`smooth_rotations`, :func:`quat_continuous` (manifold)
 :mod:`.resample`          :func:`resample`, :func:`sample_times`
 :mod:`.mirror`            :func:`mirror`, :func:`mirror_skeleton`, :func:`mirror_quat`, :func:`mirror_permutation`,
-                          :func:`lateral_axis`
+                          :func:`lateral_axis`, :func:`joint_reflections` (the mirror on the same rig)
 :mod:`.contacts`          :func:`foot_contacts`, :func:`find_feet`
 :mod:`.align`             :func:`dtw`, :func:`dtw_from_cost`, :func:`align_motions`
 :mod:`.subset`            :func:`collapse`, :func:`rename`
@@ -22,7 +22,14 @@ module                    functions
 from skelanim.ops.align import align_motions, dtw, dtw_from_cost
 from skelanim.ops.contacts import find_feet, foot_contacts
 from skelanim.ops.filters import butterworth, one_euro, savgol
-from skelanim.ops.mirror import lateral_axis, mirror, mirror_permutation, mirror_quat, mirror_skeleton
+from skelanim.ops.mirror import (
+    joint_reflections,
+    lateral_axis,
+    mirror,
+    mirror_permutation,
+    mirror_quat,
+    mirror_skeleton,
+)
 from skelanim.ops.normalize import face_forward, facing_directions, normalize, root_relative, rotate_about_up, scale
 from skelanim.ops.resample import resample, sample_times
 from skelanim.ops.smoothing import quat_continuous, smooth, smooth_rotations
@@ -38,6 +45,7 @@ __all__ = [
     "facing_directions",
     "find_feet",
     "foot_contacts",
+    "joint_reflections",
     "lateral_axis",
     "mirror",
     "mirror_permutation",
