@@ -18,7 +18,8 @@ part, or the last epoch.
 Scores (:func:`evaluate_prediction`): MPJPE at the horizons root-relative (``mpjpe``: pelvis at the origin
 in every frame, so the body's travel is removed) and with root motion (``mpjpe_global``), both as
 fractions of the rig height, and the mean angle error of the joint rotations (``angle_deg``; the body root's
-rotation relative to the reference heading counts as one of them).
+rotation relative to the reference heading counts as one of them). The ``combined`` method
+(:class:`CombinedPredictor`) averages the learned predictors' frame vectors.
 """
 
 from __future__ import annotations
