@@ -22,15 +22,16 @@ TINY = {"channels": (8, 8), "strides": (1, 2)}
 
 @pytest.fixture(scope="module")
 def members(tiny_ds, tmp_path_factory):
-    """Two tiny ST-GCNs of one recipe (seeds 0 and 1) and one trained on other data."""
+    """Two tiny ST-GCNs of one recipe (seeds 0 and 1), one trained on other data, one that centres its poses."""
     root = tmp_path_factory.mktemp("members")
     folders = []
     five = tiny_ds.subset([1, 2, 3, 4, 5])  # every content and style still there, other statistics
-    for seed, ds in ((0, tiny_ds), (1, tiny_ds), (0, five)):
+    for seed, ds, options in ((0, tiny_ds, TINY), (1, tiny_ds, TINY), (0, five, TINY),
+                              (1, tiny_ds, {**TINY, "centre": True})):  # fmt: skip
         torch.manual_seed(seed)
         loop = TrainConfig(epochs=1, batch_size=8, lr=1e-3, warmup_steps=1, progress=False, seed=seed)
         out = root / f"m{len(folders)}"
-        train_recognizer(ds, None, out, window=32, stride=16, loop=loop, arch_options=TINY)
+        train_recognizer(ds, None, out, window=32, stride=16, loop=loop, arch_options=options)
         folders.append(out)
     return folders
 
@@ -51,6 +52,22 @@ def test_ensemble_is_the_mean_of_its_members(members, tmp_path):
     config = json.loads((tmp_path / "ens" / "config.json").read_text())
     assert config["members"] == 2 and len(config["training"]["members"]) == 2
     assert config["training"]["members"][1]["seed"] == 1 and config["training"]["command"] == "test"
+
+
+def test_members_may_differ_in_architecture_options(members, tmp_path):
+    plain, centred = Recognizer.load(members[0]), Recognizer.load(members[3])
+    combine_recognizers([members[0], members[3]], tmp_path / "mixed")
+    mixed = Recognizer.load(tmp_path / "mixed")
+    config = json.loads((tmp_path / "mixed" / "config.json").read_text())
+    assert config["member_options"] == [{}, {"centre": True}] and config["arch_options"]["centre"] is False
+    x = 3.0 * torch.randn(5, 32, plain.rig.num_joints, 16)
+    torch.testing.assert_close(mixed.classify(x)[0], 0.5 * (plain.classify(x)[0] + centred.classify(x)[0]))
+    posture = x.clone()
+    posture[..., :3] += torch.randn(1, 1, plain.rig.num_joints, 3)  # a constant offset of every joint's position
+    torch.testing.assert_close(centred.classify(posture)[0], centred.classify(x)[0])  # the centring member ignores it
+    assert not torch.allclose(mixed.classify(posture)[0], mixed.classify(x)[0])  # the other does not
+    combine_recognizers(members[:2], tmp_path / "alike")
+    assert json.loads((tmp_path / "alike" / "config.json").read_text())["member_options"] is None
 
 
 def test_log_probabilities_of_members_are_the_log_of_their_mean():

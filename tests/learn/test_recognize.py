@@ -97,7 +97,7 @@ def test_mirror_features_match_a_mirrored_motion(tiny_ds, path):
     from skelanim.data import MotionDataset
     from skelanim.data.clips import clip_from_motion
     from skelanim.data.features import horizontal_axes
-    from skelanim.learn.recognize import joint_features, mirror_features
+    from skelanim.learn.joints import joint_features, mirror_features
     from skelanim.ops.mirror import mirror, mirror_permutation
 
     rig = tiny_ds.rig
@@ -120,8 +120,9 @@ def test_mirror_features_with_the_rig_reflections_match_the_motion_mirrored_on_i
     reflections settled by the training mean pose), featurise that motion, and compare."""
     from skelanim.data import MotionDataset
     from skelanim.data.clips import clip_from_motion
+    from skelanim.learn.joints import joint_features, mirror_features
     from skelanim.learn.mirror import mirror_frames
-    from skelanim.learn.recognize import Recognizer, RecognizeTask, joint_features, mirror_features
+    from skelanim.learn.recognize import Recognizer, RecognizeTask
 
     rig = tiny_ds.rig
     model = Recognizer("stgcn", rig, ["bow", "run", "walk"], [], window=32, arch_options={"channels": (8,), "strides": (1,)})
@@ -142,7 +143,7 @@ def test_mirror_features_with_the_rig_reflections_match_the_motion_mirrored_on_i
 
 
 def test_mirror_labels_swap_sides_and_skip_handed_contents():
-    from skelanim.learn.recognize import mirror_labels
+    from skelanim.learn.joints import mirror_labels
 
     names = ["bye", "raise-up-left-hand", "raise-up-right-hand", "walk", "walk-left", "walk-right", "wave-left-hand"]
     assert mirror_labels(names).tolist() == [-1, 2, 1, 3, 5, 4, -1]  # wave-right-hand absent: not mirrored
@@ -182,3 +183,22 @@ def test_joint_affine_starts_as_identity_and_acts_per_joint():
         block.joint_affine[1, :, :, 2] = 5.0  # shift joint 2 only, after the graph convolution
     changed = (block(h) - before).abs().sum(dim=(0, 1, 2))
     assert changed[2] > 0 and changed[[0, 1, 3, 4]].eq(0).all()  # the temporal part and residual stay per joint
+
+
+def test_centre_ignores_a_constant_posture_but_not_motion():
+    torch.manual_seed(0)
+    kw = {"channels": (8, 8), "strides": (1, 2), "readout": 6}
+    centred = STGCN([-1, 0, 1, 2, 1], 16, 3, 0, centre=True, **kw).eval()
+    plain = STGCN([-1, 0, 1, 2, 1], 16, 3, 0, **kw).eval()
+    plain.load_state_dict(centred.state_dict())
+    x = torch.randn(2, 12, 5, 16)
+    stooped = x.clone()
+    stooped[..., [0, 1, 2, 6, 7, 8, 9, 10, 11]] += torch.randn(1, 1, 5, 9)  # the same offset in every frame
+    assert torch.allclose(centred(stooped)[0], centred(x)[0], atol=1e-5)
+    assert not torch.allclose(plain(stooped)[0], plain(x)[0], atol=1e-3)
+    moving = x.clone()
+    moving[:, 6:, :, 0] += 1.0  # a joint that moves during the window still counts
+    assert not torch.allclose(centred(moving)[0], centred(x)[0], atol=1e-3)
+    step = x.clone()
+    step[..., 3] += 1.0  # the change channels are not centred
+    assert not torch.allclose(centred(step)[0], centred(x)[0], atol=1e-3)

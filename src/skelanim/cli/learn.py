@@ -141,6 +141,12 @@ def recognize_train(
     joint_affine: bool = typer.Option(
         False, "--joint-affine/--no-joint-affine", help="ST-GCN: a learned scale and shift per joint in every block."
     ),
+    turn: float = typer.Option(
+        0.0, "--turn", min=0.0, max=1.0, help="Chance that a walk / walk-turn window is relabelled with a new heading sweep."
+    ),
+    centre: bool = typer.Option(
+        False, "--centre/--no-centre", help="ST-GCN: the pose channels minus their window mean (motion about the posture)."
+    ),
     resume: bool = typer.Option(False, "--resume"),
     progress: bool = typer.Option(True, "--progress/--no-progress"),
 ) -> None:
@@ -153,20 +159,20 @@ def recognize_train(
     if arch == "stgcn":
         options = {**({"readout": readout} if readout else {}), **({"adaptive": True} if adaptive else {}),
                    **({"joint_input": joint_input} if joint_input else {}),
-                   **({"joint_affine": True} if joint_affine else {})}  # fmt: skip
+                   **({"joint_affine": True} if joint_affine else {}), **({"centre": True} if centre else {})}  # fmt: skip
     parts = _parts(_dataset(data, fps, threads, progress), split, seed)
     result = train_recognizer(parts["train"], parts["val"], out, arch=arch, window=window, stride=stride,
                               loop=_loop(epochs, batch_size, lr, seed, max_steps, progress, ema=ema, keep=keep), mirror=mirror, balance=balance,
                               file_balance=file_balance, amplitude=None if amplitude == (1.0, 1.0) else amplitude,
                               test_mirror=test_mirror, path=path, posture=posture, arch_options=options or None,
-                              style_weight=style_weight, style_adversary=style_adversary,
+                              style_weight=style_weight, style_adversary=style_adversary, turn=turn,
                               resume=resume, command=_command())  # fmt: skip
     _report(out, result, "val_error")
 
 
 @recognize_app.command("combine")
 def recognize_combine(
-    models: list[Path] = typer.Argument(..., help="Two or more recogniser folders of one recipe (other seeds)."),
+    models: list[Path] = typer.Argument(..., help="Two or more recogniser folders trained on the same data (other seeds or architecture options)."),
     out: Path = typer.Option(..., "--out", "-o", help="Ensemble model folder to write."),
 ) -> None:
     """Combine separately trained recognisers into one ensemble (mean probabilities, concatenated features)."""

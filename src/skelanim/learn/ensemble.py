@@ -11,8 +11,10 @@ seeds of the prediction GRU by 0.1-0.4 % of height at 1 s (learn README). Averag
 * :func:`combine_predictors` writes one :class:`~skelanim.learn.predict.Predictor` folder with ``members = K``
   (:class:`~skelanim.learn.predictors.MemberMean`): the predicted frame vectors are the members' mean.
 
-Both check that the models share everything but their network weights (architecture, rig, window, input
-statistics) and keep each member's training record in ``config.json``.
+Both check that the models share everything but their network weights (rig, window, input statistics; for
+predictors also the architecture) and keep each member's training record in ``config.json``. Recogniser
+members may differ in their architecture options (e.g. one that centres its pose channels, ``centre``); the
+differences are stored as the ensemble's ``member_options``.
 """
 
 from __future__ import annotations
@@ -30,8 +32,9 @@ from skelanim.nn.checkpoint import read_model_config, save_model_files
 
 __all__ = ["combine_predictors", "combine_recognizers"]
 
-#: Config keys that must agree between recogniser members (everything that defines the model but its weights).
-SHARED_KEYS = ("format", "arch", "rig", "contents", "styles", "window", "fps", "arch_options", "path", "test_mirror")
+#: Config keys that must agree between recogniser members (what defines the model but its weights and the
+#: members' architecture options, which may differ: ``member_options``).
+SHARED_KEYS = ("format", "arch", "rig", "contents", "styles", "window", "fps", "path", "test_mirror")
 #: The same for predictors.
 PREDICTOR_SHARED_KEYS = ("format", "arch", "rig", "observed", "horizon", "fps", "arch_options")
 
@@ -45,7 +48,8 @@ def combine_recognizers(folders: Sequence[str | Path], out: str | Path, *, comma
     Parameters
     ----------
     folders : sequence of path
-        Two or more single-model recogniser folders of one recipe (same training data, other seeds).
+        Two or more single-model recogniser folders trained on the same data (other seeds, or other
+        architecture options, which become ``member_options``).
     out : path
         Model folder to write (``model.safetensors`` + ``config.json``).
     command : str, optional
@@ -59,8 +63,8 @@ def combine_recognizers(folders: Sequence[str | Path], out: str | Path, *, comma
     Raises
     ------
     FormatError
-        When a folder is not a single-model recogniser or differs from the first in anything but weights
-        (the message names the folder and the first differing setting).
+        When a folder is not a single-model recogniser or differs from the first in anything but weights and
+        architecture options (the message names the folder and the first differing setting).
     """
     return _combine(Recognizer, SHARED_KEYS, folders, out, command)
 
@@ -96,7 +100,12 @@ def _combine(kind: type[Model], shared_keys: Sequence[str], folders: Sequence[st
             if name in statistics and not torch.equal(stat, statistics[name]):
                 raise FormatError(f"training-data statistics ({name}) differ from {folders[0]}'s: members must "
                                   "be trained on the same data", path=folder)  # fmt: skip
-    ensemble = kind.from_config({**first, "members": len(models)})
+    config = {**first, "members": len(models)}
+    if "arch_options" not in shared_keys:  # members built alike but for these options
+        overrides = [{k: v for k, v in m.config()["arch_options"].items() if first["arch_options"].get(k) != v}
+                     for m in models]  # fmt: skip
+        config["member_options"] = overrides if any(overrides) else None
+    ensemble = kind.from_config(config)
     state = dict(statistics)
     for i, model in enumerate(models):
         state.update({f"net.members.{i}.{k}": v for k, v in model.net.state_dict().items()})

@@ -7,7 +7,7 @@ toward ``+x``, right ones toward ``-x``) then needs a reflection ``N_j`` of each
 ``R'_j = N_{parent} R_{P[j]} N_j`` (:func:`mirror_frames`). Which reflection fits is read from the rest
 offsets and, where they leave a choice (a half turn about the bone), from the data's mean pose
 (:func:`rig_mirror`). The predictors mirror frame vectors (:func:`vector_mirror`), the recogniser its joint
-features (:func:`skelanim.learn.recognize.mirror_features`).
+features (:func:`skelanim.learn.joints.mirror_features`).
 """
 
 from __future__ import annotations

@@ -3,8 +3,8 @@ baseline (:mod:`skelanim.learn.stgcn`), trained with the shared loop (:func:`ske
 
 Input
 -----
-Windows of ``window`` frames at ``fps`` (default 64 frames at 25 fps). Each joint of a frame carries 16
-numbers, all in the frame's own heading frame (:func:`skelanim.data.features.heading_features`): its
+Windows of ``window`` frames at ``fps`` (default 64 frames at 25 fps), as per-joint features
+(:mod:`skelanim.learn.joints`). Each joint of a frame carries 16 numbers, all in the frame's own heading frame (:func:`skelanim.data.features.heading_features`): its
 position relative to the pelvis (3), that position's per-frame change (3), its 6D rotation (6), and the four
 root features (pelvis step along and across the heading, turning rate, pelvis height) shared by every
 joint; with ``path`` (``Recognizer(path=True)``) three more shared ones, the pelvis path and heading seen from
@@ -50,10 +50,9 @@ from skelanim.core.motion import Motion
 from skelanim.core.rotations import rot6d_to_matrix, rotvec_to_matrix
 from skelanim.data.clips import clip_from_motion
 from skelanim.data.dataset import MotionDataset
-from skelanim.data.features import heading_features, window_path
 from skelanim.data.labels import Vocabulary
 from skelanim.data.rig import Rig
-from skelanim.learn.augment import mean_rotations, scale_amplitude
+from skelanim.learn.augment import mean_rotations, scale_amplitude, turn_classes, turn_relabel
 from skelanim.learn.common import (
     Normalizer,
     file_balance_weights,
@@ -62,6 +61,14 @@ from skelanim.learn.common import (
     provenance,
     resolved_options,
     rig_fk,
+)
+from skelanim.learn.joints import (
+    IN_CHANNELS,
+    PATH_CHANNELS,
+    TURN_CHANNEL,
+    joint_features,
+    mirror_features,
+    mirror_labels,
 )
 from skelanim.learn.mirror import rig_mirror
 from skelanim.learn.stgcn import STGCN, Members, TemporalCNN
@@ -73,76 +80,8 @@ __all__ = ["FORMAT", "RecognizeTask", "Recognizer", "content_log_probabilities",
            "mirror_features", "mirror_labels", "train_recognizer"]
 
 FORMAT = "skelanim-recognizer"
-IN_CHANNELS = 16
-#: Channels added by the window path features (:func:`joint_features` with ``path=True``).
-PATH_CHANNELS = 3
 #: Range of the playback-speed augmentation.
 SPEED = (0.4, 1.8)
-#: Contents whose mirror image is the same content (besides ``*left*``/``*right*`` pairs, which swap).
-SYMMETRIC_CONTENTS = ("walk", "run", "dash", "walk-back", "bow", "raise-up-both-hands", "wave-both-hands")
-
-
-def mirror_labels(contents: Sequence[str]) -> Tensor:
-    """Content index of each class's mirror image, ``-1`` where it has none in the vocabulary.
-
-    ``walk-left`` and ``walk-right`` (any ``left``/``right`` pair present) swap; contents in
-    :data:`SYMMETRIC_CONTENTS` keep their label; everything else (``bye`` is waved with the right hand,
-    ``guide`` points with one) is never mirrored.
-
-    Returns
-    -------
-    Tensor
-        ``(C,)`` long.
-    """
-    out = []
-    for name in contents:
-        words = name.split("-")
-        swapped = "-".join({"left": "right", "right": "left"}.get(w, w) for w in words)
-        if swapped != name:
-            out.append(contents.index(swapped) if swapped in contents else -1)
-        else:
-            out.append(contents.index(name) if name in SYMMETRIC_CONTENTS else -1)
-    return torch.tensor(out, dtype=torch.long)
-
-
-def mirror_features(x: Tensor, perm: Tensor, lateral: int, reflections: tuple[Tensor, Tensor] | None = None) -> Tensor:
-    """Left/right mirror image of joint features (:func:`joint_features`).
-
-    Positions and their changes flip their ``lateral`` component, the sideways pelvis step and the turning
-    rate change sign, and joints trade places with their partners (``perm``); the window path features, if
-    present, flip their sideways offset and heading change. Rotations ``R`` of joint ``j`` become
-    ``L_j R_{P[j]} N_j`` with diagonal reflections (on 6D features, entry ``i`` of column ``k`` is multiplied
-    by ``l_i n_k``): ``reflections`` from :func:`skelanim.learn.mirror.rig_mirror` (a rig whose joints have
-    their own rest axes, :meth:`Recognizer.mirror_map`), or by default ``S R S`` with ``S`` the reflection of
-    ``lateral``, exact for a skeleton whose joint axes are the world's at rest (the mirror image of
-    :func:`skelanim.ops.mirror.mirror`).
-
-    Parameters
-    ----------
-    x : Tensor
-        ``(B, T, M, C)``, ``C`` = 16 or 19 (:func:`joint_features`).
-    perm : Tensor
-        ``(M,)`` left/right permutation of the model joints.
-    lateral : int
-        The heading-frame axis across the body.
-    reflections : (Tensor, Tensor), optional
-        ``left``, ``right`` ``(M, 3)``: the diagonals ``L_j``, ``N_j``.
-
-    Returns
-    -------
-    Tensor
-        ``(B, T, M, C)``.
-    """
-    m = x.shape[-2]
-    s = torch.ones(3, dtype=x.dtype)
-    s[lateral] = -1.0
-    left, right = reflections if reflections is not None else (s.expand(m, 3), s.expand(m, 3))
-    left, right = left.to(x.dtype), right.to(x.dtype)
-    six = torch.cat([left * right[:, :1], left * right[:, 1:2]], dim=-1)  # (M, 6)
-    root = torch.tensor([1.0, -1.0, -1.0, 1.0], dtype=x.dtype)
-    path = torch.tensor([1.0, -1.0, -1.0], dtype=x.dtype)[: x.shape[-1] - IN_CHANNELS]
-    shared = torch.cat([root, path]).expand(m, -1)
-    return x[..., perm, :] * torch.cat([s.expand(m, 3), s.expand(m, 3), six, shared], dim=-1)
 
 
 def content_log_probabilities(logits: Tensor) -> Tensor:
@@ -150,40 +89,6 @@ def content_log_probabilities(logits: Tensor) -> Tensor:
     ``(K, B, C)`` (a deep ensemble's prediction)."""
     log_p = torch.log_softmax(logits, -1)
     return torch.logsumexp(log_p, 0) - math.log(log_p.shape[0]) if log_p.dim() == 3 else log_p
-
-
-def joint_features(rot: Tensor, pelvis: Tensor, yaw: Tensor, positions: Tensor, rig: Rig, *,
-                   path: bool = False) -> Tensor:  # fmt: skip
-    """Per-joint recogniser input (module docstring).
-
-    Parameters
-    ----------
-    rot : Tensor
-        ``(B, T, M, 3, 3)`` model-joint rotations (body root in world).
-    pelvis : Tensor
-        ``(B, T, 3)``.
-    yaw : Tensor
-        ``(B, T)``.
-    positions : Tensor
-        ``(B, T, M, 3)`` world positions.
-    rig : Rig
-        Up axis, floor, height.
-    path : bool
-        Append the window path features (:func:`skelanim.data.features.window_path`).
-
-    Returns
-    -------
-    Tensor
-        ``(B, T, M, 16)`` (unnormalised): position, its change, 6D rotation, root features; ``(B, T, M, 19)``
-        with ``path``.
-    """
-    f = heading_features(rot, pelvis, yaw, positions, up=rig.up, floor=rig.floor, height=rig.height)
-    m = positions.shape[-2]
-    root = f["root"]
-    if path:
-        root = torch.cat([root, window_path(pelvis, yaw, up=rig.up, height=rig.height)], dim=-1)
-    root = root[..., None, :].expand(*root.shape[:-1], m, root.shape[-1])
-    return torch.cat([f["positions"], f["velocities"], f["rot6d"], root], dim=-1)
 
 
 class Recognizer(nn.Module):
@@ -212,11 +117,15 @@ class Recognizer(nn.Module):
         ``K`` networks of this architecture side by side (:class:`~skelanim.learn.stgcn.Members`; made from
         separately trained models by :func:`skelanim.learn.ensemble.combine_recognizers`): content
         probabilities are the members' mean, features their concatenation.
+    member_options : sequence of dict, optional
+        ``K`` dicts: member ``i`` is built with ``arch_options`` updated by ``member_options[i]`` (an ensemble of
+        networks that see the input differently, e.g. one with ``centre``).
     """
 
     def __init__(self, arch: str, rig: Rig, contents: Sequence[str], styles: Sequence[str], *, window: int = 64,
                  fps: float = 25.0, arch_options: dict[str, Any] | None = None, test_mirror: bool = False,
-                 path: bool = False, members: int = 1) -> None:  # fmt: skip
+                 path: bool = False, members: int = 1,
+                 member_options: Sequence[dict[str, Any]] | None = None) -> None:  # fmt: skip
         super().__init__()
         self.arch, self.rig, self.window, self.fps = arch, rig, int(window), float(fps)
         self.test_mirror, self.path = bool(test_mirror), bool(path)
@@ -230,13 +139,17 @@ class Recognizer(nn.Module):
         self.members = int(members)
         if self.members < 1:
             raise ValueError(f"members must be >= 1, got {members}")
+        self.member_options = [dict(o) for o in member_options] if member_options is not None else None
+        if self.member_options is not None and len(self.member_options) != self.members:
+            raise ValueError(f"member_options has {len(self.member_options)} entries for {self.members} members")
 
-        def build() -> nn.Module:
+        def build(i: int) -> nn.Module:
+            options = {**self.arch_options, **(self.member_options[i] if self.member_options else {})}
             if arch == "stgcn":
-                return STGCN(rig.parents, self.in_channels, len(contents), len(styles), **self.arch_options)
-            return TemporalCNN(m, self.in_channels, len(contents), len(styles), **self.arch_options)
+                return STGCN(rig.parents, self.in_channels, len(contents), len(styles), **options)
+            return TemporalCNN(m, self.in_channels, len(contents), len(styles), **options)
 
-        self.net: nn.Module = build() if self.members == 1 else Members([build() for _ in range(self.members)])
+        self.net: nn.Module = build(0) if self.members == 1 else Members([build(i) for i in range(self.members)])
 
     @property
     def feature_dim(self) -> int:
@@ -254,7 +167,7 @@ class Recognizer(nn.Module):
         return {"format": FORMAT, "arch": self.arch, "rig": self.rig.to_dict(), "contents": list(self.contents.names),
                 "styles": list(self.styles.names), "window": self.window, "fps": self.fps,
                 "arch_options": self.arch_options, "test_mirror": self.test_mirror, "path": self.path,
-                "members": self.members}  # fmt: skip
+                "members": self.members, "member_options": self.member_options}  # fmt: skip
 
     @classmethod
     def from_config(cls, config: dict[str, Any]) -> Recognizer:
@@ -262,7 +175,7 @@ class Recognizer(nn.Module):
         return cls(config["arch"], Rig.from_dict(config["rig"]), config["contents"], config["styles"],
                    window=config["window"], fps=config["fps"], arch_options=config.get("arch_options"),
                    test_mirror=bool(config.get("test_mirror", False)), path=bool(config.get("path", False)),
-                   members=int(config.get("members", 1)))  # fmt: skip
+                   members=int(config.get("members", 1)), member_options=config.get("member_options"))  # fmt: skip
 
     @classmethod
     def load(cls, folder: str | Path | None = None, *, default: str = "recognize") -> Recognizer:
@@ -356,6 +269,9 @@ class RecognizeTask:
         If positive, the style head is an adversary: it still learns to name the style, but the network before
         it receives its gradient reversed and scaled by this factor (:func:`skelanim.nn.grad_reverse`), so the
         features learn to hide the style (domain-adversarial training; aimed at styles never seen).
+    turn : float
+        Chance that a window of a ``X`` / ``X-turn-left`` / ``X-turn-right`` content is relabelled with a new
+        heading sweep (:func:`~skelanim.learn.augment.turn_relabel`; 0: never).
     meta : dict
         Provenance for ``config.json``.
     """
@@ -365,7 +281,7 @@ class RecognizeTask:
     def __init__(self, model: Recognizer, train_ds: MotionDataset, val_ds: MotionDataset | None, *, stride: int = 8,
                  style_weight: float = 0.5, mirror: bool = True, balance: float = 0.0, file_balance: float = 0.0,
                  amplitude: tuple[float, float] | None = None, posture: float = 0.0, style_adversary: float = 0.0,
-                 meta: dict[str, Any] | None = None) -> None:  # fmt: skip
+                 turn: float = 0.0, meta: dict[str, Any] | None = None) -> None:  # fmt: skip
         self.model, self.train_ds, self.val_ds, self.meta = model, train_ds, val_ds, dict(meta or {})
         self.posture = math.radians(posture)
         self.style_weight, self.style_adversary = style_weight, style_adversary
@@ -384,8 +300,13 @@ class RecognizeTask:
             rot = train_ds.frames()["rot"]
             self.mean_pose = mean_rotations(rot[torch.linspace(0, len(rot) - 1, min(len(rot), 20000)).long()])
         self.rig = model.rig
-        self.mirror_to = mirror_labels(model.contents.names)[self.content]
+        self.mirror_of = mirror_labels(model.contents.names)  # (classes,)
         self.mirror = mirror
+        self.turn, self.turns = float(turn), None
+        if self.turn > 0:
+            yaw = train_ds.gather(self.windows, model.window, keys=("yaw",))["yaw"]
+            rate = torch.atan2(torch.sin(yaw[:, 1:] - yaw[:, :-1]), torch.cos(yaw[:, 1:] - yaw[:, :-1])).mean(1)
+            self.turns = turn_classes(model.contents.names, self.content, rate)
         sample = self._features(
             self.windows[torch.linspace(0, len(self.windows) - 1, min(len(self.windows), 2000)).long()]
         )
@@ -432,13 +353,16 @@ class RecognizeTask:
             x = x.clone()
             x[..., 3:6] *= length / t  # per-frame changes scale with the playback speed
             x[..., 12:15] *= length / t
+        content = self.content[indices]
+        if self.turns is not None:
+            rate, content = turn_relabel(x[:, :, 0, TURN_CHANNEL], content, self.turns, self.turn, generator)
+            x[..., TURN_CHANNEL] = rate[:, :, None]
         size = torch.empty(x.shape[0], 1, 1, 1).uniform_(0.9, 1.1, generator=generator)
         lengths = torch.tensor([1] * 6 + [0] * 6 + [1, 1, 0, 1] + [1, 1, 0], dtype=torch.bool)[: x.shape[-1]]
         x = x * torch.where(lengths, size, torch.ones(x.shape[-1]))  # lengths scale with the body
         x = x + 0.01 * torch.randn(x.shape, generator=generator) * self.model.norm.std
-        content = self.content[indices]
         if self.mirror:
-            target = self.mirror_to[indices]
+            target = self.mirror_of[content]
             flip = (torch.rand(len(indices), generator=generator) < 0.5) & (target >= 0)
             x = torch.where(flip[:, None, None, None], mirror_features(x, self.perm, self.lateral, self.reflections), x)
             content = torch.where(flip, target, content)
@@ -515,7 +439,8 @@ def train_recognizer(train_ds: MotionDataset, val_ds: MotionDataset | None, out:
                      arch_options: dict[str, Any] | None = None, mirror: bool = True, balance: float = 0.0,
                      file_balance: float = 0.0, amplitude: tuple[float, float] | None = None, test_mirror: bool = False,
                      path: bool = False, posture: float = 0.0, style_weight: float = 0.5, style_adversary: float = 0.0,
-                     resume: bool = False, command: str | None = None, log: Any = None) -> dict[str, Any]:  # fmt: skip
+                     turn: float = 0.0, resume: bool = False, command: str | None = None,
+                     log: Any = None) -> dict[str, Any]:  # fmt: skip
     """Train a recogniser; writes ``out/model.safetensors`` + ``config.json`` (best validation epoch).
 
     Parameters
@@ -553,6 +478,8 @@ def train_recognizer(train_ds: MotionDataset, val_ds: MotionDataset | None, out:
         style holds its arms or back is not a cue to the content.
     style_weight, style_adversary : float
         Weight of the style head and gradient-reversal factor (:class:`RecognizeTask`).
+    turn : float
+        Turn relabelling chance (:class:`RecognizeTask`).
     resume : bool
         Continue an interrupted run in ``out``.
     command : str, optional
@@ -574,10 +501,10 @@ def train_recognizer(train_ds: MotionDataset, val_ds: MotionDataset | None, out:
     meta["validation"] = [c.name for c in val_ds.clips] if val_ds is not None else []
     meta["augmentation"] = {"speed": list(SPEED), "mirror": mirror, "balance": balance, "file_balance": file_balance,
                             "amplitude": list(amplitude) if amplitude is not None else None, "posture": posture,
-                            "style_weight": style_weight, "style_adversary": style_adversary}  # fmt: skip
+                            "style_weight": style_weight, "style_adversary": style_adversary, "turn": turn}  # fmt: skip
     task = RecognizeTask(model, train_ds, val_ds, stride=stride, mirror=mirror, balance=balance,
                          file_balance=file_balance, amplitude=amplitude, posture=posture, style_weight=style_weight,
-                         style_adversary=style_adversary, meta=meta)  # fmt: skip
+                         style_adversary=style_adversary, turn=turn, meta=meta)  # fmt: skip
     result = fit(model, task, out, loop, resume=resume, log=log)
     result["parameters"] = sum(p.numel() for p in model.parameters())
     return result

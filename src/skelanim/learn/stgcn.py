@@ -36,6 +36,10 @@ from collections.abc import Sequence
 import torch
 from torch import Tensor, nn
 
+POSE_CHANNELS = [0, 1, 2, 6, 7, 8, 9, 10, 11]
+"""Joint-feature channels that hold the pose (position, 6D rotation) rather than its change or the root's motion
+(:func:`skelanim.learn.joints.joint_features`)."""
+
 __all__ = ["STGCN", "Members", "TemporalCNN", "spatial_partitions"]
 
 
@@ -176,15 +180,20 @@ class STGCN(nn.Module):
         embeddings). ``0``: the blocks read the raw features.
     joint_affine : bool
         Every block gets a per-joint scale and shift of its graph-convolution output (:class:`GraphBlock`).
+    centre : bool
+        Subtract from the pose channels (joint positions and 6D rotations, :data:`POSE_CHANNELS`) their mean over
+        the window's frames: the network sees how the body moves about its window-mean posture, not the posture
+        (a stooped back, arms carried forward), which a style changes and a content need not.
     """
 
     def __init__(self, parents: Sequence[int], in_channels: int, num_contents: int, num_styles: int = 0, *,
                  channels: Sequence[int] = (32, 48, 64, 64), strides: Sequence[int] = (1, 2, 1, 2),
                  kernel: int = 5, dropout: float = 0.1, pool: int = 2, separable: bool = False,
                  readout: int = 0, adaptive: bool = False, joint_input: int = 0,
-                 joint_affine: bool = False) -> None:  # fmt: skip
+                 joint_affine: bool = False, centre: bool = False) -> None:  # fmt: skip
         super().__init__()
         self.pool = int(pool)
+        self.centre = bool(centre)
         a = spatial_partitions(parents)
         v = len(parents)
         self.data_bn = nn.BatchNorm1d(v * in_channels)
@@ -208,6 +217,10 @@ class STGCN(nn.Module):
     def features(self, x: Tensor) -> Tensor:
         """``(B, T, V, C)`` joint features to ``(B, D)`` features (``readout``)."""
         b, t, v, c = x.shape
+        if self.centre:
+            pose = x[..., POSE_CHANNELS]
+            x = x.clone()
+            x[..., POSE_CHANNELS] = pose - pose.mean(dim=1, keepdim=True)
         x = self.data_bn(x.reshape(b, t, v * c).transpose(1, 2))
         if self.pool > 1:
             x = nn.functional.avg_pool1d(x, self.pool, self.pool, ceil_mode=True)
