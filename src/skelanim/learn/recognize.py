@@ -24,10 +24,12 @@ of the samples whose mirror has a label (:func:`mirror_features`, :func:`mirror_
 becomes ``walk-right``, ``walk`` stays ``walk``, and ``bye``, waved with the right hand, is never
 mirrored). Options, off by default: window weights ``∝ (windows of its file)^-file_balance`` (short files
 count more), amplitude augmentation (:func:`~skelanim.learn.augment.scale_amplitude`: joint rotations moved toward or away from the
-training mean pose, positions by FK), and test-time mirror votes (``Recognizer(test_mirror=True)``). Model
-selection: the window error on the validation styles, or the last epoch (``TrainConfig(keep="last")``, the
-shipped recipe, with a moving average of the weights). The shipped model is a deep ensemble of two such
-networks (``members=2``, :mod:`skelanim.learn.ensemble`).
+training mean pose, positions by FK), turn relabelling (``turn``, :func:`~skelanim.learn.augment.turn_relabel`:
+a walk made to turn, a turn held straight, labels to match) and test-time mirror votes
+(``Recognizer(test_mirror=True)``). Model selection: the window error on the validation styles, or the last
+epoch (``TrainConfig(keep="last")``, the shipped recipe, with a moving average of the weights). The shipped
+model is a deep ensemble of two networks (``members=2``, :mod:`skelanim.learn.ensemble`): one trained with
+turn relabelling, one that centres its pose channels (``STGCN(centre=True)``).
 
 Files
 -----
