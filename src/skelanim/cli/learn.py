@@ -172,7 +172,9 @@ def recognize_train(
 
 @recognize_app.command("combine")
 def recognize_combine(
-    models: list[Path] = typer.Argument(..., help="Two or more recogniser folders trained on the same data (other seeds or architecture options)."),
+    models: list[Path] = typer.Argument(
+        ..., help="Two or more recogniser folders trained on the same data (other seeds or architecture options)."
+    ),
     out: Path = typer.Option(..., "--out", "-o", help="Ensemble model folder to write."),
 ) -> None:
     """Combine separately trained recognisers into one ensemble (mean probabilities, concatenated features)."""

@@ -3,7 +3,9 @@
 ========================  ==============================================================================
 :mod:`.stgcn`             :class:`STGCN`, the :class:`TemporalCNN` baseline, :class:`Members` (ensembles)
 :mod:`.recognize`         :class:`Recognizer`, :func:`train_recognizer`, :func:`evaluate_recognizer`
-:mod:`.ensemble`          :func:`combine_recognizers`, :func:`combine_predictors` (seeds of one recipe into one ensemble)
+:mod:`.joints`            the recogniser's per-joint input features and their mirror image
+:mod:`.augment`           mean pose, amplitude scaling, turn relabelling (training augmentation)
+:mod:`.ensemble`          :func:`combine_recognizers`, :func:`combine_predictors` (trained models into one ensemble)
 :mod:`.predictors`        :class:`Seq2SeqGRU`, :class:`DCTGCN`, :func:`zero_velocity`, :func:`constant_velocity`
 :mod:`.predict`           :class:`Predictor`, :func:`train_predictor`, :func:`evaluate_prediction`,
                           :func:`predict_motion`

@@ -4,8 +4,9 @@ baseline (:mod:`skelanim.learn.stgcn`), trained with the shared loop (:func:`ske
 Input
 -----
 Windows of ``window`` frames at ``fps`` (default 64 frames at 25 fps), as per-joint features
-(:mod:`skelanim.learn.joints`). Each joint of a frame carries 16 numbers, all in the frame's own heading frame (:func:`skelanim.data.features.heading_features`): its
-position relative to the pelvis (3), that position's per-frame change (3), its 6D rotation (6), and the four
+(:mod:`skelanim.learn.joints`). Each joint of a frame carries 16 numbers, all in the frame's own heading
+frame (:func:`skelanim.data.features.heading_features`): its position relative to the pelvis (3), that
+position's per-frame change (3), its 6D rotation (6), and the four
 root features (pelvis step along and across the heading, turning rate, pelvis height) shared by every
 joint; with ``path`` (``Recognizer(path=True)``) three more shared ones, the pelvis path and heading seen from
 the window's middle frame (:func:`skelanim.data.features.window_path`), so that a turn is a heading that
