@@ -142,11 +142,9 @@ def recognize_train(
         False, "--joint-affine/--no-joint-affine", help="ST-GCN: a learned scale and shift per joint in every block."
     ),
     turn: float = typer.Option(
-        0.0, "--turn", min=0.0, max=1.0, help="Chance that a walk / walk-turn window is relabelled with a new heading sweep."
+        0.0, "--turn", min=0.0, max=1.0, help="Chance that a walk or walk-turn window gets a new heading sweep and label."
     ),
-    centre: bool = typer.Option(
-        False, "--centre/--no-centre", help="ST-GCN: the pose channels minus their window mean (motion about the posture)."
-    ),
+    centre: bool = typer.Option(False, "--centre/--no-centre", help="ST-GCN: pose channels minus their window mean."),
     resume: bool = typer.Option(False, "--resume"),
     progress: bool = typer.Option(True, "--progress/--no-progress"),
 ) -> None:
