@@ -46,3 +46,25 @@ def test_turn_relabel_gives_each_label_its_sweep_and_keeps_the_sway():
     changed = (half - turning).abs().amax(1) > 0
     assert 0.3 < float(changed[~bow].float().mean()) < 0.7 and not changed[bow].any()
     assert math.isclose(classes.sign, 1.0)
+
+
+def test_recognize_task_turns_real_walks_through_the_turning_rate_channel(mocap_files, tmp_path):
+    """On real clips (a straight walk and the two turns of one style): the side of a left turn is read from
+    the data, and every relabelled batch window's turning-rate channel sweeps to its label's side."""
+    from skelanim.data import MotionDataset
+    from skelanim.learn.joints import TURN_CHANNEL
+    from skelanim.learn.recognize import Recognizer, RecognizeTask
+
+    names = [f"bandai_namco_2/dataset-2_{c}_normal_001.bvh" for c in ("walk", "walk-turn-left", "walk-turn-right")]
+    ds = MotionDataset(mocap_files(names), fps=25.0, cache=tmp_path)
+    contents = sorted(set(ds.labels("content")))
+    model = Recognizer("stgcn", ds.rig, contents, sorted(set(ds.labels("style"))), window=32)
+    task = RecognizeTask(model, ds, None, stride=4, mirror=False, turn=1.0)
+    assert task.turns is not None and task.turns.sign == 1.0  # the Bandai turns to the left turn +90°
+    batch = task.batch(torch.arange(task.num_samples()), torch.Generator().manual_seed(0))
+    sweep = torch.rad2deg(batch["x"][:, :, 0, TURN_CHANNEL].sum(1))
+    label = [contents[int(c)] for c in batch["content"]]
+    left = torch.tensor([n == "walk-turn-left" for n in label])
+    right = torch.tensor([n == "walk-turn-right" for n in label])
+    assert left.any() and right.any() and (~left & ~right).any()
+    assert (sweep[left] > 30).all() and (sweep[right] < -30).all() and (sweep[~left & ~right].abs() < 15).all()

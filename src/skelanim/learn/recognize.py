@@ -53,6 +53,7 @@ from skelanim.core.motion import Motion
 from skelanim.core.rotations import rot6d_to_matrix, rotvec_to_matrix
 from skelanim.data.clips import clip_from_motion
 from skelanim.data.dataset import MotionDataset
+from skelanim.data.features import wrap_angle
 from skelanim.data.labels import Vocabulary
 from skelanim.data.rig import Rig
 from skelanim.learn.augment import mean_rotations, scale_amplitude, turn_classes, turn_relabel
@@ -308,7 +309,7 @@ class RecognizeTask:
         self.turn, self.turns = float(turn), None
         if self.turn > 0:
             yaw = train_ds.gather(self.windows, model.window, keys=("yaw",))["yaw"]
-            rate = torch.atan2(torch.sin(yaw[:, 1:] - yaw[:, :-1]), torch.cos(yaw[:, 1:] - yaw[:, :-1])).mean(1)
+            rate = wrap_angle(yaw[:, 1:] - yaw[:, :-1]).mean(1)
             self.turns = turn_classes(model.contents.names, self.content, rate)
         sample = self._features(
             self.windows[torch.linspace(0, len(self.windows) - 1, min(len(self.windows), 2000)).long()]
