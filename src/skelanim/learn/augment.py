@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import torch
 from torch import Tensor
@@ -64,10 +65,11 @@ def scale_amplitude(rot: Tensor, mean: Tensor, factor: Tensor) -> Tensor:
     return torch.cat([rot[:, :, :1], m @ rotvec_to_matrix(rel)], dim=2)
 
 
+@dataclass(frozen=True)
 class TurnClasses:
     """Content triples ``(X, X-turn-left, X-turn-right)`` of a vocabulary, for :func:`turn_relabel`.
 
-    Parameters
+    Attributes
     ----------
     base, left, right : Tensor
         ``(K,)`` class indices of each triple's straight, left-turn and right-turn content.
@@ -76,11 +78,10 @@ class TurnClasses:
         training windows (:func:`turn_classes`), so the rig's axes need not be assumed.
     """
 
-    def __init__(self, base: Tensor, left: Tensor, right: Tensor, sign: float) -> None:
-        self.base, self.left, self.right, self.sign = base, left, right, float(sign)
-
-    def __len__(self) -> int:
-        return len(self.base)
+    base: Tensor
+    left: Tensor
+    right: Tensor
+    sign: float
 
 
 def turn_classes(contents: Sequence[str], labels: Tensor, turning: Tensor) -> TurnClasses | None:

@@ -36,9 +36,7 @@ from collections.abc import Sequence
 import torch
 from torch import Tensor, nn
 
-POSE_CHANNELS = [0, 1, 2, 6, 7, 8, 9, 10, 11]
-"""Joint-feature channels that hold the pose (position, 6D rotation) rather than its change or the root's motion
-(:func:`skelanim.learn.joints.joint_features`)."""
+from skelanim.learn.joints import POSE_CHANNELS
 
 __all__ = ["STGCN", "Members", "TemporalCNN", "spatial_partitions"]
 
@@ -181,7 +179,7 @@ class STGCN(nn.Module):
     joint_affine : bool
         Every block gets a per-joint scale and shift of its graph-convolution output (:class:`GraphBlock`).
     centre : bool
-        Subtract from the pose channels (joint positions and 6D rotations, :data:`POSE_CHANNELS`) their mean over
+        Subtract from the pose channels (joint positions and 6D rotations, :data:`~skelanim.learn.joints.POSE_CHANNELS`) their mean over
         the window's frames: the network sees how the body moves about its window-mean posture, not the posture
         (a stooped back, arms carried forward), which a style changes and a content need not.
     """
@@ -218,9 +216,9 @@ class STGCN(nn.Module):
         """``(B, T, V, C)`` joint features to ``(B, D)`` features (``readout``)."""
         b, t, v, c = x.shape
         if self.centre:
-            pose = x[..., POSE_CHANNELS]
+            pose = x[..., list(POSE_CHANNELS)]
             x = x.clone()
-            x[..., POSE_CHANNELS] = pose - pose.mean(dim=1, keepdim=True)
+            x[..., list(POSE_CHANNELS)] = pose - pose.mean(dim=1, keepdim=True)
         x = self.data_bn(x.reshape(b, t, v * c).transpose(1, 2))
         if self.pool > 1:
             x = nn.functional.avg_pool1d(x, self.pool, self.pool, ceil_mode=True)
