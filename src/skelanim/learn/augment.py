@@ -16,7 +16,7 @@ __all__ = ["TurnClasses", "mean_rotations", "scale_amplitude", "turn_classes", "
 
 TURN_DEGREES = (40.0, 100.0)
 """Range of the heading sweep, in degrees per window, given to a window relabelled as a turn (the Bandai
-``walk-turn-*`` takes turn 90° in all; their 64-frame windows 16-102°, median 46-99°, against at most 31°
+``walk-turn-*`` takes turn 90° in all; their 64-frame windows by a median of 46-99°, against at most 31°
 for a straight walk)."""
 
 STRAIGHT_DEGREES = 10.0

@@ -4,8 +4,8 @@ Each joint of a frame carries 16 numbers, all in the frame's own heading frame
 (:func:`skelanim.data.features.heading_features`): its position relative to the pelvis (3), that position's
 per-frame change (3), its 6D rotation (6), and the four root features (pelvis step along and across the
 heading, turning rate, pelvis height) shared by every joint; with ``path`` three more shared ones
-(:func:`skelanim.data.features.window_path`). :func:`mirror_features` mirrors them (a signed permutation, so it
-commutes with anything linear done to the windows), :func:`mirror_labels` maps the contents.
+(:func:`skelanim.data.features.window_path`). :func:`mirror_features` mirrors them (a signed permutation of the
+channels, so it commutes with resampling or centring over the frames), :func:`mirror_labels` maps the contents.
 """
 
 from __future__ import annotations
