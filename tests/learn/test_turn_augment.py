@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+import pytest
 import torch
 
 from skelanim.learn.augment import STRAIGHT_DEGREES, TURN_DEGREES, turn_classes, turn_relabel
@@ -68,3 +69,12 @@ def test_recognize_task_turns_real_walks_through_the_turning_rate_channel(mocap_
     right = torch.tensor([n == "walk-turn-right" for n in label])
     assert left.any() and right.any() and (~left & ~right).any()
     assert (sweep[left] > 30).all() and (sweep[right] < -30).all() and (sweep[~left & ~right].abs() < 15).all()
+
+
+def test_turn_relabelling_refuses_the_window_path_features(tiny_ds):
+    """The path features carry the heading's sweep as well; relabelling only rewrites the turning rate."""
+    from skelanim.learn.recognize import Recognizer, RecognizeTask
+
+    model = Recognizer("stgcn", tiny_ds.rig, sorted(set(tiny_ds.labels("content"))), [], window=32, path=True)
+    with pytest.raises(ValueError, match="path"):
+        RecognizeTask(model, tiny_ds, None, stride=16, turn=0.5)

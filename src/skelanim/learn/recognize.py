@@ -308,6 +308,8 @@ class RecognizeTask:
         self.mirror = mirror
         self.turn, self.turns = float(turn), None
         if self.turn > 0:
+            if model.path:  # the path features hold the heading's sweep too, which relabelling does not redo
+                raise ValueError("turn relabelling and the window path features cannot be combined")
             yaw = train_ds.gather(self.windows, model.window, keys=("yaw",))["yaw"]
             rate = wrap_angle(yaw[:, 1:] - yaw[:, :-1]).mean(1)
             self.turns = turn_classes(model.contents.names, self.content, rate)
