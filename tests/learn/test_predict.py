@@ -276,3 +276,22 @@ def test_combined_predictor_averages_the_frame_vectors_of_different_architecture
         CombinedPredictor([rnn])
     with pytest.raises(ValueError, match="share"):
         CombinedPredictor([rnn, Predictor("gcn", tiny_ds.rig, horizon=10)])
+
+
+def test_amplitude_augmentation_shrinks_each_window_about_its_own_mean_pose(tiny_ds):
+    model = Predictor("rnn", tiny_ds.rig, observed=10, horizon=10, arch_options={"hidden": 8})
+    plain = PredictTask(model, tiny_ds, None, stride=10)
+    half = PredictTask(model, tiny_ds, None, stride=10, amplitude=(0.5, 0.5))
+    idx = torch.arange(4)
+    x, y = plain.batch(idx, seeded_generator(0))["x"], half.batch(idx, seeded_generator(0))["x"]
+    rot_x, pelvis_x = vectors_to_frames(x)
+    rot_y, pelvis_y = vectors_to_frames(y)
+    assert torch.equal(pelvis_x, pelvis_y) and torch.allclose(rot_x[:, :, 0], rot_y[:, :, 0], atol=1e-5)
+    # FK (independent of the rotation maths): the hand's path about its window mean shrinks, the mean pose stays
+    fk = model.fk
+    hand = tiny_ds.rig.names.index("Hand_L")
+    zero = torch.zeros_like(pelvis_x)
+    px, py = fk(rot_x, zero)[1][:, :, hand], fk(rot_y, zero)[1][:, :, hand]
+    spread_x = (px - px.mean(1, keepdim=True)).norm(dim=-1).mean()
+    spread_y = (py - py.mean(1, keepdim=True)).norm(dim=-1).mean()
+    assert 0.4 < float(spread_y / spread_x) < 0.6

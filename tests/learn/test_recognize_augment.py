@@ -174,3 +174,18 @@ def test_style_adversary_reverses_the_style_gradient_into_the_network_only(tiny_
         assert torch.allclose(adversarial[n], plain[n], atol=1e-6)
     for n in trunk:  # the network before it is pushed the other way, twice as hard
         assert torch.allclose(adversarial[n], -2.0 * plain[n], atol=1e-6, rtol=1e-4)
+
+
+def test_mean_rotations_per_window_is_the_mean_of_each_window():
+    rot = _random_rotations(3, 6, 4)  # (B, T, M)
+    each = torch.stack([mean_rotations(rot[b]) for b in range(3)])
+    assert torch.allclose(mean_rotations(rot, dim=1), each, atol=1e-12)
+    shifted = rot.clone()
+    shifted[1] = _random_rotations(4, seed=5)[None] @ rot[1]  # another window moved: only its own mean moves
+    means = mean_rotations(shifted, dim=1)
+    assert torch.allclose(means[[0, 2]], each[[0, 2]]) and not torch.allclose(means[1], each[1], atol=1e-3)
+    half = scale_amplitude(rot, each, torch.tensor([0.5, 1.0, 0.0]))
+    assert torch.allclose(half[1], rot[1], atol=1e-9)  # factor 1 keeps its window
+    assert torch.allclose(half[2, :, 1:], each[2, 1:].expand(6, 3, 3, 3), atol=1e-9)  # factor 0: its own mean
+    q = matrix_to_quat(each[0, 1:]).expand(6, 3, 4)  # factor 0.5: halfway along the geodesic to its own mean
+    assert torch.allclose(half[0, :, 1:], quat_to_matrix(quat_slerp(q, matrix_to_quat(rot[0, :, 1:]), 0.5)), atol=1e-7)

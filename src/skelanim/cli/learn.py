@@ -238,12 +238,8 @@ def predict_train(
     stride: int = typer.Option(4, "--stride", min=1),
     hidden: int | None = typer.Option(None, "--hidden", min=4, help="GRU width / GCN node features."),
     attention: int | None = typer.Option(None, "--attention", min=0, help="GRU history-attention width (0: none)."),
-    anchor: bool = typer.Option(
-        False, "--anchor/--no-anchor", help="GRU decoder also sees the observed motion's periodic continuation."
-    ),
-    spring: bool = typer.Option(
-        False, "--spring/--no-spring", help="GRU decoder steps are pulled toward the observed mean pose (learned)."
-    ),
+    anchor: bool = typer.Option(False, "--anchor/--no-anchor", help="GRU decoder sees the periodic continuation."),
+    spring: bool = typer.Option(False, "--spring/--no-spring", help="GRU steps pulled toward the observed mean pose."),
     observed_frames: int | None = typer.Option(None, "--gcn-observed", min=2, help="Observed frames the DCT-GCN uses."),
     gcn_pad: str | None = typer.Option(None, "--gcn-pad", help="DCT-GCN future fill: velocity (default) or periodic."),
     mirror: bool = typer.Option(False, "--mirror/--no-mirror", help="Mirror half of the training windows."),
@@ -251,6 +247,9 @@ def predict_train(
         False, "--half-period/--no-half-period", help="The periodic continuation may repeat a half period mirrored."
     ),
     speed: tuple[float, float] = typer.Option((1.0, 1.0), "--speed", help="Playback-speed augmentation range."),
+    amplitude: tuple[float, float] = typer.Option(
+        (1.0, 1.0), "--amplitude", help="Scale each window's joint rotations about its own mean pose by LO-HI."
+    ),
     global_weight: float = typer.Option(1.0, "--global-weight", min=0.0, help="Weight of the with-root-motion error."),
     horizon_decay: float = typer.Option(
         0.5, "--horizon-decay", min=0.0, help="Future frame k weighs (k + 1)^-DECAY in the loss (0: all alike)."
@@ -279,7 +278,7 @@ def predict_train(
                "spring": spring if arch == "rnn" and spring else None,
                "observed": observed_frames if arch == "gcn" else None, "pad": gcn_pad if arch == "gcn" else None,
                "half_period": True if half_period else None}  # fmt: skip
-    task = {"mirror": mirror, "speed": speed, "global_weight": global_weight, "horizon_decay": horizon_decay,
+    task = {"mirror": mirror, "speed": speed, "amplitude": amplitude, "global_weight": global_weight, "horizon_decay": horizon_decay,
             "file_balance": file_balance}  # fmt: skip
     result = train_predictor(parts["train"], parts["val"], out, arch=arch, stride=stride,
                              arch_options={k: v for k, v in options.items() if v is not None} or None, task_options=task,

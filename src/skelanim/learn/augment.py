@@ -23,22 +23,24 @@ STRAIGHT_DEGREES = 10.0
 """A window relabelled as straight sweeps ``U(-10°, 10°)``."""
 
 
-def mean_rotations(rot: Tensor) -> Tensor:
-    """Chordal mean of rotation matrices over the leading dims (the rotation nearest their average).
+def mean_rotations(rot: Tensor, dim: int = 0) -> Tensor:
+    """Chordal mean of rotation matrices over one dim (the rotation nearest their average).
 
     Parameters
     ----------
     rot : Tensor
-        ``(N, M, 3, 3)``.
+        ``(N, M, 3, 3)`` (``dim`` 0), or e.g. ``(B, T, M, 3, 3)`` with ``dim=1`` for each window's mean pose.
+    dim : int
+        The dim averaged over (not one of the last two).
 
     Returns
     -------
     Tensor
-        ``(M, 3, 3)``.
+        ``rot`` without ``dim``: ``(M, 3, 3)``, ``(B, M, 3, 3)``.
     """
-    u, _, vh = torch.linalg.svd(rot.double().mean(0))
+    u, _, vh = torch.linalg.svd(rot.double().mean(dim))
     d = torch.sign(torch.linalg.det(u @ vh))
-    u = torch.cat([u[..., :2], u[..., 2:] * d[:, None, None]], dim=-1)
+    u = torch.cat([u[..., :2], u[..., 2:] * d[..., None, None]], dim=-1)
     return (u @ vh).to(rot.dtype)
 
 
@@ -51,7 +53,7 @@ def scale_amplitude(rot: Tensor, mean: Tensor, factor: Tensor) -> Tensor:
     rot : Tensor
         ``(B, T, M, 3, 3)`` (body root in world).
     mean : Tensor
-        ``(M, 3, 3)`` mean local rotations (:func:`mean_rotations`).
+        ``(M, 3, 3)`` mean local rotations (:func:`mean_rotations`), or ``(B, M, 3, 3)``, one per window.
     factor : Tensor
         ``(B,)`` amplitude factors ``a``.
 
@@ -60,7 +62,7 @@ def scale_amplitude(rot: Tensor, mean: Tensor, factor: Tensor) -> Tensor:
     Tensor
         ``(B, T, M, 3, 3)``.
     """
-    m = mean[1:]
+    m = mean[..., 1:, :, :] if mean.dim() == 3 else mean[:, None, 1:]
     rel = matrix_to_rotvec(m.transpose(-1, -2) @ rot[:, :, 1:]) * factor[:, None, None, None]
     return torch.cat([rot[:, :, :1], m @ rotvec_to_matrix(rel)], dim=2)
 

@@ -38,6 +38,7 @@ from skelanim.data.dataset import MotionDataset
 from skelanim.data.features import from_reference_frame, to_reference_frame
 from skelanim.data.rig import Rig
 from skelanim.errors import SkeletonError
+from skelanim.learn.augment import mean_rotations, scale_amplitude
 from skelanim.learn.common import (
     Normalizer,
     file_balance_weights,
@@ -251,6 +252,10 @@ class PredictTask:
         Training window stride.
     speed : tuple of float
         Range of the playback-speed augmentation (``(1, 1)``: none).
+    amplitude : tuple of float
+        Range of the amplitude augmentation (``(1, 1)``: none): each window's joint rotations moved toward
+        (``a < 1``) or away from its own mean pose, ``R' = M_w (M_w^T R)^a`` with ``a`` log-uniform in the range
+        (:func:`~skelanim.learn.augment.scale_amplitude`), so a small or large gesture is continued at its own size.
     mirror : bool
         Mirror a random half of each batch (left/right, :func:`rig_mirror`).
     global_weight : float
@@ -269,11 +274,11 @@ class PredictTask:
     metric = "val_mpjpe"
 
     def __init__(self, model: Predictor, train_ds: MotionDataset, val_ds: MotionDataset | None, *, stride: int = 2,
-                 speed: tuple[float, float] = (1.0, 1.0), mirror: bool = False, global_weight: float = 1.0,
-                 noise: float = 0.0, horizon_decay: float = 0.5, file_balance: float = 0.0,
+                 speed: tuple[float, float] = (1.0, 1.0), amplitude: tuple[float, float] = (1.0, 1.0),
+                 mirror: bool = False, global_weight: float = 1.0, noise: float = 0.0, horizon_decay: float = 0.5, file_balance: float = 0.0,
                  meta: dict[str, Any] | None = None) -> None:  # fmt: skip
         self.model, self.train_ds, self.val_ds, self.meta = model, train_ds, val_ds, dict(meta or {})
-        self.speed = tuple(speed)
+        self.speed, self.amplitude = tuple(speed), tuple(amplitude)
         self.global_weight, self.noise, self.horizon_decay = float(global_weight), float(noise), float(horizon_decay)
         self.length = model.observed + model.horizon
         self.windows = train_ds.windows(self.length, stride, pad_short=False)
@@ -309,6 +314,10 @@ class PredictTask:
             m_rot, m_pel = mirror_frames(rot[flip], pelvis[flip], *self.mirror)
             rot, pelvis = rot.clone(), pelvis.clone()
             rot[flip], pelvis[flip] = m_rot, m_pel
+        if self.amplitude != (1.0, 1.0):
+            lo, hi = math.log(self.amplitude[0]), math.log(self.amplitude[1])
+            factor = torch.empty(len(indices)).uniform_(lo, hi, generator=generator).exp()
+            rot = scale_amplitude(rot, mean_rotations(rot, dim=1), factor)
         x = frames_to_vectors(rot, pelvis)
         if length != self.length:
             x = nn.functional.interpolate(x.transpose(1, 2), size=self.length, mode="linear", align_corners=True)
