@@ -202,3 +202,26 @@ def test_centre_ignores_a_constant_posture_but_not_motion():
     step = x.clone()
     step[..., 3] += 1.0  # the change channels are not centred
     assert not torch.allclose(centred(step)[0], centred(x)[0], atol=1e-3)
+
+
+def test_rescale_sees_a_small_motion_at_the_size_of_a_large_one():
+    torch.manual_seed(0)
+    kw = {"channels": (8, 8), "strides": (1, 2), "readout": 6}
+    scaled = STGCN([-1, 0, 1, 2, 1], 16, 3, 0, centre=True, rescale=True, **kw).eval()
+    centred = STGCN([-1, 0, 1, 2, 1], 16, 3, 0, centre=True, **kw).eval()
+    centred.load_state_dict(scaled.state_dict())
+    x = torch.randn(2, 12, 5, 16)
+    pose, change = [0, 1, 2, 6, 7, 8, 9, 10, 11], [3, 4, 5]
+    small = x.clone()
+    small[..., pose] = 5.0 + 0.3 * x[..., pose]  # another posture, a third of the motion
+    small[..., change] = 0.3 * x[..., change]
+    assert torch.allclose(scaled(small)[0], scaled(x)[0], atol=1e-4)
+    assert not torch.allclose(centred(small)[0], centred(x)[0], atol=1e-3)
+    root = x.clone()
+    root[..., 12] *= 0.3  # the root's channels keep their scale
+    assert not torch.allclose(scaled(root)[0], scaled(x)[0], atol=1e-3)
+    still = torch.zeros(1, 12, 5, 16)
+    still[..., 0] = 1e-4 * torch.randn(1, 12, 5)  # a still window's noise is not blown up to unit size (the floor)
+    assert torch.allclose(scaled(still)[0], scaled(torch.zeros_like(still))[0], atol=1e-3)
+    with pytest.raises(ValueError, match="rescale needs centre"):
+        STGCN([-1, 0, 1, 2, 1], 16, 3, 0, rescale=True, **kw)

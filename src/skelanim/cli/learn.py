@@ -145,6 +145,7 @@ def recognize_train(
         0.0, "--turn", min=0.0, max=1.0, help="Chance that a walk or walk-turn window gets a new heading sweep and label."
     ),
     centre: bool = typer.Option(False, "--centre/--no-centre", help="ST-GCN: pose channels minus their window mean."),
+    rescale: bool = typer.Option(False, "--rescale", help="ST-GCN with --centre: window motion over its RMS too."),
     resume: bool = typer.Option(False, "--resume"),
     progress: bool = typer.Option(True, "--progress/--no-progress"),
 ) -> None:
@@ -157,7 +158,8 @@ def recognize_train(
     if arch == "stgcn":
         options = {**({"readout": readout} if readout else {}), **({"adaptive": True} if adaptive else {}),
                    **({"joint_input": joint_input} if joint_input else {}),
-                   **({"joint_affine": True} if joint_affine else {}), **({"centre": True} if centre else {})}  # fmt: skip
+                   **({"joint_affine": True} if joint_affine else {}), **({"centre": True} if centre else {}),
+                   **({"rescale": True} if rescale else {})}  # fmt: skip
     parts = _parts(_dataset(data, fps, threads, progress), split, seed)
     result = train_recognizer(parts["train"], parts["val"], out, arch=arch, window=window, stride=stride,
                               loop=_loop(epochs, batch_size, lr, seed, max_steps, progress, ema=ema, keep=keep), mirror=mirror, balance=balance,
