@@ -40,7 +40,7 @@ def _torchrun(args: list[str], cache: Path) -> subprocess.CompletedProcess:
 @pytest.mark.parametrize(
     ("trainer", "extra"),
     [
-        ("recognize", ["--window", "32", "--stride", "16", "--epochs", "2", "--batch-size", "8"]),
+        ("recognize", ["--window", "32", "--stride", "16", "--epochs", "2", "--batch-size", "8", "--centre", "--rescale"]),
         ("predict", ["--stride", "16", "--hidden", "16", "--epochs", "2", "--batch-size", "8", "--amplitude", "0.8", "1.1"]),
     ],
 )
@@ -53,8 +53,10 @@ def test_trainer_with_two_processes(data_folder, tmp_path, trainer, extra):
     config = json.loads((out / "config.json").read_text())
     assert config["training"]["world_size"] == 2
     assert (out / "model.safetensors").stat().st_size > 1000
-    if trainer == "predict":  # the CLI's augmentation reaches the task and is recorded with the model
+    if trainer == "predict":  # the CLI's options reach the task or the network and are recorded with the model
         assert config["training"]["task_options"]["amplitude"] == [0.8, 1.1]
+    else:
+        assert config["arch_options"]["centre"] is True and config["arch_options"]["rescale"] is True
 
 
 def test_generator_vae_and_gan_stages_with_two_processes(data_folder, tmp_path):

@@ -143,6 +143,15 @@ def test_posture_augmentation_offsets_one_joint_and_moves_only_its_descendants(t
     assert torch.allclose(reach(moved), reach(plain), atol=1e-4)
 
 
+def test_cli_rejects_rescale_without_centre(tmp_path, capsys):
+    from skelanim.cli import main
+
+    out = tmp_path / "rec"
+    assert main(["learn", "recognize", "train", "--data", str(tmp_path), "--out", str(out), "--rescale"]) == 2
+    err = capsys.readouterr().err
+    assert "--rescale" in err and "--centre" in err and "Traceback" not in err and not out.exists()
+
+
 def test_cli_rejects_an_unknown_keep(tmp_path, capsys):
     from skelanim.cli import main
 

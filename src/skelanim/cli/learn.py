@@ -138,9 +138,7 @@ def recognize_train(
     joint_input: int = typer.Option(
         0, "--joint-input", min=0, help="ST-GCN: each joint's features first go through its own linear map to N channels."
     ),
-    joint_affine: bool = typer.Option(
-        False, "--joint-affine/--no-joint-affine", help="ST-GCN: a learned scale and shift per joint in every block."
-    ),
+    joint_affine: bool = typer.Option(False, "--joint-affine/--no-joint-affine", help="ST-GCN: per-joint affine per block."),
     turn: float = typer.Option(
         0.0, "--turn", min=0.0, max=1.0, help="Chance that a walk or walk-turn window gets a new heading sweep and label."
     ),
@@ -154,12 +152,11 @@ def recognize_train(
 
     if not 0.0 < amplitude[0] <= amplitude[1]:
         raise typer.BadParameter(f"expected 0 < LO <= HI, got {amplitude[0]} {amplitude[1]}", param_hint="--amplitude")
-    options: dict = {}
-    if arch == "stgcn":
-        options = {**({"readout": readout} if readout else {}), **({"adaptive": True} if adaptive else {}),
-                   **({"joint_input": joint_input} if joint_input else {}),
-                   **({"joint_affine": True} if joint_affine else {}), **({"centre": True} if centre else {}),
-                   **({"rescale": True} if rescale else {})}  # fmt: skip
+    if rescale and not centre:
+        raise typer.BadParameter("needs --centre (it scales the motion about the window mean)", param_hint="--rescale")
+    flags = {"readout": readout, "adaptive": adaptive, "joint_input": joint_input, "joint_affine": joint_affine,
+             "centre": centre, "rescale": rescale}  # fmt: skip
+    options = {k: v for k, v in flags.items() if v} if arch == "stgcn" else {}
     parts = _parts(_dataset(data, fps, threads, progress), split, seed)
     result = train_recognizer(parts["train"], parts["val"], out, arch=arch, window=window, stride=stride,
                               loop=_loop(epochs, batch_size, lr, seed, max_steps, progress, ema=ema, keep=keep), mirror=mirror, balance=balance,
