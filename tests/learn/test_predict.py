@@ -295,3 +295,13 @@ def test_amplitude_augmentation_shrinks_each_window_about_its_own_mean_pose(tiny
     spread_x = (px - px.mean(1, keepdim=True)).norm(dim=-1).mean()
     spread_y = (py - py.mean(1, keepdim=True)).norm(dim=-1).mean()
     assert 0.4 < float(spread_y / spread_x) < 0.6
+
+
+@pytest.mark.parametrize("flag", ["--speed", "--amplitude"])
+def test_cli_rejects_a_reversed_augmentation_range(tmp_path, capsys, flag):
+    from skelanim.cli import main
+
+    out = tmp_path / "pred"
+    assert main(["learn", "predict", "train", "--data", str(tmp_path), "--out", str(out), flag, "1.2", "0.5"]) == 2
+    err = capsys.readouterr().err
+    assert flag in err and "LO <= HI" in err and "Traceback" not in err and not out.exists()

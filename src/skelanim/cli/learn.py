@@ -72,6 +72,16 @@ def _check_keep(value: str) -> str:
     return value
 
 
+def _check_range(value: tuple[float, float]) -> tuple[float, float]:
+    if not 0.0 < value[0] <= value[1]:
+        raise typer.BadParameter(f"expected 0 < LO <= HI, got {value[0]} {value[1]}")
+    return value
+
+
+def _range_option(flag: str, help_text: str) -> Any:
+    return typer.Option((1.0, 1.0), flag, help=help_text, callback=_check_range)
+
+
 def _report(out: Path, result: dict[str, Any], metric: str) -> None:
     from skelanim.nn import distributed
 
@@ -118,12 +128,8 @@ def recognize_train(
     file_balance: float = typer.Option(
         0.0, "--file-balance", min=0.0, help="Window weights ∝ (windows of its file)^-FILE_BALANCE: short files count more."
     ),
-    amplitude: tuple[float, float] = typer.Option(
-        (1.0, 1.0), "--amplitude", help="Amplitude augmentation: scale joint rotations about the mean pose by LO-HI."
-    ),
-    test_mirror: bool = typer.Option(
-        False, "--test-mirror/--no-test-mirror", help="Classify each window together with its mirror image."
-    ),
+    amplitude: tuple[float, float] = _range_option("--amplitude", "Scale joint rotations about the mean pose by LO-HI."),
+    test_mirror: bool = typer.Option(False, "--test-mirror/--no-test-mirror", help="Also classify each window's mirror."),
     adaptive: bool = typer.Option(False, "--adaptive/--no-adaptive", help="ST-GCN: learned dense adjacency (2s-AGCN)."),
     path: bool = typer.Option(
         False, "--path/--no-path", help="Also give the pelvis path and heading seen from the window's middle frame."
@@ -150,8 +156,6 @@ def recognize_train(
     """Train a recogniser (ST-GCN or the CNN baseline); OUT gets model.safetensors + config.json."""
     from skelanim.learn.recognize import train_recognizer
 
-    if not 0.0 < amplitude[0] <= amplitude[1]:
-        raise typer.BadParameter(f"expected 0 < LO <= HI, got {amplitude[0]} {amplitude[1]}", param_hint="--amplitude")
     if rescale and not centre:
         raise typer.BadParameter("needs --centre (it scales the motion about the window mean)", param_hint="--rescale")
     flags = {"readout": readout, "adaptive": adaptive, "joint_input": joint_input, "joint_affine": joint_affine,
@@ -245,10 +249,8 @@ def predict_train(
     half_period: bool = typer.Option(
         False, "--half-period/--no-half-period", help="The periodic continuation may repeat a half period mirrored."
     ),
-    speed: tuple[float, float] = typer.Option((1.0, 1.0), "--speed", help="Playback-speed augmentation range."),
-    amplitude: tuple[float, float] = typer.Option(
-        (1.0, 1.0), "--amplitude", help="Scale each window's joint rotations about its own mean pose by LO-HI."
-    ),
+    speed: tuple[float, float] = _range_option("--speed", "Playback-speed augmentation range LO-HI."),
+    amplitude: tuple[float, float] = _range_option("--amplitude", "Scale joint motion about each window's mean by LO-HI."),
     global_weight: float = typer.Option(1.0, "--global-weight", min=0.0, help="Weight of the with-root-motion error."),
     horizon_decay: float = typer.Option(
         0.5, "--horizon-decay", min=0.0, help="Future frame k weighs (k + 1)^-DECAY in the loss (0: all alike)."
