@@ -198,3 +198,14 @@ def test_mean_rotations_per_window_is_the_mean_of_each_window():
     assert torch.allclose(half[2, :, 1:], each[2, 1:].expand(6, 3, 3, 3), atol=1e-9)  # factor 0: its own mean
     q = matrix_to_quat(each[0, 1:]).expand(6, 3, 4)  # factor 0.5: halfway along the geodesic to its own mean
     assert torch.allclose(half[0, :, 1:], quat_to_matrix(quat_slerp(q, matrix_to_quat(rot[0, :, 1:]), 0.5)), atol=1e-7)
+
+
+def test_log_uniform_stays_in_range_is_even_in_log_and_draws_nothing_for_a_point():
+    from skelanim.learn.augment import log_uniform
+
+    g = torch.Generator().manual_seed(0)
+    x = log_uniform((0.5, 2.0), (20000,), g)
+    assert float(x.min()) >= 0.5 and float(x.max()) <= 2.0
+    assert abs(float((x < 1.0).float().mean()) - 0.5) < 0.02  # 1 is the geometric middle of 0.5 and 2
+    state = g.get_state()
+    assert torch.equal(log_uniform((0.8, 0.8), (3,), g), torch.full((3,), 0.8)) and torch.equal(g.get_state(), state)

@@ -12,7 +12,7 @@ from torch import Tensor
 
 from skelanim.core.rotations import matrix_to_rotvec, rotvec_to_matrix
 
-__all__ = ["TurnClasses", "mean_rotations", "scale_amplitude", "turn_classes", "turn_relabel"]
+__all__ = ["TurnClasses", "log_uniform", "mean_rotations", "scale_amplitude", "turn_classes", "turn_relabel"]
 
 TURN_DEGREES = (40.0, 100.0)
 """Range of the heading sweep, in degrees per window, given to a window relabelled as a turn (the Bandai
@@ -21,6 +21,17 @@ for a straight walk)."""
 
 STRAIGHT_DEGREES = 10.0
 """A window relabelled as straight sweeps ``U(-10°, 10°)``."""
+
+
+def log_uniform(bounds: tuple[float, float], size: tuple[int, ...] = (), generator: torch.Generator | None = None) -> Tensor:
+    """Factors drawn log-uniformly from ``[LO, HI]`` (playback speed, amplitude), of shape ``size``.
+
+    ``LO == HI`` gives ``LO`` everywhere without drawing, so the generator's stream is untouched.
+    """
+    lo, hi = math.log(bounds[0]), math.log(bounds[1])
+    if hi <= lo:
+        return torch.full(size, float(bounds[0]))
+    return torch.empty(size).uniform_(lo, hi, generator=generator).exp()
 
 
 def mean_rotations(rot: Tensor, dim: int = 0) -> Tensor:

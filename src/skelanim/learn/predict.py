@@ -24,7 +24,6 @@ rotation relative to the reference heading counts as one of them). The ``combine
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, cast
@@ -38,7 +37,7 @@ from skelanim.data.dataset import MotionDataset
 from skelanim.data.features import from_reference_frame, to_reference_frame
 from skelanim.data.rig import Rig
 from skelanim.errors import SkeletonError
-from skelanim.learn.augment import mean_rotations, scale_amplitude
+from skelanim.learn.augment import log_uniform, mean_rotations, scale_amplitude
 from skelanim.learn.common import (
     Normalizer,
     file_balance_weights,
@@ -304,8 +303,7 @@ class PredictTask:
     def batch(self, indices: Tensor, generator: torch.Generator) -> dict[str, Tensor]:
         """Frame vectors ``(B, observed + horizon, D)`` of the windows, optionally played at a random speed
         (``speed`` range, one factor per batch; the window is read longer or shorter and resampled linearly)."""
-        lo, hi = math.log(self.speed[0]), math.log(self.speed[1])
-        speed = math.exp(float(torch.empty(()).uniform_(lo, hi, generator=generator))) if hi > lo else 1.0
+        speed = float(log_uniform(self.speed, (), generator))
         length = max(3, round(self.length * speed))
         ref = round(self.model.observed * length / self.length) - 1
         rot, pelvis = reference_windows(self.train_ds, self.windows[indices], length, ref, self.model.rig)
@@ -315,8 +313,7 @@ class PredictTask:
             rot, pelvis = rot.clone(), pelvis.clone()
             rot[flip], pelvis[flip] = m_rot, m_pel
         if self.amplitude != (1.0, 1.0):
-            lo, hi = math.log(self.amplitude[0]), math.log(self.amplitude[1])
-            factor = torch.empty(len(indices)).uniform_(lo, hi, generator=generator).exp()
+            factor = log_uniform(self.amplitude, (len(indices),), generator)
             rot = scale_amplitude(rot, mean_rotations(rot, dim=1), factor)
         x = frames_to_vectors(rot, pelvis)
         if length != self.length:

@@ -56,7 +56,7 @@ from skelanim.data.dataset import MotionDataset
 from skelanim.data.features import wrap_angle
 from skelanim.data.labels import Vocabulary
 from skelanim.data.rig import Rig
-from skelanim.learn.augment import mean_rotations, scale_amplitude, turn_classes, turn_relabel
+from skelanim.learn.augment import log_uniform, mean_rotations, scale_amplitude, turn_classes, turn_relabel
 from skelanim.learn.common import (
     Normalizer,
     file_balance_weights,
@@ -341,12 +341,9 @@ class RecognizeTask:
     def batch(self, indices: Tensor, generator: torch.Generator) -> dict[str, Tensor]:
         """Features of windows ``indices`` with speed, size and noise augmentation."""
         t = self.model.window
-        speed = math.exp(float(torch.empty(()).uniform_(math.log(SPEED[0]), math.log(SPEED[1]), generator=generator)))
+        speed = float(log_uniform(SPEED, (), generator))
         length = max(2, round(t * speed))
-        amplitude = None
-        if self.amplitude is not None:
-            lo, hi = math.log(self.amplitude[0]), math.log(self.amplitude[1])
-            amplitude = torch.empty(len(indices)).uniform_(lo, hi, generator=generator).exp()
+        amplitude = log_uniform(self.amplitude, (len(indices),), generator) if self.amplitude is not None else None
         posture = None
         if self.posture > 0:
             vec = torch.randn(len(indices), self.rig.num_joints, 3, generator=generator) * self.posture
