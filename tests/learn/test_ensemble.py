@@ -60,12 +60,13 @@ def test_members_may_differ_in_architecture_options(members, tmp_path):
     mixed = Recognizer.load(tmp_path / "mixed")
     config = json.loads((tmp_path / "mixed" / "config.json").read_text())
     assert config["member_options"] == [{}, {"centre": True}] and config["arch_options"]["centre"] is False
-    x = 3.0 * torch.randn(5, 32, plain.rig.num_joints, 16)
+    x = 3.0 * torch.randn(5, 32, plain.rig.num_joints, 16, generator=torch.Generator().manual_seed(0))
     torch.testing.assert_close(mixed.classify(x)[0], 0.5 * (plain.classify(x)[0] + centred.classify(x)[0]))
     posture = x.clone()
     posture[..., :3] += torch.randn(1, 1, plain.rig.num_joints, 3)  # a constant offset of every joint's position
     torch.testing.assert_close(centred.classify(posture)[0], centred.classify(x)[0])  # the centring member ignores it
-    assert not torch.allclose(mixed.classify(posture)[0], mixed.classify(x)[0])  # the other does not
+    # the other does not (its features: the probabilities of these tiny nets can saturate at random inputs)
+    assert not torch.allclose(mixed.classify(posture)[1], mixed.classify(x)[1])
     combine_recognizers(members[:2], tmp_path / "alike")
     assert json.loads((tmp_path / "alike" / "config.json").read_text())["member_options"] is None
 

@@ -1,5 +1,5 @@
-"""``skelanim learn recognize|predict|generate train|eval``, ``skelanim generate``, ``skelanim predict`` and
-``skelanim evaluate``: thin wrappers over :mod:`skelanim.learn` and :mod:`skelanim.metrics`."""
+"""``skelanim learn recognize|generate train|eval``, ``learn curves|ship``, ``skelanim generate`` and
+``skelanim evaluate``, with the helpers :mod:`skelanim.cli.learn_predict` shares: thin wrappers over :mod:`skelanim.learn` and :mod:`skelanim.metrics`."""
 
 from __future__ import annotations
 
@@ -30,11 +30,11 @@ SPLIT_HELP = ("'style' (test styles angry/childish/elderly, validate on proud/yo
               "files per content), 'none'.")
 
 
-def _command() -> str:
+def command_line() -> str:
     return "skelanim " + " ".join(shlex.quote(a) for a in sys.argv[1:])
 
 
-def _dataset(data: list[str], fps: float, threads: int | None, progress: bool = True):
+def load_dataset(data: list[str], fps: float, threads: int | None, progress: bool = True):
     from skelanim.data import MotionDataset
     from skelanim.learn.common import set_threads
 
@@ -42,7 +42,7 @@ def _dataset(data: list[str], fps: float, threads: int | None, progress: bool = 
     return MotionDataset(data, fps=fps, progress=progress)
 
 
-def _parts(ds, split: str, seed: int = 0) -> dict:
+def split_parts(ds, split: str, seed: int = 0) -> dict:
     from skelanim.learn.common import split_dataset
 
     try:
@@ -54,7 +54,7 @@ def _parts(ds, split: str, seed: int = 0) -> dict:
     return parts
 
 
-def _loop(epochs: int, batch_size: int, lr: float, seed: int, max_steps: int | None, progress: bool, warmup: int = 50,
+def train_config(epochs: int, batch_size: int, lr: float, seed: int, max_steps: int | None, progress: bool, warmup: int = 50,
           ema: float = 0.0, keep: str = "best"):  # fmt: skip
     from skelanim.nn.train import TrainConfig
 
@@ -66,23 +66,23 @@ EMA_HELP = "Validate and save an exponential moving average of the weights with 
 KEEP_HELP = "Model folder holds the 'best' epoch on validation or the 'last' one."
 
 
-def _check_keep(value: str) -> str:
+def check_keep(value: str) -> str:
     if value not in ("best", "last"):
         raise typer.BadParameter(f"expected 'best' or 'last', got {value!r}")
     return value
 
 
-def _check_range(value: tuple[float, float]) -> tuple[float, float]:
+def check_range(value: tuple[float, float]) -> tuple[float, float]:
     if not 0.0 < value[0] <= value[1]:
         raise typer.BadParameter(f"expected 0 < LO <= HI, got {value[0]} {value[1]}")
     return value
 
 
-def _range_option(flag: str, help_text: str) -> Any:
-    return typer.Option((1.0, 1.0), flag, help=help_text, callback=_check_range)
+def range_option(flag: str, help_text: str) -> Any:
+    return typer.Option((1.0, 1.0), flag, help=help_text, callback=check_range)
 
 
-def _report(out: Path, result: dict[str, Any], metric: str) -> None:
+def report_training(out: Path, result: dict[str, Any], metric: str) -> None:
     from skelanim.nn import distributed
 
     if distributed.is_main():
@@ -91,14 +91,14 @@ def _report(out: Path, result: dict[str, Any], metric: str) -> None:
                    f"{result['seconds']:.0f} s; best epoch {best.get('epoch')}: {metric} {best.get(metric, float('nan')):.4g})")  # fmt: skip
 
 
-def _check_plot(path: Path) -> None:
+def check_plot(path: Path) -> None:
     """Refuse a figure name with an unknown format before any work."""
     from skelanim.viz.plots import check_figure_path
 
     check_figure_path(path)
 
 
-def _echo_json(obj: Any) -> None:
+def echo_json(obj: Any) -> None:
     typer.echo(json.dumps(obj, indent=1))
 
 
@@ -117,7 +117,7 @@ def recognize_train(
     lr: float = typer.Option(2e-3, "--lr"),
     seed: int = typer.Option(0, "--seed"),
     ema: float = typer.Option(0.0, "--ema", min=0.0, max=0.99999, help=EMA_HELP),
-    keep: str = typer.Option("best", "--keep", help=KEEP_HELP, callback=_check_keep),
+    keep: str = typer.Option("best", "--keep", help=KEEP_HELP, callback=check_keep),
     max_steps: int | None = typer.Option(None, "--max-steps", min=1),
     threads: int | None = typer.Option(None, "--threads", min=1),
     mirror: bool = typer.Option(True, "--mirror/--no-mirror", help="Left/right mirror augmentation (labels swap sides)."),
@@ -128,7 +128,7 @@ def recognize_train(
     file_balance: float = typer.Option(
         0.0, "--file-balance", min=0.0, help="Window weights ∝ (windows of its file)^-FILE_BALANCE: short files count more."
     ),
-    amplitude: tuple[float, float] = _range_option("--amplitude", "Scale joint rotations about the mean pose by LO-HI."),
+    amplitude: tuple[float, float] = range_option("--amplitude", "Scale joint rotations about the mean pose by LO-HI."),
     test_mirror: bool = typer.Option(False, "--test-mirror/--no-test-mirror", help="Also classify each window's mirror."),
     adaptive: bool = typer.Option(False, "--adaptive/--no-adaptive", help="ST-GCN: learned dense adjacency (2s-AGCN)."),
     path: bool = typer.Option(
@@ -161,14 +161,14 @@ def recognize_train(
     flags = {"readout": readout, "adaptive": adaptive, "joint_input": joint_input, "joint_affine": joint_affine,
              "centre": centre, "rescale": rescale}  # fmt: skip
     options = {k: v for k, v in flags.items() if v} if arch == "stgcn" else {}
-    parts = _parts(_dataset(data, fps, threads, progress), split, seed)
+    parts = split_parts(load_dataset(data, fps, threads, progress), split, seed)
     result = train_recognizer(parts["train"], parts["val"], out, arch=arch, window=window, stride=stride,
-                              loop=_loop(epochs, batch_size, lr, seed, max_steps, progress, ema=ema, keep=keep), mirror=mirror, balance=balance,
+                              loop=train_config(epochs, batch_size, lr, seed, max_steps, progress, ema=ema, keep=keep), mirror=mirror, balance=balance,
                               file_balance=file_balance, amplitude=None if amplitude == (1.0, 1.0) else amplitude,
                               test_mirror=test_mirror, path=path, posture=posture, arch_options=options or None,
                               style_weight=style_weight, style_adversary=style_adversary, turn=turn,
-                              resume=resume, command=_command())  # fmt: skip
-    _report(out, result, "val_error")
+                              resume=resume, command=command_line())  # fmt: skip
+    report_training(out, result, "val_error")
 
 
 @recognize_app.command("combine")
@@ -181,14 +181,14 @@ def recognize_combine(
     """Combine separately trained recognisers into one ensemble (mean probabilities, concatenated features)."""
     from skelanim.learn.ensemble import combine_recognizers
 
-    _combine(models, out, combine_recognizers)
+    combine_folders(models, out, combine_recognizers)
 
 
-def _combine(models: list[Path], out: Path, combine: Callable[..., Any]) -> None:
+def combine_folders(models: list[Path], out: Path, combine: Callable[..., Any]) -> None:
     """The ``combine`` commands: at least two folders, then ``combine(models, out, command=...)``."""
     if len(models) < 2:
         raise typer.BadParameter("give two or more model folders", param_hint="MODELS")
-    net = combine(models, out, command=_command())
+    net = combine(models, out, command=command_line())
     typer.echo(f"wrote {out} ({net.members} members, {sum(p.numel() for p in net.parameters())} parameters)")
 
 
@@ -207,9 +207,9 @@ def recognize_eval(
     from skelanim.learn.recognize import Recognizer, evaluate_recognizer
 
     if plot is not None:
-        _check_plot(plot)
+        check_plot(plot)
     net, base = Recognizer.load(model), Recognizer.load(baseline, default="recognize_cnn")
-    ds = _parts(_dataset(data, net.fps, threads, not as_json), split)["test"]
+    ds = split_parts(load_dataset(data, net.fps, threads, not as_json), split)["test"]
     main, ref = evaluate_recognizer(net, ds, stride=stride), evaluate_recognizer(base, ds, stride=stride)
     if plot is not None:
         from skelanim.viz.charts import plot_confusion
@@ -219,7 +219,7 @@ def recognize_eval(
     obj = {"top1_files": main["top1_files"], "top1_windows": main["top1_windows"], "per_class": main["per_class"],
            "baseline_cnn": {"top1_files": ref["top1_files"], "top1_windows": ref["top1_windows"]}}  # fmt: skip
     if as_json:
-        _echo_json(obj)
+        echo_json(obj)
         return
     typer.echo(f"{main['files']} files, {main['windows']} windows")
     typer.echo(f"{'':>22} {'files':>7} {'windows':>8}")
@@ -229,113 +229,6 @@ def recognize_eval(
         typer.echo(f"{name:>22} {v['top1_files']:7.1%} {v['top1_windows']:8.1%}  ({v['files']} files)")
     if plot is not None:
         typer.echo(f"wrote {plot} (confusion matrices)")
-
-
-# ---------------------------------------------------------------------------------------------- predict
-@predict_app.command("train")
-def predict_train(
-    data: list[str] = typer.Option(..., "--data", help=DATA_HELP),
-    out: Path = typer.Option(..., "--out", "-o", help="Model folder to write."),
-    arch: str = typer.Option("rnn", "--arch", help="rnn (seq2seq GRU) or gcn (DCT-GCN)."),
-    split: str = typer.Option("style", "--split", help=SPLIT_HELP),
-    stride: int = typer.Option(4, "--stride", min=1),
-    hidden: int | None = typer.Option(None, "--hidden", min=4, help="GRU width / GCN node features."),
-    attention: int | None = typer.Option(None, "--attention", min=0, help="GRU history-attention width (0: none)."),
-    anchor: bool = typer.Option(False, "--anchor/--no-anchor", help="GRU decoder sees the periodic continuation."),
-    spring: bool = typer.Option(False, "--spring/--no-spring", help="GRU steps pulled toward the observed mean pose."),
-    observed_frames: int | None = typer.Option(None, "--gcn-observed", min=2, help="Observed frames the DCT-GCN uses."),
-    gcn_pad: str | None = typer.Option(None, "--gcn-pad", help="DCT-GCN future fill: velocity (default) or periodic."),
-    mirror: bool = typer.Option(False, "--mirror/--no-mirror", help="Mirror half of the training windows."),
-    half_period: bool = typer.Option(
-        False, "--half-period/--no-half-period", help="The periodic continuation may repeat a half period mirrored."
-    ),
-    speed: tuple[float, float] = _range_option("--speed", "Playback-speed augmentation range LO-HI."),
-    amplitude: tuple[float, float] = _range_option("--amplitude", "Scale joint motion about each window's mean by LO-HI."),
-    global_weight: float = typer.Option(1.0, "--global-weight", min=0.0, help="Weight of the with-root-motion error."),
-    horizon_decay: float = typer.Option(
-        0.5, "--horizon-decay", min=0.0, help="Future frame k weighs (k + 1)^-DECAY in the loss (0: all alike)."
-    ),
-    file_balance: float = typer.Option(
-        0.0, "--file-balance", min=0.0, help="Window weights ∝ (windows of its file)^-FILE_BALANCE: short files count more."
-    ),
-    fps: float = typer.Option(25.0, "--fps"),
-    epochs: int = typer.Option(8, "--epochs", min=1),
-    batch_size: int = typer.Option(64, "--batch-size", min=1),
-    lr: float = typer.Option(2e-3, "--lr"),
-    seed: int = typer.Option(0, "--seed"),
-    ema: float = typer.Option(0.0, "--ema", min=0.0, max=0.99999, help=EMA_HELP),
-    keep: str = typer.Option("best", "--keep", help=KEEP_HELP, callback=_check_keep),
-    max_steps: int | None = typer.Option(None, "--max-steps", min=1),
-    threads: int | None = typer.Option(None, "--threads", min=1),
-    resume: bool = typer.Option(False, "--resume"),
-    progress: bool = typer.Option(True, "--progress/--no-progress"),
-) -> None:
-    """Train a predictor (1 s in, 1 s out at 25 fps)."""
-    from skelanim.learn.predict import train_predictor
-
-    parts = _parts(_dataset(data, fps, threads, progress), split, seed)
-    options = {"hidden": hidden, "attention": attention if arch == "rnn" else None,
-               "anchor": anchor if arch == "rnn" and anchor else None,
-               "spring": spring if arch == "rnn" and spring else None,
-               "observed": observed_frames if arch == "gcn" else None, "pad": gcn_pad if arch == "gcn" else None,
-               "half_period": True if half_period else None}  # fmt: skip
-    task = {"mirror": mirror, "speed": speed, "amplitude": amplitude, "global_weight": global_weight, "horizon_decay": horizon_decay,
-            "file_balance": file_balance}  # fmt: skip
-    result = train_predictor(parts["train"], parts["val"], out, arch=arch, stride=stride,
-                             arch_options={k: v for k, v in options.items() if v is not None} or None, task_options=task,
-                             loop=_loop(epochs, batch_size, lr, seed, max_steps, progress, ema=ema, keep=keep), resume=resume, command=_command())  # fmt: skip
-    _report(out, result, "val_mpjpe")
-
-
-@predict_app.command("combine")
-def predict_combine(
-    models: list[Path] = typer.Argument(..., help="Two or more predictor folders of one recipe (other seeds)."),
-    out: Path = typer.Option(..., "--out", "-o", help="Ensemble model folder to write."),
-) -> None:
-    """Combine separately trained predictors into one ensemble (the mean of their predicted frames)."""
-    from skelanim.learn.ensemble import combine_predictors
-
-    _combine(models, out, combine_predictors)
-
-
-@predict_app.command("eval")
-def predict_eval(
-    data: list[str] = typer.Option(..., "--data", help=DATA_HELP),
-    rnn: Path | None = typer.Option(None, "--rnn", help="GRU folder (default: the shipped one)."),
-    gcn: Path | None = typer.Option(None, "--gcn", help="DCT-GCN folder (default: the shipped one)."),
-    split: str = typer.Option("style", "--split", help=SPLIT_HELP + " Evaluates the test part."),
-    stride: int = typer.Option(10, "--stride", min=1),
-    threads: int | None = typer.Option(None, "--threads", min=1),
-    as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
-    plot: Path | None = typer.Option(None, "--plot", help="Also draw the errors against the horizon (.png, .pdf, .svg)."),
-) -> None:
-    """MPJPE (root-relative and global, fraction of height) and angle error at 80-1000 ms: the GRU, the DCT-GCN,
-    the two averaged (combined) and the zero- and constant-velocity baselines."""
-    from skelanim.learn.predict import CombinedPredictor, Predictor, evaluate_prediction
-
-    if plot is not None:
-        _check_plot(plot)
-    models: dict[str, Any] = {"rnn": Predictor.load(rnn, default="predict_rnn"),
-                              "gcn": Predictor.load(gcn, default="predict_gcn")}  # fmt: skip
-    models["combined"] = CombinedPredictor([models["rnn"], models["gcn"]])
-    ds = _parts(_dataset(data, models["rnn"].fps, threads, not as_json), split)["test"]
-    res = evaluate_prediction(models, ds, stride=stride)
-    if plot is not None:
-        from skelanim.viz.charts import plot_horizon_errors
-        from skelanim.viz.plots import save_figure
-
-        save_figure(plot_horizon_errors(res, title=f"{res['windows']} windows, {split} split"), plot)
-    if as_json:
-        _echo_json({"horizons_ms": res["horizons_ms"], "methods": res["methods"]})
-        return
-    typer.echo(f"{res['windows']} windows; % of skeleton height (angles in degrees)")
-    typer.echo(f"{'':>30}" + "".join(f"{h:>8}" for h in res["horizons_ms"]))
-    for name, v in res["methods"].items():
-        for key in ("mpjpe", "mpjpe_global", "angle_deg"):
-            scale = 1.0 if key == "angle_deg" else 100.0
-            typer.echo(f"{name + ' ' + key:>30}" + "".join(f"{x * scale:8.2f}" for x in v[key]))
-    if plot is not None:
-        typer.echo(f"wrote {plot} (errors against the horizon)")
 
 
 # ---------------------------------------------------------------------------------------------- generate
@@ -380,16 +273,16 @@ def generate_train(
     from skelanim.learn.recognize import Recognizer
 
     rec = Recognizer.load(recognizer)
-    parts = _parts(_dataset(data, fps, threads, progress), split, seed)
+    parts = split_parts(load_dataset(data, fps, threads, progress), split, seed)
     reference = rec.embed_dataset(parts["train"], stride=8, length=window)["features"]
     result = train_generator(parts["train"], out, length=window, stride=stride, embed=rec.embed_arrays, reference=reference,
-                             vae_loop=_loop(vae_epochs, batch_size, lr, seed, max_steps, progress, 100),
-                             gan_loop=_loop(gan_epochs, batch_size, gan_lr, seed, max_steps, progress, 20) if gan_epochs else None,
+                             vae_loop=train_config(vae_epochs, batch_size, lr, seed, max_steps, progress, 100),
+                             gan_loop=train_config(gan_epochs, batch_size, gan_lr, seed, max_steps, progress, 20) if gan_epochs else None,
                              weights={"beta": beta, "free_bits": free_bits, "w_vel": vel, "adversarial": adversarial,
                                       "w_speed": speed, "recognition": recognition}, options={"z_every": z_every},
-                             recognizer=rec, init=init, resume=resume, command=_command())  # fmt: skip
+                             recognizer=rec, init=init, resume=resume, command=command_line())  # fmt: skip
     last = result["gan"] or result["vae"]
-    _report(
+    report_training(
         out,
         {**last, "parameters": result["parameters"]},
         "val_fid" if last.get("best", {}).get("val_fid") is not None else "val_rec",
@@ -411,13 +304,13 @@ def generate_eval(
     from skelanim.learn.recognize import Recognizer
 
     gen, rec = Generator.load(model), Recognizer.load(recognizer)
-    parts = _parts(_dataset(data, gen.fps, threads, not as_json), split)
+    parts = split_parts(load_dataset(data, gen.fps, threads, not as_json), split)
     if parts["test"] is None:
         raise typer.BadParameter("the split leaves no test files", param_hint="--split")
     res = evaluate_generation(gen, rec.embed_arrays, parts["train"], parts["test"], seed=seed)
     keys = ("fid", "fid_real", "recognised", "diversity", "foot_skating", "foot_skating_real")
     if as_json:
-        _echo_json({k: res[k] for k in keys})
+        echo_json({k: res[k] for k in keys})
         return
     for k in (*keys, "diversity_real", "limb_speed", "limb_speed_real", "contact_share", "contact_share_real", "samples",
               "real_windows"):  # fmt: skip
@@ -433,7 +326,7 @@ def curves(
     from skelanim.viz.charts import plot_training_history, training_history
     from skelanim.viz.plots import save_figure
 
-    _check_plot(out)
+    check_plot(out)
     history, best = training_history(folder)
     save_figure(plot_training_history(history, best_epoch=best, title=str(folder)), out)
     typer.echo(f"wrote {out} ({len(history)} epochs" + (f", best {best})" if best is not None else ")"))
@@ -501,50 +394,6 @@ def generate_cmd(
     typer.echo(f"wrote {len(results)} BVH files ({results[0].num_frames} frames at {gen.fps:g} fps) to {out}")
 
 
-@app.command("predict")
-def predict_cmd(
-    src: Path = typer.Argument(..., help="Input motion on the model's skeleton (Bandai-Namco for the shipped models)."),
-    out: Path = typer.Option(..., "-o", "--out", help="Output motion: the input followed by the prediction."),
-    seconds: float = typer.Option(1.0, "--seconds", min=0.04, help="How far to predict."),
-    method: str = typer.Option(
-        "rnn", "--method", help="rnn, gcn, combined (the two averaged), zero_velocity or constant_velocity."
-    ),
-    model: list[Path] = typer.Option(
-        [], "--model", "-m", help="Predictor folder (default: the shipped one for --method); for combined, "
-        "repeat it for each predictor to average (default: the shipped rnn and gcn).",
-    ),
-) -> None:
-    """Continue IN by SECONDS of predicted motion (from its last second)."""
-    import skelanim
-    from skelanim.learn.predict import METHODS, CombinedPredictor, Predictor, predict_motion
-
-    if method not in METHODS:
-        raise typer.BadParameter(f"unknown method {method!r}; choose from {', '.join(METHODS)}", param_hint="--method")
-    net: Predictor | CombinedPredictor
-    if method == "combined":
-        if len(model) == 1:
-            raise typer.BadParameter("combined averages two or more predictors: repeat --model", param_hint="--model")
-        members = ([Predictor.load(folder) for folder in model] if model else
-                   [Predictor.load(None, default="predict_rnn"), Predictor.load(None, default="predict_gcn")])  # fmt: skip
-        try:
-            net = CombinedPredictor(members)
-        except ValueError as err:
-            raise typer.BadParameter(str(err), param_hint="--model") from None
-    elif len(model) > 1:
-        raise typer.BadParameter(f"--method {method} takes one --model", param_hint="--model")
-    else:
-        net = Predictor.load(model[0] if model else None, default="predict_gcn" if method == "gcn" else "predict_rnn")
-    motion = skelanim.load(src)
-    try:
-        result = predict_motion(motion, method=method, model=net, seconds=seconds)
-    except skelanim.errors.SkelanimError as err:
-        err.path = err.path or str(src)
-        raise
-    skelanim.save(result, out)
-    typer.echo(f"wrote {out} ({motion.num_frames} input frames + {result.num_frames - motion.num_frames} predicted, "
-               f"{result.fps:g} fps, method {method})")  # fmt: skip
-
-
 @app.command("evaluate")
 def evaluate_cmd(
     set_a: Path = typer.Argument(..., help="A motion file or a folder of them."),
@@ -577,7 +426,7 @@ def evaluate_cmd(
         motions["a"], motions["b"], embed=rec.embed_motions, contents_a=contents["a"], contents_b=contents["b"]
     )
     if as_json:
-        _echo_json(res)
+        echo_json(res)
         return
     typer.echo(f"{'':>20} {'A':>12} {'B':>12}")
     for key in (

@@ -1,0 +1,178 @@
+"""``skelanim learn predict train|combine|eval`` and ``skelanim predict``: thin wrappers over
+:mod:`skelanim.learn.predict` (the shared options and helpers are :mod:`skelanim.cli.learn`'s)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from skelanim.cli import app
+from skelanim.cli.learn import (
+    DATA_HELP,
+    EMA_HELP,
+    KEEP_HELP,
+    SPLIT_HELP,
+    check_keep,
+    check_plot,
+    combine_folders,
+    command_line,
+    echo_json,
+    load_dataset,
+    predict_app,
+    range_option,
+    report_training,
+    split_parts,
+    train_config,
+)
+
+
+@predict_app.command("train")
+def predict_train(
+    data: list[str] = typer.Option(..., "--data", help=DATA_HELP),
+    out: Path = typer.Option(..., "--out", "-o", help="Model folder to write."),
+    arch: str = typer.Option("rnn", "--arch", help="rnn (seq2seq GRU) or gcn (DCT-GCN)."),
+    split: str = typer.Option("style", "--split", help=SPLIT_HELP),
+    stride: int = typer.Option(4, "--stride", min=1),
+    hidden: int | None = typer.Option(None, "--hidden", min=4, help="GRU width / GCN node features."),
+    attention: int | None = typer.Option(None, "--attention", min=0, help="GRU history-attention width (0: none)."),
+    anchor: bool = typer.Option(False, "--anchor/--no-anchor", help="GRU decoder sees the periodic continuation."),
+    spring: bool = typer.Option(False, "--spring/--no-spring", help="GRU steps pulled toward the observed mean pose."),
+    observed_frames: int | None = typer.Option(None, "--gcn-observed", min=2, help="Observed frames the DCT-GCN uses."),
+    gcn_pad: str | None = typer.Option(None, "--gcn-pad", help="DCT-GCN future fill: velocity (default) or periodic."),
+    mirror: bool = typer.Option(False, "--mirror/--no-mirror", help="Mirror half of the training windows."),
+    half_period: bool = typer.Option(
+        False, "--half-period/--no-half-period", help="The periodic continuation may repeat a half period mirrored."
+    ),
+    speed: tuple[float, float] = range_option("--speed", "Playback-speed augmentation range LO-HI."),
+    amplitude: tuple[float, float] = range_option("--amplitude", "Scale joint motion about each window's mean by LO-HI."),
+    global_weight: float = typer.Option(1.0, "--global-weight", min=0.0, help="Weight of the with-root-motion error."),
+    horizon_decay: float = typer.Option(
+        0.5, "--horizon-decay", min=0.0, help="Future frame k weighs (k + 1)^-DECAY in the loss (0: all alike)."
+    ),
+    file_balance: float = typer.Option(
+        0.0, "--file-balance", min=0.0, help="Window weights ∝ (windows of its file)^-FILE_BALANCE: short files count more."
+    ),
+    fps: float = typer.Option(25.0, "--fps"),
+    epochs: int = typer.Option(8, "--epochs", min=1),
+    batch_size: int = typer.Option(64, "--batch-size", min=1),
+    lr: float = typer.Option(2e-3, "--lr"),
+    seed: int = typer.Option(0, "--seed"),
+    ema: float = typer.Option(0.0, "--ema", min=0.0, max=0.99999, help=EMA_HELP),
+    keep: str = typer.Option("best", "--keep", help=KEEP_HELP, callback=check_keep),
+    max_steps: int | None = typer.Option(None, "--max-steps", min=1),
+    threads: int | None = typer.Option(None, "--threads", min=1),
+    resume: bool = typer.Option(False, "--resume"),
+    progress: bool = typer.Option(True, "--progress/--no-progress"),
+) -> None:
+    """Train a predictor (1 s in, 1 s out at 25 fps)."""
+    from skelanim.learn.predict import train_predictor
+
+    parts = split_parts(load_dataset(data, fps, threads, progress), split, seed)
+    options = {"hidden": hidden, "attention": attention if arch == "rnn" else None,
+               "anchor": anchor if arch == "rnn" and anchor else None,
+               "spring": spring if arch == "rnn" and spring else None,
+               "observed": observed_frames if arch == "gcn" else None, "pad": gcn_pad if arch == "gcn" else None,
+               "half_period": True if half_period else None}  # fmt: skip
+    task = {"mirror": mirror, "speed": speed, "amplitude": amplitude, "global_weight": global_weight, "horizon_decay": horizon_decay,
+            "file_balance": file_balance}  # fmt: skip
+    result = train_predictor(parts["train"], parts["val"], out, arch=arch, stride=stride,
+                             arch_options={k: v for k, v in options.items() if v is not None} or None, task_options=task,
+                             loop=train_config(epochs, batch_size, lr, seed, max_steps, progress, ema=ema, keep=keep), resume=resume, command=command_line())  # fmt: skip
+    report_training(out, result, "val_mpjpe")
+
+
+@predict_app.command("combine")
+def predict_combine(
+    models: list[Path] = typer.Argument(..., help="Two or more predictor folders of one recipe (other seeds)."),
+    out: Path = typer.Option(..., "--out", "-o", help="Ensemble model folder to write."),
+) -> None:
+    """Combine separately trained predictors into one ensemble (the mean of their predicted frames)."""
+    from skelanim.learn.ensemble import combine_predictors
+
+    combine_folders(models, out, combine_predictors)
+
+
+@predict_app.command("eval")
+def predict_eval(
+    data: list[str] = typer.Option(..., "--data", help=DATA_HELP),
+    rnn: Path | None = typer.Option(None, "--rnn", help="GRU folder (default: the shipped one)."),
+    gcn: Path | None = typer.Option(None, "--gcn", help="DCT-GCN folder (default: the shipped one)."),
+    split: str = typer.Option("style", "--split", help=SPLIT_HELP + " Evaluates the test part."),
+    stride: int = typer.Option(10, "--stride", min=1),
+    threads: int | None = typer.Option(None, "--threads", min=1),
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
+    plot: Path | None = typer.Option(None, "--plot", help="Also draw the errors against the horizon (.png, .pdf, .svg)."),
+) -> None:
+    """MPJPE (root-relative and global, fraction of height) and angle error at 80-1000 ms: the GRU, the DCT-GCN,
+    the two averaged (combined) and the zero- and constant-velocity baselines."""
+    from skelanim.learn.predict import CombinedPredictor, Predictor, evaluate_prediction
+
+    if plot is not None:
+        check_plot(plot)
+    models: dict[str, Any] = {"rnn": Predictor.load(rnn, default="predict_rnn"),
+                              "gcn": Predictor.load(gcn, default="predict_gcn")}  # fmt: skip
+    models["combined"] = CombinedPredictor([models["rnn"], models["gcn"]])
+    ds = split_parts(load_dataset(data, models["rnn"].fps, threads, not as_json), split)["test"]
+    res = evaluate_prediction(models, ds, stride=stride)
+    if plot is not None:
+        from skelanim.viz.charts import plot_horizon_errors
+        from skelanim.viz.plots import save_figure
+
+        save_figure(plot_horizon_errors(res, title=f"{res['windows']} windows, {split} split"), plot)
+    if as_json:
+        echo_json({"horizons_ms": res["horizons_ms"], "methods": res["methods"]})
+        return
+    typer.echo(f"{res['windows']} windows; % of skeleton height (angles in degrees)")
+    typer.echo(f"{'':>30}" + "".join(f"{h:>8}" for h in res["horizons_ms"]))
+    for name, v in res["methods"].items():
+        for key in ("mpjpe", "mpjpe_global", "angle_deg"):
+            scale = 1.0 if key == "angle_deg" else 100.0
+            typer.echo(f"{name + ' ' + key:>30}" + "".join(f"{x * scale:8.2f}" for x in v[key]))
+    if plot is not None:
+        typer.echo(f"wrote {plot} (errors against the horizon)")
+
+
+@app.command("predict")
+def predict_cmd(
+    src: Path = typer.Argument(..., help="Input motion on the model's skeleton (Bandai-Namco for the shipped models)."),
+    out: Path = typer.Option(..., "-o", "--out", help="Output motion: the input followed by the prediction."),
+    seconds: float = typer.Option(1.0, "--seconds", min=0.04, help="How far to predict."),
+    method: str = typer.Option(
+        "rnn", "--method", help="rnn, gcn, combined (the two averaged), zero_velocity or constant_velocity."
+    ),
+    model: list[Path] = typer.Option(
+        [], "--model", "-m", help="Predictor folder (default: the shipped one for --method); for combined, "
+        "repeat it for each predictor to average (default: the shipped rnn and gcn).",
+    ),
+) -> None:
+    """Continue IN by SECONDS of predicted motion (from its last second)."""
+    import skelanim
+    from skelanim.learn.predict import METHODS, CombinedPredictor, Predictor, predict_motion
+
+    if method not in METHODS:
+        raise typer.BadParameter(f"unknown method {method!r}; choose from {', '.join(METHODS)}", param_hint="--method")
+    net: Predictor | CombinedPredictor
+    if method == "combined":
+        if len(model) == 1:
+            raise typer.BadParameter("combined averages two or more predictors: repeat --model", param_hint="--model")
+        members = ([Predictor.load(folder) for folder in model] if model else
+                   [Predictor.load(None, default="predict_rnn"), Predictor.load(None, default="predict_gcn")])  # fmt: skip
+        try:
+            net = CombinedPredictor(members)
+        except ValueError as err:
+            raise typer.BadParameter(str(err), param_hint="--model") from None
+    elif len(model) > 1:
+        raise typer.BadParameter(f"--method {method} takes one --model", param_hint="--model")
+    else:
+        net = Predictor.load(model[0] if model else None, default="predict_gcn" if method == "gcn" else "predict_rnn")
+    motion = skelanim.load(src)
+    try:
+        result = predict_motion(motion, method=method, model=net, seconds=seconds)
+    except skelanim.errors.SkelanimError as err:
+        err.path = err.path or str(src)
+        raise
+    skelanim.save(result, out)
+    typer.echo(f"wrote {out} ({motion.num_frames} input frames + {result.num_frames - motion.num_frames} predicted, "
+               f"{result.fps:g} fps, method {method})")  # fmt: skip
