@@ -47,6 +47,9 @@ def predict_train(
     ),
     speed: tuple[float, float] = range_option("--speed", "Playback-speed augmentation range LO-HI."),
     amplitude: tuple[float, float] = range_option("--amplitude", "Scale joint motion about each window's mean by LO-HI."),
+    amplitude_norm: bool = typer.Option(
+        False, "--amplitude-norm/--no-amplitude-norm", help="Enlarge windows that move less than the median (see calibrate)."
+    ),
     global_weight: float = typer.Option(1.0, "--global-weight", min=0.0, help="Weight of the with-root-motion error."),
     horizon_decay: float = typer.Option(
         0.5, "--horizon-decay", min=0.0, help="Future frame k weighs (k + 1)^-DECAY in the loss (0: all alike)."
@@ -76,7 +79,7 @@ def predict_train(
                "observed": observed_frames if arch == "gcn" else None, "pad": gcn_pad if arch == "gcn" else None,
                "half_period": True if half_period else None}  # fmt: skip
     task = {"mirror": mirror, "speed": speed, "amplitude": amplitude, "global_weight": global_weight, "horizon_decay": horizon_decay,
-            "file_balance": file_balance}  # fmt: skip
+            "file_balance": file_balance, "amplitude_norm": amplitude_norm}  # fmt: skip
     result = train_predictor(parts["train"], parts["val"], out, arch=arch, stride=stride,
                              arch_options={k: v for k, v in options.items() if v is not None} or None, task_options=task,
                              loop=train_config(epochs, batch_size, lr, seed, max_steps, progress, ema=ema, keep=keep), resume=resume, command=command_line())  # fmt: skip
@@ -92,6 +95,32 @@ def predict_combine(
     from skelanim.learn.ensemble import combine_predictors
 
     combine_folders(models, out, combine_predictors)
+
+
+@predict_app.command("calibrate")
+def predict_calibrate(
+    model: Path = typer.Argument(..., help="A trained predictor folder."),
+    data: list[str] = typer.Option(..., "--data", help=DATA_HELP),
+    split: str = typer.Option("style", "--split", help=SPLIT_HELP + " Calibrates on the training part."),
+    stride: int = typer.Option(4, "--stride", min=1, help="The training window stride."),
+    out: Path = typer.Option(..., "--out", "-o", help="Model folder to write (may be MODEL)."),
+    threads: int | None = typer.Option(None, "--threads", min=1),
+) -> None:
+    """Turn on amplitude normalisation: a window that moves less than the median training window is enlarged
+    about its mean frame to that size before the network sees it, and the prediction shrunk back."""
+    from skelanim.learn.predict import Predictor, calibrate_amplitude
+    from skelanim.nn.checkpoint import read_model_config, save_model_files
+
+    net = Predictor.load(model)
+    training = read_model_config(model / "config.json").get("training", {})
+    parts = split_parts(load_dataset(data, net.fps, threads, progress=False), split)
+    try:
+        reference = calibrate_amplitude(net, parts["train"], stride=stride)
+    except ValueError as err:
+        raise typer.BadParameter(str(err), param_hint="--data") from None
+    record = {"command": command_line(), "files": len(parts["train"].clips), "reference": reference}
+    save_model_files(out, net.state_dict(), {**net.config(), "training": {**training, "amplitude_calibration": record}})
+    typer.echo(f"wrote {out} (amplitude reference {reference:.4g} from {len(parts['train'].clips)} training files)")
 
 
 @predict_app.command("eval")

@@ -24,7 +24,7 @@ from skelanim.nn.checkpoint import load_model_files, save_model_files
 from skelanim.nn.layers import ForwardKinematics
 
 __all__ = ["Normalizer", "export_for_shipping", "file_balance_weights", "load_folder", "load_weights", "pretrained_dir",
-           "provenance", "resolved_options", "rig_fk", "set_threads", "split_dataset"]  # fmt: skip
+           "provenance", "resolved_options", "rig_fk", "set_threads", "split_dataset", "spread_sample"]  # fmt: skip
 
 #: Tensors kept in float32 by :func:`export_for_shipping` (statistics, not weights).
 KEEP_FLOAT32 = ("norm.mean", "norm.std", "step_scale")
@@ -73,6 +73,11 @@ def set_threads(threads: int | None) -> None:
 def pretrained_dir(name: str) -> Path:
     """Folder of the shipped default model ``name`` (``recognize``, ``predict_rnn``, ``predict_gcn``, ``generate``)."""
     return Path(str(resources.files("skelanim.learn").joinpath("pretrained", name)))
+
+
+def spread_sample(items: Tensor, size: int) -> Tensor:
+    """Up to ``size`` of ``items`` (first dim), evenly spread from the first to the last (a statistics sample)."""
+    return items[torch.linspace(0, len(items) - 1, min(size, len(items))).long()]
 
 
 def load_folder(

@@ -36,7 +36,7 @@ __all__ = ["combine_predictors", "combine_recognizers"]
 #: members' architecture options, which may differ: ``member_options``).
 SHARED_KEYS = ("format", "arch", "rig", "contents", "styles", "window", "fps", "path", "test_mirror")
 #: The same for predictors.
-PREDICTOR_SHARED_KEYS = ("format", "arch", "rig", "observed", "horizon", "fps", "arch_options")
+PREDICTOR_SHARED_KEYS = ("format", "arch", "rig", "observed", "horizon", "fps", "arch_options", "amplitude_reference")
 
 
 Model = TypeVar("Model", Recognizer, Predictor)

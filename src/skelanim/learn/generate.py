@@ -46,7 +46,15 @@ from skelanim.data.dataset import MotionDataset
 from skelanim.data.features import from_heading_frame, to_heading_frame
 from skelanim.data.labels import Vocabulary
 from skelanim.data.rig import Rig
-from skelanim.learn.common import Normalizer, load_folder, load_weights, provenance, resolved_options, rig_fk
+from skelanim.learn.common import (
+    Normalizer,
+    load_folder,
+    load_weights,
+    provenance,
+    resolved_options,
+    rig_fk,
+    spread_sample,
+)
 from skelanim.learn.cvae import MotionCVAE, TemporalDiscriminator
 from skelanim.learn.recognize import Recognizer, content_log_probabilities
 from skelanim.metrics.distribution import diversity, fid
@@ -317,7 +325,7 @@ class GenerateTask:
         self.style = torch.tensor(model.styles.indices(train_ds.labels("style")))[clip]
         if adversarial == 0.0 and float(model.norm.std.sum()) == model.norm.std.numel():
             sample = self._vectors(
-                self.windows[torch.linspace(0, len(self.windows) - 1, min(3000, len(self.windows))).long()]
+                spread_sample(self.windows, 3000)
             )
             model.norm.set(sample.mean(dim=(0, 1)), sample.std(dim=(0, 1)).clamp_min(1e-3))
 
@@ -495,7 +503,7 @@ def evaluate_generation(model: Generator, embed: Callable[..., tuple[Tensor, Ten
         return torch.cat(feats), sum(skates) / len(win), moves / len(win)
 
     win_a = train_ds.windows(t, stride)
-    win_a = win_a[torch.linspace(0, len(win_a) - 1, min(max_samples, len(win_a))).long()]
+    win_a = spread_sample(win_a, max_samples)
     win_b = test_ds.windows(t, stride)
     feat_a, _, _ = real_features(train_ds, win_a)
     feat_b, skate_b, move_b = real_features(test_ds, win_b)

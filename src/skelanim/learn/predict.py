@@ -46,22 +46,25 @@ from skelanim.learn.common import (
     provenance,
     resolved_options,
     rig_fk,
+    spread_sample,
 )
 from skelanim.learn.mirror import mirror_frames, rig_mirror, vector_mirror
 from skelanim.learn.predictors import (
     DCTGCN,
     MemberMean,
     Seq2SeqGRU,
+    amplitude_factor,
     constant_velocity,
     frames_to_vectors,
     vectors_to_frames,
+    window_amplitude,
     zero_velocity,
 )  # fmt: skip
 from skelanim.metrics.kinematic import angle_error_at, mpjpe_at
 from skelanim.nn.train import TrainConfig, fit
 
-__all__ = ["FORMAT", "HORIZONS_MS", "METHODS", "CombinedPredictor", "PredictTask", "Predictor", "evaluate_prediction",
-           "predict_motion", "train_predictor"]  # fmt: skip
+__all__ = ["FORMAT", "HORIZONS_MS", "METHODS", "CombinedPredictor", "PredictTask", "Predictor", "calibrate_amplitude",
+           "evaluate_prediction", "predict_motion", "train_predictor"]  # fmt: skip
 
 FORMAT = "skelanim-predictor"
 #: Horizons reported, in milliseconds.
@@ -96,11 +99,22 @@ class Predictor(nn.Module):
     members : int
         Networks of this recipe whose predictions are averaged (:class:`~skelanim.learn.predictors.MemberMean`;
         made by :func:`skelanim.learn.ensemble.combine_predictors`); 1 for a single network.
+    amplitude_reference : float
+        Amplitude normalisation (0: off; set by :func:`calibrate_amplitude`): an observed window whose
+        standardised frames move less about their mean frame ``c`` (RMS, :func:`window_amplitude`) than this,
+        the training windows' median, is enlarged about ``c`` by ``1 / r`` (``r``: :func:`amplitude_factor`)
+        before the network sees it, and the prediction is shrunk back, ``c + r (y - c)``. A style that moves
+        little (an elderly wave) is then continued at its own size instead of the training styles'; held still
+        stays held still.
     """
 
     def __init__(self, arch: str, rig: Rig, *, observed: int = 25, horizon: int = 25, fps: float = 25.0,
-                 arch_options: dict[str, Any] | None = None, members: int = 1) -> None:  # fmt: skip
+                 arch_options: dict[str, Any] | None = None, members: int = 1,
+                 amplitude_reference: float = 0.0) -> None:  # fmt: skip
         super().__init__()
+        if not amplitude_reference >= 0.0:
+            raise ValueError(f"amplitude_reference must be >= 0, got {amplitude_reference}")
+        self.amplitude_reference = float(amplitude_reference)
         self.arch, self.rig, self.observed, self.horizon, self.fps = arch, rig, int(observed), int(horizon), float(fps)
         if arch not in ("rnn", "gcn"):
             raise ValueError(f"unknown predictor architecture {arch!r}; expected 'rnn' or 'gcn'")
@@ -129,12 +143,24 @@ class Predictor(nn.Module):
         """Raw frame vectors ``(B, T_in, D)`` to raw predictions ``(B, T', D)``: the ``horizon`` future frames
         (rnn), or the last ``observed`` reconstructed frames followed by them (gcn)."""
         z = self.norm(x)
+        if self.amplitude_reference:
+            centre, size = window_amplitude(z)
+            factor = amplitude_factor(size, self.amplitude_reference)
+            z = centre + (z - centre) / factor
         mirror = self.standardised_mirror() if self.arch_options.get("half_period") else None
         if self.arch == "rnn":
             out = self.net(z, self.horizon, self.step_scale, mirror)
         else:
             out = self.net(z, self.horizon, mirror)
+        if self.amplitude_reference:
+            out = centre + factor * (out - centre)
         return self.norm.inverse(out)
+
+    def window_vectors(self, ds: MotionDataset, windows: Tensor) -> Tensor:
+        """Raw frame vectors ``(W, observed + horizon, D)`` of ``ds``'s windows ``(W, 2)``, relative to their last
+        observed frame."""
+        length = self.observed + self.horizon
+        return frames_to_vectors(*reference_windows(ds, windows, length, self.observed - 1, self.rig))
 
     def standardised_mirror(self) -> tuple[Tensor, Tensor, Tensor]:
         """The left/right mirror on standardised frame vectors, ``z -> z[index] * scale + shift`` (each ``(D,)``):
@@ -167,14 +193,15 @@ class Predictor(nn.Module):
         """JSON description to rebuild the module."""
         return {"format": FORMAT, "arch": self.arch, "rig": self.rig.to_dict(), "observed": self.observed,
                 "horizon": self.horizon, "fps": self.fps, "arch_options": self.arch_options,
-                "members": self.members}  # fmt: skip
+                "members": self.members, "amplitude_reference": self.amplitude_reference}  # fmt: skip
 
     @classmethod
     def from_config(cls, config: dict[str, Any]) -> Predictor:
         """Untrained module from :meth:`config` output."""
         return cls(config["arch"], Rig.from_dict(config["rig"]), observed=config["observed"], horizon=config["horizon"],
                    fps=config["fps"], arch_options=config.get("arch_options"),
-                   members=int(config.get("members", 1)))  # fmt: skip
+                   members=int(config.get("members", 1)),
+                   amplitude_reference=float(config.get("amplitude_reference", 0.0)))  # fmt: skip
 
     @classmethod
     def load(cls, folder: str | Path | None = None, *, default: str = "predict_rnn") -> Predictor:
@@ -183,6 +210,24 @@ class Predictor(nn.Module):
         model = cls.from_config(config)
         load_weights(model, tensors, path)
         return model.eval()
+
+
+def median_amplitude(model: Predictor, vectors: Tensor) -> float:
+    """The median :func:`~skelanim.learn.predictors.window_amplitude` of the standardised observed frames of raw
+    window vectors ``(W, T, D)``."""
+    return float(window_amplitude(model.norm(vectors[:, : model.observed]))[1].median())
+
+
+@torch.no_grad()
+def calibrate_amplitude(model: Predictor, ds: MotionDataset, *, stride: int = 4) -> float:
+    """Turn on amplitude normalisation of a trained predictor (:class:`Predictor`): set its
+    ``amplitude_reference`` to the median amplitude of ``ds``'s windows (its training data; the windows and
+    sample its normalisation statistics were computed from, given the training ``stride``). Returns the value."""
+    windows = ds.windows(model.observed + model.horizon, stride, pad_short=False)
+    if not len(windows):
+        raise ValueError(f"no clip is {model.observed + model.horizon} frames long; nothing to calibrate on")
+    model.amplitude_reference = median_amplitude(model, model.window_vectors(ds, spread_sample(windows, 2000)))
+    return model.amplitude_reference
 
 
 class CombinedPredictor:
@@ -266,6 +311,9 @@ class PredictTask:
     file_balance : float
         Window weights ``∝ n_f^-file_balance`` (``n_f`` training windows of its file; 0: none): short files
         (the gestures) count more against the long walks.
+    amplitude_norm : bool
+        Train with amplitude normalisation (:class:`Predictor`'s ``amplitude_reference``, set here from the
+        training windows as :func:`calibrate_amplitude` does).
     meta : dict
         Provenance.
     """
@@ -275,26 +323,21 @@ class PredictTask:
     def __init__(self, model: Predictor, train_ds: MotionDataset, val_ds: MotionDataset | None, *, stride: int = 2,
                  speed: tuple[float, float] = (1.0, 1.0), amplitude: tuple[float, float] = (1.0, 1.0),
                  mirror: bool = False, global_weight: float = 1.0, noise: float = 0.0, horizon_decay: float = 0.5, file_balance: float = 0.0,
-                 meta: dict[str, Any] | None = None) -> None:  # fmt: skip
+                 amplitude_norm: bool = False, meta: dict[str, Any] | None = None) -> None:  # fmt: skip
         self.model, self.train_ds, self.val_ds, self.meta = model, train_ds, val_ds, dict(meta or {})
         self.speed, self.amplitude = tuple(speed), tuple(amplitude)
         self.global_weight, self.noise, self.horizon_decay = float(global_weight), float(noise), float(horizon_decay)
         self.length = model.observed + model.horizon
         self.windows = train_ds.windows(self.length, stride, pad_short=False)
         self.sample_weight = file_balance_weights(self.windows[:, 0], len(train_ds), file_balance)
-        sample = self._vectors(
-            train_ds, self.windows[torch.linspace(0, len(self.windows) - 1, min(2000, len(self.windows))).long()]
-        )
+        sample = model.window_vectors(train_ds, spread_sample(self.windows, 2000))
         mean, std = sample.mean(dim=(0, 1)), sample.std(dim=(0, 1)).clamp_min(1e-3)
         model.norm.set(mean, std)
         steps = (sample[:, 1:] - sample[:, :-1]).std(dim=(0, 1)).clamp_min(1e-5)
         model.step_scale.copy_(steps / std)
+        model.amplitude_reference = median_amplitude(model, sample) if amplitude_norm else 0.0
         self.mirror = rig_mirror(model.rig, model.mean_pose()) if mirror else None
         self.val_windows = val_ds.windows(self.length, 10, pad_short=False) if val_ds is not None else None
-
-    def _vectors(self, ds: MotionDataset, windows: Tensor) -> Tensor:
-        rot, pelvis = reference_windows(ds, windows, self.length, self.model.observed - 1, self.model.rig)
-        return frames_to_vectors(rot, pelvis)
 
     def num_samples(self) -> int:
         """Training windows."""

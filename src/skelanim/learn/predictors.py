@@ -41,8 +41,8 @@ from torch import Tensor, nn
 
 from skelanim.core.rotations import matrix_to_rot6d, matrix_to_rotvec, rot6d_to_matrix, rotvec_to_matrix
 
-__all__ = ["DCTGCN", "MemberMean", "Seq2SeqGRU", "constant_velocity", "dct_matrix", "frames_to_vectors",
-           "periodic_continuation", "vectors_to_frames", "zero_velocity"]  # fmt: skip
+__all__ = ["AMPLITUDE_FLOOR", "DCTGCN", "MemberMean", "Seq2SeqGRU", "amplitude_factor", "constant_velocity", "dct_matrix",
+           "frames_to_vectors", "periodic_continuation", "vectors_to_frames", "window_amplitude", "zero_velocity"]  # fmt: skip
 
 
 def frames_to_vectors(rot: Tensor, pelvis: Tensor) -> Tensor:
@@ -56,6 +56,23 @@ def vectors_to_frames(x: Tensor) -> tuple[Tensor, Tensor]:
     m = (x.shape[-1] - 3) // 6
     rot = rot6d_to_matrix(x[..., : 6 * m].reshape(*x.shape[:-1], m, 6))
     return rot, x[..., 6 * m :]
+
+
+#: Amplitude normalisation enlarges a window's motion at most ``1 / AMPLITUDE_FLOOR`` times.
+AMPLITUDE_FLOOR = 0.1
+
+
+def window_amplitude(z: Tensor) -> tuple[Tensor, Tensor]:
+    """Mean frame ``(B, 1, D)`` of frames ``(B, T, D)`` and their RMS distance from it ``(B, 1, 1)``: where a
+    window's frames lie and how far they move about that."""
+    centre = z.mean(1, keepdim=True)
+    return centre, (z - centre).pow(2).mean((1, 2), keepdim=True).sqrt()
+
+
+def amplitude_factor(size: Tensor, reference: float) -> Tensor:
+    """``clamp(size / reference, AMPLITUDE_FLOOR, 1)``: how much less than ``reference`` a window moves (1 for a
+    window that moves as much or more)."""
+    return (size / reference).clamp(AMPLITUDE_FLOOR, 1.0)
 
 
 def zero_velocity(rot: Tensor, pelvis: Tensor, horizon: int) -> tuple[Tensor, Tensor]:

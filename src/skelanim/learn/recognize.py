@@ -65,6 +65,7 @@ from skelanim.learn.common import (
     provenance,
     resolved_options,
     rig_fk,
+    spread_sample,
 )
 from skelanim.learn.joints import (
     IN_CHANNELS,
@@ -302,7 +303,7 @@ class RecognizeTask:
             self.fk = rig_fk(model.rig)
         if amplitude is not None:
             rot = train_ds.frames()["rot"]
-            self.mean_pose = mean_rotations(rot[torch.linspace(0, len(rot) - 1, min(len(rot), 20000)).long()])
+            self.mean_pose = mean_rotations(spread_sample(rot, 20000))
         self.rig = model.rig
         self.mirror_of = mirror_labels(model.contents.names)  # (classes,)
         self.mirror = mirror
@@ -314,7 +315,7 @@ class RecognizeTask:
             rate = wrap_angle(yaw[:, 1:] - yaw[:, :-1]).mean(1)
             self.turns = turn_classes(model.contents.names, self.content, rate)
         sample = self._features(
-            self.windows[torch.linspace(0, len(self.windows) - 1, min(len(self.windows), 2000)).long()]
+            spread_sample(self.windows, 2000)
         )
         mean, std = sample.mean(dim=(0, 1)), sample.std(dim=(0, 1)).clamp_min(1e-3)
         model.norm.set(mean, std)
