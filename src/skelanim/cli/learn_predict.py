@@ -50,6 +50,7 @@ def predict_train(
     amplitude_norm: bool = typer.Option(
         False, "--amplitude-norm/--no-amplitude-norm", help="Enlarge windows that move less than the median (see calibrate)."
     ),
+    test_mirror: bool = typer.Option(False, "--test-mirror/--no-test-mirror", help="Average with the mirror image's prediction."),
     global_weight: float = typer.Option(1.0, "--global-weight", min=0.0, help="Weight of the with-root-motion error."),
     horizon_decay: float = typer.Option(
         0.5, "--horizon-decay", min=0.0, help="Future frame k weighs (k + 1)^-DECAY in the loss (0: all alike)."
@@ -82,7 +83,7 @@ def predict_train(
             "file_balance": file_balance, "amplitude_norm": amplitude_norm}  # fmt: skip
     result = train_predictor(parts["train"], parts["val"], out, arch=arch, stride=stride,
                              arch_options={k: v for k, v in options.items() if v is not None} or None, task_options=task,
-                             loop=train_config(epochs, batch_size, lr, seed, max_steps, progress, ema=ema, keep=keep), resume=resume, command=command_line())  # fmt: skip
+                             test_mirror=test_mirror, loop=train_config(epochs, batch_size, lr, seed, max_steps, progress, ema=ema, keep=keep), resume=resume, command=command_line())  # fmt: skip
     report_training(out, result, "val_mpjpe")
 
 
@@ -104,10 +105,14 @@ def predict_calibrate(
     split: str = typer.Option("style", "--split", help=SPLIT_HELP + " Calibrates on the training part."),
     stride: int = typer.Option(4, "--stride", min=1, help="The training window stride."),
     out: Path = typer.Option(..., "--out", "-o", help="Model folder to write (may be MODEL)."),
+    test_mirror: bool | None = typer.Option(
+        None, "--test-mirror/--no-test-mirror", help="Also average with the mirror image's prediction (default: as MODEL)."
+    ),
     threads: int | None = typer.Option(None, "--threads", min=1),
 ) -> None:
     """Turn on amplitude normalisation: a window that moves less than the median training window is enlarged
-    about its mean frame to that size before the network sees it, and the prediction shrunk back."""
+    about its mean frame to that size before the network sees it, and the prediction shrunk back. Optionally
+    turn test-time mirror averaging on or off."""
     from skelanim.learn.predict import Predictor, calibrate_amplitude
     from skelanim.nn.checkpoint import read_model_config, save_model_files
 
@@ -118,9 +123,13 @@ def predict_calibrate(
         reference = calibrate_amplitude(net, parts["train"], stride=stride)
     except ValueError as err:
         raise typer.BadParameter(str(err), param_hint="--data") from None
-    record = {"command": command_line(), "files": len(parts["train"].clips), "reference": reference}
+    if test_mirror is not None:
+        net.test_mirror = test_mirror
+    record = {"command": command_line(), "files": len(parts["train"].clips), "reference": reference,
+              "test_mirror": net.test_mirror}  # fmt: skip
     save_model_files(out, net.state_dict(), {**net.config(), "training": {**training, "amplitude_calibration": record}})
-    typer.echo(f"wrote {out} (amplitude reference {reference:.4g} from {len(parts['train'].clips)} training files)")
+    typer.echo(f"wrote {out} (amplitude reference {reference:.4g} from {len(parts['train'].clips)} training files, "
+               f"test mirror {'on' if net.test_mirror else 'off'})")  # fmt: skip
 
 
 @predict_app.command("eval")

@@ -36,7 +36,8 @@ __all__ = ["combine_predictors", "combine_recognizers"]
 #: members' architecture options, which may differ: ``member_options``).
 SHARED_KEYS = ("format", "arch", "rig", "contents", "styles", "window", "fps", "path", "test_mirror")
 #: The same for predictors.
-PREDICTOR_SHARED_KEYS = ("format", "arch", "rig", "observed", "horizon", "fps", "arch_options", "amplitude_reference")
+PREDICTOR_SHARED_KEYS = ("format", "arch", "rig", "observed", "horizon", "fps", "arch_options", "amplitude_reference",
+                         "test_mirror")
 
 
 Model = TypeVar("Model", Recognizer, Predictor)

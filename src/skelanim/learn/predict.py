@@ -106,12 +106,16 @@ class Predictor(nn.Module):
         before the network sees it, and the prediction is shrunk back, ``c + r (y - c)``. A style that moves
         little (an elderly wave) is then continued at its own size instead of the training styles'; held still
         stays held still.
+    test_mirror : bool
+        Predict also the left/right mirror image of the observed frames and average the mirrored-back
+        prediction with the direct one (:meth:`predict_vectors`; training is unaffected).
     """
 
     def __init__(self, arch: str, rig: Rig, *, observed: int = 25, horizon: int = 25, fps: float = 25.0,
                  arch_options: dict[str, Any] | None = None, members: int = 1,
-                 amplitude_reference: float = 0.0) -> None:  # fmt: skip
+                 amplitude_reference: float = 0.0, test_mirror: bool = False) -> None:  # fmt: skip
         super().__init__()
+        self.test_mirror = bool(test_mirror)
         if not amplitude_reference >= 0.0:
             raise ValueError(f"amplitude_reference must be >= 0, got {amplitude_reference}")
         self.amplitude_reference = float(amplitude_reference)
@@ -137,7 +141,7 @@ class Predictor(nn.Module):
 
         self.net: nn.Module = build() if self.members == 1 else MemberMean([build() for _ in range(self.members)])
         self.fk = rig_fk(rig)
-        self._mirror: tuple[tuple[int, ...], tuple[Tensor, Tensor, Tensor]] | None = None  # standardised_mirror's
+        self._mirror: tuple[tuple[int, ...], tuple[Tensor, Tensor]] | None = None  # frame_mirror's
 
     def forward(self, x: Tensor) -> Tensor:
         """Raw frame vectors ``(B, T_in, D)`` to raw predictions ``(B, T', D)``: the ``horizon`` future frames
@@ -162,16 +166,22 @@ class Predictor(nn.Module):
         length = self.observed + self.horizon
         return frames_to_vectors(*reference_windows(ds, windows, length, self.observed - 1, self.rig))
 
-    def standardised_mirror(self) -> tuple[Tensor, Tensor, Tensor]:
-        """The left/right mirror on standardised frame vectors, ``z -> z[index] * scale + shift`` (each ``(D,)``):
-        :func:`vector_mirror` (reflections chosen with :meth:`mean_pose`) between :attr:`norm` and its inverse."""
+    def frame_mirror(self) -> tuple[Tensor, Tensor]:
+        """The left/right mirror of raw frame vectors, ``x -> x[..., index] * sign`` (each ``(D,)``):
+        :func:`vector_mirror` with the joint reflections chosen by :meth:`mean_pose`."""
         mean, std = self.norm.mean.detach(), self.norm.std.detach()
         key = (mean.data_ptr(), mean._version, std.data_ptr(), std._version)  # the statistics as they are now
         if self._mirror is None or self._mirror[0] != key:  # made once per statistics (about 0.1 s)
             index, sign = vector_mirror(self.rig, self.mean_pose())
-            sign = sign.to(std.dtype)
-            self._mirror = (key, (index, sign * std[index] / std, (sign * mean[index] - mean) / std))
+            self._mirror = (key, (index, sign.to(std.dtype)))
         return self._mirror[1]
+
+    def standardised_mirror(self) -> tuple[Tensor, Tensor, Tensor]:
+        """The left/right mirror on standardised frame vectors, ``z -> z[index] * scale + shift`` (each ``(D,)``):
+        :meth:`frame_mirror` between :attr:`norm` and its inverse."""
+        mean, std = self.norm.mean.detach(), self.norm.std.detach()
+        index, sign = self.frame_mirror()
+        return index, sign * std[index] / std, (sign * mean[index] - mean) / std
 
     def mean_pose(self) -> Tensor:
         """``(M, 3, 3)``: the training frames' mean 6D vectors as rotations (Gram-Schmidt), the typical pose
@@ -183,7 +193,12 @@ class Predictor(nn.Module):
         """Future frame vectors ``(B, H, D)`` (6D rotations + pelvis) from observed reference-frame rotations
         ``(B, T, M, 3, 3)`` and pelvis ``(B, T, 3)``."""
         self.eval()
-        return self(frames_to_vectors(rot.float(), pelvis.float()))[:, -self.horizon :]
+        x = frames_to_vectors(rot.float(), pelvis.float())
+        out = self(x)
+        if self.test_mirror:  # also predict the mirror image and mirror that back
+            index, sign = self.frame_mirror()
+            out = 0.5 * (out + self(x[..., index] * sign)[..., index] * sign)
+        return out[:, -self.horizon :]
 
     def predict(self, rot: Tensor, pelvis: Tensor) -> tuple[Tensor, Tensor]:
         """Future rotations ``(B, H, M, 3, 3)`` and pelvis ``(B, H, 3)`` from observed reference-frame ones."""
@@ -193,7 +208,8 @@ class Predictor(nn.Module):
         """JSON description to rebuild the module."""
         return {"format": FORMAT, "arch": self.arch, "rig": self.rig.to_dict(), "observed": self.observed,
                 "horizon": self.horizon, "fps": self.fps, "arch_options": self.arch_options,
-                "members": self.members, "amplitude_reference": self.amplitude_reference}  # fmt: skip
+                "members": self.members, "amplitude_reference": self.amplitude_reference,
+                "test_mirror": self.test_mirror}  # fmt: skip
 
     @classmethod
     def from_config(cls, config: dict[str, Any]) -> Predictor:
@@ -201,7 +217,8 @@ class Predictor(nn.Module):
         return cls(config["arch"], Rig.from_dict(config["rig"]), observed=config["observed"], horizon=config["horizon"],
                    fps=config["fps"], arch_options=config.get("arch_options"),
                    members=int(config.get("members", 1)),
-                   amplitude_reference=float(config.get("amplitude_reference", 0.0)))  # fmt: skip
+                   amplitude_reference=float(config.get("amplitude_reference", 0.0)),
+                   test_mirror=bool(config.get("test_mirror", False)))  # fmt: skip
 
     @classmethod
     def load(cls, folder: str | Path | None = None, *, default: str = "predict_rnn") -> Predictor:
@@ -476,8 +493,10 @@ def evaluate_prediction(models: dict[str, Predictor | CombinedPredictor], ds: Mo
 def train_predictor(train_ds: MotionDataset, val_ds: MotionDataset | None, out: str | Path, *, arch: str = "rnn",
                     observed: int = 25, horizon: int = 25, stride: int = 2, loop: TrainConfig | None = None,
                     arch_options: dict[str, Any] | None = None, task_options: dict[str, Any] | None = None,
-                    resume: bool = False, command: str | None = None, log: Any = None) -> dict[str, Any]:  # fmt: skip
-    """Train a predictor; writes ``out/model.safetensors`` + ``config.json`` (best validation epoch).
+                    resume: bool = False, command: str | None = None, log: Any = None,
+                    test_mirror: bool = False) -> dict[str, Any]:  # fmt: skip
+    """Train a predictor; writes ``out/model.safetensors`` + ``config.json`` (best validation epoch or the last;
+    ``test_mirror``: :class:`Predictor`'s, also in validation).
 
     Returns
     -------
@@ -487,7 +506,8 @@ def train_predictor(train_ds: MotionDataset, val_ds: MotionDataset | None, out: 
     loop = loop or TrainConfig(epochs=10, batch_size=64, lr=1e-3, warmup_steps=100)
     torch.manual_seed(loop.seed)
     model = Predictor(
-        arch, train_ds.rig, observed=observed, horizon=horizon, fps=train_ds.fps, arch_options=arch_options
+        arch, train_ds.rig, observed=observed, horizon=horizon, fps=train_ds.fps, arch_options=arch_options,
+        test_mirror=test_mirror,
     )
     meta = provenance(command, [c.path for c in train_ds.clips], loop.seed)
     meta["validation"] = [c.name for c in val_ds.clips] if val_ds is not None else []

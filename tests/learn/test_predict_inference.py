@@ -1,5 +1,6 @@
-"""Amplitude normalisation of predictors: an observed window that moves less than the training windows'
-median is continued as if it moved that much, and the prediction is shrunk back by the same factor."""
+"""Inference options of predictors. Amplitude normalisation: an observed window that moves less than the
+training windows' median is continued as if it moved that much, and the prediction is shrunk back by the same
+factor. Test-time mirror: the prediction is averaged with the mirrored-back prediction of the mirror image."""
 
 from __future__ import annotations
 
@@ -12,7 +13,8 @@ import torch
 from skelanim.cli import main
 from skelanim.errors import FormatError
 from skelanim.learn.ensemble import combine_predictors
-from skelanim.learn.predict import Predictor, PredictTask, calibrate_amplitude, train_predictor
+from skelanim.learn.mirror import mirror_frames, rig_mirror
+from skelanim.learn.predict import Predictor, PredictTask, calibrate_amplitude, reference_windows, train_predictor
 from skelanim.learn.predictors import AMPLITUDE_FLOOR, amplitude_factor, window_amplitude
 from skelanim.nn.checkpoint import save_model_files
 from skelanim.nn.train import TrainConfig
@@ -117,3 +119,37 @@ def test_cli_calibrates_a_copy_and_keeps_the_training_record(tiny_ds, learn_file
     assert main(["learn", "predict", "calibrate", str(tmp_path / "long"), *data, "--split", "none", "-o", str(tmp_path / "x")]) == 2
     err = capsys.readouterr().err
     assert "no clip is 2025 frames long" in err and "Traceback" not in err and not (tmp_path / "x").exists()
+
+
+@pytest.mark.parametrize("arch", ["rnn", "gcn"])
+def test_test_mirror_makes_the_prediction_of_a_mirror_image_the_mirror_image_of_the_prediction(tiny_ds, arch):
+    model = _trained_statistics(tiny_ds, arch)
+    model.amplitude_reference = 0.4
+    index, sign = model.frame_mirror()
+    x = model.window_vectors(tiny_ds, tiny_ds.windows(50, 25, pad_short=False)[:3])[:, :25]
+    assert torch.equal(x[..., index][..., index] * sign[index] * sign, x)  # an involution
+    windows = tiny_ds.windows(50, 25, pad_short=False)[:3]
+    rot, pelvis = reference_windows(tiny_ds, windows, 50, 24, tiny_ds.rig)
+    reflection = rig_mirror(model.rig, model.mean_pose())
+    m_rot, m_pel = mirror_frames(rot[:, :25], pelvis[:, :25], *reflection)  # rotations mirrored, not vectors
+    for on in (False, True):
+        model.test_mirror = on
+        direct = model.predict_vectors(rot[:, :25], pelvis[:, :25])
+        mirrored = model.predict_vectors(m_rot, m_pel)
+        gap = float((mirrored - direct[..., index] * sign).abs().max())
+        assert (gap < 1e-4) if on else (gap > 1e-3)  # equivariant with it, not without (random weights)
+
+
+def test_calibrate_sets_test_mirror_and_members_must_share_it(tiny_ds, learn_files, tmp_path):
+    loop = TrainConfig(epochs=1, batch_size=8, lr=1e-3, warmup_steps=1, progress=False)
+    for name in ("a", "b"):
+        train_predictor(tiny_ds, None, tmp_path / name, stride=25, loop=loop, arch_options={"hidden": 8},
+                        test_mirror=name == "a")  # fmt: skip
+    assert Predictor.load(tmp_path / "a").test_mirror and not Predictor.load(tmp_path / "b").test_mirror
+    with pytest.raises(FormatError, match="test_mirror"):
+        combine_predictors([tmp_path / "a", tmp_path / "b"], tmp_path / "ab")
+    data = [a for f in learn_files for a in ("--data", str(f))]
+    base = ["learn", "predict", "calibrate", str(tmp_path / "b"), *data, "--split", "none", "--stride", "25"]
+    assert main([*base, "-o", str(tmp_path / "on"), "--test-mirror"]) == 0
+    assert main([*base, "-o", str(tmp_path / "same")]) == 0
+    assert Predictor.load(tmp_path / "on").test_mirror and not Predictor.load(tmp_path / "same").test_mirror
