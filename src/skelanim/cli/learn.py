@@ -66,6 +66,18 @@ EMA_HELP = "Validate and save an exponential moving average of the weights with 
 KEEP_HELP = "Model folder holds the 'best' epoch on validation or the 'last' one."
 
 
+def check_speeds(value: list[float]) -> list[float]:
+    if any(v <= 0 for v in value):
+        raise typer.BadParameter(f"speeds must be positive, got {value}")
+    return value
+
+
+TEST_SPEED_OPTION: Any = typer.Option(
+    [], "--test-speed", callback=check_speeds,
+    help="Average each window's probabilities over these playback speeds (repeat; e.g. 0.8, 1, 1.25).",
+)
+
+
 def check_keep(value: str) -> str:
     if value not in ("best", "last"):
         raise typer.BadParameter(f"expected 'best' or 'last', got {value!r}")
@@ -130,6 +142,7 @@ def recognize_train(
     ),
     amplitude: tuple[float, float] = range_option("--amplitude", "Scale joint rotations about the mean pose by LO-HI."),
     test_mirror: bool = typer.Option(False, "--test-mirror/--no-test-mirror", help="Also classify each window's mirror."),
+    test_speeds: list[float] = TEST_SPEED_OPTION,
     adaptive: bool = typer.Option(False, "--adaptive/--no-adaptive", help="ST-GCN: learned dense adjacency (2s-AGCN)."),
     path: bool = typer.Option(
         False, "--path/--no-path", help="Also give the pelvis path and heading seen from the window's middle frame."
@@ -165,7 +178,7 @@ def recognize_train(
     result = train_recognizer(parts["train"], parts["val"], out, arch=arch, window=window, stride=stride,
                               loop=train_config(epochs, batch_size, lr, seed, max_steps, progress, ema=ema, keep=keep), mirror=mirror, balance=balance,
                               file_balance=file_balance, amplitude=None if amplitude == (1.0, 1.0) else amplitude,
-                              test_mirror=test_mirror, path=path, posture=posture, arch_options=options or None,
+                              test_mirror=test_mirror, test_speeds=tuple(test_speeds) or (1.0,), path=path, posture=posture, arch_options=options or None,
                               style_weight=style_weight, style_adversary=style_adversary, turn=turn,
                               resume=resume, command=command_line())  # fmt: skip
     report_training(out, result, "val_error")
@@ -177,11 +190,14 @@ def recognize_combine(
         ..., help="Two or more recogniser folders trained on the same data (other seeds or architecture options)."
     ),
     out: Path = typer.Option(..., "--out", "-o", help="Ensemble model folder to write."),
+    test_speeds: list[float] = TEST_SPEED_OPTION,
 ) -> None:
     """Combine separately trained recognisers into one ensemble (mean probabilities, concatenated features)."""
+    from functools import partial
+
     from skelanim.learn.ensemble import combine_recognizers
 
-    combine_folders(models, out, combine_recognizers)
+    combine_folders(models, out, partial(combine_recognizers, test_speeds=test_speeds or None))
 
 
 def combine_folders(models: list[Path], out: Path, combine: Callable[..., Any]) -> None:

@@ -34,7 +34,7 @@ __all__ = ["combine_predictors", "combine_recognizers"]
 
 #: Config keys that must agree between recogniser members (what defines the model but its weights and the
 #: members' architecture options, which may differ: ``member_options``).
-SHARED_KEYS = ("format", "arch", "rig", "contents", "styles", "window", "fps", "path", "test_mirror")
+SHARED_KEYS = ("format", "arch", "rig", "contents", "styles", "window", "fps", "path", "test_mirror", "test_speeds")
 #: The same for predictors.
 PREDICTOR_SHARED_KEYS = ("format", "arch", "rig", "observed", "horizon", "fps", "arch_options", "amplitude_reference",
                          "test_mirror")
@@ -43,7 +43,8 @@ PREDICTOR_SHARED_KEYS = ("format", "arch", "rig", "observed", "horizon", "fps", 
 Model = TypeVar("Model", Recognizer, Predictor)
 
 
-def combine_recognizers(folders: Sequence[str | Path], out: str | Path, *, command: str | None = None) -> Recognizer:
+def combine_recognizers(folders: Sequence[str | Path], out: str | Path, *, command: str | None = None,
+                        test_speeds: Sequence[float] | None = None) -> Recognizer:  # fmt: skip
     """Write the ensemble of the recognisers in ``folders`` to the model folder ``out``.
 
     Parameters
@@ -55,6 +56,8 @@ def combine_recognizers(folders: Sequence[str | Path], out: str | Path, *, comma
         Model folder to write (``model.safetensors`` + ``config.json``).
     command : str, optional
         The command line, recorded in ``config.json``.
+    test_speeds : sequence of float, optional
+        The ensemble's :class:`~skelanim.learn.recognize.Recognizer` ``test_speeds`` (default: the members').
 
     Returns
     -------
@@ -67,7 +70,8 @@ def combine_recognizers(folders: Sequence[str | Path], out: str | Path, *, comma
         When a folder is not a single-model recogniser or differs from the first in anything but weights and
         architecture options (the message names the folder and the first differing setting).
     """
-    return _combine(Recognizer, SHARED_KEYS, folders, out, command)
+    settings = {"test_speeds": [float(v) for v in test_speeds]} if test_speeds else {}
+    return _combine(Recognizer, SHARED_KEYS, folders, out, command, settings)
 
 
 def combine_predictors(folders: Sequence[str | Path], out: str | Path, *, command: str | None = None) -> Predictor:
@@ -81,9 +85,9 @@ def combine_predictors(folders: Sequence[str | Path], out: str | Path, *, comman
 
 
 def _combine(kind: type[Model], shared_keys: Sequence[str], folders: Sequence[str | Path], out: str | Path,
-             command: str | None) -> Model:  # fmt: skip
+             command: str | None, settings: dict[str, Any] | None = None) -> Model:  # fmt: skip
     """Check that ``folders`` hold single models of ``kind`` that differ only in ``net.*`` weights, then write
-    the model with ``members = K`` whose ``net.members.i.*`` are theirs."""
+    the model with ``members = K`` whose ``net.members.i.*`` are theirs (and the config ``settings``)."""
     if len(folders) < 2:
         raise ValueError(f"an ensemble needs at least two model folders, got {len(folders)}")
     models = [kind.load(folder) for folder in folders]
@@ -101,7 +105,7 @@ def _combine(kind: type[Model], shared_keys: Sequence[str], folders: Sequence[st
             if name in statistics and not torch.equal(stat, statistics[name]):
                 raise FormatError(f"training-data statistics ({name}) differ from {folders[0]}'s: members must "
                                   "be trained on the same data", path=folder)  # fmt: skip
-    config = {**first, "members": len(models)}
+    config = {**first, "members": len(models), **(settings or {})}
     if "arch_options" not in shared_keys:  # members built alike but for these options
         overrides = [{k: v for k, v in m.config()["arch_options"].items() if first["arch_options"].get(k) != v}
                      for m in models]  # fmt: skip

@@ -18,8 +18,8 @@ from torch import Tensor
 from skelanim.data.features import heading_features, window_path
 from skelanim.data.rig import Rig
 
-__all__ = ["CHANGE_CHANNELS", "IN_CHANNELS", "PATH_CHANNELS", "POSE_CHANNELS", "SYMMETRIC_CONTENTS", "TURN_CHANNEL", "joint_features",
-           "mirror_features", "mirror_labels"]
+__all__ = ["CHANGE_CHANNELS", "IN_CHANNELS", "PATH_CHANNELS", "POSE_CHANNELS", "RATE_CHANNELS", "SYMMETRIC_CONTENTS", "TURN_CHANNEL",
+           "joint_features", "mirror_features", "mirror_labels", "resample_features"]
 
 #: Per-joint features: position, its change, 6D rotation, root features.
 IN_CHANNELS = 16
@@ -27,12 +27,27 @@ IN_CHANNELS = 16
 POSE_CHANNELS = (0, 1, 2, 6, 7, 8, 9, 10, 11)
 #: Channels that hold the change of the joint positions from the previous frame.
 CHANGE_CHANNELS = (3, 4, 5)
+#: Channels that are per-frame changes (the joints' and the root's), which scale with the playback speed.
+RATE_CHANNELS = (3, 4, 5, 12, 13, 14)
 #: The turning-rate channel (root features start at 12: step along, step across, turning rate, pelvis height).
 TURN_CHANNEL = 14
 #: Channels added by the window path features (:func:`joint_features` with ``path=True``).
 PATH_CHANNELS = 3
 #: Contents whose mirror image is the same content (besides ``*left*``/``*right*`` pairs, which swap).
 SYMMETRIC_CONTENTS = ("walk", "run", "dash", "walk-back", "bow", "raise-up-both-hands", "wave-both-hands")
+
+
+def resample_features(x: Tensor, frames: int) -> Tensor:
+    """Joint features ``(B, L, M, C)`` of ``L`` frames played back in ``frames`` frames ``(B, frames, M, C)``:
+    a window read about ``L / frames`` times faster than it was recorded. Output frame ``k`` is input frame
+    ``k (L - 1) / (frames - 1)`` (linear interpolation), so the per-frame changes (:data:`RATE_CHANNELS`) are
+    scaled by ``(L - 1) / (frames - 1)``."""
+    b, length, m, c = x.shape
+    flat = x.permute(0, 2, 3, 1).reshape(b, m * c, length)
+    out = torch.nn.functional.interpolate(flat, size=frames, mode="linear", align_corners=True)
+    out = out.reshape(b, m, c, frames).permute(0, 3, 1, 2).clone()
+    out[..., list(RATE_CHANNELS)] *= (length - 1) / max(frames - 1, 1)
+    return out
 
 
 def mirror_labels(contents: Sequence[str]) -> Tensor:

@@ -74,6 +74,7 @@ from skelanim.learn.joints import (
     joint_features,
     mirror_features,
     mirror_labels,
+    resample_features,
 )
 from skelanim.learn.mirror import rig_mirror
 from skelanim.learn.stgcn import STGCN, Members, TemporalCNN
@@ -118,6 +119,10 @@ class Recognizer(nn.Module):
         mapped by :func:`mirror_labels`; classes without a mirror keep the window's own probability).
     path : bool
         Inputs include the window path features (:func:`joint_features`).
+    test_speeds : sequence of float
+        :meth:`embed_dataset` averages each window's content probabilities over these playback speeds (the
+        window read ``s`` times faster from its first frame and resampled, :func:`resample_features`; the
+        features are always the window's own). ``(1.0,)``: none.
     members : int
         ``K`` networks of this architecture side by side (:class:`~skelanim.learn.stgcn.Members`; made from
         separately trained models by :func:`skelanim.learn.ensemble.combine_recognizers`): content
@@ -129,9 +134,12 @@ class Recognizer(nn.Module):
 
     def __init__(self, arch: str, rig: Rig, contents: Sequence[str], styles: Sequence[str], *, window: int = 64,
                  fps: float = 25.0, arch_options: dict[str, Any] | None = None, test_mirror: bool = False,
-                 path: bool = False, members: int = 1,
+                 path: bool = False, test_speeds: Sequence[float] = (1.0,), members: int = 1,
                  member_options: Sequence[dict[str, Any]] | None = None) -> None:  # fmt: skip
         super().__init__()
+        self.test_speeds = tuple(float(v) for v in test_speeds)
+        if not self.test_speeds or min(self.test_speeds) <= 0:
+            raise ValueError(f"test_speeds must be one or more positive speeds, got {list(test_speeds)}")
         self.arch, self.rig, self.window, self.fps = arch, rig, int(window), float(fps)
         self.test_mirror, self.path = bool(test_mirror), bool(path)
         self.contents, self.styles = Vocabulary("content", tuple(contents)), Vocabulary("style", tuple(styles))
@@ -172,6 +180,7 @@ class Recognizer(nn.Module):
         return {"format": FORMAT, "arch": self.arch, "rig": self.rig.to_dict(), "contents": list(self.contents.names),
                 "styles": list(self.styles.names), "window": self.window, "fps": self.fps,
                 "arch_options": self.arch_options, "test_mirror": self.test_mirror, "path": self.path,
+                "test_speeds": list(self.test_speeds),
                 "members": self.members, "member_options": self.member_options}  # fmt: skip
 
     @classmethod
@@ -180,6 +189,7 @@ class Recognizer(nn.Module):
         return cls(config["arch"], Rig.from_dict(config["rig"]), config["contents"], config["styles"],
                    window=config["window"], fps=config["fps"], arch_options=config.get("arch_options"),
                    test_mirror=bool(config.get("test_mirror", False)), path=bool(config.get("path", False)),
+                   test_speeds=config.get("test_speeds", (1.0,)),
                    members=int(config.get("members", 1)), member_options=config.get("member_options"))  # fmt: skip
 
     @classmethod
@@ -236,12 +246,21 @@ class Recognizer(nn.Module):
         """
         length = length or self.window
         win = ds.windows(length, stride)
+        keys = ("rot", "pelvis", "yaw", "positions")
         probs, feats = [], []
         for i in range(0, len(win), 256):
-            g = ds.gather(win[i : i + 256], length, keys=("rot", "pelvis", "yaw", "positions"))
-            p, f = self.embed_arrays(g["rot"], g["pelvis"], g["yaw"], g["positions"])
-            probs.append(p)
+            g = ds.gather(win[i : i + 256], length, keys=keys)
+            p, f = self.embed_arrays(*(g[k] for k in keys))
             feats.append(f)
+            if self.test_speeds != (1.0,):
+                p = torch.zeros_like(p)
+                for speed in self.test_speeds:
+                    read = max(2, round(length * speed))
+                    g = ds.gather(win[i : i + 256], read, keys=keys)
+                    x = self.inputs(*(g[k].float() for k in keys))
+                    p += self.classify(resample_features(x, length) if read != length else x)[0]
+                p /= len(self.test_speeds)
+            probs.append(p)
         return {"windows": win, "probs": torch.cat(probs), "features": torch.cat(feats)}
 
     def embed_motions(self, motions: Sequence[Motion], *, stride: int = 8) -> tuple[Tensor, list[str]]:
@@ -351,12 +370,7 @@ class RecognizeTask:
             posture = rotvec_to_matrix(vec)
         x = self._features(self.windows[indices], length, amplitude, posture)
         if length != t:
-            b, _, m, c = x.shape
-            x = nn.functional.interpolate(x.permute(0, 2, 3, 1).reshape(b, m * c, length), size=t, mode="linear",
-                                          align_corners=True).reshape(b, m, c, t).permute(0, 3, 1, 2)  # fmt: skip
-            x = x.clone()
-            x[..., 3:6] *= length / t  # per-frame changes scale with the playback speed
-            x[..., 12:15] *= length / t
+            x = resample_features(x, t)
         content = self.content[indices]
         if self.turns is not None:
             rate, content = turn_relabel(x[:, :, 0, TURN_CHANNEL], content, self.turns, self.turn, generator)
@@ -442,6 +456,7 @@ def train_recognizer(train_ds: MotionDataset, val_ds: MotionDataset | None, out:
                      window: int = 64, stride: int = 8, loop: TrainConfig | None = None,
                      arch_options: dict[str, Any] | None = None, mirror: bool = True, balance: float = 0.0,
                      file_balance: float = 0.0, amplitude: tuple[float, float] | None = None, test_mirror: bool = False,
+                     test_speeds: Sequence[float] = (1.0,),
                      path: bool = False, posture: float = 0.0, style_weight: float = 0.5, style_adversary: float = 0.0,
                      turn: float = 0.0, resume: bool = False, command: str | None = None,
                      log: Any = None) -> dict[str, Any]:  # fmt: skip
@@ -474,6 +489,8 @@ def train_recognizer(train_ds: MotionDataset, val_ds: MotionDataset | None, out:
     test_mirror : bool
         Store in the model that windows are classified together with their mirror image
         (:meth:`Recognizer.classify`), in validation too.
+    test_speeds : sequence of float
+        :class:`Recognizer`'s (validation uses them too).
     path : bool
         Give the model the window path features (:func:`joint_features`).
     posture : float
@@ -500,6 +517,7 @@ def train_recognizer(train_ds: MotionDataset, val_ds: MotionDataset | None, out:
     torch.manual_seed(loop.seed)
     model = Recognizer(arch, train_ds.rig, sorted(set(train_ds.labels("content"))), sorted(set(train_ds.labels("style"))),
                        window=window, fps=train_ds.fps, arch_options=arch_options, test_mirror=test_mirror,
+                       test_speeds=test_speeds,
                        path=path)  # fmt: skip
     meta = provenance(command, [c.path for c in train_ds.clips], loop.seed)
     meta["validation"] = [c.name for c in val_ds.clips] if val_ds is not None else []
