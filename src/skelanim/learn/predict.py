@@ -15,6 +15,12 @@ with :meth:`Predictor.mean_pose` + :func:`~skelanim.learn.mirror.mirror_frames`,
 per-joint rest axes). Model selection by the mean root-relative error over the horizons on the validation
 part, or the last epoch.
 
+Two inference options change what a trained network is asked, not its weights (both on in the shipped
+models): amplitude normalisation (``Predictor.amplitude_reference``, :func:`calibrate_amplitude`) enlarges an
+observed second that moves less than the training windows' median to that size about its mean frame and
+shrinks the prediction back; ``Predictor.test_mirror`` averages the prediction with the mirrored-back
+prediction of the mirror image.
+
 Scores (:func:`evaluate_prediction`): MPJPE at the horizons root-relative (``mpjpe``: pelvis at the origin
 in every frame, so the body's travel is removed) and with root motion (``mpjpe_global``), both as
 fractions of the rig height, and the mean angle error of the joint rotations (``angle_deg``; the body root's

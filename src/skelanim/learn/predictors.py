@@ -26,6 +26,8 @@ come back by Gram-Schmidt (:func:`skelanim.core.rotations.rot6d_to_matrix`).
   (residual on the padded input).
 * :class:`MemberMean`: ``K`` networks of one kind whose predicted frame vectors are averaged (a deep ensemble,
   :mod:`skelanim.learn.ensemble`).
+* :func:`window_amplitude`, :func:`amplitude_factor`: how much a window moves about its mean frame, and by
+  how much less than a reference (amplitude normalisation, :class:`~skelanim.learn.predict.Predictor`).
 * :func:`zero_velocity`: the last observed pose held. :func:`constant_velocity`: each joint keeps turning at
   its last observed angular velocity ``R[t+k] = R[t] (R[t-1]^T R[t])^k`` and the pelvis moves on at its last
   observed velocity.
