@@ -7,6 +7,7 @@ import torch
 
 from skelanim.core.rotations import rotvec_to_matrix
 from skelanim.learn.common import file_balance_weights
+from skelanim.learn.forecast import predict_motion
 from skelanim.learn.mirror import mirror_frames, rig_mirror
 from skelanim.learn.predict import (
     HORIZONS_MS,
@@ -15,7 +16,6 @@ from skelanim.learn.predict import (
     PredictTask,
     _frame_weights,
     evaluate_prediction,
-    predict_motion,
     reference_windows,
     train_predictor,
 )

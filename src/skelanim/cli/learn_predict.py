@@ -187,7 +187,8 @@ def predict_cmd(
 ) -> None:
     """Continue IN by SECONDS of predicted motion (from its last second)."""
     import skelanim
-    from skelanim.learn.predict import METHODS, CombinedPredictor, Predictor, predict_motion
+    from skelanim.learn.forecast import predict_motion
+    from skelanim.learn.predict import METHODS, CombinedPredictor, Predictor
 
     if method not in METHODS:
         raise typer.BadParameter(f"unknown method {method!r}; choose from {', '.join(METHODS)}", param_hint="--method")

@@ -8,7 +8,8 @@
 :mod:`.ensemble`          :func:`combine_recognizers`, :func:`combine_predictors` (trained models into one ensemble)
 :mod:`.predictors`        :class:`Seq2SeqGRU`, :class:`DCTGCN`, :func:`zero_velocity`, :func:`constant_velocity`
 :mod:`.predict`           :class:`Predictor`, :func:`train_predictor`, :func:`evaluate_prediction`,
-                          :func:`predict_motion`
+                          :func:`~.predict.calibrate_amplitude`
+:mod:`.forecast`          :func:`predict_motion` (continue a motion file)
 :mod:`.mirror`            left/right mirror images of frames on a rig with its own joint axes
 :mod:`.cvae`              :class:`MotionCVAE`, :class:`TemporalDiscriminator`
 :mod:`.generate`          :class:`Generator`, :func:`train_generator`, :func:`evaluate_generation`
@@ -21,8 +22,9 @@ provenance). Shipped defaults for the Bandai-Namco skeleton live in ``pretrained
 """
 
 from skelanim.learn.ensemble import combine_predictors, combine_recognizers
+from skelanim.learn.forecast import predict_motion
 from skelanim.learn.generate import Generator, evaluate_generation, train_generator
-from skelanim.learn.predict import Predictor, evaluate_prediction, predict_motion, train_predictor
+from skelanim.learn.predict import Predictor, evaluate_prediction, train_predictor
 from skelanim.learn.predictors import DCTGCN, Seq2SeqGRU, constant_velocity, zero_velocity
 from skelanim.learn.recognize import Recognizer, evaluate_recognizer, train_recognizer
 from skelanim.learn.stgcn import STGCN, TemporalCNN

@@ -1,4 +1,5 @@
-"""Motion prediction: given 1 s of motion, the next 1 s. Training, evaluation and prediction from a file.
+"""Motion prediction: given 1 s of motion, the next 1 s. The model, its training and its evaluation
+(continuing a motion file: :mod:`skelanim.learn.forecast`).
 
 Windows of ``observed + horizon`` frames (25 + 25 at 25 fps) are expressed relative to their last observed
 frame (:func:`skelanim.data.features.to_reference_frame`). The learned predictors
@@ -37,12 +38,9 @@ from typing import Any, cast
 import torch
 from torch import Tensor, nn
 
-from skelanim.core.motion import Motion
-from skelanim.data.clips import clip_from_motion
 from skelanim.data.dataset import MotionDataset
-from skelanim.data.features import from_reference_frame, to_reference_frame
+from skelanim.data.features import to_reference_frame
 from skelanim.data.rig import Rig
-from skelanim.errors import SkeletonError
 from skelanim.learn.augment import log_uniform, mean_rotations, scale_amplitude
 from skelanim.learn.common import (
     Normalizer,
@@ -70,7 +68,7 @@ from skelanim.metrics.kinematic import angle_error_at, mpjpe_at
 from skelanim.nn.train import TrainConfig, fit
 
 __all__ = ["FORMAT", "HORIZONS_MS", "METHODS", "CombinedPredictor", "PredictTask", "Predictor", "calibrate_amplitude",
-           "evaluate_prediction", "predict_motion", "train_predictor"]  # fmt: skip
+           "evaluate_prediction", "train_predictor"]  # fmt: skip
 
 FORMAT = "skelanim-predictor"
 #: Horizons reported, in milliseconds.
@@ -522,89 +520,3 @@ def train_predictor(train_ds: MotionDataset, val_ds: MotionDataset | None, out: 
     result = fit(model, task, out, loop, resume=resume, log=log)
     result["parameters"] = sum(p.numel() for p in model.parameters())
     return result
-
-
-@torch.no_grad()
-def predict_motion(motion: Motion, *, method: str = "rnn", model: Predictor | CombinedPredictor | None = None,
-                   seconds: float = 1.0,
-                   rig: Rig | None = None) -> Motion:  # fmt: skip
-    """Continue a motion by ``seconds``: its last ``observed`` frames in, predictions chained ``horizon`` at a time.
-
-    Parameters
-    ----------
-    motion : Motion
-        Input on the model's skeleton topology (any fps: resampled to the model's and back).
-    method : str
-        One of :data:`METHODS`.
-    model : Predictor or CombinedPredictor, optional
-        Needed for the learned methods; gives the rig and lengths for the baselines too.
-    seconds : float
-        Length of the continuation.
-    rig : Rig, optional
-        For the baselines without a model.
-
-    Returns
-    -------
-    Motion
-        The input followed by the prediction, on the rig's skeleton at the input's fps.
-
-    Raises
-    ------
-    SkeletonError
-        When the motion's skeleton is not the rig's, or it is shorter than 2 frames.
-    """
-    rig = model.rig if model is not None else rig
-    if rig is None:
-        raise ValueError("predict_motion needs a model or a rig")
-    if not motion.skeleton.same_topology(rig.skeleton):
-        raise SkeletonError(f"the predictor was trained on a {rig.skeleton.num_joints}-joint skeleton "
-                            f"({', '.join(rig.skeleton.names[:4])}, ...); this motion has {motion.skeleton.num_joints}")  # fmt: skip
-    observed = model.observed if model is not None else 25
-    fps = model.fps if model is not None else 25.0
-    ds = MotionDataset(clips=[clip_from_motion(motion, fps=fps)], rig=rig, fps=fps)
-    fr = ds.frames()
-    rot, pelvis = fr["rot"], fr["pelvis"]
-    want = max(1, round(seconds * fps))
-    while rot.shape[0] < motion_frames(ds) + want:
-        n = rot.shape[0]
-        yaw = _yaw_of(rig, rot, pelvis, fps)
-        take = torch.arange(max(0, n - observed), n)
-        if len(take) < observed:
-            take = torch.cat([take[:1].expand(observed - len(take)), take])
-        r_rot, r_pel = to_reference_frame(rot[take][None], pelvis[take][None], yaw[take][None], observed - 1,
-                                          up=rig.up, floor=rig.floor, height=rig.height)  # fmt: skip
-        horizon = model.horizon if model is not None else 25
-        if method == "zero_velocity":
-            p_rot, p_pel = zero_velocity(r_rot, r_pel, horizon)
-        elif method == "constant_velocity":
-            p_rot, p_pel = constant_velocity(r_rot, r_pel, horizon)
-        elif model is not None:
-            p_rot, p_pel = model.predict(r_rot, r_pel)
-        else:
-            raise ValueError(f"method {method!r} needs a model")
-        w_rot, w_pel = from_reference_frame(p_rot, p_pel, yaw[take][-1:], pelvis[take][-1:], up=rig.up,
-                                            floor=rig.floor, height=rig.height)  # fmt: skip
-        rot, pelvis = torch.cat([rot, w_rot[0].float()]), torch.cat([pelvis, w_pel[0].float()])
-    total = motion_frames(ds) + want
-    out = rig.to_motion(
-        rot[:total], pelvis[:total], fps, metadata={"predicted_from_frame": motion_frames(ds), "method": method}
-    )
-    if abs(motion.fps - fps) > 1e-6 * fps:
-        from skelanim.ops.resample import resample
-
-        out = resample(out, motion.fps)
-    return out
-
-
-def motion_frames(ds: MotionDataset) -> int:
-    """Frames of the single clip of ``ds``."""
-    return int(ds.lengths[0])
-
-
-def _yaw_of(rig: Rig, rot: Tensor, pelvis: Tensor, fps: float) -> Tensor:
-    """Headings of frames given as model-joint arrays (through a Motion, with the dataset's definition)."""
-    from skelanim.data.features import yaw_from_directions
-    from skelanim.ops.normalize import facing_directions
-
-    motion = rig.to_motion(rot, pelvis, fps)
-    return yaw_from_directions(facing_directions(motion, up_axis=rig.up), rig.up).float()
