@@ -253,13 +253,15 @@ class Recognizer(nn.Module):
             p, f = self.embed_arrays(*(g[k] for k in keys))
             feats.append(f)
             if self.test_speeds != (1.0,):
-                p = torch.zeros_like(p)
+                votes = torch.zeros_like(p)
                 for speed in self.test_speeds:
                     read = max(2, round(length * speed))
+                    if read == length:  # the window as it is: its probabilities are known
+                        votes += p
+                        continue
                     g = ds.gather(win[i : i + 256], read, keys=keys)
-                    x = self.inputs(*(g[k].float() for k in keys))
-                    p += self.classify(resample_features(x, length) if read != length else x)[0]
-                p /= len(self.test_speeds)
+                    votes += self.classify(resample_features(self.inputs(*(g[k].float() for k in keys)), length))[0]
+                p = votes / len(self.test_speeds)
             probs.append(p)
         return {"windows": win, "probs": torch.cat(probs), "features": torch.cat(feats)}
 
