@@ -153,3 +153,16 @@ def test_calibrate_sets_test_mirror_and_members_must_share_it(tiny_ds, learn_fil
     assert main([*base, "-o", str(tmp_path / "on"), "--test-mirror"]) == 0
     assert main([*base, "-o", str(tmp_path / "same")]) == 0
     assert Predictor.load(tmp_path / "on").test_mirror and not Predictor.load(tmp_path / "same").test_mirror
+
+
+def test_cli_calibrates_with_the_models_own_stride_and_seed(tiny_ds, learn_files, tmp_path):
+    loop = TrainConfig(epochs=1, batch_size=8, lr=1e-3, warmup_steps=1, progress=False, seed=3)
+    train_predictor(tiny_ds, None, tmp_path / "m", stride=25, loop=loop, arch_options={"hidden": 8})
+    data = [a for f in learn_files for a in ("--data", str(f))]
+    assert main(["learn", "predict", "calibrate", str(tmp_path / "m"), *data, "--split", "none", "-o", str(tmp_path / "c")]) == 0
+    config = json.loads((tmp_path / "c" / "config.json").read_text())
+    record = config["training"]["amplitude_calibration"]
+    assert record["stride"] == 25 and record["seed"] == 3  # read from the model's training record
+    model = Predictor.load(tmp_path / "m")
+    assert config["amplitude_reference"] == pytest.approx(calibrate_amplitude(model, tiny_ds, stride=25), rel=1e-6)
+    assert config["amplitude_reference"] != pytest.approx(calibrate_amplitude(model, tiny_ds, stride=4), rel=1e-6)

@@ -51,11 +51,11 @@ def test_speed_votes_average_the_probabilities_of_each_speed_and_keep_the_featur
     model = Recognizer.load(pair[0])
     plain = model.embed_dataset(tiny_ds, stride=16)
     by_speed = {}
-    for speeds in ((0.5,), (1.6,), (0.5, 1.6), (1.0, 1.0)):
+    for speeds in ((0.5,), (1.6,), (0.5, 1.6)):
         model.test_speeds = speeds
         by_speed[speeds] = model.embed_dataset(tiny_ds, stride=16)
         torch.testing.assert_close(by_speed[speeds]["features"], plain["features"])  # the window's own
-    torch.testing.assert_close(by_speed[(1.0, 1.0)]["probs"], plain["probs"])
+    torch.testing.assert_close(model.embed_dataset(tiny_ds, stride=16, speed_votes=False)["probs"], plain["probs"])
     mean = 0.5 * (by_speed[(0.5,)]["probs"] + by_speed[(1.6,)]["probs"])
     torch.testing.assert_close(by_speed[(0.5, 1.6)]["probs"], mean)
     assert float((by_speed[(0.5,)]["probs"] - plain["probs"]).abs().max()) > 1e-4  # another reading, another vote

@@ -290,7 +290,7 @@ def generate_train(
 
     rec = Recognizer.load(recognizer)
     parts = split_parts(load_dataset(data, fps, threads, progress), split, seed)
-    reference = rec.embed_dataset(parts["train"], stride=8, length=window)["features"]
+    reference = rec.embed_dataset(parts["train"], stride=8, length=window, speed_votes=False)["features"]
     result = train_generator(parts["train"], out, length=window, stride=stride, embed=rec.embed_arrays, reference=reference,
                              vae_loop=train_config(vae_epochs, batch_size, lr, seed, max_steps, progress, 100),
                              gan_loop=train_config(gan_epochs, batch_size, gan_lr, seed, max_steps, progress, 20) if gan_epochs else None,

@@ -1,4 +1,4 @@
-"""``skelanim learn predict train|combine|eval`` and ``skelanim predict``: thin wrappers over
+"""``skelanim learn predict train|combine|calibrate|eval`` and ``skelanim predict``: thin wrappers over
 :mod:`skelanim.learn.predict` (the shared options and helpers are :mod:`skelanim.cli.learn`'s)."""
 
 from __future__ import annotations
@@ -103,7 +103,8 @@ def predict_calibrate(
     model: Path = typer.Argument(..., help="A trained predictor folder."),
     data: list[str] = typer.Option(..., "--data", help=DATA_HELP),
     split: str = typer.Option("style", "--split", help=SPLIT_HELP + " Calibrates on the training part."),
-    stride: int = typer.Option(4, "--stride", min=1, help="The training window stride."),
+    stride: int | None = typer.Option(None, "--stride", min=1, help="The training window stride (default: MODEL's)."),
+    seed: int | None = typer.Option(None, "--seed", help="The split's seed (default: MODEL's training seed)."),
     out: Path = typer.Option(..., "--out", "-o", help="Model folder to write (may be MODEL)."),
     test_mirror: bool | None = typer.Option(
         None, "--test-mirror/--no-test-mirror", help="Also average with the mirror image's prediction (default: as MODEL)."
@@ -118,15 +119,18 @@ def predict_calibrate(
 
     net = Predictor.load(model)
     training = read_model_config(model / "config.json").get("training", {})
-    parts = split_parts(load_dataset(data, net.fps, threads, progress=False), split)
+    trained = (training.get("members") or [training])[0]  # an ensemble's first member: they share data and split
+    seed = int(trained.get("seed", 0)) if seed is None else seed
+    stride = int(trained.get("task_options", {}).get("stride", 4)) if stride is None else stride
+    parts = split_parts(load_dataset(data, net.fps, threads, progress=False), split, seed)
     try:
         reference = calibrate_amplitude(net, parts["train"], stride=stride)
     except ValueError as err:
         raise typer.BadParameter(str(err), param_hint="--data") from None
     if test_mirror is not None:
         net.test_mirror = test_mirror
-    record = {"command": command_line(), "files": len(parts["train"].clips), "reference": reference,
-              "test_mirror": net.test_mirror}  # fmt: skip
+    record = {"command": command_line(), "files": len(parts["train"].clips), "seed": seed, "stride": stride,
+              "reference": reference, "test_mirror": net.test_mirror}  # fmt: skip
     save_model_files(out, net.state_dict(), {**net.config(), "training": {**training, "amplitude_calibration": record}})
     typer.echo(f"wrote {out} (amplitude reference {reference:.4g} from {len(parts['train'].clips)} training files, "
                f"test mirror {'on' if net.test_mirror else 'off'})")  # fmt: skip

@@ -1,5 +1,5 @@
 """Motion prediction: given 1 s of motion, the next 1 s. The model, its training and its evaluation
-(continuing a motion file: :mod:`skelanim.learn.forecast`).
+(continuing a motion file: :func:`skelanim.learn.forecast.predict_motion`).
 
 Windows of ``observed + horizon`` frames (25 + 25 at 25 fps) are expressed relative to their last observed
 frame (:func:`skelanim.data.features.to_reference_frame`). The learned predictors
@@ -73,7 +73,7 @@ __all__ = ["FORMAT", "HORIZONS_MS", "METHODS", "CombinedPredictor", "PredictTask
 FORMAT = "skelanim-predictor"
 #: Horizons reported, in milliseconds.
 HORIZONS_MS = (80, 160, 320, 400, 560, 1000)
-#: Methods :func:`evaluate_prediction` and :func:`predict_motion` know (``combined``: :class:`CombinedPredictor`).
+#: Methods :func:`evaluate_prediction` and :func:`~skelanim.learn.forecast.predict_motion` know (``combined``: :class:`CombinedPredictor`).
 METHODS = ("rnn", "gcn", "combined", "zero_velocity", "constant_velocity")
 #: The baselines, which need no model.
 BASELINES = ("zero_velocity", "constant_velocity")

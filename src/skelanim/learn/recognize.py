@@ -120,9 +120,11 @@ class Recognizer(nn.Module):
     path : bool
         Inputs include the window path features (:func:`joint_features`).
     test_speeds : sequence of float
-        :meth:`embed_dataset` averages each window's content probabilities over these playback speeds (the
-        window read ``s`` times faster from its first frame and resampled, :func:`resample_features`; the
-        features are always the window's own). ``(1.0,)``: none.
+        :meth:`embed_dataset` averages each window's content probabilities over these playback speeds: the
+        window read ``s`` times faster from its first frame and resampled (:func:`resample_features`), where
+        frames past a clip's end repeat its last frame, as in the training speed augmentation. The features
+        are always the window's own; :meth:`classify` and :meth:`embed_arrays`, given fixed-length windows,
+        do not vote. ``(1.0,)``: none.
     members : int
         ``K`` networks of this architecture side by side (:class:`~skelanim.learn.stgcn.Members`; made from
         separately trained models by :func:`skelanim.learn.ensemble.combine_recognizers`): content
@@ -236,8 +238,10 @@ class Recognizer(nn.Module):
         """Probabilities and features of windows given as arrays (shapes as :func:`joint_features`)."""
         return self.classify(self.inputs(rot.float(), pelvis.float(), yaw.float(), positions.float()))
 
-    def embed_dataset(self, ds: MotionDataset, *, stride: int = 8, length: int | None = None) -> dict[str, Tensor]:
-        """Classify every window of a dataset.
+    def embed_dataset(self, ds: MotionDataset, *, stride: int = 8, length: int | None = None,
+                      speed_votes: bool = True) -> dict[str, Tensor]:  # fmt: skip
+        """Classify every window of a dataset (with :attr:`test_speeds` votes unless ``speed_votes`` is false,
+        e.g. when only the features are wanted).
 
         Returns
         -------
@@ -252,7 +256,7 @@ class Recognizer(nn.Module):
             g = ds.gather(win[i : i + 256], length, keys=keys)
             p, f = self.embed_arrays(*(g[k] for k in keys))
             feats.append(f)
-            if self.test_speeds != (1.0,):
+            if speed_votes and self.test_speeds != (1.0,):
                 votes = torch.zeros_like(p)
                 for speed in self.test_speeds:
                     read = max(2, round(length * speed))
