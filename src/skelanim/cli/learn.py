@@ -214,6 +214,7 @@ def recognize_eval(
     model: Path | None = typer.Option(None, "--model", "-m", help="ST-GCN folder (default: the shipped one)."),
     baseline: Path | None = typer.Option(None, "--baseline", help="CNN baseline folder (default: the shipped one)."),
     split: str = typer.Option("style", "--split", help=SPLIT_HELP + " Evaluates the test part."),
+    seed: int = typer.Option(0, "--seed", help="The split's seed (the one given to train; matters for 'file')."),
     stride: int = typer.Option(8, "--stride", min=1),
     threads: int | None = typer.Option(None, "--threads", min=1),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
@@ -225,7 +226,7 @@ def recognize_eval(
     if plot is not None:
         check_plot(plot)
     net, base = Recognizer.load(model), Recognizer.load(baseline, default="recognize_cnn")
-    ds = split_parts(load_dataset(data, net.fps, threads, not as_json), split)["test"]
+    ds = split_parts(load_dataset(data, net.fps, threads, not as_json), split, seed)["test"]
     main, ref = evaluate_recognizer(net, ds, stride=stride), evaluate_recognizer(base, ds, stride=stride)
     if plot is not None:
         from skelanim.viz.charts import plot_confusion
@@ -311,7 +312,7 @@ def generate_eval(
     model: Path | None = typer.Option(None, "--model", "-m", help="Generator folder (default: the shipped one)."),
     recognizer: Path | None = typer.Option(None, "--recognizer", help="Recogniser folder (default: the shipped one)."),
     split: str = typer.Option("file", "--split", help=SPLIT_HELP + " Train part = real set A, test part = B."),
-    seed: int = typer.Option(0, "--seed"),
+    seed: int = typer.Option(0, "--seed", help="Seed of the samples and of the split (the one given to train)."),
     threads: int | None = typer.Option(None, "--threads", min=1),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
 ) -> None:
@@ -320,7 +321,7 @@ def generate_eval(
     from skelanim.learn.recognize import Recognizer
 
     gen, rec = Generator.load(model), Recognizer.load(recognizer)
-    parts = split_parts(load_dataset(data, gen.fps, threads, not as_json), split)
+    parts = split_parts(load_dataset(data, gen.fps, threads, not as_json), split, seed)
     if parts["test"] is None:
         raise typer.BadParameter("the split leaves no test files", param_hint="--split")
     res = evaluate_generation(gen, rec.embed_arrays, parts["train"], parts["test"], seed=seed)

@@ -142,6 +142,7 @@ def predict_eval(
     rnn: Path | None = typer.Option(None, "--rnn", help="GRU folder (default: the shipped one)."),
     gcn: Path | None = typer.Option(None, "--gcn", help="DCT-GCN folder (default: the shipped one)."),
     split: str = typer.Option("style", "--split", help=SPLIT_HELP + " Evaluates the test part."),
+    seed: int = typer.Option(0, "--seed", help="The split's seed (the one given to train; matters for 'file')."),
     stride: int = typer.Option(10, "--stride", min=1),
     threads: int | None = typer.Option(None, "--threads", min=1),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
@@ -156,7 +157,7 @@ def predict_eval(
     models: dict[str, Any] = {"rnn": Predictor.load(rnn, default="predict_rnn"),
                               "gcn": Predictor.load(gcn, default="predict_gcn")}  # fmt: skip
     models["combined"] = CombinedPredictor([models["rnn"], models["gcn"]])
-    ds = split_parts(load_dataset(data, models["rnn"].fps, threads, not as_json), split)["test"]
+    ds = split_parts(load_dataset(data, models["rnn"].fps, threads, not as_json), split, seed)["test"]
     res = evaluate_prediction(models, ds, stride=stride)
     if plot is not None:
         from skelanim.viz.charts import plot_horizon_errors
