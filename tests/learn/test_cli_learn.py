@@ -15,7 +15,7 @@ from skelanim.cli import main
 from skelanim.learn.common import pretrained_dir
 from skelanim.metrics.kinematic import bone_length_error
 
-SHIPPED = ("recognize", "recognize_cnn", "predict_rnn", "predict_gcn", "generate")
+SHIPPED = ("recognize", "recognize_cnn", "predict_rnn", "predict_gcn", "predict_mlp", "generate")
 
 
 @pytest.fixture(scope="module")
@@ -64,11 +64,11 @@ def test_predict_eval_json_keys(shipped, data_args, capsys, tmp_path):
                          "--plot", str(plot)])  # fmt: skip
     assert plot.read_text().lstrip().startswith("<?xml") and "horizon (ms)" in plot.read_text()
     assert set(obj) == {"horizons_ms", "methods"} and obj["horizons_ms"] == [80, 160, 320, 400, 560, 1000]
-    assert set(obj["methods"]) == {"rnn", "gcn", "combined", "zero_velocity", "constant_velocity"}
+    assert set(obj["methods"]) == {"rnn", "gcn", "mlp", "combined", "zero_velocity", "constant_velocity"}
     for scores in obj["methods"].values():
         assert set(scores) == {"mpjpe", "mpjpe_global", "angle_deg"} and all(len(v) == 6 for v in scores.values())
-    scores = {name: obj["methods"][name]["mpjpe"] for name in ("rnn", "gcn", "combined")}
-    assert scores["combined"] not in (scores["rnn"], scores["gcn"])  # its own predictions, not a copy of either
+    scores = {name: obj["methods"][name]["mpjpe"] for name in ("rnn", "gcn", "mlp", "combined")}
+    assert scores["combined"] not in (scores["rnn"], scores["gcn"], scores["mlp"])  # its own, not a copy of one
 
 
 def test_generate_writes_bvh_on_the_training_skeleton(shipped, tmp_path, capsys):
@@ -90,8 +90,14 @@ def test_generate_writes_bvh_on_the_training_skeleton(shipped, tmp_path, capsys)
 def test_predict_file(shipped, learn_files, tmp_path):
     out = tmp_path / "pred.bvh"
     assert main(["predict", str(learn_files[0]), "--seconds", "0.5", "-o", str(out), "--method", "gcn"]) == 0
+    by_mlp = tmp_path / "mlp.bvh"
+    assert main(["predict", str(learn_files[0]), "--seconds", "0.5", "-o", str(by_mlp), "--method", "mlp"]) == 0
     source, result = skelanim.load(learn_files[0]), skelanim.load(out)
     assert abs(result.num_frames - (source.num_frames + 0.5 * source.fps)) <= 2
+    continued = skelanim.load(by_mlp)
+    assert continued.num_frames == result.num_frames
+    gap = (continued.positions()[-5:] - result.positions()[-5:]).norm(dim=-1).max()  # another predictor's future
+    assert float(gap) > 1e-3 * source.height
     assert main(["predict", str(learn_files[0]), "-o", str(out), "--method", "magic"]) == 2
     both = tmp_path / "combined.bvh"
     assert main(["predict", str(learn_files[0]), "--seconds", "0.5", "-o", str(both), "--method", "combined"]) == 0

@@ -172,7 +172,8 @@ def test_untrained_dct_gcn_periodic_pad_fades_from_velocity_to_the_period():
     [("rnn", {"hidden": 32}), ("rnn", {"hidden": 32, "attention": 16}),
      ("rnn", {"hidden": 32, "attention": 16, "anchor": True}), ("rnn", {"hidden": 32, "spring": True}),
      ("gcn", {"hidden": 16, "blocks": 1, "dropout": 0.0, "observed": 10}),
-     ("gcn", {"hidden": 16, "blocks": 1, "dropout": 0.0, "observed": 10, "pad": "periodic"})],
+     ("gcn", {"hidden": 16, "blocks": 1, "dropout": 0.0, "observed": 10, "pad": "periodic"}),
+     ("mlp", {"blocks": 4, "observed": 10})],
 )  # fmt: skip
 def test_a_few_steps_lower_the_loss(tiny_ds, arch, options):
     torch.manual_seed(0)

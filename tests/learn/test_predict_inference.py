@@ -39,7 +39,8 @@ def test_amplitude_factor_shrinks_only_smaller_windows_and_at_most_tenfold():
 
 def _trained_statistics(ds, arch: str) -> Predictor:
     """A predictor with its training statistics and random (non-trivial, non-linear) weights."""
-    model = Predictor(arch, ds.rig, arch_options={"hidden": 16}).eval()
+    options = {"blocks": 3} if arch == "mlp" else {"hidden": 16}
+    model = Predictor(arch, ds.rig, arch_options=options).eval()
     PredictTask(model, ds, None, stride=25)
     torch.manual_seed(0)
     for p in model.net.parameters():
@@ -47,7 +48,7 @@ def _trained_statistics(ds, arch: str) -> Predictor:
     return model
 
 
-@pytest.mark.parametrize("arch", ["rnn", "gcn"])
+@pytest.mark.parametrize("arch", ["rnn", "gcn", "mlp"])
 def test_a_shrunk_window_is_predicted_as_the_full_window_shrunk(tiny_ds, arch):
     """With the reference at a window's own amplitude, the window shrunk about its mean frame by ``a`` is
     predicted as the window's prediction shrunk by ``a`` about that frame; a window that moves as much or more
@@ -121,7 +122,7 @@ def test_cli_calibrates_a_copy_and_keeps_the_training_record(tiny_ds, learn_file
     assert "no clip is 2025 frames long" in err and "Traceback" not in err and not (tmp_path / "x").exists()
 
 
-@pytest.mark.parametrize("arch", ["rnn", "gcn"])
+@pytest.mark.parametrize("arch", ["rnn", "gcn", "mlp"])
 def test_test_mirror_makes_the_prediction_of_a_mirror_image_the_mirror_image_of_the_prediction(tiny_ds, arch):
     model = _trained_statistics(tiny_ds, arch)
     model.amplitude_reference = 0.4

@@ -32,10 +32,11 @@ from skelanim.cli.learn import (
 def predict_train(
     data: list[str] = typer.Option(..., "--data", help=DATA_HELP),
     out: Path = typer.Option(..., "--out", "-o", help="Model folder to write."),
-    arch: str = typer.Option("rnn", "--arch", help="rnn (seq2seq GRU) or gcn (DCT-GCN)."),
+    arch: str = typer.Option("rnn", "--arch", help="rnn (seq2seq GRU), gcn (DCT-GCN) or mlp (siMLPe-style MLP)."),
     split: str = typer.Option("style", "--split", help=SPLIT_HELP),
     stride: int = typer.Option(4, "--stride", min=1),
     hidden: int | None = typer.Option(None, "--hidden", min=4, help="GRU width / GCN node features."),
+    blocks: int | None = typer.Option(None, "--blocks", min=1, help="GCN or MLP residual blocks."),
     attention: int | None = typer.Option(None, "--attention", min=0, help="GRU history-attention width (0: none)."),
     anchor: bool = typer.Option(False, "--anchor/--no-anchor", help="GRU decoder sees the periodic continuation."),
     spring: bool = typer.Option(False, "--spring/--no-spring", help="GRU steps pulled toward the observed mean pose."),
@@ -71,13 +72,19 @@ def predict_train(
     progress: bool = typer.Option(True, "--progress/--no-progress"),
 ) -> None:
     """Train a predictor (1 s in, 1 s out at 25 fps)."""
-    from skelanim.learn.predict import train_predictor
+    from skelanim.learn.predict import ARCHITECTURES, train_predictor
 
+    if arch not in ARCHITECTURES:
+        raise typer.BadParameter(f"unknown architecture {arch!r}; choose from {', '.join(ARCHITECTURES)}", param_hint="--arch")
+    if arch == "mlp" and (hidden is not None or half_period):
+        raise typer.BadParameter("the MLP predictor has no --hidden width and no periodic pad", param_hint="--arch")
+    if arch == "rnn" and blocks is not None:
+        raise typer.BadParameter("the GRU has no --blocks", param_hint="--blocks")
     parts = split_parts(load_dataset(data, fps, threads, progress), split, seed)
-    options = {"hidden": hidden, "attention": attention if arch == "rnn" else None,
+    options = {"hidden": hidden, "blocks": blocks, "attention": attention if arch == "rnn" else None,
                "anchor": anchor if arch == "rnn" and anchor else None,
                "spring": spring if arch == "rnn" and spring else None,
-               "observed": observed_frames if arch == "gcn" else None, "pad": gcn_pad if arch == "gcn" else None,
+               "observed": observed_frames if arch != "rnn" else None, "pad": gcn_pad if arch == "gcn" else None,
                "half_period": True if half_period else None}  # fmt: skip
     task = {"mirror": mirror, "speed": speed, "amplitude": amplitude, "global_weight": global_weight, "horizon_decay": horizon_decay,
             "file_balance": file_balance, "amplitude_norm": amplitude_norm}  # fmt: skip
@@ -141,6 +148,7 @@ def predict_eval(
     data: list[str] = typer.Option(..., "--data", help=DATA_HELP),
     rnn: Path | None = typer.Option(None, "--rnn", help="GRU folder (default: the shipped one)."),
     gcn: Path | None = typer.Option(None, "--gcn", help="DCT-GCN folder (default: the shipped one)."),
+    mlp: Path | None = typer.Option(None, "--mlp", help="MLP predictor folder (default: the shipped one)."),
     split: str = typer.Option("style", "--split", help=SPLIT_HELP + " Evaluates the test part."),
     seed: int = typer.Option(0, "--seed", help="The split's seed (the one given to train; matters for 'file')."),
     stride: int = typer.Option(10, "--stride", min=1),
@@ -149,14 +157,14 @@ def predict_eval(
     plot: Path | None = typer.Option(None, "--plot", help="Also draw the errors against the horizon (.png, .pdf, .svg)."),
 ) -> None:
     """MPJPE (root-relative and global, fraction of height) and angle error at 80-1000 ms: the GRU, the DCT-GCN,
-    the two averaged (combined) and the zero- and constant-velocity baselines."""
-    from skelanim.learn.predict import CombinedPredictor, Predictor, evaluate_prediction
+    the MLP, the three averaged (combined) and the zero- and constant-velocity baselines."""
+    from skelanim.learn.predict import LEARNED, CombinedPredictor, Predictor, evaluate_prediction
 
     if plot is not None:
         check_plot(plot)
-    models: dict[str, Any] = {"rnn": Predictor.load(rnn, default="predict_rnn"),
-                              "gcn": Predictor.load(gcn, default="predict_gcn")}  # fmt: skip
-    models["combined"] = CombinedPredictor([models["rnn"], models["gcn"]])
+    folders = {"rnn": rnn, "gcn": gcn, "mlp": mlp}
+    models: dict[str, Any] = {name: Predictor.load(folders[name], default=f"predict_{name}") for name in LEARNED}
+    models["combined"] = CombinedPredictor(list(models.values()))
     ds = split_parts(load_dataset(data, models["rnn"].fps, threads, not as_json), split, seed)["test"]
     res = evaluate_prediction(models, ds, stride=stride)
     if plot is not None:
@@ -183,17 +191,17 @@ def predict_cmd(
     out: Path = typer.Option(..., "-o", "--out", help="Output motion: the input followed by the prediction."),
     seconds: float = typer.Option(1.0, "--seconds", min=0.04, help="How far to predict."),
     method: str = typer.Option(
-        "rnn", "--method", help="rnn, gcn, combined (the two averaged), zero_velocity or constant_velocity."
+        "rnn", "--method", help="rnn, gcn, mlp, combined (the three averaged), zero_velocity or constant_velocity."
     ),
     model: list[Path] = typer.Option(
         [], "--model", "-m", help="Predictor folder (default: the shipped one for --method); for combined, "
-        "repeat it for each predictor to average (default: the shipped rnn and gcn).",
+        "repeat it for each predictor to average (default: the shipped rnn, gcn and mlp).",
     ),
 ) -> None:
     """Continue IN by SECONDS of predicted motion (from its last second)."""
     import skelanim
     from skelanim.learn.forecast import predict_motion
-    from skelanim.learn.predict import METHODS, CombinedPredictor, Predictor
+    from skelanim.learn.predict import LEARNED, METHODS, CombinedPredictor, Predictor
 
     if method not in METHODS:
         raise typer.BadParameter(f"unknown method {method!r}; choose from {', '.join(METHODS)}", param_hint="--method")
@@ -202,7 +210,7 @@ def predict_cmd(
         if len(model) == 1:
             raise typer.BadParameter("combined averages two or more predictors: repeat --model", param_hint="--model")
         members = ([Predictor.load(folder) for folder in model] if model else
-                   [Predictor.load(None, default="predict_rnn"), Predictor.load(None, default="predict_gcn")])  # fmt: skip
+                   [Predictor.load(None, default=f"predict_{name}") for name in LEARNED])  # fmt: skip
         try:
             net = CombinedPredictor(members)
         except ValueError as err:
@@ -210,7 +218,7 @@ def predict_cmd(
     elif len(model) > 1:
         raise typer.BadParameter(f"--method {method} takes one --model", param_hint="--model")
     else:
-        net = Predictor.load(model[0] if model else None, default="predict_gcn" if method == "gcn" else "predict_rnn")
+        net = Predictor.load(model[0] if model else None, default=f"predict_{method}" if method in LEARNED else "predict_rnn")
     motion = skelanim.load(src)
     try:
         result = predict_motion(motion, method=method, model=net, seconds=seconds)

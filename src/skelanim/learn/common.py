@@ -71,7 +71,7 @@ def set_threads(threads: int | None) -> None:
 
 
 def pretrained_dir(name: str) -> Path:
-    """Folder of the shipped default model ``name`` (``recognize``, ``predict_rnn``, ``predict_gcn``, ``generate``)."""
+    """Folder of the shipped default model ``name`` (``recognize``, ``predict_rnn``, ``predict_gcn``, ``predict_mlp``, ``generate``)."""
     return Path(str(resources.files("skelanim.learn").joinpath("pretrained", name)))
 
 

@@ -56,6 +56,7 @@ from skelanim.learn.mirror import mirror_frames, rig_mirror, vector_mirror
 from skelanim.learn.predictors import (
     DCTGCN,
     MemberMean,
+    MotionMLP,
     Seq2SeqGRU,
     amplitude_factor,
     constant_velocity,
@@ -67,16 +68,20 @@ from skelanim.learn.predictors import (
 from skelanim.metrics.kinematic import angle_error_at, mpjpe_at
 from skelanim.nn.train import TrainConfig, fit
 
-__all__ = ["FORMAT", "HORIZONS_MS", "METHODS", "CombinedPredictor", "PredictTask", "Predictor", "calibrate_amplitude",
-           "evaluate_prediction", "train_predictor"]  # fmt: skip
+__all__ = ["ARCHITECTURES", "FORMAT", "HORIZONS_MS", "LEARNED", "METHODS", "CombinedPredictor", "PredictTask",
+           "Predictor", "calibrate_amplitude", "evaluate_prediction", "train_predictor"]  # fmt: skip
 
 FORMAT = "skelanim-predictor"
 #: Horizons reported, in milliseconds.
 HORIZONS_MS = (80, 160, 320, 400, 560, 1000)
-#: Methods :func:`evaluate_prediction` and :func:`~skelanim.learn.forecast.predict_motion` know (``combined``: :class:`CombinedPredictor`).
-METHODS = ("rnn", "gcn", "combined", "zero_velocity", "constant_velocity")
+#: Learned predictor networks by ``arch`` name.
+ARCHITECTURES: dict[str, type[nn.Module]] = {"rnn": Seq2SeqGRU, "gcn": DCTGCN, "mlp": MotionMLP}
+#: The learned methods, one per architecture, each with a shipped default ``predict_{name}``.
+LEARNED = tuple(ARCHITECTURES)
 #: The baselines, which need no model.
 BASELINES = ("zero_velocity", "constant_velocity")
+#: Methods :func:`evaluate_prediction` and :func:`~skelanim.learn.forecast.predict_motion` know (``combined``: :class:`CombinedPredictor`).
+METHODS = (*LEARNED, "combined", *BASELINES)
 
 
 def reference_windows(ds: MotionDataset, windows: Tensor, length: int, ref: int, rig: Rig) -> tuple[Tensor, Tensor]:
@@ -91,7 +96,8 @@ class Predictor(nn.Module):
     Parameters
     ----------
     arch : str
-        ``"rnn"`` (:class:`~skelanim.learn.predictors.Seq2SeqGRU`) or ``"gcn"`` (:class:`~skelanim.learn.predictors.DCTGCN`).
+        ``"rnn"`` (:class:`~skelanim.learn.predictors.Seq2SeqGRU`), ``"gcn"`` (:class:`~skelanim.learn.predictors.DCTGCN`)
+        or ``"mlp"`` (:class:`~skelanim.learn.predictors.MotionMLP`).
     rig : Rig
         The learning skeleton.
     observed, horizon : int
@@ -124,15 +130,14 @@ class Predictor(nn.Module):
             raise ValueError(f"amplitude_reference must be >= 0, got {amplitude_reference}")
         self.amplitude_reference = float(amplitude_reference)
         self.arch, self.rig, self.observed, self.horizon, self.fps = arch, rig, int(observed), int(horizon), float(fps)
-        if arch not in ("rnn", "gcn"):
-            raise ValueError(f"unknown predictor architecture {arch!r}; expected 'rnn' or 'gcn'")
+        if arch not in ARCHITECTURES:
+            raise ValueError(f"unknown predictor architecture {arch!r}; expected one of {', '.join(ARCHITECTURES)}")
         self.members = int(members)
         if self.members < 1:
             raise ValueError(f"members must be >= 1, got {members}")
         options = dict(arch_options or {})
-        if arch == "gcn":
-            options.pop("horizon", None)
-        self.arch_options = resolved_options(Seq2SeqGRU if arch == "rnn" else DCTGCN, options)
+        options.pop("horizon", None)
+        self.arch_options = resolved_options(ARCHITECTURES[arch], options)
         self.arch_options.pop("horizon", None)
         dim = 6 * rig.num_joints + 3
         self.norm = Normalizer((dim,))
@@ -141,7 +146,7 @@ class Predictor(nn.Module):
         def build() -> nn.Module:
             if arch == "rnn":
                 return Seq2SeqGRU(dim, **self.arch_options)
-            return DCTGCN(dim, horizon=self.horizon, **self.arch_options)
+            return ARCHITECTURES[arch](dim, horizon=self.horizon, **self.arch_options)
 
         self.net: nn.Module = build() if self.members == 1 else MemberMean([build() for _ in range(self.members)])
         self.fk = rig_fk(rig)

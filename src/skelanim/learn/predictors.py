@@ -1,5 +1,5 @@
-"""Motion predictors: a seq2seq GRU with residual decoding, a DCT-domain GCN, and the zero- and
-constant-velocity baselines.
+"""Motion predictors: a seq2seq GRU with residual decoding, a DCT-domain GCN, an all-MLP network, and the
+zero- and constant-velocity baselines.
 
 Representation
 --------------
@@ -24,6 +24,10 @@ come back by Gram-Schmidt (:func:`skelanim.core.rotations.rot6d_to_matrix`).
   whose features are its DCT coefficients; residual graph-convolution blocks with a learnable dense
   ``(D, D)`` adjacency (one batched matmul per layer) refine them; the inverse DCT gives the trajectory
   (residual on the padded input).
+* :class:`MotionMLP` (siMLPe, Guo et al. 2023): the observed frames in the DCT domain, a linear map over the
+  coordinates, residual blocks of one linear map over the DCT coefficients and a layer norm over the
+  coordinates (no other non-linearity), a linear map back and the inverse DCT: offsets from the last observed
+  frame.
 * :class:`MemberMean`: ``K`` networks of one kind whose predicted frame vectors are averaged (a deep ensemble,
   :mod:`skelanim.learn.ensemble`).
 * :func:`window_amplitude`, :func:`amplitude_factor`: how much a window moves about its mean frame, and by
@@ -43,7 +47,7 @@ from torch import Tensor, nn
 
 from skelanim.core.rotations import matrix_to_rot6d, matrix_to_rotvec, rot6d_to_matrix, rotvec_to_matrix
 
-__all__ = ["AMPLITUDE_FLOOR", "DCTGCN", "MemberMean", "Seq2SeqGRU", "amplitude_factor", "constant_velocity", "dct_matrix",
+__all__ = ["AMPLITUDE_FLOOR", "DCTGCN", "MemberMean", "MotionMLP", "Seq2SeqGRU", "amplitude_factor", "constant_velocity", "dct_matrix",
            "frames_to_vectors", "periodic_continuation", "vectors_to_frames", "window_amplitude", "zero_velocity"]  # fmt: skip
 
 
@@ -402,6 +406,54 @@ class DCTGCN(nn.Module):
         return torch.einsum("kl,bdk->bld", self.dct, out)
 
 
+class MotionMLP(nn.Module):
+    """An all-MLP predictor after siMLPe (Guo et al. 2023, "Back to MLP"), on standardised frame vectors.
+
+    The last ``observed`` frames go to the DCT domain; a linear map mixes the ``D`` coordinates; ``blocks``
+    residual blocks each mix the ``K`` DCT coefficients with one linear map and normalise over the coordinates
+    (siMLPe's "spatial" layer norm; no other non-linearity); a last linear map over the coordinates (initialised
+    at zero) and the inverse DCT give offsets from the last observed frame for the first ``horizon`` frames.
+
+    Parameters
+    ----------
+    dim : int
+        Frame vector size ``D``.
+    observed : int
+        Observed frames used (the last ones); the DCT length ``K``.
+    horizon : int
+        Frames predicted (at most ``observed``).
+    blocks : int
+        Residual blocks (48 in the paper).
+    """
+
+    half_period = False
+
+    def __init__(self, dim: int, *, observed: int = 25, horizon: int = 25, blocks: int = 48) -> None:
+        super().__init__()
+        if not 1 <= horizon <= observed:
+            raise ValueError(f"the MLP predictor predicts at most its {observed} observed frames, not {horizon}")
+        self.observed, self.horizon = observed, horizon
+        self.register_buffer("dct", dct_matrix(observed), persistent=False)
+        self.fc_in, self.fc_out = nn.Linear(dim, dim), nn.Linear(dim, dim)
+        nn.init.zeros_(self.fc_out.weight)
+        nn.init.zeros_(self.fc_out.bias)
+        self.temporal = nn.ModuleList(nn.Linear(observed, observed) for _ in range(blocks))  # over coefficients
+        self.norms = nn.ModuleList(nn.LayerNorm(dim) for _ in range(blocks))  # over coordinates
+
+    def forward(self, x: Tensor, horizon: int | None = None, mirror: object = None) -> Tensor:
+        """``(B, T_in, D)`` standardised observed frames (``T_in >= observed``) to the ``(B, horizon, D)`` future
+        ones (``horizon``, when given, must equal the model's; ``mirror`` is ignored)."""
+        if horizon is not None and horizon != self.horizon:
+            raise ValueError(f"this MLP predictor predicts {self.horizon} frames, not {horizon}")
+        seq = x[:, -self.observed :]
+        h = self.fc_in(self.dct @ seq)  # (B, K, D): DCT coefficients of each coordinate, coordinates mixed
+        for temporal, norm in zip(self.temporal, self.norms, strict=True):
+            mixed = torch.einsum("kl,bld->bkd", temporal.weight, h) + temporal.bias[:, None]  # coefficients mixed
+            h = h + norm(mixed)
+        offsets = self.dct[:, : self.horizon].T @ self.fc_out(h)  # (B, horizon, D)
+        return seq[:, -1:] + offsets
+
+
 class MemberMean(nn.Module):
     """``K`` predictor networks of one kind whose outputs are averaged (a deep ensemble).
 
@@ -411,7 +463,7 @@ class MemberMean(nn.Module):
     Parameters
     ----------
     nets : sequence of nn.Module
-        :class:`Seq2SeqGRU` or :class:`DCTGCN` networks of one configuration.
+        :class:`Seq2SeqGRU`, :class:`DCTGCN` or :class:`MotionMLP` networks of one configuration.
     """
 
     def __init__(self, nets: Sequence[nn.Module]) -> None:
