@@ -40,7 +40,7 @@ def predict_train(
     attention: int | None = typer.Option(None, "--attention", min=0, help="GRU history-attention width (0: none)."),
     anchor: bool = typer.Option(False, "--anchor/--no-anchor", help="GRU decoder sees the periodic continuation."),
     spring: bool = typer.Option(False, "--spring/--no-spring", help="GRU steps pulled toward the observed mean pose."),
-    observed_frames: int | None = typer.Option(None, "--gcn-observed", min=2, help="Observed frames the DCT-GCN uses."),
+    observed_frames: int | None = typer.Option(None, "--gcn-observed", min=2, help="Observed frames the DCT-GCN or MLP uses."),
     gcn_pad: str | None = typer.Option(None, "--gcn-pad", help="DCT-GCN future fill: velocity (default) or periodic."),
     mirror: bool = typer.Option(False, "--mirror/--no-mirror", help="Mirror half of the training windows."),
     half_period: bool = typer.Option(
