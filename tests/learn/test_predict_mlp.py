@@ -73,7 +73,8 @@ def test_mlp_rejects_a_horizon_past_its_observed_frames(tiny_ds):
 @pytest.mark.parametrize("flags,hint", [(["--arch", "mlp", "--hidden", "32"], "--arch"),
                                         (["--arch", "mlp", "--half-period"], "--arch"),
                                         (["--arch", "rnn", "--blocks", "3"], "--blocks"),
-                                        (["--arch", "lstm"], "unknown architecture 'lstm'")])  # fmt: skip
+                                        (["--arch", "lstm"], "unknown architecture 'lstm'"),
+                                        (["--arch", "mlp", "--gcn-observed", "10"], "at least 25, got 10")])  # fmt: skip
 def test_cli_rejects_options_the_architecture_lacks(tmp_path, capsys, flags, hint):
     from skelanim.cli import main
 

@@ -78,6 +78,9 @@ def predict_train(
         raise typer.BadParameter(f"unknown architecture {arch!r}; choose from {', '.join(ARCHITECTURES)}", param_hint="--arch")
     if arch == "mlp" and (hidden is not None or half_period):
         raise typer.BadParameter("the MLP predictor has no --hidden width and no periodic pad", param_hint="--arch")
+    if arch == "mlp" and observed_frames is not None and observed_frames < 25:
+        raise typer.BadParameter(f"the MLP predicts at most the frames it observes: 25 future frames need at least 25, "
+                                 f"got {observed_frames}", param_hint="--gcn-observed")  # fmt: skip
     if arch == "rnn" and blocks is not None:
         raise typer.BadParameter("the GRU has no --blocks", param_hint="--blocks")
     parts = split_parts(load_dataset(data, fps, threads, progress), split, seed)
