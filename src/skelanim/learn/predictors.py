@@ -47,8 +47,9 @@ from torch import Tensor, nn
 
 from skelanim.core.rotations import matrix_to_rot6d, matrix_to_rotvec, rot6d_to_matrix, rotvec_to_matrix
 
-__all__ = ["AMPLITUDE_FLOOR", "DCTGCN", "MemberMean", "MotionMLP", "Seq2SeqGRU", "amplitude_factor", "constant_velocity", "dct_matrix",
-           "frames_to_vectors", "periodic_continuation", "vectors_to_frames", "window_amplitude", "zero_velocity"]  # fmt: skip
+__all__ = ["AMPLITUDE_FLOOR", "DCTGCN", "MemberMean", "MotionMLP", "Seq2SeqGRU", "amplitude_factor", "constant_velocity",
+           "dct_matrix", "frames_to_vectors", "periodic_continuation", "vectors_to_frames", "window_amplitude",
+           "zero_velocity"]  # fmt: skip
 
 
 def frames_to_vectors(rot: Tensor, pelvis: Tensor) -> Tensor:
@@ -425,8 +426,6 @@ class MotionMLP(nn.Module):
     blocks : int
         Residual blocks (48 in the paper).
     """
-
-    half_period = False
 
     def __init__(self, dim: int, *, observed: int = 25, horizon: int = 25, blocks: int = 48) -> None:
         super().__init__()
