@@ -72,15 +72,15 @@ def predict_train(
     progress: bool = typer.Option(True, "--progress/--no-progress"),
 ) -> None:
     """Train a predictor (1 s in, 1 s out at 25 fps)."""
-    from skelanim.learn.predict import ARCHITECTURES, train_predictor
+    from skelanim.learn.predict import ARCHITECTURES, SECOND_FRAMES, train_predictor
 
     if arch not in ARCHITECTURES:
         raise typer.BadParameter(f"unknown architecture {arch!r}; choose from {', '.join(ARCHITECTURES)}", param_hint="--arch")
     if arch == "mlp" and (hidden is not None or half_period):
         raise typer.BadParameter("the MLP predictor has no --hidden width and no periodic pad", param_hint="--arch")
-    if arch == "mlp" and observed_frames is not None and observed_frames < 25:
-        raise typer.BadParameter(f"the MLP predicts at most the frames it observes: 25 future frames need at least 25, "
-                                 f"got {observed_frames}", param_hint="--gcn-observed")  # fmt: skip
+    if arch == "mlp" and observed_frames is not None and observed_frames < SECOND_FRAMES:
+        raise typer.BadParameter(f"the MLP predicts at most the frames it observes: {SECOND_FRAMES} future frames need "
+                                 f"at least {SECOND_FRAMES}, got {observed_frames}", param_hint="--gcn-observed")  # fmt: skip
     if arch == "rnn" and blocks is not None:
         raise typer.BadParameter("the GRU has no --blocks", param_hint="--blocks")
     parts = split_parts(load_dataset(data, fps, threads, progress), split, seed)

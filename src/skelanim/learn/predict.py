@@ -68,10 +68,12 @@ from skelanim.learn.predictors import (
 from skelanim.metrics.kinematic import angle_error_at, mpjpe_at
 from skelanim.nn.train import TrainConfig, fit
 
-__all__ = ["ARCHITECTURES", "FORMAT", "HORIZONS_MS", "LEARNED", "METHODS", "CombinedPredictor", "PredictTask",
-           "Predictor", "calibrate_amplitude", "evaluate_prediction", "train_predictor"]  # fmt: skip
+__all__ = ["ARCHITECTURES", "FORMAT", "HORIZONS_MS", "LEARNED", "METHODS", "SECOND_FRAMES", "CombinedPredictor",
+           "PredictTask", "Predictor", "calibrate_amplitude", "evaluate_prediction", "train_predictor"]  # fmt: skip
 
 FORMAT = "skelanim-predictor"
+#: Frames observed and frames predicted by default: 1 s each at 25 fps.
+SECOND_FRAMES = 25
 #: Horizons reported, in milliseconds.
 HORIZONS_MS = (80, 160, 320, 400, 560, 1000)
 #: Learned predictor networks by ``arch`` name.
@@ -121,7 +123,7 @@ class Predictor(nn.Module):
         prediction with the direct one (:meth:`predict_vectors`; training is unaffected).
     """
 
-    def __init__(self, arch: str, rig: Rig, *, observed: int = 25, horizon: int = 25, fps: float = 25.0,
+    def __init__(self, arch: str, rig: Rig, *, observed: int = SECOND_FRAMES, horizon: int = SECOND_FRAMES, fps: float = 25.0,
                  arch_options: dict[str, Any] | None = None, members: int = 1,
                  amplitude_reference: float = 0.0, test_mirror: bool = False) -> None:  # fmt: skip
         super().__init__()
@@ -430,7 +432,7 @@ class PredictTask:
 def evaluate_prediction(models: dict[str, Predictor | CombinedPredictor], ds: MotionDataset, *,
                         methods: Sequence[str] | None = None,
                         stride: int = 10, windows: Tensor | None = None, rig: Rig | None = None,
-                        observed: int = 25, horizon: int = 25, fps: float | None = None) -> dict[str, Any]:  # fmt: skip
+                        observed: int = SECOND_FRAMES, horizon: int = SECOND_FRAMES, fps: float | None = None) -> dict[str, Any]:  # fmt: skip
     """Scores of predictors and baselines at :data:`HORIZONS_MS`.
 
     Parameters
@@ -500,7 +502,7 @@ def evaluate_prediction(models: dict[str, Predictor | CombinedPredictor], ds: Mo
 
 
 def train_predictor(train_ds: MotionDataset, val_ds: MotionDataset | None, out: str | Path, *, arch: str = "rnn",
-                    observed: int = 25, horizon: int = 25, stride: int = 2, loop: TrainConfig | None = None,
+                    observed: int = SECOND_FRAMES, horizon: int = SECOND_FRAMES, stride: int = 2, loop: TrainConfig | None = None,
                     arch_options: dict[str, Any] | None = None, task_options: dict[str, Any] | None = None,
                     resume: bool = False, command: str | None = None, log: Any = None,
                     test_mirror: bool = False) -> dict[str, Any]:  # fmt: skip
