@@ -25,6 +25,14 @@ def shipped():
         pytest.fail(f"shipped pretrained models missing: {missing}")
 
 
+@pytest.mark.parametrize("name", SHIPPED)
+def test_each_shipped_default_fits_the_5_mb_budget(name):
+    """Issue #5: every pretrained default ships in at most 5 MB (weights, config and provenance together)."""
+    folder = pretrained_dir(name)
+    size = sum(f.stat().st_size for f in folder.iterdir() if f.is_file())
+    assert 0 < size <= 5_000_000, f"{name}: {size} bytes"
+
+
 @pytest.fixture(scope="module")
 def data_args(learn_files, tmp_path_factory, monkeypatch_module):
     """``--data`` arguments for four files copied into a temporary folder (cache redirected there too)."""
