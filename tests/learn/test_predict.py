@@ -279,6 +279,29 @@ def test_combined_predictor_averages_the_frame_vectors_of_different_architecture
         CombinedPredictor([rnn, Predictor("gcn", tiny_ds.rig, horizon=10)])
 
 
+def test_backwards_windows_are_the_forward_ones_in_reverse_seen_from_the_mirrored_frame(tiny_ds):
+    """Reading a window backwards and taking frame ``r`` as the reference is reading it forwards from frame
+    ``T - 1 - r`` and reversing time (FK positions compared); ``PredictTask(reverse=1)`` trains on those."""
+    rig = tiny_ds.rig
+    windows = tiny_ds.windows(20, 25, pad_short=False)[:3]
+    back = torch.ones(len(windows), dtype=torch.bool)
+    rot_b, pel_b = reference_windows(tiny_ds, windows, 20, 9, rig, back)
+    rot_f, pel_f = reference_windows(tiny_ds, windows, 20, 10, rig)
+    fk = Predictor("rnn", rig, observed=10, horizon=10, arch_options={"hidden": 8}).fk
+    _, pos_b = fk(rot_b, pel_b)
+    _, pos_f = fk(rot_f, pel_f)
+    assert torch.allclose(pos_b, pos_f.flip(1), atol=1e-4)
+    assert float((pos_b - pos_f).abs().max()) > 0.01  # the motion is not its own reverse
+    mixed = reference_windows(tiny_ds, windows, 20, 9, rig, torch.tensor([True, False, True]))[1]
+    assert torch.equal(mixed[1], reference_windows(tiny_ds, windows, 20, 9, rig)[1][1])
+    model = Predictor("rnn", rig, observed=10, horizon=10, arch_options={"hidden": 8})
+    task = PredictTask(model, tiny_ds, None, stride=10, reverse=1.0)
+    idx = torch.arange(3)
+    x = task.batch(idx, seeded_generator(0))["x"]
+    expected = frames_to_vectors(*reference_windows(tiny_ds, task.windows[idx], 20, 9, rig, back))
+    assert torch.allclose(x, expected)
+
+
 def test_amplitude_augmentation_shrinks_each_window_about_its_own_mean_pose(tiny_ds):
     model = Predictor("rnn", tiny_ds.rig, observed=10, horizon=10, arch_options={"hidden": 8})
     plain = PredictTask(model, tiny_ds, None, stride=10)

@@ -86,9 +86,13 @@ BASELINES = ("zero_velocity", "constant_velocity")
 METHODS = (*LEARNED, "combined", *BASELINES)
 
 
-def reference_windows(ds: MotionDataset, windows: Tensor, length: int, ref: int, rig: Rig) -> tuple[Tensor, Tensor]:
-    """Rotations ``(B, T, M, 3, 3)`` and pelvis ``(B, T, 3)`` of windows relative to their frame ``ref``."""
+def reference_windows(ds: MotionDataset, windows: Tensor, length: int, ref: int, rig: Rig,
+                      backwards: Tensor | None = None) -> tuple[Tensor, Tensor]:  # fmt: skip
+    """Rotations ``(B, T, M, 3, 3)`` and pelvis ``(B, T, 3)`` of windows relative to their frame ``ref``;
+    the windows where the ``(B,)`` mask ``backwards`` is set are read in reverse time order first."""
     g = ds.gather(windows, length, keys=("rot", "pelvis", "yaw"))
+    if backwards is not None:
+        g = {k: torch.where(backwards.view(-1, *[1] * (v.dim() - 1)), v.flip(1), v) for k, v in g.items()}
     return to_reference_frame(g["rot"], g["pelvis"], g["yaw"], ref, up=rig.up, floor=rig.floor, height=rig.height)
 
 
@@ -342,6 +346,9 @@ class PredictTask:
     amplitude_norm : bool
         Train with amplitude normalisation (:class:`Predictor`'s ``amplitude_reference``, set here from the
         training windows as :func:`calibrate_amplitude` does).
+    reverse : float
+        Chance that a training window is played backwards before it is split into observed and future frames
+        (siMLPe's temporal flip; 0: never).
     meta : dict
         Provenance.
     """
@@ -351,9 +358,9 @@ class PredictTask:
     def __init__(self, model: Predictor, train_ds: MotionDataset, val_ds: MotionDataset | None, *, stride: int = 2,
                  speed: tuple[float, float] = (1.0, 1.0), amplitude: tuple[float, float] = (1.0, 1.0),
                  mirror: bool = False, global_weight: float = 1.0, noise: float = 0.0, horizon_decay: float = 0.5, file_balance: float = 0.0,
-                 amplitude_norm: bool = False, meta: dict[str, Any] | None = None) -> None:  # fmt: skip
+                 amplitude_norm: bool = False, reverse: float = 0.0, meta: dict[str, Any] | None = None) -> None:  # fmt: skip
         self.model, self.train_ds, self.val_ds, self.meta = model, train_ds, val_ds, dict(meta or {})
-        self.speed, self.amplitude = tuple(speed), tuple(amplitude)
+        self.speed, self.amplitude, self.reverse = tuple(speed), tuple(amplitude), float(reverse)
         self.global_weight, self.noise, self.horizon_decay = float(global_weight), float(noise), float(horizon_decay)
         self.length = model.observed + model.horizon
         self.windows = train_ds.windows(self.length, stride, pad_short=False)
@@ -373,11 +380,13 @@ class PredictTask:
 
     def batch(self, indices: Tensor, generator: torch.Generator) -> dict[str, Tensor]:
         """Frame vectors ``(B, observed + horizon, D)`` of the windows, optionally played at a random speed
-        (``speed`` range, one factor per batch; the window is read longer or shorter and resampled linearly)."""
+        (``speed`` range, one factor per batch; the window is read longer or shorter and resampled linearly),
+        backwards (``reverse``) or mirrored."""
         speed = float(log_uniform(self.speed, (), generator))
         length = max(3, round(self.length * speed))
         ref = round(self.model.observed * length / self.length) - 1
-        rot, pelvis = reference_windows(self.train_ds, self.windows[indices], length, ref, self.model.rig)
+        backwards = torch.rand(len(indices), generator=generator) < self.reverse if self.reverse > 0 else None
+        rot, pelvis = reference_windows(self.train_ds, self.windows[indices], length, ref, self.model.rig, backwards)
         if self.mirror is not None:
             flip = torch.rand(len(indices), generator=generator) < 0.5
             m_rot, m_pel = mirror_frames(rot[flip], pelvis[flip], *self.mirror)
