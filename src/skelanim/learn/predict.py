@@ -141,10 +141,8 @@ class Predictor(nn.Module):
         self.members = int(members)
         if self.members < 1:
             raise ValueError(f"members must be >= 1, got {members}")
-        options = dict(arch_options or {})
-        options.pop("horizon", None)
-        self.arch_options = resolved_options(ARCHITECTURES[arch], options)
-        self.arch_options.pop("horizon", None)
+        self.arch_options = resolved_options(ARCHITECTURES[arch], arch_options)
+        self.arch_options.pop("horizon", None)  # the Predictor's own horizon is passed when the network is built
         dim = 6 * rig.num_joints + 3
         self.norm = Normalizer((dim,))
         self.register_buffer("step_scale", torch.ones(dim))
