@@ -83,8 +83,23 @@ def test_combine_refuses_members_of_another_recipe(members, tmp_path):
         combine_recognizers([members[0], members[2]], tmp_path / "bad")
     assert str(members[2]) in str(err.value) and not (tmp_path / "bad").exists()
     combine_recognizers(members[:2], tmp_path / "ens")
-    with pytest.raises(FormatError, match="already an ensemble"):
-        combine_recognizers([tmp_path / "ens", members[0]], tmp_path / "bad")
+    with pytest.raises(FormatError, match="statistics"):  # an ensemble's members are checked one by one
+        combine_recognizers([members[2], tmp_path / "ens"], tmp_path / "bad")
+
+
+def test_an_ensemble_joins_another_member_by_member(members, tmp_path):
+    """Combining the ensemble of members 0 and 3 (plain and centred) with member 1 gives three members with
+    their own options, records and weights: the same model as combining the three single folders."""
+    combine_recognizers([members[0], members[3]], tmp_path / "pair")
+    grown = combine_recognizers([tmp_path / "pair", members[1]], tmp_path / "grown")
+    direct = combine_recognizers([members[0], members[3], members[1]], tmp_path / "direct")
+    assert grown.members == 3 and grown.member_options == [{}, {"centre": True}, {}]
+    config = json.loads((tmp_path / "grown" / "config.json").read_text())
+    assert [m["seed"] for m in config["training"]["members"]] == [0, 1, 1]
+    x = 3.0 * torch.randn(4, 32, grown.rig.num_joints, 16, generator=torch.Generator().manual_seed(1))
+    torch.testing.assert_close(grown.classify(x)[1], direct.classify(x)[1])
+    pair = Recognizer.load(tmp_path / "pair")
+    assert not torch.allclose(grown.classify(x)[0], pair.classify(x)[0])  # the third member counts
 
 
 def test_cli_combine_and_its_one_line_errors(members, tmp_path, capsys):
@@ -147,5 +162,7 @@ def test_predictor_combine_refuses_other_data_and_other_recipes(predictors, tmp_
     err = capsys.readouterr().err
     assert "arch_options" in err and str(predictors[3]) in err and len(err.strip().splitlines()) == 1
     assert "Traceback" not in err and not (tmp_path / "x").exists()
-    with pytest.raises(FormatError, match="already an ensemble"):
-        combine_predictors([out, predictors[0]], tmp_path / "bad")
+    grown = combine_predictors([out, predictors[0]], tmp_path / "grown")  # an ensemble counts member by member
+    assert grown.members == 3
+    assert [m["seed"] for m in json.loads((tmp_path / "grown" / "config.json").read_text())["training"]["members"]] == [0, 1, 0]
+    torch.testing.assert_close(grown.net.members[2].state_dict(), Predictor.load(predictors[0]).net.state_dict())

@@ -187,7 +187,7 @@ def recognize_train(
 @recognize_app.command("combine")
 def recognize_combine(
     models: list[Path] = typer.Argument(
-        ..., help="Two or more recogniser folders trained on the same data (other seeds or architecture options)."
+        ..., help="Two or more recogniser folders trained on the same data (other seeds or architecture options); an ensemble counts member by member."
     ),
     out: Path = typer.Option(..., "--out", "-o", help="Ensemble model folder to write."),
     test_speeds: list[float] = TEST_SPEED_OPTION,

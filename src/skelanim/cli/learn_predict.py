@@ -102,7 +102,7 @@ def predict_train(
 
 @predict_app.command("combine")
 def predict_combine(
-    models: list[Path] = typer.Argument(..., help="Two or more predictor folders of one recipe (other seeds)."),
+    models: list[Path] = typer.Argument(..., help="Two or more predictor folders of one recipe (other seeds); an ensemble counts member by member."),
     out: Path = typer.Option(..., "--out", "-o", help="Ensemble model folder to write."),
 ) -> None:
     """Combine separately trained predictors into one ensemble (the mean of their predicted frames)."""

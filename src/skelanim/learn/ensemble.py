@@ -86,17 +86,21 @@ def combine_predictors(folders: Sequence[str | Path], out: str | Path, *, comman
 
 def _combine(kind: type[Model], shared_keys: Sequence[str], folders: Sequence[str | Path], out: str | Path,
              command: str | None, settings: dict[str, Any] | None = None) -> Model:  # fmt: skip
-    """Check that ``folders`` hold single models of ``kind`` that differ only in ``net.*`` weights, then write
-    the model with ``members = K`` whose ``net.members.i.*`` are theirs (and the config ``settings``)."""
+    """Check that ``folders`` hold models of ``kind`` (single ones or ensembles, whose members count one by one)
+    that differ only in ``net.*`` weights, then write the model with ``members = K`` whose ``net.members.i.*``
+    are theirs (and the config ``settings``)."""
     if len(folders) < 2:
         raise ValueError(f"an ensemble needs at least two model folders, got {len(folders)}")
-    models = [kind.load(folder) for folder in folders]
-    configs = [read_model_config(Path(folder) / "config.json") for folder in folders]
+    models, records, sources = [], [], []
+    for folder in folders:
+        training = read_model_config(Path(folder) / "config.json").get("training", {})
+        members = _single_members(kind, kind.load(folder), training)
+        models += [model for model, _ in members]
+        records += [record for _, record in members]
+        sources += [folder] * len(members)
     first = models[0].config()
     statistics = {k: v for k, v in models[0].state_dict().items() if not k.startswith("net.")}
-    for folder, model in zip(folders, models):
-        if model.members != 1:
-            raise FormatError(f"already an ensemble of {model.members} members; combine single models", path=folder)
+    for folder, model in zip(sources, models):
         config = model.config()
         for key in shared_keys:
             if config.get(key) != first.get(key):
@@ -116,6 +120,26 @@ def _combine(kind: type[Model], shared_keys: Sequence[str], folders: Sequence[st
         state.update({f"net.members.{i}.{k}": v for k, v in model.net.state_dict().items()})
     ensemble.load_state_dict(state)
     record: dict[str, Any] = {"combined": [str(f) for f in folders], "command": command,
-                              "members": [c.get("training", {}) for c in configs]}  # fmt: skip
+                              "members": records}  # fmt: skip
     save_model_files(out, ensemble.state_dict(), {**ensemble.config(), "training": record})
     return ensemble.eval()
+
+
+def _single_members(kind: type[Model], model: Model, training: dict[str, Any]) -> list[tuple[Model, dict[str, Any]]]:
+    """``model`` as single models with their training records: itself, or each member of an ensemble (built
+    with its own architecture options, its ``net.members.i.*`` weights and the ensemble's statistics)."""
+    if model.members == 1:
+        return [(model, training)]
+    config = model.config()
+    overrides = config.get("member_options") or [{}] * model.members
+    records = training.get("members") or [{}] * model.members
+    state = model.state_dict()
+    singles = []
+    for i in range(model.members):
+        single = kind.from_config({**config, "members": 1, "member_options": None,
+                                   "arch_options": {**config["arch_options"], **overrides[i]}})  # fmt: skip
+        prefix = f"net.members.{i}."
+        single.load_state_dict({**{k: v for k, v in state.items() if not k.startswith("net.")},
+                                **{"net." + k[len(prefix):]: v for k, v in state.items() if k.startswith(prefix)}})  # fmt: skip
+        singles.append((single, records[i]))
+    return singles
