@@ -164,5 +164,6 @@ def test_predictor_combine_refuses_other_data_and_other_recipes(predictors, tmp_
     assert "Traceback" not in err and not (tmp_path / "x").exists()
     grown = combine_predictors([out, predictors[0]], tmp_path / "grown")  # an ensemble counts member by member
     assert grown.members == 3
-    assert [m["seed"] for m in json.loads((tmp_path / "grown" / "config.json").read_text())["training"]["members"]] == [0, 1, 0]
+    records = json.loads((tmp_path / "grown" / "config.json").read_text())["training"]["members"]
+    assert [m["seed"] for m in records] == [0, 1, 0]
     torch.testing.assert_close(grown.net.members[2].state_dict(), Predictor.load(predictors[0]).net.state_dict())
