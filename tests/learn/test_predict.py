@@ -15,6 +15,7 @@ from skelanim.learn.predict import (
     Predictor,
     PredictTask,
     _frame_weights,
+    _position_errors,
     evaluate_prediction,
     reference_windows,
     train_predictor,
@@ -300,6 +301,32 @@ def test_backwards_windows_are_the_forward_ones_in_reverse_seen_from_the_mirrore
     x = task.batch(idx, seeded_generator(0))["x"]
     expected = frames_to_vectors(*reference_windows(tiny_ds, task.windows[idx], 20, 9, rig, back))
     assert torch.allclose(x, expected)
+
+
+def test_velocity_error_is_the_change_from_the_previous_frame_against_the_true_one(tiny_ds):
+    """One predicted frame wrong: its velocity error and the next frame's both equal its position error (closed
+    form: the change into it and out of it are off by that displacement), every other frame's is 0; the first
+    frame's change is taken from the true frame before it."""
+    rig = tiny_ds.rig
+    windows = tiny_ds.windows(20, 25, pad_short=False)[:3]
+    rot, pelvis = reference_windows(tiny_ds, windows, 20, 9, rig)
+    fk = Predictor("rnn", rig, observed=10, horizon=10, arch_options={"hidden": 8}).fk
+    truth, pel, before = rot[:, 10:], pelvis[:, 10:], rot[:, 9]
+    turn = rotvec_to_matrix(torch.tensor([0.0, 0.4, 0.3]))
+    for k in (0, 4):
+        pred = truth.clone()
+        pred[:, k, 1] = turn @ pred[:, k, 1]
+        rr, _, vel = _position_errors(fk, pred, pel, truth, pel, before)
+        assert float(rr[:, k].max()) > 0.01
+        torch.testing.assert_close(vel[:, k], rr[:, k], atol=1e-5, rtol=1e-4)
+        torch.testing.assert_close(vel[:, k + 1], rr[:, k], atol=1e-5, rtol=1e-4)
+        others = [t for t in range(10) if t not in (k, k + 1)]
+        assert float(vel[:, others].abs().max()) < 1e-5
+    assert float(_position_errors(fk, pred, pel, truth, pel)[2][:, 0].abs().max()) == 0.0  # no frame before
+    model = Predictor("rnn", rig, observed=10, horizon=10, arch_options={"hidden": 8})
+    batch = PredictTask(model, tiny_ds, None, stride=10).batch(torch.arange(3), seeded_generator(0))
+    losses = [float(PredictTask(model, tiny_ds, None, stride=10, velocity_weight=v).loss(model, batch)[0]) for v in (0, 1, 2)]
+    assert losses[1] > losses[0] and losses[2] - losses[0] == pytest.approx(2 * (losses[1] - losses[0]), rel=1e-4)
 
 
 def test_amplitude_augmentation_shrinks_each_window_about_its_own_mean_pose(tiny_ds):

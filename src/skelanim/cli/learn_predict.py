@@ -59,6 +59,9 @@ def predict_train(
     reverse: float = typer.Option(
         0.0, "--reverse", min=0.0, max=1.0, help="Chance that a training window is played backwards (time flip)."
     ),
+    velocity_weight: float = typer.Option(
+        0.0, "--velocity-weight", min=0.0, help="Weight of a root-relative joint-velocity error in the loss (0: none)."
+    ),
     file_balance: float = typer.Option(
         0.0, "--file-balance", min=0.0, help="Window weights ∝ (windows of its file)^-FILE_BALANCE: short files count more."
     ),
@@ -93,7 +96,8 @@ def predict_train(
                "observed": observed_frames if arch != "rnn" else None, "pad": gcn_pad if arch == "gcn" else None,
                "half_period": True if half_period else None}  # fmt: skip
     task = {"mirror": mirror, "speed": speed, "amplitude": amplitude, "global_weight": global_weight, "horizon_decay": horizon_decay,
-            "file_balance": file_balance, "amplitude_norm": amplitude_norm, "reverse": reverse}  # fmt: skip
+            "file_balance": file_balance, "amplitude_norm": amplitude_norm, "reverse": reverse,
+            "velocity_weight": velocity_weight}  # fmt: skip
     result = train_predictor(parts["train"], parts["val"], out, arch=arch, stride=stride,
                              arch_options={k: v for k, v in options.items() if v is not None} or None, task_options=task,
                              test_mirror=test_mirror, loop=train_config(epochs, batch_size, lr, seed, max_steps, progress, ema=ema, keep=keep), resume=resume, command=command_line())  # fmt: skip

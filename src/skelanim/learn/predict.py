@@ -6,10 +6,12 @@ frame (:func:`skelanim.data.features.to_reference_frame`). The learned predictor
 (:mod:`skelanim.learn.predictors`) are trained with the shared loop (:func:`skelanim.nn.fit`) on::
 
     L = mean_t w_t |FK(R) - FK(R*)|  +  g mean_t w_t |FK(R, p) - FK(R*, p*)|  +  0.05 mean |x - x*|
+        [ + v mean_t w_t |ΔFK(R) - ΔFK(R*)| ]
 
 root-relative and global joint position errors (FK on the rig's rest offsets, heights; future frame ``k``
 weighted by ``w_k ~ (k + 1)^-1/2``, mean 1, so the short horizons count; ``g = global_weight``, 1 by
-default, 0.3 for the shipped models) and the standardised frame vectors. Optional augmentations of the
+default, 0.3 for the shipped models) and the standardised frame vectors; optionally (``velocity_weight`` ``v``,
+0 by default) the error of each frame's root-relative joint change from the frame before. Optional augmentations of the
 training windows (both off by default, both in the shipped recipes): playback at a random speed
 (``speed``) and left/right mirroring of half the windows (``mirror``: :func:`~skelanim.learn.mirror.rig_mirror`
 with :meth:`Predictor.mean_pose` + :func:`~skelanim.learn.mirror.mirror_frames`, which respect the rig's
@@ -293,15 +295,20 @@ class CombinedPredictor:
 
 
 def _position_errors(
-    fk: nn.Module, rot: Tensor, pelvis: Tensor, rot_gt: Tensor, pelvis_gt: Tensor
-) -> tuple[Tensor, Tensor]:
-    """Root-relative and global joint position errors ``(B, T, M)`` (heights)."""
+    fk: nn.Module, rot: Tensor, pelvis: Tensor, rot_gt: Tensor, pelvis_gt: Tensor, before: Tensor | None = None
+) -> tuple[Tensor, Tensor, Tensor]:
+    """Root-relative and global joint position errors ``(B, T, M)`` (heights), and the root-relative velocity
+    errors ``(B, T, M)``: frame ``t``'s change from frame ``t - 1`` against the true one, frame ``-1`` being the
+    true rotations ``before`` ``(B, J, 3, 3)`` (the frame before the first, known to the model; without it,
+    frame 0's velocity error is 0)."""
     zero = torch.zeros_like(pelvis)
     _, p = fk(rot, zero)
     _, q = fk(rot_gt, zero)
     rr = (p - q).norm(dim=-1)
     glob = (p + pelvis[..., None, :] - q - pelvis_gt[..., None, :]).norm(dim=-1)
-    return rr, glob
+    first = fk(before[:, None], zero[:, :1])[1] if before is not None else q[:, :1]
+    vel = (torch.diff(p, dim=1, prepend=first) - torch.diff(q, dim=1, prepend=first)).norm(dim=-1)
+    return rr, glob, vel
 
 
 def _frame_weights(frames: int, horizon: int, decay: float = 0.5) -> Tensor:
@@ -338,6 +345,10 @@ class PredictTask:
         Gaussian noise (in feature standard deviations) added to the observed frames in training.
     horizon_decay : float
         Future frame ``k`` weighs ``∝ (k + 1)^-horizon_decay`` in the loss (0: all alike).
+    velocity_weight : float
+        Weight ``v`` of a root-relative velocity term, ``v mean_t w_t |ΔFK(R) - ΔFK(R*)|`` with ``Δ`` the change
+        from the previous frame (the first predicted frame's from the last observed one; siMLPe's velocity
+        loss; 0: none).
     file_balance : float
         Window weights ``∝ n_f^-file_balance`` (``n_f`` training windows of its file; 0: none): short files
         (the gestures) count more against the long walks.
@@ -356,9 +367,10 @@ class PredictTask:
     def __init__(self, model: Predictor, train_ds: MotionDataset, val_ds: MotionDataset | None, *, stride: int = 2,
                  speed: tuple[float, float] = (1.0, 1.0), amplitude: tuple[float, float] = (1.0, 1.0),
                  mirror: bool = False, global_weight: float = 1.0, noise: float = 0.0, horizon_decay: float = 0.5, file_balance: float = 0.0,
-                 amplitude_norm: bool = False, reverse: float = 0.0, meta: dict[str, Any] | None = None) -> None:  # fmt: skip
+                 amplitude_norm: bool = False, reverse: float = 0.0, velocity_weight: float = 0.0, meta: dict[str, Any] | None = None) -> None:  # fmt: skip
         self.model, self.train_ds, self.val_ds, self.meta = model, train_ds, val_ds, dict(meta or {})
         self.speed, self.amplitude, self.reverse = tuple(speed), tuple(amplitude), float(reverse)
+        self.velocity_weight = float(velocity_weight)
         self.global_weight, self.noise, self.horizon_decay = float(global_weight), float(noise), float(horizon_decay)
         self.length = model.observed + model.horizon
         self.windows = train_ds.windows(self.length, stride, pad_short=False)
@@ -410,9 +422,12 @@ class PredictTask:
         target = x[:, -pred.shape[1] :]
         rot, pelvis = vectors_to_frames(pred)
         rot_gt, pelvis_gt = vectors_to_frames(target)
-        rr, glob = _position_errors(plain.fk, rot, pelvis, rot_gt, pelvis_gt)
+        before = vectors_to_frames(x[:, -pred.shape[1] - 1])[0] if pred.shape[1] < x.shape[1] else None
+        rr, glob, vel = _position_errors(plain.fk, rot, pelvis, rot_gt, pelvis_gt, before)
         w = _frame_weights(pred.shape[1], plain.horizon, self.horizon_decay)[None, :, None]
         per_window = (w * rr).mean((1, 2)) + self.global_weight * (w * glob).mean((1, 2))
+        if self.velocity_weight > 0:
+            per_window = per_window + self.velocity_weight * (w * vel).mean((1, 2))
         per_window = per_window + 0.05 * (plain.norm(pred) - plain.norm(target)).abs().mean((1, 2))
         loss = (batch["weight"] * per_window).mean()
         return loss, {"rr_pct": 100 * float(rr[:, -plain.horizon :].mean().detach())}
