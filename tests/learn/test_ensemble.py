@@ -15,6 +15,7 @@ from skelanim.learn.ensemble import combine_predictors, combine_recognizers
 from skelanim.learn.predict import Predictor, train_predictor
 from skelanim.learn.predictors import frames_to_vectors, vectors_to_frames
 from skelanim.learn.recognize import Recognizer, content_log_probabilities, train_recognizer
+from skelanim.nn.checkpoint import read_model_config, save_model_files
 from skelanim.nn.train import TrainConfig
 
 TINY = {"channels": (8, 8), "strides": (1, 2)}
@@ -162,6 +163,10 @@ def test_predictor_combine_refuses_other_data_and_other_recipes(predictors, tmp_
     err = capsys.readouterr().err
     assert "arch_options" in err and str(predictors[3]) in err and len(err.strip().splitlines()) == 1
     assert "Traceback" not in err and not (tmp_path / "x").exists()
+    model = Predictor.load(predictors[1])  # the same statistics up to float rounding (another machine) are the same
+    state = {k: v * (1 + 1e-7) if k == "norm.std" else v for k, v in model.state_dict().items()}
+    save_model_files(tmp_path / "rounded", state, read_model_config(predictors[1] / "config.json"))
+    assert combine_predictors([predictors[0], tmp_path / "rounded"], tmp_path / "ok").members == 2
     grown = combine_predictors([out, predictors[0]], tmp_path / "grown")  # an ensemble counts member by member
     assert grown.members == 3
     records = json.loads((tmp_path / "grown" / "config.json").read_text())["training"]["members"]

@@ -87,7 +87,8 @@ def combine_predictors(folders: Sequence[str | Path], out: str | Path, *, comman
 def _combine(kind: type[Model], shared_keys: Sequence[str], folders: Sequence[str | Path], out: str | Path,
              command: str | None, settings: dict[str, Any] | None = None) -> Model:  # fmt: skip
     """Check that ``folders`` hold models of ``kind`` (single ones or ensembles, whose members count one by one)
-    that differ only in ``net.*`` weights, then write the model with ``members = K`` whose ``net.members.i.*``
+    that differ only in ``net.*`` weights (statistics agree to float rounding, as when computed on another
+    machine; the first folder's are kept), then write the model with ``members = K`` whose ``net.members.i.*``
     are theirs (and the config ``settings``)."""
     if len(folders) < 2:
         raise ValueError(f"an ensemble needs at least two model folders, got {len(folders)}")
@@ -106,7 +107,7 @@ def _combine(kind: type[Model], shared_keys: Sequence[str], folders: Sequence[st
             if config.get(key) != first.get(key):
                 raise FormatError(f"{key!r} differs from {folders[0]}'s; members must share one recipe", path=folder)
         for name, stat in model.state_dict().items():
-            if name in statistics and not torch.equal(stat, statistics[name]):
+            if name in statistics and not torch.allclose(stat, statistics[name], rtol=1e-5, atol=1e-6):
                 raise FormatError(f"training-data statistics ({name}) differ from {folders[0]}'s: members must "
                                   "be trained on the same data", path=folder)  # fmt: skip
     config = {**first, "members": len(models), **(settings or {})}
