@@ -209,7 +209,8 @@ class PoseCorrector:
         xs = (x - mean) / scale
         bias = y.mean(0)
         gram = xs.T @ xs + ridge * torch.eye(xs.shape[1], dtype=xs.dtype)
-        weight = torch.linalg.solve(gram, xs.T @ (y - bias))
+        # contiguous, as it is after a save and load: the same memory layout gives the same products bit for bit
+        weight = torch.linalg.solve(gram, xs.T @ (y - bias)).contiguous()
         return cls(
             inputs, joints, mean, scale, weight, bias, {"ridge": ridge, "frames": int(x.shape[0]), **(info or {})}
         )
