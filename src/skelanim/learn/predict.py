@@ -422,7 +422,8 @@ class PredictTask:
         target = x[:, -pred.shape[1] :]
         rot, pelvis = vectors_to_frames(pred)
         rot_gt, pelvis_gt = vectors_to_frames(target)
-        before = vectors_to_frames(x[:, -pred.shape[1] - 1])[0] if pred.shape[1] < x.shape[1] else None
+        seam = self.velocity_weight > 0 and pred.shape[1] < x.shape[1]  # the frame before the first predicted
+        before = vectors_to_frames(x[:, -pred.shape[1] - 1])[0] if seam else None
         rr, glob, vel = _position_errors(plain.fk, rot, pelvis, rot_gt, pelvis_gt, before)
         w = _frame_weights(pred.shape[1], plain.horizon, self.horizon_decay)[None, :, None]
         per_window = (w * rr).mean((1, 2)) + self.global_weight * (w * glob).mean((1, 2))
