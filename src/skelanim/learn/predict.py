@@ -306,8 +306,9 @@ def _position_errors(
     _, q = fk(rot_gt, zero)
     rr = (p - q).norm(dim=-1)
     glob = (p + pelvis[..., None, :] - q - pelvis_gt[..., None, :]).norm(dim=-1)
-    first = fk(before[:, None], zero[:, :1])[1] if before is not None else q[:, :1]
-    vel = (torch.diff(p, dim=1, prepend=first) - torch.diff(q, dim=1, prepend=first)).norm(dim=-1)
+    first = fk(before[:, None], zero[:, :1])[1] if before is not None else None
+    p_first, q_first = (first, first) if first is not None else (p[:, :1], q[:, :1])  # no frame before: no change
+    vel = (torch.diff(p, dim=1, prepend=p_first) - torch.diff(q, dim=1, prepend=q_first)).norm(dim=-1)
     return rr, glob, vel
 
 
