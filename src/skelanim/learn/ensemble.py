@@ -14,7 +14,8 @@ seeds of the prediction GRU by 0.1-0.4 % of height at 1 s (learn README). Averag
 Both check that the models share everything but their network weights (rig, window, input statistics; for
 predictors also the architecture) and keep each member's training record in ``config.json``. Recogniser
 members may differ in their architecture options (e.g. one that centres its pose channels, ``centre``); the
-differences are stored as the ensemble's ``member_options``.
+differences are stored as the ensemble's ``member_options``. A folder that holds an ensemble counts member by
+member, so a shipped ensemble can grow; input statistics must agree to float rounding.
 """
 
 from __future__ import annotations
