@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
 import torch
 
@@ -165,6 +166,28 @@ def test_rig_motion_reproduces_the_clip(few_dataset):
     motion = ds.rig.to_motion(fr["rot"][:n], fr["pelvis"][:n], ds.fps)
     pos = motion.positions()[:, ds.rig.root :].float()
     assert (pos - fr["positions"][:n]).norm(dim=-1).max() < 1e-2  # cm: FK on rest offsets = the file's own FK
+
+
+def test_rig_motion_keeps_a_dummy_root_in_place_and_moves_the_body_root(few_dataset):
+    """Bandai's static ``joint_Root`` stays at its offset and ``Hips`` travels by its own position channels, as
+    in the files (before, the dummy was moved so that Hips' rest offset, 4.5 m in some files, reached the pelvis)."""
+    ds = few_dataset
+    fr = ds.frames()
+    n = int(fr["length"][0])
+    rig = ds.rig
+    motion = rig.to_motion(fr["rot"][:n], fr["pelvis"][:n], ds.fps)
+    assert torch.equal(motion.root_positions, rig.skeleton.offsets[0].expand(n, 3))
+    assert motion.joint_translations is not None
+    pos = motion.positions()
+    assert float((pos[:, 1] - fr["pelvis"][:n].double()).norm(dim=-1).max()) < 1e-4  # cm
+    source = skelanim.load(ds.clips[1].path)  # another file's skeleton and its last frame's dummy placement
+    on_source = rig.to_motion(fr["rot"][:n], fr["pelvis"][:n], ds.fps, like=source)
+    assert on_source.skeleton is source.skeleton
+    assert torch.equal(on_source.root_positions, source.root_positions[-1].expand(n, 3))
+    assert float((on_source.positions()[:, 1] - pos[:, 1]).norm(dim=-1).max()) < 1e-4
+    stick = skelanim.Skeleton(["a", "b"], np.array([-1, 0]), torch.tensor([[0.0, 0.0, 0.0], [0.0, 1.0, 0.0]]))
+    with pytest.raises(skelanim.errors.SkeletonError, match="22-joint rig's motion on a 2-joint skeleton"):
+        rig.to_motion(fr["rot"][:n], fr["pelvis"][:n], ds.fps, like=skelanim.Motion.rest(stick))
 
 
 def test_windows_and_gather(few_dataset):

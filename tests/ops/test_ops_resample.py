@@ -9,7 +9,7 @@ from scipy.spatial.transform import Rotation, Slerp
 
 from skelanim.core.rotations import quat_geodesic
 from skelanim.errors import ShapeError
-from skelanim.ops import resample, sample_times
+from skelanim.ops import resample, sample_frames, sample_times
 
 
 def scipy_reference(motion, fps: float, n: int):
@@ -83,6 +83,21 @@ def test_sample_times_and_errors():
         sample_times(0, 30.0, 24.0)
     with pytest.raises(ShapeError):
         sample_times(10, 30.0, -1.0)
+
+
+def test_sample_frames_at_arbitrary_times_matches_scipy(helpers):
+    m = helpers.random_motion(helpers.body_skeleton(), 30, fps=25.0, amplitude=1.2)
+    times = np.array([0.0, 0.013, 0.48, 0.51, 0.999, 1.16])  # seconds, not on one grid
+    out = sample_frames(m, torch.from_numpy(times * m.fps), 30.0)
+    assert out.num_frames == 6 and out.fps == 30.0
+    whole = np.arange(30) / m.fps
+    for j in range(m.skeleton.num_joints):
+        r = Rotation.from_quat(m.rotations[:, j].numpy(), scalar_first=True)
+        ref = torch.from_numpy(Slerp(whole, r)(times).as_quat(scalar_first=True))
+        assert float(quat_geodesic(out.rotations[:, j], ref).max()) < 1e-9
+    assert torch.equal(out.rotations[2], m.rotations[12])  # a whole index: that frame exactly
+    with pytest.raises(ShapeError, match=r"within \[0, 29\]"):
+        sample_frames(m, torch.tensor([0.0, 29.5]), 30.0)
 
 
 def test_resample_real(real):

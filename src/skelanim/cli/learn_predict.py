@@ -201,14 +201,15 @@ def predict_cmd(
     out: Path = typer.Option(..., "-o", "--out", help="Output motion: the input followed by the prediction."),
     seconds: float = typer.Option(1.0, "--seconds", min=0.04, help="How far to predict."),
     method: str = typer.Option(
-        "rnn", "--method", help="rnn, gcn, mlp, combined (the three averaged), zero_velocity or constant_velocity."
+        "combined", "--method", help="combined (the shipped rnn, gcn and mlp averaged: the best with root motion), "
+        "rnn, gcn, mlp, zero_velocity or constant_velocity."
     ),
     model: list[Path] = typer.Option(
         [], "--model", "-m", help="Predictor folder (default: the shipped one for --method); for combined, "
         "repeat it for each predictor to average (default: the shipped rnn, gcn and mlp).",
     ),
 ) -> None:
-    """Continue IN by SECONDS of predicted motion (from its last second)."""
+    """Continue IN by SECONDS of predicted motion (from its last second): OUT is IN unchanged, then the prediction."""
     import skelanim
     from skelanim.learn.forecast import predict_motion
     from skelanim.learn.predict import LEARNED, METHODS, CombinedPredictor, Predictor

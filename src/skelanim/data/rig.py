@@ -22,6 +22,7 @@ from torch import Tensor
 from skelanim.core.motion import Motion
 from skelanim.core.rotations import matrix_to_quat, quat_normalize
 from skelanim.core.skeleton import Skeleton
+from skelanim.errors import SkeletonError
 
 __all__ = ["Rig", "body_root"]
 
@@ -93,8 +94,9 @@ class Rig:
         return cls(Skeleton.from_dict(data["skeleton"]), int(data["root"]), int(data["up"]), float(data["height"]),
                    float(data["floor"]), [int(f) for f in data.get("feet", [])])  # fmt: skip
 
-    def to_motion(self, rot: Tensor, pelvis: Tensor, fps: float, *, metadata: dict[str, Any] | None = None) -> Motion:
-        """A :class:`Motion` on :attr:`skeleton` from model-joint rotations and the pelvis path.
+    def to_motion(self, rot: Tensor, pelvis: Tensor, fps: float, *, metadata: dict[str, Any] | None = None,
+                  like: Motion | None = None) -> Motion:  # fmt: skip
+        """A :class:`Motion` on :attr:`skeleton` (or ``like``'s) from model-joint rotations and the pelvis path.
 
         Parameters
         ----------
@@ -106,17 +108,41 @@ class Rig:
             Frame rate.
         metadata : dict, optional
             Stored on the motion.
+        like : Motion, optional
+            A motion on a skeleton of the same topology (e.g. the one being continued): the result is on its
+            skeleton, and its last frame gives the dummy root's place and the translations of the joints
+            below the body root. Default: :attr:`skeleton` at rest.
 
         Returns
         -------
         Motion
-            Joints above the body root get the identity; the root translation is set so that FK puts the
-            body root at ``pelvis``; every other joint keeps its rest offset.
+            Joints above the body root get the identity. Under a static dummy root (``root == 1``) the dummy
+            stays where it is and the body root's translation is animated (``joint_translations``) when the
+            skeleton has position channels there or ``like`` animates translations, as the source files do;
+            otherwise the root translation is set so that FK puts the body root at ``pelvis``. Every other
+            joint keeps its offset.
         """
+        skeleton = self.skeleton if like is None else like.skeleton
+        if not skeleton.same_topology(self.skeleton):
+            raise SkeletonError(f"cannot write a {self.skeleton.num_joints}-joint rig's motion on a "
+                                f"{skeleton.num_joints}-joint skeleton")  # fmt: skip
         quats = matrix_to_quat(rot.double()) if rot.shape[-1] == 3 else quat_normalize(rot.double())
         frames = quats.shape[0]
-        full = torch.zeros(frames, self.skeleton.num_joints, 4, dtype=torch.float64)
+        full = torch.zeros(frames, skeleton.num_joints, 4, dtype=torch.float64)
         full[..., 0] = 1.0
         full[:, self.root :] = quats
-        lift = self.skeleton.rest_positions()[self.root]
-        return Motion(self.skeleton, full, pelvis.double() - lift, float(fps), None, dict(metadata or {}))
+        pelvis = pelvis.double()
+        held = like.local_translations()[-1] if like is not None else skeleton.offsets.clone()  # (J, 3); row 0: root
+        animated = like is not None and like.joint_translations is not None
+        if self.root == 0:
+            translations = None
+            if animated:
+                translations = held.expand(frames, -1, -1).clone()
+                translations[:, 0] = pelvis
+            return Motion(skeleton, full, pelvis, float(fps), translations, dict(metadata or {}))
+        if animated or skeleton.has_position_channels(self.root):
+            translations = held.expand(frames, -1, -1).clone()
+            translations[:, self.root] = pelvis - held[0]
+            return Motion(skeleton, full, held[0].expand(frames, 3).clone(), float(fps), translations,
+                          dict(metadata or {}))  # fmt: skip
+        return Motion(skeleton, full, pelvis - skeleton.offsets[self.root], float(fps), None, dict(metadata or {}))

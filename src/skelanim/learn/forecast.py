@@ -3,6 +3,8 @@ time from the motion's last observed second (``skelanim predict IN.bvh -o OUT.bv
 
 from __future__ import annotations
 
+import math
+
 import torch
 from torch import Tensor
 
@@ -14,6 +16,7 @@ from skelanim.data.rig import Rig
 from skelanim.errors import SkeletonError
 from skelanim.learn.predict import CombinedPredictor, Predictor
 from skelanim.learn.predictors import constant_velocity, zero_velocity
+from skelanim.ops.resample import sample_frames
 
 __all__ = ["predict_motion"]
 
@@ -40,7 +43,9 @@ def predict_motion(motion: Motion, *, method: str = "rnn", model: Predictor | Co
     Returns
     -------
     Motion
-        The input followed by the prediction, on the rig's skeleton at the input's fps.
+        The input's frames unchanged, followed by ``round(seconds * motion.fps)`` predicted frames at the
+        input's fps, on the input's skeleton (see :meth:`~skelanim.data.rig.Rig.to_motion`, ``like``).
+        ``metadata["predicted_from_frame"]`` is the first predicted frame.
 
     Raises
     ------
@@ -58,8 +63,11 @@ def predict_motion(motion: Motion, *, method: str = "rnn", model: Predictor | Co
     ds = MotionDataset(clips=[clip_from_motion(motion, fps=fps)], rig=rig, fps=fps)
     fr = ds.frames()
     rot, pelvis = fr["rot"], fr["pelvis"]
-    want = max(1, round(seconds * fps))
-    while rot.shape[0] < motion_frames(ds) + want:
+    last = motion_frames(ds) - 1  # the last model-rate frame: within half a frame of the input's end, held past it
+    end = max(0.0, (motion.num_frames - 1) / motion.fps - last / fps)  # seconds from it to the input's end
+    new_frames = max(1, round(seconds * motion.fps))
+    want = math.ceil((end + new_frames / motion.fps) * fps - 1e-9)  # model-rate frames that cover them
+    while rot.shape[0] <= last + want:
         n = rot.shape[0]
         yaw = _yaw_of(rig, rot, pelvis, fps)
         take = torch.arange(max(0, n - observed), n)
@@ -79,15 +87,15 @@ def predict_motion(motion: Motion, *, method: str = "rnn", model: Predictor | Co
         w_rot, w_pel = from_reference_frame(p_rot, p_pel, yaw[take][-1:], pelvis[take][-1:], up=rig.up,
                                             floor=rig.floor, height=rig.height)  # fmt: skip
         rot, pelvis = torch.cat([rot, w_rot[0].float()]), torch.cat([pelvis, w_pel[0].float()])
-    total = motion_frames(ds) + want
-    out = rig.to_motion(
-        rot[:total], pelvis[:total], fps, metadata={"predicted_from_frame": motion_frames(ds), "method": method}
-    )
-    if abs(motion.fps - fps) > 1e-6 * fps:
-        from skelanim.ops.resample import resample
-
-        out = resample(out, motion.fps)
-    return out
+    # the continuation from the last model-rate frame, sampled at the input's rate after the input's end
+    continuation = rig.to_motion(rot[last : last + want + 1], pelvis[last : last + want + 1], fps, like=motion)
+    times = end + torch.arange(1, new_frames + 1, dtype=torch.float64) / motion.fps
+    indices = (times * fps).clamp(max=want)
+    on_frame = (indices - indices.round()).abs() < 1e-9  # model-rate frames are taken exactly
+    predicted = sample_frames(continuation, torch.where(on_frame, indices.round(), indices), motion.fps)
+    metadata = {k: v for k, v in motion.metadata.items() if k != "bvh_values"}
+    metadata.update(predicted_from_frame=motion.num_frames, method=method)
+    return Motion.concatenate([motion.copy(metadata=metadata), predicted])
 
 
 def motion_frames(ds: MotionDataset) -> int:

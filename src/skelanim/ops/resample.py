@@ -21,7 +21,7 @@ from skelanim.core.motion import Motion
 from skelanim.core.rotations import quat_slerp
 from skelanim.errors import ShapeError
 
-__all__ = ["resample", "sample_times"]
+__all__ = ["resample", "sample_frames", "sample_times"]
 
 
 def sample_times(num_frames: int, fps_in: float, fps_out: float) -> torch.Tensor:
@@ -78,7 +78,30 @@ def resample(motion: Motion, fps: float) -> Motion:
         translations are interpolated linearly. Skeleton and metadata are copied.
     """
     fps = float(fps)
-    s = sample_times(motion.num_frames, motion.fps, fps)
+    return sample_frames(motion, sample_times(motion.num_frames, motion.fps, fps), fps)
+
+
+def sample_frames(motion: Motion, indices: torch.Tensor, fps: float) -> Motion:
+    """The motion sampled at fractional frame indices, as :func:`resample` samples it.
+
+    Parameters
+    ----------
+    motion:
+        The motion (not modified), ``F`` frames.
+    indices:
+        ``(F',)`` fractional source-frame indices in ``[0, F - 1]``.
+    fps:
+        Frame rate of the result.
+
+    Returns
+    -------
+    Motion
+        ``F'`` frames: rotations slerped along the shortest arc between the two neighbouring source frames
+        (exactly a source frame at a whole index), root positions and joint translations interpolated linearly.
+    """
+    s = torch.as_tensor(indices, dtype=torch.float64)
+    if s.ndim != 1 or (len(s) and (float(s.min()) < 0 or float(s.max()) > motion.num_frames - 1)):
+        raise ShapeError(f"sample indices must be a vector within [0, {motion.num_frames - 1}]")
     if motion.num_frames == 1:
         i0 = i1 = torch.zeros(len(s), dtype=torch.long)
         a = torch.zeros(len(s), dtype=torch.float64)
@@ -92,5 +115,5 @@ def resample(motion: Motion, fps: float) -> Motion:
     root = _lerp(motion.root_positions, i0, i1, a)
     jt = None if motion.joint_translations is None else _lerp(motion.joint_translations, i0, i1, a)
     return motion.copy(
-        rotations=rot, root_positions=root, joint_translations=jt, fps=fps, metadata=dict(motion.metadata)
+        rotations=rot, root_positions=root, joint_translations=jt, fps=float(fps), metadata=dict(motion.metadata)
     )

@@ -1,0 +1,43 @@
+"""Continuing a motion file (``predict_motion``): the input is kept frame for frame, and the continuation
+follows at the input's frame rate on the input's own skeleton."""
+
+from __future__ import annotations
+
+import torch
+
+import skelanim
+from skelanim.data import MotionDataset
+from skelanim.data.clips import clip_from_motion
+from skelanim.learn.forecast import predict_motion
+
+
+def _rig(motion):
+    return MotionDataset(clips=[clip_from_motion(motion, fps=25.0)], fps=25.0).rig
+
+
+def test_a_zero_velocity_continuation_holds_the_last_input_pose_after_the_unchanged_input(learn_files):
+    walk = skelanim.load(learn_files[0])
+    assert abs(walk.fps - 30.0) < 1e-3 and walk.joint_translations is not None  # Bandai: 30 fps, dummy root
+    motion = walk[: 1 + 6 * 20]  # 4 s: its last frame is on the 25 fps grid, so the model sees it exactly
+    out = predict_motion(motion, method="zero_velocity", rig=_rig(motion), seconds=0.5)
+    assert out.num_frames == motion.num_frames + 15 and out.fps == motion.fps
+    assert out.metadata["predicted_from_frame"] == motion.num_frames
+    assert out.skeleton is motion.skeleton
+    before, after = motion.positions(), out.positions()
+    assert torch.allclose(after[: motion.num_frames], before, atol=1e-9)  # the input, every joint, unchanged
+    held = (after[motion.num_frames :] - before[-1]).norm(dim=-1).max()
+    assert float(held) < 1e-4 * motion.height  # then its last pose held (the model's float32 arrays)
+    assert torch.equal(out.root_positions[motion.num_frames :], motion.root_positions[-1].expand(15, 3))  # dummy stays
+
+
+def test_a_constant_velocity_continuation_is_sampled_evenly_at_the_input_rate(learn_files):
+    walk = skelanim.load(learn_files[0])
+    motion = walk[:100]  # 3.3 s: the input ends between two 25 fps frames
+    out = predict_motion(motion, method="constant_velocity", rig=_rig(motion), seconds=1.0)
+    assert out.num_frames == 100 + 30
+    hips = out.positions()[100:, 1]
+    steps = hips[1:] - hips[:-1]  # the body root moves on a straight line at a constant speed
+    assert float(steps.norm(dim=-1).mean()) > 0.5  # cm per frame: a walk
+    assert float((steps - steps.mean(dim=0)).norm(dim=-1).max()) < 1e-3
+    first = out.positions()[100, 1] - motion.positions()[-1, 1]  # one input-rate step after the input's end
+    assert float((first - steps.mean(dim=0)).norm()) < 0.2 * float(steps.mean(dim=0).norm())
