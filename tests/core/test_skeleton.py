@@ -149,6 +149,11 @@ def test_motion_slicing_concatenation_and_validation():
     assert part.num_frames == 3 and part.fps == 60
     joined = Motion.concatenate([part, motion[5:]])
     assert joined.num_frames == 8
+    moving = motion.copy(root_positions=torch.arange(30, dtype=torch.float64).reshape(10, 3))
+    for index in (3, np.int64(3), torch.tensor(3), np.array(3)):  # e.g. from argmax: one frame, as with an int
+        one = moving[index]
+        assert one.num_frames == 1 and torch.equal(one.root_positions[0], moving.root_positions[3])
+    assert torch.equal(moving[np.int32(-1)].root_positions, moving.root_positions[-1:])
     with pytest.raises(ShapeError, match="resample"):
         Motion.concatenate([motion, motion.copy(fps=30)])
     with pytest.raises(ShapeError, match="rotations must be"):

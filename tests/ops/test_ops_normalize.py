@@ -10,6 +10,7 @@ import torch
 from scipy.spatial.transform import Rotation
 
 from skelanim import Motion, Skeleton
+from skelanim.core.rotations import quat_apply, quat_multiply
 from skelanim.errors import ShapeError, SkeletonError
 from skelanim.ops import face_forward, facing_directions, normalize, root_relative, rotate_about_up, scale
 
@@ -84,6 +85,7 @@ def test_root_relative():
     assert isinstance(out_t, torch.Tensor) and torch.allclose(out_t, torch.from_numpy(x - x[..., 2:3, :]))
     with pytest.raises(ShapeError):
         root_relative(np.zeros((4, 2)), root=5)
+    assert np.allclose(root_relative(x, root=-1), x - x[..., -1:, :])  # counted from the end, as in Python
 
 
 @pytest.mark.parametrize("yaw_deg", [0.0, 37.0, 90.0, 179.0, -120.0])
@@ -121,6 +123,27 @@ def test_face_forward_other_directions_and_axes(helpers):
     got = facing_directions(out)[0]
     assert torch.allclose(got, torch.tensor([1.0, 0.0, 0.0], dtype=torch.float64), atol=1e-12)
     assert torch.allclose(out.root_positions[:, 2], mz.root_positions[:, 2])
+
+
+def test_an_up_axis_given_overrides_the_guess(helpers):
+    """A Y-up body turned to stand along Z: the guess says Y (from the rest pose it cannot tell this from a crawl
+    along Z); the caller can say Z."""
+    upright = helpers.random_motion(helpers.body_skeleton(), 12, amplitude=0.05)
+    turn = Rotation.from_rotvec([math.pi / 2, 0, 0])  # y -> z
+    q = torch.from_numpy(turn.as_quat(scalar_first=True))
+    rot = upright.rotations.clone()
+    rot[:, 0] = quat_multiply(q.expand(12, 4), rot[:, 0])
+    standing_z = upright.copy(rotations=rot, root_positions=quat_apply(q.expand(12, 4), upright.root_positions))
+    assert standing_z.up_axis() == 1
+    assert standing_z.height_along(2) == pytest.approx(upright.height, abs=1e-9)
+    out = normalize(standing_z, up_axis=2)
+    assert out.height_along(2) == pytest.approx(1.0, abs=1e-9)
+    assert float(out.positions(end_sites=True)[0, :, 2].min()) == pytest.approx(0.0, abs=1e-12)
+    faced = face_forward(standing_z, forward="+y", up_axis=2)
+    got = facing_directions(faced, up_axis=2)[0]
+    assert torch.allclose(got, torch.tensor([0.0, 1.0, 0.0], dtype=torch.float64), atol=1e-12)
+    with pytest.raises(ShapeError, match="up_axis must be 0, 1 or 2"):
+        normalize(standing_z, up_axis=3)
 
 
 def test_rotate_about_up_matches_scipy(motion):

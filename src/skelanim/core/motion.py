@@ -232,9 +232,12 @@ class Motion:
     def height(self) -> float:
         """Body height in the motion's units: the median over up to 64 evenly spaced frames of the extent
         of joints and End Sites along :meth:`up_axis`. Falls back to the rest pose for an empty motion."""
+        return self.height_along(self.up_axis())
+
+    def height_along(self, axis: int) -> float:
+        """:attr:`height` measured along ``axis`` (0, 1 or 2) instead of the guessed up axis."""
         if self.num_frames == 0:
             return self.skeleton.height()
-        axis = self.up_axis()
         extent = self._sample_positions(end_sites=True)[..., axis]
         return float((extent.max(-1).values - extent.min(-1).values).median())
 
@@ -292,10 +295,12 @@ class Motion:
         """A shallow copy with the given fields replaced (tensors are not cloned)."""
         return replace(self, **changes)
 
-    def __getitem__(self, frames: slice | Sequence[int] | np.ndarray | torch.Tensor) -> Motion:
-        """Frames selected by a slice or index array, as a new Motion (same skeleton and fps)."""
-        if isinstance(frames, int):
-            frames = slice(frames, frames + 1 if frames != -1 else None)
+    def __getitem__(self, frames: int | slice | Sequence[int] | np.ndarray | torch.Tensor) -> Motion:
+        """Frames selected by an index (a one-frame motion), a slice or an index array, as a new Motion (same
+        skeleton and fps)."""
+        if isinstance(frames, (int, np.integer)) or (isinstance(frames, (np.ndarray, torch.Tensor)) and frames.ndim == 0):
+            index = int(frames)  # also a NumPy integer or a 0-d array, e.g. from argmax
+            frames = slice(index, index + 1 if index != -1 else None)
         jt = None if self.joint_translations is None else self.joint_translations[frames]
         source = self.__dict__["_rotations"]  # Euler angles stay unconverted
         return replace(

@@ -76,7 +76,7 @@ def default_savgol_window(fps: float, *, polyorder: int = 3, seconds: float = 0.
     int
         Odd window length in frames (e.g. 5 at 30 fps, 9 at 60 fps, 19 at 120 fps).
     """
-    n = max(round(seconds * check_fps(fps)), polyorder + 1)
+    n = max(round(seconds * check_fps(fps)), polyorder + 2)  # polyorder + 1 points fit the polynomial exactly
     return n if n % 2 == 1 else n + 1
 
 
@@ -148,7 +148,9 @@ def butterworth(
 
     Returns
     -------
-    ``(F, ...)`` filtered signal. Short clips use a shorter edge padding (``F - 1`` samples at most).
+    ``(F, ...)`` filtered signal. The edges are padded as :func:`scipy.signal.sosfiltfilt` pads them (odd
+    extension); a clip shorter than that padding is extended by repeated odd reflection, so that a short
+    clip is filtered like the same stretch of a long one.
     """
     fps = check_fps(fps)
     if not 0 < cutoff < fps / 2:
@@ -158,9 +160,11 @@ def butterworth(
     if arr.shape[0] < 2:
         return t.clone()
     sos = butter(order, cutoff, btype="low", fs=fps, output="sos")
-    default_pad = 3 * (2 * len(sos) + 1 - min((sos[:, 2] == 0).sum(), (sos[:, 5] == 0).sum()))
-    padlen = min(default_pad, arr.shape[0] - 1)
-    return _like(sosfiltfilt(sos, arr, axis=0, padlen=padlen), t)
+    pad = 3 * (2 * len(sos) + 1 - min((sos[:, 2] == 0).sum(), (sos[:, 5] == 0).sum()))  # scipy's default padlen
+    # scipy's odd extension, repeated for clips shorter than the padding (scipy would shorten the padding and
+    # leave the start-up transient in the output: a 2-frame ramp came out at -0.19, -0.03)
+    extended = np.pad(arr, [(pad, pad)] + [(0, 0)] * (arr.ndim - 1), mode="reflect", reflect_type="odd")
+    return _like(sosfiltfilt(sos, extended, axis=0, padlen=0)[pad:-pad], t)
 
 
 @numpy_in_numpy_out

@@ -3,8 +3,10 @@
 Conventions
 -----------
 * The up axis is :meth:`Motion.up_axis` (0, 1 or 2), found from the motion itself because some
-  exporters store a rest pose that is not upright; "horizontal" means the other two axes. The height is
-  :attr:`Motion.height` (median over frames of the extent along the up axis).
+  exporters store a rest pose that is not upright; "horizontal" means the other two axes. Where the guess
+  cannot be right (a body stood along another axis than its rest pose's, which looks like a crawl), every
+  function takes ``up_axis=``. The height is :attr:`Motion.height` (median over frames of the extent along
+  the up axis).
 * The character's facing is found from world joint positions, not from the root's local frame (rigs
   disagree on bone axes): the lateral vector ``across`` is the sum over hip/thigh and shoulder/clavicle
   left-right pairs of ``p_left - p_right`` (all left-right pairs when there are none of those), and the
@@ -62,7 +64,7 @@ def scale(motion: Motion, s: float) -> Motion:
     )
 
 
-def normalize(motion: Motion, *, height: float | None = None, ground: bool = True) -> Motion:
+def normalize(motion: Motion, *, height: float | None = None, ground: bool = True, up_axis: int | None = None) -> Motion:
     """Unit height, root at the horizontal origin and lowest point on the ground, at frame 0.
 
     Parameters
@@ -74,6 +76,8 @@ def normalize(motion: Motion, *, height: float | None = None, ground: bool = Tru
     ground:
         Also shift along the up axis so that the lowest joint or End Site of frame 0 is at 0. When
         ``False`` only the horizontal root position is moved.
+    up_axis:
+        0, 1 or 2; default :meth:`Motion.up_axis`. Also the axis the default ``height`` is measured along.
 
     Returns
     -------
@@ -81,8 +85,8 @@ def normalize(motion: Motion, *, height: float | None = None, ground: bool = Tru
         Lengths divided by ``height``; the whole trajectory translated so that at frame 0 the root's
         horizontal coordinates are 0 (and, with ``ground``, the lowest point is at up-coordinate 0).
     """
-    up = motion.up_axis()
-    h = motion.height if height is None else float(height)
+    up = motion.up_axis() if up_axis is None else _axis(up_axis)
+    h = motion.height_along(up) if height is None else float(height)
     if not (h > 0 and math.isfinite(h)):
         raise ShapeError(f"cannot normalise a motion of height {h}")
     out = scale(motion, 1.0 / h)
@@ -115,6 +119,7 @@ def root_relative(positions: Tensor, *, root: int = 0) -> Tensor:
     t = as_tensor(positions)
     if t.ndim < 2 or t.shape[-1] != 3 or not -t.shape[-2] <= root < t.shape[-2]:
         raise ShapeError(f"positions must be (..., J, 3) with root < J, got {tuple(t.shape)} and root={root}")
+    root %= t.shape[-2]  # a negative index counts from the end, as in Python
     return t - t[..., root : root + 1, :]
 
 
@@ -125,6 +130,13 @@ def _lateral_pairs(motion: Motion) -> list[tuple[int, int]]:
         raise SkeletonError("cannot find the character's facing: no left/right joint pairs in the skeleton")
     picked = [(l, r) for l, r in pairs if _HIP.search(skel.names[l]) or _SHOULDER.search(skel.names[l])]
     return picked or pairs
+
+
+def _axis(axis: int) -> int:
+    """An up axis given by the caller, checked."""
+    if axis not in (0, 1, 2):
+        raise ShapeError(f"up_axis must be 0, 1 or 2 (X, Y, Z), got {axis!r}")
+    return int(axis)
 
 
 def _unit(axis: int) -> torch.Tensor:
@@ -193,7 +205,7 @@ def rotate_about_up(
     return motion.copy(rotations=rot, root_positions=root, metadata=dict(motion.metadata))
 
 
-def face_forward(motion: Motion, *, forward: str | ArrayLike = "+z") -> Motion:
+def face_forward(motion: Motion, *, forward: str | ArrayLike = "+z", up_axis: int | None = None) -> Motion:
     """Rotate the motion about the up axis so that the character faces ``forward`` on the first frame.
 
     Parameters
@@ -203,6 +215,8 @@ def face_forward(motion: Motion, *, forward: str | ArrayLike = "+z") -> Motion:
     forward:
         Target direction: ``"+z"``, ``"-x"``, ... or a 3-vector; its horizontal part is used, so it must
         not be parallel to the up axis (for a Z-up skeleton pass e.g. ``"+y"``).
+    up_axis:
+        0, 1 or 2; default :meth:`Motion.up_axis`.
 
     Returns
     -------
@@ -212,7 +226,7 @@ def face_forward(motion: Motion, *, forward: str | ArrayLike = "+z") -> Motion:
     """
     if motion.num_frames == 0:
         return motion.copy(metadata=dict(motion.metadata))
-    up_axis = motion.up_axis()
+    up_axis = motion.up_axis() if up_axis is None else _axis(up_axis)
     target = direction_vector(forward).clone()
     target[up_axis] = 0.0
     if float(target.norm()) < 1e-9:
