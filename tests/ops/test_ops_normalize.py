@@ -142,7 +142,7 @@ def test_an_up_axis_given_overrides_the_guess(helpers):
     faced = face_forward(standing_z, forward="+y", up_axis=2)
     got = facing_directions(faced, up_axis=2)[0]
     assert torch.allclose(got, torch.tensor([0.0, 1.0, 0.0], dtype=torch.float64), atol=1e-12)
-    with pytest.raises(ShapeError, match="up_axis must be 0, 1 or 2"):
+    with pytest.raises(ShapeError, match="axis must be 0, 1 or 2"):
         normalize(standing_z, up_axis=3)
 
 

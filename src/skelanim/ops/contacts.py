@@ -100,8 +100,8 @@ def foot_contacts(
     up_axis:
         ``0/1/2`` or ``"x"/"y"/"z"``; default the skeleton's, or 1 (Y) for arrays.
     height:
-        Body height for the defaults; default :attr:`Motion.height`, or for arrays the extent of frame 0
-        along the up axis.
+        Body height for the defaults; default :attr:`Motion.height` (measured along ``up_axis`` when it is
+        given), or for arrays the extent of frame 0 along the up axis.
 
     Returns
     -------
@@ -111,7 +111,7 @@ def foot_contacts(
         fps = source.fps if fps is None else fps
         up = source.up_axis() if up_axis is None else axis_index(up_axis)
         idx = find_feet(source.skeleton) if joints is None else source.skeleton.indices(joints)
-        h = source.height if height is None else float(height)
+        h = source.height_along(up) if height is None else float(height)
         pos = source.positions()[:, idx].numpy()
         as_numpy = False
     else:

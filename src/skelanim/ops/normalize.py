@@ -28,7 +28,7 @@ from skelanim.core._tensor import ArrayLike, as_tensor, numpy_in_numpy_out
 from skelanim.core.motion import Motion
 from skelanim.core.rotations import axis_angle_to_quat, quat_apply, quat_multiply
 from skelanim.errors import ShapeError, SkeletonError
-from skelanim.ops._common import direction_vector
+from skelanim.ops._common import axis_index, direction_vector
 
 __all__ = ["face_forward", "facing_directions", "normalize", "root_relative", "rotate_about_up", "scale"]
 
@@ -85,7 +85,7 @@ def normalize(motion: Motion, *, height: float | None = None, ground: bool = Tru
         Lengths divided by ``height``; the whole trajectory translated so that at frame 0 the root's
         horizontal coordinates are 0 (and, with ``ground``, the lowest point is at up-coordinate 0).
     """
-    up = motion.up_axis() if up_axis is None else _axis(up_axis)
+    up = motion.up_axis() if up_axis is None else axis_index(up_axis)
     h = motion.height_along(up) if height is None else float(height)
     if not (h > 0 and math.isfinite(h)):
         raise ShapeError(f"cannot normalise a motion of height {h}")
@@ -130,13 +130,6 @@ def _lateral_pairs(motion: Motion) -> list[tuple[int, int]]:
         raise SkeletonError("cannot find the character's facing: no left/right joint pairs in the skeleton")
     picked = [(l, r) for l, r in pairs if _HIP.search(skel.names[l]) or _SHOULDER.search(skel.names[l])]
     return picked or pairs
-
-
-def _axis(axis: int) -> int:
-    """An up axis given by the caller, checked."""
-    if axis not in (0, 1, 2):
-        raise ShapeError(f"up_axis must be 0, 1 or 2 (X, Y, Z), got {axis!r}")
-    return int(axis)
 
 
 def _unit(axis: int) -> torch.Tensor:
@@ -226,7 +219,7 @@ def face_forward(motion: Motion, *, forward: str | ArrayLike = "+z", up_axis: in
     """
     if motion.num_frames == 0:
         return motion.copy(metadata=dict(motion.metadata))
-    up_axis = motion.up_axis() if up_axis is None else _axis(up_axis)
+    up_axis = motion.up_axis() if up_axis is None else axis_index(up_axis)
     target = direction_vector(forward).clone()
     target[up_axis] = 0.0
     if float(target.norm()) < 1e-9:
