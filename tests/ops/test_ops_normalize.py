@@ -144,6 +144,9 @@ def test_an_up_axis_given_overrides_the_guess(helpers):
     assert torch.allclose(got, torch.tensor([0.0, 1.0, 0.0], dtype=torch.float64), atol=1e-12)
     with pytest.raises(ShapeError, match="axis must be 0, 1 or 2"):
         normalize(standing_z, up_axis=3)
+    from skelanim.ops import foot_contacts  # its thresholds scale with the height along the axis given
+
+    assert torch.equal(foot_contacts(standing_z, up_axis=2), foot_contacts(upright))
 
 
 def test_rotate_about_up_matches_scipy(motion):
