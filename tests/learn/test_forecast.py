@@ -3,6 +3,7 @@ follows at the input's frame rate on the input's own skeleton."""
 
 from __future__ import annotations
 
+import pytest
 import torch
 
 import skelanim
@@ -15,19 +16,20 @@ def _rig(motion):
     return MotionDataset(clips=[clip_from_motion(motion, fps=25.0)], fps=25.0).rig
 
 
-def test_a_zero_velocity_continuation_holds_the_last_input_pose_after_the_unchanged_input(learn_files):
+@pytest.mark.parametrize("frames", [1 + 6 * 20, 100])  # 4 s (a whole number of 25 fps frames), 3.3 s (not)
+def test_a_zero_velocity_continuation_holds_the_last_input_pose_after_the_unchanged_input(learn_files, frames):
     walk = skelanim.load(learn_files[0])
     assert abs(walk.fps - 30.0) < 1e-3 and walk.joint_translations is not None  # Bandai: 30 fps, dummy root
-    motion = walk[: 1 + 6 * 20]  # 4 s: its last frame is on the 25 fps grid, so the model sees it exactly
+    motion = walk[:frames]  # the model's 25 fps frames end on its last frame in both cases
     out = predict_motion(motion, method="zero_velocity", rig=_rig(motion), seconds=0.5)
-    assert out.num_frames == motion.num_frames + 15 and out.fps == motion.fps
+    assert out.num_frames == frames + 15 and out.fps == motion.fps
     assert out.metadata["predicted_from_frame"] == motion.num_frames
     assert out.skeleton is motion.skeleton
     before, after = motion.positions(), out.positions()
     assert torch.allclose(after[: motion.num_frames], before, atol=1e-9)  # the input, every joint, unchanged
     held = (after[motion.num_frames :] - before[-1]).norm(dim=-1).max()
     assert float(held) < 1e-4 * motion.height  # then its last pose held (the model's float32 arrays)
-    assert torch.equal(out.root_positions[motion.num_frames :], motion.root_positions[-1].expand(15, 3))  # dummy stays
+    assert torch.equal(out.root_positions[frames:], motion.root_positions[-1].expand(15, 3))  # the dummy stays
 
 
 def test_a_constant_velocity_continuation_is_sampled_evenly_at_the_input_rate(learn_files):
@@ -41,3 +43,14 @@ def test_a_constant_velocity_continuation_is_sampled_evenly_at_the_input_rate(le
     assert float((steps - steps.mean(dim=0)).norm(dim=-1).max()) < 1e-3
     first = out.positions()[100, 1] - motion.positions()[-1, 1]  # one input-rate step after the input's end
     assert float((first - steps.mean(dim=0)).norm()) < 0.2 * float(steps.mean(dim=0).norm())
+
+
+def test_a_motion_shorter_than_one_model_frame_is_refused_naming_the_file(learn_files, tmp_path, capsys):
+    from skelanim.cli import main
+
+    short = tmp_path / "short.bvh"
+    skelanim.save(skelanim.load(learn_files[0])[:1], short)
+    assert main(["predict", str(short), "-o", str(tmp_path / "out.bvh"), "--method", "zero_velocity"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {short}") and "at least 0.04 s" in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "out.bvh").exists()

@@ -13,7 +13,7 @@ from skelanim.data.clips import clip_from_motion
 from skelanim.data.dataset import MotionDataset
 from skelanim.data.features import from_reference_frame, to_reference_frame
 from skelanim.data.rig import Rig
-from skelanim.errors import SkeletonError
+from skelanim.errors import FormatError, SkeletonError
 from skelanim.learn.predict import CombinedPredictor, Predictor
 from skelanim.learn.predictors import constant_velocity, zero_velocity
 from skelanim.ops.resample import sample_frames
@@ -50,7 +50,9 @@ def predict_motion(motion: Motion, *, method: str = "rnn", model: Predictor | Co
     Raises
     ------
     SkeletonError
-        When the motion's skeleton is not the rig's, or it is shorter than 2 frames.
+        When the motion's skeleton is not the rig's.
+    FormatError
+        When it lasts less than one model frame, or has non-finite values (no path: the caller knows it).
     """
     rig = model.rig if model is not None else rig
     if rig is None:
@@ -60,13 +62,18 @@ def predict_motion(motion: Motion, *, method: str = "rnn", model: Predictor | Co
                             f"({', '.join(rig.skeleton.names[:4])}, ...); this motion has {motion.skeleton.num_joints}")  # fmt: skip
     observed = model.observed if model is not None else 25
     fps = model.fps if model is not None else 25.0
-    ds = MotionDataset(clips=[clip_from_motion(motion, fps=fps)], rig=rig, fps=fps)
+    # the model-rate frames end on the input's last frame, so every method continues from it exactly
+    span = (motion.num_frames - 1) / motion.fps
+    if span * fps < 1 - 1e-9:
+        raise FormatError(f"{motion.num_frames} frame(s) over {span:.3f} s; prediction needs at least {1 / fps:g} s")
+    back = torch.arange(math.floor(span * fps + 1e-9), -1, -1, dtype=torch.float64) / fps  # seconds before the end
+    on_model_rate = sample_frames(motion, (span - back) * motion.fps, fps)
+    ds = MotionDataset(clips=[clip_from_motion(on_model_rate, fps=fps, name="")], rig=rig, fps=fps)  # errors: no path
     fr = ds.frames()
     rot, pelvis = fr["rot"], fr["pelvis"]
-    last = motion_frames(ds) - 1  # the last model-rate frame: within half a frame of the input's end, held past it
-    end = max(0.0, (motion.num_frames - 1) / motion.fps - last / fps)  # seconds from it to the input's end
+    last = motion_frames(ds) - 1  # the input's last frame
     new_frames = max(1, round(seconds * motion.fps))
-    want = math.ceil((end + new_frames / motion.fps) * fps - 1e-9)  # model-rate frames that cover them
+    want = math.ceil(new_frames / motion.fps * fps - 1e-9)  # model-rate frames that cover them
     while rot.shape[0] <= last + want:
         n = rot.shape[0]
         yaw = _yaw_of(rig, rot, pelvis, fps)
@@ -87,12 +94,10 @@ def predict_motion(motion: Motion, *, method: str = "rnn", model: Predictor | Co
         w_rot, w_pel = from_reference_frame(p_rot, p_pel, yaw[take][-1:], pelvis[take][-1:], up=rig.up,
                                             floor=rig.floor, height=rig.height)  # fmt: skip
         rot, pelvis = torch.cat([rot, w_rot[0].float()]), torch.cat([pelvis, w_pel[0].float()])
-    # the continuation from the last model-rate frame, sampled at the input's rate after the input's end
+    # the continuation from the input's last frame, sampled at the input's rate
     continuation = rig.to_motion(rot[last : last + want + 1], pelvis[last : last + want + 1], fps, like=motion)
-    times = end + torch.arange(1, new_frames + 1, dtype=torch.float64) / motion.fps
-    indices = (times * fps).clamp(max=want)
-    on_frame = (indices - indices.round()).abs() < 1e-9  # model-rate frames are taken exactly
-    predicted = sample_frames(continuation, torch.where(on_frame, indices.round(), indices), motion.fps)
+    times = torch.arange(1, new_frames + 1, dtype=torch.float64) / motion.fps
+    predicted = sample_frames(continuation, times * fps, motion.fps)
     metadata = {k: v for k, v in motion.metadata.items() if k != "bvh_values"}
     metadata.update(predicted_from_frame=motion.num_frames, method=method)
     return Motion.concatenate([motion.copy(metadata=metadata), predicted])

@@ -89,7 +89,8 @@ def sample_frames(motion: Motion, indices: torch.Tensor, fps: float) -> Motion:
     motion:
         The motion (not modified), ``F`` frames.
     indices:
-        ``(F',)`` fractional source-frame indices in ``[0, F - 1]``.
+        ``(F',)`` fractional source-frame indices in ``[0, F - 1]``; those within 1e-9 of a whole number
+        take that frame exactly.
     fps:
         Frame rate of the result.
 
@@ -100,8 +101,11 @@ def sample_frames(motion: Motion, indices: torch.Tensor, fps: float) -> Motion:
         (exactly a source frame at a whole index), root positions and joint translations interpolated linearly.
     """
     s = torch.as_tensor(indices, dtype=torch.float64)
-    if s.ndim != 1 or (len(s) and (float(s.min()) < 0 or float(s.max()) > motion.num_frames - 1)):
-        raise ShapeError(f"sample indices must be a vector within [0, {motion.num_frames - 1}]")
+    last = motion.num_frames - 1
+    if s.ndim != 1 or (len(s) and (float(s.min()) < -1e-9 or float(s.max()) > last + 1e-9)):
+        raise ShapeError(f"sample indices must be a vector within [0, {last}]")
+    nearest = torch.round(s)
+    s = torch.where((s - nearest).abs() < 1e-9, nearest, s).clamp(0.0, float(last))  # whole frames exactly
     if motion.num_frames == 1:
         i0 = i1 = torch.zeros(len(s), dtype=torch.long)
         a = torch.zeros(len(s), dtype=torch.float64)
