@@ -104,7 +104,7 @@ def test_gan_terms_move_only_their_own_player(tiny_ds):
     task = GenerateTask(gen, tiny_ds, stride=8, adversarial=1.0)
     batch = task.batch(torch.arange(8), seeded_generator(0))
     _, parts = task.loss(gen, batch)
-    assert {"rec", "kl", "pos", "vel", "skate", "g_adv", "d", "fake_skate", "speed"} == set(parts)
+    assert {"rec", "kl", "pos", "vel", "skate", "g_adv", "d", "fake_skate", "speed", "speed_frames"} == set(parts)
     terms = gen(batch["x"], batch["content"], batch["style"], batch["eps"], batch["prior"])
     d_params, dec_params = list(gen.disc.parameters()), list(gen.vae.dec.parameters())
 
@@ -157,6 +157,7 @@ def test_evaluate_generation_keys(tiny_ds):
     assert res["fid"] >= 0 and res["fid_real"] >= 0 and 0 <= res["recognised"] <= 1
     assert 0 <= res["contact_share"] <= 1 and 0.3 < res["contact_share_real"] <= 1  # real feet rest on the ground
     assert res["limb_speed_real"] > 0.05 and res["limb_speed"] >= 0  # walks, bows and runs move their limbs
+    assert 0 <= res["pose_outliers"] <= 1
     assert task.num_samples() > 0
 
 
@@ -240,3 +241,37 @@ def test_limb_speed_of_a_joint_circling_a_moving_pelvis():
     speed = limb_speed(torch.stack([pelvis, joint], 1)[None], fps)
     assert speed.shape == (1, 9, 2) and float(speed[..., 0].abs().max()) == 0.0
     assert torch.allclose(speed[..., 1], torch.full((1, 9), 2 * r * math.sin(w / fps / 2) * fps, dtype=torch.float64))
+
+
+def test_heading_poses_do_not_depend_on_where_the_body_faces():
+    from skelanim.data.features import yaw_matrix
+    from skelanim.learn.generate import POSE_EVERY, heading_poses
+
+    pos = torch.randn(2, 9, 5, 3, dtype=torch.float64, generator=torch.Generator().manual_seed(0))
+    yaw = torch.randn(2, 9, dtype=torch.float64, generator=torch.Generator().manual_seed(1))
+    turn = torch.tensor(0.7, dtype=torch.float64)
+    turned = pos @ yaw_matrix(turn, 1).T + torch.tensor([3.0, 0.0, -2.0], dtype=torch.float64)  # turned and moved
+    rows = heading_poses(pos, yaw, 1)
+    assert rows.shape == (2 * len(range(0, 9, POSE_EVERY)), 15)
+    assert torch.allclose(heading_poses(turned, yaw + turn, 1), rows, atol=1e-12)
+    assert not torch.allclose(heading_poses(turned, yaw, 1), rows, atol=1e-3)  # the heading is what is undone
+
+
+def test_the_per_frame_speed_gap_sees_fast_ends_the_mean_gap_misses():
+    from skelanim.learn.generate import speed_gaps
+
+    fps = 25.0
+    t = torch.arange(11, dtype=torch.float64)
+    steady = torch.stack([torch.zeros_like(t), torch.zeros_like(t), t * 0.02], -1)  # a joint moving 0.5 / s
+    bursty = steady.clone()
+    bursty[:, 2] = torch.tensor([0.0, 0.1, 0.1, 0.1, 0.1, 0.1, 0.1, 0.1, 0.1, 0.1, 0.2], dtype=torch.float64)
+    pelvis = torch.zeros(11, 3, dtype=torch.float64)  # the same mean speed (0.2 over 10 steps), all at the ends
+
+    def window(joint):
+        return torch.stack([pelvis, joint], 1)[None]
+
+    mean_gap, frame_gap = speed_gaps(window(bursty), window(steady), fps)
+    assert float(mean_gap) == pytest.approx(0.0, abs=1e-12)
+    # frames 0 and 9 move 0.1 (2.5 / s), the 8 others none; real: 0.5 / s everywhere; joint 0 (pelvis) 0 in both
+    assert float(frame_gap) == pytest.approx((2 * 2.0 + 8 * 0.5) / 10 / 2, abs=1e-12)
+    assert float(speed_gaps(window(steady), window(steady), fps)[1]) == pytest.approx(0.0, abs=1e-12)

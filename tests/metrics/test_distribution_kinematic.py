@@ -17,6 +17,8 @@ from skelanim.metrics.distribution import (
     frechet_distance,
     gaussian_stats,
     multimodality,
+    nearest_distances,
+    outlier_share,
     vote,
 )
 from skelanim.metrics.kinematic import (
@@ -71,6 +73,29 @@ def test_diversity_and_multimodality():
     assert multimodality(feats, labels) == 0.0  # identical within each class
     assert diversity(feats, pairs=4000) > 5.0
     assert math.isnan(multimodality(torch.zeros(2, 2), [0, 1]))
+
+
+def test_nearest_distances_match_a_kd_tree():
+    from scipy.spatial import cKDTree
+
+    rng = np.random.default_rng(0)
+    reference, query = rng.normal(size=(500, 7)), rng.normal(size=(300, 7))
+    expected, _ = cKDTree(reference).query(query)
+    assert np.allclose(nearest_distances(query, reference, chunk=64).numpy(), expected, atol=1e-12)
+
+
+def test_outlier_share_counts_rows_beyond_the_calibration_quantile():
+    rng = np.random.default_rng(1)
+    reference = rng.normal(size=(2000, 3))
+    calibration = rng.normal(size=(1000, 3))  # drawn like the reference: about 1 % beyond the 0.99 quantile
+    share, threshold = outlier_share(calibration, reference, calibration, q=0.99)
+    assert share == pytest.approx(0.01, abs=1e-3) and threshold > 0
+    like = rng.normal(size=(4000, 3))
+    assert outlier_share(like, reference, calibration)[0] < 0.03
+    far = like + np.array([6.0, 0.0, 0.0])  # every row far from the real cloud (a knee at the chest)
+    assert outlier_share(far, reference, calibration)[0] > 0.95
+    half = np.concatenate([like[:2000], far[:2000]])
+    assert outlier_share(half, reference, calibration)[0] == pytest.approx(0.5, abs=0.03)
 
 
 def test_accuracy_and_vote():

@@ -193,3 +193,28 @@ def test_gait_report_figure(looped_walk, tmp_path: Path) -> None:
     np.testing.assert_allclose(ticks[0].get_xdata(), report.heel_strikes["left"] / report.fps)
     assert f"{report.cadence:.1f} steps/min" in text_ax.texts[0].get_text()
     assert ink(pixels(fig, tmp_path / "gait.png")) > 0.01
+
+
+def test_default_root_is_the_body_root_under_a_static_dummy(mocap_files) -> None:
+    """Bandai's joint 0 (``joint_Root``) is a static dummy: the default root row plots the hips (joint 1)."""
+    (path,) = mocap_files(["bandai_namco_1/dataset-1_walk_normal_001.bvh"])
+    motion = skelanim.load(path)
+    pos = motion.positions().numpy()
+    assert motion.skeleton.names[:2] == ["joint_Root", "Hips"] and np.ptp(pos[:, 0], axis=0).max() == 0.0
+    fig = plots.plot_trajectories(motion)
+    assert [ax.get_title() for ax in fig.axes[:3]] == ["root: X", "root: Y (up)", "root: Z"]
+    for a in range(3):
+        np.testing.assert_allclose(fig.axes[a].lines[0].get_ydata(), pos[:, 1, a])
+    assert max(np.ptp(fig.axes[a].lines[0].get_ydata()) for a in range(3)) > 50  # the walk moves (cm): not flat
+    # a skeleton whose joint 0 is its hips keeps joint 0
+    walk = skelanim.load(sample_path("walk"))
+    fig = plots.plot_trajectories(walk)
+    np.testing.assert_allclose(fig.axes[0].lines[0].get_ydata(), walk.positions().numpy()[:, 0, 0])
+
+
+def test_save_figure_refuses_a_bad_dpi(walk: Motion, tmp_path: Path) -> None:
+    fig = plots.plot_trajectories(walk)
+    for dpi in (0, -3):
+        with pytest.raises(ShapeError, match="dpi must be a positive number"):
+            plots.save_figure(fig, tmp_path / "x.png", dpi=dpi)
+    assert os.listdir(tmp_path) == []

@@ -55,7 +55,8 @@ def test_frame_timeline_uses_the_nearest_frame() -> None:
 
 def test_frames_have_the_size_and_count_and_move(walk: Motion) -> None:
     frames = list(video.render_frames(walk, fps=15, size=SIZE))
-    assert len(frames) == video.frame_count([walk], 15) == int(np.floor(walk.duration * 15 + 1e-6)) + 1
+    # every other frame of the 30 fps clip (frame time 0.033332 s in the file), the last one included
+    assert len(frames) == video.frame_count([walk], 15) == (walk.num_frames - 1) // 2 + 1
     assert all(f.shape == (SIZE[1], SIZE[0], 3) and f.dtype == np.uint8 for f in frames)
     body = [coloured(f, PALETTE[0]) for f in frames]
     assert all(b.sum() > 50 for b in body)  # the skeleton is drawn in every frame
@@ -179,3 +180,86 @@ def test_real_motions_at_different_rates(mocap_dir: Path, tmp_path: Path) -> Non
             ys, _ = np.nonzero(coloured(panel, rgb))
             assert len(ys) > 20
             assert np.ptp(ys) > 0.25 * 120  # upright, not a figure lying on the floor
+
+
+def header_frames(path: Path) -> tuple[int, float]:
+    """``(Frames, Frame Time)`` read from a BVH file's MOTION header, independently of skelanim."""
+    frames = frame_time = None
+    with open(path) as f:
+        for line in f:
+            if line.startswith("Frames:"):
+                frames = int(line.split(":")[1])
+            elif line.startswith("Frame Time:"):
+                frame_time = float(line.split(":")[1])
+                break
+    assert frames is not None and frame_time is not None
+    return frames, frame_time
+
+
+def gif_timeline(path: Path) -> list[int]:
+    """Per-frame durations in ms of a GIF, read back with Pillow."""
+    from PIL import Image
+
+    durations = []
+    with Image.open(path) as image:
+        for k in range(image.n_frames):
+            image.seek(k)
+            durations.append(int(image.info["duration"]))
+    return durations
+
+
+def test_a_clip_at_its_own_rate_keeps_every_frame() -> None:
+    """``Frame Time: 0.0333333`` is 30.00003 fps: rendered at 30 fps a 143-frame clip has 143 frames, not 142."""
+    skeleton = Skeleton(["root"], np.array([-1]), torch.zeros(1, 3))
+    for n, frame_time, fps in ((143, 0.0333333, 30.0), (2000, 0.0333333, 30.0), (601, 0.008333, 120.0),
+                               (301, 0.016667, 60.0), (143, 1 / 30, 30.0)):
+        m = Motion.rest(skeleton, n, fps=1.0 / frame_time)
+        count = video.frame_count([m], fps)
+        assert count == n, (n, frame_time)
+        np.testing.assert_array_equal(video.frame_indices(m, fps, count), np.arange(n))
+    # other rates still follow floor(duration * fps) + 1, with no frame added past the end
+    m30 = Motion.rest(skeleton, 100, fps=1 / 0.0333333)  # 3.3 s
+    assert video.frame_count([m30], 15.0) == 50 and video.frame_count([m30], 24.0) == 80
+    assert video.frame_count([Motion.rest(skeleton, 10000, fps=30.0)], 30.0) == 10000
+
+
+def test_real_30fps_files_render_every_frame(mocap_files, tmp_path: Path) -> None:
+    """The frame count of real Bandai files (header ``Frame Time: 0.0333333``) at 30 fps is the header's."""
+    files = mocap_files(["bandai_namco_1/dataset-1_walk_angry_001.bvh", "bandai_namco_1/dataset-1_dash_normal_001.bvh"])
+    for path in files:
+        frames, frame_time = header_frames(path)
+        assert frame_time == 0.0333333
+        assert video.frame_count([skelanim.load(path)], 30.0) == frames, path.name
+    out = tmp_path / "dash.gif"
+    video.render_video(skelanim.load(files[1]), out, fps=30, size=(48, 32))
+    frames, _ = header_frames(files[1])
+    assert len(gif_timeline(out)) == frames == 20
+
+
+@pytest.mark.parametrize("fps", [30.0, 24.0, 12.0, 7.0])
+def test_gif_durations_add_up_to_the_true_time(walk: Motion, tmp_path: Path, fps: float) -> None:
+    """GIF stores centiseconds: the running sum of the frame durations read back stays within 5 ms of k / fps."""
+    out = tmp_path / "walk.gif"
+    count = video.frame_count([walk], fps)
+    durations = video.gif_durations(count, fps)
+    assert len(durations) == count and all(d % 10 == 0 and d >= 10 for d in durations)
+    if fps == 30.0:
+        video.render_video(walk, out, fps=fps, size=(48, 32))
+        assert gif_timeline(out) == durations
+        assert set(durations) == {30, 40}
+    ends = np.cumsum(durations)
+    true_ends = np.arange(1, count + 1) * 1000.0 / fps
+    assert np.abs(ends - true_ends).max() <= 5.0 + 1e-9
+    assert abs(ends[-1] - count * 1000.0 / fps) <= 10.0  # the total is right to one centisecond
+
+
+def test_bad_fps_is_refused_before_any_output(walk: Motion, tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
+    for fps in (0.0, -5.0, float("nan"), float("inf")):
+        for name in ("x.mp4", "x.gif"):
+            with pytest.raises(ShapeError, match="fps must be a positive number"):
+                video.render_video(walk, tmp_path / name, fps=fps, size=(48, 32))
+    with pytest.raises(ShapeError, match="no frames"):  # bad motions too: no encoder is started
+        video.render_video(walk[0:0], tmp_path / "empty.mp4", size=(48, 32))
+    assert os.listdir(tmp_path) == []
+    out, err = capfd.readouterr()
+    assert out == "" and err == ""

@@ -103,30 +103,38 @@ def solve(
         ..., help="Joint positions (.npy/.npz/.csv) or a motion file whose FK positions are taken."
     ),
     out: Path = typer.Option(..., "-o", "--out", help="Output motion (.bvh, ...) on the model's skeleton."),
-    model: Path | None = typer.Option(None, "--model", "-m", help="Model folder [default: the shipped Bandai model]."),
+    model: Path | None = typer.Option(None, "--model", "-m", help="Model folder (default: the shipped Bandai model)."),
     refine: bool = typer.Option(
         False, "--refine", help="Refine the network's answer: learned pose correction, then LM steps (positions within 0.5% of height)."
     ),
     method: str | None = typer.Option(
-        None, "--method", help="Another method: gat, gat_refined, swing_mean, optimize_mean, ..."
+        None, "--method", help="Another method: gat, gat_refined, swing_rest, swing_mean, swing_warm, optimize_rest, "
+        "optimize_mean or optimize_warm (overrides --refine)."
     ),
     threads: int | None = typer.Option(None, "--threads", min=1, help="Torch CPU threads."),
 ) -> None:
-    """Turn joint positions into joint rotations; OUT keeps the input's frame rate."""
+    """Turn joint positions into joint rotations; OUT keeps the input's frame rate.
+
+    Positions must be in the model's units (the shipped model: centimetres); other units are refused."""
     import skelanim
+    from skelanim.ik.solve import ALL_METHODS
     from skelanim.ik.solve import solve as run
 
+    if method is not None and method not in ALL_METHODS:
+        raise typer.BadParameter(
+            f"unknown method {method!r}; choose from {', '.join(ALL_METHODS)}", param_hint="--method"
+        )
     _threads(threads)
     ik_model = _load_model(model)
     data = skelanim.load_positions(src)
-    motion = run(data, ik_model, refine=refine, method=method)
+    motion = run(data, ik_model, refine=refine, method=method, source=src)
     skelanim.save(motion, out)
     typer.echo(f"wrote {out} ({motion.num_frames} frames at {motion.fps:g} fps, method {motion.metadata['ik_method']})")
 
 
 @ik_app.command()
 def export(
-    model: Path | None = typer.Argument(None, help="Model folder [default: the shipped Bandai model]."),
+    model: Path | None = typer.Argument(None, help="Model folder (default: the shipped Bandai model)."),
     out: Path = typer.Option(..., "-o", "--out", help="The .onnx file to write."),
 ) -> None:
     """Export the network to ONNX: positions (batch, J, 3) -> local quaternions (batch, J, 4)."""
@@ -144,8 +152,10 @@ def export(
 @ik_app.command("eval")
 def evaluate(
     data: list[str] = typer.Option(..., "--data", help="Motion files, folders or glob patterns (repeat)."),
-    model: Path | None = typer.Option(None, "--model", "-m", help="Model folder [default: the shipped Bandai model]."),
-    methods: list[str] | None = typer.Option(None, "--methods", help="Comma-separated or repeated [default: all]."),
+    model: Path | None = typer.Option(None, "--model", "-m", help="Model folder (default: the shipped Bandai model)."),
+    methods: list[str] | None = typer.Option(
+        None, "--methods", help="Comma-separated or repeated (default: all but swing_warm)."
+    ),
     noise: float = typer.Option(0.0, "--noise", min=0.0, help="Gaussian input noise, fraction of height."),
     max_frames: int | None = typer.Option(None, "--max-frames", min=1, help="Frames sampled evenly across the files."),
     seed: int = typer.Option(0, "--seed"),
@@ -155,14 +165,14 @@ def evaluate(
     """Accuracy and speed of IK methods side by side, on files held out from training."""
     from skelanim.ik.evaluate import evaluate as run
     from skelanim.ik.evaluate import format_table
-    from skelanim.ik.solve import METHODS
+    from skelanim.ik.solve import ALL_METHODS, METHODS
 
     _threads(threads)
     chosen = _split(methods) or list(METHODS)
-    unknown = [m for m in chosen if m not in (*METHODS, "swing_warm")]
+    unknown = [m for m in chosen if m not in ALL_METHODS]
     if unknown:
         raise typer.BadParameter(
-            f"unknown method {unknown[0]!r}; choose from {', '.join(METHODS)}", param_hint="--methods"
+            f"unknown method {unknown[0]!r}; choose from {', '.join(ALL_METHODS)}", param_hint="--methods"
         )
     report = run(data, _load_model(model), methods=chosen, noise=noise, max_frames=max_frames, seed=seed)
     if as_json:
@@ -173,7 +183,7 @@ def evaluate(
 
 @ik_app.command("fit-corrector")
 def fit_corrector(
-    model: Path | None = typer.Argument(None, help="Model folder [default: the shipped Bandai model]."),
+    model: Path | None = typer.Argument(None, help="Model folder (default: the shipped Bandai model)."),
     data: list[str] = typer.Option(..., "--data", help="The model's training files, folders or patterns (repeat)."),
     val: list[str] | None = typer.Option(None, "--val", help="Validation file patterns (reported, not fitted)."),
     exclude: list[str] | None = typer.Option(None, "--exclude", help="Held-out file patterns (left out)."),

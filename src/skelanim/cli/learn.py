@@ -272,6 +272,9 @@ def generate_train(
     speed: float = typer.Option(
         0.0, "--speed-match", min=0.0, help="GAN stage: weight of matching the real per-joint limb speed."
     ),
+    speed_frames: float = typer.Option(
+        0.0, "--speed-match-frames", min=0.0, help="GAN stage: weight of matching it frame by frame (no fast ends)."
+    ),
     recognition: float = typer.Option(
         0.0, "--recognition", min=0.0, help="GAN stage: weight of the frozen recogniser's cross-entropy on samples."
     ),
@@ -296,7 +299,7 @@ def generate_train(
                              vae_loop=train_config(vae_epochs, batch_size, lr, seed, max_steps, progress, 100),
                              gan_loop=train_config(gan_epochs, batch_size, gan_lr, seed, max_steps, progress, 20) if gan_epochs else None,
                              weights={"beta": beta, "free_bits": free_bits, "w_vel": vel, "adversarial": adversarial,
-                                      "w_speed": speed, "recognition": recognition}, options={"z_every": z_every},
+                                      "w_speed": speed, "w_speed_frames": speed_frames, "recognition": recognition}, options={"z_every": z_every},
                              recognizer=rec, init=init, resume=resume, command=command_line())  # fmt: skip
     last = result["gan"] or result["vae"]
     report_training(
@@ -316,7 +319,7 @@ def generate_eval(
     threads: int | None = typer.Option(None, "--threads", min=1),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
 ) -> None:
-    """FID (generated vs held-out real, against real vs real), recognition, diversity, foot skating."""
+    """FID (generated vs held-out real, against real vs real), recognition, diversity, foot skating, pose outliers."""
     from skelanim.learn.generate import Generator, evaluate_generation
     from skelanim.learn.recognize import Recognizer
 
@@ -325,7 +328,7 @@ def generate_eval(
     if parts["test"] is None:
         raise typer.BadParameter("the split leaves no test files", param_hint="--split")
     res = evaluate_generation(gen, rec.embed_arrays, parts["train"], parts["test"], seed=seed)
-    keys = ("fid", "fid_real", "recognised", "diversity", "foot_skating", "foot_skating_real")
+    keys = ("fid", "fid_real", "recognised", "diversity", "foot_skating", "foot_skating_real", "pose_outliers")
     if as_json:
         echo_json({k: res[k] for k in keys})
         return

@@ -41,14 +41,16 @@ def _threads(threads: int | None) -> None:
 def run(
     src: Path = typer.Argument(..., help="Source motion (.bvh, DeepMimic .txt)."),
     to: Path = typer.Option(..., "--to", help="Any file whose skeleton is the target (its motion is ignored)."),
-    out: Path = typer.Option(..., "-o", "--out", help="Output motion on the target's full skeleton (.bvh, .txt)."),
+    out: Path = typer.Option(..., "-o", "--out", help="Output motion on the target's full skeleton (.bvh, .txt, ...)."),
     method: str = typer.Option("copy", "--method", help="copy, ik, nkn or naive."),
     source_map: Path | None = typer.Option(None, "--map", help="Joint mapping (JSON/YAML) for the source."),
     target_map: Path | None = typer.Option(None, "--target-map", help="Joint mapping (JSON/YAML) for the target."),
-    model: Path | None = typer.Option(None, "--model", "-m", help="NKN model folder [default: shipped]."),
+    model: Path | None = typer.Option(None, "--model", "-m", help="NKN model folder (default: the shipped model)."),
     show_map: bool = typer.Option(False, "--show-map", help="Print both joint mappings."),
 ) -> None:
-    """Retarget SRC onto the skeleton of TARGET; DeepMimic outputs (.txt) go through the robot export."""
+    """Retarget SRC onto the skeleton of TARGET. Onto the DeepMimic humanoid (--to humanoid.urdf, or a .txt
+    output) the result goes through the robot fix (hinge knees and elbows, feet on the ground) and is written
+    in the output's format: a DeepMimic clip for .txt/.json, a BVH of the humanoid for .bvh."""
     import skelanim
     from skelanim.retarget import METHODS, Retargeter, RetargetError
 
@@ -62,7 +64,10 @@ def run(
 
         robot = to_deepmimic(motion, method=method, source_map=source_map, model=model,
                              urdf=to if to.suffix.lower() == ".urdf" else None)  # fmt: skip
-        save_deepmimic(robot, out)
+        if out.suffix.lower() in (".txt", ".json"):
+            save_deepmimic(robot, out)
+        else:  # .bvh (or any other motion format): the humanoid's skeleton in that format, not DeepMimic JSON
+            skelanim.save(robot, out)
         typer.echo(f"wrote {out} ({robot.num_frames} frames at {robot.fps:g} fps, method {method}, DeepMimic humanoid)")
         return
     target = skelanim.load(to).skeleton
@@ -120,7 +125,7 @@ def train(
 @retarget_app.command("eval")
 def evaluate(
     data: Path = typer.Option(Path("../shared/data/mocap"), "--data", help="The shared mocap folder."),
-    model: Path | None = typer.Option(None, "--model", "-m", help="NKN model folder [default: shipped]."),
+    model: Path | None = typer.Option(None, "--model", "-m", help="NKN model folder (default: the shipped model)."),
     methods: str = typer.Option("copy,ik,nkn,naive", "--methods", help="Comma-separated methods."),
     clips: int = typer.Option(14, "--clips", min=1, help="Bandai dataset-2 clips for the proportion targets."),
     max_frames: int | None = typer.Option(None, "--max-frames", min=1, help="Frames per clip (quick runs)."),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import typer
@@ -37,7 +38,7 @@ def plot(
     ),
     angle: str = typer.Option("flexion", "--angle", help="For --kind angles: flexion (between bones) or rotation (local)."),
     count: int = typer.Option(8, "--count", help="For --kind poses: number of poses per motion."),
-    dpi: int = typer.Option(100, "--dpi", help="Resolution of raster output."),
+    dpi: int = typer.Option(100, "--dpi", help="Resolution of raster output (dots per inch, at least 1)."),
 ) -> None:
     """Plot joint trajectories, joint angles, foot contacts or a strip of poses of FILES into OUT."""
     from skelanim.errors import ShapeError
@@ -45,6 +46,8 @@ def plot(
 
     if kind not in plots.KINDS:
         raise ShapeError(f"unknown --kind {kind!r}; expected one of {', '.join(plots.KINDS)}")
+    if dpi < 1:
+        raise ShapeError(f"--dpi must be a positive number of dots per inch, got {dpi}")
     motions, labels = _load_all(files)
     fig = plots.plot_motions(motions, kind, _split_joints(joints), labels=labels, angle=angle, count=count)  # type: ignore[arg-type]
     plots.save_figure(fig, out, dpi=dpi)
@@ -61,8 +64,11 @@ def render(
     progress: bool = typer.Option(True, "--progress/--no-progress", help="Show a progress bar on stderr."),
 ) -> None:
     """Render FILES as a stick-figure video, side by side (default) or overlaid."""
+    from skelanim.errors import ShapeError
     from skelanim.viz import video
 
+    if not (fps > 0 and math.isfinite(fps)):  # before any file is read or an encoder is started
+        raise ShapeError(f"--fps must be a positive number of frames per second, got {fps:g}")
     dims = video.parse_size(size)
     motions, labels = _load_all(files)
     video.render_video(motions, out, fps=fps, size=dims, overlay=overlay, labels=labels, progress=progress)

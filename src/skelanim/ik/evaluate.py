@@ -30,7 +30,7 @@ from skelanim.core.kinematics import forward_kinematics
 from skelanim.core.rotations import matrix_geodesic, quat_geodesic
 from skelanim.errors import SkeletonError
 from skelanim.ik.data import expand_paths, pose_set
-from skelanim.ik.solve import METHODS, IKModel, run_method
+from skelanim.ik.solve import ALL_METHODS, METHODS, IKModel, run_method
 
 __all__ = ["BATCH1_FRAMES", "WINDOW", "evaluate", "format_table", "select_frames"]
 
@@ -110,7 +110,7 @@ def evaluate(
     model : IKModel
         Network, rig and mean pose.
     methods : sequence of str
-        Names from :data:`skelanim.ik.solve.METHODS`.
+        Names from :data:`skelanim.ik.solve.ALL_METHODS` (default :data:`~skelanim.ik.solve.METHODS`).
     noise : float
         Gaussian noise sigma on the input, as a fraction of height.
     max_frames : int, optional
@@ -129,8 +129,8 @@ def evaluate(
     import skelanim
 
     for m in methods:
-        if m not in METHODS and m != "swing_warm":
-            raise ValueError(f"unknown IK method {m!r}; choose from {', '.join(METHODS)}")
+        if m not in ALL_METHODS:
+            raise ValueError(f"unknown IK method {m!r}; choose from {', '.join(ALL_METHODS)}")
     rig = model.rig
     files = expand_paths(data)
     motions = []

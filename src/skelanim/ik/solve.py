@@ -9,7 +9,8 @@ Methods (all return local quaternions on the model's skeleton):
                           0.02% of height, with a noise-weighted prior (:func:`skelanim.ik.refine.refine`)
 ``swing_rest``            analytic swing IK from the rest pose
 ``swing_mean``            analytic swing IK from the model's mean training pose
-``swing_warm``            analytic swing IK from the previous frame
+``swing_warm``            analytic swing IK, each frame from the previous frame's answer (the first from the
+                          mean pose): the positions of ``swing_mean`` with the twist carried over in time
 ``optimize_rest``         100 LM iterations from the rest pose (the paper's "without warm start")
 ``optimize_mean``         100 LM iterations from the mean pose, its root turned onto the observed hips
 ``optimize_warm``         100 LM iterations from the previous frame's answer
@@ -50,12 +51,18 @@ from skelanim.ik.model import IKGAT, GATConfig
 from skelanim.ik.refine import REFINE_PRIOR, REFINE_SPREAD, REFINE_TOL, refine, refine_prior  # noqa: F401
 from skelanim.nn.checkpoint import load_model_files
 
-__all__ = ["DEFAULT_MODEL", "METHODS", "IKModel", "check_positions", "load_model", "refine_prior", "run_method", "solve",
-           "to_motion"]  # fmt: skip
+__all__ = ["ALL_METHODS", "DEFAULT_MODEL", "METHODS", "UNIT_TOLERANCE", "IKModel", "check_positions", "check_units",
+           "load_model", "refine_prior", "run_method", "solve", "to_motion"]  # fmt: skip
 
 #: The pretrained Bandai-Namco model shipped inside the package.
 DEFAULT_MODEL = Path(__file__).resolve().parent / "pretrained"
 METHODS = ("gat", "gat_refined", "swing_rest", "swing_mean", "optimize_rest", "optimize_mean", "optimize_warm")
+#: Every method :func:`run_method` knows: :data:`METHODS` (what ``ik eval`` runs by default) and ``swing_warm``.
+ALL_METHODS = (*METHODS, "swing_warm")
+#: Largest factor by which the input's bone lengths may differ from the model skeleton's (median over bones)
+#: before :func:`check_units` calls it a units mismatch: people's proportions differ by far less, units by 2.54
+#: (inches and centimetres) to 1000.
+UNIT_TOLERANCE = 2.0
 #: Largest batch that goes through onnxruntime under the automatic runtime.
 ORT_MAX_BATCH = 32
 #: Torch processes larger batches in chunks of this many poses.
@@ -240,7 +247,7 @@ def load_model(folder: str | os.PathLike | None = None) -> IKModel:
 
 
 def check_positions(
-    positions: Any, skeleton: Skeleton, names: Sequence[str] | None = None, *, source: str | None = None
+    positions: Any, skeleton: Skeleton, names: Sequence[str] | None = None, *, source: str | os.PathLike | None = None
 ) -> Tensor:
     """Validate positions against the model's skeleton and put joints in its order.
 
@@ -263,7 +270,8 @@ def check_positions(
     Raises
     ------
     ShapeError
-        Wrong shape or joint count, or non-finite values (naming frame and joint).
+        Wrong shape or joint count, non-finite values (naming frame and joint), or positions in other units
+        than the skeleton's (:func:`check_units`).
     SkeletonError
         Joint names that are not the model's (listing what it expects).
     """
@@ -290,7 +298,68 @@ def check_positions(
         f, j = (int(v) for v in torch.nonzero(bad)[0])
         raise ShapeError(f"position is not finite (NaN or inf); every frame needs all {skeleton.num_joints} joints",
                          path=source, where=f"frame {f}, joint {skeleton.names[j]}")  # fmt: skip
+    check_units(x, skeleton, source=source)
     return x
+
+
+_UNIT_NAMES = {"m": ("metres", "m"), "cm": ("centimetres", "cm"), "mm": ("millimetres", "mm"), "in": ("inches", "in"),
+               "cmu": ("CMU units", "CMU units")}  # fmt: skip
+
+
+def _unit_name(height: float) -> tuple[str, str]:
+    """The name and the symbol of the length unit a human figure ``height`` units tall is in."""
+    from skelanim.core.units import guess_unit
+
+    return _UNIT_NAMES[guess_unit(height)]
+
+
+def check_units(positions: Tensor, skeleton: Skeleton, *, source: str | os.PathLike | None = None) -> float:
+    """Refuse positions whose bones are far longer or shorter than the skeleton's: other length units.
+
+    Positions are never rescaled (files keep their own units, see :mod:`skelanim.core.units`): the network
+    and the classical solvers need the model's units, and a silent rescale would hide a wrong input.
+
+    Parameters
+    ----------
+    positions : Tensor
+        ``(F, J, 3)`` positions in the skeleton's joint order.
+    skeleton : Skeleton
+        The model's skeleton; its rest offsets are the bone lengths compared against.
+    source : str, optional
+        File name for the error message.
+
+    Returns
+    -------
+    float
+        The scale of the input: the median over bones (those longer than 0.1% of the height) of each bone's
+        median length over frames, divided by its rest length.
+
+    Raises
+    ------
+    ShapeError
+        When that scale is outside ``[1 / UNIT_TOLERANCE, UNIT_TOLERANCE]``; the message names the units the
+        model expects and the factor that converts the input.
+    """
+    height = skeleton.height()
+    parents = [int(p) for p in skeleton.parents]
+    rest = skeleton.offsets.to(torch.float64).norm(dim=-1)
+    bones = [j for j, p in enumerate(parents) if p >= 0 and float(rest[j]) > 1e-3 * height]
+    if not bones or not height > 0:
+        return 1.0
+    idx = torch.tensor(bones)
+    lengths = (positions[:, idx] - positions[:, [parents[j] for j in bones]]).norm(dim=-1)  # (F, B)
+    scale = float((lengths.median(dim=0).values / rest[idx]).median())
+    if 1.0 / UNIT_TOLERANCE <= scale <= UNIT_TOLERANCE:
+        return scale
+    name, symbol = _unit_name(height)
+    expected = f"the model expects {name} (its skeleton is {height:.4g} {symbol} tall)"
+    if not scale > 0:
+        raise ShapeError(f"the bones between the joint positions have zero length; {expected}", path=source)
+    raise ShapeError(
+        f"the joint positions look like {_unit_name(height * scale)[0]}: their bones are {scale:.3g} times the model "
+        f"skeleton's; {expected}; multiply the positions by {1.0 / scale:.3g}",
+        path=source,
+    )
 
 
 def _mean_init(model: IKModel, positions: Tensor) -> Tensor:
@@ -310,7 +379,7 @@ def run_method(
     iterations: int = 100,
     refine_iterations: int = 10,
 ) -> tuple[Tensor, Tensor]:
-    """Solve with one of :data:`METHODS` (or ``swing_warm``).
+    """Solve with one of :data:`ALL_METHODS`.
 
     Parameters
     ----------
@@ -341,7 +410,7 @@ def run_method(
     if method == "swing_mean":
         return swing_ik(positions, rig, model.mean_pose)
     if method == "swing_warm":
-        return solve_sequential(positions, model.mean_pose, partial(swing_ik, rig=rig), starts=starts)
+        return solve_sequential(positions, model.mean_pose, lambda p, i: swing_ik(p, rig, i), starts=starts)
     if method == "optimize_rest":
         return optimize_ik(positions, rig, rest, iterations=iterations)
     if method == "optimize_mean":
@@ -349,7 +418,7 @@ def run_method(
     if method == "optimize_warm":
         step = partial(optimize_ik, rig=rig, iterations=iterations)
         return solve_sequential(positions, _mean_init(model, positions), lambda p, i: step(p, init=i), starts=starts)
-    raise ValueError(f"unknown IK method {method!r}; choose from {', '.join(METHODS)}, swing_warm")
+    raise ValueError(f"unknown IK method {method!r}; choose from {', '.join(ALL_METHODS)}")
 
 
 def to_motion(model: IKModel, quats: Tensor, translations: Tensor, fps: float) -> Motion:
@@ -377,33 +446,47 @@ def solve(
     method: str | None = None,
     names: Sequence[str] | None = None,
     fps: float | None = None,
+    source: str | os.PathLike | None = None,
 ) -> Motion:
     """Joint positions to a :class:`Motion` on the model's skeleton.
 
     Parameters
     ----------
     positions : array, Tensor or JointPositions
-        ``(F, J, 3)`` world positions in the skeleton's units.
+        ``(F, J, 3)`` world positions in the skeleton's units (the shipped model: centimetres; positions in
+        other units are refused, not rescaled, see :func:`check_units`).
     model : IKModel, path or None
         A loaded model, a model folder, or ``None`` for the shipped Bandai-Namco model (folders are loaded
         once, :func:`load_model`).
     refine : bool
         Add the refinement (``gat_refined``: pose correction or smoothing, then the LM position fit).
     method : str, optional
-        Any of :data:`METHODS` (overrides ``refine``).
+        Any of :data:`ALL_METHODS` (overrides ``refine``).
     names : sequence of str, optional
         Joint names of ``positions`` (taken from a ``JointPositions`` when given one).
     fps : float, optional
         Frame rate of the result (default: the input's, else 30).
+    source : str or PathLike, optional
+        The file the positions came from, named in error messages.
 
     Returns
     -------
     Motion
+
+    Raises
+    ------
+    ValueError
+        An unknown ``method``.
+    ShapeError, SkeletonError
+        Positions the model cannot take (:func:`check_positions`).
     """
+    chosen = method or ("gat_refined" if refine else "gat")
+    if chosen not in ALL_METHODS:
+        raise ValueError(f"unknown IK method {chosen!r}; choose from {', '.join(ALL_METHODS)}")
     model = model if isinstance(model, IKModel) else load_model(model)
     fps = fps or getattr(positions, "fps", None) or 30.0
-    x = check_positions(positions, model.skeleton, names)
-    quats, trans = run_method(method or ("gat_refined" if refine else "gat"), x, model)
+    x = check_positions(positions, model.skeleton, names, source=source)
+    quats, trans = run_method(chosen, x, model)
     motion = to_motion(model, quats, trans, float(fps))
-    motion.metadata["ik_method"] = method or ("gat_refined" if refine else "gat")
+    motion.metadata["ik_method"] = chosen
     return motion

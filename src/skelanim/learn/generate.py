@@ -43,7 +43,7 @@ from skelanim.core.motion import Motion
 from skelanim.core.rotations import matrix_to_rot6d, rot6d_to_matrix
 from skelanim.data.clips import clip_from_motion
 from skelanim.data.dataset import MotionDataset
-from skelanim.data.features import from_heading_frame, to_heading_frame
+from skelanim.data.features import from_heading_frame, to_heading_frame, yaw_matrix
 from skelanim.data.labels import Vocabulary
 from skelanim.data.rig import Rig
 from skelanim.learn.common import (
@@ -57,16 +57,19 @@ from skelanim.learn.common import (
 )
 from skelanim.learn.cvae import MotionCVAE, TemporalDiscriminator
 from skelanim.learn.recognize import Recognizer, content_log_probabilities
-from skelanim.metrics.distribution import diversity, fid
+from skelanim.metrics.distribution import diversity, fid, outlier_share
 from skelanim.metrics.kinematic import foot_skating
 from skelanim.nn.checkpoint import load_model_files
 from skelanim.nn.train import TrainConfig, fit
 
-__all__ = ["FORMAT", "GenerateTask", "Generator", "evaluate_generation", "limb_speed", "train_generator"]
+__all__ = ["FORMAT", "GenerateTask", "Generator", "evaluate_generation", "heading_poses", "limb_speed", "speed_gaps",
+           "train_generator"]
 
 FORMAT = "skelanim-generator"
 #: Foot-contact threshold ``H`` as a fraction of the rig height (2.8 cm for a 1.4 m rig).
 SKATE_THRESHOLD = 0.02
+#: Every how many frames a window's pose counts in ``pose_outliers`` (:func:`evaluate_generation`).
+POSE_EVERY = 4
 
 
 def limb_speed(pos: Tensor, fps: float) -> Tensor:
@@ -74,6 +77,17 @@ def limb_speed(pos: Tensor, fps: float) -> Tensor:
     ``(B, T - 1, M)`` (position units per second; the first joint's column is 0)."""
     rel = pos - pos[..., :1, :]
     return (rel[:, 1:] - rel[:, :-1]).norm(dim=-1) * fps
+
+
+def speed_gaps(fake: Tensor, real: Tensor, fps: float) -> tuple[Tensor, Tensor]:
+    """How far ``fake``'s limb speeds are from ``real``'s: ``(B, T, M, 3)`` positions each to two scalars.
+
+    The first is the L1 between the per-joint means over batch and time (:func:`limb_speed`); the second
+    compares each frame's batch mean with the real per-joint mean, so a window cannot make up its mean with
+    fast frames at its ends and still ones inside.
+    """
+    speed_fake, speed_real = limb_speed(fake, fps).mean(0), limb_speed(real, fps).mean((0, 1))
+    return (speed_fake.mean(0) - speed_real).abs().mean(), (speed_fake - speed_real).abs().mean()
 
 
 class Generator(nn.Module):
@@ -196,7 +210,8 @@ class Generator(nn.Module):
             root path, heights), ``vel`` (L1 of their per-second changes, heights/s), ``skate`` (:meth:`skating` of the reconstructions) and, with ``prior``, ``g_adv`` (the
             decoder's LSGAN term through a parameter-detached discriminator), ``d`` (the discriminator's, on
             detached samples), ``fake_skate``, ``speed`` (L1 between the prior samples' and the real windows'
-            per-joint mean :func:`limb_speed`, same classes, heights/s) and ``fake`` (the ``(B, T, D)`` standardised prior samples, not a
+            per-joint mean :func:`limb_speed`, same classes, heights/s), ``speed_frames`` (the same for each frame's
+            batch mean: a window cannot make up its mean speed with fast frames at its ends) and ``fake`` (the ``(B, T, D)`` standardised prior samples, not a
             scalar); ``kl_dim`` is the ``(latent,)`` batch-mean KL per dimension (for free bits).
         """
         c = self.vae.condition(content, style)
@@ -217,8 +232,7 @@ class Generator(nn.Module):
             ).mean()
             pos_fake = self.positions(self.norm.inverse(fake))[0]
             terms["fake_skate"] = self.skating(pos_fake)
-            speed_fake, speed_real = limb_speed(pos_fake, self.fps).mean((0, 1)), limb_speed(pos, self.fps).mean((0, 1))
-            terms["speed"] = (speed_fake - speed_real.detach()).abs().mean()
+            terms["speed"], terms["speed_frames"] = speed_gaps(pos_fake, pos.detach(), self.fps)
             terms["fake"] = fake
         return terms
 
@@ -285,6 +299,9 @@ class GenerateTask:
     w_speed : float
         GAN stage: weight of the limb-speed statistics term (prior samples' per-joint mean speed against the
         real batch's), which a decoder that renders class-mean motion with still limbs pays for.
+    w_speed_frames : float
+        GAN stage: the same statistic matched frame by frame (each frame's batch mean against the real mean), so
+        that fast frames at a window's ends cannot make up for slow ones inside it.
     real_contacts : bool
         Weight the reconstructions' skating by the real windows' contacts (otherwise self-weighted).
     embed : callable, optional
@@ -303,7 +320,7 @@ class GenerateTask:
 
     def __init__(self, model: Generator, train_ds: MotionDataset, *, stride: int = 8, beta: float = 2e-3,
                  w_pos: float = 2.0, w_vel: float = 0.0, w_skate: float = 1.0, free_bits: float = 0.0,
-                 adversarial: float = 0.0, w_fake_skate: float = 0.0, w_speed: float = 0.0,
+                 adversarial: float = 0.0, w_fake_skate: float = 0.0, w_speed: float = 0.0, w_speed_frames: float = 0.0,
                  real_contacts: bool = True,
                  embed: Callable[..., tuple[Tensor, Tensor]] | None = None, reference: Tensor | None = None,
                  recognizer: Recognizer | None = None, w_recog: float = 0.0,
@@ -315,7 +332,7 @@ class GenerateTask:
             names = self.recognizer.contents.names
             self.recog_label = torch.tensor([names.index(c) if c in names else -100 for c in model.contents.names])
         self.beta, self.w_pos, self.w_skate, self.adversarial = beta, w_pos, w_skate, adversarial
-        self.w_vel, self.free_bits, self.w_speed = w_vel, free_bits, w_speed
+        self.w_vel, self.free_bits, self.w_speed, self.w_speed_frames = w_vel, free_bits, w_speed, w_speed_frames
         self.w_fake_skate, self.real_contacts = w_fake_skate, real_contacts
         self.embed, self.reference = embed, reference
         self.metric = "val_fid" if embed is not None and reference is not None else "val_rec"
@@ -362,7 +379,7 @@ class GenerateTask:
             loss = loss + self.w_vel * terms["vel"]
         if prior is not None:
             loss = loss + self.adversarial * terms["g_adv"] + 0.5 * terms["d"] + self.w_fake_skate * terms["fake_skate"]
-            loss = loss + self.w_speed * terms["speed"]
+            loss = loss + self.w_speed * terms["speed"] + self.w_speed_frames * terms["speed_frames"]
             if self.recognizer is not None and fake is not None:
                 terms["recog"] = self.recognition(fake, batch["content"])
                 loss = loss + self.w_recog * terms["recog"]
@@ -424,7 +441,7 @@ def train_generator(train_ds: MotionDataset, out: str | Path, *, length: int = 6
     vae_loop = vae_loop or TrainConfig(epochs=30, batch_size=64, lr=1e-3, warmup_steps=100)
     torch.manual_seed(vae_loop.seed)
     w = {"beta": 2e-3, "w_pos": 2.0, "w_vel": 0.0, "w_skate": 1.0, "free_bits": 0.0, "w_fake_skate": 0.0,
-         "w_speed": 0.0, "adversarial": 0.02, "recognition": 0.0, **(weights or {})}
+         "w_speed": 0.0, "w_speed_frames": 0.0, "adversarial": 0.02, "recognition": 0.0, **(weights or {})}
     model = Generator(train_ds.rig, sorted(set(train_ds.labels("content"))), sorted(set(train_ds.labels("style"))),
                       length=length, fps=train_ds.fps, options=options)  # fmt: skip
     meta = provenance(command, [c.path for c in train_ds.clips], vae_loop.seed)
@@ -456,11 +473,20 @@ def train_generator(train_ds: MotionDataset, out: str | Path, *, length: int = 6
         tensors, _ = load_model_files(stage1)
         load_weights(model, {k: v.float() for k, v in tensors.items()}, stage1, optional=("disc.",))
         task = GenerateTask(model, train_ds, adversarial=w["adversarial"], recognizer=recognizer, w_recog=w["recognition"],
-                            w_speed=w["w_speed"],
+                            w_speed=w["w_speed"], w_speed_frames=w["w_speed_frames"],
                             meta={**meta, "stage": "gan", "weights": w, "vae_history": vae["history"],
                                   "init": None if init is None else str(init)}, **common)  # fmt: skip
         gan = fit(model, task, out, gan_loop, resume=resume and (out / "train_state.safetensors").exists(), log=log)
     return {"vae": vae, "gan": gan, "parameters": sum(p.numel() for p in model.parameters())}
+
+
+def heading_poses(pos: Tensor, yaw: Tensor, up: int) -> Tensor:
+    """Every ``POSE_EVERY``-th frame's pose for :func:`~skelanim.metrics.distribution.outlier_share`: ``(B, T, M, 3)``
+    positions and ``(B, T)`` headings to ``(B * ceil(T / POSE_EVERY), 3 M)`` positions relative to the first
+    joint, turned so that the heading is zero (the same pose facing anywhere is the same row)."""
+    pos, yaw = pos[:, ::POSE_EVERY].double(), yaw[:, ::POSE_EVERY].double()
+    rel = (pos - pos[..., :1, :]) @ yaw_matrix(yaw, up)  # row vectors times R: R^T applied, the heading undone
+    return rel.reshape(-1, rel.shape[-2] * 3)
 
 
 @torch.no_grad()
@@ -476,12 +502,16 @@ def evaluate_generation(model: Generator, embed: Callable[..., tuple[Tensor, Ten
     motion that hardly moves: ``limb_speed`` (mean speed of the joints relative to the pelvis, heights per
     second) and ``contact_share`` (share of foot frames within the skating threshold of the foot's lowest
     point in its window; a model that hovers its feet scores low here and on skating), for ``G`` and ``B``.
+    One check that the poses themselves are real ones: ``pose_outliers``, the share of ``G``'s frames (every
+    ``POSE_EVERY``-th) whose heading-aligned root-relative pose is farther from every frame of ``A`` than 99 %
+    of ``B``'s frames are (:func:`~skelanim.metrics.distribution.outlier_share`; ``B`` itself: 0.01).
 
     Returns
     -------
     dict
         ``{"fid", "fid_real", "recognised", "diversity", "diversity_real", "foot_skating", "foot_skating_real",
-        "limb_speed", "limb_speed_real", "contact_share", "contact_share_real", "samples", "real_windows"}``.
+        "limb_speed", "limb_speed_real", "contact_share", "contact_share_real", "pose_outliers", "samples",
+        "real_windows"}``.
     """
     rig, t = model.rig, model.length
 
@@ -492,25 +522,26 @@ def evaluate_generation(model: Generator, embed: Callable[..., tuple[Tensor, Ten
         contact = (feet - feet.min(dim=1, keepdim=True).values < SKATE_THRESHOLD).float().mean(dim=(1, 2))
         return torch.stack([speed.sum(), contact.sum()]).double()
 
-    def real_features(ds: MotionDataset, win: Tensor) -> tuple[Tensor, float, Tensor]:
-        feats, skates, moves = [], [], torch.zeros(2, dtype=torch.float64)
+    def real_features(ds: MotionDataset, win: Tensor) -> tuple[Tensor, float, Tensor, Tensor]:
+        feats, skates, moves, poses = [], [], torch.zeros(2, dtype=torch.float64), []
         for i in range(0, len(win), 256):
             g = ds.gather(win[i : i + 256], t, keys=("rot", "pelvis", "yaw", "positions"))
             feats.append(embed(g["rot"], g["pelvis"], g["yaw"], g["positions"])[1])
             skate = foot_skating(g["positions"] / rig.height, rig.feet, model.fps, up=rig.up, threshold=SKATE_THRESHOLD)
             skates.append(skate * len(g["rot"]))
             moves += movement(g["positions"] / rig.height)
-        return torch.cat(feats), sum(skates) / len(win), moves / len(win)
+            poses.append(heading_poses(g["positions"] / rig.height, g["yaw"], rig.up))
+        return torch.cat(feats), sum(skates) / len(win), moves / len(win), torch.cat(poses)
 
     win_a = train_ds.windows(t, stride)
     win_a = spread_sample(win_a, max_samples)
     win_b = test_ds.windows(t, stride)
-    feat_a, _, _ = real_features(train_ds, win_a)
-    feat_b, skate_b, move_b = real_features(test_ds, win_b)
+    feat_a, _, _, pose_a = real_features(train_ds, win_a)
+    feat_b, skate_b, move_b, pose_b = real_features(test_ds, win_b)
     contents = [train_ds.clips[i].labels["content"] for i in win_a[:, 0].tolist()]
     styles = [train_ds.clips[i].labels["style"] for i in win_a[:, 0].tolist()]
     g = torch.Generator().manual_seed(seed)
-    feats, hits, skate, move_g = [], 0.0, 0.0, torch.zeros(2, dtype=torch.float64)
+    feats, hits, skate, move_g, pose_g = [], 0.0, 0.0, torch.zeros(2, dtype=torch.float64), []
     for i in range(0, len(contents), 256):
         x = model.sample(contents[i : i + 256], styles[i : i + 256], generator=g)
         pos, rot, pelvis, yaw = model.positions(x)
@@ -519,10 +550,12 @@ def evaluate_generation(model: Generator, embed: Callable[..., tuple[Tensor, Ten
         hits += float((probs.argmax(-1) == torch.tensor(model.contents.indices(contents[i : i + 256]))).sum())
         skate += foot_skating(pos, rig.feet, model.fps, up=rig.up, threshold=SKATE_THRESHOLD) * len(x)
         move_g += movement(pos)
+        pose_g.append(heading_poses(pos, yaw, rig.up))
     feat_g = torch.cat(feats)
+    pose_outliers, _ = outlier_share(torch.cat(pose_g), pose_a, pose_b)
     n = len(contents)
     return {"fid": fid(feat_g, feat_b), "fid_real": fid(feat_a, feat_b), "recognised": hits / n,
             "diversity": diversity(feat_g), "diversity_real": diversity(feat_a), "foot_skating": skate / n,
             "foot_skating_real": skate_b, "limb_speed": float(move_g[0]) / n, "limb_speed_real": float(move_b[0]),
             "contact_share": float(move_g[1]) / n, "contact_share_real": float(move_b[1]),
-            "samples": n, "real_windows": len(win_b)}  # fmt: skip
+            "pose_outliers": pose_outliers, "samples": n, "real_windows": len(win_b)}  # fmt: skip

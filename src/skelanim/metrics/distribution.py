@@ -14,6 +14,11 @@ Definitions
   seeded generator, two independent index draws, as in Action2Motion).
 * **Multimodality**: the same within each class, averaged over classes with at least two samples.
 * **Accuracy**: the share of predictions equal to the targets.
+* **Outlier share** (poses no real motion has): the share of query rows whose Euclidean distance to their
+  nearest reference row exceeds the ``q``-quantile of the same distance for a calibration set of real rows
+  kept out of the reference (so a calibration-like query scores about ``1 - q``). Used on heading-aligned,
+  root-relative poses it counts the frames of generated motion that lie off the real pose manifold (a
+  knee at the chest in a walk), which feature-space FID can miss.
 """
 
 from __future__ import annotations
@@ -24,7 +29,8 @@ import numpy as np
 import torch
 from torch import Tensor
 
-__all__ = ["accuracy", "diversity", "fid", "frechet_distance", "gaussian_stats", "multimodality", "vote"]
+__all__ = ["accuracy", "diversity", "fid", "frechet_distance", "gaussian_stats", "multimodality", "nearest_distances",
+           "outlier_share", "vote"]
 
 
 def _as64(x: Tensor | np.ndarray) -> Tensor:
@@ -125,6 +131,35 @@ def multimodality(
         if rows.shape[0] >= 2:
             values.append(diversity(rows, pairs=pairs, seed=seed + k))
     return float(np.mean(values)) if values else float("nan")
+
+
+def nearest_distances(query: Tensor | np.ndarray, reference: Tensor | np.ndarray, *, chunk: int = 2048) -> Tensor:
+    """``(N,)`` Euclidean distance from each row of ``query`` ``(N, D)`` to its nearest row of ``reference``
+    ``(M, D)`` (exact, in chunks of ``chunk`` query rows)."""
+    q, r = _as64(query), _as64(reference)
+    if r.shape[0] == 0:
+        raise ValueError("nearest_distances needs at least one reference row")
+    return torch.cat([torch.cdist(q[i : i + chunk], r).min(dim=1).values for i in range(0, q.shape[0], chunk)])
+
+
+def outlier_share(query: Tensor | np.ndarray, reference: Tensor | np.ndarray, calibration: Tensor | np.ndarray, *,
+                  q: float = 0.99) -> tuple[float, float]:  # fmt: skip
+    """Share of ``query`` rows farther from ``reference`` than the ``q``-quantile of ``calibration``'s distances.
+
+    Parameters
+    ----------
+    query, reference, calibration : Tensor or ndarray
+        ``(N, D)``, ``(M, D)`` and ``(K, D)``; ``calibration`` must not be part of ``reference``.
+    q : float
+        Quantile of the calibration rows' nearest-reference distances taken as the threshold.
+
+    Returns
+    -------
+    tuple of float
+        The share (``[0, 1]``) and the threshold distance.
+    """
+    threshold = float(torch.quantile(nearest_distances(calibration, reference), q))
+    return float((nearest_distances(query, reference) > threshold).double().mean()), threshold
 
 
 def accuracy(predicted: Sequence[int] | Tensor, target: Sequence[int] | Tensor) -> float:

@@ -36,7 +36,7 @@ from skelanim.retarget.rig import SLOT, CanonicalRig, canonical_fk, canonical_lo
 __all__ = ["DEFAULT_FAMILIES", "TRAIN_FPS", "Family", "encode_clip", "leg_length", "load_families", "variant_offsets"]
 
 TRAIN_FPS = 30.0
-CACHE_VERSION = 2
+CACHE_VERSION = 3  # 3: pelvis and chest rest frames measured apart (rig.py)
 #: name -> (skeleton file, clip patterns, excluded file names), relative to the mocap folder.
 DEFAULT_FAMILIES: dict[str, tuple[str, tuple[str, ...], tuple[str, ...]]] = {
     "bandai": ("bandai_namco_1/dataset-1_walk_normal_001.bvh", ("bandai_namco_1/*.bvh",), ()),

@@ -59,6 +59,7 @@ __all__ = [
 
 _EPS = 1e-9
 _ARMS = {"clavicle", "upperarm", "forearm", "hand"}
+_LOWER = {"hips", "upleg", "leg", "foot", "toe"}  # frames from the pelvis axes; the rest from the chest's
 _NEXT = {"hips": ("chest",), "spine": ("spine1", "chest"), "spine1": ("chest",), "chest": ("neck", "head"),
          "neck": ("head",)}  # fmt: skip
 for _s in "lr":
@@ -98,21 +99,32 @@ def _frame(primary: Tensor, seconds: list[Tensor]) -> Tensor:
     return rot6d_to_matrix(torch.cat([primary, seconds[0]]))
 
 
+def _lateral(pos: Tensor, at: dict[str, int], part: str, up: Tensor) -> Tensor | None:
+    """Unit right-to-left direction ``(3,)`` of a pair of joints, made orthogonal to ``up`` (``None``: degenerate)."""
+    d = _unit(pos[at[f"l_{part}"]] - pos[at[f"r_{part}"]])
+    return None if d is None else _unit(d - (d @ up) * up)
+
+
+def _body_axes(pos: Tensor, at: dict[str, int]) -> tuple[Tensor, tuple[Tensor, Tensor], tuple[Tensor, Tensor]]:
+    """The body's axes in the rest pose: ``up`` ``(3,)``, and ``(lateral, forward)`` ``(3,)`` each of the
+    pelvis (from the hips, the upper legs' joints) and of the chest (from the shoulders, the upper arms'
+    joints). Pelvis and chest are measured apart: a zero pose may turn one against the other (Bandai-Namco's
+    legs lie along -Y, its shoulders along +Z); one that is degenerate takes the other's."""
+    up = _unit(pos[at["chest"]] - pos[at["hips"]])
+    up = up if up is not None else torch.tensor([0.0, 1.0, 0.0], dtype=torch.float64)
+    pelvis, chest = _lateral(pos, at, "upleg", up), _lateral(pos, at, "upperarm", up)
+    pelvis = pelvis if pelvis is not None else chest
+    chest = chest if chest is not None else pelvis
+    if pelvis is None or chest is None:
+        side = torch.linalg.cross(up, torch.eye(3, dtype=torch.float64)[int(up.abs().argmin())])
+        pelvis = chest = side / side.norm()
+    return up, (pelvis, torch.linalg.cross(pelvis, up)), (chest, torch.linalg.cross(chest, up))
+
+
 def _rest_frames(skeleton: Skeleton, index: np.ndarray, world: Tensor, pos: Tensor) -> Tensor:
     """``(22, 3, 3)`` rest bone frames ``G`` (identity for missing joints); see the module docstring."""
     at = {n: int(index[i]) for i, n in enumerate(CANONICAL_JOINTS) if index[i] >= 0}
-    up = _unit(pos[at["chest"]] - pos[at["hips"]])
-    up = up if up is not None else torch.tensor([0.0, 1.0, 0.0], dtype=torch.float64)
-    lat = torch.zeros(3, dtype=torch.float64)
-    for part in ("upperarm", "upleg"):
-        d = _unit(pos[at[f"l_{part}"]] - pos[at[f"r_{part}"]])
-        lat = lat + (d if d is not None else 0.0)
-    side = _unit(lat - (lat @ up) * up)
-    if side is None:
-        side = torch.linalg.cross(up, torch.eye(3, dtype=torch.float64)[int(up.abs().argmin())])
-        side = side / side.norm()
-    lat = side
-    fwd = torch.linalg.cross(lat, up)
+    up, pelvis, chest = _body_axes(pos, at)
     frames = torch.eye(3, dtype=torch.float64).repeat(len(CANONICAL_JOINTS), 1, 1)
     primary: dict[str, Tensor] = {}
     for i, name in enumerate(CANONICAL_JOINTS):
@@ -133,6 +145,8 @@ def _rest_frames(skeleton: Skeleton, index: np.ndarray, world: Tensor, pos: Tens
             elif kids:
                 longest = max(kids, key=lambda c: float(skeleton.offsets[c].norm()))
                 direction = _unit(pos[longest] - pos[j])
+        part = name[2:] if name[:2] in ("l_", "r_") else name
+        lat, fwd = pelvis if part in _LOWER else chest
         if direction is None and name.endswith("foot"):
             direction = fwd
         if direction is None:
@@ -147,7 +161,6 @@ def _rest_frames(skeleton: Skeleton, index: np.ndarray, world: Tensor, pos: Tens
         if name == "hips":
             direction = up
         primary[name] = direction
-        part = name[2:] if name[:2] in ("l_", "r_") else name
         seconds = [fwd, up] if part in _ARMS else [lat, fwd] if part in ("upleg", "leg") else \
             [lat, up] if part in ("foot", "toe") else [lat, fwd]  # fmt: skip
         frames[i] = _frame(direction, seconds)

@@ -28,6 +28,7 @@ from matplotlib.collections import LineCollection
 from matplotlib.figure import Figure
 
 from skelanim.core.motion import Motion
+from skelanim.data.rig import body_root
 from skelanim.errors import ShapeError, SkeletonError, UnsupportedFormatError
 from skelanim.io.atomic import atomic_path
 from skelanim.metrics.gait import GaitError, GaitReport, find_legs
@@ -77,7 +78,7 @@ def _rows(
 
 
 def _default_trajectory_joints(m: Motion) -> Defaults:
-    rows: Defaults = [("root", 0)]
+    rows: Defaults = [("root", body_root(m))]  # the hips, not a static dummy joint 0 (Bandai's joint_Root)
     try:
         lf, rf = find_feet(m.skeleton)[:2]
         rows += [("left foot", lf), ("right foot", rf)]
@@ -125,7 +126,8 @@ def plot_trajectories(
     motions:
         One motion or several to compare.
     joints:
-        Joint names (or indices); default the root and the two feet.
+        Joint names (or indices); default the root and the two feet. The root is the body root
+        (:func:`skelanim.data.rig.body_root`): joint 1 when joint 0 is a static dummy above the hips.
     labels:
         Legend names, one per motion.
     """
@@ -338,6 +340,8 @@ def check_figure_path(path: str | os.PathLike) -> Path:
 def save_figure(fig: Figure, path: str | os.PathLike, *, dpi: int = 100) -> Path:
     """Write ``fig`` to ``path`` atomically; the suffix picks the format (png, pdf, svg, jpg, ...)."""
     target = check_figure_path(path)
+    if not (isinstance(dpi, (int, float, np.integer, np.floating)) and dpi > 0 and np.isfinite(dpi)):
+        raise ShapeError(f"dpi must be a positive number, got {dpi!r}", path=target)
     if FigureCanvasAgg is not type(fig.canvas):
         FigureCanvasAgg(fig)
     with atomic_path(target) as tmp:

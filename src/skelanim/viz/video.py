@@ -16,11 +16,19 @@ so files whose rest pose is not upright work too); the floor is the lowest point
 
 Time: the output runs at ``fps``; output frame ``k`` shows frame ``round(k / fps * motion.fps)`` of each
 motion (nearest frame), held at the last frame once a motion has ended. The video lasts as long as the
-longest motion: ``floor(duration * fps) + 1`` frames.
+longest motion: ``floor(duration * fps + tol) + 1`` frames, where ``tol = min(1e-4 * duration * fps + 1e-6, 0.5)``
+absorbs the rounding of a file's frame time (``Frame Time: 0.0333333`` is 30.00003 fps, so a 143-frame clip
+lasts 141.99986 frames of 30 fps): a motion rendered at its nominal rate keeps every frame, and an extra
+frame is never more than half an output frame past the end (where the nearest frame is still the last).
+
+GIF stores frame durations in whole centiseconds: frame ``k`` lasts ``round(100 (k + 1) / fps) - round(100 k
+/ fps)`` cs (30 fps: 30, 40, 30, 30, 40, 30 ... ms), so the time at every frame, and the total, is right to one
+centisecond (for ``fps`` up to 100; faster GIFs get 1 cs a frame, and most viewers slow anything under 2 cs).
 """
 
 from __future__ import annotations
 
+import itertools
 import os
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -45,7 +53,10 @@ from skelanim.viz._draw import (
     travel_direction,
 )
 
-__all__ = ["VIDEO_SUFFIXES", "frame_count", "frame_indices", "parse_size", "render_frames", "render_video"]
+__all__ = [
+    "VIDEO_SUFFIXES", "check_fps", "frame_count", "frame_indices", "gif_durations", "parse_size", "render_frames",
+    "render_video",
+]  # fmt: skip
 
 VIDEO_SUFFIXES = (".mp4", ".gif")
 BACKGROUND = (246, 246, 244)
@@ -65,9 +76,30 @@ def parse_size(text: str) -> tuple[int, int]:
     return w, h
 
 
+def check_fps(fps: float) -> float:
+    """``fps`` as a float if it is a positive finite number; else :class:`ShapeError`."""
+    try:
+        value = float(fps)
+    except (TypeError, ValueError):
+        raise ShapeError(f"fps must be a positive number, got {fps!r}") from None
+    if not (value > 0 and np.isfinite(value)):
+        raise ShapeError(f"fps must be a positive number, got {fps}")
+    return value
+
+
 def frame_count(motions: Sequence[Motion], fps: float) -> int:
-    """Output frames for the longest motion at ``fps``: ``floor(duration * fps) + 1``."""
-    return int(np.floor(max(m.duration for m in motions) * fps + 1e-6)) + 1
+    """Output frames for the longest motion at ``fps``: ``floor(duration * fps + tol) + 1`` with
+    ``tol = min(1e-4 * duration * fps + 1e-6, 0.5)`` (see the module docstring: frame times in files are rounded)."""
+    span = max(m.duration for m in motions) * fps
+    return int(np.floor(span + min(1e-4 * span + 1e-6, 0.5))) + 1
+
+
+def gif_durations(count: int, fps: float) -> list[int]:
+    """Per-frame GIF durations in milliseconds, whole centiseconds whose running sum is the true time
+    ``(k + 1) / fps`` rounded to a centisecond (at least 1 cs a frame)."""
+    ends = np.round(np.arange(1, count + 1) * (100.0 / fps)).astype(np.int64)
+    steps = np.maximum(np.diff(ends, prepend=0), 1)
+    return [int(v) * 10 for v in steps]
 
 
 def frame_indices(motion: Motion, fps: float, count: int) -> np.ndarray:
@@ -164,8 +196,7 @@ def render_frames(
         Show a tqdm progress bar on stderr.
     """
     ms, names = labelled_motions(motions, labels, task="render")
-    if not (fps > 0 and np.isfinite(fps)):
-        raise ShapeError(f"fps must be a positive number, got {fps}")
+    fps = check_fps(fps)
     width, height = int(size[0]), int(size[1])
     count = frame_count(ms, fps)
     items = [(i, skeleton_figure(m), frame_indices(m, fps, count), names[i]) for i, m in enumerate(ms)]
@@ -207,6 +238,7 @@ def render_video(
     MP4 is H.264 (yuv420p), which needs an even width and height. Returns the path written.
     """
     target = Path(path)
+    fps = check_fps(fps)
     suffix = target.suffix.lower()
     if suffix not in VIDEO_SUFFIXES:
         raise UnsupportedFormatError(
@@ -216,6 +248,8 @@ def render_video(
     if suffix == ".mp4" and (size[0] % 2 or size[1] % 2):
         raise ShapeError(f"an MP4 (H.264, yuv420p) needs an even width and height, got {size[0]}x{size[1]}", path=target)
     frames = render_frames(motions, fps=fps, size=size, overlay=overlay, labels=labels, progress=progress)
+    first = next(frames)  # bad motions or labels raise here, before an output file or an encoder is started
+    frames = itertools.chain([first], frames)
     with atomic_path(target) as tmp:
         if suffix == ".mp4":
             import imageio_ffmpeg
@@ -242,5 +276,5 @@ def render_video(
                     palette = image.quantize(colors=255, method=Image.Quantize.MEDIANCUT)
                 images.append(image.quantize(palette=palette, dither=Image.Dither.NONE))
             images[0].save(tmp, format="GIF", save_all=True, append_images=images[1:],
-                           duration=max(1, round(1000.0 / fps)), loop=0)
+                           duration=gif_durations(len(images), fps), loop=0)
     return target

@@ -1,0 +1,67 @@
+"""``skelanim plot`` / ``render`` on real files and bad option values: frame counts from the file header, GIF
+timing read back with Pillow, one-line errors (exit 2, nothing written, no encoder output)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from skelanim.cli import main
+from skelanim.data.samples import sample_path
+
+WALK = str(sample_path("walk"))
+
+
+def one_line_error(capfd: pytest.CaptureFixture[str], code: int, *needles: str) -> str:
+    out, err = capfd.readouterr()
+    assert code == 2, (out, err)
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), err
+    assert "Traceback" not in err and out == ""
+    for needle in needles:
+        assert needle in lines[0], (needle, lines[0])
+    return lines[0]
+
+
+def test_plot_dpi_must_be_positive(capfd: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    for dpi in ("0", "-2"):
+        code = main(["plot", WALK, "--dpi", dpi, "-o", str(tmp_path / "x.png")])
+        one_line_error(capfd, code, "--dpi", dpi)
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("suffix", [".mp4", ".gif"])
+def test_render_fps_must_be_positive(capfd: pytest.CaptureFixture[str], tmp_path: Path, suffix: str) -> None:
+    for fps in ("0", "-5", "nan", "inf"):
+        code = main(["render", WALK, "-o", str(tmp_path / f"x{suffix}"), "--fps", fps, "--no-progress"])
+        one_line_error(capfd, code, "--fps", "positive")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_render_keeps_every_frame_of_a_30fps_file_and_its_timing(
+    capfd: pytest.CaptureFixture[str], mocap_files, tmp_path: Path
+) -> None:
+    """A Bandai clip (``Frame Time: 0.0333333``) rendered at the default 30 fps: every frame of the header, and a
+    GIF whose per-frame durations (centiseconds) add up to the clip's time."""
+    (path,) = mocap_files(["bandai_namco_1/dataset-1_dash_normal_001.bvh"])
+    header = {}
+    for line in path.read_text().splitlines():
+        if line.startswith(("Frames:", "Frame Time:")):
+            key, value = line.split(":")
+            header[key] = float(value)
+    frames = int(header["Frames"])
+    out = tmp_path / "dash.gif"
+    assert main(["render", str(path), "-o", str(out), "--size", "48x32", "--no-progress"]) == 0
+    assert f"({frames} frames," in capfd.readouterr().out
+    with Image.open(out) as image:
+        assert image.n_frames == frames
+        durations = []
+        for k in range(frames):
+            image.seek(k)
+            durations.append(image.info["duration"])
+    ends = np.cumsum(durations)
+    assert abs(ends[-1] - frames * 1000 / 30) <= 10  # 667 ms, not 20 x 30 = 600 ms
+    assert np.abs(ends - np.arange(1, frames + 1) * 1000 / 30).max() <= 5
