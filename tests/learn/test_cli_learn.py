@@ -132,3 +132,18 @@ def test_evaluate_two_sets(shipped, learn_files, tmp_path, capsys):
     same = _json(capsys, ["evaluate", str(a), str(a), "--json"])
     assert same["fid"] == pytest.approx(0.0, abs=1e-6) and same["paired"]["mpjpe"] == 0.0
     assert torch.isfinite(torch.tensor(same["a"]["jerk"]))
+    generated = tmp_path / "generated"  # skelanim generate's own names carry the content
+    assert main(["generate", "--content", "walk", "--style", "happy", "-n", "2", "-o", str(generated)]) == 0
+    capsys.readouterr()
+    obj = _json(capsys, ["evaluate", str(a), str(generated), "--json"])
+    assert obj["b"]["recognised"] is not None and obj["notes"] == []
+    unnamed = tmp_path / "unnamed"
+    unnamed.mkdir()
+    shutil.copy(learn_files[0], unnamed / "take.bvh")
+    obj = _json(capsys, ["evaluate", str(a), str(unnamed), "--json"])
+    assert obj["b"]["recognised"] is None and "set b: its file names carry no content label" in obj["notes"][0]
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert main(["evaluate", str(a), str(empty)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {empty}") and "no motion files" in err and len(err.strip().splitlines()) == 1

@@ -40,6 +40,20 @@ def test_a_set_against_itself():
     assert res["height"] == pytest.approx(1.7)
 
 
+def test_a_set_measured_against_another_skeleton_keeps_its_own_numbers():
+    alone = compare_sets([_sliding()], [_sliding()])
+    assert alone["notes"] == [] and alone["a"]["height"] == pytest.approx(1.7)
+    giant = _sliding()
+    giant = giant.copy(skeleton=Skeleton(giant.skeleton.names, giant.skeleton.parents, giant.skeleton.offsets * 100),
+                       root_positions=giant.root_positions * 100)  # the same motion in centimetres  # fmt: skip
+    mixed = compare_sets([_sliding()], [giant])
+    assert mixed["height"] is None and "each is measured against its own height" in mixed["notes"][0]
+    for key in ("foot_skating", "jerk", "ground_penetration"):  # in heights: the same numbers for both
+        assert mixed["a"][key] == pytest.approx(alone["a"][key], rel=1e-6, abs=1e-12)
+        assert mixed["b"][key] == pytest.approx(alone["a"][key], rel=1e-6, abs=1e-12)
+    assert mixed["b"]["height"] == pytest.approx(170.0)
+
+
 def test_gliding_feet_skate_and_pair_up():
     res = compare_sets([_standing()], [_sliding()])
     assert res["a"]["foot_skating"] == 0.0

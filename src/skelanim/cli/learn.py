@@ -426,25 +426,34 @@ def evaluate_cmd(
     """Compare two sets of motion files with every metric (FID, diversity, recognition, jerk, foot skating, ...)."""
     import skelanim
     from skelanim.data.dataset import expand_paths
-    from skelanim.data.labels import LabelError, parse_labels
+    from skelanim.data.labels import BANDAI_PATTERN, GENERATED_PATTERN, LabelError, parse_labels
     from skelanim.learn.recognize import Recognizer
     from skelanim.metrics.compare import compare_sets
 
-    files = {
-        k: expand_paths([p], suffixes=(".bvh", ".json", ".txt", ".glb", ".gltf"))
-        for k, p in (("a", set_a), ("b", set_b))
-    }
+    suffixes = (".bvh", ".json", ".txt", ".glb", ".gltf")
+    files = {k: expand_paths([p], suffixes=suffixes) for k, p in (("a", set_a), ("b", set_b))}
+    for k, p in (("a", set_a), ("b", set_b)):
+        if not files[k]:
+            raise skelanim.errors.FormatError(f"no motion files ({', '.join(suffixes)}) in this set", path=p)
     motions = {k: [skelanim.load(f) for f in v] for k, v in files.items()}
     contents: dict[str, Any] = {}
+    unlabelled = []
     for k, v in files.items():
-        try:
-            contents[k] = [parse_labels(f)["content"] for f in v]
-        except LabelError:
-            contents[k] = None
+        contents[k] = None
+        for pattern in (BANDAI_PATTERN, GENERATED_PATTERN):  # the datasets' names, then skelanim generate's
+            try:
+                contents[k] = [parse_labels(f, pattern)["content"] for f in v]
+                break
+            except LabelError:
+                continue
+        if contents[k] is None:
+            unlabelled.append(f"set {k}: its file names carry no content label (dataset-N_CONTENT_STYLE_TAKE or "
+                              "CONTENT_STYLE_TAKE), so 'recognised' is left out")  # fmt: skip
     rec = Recognizer.load(recognizer)
     res = compare_sets(
         motions["a"], motions["b"], embed=rec.embed_motions, contents_a=contents["a"], contents_b=contents["b"]
     )
+    res["notes"].extend(unlabelled)
     if as_json:
         echo_json(res)
         return

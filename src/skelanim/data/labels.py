@@ -16,10 +16,12 @@ from pathlib import Path
 
 from skelanim.errors import SkelanimError
 
-__all__ = ["BANDAI_PATTERN", "LabelError", "Vocabulary", "parse_labels"]
+__all__ = ["BANDAI_PATTERN", "GENERATED_PATTERN", "LabelError", "Vocabulary", "parse_labels"]
 
 #: ``dataset-{n}_{content}_{style}_{take}`` (the Bandai-Namco research datasets 1 and 2).
 BANDAI_PATTERN = r"^dataset-(?P<dataset>\d+)_(?P<content>[^_]+)_(?P<style>[^_]+)_(?P<take>\d+)$"
+#: ``{content}_{style}_{take}``, the names ``skelanim generate`` writes (``walk_happy_00.bvh``).
+GENERATED_PATTERN = r"^(?P<content>[^_]+)_(?P<style>[^_]+)_(?P<take>\d+)$"
 
 
 class LabelError(SkelanimError):

@@ -276,7 +276,8 @@ class Recognizer(nn.Module):
             if not m.skeleton.same_topology(self.rig.skeleton):
                 raise ValueError(f"the recogniser was trained on a {self.rig.skeleton.num_joints}-joint skeleton, "
                                  f"not this {m.skeleton.num_joints}-joint one")  # fmt: skip
-        clips = [clip_from_motion(m, fps=self.fps, name=f"motion{i}") for i, m in enumerate(motions)]
+        clips = [clip_from_motion(m, fps=self.fps, name=f"motion{i}", path=str(m.metadata.get("path", "")))
+                 for i, m in enumerate(motions)]  # fmt: skip
         out = self.embed_dataset(MotionDataset(clips=clips, rig=self.rig, fps=self.fps), stride=stride)
         _, pred = vote(out["probs"], out["windows"][:, 0])
         return out["features"], [self.contents.names[int(p)] for p in pred]

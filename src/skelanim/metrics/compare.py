@@ -12,7 +12,8 @@ topology; paired in the given order, over the common frames), ``mpjpe`` (with ro
 
 The floor (for ground penetration) and the height are shared by both sets: medians over all their motions
 of the lowest joint's height and of :attr:`Motion.height`, so that generated motion is judged against the
-same ground as the real motion it is compared with. Foot skating measures each foot joint against its own
+same ground as the real motion it is compared with. Sets on different skeletons, up axes or heights (more
+than :data:`SAME_HEIGHT` apart) cannot share them: each is then measured against its own, with a note. Foot skating measures each foot joint against its own
 lowest height in its motion, so a foot that hovers while it slides is not excused.
 """
 
@@ -29,10 +30,12 @@ from skelanim.core.rotations import quat_to_matrix
 from skelanim.metrics.distribution import diversity, fid
 from skelanim.metrics.kinematic import angle_error, bone_length_error, foot_skating, ground_penetration, jerk, mpjpe
 
-__all__ = ["FEET_THRESHOLD", "compare_sets", "set_summary"]
+__all__ = ["FEET_THRESHOLD", "SAME_HEIGHT", "compare_sets", "set_summary"]
 
 #: Foot-contact threshold ``H`` of :func:`~skelanim.metrics.kinematic.foot_skating`, fraction of the height.
 FEET_THRESHOLD = 0.02
+#: Relative difference of the two sets' median heights up to which they share height and floor.
+SAME_HEIGHT = 0.1
 
 Embedder = Callable[[Sequence[Motion]], tuple[Tensor, list[str]]]
 
@@ -141,16 +144,26 @@ def compare_sets(a: Sequence[Motion], b: Sequence[Motion], *, embed: Embedder | 
     Returns
     -------
     dict
-        ``{"a": {...}, "b": {...}, "fid": float | None, "paired": {...} | None, "height": h, "notes": [...]}``.
+        ``{"a": {...}, "b": {...}, "fid": float | None, "paired": {...} | None, "height": h, "floor": f,
+        "notes": [...]}``; each set's dict has the ``height`` and ``floor`` it was measured with, and the
+        top-level ones are ``None`` when the sets did not share them.
     """
     if not a or not b:
         raise ValueError("both sets need at least one motion")
     pos_a, pos_b = [m.positions() for m in a], [m.positions() for m in b]
     up, height, floor = _ground([*a, *b], [*pos_a, *pos_b])
-    out: dict[str, Any] = {"height": height, "floor": floor, "notes": []}
+    own = {"a": _ground(a, pos_a), "b": _ground(b, pos_b)}
+    shared = (own["a"][0] == own["b"][0] and a[0].skeleton.same_topology(b[0].skeleton)
+              and abs(own["a"][1] / own["b"][1] - 1) <= SAME_HEIGHT)  # fmt: skip
+    out: dict[str, Any] = {"height": height if shared else None, "floor": floor if shared else None, "notes": []}
+    if not shared:
+        out["notes"].append(f"the sets differ in skeleton, up axis or height ({own['a'][1]:.4g} against "
+                            f"{own['b'][1]:.4g}): each is measured against its own height and floor")  # fmt: skip
     feats: dict[str, Tensor] = {}
     for key, motions, pos, contents in (("a", a, pos_a, contents_a), ("b", b, pos_b, contents_b)):
-        out[key] = set_summary(motions, up=up, height=height, floor=floor, positions=pos)
+        ground = (up, height, floor) if shared else own[key]
+        out[key] = set_summary(motions, up=ground[0], height=ground[1], floor=ground[2], positions=pos)
+        out[key]["height"], out[key]["floor"] = ground[1], ground[2]
         out[key]["diversity"] = None
         out[key]["recognised"] = None
         if embed is None:
