@@ -95,6 +95,25 @@ def test_generate_writes_bvh_on_the_training_skeleton(shipped, tmp_path, capsys)
     assert "unknown content 'fly'" in capsys.readouterr().err
 
 
+def test_generate_interpolates_files_named_anyhow_and_refuses_another_skeleton(shipped, learn_files, mocap_files,
+                                                                                tmp_path, capsys):  # fmt: skip
+    walk, bow = tmp_path / "my walk.bvh", tmp_path / "take2.bvh"
+    shutil.copy(learn_files[0], walk)
+    shutil.copy(learn_files[2], bow)
+    args = ["generate", "--interpolate", str(walk), "--interpolate", str(bow), "-n", "2", "-o", str(tmp_path / "i")]
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {walk}") and "give --content and --style" in err
+    assert main([*args, "--content", "walk", "--style", "happy"]) == 0
+    assert len(list((tmp_path / "i").glob("interp_*.bvh"))) == 2
+    cmu = mocap_files(["cmu_cgspeed_mb/01_01.bvh"])[0]
+    assert main(["generate", "--interpolate", str(cmu), "--interpolate", str(learn_files[0]), "--content", "walk",
+                 "-n", "2", "-o", str(tmp_path / "j")]) == 2  # fmt: skip
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {cmu}") and "22-joint skeleton" in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "j").exists()
+
+
 def test_predict_file(shipped, learn_files, tmp_path):
     out = tmp_path / "pred.bvh"
     assert main(["predict", str(learn_files[0]), "--seconds", "0.5", "-o", str(out), "--method", "gcn"]) == 0

@@ -369,7 +369,7 @@ def ship(
 @app.command("generate")
 def generate_cmd(
     content: str | None = typer.Option(None, "--content", help="Content class (walk, run, bow, ...)."),
-    style: str | None = typer.Option("normal", "--style", help="Style class (happy, angry, ...)."),
+    style: str | None = typer.Option(None, "--style", help="Style class (happy, angry, ...; default: normal)."),
     n: int = typer.Option(4, "-n", min=1, help="Motions to write."),
     out: Path = typer.Option(..., "-o", "--out", help="Folder for the BVH files."),
     model: Path | None = typer.Option(None, "--model", "-m", help="Generator folder (default: the shipped one)."),
@@ -383,7 +383,7 @@ def generate_cmd(
     import torch
 
     import skelanim
-    from skelanim.data.labels import parse_labels
+    from skelanim.data.labels import BANDAI_PATTERN, GENERATED_PATTERN, LabelError, parse_labels
     from skelanim.learn.generate import Generator
 
     gen = Generator.load(model)
@@ -392,17 +392,34 @@ def generate_cmd(
             raise typer.BadParameter("give --interpolate exactly twice (two files)", param_hint="--interpolate")
         motions = [skelanim.load(p) for p in interpolate]
         labels = []
-        for p in interpolate:
-            lab = parse_labels(p)
-            labels.append((content or lab["content"], lab.get("style", style or "normal")))
+        for p, motion in zip(interpolate, motions):
+            lab: dict[str, str] = {}
+            for pattern in (BANDAI_PATTERN, GENERATED_PATTERN):
+                try:
+                    lab = parse_labels(p, pattern)
+                    break
+                except LabelError:
+                    continue
+            if not motion.skeleton.same_topology(gen.rig.skeleton):
+                raise skelanim.errors.SkeletonError(
+                    f"the generator was trained on a {gen.rig.skeleton.num_joints}-joint skeleton "
+                    f"({', '.join(gen.rig.skeleton.names[:4])}, ...); this motion has {motion.skeleton.num_joints}",
+                    path=p,
+                )
+            chosen = (content or lab.get("content"), style or lab.get("style"))  # the command line wins
+            if None in chosen:
+                raise LabelError("the file name carries no content and style labels (dataset-N_CONTENT_STYLE_TAKE); "
+                                 "give --content and --style", path=p)  # fmt: skip
+            labels.append((str(chosen[0]), str(chosen[1])))
         results = gen.interpolate(motions[0], motions[1], labels[0], labels[1], n)
         names = [f"interp_{i:02d}.bvh" for i in range(n)]
     else:
         if content is None:
             raise typer.BadParameter("--content is required (or use --interpolate)", param_hint="--content")
+        style = style or "normal"
         x = gen.sample(
             [content] * n,
-            [style or "normal"] * n,
+            [style] * n,
             generator=torch.Generator().manual_seed(seed),
             temperature=temperature,
         )
