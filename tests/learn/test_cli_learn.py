@@ -114,6 +114,16 @@ def test_generate_interpolates_files_named_anyhow_and_refuses_another_skeleton(s
     assert not (tmp_path / "j").exists()
 
 
+def test_curves_of_a_shipped_ensemble_plot_one_members_run(shipped, tmp_path, capsys):
+    folder = pretrained_dir("predict_mlp")
+    members = json.loads((folder / "config.json").read_text())["training"]["members"]
+    out = tmp_path / "c.png"
+    assert main(["learn", "curves", str(folder), "-o", str(out), "--member", "3"]) == 0
+    assert f"({len(members[3]['history'])} epochs" in capsys.readouterr().out and out.is_file()
+    assert main(["learn", "curves", str(folder), "-o", str(out), "--member", str(len(members))]) == 2
+    assert f"members 0 to {len(members) - 1}" in capsys.readouterr().err
+
+
 def test_predict_file(shipped, learn_files, tmp_path):
     out = tmp_path / "pred.bvh"
     assert main(["predict", str(learn_files[0]), "--seconds", "0.5", "-o", str(out), "--method", "gcn"]) == 0

@@ -341,13 +341,14 @@ def generate_eval(
 def curves(
     folder: Path = typer.Argument(..., help="A model folder written by any training command (or a shipped one)."),
     out: Path = typer.Option(..., "-o", "--out", help="Output image; the suffix picks the format (.png, .pdf, .svg)."),
+    member: int = typer.Option(0, "--member", min=0, help="For an ensemble (combine): which member's run."),
 ) -> None:
     """Plot a training run's per-epoch curves (training terms, validation scores; best epoch marked)."""
     from skelanim.viz.charts import plot_training_history, training_history
     from skelanim.viz.plots import save_figure
 
     check_plot(out)
-    history, best = training_history(folder)
+    history, best = training_history(folder, member=member)
     save_figure(plot_training_history(history, best_epoch=best, title=str(folder)), out)
     typer.echo(f"wrote {out} ({len(history)} epochs" + (f", best {best})" if best is not None else ")"))
 

@@ -127,11 +127,12 @@ def plot_confusion(panels: Mapping[str, tuple[Sequence[str], Sequence[str]]], *,
     return fig
 
 
-def training_history(folder: str | Path) -> tuple[list[dict[str, Any]], int | None]:
+def training_history(folder: str | Path, *, member: int = 0) -> tuple[list[dict[str, Any]], int | None]:
     """Per-epoch records of a training run and its best epoch.
 
     Reads the full history from the run's ``train_state.safetensors`` when it is there (every epoch run), else
-    from ``config.json`` (the epochs up to the best one, as shipped models keep it).
+    from ``config.json`` (the epochs up to the best one, as shipped models keep it). An ensemble made by
+    ``combine`` keeps each member's training record: ``member`` picks one (0-based).
 
     Returns
     -------
@@ -146,6 +147,12 @@ def training_history(folder: str | Path) -> tuple[list[dict[str, Any]], int | No
     best = None
     if config_path.is_file():
         training = read_model_config(config_path).get("training") or {}
+        members = training.get("members") or []
+        if not training.get("history") and members:  # an ensemble: one member's own run
+            if not 0 <= member < len(members):
+                raise FormatError(f"member {member} asked for; this ensemble has members 0 to {len(members) - 1}",
+                                  path=folder)  # fmt: skip
+            training = members[member]
         history, best = list(training.get("history") or []), (training.get("best") or {}).get("epoch")
     if state.is_file():
         meta = read_train_meta(state)
