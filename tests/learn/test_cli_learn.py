@@ -124,6 +124,15 @@ def test_curves_of_a_shipped_ensemble_plot_one_members_run(shipped, tmp_path, ca
     assert f"members 0 to {len(members) - 1}" in capsys.readouterr().err
 
 
+def test_eval_needs_only_the_test_part_of_the_split(shipped, learn_files, capsys):
+    angry = [str(f) for f in learn_files if "_angry_" in f.name]  # held-out style only: no training files
+    obj = _json(capsys, ["learn", "recognize", "eval", *[a for f in angry for a in ("--data", f)], "--json"])
+    assert 0 <= obj["top1_files"] <= 1 and set(obj["per_class"]) <= {"walk", "bow"}
+    happy = [a for f in learn_files if "_happy_" in f.name for a in ("--data", str(f))]  # training styles only
+    assert main(["learn", "recognize", "eval", *happy, "--json"]) == 2
+    assert "the split leaves no test files" in capsys.readouterr().err
+
+
 def test_predict_file(shipped, learn_files, tmp_path):
     out = tmp_path / "pred.bvh"
     assert main(["predict", str(learn_files[0]), "--seconds", "0.5", "-o", str(out), "--method", "gcn"]) == 0

@@ -42,15 +42,17 @@ def load_dataset(data: list[str], fps: float, threads: int | None, progress: boo
     return MotionDataset(data, fps=fps, progress=progress)
 
 
-def split_parts(ds, split: str, seed: int = 0) -> dict:
+def split_parts(ds, split: str, seed: int = 0, *, need: str = "train") -> dict:
+    """The parts of ``ds`` (``split_dataset``); a bad split, or one without the ``need`` part, is a usage error."""
     from skelanim.learn.common import split_dataset
 
     try:
         parts = split_dataset(ds, split, seed=seed)
     except ValueError as err:
         raise typer.BadParameter(str(err), param_hint="--split") from None
-    if parts["train"] is None:
-        raise typer.BadParameter("the split leaves no training files", param_hint="--split")
+    if parts[need] is None:
+        raise typer.BadParameter(f"the split leaves no {'training' if need == 'train' else need} files",
+                                 param_hint="--split")  # fmt: skip
     return parts
 
 
@@ -226,7 +228,7 @@ def recognize_eval(
     if plot is not None:
         check_plot(plot)
     net, base = Recognizer.load(model), Recognizer.load(baseline, default="recognize_cnn")
-    ds = split_parts(load_dataset(data, net.fps, threads, not as_json), split, seed)["test"]
+    ds = split_parts(load_dataset(data, net.fps, threads, not as_json), split, seed, need="test")["test"]
     main, ref = evaluate_recognizer(net, ds, stride=stride), evaluate_recognizer(base, ds, stride=stride)
     if plot is not None:
         from skelanim.viz.charts import plot_confusion

@@ -175,7 +175,7 @@ def predict_eval(
     folders = {"rnn": rnn, "gcn": gcn, "mlp": mlp}
     models: dict[str, Any] = {name: Predictor.load(folders[name], default=f"predict_{name}") for name in LEARNED}
     models["combined"] = CombinedPredictor(list(models.values()))
-    ds = split_parts(load_dataset(data, models["rnn"].fps, threads, not as_json), split, seed)["test"]
+    ds = split_parts(load_dataset(data, models["rnn"].fps, threads, not as_json), split, seed, need="test")["test"]
     res = evaluate_prediction(models, ds, stride=stride)
     if plot is not None:
         from skelanim.viz.charts import plot_horizon_errors
