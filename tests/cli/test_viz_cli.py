@@ -119,7 +119,8 @@ def test_render_mp4_with_progress_bar(capsys: pytest.CaptureFixture[str], tmp_pa
     assert code == 0, err
     assert "frame" in err  # tqdm on stderr
     n, _ = imageio_ffmpeg.count_frames_and_secs(str(out))
-    assert n == int(np.floor(skelanim.load(WALK).duration * 15 + 1e-6)) + 1
+    nominal = (skelanim.load(WALK).num_frames - 1) / 30.0  # its Frame Time 0.033332 is 1/30 s rounded
+    assert n == int(nominal * 15) + 1  # every frame kept: 38 periods of 1/30 s are 19 of 1/15 s, 20 frames
 
 
 def test_render_bad_output_one_line(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -51,6 +52,7 @@ def test_solve_rejects_wrong_joint_count(positions_file, tmp_path, capsys):
     assert main(["ik", "solve", str(bad), "-o", str(tmp_path / "x.bvh")]) == 2
     line = _error(capsys)
     assert "21 joints given" in line and "expects 22 joints" in line and "joint_Root" in line
+    assert line.startswith(f"error: {bad}: ")  # the file is named
     assert not (tmp_path / "x.bvh").exists()
 
 
@@ -59,7 +61,8 @@ def test_solve_rejects_wrong_names(positions_file, tmp_path, capsys):
     bad = tmp_path / "names.npz"
     skelanim.save(JointPositions([f"J{i}" for i in range(22)], data.positions, fps=30), bad)
     assert main(["ik", "solve", str(bad), "-o", str(tmp_path / "x.bvh")]) == 2
-    assert "joint names do not match" in _error(capsys)
+    line = _error(capsys)
+    assert "joint names do not match" in line and line.startswith(f"error: {bad}: ")
 
 
 def test_solve_rejects_nan_frames(positions_file, tmp_path, capsys):
@@ -76,7 +79,8 @@ def test_solve_rejects_nan_frames(positions_file, tmp_path, capsys):
     bad = tmp_path / "nan.npy"
     np.save(bad, array)
     assert main(["ik", "solve", str(bad), "-o", str(tmp_path / "x.bvh")]) == 2
-    assert "frame 3" in _error(capsys)
+    line = _error(capsys)
+    assert "frame 3" in line and line.startswith(f"error: {bad}: ")
 
 
 def test_missing_and_corrupt_model(positions_file, tmp_path, capsys):
@@ -138,3 +142,116 @@ def test_train_with_two_ddp_processes(bandai_files, tmp_path):
     config = json.loads((out / "config.json").read_text())
     assert config["training"]["world_size"] == 2 and config["skeleton"]["names"][1] == "Hips"
     assert done.stdout.count("wrote") == 1  # only rank 0 reports
+
+
+def _usage_error(capsys) -> str:
+    """A usage error from typer: exit 2 checked by the caller, no traceback; the message collapsed to one line."""
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and "Error" in err, err
+    return re.sub(r"[\s│╭╮╰╯─]+", " ", err)
+
+
+def test_solve_names_a_file_of_another_skeleton(mocap_files, tmp_path, capsys):
+    """31 CMU joints for the 22-joint model: the one-line error starts with the file's name."""
+    (cmu,) = mocap_files(["cmu_cgspeed_max/131_01.bvh"])
+    src = tmp_path / "cmu_positions.npz"
+    skelanim.save(JointPositions.from_motion(skelanim.load(cmu)[:5]), src)
+    out = tmp_path / "x.bvh"
+    assert main(["ik", "solve", str(src), "-o", str(out)]) == 2
+    line = _error(capsys)
+    assert line.startswith(f"error: {src}: 31 joints given; the model expects 22 joints")
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("scale, looks_like, factor", [(0.01, "metres", "100"), (10.0, "millimetres", "0.1")])
+def test_solve_refuses_positions_in_other_units(positions_file, tmp_path, capsys, scale, looks_like, factor):
+    """The shipped model is in centimetres: positions in metres (or millimetres) are refused, naming the file,
+    the units expected and the factor, instead of a silently wrong answer."""
+    data = skelanim.load_positions(positions_file)
+    src = tmp_path / "scaled.npz"
+    skelanim.save(JointPositions(data.names, data.positions * scale, fps=data.fps), src)
+    out = tmp_path / "x.bvh"
+    assert main(["ik", "solve", str(src), "-o", str(out)]) == 2
+    line = _error(capsys)
+    assert line.startswith(f"error: {src}: the joint positions look like {looks_like}")
+    assert "the model expects centimetres" in line and f"multiply the positions by {factor}" in line
+    assert not out.exists()
+
+
+def test_units_check_accepts_real_and_noisy_poses(positions_file):
+    import torch
+
+    from skelanim.ik.solve import check_units, load_model
+
+    skeleton = load_model(None).skeleton
+    pos = torch.from_numpy(skelanim.load_positions(positions_file).positions)
+    assert check_units(pos, skeleton) == pytest.approx(1.0, abs=1e-9)
+    noisy = pos + torch.randn(pos.shape, generator=torch.Generator().manual_seed(0), dtype=torch.float64) * 3.7
+    assert 0.9 < check_units(noisy, skeleton) < 1.3  # 2% of height of noise per axis
+    assert check_units(pos * 1.5, skeleton) == pytest.approx(1.5)  # a bigger person is not a unit change
+
+
+def test_swing_warm_carries_each_answer_to_the_next_frame(positions_file, torch_threads):
+    """``swing_warm`` is swing IK whose init is the previous frame's answer (the mean pose at each sequence
+    start): the same as calling :func:`swing_ik` frame by frame, with the exact positions of ``swing_mean``."""
+    import torch
+
+    from skelanim.core.kinematics import forward_kinematics
+    from skelanim.ik.classical import swing_ik
+    from skelanim.ik.solve import check_positions, load_model, run_method
+
+    model = load_model(None)
+    x = check_positions(skelanim.load_positions(positions_file), model.skeleton)[:12]
+    starts = torch.zeros(12, dtype=torch.bool)
+    starts[7] = True
+    quats, trans = run_method("swing_warm", x, model, starts=starts)
+    previous = model.mean_pose
+    for k in range(12):
+        init = model.mean_pose if k in (0, 7) else previous
+        q, t = swing_ik(x[k : k + 1], model.rig, init)
+        torch.testing.assert_close(quats[k], q[0])
+        torch.testing.assert_close(trans[k], t[0])
+        previous = q[0]
+    _, pos = forward_kinematics(quats, trans, model.rig.parents)
+    _, pos_mean = forward_kinematics(*run_method("swing_mean", x, model), model.rig.parents)
+    torch.testing.assert_close(pos, pos_mean)
+    assert float((pos - x)[:, 1:].norm(dim=-1).max()) < 1e-6 * model.rig.height
+
+
+def test_swing_warm_from_the_command_line(positions_file, bandai_files, tmp_path, capsys, torch_threads):
+    out = tmp_path / "warm.bvh"
+    assert main(["ik", "solve", str(positions_file), "-o", str(out), "--method", "swing_warm"]) == 0
+    assert "method swing_warm" in capsys.readouterr().out
+    motion = skelanim.load(out)
+    source = skelanim.load_positions(positions_file)
+    err = np.linalg.norm(motion.positions().numpy()[:, 1:] - source.positions[:, 1:], axis=-1)
+    assert motion.num_frames == 40 and err.max() < 1e-3 * motion.skeleton.height()  # BVH keeps 6 decimals
+    args = ["ik", "eval", "--data", str(bandai_files[0]), "--max-frames", "8", "--methods", "swing_warm", "--json"]
+    assert main(args) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert list(report["methods"]) == ["swing_warm"] and report["methods"]["swing_warm"]["mpjpe_pct_height"] < 1e-6
+
+
+def test_solve_refuses_an_unknown_method_before_loading(positions_file, tmp_path, capsys):
+    from skelanim.ik import solve
+
+    out = tmp_path / "x.bvh"
+    # a missing model folder would be an error too: the method is checked first
+    args = ["ik", "solve", str(positions_file), "-o", str(out), "--method", "bogus", "--model", str(tmp_path / "no")]
+    assert main(args) == 2
+    text = _usage_error(capsys)
+    assert "--method" in text and "unknown method 'bogus'" in text and "swing_warm" in text
+    assert not out.exists()
+    with pytest.raises(ValueError, match="unknown IK method 'bogus'"):
+        solve(np.zeros((1, 22, 3)), tmp_path / "no", method="bogus")
+
+
+@pytest.mark.parametrize("command", [["solve"], ["eval"], ["export"], ["fit-corrector"]])
+def test_help_shows_the_defaults(command, capsys):
+    """``[default: ...]`` in a help string is eaten by rich markup: the help says "(default: ...)"."""
+    assert main(["ik", *command, "--help"]) == 0
+    text = re.sub(r"[\s│╭╮╰╯─]+", " ", capsys.readouterr().out)
+    assert "Model folder (default: the shipped Bandai model)." in text
+    assert "Model folder ." not in text and "separated or repeated ." not in text
+    if command == ["eval"]:
+        assert "Comma-separated or repeated (default: all but swing_warm)." in text

@@ -108,8 +108,10 @@ def solve(
         False, "--refine", help="Refine the network's answer: learned pose correction, then LM steps (positions within 0.5% of height)."
     ),
     method: str | None = typer.Option(
-        None, "--method", help="Another method: gat, gat_refined, swing_rest, swing_mean, swing_warm, optimize_rest, "
-        "optimize_mean or optimize_warm (overrides --refine)."
+        None,
+        "--method",
+        help="Another method: gat, gat_refined, swing_rest, swing_mean, swing_warm, optimize_rest, "
+        "optimize_mean or optimize_warm (overrides --refine).",
     ),
     threads: int | None = typer.Option(None, "--threads", min=1, help="Torch CPU threads."),
 ) -> None:
