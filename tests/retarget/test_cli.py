@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -103,3 +104,30 @@ def test_eval_json_quick(mocap_dir, capsys):
     report = json.loads(out)
     assert report["reference"]["copy"]["overall"] < report["reference"]["naive"]["overall"]
     assert set(report["proportions"]["copy"]) >= {"skate", "penetration", "ee", "limits", "limits_robot"}
+
+
+def test_robot_onto_bvh_writes_a_bvh(short_files, tmp_path, capsys, mocap_dir):
+    """``--to humanoid.urdf -o x.bvh`` writes a BVH of the humanoid (not DeepMimic JSON under a .bvh name): the
+    same robot motion as the DeepMimic clip, joint by joint."""
+    urdf = mocap_dir / "deepmimic" / "humanoid.urdf"
+    as_bvh, as_txt = tmp_path / "robot.bvh", tmp_path / "robot.txt"
+    for out in (as_bvh, as_txt):
+        code, stdout, err = run(["retarget", str(short_files["bandai"]), "--to", str(urdf), "-o", str(out)], capsys)
+        assert code == 0, err
+        assert "DeepMimic humanoid" in stdout
+    assert as_bvh.read_text().startswith("HIERARCHY")
+    bvh, clip = skelanim.load(as_bvh), deepmimic.load(as_txt)
+    assert sorted(bvh.skeleton.names) == sorted(clip.skeleton.names) and bvh.num_frames == 20
+    order = [bvh.skeleton.names.index(n) for n in clip.skeleton.names]
+    torch.testing.assert_close(bvh.positions()[:, order], clip.positions(), atol=1e-5, rtol=0)
+
+
+@pytest.mark.parametrize("command", ["run", "eval"])
+def test_help_shows_the_model_default(command, capsys, monkeypatch):
+    """``[default: ...]`` inside a help string is eaten by rich markup; the text must read whole."""
+    monkeypatch.setenv("COLUMNS", "200")
+    code, out, _ = run(["retarget", command, "--help"], capsys)
+    assert code == 0
+    text = " ".join(out.replace("│", " ").split())
+    assert "NKN model folder (default: the shipped model)." in text, text
+    assert not re.search(r" \.( |$)", text), text  # no help text ends in a lone full stop

@@ -13,7 +13,12 @@ alone:
   points forward);
 * second axis: the body's lateral axis (centre joints, legs, feet) or its forward axis (arms), made
   orthogonal (Gram-Schmidt, :func:`~skelanim.core.rotations.rot6d_to_matrix`); the body axes come from the
-  rest pose too: up from hips to chest, lateral from the right to the left shoulders and hips.
+  rest pose too: up from hips to chest, and lateral (forward = lateral x up) measured twice, apart: the
+  **pelvis's** from the right to the left upper leg (for the hips, legs and feet) and the **chest's** from
+  the right to the left upper arm (for the spine, chest, neck, head and arms). A zero pose need not be a
+  physical pose: Bandai-Namco's turns the pelvis 90 degrees against the chest (legs along -Y, shoulders
+  along +Z, and its spine joints turn with the chest), so one axis for the whole body (their mean) would
+  put both frames 45 degrees off and twist every retarget from or onto it.
 
 With ``W_c`` the joint's world rotation in the rest (bind) pose, ``F_c = W_c^T G_c`` is the bone frame in
 the joint's own coordinates, and a posed joint with world rotation ``R_c`` has the bone frame
