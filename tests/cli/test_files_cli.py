@@ -119,3 +119,167 @@ def test_help_documents_every_command(capsys):
     assert code == 0
     for command in ("info", "convert", "positions", "demo"):
         assert command in out
+
+
+# ------------------------------------------------------------------- one-line errors on the output side too
+def one_error_line(code: int, out: str, err: str, *needles: str) -> str:
+    """Exit 2, nothing on stdout, exactly one ``error:`` line on stderr holding every needle."""
+    assert code == 2 and out == "", (code, out, err)
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), err
+    for needle in needles:
+        assert needle in lines[0], (needle, lines[0])
+    assert "Traceback" not in err
+    return lines[0]
+
+
+@pytest.mark.parametrize("suffix", [".bvh", ".txt", ".json", ".glb", ".gltf"])
+def test_positions_into_a_motion_format_is_refused(tmp_path: Path, capsys, suffix):
+    out = tmp_path / f"out{suffix}"
+    code, stdout, err = run(["positions", str(sample_path("walk")), "-o", str(out)], capsys)
+    one_error_line(code, stdout, err, f"{out}: joint positions", "expected .npz, .npy or .csv")
+    assert list(tmp_path.iterdir()) == []
+
+
+SMALL_BVH = ("HIERARCHY\nROOT Hips\n{\n\tOFFSET 0 0 0\n\tCHANNELS 6 Xposition Yposition Zposition Zrotation Xrotation"
+             " Yrotation\n\tJOINT Spine\n\t{\n\t\tOFFSET 0 10 0\n\t\tCHANNELS 3 Zrotation Xrotation Yrotation\n"
+             "\t\tEnd Site\n\t\t{\n\t\t\tOFFSET 0 10 0\n\t\t}\n\t}\n}\nMOTION\nFrames: 2\nFrame Time: 0.0333333\n"
+             "0 0 0 0 0 0 0 0 0\n0 0 0 0 0 0 0 0 0\n")
+
+
+def test_output_that_is_a_directory(tmp_path: Path, capsys):
+    dst = tmp_path / "dir.bvh"
+    dst.mkdir()
+    code, out, err = run(["convert", str(sample_path("walk")), str(dst)], capsys)
+    line = one_error_line(code, out, err, f"error: {dst}: Is a directory")
+    assert ".dir." not in line  # not the hidden temporary file
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["dir.bvh"] and list(dst.iterdir()) == []
+
+
+def test_output_under_a_plain_file(tmp_path: Path, capsys):
+    (tmp_path / "afile").write_text("")
+    dst = tmp_path / "afile" / "x.bvh"
+    code, out, err = run(["convert", str(sample_path("walk")), str(dst)], capsys)
+    one_error_line(code, out, err, f"error: {dst}: Not a directory", f"{tmp_path / 'afile'} is a file")
+    assert [p.name for p in tmp_path.iterdir()] == ["afile"]
+
+
+def test_unwritable_folder_names_the_output(tmp_path: Path, capsys, monkeypatch):
+    """A read-only folder, simulated (tests may run as root, who can write anywhere)."""
+    import tempfile
+
+    def denied(*args, **kwargs):
+        raise PermissionError(13, "Permission denied", str(tmp_path / ".out._ts60s2u.bvh"))
+
+    monkeypatch.setattr(tempfile, "mkstemp", denied)
+    dst = tmp_path / "out.bvh"
+    code, out, err = run(["convert", str(sample_path("walk")), str(dst)], capsys)
+    line = one_error_line(code, out, err, f"error: {dst}: Permission denied")
+    assert "_ts60s2u" not in line and list(tmp_path.iterdir()) == []
+
+
+def test_scaling_a_deepmimic_clip_is_refused(tmp_path: Path, capsys):
+    dst = tmp_path / "s2.txt"
+    code, out, err = run(["convert", str(sample_path("walk")), str(dst), "--scale", "2"], capsys)
+    one_error_line(code, out, err, f"error: {dst}: the DeepMimic humanoid has fixed bone lengths",
+                   "cannot be scaled", "2 times")
+    assert list(tmp_path.iterdir()) == []
+    code, _, err = run(["convert", str(sample_path("walk")), str(tmp_path / "s2.bvh"), "--scale", "2"], capsys)
+    assert code == 0, err  # formats that store bone lengths scale fine
+
+
+def test_other_skeleton_to_deepmimic_says_how_to_retarget(tmp_path: Path, capsys):
+    src = tmp_path / "other.bvh"
+    src.write_text(SMALL_BVH)
+    dst = tmp_path / "out.txt"
+    code, out, err = run(["convert", str(src), str(dst)], capsys)
+    one_error_line(code, out, err, f"error: {dst}: a DeepMimic clip holds the DeepMimic humanoid's 13 joints",
+                   "(2 joints: Hips, Spine)", f"skelanim retarget {src} --to ", f"humanoid.urdf -o {dst}")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["other.bvh"]
+
+
+def test_retarget_hint_is_a_working_command(tmp_path: Path, capsys, mocap_dir: Path):
+    """The command the error suggests, for a real BVH of another skeleton, does write the clip."""
+    import shlex
+
+    src = tmp_path / "131_01_short.bvh"
+    skelanim.save(skelanim.load(mocap_dir / "cmu_cgspeed_max" / "131_01.bvh")[:6], src)
+    dst = tmp_path / "out.txt"
+    code, out, err = run(["convert", str(src), str(dst)], capsys)
+    hint = one_error_line(code, out, err).split("retarget it: ", 1)[1]
+    argv = shlex.split(hint)
+    assert argv[:3] == ["skelanim", "retarget", str(src)] and argv[-2:] == ["-o", str(dst)]
+    code, _, err = run(argv[1:], capsys)
+    assert code == 0, err
+    clip = skelanim.load(dst)
+    assert clip.skeleton.num_joints == 13 and clip.num_frames == 6
+
+
+def test_extra_frame_lines_warn_in_one_line_without_library_source(tmp_path: Path, capsys):
+    src = tmp_path / "more.bvh"
+    src.write_text(SMALL_BVH + "0 0 0 0 0 0 0 0 0\n")
+    code, out, err = run(["info", str(src)], capsys)
+    assert code == 0 and "frames: 2" in out.replace("  ", " ").replace(" :", ":")
+    expected = f"warning: {src}: 1 frame line(s) after the 2 declared by 'Frames:' were ignored"
+    assert err.strip().splitlines() == [expected]
+
+
+def test_warning_from_the_library_points_at_the_caller(tmp_path: Path):
+    import warnings
+
+    from skelanim.io import bvh
+
+    src = tmp_path / "more.bvh"
+    src.write_text(SMALL_BVH + "0 0 0 0 0 0 0 0 0\n")
+    for read in (skelanim.load, bvh.load, lambda p: bvh.loads(p.read_bytes(), p)):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            read(src)
+        assert [w.filename for w in caught] == [__file__], [w.filename for w in caught]
+
+
+def test_deepmimic_error_prints_plain_numbers(tmp_path: Path, capsys):
+    frames = json.loads(sample_path("walk").read_text())["Frames"][:3]
+    frames[1][0] = -0.03
+    src = tmp_path / "neg.txt"
+    src.write_text(json.dumps({"Loop": "wrap", "Frames": frames}))
+    code, out, err = run(["info", str(src)], capsys)
+    line = one_error_line(code, out, err, f"{src}: frame 1: value 0 (frame duration): must not be negative")
+    assert line.endswith("found -0.03") and "np." not in line
+
+
+@pytest.mark.parametrize(("change", "expected"), [
+    (lambda d: d["accessors"][d["animations"][0]["samplers"][0]["input"]].__setitem__("count", -1), ".count: expected"),
+    (lambda d: d["animations"][0]["channels"][0].__setitem__("sampler", None), "animations[0].channels[0].sampler"),
+    (lambda d: d["animations"][0]["channels"][0].__setitem__("target", None), "animations[0].channels[0].target"),
+    (lambda d: d["nodes"][1].__setitem__("translation", [1, 2]), "nodes[1].translation"),
+    (lambda d: d["nodes"][1].setdefault("children", []).append(0), "the nodes form a cycle"),
+], ids=["negative count", "null sampler", "null target", "short translation", "cycle"])
+def test_malformed_gltf_is_one_line_at_the_cli(tmp_path: Path, capsys, change, expected):
+    good = tmp_path / "walk.gltf"
+    skelanim.save(skelanim.load(sample_path("walk")), good)
+    doc = json.loads(good.read_text())
+    change(doc)
+    src = tmp_path / "bad.gltf"
+    src.write_text(json.dumps(doc))
+    dst = tmp_path / "never.bvh"
+    for argv in (["info", str(src)], ["convert", str(src), str(dst)]):
+        code, out, err = within(20, lambda argv=argv: run(argv, capsys))
+        one_error_line(code, out, err, f"error: {src}: ", expected)
+    assert not dst.exists()
+
+
+def within(seconds: int, fn):
+    """``fn()``, failing the test (instead of hanging: node cycles used to loop forever) after ``seconds``."""
+    import signal
+
+    def stop(signum, frame):
+        raise AssertionError(f"still running after {seconds} s (an endless loop?)")
+
+    old = signal.signal(signal.SIGALRM, stop)
+    signal.alarm(seconds)
+    try:
+        return fn()
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, old)

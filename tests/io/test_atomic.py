@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import stat
+import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -54,3 +55,77 @@ def test_permissions_follow_the_umask_not_mkstemp(tmp_path: Path) -> None:
     finally:
         os.umask(old)
     assert stat.S_IMODE((tmp_path / "a.txt").stat().st_mode) == stat.S_IMODE((tmp_path / "b.txt").stat().st_mode)
+
+
+# ----------------------------------------------------------------------------- errors name the output asked for
+def _one_error(target: Path) -> OSError:
+    with pytest.raises(OSError) as info, atomic_open(target) as handle:
+        handle.write("x")
+    return info.value
+
+
+def test_output_that_is_a_directory_names_the_output(tmp_path: Path) -> None:
+    target = tmp_path / "dir.bvh"
+    target.mkdir()
+    err = _one_error(target)
+    assert isinstance(err, IsADirectoryError)
+    assert err.filename == str(target) and "Is a directory" in err.strerror and "expected a file name" in err.strerror
+    assert os.listdir(tmp_path) == ["dir.bvh"] and os.listdir(target) == []
+
+
+def test_output_under_a_plain_file_names_the_output_and_the_file(tmp_path: Path) -> None:
+    (tmp_path / "afile").write_text("")
+    for target in (tmp_path / "afile" / "x.bvh", tmp_path / "afile" / "deeper" / "x.bvh"):
+        err = _one_error(target)
+        assert isinstance(err, NotADirectoryError)
+        assert err.filename == str(target) and f"{tmp_path / 'afile'} is a file" in err.strerror
+    assert os.listdir(tmp_path) == ["afile"]
+
+
+def test_unwritable_folder_names_the_output_not_the_temporary_file(tmp_path: Path, monkeypatch) -> None:
+    """A read-only folder (simulated: the tests may run as root, who may write anywhere)."""
+    target = tmp_path / "out.bvh"
+
+    def denied(*args, **kwargs):
+        raise PermissionError(13, "Permission denied", str(tmp_path / ".out.x1y2z3.bvh"))
+
+    monkeypatch.setattr(tempfile, "mkstemp", denied)
+    err = _one_error(target)
+    assert isinstance(err, PermissionError) and err.errno == 13
+    assert err.filename == str(target) and err.strerror.startswith("Permission denied (cannot create a file in")
+    assert ".out." not in str(err)
+    assert os.listdir(tmp_path) == []
+
+
+def test_failed_rename_names_the_output_and_leaves_nothing(tmp_path: Path, monkeypatch) -> None:
+    target = tmp_path / "out.txt"
+    target.write_text("old")
+
+    def denied(src, dst):
+        raise PermissionError(13, "Permission denied", src, None, dst)
+
+    monkeypatch.setattr(os, "replace", denied)
+    err = _one_error(target)
+    assert err.filename == str(target) and err.strerror == "Permission denied (cannot replace it)"
+    assert os.listdir(tmp_path) == ["out.txt"] and target.read_text() == "old"
+
+
+def test_write_error_without_a_file_name_gets_the_output(tmp_path: Path) -> None:
+    target = tmp_path / "out.bin"
+    with pytest.raises(OSError) as info, atomic_open(target, "wb"):
+        raise OSError(28, "No space left on device")
+    assert info.value.filename == str(target) and info.value.strerror == "No space left on device (while writing)"
+    assert os.listdir(tmp_path) == []
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root may write into a read-only folder")
+def test_real_read_only_folder(tmp_path: Path) -> None:
+    folder = tmp_path / "ro"
+    folder.mkdir()
+    folder.chmod(0o555)
+    try:
+        err = _one_error(folder / "out.bvh")
+        assert err.filename == str(folder / "out.bvh") and "Permission denied" in err.strerror
+        assert os.listdir(folder) == []
+    finally:
+        folder.chmod(0o755)

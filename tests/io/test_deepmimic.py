@@ -370,3 +370,72 @@ def test_not_utf8(tmp_path):
     path.write_bytes(b'{"Loop": "\xff"}')
     with pytest.raises(FormatError, match=r"x\.txt: not UTF-8 text \(byte 10\)"):
         deepmimic.load(path)
+
+
+# ---------------------------------------------------------------------------------------- only the humanoid is written
+
+
+def test_save_refuses_a_scaled_motion(tmp_path):
+    """A clip stores no bone lengths: a scaled walk would read back with the URDF's bones and a scaled root
+    position, floating above the floor."""
+    from skelanim import ops
+
+    motion = deepmimic.load(sample_path("walk"))
+    target = tmp_path / "s2.txt"
+    with pytest.raises(SkeletonError, match=r"fixed bone lengths .* cannot be scaled: this motion's bones are 2 times"):
+        deepmimic.save(ops.scale(motion, 2.0), target)
+    assert list(tmp_path.iterdir()) == []
+    deepmimic.save(ops.scale(motion, 1.0), target)  # the humanoid's own bones are fine
+    torch.testing.assert_close(deepmimic.load(target).positions(), motion.positions(), rtol=0, atol=1e-12)
+
+
+def test_save_refuses_other_bone_offsets_and_says_how_to_retarget(tmp_path):
+    motion = deepmimic.load(sample_path("walk"))
+    sk = motion.skeleton
+    offsets = sk.offsets.clone()
+    offsets[sk.index("left_knee"), 1] *= 1.3
+    longer = motion.copy(skeleton=Skeleton(sk.names, sk.parents, offsets, sk.channels, sk.end_sites))
+    pattern = r"joint 'left_knee' has offset .* skelanim retarget SRC --to \S+humanoid\.urdf"
+    with pytest.raises(SkeletonError, match=pattern):
+        deepmimic.save(longer, tmp_path / "x.txt")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_save_of_another_skeleton_names_the_file_and_the_retarget_command(tmp_path):
+    text = ("HIERARCHY\nROOT Hips\n{\n\tOFFSET 0 0 0\n\tCHANNELS 6 Xposition Yposition Zposition Zrotation Xrotation"
+            " Yrotation\n\tJOINT Spine\n\t{\n\t\tOFFSET 0 10 0\n\t\tCHANNELS 3 Zrotation Xrotation Yrotation\n"
+            "\t\tEnd Site\n\t\t{\n\t\t\tOFFSET 0 10 0\n\t\t}\n\t}\n}\nMOTION\nFrames: 1\nFrame Time: 0.0333333\n"
+            "0 0 0 0 0 0 0 0 0\n")
+    src = tmp_path / "other.bvh"
+    src.write_text(text)
+    target = tmp_path / "out.txt"
+    with pytest.raises(SkeletonError) as info:
+        skelanim.io.save(skelanim.io.load(src), target)
+    line = info.value.one_line()
+    assert line.startswith(f"{target}: a DeepMimic clip holds the DeepMimic humanoid's 13 joints")
+    assert "this skeleton has none of them (2 joints: Hips, Spine)" in line
+    assert f"skelanim retarget {src} --to " in line and f"humanoid.urdf -o {target}" in line
+    assert "unknown joint" not in line and not target.exists()
+
+
+def test_a_clip_read_with_another_urdf_writes_back_with_it(tmp_path):
+    text = sample_path("humanoid.urdf").read_text(errors="replace").replace("\x00", "")
+    chest = 'xyz = "0.000000 0.944604 0.000000"'
+    assert text.count(chest) == 1
+    urdf = tmp_path / "tall.urdf"
+    urdf.write_text(text.replace(chest, 'xyz = "0.000000 1.100000 0.000000"'))
+    motion = deepmimic.load(sample_path("walk"), urdf=urdf)
+    assert motion.metadata["deepmimic_urdf"] == str(urdf)
+    deepmimic.save(motion, tmp_path / "a.txt")  # checked against the URDF it was read with
+    deepmimic.save(motion, tmp_path / "b.txt", urdf=urdf)
+    motion.metadata.pop("deepmimic_urdf")
+    with pytest.raises(SkeletonError, match="joint 'chest' has offset"):
+        deepmimic.save(motion, tmp_path / "c.txt")  # against the bundled humanoid
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.txt", "b.txt", "tall.urdf"]
+
+
+def test_negative_duration_is_printed_as_a_plain_number(tmp_path):
+    path = corrupt(tmp_path, lambda f: f[3].__setitem__(0, -0.03))
+    with pytest.raises(FormatError) as info:
+        deepmimic.load(path)
+    assert info.value.one_line().endswith("frame 3: value 0 (frame duration): must not be negative, found -0.03")

@@ -1,10 +1,18 @@
-"""File commands: ``info``, ``convert``, ``positions``."""
+"""File commands: ``info``, ``convert``, ``positions``.
+
+Warnings the library gives while reading or writing (e.g. frame lines beyond a BVH's ``Frames:`` count)
+are printed as one line ``warning: MESSAGE`` on stderr, without the Python source location.
+"""
 
 from __future__ import annotations
 
+import contextlib
 import json
+import warnings
 from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
+from typing import TextIO
 
 import typer
 
@@ -13,6 +21,19 @@ from skelanim.core.motion import Motion
 from skelanim.core.units import guess_unit
 
 AXES = "XYZ"
+
+
+@contextlib.contextmanager
+def warnings_as_lines() -> Iterator[None]:
+    """Print warnings raised inside as ``warning: MESSAGE`` lines on stderr (no file, line or source)."""
+
+    def show(message: Warning | str, category: type[Warning], filename: str, lineno: int,
+             file: TextIO | None = None, line: str | None = None) -> None:
+        typer.echo(f"warning: {message}", err=True)
+
+    with warnings.catch_warnings():
+        warnings.showwarning = show
+        yield
 
 
 def describe(motion: Motion, path: str) -> dict:
@@ -47,7 +68,9 @@ def info(
     """Show joints, frames, fps, duration, channel orders, height and the up axis guess of FILE."""
     import skelanim
 
-    facts = describe(skelanim.load(file), str(file))
+    with warnings_as_lines():
+        motion = skelanim.load(file)
+    facts = describe(motion, str(file))
     if as_json:
         typer.echo(json.dumps(facts, indent=2))
         return
@@ -66,16 +89,19 @@ def convert(
     fps: float | None = typer.Option(None, "--fps", help="Resample to this frame rate (slerp)."),
     scale: float | None = typer.Option(None, "--scale", help="Multiply all lengths by this factor."),
 ) -> None:
-    """Convert SRC to DST between the supported formats, optionally resampling and scaling."""
+    """Convert SRC to DST between the supported formats, optionally resampling and scaling.
+
+    DeepMimic .txt/.json output holds the DeepMimic humanoid only (no --scale); retarget other skeletons."""
     import skelanim
     from skelanim import ops
 
-    motion = skelanim.load(src)
-    if scale is not None:
-        motion = ops.scale(motion, scale)
-    if fps is not None:
-        motion = ops.resample(motion, fps)
-    skelanim.save(motion, dst)
+    with warnings_as_lines():
+        motion = skelanim.load(src)
+        if scale is not None:
+            motion = ops.scale(motion, scale)
+        if fps is not None:
+            motion = ops.resample(motion, fps)
+        skelanim.save(motion, dst)
     typer.echo(f"wrote {dst} ({motion.num_frames} frames at {motion.fps:g} fps)")
 
 
@@ -89,6 +115,7 @@ def positions(
     import skelanim
     from skelanim.io.positions import JointPositions
 
-    data = JointPositions.from_motion(skelanim.load(src), end_sites=end_sites)
-    skelanim.save(data, out)
+    with warnings_as_lines():
+        data = JointPositions.from_motion(skelanim.load(src), end_sites=end_sites)
+        skelanim.save(data, out)
     typer.echo(f"wrote {out} ({len(data.names)} joints, {data.positions.shape[0]} frames)")

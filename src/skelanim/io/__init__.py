@@ -17,9 +17,13 @@ import importlib
 import os
 from pathlib import Path
 from types import ModuleType
+from typing import TYPE_CHECKING
 
 from skelanim.core.motion import Motion
 from skelanim.errors import UnsupportedFormatError
+
+if TYPE_CHECKING:
+    from skelanim.io.positions import JointPositions
 
 MOTION_FORMATS: dict[str, str] = {
     ".bvh": "skelanim.io.bvh",
@@ -48,10 +52,25 @@ def load(path: str | os.PathLike, **options) -> Motion:
     return _module_for(path, MOTION_FORMATS, "a motion file").load(path, **options)
 
 
-def save(motion: Motion, path: str | os.PathLike, **options) -> None:
+def save(motion: Motion | JointPositions, path: str | os.PathLike, **options) -> None:
     """Write ``motion``; the format is chosen by suffix (``.npy/.npz/.csv`` write FK joint positions).
-    The file is written atomically."""
-    module = _module_for(path, {**MOTION_FORMATS, **POSITION_FORMATS}, "writing")
+    The file is written atomically.
+
+    A :class:`~skelanim.io.positions.JointPositions` (positions without a skeleton or rotations) can
+    only be written as ``.npz``, ``.npy`` or ``.csv``; another suffix raises
+    :class:`~skelanim.errors.UnsupportedFormatError` before anything is written.
+    """
+    if not isinstance(motion, Motion):
+        suffix = Path(path).suffix.lower()
+        if suffix not in POSITION_FORMATS:
+            raise UnsupportedFormatError(
+                f"joint positions (no skeleton or rotations) cannot be written as "
+                f"{suffix or 'a file without a suffix'}; expected .npz, .npy or .csv",
+                path=path,
+            )
+        module = _module_for(path, POSITION_FORMATS, "joint positions")
+    else:
+        module = _module_for(path, {**MOTION_FORMATS, **POSITION_FORMATS}, "writing")
     module.save(motion, path, **options)
 
 

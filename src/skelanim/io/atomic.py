@@ -1,9 +1,16 @@
 """Write files so that a failure never leaves a half-written output: write a temporary file beside the
-target, then rename it over the target."""
+target, then rename it over the target.
+
+An :class:`OSError` while preparing, writing or renaming is re-raised with the same type and ``errno``
+but about the output asked for: ``filename`` is the target (never the hidden temporary name) and
+``strerror`` says what went wrong, e.g. ``Permission denied (cannot create a file in out/)`` or
+``Is a directory (expected a file name to write to)``. Nothing is left behind.
+"""
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import stat
 import tempfile
@@ -20,17 +27,66 @@ def _publish(tmp: str, target: Path) -> None:
     os.replace(tmp, target)
 
 
+def _about_target(exc: OSError, target: Path, what: str) -> OSError:
+    """``exc`` as the same kind of error about ``target``: ``filename`` the target, ``strerror`` the
+    system's reason followed by ``what`` was being done."""
+    reason = exc.strerror or str(exc) or type(exc).__name__
+    return type(exc)(exc.errno, f"{reason} ({what})", str(target))
+
+
+def _blocking_file(folder: Path) -> Path | None:
+    """The nearest existing ancestor of ``folder`` (or ``folder`` itself) that is not a directory."""
+    for candidate in (folder, *folder.parents):
+        if candidate.exists() or candidate.is_symlink():
+            return None if candidate.is_dir() else candidate
+    return None
+
+
+def _prepare(target: Path) -> str:
+    """Create ``target``'s folder if needed and a temporary file beside it; return the temporary name.
+    Errors name ``target``."""
+    if target.is_dir():
+        raise IsADirectoryError(errno.EISDIR, "Is a directory (expected a file name to write to)", str(target))
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        blocker = _blocking_file(target.parent)
+        if blocker is not None:
+            raise NotADirectoryError(errno.ENOTDIR, f"Not a directory ({blocker} is a file, not a folder)",
+                                     str(target)) from exc
+        raise _about_target(exc, target, f"cannot create the folder {exc.filename or target.parent}") from exc
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{target.stem}.", suffix=target.suffix, dir=target.parent)
+    except OSError as exc:
+        raise _about_target(exc, target, f"cannot create a file in {target.parent}{os.sep}") from exc
+    os.close(fd)
+    return tmp
+
+
 @contextlib.contextmanager
 def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
     """Yield a temporary path (same suffix) beside ``path``; on success it is renamed onto ``path``, on
-    error removed. For writers that insist on a filename (``np.savez``, safetensors)."""
+    error removed. For writers that insist on a filename (``np.savez``, safetensors).
+
+    Raises
+    ------
+    OSError
+        The folder or the file cannot be created, written or replaced; ``filename`` is ``path``.
+    """
     target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.stem}.", suffix=target.suffix, dir=target.parent)
-    os.close(fd)
+    tmp = _prepare(target)
     try:
-        yield Path(tmp)
-        _publish(tmp, target)
+        try:
+            yield Path(tmp)
+        except OSError as exc:
+            if exc.filename not in (None, tmp):
+                raise
+            raise _about_target(exc, target, "while writing") from exc
+        try:
+            _publish(tmp, target)
+        except OSError as exc:
+            what = "expected a file name to write to" if target.is_dir() else "cannot replace it"
+            raise _about_target(exc, target, what) from exc
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)

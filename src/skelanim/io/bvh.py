@@ -34,12 +34,17 @@ time, so continuous motion comes back with the same numbers (also angles beyond 
 the printed precision. Where a frame's rotation is still the one read from a file, the solution and
 turn count of the file's own angles are used instead, so files that wrap at +-180 (most exporters)
 also come back with their own numbers. :func:`save` writes atomically (temporary file, then rename).
+
+Joint names are written as they are, never altered: a name that would not read back unchanged (empty,
+with ``{`` or ``}``, control characters, tabs, line breaks, leading, trailing or repeated spaces) is refused with a
+:class:`~skelanim.errors.SkeletonError` naming the joint, as is a non-finite value
+(:class:`~skelanim.errors.ShapeError` naming the frame and joint). Rename such joints
+(:meth:`Motion.copy` with a new skeleton) before saving; names with single spaces between words are fine.
 """
 
 from __future__ import annotations
 
 import os
-import warnings
 from pathlib import Path
 
 import numpy as np
@@ -48,9 +53,10 @@ import torch
 from skelanim.core.motion import EulerRotations, Motion
 from skelanim.core.rotations import euler_to_quat, quat_to_euler
 from skelanim.core.skeleton import Skeleton
-from skelanim.errors import FormatError, SkelanimError
+from skelanim.errors import FormatError, SkelanimError, SkeletonError
 from skelanim.io.atomic import atomic_open
 from skelanim.io.bvh_parse import ParsedBVH, parse_bvh_bytes
+from skelanim.io.common import require_finite_motion, warn_at_caller
 
 __all__ = ["dumps", "load", "loads", "save"]
 
@@ -139,9 +145,8 @@ def _motion_from_parsed(parsed: ParsedBVH, name: str) -> Motion:
         metadata["bvh_dropped_end_sites"] = parsed.extra_end_sites
     if parsed.extra_frames:
         metadata["bvh_extra_frames"] = parsed.extra_frames
-        warnings.warn(
-            f"{name}: {parsed.extra_frames} frame line(s) after the {n_frames} declared by 'Frames:' were ignored",
-            stacklevel=3,
+        warn_at_caller(
+            f"{name}: {parsed.extra_frames} frame line(s) after the {n_frames} declared by 'Frames:' were ignored"
         )
     return Motion.from_euler(skeleton, rotations_read, torch.from_numpy(root), 1.0 / parsed.frame_time,
                              joint_translations, metadata)
@@ -286,13 +291,12 @@ def _frame_values(motion: Motion, order: list[int], precision: int) -> np.ndarra
         if axes[j]:
             groups.setdefault(_padded_order(axes[j]) + str(len(axes[j])), []).append(j)
         elif n_frames and float(motion.rotations[:, j, 1:].abs().max()) > 1e-9:
-            warnings.warn(f"joint {skeleton.names[j]!r} has no rotation channels; its rotation is not written",
-                          stacklevel=4)
+            warn_at_caller(f"joint {skeleton.names[j]!r} has no rotation channels; its rotation is not written")
         if j and motion.joint_translations is not None:
             missing = [a for a in range(3) if a not in {axis for axis, _ in positions[j]}]
             if missing and not np.allclose(translations[:, j, missing], skeleton.offsets[j, missing].numpy()):
-                warnings.warn(f"joint {skeleton.names[j]!r} lacks position channels for its animated translation;"
-                              " it is not written", stacklevel=4)
+                warn_at_caller(f"joint {skeleton.names[j]!r} lacks position channels for its animated translation;"
+                               " it is not written")
     for key, joints in groups.items():
         order_str, n_rot = key[:3], int(key[3:])
         ref = None
@@ -315,6 +319,36 @@ def _frame_values(motion: Motion, order: list[int], precision: int) -> np.ndarra
     return out
 
 
+def _name_problem(name: str) -> str | None:
+    """Why joint ``name`` would not read back from a BVH file unchanged, or ``None`` if it would."""
+    if not name:
+        return "the name is empty"
+    if "{" in name or "}" in name:
+        return "braces delimit joint blocks"
+    if " ".join(name.split()) != name:
+        return ("a name is read as the words on its line joined by single spaces, so tabs, line breaks, "
+                "leading, trailing and repeated spaces are lost")
+    if any(ord(c) < 32 or ord(c) == 127 for c in name):
+        return "control characters are not text (the reader refuses them)"
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return "the name is not valid Unicode text"
+    return None
+
+
+def _check_writable(motion: Motion, path: str | os.PathLike | None) -> None:
+    """Refuse what a BVH file cannot hold (or its reader would reject): joint names that do not read back
+    unchanged (:class:`SkeletonError` naming the joint) and non-finite values (:class:`ShapeError`
+    naming the frame and joint)."""
+    for j, name in enumerate(motion.skeleton.names):
+        problem = _name_problem(name)
+        if problem is not None:
+            raise SkeletonError(f"joint name {name!r} cannot be written to a BVH file: {problem}; rename the joint",
+                                path=path, where=f"joint {j}")
+    require_finite_motion(motion, path)
+
+
 def dumps(motion: Motion, *, precision: int = 6) -> str:
     """BVH text for ``motion``.
 
@@ -329,7 +363,21 @@ def dumps(motion: Motion, *, precision: int = 6) -> str:
     -------
     str
         The file content, ``\\n`` line ends, tab indentation, joints in depth-first order.
+
+    Raises
+    ------
+    SkeletonError
+        A joint name that a BVH file cannot hold: empty, with braces or control characters, or with
+        whitespace other than single spaces between words (it would read back changed, or not at all).
+    ShapeError
+        A non-finite offset, rotation or translation (the reader would reject the file).
     """
+    _check_writable(motion, None)
+    return _text(motion, precision)
+
+
+def _text(motion: Motion, precision: int) -> str:
+    """The BVH text of a motion that passed :func:`_check_writable`."""
     if not isinstance(precision, (int, np.integer)) or not 0 <= precision <= 17:
         raise ValueError(f"precision must be an integer in [0, 17], got {precision!r}")
     skeleton = motion.skeleton
@@ -373,7 +421,9 @@ def dumps(motion: Motion, *, precision: int = 6) -> str:
 
 
 def save(motion: Motion, path: str | os.PathLike, *, precision: int = 6) -> None:
-    """Write ``motion`` as a BVH file, atomically (see :func:`dumps`)."""
-    text = dumps(motion, precision=precision)
+    """Write ``motion`` as a BVH file, atomically (see :func:`dumps`, which lists the errors raised; they
+    name ``path`` here, and nothing is written)."""
+    _check_writable(motion, path)
+    text = _text(motion, precision)
     with atomic_open(path, "w") as handle:
         handle.write(text)

@@ -79,7 +79,7 @@ import torch
 from skelanim.core.motion import Motion
 from skelanim.core.rotations import axis_angle_to_quat, quat_normalize, quat_to_rotvec
 from skelanim.core.skeleton import Skeleton
-from skelanim.errors import FormatError
+from skelanim.errors import FormatError, SkeletonError
 from skelanim.io.atomic import atomic_open
 from skelanim.io.bundled import bundled_file
 from skelanim.io.urdf import parse_urdf
@@ -374,7 +374,9 @@ def _frame_rate(durations: np.ndarray, path: str | os.PathLike) -> tuple[float, 
     if negative.size:
         i = int(negative[0])
         raise FormatError(
-            f"value 0 (frame duration): must not be negative, found {durations[i]!r}", path=path, where=f"frame {i}"
+            f"value 0 (frame duration): must not be negative, found {float(durations[i])}",
+            path=path,
+            where=f"frame {i}",
         )
     timed = durations[:-1] if len(durations) > 1 else durations
     if len(durations) == 1 and durations[0] == 0:
@@ -415,7 +417,8 @@ def load(path: str | os.PathLike, *, urdf: str | os.PathLike | None = None) -> M
         global; ``root_positions`` ``(F, 3)`` metres, Y up; ``fps = 1 / frame duration``.
         ``metadata``: ``format="deepmimic"``, ``loop``, ``frame_duration``, ``units="m"``,
         ``up_axis="y"``, ``deepmimic_extra`` (other top-level keys), and, when they apply,
-        ``frame_durations`` and ``fps_assumed`` (see the module docstring).
+        ``frame_durations``, ``fps_assumed`` (see the module docstring) and ``deepmimic_urdf`` (the
+        ``urdf`` given, which :func:`save` then checks the bone offsets against).
 
     Raises
     ------
@@ -455,15 +458,74 @@ def load(path: str | os.PathLike, *, urdf: str | os.PathLike | None = None) -> M
         **time_meta,
         "deepmimic_extra": {k: v for k, v in data.items() if k not in ("Loop", "Frames")},
     }
+    if urdf is not None:
+        metadata["deepmimic_urdf"] = str(urdf)
     return Motion(skeleton, rotations, table[:, FRAME_LAYOUT["root_position"]].clone(), fps, metadata=metadata)
 
 
 # ---------------------------------------------------------------------------------------- writing
 
 
-def _frames_from_motion(motion: Motion) -> np.ndarray:
-    """``(F, 44)`` frame values of ``motion`` (durations left at 0)."""
-    index = motion.skeleton.indices(BODY_NAMES)  # SkeletonError names a missing joint
+def _retarget_hint(motion: Motion, path: str | os.PathLike) -> str:
+    """The command that puts another skeleton's motion on the humanoid and writes it to ``path``."""
+    source = motion.metadata.get("path") or "SRC"
+    urdf = bundled_urdf_path() or "humanoid.urdf"
+    return f"skelanim retarget {source} --to {urdf} -o {path}"
+
+
+def _require_humanoid(motion: Motion, path: str | os.PathLike, urdf: str | os.PathLike | None) -> list[int]:
+    """The indices of :data:`BODY_NAMES` in ``motion``'s skeleton, after checking that the skeleton is the
+    DeepMimic humanoid of ``urdf``: the 13 joints, the same tree and the same bone offsets (a clip stores
+    no offsets; the reader takes them from the URDF). Raises :class:`SkeletonError` otherwise."""
+    skeleton = motion.skeleton
+    names = list(skeleton.names)
+    missing = [b for b in BODY_NAMES if b not in names]
+    if missing:
+        shown = ", ".join(names[:6]) + (", ..." if len(names) > 6 else "")
+        lacks = "has none of them" if len(missing) == len(BODY_NAMES) else "lacks " + ", ".join(missing)
+        raise SkeletonError(
+            f"a DeepMimic clip holds the DeepMimic humanoid's 13 joints ({', '.join(BODY_NAMES[:3])}, ...), "
+            f"this skeleton {lacks} ({len(names)} joints: {shown}); to convert another skeleton, retarget it: "
+            f"{_retarget_hint(motion, path)}",
+            path=path,
+        )
+    index = [names.index(b) for b in BODY_NAMES]
+    for j, body in enumerate(BODY_NAMES):
+        parent = int(skeleton.parents[index[j]])
+        expected = _EXPECTED_PARENT.get(body)
+        found = names[parent] if parent >= 0 else None
+        if found != expected:
+            raise SkeletonError(
+                f"joint {body!r} hangs from {found or 'nothing (a root)'}, the DeepMimic humanoid's from "
+                f"{expected or 'nothing (it is the root)'}; retarget it: {_retarget_hint(motion, path)}",
+                path=path,
+            )
+    reference = humanoid_skeleton(urdf).offsets.to(torch.float64)[1:]
+    offsets = skeleton.offsets.detach().to("cpu", torch.float64)[index][1:]
+    broken = torch.nonzero(~torch.isfinite(offsets).all(dim=-1))
+    if broken.numel():
+        raise FormatError("cannot write a non-finite bone offset", path=path,
+                          where=f"joint {BODY_NAMES[int(broken[0, 0]) + 1]}")
+    tolerance = 1e-4 * float(reference.norm(dim=-1).max())
+    wrong = torch.nonzero((offsets - reference).norm(dim=-1) > tolerance)
+    if wrong.numel():
+        k = int(wrong[0, 0])
+        ratio = float((offsets * reference).sum() / (reference * reference).sum())  # least-squares scale
+        why = "the DeepMimic humanoid has fixed bone lengths (from its URDF; a clip stores none), so"
+        if ratio > 0 and bool(((offsets - ratio * reference).norm(dim=-1) <= tolerance * max(ratio, 1.0)).all()):
+            message = (f"{why} a DeepMimic clip cannot be scaled: this motion's bones are {ratio:.6g} times the "
+                       "humanoid's; write another format (.bvh, .glb) to keep the scale")
+        else:
+            message = (f"{why} this motion cannot be written as a DeepMimic clip: joint {BODY_NAMES[k + 1]!r} has "
+                       f"offset {[round(float(v), 6) for v in offsets[k]]}, the humanoid's is "
+                       f"{[round(float(v), 6) for v in reference[k]]}; retarget it: {_retarget_hint(motion, path)}")
+        raise SkeletonError(message, path=path)
+    return index
+
+
+def _frames_from_motion(motion: Motion, index: list[int]) -> np.ndarray:
+    """``(F, 44)`` frame values of ``motion`` (durations left at 0); ``index``: the joints of
+    :data:`BODY_NAMES` in its skeleton."""
     rotations = quat_normalize(motion.rotations.detach().to("cpu", torch.float64)[:, index])
     frames = torch.zeros(motion.num_frames, FRAME_SIZE, dtype=torch.float64)
     frames[:, FRAME_LAYOUT["root_position"]] = motion.root_positions.detach().to("cpu", torch.float64)
@@ -477,7 +539,8 @@ def _frames_from_motion(motion: Motion) -> np.ndarray:
     return frames.numpy()
 
 
-def save(motion: Motion, path: str | os.PathLike, *, loop: str | None = None) -> None:
+def save(motion: Motion, path: str | os.PathLike, *, loop: str | None = None,
+         urdf: str | os.PathLike | None = None) -> None:
     """Write ``motion`` as a DeepMimic humanoid clip (atomically).
 
     Parameters
@@ -492,15 +555,21 @@ def save(motion: Motion, path: str | os.PathLike, *, loop: str | None = None) ->
         Output file.
     loop:
         The ``"Loop"`` value; default ``motion.metadata["loop"]``, else ``"none"``.
+    urdf:
+        The humanoid URDF whose bone offsets the skeleton must have; default
+        ``motion.metadata["deepmimic_urdf"]`` (set by :func:`load` with ``urdf=``), else the bundled one.
 
     Raises
     ------
     SkeletonError
-        A DeepMimic body is missing from the skeleton.
+        The skeleton is not the DeepMimic humanoid: a body is missing (the message says how to retarget
+        another skeleton), the tree differs, or its bone offsets differ from the URDF's, e.g. a scaled
+        motion (a clip stores no offsets, so it would read back with the URDF's: a different motion).
     FormatError
         The motion holds non-finite values (they cannot be written as JSON numbers).
     """
-    frames = _frames_from_motion(motion)
+    index = _require_humanoid(motion, path, urdf if urdf is not None else motion.metadata.get("deepmimic_urdf"))
+    frames = _frames_from_motion(motion, index)
     bad = np.argwhere(~np.isfinite(frames))
     if bad.size:
         i, k = (int(v) for v in bad[0])

@@ -34,6 +34,13 @@ it add their rest transform (rotation, uniform scale, translation) to the root; 
 scale. The animation is sampled at a uniform frame rate (``extras``, else the median key spacing) by
 STEP, LINEAR (slerp) or CUBICSPLINE; unanimated joints keep their rest pose. The Motion is in metres,
 Y up, unless ``original_units=True`` undoes a skelanim export's conversion.
+
+Before anything is read, the JSON is checked by :func:`skelanim.io.gltf_check.check_document`: a malformed
+file (a negative or non-integer count, a null sampler or target, an index out of range, a node transform
+of the wrong length, nodes that form a cycle or share a child, ...) raises
+:class:`~skelanim.errors.FormatError` naming the file and the JSON place, e.g.
+``walk.gltf: accessors[6].count: expected a whole number >= 1, found -1``; so does an animation
+channel whose data does not fit (wrong value type or count, key times that do not increase).
 """
 
 from __future__ import annotations
@@ -54,14 +61,18 @@ from skelanim.core import rotations as rt
 from skelanim.core.motion import Motion
 from skelanim.core.skeleton import DEFAULT_JOINT_CHANNELS, DEFAULT_ROOT_CHANNELS, Skeleton
 from skelanim.core.units import UNITS, canonical_unit, guess_unit, up_to_y_matrix
-from skelanim.errors import FormatError, ShapeError
+from skelanim.errors import FormatError, ShapeError, SkelanimError
 from skelanim.io.atomic import atomic_open
+from skelanim.io.common import require_finite_motion
+from skelanim.io.gltf_check import COMPONENT_TYPES as _COMPONENTS
+from skelanim.io.gltf_check import WIDTHS as _WIDTH
+from skelanim.io.gltf_check import check_document, check_track
 
 __all__ = ["UNITS", "export_scale", "guess_scale", "load", "save"]
 
-_COMPONENTS = {5120: "<i1", 5121: "<u1", 5122: "<i2", 5123: "<u2", 5125: "<u4", 5126: "<f4"}
 _CODES = {np.dtype(v).type: k for k, v in _COMPONENTS.items()}
-_WIDTH = {"SCALAR": 1, "VEC2": 2, "VEC3": 3, "VEC4": 4, "MAT2": 4, "MAT3": 9, "MAT4": 16}
+#: The most frames :func:`load` samples an animation into (a guard against absurd key times).
+MAX_FRAMES = 10_000_000
 _ARRAY_BUFFER, _ELEMENT_ARRAY_BUFFER = 34962, 34963
 
 
@@ -242,11 +253,7 @@ def save(motion: Motion, path: str | os.PathLike, *, scale: float | str | None =
         raise FormatError(f"expected a .glb or .gltf file name, got suffix {target.suffix!r}", path=path)
     if motion.num_frames == 0:
         raise ShapeError("the motion has 0 frames; a glTF animation needs at least one keyframe", path=path)
-    for label, values in (("rotation", motion.rotations), ("translation", motion.local_translations())):
-        bad = (~torch.isfinite(values)).any(-1).nonzero()
-        if len(bad):
-            f, j = (int(x) for x in bad[0])
-            raise ShapeError(f"non-finite {label}", path=path, where=f"frame {f}, joint {motion.skeleton.names[j]}")
+    require_finite_motion(motion, path)
     axis = str(up_axis).lower() if up_axis is not None else "xyz"[motion.up_axis()]
     if axis not in ("0", "1", "2", "x", "y", "z"):
         raise ShapeError(f"up_axis must be 'x', 'y', 'z' or 0, 1, 2, got {up_axis!r}", path=path)
@@ -296,7 +303,7 @@ def _read(gltf: Any, buffers: list[bytes], index: int, path: Path) -> np.ndarray
     """Accessor ``index`` as a float64 ``(count, width)`` array (normalised integers mapped to [-1, 1])."""
     acc = gltf.accessors[index]
     if acc.sparse is not None:
-        raise FormatError(f"accessor {index}: sparse accessors are not supported", path=path)
+        raise FormatError("sparse accessors are not supported", path=path, where=f"accessors[{index}]")
     dtype, width = np.dtype(_COMPONENTS[acc.componentType]), _WIDTH[acc.type]
     if acc.bufferView is None:
         return np.zeros((acc.count, width))
@@ -305,7 +312,9 @@ def _read(gltf: Any, buffers: list[bytes], index: int, path: Path) -> np.ndarray
     start = (view.byteOffset or 0) + (acc.byteOffset or 0)
     end = start + stride * (acc.count - 1) + dtype.itemsize * width if acc.count else start
     if end > (view.byteOffset or 0) + view.byteLength or end > len(buffers[view.buffer]):
-        raise FormatError(f"accessor {index} reads past the end of bufferView {acc.bufferView}", path=path)
+        raise FormatError(f"{acc.count} elements from byte {start} read past the end of bufferViews[{acc.bufferView}]"
+                          f" (bytes {view.byteOffset or 0} to {(view.byteOffset or 0) + view.byteLength}) or of its"
+                          f" buffer ({len(buffers[view.buffer])} bytes)", path=path, where=f"accessors[{index}]")
     values = np.ndarray((acc.count, width), dtype, buffer=buffers[view.buffer], offset=start,
                         strides=(stride, dtype.itemsize)).astype(np.float64)
     return np.maximum(values / np.iinfo(dtype).max, -1.0) if acc.normalized and dtype.kind in "iu" else values
@@ -320,6 +329,7 @@ def _trs(node: Any, path: Path) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
             raise FormatError(f"node {node.name!r}: matrix is not a rotation with positive scale", path=path)
         return m[:3, 3].copy(), rt.matrix_to_quat(torch.from_numpy(m[:3, :3] / s)).numpy(), s
     q = np.asarray(node.rotation or [0.0, 0.0, 0.0, 1.0], dtype=np.float64)[[3, 0, 1, 2]]
+    q /= np.linalg.norm(q)  # non-zero: checked by check_document
     return np.asarray(node.translation or [0.0] * 3, dtype=np.float64), q, np.asarray(node.scale or [1.0] * 3, float)
 
 
@@ -354,8 +364,8 @@ def _skeleton_nodes(gltf: Any, anim: Any, path: Path) -> tuple[list[int], list[i
     if not members:
         raise FormatError("no skin and no animated nodes: nothing to read as a skeleton", path=path)
     chains = [[m] for m in members]
-    for chain in chains:
-        while chain[-1] in parent:
+    for chain in chains:  # the nodes form trees (check_document), so every chain ends
+        while chain[-1] in parent and len(chain) <= len(nodes):
             chain.append(parent[chain[-1]])
     common = set.intersection(*(set(c) for c in chains))
     if not common:
@@ -394,24 +404,52 @@ def load(path: str | os.PathLike, *, animation: int | str = 0, original_units: b
     Raises
     ------
     FormatError
-        If the file is not glTF 2.0, lacks the animation asked for, has sparse accessors, joints with a
-        scale, or no common root; the message names the file and the node or accessor.
+        If the file is not glTF 2.0 or is malformed (see the module docstring; node cycles included),
+        lacks the animation asked for, has sparse accessors, joints with a scale, or no common root; the
+        message names the file and the JSON place, node or accessor. No other exception type escapes
+        for any file content.
     """
     import pygltflib
 
     path = Path(path)
     try:
         raw = path.read_bytes()
+        check_document(_json_document(raw), path)  # names the place of a problem, and rules out loops
         gltf = pygltflib.GLTF2.load_from_bytes(raw) if raw[:4] == b"glTF" else pygltflib.GLTF2.from_json(raw.decode())
-        nodes, anims = gltf.nodes, gltf.animations or []
+        anims = gltf.animations or []
     except OSError as exc:
         raise FormatError(f"cannot read: {exc.strerror or exc}", path=path) from None
-    except (ValueError, KeyError, IndexError, TypeError, AttributeError, struct.error) as exc:  # malformed input
+    except (ValueError, KeyError, IndexError, TypeError, AttributeError, OverflowError, RecursionError,
+            struct.error) as exc:  # malformed input
         raise FormatError(f"not a glTF 2.0 file: {exc}", path=path) from None
     names = [a.name for a in anims]
     if (animation not in names) if isinstance(animation, str) else anims and not -len(anims) <= animation < len(anims):
         raise FormatError(f"no animation {animation!r}; the file has {names or 'none'}", path=path)
-    anim = (anims[names.index(animation) if isinstance(animation, str) else animation]) if anims else None
+    a = (names.index(animation) if isinstance(animation, str) else animation % len(anims)) if anims else None
+    try:
+        return _motion(gltf, a, path, original_units)
+    except SkelanimError as exc:
+        if isinstance(exc, FormatError) and exc.path is not None:
+            raise
+        raise FormatError(exc.message, path=path, where=exc.where) from None
+    except (ValueError, KeyError, IndexError, TypeError, AttributeError, ZeroDivisionError, OverflowError,
+            MemoryError, RuntimeError, struct.error) as exc:  # a bug if reached: keep the one-error-type promise
+        raise FormatError(f"could not read ({type(exc).__name__}: {exc})", path=path) from exc
+
+
+def _json_document(raw: bytes) -> Any:
+    """The JSON document of a ``.glb`` (its first chunk) or ``.gltf`` file, as plain Python values."""
+    if raw[:4] == b"glTF":
+        length, kind = struct.unpack_from("<I4s", raw, 12)
+        if kind != b"JSON":
+            raise ValueError(f"the first chunk is {kind!r}, expected JSON")
+        return json.loads(raw[20 : 20 + length])
+    return json.loads(raw.decode())
+
+
+def _motion(gltf: Any, a: int | None, path: Path, original_units: bool) -> Motion:
+    """Animation ``a`` (``None``: a file without animations) of a document that passed :func:`check_document`."""
+    nodes, anim = gltf.nodes, gltf.animations[a] if a is not None else None
     buffers = _buffers(gltf, path)
     joints, end_nodes, parent = _skeleton_nodes(gltf, anim, path)
     index = {n: j for j, n in enumerate(joints)}
@@ -430,14 +468,21 @@ def load(path: str | os.PathLike, *, animation: int | str = 0, original_units: b
     for channel in anim.channels if anim else []:
         node, kind = channel.target.node, channel.target.path
         if node in index and kind in ("rotation", "translation", "scale"):
-            sampler = anim.samplers[channel.sampler]
-            keys, values = _read(gltf, buffers, sampler.input, path)[:, 0], _read(gltf, buffers, sampler.output, path)
-            if kind == "scale" and np.abs(values - 1).max() > 1e-4:
+            sampler, mode = anim.samplers[channel.sampler], anim.samplers[channel.sampler].interpolation or "LINEAR"
+            keys, values = _read(gltf, buffers, sampler.input, path), _read(gltf, buffers, sampler.output, path)
+            check_track(keys, values, kind=kind, mode=mode, place=f"animations[{a}].samplers[{channel.sampler}]",
+                        path=path)
+            keys = keys[:, 0]
+            if kind == "scale" and np.abs((values[1::3] if mode == "CUBICSPLINE" else values) - 1).max() > 1e-4:
                 raise FormatError(f"joint node {nodes[node].name!r} has animated scale", path=path)
-            tracks[(index[node], kind)] = (keys, values, sampler.interpolation or "LINEAR")
+            tracks[(index[node], kind)] = (keys, values, mode)
     keys = np.unique(np.concatenate([k for k, _, _ in tracks.values()])) if tracks else np.zeros(1)
     fps = float(_extras(anim).get("fps") or (1 / np.median(np.diff(keys)) if len(keys) > 1 else 30.0))
-    times = keys[0] + np.arange(round((keys[-1] - keys[0]) * fps) + 1) / fps
+    count = (keys[-1] - keys[0]) * fps + 1
+    if not count <= MAX_FRAMES:
+        raise FormatError(f"animations[{a}]: keys from {keys[0]:g} s to {keys[-1]:g} s at {fps:g} fps give "
+                          f"{count:.3g} frames, more than {MAX_FRAMES}", path=path)
+    times = keys[0] + np.arange(round(count - 1) + 1) / fps
     hi = np.clip(np.searchsorted(keys, times), 0, len(keys) - 1)
     nearest = np.where(np.abs(keys[np.maximum(hi - 1, 0)] - times) < np.abs(keys[hi] - times), keys[hi - 1], keys[hi])
     times = np.where(np.abs(nearest - times) < 1e-3 / fps, nearest, times)  # keys rounded to float32 stay keys
@@ -461,14 +506,17 @@ def load(path: str | os.PathLike, *, animation: int | str = 0, original_units: b
     elif info:
         metadata.update(gltf_scale=info.get("scale"), gltf_up_axis=info.get("up_axis"))
     factor = float(np.cbrt(np.linalg.det(base[:3, :3])))  # ``base`` turns and moves the root, scales all lengths
-    rot_base = base[:3, :3] / factor
-    if factor <= 0 or not np.allclose(rot_base.T @ rot_base, np.eye(3), atol=1e-6):
+    rot_base = base[:3, :3] / factor if factor > 0 else np.zeros((3, 3))
+    if not (factor > 0 and np.allclose(rot_base.T @ rot_base, np.eye(3), atol=1e-6)):
         raise FormatError("the nodes above the skeleton's root have a non-uniform scale, shear or mirror", path=path)
     rot = torch.from_numpy(rotations)
     rot[:, 0] = rt.quat_multiply(rt.matrix_to_quat(torch.from_numpy(rot_base)), rot[:, 0])
     translations, offsets = translations * factor, offsets * factor
     translations[:, 0] = translations[:, 0] @ rot_base.T + base[:3, 3]
     offsets[0] = rot_base @ offsets[0] + base[:3, 3]
+    if not (np.isfinite(translations).all() and np.isfinite(offsets).all() and torch.isfinite(rot).all()):
+        raise FormatError("the node transforms and animation give non-finite positions or rotations "
+                          "(numbers too large?)", path=path)
     end_sites = {index[parent[n]]: torch.from_numpy(offsets[len(joints) + k]) for k, n in enumerate(end_nodes)}
 
     moved = [j == 0 or (j, "translation") in tracks for j in range(len(joints))]

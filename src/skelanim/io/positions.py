@@ -22,7 +22,8 @@ Formats
     stored.
 
 Saving accepts a :class:`~skelanim.core.motion.Motion` (its forward-kinematics positions, optionally
-with End Sites) or a :class:`JointPositions`, and writes atomically.
+with End Sites) or a :class:`JointPositions`, refuses non-finite positions (which the readers reject) and
+writes atomically.
 
 Errors
 ------
@@ -46,6 +47,7 @@ import numpy as np
 from skelanim.core.motion import Motion
 from skelanim.errors import FormatError, ShapeError, UnsupportedFormatError
 from skelanim.io.atomic import atomic_open
+from skelanim.io.common import require_finite_positions
 
 __all__ = ["SUFFIXES", "JointPositions", "load", "save"]
 
@@ -247,7 +249,8 @@ def _load_npz(path: str | os.PathLike) -> JointPositions:
             or value.dtype.kind not in "iuf"
             or not (math.isfinite(float(value.reshape(()))) and float(value.reshape(())) > 0)
         ):
-            raise FormatError(f"fps: expected one positive number, found {value!r}", path=path)
+            found = value.tolist() if value.size <= 4 else f"{value.size} values, shape {value.shape}"
+            raise FormatError(f"fps: expected one positive number, found {found}", path=path)
         fps = float(value.reshape(()))
     parents: np.ndarray | None = None
     if "parents" in raw:
@@ -460,9 +463,13 @@ def save(obj: Motion | JointPositions, path: str | os.PathLike, *, end_sites: bo
         Another suffix.
     TypeError
         ``obj`` is neither a Motion nor JointPositions.
+    ShapeError
+        A non-finite position (naming the frame, joint and axis); nothing is written, as the readers
+        would refuse the file.
     """
     suffix = _suffix(path)
     data = _as_joint_positions(obj, end_sites)
+    require_finite_positions(data.positions, data.names, path)
     if suffix == ".npz":
         _save_npz(data, path)
     elif suffix == ".npy":

@@ -1,0 +1,90 @@
+"""Helpers shared by the format modules: refusing non-finite values before anything is written, and
+warnings that point at the code that called :func:`skelanim.load`/:func:`skelanim.save`, not at this package.
+
+Every writer checks its input with :func:`require_finite_motion` (or :func:`require_finite_positions`)
+before it opens the output, so a motion holding NaN or infinity raises
+:class:`~skelanim.errors.ShapeError` naming the frame and joint, and no file is written.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import sys
+import warnings
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import torch
+
+from skelanim.core.motion import Motion
+from skelanim.errors import ShapeError
+
+__all__ = ["require_finite_motion", "require_finite_positions", "warn_at_caller"]
+
+_IO_DIR = os.path.dirname(os.path.realpath(__file__))
+_PACKAGE_INIT = os.path.join(os.path.dirname(_IO_DIR), "__init__.py")
+_AXES = "xyz"
+
+
+def _first_bad(values: Any) -> tuple[int, ...] | None:
+    """Index of the first non-finite entry of ``values`` (tensor or array), or ``None``."""
+    array = values.detach().cpu().numpy() if isinstance(values, torch.Tensor) else np.asarray(values)
+    bad = np.argwhere(~np.isfinite(array))
+    return tuple(int(v) for v in bad[0]) if bad.size else None
+
+
+def require_finite_positions(positions: Any, names: Sequence[str], path: str | os.PathLike | None) -> None:
+    """Raise :class:`ShapeError` at the first non-finite value of ``positions`` ``(F, J, 3)``.
+
+    The error names ``path``, the frame, the joint (from ``names``) and the axis.
+    """
+    bad = _first_bad(positions)
+    if bad is not None:
+        f, j, a = bad
+        raise ShapeError(f"cannot write a non-finite position ({_AXES[a]}); nothing was written", path=path,
+                         where=f"frame {f}, joint {names[j]}")
+
+
+def require_finite_motion(motion: Motion, path: str | os.PathLike | None) -> None:
+    """Raise :class:`ShapeError` if ``motion`` holds a non-finite value anywhere a writer reads.
+
+    Checked in this order: bone offsets, End Site offsets (naming the joint), then rotations ``(F, J, 4)``
+    and local translations ``(F, J, 3)`` (the root position and animated joint translations), naming
+    the frame and joint.
+    """
+    skeleton = motion.skeleton
+    bad = _first_bad(skeleton.offsets)
+    if bad is not None:
+        raise ShapeError("cannot write a non-finite bone offset; nothing was written", path=path,
+                         where=f"joint {skeleton.names[bad[0]]}")
+    for j, offset in sorted(skeleton.end_sites.items()):
+        if _first_bad(offset) is not None:
+            raise ShapeError("cannot write a non-finite End Site offset; nothing was written", path=path,
+                             where=f"joint {skeleton.names[j]}")
+    for label, values in (("rotation", motion.rotations), ("translation", motion.local_translations())):
+        bad = _first_bad(values)
+        if bad is not None:
+            f, j = bad[0], bad[1]
+            what = "root position" if label == "translation" and j == 0 else label
+            raise ShapeError(f"cannot write a non-finite {what}; nothing was written", path=path,
+                             where=f"frame {f}, joint {skeleton.names[j]}")
+
+
+def warn_at_caller(message: str, category: type[Warning] = UserWarning) -> None:
+    """``warnings.warn`` attributed to the first frame outside ``skelanim/io`` and ``skelanim/__init__.py``:
+    the code that called :func:`skelanim.load` (or a format's ``load``), however deep the call chain."""
+    frame = sys._getframe(0)
+    level = 1
+    while frame is not None and _in_library(frame.f_code.co_filename):
+        frame = frame.f_back  # type: ignore[assignment]
+        level += 1
+    warnings.warn(message, category, stacklevel=level)
+
+
+@functools.lru_cache(maxsize=256)
+def _in_library(filename: str) -> bool:
+    """Whether ``filename`` is a module of ``skelanim/io`` or ``skelanim/__init__.py``."""
+    real = os.path.realpath(filename)
+    return os.path.dirname(real) == _IO_DIR or real == _PACKAGE_INIT

@@ -1,0 +1,125 @@
+"""Every writer refuses what its own reader would reject (non-finite values, BVH joint names that do not
+read back), names the frame and joint, and leaves no file behind (an old file stays as it was)."""
+
+from __future__ import annotations
+
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+import skelanim
+from skelanim import Motion, Skeleton
+from skelanim.data.samples import sample_path
+from skelanim.errors import SkelanimError, SkeletonError, UnsupportedFormatError
+from skelanim.io import bvh
+from skelanim.io.positions import JointPositions
+
+SUFFIXES = [".bvh", ".txt", ".glb", ".gltf", ".npz", ".npy", ".csv"]
+
+
+def walk() -> Motion:
+    return skelanim.load(sample_path("walk"))
+
+
+def assert_refused(motion: Motion | JointPositions, target: Path, *needles: str) -> None:
+    """Saving ``motion`` to ``target`` (which holds ``old``) raises naming ``needles`` and changes nothing."""
+    target.write_bytes(b"old")
+    with pytest.raises(SkelanimError) as info:
+        skelanim.save(motion, target)
+    line = info.value.one_line()
+    assert line.startswith(str(target)), line
+    for needle in needles:
+        assert needle in line, (needle, line)
+    assert target.read_bytes() == b"old"
+    assert [p.name for p in target.parent.iterdir()] == [target.name]  # no temporary file left
+
+
+@pytest.mark.parametrize("suffix", SUFFIXES)
+def test_non_finite_root_position_is_refused_by_every_writer(tmp_path: Path, suffix: str) -> None:
+    motion = walk()
+    roots = motion.root_positions.clone()
+    roots[5, 1] = float("nan")
+    assert_refused(motion.copy(root_positions=roots), tmp_path / f"out{suffix}", "frame 5", "root", "non-finite")
+
+
+@pytest.mark.parametrize("suffix", [".bvh", ".glb", ".gltf"])
+def test_non_finite_rotation_names_frame_and_joint(tmp_path: Path, suffix: str) -> None:
+    motion = walk()
+    rotations = motion.rotations.clone()
+    rotations[7, 3, 2] = float("inf")
+    assert_refused(motion.copy(rotations=rotations), tmp_path / f"out{suffix}",
+                   f"frame 7, joint {motion.skeleton.names[3]}", "non-finite rotation")
+
+
+@pytest.mark.parametrize("suffix", [".bvh", ".glb", ".txt", ".npz", ".csv"])
+def test_non_finite_bone_offset_is_refused(tmp_path: Path, suffix: str) -> None:
+    motion = walk()
+    sk = motion.skeleton
+    offsets = sk.offsets.clone()
+    offsets[4, 0] = float("nan")
+    broken = motion.copy(skeleton=Skeleton(sk.names, sk.parents, offsets, sk.channels, sk.end_sites))
+    assert_refused(broken, tmp_path / f"out{suffix}", "non-finite")
+
+
+@pytest.mark.parametrize("suffix", [".npz", ".npy", ".csv"])
+def test_non_finite_joint_positions_are_refused(tmp_path: Path, suffix: str) -> None:
+    data = JointPositions.from_motion(walk())
+    data.positions[3, 2, 2] = float("nan")
+    assert_refused(data, tmp_path / f"p{suffix}", f"frame 3, joint {data.names[2]}", "(z)")
+
+
+@pytest.mark.parametrize("suffix", [".bvh", ".txt", ".json", ".glb", ".gltf", ""])
+def test_joint_positions_cannot_be_saved_as_a_motion_format(tmp_path: Path, suffix: str) -> None:
+    target = tmp_path / f"out{suffix}"
+    with pytest.raises(UnsupportedFormatError, match=r"expected \.npz, \.npy or \.csv") as info:
+        skelanim.save(JointPositions.from_motion(walk()), target)
+    assert info.value.path == str(target)
+    assert list(tmp_path.iterdir()) == []
+
+
+def renamed(motion: Motion, j: int, name: str) -> Motion:
+    sk = motion.skeleton
+    names = list(sk.names)
+    names[j] = name
+    return motion.copy(skeleton=Skeleton(names, sk.parents, sk.offsets, sk.channels, sk.end_sites))
+
+
+@pytest.mark.parametrize("name", ["a{b}", "x}", "  padded ", "x\ty", "two  spaces", "line\nbreak", "nb\xa0sp", "",
+                                  "nul\x00"])
+def test_bvh_refuses_joint_names_it_cannot_hold(tmp_path: Path, name: str) -> None:
+    motion = renamed(walk(), 2, name)
+    target = tmp_path / "names.bvh"
+    assert_refused(motion, target, "joint 2", repr(name), "rename the joint")
+    with pytest.raises(SkeletonError, match="cannot be written to a BVH file"):
+        bvh.dumps(motion)
+
+
+@pytest.mark.parametrize("name", ["Left Arm", "é ü", "End Site", "a_b-c.d:1"])
+def test_bvh_names_with_single_spaces_and_unicode_round_trip(tmp_path: Path, name: str) -> None:
+    target = tmp_path / "names.bvh"
+    bvh.save(renamed(walk(), 2, name), target)
+    assert skelanim.load(target).skeleton.names[2] == name
+
+
+def test_writer_warnings_point_at_the_caller(tmp_path: Path) -> None:
+    motion = walk()
+    sk = motion.skeleton
+    channels = list(sk.channels)
+    channels[3] = ()  # a rotating joint without rotation channels: its rotation is not written
+    stripped = motion.copy(skeleton=Skeleton(sk.names, sk.parents, sk.offsets, channels, sk.end_sites))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        skelanim.save(stripped, tmp_path / "w.bvh")
+    assert [w.filename for w in caught] == [__file__], [(w.filename, str(w.message)) for w in caught]
+    assert "has no rotation channels" in str(caught[0].message)
+
+
+def test_finite_motions_still_write_everywhere(tmp_path: Path) -> None:
+    motion = walk()
+    for suffix in SUFFIXES:
+        skelanim.save(motion, tmp_path / f"ok{suffix}")
+    assert np.allclose(skelanim.load_positions(tmp_path / "ok.npz").positions, motion.positions().numpy())
+    assert torch.allclose(skelanim.load(tmp_path / "ok.txt").root_positions, motion.root_positions)
