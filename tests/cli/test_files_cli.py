@@ -7,6 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from time_limit import within  # tests/helpers
 
 import skelanim
 from skelanim.cli import main
@@ -269,17 +270,3 @@ def test_malformed_gltf_is_one_line_at_the_cli(tmp_path: Path, capsys, change, e
     assert not dst.exists()
 
 
-def within(seconds: int, fn):
-    """``fn()``, failing the test (instead of hanging: node cycles used to loop forever) after ``seconds``."""
-    import signal
-
-    def stop(signum, frame):
-        raise AssertionError(f"still running after {seconds} s (an endless loop?)")
-
-    old = signal.signal(signal.SIGALRM, stop)
-    signal.alarm(seconds)
-    try:
-        return fn()
-    finally:
-        signal.alarm(0)
-        signal.signal(signal.SIGALRM, old)

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import base64
 import json
-import signal
 import struct
 from collections.abc import Callable
 from pathlib import Path
@@ -13,6 +12,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from time_limit import within  # tests/helpers
 
 import skelanim
 from skelanim.data.samples import sample_path
@@ -25,21 +25,6 @@ def base_doc(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     path = tmp_path_factory.mktemp("gltf") / "walk.gltf"
     gltf.save(skelanim.load(sample_path("walk")), path)
     return json.loads(path.read_text())
-
-
-def within(seconds: int, fn: Callable[[], Any]) -> Any:
-    """``fn()``, failing the test (instead of hanging) after ``seconds``."""
-
-    def stop(signum: int, frame: Any) -> None:
-        raise AssertionError(f"still running after {seconds} s (an endless loop?)")
-
-    old = signal.signal(signal.SIGALRM, stop)
-    signal.alarm(seconds)
-    try:
-        return fn()
-    finally:
-        signal.alarm(0)
-        signal.signal(signal.SIGALRM, old)
 
 
 def load_error(path: Path) -> str:
