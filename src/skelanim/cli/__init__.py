@@ -2,7 +2,8 @@
 
 Every command group lives in its own module and registers itself on :data:`app`. Bad input never
 shows a traceback: :func:`main` turns a :class:`skelanim.errors.SkelanimError` (or an OS error on a
-named file) into one line ``error: FILE:LINE: what was expected`` on stderr and exit code 2.
+named file) into one line ``error: FILE:LINE: what was expected`` on stderr and exit code 2; a warning
+of the library is one line ``warning: MESSAGE``.
 """
 
 from __future__ import annotations
@@ -41,8 +42,11 @@ def main(argv: list[str] | None = None) -> int:
     Usage errors are reported by typer/click itself (usage line + message, exit 2); library errors on
     bad input become one ``error:`` line.
     """
+    from skelanim.cli.files import warnings_as_lines
+
     try:
-        app(args=argv, prog_name="skelanim", standalone_mode=True)
+        with warnings_as_lines():  # the library's warnings as one line each, in every command
+            app(args=argv, prog_name="skelanim", standalone_mode=True)
     except SystemExit as exit_:
         code = exit_.code
         return code if isinstance(code, int) else (0 if code is None else 1)

@@ -1,7 +1,8 @@
 """File commands: ``info``, ``convert``, ``positions``.
 
 Warnings the library gives while reading or writing (e.g. frame lines beyond a BVH's ``Frames:`` count)
-are printed as one line ``warning: MESSAGE`` on stderr, without the Python source location.
+are printed as one line ``warning: MESSAGE`` on stderr, without the Python source location
+(:func:`warnings_as_lines`, which :func:`skelanim.cli.main` puts around every command).
 """
 
 from __future__ import annotations
@@ -68,8 +69,7 @@ def info(
     """Show joints, frames, fps, duration, channel orders, height and the up axis guess of FILE."""
     import skelanim
 
-    with warnings_as_lines():
-        motion = skelanim.load(file)
+    motion = skelanim.load(file)
     facts = describe(motion, str(file))
     if as_json:
         typer.echo(json.dumps(facts, indent=2))
@@ -95,13 +95,12 @@ def convert(
     import skelanim
     from skelanim import ops
 
-    with warnings_as_lines():
-        motion = skelanim.load(src)
-        if scale is not None:
-            motion = ops.scale(motion, scale)
-        if fps is not None:
-            motion = ops.resample(motion, fps)
-        skelanim.save(motion, dst)
+    motion = skelanim.load(src)
+    if scale is not None:
+        motion = ops.scale(motion, scale)
+    if fps is not None:
+        motion = ops.resample(motion, fps)
+    skelanim.save(motion, dst)
     typer.echo(f"wrote {dst} ({motion.num_frames} frames at {motion.fps:g} fps)")
 
 
@@ -115,7 +114,6 @@ def positions(
     import skelanim
     from skelanim.io.positions import JointPositions
 
-    with warnings_as_lines():
-        data = JointPositions.from_motion(skelanim.load(src), end_sites=end_sites)
-        skelanim.save(data, out)
+    data = JointPositions.from_motion(skelanim.load(src), end_sites=end_sites)
+    skelanim.save(data, out)
     typer.echo(f"wrote {out} ({len(data.names)} joints, {data.positions.shape[0]} frames)")
