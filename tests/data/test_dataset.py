@@ -33,6 +33,11 @@ def test_parse_bandai_labels():
     with pytest.raises(LabelError, match="does not match"):
         parse_labels("walk.bvh")
     assert parse_labels("a-b.bvh", pattern=r"(?P<content>\w)-(?P<style>\w)") == {"content": "a", "style": "b"}
+    from skelanim.data.labels import known_labels  # the datasets' names, then the ones skelanim generate writes
+
+    assert known_labels("dataset-1_walk_happy_001.bvh")["dataset"] == "1"
+    assert known_labels("out/walk-back_happy_03.bvh") == {"content": "walk-back", "style": "happy", "take": "03"}
+    assert known_labels("neutral walk.bvh") == {}
 
 
 def test_vocabulary():

@@ -386,7 +386,7 @@ def generate_cmd(
     import torch
 
     import skelanim
-    from skelanim.data.labels import BANDAI_PATTERN, GENERATED_PATTERN, LabelError, parse_labels
+    from skelanim.data.labels import LabelError, known_labels
     from skelanim.learn.generate import Generator
 
     gen = Generator.load(model)
@@ -396,13 +396,7 @@ def generate_cmd(
         motions = [skelanim.load(p) for p in interpolate]
         labels = []
         for p, motion in zip(interpolate, motions):
-            lab: dict[str, str] = {}
-            for pattern in (BANDAI_PATTERN, GENERATED_PATTERN):
-                try:
-                    lab = parse_labels(p, pattern)
-                    break
-                except LabelError:
-                    continue
+            lab = known_labels(p)
             if not motion.skeleton.same_topology(gen.rig.skeleton):
                 raise skelanim.errors.SkeletonError(
                     f"the generator was trained on a {gen.rig.skeleton.num_joints}-joint skeleton "
@@ -446,7 +440,7 @@ def evaluate_cmd(
     """Compare two sets of motion files with every metric (FID, diversity, recognition, jerk, foot skating, ...)."""
     import skelanim
     from skelanim.data.dataset import expand_paths
-    from skelanim.data.labels import BANDAI_PATTERN, GENERATED_PATTERN, LabelError, parse_labels
+    from skelanim.data.labels import known_labels
     from skelanim.learn.recognize import Recognizer
     from skelanim.metrics.compare import compare_sets
 
@@ -459,13 +453,8 @@ def evaluate_cmd(
     contents: dict[str, Any] = {}
     unlabelled = []
     for k, v in files.items():
-        contents[k] = None
-        for pattern in (BANDAI_PATTERN, GENERATED_PATTERN):  # the datasets' names, then skelanim generate's
-            try:
-                contents[k] = [parse_labels(f, pattern)["content"] for f in v]
-                break
-            except LabelError:
-                continue
+        found = [known_labels(f).get("content") for f in v]  # the datasets' names, or skelanim generate's
+        contents[k] = None if None in found else found
         if contents[k] is None:
             unlabelled.append(f"set {k}: its file names carry no content label (dataset-N_CONTENT_STYLE_TAKE or "
                               "CONTENT_STYLE_TAKE), so 'recognised' is left out")  # fmt: skip

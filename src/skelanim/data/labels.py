@@ -16,7 +16,7 @@ from pathlib import Path
 
 from skelanim.errors import SkelanimError
 
-__all__ = ["BANDAI_PATTERN", "GENERATED_PATTERN", "LabelError", "Vocabulary", "parse_labels"]
+__all__ = ["BANDAI_PATTERN", "GENERATED_PATTERN", "LabelError", "Vocabulary", "known_labels", "parse_labels"]
 
 #: ``dataset-{n}_{content}_{style}_{take}`` (the Bandai-Namco research datasets 1 and 2).
 BANDAI_PATTERN = r"^dataset-(?P<dataset>\d+)_(?P<content>[^_]+)_(?P<style>[^_]+)_(?P<take>\d+)$"
@@ -53,6 +53,17 @@ def parse_labels(path: str | os.PathLike, pattern: str = BANDAI_PATTERN) -> dict
     if match is None:
         raise LabelError(f"file name {stem!r} does not match the label pattern {pattern}", path=path)
     return {k: v for k, v in match.groupdict().items() if v is not None}
+
+
+def known_labels(path: str | os.PathLike, patterns: Sequence[str] = (BANDAI_PATTERN, GENERATED_PATTERN)) -> dict[str, str]:
+    """The labels of the first of ``patterns`` that ``path``'s name matches (the datasets' names, then the ones
+    ``skelanim generate`` writes), or ``{}`` when none does."""
+    for pattern in patterns:
+        try:
+            return parse_labels(path, pattern)
+        except LabelError:
+            continue
+    return {}
 
 
 @dataclass(frozen=True)
