@@ -27,7 +27,12 @@ no other exception type escapes :func:`load`/:func:`loads` for any input bytes. 
 
 Writing
 -------
-:func:`dumps` writes the hierarchy with tabs, each joint's channels in its stored order. Quaternions go
+:func:`dumps` writes the hierarchy with tabs, each joint's channels in its stored order. Every joint
+without children ends with an ``End Site`` block, as strict readers (MotionBuilder, Blender's importer,
+most parsers) require: its :attr:`Skeleton.end_sites` offset, or ``OFFSET 0 0 0`` for a leaf that has
+none (e.g. the DeepMimic humanoid's ankles and neck). Read back, such a leaf has that zero End Site in
+:attr:`Skeleton.end_sites`; joints, names, offsets, channels and joint positions are unchanged, and
+End Sites read from a file are written back as they were. Quaternions go
 back to Euler angles in each joint's order; then, per joint, the Euler solution (of the two a
 Tait-Bryan or proper Euler order allows) and each angle's turn count are chosen for continuity over
 time, so continuous motion comes back with the same numbers (also angles beyond +-180 degrees) up to
@@ -319,6 +324,20 @@ def _frame_values(motion: Motion, order: list[int], precision: int) -> np.ndarra
     return out
 
 
+def _end_site(skeleton: Skeleton, j: int, has_children: set[int]) -> np.ndarray | None:
+    """The ``End Site`` offset to write under joint ``j``, or ``None`` for no End Site block.
+
+    The skeleton's own End Site where it has one (any joint, as read); otherwise a joint without children
+    gets a zero End Site, as strict readers (MotionBuilder, Blender, most parsers) require every chain
+    of the hierarchy to end with one. A joint with children and no End Site gets none.
+    """
+    if j in skeleton.end_sites:
+        return skeleton.end_sites[j].numpy()
+    if j not in has_children:
+        return np.zeros(3)
+    return None
+
+
 def _name_problem(name: str) -> str | None:
     """Why joint ``name`` would not read back from a BVH file unchanged, or ``None`` if it would."""
     if not name:
@@ -387,6 +406,7 @@ def _text(motion: Motion, precision: int) -> str:
     for j in order[1:]:
         depth[j] = depth[int(parents[j])] + 1
     offsets = skeleton.offsets.numpy()
+    has_children = {int(p) for p in parents.tolist() if p >= 0}
     lines = ["HIERARCHY"]
     open_joints: list[int] = []
     for j in order:
@@ -399,8 +419,8 @@ def _text(motion: Motion, precision: int) -> str:
         lines.append(f"{ind}\tOFFSET {' '.join(_fmt(v) for v in offsets[j])}")
         chans = skeleton.channels[j]
         lines.append(f"{ind}\tCHANNELS {len(chans)}{''.join(' ' + c for c in chans)}")
-        if j in skeleton.end_sites:
-            end = skeleton.end_sites[j].numpy()
+        end = _end_site(skeleton, j, has_children)
+        if end is not None:
             lines += [f"{ind}\tEnd Site", f"{ind}\t{{", f"{ind}\t\tOFFSET {' '.join(_fmt(v) for v in end)}",
                       f"{ind}\t}}"]
         open_joints.append(j)
