@@ -104,9 +104,11 @@ def test_gan_terms_move_only_their_own_player(tiny_ds):
     task = GenerateTask(gen, tiny_ds, stride=8, adversarial=1.0)
     batch = task.batch(torch.arange(8), seeded_generator(0))
     _, parts = task.loss(gen, batch)
-    assert {"rec", "kl", "pos", "vel", "skate", "g_adv", "d", "fake_skate", "speed", "speed_frames"} == set(parts)
+    assert {"rec", "kl", "pos", "vel", "skate", "g_adv", "d", "g_pose", "d_pose", "fake_skate", "speed",
+            "speed_frames"} == set(parts)  # fmt: skip
     terms = gen(batch["x"], batch["content"], batch["style"], batch["eps"], batch["prior"])
     d_params, dec_params = list(gen.disc.parameters()), list(gen.vae.dec.parameters())
+    pose_params = list(gen.pose_disc.parameters())
 
     def moved(loss, params):
         grads = torch.autograd.grad(loss, params, allow_unused=True, retain_graph=True)
@@ -114,6 +116,39 @@ def test_gan_terms_move_only_their_own_player(tiny_ds):
 
     assert not moved(terms["g_adv"], d_params) and moved(terms["g_adv"], dec_params)  # G's term: decoder only
     assert moved(terms["d"], d_params) and not moved(terms["d"], dec_params)  # D's term: discriminator only
+    assert not moved(terms["g_pose"], pose_params) and moved(terms["g_pose"], dec_params)
+    assert moved(terms["d_pose"], pose_params) and not moved(terms["d_pose"], dec_params + d_params)
+    assert not moved(terms["d"], pose_params)  # each discriminator learns from its own term only
+
+
+def test_pose_discriminator_scores_each_frame_from_that_frame_alone():
+    from skelanim.learn.cvae import PoseDiscriminator
+
+    torch.manual_seed(0)
+    disc, c = PoseDiscriminator(10, 4, hidden=16), torch.randn(2, 4)
+    x = torch.randn(2, 12, 10)
+    y = x.clone()
+    y[:, 0] += 1.0  # change the first frame only: a temporal discriminator's padded edge
+    y[:, 11] -= 1.0  # and the last
+    a, b = disc(x, c), disc(y, c)
+    assert a.shape == (2, 12)
+    assert torch.equal(a[:, 1:11], b[:, 1:11])  # the other frames' scores do not move
+    assert (a[:, [0, 11]] - b[:, [0, 11]]).abs().min() > 0
+    per_frame = torch.stack([disc(x[:, t : t + 1], c)[:, 0] for t in range(12)], 1)  # frames scored one by one
+    assert torch.allclose(per_frame, a, atol=1e-6)
+
+
+def test_the_pose_term_trains_its_discriminator_only_when_weighted(tiny_ds):
+    gen = _generator(tiny_ds)
+    batch = GenerateTask(gen, tiny_ds, stride=8, adversarial=1.0).batch(torch.arange(8), seeded_generator(0))
+    params = list(gen.pose_disc.parameters())
+
+    def pose_disc_grad(w_pose: float) -> float:
+        gen.zero_grad()
+        GenerateTask(gen, tiny_ds, stride=8, adversarial=1.0, w_pose=w_pose).loss(gen, batch)[0].backward()
+        return sum(float(p.grad.abs().sum()) for p in params if p.grad is not None)
+
+    assert pose_disc_grad(0.0) == 0.0 and pose_disc_grad(1.0) > 0
 
 
 def test_train_sample_write_bvh_and_interpolate(tiny_ds, tmp_path):
@@ -168,15 +203,17 @@ def test_shipping_copy_is_float16_without_the_discriminator(tiny_ds, tmp_path):
     gen = _generator(tiny_ds)
     GenerateTask(gen, tiny_ds, stride=8)  # sets the statistics
     save_model_files(tmp_path / "full", gen.state_dict(), gen.config())
-    size = export_for_shipping(tmp_path / "full", tmp_path / "ship", drop=("disc.",))
+    size = export_for_shipping(tmp_path / "full", tmp_path / "ship", drop=("disc.", "pose_disc."))
     tensors, config = load_model_files(tmp_path / "ship")
     assert size == (tmp_path / "ship" / "model.safetensors").stat().st_size
-    assert not any(k.startswith("disc.") for k in tensors) and config["shipped"]["dropped"] == ["disc."]
+    assert not any(k.startswith(("disc.", "pose_disc.")) for k in tensors)
+    assert config["shipped"]["dropped"] == ["disc.", "pose_disc."]
     assert tensors["vae.out.conv.weight"].dtype == torch.float16 and tensors["norm.std"].dtype == torch.float32
     a = Generator.load(tmp_path / "ship").sample(["walk"], ["happy"], generator=torch.Generator().manual_seed(0))
     b = Generator.load(tmp_path / "full").sample(["walk"], ["happy"], generator=torch.Generator().manual_seed(0))
     assert torch.allclose(a, b, atol=1e-2 * float(b.abs().max()))
-    assert config["options"] == {"latent": 8, "hidden": 32, "embed": 4, "z_every": False}  # recorded in full
+    assert config["options"] == {"latent": 8, "hidden": 32, "embed": 4, "z_every": False, "decoder": "conv",
+                                 "layers": 4, "padding": "zeros"}  # recorded in full  # fmt: skip
 
 
 def test_recognition_term_moves_only_the_decoder_and_can_be_lowered(tiny_ds):
@@ -275,3 +312,60 @@ def test_the_per_frame_speed_gap_sees_fast_ends_the_mean_gap_misses():
     # frames 0 and 9 move 0.1 (2.5 / s), the 8 others none; real: 0.5 / s everywhere; joint 0 (pelvis) 0 in both
     assert float(frame_gap) == pytest.approx((2 * 2.0 + 8 * 0.5) / 10 / 2, abs=1e-12)
     assert float(speed_gaps(window(steady), window(steady), fps)[1]) == pytest.approx(0.0, abs=1e-12)
+
+
+def test_sinusoidal_codes_match_the_closed_form():
+    from skelanim.learn.cvae import sinusoidal_codes
+
+    codes = sinusoidal_codes(50, 8)
+    for t in (0, 7, 49):
+        for i in range(4):
+            w = 10000 ** (-2 * i / 8)
+            assert math.isclose(codes[t, 2 * i], math.sin(t * w), abs_tol=1e-5)
+            assert math.isclose(codes[t, 2 * i + 1], math.cos(t * w), abs_tol=1e-5)
+
+
+def test_transformer_decoder_trains_and_tells_frames_apart(tiny_ds, tmp_path):
+    """The ACTOR-style decoder: frames differ even with a constant (z, condition) input (the time codes reach
+    every frame), a few steps lower its loss, and the option travels with the saved model."""
+    torch.manual_seed(0)
+    options = {**SMALL, "decoder": "transformer", "layers": 2}
+    gen = Generator(tiny_ds.rig, sorted(set(tiny_ds.labels("content"))), sorted(set(tiny_ds.labels("style"))),
+                    length=16, options=options)  # fmt: skip
+    with torch.no_grad():
+        out = gen.vae.decode(torch.zeros(2, 8), gen.vae.condition(torch.tensor([0, 0]), torch.tensor([0, 0])))
+    assert out.shape == (2, 16, 130) and float((out[:, 1:] - out[:, :-1]).abs().mean()) > 1e-3
+    task = GenerateTask(gen, tiny_ds, stride=8)
+    batch = task.batch(torch.arange(16), seeded_generator(0))
+    opt = torch.optim.Adam(gen.parameters(), lr=3e-3)
+    losses = []
+    for _ in range(30):
+        loss, _ = task.loss(gen, batch)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        losses.append(float(loss.detach()))
+    assert losses[-1] < 0.7 * losses[0]
+    with pytest.raises(ValueError, match="decoder must be"):
+        Generator(tiny_ds.rig, ["walk"], ["happy"], length=16, options={**SMALL, "decoder": "mlp"})
+    from skelanim.nn.checkpoint import save_model_files
+
+    save_model_files(tmp_path / "tf", gen.state_dict(), gen.config())
+    back = Generator.load(tmp_path / "tf")
+    assert back.vae.decoder == "transformer"
+    z, c = torch.randn(3, 8), back.vae.condition(torch.tensor([0, 1, 0]), torch.tensor([1, 0, 0]))
+    assert torch.allclose(back.vae.decode(z, c), gen.eval().vae.decode(z, c), atol=1e-5)
+
+
+def test_replicate_padding_gives_the_window_ends_no_inputs_of_their_own():
+    """A still input stays still through a replicate-padded decoder layer; with zero padding the first and
+    last frames differ from the rest (the free edge that limb-speed matching exploited)."""
+    from skelanim.learn.cvae import _CondConv
+
+    torch.manual_seed(0)
+    x, c = torch.randn(2, 6, 1).expand(-1, -1, 20), torch.randn(2, 3)
+    for padding, still in (("replicate", True), ("zeros", False)):
+        layer = _CondConv(6, 3, 5, 5, padding=padding)
+        y = layer(x, c)
+        assert y.shape == (2, 5, 20)
+        assert torch.allclose(y, y[..., 10:11].expand_as(y), atol=1e-6) is still

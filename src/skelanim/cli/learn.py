@@ -270,6 +270,8 @@ def generate_train(
     free_bits: float = typer.Option(0.25, "--free-bits", min=0.0, help="KL floor per latent dimension (nats)."),
     vel: float = typer.Option(2.0, "--vel", min=0.0, help="Weight of the L1 of FK position changes (limb motion)."),
     z_every: bool = typer.Option(True, "--z-every/--z-first", help="Feed z to every decoder layer (or the first only)."),
+    decoder: str = typer.Option("conv", "--decoder", help="VAE decoder: 'conv' or 'transformer' (ACTOR-style)."),
+    padding: str = typer.Option("zeros", "--padding", help="Convolutional decoder's padding: 'zeros' or 'replicate'."),
     adversarial: float = typer.Option(0.02, "--adversarial"),
     speed: float = typer.Option(
         0.0, "--speed-match", min=0.0, help="GAN stage: weight of matching the real per-joint limb speed."
@@ -280,6 +282,10 @@ def generate_train(
     recognition: float = typer.Option(
         0.0, "--recognition", min=0.0, help="GAN stage: weight of the frozen recogniser's cross-entropy on samples."
     ),
+    pose_adversarial: float = typer.Option(
+        0.0, "--pose-adversarial", min=0.0, help="GAN stage: weight of fooling a per-frame pose discriminator."
+    ),
+    keep: str = typer.Option("best", "--keep", help=KEEP_HELP, callback=check_keep),
     init: Path | None = typer.Option(
         None, "--init", help="Start the GAN stage from this generator folder (skips the VAE stage)."
     ),
@@ -299,9 +305,10 @@ def generate_train(
     reference = rec.embed_dataset(parts["train"], stride=8, length=window, speed_votes=False)["features"]
     result = train_generator(parts["train"], out, length=window, stride=stride, embed=rec.embed_arrays, reference=reference,
                              vae_loop=train_config(vae_epochs, batch_size, lr, seed, max_steps, progress, 100),
-                             gan_loop=train_config(gan_epochs, batch_size, gan_lr, seed, max_steps, progress, 20) if gan_epochs else None,
+                             gan_loop=train_config(gan_epochs, batch_size, gan_lr, seed, max_steps, progress, 20, keep=keep) if gan_epochs else None,
                              weights={"beta": beta, "free_bits": free_bits, "w_vel": vel, "adversarial": adversarial,
-                                      "w_speed": speed, "w_speed_frames": speed_frames, "recognition": recognition}, options={"z_every": z_every},
+                                      "w_speed": speed, "w_speed_frames": speed_frames, "w_pose": pose_adversarial,
+                                      "recognition": recognition}, options={"z_every": z_every, "decoder": decoder, "padding": padding},
                              recognizer=rec, init=init, resume=resume, command=command_line())  # fmt: skip
     last = result["gan"] or result["vae"]
     report_training(

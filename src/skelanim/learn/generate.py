@@ -16,7 +16,9 @@ Training (:func:`train_generator`) runs the shared loop (:func:`skelanim.nn.fit`
    lowest point in 3-14 % of frames (real data: 78 %).
 2. **GAN refinement**: the same, plus a conditional :class:`~skelanim.learn.cvae.TemporalDiscriminator`
    trained with the least-squares GAN loss on real windows against samples decoded from the prior, and the
-   decoder trained to fool it (``w_adv``), optionally to keep its prior samples off the (self-weighted)
+   decoder trained to fool it (``w_adv``), optionally to fool a per-frame
+   :class:`~skelanim.learn.cvae.PoseDiscriminator` as well (``w_pose``: every frame's pose, the window's ends
+   included, must pass for a real one), optionally to keep its prior samples off the (self-weighted)
    skating term (``w_fake_skate``, off by default), to match the real windows' per-joint limb speed
    (``w_speed``; :func:`limb_speed`) and to make a frozen recogniser label them with the
    requested content (``recognition``; :meth:`GenerateTask.recognition`). Both players
@@ -55,14 +57,14 @@ from skelanim.learn.common import (
     rig_fk,
     spread_sample,
 )
-from skelanim.learn.cvae import MotionCVAE, TemporalDiscriminator
+from skelanim.learn.cvae import MotionCVAE, PoseDiscriminator, TemporalDiscriminator
 from skelanim.learn.recognize import Recognizer, content_log_probabilities
 from skelanim.metrics.distribution import diversity, fid, outlier_share
 from skelanim.metrics.kinematic import foot_skating
 from skelanim.nn.checkpoint import load_model_files
 from skelanim.nn.train import TrainConfig, fit
 
-__all__ = ["FORMAT", "GenerateTask", "Generator", "evaluate_generation", "heading_poses", "limb_speed", "speed_gaps",
+__all__ = ["FORMAT", "GenerateTask", "Generator", "evaluate_generation", "heading_poses", "limb_speed", "lsgan_terms", "speed_gaps",
            "train_generator"]
 
 FORMAT = "skelanim-generator"
@@ -70,6 +72,8 @@ FORMAT = "skelanim-generator"
 SKATE_THRESHOLD = 0.02
 #: Every how many frames a window's pose counts in ``pose_outliers`` (:func:`evaluate_generation`).
 POSE_EVERY = 4
+#: Parameter prefixes a generator folder may leave out (sampling needs neither discriminator).
+DISCRIMINATORS = ("disc.", "pose_disc.")
 
 
 def limb_speed(pos: Tensor, fps: float) -> Tensor:
@@ -77,6 +81,16 @@ def limb_speed(pos: Tensor, fps: float) -> Tensor:
     ``(B, T - 1, M)`` (position units per second; the first joint's column is 0)."""
     rel = pos - pos[..., :1, :]
     return (rel[:, 1:] - rel[:, :-1]).norm(dim=-1) * fps
+
+
+def lsgan_terms(disc: nn.Module, real: Tensor, fake: Tensor, c: Tensor) -> tuple[Tensor, Tensor]:
+    """Least-squares GAN terms of one discriminator (Mao et al. 2017): ``(B, T, D)`` real and fake windows and
+    the ``(B, cond)`` condition to the generator's term (through a copy of ``disc`` with detached parameters,
+    so it moves only the generator) and the discriminator's (on detached samples and condition)."""
+    frozen = {k: v.detach() for k, v in disc.named_parameters()}
+    g = (functional_call(disc, frozen, (fake, c.detach())) - 1).pow(2).mean()
+    d = (disc(real, c.detach()) - 1).pow(2).mean() + disc(fake.detach(), c.detach()).pow(2).mean()
+    return g, d
 
 
 def speed_gaps(fake: Tensor, real: Tensor, fps: float) -> tuple[Tensor, Tensor]:
@@ -117,6 +131,7 @@ class Generator(nn.Module):
         self.norm = Normalizer((dim,))
         self.vae = MotionCVAE(dim, self.length, len(contents), len(styles), **self.options)
         self.disc = TemporalDiscriminator(dim, self.vae.content_embed.embedding_dim * 2)
+        self.pose_disc = PoseDiscriminator(dim, self.vae.content_embed.embedding_dim * 2)
         self.fk = rig_fk(rig)
 
     def config(self) -> dict[str, Any]:
@@ -137,7 +152,7 @@ class Generator(nn.Module):
         discriminator may be absent (shipped folders leave it out: sampling does not use it)."""
         tensors, config, path = load_folder(folder, default, FORMAT)
         model = cls.from_config(config)
-        load_weights(model, tensors, path, optional=("disc.",))
+        load_weights(model, tensors, path, optional=DISCRIMINATORS)
         return model.eval()
 
     # ------------------------------------------------------------------ features
@@ -209,7 +224,7 @@ class Generator(nn.Module):
             Scalars ``rec`` (L1, standardised), ``kl`` (batch mean), ``pos`` (L1 of FK positions with the integrated
             root path, heights), ``vel`` (L1 of their per-second changes, heights/s), ``skate`` (:meth:`skating` of the reconstructions) and, with ``prior``, ``g_adv`` (the
             decoder's LSGAN term through a parameter-detached discriminator), ``d`` (the discriminator's, on
-            detached samples), ``fake_skate``, ``speed`` (L1 between the prior samples' and the real windows'
+            detached samples), ``g_pose`` and ``d_pose`` (the same for the per-frame pose discriminator), ``fake_skate``, ``speed`` (L1 between the prior samples' and the real windows'
             per-joint mean :func:`limb_speed`, same classes, heights/s), ``speed_frames`` (the same for each frame's
             batch mean: a window cannot make up its mean speed with fast frames at its ends) and ``fake`` (the ``(B, T, D)`` standardised prior samples, not a
             scalar); ``kl_dim`` is the ``(latent,)`` batch-mean KL per dimension (for free bits).
@@ -225,11 +240,8 @@ class Generator(nn.Module):
                  "pos": (pos_hat - pos).abs().mean(), "vel": vel, "skate": self.skating(pos_hat, contacts)}  # fmt: skip
         if prior is not None:
             fake = self.vae.decode(prior, c)
-            frozen = {k: v.detach() for k, v in self.disc.named_parameters()}
-            terms["g_adv"] = (functional_call(self.disc, frozen, (fake, c.detach())) - 1).pow(2).mean()
-            terms["d"] = (self.disc(x, c.detach()) - 1).pow(2).mean() + self.disc(fake.detach(), c.detach()).pow(
-                2
-            ).mean()
+            terms["g_adv"], terms["d"] = lsgan_terms(self.disc, x, fake, c)
+            terms["g_pose"], terms["d_pose"] = lsgan_terms(self.pose_disc, x, fake, c)
             pos_fake = self.positions(self.norm.inverse(fake))[0]
             terms["fake_skate"] = self.skating(pos_fake)
             terms["speed"], terms["speed_frames"] = speed_gaps(pos_fake, pos.detach(), self.fps)
@@ -302,6 +314,9 @@ class GenerateTask:
     w_speed_frames : float
         GAN stage: the same statistic matched frame by frame (each frame's batch mean against the real mean), so
         that fast frames at a window's ends cannot make up for slow ones inside it.
+    w_pose : float
+        GAN stage: weight of the decoder's term against the per-frame pose discriminator (0: that
+        discriminator is not trained either).
     real_contacts : bool
         Weight the reconstructions' skating by the real windows' contacts (otherwise self-weighted).
     embed : callable, optional
@@ -321,7 +336,7 @@ class GenerateTask:
     def __init__(self, model: Generator, train_ds: MotionDataset, *, stride: int = 8, beta: float = 2e-3,
                  w_pos: float = 2.0, w_vel: float = 0.0, w_skate: float = 1.0, free_bits: float = 0.0,
                  adversarial: float = 0.0, w_fake_skate: float = 0.0, w_speed: float = 0.0, w_speed_frames: float = 0.0,
-                 real_contacts: bool = True,
+                 w_pose: float = 0.0, real_contacts: bool = True,
                  embed: Callable[..., tuple[Tensor, Tensor]] | None = None, reference: Tensor | None = None,
                  recognizer: Recognizer | None = None, w_recog: float = 0.0,
                  meta: dict[str, Any] | None = None) -> None:  # fmt: skip
@@ -333,7 +348,7 @@ class GenerateTask:
             self.recog_label = torch.tensor([names.index(c) if c in names else -100 for c in model.contents.names])
         self.beta, self.w_pos, self.w_skate, self.adversarial = beta, w_pos, w_skate, adversarial
         self.w_vel, self.free_bits, self.w_speed, self.w_speed_frames = w_vel, free_bits, w_speed, w_speed_frames
-        self.w_fake_skate, self.real_contacts = w_fake_skate, real_contacts
+        self.w_fake_skate, self.real_contacts, self.w_pose = w_fake_skate, real_contacts, w_pose
         self.embed, self.reference = embed, reference
         self.metric = "val_fid" if embed is not None and reference is not None else "val_rec"
         self.windows = train_ds.windows(model.length, stride)
@@ -380,6 +395,8 @@ class GenerateTask:
         if prior is not None:
             loss = loss + self.adversarial * terms["g_adv"] + 0.5 * terms["d"] + self.w_fake_skate * terms["fake_skate"]
             loss = loss + self.w_speed * terms["speed"] + self.w_speed_frames * terms["speed_frames"]
+            if self.w_pose > 0:
+                loss = loss + self.w_pose * terms["g_pose"] + 0.5 * terms["d_pose"]
             if self.recognizer is not None and fake is not None:
                 terms["recog"] = self.recognition(fake, batch["content"])
                 loss = loss + self.w_recog * terms["recog"]
@@ -441,7 +458,7 @@ def train_generator(train_ds: MotionDataset, out: str | Path, *, length: int = 6
     vae_loop = vae_loop or TrainConfig(epochs=30, batch_size=64, lr=1e-3, warmup_steps=100)
     torch.manual_seed(vae_loop.seed)
     w = {"beta": 2e-3, "w_pos": 2.0, "w_vel": 0.0, "w_skate": 1.0, "free_bits": 0.0, "w_fake_skate": 0.0,
-         "w_speed": 0.0, "w_speed_frames": 0.0, "adversarial": 0.02, "recognition": 0.0, **(weights or {})}
+         "w_speed": 0.0, "w_speed_frames": 0.0, "w_pose": 0.0, "adversarial": 0.02, "recognition": 0.0, **(weights or {})}
     model = Generator(train_ds.rig, sorted(set(train_ds.labels("content"))), sorted(set(train_ds.labels("style"))),
                       length=length, fps=train_ds.fps, options=options)  # fmt: skip
     meta = provenance(command, [c.path for c in train_ds.clips], vae_loop.seed)
@@ -471,9 +488,9 @@ def train_generator(train_ds: MotionDataset, out: str | Path, *, length: int = 6
     gan = None
     if gan_loop is not None:
         tensors, _ = load_model_files(stage1)
-        load_weights(model, {k: v.float() for k, v in tensors.items()}, stage1, optional=("disc.",))
+        load_weights(model, {k: v.float() for k, v in tensors.items()}, stage1, optional=DISCRIMINATORS)
         task = GenerateTask(model, train_ds, adversarial=w["adversarial"], recognizer=recognizer, w_recog=w["recognition"],
-                            w_speed=w["w_speed"], w_speed_frames=w["w_speed_frames"],
+                            w_speed=w["w_speed"], w_speed_frames=w["w_speed_frames"], w_pose=w["w_pose"],
                             meta={**meta, "stage": "gan", "weights": w, "vae_history": vae["history"],
                                   "init": None if init is None else str(init)}, **common)  # fmt: skip
         gan = fit(model, task, out, gan_loop, resume=resume and (out / "train_state.safetensors").exists(), log=log)
