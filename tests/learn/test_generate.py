@@ -104,7 +104,7 @@ def test_gan_terms_move_only_their_own_player(tiny_ds):
     task = GenerateTask(gen, tiny_ds, stride=8, adversarial=1.0)
     batch = task.batch(torch.arange(8), seeded_generator(0))
     _, parts = task.loss(gen, batch)
-    assert {"rec", "kl", "pos", "vel", "skate", "g_adv", "d", "g_pose", "d_pose", "fake_skate", "speed",
+    assert {"rec", "kl", "pos", "vel", "skate", "g_adv", "d", "g_pose", "d_pose", "fake_skate", "speed", "contact_frames",
             "speed_frames"} == set(parts)  # fmt: skip
     terms = gen(batch["x"], batch["content"], batch["style"], batch["eps"], batch["prior"])
     d_params, dec_params = list(gen.disc.parameters()), list(gen.vae.dec.parameters())
@@ -158,6 +158,11 @@ def test_train_sample_write_bvh_and_interpolate(tiny_ds, tmp_path):
         tiny_ds, out, length=16, stride=16, vae_loop=loop, gan_loop=loop, options=SMALL, command="t"
     )
     assert result["gan"] is not None and (out / "vae" / "model.safetensors").is_file()
+    from skelanim.nn.checkpoint import load_model_files
+
+    for folder in (out / "vae", out):  # each stage ends with its latent prior fitted
+        chol = load_model_files(folder)[0]["latent_chol"]
+        assert not torch.equal(chol, torch.eye(chol.shape[-1]).expand_as(chol))
     config = json.loads((out / "config.json").read_text())
     assert config["training"]["stage"] == "gan" and config["format"] == "skelanim-generator"
     gen = Generator.load(out)
@@ -369,3 +374,59 @@ def test_replicate_padding_gives_the_window_ends_no_inputs_of_their_own():
         y = layer(x, c)
         assert y.shape == (2, 5, 20)
         assert torch.allclose(y, y[..., 10:11].expand_as(y), atol=1e-6) is still
+
+
+def test_soft_contacts_follow_the_contact_test_of_the_metric():
+    from skelanim.learn.generate import SKATE_THRESHOLD, soft_contacts
+
+    pos = torch.zeros(1, 4, 3, 3)  # joints 1 and 2 are the feet, y up
+    pos[0, :, 1, 1] = torch.tensor([0.0, SKATE_THRESHOLD, 0.2, 0.0])  # planted, at the threshold, lifted, planted
+    pos[0, :, 2, 1] = 0.5  # a foot that stays level: its lowest point everywhere
+    soft = soft_contacts(pos, [1, 2], 1)
+    assert soft.shape == (1, 4, 2)
+    assert torch.allclose(soft[0, :, 0], torch.tensor([torch.sigmoid(torch.tensor(4.0)), 0.5, 0.0, torch.sigmoid(torch.tensor(4.0))]), atol=1e-6)
+    assert torch.allclose(soft[0, :, 1], torch.sigmoid(torch.tensor(4.0)).expand(4))
+
+
+def test_fit_latent_takes_each_contents_aggregate_posterior_moments(tiny_ds, monkeypatch):
+    """Closed form: per content, the mean of the posterior means and the mixture covariance cov(mu) + mean
+    sigma^2; with shrinkage, the weighted mean with all windows' covariance. Draws reproduce the moments."""
+    gen = _generator(tiny_ds)
+    g = torch.Generator().manual_seed(0)
+    n, latent = 400, gen.vae.latent
+    content = torch.tensor([0] * 300 + [2] * 100)
+    mu = torch.randn(n, latent, generator=g) @ torch.randn(latent, latent, generator=g) * 0.5 + 3.0 * content[:, None]
+    logvar = torch.randn(n, latent, generator=g) * 0.3 - 1.0
+    monkeypatch.setattr(gen.vae, "encode", lambda x, c: (mu[: len(x)] if len(x) == n else None, logvar))
+    gen.fit_latent(torch.zeros(n, 16, 130), content, torch.zeros(n, dtype=torch.long), shrink=0.0, batch=n)
+
+    def expected_cov(sel):
+        return torch.cov(mu[sel].T.double()) + torch.diag(logvar[sel].exp().double().mean(0))
+
+    for c in (0, 2):
+        sel = content == c
+        assert torch.allclose(gen.latent_mean[c], mu[sel].mean(0), atol=1e-4)
+        chol = gen.latent_chol[c].double()
+        assert torch.allclose(chol @ chol.T, expected_cov(sel), atol=1e-3)
+    assert torch.equal(gen.latent_mean[1], torch.zeros(latent)) and torch.equal(gen.latent_chol[1], torch.eye(latent))
+    draws = gen.draw_latent(torch.full((40000,), 2), torch.Generator().manual_seed(1)).double()
+    assert torch.allclose(draws.mean(0), mu[content == 2].mean(0).double(), atol=0.05 * float(mu.std()))
+    assert torch.allclose(torch.cov(draws.T), expected_cov(content == 2), atol=0.05 * float(expected_cov(content == 2).abs().max()))
+    gen.fit_latent(torch.zeros(n, 16, 130), content, torch.zeros(n, dtype=torch.long), shrink=100.0, batch=n)
+    chol = gen.latent_chol[2].double()
+    shrunk = (100 * expected_cov(content == 2) + 100 * expected_cov(content >= 0)) / 200
+    assert torch.allclose(chol @ chol.T, shrunk, atol=1e-3)
+
+
+def test_folders_without_a_fitted_prior_sample_from_the_standard_normal(tiny_ds, tmp_path):
+    from skelanim.nn.checkpoint import save_model_files
+
+    gen = _generator(tiny_ds)
+    GenerateTask(gen, tiny_ds, stride=8)  # sets the statistics
+    state = {k: v for k, v in gen.state_dict().items() if not k.startswith("latent_")}
+    save_model_files(tmp_path / "old", state, gen.config())
+    old = Generator.load(tmp_path / "old")
+    assert torch.equal(old.latent_mean, torch.zeros_like(old.latent_mean))
+    assert torch.equal(old.latent_chol, torch.eye(old.vae.latent).expand_as(old.latent_chol))
+    z = old.draw_latent(torch.tensor([0, 1]), torch.Generator().manual_seed(0))
+    assert torch.equal(z, torch.randn(2, old.vae.latent, generator=torch.Generator().manual_seed(0)))

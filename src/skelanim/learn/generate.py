@@ -26,6 +26,13 @@ Training (:func:`train_generator`) runs the shared loop (:func:`skelanim.nn.fit`
    discriminator with detached parameters (:func:`torch.func.functional_call`) and the discriminator's
    term on detached samples, so each loss only moves its own player.
 
+After each stage the latent prior is fitted (:meth:`Generator.fit_latent`): sampling draws ``z`` for a content
+from the Gaussian with the mean and covariance of that content's aggregate posterior (the mixture of its
+training windows' posteriors) instead of ``N(0, I)``, an ex-post density estimate (Ghosh et al. 2020). The
+condition does not make ``z`` independent of the content, and decoded, the standard normal's draws keep about
+half of the limbs' speed that the fitted Gaussians' keep (EXPERIMENTS.md, thirteenth run). The GAN stage
+draws its samples from the fitted Gaussians too.
+
 Output motion is rotations on the training skeleton: decoded 6D rotations (Gram-Schmidt), the root path
 integrated from the root features (:func:`skelanim.data.features.from_heading_frame`), positions by FK, so
 bone lengths are exact (:meth:`skelanim.data.rig.Rig.to_motion`).
@@ -61,10 +68,10 @@ from skelanim.learn.cvae import MotionCVAE, PoseDiscriminator, TemporalDiscrimin
 from skelanim.learn.recognize import Recognizer, content_log_probabilities
 from skelanim.metrics.distribution import diversity, fid, outlier_share
 from skelanim.metrics.kinematic import foot_skating
-from skelanim.nn.checkpoint import load_model_files
+from skelanim.nn.checkpoint import load_model_files, save_model_files
 from skelanim.nn.train import TrainConfig, fit
 
-__all__ = ["FORMAT", "GenerateTask", "Generator", "evaluate_generation", "heading_poses", "limb_speed", "lsgan_terms", "speed_gaps",
+__all__ = ["FORMAT", "GenerateTask", "Generator", "evaluate_generation", "heading_poses", "limb_speed", "lsgan_terms", "soft_contacts", "speed_gaps",
            "train_generator"]
 
 FORMAT = "skelanim-generator"
@@ -72,8 +79,9 @@ FORMAT = "skelanim-generator"
 SKATE_THRESHOLD = 0.02
 #: Every how many frames a window's pose counts in ``pose_outliers`` (:func:`evaluate_generation`).
 POSE_EVERY = 4
-#: Parameter prefixes a generator folder may leave out (sampling needs neither discriminator).
-DISCRIMINATORS = ("disc.", "pose_disc.")
+#: Parameter prefixes a generator folder may leave out (sampling needs neither discriminator; a folder from
+#: before the fitted prior samples from ``N(0, I)``).
+DISCRIMINATORS = ("disc.", "pose_disc.", "latent_mean", "latent_chol")
 
 
 def limb_speed(pos: Tensor, fps: float) -> Tensor:
@@ -102,6 +110,15 @@ def speed_gaps(fake: Tensor, real: Tensor, fps: float) -> tuple[Tensor, Tensor]:
     """
     speed_fake, speed_real = limb_speed(fake, fps).mean(0), limb_speed(real, fps).mean((0, 1))
     return (speed_fake.mean(0) - speed_real).abs().mean(), (speed_fake - speed_real).abs().mean()
+
+
+def soft_contacts(pos: Tensor, feet: Sequence[int], up: int) -> Tensor:
+    """Differentiable foot contacts of ``(B, T, M, 3)`` positions in heights: ``(B, T, K)`` in ``[0, 1]``, about
+    1 where a foot is within :data:`SKATE_THRESHOLD` of its lowest point in the window (the contact test of
+    ``contact_share`` in :func:`evaluate_generation`), 0.5 at the threshold, falling off over a quarter of it."""
+    feet_up = pos[..., list(feet), up]
+    elevation = feet_up - feet_up.min(dim=1, keepdim=True).values
+    return torch.sigmoid((SKATE_THRESHOLD - elevation) / (SKATE_THRESHOLD / 4))
 
 
 class Generator(nn.Module):
@@ -133,6 +150,43 @@ class Generator(nn.Module):
         self.disc = TemporalDiscriminator(dim, self.vae.content_embed.embedding_dim * 2)
         self.pose_disc = PoseDiscriminator(dim, self.vae.content_embed.embedding_dim * 2)
         self.fk = rig_fk(rig)
+        latent, classes = self.vae.latent, len(self.contents.names)
+        self.register_buffer("latent_mean", torch.zeros(classes, latent))
+        self.register_buffer("latent_chol", torch.eye(latent).repeat(classes, 1, 1))
+
+    def draw_latent(self, content: Tensor, generator: torch.Generator | None = None, temperature: float = 1.0) -> Tensor:
+        """``(B, latent)`` draws from the latent prior of each content ``(B,)`` (:meth:`fit_latent`; ``N(0, I)``
+        before it), the noise scaled by ``temperature``."""
+        eps = torch.randn(len(content), self.vae.latent, generator=generator) * temperature
+        return self.latent_mean[content] + (self.latent_chol[content] @ eps[:, :, None])[:, :, 0]
+
+    @torch.no_grad()
+    def fit_latent(self, x: Tensor, content: Tensor, style: Tensor, *, shrink: float | None = None,
+                   batch: int = 512) -> None:  # fmt: skip
+        """Fit each content's latent prior to its aggregate posterior over standardised windows ``x`` ``(N, T, D)``
+        of classes ``(N,)``: the mean of its posterior means, and the mixture's covariance (of the posterior
+        means, plus the mean posterior variance) shrunk toward all windows' one, ``(n S_c + k S) / (n + k)``
+        for ``n`` windows of the content and ``k = shrink`` (default: the latent size), so that a content of a
+        few windows gets a usable covariance. A content without windows keeps ``N(0, I)``."""
+        was_training = self.training
+        self.eval()
+        stats = [self.vae.encode(x[i : i + batch], self.vae.condition(content[i : i + batch], style[i : i + batch]))
+                 for i in range(0, len(x), batch)]  # fmt: skip
+        self.train(was_training)
+        mu, var = torch.cat([m for m, _ in stats]).double(), torch.cat([lv.exp() for _, lv in stats]).double()
+
+        def mixture_cov(m: Tensor, v: Tensor) -> Tensor:
+            spread = torch.cov(m.T) if len(m) > 1 else torch.zeros(m.shape[1], m.shape[1], dtype=m.dtype)
+            return spread + torch.diag(v.mean(0))
+
+        k = float(self.vae.latent if shrink is None else shrink)
+        overall, eye = mixture_cov(mu, var), torch.eye(mu.shape[1], dtype=mu.dtype)
+        for c in content.unique().tolist():
+            sel = content == c
+            n = float(sel.sum())
+            cov = (n * mixture_cov(mu[sel], var[sel]) + k * overall) / (n + k) + 1e-6 * eye
+            self.latent_mean[c] = mu[sel].mean(0).float()
+            self.latent_chol[c] = torch.linalg.cholesky(cov).float()
 
     def config(self) -> dict[str, Any]:
         """JSON description to rebuild the module."""
@@ -226,7 +280,8 @@ class Generator(nn.Module):
             decoder's LSGAN term through a parameter-detached discriminator), ``d`` (the discriminator's, on
             detached samples), ``g_pose`` and ``d_pose`` (the same for the per-frame pose discriminator), ``fake_skate``, ``speed`` (L1 between the prior samples' and the real windows'
             per-joint mean :func:`limb_speed`, same classes, heights/s), ``speed_frames`` (the same for each frame's
-            batch mean: a window cannot make up its mean speed with fast frames at its ends) and ``fake`` (the ``(B, T, D)`` standardised prior samples, not a
+            batch mean: a window cannot make up its mean speed with fast frames at its ends), ``contact_frames`` (each
+            frame's batch-mean :func:`soft_contacts` of the prior samples against the real windows' mean, per foot: feet that leave the ground more often than real ones pay, at every frame) and ``fake`` (the ``(B, T, D)`` standardised prior samples, not a
             scalar); ``kl_dim`` is the ``(latent,)`` batch-mean KL per dimension (for free bits).
         """
         c = self.vae.condition(content, style)
@@ -245,6 +300,8 @@ class Generator(nn.Module):
             pos_fake = self.positions(self.norm.inverse(fake))[0]
             terms["fake_skate"] = self.skating(pos_fake)
             terms["speed"], terms["speed_frames"] = speed_gaps(pos_fake, pos.detach(), self.fps)
+            real_contact = soft_contacts(pos, self.rig.feet, self.rig.up).detach().mean((0, 1))
+            terms["contact_frames"] = (soft_contacts(pos_fake, self.rig.feet, self.rig.up).mean(0) - real_contact).abs().mean()
             terms["fake"] = fake
         return terms
 
@@ -261,7 +318,7 @@ class Generator(nn.Module):
         """Raw frame vectors ``(B, T, D)`` of new motions of the given classes (one per entry)."""
         self.eval()
         c = self.condition(contents, styles)
-        z = torch.randn(len(contents), self.vae.latent, generator=generator) * temperature
+        z = self.draw_latent(torch.tensor(self.contents.indices(contents)), generator, temperature)
         return self.norm.inverse(self.vae.decode(z, c))
 
     def to_motions(self, x: Tensor, metadata: Sequence[dict[str, Any]] | None = None) -> list[Motion]:
@@ -314,6 +371,9 @@ class GenerateTask:
     w_speed_frames : float
         GAN stage: the same statistic matched frame by frame (each frame's batch mean against the real mean), so
         that fast frames at a window's ends cannot make up for slow ones inside it.
+    w_contact : float
+        GAN stage: weight of ``contact_frames`` (:meth:`Generator.forward`), the prior samples' per-frame foot
+        contact share against the real one.
     w_pose : float
         GAN stage: weight of the decoder's term against the per-frame pose discriminator (0: that
         discriminator is not trained either).
@@ -336,7 +396,7 @@ class GenerateTask:
     def __init__(self, model: Generator, train_ds: MotionDataset, *, stride: int = 8, beta: float = 2e-3,
                  w_pos: float = 2.0, w_vel: float = 0.0, w_skate: float = 1.0, free_bits: float = 0.0,
                  adversarial: float = 0.0, w_fake_skate: float = 0.0, w_speed: float = 0.0, w_speed_frames: float = 0.0,
-                 w_pose: float = 0.0, real_contacts: bool = True,
+                 w_pose: float = 0.0, w_contact: float = 0.0, real_contacts: bool = True,
                  embed: Callable[..., tuple[Tensor, Tensor]] | None = None, reference: Tensor | None = None,
                  recognizer: Recognizer | None = None, w_recog: float = 0.0,
                  meta: dict[str, Any] | None = None) -> None:  # fmt: skip
@@ -348,7 +408,7 @@ class GenerateTask:
             self.recog_label = torch.tensor([names.index(c) if c in names else -100 for c in model.contents.names])
         self.beta, self.w_pos, self.w_skate, self.adversarial = beta, w_pos, w_skate, adversarial
         self.w_vel, self.free_bits, self.w_speed, self.w_speed_frames = w_vel, free_bits, w_speed, w_speed_frames
-        self.w_fake_skate, self.real_contacts, self.w_pose = w_fake_skate, real_contacts, w_pose
+        self.w_fake_skate, self.real_contacts, self.w_pose, self.w_contact = w_fake_skate, real_contacts, w_pose, w_contact
         self.embed, self.reference = embed, reference
         self.metric = "val_fid" if embed is not None and reference is not None else "val_rec"
         self.windows = train_ds.windows(model.length, stride)
@@ -379,7 +439,7 @@ class GenerateTask:
         return {"x": x, "content": self.content[indices], "style": self.style[indices],
                 "contacts": self._contacts(self.windows[indices]),
                 "eps": torch.randn(b, self.model.vae.latent, generator=generator),
-                "prior": torch.randn(b, self.model.vae.latent, generator=generator)}  # fmt: skip
+                "prior": self.model.draw_latent(self.content[indices], generator)}  # fmt: skip
 
     def loss(self, model: nn.Module, batch: dict[str, Tensor]) -> tuple[Tensor, dict[str, float]]:
         """VAE (+ GAN) loss (module docstring); the terms come from one call of the (possibly DDP-wrapped) model."""
@@ -395,6 +455,7 @@ class GenerateTask:
         if prior is not None:
             loss = loss + self.adversarial * terms["g_adv"] + 0.5 * terms["d"] + self.w_fake_skate * terms["fake_skate"]
             loss = loss + self.w_speed * terms["speed"] + self.w_speed_frames * terms["speed_frames"]
+            loss = loss + self.w_contact * terms["contact_frames"]
             if self.w_pose > 0:
                 loss = loss + self.w_pose * terms["g_pose"] + 0.5 * terms["d_pose"]
             if self.recognizer is not None and fake is not None:
@@ -432,6 +493,11 @@ class GenerateTask:
             out["val_recognised"] = float((probs.argmax(-1) == self.content[pick]).float().mean())
         return out
 
+    def fit_latent(self, sample: int = 3000) -> None:
+        """Fit the model's latent prior (:meth:`Generator.fit_latent`) on at most ``sample`` training windows."""
+        pick = spread_sample(torch.arange(len(self.windows)), sample)
+        self.model.fit_latent(self.model.norm(self._vectors(self.windows[pick])), self.content[pick], self.style[pick])
+
     def model_config(self) -> dict[str, Any]:
         """The model's config plus provenance."""
         return {**self.model.config(), "training": self.meta}
@@ -442,12 +508,14 @@ def train_generator(train_ds: MotionDataset, out: str | Path, *, length: int = 6
                     embed: Callable[..., tuple[Tensor, Tensor]] | None = None, reference: Tensor | None = None,
                     options: dict[str, Any] | None = None, weights: dict[str, float] | None = None,
                     recognizer: Recognizer | None = None, init: str | Path | None = None, resume: bool = False,
-                    command: str | None = None, log: Any = None) -> dict[str, Any]:  # fmt: skip
+                    command: str | None = None, log: Any = None, fit_prior: bool = True) -> dict[str, Any]:  # fmt: skip
     """Train the CVAE (``out/vae``), then refine it with the GAN (``out``); ``gan_loop=None`` skips stage 2
     and writes the VAE to ``out``. With ``recognizer`` and ``weights["recognition"] > 0`` the GAN stage adds
     the frozen recogniser's cross-entropy on the prior samples (:meth:`GenerateTask.recognition`). With
     ``init`` (a generator folder with the same classes and options, e.g. a shipped one) the VAE stage is
-    skipped and the GAN stage starts from those weights (a discriminator missing there starts fresh).
+    skipped and the GAN stage starts from those weights (a discriminator missing there starts fresh). With
+    ``fit_prior`` each stage's folder ends with its latent prior fitted to the aggregate posterior
+    (:meth:`Generator.fit_latent`), and the GAN stage draws from it.
 
     Returns
     -------
@@ -458,7 +526,7 @@ def train_generator(train_ds: MotionDataset, out: str | Path, *, length: int = 6
     vae_loop = vae_loop or TrainConfig(epochs=30, batch_size=64, lr=1e-3, warmup_steps=100)
     torch.manual_seed(vae_loop.seed)
     w = {"beta": 2e-3, "w_pos": 2.0, "w_vel": 0.0, "w_skate": 1.0, "free_bits": 0.0, "w_fake_skate": 0.0,
-         "w_speed": 0.0, "w_speed_frames": 0.0, "w_pose": 0.0, "adversarial": 0.02, "recognition": 0.0, **(weights or {})}
+         "w_speed": 0.0, "w_speed_frames": 0.0, "w_pose": 0.0, "w_contact": 0.0, "adversarial": 0.02, "recognition": 0.0, **(weights or {})}
     model = Generator(train_ds.rig, sorted(set(train_ds.labels("content"))), sorted(set(train_ds.labels("style"))),
                       length=length, fps=train_ds.fps, options=options)  # fmt: skip
     meta = provenance(command, [c.path for c in train_ds.clips], vae_loop.seed)
@@ -485,16 +553,31 @@ def train_generator(train_ds: MotionDataset, out: str | Path, *, length: int = 6
     else:
         task = GenerateTask(model, train_ds, adversarial=0.0, meta={**meta, "stage": "vae", "weights": w}, **common)
         vae = fit(model, task, stage1, vae_loop, resume=resume and (stage1 / "train_state.safetensors").exists(), log=log)
+        if fit_prior:
+            _refit_latent(model, task, stage1)
     gan = None
     if gan_loop is not None:
         tensors, _ = load_model_files(stage1)
         load_weights(model, {k: v.float() for k, v in tensors.items()}, stage1, optional=DISCRIMINATORS)
         task = GenerateTask(model, train_ds, adversarial=w["adversarial"], recognizer=recognizer, w_recog=w["recognition"],
                             w_speed=w["w_speed"], w_speed_frames=w["w_speed_frames"], w_pose=w["w_pose"],
+                            w_contact=w["w_contact"],
                             meta={**meta, "stage": "gan", "weights": w, "vae_history": vae["history"],
                                   "init": None if init is None else str(init)}, **common)  # fmt: skip
+        if fit_prior and "latent_chol" not in tensors:
+            task.fit_latent()  # a folder from before the fitted prior: fit it before the GAN draws from it
         gan = fit(model, task, out, gan_loop, resume=resume and (out / "train_state.safetensors").exists(), log=log)
+        if fit_prior:
+            _refit_latent(model, task, out)
     return {"vae": vae, "gan": gan, "parameters": sum(p.numel() for p in model.parameters())}
+
+
+def _refit_latent(model: Generator, task: GenerateTask, folder: Path) -> None:
+    """Load the weights ``fit`` kept in ``folder``, fit their latent prior and write them back (same config)."""
+    tensors, config = load_model_files(folder)
+    load_weights(model, {k: v.float() for k, v in tensors.items()}, folder, optional=DISCRIMINATORS)
+    task.fit_latent()
+    save_model_files(folder, model.state_dict(), config)
 
 
 def heading_poses(pos: Tensor, yaw: Tensor, up: int) -> Tensor:
