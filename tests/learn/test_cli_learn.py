@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from pathlib import Path
 
 import pytest
 import torch
@@ -185,3 +186,22 @@ def test_evaluate_two_sets(shipped, learn_files, tmp_path, capsys):
     assert main(["evaluate", str(a), str(empty)]) == 2
     err = capsys.readouterr().err
     assert err.startswith(f"error: {empty}") and "no motion files" in err and len(err.strip().splitlines()) == 1
+
+
+def test_generate_fit_prior_fits_the_contents_of_the_training_files(shipped, data_args, tmp_path, capsys):
+    """``learn generate fit-prior`` on a folder without a fitted prior (the shipped one with its prior
+    removed): the contents of the given files get one, the others keep N(0, I), and sampling uses it."""
+    from skelanim.learn.generate import Generator
+    from skelanim.nn.checkpoint import load_model_files, save_model_files
+
+    tensors, config = load_model_files(pretrained_dir("generate"))
+    save_model_files(tmp_path / "old", {k: v for k, v in tensors.items() if not k.startswith("latent_")}, config)
+    assert main(["learn", "generate", "fit-prior", str(tmp_path / "old"), *data_args, "--split", "none",
+                 "-o", str(tmp_path / "fitted")]) == 0  # fmt: skip
+    gen = Generator.load(tmp_path / "fitted")
+    eye = torch.eye(gen.vae.latent)
+    fitted = [name for i, name in enumerate(gen.contents.names) if not torch.equal(gen.latent_chol[i], eye)]
+    files = sorted(p.name for p in Path(data_args[1]).iterdir())
+    assert fitted and set(fitted) == {f.split("_")[1] for f in files}
+    assert main(["generate", "-m", str(tmp_path / "fitted"), "--content", fitted[0], "-n", "1", "-o",
+                 str(tmp_path / "g")]) == 0  # fmt: skip

@@ -324,6 +324,30 @@ def generate_train(
     )
 
 
+@generate_app.command("fit-prior")
+def generate_fit_prior(
+    model: Path = typer.Argument(..., help="Generator folder (e.g. one trained before the fitted prior)."),
+    data: list[str] = typer.Option(..., "--data", help=DATA_HELP),
+    out: Path = typer.Option(..., "--out", "-o", help="Folder to write (may be MODEL itself)."),
+    split: str = typer.Option("file", "--split", help=SPLIT_HELP + " The train part is used."),
+    seed: int = typer.Option(0, "--seed", help="Seed of the split (the one given to train)."),
+    threads: int | None = typer.Option(None, "--threads", min=1),
+) -> None:
+    """Fit each content's latent prior to the aggregate posterior of the training windows (what train does
+    after each stage) and write the model with it."""
+    from skelanim.learn.common import load_weights
+    from skelanim.learn.generate import DISCRIMINATORS, GenerateTask, Generator
+    from skelanim.nn.checkpoint import load_model_files, save_model_files
+
+    tensors, config = load_model_files(model)
+    gen = Generator.from_config(config)
+    load_weights(gen, {k: v.float() for k, v in tensors.items()}, model, optional=DISCRIMINATORS)
+    parts = split_parts(load_dataset(data, gen.fps, threads, True), split, seed)
+    GenerateTask(gen, parts["train"], stride=8).fit_latent()
+    save_model_files(out, gen.state_dict(), config)
+    typer.echo(f"wrote {out} (latent prior of {len(gen.contents.names)} contents fitted)")
+
+
 @generate_app.command("eval")
 def generate_eval(
     data: list[str] = typer.Option(..., "--data", help=DATA_HELP),
