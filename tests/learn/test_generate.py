@@ -104,11 +104,10 @@ def test_gan_terms_move_only_their_own_player(tiny_ds):
     task = GenerateTask(gen, tiny_ds, stride=8, adversarial=1.0)
     batch = task.batch(torch.arange(8), seeded_generator(0))
     _, parts = task.loss(gen, batch)
-    assert {"rec", "kl", "pos", "vel", "skate", "g_adv", "d", "g_pose", "d_pose", "fake_skate", "speed", "contact_frames",
+    assert {"rec", "kl", "pos", "vel", "skate", "g_adv", "d", "fake_skate", "speed", "contact_frames",
             "speed_frames"} == set(parts)  # fmt: skip
     terms = gen(batch["x"], batch["content"], batch["style"], batch["eps"], batch["prior"])
     d_params, dec_params = list(gen.disc.parameters()), list(gen.vae.dec.parameters())
-    pose_params = list(gen.pose_disc.parameters())
 
     def moved(loss, params):
         grads = torch.autograd.grad(loss, params, allow_unused=True, retain_graph=True)
@@ -116,39 +115,6 @@ def test_gan_terms_move_only_their_own_player(tiny_ds):
 
     assert not moved(terms["g_adv"], d_params) and moved(terms["g_adv"], dec_params)  # G's term: decoder only
     assert moved(terms["d"], d_params) and not moved(terms["d"], dec_params)  # D's term: discriminator only
-    assert not moved(terms["g_pose"], pose_params) and moved(terms["g_pose"], dec_params)
-    assert moved(terms["d_pose"], pose_params) and not moved(terms["d_pose"], dec_params + d_params)
-    assert not moved(terms["d"], pose_params)  # each discriminator learns from its own term only
-
-
-def test_pose_discriminator_scores_each_frame_from_that_frame_alone():
-    from skelanim.learn.cvae import PoseDiscriminator
-
-    torch.manual_seed(0)
-    disc, c = PoseDiscriminator(10, 4, hidden=16), torch.randn(2, 4)
-    x = torch.randn(2, 12, 10)
-    y = x.clone()
-    y[:, 0] += 1.0  # change the first frame only: a temporal discriminator's padded edge
-    y[:, 11] -= 1.0  # and the last
-    a, b = disc(x, c), disc(y, c)
-    assert a.shape == (2, 12)
-    assert torch.equal(a[:, 1:11], b[:, 1:11])  # the other frames' scores do not move
-    assert (a[:, [0, 11]] - b[:, [0, 11]]).abs().min() > 0
-    per_frame = torch.stack([disc(x[:, t : t + 1], c)[:, 0] for t in range(12)], 1)  # frames scored one by one
-    assert torch.allclose(per_frame, a, atol=1e-6)
-
-
-def test_the_pose_term_trains_its_discriminator_only_when_weighted(tiny_ds):
-    gen = _generator(tiny_ds)
-    batch = GenerateTask(gen, tiny_ds, stride=8, adversarial=1.0).batch(torch.arange(8), seeded_generator(0))
-    params = list(gen.pose_disc.parameters())
-
-    def pose_disc_grad(w_pose: float) -> float:
-        gen.zero_grad()
-        GenerateTask(gen, tiny_ds, stride=8, adversarial=1.0, w_pose=w_pose).loss(gen, batch)[0].backward()
-        return sum(float(p.grad.abs().sum()) for p in params if p.grad is not None)
-
-    assert pose_disc_grad(0.0) == 0.0 and pose_disc_grad(1.0) > 0
 
 
 def test_train_sample_write_bvh_and_interpolate(tiny_ds, tmp_path):
@@ -208,11 +174,10 @@ def test_shipping_copy_is_float16_without_the_discriminator(tiny_ds, tmp_path):
     gen = _generator(tiny_ds)
     GenerateTask(gen, tiny_ds, stride=8)  # sets the statistics
     save_model_files(tmp_path / "full", gen.state_dict(), gen.config())
-    size = export_for_shipping(tmp_path / "full", tmp_path / "ship", drop=("disc.", "pose_disc."))
+    size = export_for_shipping(tmp_path / "full", tmp_path / "ship", drop=("disc.",))
     tensors, config = load_model_files(tmp_path / "ship")
     assert size == (tmp_path / "ship" / "model.safetensors").stat().st_size
-    assert not any(k.startswith(("disc.", "pose_disc.")) for k in tensors)
-    assert config["shipped"]["dropped"] == ["disc.", "pose_disc."]
+    assert not any(k.startswith("disc.") for k in tensors) and config["shipped"]["dropped"] == ["disc."]
     assert tensors["vae.out.conv.weight"].dtype == torch.float16 and tensors["norm.std"].dtype == torch.float32
     a = Generator.load(tmp_path / "ship").sample(["walk"], ["happy"], generator=torch.Generator().manual_seed(0))
     b = Generator.load(tmp_path / "full").sample(["walk"], ["happy"], generator=torch.Generator().manual_seed(0))

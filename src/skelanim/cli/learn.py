@@ -282,9 +282,6 @@ def generate_train(
     recognition: float = typer.Option(
         0.0, "--recognition", min=0.0, help="GAN stage: weight of the frozen recogniser's cross-entropy on samples."
     ),
-    pose_adversarial: float = typer.Option(
-        0.0, "--pose-adversarial", min=0.0, help="GAN stage: weight of fooling a per-frame pose discriminator."
-    ),
     contact_match: float = typer.Option(
         0.0, "--contact-match", min=0.0, help="GAN stage: weight of matching the real foot-contact share frame by frame."
     ),
@@ -313,7 +310,7 @@ def generate_train(
                              vae_loop=train_config(vae_epochs, batch_size, lr, seed, max_steps, progress, 100),
                              gan_loop=train_config(gan_epochs, batch_size, gan_lr, seed, max_steps, progress, 20, keep=keep) if gan_epochs else None,
                              weights={"beta": beta, "free_bits": free_bits, "w_vel": vel, "adversarial": adversarial,
-                                      "w_speed": speed, "w_speed_frames": speed_frames, "w_pose": pose_adversarial, "w_contact": contact_match, "w_fake_skate": sample_skate,
+                                      "w_speed": speed, "w_speed_frames": speed_frames, "w_contact": contact_match, "w_fake_skate": sample_skate,
                                       "recognition": recognition}, options={"z_every": z_every, "decoder": decoder, "padding": padding},
                              recognizer=rec, init=init, resume=resume, command=command_line())  # fmt: skip
     last = result["gan"] or result["vae"]

@@ -18,9 +18,6 @@ rotations, the body root's without its heading, and the root features ``[v_a, v_
 * :class:`TemporalDiscriminator`: strided 1-D convolutions over the frame vectors and their frame-to-frame
   changes (which expose jitter), conditioned the same way, giving one real/fake score per stretch of
   frames (a "patch" discriminator in time).
-* :class:`PoseDiscriminator`: the same condition, but one score per frame from that frame alone (a per-pose
-  discriminator, as the pose prior of Kanazawa et al. 2018). A temporal patch discriminator pads its
-  windows' ends and scores stretches of frames; this one scores every frame alike, the first and last too.
 """
 
 from __future__ import annotations
@@ -28,7 +25,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
-__all__ = ["MotionCVAE", "PoseDiscriminator", "TemporalDiscriminator"]
+__all__ = ["MotionCVAE", "TemporalDiscriminator"]
 
 
 class _CondConv(nn.Module):
@@ -170,28 +167,3 @@ class TemporalDiscriminator(nn.Module):
             h = layer(h, c)
         return h[:, 0]
 
-
-class PoseDiscriminator(nn.Module):
-    """Conditional per-frame discriminator: an MLP (kernel-1 convolutions) over each frame vector alone.
-
-    Parameters
-    ----------
-    dim : int
-        Frame vector size ``D``.
-    cond : int
-        Condition size.
-    hidden : int
-        Units of the two hidden layers.
-    """
-
-    def __init__(self, dim: int, cond: int, hidden: int = 256) -> None:
-        super().__init__()
-        self.layers = nn.ModuleList([_CondConv(dim, cond, hidden, 1), _CondConv(hidden, cond, hidden, 1),
-                                     _CondConv(hidden, cond, 1, 1, act=False)])  # fmt: skip
-
-    def forward(self, x: Tensor, c: Tensor) -> Tensor:
-        """``(B, T, D)`` and ``(B, cond)`` to ``(B, T)`` scores, each from its own frame."""
-        h = x.transpose(1, 2)
-        for layer in self.layers:
-            h = layer(h, c)
-        return h[:, 0]

@@ -16,11 +16,9 @@ Training (:func:`train_generator`) runs the shared loop (:func:`skelanim.nn.fit`
    lowest point in 3-14 % of frames (real data: 78 %).
 2. **GAN refinement**: the same, plus a conditional :class:`~skelanim.learn.cvae.TemporalDiscriminator`
    trained with the least-squares GAN loss on real windows against samples decoded from the prior, and the
-   decoder trained to fool it (``w_adv``), optionally to fool a per-frame
-   :class:`~skelanim.learn.cvae.PoseDiscriminator` as well (``w_pose``: every frame's pose, the window's ends
-   included, must pass for a real one), optionally to keep its prior samples off the (self-weighted)
+   decoder trained to fool it (``w_adv``), optionally to keep its prior samples off the (self-weighted)
    skating term (``w_fake_skate``, off by default), to match the real windows' per-joint limb speed
-   (``w_speed``; :func:`limb_speed`) and to make a frozen recogniser label them with the
+   (``w_speed``; :func:`limb_speed`), their per-frame foot contacts (``w_contact``; :func:`soft_contacts`) and to make a frozen recogniser label them with the
    requested content (``recognition``; :meth:`GenerateTask.recognition`). Both players
    share one optimizer step: the generator's adversarial term is evaluated through a copy of the
    discriminator with detached parameters (:func:`torch.func.functional_call`) and the discriminator's
@@ -64,7 +62,7 @@ from skelanim.learn.common import (
     rig_fk,
     spread_sample,
 )
-from skelanim.learn.cvae import MotionCVAE, PoseDiscriminator, TemporalDiscriminator
+from skelanim.learn.cvae import MotionCVAE, TemporalDiscriminator
 from skelanim.learn.recognize import Recognizer, content_log_probabilities
 from skelanim.metrics.distribution import diversity, fid, outlier_share
 from skelanim.metrics.kinematic import foot_skating
@@ -81,7 +79,7 @@ SKATE_THRESHOLD = 0.02
 POSE_EVERY = 4
 #: Parameter prefixes a generator folder may leave out (sampling needs neither discriminator; a folder from
 #: before the fitted prior samples from ``N(0, I)``).
-DISCRIMINATORS = ("disc.", "pose_disc.", "latent_mean", "latent_chol")
+DISCRIMINATORS = ("disc.", "latent_mean", "latent_chol")
 
 
 def limb_speed(pos: Tensor, fps: float) -> Tensor:
@@ -148,7 +146,6 @@ class Generator(nn.Module):
         self.norm = Normalizer((dim,))
         self.vae = MotionCVAE(dim, self.length, len(contents), len(styles), **self.options)
         self.disc = TemporalDiscriminator(dim, self.vae.content_embed.embedding_dim * 2)
-        self.pose_disc = PoseDiscriminator(dim, self.vae.content_embed.embedding_dim * 2)
         self.fk = rig_fk(rig)
         latent, classes = self.vae.latent, len(self.contents.names)
         self.register_buffer("latent_mean", torch.zeros(classes, latent))
@@ -278,7 +275,7 @@ class Generator(nn.Module):
             Scalars ``rec`` (L1, standardised), ``kl`` (batch mean), ``pos`` (L1 of FK positions with the integrated
             root path, heights), ``vel`` (L1 of their per-second changes, heights/s), ``skate`` (:meth:`skating` of the reconstructions) and, with ``prior``, ``g_adv`` (the
             decoder's LSGAN term through a parameter-detached discriminator), ``d`` (the discriminator's, on
-            detached samples), ``g_pose`` and ``d_pose`` (the same for the per-frame pose discriminator), ``fake_skate``, ``speed`` (L1 between the prior samples' and the real windows'
+            detached samples), ``fake_skate``, ``speed`` (L1 between the prior samples' and the real windows'
             per-joint mean :func:`limb_speed`, same classes, heights/s), ``speed_frames`` (the same for each frame's
             batch mean: a window cannot make up its mean speed with fast frames at its ends), ``contact_frames`` (each
             frame's batch-mean :func:`soft_contacts` of the prior samples against the real windows' mean, per foot: feet that leave the ground more often than real ones pay, at every frame) and ``fake`` (the ``(B, T, D)`` standardised prior samples, not a
@@ -296,7 +293,6 @@ class Generator(nn.Module):
         if prior is not None:
             fake = self.vae.decode(prior, c)
             terms["g_adv"], terms["d"] = lsgan_terms(self.disc, x, fake, c)
-            terms["g_pose"], terms["d_pose"] = lsgan_terms(self.pose_disc, x, fake, c)
             pos_fake = self.positions(self.norm.inverse(fake))[0]
             terms["fake_skate"] = self.skating(pos_fake)
             terms["speed"], terms["speed_frames"] = speed_gaps(pos_fake, pos.detach(), self.fps)
@@ -374,9 +370,6 @@ class GenerateTask:
     w_contact : float
         GAN stage: weight of ``contact_frames`` (:meth:`Generator.forward`), the prior samples' per-frame foot
         contact share against the real one.
-    w_pose : float
-        GAN stage: weight of the decoder's term against the per-frame pose discriminator (0: that
-        discriminator is not trained either).
     real_contacts : bool
         Weight the reconstructions' skating by the real windows' contacts (otherwise self-weighted).
     embed : callable, optional
@@ -396,7 +389,7 @@ class GenerateTask:
     def __init__(self, model: Generator, train_ds: MotionDataset, *, stride: int = 8, beta: float = 2e-3,
                  w_pos: float = 2.0, w_vel: float = 0.0, w_skate: float = 1.0, free_bits: float = 0.0,
                  adversarial: float = 0.0, w_fake_skate: float = 0.0, w_speed: float = 0.0, w_speed_frames: float = 0.0,
-                 w_pose: float = 0.0, w_contact: float = 0.0, real_contacts: bool = True,
+                 w_contact: float = 0.0, real_contacts: bool = True,
                  embed: Callable[..., tuple[Tensor, Tensor]] | None = None, reference: Tensor | None = None,
                  recognizer: Recognizer | None = None, w_recog: float = 0.0,
                  meta: dict[str, Any] | None = None) -> None:  # fmt: skip
@@ -408,7 +401,7 @@ class GenerateTask:
             self.recog_label = torch.tensor([names.index(c) if c in names else -100 for c in model.contents.names])
         self.beta, self.w_pos, self.w_skate, self.adversarial = beta, w_pos, w_skate, adversarial
         self.w_vel, self.free_bits, self.w_speed, self.w_speed_frames = w_vel, free_bits, w_speed, w_speed_frames
-        self.w_fake_skate, self.real_contacts, self.w_pose, self.w_contact = w_fake_skate, real_contacts, w_pose, w_contact
+        self.w_fake_skate, self.real_contacts, self.w_contact = w_fake_skate, real_contacts, w_contact
         self.embed, self.reference = embed, reference
         self.metric = "val_fid" if embed is not None and reference is not None else "val_rec"
         self.windows = train_ds.windows(model.length, stride)
@@ -456,8 +449,6 @@ class GenerateTask:
             loss = loss + self.adversarial * terms["g_adv"] + 0.5 * terms["d"] + self.w_fake_skate * terms["fake_skate"]
             loss = loss + self.w_speed * terms["speed"] + self.w_speed_frames * terms["speed_frames"]
             loss = loss + self.w_contact * terms["contact_frames"]
-            if self.w_pose > 0:
-                loss = loss + self.w_pose * terms["g_pose"] + 0.5 * terms["d_pose"]
             if self.recognizer is not None and fake is not None:
                 terms["recog"] = self.recognition(fake, batch["content"])
                 loss = loss + self.w_recog * terms["recog"]
@@ -526,7 +517,7 @@ def train_generator(train_ds: MotionDataset, out: str | Path, *, length: int = 6
     vae_loop = vae_loop or TrainConfig(epochs=30, batch_size=64, lr=1e-3, warmup_steps=100)
     torch.manual_seed(vae_loop.seed)
     w = {"beta": 2e-3, "w_pos": 2.0, "w_vel": 0.0, "w_skate": 1.0, "free_bits": 0.0, "w_fake_skate": 0.0,
-         "w_speed": 0.0, "w_speed_frames": 0.0, "w_pose": 0.0, "w_contact": 0.0, "adversarial": 0.02, "recognition": 0.0, **(weights or {})}
+         "w_speed": 0.0, "w_speed_frames": 0.0, "w_contact": 0.0, "adversarial": 0.02, "recognition": 0.0, **(weights or {})}
     model = Generator(train_ds.rig, sorted(set(train_ds.labels("content"))), sorted(set(train_ds.labels("style"))),
                       length=length, fps=train_ds.fps, options=options)  # fmt: skip
     meta = provenance(command, [c.path for c in train_ds.clips], vae_loop.seed)
@@ -560,7 +551,7 @@ def train_generator(train_ds: MotionDataset, out: str | Path, *, length: int = 6
         tensors, _ = load_model_files(stage1)
         load_weights(model, {k: v.float() for k, v in tensors.items()}, stage1, optional=DISCRIMINATORS)
         task = GenerateTask(model, train_ds, adversarial=w["adversarial"], recognizer=recognizer, w_recog=w["recognition"],
-                            w_speed=w["w_speed"], w_speed_frames=w["w_speed_frames"], w_pose=w["w_pose"],
+                            w_speed=w["w_speed"], w_speed_frames=w["w_speed_frames"],
                             w_contact=w["w_contact"],
                             meta={**meta, "stage": "gan", "weights": w, "vae_history": vae["history"],
                                   "init": None if init is None else str(init)}, **common)  # fmt: skip
