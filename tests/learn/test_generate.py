@@ -10,7 +10,8 @@ import pytest
 import torch
 
 import skelanim
-from skelanim.learn.generate import GenerateTask, Generator, evaluate_generation, train_generator
+from skelanim.learn.generate import GenerateTask, Generator, train_generator
+from skelanim.learn.generate_eval import evaluate_generation
 from skelanim.metrics.kinematic import bone_length_error
 from skelanim.nn.train import TrainConfig, seeded_generator
 
@@ -252,7 +253,7 @@ def test_limb_speed_of_a_joint_circling_a_moving_pelvis():
 
 def test_heading_poses_do_not_depend_on_where_the_body_faces():
     from skelanim.data.features import yaw_matrix
-    from skelanim.learn.generate import POSE_EVERY, heading_poses
+    from skelanim.learn.generate_eval import POSE_EVERY, heading_poses
 
     pos = torch.randn(2, 9, 5, 3, dtype=torch.float64, generator=torch.Generator().manual_seed(0))
     yaw = torch.randn(2, 9, dtype=torch.float64, generator=torch.Generator().manual_seed(1))

@@ -356,7 +356,8 @@ def generate_eval(
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
 ) -> None:
     """FID (generated vs held-out real, against real vs real), recognition, diversity, foot skating, pose outliers."""
-    from skelanim.learn.generate import Generator, evaluate_generation
+    from skelanim.learn.generate import Generator
+    from skelanim.learn.generate_eval import evaluate_generation
     from skelanim.learn.recognize import Recognizer
 
     gen, rec = Generator.load(model), Recognizer.load(recognizer)
