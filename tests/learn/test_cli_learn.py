@@ -198,6 +198,9 @@ def test_generate_fit_prior_fits_the_contents_of_the_training_files(shipped, dat
     save_model_files(tmp_path / "old", {k: v for k, v in tensors.items() if not k.startswith("latent_")}, config)
     assert main(["learn", "generate", "fit-prior", str(tmp_path / "old"), *data_args, "--split", "none",
                  "-o", str(tmp_path / "fitted")]) == 0  # fmt: skip
+    written, _ = load_model_files(tmp_path / "fitted")  # the folder's own tensors in their dtypes, plus the prior
+    assert set(written) == set(tensors) and written["latent_chol"].dtype == torch.float32
+    assert written["vae.out.conv.weight"].dtype == tensors["vae.out.conv.weight"].dtype == torch.float16
     gen = Generator.load(tmp_path / "fitted")
     eye = torch.eye(gen.vae.latent)
     fitted = [name for i, name in enumerate(gen.contents.names) if not torch.equal(gen.latent_chol[i], eye)]

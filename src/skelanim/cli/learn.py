@@ -332,16 +332,11 @@ def generate_fit_prior(
 ) -> None:
     """Fit each content's latent prior to the aggregate posterior of the training windows (what train does
     after each stage) and write the model with it."""
-    from skelanim.learn.common import load_weights
-    from skelanim.learn.generate import DISCRIMINATORS, GenerateTask, Generator
-    from skelanim.nn.checkpoint import load_model_files, save_model_files
+    from skelanim.learn.generate import GenerateTask, Generator, refit_latent
 
-    tensors, config = load_model_files(model)
-    gen = Generator.from_config(config)
-    load_weights(gen, {k: v.float() for k, v in tensors.items()}, model, optional=DISCRIMINATORS)
+    gen = Generator.load(model)
     parts = split_parts(load_dataset(data, gen.fps, threads, True), split, seed)
-    GenerateTask(gen, parts["train"], stride=8).fit_latent()
-    save_model_files(out, gen.state_dict(), config)
+    refit_latent(model, GenerateTask(gen, parts["train"], stride=8), out)
     typer.echo(f"wrote {out} (latent prior of {len(gen.contents.names)} contents fitted)")
 
 

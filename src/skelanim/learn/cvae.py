@@ -166,4 +166,3 @@ class TemporalDiscriminator(nn.Module):
         for layer in self.layers:
             h = layer(h, c)
         return h[:, 0]
-

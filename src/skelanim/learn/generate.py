@@ -68,15 +68,25 @@ from skelanim.metrics.distribution import fid
 from skelanim.nn.checkpoint import load_model_files, save_model_files
 from skelanim.nn.train import TrainConfig, fit
 
-__all__ = ["FORMAT", "GenerateTask", "Generator", "limb_speed", "lsgan_terms", "soft_contacts", "speed_gaps",
-           "train_generator"]
+__all__ = [
+    "FORMAT",
+    "GenerateTask",
+    "Generator",
+    "foot_elevation",
+    "limb_speed",
+    "lsgan_terms",
+    "refit_latent",
+    "soft_contacts",
+    "speed_gaps",
+    "train_generator",
+]
 
 FORMAT = "skelanim-generator"
 #: Foot-contact threshold ``H`` as a fraction of the rig height (2.8 cm for a 1.4 m rig).
 SKATE_THRESHOLD = 0.02
-#: Parameter prefixes a generator folder may leave out (sampling needs neither discriminator; a folder from
-#: before the fitted prior samples from ``N(0, I)``).
-DISCRIMINATORS = ("disc.", "latent_mean", "latent_chol")
+#: Tensor name prefixes a generator folder may leave out: the discriminator (sampling does not use it) and the
+#: fitted latent prior (a folder from before it samples from ``N(0, I)``).
+OPTIONAL_TENSORS = ("disc.", "latent_mean", "latent_chol")
 
 
 def limb_speed(pos: Tensor, fps: float) -> Tensor:
@@ -107,13 +117,18 @@ def speed_gaps(fake: Tensor, real: Tensor, fps: float) -> tuple[Tensor, Tensor]:
     return (speed_fake.mean(0) - speed_real).abs().mean(), (speed_fake - speed_real).abs().mean()
 
 
+def foot_elevation(pos: Tensor, feet: Sequence[int], up: int) -> Tensor:
+    """Height of each foot above its own lowest point in the window: ``(B, T, M, 3)`` to ``(B, T, K)``."""
+    feet_up = pos[..., list(feet), up]
+    return feet_up - feet_up.min(dim=1, keepdim=True).values
+
+
 def soft_contacts(pos: Tensor, feet: Sequence[int], up: int) -> Tensor:
     """Differentiable foot contacts of ``(B, T, M, 3)`` positions in heights: ``(B, T, K)`` in ``[0, 1]``, about
     1 where a foot is within :data:`SKATE_THRESHOLD` of its lowest point in the window (the contact test of
-    ``contact_share`` in :func:`~skelanim.learn.generate_eval.evaluate_generation`), 0.5 at the threshold, falling off over a quarter of it."""
-    feet_up = pos[..., list(feet), up]
-    elevation = feet_up - feet_up.min(dim=1, keepdim=True).values
-    return torch.sigmoid((SKATE_THRESHOLD - elevation) / (SKATE_THRESHOLD / 4))
+    ``contact_share`` in :func:`~skelanim.learn.generate_eval.evaluate_generation`), 0.5 at the threshold,
+    falling off over a quarter of it."""
+    return torch.sigmoid((SKATE_THRESHOLD - foot_elevation(pos, feet, up)) / (SKATE_THRESHOLD / 4))
 
 
 class Generator(nn.Module):
@@ -200,7 +215,7 @@ class Generator(nn.Module):
         discriminator may be absent (shipped folders leave it out: sampling does not use it)."""
         tensors, config, path = load_folder(folder, default, FORMAT)
         model = cls.from_config(config)
-        load_weights(model, tensors, path, optional=DISCRIMINATORS)
+        load_weights(model, tensors, path, optional=OPTIONAL_TENSORS)
         return model.eval()
 
     # ------------------------------------------------------------------ features
@@ -542,11 +557,11 @@ def train_generator(train_ds: MotionDataset, out: str | Path, *, length: int = 6
         task = GenerateTask(model, train_ds, adversarial=0.0, meta={**meta, "stage": "vae", "weights": w}, **common)
         vae = fit(model, task, stage1, vae_loop, resume=resume and (stage1 / "train_state.safetensors").exists(), log=log)
         if fit_prior:
-            _refit_latent(model, task, stage1)
+            refit_latent(stage1, task)
     gan = None
     if gan_loop is not None:
         tensors, _ = load_model_files(stage1)
-        load_weights(model, {k: v.float() for k, v in tensors.items()}, stage1, optional=DISCRIMINATORS)
+        load_weights(model, {k: v.float() for k, v in tensors.items()}, stage1, optional=OPTIONAL_TENSORS)
         task = GenerateTask(model, train_ds, adversarial=w["adversarial"], recognizer=recognizer, w_recog=w["recognition"],
                             w_speed=w["w_speed"], w_speed_frames=w["w_speed_frames"],
                             w_contact=w["w_contact"],
@@ -556,13 +571,18 @@ def train_generator(train_ds: MotionDataset, out: str | Path, *, length: int = 6
             task.fit_latent()  # a folder from before the fitted prior: fit it before the GAN draws from it
         gan = fit(model, task, out, gan_loop, resume=resume and (out / "train_state.safetensors").exists(), log=log)
         if fit_prior:
-            _refit_latent(model, task, out)
+            refit_latent(out, task)
     return {"vae": vae, "gan": gan, "parameters": sum(p.numel() for p in model.parameters())}
 
 
-def _refit_latent(model: Generator, task: GenerateTask, folder: Path) -> None:
-    """Load the weights ``fit`` kept in ``folder``, fit their latent prior and write them back (same config)."""
+def refit_latent(folder: str | Path, task: GenerateTask, out: str | Path | None = None) -> None:
+    """Load the weights of the model folder ``folder`` into ``task.model``, fit their latent prior on the task's
+    windows (:meth:`GenerateTask.fit_latent`) and write the folder again to ``out`` (default: ``folder``) with
+    the same config, the tensors it held in their own dtypes (a shipped float16 folder stays one, a missing
+    discriminator stays missing) and the prior in float32."""
     tensors, config = load_model_files(folder)
-    load_weights(model, {k: v.float() for k, v in tensors.items()}, folder, optional=DISCRIMINATORS)
+    load_weights(task.model, {k: v.float() for k, v in tensors.items()}, Path(folder), optional=OPTIONAL_TENSORS)
     task.fit_latent()
-    save_model_files(folder, model.state_dict(), config)
+    state = {k: (v.to(tensors[k].dtype) if k in tensors else v) for k, v in task.model.state_dict().items()
+             if k in tensors or k.startswith(("latent_mean", "latent_chol"))}  # fmt: skip
+    save_model_files(out if out is not None else folder, state, config)

@@ -12,7 +12,7 @@ from torch import Tensor
 from skelanim.data.dataset import MotionDataset
 from skelanim.data.features import yaw_matrix
 from skelanim.learn.common import spread_sample
-from skelanim.learn.generate import SKATE_THRESHOLD, Generator, limb_speed
+from skelanim.learn.generate import SKATE_THRESHOLD, Generator, foot_elevation, limb_speed
 from skelanim.metrics.distribution import diversity, fid, outlier_share
 from skelanim.metrics.kinematic import foot_skating
 
@@ -60,8 +60,7 @@ def evaluate_generation(model: Generator, embed: Callable[..., tuple[Tensor, Ten
     def movement(pos: Tensor) -> Tensor:
         """Summed limb speed and contact share of ``(B, T, M, 3)`` positions in heights: ``(2,)``."""
         speed = limb_speed(pos, model.fps).mean(dim=(1, 2))
-        feet = pos[..., rig.feet, rig.up]
-        contact = (feet - feet.min(dim=1, keepdim=True).values < SKATE_THRESHOLD).float().mean(dim=(1, 2))
+        contact = (foot_elevation(pos, rig.feet, rig.up) < SKATE_THRESHOLD).float().mean(dim=(1, 2))
         return torch.stack([speed.sum(), contact.sum()]).double()
 
     def real_features(ds: MotionDataset, win: Tensor) -> tuple[Tensor, float, Tensor, Tensor]:
