@@ -96,6 +96,20 @@ def test_generate_writes_bvh_on_the_training_skeleton(shipped, tmp_path, capsys)
     assert "unknown content 'fly'" in capsys.readouterr().err
 
 
+def test_generate_seconds_writes_longer_motion_in_one_piece(shipped, tmp_path, capsys):
+    assert main(["generate", "--content", "walk", "--seconds", "6", "-n", "1", "-o", str(tmp_path / "long")]) == 0
+    motion = skelanim.load(tmp_path / "long" / "walk_normal_00.bvh")
+    assert motion.num_frames == 150 and motion.fps == pytest.approx(25.0)
+    pelvis = motion.positions()[:, 1]
+    step = (pelvis[1:] - pelvis[:-1]).norm(dim=-1)
+    assert float(step.max()) < 4 * float(step.mean())  # no jump where windows meet
+    travelled = float((pelvis[-1] - pelvis[0])[[0, 2]].norm())  # a 6 s walk goes somewhere (Y up)
+    assert travelled > 2 * motion.height
+    assert main(["generate", "--interpolate", "a.bvh", "--interpolate", "b.bvh", "--seconds", "6",
+                 "-o", str(tmp_path / "x")]) == 2  # fmt: skip
+    assert "--seconds" in capsys.readouterr().err and not (tmp_path / "x").exists()
+
+
 def test_generate_interpolates_files_named_anyhow_and_refuses_another_skeleton(shipped, learn_files, mocap_files,
                                                                                 tmp_path, capsys):  # fmt: skip
     walk, bow = tmp_path / "my walk.bvh", tmp_path / "take2.bvh"

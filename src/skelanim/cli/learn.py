@@ -411,6 +411,10 @@ def generate_cmd(
     ),
     seed: int = typer.Option(0, "--seed"),
     temperature: float = typer.Option(1.0, "--temperature", min=0.0),
+    seconds: float | None = typer.Option(
+        None, "--seconds", min=0.0, help="Length of each motion (default: the model's window, 2.56 s); longer "
+        "motion chains windows by latent optimisation (skelanim.learn.generate_long).",
+    ),
 ) -> None:
     """Write N generated BVH files of a content and style (or N steps between two clips with --interpolate)."""
     import torch
@@ -418,8 +422,11 @@ def generate_cmd(
     import skelanim
     from skelanim.data.labels import LabelError, known_labels
     from skelanim.learn.generate import Generator
+    from skelanim.learn.generate_long import sample_long
 
     gen = Generator.load(model)
+    if interpolate and seconds is not None:
+        raise typer.BadParameter("--seconds applies to sampling, not to --interpolate", param_hint="--seconds")
     if interpolate:
         if len(interpolate) != 2:
             raise typer.BadParameter("give --interpolate exactly twice (two files)", param_hint="--interpolate")
@@ -444,11 +451,10 @@ def generate_cmd(
         if content is None:
             raise typer.BadParameter("--content is required (or use --interpolate)", param_hint="--content")
         style = style or "normal"
-        x = gen.sample(
-            [content] * n,
-            [style] * n,
-            generator=torch.Generator().manual_seed(seed),
-            temperature=temperature,
+        frames = gen.length if seconds is None else max(1, round(seconds * gen.fps))
+        x = sample_long(
+            gen, [content] * n, [style] * n, frames, generator=torch.Generator().manual_seed(seed),
+            temperature=temperature, progress=True,
         )
         results = gen.to_motions(x)
         names = [f"{content}_{style}_{i:02d}.bvh" for i in range(n)]

@@ -1,0 +1,114 @@
+"""Motion longer than the generator's window: windows chained by latent optimisation.
+
+The CVAE decodes fixed windows of ``T`` frames (64 at 25 fps). A longer motion is built window by window, each
+overlapping the one before by ``overlap`` frames: the next window's latent ``z`` starts from a prior draw
+(:meth:`~skelanim.learn.generate.Generator.draw_latent`) and is moved by gradient steps so that its first
+``overlap`` decoded frames match the last ``overlap`` frames of the motion so far (squared error of the
+standardised frame vectors), held near that draw by ``½ |L⁻¹ (z - z₀)|²`` in the prior's whitened metric, which
+keeps ``z`` a typical latent of the content (:func:`seam_fit`). This is the latent-space constraint satisfaction of Holden et al. 2016 ("A
+deep learning framework for character motion synthesis and editing") with a continuation constraint. The
+overlap is then cross-faded (raised-cosine weights) and the window's remaining frames appended.
+
+Frame vectors are heading-frame rotations and *per-frame* root features (velocities in the heading frame,
+yaw rate, height; :mod:`skelanim.data.features`), so the chained vectors integrate to one continuous root path
+with no re-alignment.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import torch
+from torch import Tensor
+from tqdm import tqdm
+
+from skelanim.learn.generate import Generator
+
+__all__ = ["chain_windows", "crossfade_weights", "sample_long", "seam_fit"]
+
+
+def crossfade_weights(overlap: int) -> Tensor:
+    """``(overlap,)`` weights of the new window in the overlap: raised cosine from near 0 to near 1
+    (``w_k = sin²(π (k + 1) / (2 (overlap + 1)))``), symmetric, ``w_k + w_{overlap-1-k} = 1``."""
+    k = torch.arange(overlap, dtype=torch.float64)
+    return torch.sin(math.pi * (k + 1) / (2 * (overlap + 1))).pow(2)
+
+
+def chain_windows(previous: Tensor, window: Tensor, overlap: int) -> Tensor:
+    """Append ``window`` ``(B, T, D)`` to ``previous`` ``(B, F, D)``, cross-fading the ``overlap`` frames they
+    share: returns ``(B, F + T - overlap, D)``."""
+    w = crossfade_weights(overlap).to(previous.dtype)[None, :, None]
+    blend = previous[:, -overlap:] * (1 - w) + window[:, :overlap] * w
+    return torch.cat([previous[:, :-overlap], blend, window[:, overlap:]], 1)
+
+
+def seam_fit(
+    model: Generator,
+    z: Tensor,
+    cond: Tensor,
+    target: Tensor,
+    content: Tensor,
+    *,
+    steps: int = 150,
+    lr: float = 0.05,
+    anchor_weight: float = 1e-3,
+) -> Tensor:
+    """Latents ``(B, L)`` whose decoded first ``K`` frames match ``target`` ``(B, K, D)`` (standardised).
+
+    Works on whitened latents ``w = L_c⁻¹ (z - μ_c)`` of each sample's fitted prior (``content`` ``(B,)``) and
+    minimises ``mean |decode(z)[:, :K] - target|² + anchor_weight · ½ |w - w₀|²`` with Adam, the decoder frozen,
+    from the prior draw ``z`` (``w₀``). The anchor is the draw, not the prior's mean: pulled toward the mean,
+    ``z`` would give the content's average motion (slower and smoother than any sample). ``cond`` ``(B, 2 E)``
+    is the condition.
+    """
+    vae, k = model.vae, target.shape[1]
+    mean, chol = model.latent_mean[content], model.latent_chol[content]
+    w0 = torch.linalg.solve_triangular(chol, (z - mean)[:, :, None], upper=False)[:, :, 0].detach()
+    w = w0.clone().requires_grad_(True)
+    opt = torch.optim.Adam([w], lr=lr)
+    with torch.enable_grad():
+        for _ in range(steps):
+            opt.zero_grad()
+            z_w = mean + (chol @ w[:, :, None])[:, :, 0]
+            fit = (vae.decode(z_w, cond)[:, :k] - target).pow(2).mean((1, 2))
+            loss = (fit + anchor_weight * 0.5 * (w - w0).pow(2).sum(1)).sum()
+            w.grad = torch.autograd.grad(loss, w)[0]
+            opt.step()
+    return (mean + (chol @ w[:, :, None])[:, :, 0]).detach()
+
+
+@torch.no_grad()
+def sample_long(
+    model: Generator,
+    contents: Sequence[str],
+    styles: Sequence[str],
+    frames: int,
+    *,
+    overlap: int = 16,
+    generator: torch.Generator | None = None,
+    temperature: float = 1.0,
+    steps: int = 150,
+    progress: bool = False,
+) -> Tensor:
+    """Raw frame vectors ``(B, frames, D)`` of new motions of any length (module docstring).
+
+    Up to the model's window length this is :meth:`Generator.sample` (cropped). ``overlap`` frames of each
+    window (``1 <= overlap < length``) are fitted to the motion so far by ``steps`` gradient steps on ``z``;
+    ``progress`` shows a bar over the windows.
+    """
+    length = model.length
+    if frames < 1:
+        raise ValueError(f"frames must be at least 1, got {frames}")
+    if not 1 <= overlap < length:
+        raise ValueError(f"overlap must be between 1 and {length - 1} frames, got {overlap}")
+    model.eval()
+    content = torch.tensor(model.contents.indices(contents))
+    cond = model.condition(contents, styles)
+    x = model.vae.decode(model.draw_latent(content, generator, temperature), cond)
+    more = max(0, math.ceil((frames - length) / (length - overlap)))
+    for _ in tqdm(range(more), desc="windows", unit="window", disable=not progress or more == 0):
+        z0 = model.draw_latent(content, generator, temperature)
+        z = seam_fit(model, z0, cond, x[:, -overlap:], content, steps=steps)
+        x = chain_windows(x, model.vae.decode(z, cond), overlap)
+    return model.norm.inverse(x[:, :frames])
