@@ -110,6 +110,20 @@ def test_generate_seconds_writes_longer_motion_in_one_piece(shipped, tmp_path, c
     assert "--seconds" in capsys.readouterr().err and not (tmp_path / "x").exists()
 
 
+def test_generate_plays_a_plan_of_contents(shipped, tmp_path, capsys):
+    assert main(["generate", "--content", "walk:2,run:1.5", "-n", "1", "-o", str(tmp_path / "plan")]) == 0
+    motion = skelanim.load(tmp_path / "plan" / "walk-run_normal_00.bvh")
+    assert motion.num_frames == 50 + 38
+    for bad, said in (("walk:x,run:2", "'walk:x' is not CONTENT:SECONDS"), ("walk:2,run:inf", "'run:inf'"),
+                      ("walk:2,:3", "':3'"), ("walk:2,fly:2", "unknown content 'fly'")):  # fmt: skip
+        assert main(["generate", "--content", bad, "-o", str(tmp_path / "bad")]) == 2
+        err = capsys.readouterr().err
+        assert said in err and "Traceback" not in err
+    assert not (tmp_path / "bad").exists()
+    assert main(["generate", "--content", "walk:2,run:2", "--seconds", "3", "-o", str(tmp_path / "bad")]) == 2
+    assert "leave out --seconds" in capsys.readouterr().err
+
+
 def test_generate_interpolates_files_named_anyhow_and_refuses_another_skeleton(shipped, learn_files, mocap_files,
                                                                                 tmp_path, capsys):  # fmt: skip
     walk, bow = tmp_path / "my walk.bvh", tmp_path / "take2.bvh"

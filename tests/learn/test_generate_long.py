@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from skelanim.learn.generate import Generator
-from skelanim.learn.generate_long import chain_windows, crossfade_weights, sample_long, seam_fit
+from skelanim.learn.generate_long import chain_windows, crossfade_weights, sample_long, sample_plan, seam_fit
 
 
 @pytest.fixture(scope="module")
@@ -75,3 +75,26 @@ def test_bad_lengths_are_refused(shipped):
         sample_long(shipped, ["walk"], ["normal"], 0)
     with pytest.raises(ValueError, match="overlap"):
         sample_long(shipped, ["walk"], ["normal"], 100, overlap=64)
+
+
+def test_a_plan_plays_its_contents_in_turn(shipped):
+    """walk for 100 frames, then run: the shipped recogniser reads the first window as a walk and the last as a
+    run, and the pelvis speeds up where the plan says."""
+    from skelanim.learn.recognize import Recognizer
+
+    x = sample_plan(shipped, [("walk", "normal", 100), ("run", "normal", 100)], n=4,
+                    generator=torch.Generator().manual_seed(0))  # fmt: skip
+    assert x.shape == (4, 200, shipped.vae.dim)
+    pos, rot, pelvis, yaw = shipped.positions(x)
+    rec = Recognizer.load()
+    for start, content in ((0, "walk"), (136, "run")):
+        cut = slice(start, start + 64)
+        probs, _ = rec.embed_arrays(rot[:, cut], pelvis[:, cut], yaw[:, cut], pos[:, cut] * shipped.rig.height)
+        assert [rec.contents.names[int(i)] for i in probs.argmax(1)] == [content] * 4
+    horizontal = [a for a in range(3) if a != shipped.rig.up]
+    speed = (pelvis[:, 1:] - pelvis[:, :-1])[..., horizontal].norm(dim=-1).mean(0) * shipped.fps / shipped.rig.height
+    assert float(speed[150:].mean()) > 1.5 * float(speed[:90].mean())  # measured 1.85 against 0.8 heights/s
+    same = sample_plan(shipped, [("walk", "normal", 100)], n=2, generator=torch.Generator().manual_seed(5))
+    assert torch.equal(same, sample_long(shipped, ["walk"] * 2, ["normal"] * 2, 100, generator=torch.Generator().manual_seed(5)))
+    with pytest.raises(ValueError, match="segment"):
+        sample_plan(shipped, [])

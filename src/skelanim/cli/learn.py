@@ -399,9 +399,34 @@ def ship(
 
 
 # ---------------------------------------------------------------------------------------------- top level
+def _generation_plan(content: str, seconds: float | None, fps: float, window: int) -> list[tuple[str, int]]:
+    """``--content`` and ``--seconds`` as ``(content, frames)`` segments: one content for ``seconds`` (default one
+    window), or a plan ``walk:4,run:3`` (seconds each; ``--seconds`` is then not given)."""
+    if ":" not in content and "," not in content:
+        return [(content, window if seconds is None else max(1, round(seconds * fps)))]
+    if seconds is not None:
+        raise typer.BadParameter("a plan gives each content its seconds (walk:4,run:3); leave out --seconds",
+                                 param_hint="--seconds")  # fmt: skip
+    plan = []
+    for part in content.split(","):
+        name, _, length = part.strip().partition(":")
+        try:
+            frames = round(float(length) * fps)
+        except (ValueError, OverflowError):  # not a number, nan, inf
+            frames = 0
+        if not name or frames < 1:
+            raise typer.BadParameter(f"{part.strip()!r} is not CONTENT:SECONDS with SECONDS > 0 (e.g. walk:4,run:3)",
+                                     param_hint="--content")  # fmt: skip
+        plan.append((name, frames))
+    return plan
+
+
 @app.command("generate")
 def generate_cmd(
-    content: str | None = typer.Option(None, "--content", help="Content class (walk, run, bow, ...)."),
+    content: str | None = typer.Option(
+        None, "--content", help="Content class (walk, run, bow, ...), or a plan of contents and seconds played in "
+        "turn, e.g. walk:4,run:3,walk:2.",
+    ),
     style: str | None = typer.Option(None, "--style", help="Style class (happy, angry, ...; default: normal)."),
     n: int = typer.Option(4, "-n", min=1, help="Motions to write."),
     out: Path = typer.Option(..., "-o", "--out", help="Folder for the BVH files."),
@@ -422,7 +447,7 @@ def generate_cmd(
     import skelanim
     from skelanim.data.labels import LabelError, known_labels
     from skelanim.learn.generate import Generator
-    from skelanim.learn.generate_long import sample_long
+    from skelanim.learn.generate_long import sample_plan
 
     gen = Generator.load(model)
     if interpolate and seconds is not None:
@@ -451,13 +476,13 @@ def generate_cmd(
         if content is None:
             raise typer.BadParameter("--content is required (or use --interpolate)", param_hint="--content")
         style = style or "normal"
-        frames = gen.length if seconds is None else max(1, round(seconds * gen.fps))
-        x = sample_long(
-            gen, [content] * n, [style] * n, frames, generator=torch.Generator().manual_seed(seed),
+        plan = _generation_plan(content, seconds, gen.fps, gen.length)
+        x = sample_plan(
+            gen, [(c, style, frames) for c, frames in plan], n=n, generator=torch.Generator().manual_seed(seed),
             temperature=temperature, progress=True,
         )
         results = gen.to_motions(x)
-        names = [f"{content}_{style}_{i:02d}.bvh" for i in range(n)]
+        names = [f"{'-'.join(c for c, _ in plan)}_{style}_{i:02d}.bvh" for i in range(n)]
     out.mkdir(parents=True, exist_ok=True)
     for motion, name in zip(results, names):
         skelanim.save(motion, out / name)

@@ -5,19 +5,23 @@ overlapping the one before by ``overlap`` frames: the next window's latent ``z``
 (:meth:`~skelanim.learn.generate.Generator.draw_latent`) and is moved by gradient steps so that its first
 ``overlap`` decoded frames match the last ``overlap`` frames of the motion so far (squared error of the
 standardised frame vectors), held near that draw by ``½ |L⁻¹ (z - z₀)|²`` in the prior's whitened metric, which
-keeps ``z`` a typical latent of the content (:func:`seam_fit`). This is the latent-space constraint satisfaction of Holden et al. 2016 ("A
-deep learning framework for character motion synthesis and editing") with a continuation constraint. The
-overlap is then cross-faded (raised-cosine weights) and the window's remaining frames appended.
+keeps ``z`` a typical latent of the content (:func:`seam_fit`). This is the latent-space constraint satisfaction
+of Holden et al. 2016 ("A deep learning framework for character motion synthesis and editing") with a
+continuation constraint. The overlap is then cross-faded (raised-cosine weights) and the window's remaining
+frames appended.
 
 Frame vectors are heading-frame rotations and *per-frame* root features (velocities in the heading frame,
 yaw rate, height; :mod:`skelanim.data.features`), so the chained vectors integrate to one continuous root path
-with no re-alignment.
+with no re-alignment. :func:`sample_plan` changes the condition from window to window (walk, then run), so one
+content flows into the next at a seam.
 """
 
 from __future__ import annotations
 
+import bisect
+import itertools
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import torch
 from torch import Tensor
@@ -25,7 +29,7 @@ from tqdm import tqdm
 
 from skelanim.learn.generate import Generator
 
-__all__ = ["chain_windows", "crossfade_weights", "sample_long", "seam_fit"]
+__all__ = ["chain_windows", "crossfade_weights", "sample_long", "sample_plan", "seam_fit"]
 
 
 def crossfade_weights(overlap: int) -> Tensor:
@@ -97,17 +101,68 @@ def sample_long(
     window (``1 <= overlap < length``) are fitted to the motion so far by ``steps`` gradient steps on ``z``;
     ``progress`` shows a bar over the windows.
     """
+    return _chain(model, lambda _: (list(contents), list(styles)), frames, overlap=overlap, generator=generator,
+                  temperature=temperature, steps=steps, progress=progress)  # fmt: skip
+
+
+@torch.no_grad()
+def sample_plan(
+    model: Generator,
+    plan: Sequence[tuple[str, str, int]],
+    *,
+    n: int = 1,
+    overlap: int = 16,
+    generator: torch.Generator | None = None,
+    temperature: float = 1.0,
+    steps: int = 150,
+    progress: bool = False,
+) -> Tensor:
+    """Raw frame vectors ``(n, F, D)`` of motions that play the ``(content, style, frames)`` segments of ``plan``
+    in turn, ``F`` the sum of their frames: each window is conditioned on the segment that holds the middle of
+    the frames it adds, and fitted to the motion so far as in :func:`sample_long`, so one content flows into
+    the next across a seam. Options as for :func:`sample_long`.
+    """
+    if not plan or any(frames < 1 for *_, frames in plan):
+        raise ValueError("a plan needs at least one segment, each of at least 1 frame")
+    ends = list(itertools.accumulate(frames for *_, frames in plan))
+
+    def classes(middle: float) -> tuple[list[str], list[str]]:
+        content, style, _ = plan[min(bisect.bisect_right(ends, middle), len(plan) - 1)]
+        return [content] * n, [style] * n
+
+    return _chain(model, classes, ends[-1], overlap=overlap, generator=generator, temperature=temperature,
+                  steps=steps, progress=progress)  # fmt: skip
+
+
+def _chain(
+    model: Generator,
+    classes: Callable[[float], tuple[list[str], list[str]]],
+    frames: int,
+    *,
+    overlap: int,
+    generator: torch.Generator | None,
+    temperature: float,
+    steps: int,
+    progress: bool,
+) -> Tensor:
+    """The window loop of :func:`sample_long` and :func:`sample_plan`; ``classes(m)`` gives the contents and
+    styles ``(B,)`` of the window whose new frames are centred on frame ``m``."""
     length = model.length
     if frames < 1:
         raise ValueError(f"frames must be at least 1, got {frames}")
     if not 1 <= overlap < length:
         raise ValueError(f"overlap must be between 1 and {length - 1} frames, got {overlap}")
     model.eval()
-    content = torch.tensor(model.contents.indices(contents))
-    cond = model.condition(contents, styles)
+
+    def condition(middle: float) -> tuple[Tensor, Tensor]:
+        contents, styles = classes(middle)
+        return torch.tensor(model.contents.indices(contents)), model.condition(contents, styles)
+
+    content, cond = condition((min(frames, length) - 1) / 2)
     x = model.vae.decode(model.draw_latent(content, generator, temperature), cond)
     more = max(0, math.ceil((frames - length) / (length - overlap)))
     for _ in tqdm(range(more), desc="windows", unit="window", disable=not progress or more == 0):
+        content, cond = condition(x.shape[1] + (length - overlap - 1) / 2)
         z0 = model.draw_latent(content, generator, temperature)
         z = seam_fit(model, z0, cond, x[:, -overlap:], content, steps=steps)
         x = chain_windows(x, model.vae.decode(z, cond), overlap)
