@@ -108,6 +108,10 @@ def test_generate_seconds_writes_longer_motion_in_one_piece(shipped, tmp_path, c
     assert main(["generate", "--interpolate", "a.bvh", "--interpolate", "b.bvh", "--seconds", "6",
                  "-o", str(tmp_path / "x")]) == 2  # fmt: skip
     assert "--seconds" in capsys.readouterr().err and not (tmp_path / "x").exists()
+    for bad in ("inf", "0", "-2", "nan"):
+        assert main(["generate", "--content", "walk", "--seconds", bad, "-o", str(tmp_path / "x")]) == 2
+        err = capsys.readouterr().err
+        assert "is not a length" in err and "Traceback" not in err and not (tmp_path / "x").exists()
 
 
 def test_generate_plays_a_plan_of_contents(shipped, tmp_path, capsys):

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import math
 import shlex
 import sys
 from collections.abc import Callable
@@ -403,7 +404,12 @@ def _generation_plan(content: str, seconds: float | None, fps: float, window: in
     """``--content`` and ``--seconds`` as ``(content, frames)`` segments: one content for ``seconds`` (default one
     window), or a plan ``walk:4,run:3`` (seconds each; ``--seconds`` is then not given)."""
     if ":" not in content and "," not in content:
-        return [(content, window if seconds is None else max(1, round(seconds * fps)))]
+        if seconds is None:
+            return [(content, window)]
+        if not (math.isfinite(seconds) and seconds * fps >= 1):
+            raise typer.BadParameter(f"{seconds:g} s is not a length (at least one frame, {1 / fps:g} s)",
+                                     param_hint="--seconds")  # fmt: skip
+        return [(content, round(seconds * fps))]
     if seconds is not None:
         raise typer.BadParameter("a plan gives each content its seconds (walk:4,run:3); leave out --seconds",
                                  param_hint="--seconds")  # fmt: skip
@@ -437,7 +443,7 @@ def generate_cmd(
     seed: int = typer.Option(0, "--seed"),
     temperature: float = typer.Option(1.0, "--temperature", min=0.0),
     seconds: float | None = typer.Option(
-        None, "--seconds", min=0.0, help="Length of each motion (default: the model's window, 2.56 s); longer "
+        None, "--seconds", help="Length of each motion (default: the model's window, 2.56 s); longer "
         "motion chains windows by latent optimisation (skelanim.learn.generate_long).",
     ),
 ) -> None:
