@@ -15,7 +15,7 @@ import typer
 
 from skelanim.cli import app
 
-learn_app = typer.Typer(help="Recognition (ST-GCN), prediction (GRU, DCT-GCN) and generation (CVAE + GAN) on labelled mocap.",
+learn_app = typer.Typer(help="Recognition (ST-GCN), prediction (GRU, DCT-GCN, MLP) and generation (CVAE + GAN) on labelled mocap.",
                         no_args_is_help=True)  # fmt: skip
 recognize_app = typer.Typer(help="Classify content (and style) of motion windows and files.", no_args_is_help=True)
 predict_app = typer.Typer(help="Predict the next second of motion.", no_args_is_help=True)
@@ -511,7 +511,7 @@ def evaluate_cmd(
     from skelanim.learn.recognize import Recognizer
     from skelanim.metrics.compare import compare_sets
 
-    suffixes = (".bvh", ".json", ".txt", ".glb", ".gltf")
+    suffixes = tuple(skelanim.io.MOTION_FORMATS)
     files = {k: expand_paths([p], suffixes=suffixes) for k, p in (("a", set_a), ("b", set_b))}
     for k, p in (("a", set_a), ("b", set_b)):
         if not files[k]:

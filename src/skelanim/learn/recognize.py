@@ -269,18 +269,43 @@ class Recognizer(nn.Module):
             probs.append(p)
         return {"windows": win, "probs": torch.cat(probs), "features": torch.cat(feats)}
 
+    def motions_dataset(self, motions: Sequence[Motion]) -> MotionDataset:
+        """Motions resampled to the model's frame rate as a dataset on its rig; ``ValueError`` naming the first
+        motion on a skeleton other than the rig's (by its position, and its file where the motion has one)."""
+        for i, m in enumerate(motions):
+            if not m.skeleton.same_topology(self.rig.skeleton):
+                where = m.metadata.get("path") or f"motion {i}"
+                raise ValueError(f"{where}: the recogniser was trained on a {self.rig.skeleton.num_joints}-joint "
+                                 f"skeleton ({', '.join(self.rig.skeleton.names[:4])}, ...), not this "
+                                 f"{m.skeleton.num_joints}-joint one")  # fmt: skip
+        clips = [clip_from_motion(m, fps=self.fps, name=f"motion{i}", path=str(m.metadata.get("path", "")))
+                 for i, m in enumerate(motions)]  # fmt: skip
+        return MotionDataset(clips=clips, rig=self.rig, fps=self.fps)
+
     def embed_motions(self, motions: Sequence[Motion], *, stride: int = 8) -> tuple[Tensor, list[str]]:
         """Window features ``(W, D)`` of motions and each motion's voted content (for
         :func:`skelanim.metrics.compare.compare_sets`); ``ValueError`` for a skeleton other than the rig's."""
-        for m in motions:
-            if not m.skeleton.same_topology(self.rig.skeleton):
-                raise ValueError(f"the recogniser was trained on a {self.rig.skeleton.num_joints}-joint skeleton, "
-                                 f"not this {m.skeleton.num_joints}-joint one")  # fmt: skip
-        clips = [clip_from_motion(m, fps=self.fps, name=f"motion{i}", path=str(m.metadata.get("path", "")))
-                 for i, m in enumerate(motions)]  # fmt: skip
-        out = self.embed_dataset(MotionDataset(clips=clips, rig=self.rig, fps=self.fps), stride=stride)
+        out = self.embed_dataset(self.motions_dataset(motions), stride=stride)
         _, pred = vote(out["probs"], out["windows"][:, 0])
         return out["features"], [self.contents.names[int(p)] for p in pred]
+
+    def recognize_motions(self, motions: Sequence[Motion], *, stride: int = 8) -> dict[str, Tensor]:
+        """Content probabilities of motions, per motion and per window (with the model's mirror and speed votes).
+
+        A motion shorter than :attr:`window` is one window, padded by holding its last pose. A motion's
+        probabilities are the mean of its windows' (the vote of :func:`evaluate_recognizer`).
+
+        Returns
+        -------
+        dict of str to Tensor
+            ``probs`` ``(N, C)`` per motion; ``windows`` ``(W, 2)`` (motion index, first frame at the model's
+            frame rate, stride ``stride``) and ``window_probs`` ``(W, C)``. Class names: :attr:`contents`.
+        """
+        out = self.embed_dataset(self.motions_dataset(motions), stride=stride)
+        index = out["windows"][:, 0]
+        sums = torch.zeros(len(motions), out["probs"].shape[1]).index_add_(0, index, out["probs"].float())
+        counts = torch.bincount(index, minlength=len(motions)).clamp_min(1)
+        return {"probs": sums / counts[:, None], "windows": out["windows"], "window_probs": out["probs"]}
 
 
 class RecognizeTask:

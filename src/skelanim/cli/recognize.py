@@ -1,0 +1,76 @@
+"""``skelanim recognize``: what motion files show, by the shipped ST-GCN (or any recogniser folder); a thin
+wrapper over :meth:`skelanim.learn.recognize.Recognizer.recognize_motions`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from skelanim.cli import app
+
+
+@app.command("recognize")
+def recognize_cmd(
+    files: list[Path] = typer.Argument(..., help="Motion files (or folders of them) on the model's skeleton."),
+    model: Path | None = typer.Option(None, "--model", "-m", help="Recogniser folder (default: the shipped ST-GCN)."),
+    top: int = typer.Option(3, "--top", min=1, help="Contents listed per file, most probable first."),
+    windows: bool = typer.Option(False, "--windows", help="Also list each window's content (a timeline)."),
+    stride: int = typer.Option(8, "--stride", min=1, help="Frames between windows, at the model's frame rate."),
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
+) -> None:
+    """Classify the content of motion files (walk, run, bow, wave, ...): the mean of the class probabilities of
+    their windows, as in `skelanim learn recognize eval`."""
+    import skelanim
+    from skelanim.cli.learn import echo_json
+    from skelanim.data.dataset import expand_paths
+    from skelanim.learn.recognize import Recognizer
+
+    paths = expand_paths(files, suffixes=tuple(skelanim.io.MOTION_FORMATS))
+    if not paths:
+        raise skelanim.errors.FormatError("no motion files here", path=files[0])
+    rec = Recognizer.load(model)
+    motions = []
+    for p in paths:
+        motion = skelanim.load(p)
+        if not motion.skeleton.same_topology(rec.rig.skeleton):
+            raise skelanim.errors.SkeletonError(
+                f"the recogniser was trained on a {rec.rig.skeleton.num_joints}-joint skeleton "
+                f"({', '.join(rec.rig.skeleton.names[:4])}, ...); this motion has {motion.skeleton.num_joints}",
+                path=p,
+            )
+        motions.append(motion)
+    out = rec.recognize_motions(motions, stride=stride)
+    names = rec.contents.names
+    length_s = rec.window / rec.fps
+    report: list[dict[str, Any]] = []
+    for i, p in enumerate(paths):
+        probs = out["probs"][i]
+        order = probs.argsort(descending=True)[:top].tolist()
+        entry: dict[str, Any] = {
+            "path": str(p),
+            "content": names[order[0]],
+            "probability": round(float(probs[order[0]]), 4),
+            "top": [[names[c], round(float(probs[c]), 4)] for c in order],
+        }
+        if windows:
+            mine = (out["windows"][:, 0] == i).nonzero().flatten().tolist()
+            entry["windows"] = []
+            for w in mine:
+                wp = out["window_probs"][w]
+                start = float(out["windows"][w, 1]) / rec.fps
+                end = min(start + length_s, motions[i].duration)
+                entry["windows"].append({"start_s": round(start, 3), "end_s": round(end, 3),
+                                         "content": names[int(wp.argmax())], "probability": round(float(wp.max()), 4)})  # fmt: skip
+        report.append(entry)
+    if as_json:
+        echo_json({"model": str(model) if model else "shipped", "files": report})
+        return
+    for entry in report:
+        others = ", ".join(f"{n} {q:.2f}" for n, q in entry["top"][1:])
+        typer.echo(
+            f"{entry['path']}: {entry['content']} {entry['probability']:.2f}" + (f" ({others})" if others else "")
+        )
+        for w in entry.get("windows", []):
+            typer.echo(f"  {w['start_s']:7.2f}-{w['end_s']:6.2f} s  {w['content']} {w['probability']:.2f}")
