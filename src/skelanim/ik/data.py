@@ -17,8 +17,6 @@ positions only.
 from __future__ import annotations
 
 import fnmatch
-import glob
-import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,36 +27,12 @@ from torch import Tensor
 from skelanim.core.kinematics import forward_kinematics
 from skelanim.core.motion import Motion
 from skelanim.core.rotations import quat_geodesic, quat_normalize
+from skelanim.data.dataset import expand_paths
 from skelanim.errors import SkeletonError
 from skelanim.ik.frames import IKRig
 
 __all__ = ["PoseSet", "augment", "detect_ik_root", "expand_paths", "load_motions", "mean_pose", "mirror_map",
            "mirror_world", "pose_set", "split_files", "up_axis"]  # fmt: skip
-
-MOTION_SUFFIXES = (".bvh",)
-
-
-def expand_paths(paths: Sequence[str | os.PathLike], suffixes: Sequence[str] = MOTION_SUFFIXES) -> list[Path]:
-    """Files named by ``paths``: files as given, folders as their ``*<suffix>`` files, glob patterns expanded.
-
-    Returns
-    -------
-    list of Path
-        Sorted, without duplicates. Raises ``FileNotFoundError`` for a path that matches nothing.
-    """
-    out: set[Path] = set()
-    for entry in paths:
-        p = Path(entry)
-        if p.is_dir():
-            out.update(f for f in p.iterdir() if f.suffix.lower() in suffixes)
-        elif p.is_file():
-            out.add(p)
-        else:
-            hits = [Path(h) for h in glob.glob(str(entry))]
-            if not hits:
-                raise FileNotFoundError(2, "no such file, folder or matching pattern", str(entry))
-            out.update(h for h in hits if h.is_file())
-    return sorted(out)
 
 
 def split_files(
