@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 import torch
 from torch import nn
 
@@ -142,3 +143,27 @@ def test_keep_last_leaves_the_final_weights_in_the_folder(tmp_path):
     for key, value in final.items():
         assert torch.equal(last[key], value), key
     assert not torch.equal(best["3.weight"], last["3.weight"])
+
+
+def test_validate_every_validates_those_epochs_and_the_last_and_keeps_the_best_of_them(tmp_path):
+    cfg = TrainConfig(epochs=5, batch_size=32, lr=1e-2, warmup_steps=5, progress=False, validate_every=2)
+    task = ToyTask()
+    validated, scores = [], iter([3.0, 1.0, 2.0])  # epochs 2, 4 and 5 (the last): the best is epoch 4
+    states: dict[int, dict[str, torch.Tensor]] = {}
+
+    def validate(model):
+        validated.append(len(validated))
+        states[len(validated)] = {k: v.clone() for k, v in model.state_dict().items()}
+        return {"val_mse": next(scores)}
+
+    task.validate = validate
+    result = fit(_model(), task, tmp_path, cfg, log=lambda s: None)
+    history = result["history"]
+    assert [r["epoch"] for r in history if "val_mse" in r] == [2, 4, 5] and len(history) == 5
+    assert all("train_loss" in r for r in history) and result["best"]["epoch"] == 4
+    saved, config = load_model_files(tmp_path)
+    assert config["training"]["best"]["epoch"] == 4
+    for key, value in states[2].items():  # the folder holds the weights validated at epoch 4
+        assert torch.equal(saved[key], value), key
+    with pytest.raises(ValueError, match="validate_every must be >= 1"):
+        TrainConfig(validate_every=0)

@@ -87,6 +87,13 @@ def test_training_history_prefers_the_full_history_of_the_training_state(tmp_pat
         training_history(tmp_path / "started")
 
 
+def test_a_metric_validated_every_few_epochs_is_drawn_at_those_epochs():
+    history = [{"epoch": e, "train_loss": 1.0 / e, **({"val_error": 0.1 * e} if e % 2 == 0 else {})} for e in range(1, 6)]
+    loss, val = plot_training_history(history).axes[:2]  # the first epoch has no validation metric
+    assert loss.get_title() == "train_loss" and val.get_title() == "val_error"
+    assert np.allclose(val.get_lines()[0].get_xdata(), [2, 4]) and np.allclose(val.get_lines()[0].get_ydata(), [0.2, 0.4])
+
+
 def test_cli_curves_writes_an_image_and_refuses_a_bad_name_before_work(tmp_path, capsys):
     epochs = [{"epoch": e, "train_loss": 1.0 / e, "val_error": 1.0 / e} for e in (1, 2)]
     _run_folder(tmp_path / "run", epochs, best=2)

@@ -58,11 +58,11 @@ def split_parts(ds, split: str, seed: int = 0, *, need: str = "train") -> dict:
 
 
 def train_config(epochs: int, batch_size: int, lr: float, seed: int, max_steps: int | None, progress: bool, warmup: int = 50,
-          ema: float = 0.0, keep: str = "best"):  # fmt: skip
+          ema: float = 0.0, keep: str = "best", validate_every: int = 1):  # fmt: skip
     from skelanim.nn.train import TrainConfig
 
     return TrainConfig(epochs=epochs, batch_size=batch_size, lr=lr, seed=seed, max_steps=max_steps, progress=progress,
-                       warmup_steps=warmup, ema=ema, keep=keep)  # fmt: skip
+                       warmup_steps=warmup, ema=ema, keep=keep, validate_every=validate_every)  # fmt: skip
 
 
 EMA_HELP = "Validate and save an exponential moving average of the weights with this decay per step (0: off)."
@@ -261,6 +261,10 @@ def generate_train(
         None, "--recognizer", help="Recogniser for the validation FID (default: the shipped one)."
     ),
     vae_epochs: int = typer.Option(14, "--vae-epochs", min=1),
+    vae_validate_every: int = typer.Option(
+        1, "--vae-validate-every", min=1, help="VAE stage: validate (the sample FID, ~4 s) every N epochs and after "
+        "the last; the GAN stage validates every epoch.",
+    ),
     gan_epochs: int = typer.Option(4, "--gan-epochs", min=0),
     window: int = typer.Option(64, "--window", min=8),
     stride: int = typer.Option(8, "--stride", min=1),
@@ -308,7 +312,7 @@ def generate_train(
     parts = split_parts(load_dataset(data, fps, threads, progress), split, seed)
     reference = rec.embed_dataset(parts["train"], stride=8, length=window, speed_votes=False)["features"]
     result = train_generator(parts["train"], out, length=window, stride=stride, embed=rec.embed_arrays, reference=reference,
-                             vae_loop=train_config(vae_epochs, batch_size, lr, seed, max_steps, progress, 100),
+                             vae_loop=train_config(vae_epochs, batch_size, lr, seed, max_steps, progress, 100, validate_every=vae_validate_every),
                              gan_loop=train_config(gan_epochs, batch_size, gan_lr, seed, max_steps, progress, 20, keep=keep) if gan_epochs else None,
                              weights={"beta": beta, "free_bits": free_bits, "w_vel": vel, "adversarial": adversarial,
                                       "w_speed": speed, "w_speed_frames": speed_frames, "w_contact": contact_match, "w_fake_skate": sample_skate,

@@ -80,6 +80,11 @@ class TrainConfig:
     keep : str
         ``"best"`` (the epoch with the best validation metric) or ``"last"`` (the final weights) in the model
         folder; the validation history is recorded either way.
+    validate_every : int
+        Validate after every this many epochs and after the last (1: every epoch). The epochs between are
+        recorded with their training terms only, and the model folder is written at validated epochs only
+        (``"best"`` among them; with ``"last"`` the final epoch, which is always validated). For long runs whose
+        validation is costly (a generator's FID).
     """
 
     epochs: int = 20
@@ -95,10 +100,13 @@ class TrainConfig:
     find_unused_parameters: bool | None = None
     ema: float = 0.0
     keep: str = "best"
+    validate_every: int = 1
 
     def __post_init__(self) -> None:
         if self.keep not in ("best", "last"):
             raise ValueError(f"keep must be 'best' or 'last', got {self.keep!r}")
+        if self.validate_every < 1:
+            raise ValueError(f"validate_every must be >= 1, got {self.validate_every}")
 
 
 class Task(Protocol):
@@ -326,22 +334,23 @@ def fit(
             every = ddp.gather_objects(train)
             train = {k: sum(d[k] for d in every if k in d) / sum(k in d for d in every) for k in every[0]}
         record: dict[str, Any] = {"epoch": epoch + 1, **{f"train_{k}": v for k, v in train.items()}}
-        model.eval()
-        evaluated.eval()
-        if main:
-            with torch.no_grad():
-                record.update(task.validate(evaluated))
+        validated = (epoch + 1) % config.validate_every == 0 or epoch + 1 == config.epochs
+        if validated:
+            model.eval()
+            evaluated.eval()
+            if main:
+                with torch.no_grad():
+                    record.update(task.validate(evaluated))
         record = ddp.broadcast_object(record)  # every rank keeps the same history and best (and waits here)
         meta["epoch"] += 1
         meta["step_in_epoch"] = 0
         record["seconds"] = time.perf_counter() - started
         meta["history"].append(record)
-        value = float(record[task.metric])
-        improved = meta["best"] is None or value < meta["best"][task.metric]
+        improved = validated and (meta["best"] is None or float(record[task.metric]) < meta["best"][task.metric])
         if improved:
             meta["best"] = {k: v for k, v in record.items() if isinstance(v, (int, float))}
         if main:
-            if improved or config.keep == "last":
+            if improved or (validated and config.keep == "last"):
                 cfg = task.model_config()
                 cfg["training"] = {**cfg.get("training", {}), "loop": asdict(config), "best": meta["best"],
                                    "history": meta["history"], "world_size": world}  # fmt: skip

@@ -177,7 +177,10 @@ def plot_training_history(history: Sequence[Mapping[str, Any]], *, best_epoch: i
     title : str, optional
         Figure title.
     """
-    keys = [k for k in history[0] if k not in ("epoch", "seconds") and isinstance(history[0][k], (int, float))]
+    # every quantity of any epoch, in order of first appearance (a run that validates every few epochs has its
+    # validation metrics in some records only)
+    numeric = (k for r in history for k, v in r.items() if k not in ("epoch", "seconds") and isinstance(v, (int, float)))
+    keys = list(dict.fromkeys(numeric))
     if not keys:
         raise ValueError("the history has no numeric quantity besides epoch and seconds")
     epochs = [int(r["epoch"]) for r in history]
@@ -186,8 +189,8 @@ def plot_training_history(history: Sequence[Mapping[str, Any]], *, best_epoch: i
     fig = Figure(figsize=(3.3 * cols, 2.5 * rows), layout="constrained")
     axes = fig.subplots(rows, cols, squeeze=False).ravel()
     for i, (ax, key) in enumerate(zip(axes, keys, strict=False)):
-        values = [float(r.get(key, np.nan)) for r in history]
-        ax.plot(epochs, values, marker="o", ms=2.5, color=unit_color(0 if key.startswith("train_") else 1))
+        points = [(e, float(r[key])) for e, r in zip(epochs, history, strict=True) if key in r]  # epochs that have it
+        ax.plot(*zip(*points, strict=True), marker="o", ms=2.5, color=unit_color(0 if key.startswith("train_") else 1))
         ax.set_title(key, fontsize=9)
         ax.grid(alpha=0.3)
         if best_epoch is not None:
