@@ -31,17 +31,13 @@ def recognize_cmd(
     if not paths:
         raise skelanim.errors.FormatError("no motion files here", path=files[0])
     rec = Recognizer.load(model)
-    motions = []
-    for p in paths:
-        motion = skelanim.load(p)
-        if not motion.skeleton.same_topology(rec.rig.skeleton):
-            raise skelanim.errors.SkeletonError(
-                f"the recogniser was trained on a {rec.rig.skeleton.num_joints}-joint skeleton "
-                f"({', '.join(rec.rig.skeleton.names[:4])}, ...); this motion has {motion.skeleton.num_joints}",
-                path=p,
-            )
-        motions.append(motion)
-    out = rec.recognize_motions(motions, stride=stride)
+    motions = [skelanim.load(p) for p in paths]
+    for p, motion in zip(paths, motions, strict=True):
+        motion.metadata.setdefault("path", str(p))  # every format's motion names its file in errors
+    try:
+        out = rec.recognize_motions(motions, stride=stride)
+    except ValueError as err:  # a motion on another skeleton; the message names its file
+        raise skelanim.errors.SkeletonError(str(err)) from None
     names = rec.contents.names
     length_s = rec.window / rec.fps
     report: list[dict[str, Any]] = []
