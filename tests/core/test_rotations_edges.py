@@ -181,6 +181,7 @@ def _public_calls(rng: np.random.Generator) -> list[tuple[str, Callable[..., Any
         ("quat_slerp", quat_slerp, (q, q2, a[..., 0])),
         ("quat_geodesic", quat_geodesic, (q, q2)),
         ("matrix_geodesic", matrix_geodesic, (m, quat_to_matrix(q2))),
+        ("mean_rotations", rot.mean_rotations, (m,)),
     ]
 
 

@@ -8,8 +8,8 @@ import math
 import torch
 from torch import nn
 
-from skelanim.core.rotations import matrix_to_quat, quat_slerp, quat_to_matrix, rotvec_to_matrix
-from skelanim.learn.augment import mean_rotations, scale_amplitude
+from skelanim.core.rotations import matrix_to_quat, mean_rotations, quat_slerp, quat_to_matrix, rotvec_to_matrix
+from skelanim.learn.augment import scale_amplitude
 from skelanim.learn.recognize import (
     Recognizer,
     RecognizeTask,

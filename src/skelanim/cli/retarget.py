@@ -47,6 +47,13 @@ def run(
     target_map: Path | None = typer.Option(None, "--target-map", help="Joint mapping (JSON/YAML) for the target."),
     model: Path | None = typer.Option(None, "--model", "-m", help="NKN model folder (default: the shipped model)."),
     show_map: bool = typer.Option(False, "--show-map", help="Print both joint mappings."),
+    calibrate: bool = typer.Option(
+        False,
+        "--calibrate",
+        help="Calibrate the bone frames of a skeleton whose zero pose is no body pose (Bandai-Namco's, the "
+        "production rig's) on its own motion: SRC's, and the --to file's. Without it their limbs' twist is off "
+        "by up to a half turn (positions are right). Not with nkn.",
+    ),
 ) -> None:
     """Retarget SRC onto the skeleton of TARGET. Onto the DeepMimic humanoid (--to humanoid.urdf, or a .txt
     output) the result goes through the robot fix (hinge knees and elbows, feet on the ground) and is written
@@ -62,6 +69,9 @@ def run(
     if to.suffix.lower() == ".urdf" or out.suffix.lower() in (".txt", ".json"):
         from skelanim.retarget.robot import save_deepmimic, to_deepmimic
 
+        if calibrate:
+            raise RetargetError(f"{to}: --calibrate is not offered for the DeepMimic humanoid (its zero pose is one)")
+
         robot = to_deepmimic(motion, method=method, source_map=source_map, model=model,
                              urdf=to if to.suffix.lower() == ".urdf" else None)  # fmt: skip
         if out.suffix.lower() in (".txt", ".json"):
@@ -70,11 +80,17 @@ def run(
             skelanim.save(robot, out)
         typer.echo(f"wrote {out} ({robot.num_frames} frames at {robot.fps:g} fps, method {method}, DeepMimic humanoid)")
         return
-    target = skelanim.load(to).skeleton
+    target_motion = skelanim.load(to)
+    target = target_motion.skeleton
     from skelanim.retarget.retargeter import make_rig
+    from skelanim.retarget.rig import CanonicalRig, physical_zero_pose
 
     source_rig = make_rig(motion.skeleton, source_map, source=str(src))
     target_rig = make_rig(target, target_map, source=str(to))
+    if calibrate:  # a rig whose zero pose is no body pose, again with its frames calibrated on its own motion
+        source_rig, target_rig = (rig if physical_zero_pose(rig.skeleton, rig.mapping) else
+                                  CanonicalRig(rig.skeleton, rig.mapping, calibration=m.rotations)
+                                  for rig, m in ((source_rig, motion), (target_rig, target_motion)))  # fmt: skip
     if show_map:
         assert source_rig.mapping is not None and target_rig.mapping is not None
         typer.echo(f"source {src}:\n{source_rig.mapping.describe()}\ntarget {to}:\n{target_rig.mapping.describe()}")

@@ -56,9 +56,9 @@ from skelanim.errors import ShapeError
 
 __all__ = [
     "EULER_ORDERS", "as_tensor", "axis_angle_to_quat", "euler_to_matrix", "euler_to_quat", "matrix_geodesic",
-    "matrix_to_euler", "matrix_to_quat", "matrix_to_rot6d", "matrix_to_rotvec", "numpy_in_numpy_out", "quat_apply",
-    "quat_canonical", "quat_conjugate", "quat_continuous", "quat_geodesic", "quat_identity", "quat_inverse", "quat_multiply",
-    "quat_normalize", "quat_slerp", "quat_to_euler", "quat_to_matrix", "quat_to_rot6d", "quat_to_rotvec",
+    "matrix_to_euler", "matrix_to_quat", "matrix_to_rot6d", "matrix_to_rotvec", "mean_rotations", "numpy_in_numpy_out",
+    "quat_apply", "quat_canonical", "quat_conjugate", "quat_continuous", "quat_geodesic", "quat_identity", "quat_inverse",
+    "quat_multiply", "quat_normalize", "quat_slerp", "quat_to_euler", "quat_to_matrix", "quat_to_rot6d", "quat_to_rotvec",
     "rot6d_to_matrix", "rot6d_to_quat", "rotvec_to_matrix", "rotvec_to_quat",
 ]  # fmt: skip
 
@@ -379,6 +379,28 @@ def quat_geodesic(q0: Tensor, q1: Tensor) -> Tensor:
     """
     r = quat_multiply(quat_conjugate(quat_normalize(q0)), quat_normalize(q1))
     return 2 * _safe_atan2(_safe_norm(r[..., 1:], keepdim=False), r[..., 0].abs())
+
+
+@numpy_in_numpy_out
+def mean_rotations(rot: Tensor, dim: int = 0) -> Tensor:
+    """Chordal mean of rotation matrices over one dim (the rotation nearest their average).
+
+    Parameters
+    ----------
+    rot : Tensor
+        ``(N, M, 3, 3)`` (``dim`` 0), or e.g. ``(B, T, M, 3, 3)`` with ``dim=1`` for each window's mean pose.
+    dim : int
+        The dim averaged over (not one of the last two).
+
+    Returns
+    -------
+    Tensor
+        ``rot`` without ``dim``: ``(M, 3, 3)``, ``(B, M, 3, 3)``.
+    """
+    u, _, vh = torch.linalg.svd(rot.double().mean(dim))
+    d = torch.sign(torch.linalg.det(u @ vh))
+    u = torch.cat([u[..., :2], u[..., 2:] * d[..., None, None]], dim=-1)
+    return (u @ vh).to(rot.dtype)
 
 
 @numpy_in_numpy_out

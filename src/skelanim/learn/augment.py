@@ -12,7 +12,7 @@ from torch import Tensor
 
 from skelanim.core.rotations import matrix_to_rotvec, rotvec_to_matrix
 
-__all__ = ["TurnClasses", "log_uniform", "mean_rotations", "scale_amplitude", "turn_classes", "turn_relabel"]
+__all__ = ["TurnClasses", "log_uniform", "scale_amplitude", "turn_classes", "turn_relabel"]
 
 TURN_DEGREES = (40.0, 100.0)
 """Range of the heading sweep, in degrees per window, given to a window relabelled as a turn (the Bandai
@@ -34,27 +34,6 @@ def log_uniform(bounds: tuple[float, float], size: tuple[int, ...] = (), generat
     return torch.empty(size).uniform_(lo, hi, generator=generator).exp()
 
 
-def mean_rotations(rot: Tensor, dim: int = 0) -> Tensor:
-    """Chordal mean of rotation matrices over one dim (the rotation nearest their average).
-
-    Parameters
-    ----------
-    rot : Tensor
-        ``(N, M, 3, 3)`` (``dim`` 0), or e.g. ``(B, T, M, 3, 3)`` with ``dim=1`` for each window's mean pose.
-    dim : int
-        The dim averaged over (not one of the last two).
-
-    Returns
-    -------
-    Tensor
-        ``rot`` without ``dim``: ``(M, 3, 3)``, ``(B, M, 3, 3)``.
-    """
-    u, _, vh = torch.linalg.svd(rot.double().mean(dim))
-    d = torch.sign(torch.linalg.det(u @ vh))
-    u = torch.cat([u[..., :2], u[..., 2:] * d[..., None, None]], dim=-1)
-    return (u @ vh).to(rot.dtype)
-
-
 def scale_amplitude(rot: Tensor, mean: Tensor, factor: Tensor) -> Tensor:
     """Local joint rotations moved toward (``factor < 1``) or away from (``> 1``) a mean pose along the geodesic:
     ``R' = M (M^T R)^a`` for every joint but the body root (index 0, kept).
@@ -64,7 +43,7 @@ def scale_amplitude(rot: Tensor, mean: Tensor, factor: Tensor) -> Tensor:
     rot : Tensor
         ``(B, T, M, 3, 3)`` (body root in world).
     mean : Tensor
-        ``(M, 3, 3)`` mean local rotations (:func:`mean_rotations`), or ``(B, M, 3, 3)``, one per window.
+        ``(M, 3, 3)`` mean local rotations (:func:`~skelanim.core.rotations.mean_rotations`), or ``(B, M, 3, 3)``, one per window.
     factor : Tensor
         ``(B,)`` amplitude factors ``a``.
 

@@ -40,10 +40,11 @@ from typing import Any, cast
 import torch
 from torch import Tensor, nn
 
+from skelanim.core.rotations import mean_rotations
 from skelanim.data.dataset import MotionDataset
 from skelanim.data.features import to_reference_frame
 from skelanim.data.rig import Rig
-from skelanim.learn.augment import log_uniform, mean_rotations, scale_amplitude
+from skelanim.learn.augment import log_uniform, scale_amplitude
 from skelanim.learn.common import (
     Normalizer,
     file_balance_weights,

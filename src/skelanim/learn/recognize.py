@@ -50,13 +50,13 @@ import torch
 from torch import Tensor, nn
 
 from skelanim.core.motion import Motion
-from skelanim.core.rotations import rot6d_to_matrix, rotvec_to_matrix
+from skelanim.core.rotations import mean_rotations, rot6d_to_matrix, rotvec_to_matrix
 from skelanim.data.clips import clip_from_motion
 from skelanim.data.dataset import MotionDataset
 from skelanim.data.features import wrap_angle
 from skelanim.data.labels import Vocabulary
 from skelanim.data.rig import Rig
-from skelanim.learn.augment import log_uniform, mean_rotations, scale_amplitude, turn_classes, turn_relabel
+from skelanim.learn.augment import log_uniform, scale_amplitude, turn_classes, turn_relabel
 from skelanim.learn.common import (
     Normalizer,
     file_balance_weights,

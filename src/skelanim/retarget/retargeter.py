@@ -82,11 +82,13 @@ def make_rig(
     rest: Tensor | None = None,
     *,
     source: str | None = None,
+    calibration: Tensor | None = None,
 ) -> CanonicalRig:
-    """A :class:`CanonicalRig` from a skeleton, an optional user mapping and an optional rest pose."""
+    """A :class:`CanonicalRig` from a skeleton, an optional user mapping, an optional rest pose and optional
+    frames of the skeleton's own motion to calibrate its bone frames on."""
     if isinstance(skeleton, CanonicalRig):
         return skeleton
-    return CanonicalRig(skeleton, map_skeleton(skeleton, mapping, source=source), rest)
+    return CanonicalRig(skeleton, map_skeleton(skeleton, mapping, source=source), rest, calibration)
 
 
 class Retargeter:
@@ -102,6 +104,11 @@ class Retargeter:
         User joint mappings (see :func:`~.mapping.map_skeleton`).
     source_rest, target_rest : Tensor, optional
         ``(J, 4)`` local quaternions of each skeleton's rest (bind) pose; default its zero pose.
+    source_calibration, target_calibration : Tensor, optional
+        ``(T, J, 4)`` local quaternions of motion on each skeleton: its bone frames are calibrated on them
+        (:class:`~.rig.CanonicalRig`), for a zero pose that is no body pose (Bandai-Namco's, the production
+        rig's; :func:`~.rig.physical_zero_pose`), whose limb twist is otherwise off by up to a half turn.
+        Not with ``nkn``: the shipped model was trained on uncalibrated frames.
     model : NKN, path or None
         The network for ``nkn`` (default: the shipped model).
     fps : float
@@ -126,6 +133,8 @@ class Retargeter:
         target_map: Mapping[str, Any] | str | os.PathLike | None = None,
         source_rest: Tensor | None = None,
         target_rest: Tensor | None = None,
+        source_calibration: Tensor | None = None,
+        target_calibration: Tensor | None = None,
         model: NKN | str | os.PathLike | None = None,
         fps: float = 30.0,
         floor: float | None = None,
@@ -136,8 +145,11 @@ class Retargeter:
         if runtime not in RUNTIMES:
             raise RetargetError(f"unknown runtime {runtime!r}; choose from {', '.join(RUNTIMES)}")
         self.runtime = runtime
-        self.source = make_rig(source_skeleton, source_map, source_rest)
-        self.target = make_rig(target_skeleton, target_map, target_rest)
+        self.source = make_rig(source_skeleton, source_map, source_rest, calibration=source_calibration)
+        self.target = make_rig(target_skeleton, target_map, target_rest, calibration=target_calibration)
+        if method == "nkn" and (self.source.calibration is not None or self.target.calibration is not None):
+            raise RetargetError("calibrated bone frames work with copy, ik and naive; the NKN model was trained on "
+                                "uncalibrated ones")  # fmt: skip
         self.method = method
         self.fps = float(fps)
         self.floor = floor

@@ -53,13 +53,13 @@ import torch
 from torch import Tensor
 
 from skelanim.core.kinematics import forward_kinematics, forward_kinematics_joints
-from skelanim.core.rotations import matrix_to_quat, quat_identity, quat_to_matrix, rot6d_to_matrix
+from skelanim.core.rotations import matrix_to_quat, mean_rotations, quat_identity, quat_to_matrix, rot6d_to_matrix
 from skelanim.core.skeleton import Skeleton
 from skelanim.retarget.mapping import CANONICAL_JOINTS, CANONICAL_PARENTS, JointMapping, map_skeleton
 
 __all__ = [
-    "CanonicalRig", "canonical_fk", "canonical_frames", "canonical_locals", "canonical_skeleton", "canonical_tpose",
-    "frames_from_locals", "local_quats",
+    "CanonicalRig", "calibrated_frames", "calibration_poses", "canonical_fk", "canonical_frames", "canonical_locals",
+    "canonical_skeleton", "canonical_tpose", "frames_from_locals", "local_quats", "physical_zero_pose",
 ]  # fmt: skip
 
 _EPS = 1e-9
@@ -172,6 +172,58 @@ def _rest_frames(skeleton: Skeleton, index: np.ndarray, world: Tensor, pos: Tens
     return frames
 
 
+def calibration_poses(skeleton: Skeleton, frames: Tensor, samples: int = 100) -> tuple[Tensor, Tensor]:
+    """World rotations ``(S, J, 3, 3)`` and positions ``(S, J, 3)`` of at most ``samples`` frames of local
+    quaternions ``(T, J, 4)`` (evenly spread), on the skeleton's rest offsets with the root at the origin."""
+    pick = np.unique(np.linspace(0, len(frames) - 1, min(samples, len(frames))).round().astype(int))
+    trans = skeleton.offsets.clone().to(torch.float64)
+    trans[0] = 0.0
+    return forward_kinematics(torch.as_tensor(frames, dtype=torch.float64)[pick], trans.expand(len(pick), -1, -1),
+                              skeleton.parents.tolist())  # fmt: skip
+
+
+def calibrated_frames(skeleton: Skeleton, index: np.ndarray, rest_world: Tensor, world: Tensor, pos: Tensor) -> Tensor:
+    """``(22, 3, 3)`` rest bone frames ``G = W_rest F`` whose joint-fixed part ``F`` is measured on motion.
+
+    Each posed frame ``t`` (physical, unlike some zero poses) gives ``F_t = W_t^T G_t``, its bone frames by the
+    rest-frame recipe (module docstring) in each joint's own coordinates; ``F`` is their chordal mean. ``F``
+    belongs to the joint's axes, not to a pose, so the twist about a bone is then the one the motion uses.
+
+    Parameters
+    ----------
+    skeleton : Skeleton
+        ``J`` joints.
+    index : ndarray
+        ``(22,)`` skeleton joint per canonical joint (``-1``: missing).
+    rest_world : Tensor
+        ``(J, 3, 3)`` world rotations of the rest pose.
+    world, pos : Tensor
+        ``(S, J, 3, 3)`` and ``(S, J, 3)``: posed frames of the skeleton (:func:`calibration_poses`).
+    """
+    present = np.flatnonzero(index >= 0)
+    joints = torch.from_numpy(index[present])
+    per_frame = torch.stack([world[t, joints].transpose(-1, -2) @ _rest_frames(skeleton, index, world[t], pos[t])[present]
+                             for t in range(len(world))])  # fmt: skip
+    frames = torch.eye(3, dtype=torch.float64).repeat(len(CANONICAL_JOINTS), 1, 1)
+    frames[torch.from_numpy(present)] = rest_world[joints] @ mean_rotations(per_frame)
+    return frames
+
+
+def physical_zero_pose(skeleton: Skeleton, mapping: JointMapping | None = None) -> bool:
+    """Whether the skeleton's zero pose is a body pose: both upper legs point down, away from the chest (not so
+    for Bandai-Namco, whose zero pose lays every bone along +X, one leg along the spine)."""
+    index = (mapping or map_skeleton(skeleton)).index
+    pos = skeleton.rest_positions().to(torch.float64)
+    at = {n: int(index[i]) for i, n in enumerate(CANONICAL_JOINTS) if index[i] >= 0}
+    up = _unit(pos[at["chest"]] - pos[at["hips"]])
+    for side in "lr":
+        knee, hip = at.get(f"{side}_leg"), at.get(f"{side}_upleg")
+        thigh = None if knee is None or hip is None or up is None else _unit(pos[knee] - pos[hip])
+        if thigh is not None and float(thigh @ up) > -0.5:
+            return False
+    return True
+
+
 _CANONICAL_FRAMES: Tensor | None = None
 
 
@@ -210,11 +262,17 @@ class CanonicalRig:
     rest : Tensor, optional
         ``(J, 4)`` local quaternions of the rest (bind) pose the frames are measured in; default the
         identity (the file's zero pose).
+    calibration : Tensor, optional
+        ``(T, J, 4)`` local quaternions of frames of this skeleton's own motion: the rest bone frames are then
+        calibrated on them (:func:`calibrated_frames`) instead of read off the rest pose, and joints outside the
+        canonical set are held against their anchor as the motion holds them on average. For a zero pose that
+        is no body pose (:func:`physical_zero_pose`), where the twist of a limb that points up is a guess.
     """
 
     skeleton: Skeleton
     mapping: JointMapping | None = None
     rest: Tensor | None = None
+    calibration: Tensor | None = None
 
     def __post_init__(self) -> None:
         sk = self.skeleton
@@ -235,7 +293,8 @@ class CanonicalRig:
                 fill[c] = CANONICAL_PARENTS[fill[c]]
         self.fill = torch.from_numpy(fill)
         self.joint_of_slot = torch.from_numpy(index[fill])  # (22,) skeleton joint per slot (missing: parent's)
-        g = _rest_frames(sk, index, world, pos)
+        posed = None if self.calibration is None else calibration_poses(sk, self.calibration)
+        g = _rest_frames(sk, index, world, pos) if posed is None else calibrated_frames(sk, index, world, *posed)
         self.rest_frames = g
         cf = canonical_frames()
         f = world[self.joint_of_slot].transpose(-1, -2) @ g[self.fill]  # (22, 3, 3) F
@@ -267,7 +326,12 @@ class CanonicalRig:
                 rel[k] = world[k]
                 continue
             anchor[k] = slot_of_joint[a]
-            rel[k] = self.from_canonical[anchor[k]] @ world[a].T @ world[k]
+            # the joint against its anchor as in the rest pose, or as the calibration motion holds it on average
+            if posed is None:
+                held = world[a].T @ world[k]
+            else:
+                held = mean_rotations(posed[0][:, a].transpose(-1, -2) @ posed[0][:, k])
+            rel[k] = self.from_canonical[anchor[k]] @ held
         self.anchor = torch.from_numpy(anchor)
         self.decode_rel = rel
         self.parent_index = torch.tensor([max(int(p), 0) for p in sk.parents])
