@@ -87,10 +87,11 @@ def run(
 
     source_rig = make_rig(motion.skeleton, source_map, source=str(src))
     target_rig = make_rig(target, target_map, source=str(to))
-    if calibrate:  # a rig whose zero pose is no body pose, again with its frames calibrated on its own motion
-        source_rig, target_rig = (rig if physical_zero_pose(rig.skeleton, rig.mapping) else
-                                  CanonicalRig(rig.skeleton, rig.mapping, calibration=m.rotations)
-                                  for rig, m in ((source_rig, motion), (target_rig, target_motion)))  # fmt: skip
+    if calibrate:  # a side whose zero pose is no body pose: its bone frames calibrated on its own motion
+        if not physical_zero_pose(source_rig.skeleton, source_rig.mapping):
+            source_rig = CanonicalRig(source_rig.skeleton, source_rig.mapping, calibration=motion.rotations)
+        if not physical_zero_pose(target_rig.skeleton, target_rig.mapping):
+            target_rig = CanonicalRig(target_rig.skeleton, target_rig.mapping, calibration=target_motion.rotations)
     if show_map:
         assert source_rig.mapping is not None and target_rig.mapping is not None
         typer.echo(f"source {src}:\n{source_rig.mapping.describe()}\ntarget {to}:\n{target_rig.mapping.describe()}")
