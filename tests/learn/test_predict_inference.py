@@ -167,3 +167,57 @@ def test_cli_calibrates_with_the_models_own_stride_and_seed(tiny_ds, learn_files
     model = Predictor.load(tmp_path / "m")
     assert config["amplitude_reference"] == pytest.approx(calibrate_amplitude(model, tiny_ds, stride=25), rel=1e-6)
     assert config["amplitude_reference"] != pytest.approx(calibrate_amplitude(model, tiny_ds, stride=4), rel=1e-6)
+
+
+@pytest.mark.parametrize("arch", ["gcn", "mlp"])
+def test_amplitude_votes_average_the_scaled_predictions_scaled_back(tiny_ds, arch):
+    model = _trained_statistics(tiny_ds, arch)
+    model.amplitude_reference, model.test_mirror = 0.4, True
+    rot, pelvis = reference_windows(tiny_ds, tiny_ds.windows(50, 25, pad_short=False)[:3], 50, 24, tiny_ds.rig)
+    obs_rot, obs_pel = rot[:, :25], pelvis[:, :25]
+    plain = model.predict_vectors(obs_rot, obs_pel)
+    model.amplitude_votes = (0.8, 1.25)
+    voted = model.predict_vectors(obs_rot, obs_pel)
+    # by hand: the observed frame vectors scaled about their mean frame, each predicted (with its mirror image)
+    # and scaled back, then the three averaged
+    from skelanim.learn.predictors import frames_to_vectors
+
+    x = frames_to_vectors(obs_rot.float(), obs_pel.float())
+    c = x.mean(1, keepdim=True)
+    assert torch.equal(frames_to_vectors(*x_to_frames(x)), x)  # the helper below inverts frames_to_vectors
+    model.amplitude_votes = ()
+    by_hand = [plain]
+    for s in (0.8, 1.25):
+        scaled_rot, scaled_pel = x_to_frames(c + s * (x - c))
+        by_hand.append(c + (model.predict_vectors(scaled_rot, scaled_pel) - c) / s)
+    torch.testing.assert_close(voted, torch.stack(by_hand).mean(0), atol=1e-5, rtol=0)
+    assert float((voted - plain).abs().max()) > 1e-3  # the votes change the prediction (random weights)
+    model.amplitude_votes = (0.8, 1.25)
+    again = Predictor.from_config(json.loads(json.dumps(model.config())))
+    assert again.amplitude_votes == (0.8, 1.25)
+    with pytest.raises(ValueError, match="positive scales"):
+        Predictor("mlp", tiny_ds.rig, amplitude_votes=(0.0,))
+
+
+def x_to_frames(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Frame vectors back to the (rotation, pelvis) arguments of ``predict_vectors``, without Gram-Schmidt, so
+    that ``frames_to_vectors`` inside gives ``x`` back exactly (scaled 6D vectors are no rotations)."""
+    b, t, d = x.shape
+    m = (d - 3) // 6
+    six = x[..., : 6 * m].reshape(b, t, m, 6)
+    rot = torch.stack([six[..., :3], six[..., 3:], torch.zeros_like(six[..., :3])], -1)  # columns a1, a2, 0
+    return rot, x[..., 6 * m :]
+
+
+def test_calibrate_sets_amplitude_votes_and_members_must_share_them(tiny_ds, learn_files, tmp_path):
+    loop = TrainConfig(epochs=1, batch_size=8, lr=1e-3, warmup_steps=1, progress=False)
+    for name in ("a", "b"):
+        train_predictor(tiny_ds, None, tmp_path / name, stride=25, loop=loop, arch_options={"hidden": 8})
+    data = [a for f in learn_files for a in ("--data", str(f))]
+    base = ["learn", "predict", "calibrate", str(tmp_path / "a"), *data, "--split", "none", "--stride", "25"]
+    assert main([*base, "-o", str(tmp_path / "voted"), "--amplitude-vote", "0.85", "--amplitude-vote", "1.1765"]) == 0
+    assert Predictor.load(tmp_path / "voted").amplitude_votes == (0.85, 1.1765)
+    assert main([*base, "-o", str(tmp_path / "same")]) == 0
+    assert Predictor.load(tmp_path / "same").amplitude_votes == ()
+    with pytest.raises(FormatError, match="amplitude_votes"):
+        combine_predictors([tmp_path / "voted", tmp_path / "same"], tmp_path / "mixed")

@@ -126,11 +126,15 @@ def predict_calibrate(
     test_mirror: bool | None = typer.Option(
         None, "--test-mirror/--no-test-mirror", help="Also average with the mirror image's prediction (default: as MODEL)."
     ),
+    amplitude_vote: list[float] | None = typer.Option(
+        None, "--amplitude-vote", min=0.01, help="Also predict the observed second scaled by this about its mean "
+        "frame, scale back and average (repeat, e.g. 0.85 and 1.1765; default: as MODEL).",
+    ),
     threads: int | None = typer.Option(None, "--threads", min=1),
 ) -> None:
     """Turn on amplitude normalisation: a window that moves less than the median training window is enlarged
     about its mean frame to that size before the network sees it, and the prediction shrunk back. Optionally
-    turn test-time mirror averaging on or off."""
+    turn test-time mirror averaging on or off, and set amplitude votes."""
     from skelanim.learn.predict import Predictor, calibrate_amplitude
     from skelanim.nn.checkpoint import read_model_config, save_model_files
 
@@ -146,11 +150,13 @@ def predict_calibrate(
         raise typer.BadParameter(str(err), param_hint="--data") from None
     if test_mirror is not None:
         net.test_mirror = test_mirror
+    if amplitude_vote:
+        net.amplitude_votes = tuple(amplitude_vote)
     record = {"command": command_line(), "files": len(parts["train"].clips), "seed": seed, "stride": stride,
-              "reference": reference, "test_mirror": net.test_mirror}  # fmt: skip
+              "reference": reference, "test_mirror": net.test_mirror, "amplitude_votes": list(net.amplitude_votes)}  # fmt: skip
     save_model_files(out, net.state_dict(), {**net.config(), "training": {**training, "amplitude_calibration": record}})
     typer.echo(f"wrote {out} (amplitude reference {reference:.4g} from {len(parts['train'].clips)} training files, "
-               f"test mirror {'on' if net.test_mirror else 'off'})")  # fmt: skip
+               f"test mirror {'on' if net.test_mirror else 'off'}, amplitude votes {list(net.amplitude_votes) or 'none'})")  # fmt: skip
 
 
 @predict_app.command("eval")

@@ -38,7 +38,7 @@ __all__ = ["combine_predictors", "combine_recognizers"]
 SHARED_KEYS = ("format", "arch", "rig", "contents", "styles", "window", "fps", "path", "test_mirror", "test_speeds")
 #: The same for predictors.
 PREDICTOR_SHARED_KEYS = ("format", "arch", "rig", "observed", "horizon", "fps", "arch_options", "amplitude_reference",
-                         "test_mirror")
+                         "test_mirror", "amplitude_votes")
 
 
 Model = TypeVar("Model", Recognizer, Predictor)

@@ -128,13 +128,21 @@ class Predictor(nn.Module):
     test_mirror : bool
         Predict also the left/right mirror image of the observed frames and average the mirrored-back
         prediction with the direct one (:meth:`predict_vectors`; training is unaffected).
+    amplitude_votes : sequence of float
+        Amplitude votes (empty: none): the observed frame vectors are also scaled by each ``s`` about their mean
+        frame ``c``, ``c + s (x - c)``, predicted, and scaled back, ``c + (y - c) / s``; the prediction is the
+        mean of these and the direct one (each with its mirror image under ``test_mirror``).
     """
 
     def __init__(self, arch: str, rig: Rig, *, observed: int = SECOND_FRAMES, horizon: int = SECOND_FRAMES, fps: float = 25.0,
                  arch_options: dict[str, Any] | None = None, members: int = 1,
-                 amplitude_reference: float = 0.0, test_mirror: bool = False) -> None:  # fmt: skip
+                 amplitude_reference: float = 0.0, test_mirror: bool = False,
+                 amplitude_votes: Sequence[float] = ()) -> None:  # fmt: skip
         super().__init__()
         self.test_mirror = bool(test_mirror)
+        self.amplitude_votes = tuple(float(v) for v in amplitude_votes)
+        if any(not v > 0 for v in self.amplitude_votes):
+            raise ValueError(f"amplitude votes must be positive scales, got {list(amplitude_votes)}")
         if not amplitude_reference >= 0.0:
             raise ValueError(f"amplitude_reference must be >= 0, got {amplitude_reference}")
         self.amplitude_reference = float(amplitude_reference)
@@ -210,11 +218,20 @@ class Predictor(nn.Module):
         ``(B, T, M, 3, 3)`` and pelvis ``(B, T, 3)``."""
         self.eval()
         x = frames_to_vectors(rot.float(), pelvis.float())
+        centre = x.mean(1, keepdim=True)
+        votes = [self._mirrored(x)]
+        for scale in self.amplitude_votes:  # the observed second scaled about its mean frame, and back
+            votes.append(centre + (self._mirrored(centre + scale * (x - centre)) - centre) / scale)
+        return torch.stack(votes).mean(0)[:, -self.horizon :]
+
+    def _mirrored(self, x: Tensor) -> Tensor:
+        """:meth:`forward` of raw frame vectors, averaged with the mirrored-back prediction of their mirror
+        image under :attr:`test_mirror`."""
         out = self(x)
         if self.test_mirror:  # also predict the mirror image and mirror that back
             index, sign = self.frame_mirror()
             out = 0.5 * (out + self(x[..., index] * sign)[..., index] * sign)
-        return out[:, -self.horizon :]
+        return out
 
     def predict(self, rot: Tensor, pelvis: Tensor) -> tuple[Tensor, Tensor]:
         """Future rotations ``(B, H, M, 3, 3)`` and pelvis ``(B, H, 3)`` from observed reference-frame ones."""
@@ -225,7 +242,7 @@ class Predictor(nn.Module):
         return {"format": FORMAT, "arch": self.arch, "rig": self.rig.to_dict(), "observed": self.observed,
                 "horizon": self.horizon, "fps": self.fps, "arch_options": self.arch_options,
                 "members": self.members, "amplitude_reference": self.amplitude_reference,
-                "test_mirror": self.test_mirror}  # fmt: skip
+                "test_mirror": self.test_mirror, "amplitude_votes": list(self.amplitude_votes)}  # fmt: skip
 
     @classmethod
     def from_config(cls, config: dict[str, Any]) -> Predictor:
@@ -234,7 +251,8 @@ class Predictor(nn.Module):
                    fps=config["fps"], arch_options=config.get("arch_options"),
                    members=int(config.get("members", 1)),
                    amplitude_reference=float(config.get("amplitude_reference", 0.0)),
-                   test_mirror=bool(config.get("test_mirror", False)))  # fmt: skip
+                   test_mirror=bool(config.get("test_mirror", False)),
+                   amplitude_votes=config.get("amplitude_votes", ()))  # fmt: skip
 
     @classmethod
     def load(cls, folder: str | Path | None = None, *, default: str = "predict_rnn") -> Predictor:
