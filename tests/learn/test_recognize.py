@@ -225,3 +225,17 @@ def test_rescale_sees_a_small_motion_at_the_size_of_a_large_one():
     assert torch.allclose(scaled(still)[0], scaled(torch.zeros_like(still))[0], atol=1e-3)
     with pytest.raises(ValueError, match="rescale needs centre"):
         STGCN([-1, 0, 1, 2, 1], 16, 3, 0, rescale=True, **kw)
+
+
+def test_std_floor_keeps_every_channel_at_a_share_of_its_median_over_joints(tiny_ds):
+    contents, styles = sorted(set(tiny_ds.labels("content"))), sorted(set(tiny_ds.labels("style")))
+    plain = Recognizer("stgcn", tiny_ds.rig, contents, styles, window=32, arch_options=TINY)
+    floored = Recognizer("stgcn", tiny_ds.rig, contents, styles, window=32, arch_options=TINY)
+    RecognizeTask(plain, tiny_ds, None, stride=16)
+    RecognizeTask(floored, tiny_ds, None, stride=16, std_floor=0.3)
+    before, after = plain.norm.std, floored.norm.std  # (M, C)
+    floor = 0.3 * before.median(dim=0).values
+    assert torch.equal(after, torch.maximum(before, floor))  # raised to the floor where below it, else kept
+    narrow = before < floor
+    assert narrow.any() and (~narrow).any()  # the static root and the all-but-constant twists are below it
+    assert torch.equal(plain.norm.mean, floored.norm.mean)

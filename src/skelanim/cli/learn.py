@@ -164,6 +164,10 @@ def recognize_train(
     turn: float = typer.Option(
         0.0, "--turn", min=0.0, max=1.0, help="Chance that a walk or walk-turn window gets a new heading sweep and label."
     ),
+    std_floor: float = typer.Option(
+        0.0, "--std-floor", min=0.0, help="No input channel's standard deviation below this share of the same "
+        "channel's median over the joints (a channel constant in training would blow small differences up).",
+    ),
     centre: bool = typer.Option(False, "--centre/--no-centre", help="ST-GCN: pose channels minus their window mean."),
     rescale: bool = typer.Option(False, "--rescale", help="ST-GCN with --centre: window motion over its RMS too."),
     resume: bool = typer.Option(False, "--resume"),
@@ -182,7 +186,7 @@ def recognize_train(
                               loop=train_config(epochs, batch_size, lr, seed, max_steps, progress, ema=ema, keep=keep), mirror=mirror, balance=balance,
                               file_balance=file_balance, amplitude=None if amplitude == (1.0, 1.0) else amplitude,
                               test_mirror=test_mirror, test_speeds=tuple(test_speeds) or (1.0,), path=path, posture=posture, arch_options=options or None,
-                              style_weight=style_weight, style_adversary=style_adversary, turn=turn,
+                              style_weight=style_weight, style_adversary=style_adversary, turn=turn, std_floor=std_floor,
                               resume=resume, command=command_line())  # fmt: skip
     report_training(out, result, "val_error")
 

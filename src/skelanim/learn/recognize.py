@@ -328,6 +328,11 @@ class RecognizeTask:
     turn : float
         Chance that a window of a ``X`` / ``X-turn-left`` / ``X-turn-right`` content is relabelled with a new
         heading sweep (:func:`~skelanim.learn.augment.turn_relabel`; 0: never).
+    std_floor : float
+        No input channel's normalising standard deviation below this share of the median, over the joints, of
+        the same channel (0: only the absolute floor 0.001). A channel all but constant in the training data
+        (a twist the captures never use) would otherwise put a small difference of another capture tens of
+        standard deviations out.
     meta : dict
         Provenance for ``config.json``.
     """
@@ -337,7 +342,7 @@ class RecognizeTask:
     def __init__(self, model: Recognizer, train_ds: MotionDataset, val_ds: MotionDataset | None, *, stride: int = 8,
                  style_weight: float = 0.5, mirror: bool = True, balance: float = 0.0, file_balance: float = 0.0,
                  amplitude: tuple[float, float] | None = None, posture: float = 0.0, style_adversary: float = 0.0,
-                 turn: float = 0.0, meta: dict[str, Any] | None = None) -> None:  # fmt: skip
+                 turn: float = 0.0, std_floor: float = 0.0, meta: dict[str, Any] | None = None) -> None:  # fmt: skip
         self.model, self.train_ds, self.val_ds, self.meta = model, train_ds, val_ds, dict(meta or {})
         self.posture = math.radians(posture)
         self.style_weight, self.style_adversary = style_weight, style_adversary
@@ -368,7 +373,9 @@ class RecognizeTask:
         sample = self._features(
             spread_sample(self.windows, 2000)
         )
-        mean, std = sample.mean(dim=(0, 1)), sample.std(dim=(0, 1)).clamp_min(1e-3)
+        mean, std = sample.mean(dim=(0, 1)), sample.std(dim=(0, 1)).clamp_min(1e-3)  # (M, C) each
+        if std_floor > 0:  # no channel far narrower than the same channel of the other joints
+            std = torch.maximum(std, std_floor * std.median(dim=0).values)
         model.norm.set(mean, std)
         self.perm, left, right, self.lateral = model.mirror_map()
         self.reflections = (left, right)
@@ -490,7 +497,7 @@ def train_recognizer(train_ds: MotionDataset, val_ds: MotionDataset | None, out:
                      file_balance: float = 0.0, amplitude: tuple[float, float] | None = None, test_mirror: bool = False,
                      test_speeds: Sequence[float] = (1.0,),
                      path: bool = False, posture: float = 0.0, style_weight: float = 0.5, style_adversary: float = 0.0,
-                     turn: float = 0.0, resume: bool = False, command: str | None = None,
+                     turn: float = 0.0, std_floor: float = 0.0, resume: bool = False, command: str | None = None,
                      log: Any = None) -> dict[str, Any]:  # fmt: skip
     """Train a recogniser; writes ``out/model.safetensors`` + ``config.json`` (best validation epoch).
 
@@ -533,6 +540,8 @@ def train_recognizer(train_ds: MotionDataset, val_ds: MotionDataset | None, out:
         Weight of the style head and gradient-reversal factor (:class:`RecognizeTask`).
     turn : float
         Turn relabelling chance (:class:`RecognizeTask`).
+    std_floor : float
+        Relative floor of the input normaliser's standard deviations (:class:`RecognizeTask`).
     resume : bool
         Continue an interrupted run in ``out``.
     command : str, optional
@@ -555,10 +564,11 @@ def train_recognizer(train_ds: MotionDataset, val_ds: MotionDataset | None, out:
     meta["validation"] = [c.name for c in val_ds.clips] if val_ds is not None else []
     meta["augmentation"] = {"speed": list(SPEED), "mirror": mirror, "balance": balance, "file_balance": file_balance,
                             "amplitude": list(amplitude) if amplitude is not None else None, "posture": posture,
-                            "style_weight": style_weight, "style_adversary": style_adversary, "turn": turn}  # fmt: skip
+                            "style_weight": style_weight, "style_adversary": style_adversary, "turn": turn,
+                            "std_floor": std_floor}  # fmt: skip
     task = RecognizeTask(model, train_ds, val_ds, stride=stride, mirror=mirror, balance=balance,
                          file_balance=file_balance, amplitude=amplitude, posture=posture, style_weight=style_weight,
-                         style_adversary=style_adversary, turn=turn, meta=meta)  # fmt: skip
+                         style_adversary=style_adversary, turn=turn, std_floor=std_floor, meta=meta)  # fmt: skip
     result = fit(model, task, out, loop, resume=resume, log=log)
     result["parameters"] = sum(p.numel() for p in model.parameters())
     return result
