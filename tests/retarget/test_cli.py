@@ -37,9 +37,18 @@ def test_retarget_keeps_the_full_target_skeleton(short_files, tmp_path, capsys):
     result, target = skelanim.load(out), skelanim.load(short_files["ccrig"])
     assert result.skeleton.names == target.skeleton.names and result.num_frames == 20
     assert "100 joints" in stdout
-    # fingers and face bones (outside the canonical set) hold their rest rotation
+    # fingers and face bones (outside the canonical set) are held as the --to file's capture holds them (its zero
+    # pose is no body pose, so the rig is calibrated on that motion), or at their rest rotation with --no-calibrate
     face = result.skeleton.index("CC_Base_JawRoot")
-    torch.testing.assert_close(result.rotations[:, face].abs(), torch.tensor([1.0, 0, 0, 0], dtype=torch.float64).expand(20, 4), atol=1e-5, rtol=0)
+    captured = target.rotations[:, face]
+    assert float((captured - captured[0]).abs().max()) < 1e-9  # constant in the capture, and not the rest rotation
+    assert float((captured[0].abs() - torch.tensor([1.0, 0, 0, 0], dtype=torch.float64)).abs().max()) > 0.1
+    torch.testing.assert_close(result.rotations[:, face].abs(), captured.abs(), atol=1e-5, rtol=0)
+    code, _, err = run(["retarget", str(short_files["cmu_mb"]), "--to", str(short_files["ccrig"]), "-o", str(out),
+                        "--no-calibrate"], capsys)  # fmt: skip
+    assert code == 0, err
+    rest = torch.tensor([1.0, 0, 0, 0], dtype=torch.float64).expand(20, 4)
+    torch.testing.assert_close(skelanim.load(out).rotations[:, face].abs(), rest, atol=1e-5, rtol=0)
 
 
 @pytest.mark.parametrize("method", ["ik", "naive"])

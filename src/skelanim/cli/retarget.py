@@ -48,11 +48,11 @@ def run(
     model: Path | None = typer.Option(None, "--model", "-m", help="NKN model folder (default: the shipped model)."),
     show_map: bool = typer.Option(False, "--show-map", help="Print both joint mappings."),
     calibrate: bool = typer.Option(
-        False,
-        "--calibrate",
+        True,
+        "--calibrate/--no-calibrate",
         help="Calibrate the bone frames of a skeleton whose zero pose is no body pose (Bandai-Namco's, the "
         "production rig's) on its own motion: SRC's, and the --to file's. Without it their limbs' twist is off "
-        "by up to a half turn (positions are right). Not with nkn.",
+        "by up to a half turn (positions are right); NKN models trained before 2026-12-03 need --no-calibrate.",
     ),
 ) -> None:
     """Retarget SRC onto the skeleton of TARGET. Onto the DeepMimic humanoid (--to humanoid.urdf, or a .txt
@@ -69,11 +69,8 @@ def run(
     if to.suffix.lower() == ".urdf" or out.suffix.lower() in (".txt", ".json"):
         from skelanim.retarget.robot import save_deepmimic, to_deepmimic
 
-        if calibrate:
-            raise RetargetError(f"{to}: --calibrate is not offered for the DeepMimic humanoid (its zero pose is one)")
-
         robot = to_deepmimic(motion, method=method, source_map=source_map, model=model,
-                             urdf=to if to.suffix.lower() == ".urdf" else None)  # fmt: skip
+                             urdf=to if to.suffix.lower() == ".urdf" else None, calibrate=calibrate)  # fmt: skip
         if out.suffix.lower() in (".txt", ".json"):
             save_deepmimic(robot, out)
         else:  # .bvh (or any other motion format): the humanoid's skeleton in that format, not DeepMimic JSON
@@ -83,15 +80,13 @@ def run(
     target_motion = skelanim.load(to)
     target = target_motion.skeleton
     from skelanim.retarget.retargeter import make_rig
-    from skelanim.retarget.rig import CanonicalRig, physical_zero_pose
+    from skelanim.retarget.rig import calibrate_rig
 
     source_rig = make_rig(motion.skeleton, source_map, source=str(src))
     target_rig = make_rig(target, target_map, source=str(to))
     if calibrate:  # a side whose zero pose is no body pose: its bone frames calibrated on its own motion
-        if not physical_zero_pose(source_rig.skeleton, source_rig.mapping):
-            source_rig = CanonicalRig(source_rig.skeleton, source_rig.mapping, calibration=motion.rotations)
-        if not physical_zero_pose(target_rig.skeleton, target_rig.mapping):
-            target_rig = CanonicalRig(target_rig.skeleton, target_rig.mapping, calibration=target_motion.rotations)
+        source_rig = calibrate_rig(source_rig, motion.rotations)
+        target_rig = calibrate_rig(target_rig, target_motion.rotations)
     if show_map:
         assert source_rig.mapping is not None and target_rig.mapping is not None
         typer.echo(f"source {src}:\n{source_rig.mapping.describe()}\ntarget {to}:\n{target_rig.mapping.describe()}")
@@ -148,6 +143,8 @@ def evaluate(
     max_frames: int | None = typer.Option(None, "--max-frames", min=1, help="Frames per clip (quick runs)."),
     threads: int | None = typer.Option(None, "--threads", min=1),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
+    calibrate: bool = typer.Option(True, "--calibrate/--no-calibrate",
+                                   help="Calibrated bone frames where a zero pose is no body pose (as retarget run)."),
 ) -> None:
     """Every method side by side: the reference pair, foot skating, penetration, end-effector similarity
     and joint limits on changed proportions."""
@@ -160,5 +157,6 @@ def evaluate(
     unknown = [m for m in chosen if m not in METHODS]
     if unknown:
         raise RetargetError(f"--methods: unknown method {unknown[0]!r}; choose from {', '.join(METHODS)}")
-    report: dict[str, Any] = run_eval(data, methods=chosen, model=model, clips=clips, max_frames=max_frames)
+    report: dict[str, Any] = run_eval(data, methods=chosen, model=model, clips=clips, max_frames=max_frames,
+                                      calibrate=calibrate)
     typer.echo(json.dumps(report, indent=1) if as_json else format_table(report))

@@ -7,7 +7,10 @@ hips positions ``(F, 3)`` and online foot contacts ``(F, 4)``), cached on disk w
 :data:`DEFAULT_FAMILIES`): Bandai-Namco (its files of dataset 1), the CMU subject-1 skeleton (Xia clips;
 the MotionBuilder skeleton of ``01_01`` as a target only, since that take is the reference of the
 evaluation), the CMU 3dsMax skeleton, the 100-joint production rig (``001_01`` held out for the same
-reason) and the DeepMimic humanoid.
+reason) and the DeepMimic humanoid. A family whose zero pose is no body pose (Bandai-Namco's, the production
+rig's) has its bone frames calibrated on its skeleton file's motion (:func:`~.rig.calibrate_rig`), as
+``skelanim retarget`` calibrates such a skeleton on its own motion, so that a limb's twist means the same in
+every family.
 
 Bone-length variants: the Bandai skeleton's canonical offsets with the spine, arms, hip width, thighs,
 shins and feet each scaled by a factor drawn from ``U(0.7, 1.4)`` (shin and thigh drawn apart, so legs
@@ -31,19 +34,20 @@ from skelanim.core.motion import Motion
 from skelanim.data.cache import cache_dir, cache_key, read_cached, write_cached
 from skelanim.ops.resample import resample
 from skelanim.retarget.baselines import FEET, causal_contacts
-from skelanim.retarget.rig import SLOT, CanonicalRig, canonical_fk, canonical_locals
+from skelanim.retarget.rig import SLOT, CanonicalRig, calibrate_rig, canonical_fk, canonical_locals
 
 __all__ = ["DEFAULT_FAMILIES", "TRAIN_FPS", "Family", "encode_clip", "leg_length", "load_families", "variant_offsets"]
 
 TRAIN_FPS = 30.0
-CACHE_VERSION = 3  # 3: pelvis and chest rest frames measured apart (rig.py)
-#: name -> (skeleton file, clip patterns, excluded file names), relative to the mocap folder.
+CACHE_VERSION = 4  # 3: pelvis and chest rest frames measured apart (rig.py); 4: calibrated bone frames
+#: name -> (skeleton file, clip patterns, excluded file names), relative to the mocap folder; the skeleton file's
+#: motion calibrates the family's bone frames where its zero pose is no body pose.
 DEFAULT_FAMILIES: dict[str, tuple[str, tuple[str, ...], tuple[str, ...]]] = {
     "bandai": ("bandai_namco_1/dataset-1_walk_normal_001.bvh", ("bandai_namco_1/*.bvh",), ()),
     "cmu_mb": ("cmu_cgspeed_mb/01_01.bvh", ("xia_style/*.bvh",), ()),
     "cmu_max": ("cmu_cgspeed_max/131_01.bvh", ("cmu_cgspeed_max/*.bvh",), ()),
     "xia": ("xia_style/angry_13_000.bvh", ("xia_style/*.bvh",), ()),
-    "ccrig": ("cmu_iclone_ccrig/001_01.bvh", ("cmu_iclone_ccrig/*.bvh",), ("001_01.bvh",)),
+    "ccrig": ("cmu_iclone_ccrig/005_01.bvh", ("cmu_iclone_ccrig/*.bvh",), ("001_01.bvh",)),
     "deepmimic": ("deepmimic/humanoid3d_walk.txt", ("deepmimic/humanoid3d_*.txt",), ()),
 }
 _GROUPS = {
@@ -134,7 +138,8 @@ def load_families(
     families = []
     for name in names or list(DEFAULT_FAMILIES):
         skel_file, patterns, excluded = DEFAULT_FAMILIES[name]
-        rig = CanonicalRig(skelanim.load(root / skel_file).skeleton)
+        reference = skelanim.load(root / skel_file)
+        rig = calibrate_rig(CanonicalRig(reference.skeleton), reference.rotations)
         files = sorted({Path(f) for p in patterns for f in glob.glob(str(root / p))})
         files = [f for f in files if f.name not in excluded and not any(Path(f).match(e) for e in exclude)]
         family = Family(name, rig, variants=name == "bandai")

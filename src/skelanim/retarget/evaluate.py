@@ -24,7 +24,11 @@ humanoid:
   rotation leaves the URDF's 1-DoF hinge (off-axis part above 5 degrees) or its angle range;
   ``limits_robot`` after :func:`~.robot.make_feasible`.
 
-Heights are each rig's canonical T-pose height (:attr:`.rig.CanonicalRig.height`).
+Heights are each rig's canonical T-pose height (:attr:`.rig.CanonicalRig.height`). As in ``skelanim retarget``,
+a skeleton whose zero pose is no body pose has its bone frames calibrated on its own motion
+(:func:`~.rig.calibrate_rig`): each Bandai source clip on itself, the Bandai variants on
+``bandai_namco_1/dataset-1_walk_normal_001``, the production rig on another of its takes, ``005_01``, not on the
+reference (``calibrate=False``: the rest-pose frames, for models trained before calibration).
 """
 
 from __future__ import annotations
@@ -47,7 +51,7 @@ from skelanim.ops.resample import resample
 from skelanim.retarget.baselines import FEET
 from skelanim.retarget.mapping import CANONICAL_JOINTS
 from skelanim.retarget.retargeter import Retargeter, load_nkn, make_rig
-from skelanim.retarget.rig import SLOT, CanonicalRig
+from skelanim.retarget.rig import SLOT, CanonicalRig, calibrate_rig
 from skelanim.retarget.robot import hinge_limits, make_feasible
 
 __all__ = ["VARIANTS", "bandai_variant", "evaluate", "format_table", "proportion_metrics", "reference_error"]
@@ -142,6 +146,7 @@ def evaluate(
     model: Any = None,
     clips: int = 14,
     max_frames: int | None = None,
+    calibrate: bool = True,
 ) -> dict[str, Any]:
     """Run the evaluation (see the module docstring).
 
@@ -157,6 +162,8 @@ def evaluate(
         Bandai dataset-2 locomotion clips (spread over the contents and styles).
     max_frames : int, optional
         Frames per clip (quick runs).
+    calibrate : bool
+        Calibrate the bone frames of skeletons whose zero pose is no body pose (module docstring).
 
     Returns
     -------
@@ -171,18 +178,23 @@ def evaluate(
     src = resample(src, ref.fps)
     if max_frames:
         src, ref = src[: max_frames * 2], ref[: max_frames * 2]
-    src_rig, ref_rig = make_rig(src.skeleton), make_rig(ref.skeleton)
+
+    def calibrated(rig: CanonicalRig, motion: Motion) -> CanonicalRig:
+        return calibrate_rig(rig, motion.rotations) if calibrate else rig
+
+    rig_take = skelanim.load(root / "cmu_iclone_ccrig/005_01.bvh")  # the rig's own motion, not the reference's
+    src_rig, ref_rig = make_rig(src.skeleton), calibrated(make_rig(ref.skeleton), rig_take)
     report: dict[str, Any] = {"reference": {}, "proportions": {}, "per_target": {}}
     for m in methods:
         out = Retargeter(src_rig, ref_rig, m, model=net)(src)
         report["reference"][m] = reference_error(out, ref, ref_rig)
 
-    bandai = skelanim.load(root / "bandai_namco_1/dataset-1_walk_normal_001.bvh").skeleton
+    bandai = skelanim.load(root / "bandai_namco_1/dataset-1_walk_normal_001.bvh")
     targets: dict[str, Skeleton] = {
         "cmu_mb": src.skeleton,
         "cmu_max": skelanim.load(root / "cmu_cgspeed_max/131_01.bvh").skeleton,
         "xia": skelanim.load(root / "xia_style/angry_13_000.bvh").skeleton,
-        **{name: bandai_variant(bandai, f) for name, f in VARIANTS.items()},
+        **{name: bandai_variant(bandai.skeleton, f) for name, f in VARIANTS.items()},
         "deepmimic": humanoid_skeleton(),
     }
     limits = hinge_limits()
@@ -192,21 +204,21 @@ def evaluate(
     motions = [skelanim.load(f) for f in files[::step][:clips]]
     if max_frames:
         motions = [mo[:max_frames] for mo in motions]
-    rigs = {name: make_rig(sk) for name, sk in targets.items()}
-    source_rig = make_rig(motions[0].skeleton)
+    rigs = {n: calibrated(make_rig(sk), bandai) if n in VARIANTS else make_rig(sk) for n, sk in targets.items()}
+    plain_source = make_rig(motions[0].skeleton)
+    source_rigs = [calibrated(plain_source, motion) for motion in motions]
     rows: dict[str, list[dict[str, float]]] = {m: [] for m in methods}
     per_target: dict[str, dict[str, list[dict[str, float]]]] = {m: {t: [] for t in targets} for m in methods}
     for m in methods:
         for name, rig in rigs.items():
-            retarget = Retargeter(source_rig, rig, m, model=net)
-            for motion in motions:
-                out = retarget(motion)
+            for motion, source_rig in zip(motions, source_rigs):
+                out = Retargeter(source_rig, rig, m, model=net)(motion)
                 metrics = proportion_metrics(motion, out, source_rig, rig, limits if name == "deepmimic" else None)
                 if name == "deepmimic":
                     metrics["limits_robot"] = hinge_violations(make_feasible(out, limits), limits)
                 rows[m].append(metrics)
                 per_target[m][name].append(metrics)
-    report["source"] = _mean([proportion_metrics(mo, mo, source_rig, source_rig) for mo in motions])
+    report["source"] = _mean([proportion_metrics(mo, mo, r, r) for mo, r in zip(motions, source_rigs)])
     report["proportions"] = {m: _mean(r) for m, r in rows.items()}
     report["per_target"] = {m: {t: _mean(r) for t, r in d.items()} for m, d in per_target.items()}
     report["clips"] = [Path(mo.metadata.get("path", "")).name for mo in motions]

@@ -52,10 +52,15 @@ class NKNConfig:
         GRU width of encoder and decoder.
     disc_hidden : int
         Channels of the discriminator's convolutions.
+    calibrated_frames : bool
+        Whether it was trained with the bone frames of skeletons whose zero pose is no body pose calibrated on
+        their motion (:func:`~.rig.calibrate_rig`; every model trained since 2026-12-03); a model without them
+        refuses calibrated rigs.
     """
 
     hidden: int = 128
     disc_hidden: int = 64
+    calibrated_frames: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-friendly copy."""

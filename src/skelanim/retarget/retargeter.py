@@ -107,8 +107,10 @@ class Retargeter:
     source_calibration, target_calibration : Tensor, optional
         ``(T, J, 4)`` local quaternions of motion on each skeleton: its bone frames are calibrated on them
         (:class:`~.rig.CanonicalRig`), for a zero pose that is no body pose (Bandai-Namco's, the production
-        rig's; :func:`~.rig.physical_zero_pose`), whose limb twist is otherwise off by up to a half turn.
-        Not with ``nkn``: the shipped model was trained on uncalibrated frames.
+        rig's; :func:`~.rig.physical_zero_pose`), whose limb twist is otherwise off by up to a half turn: pass
+        the source's own motion and any motion of the target's skeleton when either is such a skeleton
+        (``skelanim retarget`` does; :func:`~.rig.calibrate_rig` applies the rule to a rig). The shipped NKN
+        model was trained on calibrated frames; a model that was not refuses them.
     model : NKN, path or None
         The network for ``nkn`` (default: the shipped model).
     fps : float
@@ -147,15 +149,16 @@ class Retargeter:
         self.runtime = runtime
         self.source = make_rig(source_skeleton, source_map, source_rest, calibration=source_calibration)
         self.target = make_rig(target_skeleton, target_map, target_rest, calibration=target_calibration)
-        if method == "nkn" and (self.source.calibration is not None or self.target.calibration is not None):
-            raise RetargetError("calibrated bone frames work with copy, ik and naive; the NKN model was trained on "
-                                "uncalibrated ones")  # fmt: skip
         self.method = method
         self.fps = float(fps)
         self.floor = floor
         self.net: NKN | None = None
         if method == "nkn":
             self.net = model if isinstance(model, NKN) else load_nkn(model)
+            calibrated = self.source.calibration is not None or self.target.calibration is not None
+            if calibrated and not self.net.config.calibrated_frames:
+                raise RetargetError("this NKN model was trained on uncalibrated bone frames: retarget without "
+                                    "calibration (--no-calibrate), or with a model trained since 2026-12-03")  # fmt: skip
         self._ik = IKRetarget(self.target) if method == "ik" else None
         s, t = self.source, self.target
         self._nkn_args = (s.offsets.float()[None], torch.tensor([s.leg_length]), t.offsets.float()[None],

@@ -58,13 +58,16 @@ from skelanim.core.skeleton import Skeleton
 from skelanim.retarget.mapping import CANONICAL_JOINTS, CANONICAL_PARENTS, JointMapping, map_skeleton
 
 __all__ = [
-    "CanonicalRig", "calibrated_frames", "calibration_poses", "canonical_fk", "canonical_frames", "canonical_locals",
-    "canonical_skeleton", "canonical_tpose", "frames_from_locals", "local_quats", "physical_zero_pose",
+    "CALIBRATED_LIMBS", "CanonicalRig", "calibrate_rig", "calibrated_frames", "calibration_poses", "canonical_fk",
+    "canonical_frames", "canonical_locals", "canonical_skeleton", "canonical_tpose", "frames_from_locals",
+    "local_quats", "physical_zero_pose",
 ]  # fmt: skip
 
 _EPS = 1e-9
 _ARMS = {"clavicle", "upperarm", "forearm", "hand"}
 _LOWER = {"hips", "upleg", "leg", "foot", "toe"}  # frames from the pelvis axes; the rest from the chest's
+#: The limbs (per side) whose bone frames a calibration turns as motion shows (:func:`calibrated_frames`).
+CALIBRATED_LIMBS = (("upleg", "leg", "foot", "toe"), ("clavicle", "upperarm", "forearm", "hand"))
 _NEXT = {"hips": ("chest",), "spine": ("spine1", "chest"), "spine1": ("chest",), "chest": ("neck", "head"),
          "neck": ("head",)}  # fmt: skip
 for _s in "lr":
@@ -182,12 +185,22 @@ def calibration_poses(skeleton: Skeleton, frames: Tensor, samples: int = 100) ->
                               skeleton.parents.tolist())  # fmt: skip
 
 
-def calibrated_frames(skeleton: Skeleton, index: np.ndarray, rest_world: Tensor, world: Tensor, pos: Tensor) -> Tensor:
-    """``(22, 3, 3)`` rest bone frames ``G = W_rest F`` whose joint-fixed part ``F`` is measured on motion.
+def calibrated_frames(
+    skeleton: Skeleton, index: np.ndarray, rest_world: Tensor, rest_frames: Tensor, world: Tensor, pos: Tensor
+) -> Tensor:
+    """``(22, 3, 3)`` rest bone frames with the limbs' turned as the skeleton's motion shows them.
 
-    Each posed frame ``t`` (physical, unlike some zero poses) gives ``F_t = W_t^T G_t``, its bone frames by the
-    rest-frame recipe (module docstring) in each joint's own coordinates; ``F`` is their chordal mean. ``F``
-    belongs to the joint's axes, not to a pose, so the twist about a bone is then the one the motion uses.
+    In a zero pose that is no body pose a limb may point up or along the spine, and which way it was turned
+    into the body is a guess of the rest-frame recipe (module docstring): the truth differs from the guess by
+    a quarter or half turn that maps the frame's axes onto its axes. The motion tells which: each posed frame
+    ``t`` (physical) gives ``F_t = W_t^T G_t``, the joint's frame by the same recipe in its own coordinates, and
+    the nearest of those 24 turns to their chordal mean ``W_rest mean(F_t)`` is the answer. It is measured at
+    each limb's first joint (:data:`CALIBRATED_LIMBS`: the upper leg, the clavicle), whose twist a motion moves
+    least, and applied to the limb's every joint: such a zero pose lays a limb out straight with one set of axes
+    (Bandai-Namco's along +X, the production rig's along +Y), so one turn holds for all of it. Measured at the
+    joint itself the turn of a forearm or hand depends on the take (its mean pronation turns it); at the limb's
+    first joint it is the same from every take (Bandai-Namco walks, runs, bows, byes, guides: a half turn for the
+    legs, a quarter turn for the arms; the production rig: a half turn for the legs, none for the arms).
 
     Parameters
     ----------
@@ -197,16 +210,35 @@ def calibrated_frames(skeleton: Skeleton, index: np.ndarray, rest_world: Tensor,
         ``(22,)`` skeleton joint per canonical joint (``-1``: missing).
     rest_world : Tensor
         ``(J, 3, 3)`` world rotations of the rest pose.
+    rest_frames : Tensor
+        ``(22, 3, 3)`` bone frames by the rest-frame recipe (the guess).
     world, pos : Tensor
         ``(S, J, 3, 3)`` and ``(S, J, 3)``: posed frames of the skeleton (:func:`calibration_poses`).
     """
-    present = np.flatnonzero(index >= 0)
-    joints = torch.from_numpy(index[present])
-    per_frame = torch.stack([world[t, joints].transpose(-1, -2) @ _rest_frames(skeleton, index, world[t], pos[t])[present]
+    limbs = [[SLOT[f"{side}_{part}"] for part in chain if index[SLOT[f"{side}_{part}"]] >= 0]
+             for side in "lr" for chain in CALIBRATED_LIMBS]  # fmt: skip
+    limbs = [limb for limb in limbs if limb]
+    roots = np.array([limb[0] for limb in limbs])
+    joints = torch.from_numpy(index[roots])
+    per_frame = torch.stack([world[t, joints].transpose(-1, -2) @ _rest_frames(skeleton, index, world[t], pos[t])[roots]
                              for t in range(len(world))])  # fmt: skip
-    frames = torch.eye(3, dtype=torch.float64).repeat(len(CANONICAL_JOINTS), 1, 1)
-    frames[torch.from_numpy(present)] = rest_world[joints] @ mean_rotations(per_frame)
+    measured = rest_world[joints] @ mean_rotations(per_frame)
+    turns = _axis_turns()
+    in_guess = rest_frames[roots].transpose(-1, -2) @ measured  # the measured frame in the guessed one's axes
+    best = torch.einsum("sij,kij->sk", in_guess, turns).argmax(-1)
+    frames = rest_frames.clone()
+    for limb, turn in zip(limbs, turns[best]):
+        frames[limb] = rest_frames[limb] @ turn
     return frames
+
+
+def _axis_turns() -> Tensor:
+    """``(24, 3, 3)`` the rotations that map the coordinate axes onto (signed) coordinate axes."""
+    eye = torch.eye(3, dtype=torch.float64)
+    mats = [torch.diag(torch.tensor(signs, dtype=torch.float64)) @ eye[list(order)]
+            for order in ((0, 1, 2), (0, 2, 1), (1, 0, 2), (1, 2, 0), (2, 0, 1), (2, 1, 0))
+            for signs in ((1, 1, 1), (1, 1, -1), (1, -1, 1), (1, -1, -1), (-1, 1, 1), (-1, 1, -1), (-1, -1, 1), (-1, -1, -1))]  # fmt: skip
+    return torch.stack([m for m in mats if torch.linalg.det(m) > 0])
 
 
 def physical_zero_pose(skeleton: Skeleton, mapping: JointMapping | None = None) -> bool:
@@ -222,6 +254,23 @@ def physical_zero_pose(skeleton: Skeleton, mapping: JointMapping | None = None) 
         if thigh is not None and float(thigh @ up) > -0.5:
             return False
     return True
+
+
+def _ancestors(skeleton: Skeleton, joint: int) -> list[int]:
+    parents, out = skeleton.parents, []
+    while int(parents[joint]) >= 0:
+        joint = int(parents[joint])
+        out.append(joint)
+    return out
+
+
+def calibrate_rig(rig: CanonicalRig, rotations: Tensor) -> CanonicalRig:
+    """``rig`` with its bone frames calibrated on ``(T, J, 4)`` local quaternions of its skeleton's own motion
+    when its zero pose is no body pose (:func:`physical_zero_pose`; Bandai-Namco's, the production rig's), else
+    ``rig`` itself: the rule of ``skelanim retarget`` and of NKN's training families."""
+    if rig.calibration is not None or physical_zero_pose(rig.skeleton, rig.mapping):
+        return rig
+    return CanonicalRig(rig.skeleton, rig.mapping, rig.rest, calibration=rotations)
 
 
 _CANONICAL_FRAMES: Tensor | None = None
@@ -263,10 +312,11 @@ class CanonicalRig:
         ``(J, 4)`` local quaternions of the rest (bind) pose the frames are measured in; default the
         identity (the file's zero pose).
     calibration : Tensor, optional
-        ``(T, J, 4)`` local quaternions of frames of this skeleton's own motion: the rest bone frames are then
-        calibrated on them (:func:`calibrated_frames`) instead of read off the rest pose, and joints outside the
-        canonical set are held against their anchor as the motion holds them on average. For a zero pose that
-        is no body pose (:func:`physical_zero_pose`), where the twist of a limb that points up is a guess.
+        ``(T, J, 4)`` local quaternions of frames of this skeleton's own motion: the limbs' bone frames are then
+        turned as the motion shows (:func:`calibrated_frames`) instead of guessed from the rest pose, and joints
+        outside the canonical chains (face, fingers, twist bones) are held against their anchor as the motion
+        holds them on average. For a zero pose that is no body pose (:func:`physical_zero_pose`), where the
+        twist of a limb that points up is a guess.
     """
 
     skeleton: Skeleton
@@ -294,7 +344,8 @@ class CanonicalRig:
         self.fill = torch.from_numpy(fill)
         self.joint_of_slot = torch.from_numpy(index[fill])  # (22,) skeleton joint per slot (missing: parent's)
         posed = None if self.calibration is None else calibration_poses(sk, self.calibration)
-        g = _rest_frames(sk, index, world, pos) if posed is None else calibrated_frames(sk, index, world, *posed)
+        g = _rest_frames(sk, index, world, pos)
+        g = g if posed is None else calibrated_frames(sk, index, world, g, *posed)
         self.rest_frames = g
         cf = canonical_frames()
         f = world[self.joint_of_slot].transpose(-1, -2) @ g[self.fill]  # (22, 3, 3) F
@@ -317,6 +368,7 @@ class CanonicalRig:
         # decoding: every joint hangs from its nearest mapped ancestor-or-self (slot 22 = none: rest world)
         slot_of_joint = {int(j): s for s, j in enumerate(index) if j >= 0}
         anchor = np.full(n, len(CANONICAL_JOINTS))
+        on_chains = {int(p) for j in slot_of_joint for p in _ancestors(sk, j)}  # joints between mapped ones
         rel = torch.empty(n, 3, 3, dtype=torch.float64)
         for k in range(n):
             a = k
@@ -326,8 +378,9 @@ class CanonicalRig:
                 rel[k] = world[k]
                 continue
             anchor[k] = slot_of_joint[a]
-            # the joint against its anchor as in the rest pose, or as the calibration motion holds it on average
-            if posed is None:
+            # the joint against its anchor as in the rest pose, or, off the canonical chains (face, fingers, twist
+            # bones), as the calibration motion holds it on average
+            if posed is None or k in on_chains:
                 held = world[a].T @ world[k]
             else:
                 held = mean_rotations(posed[0][:, a].transpose(-1, -2) @ posed[0][:, k])

@@ -146,6 +146,7 @@ def to_deepmimic(
     source_map: Mapping[str, Any] | str | os.PathLike | None = None,
     model: Any = None,
     urdf: str | os.PathLike | None = None,
+    calibrate: bool = True,
 ) -> Motion:
     """Retarget ``motion`` onto the DeepMimic humanoid and make it feasible for the robot.
 
@@ -161,6 +162,9 @@ def to_deepmimic(
         NKN model (folder or loaded) for ``method="nkn"``.
     urdf : path, optional
         The humanoid URDF (default: the bundled copy of pybullet's).
+    calibrate : bool
+        Calibrate the source's bone frames on the motion itself where its zero pose is no body pose
+        (:func:`~.rig.calibrate_rig`; the humanoid's is one).
 
     Returns
     -------
@@ -168,10 +172,13 @@ def to_deepmimic(
         On :func:`~skelanim.io.deepmimic.humanoid_skeleton`, metres, Y up, the source's frame rate;
         ``metadata["loop"] = "none"``.
     """
-    from skelanim.retarget.retargeter import Retargeter
+    from skelanim.retarget.retargeter import Retargeter, make_rig
+    from skelanim.retarget.rig import calibrate_rig
 
     target = humanoid_skeleton(urdf)
-    out = Retargeter(motion.skeleton, target, method, source_map=source_map, model=model)(motion)
+    source = make_rig(motion.skeleton, source_map)
+    source = calibrate_rig(source, motion.rotations) if calibrate else source
+    out = Retargeter(source, target, method, model=model)(motion)
     out.metadata["loop"] = "none"
     return make_feasible(out, hinge_limits(urdf))
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -200,6 +201,7 @@ def train(
         :func:`~skelanim.nn.train.fit`'s result plus ``parameters`` and ``data_seconds``.
     """
     loop = loop or TrainConfig(epochs=20, batch_size=16, lr=1e-3, warmup_steps=100)
+    config = replace(config or NKNConfig(), calibrated_frames=True)  # the families' frames are (data.load_families)
     started = time.perf_counter()
     fams = load_families(mocap, families, max_files=max_files)
     val = []
