@@ -239,3 +239,29 @@ def test_std_floor_keeps_every_channel_at_a_share_of_its_median_over_joints(tiny
     narrow = before < floor
     assert narrow.any() and (~narrow).any()  # the static root and the all-but-constant twists are below it
     assert torch.equal(plain.norm.mean, floored.norm.mean)
+
+
+@pytest.mark.parametrize("arch", ["stgcn", "cnn"])
+def test_without_rotations_the_network_reads_positions_and_root_motion_only(tiny_ds, tmp_path, arch):
+    contents, styles = sorted(set(tiny_ds.labels("content"))), sorted(set(tiny_ds.labels("style")))
+    options = TINY if arch == "stgcn" else {}
+    model = Recognizer(arch, tiny_ds.rig, contents, styles, window=32, arch_options=options, rotations=False)
+    RecognizeTask(model, tiny_ds, None, stride=16)  # fits the normaliser
+    model.eval()
+    keys = ("rot", "pelvis", "yaw", "positions")
+    g = tiny_ds.gather(tiny_ds.windows(32, 16)[:4], 32, keys=keys)
+    x = model.inputs(*(g[k].float() for k in keys))
+    other = x.clone()
+    other[..., 6:12] = torch.randn_like(other[..., 6:12])  # any other rotations, same positions
+    moved = x.clone()
+    moved[..., 0:3] += 0.1  # the same rotations, other positions
+    with torch.no_grad():
+        logits, _, _ = model(x)
+        assert torch.equal(model(other)[0], logits)
+        assert not torch.allclose(model(moved)[0], logits)
+        model.rotations = True
+        assert not torch.allclose(model(other)[0], logits)  # with rotations the same change is seen
+    model.rotations = False
+    config = json.loads(json.dumps(model.config()))
+    assert config["rotations"] is False and Recognizer.from_config(config).rotations is False
+    assert Recognizer.from_config({k: v for k, v in config.items() if k != "rotations"}).rotations  # older models

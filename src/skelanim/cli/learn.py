@@ -170,6 +170,9 @@ def recognize_train(
     ),
     centre: bool = typer.Option(False, "--centre/--no-centre", help="ST-GCN: pose channels minus their window mean."),
     rescale: bool = typer.Option(False, "--rescale", help="ST-GCN with --centre: window motion over its RMS too."),
+    rotations: bool = typer.Option(
+        True, "--rotations/--no-rotations", help="Joint rotations as input (without: positions and root motion only)."
+    ),
     resume: bool = typer.Option(False, "--resume"),
     progress: bool = typer.Option(True, "--progress/--no-progress"),
 ) -> None:
@@ -187,7 +190,7 @@ def recognize_train(
                               file_balance=file_balance, amplitude=None if amplitude == (1.0, 1.0) else amplitude,
                               test_mirror=test_mirror, test_speeds=tuple(test_speeds) or (1.0,), path=path, posture=posture, arch_options=options or None,
                               style_weight=style_weight, style_adversary=style_adversary, turn=turn, std_floor=std_floor,
-                              resume=resume, command=command_line())  # fmt: skip
+                              rotations=rotations, resume=resume, command=command_line())  # fmt: skip
     report_training(out, result, "val_error")
 
 

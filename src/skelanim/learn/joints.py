@@ -18,13 +18,16 @@ from torch import Tensor
 from skelanim.data.features import heading_features, window_path
 from skelanim.data.rig import Rig
 
-__all__ = ["CHANGE_CHANNELS", "IN_CHANNELS", "PATH_CHANNELS", "POSE_CHANNELS", "RATE_CHANNELS", "SYMMETRIC_CONTENTS", "TURN_CHANNEL",
+__all__ = ["CHANGE_CHANNELS", "IN_CHANNELS", "PATH_CHANNELS", "POSE_CHANNELS", "RATE_CHANNELS", "ROTATION_CHANNELS",
+           "SYMMETRIC_CONTENTS", "TURN_CHANNEL",
            "joint_features", "mirror_features", "mirror_labels", "resample_features"]
 
 #: Per-joint features: position, its change, 6D rotation, root features.
 IN_CHANNELS = 16
 #: Channels that hold the pose (position, 6D rotation) rather than its change or the root's motion.
 POSE_CHANNELS = (0, 1, 2, 6, 7, 8, 9, 10, 11)
+#: Channels that hold the joint's local rotation (6D).
+ROTATION_CHANNELS = (6, 7, 8, 9, 10, 11)
 #: Channels that hold the change of the joint positions from the previous frame.
 CHANGE_CHANNELS = (3, 4, 5)
 #: Channels that are per-frame changes (the joints' and the root's), which scale with the playback speed.

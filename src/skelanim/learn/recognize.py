@@ -70,6 +70,7 @@ from skelanim.learn.common import (
 from skelanim.learn.joints import (
     IN_CHANNELS,
     PATH_CHANNELS,
+    ROTATION_CHANNELS,
     TURN_CHANNEL,
     joint_features,
     mirror_features,
@@ -132,13 +133,18 @@ class Recognizer(nn.Module):
     member_options : sequence of dict, optional
         ``K`` dicts: member ``i`` is built with ``arch_options`` updated by ``member_options[i]`` (an ensemble of
         networks that see the input differently, e.g. one with ``centre``).
+    rotations : bool
+        Whether the network sees the joints' 6D rotations (:data:`~skelanim.learn.joints.ROTATION_CHANNELS`); without
+        them it reads positions and the root's motion only, which do not depend on how a capture solver shares
+        rotation between joints (motion of other sources retargeted onto the rig).
     """
 
     def __init__(self, arch: str, rig: Rig, contents: Sequence[str], styles: Sequence[str], *, window: int = 64,
                  fps: float = 25.0, arch_options: dict[str, Any] | None = None, test_mirror: bool = False,
                  path: bool = False, test_speeds: Sequence[float] = (1.0,), members: int = 1,
-                 member_options: Sequence[dict[str, Any]] | None = None) -> None:  # fmt: skip
+                 member_options: Sequence[dict[str, Any]] | None = None, rotations: bool = True) -> None:  # fmt: skip
         super().__init__()
+        self.rotations = bool(rotations)
         self.test_speeds = tuple(float(v) for v in test_speeds)
         if not self.test_speeds or min(self.test_speeds) <= 0:
             raise ValueError(f"test_speeds must be one or more positive speeds, got {list(test_speeds)}")
@@ -175,7 +181,10 @@ class Recognizer(nn.Module):
         """``(B, T, M, C)`` raw joint features (:meth:`inputs`) to content logits ``(B, classes)``, style logits
         (or ``None``) and ``(B, D)`` features; logits ``(K, B, classes)`` with ``K`` members
         (:func:`content_log_probabilities` turns either into log probabilities)."""
-        return self.net(self.norm(x))
+        x = self.norm(x)
+        if not self.rotations:
+            x = x.index_fill(-1, torch.tensor(ROTATION_CHANNELS), 0.0)
+        return self.net(x)
 
     def config(self) -> dict[str, Any]:
         """JSON description to rebuild the module."""
@@ -183,7 +192,7 @@ class Recognizer(nn.Module):
                 "styles": list(self.styles.names), "window": self.window, "fps": self.fps,
                 "arch_options": self.arch_options, "test_mirror": self.test_mirror, "path": self.path,
                 "test_speeds": list(self.test_speeds),
-                "members": self.members, "member_options": self.member_options}  # fmt: skip
+                "members": self.members, "member_options": self.member_options, "rotations": self.rotations}  # fmt: skip
 
     @classmethod
     def from_config(cls, config: dict[str, Any]) -> Recognizer:
@@ -192,7 +201,8 @@ class Recognizer(nn.Module):
                    window=config["window"], fps=config["fps"], arch_options=config.get("arch_options"),
                    test_mirror=bool(config.get("test_mirror", False)), path=bool(config.get("path", False)),
                    test_speeds=config.get("test_speeds", (1.0,)),
-                   members=int(config.get("members", 1)), member_options=config.get("member_options"))  # fmt: skip
+                   members=int(config.get("members", 1)), member_options=config.get("member_options"),
+                   rotations=bool(config.get("rotations", True)))  # fmt: skip
 
     @classmethod
     def load(cls, folder: str | Path | None = None, *, default: str = "recognize") -> Recognizer:
@@ -497,8 +507,8 @@ def train_recognizer(train_ds: MotionDataset, val_ds: MotionDataset | None, out:
                      file_balance: float = 0.0, amplitude: tuple[float, float] | None = None, test_mirror: bool = False,
                      test_speeds: Sequence[float] = (1.0,),
                      path: bool = False, posture: float = 0.0, style_weight: float = 0.5, style_adversary: float = 0.0,
-                     turn: float = 0.0, std_floor: float = 0.0, resume: bool = False, command: str | None = None,
-                     log: Any = None) -> dict[str, Any]:  # fmt: skip
+                     turn: float = 0.0, std_floor: float = 0.0, rotations: bool = True, resume: bool = False,
+                     command: str | None = None, log: Any = None) -> dict[str, Any]:  # fmt: skip
     """Train a recogniser; writes ``out/model.safetensors`` + ``config.json`` (best validation epoch).
 
     Parameters
@@ -542,6 +552,8 @@ def train_recognizer(train_ds: MotionDataset, val_ds: MotionDataset | None, out:
         Turn relabelling chance (:class:`RecognizeTask`).
     std_floor : float
         Relative floor of the input normaliser's standard deviations (:class:`RecognizeTask`).
+    rotations : bool
+        Whether the network sees joint rotations (:class:`Recognizer`).
     resume : bool
         Continue an interrupted run in ``out``.
     command : str, optional
@@ -558,8 +570,7 @@ def train_recognizer(train_ds: MotionDataset, val_ds: MotionDataset | None, out:
     torch.manual_seed(loop.seed)
     model = Recognizer(arch, train_ds.rig, sorted(set(train_ds.labels("content"))), sorted(set(train_ds.labels("style"))),
                        window=window, fps=train_ds.fps, arch_options=arch_options, test_mirror=test_mirror,
-                       test_speeds=test_speeds,
-                       path=path)  # fmt: skip
+                       test_speeds=test_speeds, path=path, rotations=rotations)  # fmt: skip
     meta = provenance(command, [c.path for c in train_ds.clips], loop.seed)
     meta["validation"] = [c.name for c in val_ds.clips] if val_ds is not None else []
     meta["augmentation"] = {"speed": list(SPEED), "mirror": mirror, "balance": balance, "file_balance": file_balance,
