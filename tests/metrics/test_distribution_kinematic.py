@@ -16,6 +16,7 @@ from skelanim.metrics.distribution import (
     fid,
     frechet_distance,
     gaussian_stats,
+    group_means,
     multimodality,
     nearest_distances,
     outlier_share,
@@ -106,6 +107,8 @@ def test_accuracy_and_vote():
     groups, pred = vote(probs, [7, 7, 7, 3, 3])
     assert groups.tolist() == [3, 7]
     assert pred.tolist() == [0, 1]  # group 3: 1.15 vs 0.85; group 7: 1.4 vs 1.6
+    groups, means = group_means(probs, [7, 7, 7, 3, 3])
+    torch.testing.assert_close(means, torch.tensor([[0.575, 0.425], [1.4 / 3, 1.6 / 3]]))  # by hand
 
 
 # ------------------------------------------------------------------------------------------- kinematic

@@ -79,7 +79,7 @@ from skelanim.learn.joints import (
 )
 from skelanim.learn.mirror import rig_mirror
 from skelanim.learn.stgcn import STGCN, Members, TemporalCNN
-from skelanim.metrics.distribution import accuracy, vote
+from skelanim.metrics.distribution import accuracy, group_means, vote
 from skelanim.nn.layers import grad_reverse
 from skelanim.nn.train import TrainConfig, fit
 
@@ -312,10 +312,8 @@ class Recognizer(nn.Module):
             frame rate, stride ``stride``) and ``window_probs`` ``(W, C)``. Class names: :attr:`contents`.
         """
         out = self.embed_dataset(self.motions_dataset(motions), stride=stride)
-        index = out["windows"][:, 0]
-        sums = torch.zeros(len(motions), out["probs"].shape[1]).index_add_(0, index, out["probs"].float())
-        counts = torch.bincount(index, minlength=len(motions)).clamp_min(1)
-        return {"probs": sums / counts[:, None], "windows": out["windows"], "window_probs": out["probs"]}
+        _, means = group_means(out["probs"].float(), out["windows"][:, 0])  # every motion has a window
+        return {"probs": means, "windows": out["windows"], "window_probs": out["probs"]}
 
 
 class RecognizeTask:

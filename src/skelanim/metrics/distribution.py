@@ -29,8 +29,8 @@ import numpy as np
 import torch
 from torch import Tensor
 
-__all__ = ["accuracy", "diversity", "fid", "frechet_distance", "gaussian_stats", "multimodality", "nearest_distances",
-           "outlier_share", "vote"]
+__all__ = ["accuracy", "diversity", "fid", "frechet_distance", "gaussian_stats", "group_means", "multimodality",
+           "nearest_distances", "outlier_share", "vote"]
 
 
 def _as64(x: Tensor | np.ndarray) -> Tensor:
@@ -170,8 +170,8 @@ def accuracy(predicted: Sequence[int] | Tensor, target: Sequence[int] | Tensor) 
     return float((p == t).double().mean()) if p.numel() else float("nan")
 
 
-def vote(probabilities: Tensor, groups: Sequence[int] | Tensor) -> tuple[Tensor, Tensor]:
-    """Per-group decision by averaging class probabilities over the group's windows.
+def group_means(probabilities: Tensor, groups: Sequence[int] | Tensor) -> tuple[Tensor, Tensor]:
+    """Mean class probabilities of each group's windows.
 
     Parameters
     ----------
@@ -183,11 +183,23 @@ def vote(probabilities: Tensor, groups: Sequence[int] | Tensor) -> tuple[Tensor,
     Returns
     -------
     tuple of Tensor
-        The sorted distinct groups ``(G,)`` and their predicted class ``(G,)``.
+        The sorted distinct groups ``(G,)`` and their mean probabilities ``(G, C)``.
     """
     g = torch.as_tensor(groups).reshape(-1)
     ids, inverse = torch.unique(g, return_inverse=True)
     sums = torch.zeros(len(ids), probabilities.shape[1], dtype=probabilities.dtype).index_add_(
         0, inverse, probabilities
     )
-    return ids, sums.argmax(-1)
+    return ids, sums / torch.bincount(inverse, minlength=len(ids)).to(sums.dtype)[:, None]
+
+
+def vote(probabilities: Tensor, groups: Sequence[int] | Tensor) -> tuple[Tensor, Tensor]:
+    """Per-group decision by averaging class probabilities over the group's windows (:func:`group_means`).
+
+    Returns
+    -------
+    tuple of Tensor
+        The sorted distinct groups ``(G,)`` and their predicted class ``(G,)``.
+    """
+    ids, means = group_means(probabilities, groups)
+    return ids, means.argmax(-1)
