@@ -60,6 +60,16 @@ def test_calibrated_bandai_frames_give_retargeted_motion_bandais_own_twist(mocap
     torch.testing.assert_close(calibrated.positions(), plain.positions(), atol=1e-9 * plain.height, rtol=0)
 
 
+def test_a_motion_given_for_a_skeleton_calibrates_it(clips, mocap_files):
+    walk = skelanim.load(mocap_files([BANDAI_WALKS[0]])[0])
+    pymo = clips["pymo"]
+    explicit = Retargeter(pymo.skeleton, walk.skeleton, "copy", target_calibration=walk.rotations)(pymo)
+    given = Retargeter(pymo, walk, "copy")(pymo)  # the motions stand for their skeletons
+    torch.testing.assert_close(given.rotations, explicit.rotations, atol=0, rtol=0)
+    assert Retargeter(pymo, walk).target.calibration is not None  # a zero pose that is no body pose
+    assert Retargeter(pymo, walk).source.calibration is None  # a T-pose: nothing to calibrate
+
+
 def test_calibration_is_the_same_from_any_take(mocap_files):
     """The limbs' turns are measured at their first joints and snapped to axis turns: every take of a skeleton
     gives the same frames, a half turn for Bandai's legs and a quarter turn for its arms."""

@@ -80,13 +80,10 @@ def run(
     target_motion = skelanim.load(to)
     target = target_motion.skeleton
     from skelanim.retarget.retargeter import make_rig
-    from skelanim.retarget.rig import calibrate_rig
 
-    source_rig = make_rig(motion.skeleton, source_map, source=str(src))
-    target_rig = make_rig(target, target_map, source=str(to))
-    if calibrate:  # a side whose zero pose is no body pose: its bone frames calibrated on its own motion
-        source_rig = calibrate_rig(source_rig, motion.rotations)
-        target_rig = calibrate_rig(target_rig, target_motion.rotations)
+    # a motion calibrates its skeleton's bone frames where its zero pose is no body pose
+    source_rig = make_rig(motion if calibrate else motion.skeleton, source_map, source=str(src))
+    target_rig = make_rig(target_motion if calibrate else target, target_map, source=str(to))
     if show_map:
         assert source_rig.mapping is not None and target_rig.mapping is not None
         typer.echo(f"source {src}:\n{source_rig.mapping.describe()}\ntarget {to}:\n{target_rig.mapping.describe()}")

@@ -34,7 +34,7 @@ from skelanim.retarget.baselines import FEET, ContactState, IKRetarget, causal_c
 from skelanim.retarget.mapping import CANONICAL_JOINTS, map_skeleton
 from skelanim.retarget.model import NKN, NKNConfig, NKNState
 from skelanim.retarget.online import OnnxStep, onnx_available
-from skelanim.retarget.rig import CanonicalRig, canonical_locals, frames_from_locals
+from skelanim.retarget.rig import CanonicalRig, calibrate_rig, canonical_locals, frames_from_locals
 
 __all__ = ["DEFAULT_MODEL", "METHODS", "RUNTIMES", "RetargetError", "Retargeter", "load_nkn", "make_rig"]
 
@@ -77,7 +77,7 @@ def load_nkn(folder: str | os.PathLike | None = None) -> NKN:
 
 
 def make_rig(
-    skeleton: Skeleton | CanonicalRig,
+    skeleton: Skeleton | CanonicalRig | Motion,
     mapping: Mapping[str, Any] | str | os.PathLike | None = None,
     rest: Tensor | None = None,
     *,
@@ -85,9 +85,14 @@ def make_rig(
     calibration: Tensor | None = None,
 ) -> CanonicalRig:
     """A :class:`CanonicalRig` from a skeleton, an optional user mapping, an optional rest pose and optional
-    frames of the skeleton's own motion to calibrate its bone frames on."""
+    frames of the skeleton's own motion to calibrate its bone frames on. A :class:`Motion` stands for its
+    skeleton, calibrated on the motion itself where its zero pose is no body pose (:func:`~.rig.calibrate_rig`),
+    unless ``calibration`` is given."""
     if isinstance(skeleton, CanonicalRig):
         return skeleton
+    if isinstance(skeleton, Motion):
+        rig = make_rig(skeleton.skeleton, mapping, rest, source=source, calibration=calibration)
+        return rig if calibration is not None else calibrate_rig(rig, skeleton.rotations)
     return CanonicalRig(skeleton, map_skeleton(skeleton, mapping, source=source), rest, calibration)
 
 
@@ -96,8 +101,10 @@ class Retargeter:
 
     Parameters
     ----------
-    source_skeleton, target_skeleton : Skeleton or CanonicalRig
-        The skeletons (a prepared rig is used as it is).
+    source_skeleton, target_skeleton : Skeleton, CanonicalRig or Motion
+        The skeletons (a prepared rig is used as it is). A motion stands for its skeleton with the bone frames
+        calibrated on that motion where its zero pose is no body pose, as ``skelanim retarget`` does with SRC and
+        the ``--to`` file: ``Retargeter(cmu_clip, any_bandai_clip)(cmu_clip)``.
     method : str
         One of :data:`METHODS`.
     source_map, target_map : mapping or path, optional
@@ -107,10 +114,9 @@ class Retargeter:
     source_calibration, target_calibration : Tensor, optional
         ``(T, J, 4)`` local quaternions of motion on each skeleton: its bone frames are calibrated on them
         (:class:`~.rig.CanonicalRig`), for a zero pose that is no body pose (Bandai-Namco's, the production
-        rig's; :func:`~.rig.physical_zero_pose`), whose limb twist is otherwise off by up to a half turn: pass
-        the source's own motion and any motion of the target's skeleton when either is such a skeleton
-        (``skelanim retarget`` does; :func:`~.rig.calibrate_rig` applies the rule to a rig). The shipped NKN
-        model was trained on calibrated frames; a model that was not refuses them.
+        rig's; :func:`~.rig.physical_zero_pose`), whose limb twist is otherwise off by up to a half turn; giving
+        the skeletons as motions does this where it is needed. The shipped NKN model was trained on calibrated
+        frames; a model that was not refuses them.
     model : NKN, path or None
         The network for ``nkn`` (default: the shipped model).
     fps : float

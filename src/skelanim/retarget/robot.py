@@ -172,13 +172,11 @@ def to_deepmimic(
         On :func:`~skelanim.io.deepmimic.humanoid_skeleton`, metres, Y up, the source's frame rate;
         ``metadata["loop"] = "none"``.
     """
-    from skelanim.retarget.retargeter import Retargeter, make_rig
-    from skelanim.retarget.rig import calibrate_rig
+    from skelanim.retarget.retargeter import Retargeter
 
     target = humanoid_skeleton(urdf)
-    source = make_rig(motion.skeleton, source_map)
-    source = calibrate_rig(source, motion.rotations) if calibrate else source
-    out = Retargeter(source, target, method, model=model)(motion)
+    source = motion if calibrate else motion.skeleton  # a motion calibrates its skeleton where needed
+    out = Retargeter(source, target, method, source_map=source_map, model=model)(motion)
     out.metadata["loop"] = "none"
     return make_feasible(out, hinge_limits(urdf))
 
