@@ -29,7 +29,8 @@ with ``C_c`` the frame of the same joint in a built-in canonical T-pose (facing 
 ``Q = I`` everywhere is the T-pose. ``Q`` no longer depends on the skeleton's joint conventions: copying it
 and going back with the target's frames, ``R^B_c = Q_c C_c F^B_c{}^T``, transfers world-space bone rotations
 relative to each rest pose. Bone *directions* transfer exactly; the twist about a bone is matched through
-the body axes.
+the body axes. Where the zero pose is no body pose (a leg along the spine), which way a limb was turned into
+the body is a guess, and the skeleton's own motion settles it (``calibration``, :func:`calibrated_frames`).
 
 Canonical skeleton
 ------------------
