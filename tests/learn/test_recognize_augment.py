@@ -209,3 +209,56 @@ def test_log_uniform_stays_in_range_is_even_in_log_and_draws_nothing_for_a_point
     assert abs(float((x < 1.0).float().mean()) - 0.5) < 0.02  # 1 is the geometric middle of 0.5 and 2
     state = g.get_state()
     assert torch.equal(log_uniform((0.8, 0.8), (3,), g), torch.full((3,), 0.8)) and torch.equal(g.get_state(), state)
+
+
+def test_frame_jitter_turns_each_joint_frame_and_compensates_its_children():
+    """``R'_k = D_p^T R_k D_k``: world rotations become ``W_k D_k`` (closed form, by hand along the chain), the
+    root keeps its rotation, and a bone turns by its parent's offset only."""
+    from skelanim.core.rotations import rotvec_to_matrix
+    from skelanim.learn.augment import jitter_frames
+
+    gen = torch.Generator().manual_seed(0)
+    parents = [-1, 0, 1, 2, 1]  # a chain with a branch
+    rot = rotvec_to_matrix(torch.randn(2, 3, 5, 3, generator=gen))  # (B, T, M, 3, 3)
+    offsets = rotvec_to_matrix(0.3 * torch.randn(2, 5, 3, generator=gen))  # (B, M, 3, 3)
+    out = jitter_frames(rot, offsets, parents)
+
+    def world(local: torch.Tensor) -> list[torch.Tensor]:
+        w: list[torch.Tensor] = []
+        for k, p in enumerate(parents):
+            w.append(local[:, :, k] if p < 0 else w[p] @ local[:, :, k])
+        return w
+
+    before, after = world(rot), world(out)
+    torch.testing.assert_close(out[:, :, 0], rot[:, :, 0])  # the body root keeps its rotation
+    for k in range(1, 5):
+        torch.testing.assert_close(after[k], before[k] @ offsets[:, None, k], atol=1e-5, rtol=0)
+    bone = torch.tensor([0.0, 1.0, 0.0])  # joint 3's offset from joint 2: turned by D_2 only, in world
+    torch.testing.assert_close(after[2] @ bone, before[2] @ offsets[:, None, 2] @ bone, atol=1e-5, rtol=0)
+    assert float((after[2] @ bone - before[2] @ bone).norm(dim=-1).min()) > 1e-3  # it does move
+
+
+def test_frame_jitter_in_the_task_moves_only_the_jittered_joints_children(tiny_ds):
+    """In training features: jittering the left clavicle moves the joints below it (its bone to the upper arm
+    turns) and nothing else; jittering the left hand, a leaf, moves no joint at all but changes its rotation."""
+    rig = tiny_ds.rig
+    model = Recognizer("stgcn", rig, ["bow", "run", "walk"], [], window=32, arch_options=TINY)
+    task = RecognizeTask(model, tiny_ds, None, stride=16, frame_jitter=10.0)
+    w = task.windows[:2]
+    plain = task._features(w, 32)
+    eye = torch.eye(3).expand(2, rig.num_joints, 3, 3)
+    assert torch.allclose(task._features(w, 32, jitter=eye), plain, atol=1e-4)
+    turn = rotvec_to_matrix(torch.tensor([0.0, 0.0, 0.5]))
+    clavicle, hand = rig.names.index("Shoulder_L"), rig.names.index("Hand_L")
+    below = [rig.names.index(n) for n in ("UpperArm_L", "LowerArm_L", "Hand_L")]
+    others = [j for j in range(rig.num_joints) if j not in below]
+    offset = eye.clone()
+    offset[:, clavicle] = turn
+    moved = task._features(w, 32, jitter=offset)
+    assert torch.allclose(moved[:, :, others, :3], plain[:, :, others, :3], atol=1e-4)
+    assert float((moved[:, :, below, :3] - plain[:, :, below, :3]).norm(dim=-1).min()) > 0.005
+    offset = eye.clone()
+    offset[:, hand] = turn
+    leaf = task._features(w, 32, jitter=offset)
+    assert torch.allclose(leaf[..., :6], plain[..., :6], atol=1e-4)  # positions and their change
+    assert not torch.allclose(leaf[:, :, hand, 6:12], plain[:, :, hand, 6:12], atol=1e-3)  # its rotation

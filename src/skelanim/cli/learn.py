@@ -173,6 +173,9 @@ def recognize_train(
     rotations: bool = typer.Option(
         True, "--rotations/--no-rotations", help="Joint rotations as input (without: positions and root motion only)."
     ),
+    frame_jitter: float = typer.Option(
+        0.0, "--frame-jitter", min=0.0, help="Turn each joint's frame at random, children compensated (std, degrees)."
+    ),
     resume: bool = typer.Option(False, "--resume"),
     progress: bool = typer.Option(True, "--progress/--no-progress"),
 ) -> None:
@@ -190,7 +193,8 @@ def recognize_train(
                               file_balance=file_balance, amplitude=None if amplitude == (1.0, 1.0) else amplitude,
                               test_mirror=test_mirror, test_speeds=tuple(test_speeds) or (1.0,), path=path, posture=posture, arch_options=options or None,
                               style_weight=style_weight, style_adversary=style_adversary, turn=turn, std_floor=std_floor,
-                              rotations=rotations, resume=resume, command=command_line())  # fmt: skip
+                              rotations=rotations, frame_jitter=frame_jitter, resume=resume,
+                              command=command_line())  # fmt: skip
     report_training(out, result, "val_error")
 
 

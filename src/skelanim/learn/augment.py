@@ -1,5 +1,5 @@
-"""Augmentation for training: the chordal mean pose of a data set, amplitude scaling about it, and turn
-relabelling (a walk's heading made to sweep, or a turn's heading held)."""
+"""Augmentation for training: the chordal mean pose of a data set, amplitude scaling about it, frame jitter,
+and turn relabelling (a walk's heading made to sweep, or a turn's heading held)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from torch import Tensor
 
 from skelanim.core.rotations import matrix_to_rotvec, rotvec_to_matrix
 
-__all__ = ["TurnClasses", "log_uniform", "scale_amplitude", "turn_classes", "turn_relabel"]
+__all__ = ["TurnClasses", "jitter_frames", "log_uniform", "scale_amplitude", "turn_classes", "turn_relabel"]
 
 TURN_DEGREES = (40.0, 100.0)
 """Range of the heading sweep, in degrees per window, given to a window relabelled as a turn (the Bandai
@@ -74,6 +74,19 @@ class TurnClasses:
     left: Tensor
     right: Tensor
     sign: float
+
+
+def jitter_frames(rot: Tensor, offsets: Tensor, parents: Sequence[int]) -> Tensor:
+    """Local rotations ``(B, T, M, 3, 3)`` with each joint's frame turned by its own rotation and its children
+    compensated: ``R'_k = D_p^T R_k D_k`` (``offsets`` ``(B, M, 3, 3)`` holds ``D``, one per sample and joint;
+    the body root, joint 0, keeps its rotation). Each joint's world rotation becomes ``W_k D_k`` and each bone
+    turns by its parent's ``D`` alone, not by everything above it: how a capture solver shares rotation between
+    neighbouring joints (Bandai-Namco's upper arms against its clavicles) becomes noise, while the pose moves
+    little."""
+    d = offsets.clone()
+    d[:, 0] = torch.eye(3, dtype=d.dtype)
+    dp = d[:, [max(int(p), 0) for p in parents]]
+    return dp[:, None].transpose(-1, -2) @ rot @ d[:, None]
 
 
 def turn_classes(contents: Sequence[str], labels: Tensor, turning: Tensor) -> TurnClasses | None:

@@ -56,7 +56,7 @@ from skelanim.data.dataset import MotionDataset
 from skelanim.data.features import wrap_angle
 from skelanim.data.labels import Vocabulary
 from skelanim.data.rig import Rig
-from skelanim.learn.augment import log_uniform, scale_amplitude, turn_classes, turn_relabel
+from skelanim.learn.augment import jitter_frames, log_uniform, scale_amplitude, turn_classes, turn_relabel
 from skelanim.learn.common import (
     Normalizer,
     file_balance_weights,
@@ -350,9 +350,10 @@ class RecognizeTask:
     def __init__(self, model: Recognizer, train_ds: MotionDataset, val_ds: MotionDataset | None, *, stride: int = 8,
                  style_weight: float = 0.5, mirror: bool = True, balance: float = 0.0, file_balance: float = 0.0,
                  amplitude: tuple[float, float] | None = None, posture: float = 0.0, style_adversary: float = 0.0,
-                 turn: float = 0.0, std_floor: float = 0.0, meta: dict[str, Any] | None = None) -> None:  # fmt: skip
+                 turn: float = 0.0, std_floor: float = 0.0, frame_jitter: float = 0.0,
+                 meta: dict[str, Any] | None = None) -> None:  # fmt: skip
         self.model, self.train_ds, self.val_ds, self.meta = model, train_ds, val_ds, dict(meta or {})
-        self.posture = math.radians(posture)
+        self.posture, self.frame_jitter = math.radians(posture), math.radians(frame_jitter)
         self.style_weight, self.style_adversary = style_weight, style_adversary
         self.windows = train_ds.windows(model.window, stride)
         clip = self.windows[:, 0]
@@ -363,7 +364,7 @@ class RecognizeTask:
         weight = counts.pow(-balance)[self.content] * file_balance_weights(clip, len(train_ds), file_balance)
         self.sample_weight = weight / weight.mean()  # the average training window weighs 1
         self.amplitude = amplitude
-        if amplitude is not None or posture > 0:  # both re-make the positions by FK
+        if amplitude is not None or posture > 0 or frame_jitter > 0:  # they re-make the positions by FK
             self.fk = rig_fk(model.rig)
         if amplitude is not None:
             rot = train_ds.frames()["rot"]
@@ -389,14 +390,16 @@ class RecognizeTask:
         self.reflections = (left, right)
 
     def _features(self, windows: Tensor, length: int | None = None, amplitude: Tensor | None = None,
-                  posture: Tensor | None = None) -> Tensor:  # fmt: skip
+                  posture: Tensor | None = None, jitter: Tensor | None = None) -> Tensor:  # fmt: skip
         g = self.train_ds.gather(windows, length or self.model.window, keys=("rot", "pelvis", "yaw", "positions"))
         rot, positions = g["rot"], g["positions"]
         if amplitude is not None:  # move the joints toward / away from the mean pose
             rot = scale_amplitude(rot, self.mean_pose, amplitude)
         if posture is not None:  # a constant offset of each joint's local rotation (body root kept)
             rot = torch.cat([rot[:, :, :1], rot[:, :, 1:] @ posture[:, None, 1:]], dim=2)
-        if amplitude is not None or posture is not None:  # positions by FK
+        if jitter is not None:  # each joint's frame turned, its children compensated
+            rot = jitter_frames(rot, jitter, self.rig.parents)
+        if amplitude is not None or posture is not None or jitter is not None:  # positions by FK
             h = self.rig.height
             positions = self.fk(rot, g["pelvis"] / h)[1] * h
         return self.model.inputs(rot, g["pelvis"], g["yaw"], positions)
@@ -415,7 +418,11 @@ class RecognizeTask:
         if self.posture > 0:
             vec = torch.randn(len(indices), self.rig.num_joints, 3, generator=generator) * self.posture
             posture = rotvec_to_matrix(vec)
-        x = self._features(self.windows[indices], length, amplitude, posture)
+        jitter = None
+        if self.frame_jitter > 0:
+            vec = torch.randn(len(indices), self.rig.num_joints, 3, generator=generator) * self.frame_jitter
+            jitter = rotvec_to_matrix(vec)
+        x = self._features(self.windows[indices], length, amplitude, posture, jitter)
         if length != t:
             x = resample_features(x, t)
         content = self.content[indices]
@@ -505,8 +512,8 @@ def train_recognizer(train_ds: MotionDataset, val_ds: MotionDataset | None, out:
                      file_balance: float = 0.0, amplitude: tuple[float, float] | None = None, test_mirror: bool = False,
                      test_speeds: Sequence[float] = (1.0,),
                      path: bool = False, posture: float = 0.0, style_weight: float = 0.5, style_adversary: float = 0.0,
-                     turn: float = 0.0, std_floor: float = 0.0, rotations: bool = True, resume: bool = False,
-                     command: str | None = None, log: Any = None) -> dict[str, Any]:  # fmt: skip
+                     turn: float = 0.0, std_floor: float = 0.0, rotations: bool = True, frame_jitter: float = 0.0,
+                     resume: bool = False, command: str | None = None, log: Any = None) -> dict[str, Any]:  # fmt: skip
     """Train a recogniser; writes ``out/model.safetensors`` + ``config.json`` (best validation epoch).
 
     Parameters
@@ -552,6 +559,9 @@ def train_recognizer(train_ds: MotionDataset, val_ds: MotionDataset | None, out:
         Relative floor of the input normaliser's standard deviations (:class:`RecognizeTask`).
     rotations : bool
         Whether the network sees joint rotations (:class:`Recognizer`).
+    frame_jitter : float
+        Frame jitter (:func:`~skelanim.learn.augment.jitter_frames`): rotation vectors ``~ N(0, frame_jitter^2)``
+        per axis (degrees), one per sample and joint; positions by FK.
     resume : bool
         Continue an interrupted run in ``out``.
     command : str, optional
@@ -574,10 +584,11 @@ def train_recognizer(train_ds: MotionDataset, val_ds: MotionDataset | None, out:
     meta["augmentation"] = {"speed": list(SPEED), "mirror": mirror, "balance": balance, "file_balance": file_balance,
                             "amplitude": list(amplitude) if amplitude is not None else None, "posture": posture,
                             "style_weight": style_weight, "style_adversary": style_adversary, "turn": turn,
-                            "std_floor": std_floor}  # fmt: skip
+                            "std_floor": std_floor, "frame_jitter": frame_jitter}  # fmt: skip
     task = RecognizeTask(model, train_ds, val_ds, stride=stride, mirror=mirror, balance=balance,
                          file_balance=file_balance, amplitude=amplitude, posture=posture, style_weight=style_weight,
-                         style_adversary=style_adversary, turn=turn, std_floor=std_floor, meta=meta)  # fmt: skip
+                         style_adversary=style_adversary, turn=turn, std_floor=std_floor, frame_jitter=frame_jitter,
+                         meta=meta)  # fmt: skip
     result = fit(model, task, out, loop, resume=resume, log=log)
     result["parameters"] = sum(p.numel() for p in model.parameters())
     return result
