@@ -119,17 +119,25 @@ def test_cli_rejects_a_reversed_amplitude_range(tmp_path, capsys):
     assert "--amplitude" in err and "Traceback" not in err and not out.exists()
 
 
+def _offset_task(tiny_ds, option: str):
+    """A task with per-joint rotation offsets (``posture`` or ``frame_jitter``), two windows' plain features and
+    identity offsets, checked to change nothing."""
+    rig = tiny_ds.rig
+    model = Recognizer("stgcn", rig, ["bow", "run", "walk"], [], window=32, arch_options=TINY)
+    task = RecognizeTask(model, tiny_ds, None, stride=16, **{option: 10.0})
+    w = task.windows[:2]
+    plain = task._features(w, 32)
+    eye = torch.eye(3).expand(2, rig.num_joints, 3, 3)
+    keyword = "posture" if option == "posture" else "jitter"
+    assert torch.allclose(task._features(w, 32, **{keyword: eye}), plain, atol=1e-4)
+    return rig, task, w, plain, eye
+
+
 def test_posture_augmentation_offsets_one_joint_and_moves_only_its_descendants(tiny_ds):
     """A constant 90-degree offset of the left upper arm's local rotation: the identity offset changes nothing,
     the offset moves the left forearm and hand (keeping their distance from the shoulder: FK, not a shift) and
     leaves every joint outside that arm where it was."""
-    rig = tiny_ds.rig
-    model = Recognizer("stgcn", rig, ["bow", "run", "walk"], [], window=32, arch_options=TINY)
-    task = RecognizeTask(model, tiny_ds, None, stride=16, posture=10.0)
-    w = task.windows[:2]
-    plain = task._features(w, 32)
-    eye = torch.eye(3).expand(2, rig.num_joints, 3, 3)
-    assert torch.allclose(task._features(w, 32, posture=eye), plain, atol=1e-4)
+    rig, task, w, plain, eye = _offset_task(tiny_ds, "posture")
     arm = rig.names.index("UpperArm_L")
     offset = eye.clone()
     offset[:, arm] = rotvec_to_matrix(torch.tensor([0.0, 0.0, math.pi / 2]))
@@ -241,13 +249,7 @@ def test_frame_jitter_turns_each_joint_frame_and_compensates_its_children():
 def test_frame_jitter_in_the_task_moves_only_the_jittered_joints_children(tiny_ds):
     """In training features: jittering the left clavicle moves the joints below it (its bone to the upper arm
     turns) and nothing else; jittering the left hand, a leaf, moves no joint at all but changes its rotation."""
-    rig = tiny_ds.rig
-    model = Recognizer("stgcn", rig, ["bow", "run", "walk"], [], window=32, arch_options=TINY)
-    task = RecognizeTask(model, tiny_ds, None, stride=16, frame_jitter=10.0)
-    w = task.windows[:2]
-    plain = task._features(w, 32)
-    eye = torch.eye(3).expand(2, rig.num_joints, 3, 3)
-    assert torch.allclose(task._features(w, 32, jitter=eye), plain, atol=1e-4)
+    rig, task, w, plain, eye = _offset_task(tiny_ds, "frame_jitter")
     turn = rotvec_to_matrix(torch.tensor([0.0, 0.0, 0.5]))
     clavicle, hand = rig.names.index("Shoulder_L"), rig.names.index("Hand_L")
     below = [rig.names.index(n) for n in ("UpperArm_L", "LowerArm_L", "Hand_L")]
