@@ -4,6 +4,7 @@ keep their features), and refuse members of another recipe with a one-line error
 from __future__ import annotations
 
 import json
+import shutil
 
 import pytest
 import torch
@@ -86,6 +87,12 @@ def test_combine_refuses_members_of_another_recipe(members, tmp_path):
     combine_recognizers(members[:2], tmp_path / "ens")
     with pytest.raises(FormatError, match="statistics"):  # an ensemble's members are checked one by one
         combine_recognizers([members[2], tmp_path / "ens"], tmp_path / "bad")
+    positions_only = tmp_path / "no_rotations"  # members[1] as if trained without rotations
+    shutil.copytree(members[1], positions_only)
+    config = json.loads((positions_only / "config.json").read_text())
+    (positions_only / "config.json").write_text(json.dumps({**config, "rotations": False}))
+    with pytest.raises(FormatError, match="'rotations' differs"):
+        combine_recognizers([members[0], positions_only], tmp_path / "bad")
 
 
 def test_an_ensemble_joins_another_member_by_member(members, tmp_path):
