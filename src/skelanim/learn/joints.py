@@ -24,10 +24,10 @@ __all__ = ["CHANGE_CHANNELS", "IN_CHANNELS", "PATH_CHANNELS", "POSE_CHANNELS", "
 
 #: Per-joint features: position, its change, 6D rotation, root features.
 IN_CHANNELS = 16
-#: Channels that hold the pose (position, 6D rotation) rather than its change or the root's motion.
-POSE_CHANNELS = (0, 1, 2, 6, 7, 8, 9, 10, 11)
 #: Channels that hold the joint's local rotation (6D).
 ROTATION_CHANNELS = (6, 7, 8, 9, 10, 11)
+#: Channels that hold the pose (position, 6D rotation) rather than its change or the root's motion.
+POSE_CHANNELS = (0, 1, 2, *ROTATION_CHANNELS)
 #: Channels that hold the change of the joint positions from the previous frame.
 CHANGE_CHANNELS = (3, 4, 5)
 #: Channels that are per-frame changes (the joints' and the root's), which scale with the playback speed.
