@@ -26,7 +26,7 @@ humanoid:
 
 Heights are each rig's canonical T-pose height (:attr:`.rig.CanonicalRig.height`). As in ``skelanim retarget``,
 a skeleton whose zero pose is no body pose has its bone frames calibrated on its own motion
-(:func:`~.rig.calibrate_rig`): each Bandai source clip on itself, the Bandai variants on
+(:func:`~.rig.calibrate_rig`): the Bandai source on its first clip, the Bandai variants on
 ``bandai_namco_1/dataset-1_walk_normal_001``, the production rig on another of its takes, ``005_01``, not on the
 reference (``calibrate=False``: the rest-pose frames, for models trained before calibration).
 """
@@ -205,20 +205,20 @@ def evaluate(
     if max_frames:
         motions = [mo[:max_frames] for mo in motions]
     rigs = {n: calibrated(make_rig(sk), bandai) if n in VARIANTS else make_rig(sk) for n, sk in targets.items()}
-    plain_source = make_rig(motions[0].skeleton)
-    source_rigs = [calibrated(plain_source, motion) for motion in motions]
+    source_rig = calibrated(make_rig(motions[0].skeleton), motions[0])  # the same limb turns from any take
     rows: dict[str, list[dict[str, float]]] = {m: [] for m in methods}
     per_target: dict[str, dict[str, list[dict[str, float]]]] = {m: {t: [] for t in targets} for m in methods}
     for m in methods:
         for name, rig in rigs.items():
-            for motion, source_rig in zip(motions, source_rigs):
-                out = Retargeter(source_rig, rig, m, model=net)(motion)
+            retarget = Retargeter(source_rig, rig, m, model=net)
+            for motion in motions:
+                out = retarget(motion)
                 metrics = proportion_metrics(motion, out, source_rig, rig, limits if name == "deepmimic" else None)
                 if name == "deepmimic":
                     metrics["limits_robot"] = hinge_violations(make_feasible(out, limits), limits)
                 rows[m].append(metrics)
                 per_target[m][name].append(metrics)
-    report["source"] = _mean([proportion_metrics(mo, mo, r, r) for mo, r in zip(motions, source_rigs)])
+    report["source"] = _mean([proportion_metrics(mo, mo, source_rig, source_rig) for mo in motions])
     report["proportions"] = {m: _mean(r) for m, r in rows.items()}
     report["per_target"] = {m: {t: _mean(r) for t, r in d.items()} for m, d in per_target.items()}
     report["clips"] = [Path(mo.metadata.get("path", "")).name for mo in motions]
