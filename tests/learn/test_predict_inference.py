@@ -12,9 +12,10 @@ import torch
 
 from skelanim.cli import main
 from skelanim.errors import FormatError
+from skelanim.learn.calibrate import calibrate_amplitude
 from skelanim.learn.ensemble import combine_predictors
 from skelanim.learn.mirror import mirror_frames, rig_mirror
-from skelanim.learn.predict import Predictor, PredictTask, calibrate_amplitude, reference_windows, train_predictor
+from skelanim.learn.predict import Predictor, PredictTask, reference_windows, train_predictor
 from skelanim.learn.predictors import AMPLITUDE_FLOOR, amplitude_factor, window_amplitude
 from skelanim.nn.checkpoint import save_model_files
 from skelanim.nn.train import TrainConfig

@@ -133,9 +133,11 @@ def predict_calibrate(
     threads: int | None = typer.Option(None, "--threads", min=1),
 ) -> None:
     """Turn on amplitude normalisation: a window that moves less than the median training window is enlarged
-    about its mean frame to that size before the network sees it, and the prediction shrunk back. Optionally
-    turn test-time mirror averaging on or off, and set amplitude votes."""
-    from skelanim.learn.predict import Predictor, calibrate_amplitude
+    about its mean frame to that size before the network sees it, and the prediction shrunk back. Also store
+    the training windows' input range (each standardised channel is held inside it). Optionally turn test-time
+    mirror averaging on or off, and set amplitude votes."""
+    from skelanim.learn.calibrate import calibrate_amplitude, calibrate_input_range
+    from skelanim.learn.predict import Predictor
     from skelanim.nn.checkpoint import read_model_config, save_model_files
 
     net = Predictor.load(model)
@@ -146,6 +148,8 @@ def predict_calibrate(
     parts = split_parts(load_dataset(data, net.fps, threads, progress=False), split, seed)
     try:
         reference = calibrate_amplitude(net, parts["train"], stride=stride)
+        mirrored = bool(trained.get("task_options", {}).get("mirror", False))
+        calibrate_input_range(net, parts["train"], stride=stride, mirror=mirrored)
     except ValueError as err:
         raise typer.BadParameter(str(err), param_hint="--data") from None
     if test_mirror is not None:
@@ -153,9 +157,12 @@ def predict_calibrate(
     if amplitude_vote:
         net.amplitude_votes = tuple(amplitude_vote)
     record = {"command": command_line(), "files": len(parts["train"].clips), "seed": seed, "stride": stride,
-              "reference": reference, "test_mirror": net.test_mirror, "amplitude_votes": list(net.amplitude_votes)}  # fmt: skip
-    save_model_files(out, net.state_dict(), {**net.config(), "training": {**training, "amplitude_calibration": record}})
-    typer.echo(f"wrote {out} (amplitude reference {reference:.4g} from {len(parts['train'].clips)} training files, "
+              "reference": reference, "test_mirror": net.test_mirror, "amplitude_votes": list(net.amplitude_votes),
+              "input_range": {"stride": stride, "mirror": mirrored}}  # fmt: skip
+    earlier = training.get("earlier_calibrations", []) + [training[k] for k in ("amplitude_calibration",) if k in training]
+    training = {**training, "amplitude_calibration": record, **({"earlier_calibrations": earlier} if earlier else {})}
+    save_model_files(out, net.state_dict(), {**net.config(), "training": training})
+    typer.echo(f"wrote {out} (amplitude reference {reference:.4g} and input range from {len(parts['train'].clips)} training files, "
                f"test mirror {'on' if net.test_mirror else 'off'}, amplitude votes {list(net.amplitude_votes) or 'none'})")  # fmt: skip
 
 

@@ -7,8 +7,8 @@
 :mod:`.augment`           mean pose, amplitude scaling, turn relabelling (training augmentation)
 :mod:`.ensemble`          :func:`combine_recognizers`, :func:`combine_predictors` (trained models into one ensemble)
 :mod:`.predictors`        :class:`Seq2SeqGRU`, :class:`DCTGCN`, :func:`zero_velocity`, :func:`constant_velocity`
-:mod:`.predict`           :class:`Predictor`, :func:`train_predictor`, :func:`evaluate_prediction`,
-                          :func:`~.predict.calibrate_amplitude`
+:mod:`.predict`           :class:`Predictor`, :func:`train_predictor`, :func:`evaluate_prediction`
+:mod:`.calibrate`         :func:`~.calibrate.calibrate_amplitude`, :func:`~.calibrate.calibrate_input_range`
 :mod:`.forecast`          :func:`predict_motion` (continue a motion file)
 :mod:`.mirror`            left/right mirror images of frames on a rig with its own joint axes
 :mod:`.cvae`              :class:`MotionCVAE`, :class:`TemporalDiscriminator`

@@ -27,7 +27,7 @@ __all__ = ["Normalizer", "export_for_shipping", "file_balance_weights", "load_fo
            "provenance", "resolved_options", "rig_fk", "set_threads", "split_dataset", "spread_sample"]  # fmt: skip
 
 #: Tensors kept in float32 by :func:`export_for_shipping` (statistics, not weights).
-KEEP_FLOAT32 = ("norm.mean", "norm.std", "step_scale", "latent_mean", "latent_chol")
+KEEP_FLOAT32 = ("norm.mean", "norm.std", "step_scale", "latent_mean", "latent_chol", "input_low", "input_high")
 
 
 class Normalizer(nn.Module):

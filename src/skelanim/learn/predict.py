@@ -19,10 +19,13 @@ per-joint rest axes). Model selection by the mean root-relative error over the h
 part, or the last epoch.
 
 Two inference options change what a trained network is asked, not its weights (both on in the shipped
-models): amplitude normalisation (``Predictor.amplitude_reference``, :func:`calibrate_amplitude`) enlarges an
+models): amplitude normalisation (``Predictor.amplitude_reference``, :func:`~skelanim.learn.calibrate.calibrate_amplitude`) enlarges an
 observed second that moves less than the training windows' median to that size about its mean frame and
 shrinks the prediction back; ``Predictor.test_mirror`` averages the prediction with the mirrored-back
-prediction of the mirror image.
+prediction of the mirror image. A third guards against input unlike any training window (motion of another
+capture source retargeted onto the rig, whose joints share rotation differently): each standardised channel is
+held inside the range the training windows span (:func:`~skelanim.learn.calibrate.calibrate_input_range`, stored with the weights) and
+the prediction shifted back by what that moved the last observed frame.
 
 Scores (:func:`evaluate_prediction`): MPJPE at the horizons root-relative (``mpjpe``: pelvis at the origin
 in every frame, so the body's travel is removed) and with root motion (``mpjpe_global``), both as
@@ -45,6 +48,7 @@ from skelanim.data.dataset import MotionDataset
 from skelanim.data.features import to_reference_frame
 from skelanim.data.rig import Rig
 from skelanim.learn.augment import log_uniform, scale_amplitude
+from skelanim.learn.calibrate import calibrate_input_range, median_amplitude
 from skelanim.learn.common import (
     Normalizer,
     file_balance_weights,
@@ -69,10 +73,11 @@ from skelanim.learn.predictors import (
     zero_velocity,
 )  # fmt: skip
 from skelanim.metrics.kinematic import angle_error_at, mpjpe_at
+from skelanim.nn.checkpoint import read_model_config, save_model_files
 from skelanim.nn.train import TrainConfig, fit
 
 __all__ = ["ARCHITECTURES", "FORMAT", "HORIZONS_MS", "LEARNED", "METHODS", "SECOND_FRAMES", "CombinedPredictor",
-           "PredictTask", "Predictor", "calibrate_amplitude", "evaluate_prediction", "train_predictor"]  # fmt: skip
+           "PredictTask", "Predictor", "evaluate_prediction", "train_predictor"]  # fmt: skip
 
 FORMAT = "skelanim-predictor"
 #: Frames observed and frames predicted by default: 1 s each at 25 fps.
@@ -119,7 +124,7 @@ class Predictor(nn.Module):
         Networks of this recipe whose predictions are averaged (:class:`~skelanim.learn.predictors.MemberMean`;
         made by :func:`skelanim.learn.ensemble.combine_predictors`); 1 for a single network.
     amplitude_reference : float
-        Amplitude normalisation (0: off; set by :func:`calibrate_amplitude`): an observed window whose
+        Amplitude normalisation (0: off; set by :func:`~skelanim.learn.calibrate.calibrate_amplitude`): an observed window whose
         standardised frames move less about their mean frame ``c`` (RMS, :func:`window_amplitude`) than this,
         the training windows' median, is enlarged about ``c`` by ``1 / r`` (``r``: :func:`amplitude_factor`)
         before the network sees it, and the prediction is shrunk back, ``c + r (y - c)``. A style that moves
@@ -132,6 +137,15 @@ class Predictor(nn.Module):
         Amplitude votes (empty: none): the observed frame vectors are also scaled by each ``s`` about their mean
         frame ``c``, ``c + s (x - c)``, predicted, and scaled back, ``c + (y - c) / s``; the prediction is the
         mean of these and the direct one (each with its mirror image under ``test_mirror``).
+
+    Attributes
+    ----------
+    input_low, input_high : Tensor
+        ``(D,)`` buffers: the standardised frame vectors the network sees are clamped to this range (the training
+        windows', :func:`~skelanim.learn.calibrate.calibrate_input_range`; ``-inf`` / ``inf``, i.e. no clamp, until it is set) and the
+        prediction moved by ``z_T - clamp(z_T)`` of the last observed frame, so it continues from that frame.
+        A channel the training data all but never moved (its deviation at the normaliser's floor) and another
+        capture source moves would otherwise reach the network hundreds of deviations out.
     """
 
     def __init__(self, arch: str, rig: Rig, *, observed: int = SECOND_FRAMES, horizon: int = SECOND_FRAMES, fps: float = 25.0,
@@ -157,6 +171,8 @@ class Predictor(nn.Module):
         dim = 6 * rig.num_joints + 3
         self.norm = Normalizer((dim,))
         self.register_buffer("step_scale", torch.ones(dim))
+        self.register_buffer("input_low", torch.full((dim,), -torch.inf))
+        self.register_buffer("input_high", torch.full((dim,), torch.inf))
 
         def build() -> nn.Module:
             if arch == "rnn":
@@ -171,6 +187,9 @@ class Predictor(nn.Module):
         """Raw frame vectors ``(B, T_in, D)`` to raw predictions ``(B, T', D)``: the ``horizon`` future frames
         (rnn), or the last ``observed`` reconstructed frames followed by them (gcn)."""
         z = self.norm(x)
+        held = torch.minimum(torch.maximum(z, self.input_low), self.input_high)  # the training windows' range
+        shift = z[:, -1:] - held[:, -1:]
+        z = held
         if self.amplitude_reference:
             centre, size = window_amplitude(z)
             factor = amplitude_factor(size, self.amplitude_reference)
@@ -182,7 +201,7 @@ class Predictor(nn.Module):
             out = self.net(z, self.horizon, mirror)
         if self.amplitude_reference:
             out = centre + factor * (out - centre)
-        return self.norm.inverse(out)
+        return self.norm.inverse(out + shift)
 
     def window_vectors(self, ds: MotionDataset, windows: Tensor) -> Tensor:
         """Raw frame vectors ``(W, observed + horizon, D)`` of ``ds``'s windows ``(W, 2)``, relative to their last
@@ -259,26 +278,8 @@ class Predictor(nn.Module):
         """Load a model folder (the shipped default when ``folder`` is ``None``), in eval mode."""
         tensors, config, path = load_folder(folder, default, FORMAT)
         model = cls.from_config(config)
-        load_weights(model, tensors, path)
+        load_weights(model, tensors, path, optional=("input_low", "input_high"))  # models saved before the range
         return model.eval()
-
-
-def median_amplitude(model: Predictor, vectors: Tensor) -> float:
-    """The median :func:`~skelanim.learn.predictors.window_amplitude` of the standardised observed frames of raw
-    window vectors ``(W, T, D)``."""
-    return float(window_amplitude(model.norm(vectors[:, : model.observed]))[1].median())
-
-
-@torch.no_grad()
-def calibrate_amplitude(model: Predictor, ds: MotionDataset, *, stride: int = 4) -> float:
-    """Turn on amplitude normalisation of a trained predictor (:class:`Predictor`): set its
-    ``amplitude_reference`` to the median amplitude of ``ds``'s windows (its training data; the windows and
-    sample its normalisation statistics were computed from, given the training ``stride``). Returns the value."""
-    windows = ds.windows(model.observed + model.horizon, stride, pad_short=False)
-    if not len(windows):
-        raise ValueError(f"no clip is {model.observed + model.horizon} frames long; nothing to calibrate on")
-    model.amplitude_reference = median_amplitude(model, model.window_vectors(ds, spread_sample(windows, 2000)))
-    return model.amplitude_reference
 
 
 class CombinedPredictor:
@@ -374,7 +375,7 @@ class PredictTask:
         (the gestures) count more against the long walks.
     amplitude_norm : bool
         Train with amplitude normalisation (:class:`Predictor`'s ``amplitude_reference``, set here from the
-        training windows as :func:`calibrate_amplitude` does).
+        training windows as :func:`~skelanim.learn.calibrate.calibrate_amplitude` does).
     reverse : float
         Chance that a training window is played backwards before it is split into observed and future frames
         (siMLPe's temporal flip; 0: never).
@@ -568,5 +569,8 @@ def train_predictor(train_ds: MotionDataset, val_ds: MotionDataset | None, out: 
     meta["task_options"] = {"stride": stride, **(task_options or {})}
     task = PredictTask(model, train_ds, val_ds, stride=stride, meta=meta, **(task_options or {}))
     result = fit(model, task, out, loop, resume=resume, log=log)
+    kept = Predictor.load(out)  # the weights fit kept (best or last), with the training windows' input range
+    calibrate_input_range(kept, train_ds, stride=stride, mirror=bool((task_options or {}).get("mirror")))
+    save_model_files(out, kept.state_dict(), read_model_config(Path(out) / "config.json"))
     result["parameters"] = sum(p.numel() for p in model.parameters())
     return result
