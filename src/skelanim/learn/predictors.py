@@ -446,9 +446,12 @@ class MotionMLP(nn.Module):
             raise ValueError(f"this MLP predictor predicts {self.horizon} frames, not {horizon}")
         seq = x[:, -self.observed :]
         h = self.fc_in(self.dct @ seq)  # (B, K, D): DCT coefficients of each coordinate, coordinates mixed
+        batch, k, d = h.shape
+        flat = h.transpose(0, 1).reshape(k, batch * d)  # (K, B D): one matrix product per block mixes coefficients
         for temporal, norm in zip(self.temporal, self.norms, strict=True):
-            mixed = torch.einsum("kl,bld->bkd", temporal.weight, h) + temporal.bias[:, None]  # coefficients mixed
-            h = h + norm(mixed)
+            mixed = torch.addmm(temporal.bias[:, None], temporal.weight, flat).view(k, batch, d)
+            flat = flat + norm(mixed).view(k, batch * d)
+        h = flat.view(k, batch, d).transpose(0, 1)
         offsets = self.dct[:, : self.horizon].T @ self.fc_out(h)  # (B, horizon, D)
         return seq[:, -1:] + offsets
 
