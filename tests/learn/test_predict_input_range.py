@@ -100,7 +100,7 @@ def test_training_stores_the_range_and_models_saved_before_it_load_without_one(t
 def test_the_shipped_predictors_continue_cmu_walks_better_with_the_range(mocap_dir):
     """Two CMU walks retargeted onto the Bandai rig (calibrated copy) put channels that Bandai's captures never
     move hundreds of deviations out; held in the training range, the shipped MLP's 80 ms error falls by more
-    than a third and the combined predictor beats zero velocity from 80 to 560 ms (not at 1 s)."""
+    than a third and the combined predictor beats zero velocity from 80 to 400 ms (level at 560 ms, worse at 1 s)."""
     from skelanim.data import MotionDataset
     from skelanim.data.clips import clip_from_motion
     from skelanim.learn.predict import LEARNED, CombinedPredictor
@@ -121,4 +121,4 @@ def test_the_shipped_predictors_continue_cmu_walks_better_with_the_range(mocap_d
     bare = evaluate_prediction({"mlp": _unguarded(models["mlp"])}, ds, methods=("mlp",), stride=5)["methods"]["mlp"]
     assert scores["mlp"]["mpjpe"][0] < 0.67 * bare["mpjpe"][0]
     combined, zero = scores["combined"]["mpjpe"], scores["zero_velocity"]["mpjpe"]
-    assert all(c < zv for c, zv in zip(combined[:5], zero[:5], strict=True))
+    assert all(c < 0.97 * zv for c, zv in zip(combined[:4], zero[:4], strict=True))

@@ -58,11 +58,12 @@ def split_parts(ds, split: str, seed: int = 0, *, need: str = "train") -> dict:
 
 
 def train_config(epochs: int, batch_size: int, lr: float, seed: int, max_steps: int | None, progress: bool, warmup: int = 50,
-          ema: float = 0.0, keep: str = "best", validate_every: int = 1):  # fmt: skip
+          ema: float = 0.0, keep: str = "best", validate_every: int = 1, weight_decay: float | None = None):  # fmt: skip
     from skelanim.nn.train import TrainConfig
 
+    decay = {} if weight_decay is None else {"weight_decay": weight_decay}  # None: the loop's default
     return TrainConfig(epochs=epochs, batch_size=batch_size, lr=lr, seed=seed, max_steps=max_steps, progress=progress,
-                       warmup_steps=warmup, ema=ema, keep=keep, validate_every=validate_every)  # fmt: skip
+                       warmup_steps=warmup, ema=ema, keep=keep, validate_every=validate_every, **decay)  # fmt: skip
 
 
 EMA_HELP = "Validate and save an exponential moving average of the weights with this decay per step (0: off)."

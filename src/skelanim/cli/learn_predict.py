@@ -69,6 +69,7 @@ def predict_train(
     epochs: int = typer.Option(8, "--epochs", min=1),
     batch_size: int = typer.Option(64, "--batch-size", min=1),
     lr: float = typer.Option(2e-3, "--lr"),
+    weight_decay: float | None = typer.Option(None, "--weight-decay", min=0.0, help="AdamW weight decay (default 1e-4)."),
     seed: int = typer.Option(0, "--seed"),
     ema: float = typer.Option(0.0, "--ema", min=0.0, max=0.99999, help=EMA_HELP),
     keep: str = typer.Option("best", "--keep", help=KEEP_HELP, callback=check_keep),
@@ -100,7 +101,8 @@ def predict_train(
             "velocity_weight": velocity_weight}  # fmt: skip
     result = train_predictor(parts["train"], parts["val"], out, arch=arch, stride=stride,
                              arch_options={k: v for k, v in options.items() if v is not None} or None, task_options=task,
-                             test_mirror=test_mirror, loop=train_config(epochs, batch_size, lr, seed, max_steps, progress, ema=ema, keep=keep), resume=resume, command=command_line())  # fmt: skip
+                             test_mirror=test_mirror, loop=train_config(epochs, batch_size, lr, seed, max_steps, progress, ema=ema, keep=keep, weight_decay=weight_decay),
+                             resume=resume, command=command_line())  # fmt: skip
     report_training(out, result, "val_mpjpe")
 
 
@@ -210,7 +212,8 @@ def predict_eval(
 
 @app.command("predict")
 def predict_cmd(
-    src: Path = typer.Argument(..., help="Input motion on the model's skeleton (Bandai-Namco for the shipped models)."),
+    src: Path = typer.Argument(..., help="Input motion on the model's skeleton (Bandai-Namco for the shipped models), "
+                               "or on another humanoid skeleton with --retarget."),
     out: Path = typer.Option(..., "-o", "--out", help="Output motion: the input followed by the prediction."),
     seconds: float = typer.Option(1.0, "--seconds", min=0.04, help="How far to predict."),
     method: str = typer.Option(
@@ -221,10 +224,14 @@ def predict_cmd(
         [], "--model", "-m", help="Predictor folder (default: the shipped one for --method); for combined, "
         "repeat it for each predictor to average (default: the shipped rnn, gcn and mlp).",
     ),
+    retarget: bool = typer.Option(
+        False, "--retarget", help="IN is on another humanoid skeleton: retarget it onto the model's (copy), predict "
+        "there and retarget the prediction back onto IN's skeleton.",
+    ),
 ) -> None:
     """Continue IN by SECONDS of predicted motion (from its last second): OUT is IN unchanged, then the prediction."""
     import skelanim
-    from skelanim.learn.forecast import predict_motion
+    from skelanim.learn.forecast import predict_motion, predict_retargeted
     from skelanim.learn.predict import LEARNED, METHODS, CombinedPredictor, Predictor
 
     if method not in METHODS:
@@ -244,11 +251,21 @@ def predict_cmd(
     else:
         net = Predictor.load(model[0] if model else None, default=f"predict_{method}" if method in LEARNED else "predict_rnn")
     motion = skelanim.load(src)
+    other = not motion.skeleton.same_topology(net.rig.skeleton)
+    if other and not retarget:
+        raise skelanim.errors.SkeletonError(
+            f"the predictor was trained on a {net.rig.skeleton.num_joints}-joint skeleton "
+            f"({', '.join(net.rig.skeleton.names[:4])}, ...); this motion has {motion.skeleton.num_joints} joints "
+            "(--retarget predicts it through the model's skeleton)", path=str(src))  # fmt: skip
     try:
-        result = predict_motion(motion, method=method, model=net, seconds=seconds)
+        if other:
+            result = predict_retargeted(motion, method=method, model=net, seconds=seconds)
+        else:
+            result = predict_motion(motion, method=method, model=net, seconds=seconds)
     except skelanim.errors.SkelanimError as err:
         err.path = err.path or str(src)
         raise
     skelanim.save(result, out)
+    through = f", through the model's {net.rig.skeleton.num_joints}-joint skeleton" if other else ""
     typer.echo(f"wrote {out} ({motion.num_frames} input frames + {result.num_frames - motion.num_frames} predicted, "
-               f"{result.fps:g} fps, method {method})")  # fmt: skip
+               f"{result.fps:g} fps, method {method}{through})")  # fmt: skip

@@ -1,5 +1,6 @@
 """Continuing a motion file: :func:`predict_motion` chains a predictor (or a baseline) ``horizon`` frames at a
-time from the motion's last observed second (``skelanim predict IN.bvh -o OUT.bvh``)."""
+time from the motion's last observed second (``skelanim predict IN.bvh -o OUT.bvh``); :func:`predict_retargeted`
+does it for motion on another humanoid skeleton, through the model's (``skelanim predict --retarget``)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import torch
 from torch import Tensor
 
 from skelanim.core.motion import Motion
+from skelanim.core.rotations import quat_inverse, quat_multiply
 from skelanim.data.clips import clip_from_motion
 from skelanim.data.dataset import MotionDataset
 from skelanim.data.features import from_reference_frame, to_reference_frame
@@ -18,7 +20,11 @@ from skelanim.learn.predict import CombinedPredictor, Predictor
 from skelanim.learn.predictors import constant_velocity, zero_velocity
 from skelanim.ops.resample import sample_frames
 
-__all__ = ["predict_motion"]
+__all__ = ["predict_motion", "predict_retargeted"]
+
+#: Input continued on the model's skeleton beyond the second the prediction reads (seconds): the headings and
+#: velocities of the first observed frames need frames before them.
+TAIL_MARGIN_S = 0.5
 
 
 @torch.no_grad()
@@ -101,6 +107,63 @@ def predict_motion(motion: Motion, *, method: str = "rnn", model: Predictor | Co
     metadata = {k: v for k, v in motion.metadata.items() if k != "bvh_values"}
     metadata.update(predicted_from_frame=motion.num_frames, method=method)
     return Motion.concatenate([motion.copy(metadata=metadata), predicted])
+
+
+@torch.no_grad()
+def predict_retargeted(motion: Motion, *, method: str = "combined", model: Predictor | CombinedPredictor,
+                       seconds: float = 1.0) -> Motion:  # fmt: skip
+    """Continue a motion on another humanoid skeleton: retarget it onto the model's (copy, bone frames calibrated
+    on each side's motion, :class:`~skelanim.retarget.Retargeter`), continue it there (:func:`predict_motion`)
+    and retarget the continuation back onto the motion's skeleton.
+
+    The way there and back is not the identity where the skeletons differ (joints between mapped ones keep their
+    rest relation, the root's height is rescaled twice), so each predicted frame is corrected by what the round
+    trip did to the last input frame: every joint's local rotation by the fixed turn ``R_rt^-1 R_in`` of that
+    frame (right-multiplied, a turn of the joint's own frame), the root and every joint's own translation
+    channels by the fixed shift ``p_in - p_rt``. The continuation thus starts exactly where the input ends.
+
+    Parameters
+    ----------
+    motion : Motion
+        Input on a humanoid skeleton the joint mapping recognises (:func:`~skelanim.retarget.mapping.map_skeleton`).
+    method, model, seconds
+        As :func:`predict_motion` (``model`` is required: its rig is the skeleton the prediction is made on).
+
+    Returns
+    -------
+    Motion
+        The input's frames unchanged, then ``round(seconds * motion.fps)`` predicted frames on its skeleton.
+    """
+    from skelanim.retarget import Retargeter
+
+    reference = _mean_pose_motion(model)
+    observed = model.observed / model.fps  # seconds the prediction reads
+    start = max(0, motion.num_frames - math.ceil((observed + TAIL_MARGIN_S) * motion.fps))
+    tail = motion[start:]
+    onto = Retargeter(motion, reference)(motion)[start:]  # the whole input sets the floor
+    continued = predict_motion(onto, method=method, model=model, seconds=seconds)
+    back = Retargeter(reference, motion)(continued)
+    last, n = tail.num_frames - 1, tail.num_frames
+    turn = quat_multiply(quat_inverse(back.rotations[last]), tail.rotations[last])  # (J, 4)
+    rotations = quat_multiply(back.rotations[n:], turn.expand_as(back.rotations[n:]))
+    root = back.root_positions[n:] + (tail.root_positions[last] - back.root_positions[last])
+    moved = None  # joints' own translation channels (a body root under a static dummy root travels there)
+    if tail.joint_translations is not None:
+        shift = tail.joint_translations[last] - back.local_translations()[last]
+        moved = back.local_translations()[n:] + shift
+    predicted = Motion(motion.skeleton, rotations, root, motion.fps, joint_translations=moved)
+    metadata = {k: v for k, v in motion.metadata.items() if k != "bvh_values"}
+    metadata.update(predicted_from_frame=motion.num_frames, method=method, retargeted_through_model=True)
+    return Motion.concatenate([motion.copy(metadata=metadata), predicted])
+
+
+def _mean_pose_motion(model: Predictor | CombinedPredictor) -> Motion:
+    """One frame on the model's skeleton in its training data's mean pose (the normaliser's mean frame vector):
+    what the model skeleton's bone frames are calibrated on when motion is retargeted onto it."""
+    first = model.models[0] if isinstance(model, CombinedPredictor) else model
+    rot = first.mean_pose()[None]  # (1, M, 3, 3)
+    pelvis = first.norm.mean.detach()[None, -3:].double() * first.rig.height
+    return first.rig.to_motion(rot, pelvis, first.fps)
 
 
 def motion_frames(ds: MotionDataset) -> int:
