@@ -1,5 +1,7 @@
 """Continuing a motion file (``predict_motion``): the input is kept frame for frame, and the continuation
-follows at the input's frame rate on the input's own skeleton."""
+follows at the input's frame rate on the input's own skeleton. Motion of another skeleton is continued through
+the model's (``predict_retargeted``, ``skelanim predict --retarget``) and scored there (``learn predict eval
+--retarget``)."""
 
 from __future__ import annotations
 
@@ -114,3 +116,58 @@ def test_the_cli_continues_another_skeleton_only_when_told_to_retarget(mocap_dir
     assert "through the model's 22-joint skeleton" in capsys.readouterr().out
     written = skelanim.load(out)
     assert written.skeleton.num_joints == 31 and written.num_frames == 300 + 60
+
+
+def test_predict_eval_scores_another_skeletons_files_on_the_models(mocap_dir, tmp_path, capsys):
+    """``learn predict eval --retarget``: every file is retargeted onto the models' skeleton and scored there
+    (zero velocity as :func:`evaluate_prediction` scores it on those clips); a file whose skeleton cannot be
+    mapped is a one-line error naming it."""
+    import json
+
+    from skelanim.cli import main
+    from skelanim.data.clips import clip_from_motion
+    from skelanim.learn.forecast import retarget_onto_model
+    from skelanim.learn.predict import Predictor, evaluate_prediction
+    from tests.helpers.bvh_text import STD, make_bvh, random_values
+
+    cmu = mocap_dir / "cmu_cgspeed_max" / "131_02.bvh"
+    assert main(["learn", "predict", "eval", "--data", str(cmu), "--retarget", "--stride", "20", "--json"]) == 0
+    scores = json.loads(capsys.readouterr().out)["methods"]
+    model = Predictor.load(None, default="predict_gcn")
+    onto = retarget_onto_model(skelanim.load(cmu), model)
+    ds = MotionDataset(clips=[clip_from_motion(onto, fps=25.0)], rig=model.rig, fps=25.0)
+    want = evaluate_prediction({}, ds, rig=model.rig, methods=("zero_velocity",), stride=20)["methods"]["zero_velocity"]
+    assert scores["zero_velocity"]["mpjpe"] == pytest.approx(want["mpjpe"], rel=1e-6)
+    assert scores["combined"]["mpjpe"][0] < scores["zero_velocity"]["mpjpe"][0]
+    chain = tmp_path / "chain.bvh"  # four joints in a chain: no legs, no arms
+    chain.write_text(make_bvh(STD, random_values(STD, frames=60)))
+    assert main(["learn", "predict", "eval", "--data", str(chain), "--retarget", "--json"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {chain}") and len(err.strip().splitlines()) == 1
+
+
+def test_a_joint_mapping_lets_predict_retarget_read_a_skeleton_whose_names_do_not_tell(mocap_dir, tmp_path, capsys):
+    """The CMU walk with its joints renamed J00, J01, ...: refused without a mapping, and with one (canonical
+    joint -> new name) continued exactly as the original file is."""
+    import json
+    import re
+
+    from skelanim.cli import main
+    from skelanim.retarget.mapping import map_skeleton
+
+    source = mocap_dir / "cmu_cgspeed_max" / "131_02.bvh"
+    text = source.read_text()
+    names = re.findall(r"(?:ROOT|JOINT)\s+(\S+)", text)
+    renamed = {name: f"J{i:02d}" for i, name in enumerate(names)}
+    anonymous = tmp_path / "anonymous.bvh"
+    anonymous.write_text(re.sub(r"((?:ROOT|JOINT)\s+)(\S+)", lambda m: m.group(1) + renamed[m.group(2)], text))
+    mapping = {canon: renamed[names[j]] for canon, j in map_skeleton(skelanim.load(source).skeleton).joints.items()}
+    (tmp_path / "map.json").write_text(json.dumps(mapping))
+    common = ["--method", "gcn", "--seconds", "0.5", "--retarget"]
+    assert main(["predict", str(anonymous), "-o", str(tmp_path / "a.bvh"), *common]) == 2
+    assert "cannot map the skeleton" in capsys.readouterr().err
+    mapped = ["predict", str(anonymous), "-o", str(tmp_path / "a.bvh"), *common, "--map", str(tmp_path / "map.json")]
+    assert main(mapped) == 0
+    assert main(["predict", str(source), "-o", str(tmp_path / "o.bvh"), *common]) == 0
+    a, o = skelanim.load(tmp_path / "a.bvh"), skelanim.load(tmp_path / "o.bvh")
+    assert a.num_frames == o.num_frames and torch.allclose(a.positions(), o.positions(), atol=1e-6 * o.height)

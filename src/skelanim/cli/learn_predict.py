@@ -168,6 +168,9 @@ def predict_calibrate(
                f"test mirror {'on' if net.test_mirror else 'off'}, amplitude votes {list(net.amplitude_votes) or 'none'})")  # fmt: skip
 
 
+MAP_HELP = "With --retarget: a joint mapping (JSON/YAML, as skelanim retarget's --map) where the joint names do not tell."
+
+
 @predict_app.command("eval")
 def predict_eval(
     data: list[str] = typer.Option(..., "--data", help=DATA_HELP),
@@ -180,6 +183,11 @@ def predict_eval(
     threads: int | None = typer.Option(None, "--threads", min=1),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
     plot: Path | None = typer.Option(None, "--plot", help="Also draw the errors against the horizon (.png, .pdf, .svg)."),
+    retarget: bool = typer.Option(
+        False, "--retarget", help="--data is motion of another humanoid skeleton: every file is retargeted onto "
+        "the models' skeleton (copy) and tested there; --split is not used.",
+    ),
+    mapping: Path | None = typer.Option(None, "--map", help=MAP_HELP),
 ) -> None:
     """MPJPE (root-relative and global, fraction of height) and angle error at 80-1000 ms: the GRU, the DCT-GCN,
     the MLP, the three averaged (combined) and the zero- and constant-velocity baselines."""
@@ -190,7 +198,13 @@ def predict_eval(
     folders = {"rnn": rnn, "gcn": gcn, "mlp": mlp}
     models: dict[str, Any] = {name: Predictor.load(folders[name], default=f"predict_{name}") for name in LEARNED}
     models["combined"] = CombinedPredictor(list(models.values()))
-    ds = split_parts(load_dataset(data, models["rnn"].fps, threads, not as_json), split, seed, need="test")["test"]
+    if mapping is not None and not retarget:
+        raise typer.BadParameter("a joint mapping is for --retarget", param_hint="--map")
+    if retarget:
+        ds = retargeted_dataset(data, models["combined"], threads, mapping)
+        split = "every file, retargeted"
+    else:
+        ds = split_parts(load_dataset(data, models["rnn"].fps, threads, not as_json), split, seed, need="test")["test"]
     res = evaluate_prediction(models, ds, stride=stride)
     if plot is not None:
         from skelanim.viz.charts import plot_horizon_errors
@@ -208,6 +222,30 @@ def predict_eval(
             typer.echo(f"{name + ' ' + key:>30}" + "".join(f"{x * scale:8.2f}" for x in v[key]))
     if plot is not None:
         typer.echo(f"wrote {plot} (errors against the horizon)")
+
+
+def retargeted_dataset(data: list[str], model, threads: int | None, mapping: Path | None = None):
+    """Every motion file of ``data`` retargeted onto the model's skeleton, as a dataset at its frame rate; a file
+    that cannot be read or mapped is a one-line error naming it."""
+    import skelanim
+    from skelanim.data.clips import clip_from_motion
+    from skelanim.data.dataset import MotionDataset, expand_paths
+    from skelanim.learn.common import set_threads
+    from skelanim.learn.forecast import retarget_onto_model
+
+    set_threads(threads)
+    files = expand_paths(data)
+    if not files:
+        raise typer.BadParameter(f"no motion files in {', '.join(data)}", param_hint="--data")
+    clips = []
+    for path in files:
+        try:
+            onto = retarget_onto_model(skelanim.load(path), model, mapping)
+        except skelanim.errors.SkelanimError as err:
+            err.path = err.path or str(path)
+            raise
+        clips.append(clip_from_motion(onto, fps=model.fps, name=path.stem, path=str(path)))
+    return MotionDataset(clips=clips, rig=model.rig, fps=model.fps)
 
 
 @app.command("predict")
@@ -228,6 +266,7 @@ def predict_cmd(
         False, "--retarget", help="IN is on another humanoid skeleton: retarget it onto the model's (copy), predict "
         "there and retarget the prediction back onto IN's skeleton.",
     ),
+    mapping: Path | None = typer.Option(None, "--map", help=MAP_HELP),
 ) -> None:
     """Continue IN by SECONDS of predicted motion (from its last second): OUT is IN unchanged, then the prediction."""
     import skelanim
@@ -250,6 +289,8 @@ def predict_cmd(
         raise typer.BadParameter(f"--method {method} takes one --model", param_hint="--model")
     else:
         net = Predictor.load(model[0] if model else None, default=f"predict_{method}" if method in LEARNED else "predict_rnn")
+    if mapping is not None and not retarget:
+        raise typer.BadParameter("a joint mapping is for --retarget", param_hint="--map")
     motion = skelanim.load(src)
     other = not motion.skeleton.same_topology(net.rig.skeleton)
     if other and not retarget:
@@ -259,7 +300,7 @@ def predict_cmd(
             "(--retarget predicts it through the model's skeleton)", path=str(src))  # fmt: skip
     try:
         if other:
-            result = predict_retargeted(motion, method=method, model=net, seconds=seconds)
+            result = predict_retargeted(motion, method=method, model=net, seconds=seconds, mapping=mapping)
         else:
             result = predict_motion(motion, method=method, model=net, seconds=seconds)
     except skelanim.errors.SkelanimError as err:

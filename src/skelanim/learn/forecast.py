@@ -5,6 +5,9 @@ does it for motion on another humanoid skeleton, through the model's (``skelanim
 from __future__ import annotations
 
 import math
+import os
+from collections.abc import Mapping
+from typing import Any
 
 import torch
 from torch import Tensor
@@ -20,7 +23,7 @@ from skelanim.learn.predict import CombinedPredictor, Predictor
 from skelanim.learn.predictors import constant_velocity, zero_velocity
 from skelanim.ops.resample import sample_frames
 
-__all__ = ["predict_motion", "predict_retargeted"]
+__all__ = ["predict_motion", "predict_retargeted", "retarget_onto_model"]
 
 #: Input continued on the model's skeleton beyond the second the prediction reads (seconds): the headings and
 #: velocities of the first observed frames need frames before them.
@@ -111,7 +114,7 @@ def predict_motion(motion: Motion, *, method: str = "rnn", model: Predictor | Co
 
 @torch.no_grad()
 def predict_retargeted(motion: Motion, *, method: str = "combined", model: Predictor | CombinedPredictor,
-                       seconds: float = 1.0) -> Motion:  # fmt: skip
+                       seconds: float = 1.0, mapping: Mapping[str, Any] | str | os.PathLike | None = None) -> Motion:  # fmt: skip
     """Continue a motion on another humanoid skeleton: retarget it onto the model's (copy, bone frames calibrated
     on each side's motion, :class:`~skelanim.retarget.Retargeter`), continue it there (:func:`predict_motion`)
     and retarget the continuation back onto the motion's skeleton.
@@ -128,6 +131,9 @@ def predict_retargeted(motion: Motion, *, method: str = "combined", model: Predi
         Input on a humanoid skeleton the joint mapping recognises (:func:`~skelanim.retarget.mapping.map_skeleton`).
     method, model, seconds
         As :func:`predict_motion` (``model`` is required: its rig is the skeleton the prediction is made on).
+    mapping : mapping or path, optional
+        A joint mapping for the motion's skeleton (:func:`~skelanim.retarget.mapping.map_skeleton`), where the
+        names do not tell.
 
     Returns
     -------
@@ -136,13 +142,12 @@ def predict_retargeted(motion: Motion, *, method: str = "combined", model: Predi
     """
     from skelanim.retarget import Retargeter
 
-    reference = _mean_pose_motion(model)
     observed = model.observed / model.fps  # seconds the prediction reads
     start = max(0, motion.num_frames - math.ceil((observed + TAIL_MARGIN_S) * motion.fps))
     tail = motion[start:]
-    onto = Retargeter(motion, reference)(motion)[start:]  # the whole input sets the floor
+    onto = retarget_onto_model(motion, model, mapping)[start:]  # the whole input sets the floor
     continued = predict_motion(onto, method=method, model=model, seconds=seconds)
-    back = Retargeter(reference, motion)(continued)
+    back = Retargeter(_mean_pose_motion(model), motion, target_map=mapping)(continued)
     last, n = tail.num_frames - 1, tail.num_frames
     turn = quat_multiply(quat_inverse(back.rotations[last]), tail.rotations[last])  # (J, 4)
     rotations = quat_multiply(back.rotations[n:], turn.expand_as(back.rotations[n:]))
@@ -155,6 +160,16 @@ def predict_retargeted(motion: Motion, *, method: str = "combined", model: Predi
     metadata = {k: v for k, v in motion.metadata.items() if k != "bvh_values"}
     metadata.update(predicted_from_frame=motion.num_frames, method=method, retargeted_through_model=True)
     return Motion.concatenate([motion.copy(metadata=metadata), predicted])
+
+
+def retarget_onto_model(motion: Motion, model: Predictor | CombinedPredictor,
+                        mapping: Mapping[str, Any] | str | os.PathLike | None = None) -> Motion:  # fmt: skip
+    """``motion`` (any humanoid skeleton the joint mapping knows, or ``mapping`` tells) copied onto the model's
+    skeleton, bone frames calibrated on each side's motion (the model side's on its training data's mean pose).
+    Raises a :class:`~skelanim.errors.SkelanimError` for a skeleton that cannot be mapped."""
+    from skelanim.retarget import Retargeter
+
+    return Retargeter(motion, _mean_pose_motion(model), source_map=mapping)(motion)
 
 
 def _mean_pose_motion(model: Predictor | CombinedPredictor) -> Motion:
