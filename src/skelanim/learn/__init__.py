@@ -9,7 +9,7 @@
 :mod:`.predictors`        :class:`Seq2SeqGRU`, :class:`DCTGCN`, :func:`zero_velocity`, :func:`constant_velocity`
 :mod:`.predict`           :class:`Predictor`, :func:`train_predictor`, :func:`evaluate_prediction`
 :mod:`.calibrate`         :func:`~.calibrate.calibrate_amplitude`, :func:`~.calibrate.calibrate_input_range`
-:mod:`.forecast`          :func:`predict_motion` (continue a motion file)
+:mod:`.forecast`          :func:`predict_motion` (continue a motion file), :func:`predict_retargeted` (of another skeleton)
 :mod:`.mirror`            left/right mirror images of frames on a rig with its own joint axes
 :mod:`.cvae`              :class:`MotionCVAE`, :class:`TemporalDiscriminator`
 :mod:`.generate`          :class:`Generator`, :func:`train_generator` (:mod:`.generate_eval`: :func:`evaluate_generation`)
