@@ -18,11 +18,11 @@ with :meth:`Predictor.mean_pose` + :func:`~skelanim.learn.mirror.mirror_frames`,
 per-joint rest axes). Model selection by the mean root-relative error over the horizons on the validation
 part, or the last epoch.
 
-Two inference options change what a trained network is asked, not its weights (both on in the shipped
+Three inference options change what a trained network is asked, not its weights (all on in the shipped
 models): amplitude normalisation (``Predictor.amplitude_reference``, :func:`~skelanim.learn.calibrate.calibrate_amplitude`) enlarges an
 observed second that moves less than the training windows' median to that size about its mean frame and
 shrinks the prediction back; ``Predictor.test_mirror`` averages the prediction with the mirrored-back
-prediction of the mirror image. A third guards against input unlike any training window (motion of another
+prediction of the mirror image; the input range guards against input unlike any training window (motion of another
 capture source retargeted onto the rig, whose joints share rotation differently): each standardised channel is
 held inside the range the training windows span (:func:`~skelanim.learn.calibrate.calibrate_input_range`, stored with the weights) and
 the prediction shifted back by what that moved the last observed frame.
