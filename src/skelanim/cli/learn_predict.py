@@ -202,15 +202,16 @@ def predict_eval(
         raise typer.BadParameter("a joint mapping is for --retarget", param_hint="--map")
     if retarget:
         ds = retargeted_dataset(data, models["combined"], threads, mapping)
-        split = "every file, retargeted"
+        where = "every file, retargeted onto the model's skeleton"
     else:
         ds = split_parts(load_dataset(data, models["rnn"].fps, threads, not as_json), split, seed, need="test")["test"]
+        where = f"{split} split"
     res = evaluate_prediction(models, ds, stride=stride)
     if plot is not None:
         from skelanim.viz.charts import plot_horizon_errors
         from skelanim.viz.plots import save_figure
 
-        save_figure(plot_horizon_errors(res, title=f"{res['windows']} windows, {split} split"), plot)
+        save_figure(plot_horizon_errors(res, title=f"{res['windows']} windows, {where}"), plot)
     if as_json:
         echo_json({"horizons_ms": res["horizons_ms"], "methods": res["methods"]})
         return
