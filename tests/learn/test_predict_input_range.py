@@ -105,12 +105,23 @@ def test_training_stores_the_range_and_models_saved_before_it_load_without_one(t
     torch.testing.assert_close((cal.input_low, cal.input_high), (low, high))
     record = json.loads((tmp_path / "cal" / "config.json").read_text())["training"]["amplitude_calibration"]
     assert record["input_range"] == {"stride": 25, "mirror": True}
-    again = ["learn", "predict", "calibrate", str(tmp_path / "cal"), *data, "--split", "none", "-o", str(tmp_path / "cal2")]
+    again = [
+        "learn",
+        "predict",
+        "calibrate",
+        str(tmp_path / "cal"),
+        *data,
+        "--split",
+        "none",
+        "-o",
+        str(tmp_path / "cal2"),
+    ]
     assert main(again) == 0  # a second calibration keeps the first one's record
     training = json.loads((tmp_path / "cal2" / "config.json").read_text())["training"]
-    assert training["earlier_calibrations"] == [record] and "earlier_calibrations" not in json.loads(
-        (tmp_path / "cal" / "config.json").read_text()
-    )["training"]
+    assert (
+        training["earlier_calibrations"] == [record]
+        and "earlier_calibrations" not in json.loads((tmp_path / "cal" / "config.json").read_text())["training"]
+    )
 
 
 def test_the_shipped_predictors_continue_cmu_walks_better_with_the_range(mocap_dir):
