@@ -271,7 +271,7 @@ def predict_cmd(
 ) -> None:
     """Continue IN by SECONDS of predicted motion (from its last second): OUT is IN unchanged, then the prediction."""
     import skelanim
-    from skelanim.learn.forecast import predict_motion, predict_retargeted
+    from skelanim.learn.forecast import predict_motion, predict_retargeted, skeleton_mismatch
     from skelanim.learn.predict import LEARNED, METHODS, CombinedPredictor, Predictor
 
     if method not in METHODS:
@@ -295,10 +295,8 @@ def predict_cmd(
     motion = skelanim.load(src)
     other = not motion.skeleton.same_topology(net.rig.skeleton)
     if other and not retarget:
-        raise skelanim.errors.SkeletonError(
-            f"the predictor was trained on a {net.rig.skeleton.num_joints}-joint skeleton "
-            f"({', '.join(net.rig.skeleton.names[:4])}, ...); this motion has {motion.skeleton.num_joints} joints "
-            "(--retarget predicts it through the model's skeleton)", path=str(src))  # fmt: skip
+        hint = " (--retarget predicts it through the model's skeleton)"
+        raise skelanim.errors.SkeletonError(skeleton_mismatch(net.rig, motion) + hint, path=str(src))
     try:
         if other:
             result = predict_retargeted(motion, method=method, model=net, seconds=seconds, mapping=mapping)

@@ -67,8 +67,7 @@ def predict_motion(motion: Motion, *, method: str = "rnn", model: Predictor | Co
     if rig is None:
         raise ValueError("predict_motion needs a model or a rig")
     if not motion.skeleton.same_topology(rig.skeleton):
-        raise SkeletonError(f"the predictor was trained on a {rig.skeleton.num_joints}-joint skeleton "
-                            f"({', '.join(rig.skeleton.names[:4])}, ...); this motion has {motion.skeleton.num_joints}")  # fmt: skip
+        raise SkeletonError(skeleton_mismatch(rig, motion))
     observed = model.observed if model is not None else 25
     fps = model.fps if model is not None else 25.0
     # the model-rate frames end on the input's last frame, so every method continues from it exactly
@@ -179,6 +178,12 @@ def _mean_pose_motion(model: Predictor | CombinedPredictor) -> Motion:
     rot = first.mean_pose()[None]  # (1, M, 3, 3)
     pelvis = first.norm.mean.detach()[None, -3:].double() * first.rig.height
     return first.rig.to_motion(rot, pelvis, first.fps)
+
+
+def skeleton_mismatch(rig: Rig, motion: Motion) -> str:
+    """The message for a motion on another skeleton than the predictor's rig."""
+    return (f"the predictor was trained on a {rig.skeleton.num_joints}-joint skeleton ({', '.join(rig.skeleton.names[:4])}, "
+            f"...); this motion has {motion.skeleton.num_joints} joints")  # fmt: skip
 
 
 def motion_frames(ds: MotionDataset) -> int:
