@@ -126,7 +126,7 @@ def test_predict_eval_scores_another_skeletons_files_on_the_models(mocap_dir, tm
 
     from skelanim.cli import main
     from skelanim.data.clips import clip_from_motion
-    from skelanim.learn.forecast import retarget_onto_model
+    from skelanim.learn.forecast import model_reference_motion, retarget_onto_model
     from skelanim.learn.predict import Predictor, evaluate_prediction
     from tests.helpers.bvh_text import STD, make_bvh, random_values
 
@@ -134,7 +134,7 @@ def test_predict_eval_scores_another_skeletons_files_on_the_models(mocap_dir, tm
     assert main(["learn", "predict", "eval", "--data", str(cmu), "--retarget", "--stride", "20", "--json"]) == 0
     scores = json.loads(capsys.readouterr().out)["methods"]
     model = Predictor.load(None, default="predict_gcn")
-    onto = retarget_onto_model(skelanim.load(cmu), model)
+    onto = retarget_onto_model(skelanim.load(cmu), model_reference_motion(model))
     ds = MotionDataset(clips=[clip_from_motion(onto, fps=25.0)], rig=model.rig, fps=25.0)
     want = evaluate_prediction({}, ds, rig=model.rig, methods=("zero_velocity",), stride=20)["methods"]["zero_velocity"]
     assert scores["zero_velocity"]["mpjpe"] == pytest.approx(want["mpjpe"], rel=1e-6)

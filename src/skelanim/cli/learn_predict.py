@@ -232,16 +232,16 @@ def retargeted_dataset(data: list[str], model, threads: int | None, mapping: Pat
     from skelanim.data.clips import clip_from_motion
     from skelanim.data.dataset import MotionDataset, expand_paths
     from skelanim.learn.common import set_threads
-    from skelanim.learn.forecast import retarget_onto_model
+    from skelanim.learn.forecast import model_reference_motion, retarget_onto_model
 
     set_threads(threads)
     files = expand_paths(data)
     if not files:
         raise typer.BadParameter(f"no motion files in {', '.join(data)}", param_hint="--data")
-    clips = []
+    clips, reference = [], model_reference_motion(model)
     for path in files:
         try:
-            onto = retarget_onto_model(skelanim.load(path), model, mapping)
+            onto = retarget_onto_model(skelanim.load(path), reference, mapping)
         except skelanim.errors.SkelanimError as err:
             err.path = err.path or str(path)
             raise

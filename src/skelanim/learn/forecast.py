@@ -23,7 +23,7 @@ from skelanim.learn.predict import CombinedPredictor, Predictor
 from skelanim.learn.predictors import constant_velocity, zero_velocity
 from skelanim.ops.resample import sample_frames
 
-__all__ = ["predict_motion", "predict_retargeted", "retarget_onto_model"]
+__all__ = ["model_reference_motion", "predict_motion", "predict_retargeted", "retarget_onto_model", "skeleton_mismatch"]
 
 #: Input continued on the model's skeleton beyond the second the prediction reads (seconds): the headings and
 #: velocities of the first observed frames need frames before them.
@@ -144,34 +144,35 @@ def predict_retargeted(motion: Motion, *, method: str = "combined", model: Predi
     observed = model.observed / model.fps  # seconds the prediction reads
     start = max(0, motion.num_frames - math.ceil((observed + TAIL_MARGIN_S) * motion.fps))
     tail = motion[start:]
-    onto = retarget_onto_model(motion, model, mapping)[start:]  # the whole input sets the floor
+    reference = model_reference_motion(model)
+    onto = retarget_onto_model(motion, reference, mapping)[start:]  # the whole input sets the floor
     continued = predict_motion(onto, method=method, model=model, seconds=seconds)
-    back = Retargeter(_mean_pose_motion(model), motion, target_map=mapping)(continued)
+    back = Retargeter(reference, motion, target_map=mapping)(continued)
     last, n = tail.num_frames - 1, tail.num_frames
     turn = quat_multiply(quat_inverse(back.rotations[last]), tail.rotations[last])  # (J, 4)
     rotations = quat_multiply(back.rotations[n:], turn.expand_as(back.rotations[n:]))
     root = back.root_positions[n:] + (tail.root_positions[last] - back.root_positions[last])
     moved = None  # joints' own translation channels (a body root under a static dummy root travels there)
     if tail.joint_translations is not None:
-        shift = tail.joint_translations[last] - back.local_translations()[last]
-        moved = back.local_translations()[n:] + shift
+        back_translations = back.local_translations()
+        moved = back_translations[n:] + (tail.joint_translations[last] - back_translations[last])
     predicted = Motion(motion.skeleton, rotations, root, motion.fps, joint_translations=moved)
     metadata = {k: v for k, v in motion.metadata.items() if k != "bvh_values"}
     metadata.update(predicted_from_frame=motion.num_frames, method=method, retargeted_through_model=True)
     return Motion.concatenate([motion.copy(metadata=metadata), predicted])
 
 
-def retarget_onto_model(motion: Motion, model: Predictor | CombinedPredictor,
+def retarget_onto_model(motion: Motion, reference: Motion,
                         mapping: Mapping[str, Any] | str | os.PathLike | None = None) -> Motion:  # fmt: skip
-    """``motion`` (any humanoid skeleton the joint mapping knows, or ``mapping`` tells) copied onto the model's
-    skeleton, bone frames calibrated on each side's motion (the model side's on its training data's mean pose).
-    Raises a :class:`~skelanim.errors.SkelanimError` for a skeleton that cannot be mapped."""
+    """``motion`` (any humanoid skeleton the joint mapping knows, or ``mapping`` tells) copied onto the skeleton
+    of ``reference`` (:func:`model_reference_motion`), bone frames calibrated on each side's motion. Raises a
+    :class:`~skelanim.errors.SkelanimError` for a skeleton that cannot be mapped."""
     from skelanim.retarget import Retargeter
 
-    return Retargeter(motion, _mean_pose_motion(model), source_map=mapping)(motion)
+    return Retargeter(motion, reference, source_map=mapping)(motion)
 
 
-def _mean_pose_motion(model: Predictor | CombinedPredictor) -> Motion:
+def model_reference_motion(model: Predictor | CombinedPredictor) -> Motion:
     """One frame on the model's skeleton in its training data's mean pose (the normaliser's mean frame vector):
     what the model skeleton's bone frames are calibrated on when motion is retargeted onto it."""
     first = model.models[0] if isinstance(model, CombinedPredictor) else model
