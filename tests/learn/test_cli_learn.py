@@ -75,7 +75,7 @@ def test_predict_eval_json_keys(shipped, data_args, capsys, tmp_path):
     assert set(obj) == {"horizons_ms", "methods"} and obj["horizons_ms"] == [80, 160, 320, 400, 560, 1000]
     assert set(obj["methods"]) == {"rnn", "gcn", "mlp", "combined", "zero_velocity", "constant_velocity"}
     for scores in obj["methods"].values():
-        assert set(scores) == {"mpjpe", "mpjpe_global", "angle_deg"} and all(len(v) == 6 for v in scores.values())
+        assert set(scores) == {"mpjpe", "mpjpe_pose", "mpjpe_global", "angle_deg"} and all(len(v) == 6 for v in scores.values())
     scores = {name: obj["methods"][name]["mpjpe"] for name in ("rnn", "gcn", "mlp", "combined")}
     assert scores["combined"] not in (scores["rnn"], scores["gcn"], scores["mlp"])  # its own, not a copy of one
 

@@ -17,6 +17,7 @@ from skelanim.learn.predict import (
     _frame_weights,
     _position_errors,
     evaluate_prediction,
+    pose_positions,
     reference_windows,
     train_predictor,
 )
@@ -229,7 +230,7 @@ def test_train_round_trip_evaluate_and_predict_a_file(tiny_ds, tmp_path):
     assert res["horizons_ms"] == list(HORIZONS_MS)
     assert set(res["methods"]) == {"rnn", "zero_velocity", "constant_velocity"}
     for scores in res["methods"].values():
-        assert set(scores) == {"mpjpe", "mpjpe_global", "angle_deg"} and len(scores["mpjpe"]) == 6
+        assert set(scores) == {"mpjpe", "mpjpe_pose", "mpjpe_global", "angle_deg"} and len(scores["mpjpe"]) == 6
         assert all(g >= 0 for g in scores["mpjpe_global"])
     zv = res["methods"]["zero_velocity"]["mpjpe"]
     assert zv[0] < zv[2]  # holding the pose is worse 320 ms out than 80 ms out
@@ -359,3 +360,38 @@ def test_cli_rejects_a_reversed_augmentation_range(tmp_path, capsys, flag):
     assert main(["learn", "predict", "train", "--data", str(tmp_path), "--out", str(out), flag, "1.2", "0.5"]) == 2
     err = capsys.readouterr().err
     assert flag in err and "LO <= HI" in err and "Traceback" not in err and not out.exists()
+
+
+class _TurnedZeroVelocity:
+    """Zero velocity with the body root's rotation turned by a fixed rotation in every predicted frame."""
+
+    def __init__(self, rig, turn: torch.Tensor) -> None:
+        self.rig, self.observed, self.horizon, self.fps, self.turn = rig, 25, 25, 25.0, turn
+
+    def predict(self, rot: torch.Tensor, pelvis: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        p_rot, p_pel = zero_velocity(rot, pelvis, self.horizon)
+        p_rot = p_rot.clone()
+        p_rot[:, :, 0] = self.turn.to(p_rot.dtype) @ p_rot[:, :, 0]
+        return p_rot, p_pel
+
+
+def test_pose_only_error_ignores_the_body_roots_turn_and_the_root_relative_error_does_not(tiny_ds):
+    """``pose_positions`` is FK with the body root at the origin and unturned: the root-relative positions
+    turned back by the root's rotation (closed form). A predictor that is zero velocity with its body root
+    turned scores zero velocity's ``mpjpe_pose`` (Martinez et al. and Mao et al. zero the global rotation and
+    translation) but a larger ``mpjpe``."""
+    rig = tiny_ds.rig
+    windows = tiny_ds.windows(50, 25, pad_short=False)[:3]
+    rot, _ = reference_windows(tiny_ds, windows, 50, 24, rig)
+    fk = Predictor("rnn", rig, arch_options={"hidden": 8}).fk
+    _, rr = fk(rot, torch.zeros(rot.shape[:2] + (3,)))
+    turned_back = (rot[:, :, :1].transpose(-1, -2) @ rr[..., None])[..., 0]
+    pose = pose_positions(fk, rot)
+    assert torch.allclose(pose, turned_back, atol=1e-5)
+    assert float(pose[:, :, 0].abs().max()) == 0.0 and float((pose - rr).abs().max()) > 0.01
+    turn = rotvec_to_matrix(torch.tensor([0.1, 0.4, -0.2]))
+    res = evaluate_prediction({"turned": _TurnedZeroVelocity(rig, turn)}, tiny_ds, stride=25)["methods"]
+    turned, still = res["turned"], res["zero_velocity"]
+    assert torch.allclose(torch.tensor(turned["mpjpe_pose"]), torch.tensor(still["mpjpe_pose"]), atol=1e-6)
+    assert all(t > s + 0.01 for t, s in zip(turned["mpjpe"], still["mpjpe"], strict=True))
+    assert all(p > 0 for p in still["mpjpe_pose"])

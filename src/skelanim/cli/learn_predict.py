@@ -218,7 +218,7 @@ def predict_eval(
     typer.echo(f"{res['windows']} windows; % of skeleton height (angles in degrees)")
     typer.echo(f"{'':>30}" + "".join(f"{h:>8}" for h in res["horizons_ms"]))
     for name, v in res["methods"].items():
-        for key in ("mpjpe", "mpjpe_global", "angle_deg"):
+        for key in ("mpjpe", "mpjpe_pose", "mpjpe_global", "angle_deg"):
             scale = 1.0 if key == "angle_deg" else 100.0
             typer.echo(f"{name + ' ' + key:>30}" + "".join(f"{x * scale:8.2f}" for x in v[key]))
     if plot is not None:

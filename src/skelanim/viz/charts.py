@@ -23,6 +23,7 @@ __all__ = ["confusion_matrix", "plot_confusion", "plot_horizon_errors", "plot_tr
 #: Panels of :func:`plot_horizon_errors`: result key, axis label, scale applied to the values.
 HORIZON_PANELS = (
     ("mpjpe", "MPJPE, root-relative (% of height)", 100.0),
+    ("mpjpe_pose", "MPJPE, pose only: root turn removed too (% of height)", 100.0),
     ("mpjpe_global", "MPJPE with root motion (% of height)", 100.0),
     ("angle_deg", "mean angle error (degrees)", 1.0),
 )
@@ -34,7 +35,8 @@ def plot_horizon_errors(result: Mapping[str, Any], *, title: str | None = None) 
     Parameters
     ----------
     result : mapping
-        ``{"horizons_ms": [H], "methods": {name: {"mpjpe": [H], "mpjpe_global": [H], "angle_deg": [H]}}}``,
+        ``{"horizons_ms": [H], "methods": {name: {"mpjpe": [H], "mpjpe_pose": [H], "mpjpe_global": [H],
+        "angle_deg": [H]}}}``,
         as :func:`skelanim.learn.predict.evaluate_prediction` returns (position errors as fractions of height;
         plotted in %). Panels whose key no method has are left out.
     title : str, optional
