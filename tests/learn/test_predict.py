@@ -377,18 +377,25 @@ class _TurnedZeroVelocity:
 
 def test_pose_only_error_ignores_the_body_roots_turn_and_the_root_relative_error_does_not(tiny_ds):
     """``pose_positions`` is FK with the body root at the origin and unturned: the root-relative positions
-    turned back by the root's rotation (closed form). A predictor that is zero velocity with its body root
-    turned scores zero velocity's ``mpjpe_pose`` (Martinez et al. and Mao et al. zero the global rotation and
-    translation) but a larger ``mpjpe``."""
+    turned back by the root's rotation (closed form), without the body root and its children, which that
+    leaves in place. A predictor that is zero velocity with its body root turned scores zero velocity's
+    ``mpjpe_pose`` (Martinez et al. and Mao et al. zero the global rotation and translation) but a larger
+    ``mpjpe``."""
     rig = tiny_ds.rig
     windows = tiny_ds.windows(50, 25, pad_short=False)[:3]
     rot, _ = reference_windows(tiny_ds, windows, 50, 24, rig)
     fk = Predictor("rnn", rig, arch_options={"hidden": 8}).fk
     _, rr = fk(rot, torch.zeros(rot.shape[:2] + (3,)))
     turned_back = (rot[:, :, :1].transpose(-1, -2) @ rr[..., None])[..., 0]
-    pose = pose_positions(fk, rot)
-    assert torch.allclose(pose, turned_back, atol=1e-5)
-    assert float(pose[:, :, 0].abs().max()) == 0.0 and float((pose - rr).abs().max()) > 0.01
+    fixed = [j for j, parent in enumerate(rig.parents) if parent <= 0]
+    moving = [j for j in range(len(rig.parents)) if j not in fixed]
+    assert 0 in fixed and len(fixed) >= 2 and moving
+    pose = pose_positions(fk, rot, rig.parents)
+    assert pose.shape[-2] == len(moving)
+    assert torch.allclose(pose, turned_back[..., moving, :], atol=1e-5)
+    held = turned_back[..., fixed, :]
+    assert torch.allclose(held, held[:1, :1].expand_as(held), atol=1e-5)  # the joints left out do not move
+    assert float((pose - rr[..., moving, :]).abs().max()) > 0.01
     turn = rotvec_to_matrix(torch.tensor([0.1, 0.4, -0.2]))
     res = evaluate_prediction({"turned": _TurnedZeroVelocity(rig, turn)}, tiny_ds, stride=25)["methods"]
     turned, still = res["turned"], res["zero_velocity"]

@@ -29,9 +29,10 @@ the prediction shifted back by what that moved the last observed frame.
 
 Scores (:func:`evaluate_prediction`): MPJPE at the horizons root-relative (``mpjpe``: pelvis at the origin
 in every frame, so the body's travel is removed; the body's rotation relative to the last observed heading
-is kept), pose only (``mpjpe_pose``: the body root's translation *and* rotation removed in every frame, the
-protocol of Martinez et al. 2017 and Mao et al. 2019, whose code zeroes the global translation and rotation
-before FK) and with root motion (``mpjpe_global``), all as fractions of the rig height, and the mean angle
+is kept; the body root, at zero error, counts as one of the joints), pose only (``mpjpe_pose``: the body
+root's translation *and* rotation removed in every frame, Mao et al. 2019's protocol, whose code zeroes the
+global translation and rotation before FK and leaves out the joints that makes constant, the body root and its
+children) and with root motion (``mpjpe_global``), all as fractions of the rig height, and the mean angle
 error of the joint rotations (``angle_deg``; the body root's rotation relative to the reference heading
 counts as one of them). The ``combined`` method
 (:class:`CombinedPredictor`) averages the learned predictors' frame vectors.
@@ -335,12 +336,14 @@ def _position_errors(
     return rr, glob, vel
 
 
-def pose_positions(fk: nn.Module, rot: Tensor) -> Tensor:
-    """Joint positions ``(..., T, M, 3)`` of rotations ``(..., T, M, 3, 3)`` with the body root at the origin
-    and its rotation set to the identity: the pose alone, without the body's travel or turn (what
-    :func:`evaluate_prediction` scores as ``mpjpe_pose``)."""
+def pose_positions(fk: nn.Module, rot: Tensor, parents: Sequence[int]) -> Tensor:
+    """Positions ``(..., T, K, 3)`` of the joints a pose moves, from rotations ``(..., T, M, 3, 3)``: FK with the
+    body root at the origin and its rotation set to the identity, without the body root and its children
+    (``parents``: the ``M`` model joints' parents), which that leaves in place: what :func:`evaluate_prediction`
+    scores as ``mpjpe_pose``, as Mao et al.'s H3.6M protocol leaves out the joints it makes constant."""
     local = torch.cat([torch.eye(3, dtype=rot.dtype).expand_as(rot[..., :1, :, :]), rot[..., 1:, :, :]], dim=-3)
-    return fk(local, torch.zeros(rot.shape[:-3] + (3,), dtype=rot.dtype))[1]
+    moving = [j for j, parent in enumerate(parents) if parent > 0]
+    return fk(local, torch.zeros(rot.shape[:-3] + (3,), dtype=rot.dtype))[1][..., moving, :]
 
 
 def _frame_weights(frames: int, horizon: int, decay: float = 0.5) -> Tensor:
@@ -535,7 +538,7 @@ def evaluate_prediction(models: dict[str, Predictor | CombinedPredictor], ds: Mo
         zero = torch.zeros_like(gt_pel)
         _, gt_rr = fk(gt_rot, zero)
         gt_glob = gt_rr + gt_pel[..., None, :]
-        gt_pose = pose_positions(fk, gt_rot)
+        gt_pose = pose_positions(fk, gt_rot, rig.parents)
         for name in methods:
             if name == "zero_velocity":
                 p_rot, p_pel = zero_velocity(obs_rot, obs_pel, horizon)
@@ -549,7 +552,7 @@ def evaluate_prediction(models: dict[str, Predictor | CombinedPredictor], ds: Mo
             n = float(rot.shape[0])
             acc = sums.setdefault(name, {})
             for key, value in (("mpjpe", mpjpe_at(rr, gt_rr, HORIZONS_MS, fps)),
-                               ("mpjpe_pose", mpjpe_at(pose_positions(fk, p_rot), gt_pose, HORIZONS_MS, fps)),
+                               ("mpjpe_pose", mpjpe_at(pose_positions(fk, p_rot, rig.parents), gt_pose, HORIZONS_MS, fps)),
                                ("mpjpe_global", mpjpe_at(rr + p_pel[..., None, :], gt_glob, HORIZONS_MS, fps)),
                                ("angle_deg", angle_error_at(p_rot, gt_rot, HORIZONS_MS, fps))):  # fmt: skip
                 acc[key] = acc.get(key, torch.zeros(len(HORIZONS_MS), dtype=torch.float64)) + n * torch.tensor(value)
