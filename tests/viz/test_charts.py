@@ -55,7 +55,7 @@ def test_plot_horizon_errors_draws_the_given_values():
     with_pose = plot_horizon_errors(
         {"horizons_ms": [80, 1000], "methods": {"x": {"mpjpe": [0.01, 0.04], "mpjpe_pose": [0.02, 0.03]}}}
     )
-    assert [a.get_ylabel()[:18] for a in with_pose.axes] == ["MPJPE, root-relati", "MPJPE, pose only: "]
+    assert [a.get_ylabel()[:18] for a in with_pose.axes] == ["MPJPE, root-relati", "MPJPE, pose only ("]
     assert np.allclose(with_pose.axes[1].get_lines()[0].get_ydata(), [2.0, 3.0])
     only_rr = plot_horizon_errors({"horizons_ms": [80], "methods": {"x": {"mpjpe": [0.01]}}})
     assert len([a for a in only_rr.axes if a.get_visible()]) == 1

@@ -23,7 +23,7 @@ __all__ = ["confusion_matrix", "plot_confusion", "plot_horizon_errors", "plot_tr
 #: Panels of :func:`plot_horizon_errors`: result key, axis label, scale applied to the values.
 HORIZON_PANELS = (
     ("mpjpe", "MPJPE, root-relative (% of height)", 100.0),
-    ("mpjpe_pose", "MPJPE, pose only: root turn removed too (% of height)", 100.0),
+    ("mpjpe_pose", "MPJPE, pose only (% of height)", 100.0),
     ("mpjpe_global", "MPJPE with root motion (% of height)", 100.0),
     ("angle_deg", "mean angle error (degrees)", 1.0),
 )
