@@ -392,6 +392,8 @@ def test_pose_only_error_ignores_the_body_roots_turn_and_the_root_relative_error
     assert 0 in fixed and len(fixed) >= 2 and moving
     pose = pose_positions(fk, rot, rig.parents)
     assert pose.shape[-2] == len(moving)
+    flat = [-1] + [0] * (len(rig.parents) - 1)  # no joint below the root's children: all of them are kept
+    assert pose_positions(fk, rot, flat).shape[-2] == len(rig.parents)
     assert torch.allclose(pose, turned_back[..., moving, :], atol=1e-5)
     held = turned_back[..., fixed, :]
     assert torch.allclose(held, held[:1, :1].expand_as(held), atol=1e-5)  # the joints left out do not move

@@ -31,7 +31,7 @@ Scores (:func:`evaluate_prediction`): MPJPE at the horizons root-relative (``mpj
 in every frame, so the body's travel is removed; the body's rotation relative to the last observed heading
 is kept; the body root, at zero error, counts as one of the joints), pose only (``mpjpe_pose``: the body
 root's translation *and* rotation removed in every frame, Mao et al. 2019's protocol, whose code zeroes the
-global translation and rotation before FK and leaves out the joints that makes constant, the body root and its
+global translation and rotation before FK and leaves out the joints this makes constant, the body root and its
 children) and with root motion (``mpjpe_global``), all as fractions of the rig height, and the mean angle
 error of the joint rotations (``angle_deg``; the body root's rotation relative to the reference heading
 counts as one of them). The ``combined`` method
@@ -340,9 +340,10 @@ def pose_positions(fk: nn.Module, rot: Tensor, parents: Sequence[int]) -> Tensor
     """Positions ``(..., T, K, 3)`` of the joints a pose moves, from rotations ``(..., T, M, 3, 3)``: FK with the
     body root at the origin and its rotation set to the identity, without the body root and its children
     (``parents``: the ``M`` model joints' parents), which that leaves in place: what :func:`evaluate_prediction`
-    scores as ``mpjpe_pose``, as Mao et al.'s H3.6M protocol leaves out the joints it makes constant."""
+    scores as ``mpjpe_pose``, as Mao et al.'s H3.6M protocol leaves out the joints it makes constant. A rig with
+    no joint below the root's children keeps them all (nothing moves: zero error)."""
     local = torch.cat([torch.eye(3, dtype=rot.dtype).expand_as(rot[..., :1, :, :]), rot[..., 1:, :, :]], dim=-3)
-    moving = [j for j, parent in enumerate(parents) if parent > 0]
+    moving = [j for j, parent in enumerate(parents) if parent > 0] or list(range(len(parents)))
     return fk(local, torch.zeros(rot.shape[:-3] + (3,), dtype=rot.dtype))[1][..., moving, :]
 
 
