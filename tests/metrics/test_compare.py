@@ -77,3 +77,18 @@ def test_feature_extractor_gives_fid_diversity_and_recognition():
     assert res["a"]["diversity"] > 0
     short = compare_sets([_standing(5)], [_standing()], embed=embed)
     assert short["fid"] is None and short["notes"] and "too short" in short["notes"][0]
+
+
+def test_root_relative_error_subtracts_the_hips_below_a_static_dummy_root():
+    """Bandai-Namco's rigs put a static ``joint_Root`` above the hips, which carry the travel (translation
+    channels): a copy whose hips glide is the same pose, root-relative, though the dummy never moves."""
+    names = ["joint_Root", "Hips", "Head", "LeftFoot", "RightFoot"]
+    offsets = torch.tensor([[0.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.7, 0.0], [0.2, -1.0, 0.0], [-0.2, -1.0, 0.0]])
+    still = Motion.rest(Skeleton(names, [-1, 0, 1, 1, 1], offsets), 30, fps=30.0)
+    travel = offsets.expand(30, 5, 3).clone()
+    gliding = travel.clone()
+    gliding[:, 1, 0] += 0.6 * torch.arange(30) / 30.0
+    a, b = still.copy(joint_translations=travel), still.copy(joint_translations=gliding)
+    res = compare_sets([a], [b])
+    assert res["paired"]["mpjpe"] > 0.05
+    assert res["paired"]["mpjpe_root_relative"] == pytest.approx(0.0, abs=1e-12)

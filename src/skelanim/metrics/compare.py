@@ -8,7 +8,10 @@ contents, ``recognised`` (share of motions whose predicted content is the expect
 
 Between the sets: ``fid`` (with a feature extractor) and, when the sets pair up (same count and skeleton
 topology; paired in the given order, over the common frames), ``mpjpe`` (with root motion),
-``mpjpe_root_relative`` (root joint subtracted per frame; both in heights) and ``angle_deg`` (local rotations).
+``mpjpe_root_relative`` (the body root subtracted per frame: joint 0, or its child where joint 0 is a static
+dummy such as Bandai-Namco's ``joint_Root``, :func:`~skelanim.data.rig.body_root`, which is then left out of
+the mean; both in heights) and
+``angle_deg`` (local rotations).
 
 The floor (for ground penetration) and the height are shared by both sets: medians over all their motions
 of the lowest joint's height and of :attr:`Motion.height`, so that generated motion is judged against the
@@ -27,6 +30,7 @@ from torch import Tensor
 
 from skelanim.core.motion import Motion
 from skelanim.core.rotations import quat_to_matrix
+from skelanim.data.rig import body_root
 from skelanim.metrics.distribution import diversity, fid
 from skelanim.metrics.kinematic import angle_error, bone_length_error, foot_skating, ground_penetration, jerk, mpjpe
 
@@ -117,8 +121,10 @@ def _paired(a: Sequence[Motion], b: Sequence[Motion], height: float) -> dict[str
     for x, y in zip(a, b):
         n = min(x.num_frames, y.num_frames)
         px, py = x[:n].positions(), y[:n].positions()
+        r = max(body_root(x), body_root(y))  # one joint for both: the hips where either has a dummy above them
         totals["mpjpe"] += float(mpjpe(px, py, height=height).sum())
-        totals["mpjpe_root_relative"] += float(mpjpe(px - px[:, :1], py - py[:, :1], height=height).sum())
+        rel_x, rel_y = px[:, r:] - px[:, r : r + 1], py[:, r:] - py[:, r : r + 1]  # the dummy is not a body joint
+        totals["mpjpe_root_relative"] += float(mpjpe(rel_x, rel_y, height=height).sum())
         totals["angle_deg"] += float(
             angle_error(quat_to_matrix(x.rotations[:n]), quat_to_matrix(y.rotations[:n])).sum()
         )
