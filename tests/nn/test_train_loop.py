@@ -68,6 +68,29 @@ def test_resume_gives_identical_state(tmp_path):
         assert torch.equal(a, b), name
 
 
+def test_max_steps_inside_the_first_epoch_still_writes_the_model(tmp_path):
+    """A run cut short by ``max_steps`` before any epoch ends leaves a usable folder (the weights at that step,
+    validated), and it resumes from its step; a folder written by an earlier epoch is kept (``keep="best"``)."""
+    cfg = TrainConfig(epochs=2, batch_size=32, lr=1e-2, warmup_steps=5, progress=False)
+    model = _model()
+    result = fit(model, ToyTask(), tmp_path / "a", TrainConfig(**{**cfg.__dict__, "max_steps": 5}), log=lambda s: None)
+    weights, config = load_model_files(tmp_path / "a")
+    for name, value in model.state_dict().items():
+        assert torch.equal(weights[name], value), name
+    stopped = config["training"]["stopped"]
+    assert stopped["epoch"] == pytest.approx(5 / 16) and stopped["val_mse"] == pytest.approx(ToyTask().validate(model)["val_mse"])
+    assert result["best"]["val_mse"] == stopped["val_mse"] and config["training"]["history"] == []
+    resumed = fit(_model(), ToyTask(), tmp_path / "a", cfg, resume=True, log=lambda s: None)
+    assert resumed["steps"] == 32 and len(resumed["history"]) == 2
+    _, config = load_model_files(tmp_path / "a")
+    assert "stopped" not in config["training"]  # written again by a finished epoch
+    later = _model()  # 20 steps: inside epoch 2, whose epoch 1 already wrote the folder
+    fit(later, ToyTask(), tmp_path / "b", TrainConfig(**{**cfg.__dict__, "max_steps": 20}), log=lambda s: None)
+    weights, config = load_model_files(tmp_path / "b")
+    assert "stopped" not in config["training"] and len(config["training"]["history"]) == 1
+    assert not torch.equal(weights["0.weight"], later.state_dict()["0.weight"])
+
+
 class RecordingTask(ToyTask):
     """Toy task whose loss records the model's state (parameters and buffers) before each forward pass."""
 

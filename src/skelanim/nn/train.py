@@ -44,7 +44,7 @@ from torch.optim.swa_utils import AveragedModel
 from tqdm import tqdm
 
 from skelanim.nn import distributed as ddp
-from skelanim.nn.checkpoint import STATE_NAME, load_train_state, save_model_files, save_train_state
+from skelanim.nn.checkpoint import STATE_NAME, WEIGHTS_NAME, load_train_state, save_model_files, save_train_state
 
 __all__ = ["Task", "TrainConfig", "fit", "parameter_fingerprint", "seeded_generator", "unused_parameters"]
 
@@ -70,7 +70,9 @@ class TrainConfig:
     save_every_s : float
         Also write the training state this often (seconds) within an epoch.
     max_steps : int or None
-        Stop after this many steps in total (tests); the schedule still spans ``epochs``.
+        Stop after this many steps in total (tests); the schedule still spans ``epochs``. Stopped inside an
+        epoch, the run validates and writes the model folder if none is written yet (or ``keep="last"``), with
+        ``training.stopped`` (the fractional epoch and the scores) in its config; ``resume`` continues it.
     progress : bool
         Show a tqdm bar (rank 0 only).
     find_unused_parameters : bool or None
@@ -287,6 +289,24 @@ def fit(
                 state.update({AVERAGED_PREFIX + k: v for k, v in averaged.state_dict().items()})
             save_train_state(out_dir / STATE_NAME, state, optimizer.state_dict(), meta)
 
+    def write_model_folder(**training: Any) -> None:
+        cfg = task.model_config()
+        cfg["training"] = {**cfg.get("training", {}), "loop": asdict(config), "best": meta["best"],
+                           "history": meta["history"], "world_size": world, **training}  # fmt: skip
+        save_model_files(out_dir, evaluated.state_dict(), cfg)
+
+    def save_partial_epoch(epochs_done: float) -> None:
+        """Validate and write the model folder when ``max_steps`` ends the run inside an epoch that no
+        folder holds yet (or ``keep="last"``); the run stays resumable from its step."""
+        model.eval()
+        evaluated.eval()
+        with torch.no_grad():
+            record = {"epoch": round(epochs_done, 4), **task.validate(evaluated)}
+        if meta["best"] is None:
+            meta["best"] = {k: v for k, v in record.items() if isinstance(v, (int, float))}
+        write_model_folder(stopped=record)
+        emit(f"stopped by max_steps at step {meta['global_step']} (epoch {record['epoch']:.4g}): wrote the model folder")
+
     def stop_now() -> bool:
         return config.max_steps is not None and meta["global_step"] >= config.max_steps
 
@@ -328,6 +348,8 @@ def fit(
                 last_save = time.perf_counter()
         bar.close()
         if meta["step_in_epoch"] < steps_per_epoch:  # stopped by max_steps inside the epoch
+            if main and (config.keep == "last" or not (out_dir / WEIGHTS_NAME).exists()):
+                save_partial_epoch(epoch + meta["step_in_epoch"] / steps_per_epoch)
             break
         train = {k: v / max(count, 1) for k, v in sums.items()}
         if distributed:  # mean over ranks of each logged training term
@@ -351,10 +373,7 @@ def fit(
             meta["best"] = {k: v for k, v in record.items() if isinstance(v, (int, float))}
         if main:
             if improved or (validated and config.keep == "last"):
-                cfg = task.model_config()
-                cfg["training"] = {**cfg.get("training", {}), "loop": asdict(config), "best": meta["best"],
-                                   "history": meta["history"], "world_size": world}  # fmt: skip
-                save_model_files(out_dir, evaluated.state_dict(), cfg)
+                write_model_folder()
             shown = "  ".join(f"{k} {v:.4g}" for k, v in record.items() if isinstance(v, float))
             emit(f"epoch {epoch + 1}/{config.epochs}  {shown}" + ("  *best*" if improved else ""))
         save_state()
