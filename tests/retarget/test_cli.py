@@ -90,7 +90,11 @@ def test_unmappable_skeleton_is_one_line(short_files, tmp_path, capsys):
                    "MOTION\nFrames: 1\nFrame Time: 0.033333\n0 0 0 0 0 0\n")  # fmt: skip
     code, _, err = run(["retarget", str(odd), "--to", str(short_files["bandai"]), "-o", str(tmp_path / "x.bvh")], capsys)
     line = _one_line_error(code, err)
-    assert "odd.bvh" in line and "l_upperarm" in line and "hips" in line
+    assert "odd.bvh" in line and "l_upperarm" in line and "hips" in line and "(--map)" in line
+    assert not (tmp_path / "x.bvh").exists()
+    code, _, err = run(["retarget", str(short_files["bandai"]), "--to", str(odd), "-o", str(tmp_path / "x.bvh")], capsys)
+    line = _one_line_error(code, err)  # the target is the unmappable one: its option is named
+    assert "odd.bvh" in line and "(--target-map)" in line
     assert not (tmp_path / "x.bvh").exists()
 
 

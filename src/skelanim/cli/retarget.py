@@ -40,7 +40,7 @@ def _threads(threads: int | None) -> None:
 @retarget_app.command("run")
 def run(
     src: Path = typer.Argument(..., help="Source motion (.bvh, DeepMimic .txt)."),
-    to: Path = typer.Option(..., "--to", help="Any file whose skeleton is the target (its motion is ignored)."),
+    to: Path = typer.Option(..., "--to", help="Any motion file of the target skeleton; its frames only calibrate that skeleton's bone frames (--calibrate)."),
     out: Path = typer.Option(..., "-o", "--out", help="Output motion on the target's full skeleton (.bvh, .txt, ...)."),
     method: str = typer.Option("copy", "--method", help="copy, ik, nkn or naive."),
     source_map: Path | None = typer.Option(None, "--map", help="Joint mapping (JSON/YAML) for the source."),
@@ -83,7 +83,7 @@ def run(
 
     # a motion calibrates its skeleton's bone frames where its zero pose is no body pose
     source_rig = make_rig(motion if calibrate else motion.skeleton, source_map, source=str(src))
-    target_rig = make_rig(target_motion if calibrate else target, target_map, source=str(to))
+    target_rig = make_rig(target_motion if calibrate else target, target_map, source=str(to), option="--target-map")
     if show_map:
         assert source_rig.mapping is not None and target_rig.mapping is not None
         typer.echo(f"source {src}:\n{source_rig.mapping.describe()}\ntarget {to}:\n{target_rig.mapping.describe()}")

@@ -302,7 +302,8 @@ def load_mapping_file(path: str | os.PathLike) -> dict[str, Any]:
 
 
 def map_skeleton(
-    skeleton: Skeleton, override: Mapping[str, Any] | str | os.PathLike | None = None, *, source: str | None = None
+    skeleton: Skeleton, override: Mapping[str, Any] | str | os.PathLike | None = None, *, source: str | None = None,
+    option: str = "--map",
 ) -> JointMapping:
     """Map ``skeleton`` onto :data:`CANONICAL_JOINTS` (see the module docstring).
 
@@ -314,6 +315,8 @@ def map_skeleton(
         A user mapping (or a JSON/YAML file holding one) that takes precedence.
     source : str, optional
         A file name for error messages.
+    option : str
+        The command-line option that takes a mapping file for this skeleton, named in the error.
 
     Returns
     -------
@@ -420,5 +423,5 @@ def map_skeleton(
     if problems:
         names = ", ".join(skeleton.names[:40]) + (" ..." if len(skeleton.names) > 40 else "")
         raise MappingError("cannot map the skeleton: " + "; ".join(problems) + f" (joints: {names}); "
-                           "pass a mapping file (--map) for these", path=source)  # fmt: skip
+                           f"pass a mapping file ({option}) for these", path=source)  # fmt: skip
     return JointMapping(skeleton, {c: joints[c] for c in CANONICAL_JOINTS if c in joints}, how)

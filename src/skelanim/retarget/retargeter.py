@@ -83,17 +83,18 @@ def make_rig(
     *,
     source: str | None = None,
     calibration: Tensor | None = None,
+    option: str = "--map",
 ) -> CanonicalRig:
     """A :class:`CanonicalRig` from a skeleton, an optional user mapping, an optional rest pose and optional
     frames of the skeleton's own motion to calibrate its bone frames on. A :class:`Motion` stands for its
     skeleton, calibrated on the motion itself where its zero pose is no body pose (:func:`~.rig.calibrate_rig`),
-    unless ``calibration`` is given."""
+    unless ``calibration`` is given. ``option``: the command-line option an unmappable skeleton's error names."""
     if isinstance(skeleton, CanonicalRig):
         return skeleton
     if isinstance(skeleton, Motion):
-        rig = make_rig(skeleton.skeleton, mapping, rest, source=source, calibration=calibration)
+        rig = make_rig(skeleton.skeleton, mapping, rest, source=source, calibration=calibration, option=option)
         return rig if calibration is not None else calibrate_rig(rig, skeleton.rotations)
-    return CanonicalRig(skeleton, map_skeleton(skeleton, mapping, source=source), rest, calibration)
+    return CanonicalRig(skeleton, map_skeleton(skeleton, mapping, source=source, option=option), rest, calibration)
 
 
 class Retargeter:
