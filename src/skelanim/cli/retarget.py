@@ -94,7 +94,7 @@ def run(
 
 @retarget_app.command()
 def train(
-    data: Path = typer.Option(Path("../shared/data/mocap"), "--data", help="The shared mocap folder."),
+    data: Path = typer.Option(Path("../shared/data/mocap"), "--data", envvar="SKELANIM_DATA", help="The shared mocap folder."),
     out: Path = typer.Option(..., "--out", "-o", help="Model folder to write."),
     epochs: int = typer.Option(30, "--epochs", min=1),
     samples: int = typer.Option(800, "--samples", min=1, help="Samples per epoch."),
@@ -133,7 +133,7 @@ def train(
 
 @retarget_app.command("eval")
 def evaluate(
-    data: Path = typer.Option(Path("../shared/data/mocap"), "--data", help="The shared mocap folder."),
+    data: Path = typer.Option(Path("../shared/data/mocap"), "--data", envvar="SKELANIM_DATA", help="The shared mocap folder."),
     model: Path | None = typer.Option(None, "--model", "-m", help="NKN model folder (default: the shipped model)."),
     methods: str = typer.Option("copy,ik,nkn,naive", "--methods", help="Comma-separated methods."),
     clips: int = typer.Option(14, "--clips", min=1, help="Bandai dataset-2 clips for the proportion targets."),
