@@ -154,3 +154,9 @@ def test_help_shows_the_model_default(command, capsys, monkeypatch):
     text = " ".join(out.replace("│", " ").split())
     assert "NKN model folder (default: the shipped model)." in text, text
     assert not re.search(r" \.( |$)", text), text  # no help text ends in a lone full stop
+
+
+def test_eval_data_defaults_to_skelanim_data(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("SKELANIM_DATA", str(tmp_path / "elsewhere"))
+    code, _, err = run(["retarget", "eval", "--methods", "copy", "--clips", "1"], capsys)
+    assert code == 2 and str(tmp_path / "elsewhere" / "cmu_cgspeed_mb") in err
