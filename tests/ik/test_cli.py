@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import torch
 
 import skelanim
 from skelanim.cli import main
@@ -47,13 +48,36 @@ def test_solve_writes_a_motion_on_the_model_skeleton(positions_file, tmp_path, r
 
 def test_solve_rejects_wrong_joint_count(positions_file, tmp_path, capsys):
     data = skelanim.load_positions(positions_file)
-    bad = tmp_path / "bad.npz"
-    skelanim.save(JointPositions(data.names[:-1], data.positions[:, :-1], fps=30), bad)
+    bad = tmp_path / "bad.npy"  # no names: the joints must be the model's, in its order
+    np.save(bad, data.positions[:, :-1])
     assert main(["ik", "solve", str(bad), "-o", str(tmp_path / "x.bvh")]) == 2
     line = _error(capsys)
     assert "21 joints given" in line and "expects 22 joints" in line and "joint_Root" in line
     assert line.startswith(f"error: {bad}: ")  # the file is named
     assert not (tmp_path / "x.bvh").exists()
+    named = tmp_path / "bad.npz"  # named: the missing joint is named
+    skelanim.save(JointPositions(data.names[:-1], data.positions[:, :-1], fps=30), named)
+    assert main(["ik", "solve", str(named), "-o", str(tmp_path / "x.bvh")]) == 2
+    line = _error(capsys)
+    assert line.startswith(f"error: {named}: 21 joints given") and "missing Toes_R" in line
+    assert not (tmp_path / "x.bvh").exists()
+
+
+def test_solve_leaves_out_named_joints_the_model_lacks(positions_file, bandai_files, tmp_path, capsys):
+    """``skelanim positions --end-sites`` output (27 named joints): the model's 22 are picked by name and
+    the result is the same as from the 22 alone."""
+    with_sites = tmp_path / "sites.npz"
+    assert main(["positions", str(bandai_files[1]), "-o", str(with_sites), "--end-sites"]) == 0
+    data = skelanim.load_positions(with_sites)
+    assert len(data.names) > 22
+    short = tmp_path / "short.npz"
+    skelanim.save(JointPositions(data.names, data.positions[:20], fps=data.fps), short)
+    plain = tmp_path / "plain.npz"
+    skelanim.save(JointPositions.from_motion(skelanim.load(bandai_files[1])[:20]), plain)
+    for src in (short, plain):
+        assert main(["ik", "solve", str(src), "-o", str(tmp_path / f"{src.stem}.bvh")]) == 0
+    a, b = skelanim.load(tmp_path / "short.bvh"), skelanim.load(tmp_path / "plain.bvh")
+    assert torch.allclose(a.positions(), b.positions(), atol=1e-6 * a.skeleton.height())
 
 
 def test_solve_rejects_wrong_names(positions_file, tmp_path, capsys):
@@ -62,7 +86,7 @@ def test_solve_rejects_wrong_names(positions_file, tmp_path, capsys):
     skelanim.save(JointPositions([f"J{i}" for i in range(22)], data.positions, fps=30), bad)
     assert main(["ik", "solve", str(bad), "-o", str(tmp_path / "x.bvh")]) == 2
     line = _error(capsys)
-    assert "joint names do not match" in line and line.startswith(f"error: {bad}: ")
+    assert "names not the model's" in line and line.startswith(f"error: {bad}: ")
 
 
 def test_solve_rejects_nan_frames(positions_file, tmp_path, capsys):
@@ -159,7 +183,7 @@ def test_solve_names_a_file_of_another_skeleton(mocap_files, tmp_path, capsys):
     out = tmp_path / "x.bvh"
     assert main(["ik", "solve", str(src), "-o", str(out)]) == 2
     line = _error(capsys)
-    assert line.startswith(f"error: {src}: 31 joints given; the model expects 22 joints")
+    assert line.startswith(f"error: {src}: 31 joints given, their names not the model's") and "expects 22 joints" in line
     assert not out.exists()
 
 

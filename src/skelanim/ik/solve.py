@@ -258,7 +258,8 @@ def check_positions(
     skeleton : Skeleton
         The model's skeleton.
     names : sequence of str, optional
-        Joint names of ``positions``; generic names (``joint_0``...) or none mean the model's order.
+        Joint names of ``positions``; generic names (``joint_0``...) or none mean the model's order. Named
+        joints the model does not have (end sites of ``skelanim positions --end-sites``, fingers) are left out.
     source : str, optional
         File name for error messages.
 
@@ -286,13 +287,16 @@ def check_positions(
         raise ShapeError(f"positions must be (frames, joints, 3), got {tuple(x.shape)}", path=source)
     if x.shape[0] == 0:
         raise ShapeError("no frames", path=source)
-    if x.shape[1] != skeleton.num_joints:
-        raise ShapeError(f"{x.shape[1]} joints given; {expected}", path=source)
     if names is not None and not all(n == f"joint_{i}" for i, n in enumerate(names)) and list(names) != skeleton.names:
+        if len(names) != x.shape[1]:
+            raise ShapeError(f"{len(names)} joint names for {x.shape[1]} joints", path=source)
         missing = [n for n in skeleton.names if n not in names]
         if missing:
-            raise SkeletonError(f"joint names do not match (missing {', '.join(missing[:5])}); {expected}", path=source)
-        x = x[:, [list(names).index(n) for n in skeleton.names]]
+            raise SkeletonError(f"{x.shape[1]} joints given, their names not the model's (missing "
+                                f"{', '.join(missing[:5])}); {expected}", path=source)  # fmt: skip
+        x = x[:, [list(names).index(n) for n in skeleton.names]]  # other joints (end sites, fingers) are left out
+    if x.shape[1] != skeleton.num_joints:
+        raise ShapeError(f"{x.shape[1]} joints given; {expected}", path=source)
     bad = ~torch.isfinite(x).all(-1)
     if bool(bad.any()):
         f, j = (int(v) for v in torch.nonzero(bad)[0])
