@@ -91,6 +91,30 @@ def test_max_steps_inside_the_first_epoch_still_writes_the_model(tmp_path):
     assert not torch.equal(weights["0.weight"], later.state_dict()["0.weight"])
 
 
+class ScriptedTask(ToyTask):
+    """Toy task whose validation scores are given in advance, one per epoch."""
+
+    def __init__(self, scores: list[float]) -> None:
+        super().__init__()
+        self.scores = list(scores)
+
+    def validate(self, model):
+        return {"val_mse": self.scores.pop(0)}
+
+
+def test_the_folder_keeps_the_best_weights_and_the_whole_history(tmp_path):
+    cfg = TrainConfig(epochs=3, batch_size=32, lr=1e-2, warmup_steps=5, progress=False)
+    result = fit(_model(), ScriptedTask([3.0, 1.0, 2.0]), tmp_path, cfg, log=lambda s: None)
+    weights, config = load_model_files(tmp_path)  # config and weights still agree (the loader checks)
+    assert result["best"]["epoch"] == 2 and config["training"]["best"]["epoch"] == 2
+    assert [r["val_mse"] for r in config["training"]["history"]] == [3.0, 1.0, 2.0]
+    again = _model()  # the folder's weights are epoch 2's: the same run stopped after two epochs ends with them
+    fit(again, ScriptedTask([3.0, 1.0, 2.0]), tmp_path / "b", TrainConfig(**{**cfg.__dict__, "max_steps": 32}),
+        log=lambda s: None)  # fmt: skip
+    for name, value in again.state_dict().items():
+        assert torch.equal(weights[name], value), name
+
+
 class RecordingTask(ToyTask):
     """Toy task whose loss records the model's state (parameters and buffers) before each forward pass."""
 

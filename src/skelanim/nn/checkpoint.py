@@ -26,7 +26,7 @@ from skelanim.io.atomic import atomic_open, atomic_path
 
 __all__ = [
     "CONFIG_NAME", "STATE_NAME", "WEIGHTS_NAME", "load_model_files", "load_train_state", "read_model_config",
-    "read_train_meta", "save_model_files", "save_train_state",
+    "read_train_meta", "save_model_files", "save_train_state", "update_model_config",
 ]  # fmt: skip
 
 WEIGHTS_NAME = "model.safetensors"
@@ -58,6 +58,17 @@ def save_model_files(folder: str | os.PathLike, tensors: dict[str, torch.Tensor]
     with atomic_path(folder / WEIGHTS_NAME) as tmp:
         save_file(tensors, str(tmp))
     with atomic_open(folder / CONFIG_NAME) as handle:
+        json.dump(config, handle, indent=1)
+        handle.write("\n")
+
+
+def update_model_config(folder: str | os.PathLike, config: dict[str, Any]) -> None:
+    """Rewrite the ``config.json`` of a model folder written by :func:`save_model_files` (atomically), its
+    weights untouched: ``config`` must keep their ``"tensors"`` entry."""
+    path = Path(folder) / CONFIG_NAME
+    if read_model_config(path).get("tensors") != config.get("tensors"):
+        raise ValueError(f"{path}: the new config does not describe the folder's weights")
+    with atomic_open(path) as handle:
         json.dump(config, handle, indent=1)
         handle.write("\n")
 

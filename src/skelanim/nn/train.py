@@ -44,7 +44,16 @@ from torch.optim.swa_utils import AveragedModel
 from tqdm import tqdm
 
 from skelanim.nn import distributed as ddp
-from skelanim.nn.checkpoint import STATE_NAME, WEIGHTS_NAME, load_train_state, save_model_files, save_train_state
+from skelanim.nn.checkpoint import (
+    CONFIG_NAME,
+    STATE_NAME,
+    WEIGHTS_NAME,
+    load_train_state,
+    read_model_config,
+    save_model_files,
+    save_train_state,
+    update_model_config,
+)
 
 __all__ = ["Task", "TrainConfig", "fit", "parameter_fingerprint", "seeded_generator", "unused_parameters"]
 
@@ -380,6 +389,11 @@ def fit(
         last_save = time.perf_counter()
     if not stop_now() or meta["step_in_epoch"]:
         save_state()
+    if main and (out_dir / WEIGHTS_NAME).exists():  # the folder's config gets the epochs after the one it holds
+        kept = read_model_config(out_dir / CONFIG_NAME)
+        training = kept.get("training")
+        if isinstance(training, dict) and len(training.get("history") or []) < len(meta["history"]):
+            update_model_config(out_dir, {**kept, "training": {**training, "history": meta["history"]}})
     ddp.barrier()
     fingerprint = parameter_fingerprint(plain)
     if distributed:
