@@ -368,7 +368,7 @@ def test_bad_structure(tmp_path, content, pattern):
 def test_not_utf8(tmp_path):
     path = tmp_path / "x.txt"
     path.write_bytes(b'{"Loop": "\xff"}')
-    with pytest.raises(FormatError, match=r"x\.txt: not UTF-8 text \(byte 10\)"):
+    with pytest.raises(FormatError, match=r"x\.txt:1: not UTF-8 text \(byte 10: 0xff\)"):
         deepmimic.load(path)
 
 

@@ -295,5 +295,5 @@ def test_bad_csv_header(tmp_path, text, pattern):
 def test_csv_not_utf8(tmp_path):
     path = tmp_path / "bad.csv"
     path.write_bytes(b"a_x,a_y,a_z\n\xff,1,2\n")
-    with pytest.raises(FormatError, match=r"bad\.csv: not UTF-8 text"):
+    with pytest.raises(FormatError, match=r"bad\.csv:2: not UTF-8 text \(byte 12: 0xff\)"):
         positions.load(path)

@@ -1,5 +1,6 @@
-"""Helpers shared by the format modules: refusing non-finite values before anything is written, and
-warnings that point at the code that called :func:`skelanim.load`/:func:`skelanim.save`, not at this package.
+"""Helpers shared by the format modules: reading text files as UTF-8 with a one-line error, refusing
+non-finite values before anything is written, and warnings that point at the code that called
+:func:`skelanim.load`/:func:`skelanim.save`, not at this package.
 
 Every writer checks its input with :func:`require_finite_motion` (or :func:`require_finite_positions`)
 before it opens the output, so a motion holding NaN or infinity raises
@@ -19,13 +20,25 @@ import numpy as np
 import torch
 
 from skelanim.core.motion import Motion
-from skelanim.errors import ShapeError
+from skelanim.errors import FormatError, ShapeError
 
-__all__ = ["require_finite_motion", "require_finite_positions", "warn_at_caller"]
+__all__ = ["read_utf8_text", "require_finite_motion", "require_finite_positions", "warn_at_caller"]
 
 _IO_DIR = os.path.dirname(os.path.realpath(__file__))
 _PACKAGE_INIT = os.path.join(os.path.dirname(_IO_DIR), "__init__.py")
 _AXES = "xyz"
+
+
+def read_utf8_text(path: str | os.PathLike) -> str:
+    """The text of ``path`` (UTF-8, a leading byte-order mark dropped); :class:`FormatError` naming the line and
+    byte of the first undecodable byte (OS errors pass through: the CLI names the file)."""
+    with open(path, "rb") as handle:
+        raw = handle.read()
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = raw.count(b"\n", 0, exc.start) + 1
+        raise FormatError(f"not UTF-8 text (byte {exc.start}: 0x{raw[exc.start]:02x})", path=path, line=line) from None
 
 
 def _first_bad(values: Any) -> tuple[int, ...] | None:

@@ -82,6 +82,7 @@ from skelanim.core.skeleton import Skeleton
 from skelanim.errors import FormatError, SkeletonError
 from skelanim.io.atomic import atomic_open
 from skelanim.io.bundled import bundled_file
+from skelanim.io.common import read_utf8_text
 from skelanim.io.urdf import parse_urdf
 
 __all__ = [
@@ -317,12 +318,7 @@ def _json_type(value: Any) -> str:
 
 def _parse(path: str | os.PathLike) -> tuple[dict[str, Any], np.ndarray]:
     """Read and validate a clip: the JSON object and the ``(F, 44)`` float64 frame array."""
-    try:
-        with open(path, "rb") as handle:
-            raw = handle.read()
-        text = raw.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise FormatError(f"not UTF-8 text (byte {exc.start})", path=path) from None
+    text = read_utf8_text(path)
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:

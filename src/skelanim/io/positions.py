@@ -47,7 +47,7 @@ import numpy as np
 from skelanim.core.motion import Motion
 from skelanim.errors import FormatError, ShapeError, UnsupportedFormatError
 from skelanim.io.atomic import atomic_open
-from skelanim.io.common import require_finite_positions
+from skelanim.io.common import read_utf8_text, require_finite_positions
 
 __all__ = ["SUFFIXES", "JointPositions", "load", "save"]
 
@@ -306,11 +306,7 @@ def _save_npy(data: JointPositions, path: str | os.PathLike) -> None:
 
 
 def _load_csv(path: str | os.PathLike) -> JointPositions:
-    try:
-        with open(path, encoding="utf-8-sig", newline="") as handle:
-            text = handle.read()
-    except UnicodeDecodeError as exc:
-        raise FormatError(f"not UTF-8 text (byte {exc.start})", path=path) from None
+    text = read_utf8_text(path)
     reader = csv.reader(io.StringIO(text, newline=""))
     try:
         header = next(reader, None)

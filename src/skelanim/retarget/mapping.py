@@ -51,6 +51,7 @@ import numpy as np
 
 from skelanim.core.skeleton import Skeleton
 from skelanim.errors import FormatError, SkeletonError
+from skelanim.io.common import read_utf8_text
 
 __all__ = [
     "CANONICAL_JOINTS", "CANONICAL_PARENTS", "LIMB_ALIASES", "REQUIRED", "JointMapping", "MappingError",
@@ -276,7 +277,7 @@ def load_mapping_file(path: str | os.PathLike) -> dict[str, Any]:
         Unreadable file, invalid JSON/YAML, or not an object of strings.
     """
     path = Path(path)
-    text = path.read_text(encoding="utf-8")
+    text = read_utf8_text(path)
     if path.suffix.lower() in (".yaml", ".yml"):
         try:
             import yaml
