@@ -89,3 +89,32 @@ def test_model_files_roundtrip_and_corruption(tmp_path):
     with pytest.raises(FormatError, match="config.json is missing"):
         load_model_files(tmp_path)
     np.testing.assert_equal(True, True)
+
+
+def test_a_failed_write_is_an_os_error_and_leaves_no_folder(tmp_path, monkeypatch):
+    """safetensors reports a full disk as its own error: it becomes an OS error naming the weights file (the
+    CLI's one line), and a model folder this call created is removed, not left empty or half-written."""
+    import errno
+
+    from safetensors import SafetensorError
+
+    import skelanim.nn.checkpoint as checkpoint
+
+    def full_disk(tensors, path):
+        with open(path, "wb") as handle:
+            handle.write(b"partial")
+        raise SafetensorError("Error while serializing: I/O error: No space left on device (os error 28)")
+
+    monkeypatch.setattr(checkpoint, "save_file", full_disk)
+    with pytest.raises(OSError) as caught:
+        save_model_files(tmp_path / "new", {"w": torch.ones(2)}, {"kind": "toy"})
+    assert caught.value.errno == errno.ENOSPC and caught.value.filename == str(tmp_path / "new" / "model.safetensors")
+    assert not (tmp_path / "new").exists()
+    monkeypatch.undo()
+    save_model_files(tmp_path / "old", {"w": torch.ones(2)}, {"kind": "toy"})
+    monkeypatch.setattr(checkpoint, "save_file", full_disk)
+    with pytest.raises(OSError):
+        save_model_files(tmp_path / "old", {"w": torch.zeros(2)}, {"kind": "toy"})
+    tensors, config = load_model_files(tmp_path / "old")  # an existing folder keeps its model
+    assert torch.equal(tensors["w"], torch.ones(2)) and sorted(p.name for p in (tmp_path / "old").iterdir()) == [
+        "config.json", "model.safetensors"]  # fmt: skip

@@ -12,8 +12,10 @@ JSON string (epoch, step, best metric, history, optimizer hyper-parameters) in t
 
 from __future__ import annotations
 
+import errno
 import json
 import os
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -52,14 +54,25 @@ def save_model_files(folder: str | os.PathLike, tensors: dict[str, torch.Tensor]
         loader can tell a mismatched pair.
     """
     folder = Path(folder)
+    created = not folder.exists()
     folder.mkdir(parents=True, exist_ok=True)
     tensors = _contiguous(tensors)
     config = {**config, "tensors": {k: list(v.shape) for k, v in sorted(tensors.items())}}
-    with atomic_path(folder / WEIGHTS_NAME) as tmp:
-        save_file(tensors, str(tmp))
-    with atomic_open(folder / CONFIG_NAME) as handle:
-        json.dump(config, handle, indent=1)
-        handle.write("\n")
+    try:
+        with atomic_path(folder / WEIGHTS_NAME) as tmp:
+            try:
+                save_file(tensors, str(tmp))
+            except SafetensorError as err:  # e.g. a full disk: an OS error naming the file, as other writers give
+                full = "No space left" in str(err)
+                raise OSError(errno.ENOSPC if full else errno.EIO, f"cannot write the weights: {err}",
+                              str(folder / WEIGHTS_NAME)) from None  # fmt: skip
+        with atomic_open(folder / CONFIG_NAME) as handle:
+            json.dump(config, handle, indent=1)
+            handle.write("\n")
+    except BaseException:
+        if created:  # leave no empty or half-written model folder behind
+            shutil.rmtree(folder, ignore_errors=True)
+        raise
 
 
 def update_model_config(folder: str | os.PathLike, config: dict[str, Any]) -> None:
