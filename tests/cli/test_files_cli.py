@@ -272,3 +272,23 @@ def test_malformed_gltf_is_one_line_at_the_cli(tmp_path: Path, capsys, change, e
     assert not dst.exists()
 
 
+
+
+@pytest.mark.parametrize("argv, said", [
+    (["info"], "skelanim info: Missing argument"),
+    (["info", "x.bvh", "--bogus"], "skelanim info: No such option: --bogus"),
+    (["convert", "a.bvh", "b.bvh", "--fps", "fast"], "skelanim convert: Invalid value for '--fps'"),
+    (["--bogus"], "skelanim: No such option: --bogus"),
+])  # fmt: skip
+def test_usage_errors_are_one_line(argv, said, capsys):
+    code, out, err = run(argv, capsys)
+    assert code == 2 and out == ""
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"error: {said}") and "--help)" in lines[0], err
+
+
+def test_no_arguments_prints_the_help(capsys):
+    code, out, err = run([], capsys)
+    assert code == 2 and "Usage: skelanim" in out and "convert" in out and "error" not in err
+    code, out, _ = run(["info", "--help"], capsys)
+    assert code == 0 and "Usage: skelanim info" in out

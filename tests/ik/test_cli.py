@@ -168,13 +168,6 @@ def test_train_with_two_ddp_processes(bandai_files, tmp_path):
     assert done.stdout.count("wrote") == 1  # only rank 0 reports
 
 
-def _usage_error(capsys) -> str:
-    """A usage error from typer: exit 2 checked by the caller, no traceback; the message collapsed to one line."""
-    err = capsys.readouterr().err
-    assert "Traceback" not in err and "Error" in err, err
-    return re.sub(r"[\s│╭╮╰╯─]+", " ", err)
-
-
 def test_solve_names_a_file_of_another_skeleton(mocap_files, tmp_path, capsys):
     """31 CMU joints for the 22-joint model: the one-line error starts with the file's name."""
     (cmu,) = mocap_files(["cmu_cgspeed_max/131_01.bvh"])
@@ -263,7 +256,7 @@ def test_solve_refuses_an_unknown_method_before_loading(positions_file, tmp_path
     # a missing model folder would be an error too: the method is checked first
     args = ["ik", "solve", str(positions_file), "-o", str(out), "--method", "bogus", "--model", str(tmp_path / "no")]
     assert main(args) == 2
-    text = _usage_error(capsys)
+    text = _error(capsys)  # a usage error, one line too
     assert "--method" in text and "unknown method 'bogus'" in text and "swing_warm" in text
     assert not out.exists()
     with pytest.raises(ValueError, match="unknown IK method 'bogus'"):

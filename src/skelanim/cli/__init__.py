@@ -2,8 +2,9 @@
 
 Every command group lives in its own module and registers itself on :data:`app`. Bad input never
 shows a traceback: :func:`main` turns a :class:`skelanim.errors.SkelanimError` (or an OS error on a
-named file) into one line ``error: FILE:LINE: what was expected`` on stderr and exit code 2; a warning
-of the library is one line ``warning: MESSAGE``.
+named file) into one line ``error: FILE:LINE: what was expected`` on stderr and exit code 2, and a usage
+error into one line ``error: COMMAND: MESSAGE (see COMMAND --help)``; a warning of the library is one line
+``warning: MESSAGE``.
 """
 
 from __future__ import annotations
@@ -37,17 +38,30 @@ from skelanim.cli import recognize as _recognize  # noqa: F401
 # isort: on
 
 
+#: click's exception base classes, as typer vendors them (found through the one typer exports, not a private path).
+_CLICK_ERROR = next(c for c in typer.BadParameter.__mro__ if c.__name__ == "ClickException")
+
+
+def _usage_line(err: Exception) -> str:
+    """A click usage error as one line: the command, the message, where to look."""
+    ctx = getattr(err, "ctx", None)
+    message = " ".join(str(err.format_message()).split())  # type: ignore[attr-defined]
+    if ctx is None:
+        return message
+    return f"{ctx.command_path}: {message} (see {ctx.command_path} --help)"
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI; returns the exit code (0 ok, 2 bad input or usage, 130 interrupted).
 
-    Usage errors are reported by typer/click itself (usage line + message, exit 2); library errors on
-    bad input become one ``error:`` line.
+    Library errors on bad input and usage errors (an unknown option, a value out of range) each become one
+    ``error:`` line on stderr; a command called without arguments prints its help (exit 2).
     """
     from skelanim.cli.files import warnings_as_lines
 
     try:
         with warnings_as_lines():  # the library's warnings as one line each, in every command
-            app(args=argv, prog_name="skelanim", standalone_mode=True)
+            result = app(args=argv, prog_name="skelanim", standalone_mode=False)
     except SystemExit as exit_:
         code = exit_.code
         return code if isinstance(code, int) else (0 if code is None else 1)
@@ -58,7 +72,17 @@ def main(argv: list[str] | None = None) -> int:
         where = f"{err.filename}: " if getattr(err, "filename", None) else ""
         print(f"error: {where}{err.strerror or err}", file=sys.stderr)
         return 2
-    return 0
+    except MemoryError:
+        print("error: not enough memory for this (a smaller --fps, --dpi, --seconds or input?)", file=sys.stderr)
+        return 2
+    except typer.Abort:
+        print("error: aborted", file=sys.stderr)
+        return 1
+    except _CLICK_ERROR as err:
+        if type(err).__name__ != "NoArgsIsHelpError":  # that one has printed the help already
+            print(f"error: {_usage_line(err)}", file=sys.stderr)
+        return int(getattr(err, "exit_code", 2))
+    return result if isinstance(result, int) and not isinstance(result, bool) else 0  # typer.Exit's code
 
 
 def entry_point() -> None:
