@@ -292,3 +292,16 @@ def test_no_arguments_prints_the_help(capsys):
     assert code == 2 and "Usage: skelanim" in out and "convert" in out and "error" not in err
     code, out, _ = run(["info", "--help"], capsys)
     assert code == 0 and "Usage: skelanim info" in out
+
+
+@pytest.mark.parametrize("argv, said", [
+    (["convert", "{walk}", "{out}", "--fps", "0"], "--fps must be between 0.01 and 10000 frames per second, got 0"),
+    (["convert", "{walk}", "{out}", "--fps", "1e8"], "--fps must be between 0.01 and 10000"),
+    (["predict", "{walk}", "-o", "{out}", "--seconds", "1e9"], "skelanim predict: Invalid value for '--seconds'"),
+])  # fmt: skip
+def test_rates_and_lengths_out_of_range_are_refused_first(argv, said, tmp_path, capsys):
+    """Values that would need gigabytes (or hang) are one line before any work, naming the option."""
+    out = tmp_path / "out.bvh"
+    code, _, err = run([a.format(walk=sample_path("walk"), out=out) for a in argv], capsys)
+    assert code == 2 and said in err and len(err.strip().splitlines()) == 1, err
+    assert not out.exists()

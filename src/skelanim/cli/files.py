@@ -37,6 +37,14 @@ def warnings_as_lines() -> Iterator[None]:
         yield
 
 
+def require_between(value: float, option: str, low: float, high: float, unit: str) -> None:
+    """Refuse an option's value outside ``[low, high]`` (or NaN) before any work, as one line."""
+    from skelanim.errors import ShapeError
+
+    if not low <= value <= high:
+        raise ShapeError(f"{option} must be between {low:g} and {high:g} {unit}, got {value:g}")
+
+
 def describe(motion: Motion, path: str) -> dict:
     """The facts ``skelanim info`` prints, as a JSON-friendly dict."""
     skeleton = motion.skeleton
@@ -95,6 +103,8 @@ def convert(
     import skelanim
     from skelanim import ops
 
+    if fps is not None:
+        require_between(fps, "--fps", 0.01, 10000, "frames per second")
     motion = skelanim.load(src)
     if scale is not None:
         motion = ops.scale(motion, scale)

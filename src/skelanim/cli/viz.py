@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 
 import typer
 
 from skelanim.cli import app
+from skelanim.cli.files import require_between
 
 
 def _load_all(files: list[Path]) -> tuple[list, list[str]]:
@@ -38,7 +38,7 @@ def plot(
     ),
     angle: str = typer.Option("flexion", "--angle", help="For --kind angles: flexion (between bones) or rotation (local)."),
     count: int = typer.Option(8, "--count", help="For --kind poses: number of poses per motion."),
-    dpi: int = typer.Option(100, "--dpi", help="Resolution of raster output (dots per inch, at least 1)."),
+    dpi: int = typer.Option(100, "--dpi", help="Resolution of raster output (dots per inch, 1 to 1200)."),
 ) -> None:
     """Plot joint trajectories, joint angles, foot contacts or a strip of poses of FILES into OUT."""
     from skelanim.errors import ShapeError
@@ -46,8 +46,7 @@ def plot(
 
     if kind not in plots.KINDS:
         raise ShapeError(f"unknown --kind {kind!r}; expected one of {', '.join(plots.KINDS)}")
-    if dpi < 1:
-        raise ShapeError(f"--dpi must be a positive number of dots per inch, got {dpi}")
+    require_between(dpi, "--dpi", 1, 1200, "dots per inch")
     motions, labels = _load_all(files)
     fig = plots.plot_motions(motions, kind, _split_joints(joints), labels=labels, angle=angle, count=count)  # type: ignore[arg-type]
     plots.save_figure(fig, out, dpi=dpi)
@@ -64,11 +63,9 @@ def render(
     progress: bool = typer.Option(True, "--progress/--no-progress", help="Show a progress bar on stderr."),
 ) -> None:
     """Render FILES as a stick-figure video, side by side (default) or overlaid."""
-    from skelanim.errors import ShapeError
     from skelanim.viz import video
 
-    if not (fps > 0 and math.isfinite(fps)):  # before any file is read or an encoder is started
-        raise ShapeError(f"--fps must be a positive number of frames per second, got {fps:g}")
+    require_between(fps, "--fps", 0.1, 240, "frames per second")  # before any file is read or an encoder is started
     dims = video.parse_size(size)
     motions, labels = _load_all(files)
     video.render_video(motions, out, fps=fps, size=dims, overlay=overlay, labels=labels, progress=progress)
