@@ -98,7 +98,7 @@ def test_a_failed_write_is_an_os_error_and_leaves_no_folder(tmp_path, monkeypatc
 
     from safetensors import SafetensorError
 
-    import skelanim.nn.checkpoint as checkpoint
+    from skelanim.nn import checkpoint
 
     def full_disk(tensors, path):
         with open(path, "wb") as handle:
@@ -115,6 +115,6 @@ def test_a_failed_write_is_an_os_error_and_leaves_no_folder(tmp_path, monkeypatc
     monkeypatch.setattr(checkpoint, "save_file", full_disk)
     with pytest.raises(OSError):
         save_model_files(tmp_path / "old", {"w": torch.zeros(2)}, {"kind": "toy"})
-    tensors, config = load_model_files(tmp_path / "old")  # an existing folder keeps its model
+    tensors, _ = load_model_files(tmp_path / "old")  # an existing folder keeps its model
     assert torch.equal(tensors["w"], torch.ones(2)) and sorted(p.name for p in (tmp_path / "old").iterdir()) == [
         "config.json", "model.safetensors"]  # fmt: skip
