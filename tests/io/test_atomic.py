@@ -129,3 +129,22 @@ def test_real_read_only_folder(tmp_path: Path) -> None:
         assert os.listdir(folder) == []
     finally:
         folder.chmod(0o755)
+
+
+def test_a_batch_is_published_whole_or_not_at_all(tmp_path: Path) -> None:
+    from skelanim.io.atomic import atomic_paths
+
+    targets = [tmp_path / f"f{i}.txt" for i in range(3)]
+    targets[1].write_text("old")
+    with pytest.raises(OSError) as caught, atomic_paths(targets) as temps:  # the third write fails: a full disk
+        for i, tmp in enumerate(temps):
+            assert tmp.parent == tmp_path and tmp.suffix == ".txt" and tmp != targets[i]
+            if i == 2:
+                raise OSError(28, "No space left on device", str(tmp))
+            tmp.write_text(f"new {i}")
+    assert caught.value.filename == str(targets[2]) and "while writing" in caught.value.strerror
+    assert sorted(os.listdir(tmp_path)) == ["f1.txt"] and targets[1].read_text() == "old"  # nothing of the batch
+    with atomic_paths(targets) as temps:
+        for i, tmp in enumerate(temps):
+            tmp.write_text(f"new {i}")
+    assert [t.read_text() for t in targets] == ["new 0", "new 1", "new 2"] and len(os.listdir(tmp_path)) == 3

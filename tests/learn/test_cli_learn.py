@@ -96,6 +96,26 @@ def test_generate_writes_bvh_on_the_training_skeleton(shipped, tmp_path, capsys)
     assert "unknown content 'fly'" in capsys.readouterr().err
 
 
+def test_generate_leaves_no_part_of_a_batch_when_a_write_fails(shipped, tmp_path, capsys, monkeypatch):
+    """The disk fills after the first of three files: the command is one line and writes none of them."""
+    import errno
+
+    real_save, calls = skelanim.save, []
+
+    def filling_disk(motion, path):
+        calls.append(path)
+        if len(calls) == 2:
+            raise OSError(errno.ENOSPC, "No space left on device", str(path))
+        real_save(motion, path)
+
+    monkeypatch.setattr(skelanim, "save", filling_disk)
+    out = tmp_path / "gen"
+    assert main(["generate", "--content", "walk", "-n", "3", "-o", str(out)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(f"error: {out / 'walk_normal_01.bvh'}: No space left on device") and "\n" not in err
+    assert not out.exists() and len(calls) == 2
+
+
 def test_generate_seconds_writes_longer_motion_in_one_piece(shipped, tmp_path, capsys):
     assert main(["generate", "--content", "walk", "--seconds", "6", "-n", "1", "-o", str(tmp_path / "long")]) == 0
     motion = skelanim.load(tmp_path / "long" / "walk_normal_00.bvh")

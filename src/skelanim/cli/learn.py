@@ -468,6 +468,7 @@ def generate_cmd(
 
     import skelanim
     from skelanim.data.labels import LabelError, known_labels
+    from skelanim.io.atomic import atomic_paths
     from skelanim.learn.generate import Generator
     from skelanim.learn.generate_long import sample_plan
 
@@ -505,9 +506,15 @@ def generate_cmd(
         )
         results = gen.to_motions(x)
         names = [f"{'-'.join(c for c, _ in plan)}_{style}_{i:02d}.bvh" for i in range(n)]
-    out.mkdir(parents=True, exist_ok=True)
-    for motion, name in zip(results, names):
-        skelanim.save(motion, out / name)
+    created = not out.exists()
+    try:
+        with atomic_paths([out / name for name in names]) as temporary:  # all the files or none
+            for motion, path in zip(results, temporary, strict=True):
+                skelanim.save(motion, path)
+    except BaseException:
+        if created and out.is_dir() and not any(out.iterdir()):
+            out.rmdir()
+        raise
     typer.echo(f"wrote {len(results)} BVH files ({results[0].num_frames} frames at {gen.fps:g} fps) to {out}")
 
 

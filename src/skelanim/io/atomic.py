@@ -14,7 +14,7 @@ import errno
 import os
 import stat
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import IO, Any
 
@@ -90,6 +90,41 @@ def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
+        raise
+
+
+@contextlib.contextmanager
+def atomic_paths(paths: Sequence[str | os.PathLike]) -> Iterator[list[Path]]:
+    """:func:`atomic_path` for files written together (a batch): yields one temporary path per target, and
+    none is renamed onto its target until the block has written them all; on error every one is removed, so
+    a failure part-way (a full disk) leaves no part of the batch.
+
+    Raises
+    ------
+    OSError
+        As :func:`atomic_path`, ``filename`` the target of the temporary file that failed.
+    """
+    targets = [Path(p) for p in paths]
+    temps: list[str] = []
+    try:
+        for target in targets:
+            temps.append(_prepare(target))
+        try:
+            yield [Path(tmp) for tmp in temps]
+        except OSError as exc:
+            if exc.filename not in temps:
+                raise
+            raise _about_target(exc, targets[temps.index(exc.filename)], "while writing") from exc
+        for tmp, target in zip(temps, targets, strict=True):
+            try:
+                _publish(tmp, target)
+            except OSError as exc:
+                what = "expected a file name to write to" if target.is_dir() else "cannot replace it"
+                raise _about_target(exc, target, what) from exc
+    except BaseException:
+        for tmp in temps:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp)
         raise
 
 
