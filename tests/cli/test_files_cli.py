@@ -305,3 +305,13 @@ def test_rates_and_lengths_out_of_range_are_refused_first(argv, said, tmp_path, 
     code, _, err = run([a.format(walk=sample_path("walk"), out=out) for a in argv], capsys)
     assert code == 2 and said in err and len(err.strip().splitlines()) == 1, err
     assert not out.exists()
+
+
+@pytest.mark.parametrize("argv, said", [
+    (["view", "{walk}", "-o", "{tmp}/page.png"], "the viewer page is written as .html or .htm, not '.png'"),
+    (["ik", "export", "-o", "{tmp}/net.bvh"], "the network is written as .onnx, not '.bvh'"),
+])  # fmt: skip
+def test_an_output_of_the_wrong_kind_is_refused(argv, said, tmp_path, capsys):
+    code, _, err = run([a.format(walk=sample_path("walk"), tmp=tmp_path) for a in argv], capsys)
+    assert code == 2 and err.strip().endswith(said) and len(err.strip().splitlines()) == 1, err
+    assert list(tmp_path.iterdir()) == []

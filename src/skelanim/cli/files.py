@@ -45,6 +45,15 @@ def require_between(value: float, option: str, low: float, high: float, unit: st
         raise ShapeError(f"{option} must be between {low:g} and {high:g} {unit}, got {value:g}")
 
 
+def require_suffix(path: Path, suffixes: tuple[str, ...], what: str) -> None:
+    """Refuse an output name whose suffix is not one of ``suffixes`` before any work, as one line."""
+    from skelanim.errors import UnsupportedFormatError
+
+    if path.suffix.lower() not in suffixes:
+        raise UnsupportedFormatError(f"{what} is written as {' or '.join(suffixes)}, not {path.suffix or 'no suffix'!r}",
+                                     path=path)  # fmt: skip
+
+
 def describe(motion: Motion, path: str) -> dict:
     """The facts ``skelanim info`` prints, as a JSON-friendly dict."""
     skeleton = motion.skeleton

@@ -11,6 +11,7 @@ from pathlib import Path
 import typer
 
 from skelanim.cli import app
+from skelanim.cli.files import require_suffix
 
 ik_app = typer.Typer(help="Inverse kinematics: joint positions to joint rotations (IK-GAT and classical baselines).",
                      no_args_is_help=True)  # fmt: skip
@@ -144,6 +145,7 @@ def export(
 
     from skelanim.ik.onnx import OrtRunner, export_onnx
 
+    require_suffix(out, (".onnx",), "the network")
     ik_model = _load_model(model)
     export_onnx(ik_model.net, out)
     probe = ik_model.probe_positions(16).float()

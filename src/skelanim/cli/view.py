@@ -7,6 +7,7 @@ from pathlib import Path
 import typer
 
 from skelanim.cli import app
+from skelanim.cli.files import require_suffix
 
 DEFAULT_OUTPUT = Path("viewer.html")
 
@@ -45,6 +46,8 @@ def view(
         raise ViewerError(f"--max-frames must be at least 1, got {max_frames}")
     if not 0 <= port <= 65535:
         raise ViewerError(f"--port must be between 0 and 65535, got {port}")
+    if out is not None:
+        require_suffix(out, (".html", ".htm"), "the viewer page")
     motions, labels = load_for_viewer(files)
     page = build_viewer_html(
         motions,
