@@ -119,6 +119,31 @@ def test_missing_and_corrupt_model(positions_file, tmp_path, capsys):
     assert "corrupt" in _error(capsys)
 
 
+@pytest.mark.parametrize("change, said", [
+    ({"skeleton": "abc"}, "config.json: corrupt model config: an entry of the wrong kind"),
+    ({"skeleton": None}, "config.json: corrupt model config: no 'skeleton' entry"),
+    ({"architecture": None}, "config.json: corrupt model config: no 'architecture' entry"),
+    ({"version": 99}, "config.json: IK-GAT model version 99; this skelanim reads version 1"),
+])  # fmt: skip
+def test_a_config_that_cannot_build_the_model_says_which_entry(positions_file, tmp_path, capsys, change, said):
+    import shutil
+
+    from skelanim.ik.solve import DEFAULT_MODEL
+
+    model = tmp_path / "model"
+    shutil.copytree(DEFAULT_MODEL, model)
+    config = json.loads((model / "config.json").read_text())
+    for key, value in change.items():
+        if value is None:
+            del config[key]
+        else:
+            config[key] = value
+    (model / "config.json").write_text(json.dumps(config))
+    out = tmp_path / "x.bvh"
+    assert main(["ik", "solve", str(positions_file), "-o", str(out), "--model", str(model)]) == 2
+    assert said in _error(capsys) and not out.exists()
+
+
 def test_eval_json_has_exactly_the_documented_keys(bandai_files, capsys, torch_threads):
     assert main(["ik", "eval", "--data", str(bandai_files[0]), "--max-frames", "16", "--json"]) == 0
     report = json.loads(capsys.readouterr().out)

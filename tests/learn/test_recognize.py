@@ -88,6 +88,9 @@ def test_load_rejects_other_models(tmp_path):
     save_model_files(tmp_path / "m", {"w": torch.zeros(1)}, {"format": "something-else"})
     with pytest.raises(FormatError, match="not a skelanim-recognizer model"):
         Recognizer.load(tmp_path / "m")
+    save_model_files(tmp_path / "m", {"w": torch.zeros(1)}, {"format": "skelanim-recognizer"})  # no entries
+    with pytest.raises(FormatError, match=r"m/config\.json: corrupt model config: no '\w+' entry"):
+        Recognizer.load(tmp_path / "m")
 
 
 @pytest.mark.parametrize("path", [False, True])

@@ -49,7 +49,7 @@ from skelanim.ik.classical import optimize_ik, solve_sequential, swing_ik
 from skelanim.ik.frames import IKRig
 from skelanim.ik.model import IKGAT, GATConfig
 from skelanim.ik.refine import REFINE_PRIOR, REFINE_SPREAD, REFINE_TOL, refine, refine_prior  # noqa: F401
-from skelanim.nn.checkpoint import load_model_files
+from skelanim.nn.checkpoint import config_error, load_model_files
 
 __all__ = ["ALL_METHODS", "DEFAULT_MODEL", "METHODS", "UNIT_TOLERANCE", "IKModel", "check_positions", "check_units",
            "load_model", "refine_prior", "run_method", "solve", "to_motion"]  # fmt: skip
@@ -107,14 +107,17 @@ class IKModel:
         tensors, config = load_model_files(folder)
         if config.get("format") != "skelanim-ik-gat":
             raise FormatError(f"not an IK-GAT model (format {config.get('format')!r})", path=folder / "config.json")
+        if config.get("version", 1) != 1:
+            raise FormatError(f"IK-GAT model version {config.get('version')!r}; this skelanim reads version 1",
+                              path=folder / "config.json")  # fmt: skip
         try:
             skeleton = Skeleton.from_dict(config["skeleton"])
             rig = IKRig(skeleton, ik_root=int(config["ik_root"]))
             net = IKGAT(rig, GATConfig.from_dict(config["architecture"]))
             net.load_state_dict(tensors)
             net.set_mean_pose(net.mean_pose.clone())  # derived buffers (not stored) from the stored mean pose
-        except (KeyError, TypeError, ValueError, RuntimeError) as err:
-            raise FormatError(f"corrupt model config or weights: {err}".splitlines()[0], path=folder) from None
+        except (KeyError, TypeError, ValueError, AttributeError, RuntimeError) as err:
+            raise config_error(err, folder) from None
         net.eval()
         return cls(net, rig, config, folder)
 

@@ -20,7 +20,7 @@ from torch import Tensor, nn
 from skelanim.data.dataset import BANDAI_TEST_STYLES, BANDAI_VAL_STYLES, MotionDataset
 from skelanim.data.rig import Rig
 from skelanim.errors import FormatError
-from skelanim.nn.checkpoint import load_model_files, save_model_files
+from skelanim.nn.checkpoint import config_error, load_model_files, save_model_files
 from skelanim.nn.layers import ForwardKinematics
 
 __all__ = ["Normalizer", "export_for_shipping", "file_balance_weights", "load_folder", "load_weights", "pretrained_dir",
@@ -188,6 +188,20 @@ def file_balance_weights(clip: Tensor, num_files: int, exponent: float) -> Tenso
     per_file = torch.bincount(clip, minlength=num_files).float().clamp_min(1.0)
     weight = per_file.pow(-exponent)[clip]
     return weight / weight.mean()
+
+
+def load_model(kind: Any, folder: str | os.PathLike | None, default: str, fmt: str, *,
+               optional: Sequence[str] = ()) -> Any:
+    """``kind.from_config`` of a model folder's config with its weights loaded (:func:`load_folder`,
+    :func:`load_weights`), in eval mode; a config that cannot build the model is a :class:`FormatError` naming
+    the entry (:func:`~skelanim.nn.checkpoint.config_error`)."""
+    tensors, config, path = load_folder(folder, default, fmt)
+    try:
+        model = kind.from_config(config)
+    except (KeyError, TypeError, ValueError, AttributeError) as err:
+        raise config_error(err, path) from None
+    load_weights(model, tensors, path, optional=optional)
+    return model.eval()
 
 
 def load_weights(model: nn.Module, tensors: dict[str, Tensor], path: Path, *, optional: Sequence[str] = ()) -> None:

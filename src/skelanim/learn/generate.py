@@ -55,7 +55,7 @@ from skelanim.data.labels import Vocabulary
 from skelanim.data.rig import Rig
 from skelanim.learn.common import (
     Normalizer,
-    load_folder,
+    load_model,
     load_weights,
     provenance,
     resolved_options,
@@ -213,10 +213,7 @@ class Generator(nn.Module):
     def load(cls, folder: str | Path | None = None, *, default: str = "generate") -> Generator:
         """Load a model folder (the shipped default when ``folder`` is ``None``), in eval mode. The
         discriminator may be absent (shipped folders leave it out: sampling does not use it)."""
-        tensors, config, path = load_folder(folder, default, FORMAT)
-        model = cls.from_config(config)
-        load_weights(model, tensors, path, optional=OPTIONAL_TENSORS)
-        return model.eval()
+        return load_model(cls, folder, default, FORMAT, optional=OPTIONAL_TENSORS)
 
     # ------------------------------------------------------------------ features
     def to_vectors(self, rot: Tensor, pelvis: Tensor, yaw: Tensor) -> Tensor:

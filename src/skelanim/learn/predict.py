@@ -56,8 +56,7 @@ from skelanim.learn.calibrate import calibrate_input_range, median_amplitude
 from skelanim.learn.common import (
     Normalizer,
     file_balance_weights,
-    load_folder,
-    load_weights,
+    load_model,
     provenance,
     resolved_options,
     rig_fk,
@@ -280,10 +279,7 @@ class Predictor(nn.Module):
     @classmethod
     def load(cls, folder: str | Path | None = None, *, default: str = "predict_rnn") -> Predictor:
         """Load a model folder (the shipped default when ``folder`` is ``None``), in eval mode."""
-        tensors, config, path = load_folder(folder, default, FORMAT)
-        model = cls.from_config(config)
-        load_weights(model, tensors, path, optional=("input_low", "input_high"))  # models saved before the range
-        return model.eval()
+        return load_model(cls, folder, default, FORMAT, optional=("input_low", "input_high"))  # saved before the range
 
 
 class CombinedPredictor:

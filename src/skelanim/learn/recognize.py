@@ -60,8 +60,7 @@ from skelanim.learn.augment import jitter_frames, log_uniform, scale_amplitude, 
 from skelanim.learn.common import (
     Normalizer,
     file_balance_weights,
-    load_folder,
-    load_weights,
+    load_model,
     provenance,
     resolved_options,
     rig_fk,
@@ -207,10 +206,7 @@ class Recognizer(nn.Module):
     @classmethod
     def load(cls, folder: str | Path | None = None, *, default: str = "recognize") -> Recognizer:
         """Load a model folder (the shipped default ``default`` when ``folder`` is ``None``), in eval mode."""
-        tensors, config, path = load_folder(folder, default, FORMAT)
-        model = cls.from_config(config)
-        load_weights(model, tensors, path)
-        return model.eval()
+        return load_model(cls, folder, default, FORMAT)
 
     @torch.no_grad()
     def classify(self, x: Tensor, *, batch: int = 256) -> tuple[Tensor, Tensor]:

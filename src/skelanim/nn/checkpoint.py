@@ -27,7 +27,7 @@ from skelanim.errors import FormatError
 from skelanim.io.atomic import atomic_open, atomic_path
 
 __all__ = [
-    "CONFIG_NAME", "STATE_NAME", "WEIGHTS_NAME", "load_model_files", "load_train_state", "read_model_config",
+    "CONFIG_NAME", "STATE_NAME", "WEIGHTS_NAME", "config_error", "load_model_files", "load_train_state", "read_model_config",
     "read_train_meta", "save_model_files", "save_train_state", "update_model_config",
 ]  # fmt: skip
 
@@ -84,6 +84,18 @@ def update_model_config(folder: str | os.PathLike, config: dict[str, Any]) -> No
     with atomic_open(path) as handle:
         json.dump(config, handle, indent=1)
         handle.write("\n")
+
+
+def config_error(err: Exception, folder: str | os.PathLike) -> FormatError:
+    """A model folder whose config or weights could not build the model, as one line naming what: a missing
+    key of ``config.json``, a value of the wrong kind, or weights that do not fit."""
+    path = Path(folder)
+    if isinstance(err, KeyError):
+        return FormatError(f"corrupt model config: no {err.args[0]!r} entry", path=path / CONFIG_NAME)
+    if isinstance(err, (TypeError, ValueError, AttributeError)):
+        return FormatError(f"corrupt model config: an entry of the wrong kind ({err})".splitlines()[0],
+                           path=path / CONFIG_NAME)  # fmt: skip
+    return FormatError(f"weights do not fit the model its config describes ({err})".splitlines()[0], path=path)
 
 
 def read_model_config(path: str | os.PathLike) -> dict[str, Any]:

@@ -29,7 +29,7 @@ from skelanim.core.motion import Motion
 from skelanim.core.rotations import quat_identity, quat_to_matrix
 from skelanim.core.skeleton import Skeleton
 from skelanim.errors import FormatError, SkelanimError
-from skelanim.nn.checkpoint import load_model_files
+from skelanim.nn.checkpoint import config_error, load_model_files
 from skelanim.retarget.baselines import FEET, ContactState, IKRetarget, causal_contacts, copy_hips
 from skelanim.retarget.mapping import CANONICAL_JOINTS, map_skeleton
 from skelanim.retarget.model import NKN, NKNConfig, NKNState
@@ -69,8 +69,8 @@ def load_nkn(folder: str | os.PathLike | None = None) -> NKN:
         net = NKN(NKNConfig.from_dict(config["architecture"]))
         weights = {k[4:]: v for k, v in tensors.items() if k.startswith("net.")} or tensors
         net.load_state_dict(weights)
-    except (KeyError, TypeError, RuntimeError) as err:
-        raise FormatError(f"corrupt model config or weights: {err}".splitlines()[0], path=path) from None
+    except (KeyError, TypeError, ValueError, AttributeError, RuntimeError) as err:
+        raise config_error(err, path) from None
     net.eval()
     _LOADED[key] = net
     return net
