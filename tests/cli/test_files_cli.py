@@ -315,3 +315,19 @@ def test_an_output_of_the_wrong_kind_is_refused(argv, said, tmp_path, capsys):
     code, _, err = run([a.format(walk=sample_path("walk"), tmp=tmp_path) for a in argv], capsys)
     assert code == 2 and err.strip().endswith(said) and len(err.strip().splitlines()) == 1, err
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_skeleton_without_feet_is_named_with_the_commands_own_advice(tmp_path, capsys):
+    """The library's advice (``pass joints= to foot_contacts``) is for Python callers: the commands name the
+    file and their own option (plot's ``--joints``), or say how the feet are found (gait, which has none)."""
+    rows = "\n".join(f"{0.01 * i:g} 0 0 0 0 0" for i in range(60))
+    stick = tmp_path / "stick.bvh"
+    stick.write_text("HIERARCHY\nROOT a\n{\n OFFSET 0 0 0\n CHANNELS 6 Xposition Yposition Zposition Zrotation "
+                     "Xrotation Yrotation\n End Site\n {\n  OFFSET 0 1 0\n }\n}\nMOTION\nFrames: 60\n"
+                     f"Frame Time: 0.033333\n{rows}\n")  # fmt: skip
+    for kind in ("contacts", "angles"):
+        code, _, err = run(["plot", str(stick), "-o", str(tmp_path / "x.png"), "-k", kind], capsys)
+        assert code == 2 and err.startswith(f"error: {stick}: ") and err.strip().endswith("name them with --joints")
+    code, _, err = run(["gait", str(stick)], capsys)
+    assert code == 2 and err.startswith(f"error: {stick}: ") and "pass joints" not in err and "by their names" in err
+    assert not (tmp_path / "x.png").exists()

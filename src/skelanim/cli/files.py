@@ -54,6 +54,19 @@ def require_suffix(path: Path, suffixes: tuple[str, ...], what: str) -> None:
                                      path=path)  # fmt: skip
 
 
+def with_option_hint(err: Exception, files: list[Path], hint: str) -> None:
+    """Give a library error about joints the file it concerns (when one file was given) and the command's own
+    advice in place of the library's ``; pass joints...`` (a keyword argument the command line does not have)."""
+    from skelanim.errors import SkelanimError
+
+    if isinstance(err, SkelanimError):
+        if err.path is None and len(files) == 1:
+            err.path = str(files[0])
+        if "; pass joints" in err.message:
+            err.message = err.message.split("; pass joints")[0] + hint
+        err.args = (err.one_line(),)
+
+
 def describe(motion: Motion, path: str) -> dict:
     """The facts ``skelanim info`` prints, as a JSON-friendly dict."""
     skeleton = motion.skeleton

@@ -8,6 +8,7 @@ from pathlib import Path
 import typer
 
 from skelanim.cli import app
+from skelanim.cli.files import with_option_hint
 
 
 @app.command()
@@ -25,8 +26,7 @@ def gait(
     try:
         report = gait_analysis(motion)
     except SkelanimError as err:
-        if err.path is None:
-            err.path = str(file)
+        with_option_hint(err, [file], " (gait analysis finds the feet by their names: left/right foot, ankle, toe)")
         raise
     if out is not None:
         from skelanim.viz.plots import plot_gait_report, save_figure

@@ -7,7 +7,7 @@ from pathlib import Path
 import typer
 
 from skelanim.cli import app
-from skelanim.cli.files import require_between
+from skelanim.cli.files import require_between, with_option_hint
 
 
 def _load_all(files: list[Path]) -> tuple[list, list[str]]:
@@ -41,14 +41,18 @@ def plot(
     dpi: int = typer.Option(100, "--dpi", help="Resolution of raster output (dots per inch, 1 to 1200)."),
 ) -> None:
     """Plot joint trajectories, joint angles, foot contacts or a strip of poses of FILES into OUT."""
-    from skelanim.errors import ShapeError
+    from skelanim.errors import ShapeError, SkeletonError
     from skelanim.viz import plots
 
     if kind not in plots.KINDS:
         raise ShapeError(f"unknown --kind {kind!r}; expected one of {', '.join(plots.KINDS)}")
     require_between(dpi, "--dpi", 1, 1200, "dots per inch")
     motions, labels = _load_all(files)
-    fig = plots.plot_motions(motions, kind, _split_joints(joints), labels=labels, angle=angle, count=count)  # type: ignore[arg-type]
+    try:
+        fig = plots.plot_motions(motions, kind, _split_joints(joints), labels=labels, angle=angle, count=count)  # type: ignore[arg-type]
+    except SkeletonError as err:
+        with_option_hint(err, files, "; name them with --joints")
+        raise
     plots.save_figure(fig, out, dpi=dpi)
     typer.echo(f"wrote {out} ({kind}, {len(motions)} motion{'s' if len(motions) > 1 else ''})")
 
