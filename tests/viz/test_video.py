@@ -269,3 +269,27 @@ def test_bad_fps_is_refused_before_any_output(walk: Motion, tmp_path: Path, capf
     assert os.listdir(tmp_path) == []
     out, err = capfd.readouterr()
     assert out == "" and err == ""
+
+
+@pytest.mark.parametrize("free, said", [(0, "No space left on device"), (10**9, "the video encoder (ffmpeg) stopped")])
+def test_an_encoder_that_stops_is_one_os_error_about_the_output(walk: Motion, tmp_path: Path, monkeypatch,
+                                                                free: int, said: str) -> None:  # fmt: skip
+    """ffmpeg's broken pipe (what a full disk looks like from here) becomes one OS error naming the output and
+    the reason, and no file is left."""
+    import collections
+    import shutil
+
+    import imageio_ffmpeg
+
+    def broken(*args, **kwargs):
+        yield
+        raise BrokenPipeError(32, "Broken pipe\n\nFFMPEG COMMAND:\nffmpeg -y ...")
+
+    monkeypatch.setattr(imageio_ffmpeg, "write_frames", broken)
+    usage = collections.namedtuple("usage", "total used free")
+    monkeypatch.setattr(shutil, "disk_usage", lambda path: usage(10**10, 10**10 - free, free))
+    out = tmp_path / "walk.mp4"
+    with pytest.raises(OSError) as caught:
+        video.render_video(walk[:10], out, fps=10, size=(64, 48), progress=False)
+    assert caught.value.filename == str(out) and said in caught.value.strerror and "\n" not in caught.value.strerror
+    assert list(tmp_path.iterdir()) == []

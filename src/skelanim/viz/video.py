@@ -28,8 +28,10 @@ centisecond (for ``fps`` up to 100; faster GIFs get 1 cs a frame, and most viewe
 
 from __future__ import annotations
 
+import errno
 import itertools
 import os
+import shutil
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
@@ -223,6 +225,15 @@ def render_frames(
         yield np.asarray(image)
 
 
+def _encoder_error(exc: OSError, tmp: Path) -> OSError:
+    """ffmpeg stopped (its pipe broke): the reason as one OS error about ``tmp`` — a full disk when the folder
+    has no room left, else the first line of the encoder's message."""
+    if shutil.disk_usage(tmp.parent).free < 1 << 20:
+        return OSError(errno.ENOSPC, "No space left on device", str(tmp))
+    first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+    return OSError(exc.errno or errno.EIO, f"the video encoder (ffmpeg) stopped: {first}", str(tmp))
+
+
 def render_video(
     motions: Motion | Sequence[Motion],
     path: str | os.PathLike,
@@ -254,16 +265,19 @@ def render_video(
         if suffix == ".mp4":
             import imageio_ffmpeg
 
-            writer = imageio_ffmpeg.write_frames(
+            writer = imageio_ffmpeg.write_frames(  # ffmpeg quiet: its failure becomes one error below
                 str(tmp), (int(size[0]), int(size[1])), fps=float(fps), codec="libx264", pix_fmt_out="yuv420p",
-                quality=6, macro_block_size=1, ffmpeg_log_level="error", output_params=["-preset", "veryfast"],
+                quality=6, macro_block_size=1, ffmpeg_log_level="quiet", output_params=["-preset", "veryfast"],
             )
-            writer.send(None)
             try:
-                for frame in frames:
-                    writer.send(np.ascontiguousarray(frame))
-            finally:
-                writer.close()
+                writer.send(None)
+                try:
+                    for frame in frames:
+                        writer.send(np.ascontiguousarray(frame))
+                finally:
+                    writer.close()
+            except OSError as exc:
+                raise _encoder_error(exc, tmp) from None
         else:
             # one palette (from the first frame) for all frames, no dithering: ten times faster than
             # per-frame adaptive quantisation, and the drawings use few colours. Frames always differ
