@@ -148,3 +148,19 @@ def test_a_batch_is_published_whole_or_not_at_all(tmp_path: Path) -> None:
         for i, tmp in enumerate(temps):
             tmp.write_text(f"new {i}")
     assert [t.read_text() for t in targets] == ["new 0", "new 1", "new 2"] and len(os.listdir(tmp_path)) == 3
+
+
+def test_a_short_write_on_a_full_disk_says_so(tmp_path: Path, monkeypatch) -> None:
+    """numpy reports a full disk as "N requested and M written" with no errno: the error says the disk is full."""
+    import collections
+    import errno
+    import shutil
+
+    usage = collections.namedtuple("usage", "total used free")
+    monkeypatch.setattr(shutil, "disk_usage", lambda path: usage(10**6, 10**6, 0))
+    target = tmp_path / "x.npy"
+    with pytest.raises(OSError) as caught, atomic_path(target) as tmp:
+        raise OSError("12870 requested and 8176 written")  # numpy's message, no errno
+    assert caught.value.errno == errno.ENOSPC and caught.value.filename == str(target)
+    assert caught.value.strerror.startswith("No space left on device: 12870 requested") and not target.exists()
+    assert tmp.parent == tmp_path and list(tmp_path.iterdir()) == []

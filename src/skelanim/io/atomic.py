@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import shutil
 import stat
 import tempfile
 from collections.abc import Iterator, Sequence
@@ -29,9 +30,21 @@ def _publish(tmp: str, target: Path) -> None:
 
 def _about_target(exc: OSError, target: Path, what: str) -> OSError:
     """``exc`` as the same kind of error about ``target``: ``filename`` the target, ``strerror`` the
-    system's reason followed by ``what`` was being done."""
+    system's reason followed by ``what`` was being done. A writer that reports a short write without a system
+    error (numpy: "N requested and M written") on a full disk gets the system's reason."""
     reason = exc.strerror or str(exc) or type(exc).__name__
-    return type(exc)(exc.errno, f"{reason} ({what})", str(target))
+    code = exc.errno
+    if code is None and _no_room(target.parent):
+        code, reason = errno.ENOSPC, f"{os.strerror(errno.ENOSPC)}: {reason}"
+    return type(exc)(code, f"{reason} ({what})", str(target))
+
+
+def _no_room(folder: Path) -> bool:
+    """Whether ``folder``'s file system has less than a megabyte free (unknown: no)."""
+    try:
+        return shutil.disk_usage(folder).free < 1 << 20
+    except OSError:
+        return False
 
 
 def _blocking_file(folder: Path) -> Path | None:
