@@ -1,7 +1,8 @@
 """Typed errors carrying the facts a user needs: which file, where in it, and what was expected.
 
 Every error the library raises on bad input derives from :class:`SkelanimError`. The CLI turns it into
-one line ``error: FILE:LINE: message`` (or ``FILE: frame F, joint J: message``) and exit code 2.
+one line ``error: FILE:LINE: message`` (or ``FILE: frame F, joint J: message``) and exit code 2. Lines are
+counted from 1, as an editor shows them; frames from 0, as ``motion[F]`` indexes them, in every format.
 """
 
 from __future__ import annotations

@@ -41,10 +41,10 @@ def test_missing_file_names_the_path(tmp_path: Path) -> None:
 
 def test_wrong_value_count_message_names_file_line_frame() -> None:
     lines = _GOOD.split("\n")
-    third = len(lines) - 2  # 0-based index of frame 3's line
+    third = len(lines) - 2  # 0-based index of the third frame's line (frame 2)
     lines[third] = " ".join(lines[third].split()[:-1])
     err = _error("\n".join(lines))
-    assert str(err) == f"walk.bvh:{third + 1}: expected 15 channel values on frame 3, found 14"
+    assert str(err) == f"walk.bvh:{third + 1}: expected 15 channel values on frame 2, found 14"
     assert (err.path, err.line) == ("walk.bvh", third + 1)
 
 
@@ -137,7 +137,7 @@ def test_error_in_a_later_chunk_of_a_long_file_has_the_right_line() -> None:
     assert err.line == bad + 1 and "'1x'" in err.message
     lines[bad] = " ".join(["2"] * 16)
     err = _error("\n".join(lines))
-    frame = bad + 1 - _line_of(text, "Frame Time")
+    frame = bad - _line_of(text, "Frame Time")  # counted from 0
     assert err.line == bad + 1 and f"on frame {frame}, found 16" in err.message
 
 

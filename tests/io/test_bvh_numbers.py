@@ -144,7 +144,7 @@ def test_short_tokens_rejected_like_the_grammar_says(token: str) -> None:
 
 
 BAD = [
-    (b"1 2 3\n4 5\n", "expected 3 channel values on frame 2, found 2"),
+    (b"1 2 3\n4 5\n", "expected 3 channel values on frame 1, found 2"),
     (b"1 2 3\n4 5 6 7\n", "found 4"),
     (b"1 2 3\n4 5 6", "expected 3 frames"),  # only 2 frames
     (b"1 2 3\n\n\n", "found 1 frame line"),

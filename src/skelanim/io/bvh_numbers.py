@@ -345,7 +345,7 @@ def _check_counts(counts: np.ndarray, channels: int, first_line: int, frames_bef
     bad = np.flatnonzero((counts != channels) & (counts != 0))
     if bad.size:
         i = int(bad[0])
-        frame = frames_before + int(np.count_nonzero(counts[:i])) + 1
+        frame = frames_before + int(np.count_nonzero(counts[:i]))  # counted from 0, as motion[frame]
         raise FormatError(
             f"expected {channels} channel values on frame {frame}, found {int(counts[i])}",
             path=path,
