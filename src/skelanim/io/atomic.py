@@ -86,24 +86,8 @@ def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
     OSError
         The folder or the file cannot be created, written or replaced; ``filename`` is ``path``.
     """
-    target = Path(path)
-    tmp = _prepare(target)
-    try:
-        try:
-            yield Path(tmp)
-        except OSError as exc:
-            if exc.filename not in (None, tmp):
-                raise
-            raise _about_target(exc, target, "while writing") from exc
-        try:
-            _publish(tmp, target)
-        except OSError as exc:
-            what = "expected a file name to write to" if target.is_dir() else "cannot replace it"
-            raise _about_target(exc, target, what) from exc
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
+    with atomic_paths([path]) as (tmp,):
+        yield tmp
 
 
 @contextlib.contextmanager
@@ -115,7 +99,8 @@ def atomic_paths(paths: Sequence[str | os.PathLike]) -> Iterator[list[Path]]:
     Raises
     ------
     OSError
-        As :func:`atomic_path`, ``filename`` the target of the temporary file that failed.
+        As :func:`atomic_path`, ``filename`` the target of the temporary file that failed (an error naming no
+        file is about the target when there is one).
     """
     targets = [Path(p) for p in paths]
     temps: list[str] = []
@@ -125,9 +110,10 @@ def atomic_paths(paths: Sequence[str | os.PathLike]) -> Iterator[list[Path]]:
         try:
             yield [Path(tmp) for tmp in temps]
         except OSError as exc:
-            if exc.filename not in temps:
+            named = temps.index(exc.filename) if exc.filename in temps else None
+            if named is None and (exc.filename is not None or len(temps) != 1):
                 raise
-            raise _about_target(exc, targets[temps.index(exc.filename)], "while writing") from exc
+            raise _about_target(exc, targets[named or 0], "while writing") from exc
         for tmp, target in zip(temps, targets, strict=True):
             try:
                 _publish(tmp, target)
