@@ -293,3 +293,17 @@ def test_an_encoder_that_stops_is_one_os_error_about_the_output(walk: Motion, tm
         video.render_video(walk[:10], out, fps=10, size=(64, 48), progress=False)
     assert caught.value.filename == str(out) and said in caught.value.strerror and "\n" not in caught.value.strerror
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_one_joint_skeleton_renders_without_numeric_warnings(tmp_path: Path) -> None:
+    """A skeleton of height 0 (one joint) once put the camera on its target (0/0 in the view basis)."""
+    import warnings
+
+    point = Skeleton(["root"], [-1], torch.zeros(1, 3))
+    root = torch.zeros(5, 3, dtype=torch.float64)
+    root[:, 0] = torch.arange(5) * 0.1
+    motion = Motion.rest(point, 5, fps=10.0).copy(root_positions=root)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        frames = list(video.render_frames([motion], fps=10, size=(64, 48), progress=False))
+    assert len(frames) == 5 and frames[0].shape == (48, 64, 3)

@@ -133,6 +133,8 @@ def skeleton_figure(motion: Motion) -> Figure3D:
             side_of[c] = side_of[parents[c]]
     sides = np.array([side_of[min(c, j - 1)] if c < j else side_of[p] for p, c in bones], dtype=np.int64)
     up, height = motion.up_axis(), motion.height
+    if not height > 0:  # a skeleton of one joint (or all at one height): frame it by its spread, or one unit
+        height = max(float(np.ptp(pos)), 1.0)
     centre = pos[:, 1:j].mean(axis=1) if j > 1 else pos[:, 0]
     edges = np.asarray(bones, dtype=np.int64).reshape(-1, 2)
     # a "bone" whose length changes by more than a tenth of the body is no bone: e.g. a static root
