@@ -38,7 +38,7 @@ from skelanim.cli import recognize as _recognize  # noqa: F401
 # isort: on
 
 
-#: click's exception base classes, as typer vendors them (found through the one typer exports, not a private path).
+#: click's exception base class, as typer vendors it (found through the one typer exports, not a private path).
 _CLICK_ERROR = next(c for c in typer.BadParameter.__mro__ if c.__name__ == "ClickException")
 
 
