@@ -87,6 +87,8 @@ def test_units_do_not_change_normalised_values(long_walk: Motion) -> None:
     for key in ("cadence", "stride_length_per_height", "walking_speed_per_height", "step_width_per_height",
                 "stance_fraction"):
         assert b[key] == pytest.approx(a[key], rel=1e-6), key
+    assert (a["units"], b["units"]) == (long_walk.metadata.get("units"), long_walk.metadata.get("units"))
+    assert (a["units_guess"], b["units_guess"]) == ("m", "cm")  # the DeepMimic walk is in metres
 
 
 def test_report_is_json_with_the_documented_keys(long_walk: Motion) -> None:

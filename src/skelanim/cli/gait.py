@@ -36,7 +36,7 @@ def gait(
     if as_json:
         typer.echo(json.dumps({"file": str(file), **facts}, indent=2))
         return
-    units = report.units or "file units"
+    units = report.units or facts["units_guess"]  # lengths below in the file's units, guessed from the height
     lines = [
         ("file", str(file)),
         ("gait cycles", f"{report.num_cycles} ({facts['num_heel_strikes']} heel strikes)"),

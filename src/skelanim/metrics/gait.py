@@ -49,6 +49,7 @@ from scipy.ndimage import gaussian_filter1d
 
 from skelanim.core.motion import Motion
 from skelanim.core.skeleton import Skeleton
+from skelanim.core.units import guess_unit
 from skelanim.errors import ShapeError, SkelanimError, SkeletonError
 from skelanim.ops.contacts import find_feet, foot_contacts
 
@@ -341,6 +342,7 @@ class GaitReport:
             "num_heel_strikes": int(sum(len(v) for v in self.heel_strikes.values())),
             "height": h,
             "units": self.units,
+            "units_guess": guess_unit(h),  # from the height, as `skelanim info` guesses it
             "fps": self.fps,
             "duration_s": self.duration,
             "heel_strikes": {k: v.tolist() for k, v in self.heel_strikes.items()},
