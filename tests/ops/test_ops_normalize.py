@@ -48,6 +48,23 @@ def test_scale(motion, check_unchanged):
         scale(motion, float("nan"))
 
 
+@pytest.mark.parametrize("factor", [10.0, 0.01])
+def test_scale_keeps_the_unit_so_an_export_to_metres_scales_too(motion, factor):
+    """A figure in centimetres in a file that names no unit: the unit guessed before scaling is pinned, so glTF's
+    metres change by the factor (guessing again from the scaled height read 10x as millimetres, 0.01x as metres)."""
+    from skelanim.io.gltf import export_scale
+
+    assert 1.0 < motion.height < 3.0  # a human-sized figure in metres, made centimetres below
+    bare = motion.copy(skeleton=motion.skeleton.scaled(100.0), root_positions=motion.root_positions * 100.0,
+                       metadata={k: v for k, v in motion.metadata.items() if k != "units"})  # fmt: skip
+    metres, unit = export_scale(bare)
+    assert unit == "cm"
+    scaled = scale(bare, factor)
+    assert export_scale(scaled)[0] * scaled.height == pytest.approx(factor * metres * bare.height)
+    named = scale(bare.copy(metadata={"units": "inch"}), factor)
+    assert named.metadata["units"] == "inch"  # a unit the file names is kept
+
+
 def test_scale_joint_translations(helpers):
     m = helpers.random_motion(helpers.body_skeleton(), 10, translations=True)
     out = scale(m, 0.01)

@@ -27,6 +27,7 @@ from torch import Tensor
 from skelanim.core._tensor import ArrayLike, as_tensor, numpy_in_numpy_out
 from skelanim.core.motion import Motion
 from skelanim.core.rotations import axis_angle_to_quat, quat_apply, quat_multiply
+from skelanim.core.units import canonical_unit, guess_unit
 from skelanim.errors import ShapeError, SkeletonError
 from skelanim.ops._common import axis_index, direction_vector
 
@@ -49,18 +50,24 @@ def scale(motion: Motion, s: float) -> Motion:
     Returns
     -------
     Motion
-        A new motion on ``motion.skeleton.scaled(s)``; rotations and fps are unchanged.
+        A new motion on ``motion.skeleton.scaled(s)``; rotations and fps are unchanged. The lengths stay in the
+        motion's unit: ``metadata["units"]`` is kept, or, where the file named none, set to the unit guessed from
+        the height before scaling (:func:`~skelanim.core.units.guess_unit`), so that an export to metres (glTF)
+        scales by ``s`` too instead of guessing again from the scaled height.
     """
     s = float(s)
     if not (s > 0 and math.isfinite(s)):
         raise ShapeError(f"scale factor must be a positive finite number, got {s}")
     jt = None if motion.joint_translations is None else motion.joint_translations * s
+    metadata = dict(motion.metadata)
+    if canonical_unit(str(metadata.get("units", ""))) is None:
+        metadata["units"] = guess_unit(motion.height)
     return motion.copy(
         skeleton=motion.skeleton.scaled(s),
         rotations=motion.rotations.clone(),
         root_positions=motion.root_positions * s,
         joint_translations=jt,
-        metadata=dict(motion.metadata),
+        metadata=metadata,
     )
 
 
