@@ -32,7 +32,11 @@ without children ends with an ``End Site`` block, as strict readers (MotionBuild
 most parsers) require: its :attr:`Skeleton.end_sites` offset, or ``OFFSET 0 0 0`` for a leaf that has
 none (e.g. the DeepMimic humanoid's ankles and neck). Read back, such a leaf has that zero End Site in
 :attr:`Skeleton.end_sites`; joints, names, offsets, channels and joint positions are unchanged, and
-End Sites read from a file are written back as they were. Quaternions go
+End Sites read from a file are written back as they were. A BVH hierarchy nests each joint's children inside
+it, so joints are written in depth-first order: a skeleton whose joint indices are not in that order (the
+DeepMimic humanoid: ``root, chest, neck, right_hip, ...`` with the arms under the chest) reads back with the
+same joints by name in another index order, so arrays indexed by joint number must be matched by name.
+Quaternions go
 back to Euler angles in each joint's order; then, per joint, the Euler solution (of the two a
 Tait-Bryan or proper Euler order allows) and each angle's turn count are chosen for continuity over
 time, so continuous motion comes back with the same numbers (also angles beyond +-180 degrees) up to
