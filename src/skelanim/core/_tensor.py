@@ -123,20 +123,20 @@ def _sum_sq(x: Tensor, keepdim: bool = True) -> Tensor:
 def _safe_norm(x: Tensor, keepdim: bool = True) -> Tensor:
     """Euclidean norm over the last dim; gradient 0 (not NaN) at ``x == 0``."""
     sq = _sum_sq(x, keepdim)
-    ok = sq > 0
+    ok = ~(sq <= 0)  # NaN stays NaN
     return torch.where(ok, torch.sqrt(torch.where(ok, sq, torch.ones_like(sq))), torch.zeros_like(sq))
 
 
 def _safe_normalize(x: Tensor, fallback: Tensor, ref_sq: Tensor | float = 0.0, rel: float = 1.0) -> Tensor:
     """``x / |x|`` over the last dim, ``fallback`` where ``|x|^2 <= rel^2 eps^2 (1 + ref_sq)``."""
     sq = _sum_sq(x)
-    ok = sq > (rel * rel * _eps2(x)) * (1.0 + ref_sq)
+    ok = ~(sq <= (rel * rel * _eps2(x)) * (1.0 + ref_sq))  # NaN stays NaN
     return torch.where(ok, x / torch.sqrt(torch.where(ok, sq, torch.ones_like(sq))), fallback)
 
 
 def _safe_atan2(y: Tensor, x: Tensor) -> Tensor:
     """``atan2(y, x)`` that is 0 with zero gradient at ``x == y == 0``."""
-    ok = (x * x + y * y) > 0
+    ok = ~((x * x + y * y) <= 0)  # NaN stays NaN
     return torch.atan2(torch.where(ok, y, torch.zeros_like(y)), torch.where(ok, x, torch.ones_like(x)))
 
 

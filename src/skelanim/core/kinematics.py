@@ -132,7 +132,7 @@ def _normalized(q: torch.Tensor) -> torch.Tensor:
     """``(4, ...)`` quaternion components scaled to unit length; zero quaternions become the identity (the
     rule of :func:`~skelanim.core.rotations.quat_normalize`)."""
     sq = (q * q).sum(0)
-    ok = sq > float(torch.finfo(q.dtype).eps) ** 2
+    ok = ~(sq <= float(torch.finfo(q.dtype).eps) ** 2)  # NaN stays NaN: corrupt input is not drawn as a pose
     unit = q * torch.where(ok, sq, 1.0).rsqrt()
     identity = torch.tensor([1.0, 0.0, 0.0, 0.0], dtype=q.dtype, device=q.device).reshape(4, *[1] * (q.ndim - 1))
     return torch.where(ok, unit, identity)

@@ -239,7 +239,7 @@ class Motion:
         if self.num_frames == 0:
             return self.skeleton.height()
         extent = self._sample_positions(end_sites=True)[..., axis]
-        return float((extent.max(-1).values - extent.min(-1).values).median())
+        return float((extent.max(-1).values - extent.min(-1).values).median().detach())  # a number: no gradient
 
     def _sample_positions(self, *, end_sites: bool = False, count: int = 64) -> torch.Tensor:
         """``(S, J(+E), 3)`` world positions at up to ``count`` evenly spaced frames."""
@@ -296,10 +296,12 @@ class Motion:
         return replace(self, **changes)
 
     def __getitem__(self, frames: int | slice | Sequence[int] | np.ndarray | torch.Tensor) -> Motion:
-        """Frames selected by an index (a one-frame motion), a slice or an index array, as a new Motion (same
-        skeleton and fps)."""
+        """Frames selected by an index (a one-frame motion; ``IndexError`` outside ``-F <= i < F``), a slice or an
+        index array, as a new Motion (same skeleton and fps)."""
         if isinstance(frames, (int, np.integer)) or (isinstance(frames, (np.ndarray, torch.Tensor)) and frames.ndim == 0):
             index = int(frames)  # also a NumPy integer or a 0-d array, e.g. from argmax
+            if not -self.num_frames <= index < self.num_frames:
+                raise IndexError(f"frame {index} of a motion of {self.num_frames} frames")
             frames = slice(index, index + 1 if index != -1 else None)
         jt = None if self.joint_translations is None else self.joint_translations[frames]
         source = self.__dict__["_rotations"]  # Euler angles stay unconverted

@@ -121,8 +121,9 @@ def quat_normalize(q: Tensor) -> Tensor:
 
 def _norm_guard(sq: Tensor) -> tuple[Tensor, Tensor]:
     """The rule of :func:`quat_normalize` for squared lengths ``sq``: where ``sq > eps^2`` (``ok``) divide by
-    ``norm = sqrt(sq)``; elsewhere (``norm = 1`` there, so no NaN in either branch) take the identity."""
-    ok = sq > _eps2(sq)
+    ``norm = sqrt(sq)``; elsewhere (``norm = 1`` there, so no NaN in either branch) take the identity. A NaN
+    length counts as ``ok``, so NaN input gives NaN, never a silent identity."""
+    ok = ~(sq <= _eps2(sq))
     return ok, torch.sqrt(torch.where(ok, sq, torch.ones_like(sq)))
 
 
@@ -225,7 +226,7 @@ def quat_inverse(q: Tensor) -> Tensor:
     q = as_tensor(q)
     _check(q, (4,), "q")
     sq = _sum_sq(q)
-    ok = sq > _eps2(q)
+    ok = ~(sq <= _eps2(q))  # NaN stays NaN (see _norm_guard)
     return torch.where(ok, quat_conjugate(q) / torch.where(ok, sq, torch.ones_like(sq)), _quat_id_like(q))
 
 

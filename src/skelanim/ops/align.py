@@ -130,6 +130,8 @@ def dtw(
 
 
 def _root_relative_features(motion: Motion, joints: Sequence[int | str] | None, normalize_height: bool) -> np.ndarray:
+    if motion.num_frames < 1:
+        raise ShapeError("cannot align a motion without frames")
     pos = motion.positions()
     pos = pos - pos[:, :1]
     if joints is not None:
@@ -138,7 +140,7 @@ def _root_relative_features(motion: Motion, joints: Sequence[int | str] | None, 
         h = motion.height
         if h > 0:
             pos = pos / h
-    return pos.reshape(pos.shape[0], -1).numpy()
+    return pos.reshape(pos.shape[0], -1).detach().numpy()
 
 
 def align_motions(

@@ -108,11 +108,13 @@ def foot_contacts(
     ``(F, K)`` bool: a torch tensor for a motion or tensor input, numpy for numpy input.
     """
     if isinstance(source, Motion):
+        if source.num_frames < 1:
+            raise ShapeError("foot_contacts needs a motion with at least one frame")
         fps = source.fps if fps is None else fps
         up = source.up_axis() if up_axis is None else axis_index(up_axis)
         idx = find_feet(source.skeleton) if joints is None else source.skeleton.indices(joints)
         h = source.height_along(up) if height is None else float(height)
-        pos = source.positions()[:, idx].numpy()
+        pos = source.positions()[:, idx].detach().numpy()
         as_numpy = False
     else:
         if fps is None:

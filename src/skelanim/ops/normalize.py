@@ -198,6 +198,8 @@ def rotate_about_up(
     """
     up = _unit(motion.up_axis() if up_axis is None else int(up_axis))
     q_yaw = axis_angle_to_quat(up, torch.tensor(float(angle), dtype=torch.float64))
+    if pivot is None and motion.num_frames < 1:
+        raise ShapeError("rotate_about_up needs a pivot for a motion without frames (its default is frame 0's root)")
     p = motion.root_positions[0] if pivot is None else as_tensor(pivot, dtype=torch.float64).reshape(3)
     rot = motion.rotations.clone()
     rot[:, 0] = quat_multiply(q_yaw, rot[:, 0])

@@ -1,0 +1,53 @@
+"""Edge inputs of the ops and of Motion: no frames, an index past the end, tensors that carry gradients, and
+corrupt (NaN) rotations, each either handled or refused with a skelanim error, never a silent wrong answer."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from skelanim.core import rotations as r
+from skelanim.errors import ShapeError
+from skelanim.ops import align_motions, foot_contacts, rotate_about_up
+
+
+def test_an_index_past_the_end_is_an_index_error(motion):
+    frames = motion.num_frames
+    assert motion[frames - 1].num_frames == 1 and motion[-frames].num_frames == 1
+    for index in (frames, frames + 7, -frames - 1, np.int64(frames)):
+        with pytest.raises(IndexError, match=f"of a motion of {frames} frames"):
+            motion[index]
+
+
+def test_ops_on_a_motion_without_frames_say_so(motion):
+    empty = motion[0:0]
+    with pytest.raises(ShapeError, match="at least one frame"):
+        foot_contacts(empty)
+    with pytest.raises(ShapeError, match="without frames"):
+        align_motions(empty, motion)
+    with pytest.raises(ShapeError, match="needs a pivot"):
+        rotate_about_up(empty, 0.5)
+    assert rotate_about_up(empty, 0.5, pivot=[0.0, 0.0, 0.0]).num_frames == 0
+
+
+def test_contacts_and_alignment_take_motions_that_carry_gradients(motion):
+    """A motion in a differentiable pipeline: labels and paths come out as for the same motion detached."""
+    carried = motion.copy(rotations=motion.rotations.clone().requires_grad_())
+    assert torch.equal(foot_contacts(carried), foot_contacts(motion))
+    path, cost = align_motions(carried, motion)
+    plain_path, plain_cost = align_motions(motion, motion)
+    assert np.array_equal(path, plain_path) and cost == pytest.approx(plain_cost)
+
+
+def test_nan_rotations_stay_nan_and_a_zero_quaternion_is_the_identity(motion):
+    """The zero-length guard once read NaN as "too short" and drew corrupt frames as the identity."""
+    for bad in ([np.nan, 1.0, 0.0, 0.0], [np.inf, 0.0, 0.0, 0.0]):
+        q = np.array(bad)
+        assert np.isnan(r.quat_to_matrix(q)).any() and np.isnan(r.quat_normalize(q)).any()
+        assert np.isnan(r.quat_to_euler(q, "XYZ")).any() and np.isnan(r.quat_apply(q, np.ones(3))).any()
+    assert np.array_equal(r.quat_to_matrix(np.zeros(4)), np.eye(3))  # documented: zero means identity
+    rot = motion.rotations.clone()
+    rot[2, 3] = float("nan")
+    finite = torch.isfinite(motion.copy(rotations=rot).positions()).all(-1)  # (F, J)
+    assert not finite[2].all() and finite[[0, 1, 3]].all()  # only the corrupt frame, from that joint down
