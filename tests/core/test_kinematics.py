@@ -98,3 +98,23 @@ def test_outputs_are_contiguous(monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.setattr(kinematics, "_BLOCK", block)
         rot, pos = forward_kinematics(q, t, [-1, 0, 1, 0, 3])
         assert rot.is_contiguous() and pos.is_contiguous()
+
+
+def test_numpy_in_numpy_out_and_shape_errors():
+    """numpy at the edges (as every rotation function), integer quaternions as floats, bad shapes refused by
+    name instead of a torch error."""
+    from skelanim.core.kinematics import forward_kinematics, forward_kinematics_positions
+    from skelanim.errors import ShapeError
+
+    rot = np.tile([1.0, 0.0, 0.0, 0.0], (5, 2, 1))
+    rot[:, 1] = [np.cos(0.3), 0.0, np.sin(0.3), 0.0]
+    trans = np.array([[0.0, 1.0, 0.0], [0.5, 0.0, 0.0]])
+    world_r, world_p = forward_kinematics(rot, trans, [-1, 0])
+    assert isinstance(world_r, np.ndarray) and isinstance(world_p, np.ndarray) and world_p.shape == (5, 2, 3)
+    expected = forward_kinematics(torch.from_numpy(rot), torch.from_numpy(trans), [-1, 0])[1]
+    assert np.allclose(world_p, expected.numpy()) and np.allclose(forward_kinematics_positions(rot, trans, [-1, 0]), world_p)
+    ints = forward_kinematics_positions(torch.tensor([[1, 0, 0, 0], [1, 0, 0, 0]]), torch.from_numpy(trans), [-1, 0])
+    assert torch.allclose(ints, torch.tensor([[0.0, 1.0, 0.0], [0.5, 1.0, 0.0]], dtype=ints.dtype))
+    for bad_rot, bad_trans in ((np.zeros((5, 2, 3)), trans), (rot, np.zeros((3, 3))), (rot[:, :1], np.zeros((4, 2, 3)))):
+        with pytest.raises(ShapeError):
+            forward_kinematics(bad_rot, bad_trans, [-1, 0])

@@ -26,11 +26,13 @@ from collections.abc import Callable
 import numpy as np
 import torch
 
+from skelanim.core._tensor import numpy_in_numpy_out
 from skelanim.core.rotations import (
     _quat_product_parts,
     _unit_quat_matrix_parts,
     quat_to_matrix,
 )
+from skelanim.errors import ShapeError
 
 
 @functools.lru_cache(maxsize=256)
@@ -270,11 +272,19 @@ def _prepare(rotations: torch.Tensor, translations: torch.Tensor, parents: list[
              ) -> tuple[tuple[int, ...], tuple[int, ...], int, torch.Tensor, torch.Tensor]:
     """Checks; ``(parents, lead dims, J, (4, J, N) rotations, (3, J, N or 1) translations)`` as views."""
     parents_t = tuple(int(p) for p in (parents.tolist() if isinstance(parents, torch.Tensor) else parents))
-    # numpy's broadcast_shapes: torch's imports sympy on first use (seconds of start-up)
-    shape = np.broadcast_shapes(tuple(rotations.shape[:-1]), tuple(translations.shape[:-1]))
+    if rotations.ndim < 2 or rotations.shape[-1] != 4 or translations.ndim < 2 or translations.shape[-1] != 3:
+        raise ShapeError(f"forward kinematics needs rotations (..., J, 4) and translations (..., J, 3), got "
+                         f"{tuple(rotations.shape)} and {tuple(translations.shape)}")  # fmt: skip
+    if not rotations.is_floating_point():
+        rotations = rotations.to(torch.float64)
+    try:  # numpy's broadcast_shapes: torch's imports sympy on first use (seconds of start-up)
+        shape = np.broadcast_shapes(tuple(rotations.shape[:-1]), tuple(translations.shape[:-1]))
+    except ValueError:
+        raise ShapeError(f"rotations {tuple(rotations.shape)} and translations {tuple(translations.shape)} do not "
+                         "broadcast over their leading dims and joints") from None  # fmt: skip
     lead, n_joints = shape[:-1], shape[-1]
     if n_joints != len(parents_t):
-        raise ValueError(f"rotations/translations have {n_joints} joints, parents {len(parents_t)}")
+        raise ShapeError(f"rotations/translations have {n_joints} joints, parents {len(parents_t)}")
     n = math.prod(lead)
     q = rotations.expand(*shape, 4).reshape(n, n_joints, 4).permute(2, 1, 0)
     t = translations.to(q.dtype)
@@ -285,6 +295,7 @@ def _prepare(rotations: torch.Tensor, translations: torch.Tensor, parents: list[
     return parents_t, lead, n_joints, q, t
 
 
+@numpy_in_numpy_out
 def forward_kinematics(
     rotations: torch.Tensor,
     translations: torch.Tensor,
@@ -328,6 +339,7 @@ def forward_kinematics(
     return world_r.reshape(*lead, n_joints, 3, 3), world_p.reshape(*lead, n_joints, 3)
 
 
+@numpy_in_numpy_out
 def forward_kinematics_positions(
     rotations: torch.Tensor,
     translations: torch.Tensor,
