@@ -51,3 +51,17 @@ def test_nan_rotations_stay_nan_and_a_zero_quaternion_is_the_identity(motion):
     rot[2, 3] = float("nan")
     finite = torch.isfinite(motion.copy(rotations=rot).positions()).all(-1)  # (F, J)
     assert not finite[2].all() and finite[[0, 1, 3]].all()  # only the corrupt frame, from that joint down
+
+
+def test_every_op_takes_the_up_axis_by_name(motion):
+    from skelanim.ops import face_forward, facing_directions, normalize
+
+    up = motion.up_axis()
+    name = "xyz"[up]
+    assert torch.equal(facing_directions(motion, up_axis=name), facing_directions(motion, up_axis=up))
+    assert torch.equal(rotate_about_up(motion, 0.3, up_axis=name).positions(),
+                       rotate_about_up(motion, 0.3, up_axis=up).positions())  # fmt: skip
+    assert torch.equal(face_forward(motion, up_axis=name).positions(), face_forward(motion, up_axis=up).positions())
+    assert torch.equal(normalize(motion, up_axis=name).positions(), normalize(motion, up_axis=up).positions())
+    with pytest.raises(ShapeError, match="axis must be 0, 1 or 2"):
+        rotate_about_up(motion, 0.3, up_axis=3)

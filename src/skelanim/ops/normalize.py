@@ -71,7 +71,7 @@ def scale(motion: Motion, s: float) -> Motion:
     )
 
 
-def normalize(motion: Motion, *, height: float | None = None, ground: bool = True, up_axis: int | None = None) -> Motion:
+def normalize(motion: Motion, *, height: float | None = None, ground: bool = True, up_axis: int | str | None = None) -> Motion:
     """Unit height, root at the horizontal origin and lowest point on the ground, at frame 0.
 
     Parameters
@@ -84,7 +84,7 @@ def normalize(motion: Motion, *, height: float | None = None, ground: bool = Tru
         Also shift along the up axis so that the lowest joint or End Site of frame 0 is at 0. When
         ``False`` only the horizontal root position is moved.
     up_axis:
-        0, 1 or 2; default :meth:`Motion.up_axis`. Also the axis the default ``height`` is measured along.
+        0, 1 or 2 (or ``"x"``, ``"y"``, ``"z"``); default :meth:`Motion.up_axis`. Also the axis the default ``height`` is measured along.
 
     Returns
     -------
@@ -145,7 +145,7 @@ def _unit(axis: int) -> torch.Tensor:
     return v
 
 
-def facing_directions(motion: Motion, *, up_axis: int | None = None) -> torch.Tensor:
+def facing_directions(motion: Motion, *, up_axis: int | str | None = None) -> torch.Tensor:
     """Per-frame horizontal facing direction.
 
     Parameters
@@ -153,7 +153,7 @@ def facing_directions(motion: Motion, *, up_axis: int | None = None) -> torch.Te
     motion:
         A motion whose skeleton has left/right joint pairs.
     up_axis:
-        0, 1 or 2; default :meth:`Motion.up_axis`.
+        0, 1 or 2 (or ``"x"``, ``"y"``, ``"z"``); default :meth:`Motion.up_axis`.
 
     Returns
     -------
@@ -161,7 +161,7 @@ def facing_directions(motion: Motion, *, up_axis: int | None = None) -> torch.Te
         ``(F, 3)`` unit vectors with zero up-component (see the module docstring for the definition).
     """
     pairs = _lateral_pairs(motion)
-    axis = motion.up_axis() if up_axis is None else int(up_axis)
+    axis = motion.up_axis() if up_axis is None else axis_index(up_axis)
     up = _unit(axis)
     pos = motion.positions()
     left = torch.tensor([l for l, _ in pairs])
@@ -176,7 +176,7 @@ def facing_directions(motion: Motion, *, up_axis: int | None = None) -> torch.Te
 
 
 def rotate_about_up(
-    motion: Motion, angle: float, *, pivot: ArrayLike | None = None, up_axis: int | None = None
+    motion: Motion, angle: float, *, pivot: ArrayLike | None = None, up_axis: int | str | None = None
 ) -> Motion:
     """Rotate the whole motion by ``angle`` radians about the up axis through ``pivot``.
 
@@ -189,14 +189,14 @@ def rotate_about_up(
     pivot:
         ``(3,)`` point on the rotation axis; default the root position at frame 0.
     up_axis:
-        0, 1 or 2; default :meth:`Motion.up_axis`.
+        0, 1 or 2 (or ``"x"``, ``"y"``, ``"z"``); default :meth:`Motion.up_axis`.
 
     Returns
     -------
     Motion
         Root rotations ``q_yaw * q_root``; root positions ``pivot + R_yaw (p - pivot)``.
     """
-    up = _unit(motion.up_axis() if up_axis is None else int(up_axis))
+    up = _unit(motion.up_axis() if up_axis is None else axis_index(up_axis))
     q_yaw = axis_angle_to_quat(up, torch.tensor(float(angle), dtype=torch.float64))
     if pivot is None and motion.num_frames < 1:
         raise ShapeError("rotate_about_up needs a pivot for a motion without frames (its default is frame 0's root)")
@@ -207,7 +207,7 @@ def rotate_about_up(
     return motion.copy(rotations=rot, root_positions=root, metadata=dict(motion.metadata))
 
 
-def face_forward(motion: Motion, *, forward: str | ArrayLike = "+z", up_axis: int | None = None) -> Motion:
+def face_forward(motion: Motion, *, forward: str | ArrayLike = "+z", up_axis: int | str | None = None) -> Motion:
     """Rotate the motion about the up axis so that the character faces ``forward`` on the first frame.
 
     Parameters
@@ -218,7 +218,7 @@ def face_forward(motion: Motion, *, forward: str | ArrayLike = "+z", up_axis: in
         Target direction: ``"+z"``, ``"-x"``, ... or a 3-vector; its horizontal part is used, so it must
         not be parallel to the up axis (for a Z-up skeleton pass e.g. ``"+y"``).
     up_axis:
-        0, 1 or 2; default :meth:`Motion.up_axis`.
+        0, 1 or 2 (or ``"x"``, ``"y"``, ``"z"``); default :meth:`Motion.up_axis`.
 
     Returns
     -------
