@@ -65,3 +65,15 @@ def test_every_op_takes_the_up_axis_by_name(motion):
     assert torch.equal(normalize(motion, up_axis=name).positions(), normalize(motion, up_axis=up).positions())
     with pytest.raises(ShapeError, match="axis must be 0, 1 or 2"):
         rotate_about_up(motion, 0.3, up_axis=3)
+
+
+def test_a_joint_index_outside_the_skeleton_is_a_skeleton_error(motion):
+    from skelanim.errors import SkeletonError
+
+    joints = motion.skeleton.num_joints
+    assert motion.skeleton.indices([0, joints - 1]) == [0, joints - 1]
+    for bad in (joints, 99, -1):
+        with pytest.raises(SkeletonError, match=f"joint index {bad} is not one of the skeleton's {joints} joints"):
+            foot_contacts(motion, joints=[bad])
+        with pytest.raises(SkeletonError):
+            motion.skeleton.children(bad)

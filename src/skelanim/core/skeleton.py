@@ -126,8 +126,16 @@ class Skeleton:
             raise SkeletonError(f"unknown joint {name!r} (joints: {', '.join(self.names)})") from None
 
     def indices(self, names: Iterable[str | int]) -> list[int]:
-        """Indices of joints given by name or index."""
-        return [n if isinstance(n, (int, np.integer)) else self.index(n) for n in names]
+        """Indices of joints given by name or index (``0 <= i < J``; :class:`SkeletonError` otherwise)."""
+        out = []
+        for n in names:
+            if isinstance(n, (int, np.integer)):
+                if not 0 <= int(n) < self.num_joints:
+                    raise SkeletonError(f"joint index {int(n)} is not one of the skeleton's {self.num_joints} joints")
+                out.append(int(n))
+            else:
+                out.append(self.index(n))
+        return out
 
     def children(self, joint: int | str) -> list[int]:
         """Indices of the direct children of ``joint``."""
