@@ -77,3 +77,24 @@ def test_a_joint_index_outside_the_skeleton_is_a_skeleton_error(motion):
             foot_contacts(motion, joints=[bad])
         with pytest.raises(SkeletonError):
             motion.skeleton.children(bad)
+
+
+def test_more_edge_inputs(motion):
+    """A reversed motion, nested lists for the two rotation functions that refused them, and NaN where the
+    one-euro filter and sample_frames let it through."""
+    from skelanim.ops import one_euro, sample_frames
+
+    backwards = motion[::-1]
+    assert backwards.num_frames == motion.num_frames
+    assert torch.equal(backwards.positions(), motion.positions().flip(0))
+    assert torch.equal(motion[5:1:-2].positions(), motion.positions()[[5, 3]])
+    q = r.quat_continuous([[1.0, 0.0, 0.0, 0.0], [-1.0, 0.0, 0.0, 0.0]])
+    assert np.allclose(q, [[1.0, 0.0, 0.0, 0.0], [1.0, 0.0, 0.0, 0.0]])
+    assert np.allclose(r.mean_rotations([np.eye(3), np.eye(3)]), np.eye(3))
+    for dim in (1, 2, -1):
+        with pytest.raises(ShapeError, match="leading dim"):
+            r.mean_rotations(np.tile(np.eye(3), (2, 1, 1)), dim=dim)
+    with pytest.raises(ShapeError, match="NaN"):
+        one_euro(np.array([[0.0], [np.nan], [1.0]]), fps=30)
+    with pytest.raises(ShapeError, match="finite numbers"):
+        sample_frames(motion, torch.tensor([0.5, float("nan")]), motion.fps)

@@ -296,13 +296,16 @@ class Motion:
         return replace(self, **changes)
 
     def __getitem__(self, frames: int | slice | Sequence[int] | np.ndarray | torch.Tensor) -> Motion:
-        """Frames selected by an index (a one-frame motion; ``IndexError`` outside ``-F <= i < F``), a slice or an
-        index array, as a new Motion (same skeleton and fps)."""
+        """Frames selected by an index (a one-frame motion; ``IndexError`` outside ``-F <= i < F``), a slice (a
+        negative step too: ``motion[::-1]`` plays it backwards) or an index array, as a new Motion (same skeleton
+        and fps)."""
         if isinstance(frames, (int, np.integer)) or (isinstance(frames, (np.ndarray, torch.Tensor)) and frames.ndim == 0):
             index = int(frames)  # also a NumPy integer or a 0-d array, e.g. from argmax
             if not -self.num_frames <= index < self.num_frames:
                 raise IndexError(f"frame {index} of a motion of {self.num_frames} frames")
             frames = slice(index, index + 1 if index != -1 else None)
+        elif isinstance(frames, slice) and frames.step is not None and frames.step < 0:  # torch slices step forward
+            frames = torch.tensor(range(self.num_frames)[frames], dtype=torch.long)  # e.g. motion[::-1], played back
         jt = None if self.joint_translations is None else self.joint_translations[frames]
         source = self.__dict__["_rotations"]  # Euler angles stay unconverted
         return replace(

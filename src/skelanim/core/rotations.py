@@ -326,6 +326,7 @@ def quat_continuous(q: Tensor) -> Tensor:
     ``(F, ..., 4)``: ``q_t`` or ``-q_t`` (the same rotation), chosen so ``q_t . q_{t-1} >= 0``; frame 0 is
     kept as it is.
     """
+    q = as_tensor(q)
     if q.ndim < 2:
         raise ShapeError(f"q must have shape (F, ..., 4), got {tuple(q.shape)}")
     _check(q, (4,), "q")
@@ -398,6 +399,10 @@ def mean_rotations(rot: Tensor, dim: int = 0) -> Tensor:
     Tensor
         ``rot`` without ``dim``: ``(M, 3, 3)``, ``(B, M, 3, 3)``.
     """
+    rot = as_tensor(rot)
+    _check(rot, (3, 3), "rot")
+    if not -rot.ndim <= dim < rot.ndim or dim % rot.ndim >= rot.ndim - 2:
+        raise ShapeError(f"mean_rotations averages over a leading dim of (..., 3, 3), not dim {dim} of {tuple(rot.shape)}")
     u, _, vh = torch.linalg.svd(rot.double().mean(dim))
     d = torch.sign(torch.linalg.det(u @ vh))
     u = torch.cat([u[..., :2], u[..., 2:] * d[..., None, None]], dim=-1)

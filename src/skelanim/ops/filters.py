@@ -207,6 +207,8 @@ def one_euro(
     """
     fps = check_one_euro(fps, min_cutoff, beta, d_cutoff)
     t = _frames_first(x, "x")
+    if not torch.isfinite(t).all():  # as savgol and butterworth: a NaN would spread to every later frame
+        raise ShapeError("x contains NaN or infinite values")
     a_d = alpha(d_cutoff, fps)
     out = torch.empty_like(t)
     out[0] = t[0]

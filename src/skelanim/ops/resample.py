@@ -102,8 +102,9 @@ def sample_frames(motion: Motion, indices: torch.Tensor, fps: float) -> Motion:
     """
     s = torch.as_tensor(indices, dtype=torch.float64)
     last = motion.num_frames - 1
-    if s.ndim != 1 or (len(s) and (float(s.min()) < -1e-9 or float(s.max()) > last + 1e-9)):
-        raise ShapeError(f"sample indices must be a vector within [0, {last}]")
+    if s.ndim != 1 or (len(s) and (not bool(torch.isfinite(s).all()) or float(s.min()) < -1e-9
+                                   or float(s.max()) > last + 1e-9)):  # fmt: skip
+        raise ShapeError(f"sample indices must be a vector of finite numbers within [0, {last}]")
     nearest = torch.round(s)
     s = torch.where((s - nearest).abs() < 1e-9, nearest, s).clamp(0.0, float(last))  # whole frames exactly
     if motion.num_frames == 1:
