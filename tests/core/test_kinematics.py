@@ -118,3 +118,24 @@ def test_numpy_in_numpy_out_and_shape_errors():
     for bad_rot, bad_trans in ((np.zeros((5, 2, 3)), trans), (rot, np.zeros((3, 3))), (rot[:, :1], np.zeros((4, 2, 3)))):
         with pytest.raises(ShapeError):
             forward_kinematics(bad_rot, bad_trans, [-1, 0])
+
+
+def test_selected_joints_broadcast_like_the_whole_tree_and_stay_on_the_input_device():
+    """forward_kinematics_joints promises forward_kinematics's result at the joints: rotations (J, 4) against
+    translations (F, J, 3) broadcast, no joints gives empty results, and the tensors it builds follow the input's
+    device (checked on the meta device, which has no data: a CPU-built index would fail there)."""
+    from skelanim.core.kinematics import forward_kinematics_joints
+
+    g = torch.Generator().manual_seed(0)
+    rot = torch.randn(3, 4, generator=g, dtype=torch.float64)
+    trans = torch.randn(5, 3, 3, generator=g, dtype=torch.float64)
+    parents = [-1, 0, 1]
+    world_r, world_p = forward_kinematics_joints(rot, trans, parents, [2, 0])
+    full_r, full_p = forward_kinematics(rot.expand(5, 3, 4), trans, parents)
+    assert world_p.shape == (5, 2, 3) and torch.allclose(world_p, full_p[:, [2, 0]])
+    assert torch.allclose(world_r, full_r[:, [2, 0]])
+    empty_r, empty_p = forward_kinematics_joints(rot, trans, parents, [])
+    assert empty_r.shape == (5, 0, 3, 3) and empty_p.shape == (5, 0, 3)
+    meta_r, meta_p = forward_kinematics_joints(torch.empty(5, 3, 3, 3, device="meta"), torch.empty(5, 3, 3, device="meta"),
+                                               parents, [2])  # fmt: skip
+    assert meta_p.device.type == "meta" and meta_p.shape == (5, 1, 3)

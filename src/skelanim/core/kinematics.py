@@ -477,13 +477,17 @@ def forward_kinematics_joints(
         ``(..., S, 3)``.
     """
     parents_t = tuple(int(p) for p in (parents.tolist() if isinstance(parents, torch.Tensor) else parents))
-    paths = _root_paths(parents_t, tuple(int(j) for j in joints))
     local = rotations if rotations.shape[-1] == 3 else quat_to_matrix(rotations)
-    lead = local.shape[:-3]
+    # numpy's broadcast_shapes (torch's imports sympy on first use): rotations and translations broadcast
+    lead = np.broadcast_shapes(tuple(local.shape[:-3]), tuple(translations.shape[:-2]))
+    if not joints:
+        return local.new_zeros(*lead, 0, 3, 3), local.new_zeros(*lead, 0, 3)
+    paths = _root_paths(parents_t, tuple(int(j) for j in joints)).to(local.device)
+    local = local.expand(*lead, -1, -1, -1)
     translations = translations.to(local.dtype).expand(*lead, -1, -1)
     top = torch.cat([local, translations[..., None]], dim=-1)  # (..., J, 3, 4)
-    bottom = torch.tensor([0.0, 0.0, 0.0, 1.0], dtype=local.dtype).expand(*lead, local.shape[-3], 1, 4)
-    pad = torch.eye(4, dtype=local.dtype).expand(*lead, 1, 4, 4)  # index J: the identity
+    bottom = local.new_tensor([0.0, 0.0, 0.0, 1.0]).expand(*lead, local.shape[-3], 1, 4)
+    pad = torch.eye(4, dtype=local.dtype, device=local.device).expand(*lead, 1, 4, 4)  # index J: the identity
     h = torch.cat([torch.cat([top, bottom], dim=-2), pad], dim=-3)
     world = h.index_select(-3, paths[:, 0])
     for d in range(1, paths.shape[1]):
