@@ -136,6 +136,6 @@ def test_selected_joints_broadcast_like_the_whole_tree_and_stay_on_the_input_dev
     assert torch.allclose(world_r, full_r[:, [2, 0]])
     empty_r, empty_p = forward_kinematics_joints(rot, trans, parents, [])
     assert empty_r.shape == (5, 0, 3, 3) and empty_p.shape == (5, 0, 3)
-    meta_r, meta_p = forward_kinematics_joints(torch.empty(5, 3, 3, 3, device="meta"), torch.empty(5, 3, 3, device="meta"),
-                                               parents, [2])  # fmt: skip
+    _, meta_p = forward_kinematics_joints(torch.empty(5, 3, 3, 3, device="meta"), torch.empty(5, 3, 3, device="meta"),
+                                          parents, [2])  # fmt: skip
     assert meta_p.device.type == "meta" and meta_p.shape == (5, 1, 3)
