@@ -98,3 +98,15 @@ def test_more_edge_inputs(motion):
         one_euro(np.array([[0.0], [np.nan], [1.0]]), fps=30)
     with pytest.raises(ShapeError, match="finite numbers"):
         sample_frames(motion, torch.tensor([0.5, float("nan")]), motion.fps)
+
+
+def test_constructors_refuse_bad_offsets_and_fps_by_name(motion):
+    from skelanim import Skeleton
+    from skelanim.errors import SkeletonError
+
+    with pytest.raises(SkeletonError, match=r"offsets must be \(J, 3\), got \(2, 2\)"):
+        Skeleton(["a", "b"], [-1, 0], np.zeros((2, 2)))
+    assert Skeleton(["a", "b"], [-1, 0], np.zeros(6)).offsets.shape == (2, 3)  # a flat list of (x, y, z) per joint
+    for fps in (None, "30", 0.0, float("nan")):
+        with pytest.raises(ShapeError, match="fps must be a positive number"):
+            motion.copy(fps=fps)

@@ -190,8 +190,12 @@ class Motion:
             raise ShapeError(
                 f"joint_translations must be ({f}, {j}, 3), got {tuple(self.joint_translations.shape)}"
             )
-        if not (self.fps > 0 and np.isfinite(self.fps)):
-            raise ShapeError(f"fps must be a positive number, got {self.fps}")
+        try:  # a number of any kind (a 0-d tensor too), not a string or None
+            fps = float("nan") if isinstance(self.fps, (str, bytes)) else float(self.fps)
+        except (TypeError, ValueError):
+            fps = float("nan")
+        if not (fps > 0 and np.isfinite(fps)):
+            raise ShapeError(f"fps must be a positive number, got {self.fps!r}")
 
     def _rotation_shape(self) -> torch.Size:
         """The shape of :attr:`rotations`, without converting Euler angles."""

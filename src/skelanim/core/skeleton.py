@@ -90,7 +90,10 @@ class Skeleton:
     def __post_init__(self) -> None:
         self.names = list(self.names)
         self.parents = np.asarray(self.parents, dtype=np.int64).reshape(-1)
-        self.offsets = torch.as_tensor(self.offsets, dtype=torch.float64).reshape(-1, 3)
+        offsets = torch.as_tensor(self.offsets, dtype=torch.float64)
+        if offsets.shape[-1:] != (3,) and offsets.numel() != 3 * len(self.names):
+            raise SkeletonError(f"offsets must be (J, 3), got {tuple(offsets.shape)}")
+        self.offsets = offsets.reshape(-1, 3)
         n = len(self.names)
         if not self.channels:
             self.channels = [DEFAULT_ROOT_CHANNELS if j == 0 else DEFAULT_JOINT_CHANNELS for j in range(n)]
