@@ -28,10 +28,8 @@ centisecond (for ``fps`` up to 100; faster GIFs get 1 cs a frame, and most viewe
 
 from __future__ import annotations
 
-import errno
 import itertools
 import os
-import shutil
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
@@ -226,12 +224,11 @@ def render_frames(
 
 
 def _encoder_error(exc: OSError, tmp: Path) -> OSError:
-    """ffmpeg stopped (its pipe broke): the reason as one OS error about ``tmp`` — a full disk when the folder
-    has no room left, else the first line of the encoder's message."""
-    if shutil.disk_usage(tmp.parent).free < 1 << 20:
-        return OSError(errno.ENOSPC, "No space left on device", str(tmp))
+    """ffmpeg stopped (its pipe broke): the first line of the encoder's message as an OS error about ``tmp``
+    without an errno, so the atomic write names the output and says when the disk is full
+    (:mod:`skelanim.io.atomic`)."""
     first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-    return OSError(exc.errno or errno.EIO, f"the video encoder (ffmpeg) stopped: {first}", str(tmp))
+    return OSError(None, f"the video encoder (ffmpeg) stopped: {first}", str(tmp))
 
 
 def render_video(
