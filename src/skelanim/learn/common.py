@@ -23,7 +23,8 @@ from skelanim.errors import FormatError
 from skelanim.nn.checkpoint import config_error, load_model_files, save_model_files
 from skelanim.nn.layers import ForwardKinematics
 
-__all__ = ["Normalizer", "export_for_shipping", "file_balance_weights", "load_folder", "load_weights", "pretrained_dir",
+__all__ = ["Normalizer", "export_for_shipping", "file_balance_weights", "load_folder", "load_model", "load_weights",
+           "pretrained_dir",
            "provenance", "resolved_options", "rig_fk", "set_threads", "split_dataset", "spread_sample"]  # fmt: skip
 
 #: Tensors kept in float32 by :func:`export_for_shipping` (statistics, not weights).
