@@ -15,7 +15,8 @@ from skelanim.errors import FormatError
 from skelanim.learn.ensemble import combine_predictors, combine_recognizers
 from skelanim.learn.predict import Predictor, train_predictor
 from skelanim.learn.predictors import frames_to_vectors, vectors_to_frames
-from skelanim.learn.recognize import Recognizer, content_log_probabilities, train_recognizer
+from skelanim.learn.recognize import Recognizer, content_log_probabilities
+from skelanim.learn.recognize_train import train_recognizer
 from skelanim.nn.checkpoint import read_model_config, save_model_files
 from skelanim.nn.train import TrainConfig
 

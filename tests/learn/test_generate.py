@@ -188,7 +188,8 @@ def test_shipping_copy_is_float16_without_the_discriminator(tiny_ds, tmp_path):
 
 
 def test_recognition_term_moves_only_the_decoder_and_can_be_lowered(tiny_ds):
-    from skelanim.learn.recognize import Recognizer, RecognizeTask
+    from skelanim.learn.recognize import Recognizer
+    from skelanim.learn.recognize_train import RecognizeTask
 
     torch.manual_seed(0)
     rec = Recognizer("cnn", tiny_ds.rig, sorted(set(tiny_ds.labels("content"))), [], window=16,

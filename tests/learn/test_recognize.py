@@ -7,7 +7,8 @@ import json
 import pytest
 import torch
 
-from skelanim.learn.recognize import Recognizer, RecognizeTask, evaluate_recognizer, train_recognizer
+from skelanim.learn.recognize import Recognizer, evaluate_recognizer
+from skelanim.learn.recognize_train import RecognizeTask, train_recognizer
 from skelanim.learn.stgcn import STGCN, TemporalCNN, spatial_partitions
 from skelanim.nn.train import TrainConfig, seeded_generator
 
@@ -125,7 +126,8 @@ def test_mirror_features_with_the_rig_reflections_match_the_motion_mirrored_on_i
     from skelanim.data.clips import clip_from_motion
     from skelanim.learn.joints import joint_features, mirror_features
     from skelanim.learn.mirror import mirror_frames
-    from skelanim.learn.recognize import Recognizer, RecognizeTask
+    from skelanim.learn.recognize import Recognizer
+    from skelanim.learn.recognize_train import RecognizeTask
 
     rig = tiny_ds.rig
     model = Recognizer("stgcn", rig, ["bow", "run", "walk"], [], window=32, arch_options={"channels": (8,), "strides": (1,)})

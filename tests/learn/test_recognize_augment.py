@@ -10,12 +10,8 @@ from torch import nn
 
 from skelanim.core.rotations import matrix_to_quat, mean_rotations, quat_slerp, quat_to_matrix, rotvec_to_matrix
 from skelanim.learn.augment import scale_amplitude
-from skelanim.learn.recognize import (
-    Recognizer,
-    RecognizeTask,
-    mirror_features,
-    mirror_labels,
-)
+from skelanim.learn.recognize import Recognizer, mirror_features, mirror_labels
+from skelanim.learn.recognize_train import RecognizeTask
 from skelanim.learn.stgcn import STGCN
 
 TINY = {"channels": (8, 8), "strides": (1, 2)}

@@ -12,7 +12,8 @@ from skelanim.cli import main
 from skelanim.errors import FormatError
 from skelanim.learn.ensemble import combine_recognizers
 from skelanim.learn.joints import IN_CHANNELS, RATE_CHANNELS, resample_features
-from skelanim.learn.recognize import Recognizer, train_recognizer
+from skelanim.learn.recognize import Recognizer
+from skelanim.learn.recognize_train import train_recognizer
 from skelanim.nn.checkpoint import save_model_files
 from skelanim.nn.train import TrainConfig
 

@@ -54,7 +54,8 @@ def test_recognize_task_turns_real_walks_through_the_turning_rate_channel(mocap_
     the data, and every relabelled batch window's turning-rate channel sweeps to its label's side."""
     from skelanim.data import MotionDataset
     from skelanim.learn.joints import TURN_CHANNEL
-    from skelanim.learn.recognize import Recognizer, RecognizeTask
+    from skelanim.learn.recognize import Recognizer
+    from skelanim.learn.recognize_train import RecognizeTask
 
     names = [f"bandai_namco_2/dataset-2_{c}_normal_001.bvh" for c in ("walk", "walk-turn-left", "walk-turn-right")]
     ds = MotionDataset(mocap_files(names), fps=25.0, cache=tmp_path)
@@ -73,7 +74,8 @@ def test_recognize_task_turns_real_walks_through_the_turning_rate_channel(mocap_
 
 def test_turn_relabelling_refuses_the_window_path_features(tiny_ds):
     """The path features carry the heading's sweep as well; relabelling only rewrites the turning rate."""
-    from skelanim.learn.recognize import Recognizer, RecognizeTask
+    from skelanim.learn.recognize import Recognizer
+    from skelanim.learn.recognize_train import RecognizeTask
 
     model = Recognizer("stgcn", tiny_ds.rig, sorted(set(tiny_ds.labels("content"))), [], window=32, path=True)
     with pytest.raises(ValueError, match="path"):

@@ -181,7 +181,7 @@ def recognize_train(
     progress: bool = typer.Option(True, "--progress/--no-progress"),
 ) -> None:
     """Train a recogniser (ST-GCN or the CNN baseline); OUT gets model.safetensors + config.json."""
-    from skelanim.learn.recognize import train_recognizer
+    from skelanim.learn.recognize_train import train_recognizer
 
     if rescale and not centre:
         raise typer.BadParameter("needs --centre (it scales the motion about the window mean)", param_hint="--rescale")

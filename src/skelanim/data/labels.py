@@ -16,7 +16,8 @@ from pathlib import Path
 
 from skelanim.errors import SkelanimError
 
-__all__ = ["BANDAI_PATTERN", "GENERATED_PATTERN", "LabelError", "Vocabulary", "known_labels", "parse_labels"]
+__all__ = ["BANDAI_PATTERN", "GENERATED_PATTERN", "LabelError", "Vocabulary", "known_labels", "label_spaces",
+           "parse_labels"]
 
 #: ``dataset-{n}_{content}_{style}_{take}`` (the Bandai-Namco research datasets 1 and 2).
 BANDAI_PATTERN = r"^dataset-(?P<dataset>\d+)_(?P<content>[^_]+)_(?P<style>[^_]+)_(?P<take>\d+)$"
@@ -102,3 +103,32 @@ class Vocabulary:
     def indices(self, names: Sequence[str]) -> list[int]:
         """Class indices of ``names``."""
         return [self.index(n) for n in names]
+
+
+def label_spaces(labels: Sequence[dict[str, str]], *, key: str = "content",
+                 by: str = "dataset") -> dict[str, tuple[str, ...]] | None:  # fmt: skip
+    """Each source dataset's own ``key`` vocabulary, for data pooled from datasets that name their classes
+    differently (Bandai-Namco dataset 1's ``bye`` and ``byebye`` are dataset 2's ``wave-right-hand`` and
+    ``wave-both-hands``).
+
+    Parameters
+    ----------
+    labels : sequence of dict
+        The labels of every file of the pooled data (:func:`parse_labels` output).
+    key, by : str
+        The class label and the label that names the source dataset.
+
+    Returns
+    -------
+    dict of str to tuple of str, or None
+        ``{dataset: sorted classes}``; ``None`` when there is only one dataset, or a file does not name its
+        dataset or class (then there is nothing to tell apart, or it cannot be done for every file).
+    """
+    spaces: dict[str, set[str]] = {}
+    for item in labels:
+        if not item.get(by) or not item.get(key):
+            return None
+        spaces.setdefault(item[by], set()).add(item[key])
+    if len(spaces) < 2:
+        return None
+    return {name: tuple(sorted(spaces[name])) for name in sorted(spaces)}
