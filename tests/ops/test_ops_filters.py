@@ -310,3 +310,18 @@ def test_array_ops_give_back_the_kind_they_get(op) -> None:
     single = op(x.float())
     assert isinstance(single, torch.Tensor) and single.dtype == torch.float32
     np.testing.assert_allclose(single.numpy(), from_numpy, atol=1e-5)
+
+
+def test_whole_number_parameters():
+    """A whole float window or order is the integer; a fractional one, a bool or a negative order is refused with
+    a skelanim error (they gave scipy's or torch's TypeError)."""
+    x = torch.randn(20, 3, generator=torch.Generator().manual_seed(0))
+    assert torch.equal(savgol(x, window=5.0, polyorder=2.0), savgol(x, window=5, polyorder=2))
+    assert torch.equal(butterworth(x, fps=30, cutoff=5, order=np.int64(2)), butterworth(x, fps=30, cutoff=5, order=2))
+    for call, message in [(lambda: savgol(x, window=5.5), "window must be a whole number"),
+                          (lambda: savgol(x, window=True), "window must be a whole number"),
+                          (lambda: savgol(x, window=5, polyorder=-1), "polyorder must be >= 0"),
+                          (lambda: butterworth(x, fps=30, cutoff=5, order=2.5), "order must be a whole number"),
+                          (lambda: butterworth(x, fps=30, cutoff=5, order=0), "order must be >= 1")]:  # fmt: skip
+        with pytest.raises(ShapeError, match=message):
+            call()

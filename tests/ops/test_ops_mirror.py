@@ -131,3 +131,10 @@ def test_mirror_real(relative, real):
     twice = mirror(out)
     assert torch.equal(twice.rotations, m.rotations) and torch.equal(twice.root_positions, m.root_positions)
     assert twice.skeleton == m.skeleton
+
+
+def test_mirror_quat_refuses_what_is_not_quaternions():
+    from skelanim.errors import ShapeError
+
+    with pytest.raises(ShapeError, match=r"q must have shape \(\.\.\., 4\), got \(5, 3\)"):
+        mirror_quat(torch.randn(5, 3))

@@ -53,6 +53,15 @@ def _like(arr: np.ndarray, t: Tensor) -> Tensor:
     return torch.from_numpy(np.ascontiguousarray(arr)).to(dtype=t.dtype, device=t.device)
 
 
+def _whole(value: object, name: str) -> int:
+    """``value`` as an ``int`` when it is a whole number (``5``, ``5.0``, a numpy integer); else ``ShapeError``."""
+    if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
+        return int(value)
+    if isinstance(value, (float, np.floating)) and float(value).is_integer():
+        return int(value)
+    raise ShapeError(f"{name} must be a whole number, got {value!r}")
+
+
 def check_fps(fps: float) -> float:
     fps = float(fps)
     if not (fps > 0 and math.isfinite(fps)):
@@ -116,6 +125,9 @@ def savgol(
     """
     t = _frames_first(x, "x")
     arr = _finite_numpy(t, "x")
+    window, polyorder = _whole(window, "window"), _whole(polyorder, "polyorder")
+    if polyorder < 0:
+        raise ShapeError(f"polyorder must be >= 0, got {polyorder}")
     if window < 1 or window % 2 == 0 or window <= polyorder:
         raise ShapeError(f"window must be an odd number > polyorder ({polyorder}), got {window}")
     f = arr.shape[0]
@@ -155,6 +167,9 @@ def butterworth(
     fps = check_fps(fps)
     if not 0 < cutoff < fps / 2:
         raise ShapeError(f"cutoff must be between 0 and the Nyquist frequency {fps / 2} Hz, got {cutoff}")
+    order = _whole(order, "order")
+    if order < 1:
+        raise ShapeError(f"order must be >= 1, got {order}")
     t = _frames_first(x, "x")
     arr = _finite_numpy(t, "x")
     if arr.shape[0] < 2:

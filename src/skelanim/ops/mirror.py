@@ -27,7 +27,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from skelanim.core._tensor import as_tensor, numpy_in_numpy_out
+from skelanim.core._tensor import _check, as_tensor, numpy_in_numpy_out
 from skelanim.core.motion import Motion
 from skelanim.core.skeleton import Skeleton
 from skelanim.errors import SkeletonError
@@ -58,6 +58,7 @@ def mirror_quat(q: Tensor, *, axis: int | str = 0) -> Tensor:
     ``(..., 4)``: ``w`` and the component along ``axis`` kept, the other two negated.
     """
     t = as_tensor(q)
+    _check(t, (4,), "q")
     a = axis_index(axis)
     sign = -torch.ones(4, dtype=t.dtype, device=t.device)
     sign[0] = 1.0
