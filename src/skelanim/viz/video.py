@@ -17,8 +17,8 @@ so files whose rest pose is not upright work too); the floor is the lowest point
 Time: the output runs at ``fps``; output frame ``k`` shows frame ``round(k / fps * motion.fps)`` of each
 motion (nearest frame), held at the last frame once a motion has ended. The video lasts as long as the
 longest motion: ``floor(duration * fps + tol) + 1`` frames, where ``tol = min(1e-4 * duration * fps + 1e-6, 0.5)``
-absorbs the rounding of a file's frame time (``Frame Time: 0.0333333`` is 30.00003 fps, so a 143-frame clip
-lasts 141.99986 frames of 30 fps): a motion rendered at its nominal rate keeps every frame, and an extra
+absorbs the rounding of a frame time (a motion at ``1 / 0.0333333`` = 30.00003 fps, as a BVH ``Frame Time`` was
+read before :func:`~skelanim.io.bvh.nominal_fps`, has 143 frames that last 141.99986 frames of 30 fps): a motion rendered at its nominal rate keeps every frame, and an extra
 frame is never more than half an output frame past the end (where the nearest frame is still the last).
 
 GIF stores frame durations in whole centiseconds: frame ``k`` lasts ``round(100 (k + 1) / fps) - round(100 k
