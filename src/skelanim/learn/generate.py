@@ -261,7 +261,7 @@ class Generator(nn.Module):
 
     def forward(
         self, x: Tensor, content: Tensor, style: Tensor, eps: Tensor, prior: Tensor | None = None,
-        contacts: Tensor | None = None,
+        contacts: Tensor | None = None, positions: Tensor | None = None,
     ) -> dict[str, Tensor]:
         """The training terms of one batch (what :class:`GenerateTask` weighs and sums).
 
@@ -277,6 +277,9 @@ class Generator(nn.Module):
             ``(B, latent)`` prior draws; given, the GAN terms are added.
         contacts : Tensor, optional
             ``(B, T, K)`` foot contacts of the real windows, weighting the reconstructions' skating.
+        positions : Tensor, optional
+            ``(B, T, M, 3)`` world positions of the real windows (:meth:`positions` of ``x``), when the caller
+            has them already (:class:`GenerateTask` computes them once per window).
 
         Returns
         -------
@@ -294,7 +297,7 @@ class Generator(nn.Module):
         mu, logvar = self.vae.encode(x, c)
         x_hat = self.vae.decode(mu + eps * torch.exp(0.5 * logvar), c)
         pos_hat, *_ = self.positions(self.norm.inverse(x_hat))
-        pos, *_ = self.positions(self.norm.inverse(x))
+        pos = positions if positions is not None else self.positions(self.norm.inverse(x))[0]
         kl_dim = 0.5 * (mu.pow(2) + logvar.exp() - 1 - logvar).mean(0)
         vel = ((pos_hat[:, 1:] - pos_hat[:, :-1]) - (pos[:, 1:] - pos[:, :-1])).abs().mean() * self.fps
         terms = {"rec": (x_hat - x).abs().mean(), "kl": kl_dim.sum(), "kl_dim": kl_dim,
@@ -414,6 +417,7 @@ class GenerateTask:
         self.embed, self.reference = embed, reference
         self.metric = "val_fid" if embed is not None and reference is not None else "val_rec"
         self.windows = train_ds.windows(model.length, stride)
+        self._real: tuple[Tensor, Tensor, Tensor] | None = None
         clip = self.windows[:, 0]
         self.content = torch.tensor(model.contents.indices(train_ds.labels("content")))[clip]
         self.style = torch.tensor(model.styles.indices(train_ds.labels("style")))[clip]
@@ -434,12 +438,29 @@ class GenerateTask:
         """Training windows."""
         return len(self.windows)
 
+    def _real_windows(self) -> tuple[Tensor, Tensor, Tensor]:
+        """Every training window's standardised vectors ``(N, T, D)``, world positions ``(N, T, M, 3)`` (heights)
+        and foot contacts ``(N, T, K)``, computed once, 256 windows at a time, by the arithmetic a batch would
+        use (each window's numbers do not depend on the others in its batch), so that a step does not redo the
+        forward kinematics of its real windows (a sixth of the VAE stage's time)."""
+        if self._real is None:
+            parts = []
+            with torch.no_grad():
+                for i in range(0, len(self.windows), 256):
+                    w = self.windows[i : i + 256]
+                    x = self.model.norm(self._vectors(w))
+                    parts.append((x, self.model.positions(self.model.norm.inverse(x))[0], self._contacts(w)))
+            self._real = tuple(torch.cat(p) for p in zip(*parts, strict=True))  # type: ignore[assignment]
+        assert self._real is not None
+        return self._real
+
     def batch(self, indices: Tensor, generator: torch.Generator) -> dict[str, Tensor]:
-        """Standardised windows, their classes and the latent noise (drawn from ``generator``)."""
-        x = self.model.norm(self._vectors(self.windows[indices]))
+        """Standardised windows, their world positions and contacts, their classes and the latent noise (drawn
+        from ``generator``)."""
+        x_all, pos_all, contacts_all = self._real_windows()
         b = len(indices)
-        return {"x": x, "content": self.content[indices], "style": self.style[indices],
-                "contacts": self._contacts(self.windows[indices]),
+        return {"x": x_all[indices], "positions": pos_all[indices], "content": self.content[indices],
+                "style": self.style[indices], "contacts": contacts_all[indices],
                 "eps": torch.randn(b, self.model.vae.latent, generator=generator),
                 "prior": self.model.draw_latent(self.content[indices], generator)}  # fmt: skip
 
@@ -447,7 +468,7 @@ class GenerateTask:
         """VAE (+ GAN) loss (module docstring); the terms come from one call of the (possibly DDP-wrapped) model."""
         prior = batch["prior"] if self.adversarial > 0 else None
         terms = model(batch["x"], batch["content"], batch["style"], batch["eps"], prior,
-                      batch["contacts"] if self.real_contacts else None)  # fmt: skip
+                      batch["contacts"] if self.real_contacts else None, batch.get("positions"))  # fmt: skip
         fake = terms.pop("fake", None)
         kl_dim = terms.pop("kl_dim")
         kl = kl_dim.clamp_min(self.free_bits).sum() if self.free_bits > 0 else terms["kl"]
