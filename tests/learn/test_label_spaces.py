@@ -93,6 +93,10 @@ def test_user_files_that_name_their_dataset(tiny_ds, tmp_path):
         named[stem] = model.recognize_motions([m])["probs"][0]
     allowed = torch.tensor([c in SPACES["2"] for c in CONTENTS])
     assert named["dataset-2_walk_x_001"][~allowed].abs().max() == 0  # only dataset 2's classes
+    m = motion.copy()
+    m.metadata["path"] = str(Path(tmp_path) / "dataset-2_walk_x_001.bvh")
+    voted = model.embed_motions([m])[1][0]  # what `skelanim evaluate` counts as recognised
+    assert voted == CONTENTS[int(named["dataset-2_walk_x_001"].argmax())] and voted in SPACES["2"]
     assert named["my_walk"][~allowed].min() > 0  # a name that says nothing: every class
     assert float(named["dataset-2_walk_x_001"].sum()) == pytest.approx(1.0)
 

@@ -246,7 +246,8 @@ class Recognizer(nn.Module):
     def embed_dataset(self, ds: MotionDataset, *, stride: int = 8, length: int | None = None,
                       speed_votes: bool = True) -> dict[str, Tensor]:  # fmt: skip
         """Classify every window of a dataset (with :attr:`test_speeds` votes unless ``speed_votes`` is false,
-        e.g. when only the features are wanted).
+        e.g. when only the features are wanted; a window of a clip whose ``dataset`` label the model's
+        :attr:`label_spaces` know among that dataset's contents, :meth:`within_label_spaces`).
 
         Returns
         -------
@@ -272,7 +273,8 @@ class Recognizer(nn.Module):
                     votes += self.classify(resample_features(self.inputs(*(g[k].float() for k in keys)), length))[0]
                 p = votes / len(self.test_speeds)
             probs.append(p)
-        return {"windows": win, "probs": torch.cat(probs), "features": torch.cat(feats)}
+        spaces = [ds.clips[int(i)].labels.get("dataset") for i in win[:, 0]]
+        return {"windows": win, "probs": self.within_label_spaces(torch.cat(probs), spaces), "features": torch.cat(feats)}
 
     def motions_dataset(self, motions: Sequence[Motion]) -> MotionDataset:
         """Motions resampled to the model's frame rate as a dataset on its rig; ``ValueError`` naming the first
@@ -283,7 +285,8 @@ class Recognizer(nn.Module):
                 raise ValueError(f"{where}: the recogniser was trained on a {self.rig.skeleton.num_joints}-joint "
                                  f"skeleton ({', '.join(self.rig.skeleton.names[:4])}, ...), not this "
                                  f"{m.skeleton.num_joints}-joint one")  # fmt: skip
-        clips = [clip_from_motion(m, fps=self.fps, name=f"motion{i}", path=str(m.metadata.get("path", "")))
+        clips = [clip_from_motion(m, fps=self.fps, name=f"motion{i}", path=str(m.metadata.get("path", "")),
+                                  labels=known_labels(m.metadata["path"]) if m.metadata.get("path") else None)
                  for i, m in enumerate(motions)]  # fmt: skip
         return MotionDataset(clips=clips, rig=self.rig, fps=self.fps)
 
@@ -307,11 +310,8 @@ class Recognizer(nn.Module):
             frame rate, stride ``stride``) and ``window_probs`` ``(W, C)``. Class names: :attr:`contents`.
         """
         out = self.embed_dataset(self.motions_dataset(motions), stride=stride)
-        datasets = [known_labels(m.metadata["path"]).get("dataset") if m.metadata.get("path") else None
-                    for m in motions]  # fmt: skip
-        probs = self.within_label_spaces(out["probs"], [datasets[int(i)] for i in out["windows"][:, 0]])
-        _, means = group_means(probs.float(), out["windows"][:, 0])  # every motion has a window
-        return {"probs": means, "windows": out["windows"], "window_probs": probs}
+        _, means = group_means(out["probs"].float(), out["windows"][:, 0])  # every motion has a window
+        return {"probs": means, "windows": out["windows"], "window_probs": out["probs"]}
 
 
 def evaluate_recognizer(model: Recognizer, ds: MotionDataset, *, stride: int = 8) -> dict[str, Any]:
@@ -336,8 +336,7 @@ def evaluate_recognizer(model: Recognizer, ds: MotionDataset, *, stride: int = 8
     out = model.embed_dataset(ds, stride=stride)
     clip = out["windows"][:, 0]
     names = ds.labels("content")
-    datasets = [d or None for d in ds.labels("dataset")]
-    probs = model.within_label_spaces(out["probs"], [datasets[int(i)] for i in clip])
+    probs = out["probs"]
     truth = torch.tensor([model.contents.names.index(n) if n in model.contents else -1 for n in names])
     pred_w = probs.argmax(-1)
     ids, pred_f = vote(probs, clip)
