@@ -307,6 +307,24 @@ def test_bad_input_and_atomic_writes(tmp_path: Path) -> None:
     validate(one)
 
 
+def test_what_float32_cannot_hold_is_refused_before_writing(tmp_path: Path) -> None:
+    """A scale past float32's range, or a frame rate whose key times round together in float32, gave a file
+    that validators and the reader refuse (with numpy overflow warnings); now an error and no file."""
+    motion = sample_motion()
+    out = tmp_path / "big.glb"
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no numpy overflow warning either
+        with pytest.raises(ShapeError, match="32-bit floats") as info:
+            gltf.save(motion, out, scale=1e300)
+    assert info.value.path == str(out)
+    fast = motion.copy(fps=1e46)
+    with pytest.raises(ShapeError, match="too fast for glTF's 32-bit key times: frame 1"):
+        gltf.save(fast, out)
+    assert list(tmp_path.iterdir()) == []
+    gltf.save(motion.copy(fps=1e6), out)  # fast but representable: still written, and read back
+    assert gltf.load(out).num_frames == motion.num_frames
+
+
 def test_load_reads_other_exporters_conventions(tmp_path: Path) -> None:
     """A file without skelanim extras, with an armature node above the root (scale and turn, as Blender
     writes), rest rotations on the joints and a STEP sampler, reads back as its world positions say."""

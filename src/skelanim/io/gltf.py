@@ -110,7 +110,11 @@ class _Buffer:
     accessors: list[dict[str, Any]] = field(default_factory=list)
 
     def add(self, array: np.ndarray, kind: str, *, target: int | None = None, bounds: bool = False) -> int:
-        """Append ``array`` (``(count, width)``, float32 or unsigned ints); return the accessor index."""
+        """Append ``array`` (``(count, width)``, float32 or unsigned ints); return the accessor index.
+        ``ShapeError`` for a float that did not fit float32 (an infinity, which glTF's JSON bounds and every
+        reader refuse)."""
+        if array.dtype.kind == "f" and not np.isfinite(array).all():
+            raise ShapeError("a value is beyond the range of glTF's 32-bit floats (|x| > 3.4e38): scale the motion down")
         array = np.ascontiguousarray(array, dtype=array.dtype.newbyteorder("<"))
         view = {"buffer": 0, "byteOffset": len(self.data), "byteLength": array.nbytes}
         self.views.append(view if target is None else {**view, "target": target})
@@ -205,7 +209,12 @@ def _document(motion: Motion, name: str, scale: float, unit: str | None, up: int
         _add_bone_mesh(doc, buf, edges, rest, height, len(nodes))
         nodes.append({"name": f"{name}_bones", "mesh": 0, "skin": 0})
 
-    times = buf.add((np.arange(motion.num_frames) / motion.fps).astype(np.float32)[:, None], "SCALAR", bounds=True)
+    key_times = (np.arange(motion.num_frames) / motion.fps).astype(np.float32)
+    if motion.num_frames > 1 and not (np.diff(key_times) > 0).all():
+        stuck = int(np.argmin(np.diff(key_times) > 0)) + 1
+        raise ShapeError(f"{motion.fps:g} fps is too fast for glTF's 32-bit key times: frame {stuck} gets the time "
+                         f"of frame {stuck - 1} ({float(key_times[stuck]):g} s)")  # fmt: skip
+    times = buf.add(key_times[:, None], "SCALAR", bounds=True)
     quats = rotations[..., [1, 2, 3, 0]].numpy().astype(np.float32)
     moving = (translations - offsets).abs().amax(dim=(0, 2)) > 1e-9 * height
     outputs = [(j, "rotation", buf.add(quats[:, j], "VEC4")) for j in range(n_joints)]
@@ -259,7 +268,11 @@ def save(motion: Motion, path: str | os.PathLike, *, scale: float | str | None =
         raise ShapeError(f"up_axis must be 'x', 'y', 'z' or 0, 1, 2, got {up_axis!r}", path=path)
     factor, unit = export_scale(motion, scale, path=path)
     up = int(axis) if axis.isdigit() else "xyz".index(axis)
-    doc, blob = _document(motion, target.stem, factor, unit, up, bone_mesh)
+    try:
+        with np.errstate(over="ignore"):  # a float32 overflow is refused below, not warned about
+            doc, blob = _document(motion, target.stem, factor, unit, up, bone_mesh)
+    except ShapeError as exc:
+        raise ShapeError(exc.message, path=path) from None
     if target.suffix.lower() == ".gltf":
         doc["buffers"][0]["uri"] = "data:application/octet-stream;base64," + base64.b64encode(blob).decode("ascii")
         with atomic_open(target, "w") as handle:
