@@ -173,6 +173,42 @@ def test_export_onnx(tmp_path, capsys):
     assert float(line.rsplit(" ", 1)[1].rstrip(")\n")) <= 1e-4
 
 
+def test_exported_file_describes_itself(bandai_files, tmp_path, torch_threads):
+    """The ONNX file's metadata is enough to use it: forward kinematics written here from its parents and rest
+    offsets alone, on the rotations onnxruntime returns for real Bandai poses given in its unit, puts the joints
+    where the poses had them (to the IK's accuracy), and the output's sizes are fixed."""
+    ort = pytest.importorskip("onnxruntime")
+    from scipy.spatial.transform import Rotation
+
+    out = tmp_path / "m.onnx"
+    assert main(["ik", "export", "-o", str(out)]) == 0
+    session = ort.InferenceSession(str(out), providers=["CPUExecutionProvider"])
+    meta = session.get_modelmeta().custom_metadata_map
+    names, parents = json.loads(meta["skelanim.joints"]), json.loads(meta["skelanim.parents"])
+    offsets = np.array(json.loads(meta["skelanim.offsets"]))
+    assert meta["skelanim.units"] == "cm" and meta["skelanim.up_axis"] == "y"
+    assert session.get_outputs()[0].shape == ["batch", len(names), 4]
+    motion = skelanim.load(bandai_files[0])
+    assert list(motion.skeleton.names) == names
+    world = motion.positions()[::20].numpy().astype(np.float32)  # (F, J, 3) in cm, the file's unit
+    quats = session.run(None, {"positions": world})[0]  # (F, J, 4) w, x, y, z
+    rebuilt = np.zeros_like(world, dtype=np.float64)
+    ik_root = names.index(meta["skelanim.ik_root"])  # it, and the joints above it, keep their input positions
+    for f in range(len(world)):
+        rot = [None] * len(names)
+        for j, p in enumerate(parents):
+            local = Rotation.from_quat(quats[f, j], scalar_first=True)
+            if j <= ik_root:
+                rot[j] = local if p < 0 else rot[p] * local
+                rebuilt[f, j] = world[f, j]
+            else:
+                rot[j] = rot[p] * local
+                rebuilt[f, j] = rebuilt[f, p] + rot[p].apply(offsets[j])
+    error = np.linalg.norm(rebuilt - world, axis=-1)
+    height = float(meta["skelanim.height"])
+    assert np.median(error) < 0.02 * height and error.max() < 0.1 * height
+
+
 def test_train_with_two_ddp_processes(bandai_files, tmp_path):
     """``torchrun --nproc-per-node 2 -m skelanim ik train`` (gloo on CPU) on a tiny set."""
     folder = bandai_files[0].parent

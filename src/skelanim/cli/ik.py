@@ -140,14 +140,16 @@ def export(
     model: Path | None = typer.Argument(None, help="Model folder (default: the shipped Bandai model)."),
     out: Path = typer.Option(..., "-o", "--out", help="The .onnx file to write."),
 ) -> None:
-    """Export the network to ONNX: positions (batch, J, 3) -> local quaternions (batch, J, 4)."""
+    """Export the network to ONNX: world positions (batch, J, 3) in the skeleton's units -> local quaternions
+    (batch, J, 4), w x y z. The file's metadata (skelanim.joints, .parents, .offsets, .units, .up_axis) gives
+    the joint order, the unit and the rest offsets the rotations are for."""
     import numpy as np
 
     from skelanim.ik.onnx import OrtRunner, export_onnx
 
     require_suffix(out, (".onnx",), "the network")
     ik_model = _load_model(model)
-    export_onnx(ik_model.net, out)
+    export_onnx(ik_model.net, out, rig=ik_model.rig, up_axis=ik_model.config.get("up_axis"))
     probe = ik_model.probe_positions(16).float()
     diff = float(np.abs(OrtRunner(out)(probe.numpy()) - ik_model.predict(probe, runtime="torch").numpy()).max())
     typer.echo(f"wrote {out} (onnxruntime vs torch on 16 perturbed mean poses: max abs diff {diff:.2e})")

@@ -2,7 +2,10 @@
 
 The exported graph is :class:`~skelanim.ik.model.IKGATExport`: input ``positions`` ``(batch, J, 3)``
 float32 in the skeleton's units, output ``rotations`` ``(batch, J, 4)`` local unit quaternions
-(w, x, y, z), batch size dynamic (:class:`OrtRunner` also keeps a static batch-1 graph for single
+(w, x, y, z), batch size dynamic. A file written by :func:`export_onnx` says so in its metadata
+(``metadata_props``, readable in any ONNX runtime: ``skelanim.joints``, ``skelanim.parents``,
+``skelanim.offsets``, ``skelanim.ik_root``, ``skelanim.units``, ``skelanim.up_axis``, ``skelanim.height``, ``skelanim.input``,
+``skelanim.output``), so an engine can feed it without skelanim (:class:`OrtRunner` also keeps a static batch-1 graph for single
 poses: onnxruntime's overhead of about a microsecond per node is most of a single pose's time, so the
 rotation formulas it exports are written with few, large operations, see :mod:`skelanim.core.rotation_convert`).
 Export uses the TorchScript-based exporter
@@ -12,6 +15,7 @@ Export uses the TorchScript-based exporter
 from __future__ import annotations
 
 import io
+import json
 import os
 import warnings
 from pathlib import Path
@@ -19,10 +23,12 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from skelanim.core.units import guess_unit
+from skelanim.ik.frames import IKRig
 from skelanim.ik.model import IKGAT, IKGATExport
 from skelanim.io.atomic import atomic_path
 
-__all__ = ["OPSET", "OrtRunner", "export_onnx", "onnx_bytes"]
+__all__ = ["OPSET", "OrtRunner", "described", "export_onnx", "onnx_bytes"]
 
 OPSET = 17
 
@@ -54,9 +60,43 @@ def onnx_bytes(net: IKGAT, *, batch: int | None = None) -> bytes:
     return buffer.getvalue()
 
 
-def export_onnx(net: IKGAT, path: str | os.PathLike) -> Path:
-    """Write ``net`` as ONNX to ``path`` (atomically)."""
+def described(data: bytes, rig: IKRig, up_axis: int | str | None = None) -> bytes:
+    """``data`` (an IK-GAT ONNX model) with the output's joint and quaternion sizes fixed and the rig in its
+    ``metadata_props`` (module docstring): joint names, parents and rest offsets as JSON, the unit the
+    positions must be in (guessed from the rig's height), the up axis and what input and output hold."""
+    import onnx
+
+    model = onnx.load_from_string(data)
+    sk = rig.skeleton
+    dims = model.graph.output[0].type.tensor_type.shape.dim
+    dims[1].dim_value, dims[2].dim_value = sk.num_joints, 4
+    unit = guess_unit(float(rig.height))
+    meta = {
+        "skelanim.joints": json.dumps(list(sk.names)),
+        "skelanim.parents": json.dumps([int(p) for p in sk.parents]),
+        "skelanim.offsets": json.dumps(sk.offsets.tolist()),
+        "skelanim.ik_root": sk.names[rig.ik_root],
+        "skelanim.units": unit,
+        "skelanim.height": f"{float(rig.height):g}",
+        "skelanim.input": f"positions (batch, {sk.num_joints}, 3) float32: world joint positions in the order of "
+                          f"skelanim.joints, in {unit}",
+        "skelanim.output": f"rotations (batch, {sk.num_joints}, 4) float32: each joint's rotation relative to its "
+                           "parent (the root's in world axes) as unit quaternions w, x, y, z, for the rest offsets "
+                           "of skelanim.offsets (BVH convention: world = parent world @ local); the joint "
+                           f"skelanim.ik_root ({sk.names[rig.ik_root]}) and those above it keep their input positions",
+    }  # fmt: skip
+    if up_axis is not None:
+        meta["skelanim.up_axis"] = "xyz"[up_axis] if isinstance(up_axis, int) else str(up_axis)
+    onnx.helper.set_model_props(model, meta)
+    return model.SerializeToString()
+
+
+def export_onnx(net: IKGAT, path: str | os.PathLike, *, rig: IKRig | None = None,
+                up_axis: int | str | None = None) -> Path:  # fmt: skip
+    """Write ``net`` as ONNX to ``path`` (atomically); with ``rig``, :func:`described` by it."""
     data = onnx_bytes(net)
+    if rig is not None:
+        data = described(data, rig, up_axis)
     with atomic_path(path) as tmp:
         tmp.write_bytes(data)
     return Path(path)
