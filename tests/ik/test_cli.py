@@ -324,7 +324,17 @@ def test_solve_refuses_an_unknown_method_before_loading(positions_file, tmp_path
         solve(np.zeros((1, 22, 3)), tmp_path / "no", method="bogus")
 
 
-@pytest.mark.parametrize("command", [["solve"], ["eval"], ["export"], ["fit-corrector"]])
+def test_fit_corrector_never_writes_into_the_shipped_model_by_default(bandai_files, capsys):
+    """Without MODEL it used to fit for, and overwrite, the shipped model's refine files; MODEL is required."""
+    from skelanim.ik.solve import DEFAULT_MODEL
+
+    before = {p.name: p.stat().st_mtime_ns for p in Path(DEFAULT_MODEL).iterdir()}
+    assert main(["ik", "fit-corrector", "--data", str(bandai_files[0])]) == 2
+    assert "Missing argument 'model'" in _error(capsys)
+    assert {p.name: p.stat().st_mtime_ns for p in Path(DEFAULT_MODEL).iterdir()} == before
+
+
+@pytest.mark.parametrize("command", [["solve"], ["eval"], ["export"]])
 def test_help_shows_the_defaults(command, capsys):
     """``[default: ...]`` in a help string is eaten by rich markup: the help says "(default: ...)"."""
     assert main(["ik", *command, "--help"]) == 0

@@ -189,7 +189,8 @@ def evaluate(
 
 @ik_app.command("fit-corrector")
 def fit_corrector(
-    model: Path | None = typer.Argument(None, help="Model folder (default: the shipped Bandai model)."),
+    model: Path = typer.Argument(..., help="Model folder to fit for and write into (named even for the shipped "
+                                           "one, src/skelanim/ik/pretrained, so that nothing rewrites it by default)."),
     data: list[str] = typer.Option(..., "--data", help="The model's training files, folders or patterns (repeat)."),
     val: list[str] | None = typer.Option(None, "--val", help="Validation file patterns (reported, not fitted)."),
     exclude: list[str] | None = typer.Option(None, "--exclude", help="Held-out file patterns (left out)."),
