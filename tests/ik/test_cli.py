@@ -343,3 +343,21 @@ def test_help_shows_the_defaults(command, capsys):
     assert "Model folder ." not in text and "separated or repeated ." not in text
     if command == ["eval"]:
         assert "Comma-separated or repeated (default: all but swing_warm)." in text
+
+
+def test_positions_in_another_joint_order_are_refused_and_another_size_warned(positions_file, tmp_path, capsys):
+    """The median bone passed the units check for joints in reverse order (a pose 45 % of the height off);
+    every bone is compared now. A body 0.6 times the model's solves, with a warning."""
+    from skelanim.ik.solve import solve
+
+    data = np.load(positions_file)
+    positions, names = data["positions"], [str(n) for n in data["joints"]]
+    reversed_file = tmp_path / "reversed.npy"
+    np.save(reversed_file, positions[:, ::-1])
+    out = tmp_path / "x.bvh"
+    assert main(["ik", "solve", str(reversed_file), "-o", str(out)]) == 2
+    text = _error(capsys)
+    assert "reversed.npy" in text and "bones are not the model's lengths" in text and not out.exists()
+    with pytest.warns(UserWarning, match="0.6 times the model skeleton's"):
+        motion = solve(positions * 0.6, names=names)
+    assert motion.num_frames == len(positions)

@@ -29,7 +29,9 @@ export, about a second) and cached on the model, and :func:`load_model` caches l
 
 from __future__ import annotations
 
+import math
 import os
+import warnings
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -250,7 +252,8 @@ def load_model(folder: str | os.PathLike | None = None) -> IKModel:
 
 
 def check_positions(
-    positions: Any, skeleton: Skeleton, names: Sequence[str] | None = None, *, source: str | os.PathLike | None = None
+    positions: Any, skeleton: Skeleton, names: Sequence[str] | None = None, *, source: str | os.PathLike | None = None,
+    ik_root: int | None = None,
 ) -> Tensor:
     """Validate positions against the model's skeleton and put joints in its order.
 
@@ -282,7 +285,14 @@ def check_positions(
     if hasattr(positions, "positions") and hasattr(positions, "names"):
         names = names or positions.names
         positions = positions.positions
-    x = torch.as_tensor(np.asarray(positions) if not isinstance(positions, Tensor) else positions).to(torch.float64)
+    try:
+        x = torch.as_tensor(np.asarray(positions) if not isinstance(positions, Tensor) else positions)
+    except (TypeError, ValueError, RuntimeError):
+        raise ShapeError(f"positions must be an array of numbers (frames, joints, 3), got {type(positions).__name__}",
+                         path=source) from None  # fmt: skip
+    if x.is_complex() or not (x.is_floating_point() or x.dtype in (torch.int32, torch.int64)):
+        raise ShapeError(f"positions must be real numbers, got {x.dtype}", path=source)
+    x = x.to(torch.float64)
     expected = f"the model expects {skeleton.num_joints} joints: {', '.join(skeleton.names)}"
     if x.ndim == 2 and x.shape[-1] == 3:
         x = x[None]
@@ -305,8 +315,57 @@ def check_positions(
         f, j = (int(v) for v in torch.nonzero(bad)[0])
         raise ShapeError(f"position is not finite (NaN or inf); every frame needs all {skeleton.num_joints} joints",
                          path=source, where=f"frame {f}, joint {skeleton.names[j]}")  # fmt: skip
-    check_units(x, skeleton, source=source)
+    scale = check_units(x, skeleton, source=source)
+    check_proportions(x, skeleton, scale, ik_root=ik_root, source=source)
     return x
+
+
+#: A bone whose length differs from the model's by more than this factor (after the overall scale) is refused.
+BONE_TOLERANCE = 2.0
+#: An overall scale further than this factor from 1 solves, with a warning: the pose will not reach the joints.
+SCALE_WARNING = 1.25
+
+
+def check_proportions(positions: Tensor, skeleton: Skeleton, scale: float, *, ik_root: int | None = None,
+                      source: str | os.PathLike | None = None) -> None:  # fmt: skip
+    """Refuse positions with a bone far from the model's length, and warn about a body of another size.
+
+    :func:`check_units` compares the median bone; here every bone (longer than 0.1 % of the height, the links
+    from the root down to ``ik_root`` left out: the IK root moves freely) is compared, its median length over
+    frames divided by ``scale`` times its rest length. A ratio beyond :data:`BONE_TOLERANCE` is what joints in
+    another order, or another skeleton's joints under these names, give (reversed Bandai joints: 11 of 20
+    bones); real people differ far less. A ``scale`` beyond :data:`SCALE_WARNING` is solved, with a
+    ``UserWarning``: the model's bones cannot reach the joints of a body that much larger or smaller.
+
+    Raises
+    ------
+    ShapeError
+        Naming the first such joint, its ratio and how many bones are off.
+    """
+    height = skeleton.height()
+    parents = [int(p) for p in skeleton.parents]
+    above = set()
+    j = ik_root if ik_root is not None else -1
+    while j >= 0:
+        above.add(j)
+        j = parents[j]
+    rest = skeleton.offsets.to(torch.float64).norm(dim=-1)
+    bones = [j for j, p in enumerate(parents) if p >= 0 and j not in above and float(rest[j]) > 1e-3 * height]
+    if not bones or not scale > 0:
+        return
+    idx = torch.tensor(bones)
+    lengths = (positions[:, idx] - positions[:, [parents[j] for j in bones]]).norm(dim=-1)  # (F, B)
+    ratio = lengths.median(dim=0).values / (scale * rest[idx])
+    off = [(b, float(r)) for b, r in zip(bones, ratio, strict=True) if not 1 / BONE_TOLERANCE <= float(r) <= BONE_TOLERANCE]
+    if off:
+        joint, r = off[0]
+        raise ShapeError(f"{len(off)} of {len(bones)} bones are not the model's lengths (the bone to "
+                         f"{skeleton.names[joint]} is {r:.3g} times it): joints in another order, or another "
+                         f"skeleton's; the model expects {', '.join(skeleton.names)}", path=source)  # fmt: skip
+    if not 1 / SCALE_WARNING <= scale <= SCALE_WARNING:
+        warnings.warn(f"{source or 'positions'}: the body's bones are {scale:.3g} times the model skeleton's; the "
+                      "solved pose keeps the model's bone lengths, so its joints will miss the given ones",
+                      UserWarning, stacklevel=3)  # fmt: skip
 
 
 _UNIT_NAMES = {"m": ("metres", "m"), "cm": ("centimetres", "cm"), "mm": ("millimetres", "mm"), "in": ("inches", "in"),
@@ -482,17 +541,20 @@ def solve(
 
     Raises
     ------
-    ValueError
-        An unknown ``method``.
-    ShapeError, SkeletonError
-        Positions the model cannot take (:func:`check_positions`).
+    ShapeError
+        An unknown ``method``, an fps that is not a positive number, or positions the model cannot take
+        (:func:`check_positions`).
+    SkeletonError
+        Joint names the model does not have (:func:`check_positions`).
     """
     chosen = method or ("gat_refined" if refine else "gat")
     if chosen not in ALL_METHODS:
-        raise ValueError(f"unknown IK method {chosen!r}; choose from {', '.join(ALL_METHODS)}")
+        raise ShapeError(f"unknown IK method {chosen!r}; choose from {', '.join(ALL_METHODS)}", path=source)
+    if fps is not None and not (isinstance(fps, (int, float)) and math.isfinite(fps) and fps > 0):
+        raise ShapeError(f"fps must be a positive number, got {fps!r}", path=source)
     model = model if isinstance(model, IKModel) else load_model(model)
     fps = fps or getattr(positions, "fps", None) or 30.0
-    x = check_positions(positions, model.skeleton, names, source=source)
+    x = check_positions(positions, model.skeleton, names, source=source, ik_root=model.rig.ik_root)
     quats, trans = run_method(chosen, x, model)
     motion = to_motion(model, quats, trans, float(fps))
     motion.metadata["ik_method"] = chosen

@@ -22,7 +22,7 @@ import torch
 from skelanim.core.motion import Motion
 from skelanim.errors import FormatError, ShapeError
 
-__all__ = ["read_utf8_text", "require_finite_motion", "require_finite_positions", "warn_at_caller"]
+__all__ = ["first_non_finite", "read_utf8_text", "require_finite_motion", "require_finite_positions", "warn_at_caller"]
 
 _IO_DIR = os.path.dirname(os.path.realpath(__file__))
 _PACKAGE_INIT = os.path.join(os.path.dirname(_IO_DIR), "__init__.py")
@@ -41,7 +41,7 @@ def read_utf8_text(path: str | os.PathLike) -> str:
         raise FormatError(f"not UTF-8 text (byte {exc.start}: 0x{raw[exc.start]:02x})", path=path, line=line) from None
 
 
-def _first_bad(values: Any) -> tuple[int, ...] | None:
+def first_non_finite(values: Any) -> tuple[int, ...] | None:
     """Index of the first non-finite entry of ``values`` (tensor or array), or ``None``."""
     array = values.detach().cpu().numpy() if isinstance(values, torch.Tensor) else np.asarray(values)
     bad = np.argwhere(~np.isfinite(array))
@@ -53,7 +53,7 @@ def require_finite_positions(positions: Any, names: Sequence[str], path: str | o
 
     The error names ``path``, the frame, the joint (from ``names``) and the axis.
     """
-    bad = _first_bad(positions)
+    bad = first_non_finite(positions)
     if bad is not None:
         f, j, a = bad
         raise ShapeError(f"cannot write a non-finite position ({_AXES[a]}); nothing was written", path=path,
@@ -68,16 +68,16 @@ def require_finite_motion(motion: Motion, path: str | os.PathLike | None) -> Non
     the frame and joint.
     """
     skeleton = motion.skeleton
-    bad = _first_bad(skeleton.offsets)
+    bad = first_non_finite(skeleton.offsets)
     if bad is not None:
         raise ShapeError("cannot write a non-finite bone offset; nothing was written", path=path,
                          where=f"joint {skeleton.names[bad[0]]}")
     for j, offset in sorted(skeleton.end_sites.items()):
-        if _first_bad(offset) is not None:
+        if first_non_finite(offset) is not None:
             raise ShapeError("cannot write a non-finite End Site offset; nothing was written", path=path,
                              where=f"joint {skeleton.names[j]}")
     for label, values in (("rotation", motion.rotations), ("translation", motion.local_translations())):
-        bad = _first_bad(values)
+        bad = first_non_finite(values)
         if bad is not None:
             f, j = bad[0], bad[1]
             what = "root position" if label == "translation" and j == 0 else label

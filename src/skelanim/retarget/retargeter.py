@@ -16,6 +16,7 @@ full skeleton; joints outside the canonical set hold their rest rotation.
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Mapping
 from pathlib import Path
@@ -29,6 +30,7 @@ from skelanim.core.motion import Motion
 from skelanim.core.rotations import quat_identity, quat_to_matrix
 from skelanim.core.skeleton import Skeleton
 from skelanim.errors import FormatError, SkelanimError
+from skelanim.io.common import first_non_finite
 from skelanim.nn.checkpoint import config_error, load_model_files
 from skelanim.retarget.baselines import FEET, ContactState, IKRetarget, causal_contacts, copy_hips
 from skelanim.retarget.mapping import CANONICAL_JOINTS, map_skeleton
@@ -153,6 +155,10 @@ class Retargeter:
             raise RetargetError(f"unknown method {method!r}; choose from {', '.join(METHODS)}")
         if runtime not in RUNTIMES:
             raise RetargetError(f"unknown runtime {runtime!r}; choose from {', '.join(RUNTIMES)}")
+        if not (isinstance(fps, (int, float)) and math.isfinite(fps) and fps > 0):
+            raise RetargetError(f"fps must be a positive number, got {fps!r}")
+        if floor is not None and not (isinstance(floor, (int, float)) and math.isfinite(floor)):
+            raise RetargetError(f"floor must be a finite number or None, got {floor!r}")
         self.runtime = runtime
         self.source = make_rig(source_skeleton, source_map, source_rest, calibration=source_calibration)
         self.target = make_rig(target_skeleton, target_map, target_rest, calibration=target_calibration)
@@ -362,6 +368,10 @@ class Retargeter:
             offsets = torch.as_tensor(joint_translations, dtype=torch.float64)
             if tuple(offsets.shape) != (n, 3):
                 raise RetargetError(f"joint translations must be ({n}, 3), got {tuple(offsets.shape)}")
+        for label, values in (("rotation", rot), ("root position", root), ("joint translation", offsets)):
+            bad = first_non_finite(values)
+            if bad is not None:
+                raise RetargetError(f"a frame with a non-finite {label} (index {bad})")
         if self.compile():
             if self._stream is None:
                 self._stream = [t.numpy() for t in self._fresh_stream_state()]
@@ -389,6 +399,13 @@ class Retargeter:
         """
         if not motion.skeleton.same_topology(self.source.skeleton):
             raise RetargetError("the motion's skeleton is not the Retargeter's source skeleton")
+        if motion.num_frames == 0:
+            raise RetargetError("the motion has no frames", path=motion.metadata.get("path"))
+        for label, values in (("rotation", motion.rotations), ("position", motion.local_translations())):
+            bad = first_non_finite(values)
+            if bad is not None:
+                raise RetargetError(f"non-finite {label}", path=motion.metadata.get("path"),
+                                    where=f"frame {bad[0]}, joint {motion.skeleton.names[bad[1]]}")  # fmt: skip
         self.reset()
         q, root, trans = self._run(motion.rotations.to(torch.float64), motion.local_translations(), motion.fps, self.floor)
         self.reset()
