@@ -179,3 +179,23 @@ def test_contacts_feed_the_baselines(clips):
     motion = clips["bandai"]
     labels = foot_contacts(motion, joints=[int(CanonicalRig(motion.skeleton).joint_of_slot[s]) for s in FEET])
     assert 0.2 < float(labels.float().mean()) < 0.95
+
+
+def test_bad_input_is_a_retarget_error_naming_frame_and_joint(clips):
+    """Zero frames raised a raw torch error and NaN went through to NaN output; both are refused now, as are a
+    frame rate or floor that is no number."""
+    src, dst = clips["cmu_mb"], clips["bandai"]
+    r = Retargeter(src.skeleton, dst.skeleton)
+    with pytest.raises(RetargetError, match="no frames"):
+        r(src[:0])
+    rot = src.rotations.clone()
+    rot[3, 5, 0] = float("nan")
+    with pytest.raises(RetargetError, match="non-finite rotation") as info:
+        r(src.copy(rotations=rot))
+    assert info.value.where == f"frame 3, joint {src.skeleton.names[5]}"
+    with pytest.raises(RetargetError, match="non-finite rotation"):
+        r.step(rot[3], src.root_positions[3])
+    for bad in ({"fps": 0}, {"fps": -1.0}, {"fps": float("nan")}, {"floor": float("nan")}):
+        with pytest.raises(RetargetError, match="fps must be|floor must be"):
+            Retargeter(src.skeleton, dst.skeleton, **bad)
+    assert r(src).num_frames == src.num_frames  # and good input still goes through
