@@ -199,3 +199,20 @@ def test_bad_input_is_a_retarget_error_naming_frame_and_joint(clips):
         with pytest.raises(RetargetError, match="fps must be|floor must be"):
             Retargeter(src.skeleton, dst.skeleton, **bad)
     assert r(src).num_frames == src.num_frames  # and good input still goes through
+
+
+@pytest.mark.parametrize("name", ["cmu_mb", "xia", "bandai", "pymo"])
+def test_a_clip_onto_its_own_skeleton_comes_back_as_it_was(clips, name):
+    """Root height included: the feet's joints were put on y = 0 (CMU 01_01 sank 2.6 % of its height)."""
+    clip = clips[name]
+    out = Retargeter(clip.skeleton, clip.skeleton)(clip)
+    assert float((out.positions() - clip.positions()).abs().max()) < 1e-6 * clip.height
+
+
+def test_a_floor_far_from_the_origin_is_the_lowest_foot_joint(clips):
+    """The production rig's floor lies about a metre below its origin: its lowest foot joint is the floor."""
+    clip = clips["ccrig"]
+    out = Retargeter(clip.skeleton, clips["cmu_mb"].skeleton)(clip)
+    feet = [i for i, n in enumerate(out.skeleton.names) if any(k in n.lower() for k in ("foot", "toe"))]
+    lowest = float(out.positions()[:, feet, 1].min())
+    assert abs(lowest) < 0.05 * out.height and abs(float(clip.positions()[:, :, 1].min())) > 0.3 * clip.height

@@ -48,6 +48,12 @@ DEFAULT_MODEL = Path(__file__).resolve().parent / "pretrained"
 _LOADED: dict[str, NKN] = {}
 
 
+#: How far a clip's lowest foot or toe joint may be from y = 0 (fraction of the source's height) for y = 0 to count
+#: as its floor (CMU's toe joints stand 2.6 % above it, Xia's dip 1.5 % below); farther (the production rig's floor
+#: is a metre below its origin), that joint is the floor.
+CLEARANCE = 0.1
+
+
 class RetargetError(SkelanimError):
     """Bad retargeting options (unknown method, wrong frame shape)."""
 
@@ -237,13 +243,15 @@ class Retargeter:
         contacts: ContactState, state: NKNState,
     ) -> tuple[Tensor, Tensor, Tensor | None, ContactState, NKNState]:  # fmt: skip
         """Target local quaternions ``(F, J_B, 4)``, root positions ``(F, 3)``, joint translations (or
-        ``None``) and the new stream states for ``F`` source frames (``floor`` ``None``: the frames' lowest
-        foot or toe joint). A pure function of its inputs (what :meth:`step` traces)."""
+        ``None``) and the new stream states for ``F`` source frames (``floor`` ``None``: y = 0 where the
+        frames' lowest foot or toe joint is within :data:`CLEARANCE` of the height of it, else that joint). A pure function of its inputs (what :meth:`step` traces)."""
         s, t = self.source, self.target
         local = quat_to_matrix(rotations)
         extras = self._extra_joints
         frames, pos, extra_world = s.encode_matrices(local, translations, None if extras is None else extras[1])
         level = float(pos[:, list(FEET), 1].min()) if floor is None else floor
+        if floor is None and abs(level) <= CLEARANCE * s.height:  # y = 0 is the floor: feet keep their height
+            level = 0.0
         if level != 0.0:
             pos = pos - torch.tensor([0.0, level, 0.0], dtype=pos.dtype)
         hips = copy_hips(pos[:, 0], s, t)
