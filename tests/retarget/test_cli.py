@@ -149,6 +149,20 @@ def test_robot_onto_bvh_writes_a_bvh(short_files, tmp_path, capsys, mocap_dir):
     torch.testing.assert_close(bvh.positions()[:, order], clip.positions(), atol=1e-5, rtol=0)
 
 
+def test_a_deepmimic_clip_as_target_gets_the_robot_fix_for_any_output(short_files, tmp_path, capsys, mocap_dir):
+    """``--to humanoid3d_walk.txt -o x.bvh`` skipped the robot fix (elbows 26.5 degrees off the hinge) that
+    ``--to humanoid.urdf -o x.bvh`` applies to the same humanoid; both give the same motion now."""
+    urdf, clip = mocap_dir / "deepmimic" / "humanoid.urdf", mocap_dir / "deepmimic" / "humanoid3d_walk.txt"
+    outs = {}
+    for name, to in (("urdf", urdf), ("clip", clip)):
+        outs[name] = tmp_path / f"{name}.bvh"
+        code, stdout, err = run(["retarget", str(short_files["bandai"]), "--to", str(to), "-o", str(outs[name])], capsys)
+        assert code == 0 and "DeepMimic humanoid" in stdout, err
+    a, b = skelanim.load(outs["urdf"]), skelanim.load(outs["clip"])
+    torch.testing.assert_close(a.positions(), b.positions(), atol=1e-5, rtol=0)
+    torch.testing.assert_close(a.rotations, b.rotations, atol=1e-5, rtol=0)
+
+
 @pytest.mark.parametrize("command", ["run", "eval"])
 def test_help_shows_the_model_default(command, capsys, monkeypatch):
     """``[default: ...]`` inside a help string is eaten by rich markup; the text must read whole."""

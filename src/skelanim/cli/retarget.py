@@ -55,9 +55,9 @@ def run(
         "by up to a half turn (positions are right); NKN models trained before 2026-12-03 need --no-calibrate.",
     ),
 ) -> None:
-    """Retarget SRC onto the skeleton of TARGET. Onto the DeepMimic humanoid (--to humanoid.urdf, or a .txt
-    output) the result goes through the robot fix (hinge knees and elbows, feet on the ground) and is written
-    in the output's format: a DeepMimic clip for .txt/.json, a BVH of the humanoid for .bvh."""
+    """Retarget SRC onto the skeleton of TARGET. Onto the DeepMimic humanoid (--to humanoid.urdf or a DeepMimic
+    .txt/.json clip) the result goes through the robot fix (hinge knees and elbows, feet on the ground) and is
+    written in the output's format: a DeepMimic clip for .txt/.json, a BVH of the humanoid for .bvh."""
     import skelanim
     from skelanim.retarget import METHODS, Retargeter, RetargetError
 
@@ -66,7 +66,7 @@ def run(
     motion = skelanim.load(src)
     if out.suffix.lower() in (".txt", ".json") and to.suffix.lower() not in (".txt", ".json", ".urdf"):
         raise RetargetError(f"{out}: DeepMimic output needs a DeepMimic target (--to a .txt clip or humanoid.urdf)")
-    if to.suffix.lower() == ".urdf" or out.suffix.lower() in (".txt", ".json"):
+    if to.suffix.lower() in (".urdf", ".txt", ".json"):  # the DeepMimic humanoid, however the target is named
         from skelanim.retarget.robot import save_deepmimic, to_deepmimic
 
         robot = to_deepmimic(motion, method=method, source_map=source_map, model=model,
