@@ -33,6 +33,15 @@ def test_plot_dpi_must_be_in_range(capfd: pytest.CaptureFixture[str], tmp_path: 
     assert list(tmp_path.iterdir()) == []
 
 
+def test_bad_option_values_name_their_option(capfd: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """``--count 0``, ``--angle bogus`` and ``--size 0x0`` said "count ...", "angle ...", "size ..."."""
+    one_line_error(capfd, main(["plot", WALK, "--kind", "poses", "--count", "0", "-o", str(tmp_path / "x.png")]), "--count")
+    one_line_error(capfd, main(["plot", WALK, "--kind", "angles", "--angle", "bogus", "-o", str(tmp_path / "x.png")]),
+                   "--angle", "flexion or rotation")  # fmt: skip
+    one_line_error(capfd, main(["render", WALK, "--size", "0x0", "-o", str(tmp_path / "x.gif")]), "--size", "0x0")
+    assert list(tmp_path.iterdir()) == []
+
+
 @pytest.mark.parametrize("suffix", [".mp4", ".gif"])
 def test_render_fps_must_be_in_range(capfd: pytest.CaptureFixture[str], tmp_path: Path, suffix: str) -> None:
     for fps in ("0", "-5", "nan", "inf", "1e-6", "1e9"):  # the last two overflowed the GIF timing or the memory

@@ -93,7 +93,7 @@ def describe(motion: Motion, path: str) -> dict:
 
 @app.command()
 def info(
-    file: Path = typer.Argument(..., help="A motion file (.bvh, DeepMimic .txt/.json)."),
+    file: Path = typer.Argument(..., help="A motion file (.bvh, DeepMimic .txt/.json, .glb/.gltf)."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object instead of text."),
 ) -> None:
     """Show joints, frames, fps, duration, channel orders, height and the up axis guess of FILE."""
@@ -117,7 +117,8 @@ def convert(
     src: Path = typer.Argument(..., help="Input motion file."),
     dst: Path = typer.Argument(..., help="Output file; its suffix picks the format (.bvh, .txt, .npz, .csv, ...)."),
     fps: float | None = typer.Option(None, "--fps", help="Resample to this frame rate (slerp)."),
-    scale: float | None = typer.Option(None, "--scale", help="Multiply all lengths by this factor."),
+    scale: float | None = typer.Option(None, "--scale", help="Multiply all lengths by this factor (a .glb/.gltf output "
+                                                            "is in metres already: --scale 0.01 makes a cm figure 100 times smaller)."),
 ) -> None:
     """Convert SRC to DST between the supported formats, optionally resampling and scaling.
 

@@ -18,7 +18,7 @@ def _megabytes(size: int) -> str:
 
 @app.command()
 def view(
-    files: list[Path] = typer.Argument(..., help="Motion files (.bvh, DeepMimic .txt/.json) to play together."),
+    files: list[Path] = typer.Argument(..., help="Motion files (.bvh, DeepMimic .txt/.json, .glb/.gltf) to play together."),
     out: Path | None = typer.Option(
         None, "-o", "--out", help="Page to write (default viewer.html; with --serve, only when given)."
     ),

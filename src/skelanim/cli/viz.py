@@ -37,7 +37,7 @@ def plot(
         None, "--joints", "-j", help="Joint names (repeat, or comma-separated); default: root and feet / knees."
     ),
     angle: str = typer.Option("flexion", "--angle", help="For --kind angles: flexion (between bones) or rotation (local)."),
-    count: int = typer.Option(8, "--count", help="For --kind poses: number of poses per motion."),
+    count: int = typer.Option(8, "--count", min=1, help="For --kind poses: number of poses per motion."),
     dpi: int = typer.Option(100, "--dpi", help="Resolution of raster output (dots per inch, 1 to 1200)."),
 ) -> None:
     """Plot joint trajectories, joint angles, foot contacts or a strip of poses of FILES into OUT."""
@@ -46,6 +46,8 @@ def plot(
 
     if kind not in plots.KINDS:
         raise ShapeError(f"unknown --kind {kind!r}; expected one of {', '.join(plots.KINDS)}")
+    if angle not in ("flexion", "rotation"):
+        raise ShapeError(f"unknown --angle {angle!r}; expected flexion or rotation")
     require_between(dpi, "--dpi", 1, 1200, "dots per inch")
     motions, labels = _load_all(files)
     try:
@@ -67,10 +69,14 @@ def render(
     progress: bool = typer.Option(True, "--progress/--no-progress", help="Show a progress bar on stderr."),
 ) -> None:
     """Render FILES as a stick-figure video, side by side (default) or overlaid."""
+    from skelanim.errors import ShapeError
     from skelanim.viz import video
 
     require_between(fps, "--fps", 0.1, 240, "frames per second")  # before any file is read or an encoder is started
-    dims = video.parse_size(size)
+    try:
+        dims = video.parse_size(size)
+    except ShapeError as err:
+        raise ShapeError(f"--size: {err.message}") from None
     motions, labels = _load_all(files)
     video.render_video(motions, out, fps=fps, size=dims, overlay=overlay, labels=labels, progress=progress)
     frames = video.frame_count(motions, fps)
