@@ -232,11 +232,14 @@ def test_gltf_text_container_round_trip(tmp_path: Path) -> None:
     assert validate(out)["issues"]["numWarnings"] == 0
 
 
-@pytest.mark.parametrize("axis", ["x", "z"])
+@pytest.mark.parametrize("axis", ["x", "z", "-x", "-y", "-z"])
 def test_source_up_axis_is_turned_to_y(tmp_path: Path, axis: str) -> None:
-    """A copy of the sample turned to X or Z up exports exactly like the Y-up original."""
+    """A copy of the sample turned to X or Z up, or upside down along any axis, exports exactly like the Y-up
+    original (an upside-down source came out with its head 1.36 m below its feet)."""
     motion = sample_motion()
-    turn = up_to_y_matrix("xyz".index(axis)).T  # takes +Y to the new up axis
+    sign = -1.0 if axis.startswith("-") else 1.0
+    axis = axis.lstrip("-")
+    turn = up_to_y_matrix("xyz".index(axis), sign).T  # takes +Y to the new up direction
     q_turn = matrix_to_quat(turn)
     sk = motion.skeleton
     turned_sk = type(sk)(sk.names, sk.parents, sk.offsets @ turn.T, sk.channels,
@@ -246,9 +249,11 @@ def test_source_up_axis_is_turned_to_y(tmp_path: Path, axis: str) -> None:
     turned = Motion(turned_sk, rot, motion.root_positions @ turn.T, motion.fps, metadata=dict(motion.metadata))
     torch.testing.assert_close(turned.positions(), motion.positions() @ turn.T)
     assert turned_sk.up_axis() == "xyz".index(axis)
+    assert turned.up_direction() == ("xyz".index(axis), sign)
     out = tmp_path / f"{axis}_up.glb"
     gltf.save(turned, out)
-    check_against_fk(out, turned, 1.0, up="xyz".index(axis))
+    if sign > 0:
+        check_against_fk(out, turned, 1.0, up="xyz".index(axis))
     check_against_fk(out, motion, 1.0)  # the same world positions as the Y-up original
     assert_same_positions(motion, gltf.load(out), 1.0, 1e-5 * motion.height)
     assert_same_positions(turned, gltf.load(out, original_units=True), 1.0, 1e-5 * motion.height)

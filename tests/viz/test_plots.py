@@ -218,3 +218,27 @@ def test_save_figure_refuses_a_bad_dpi(walk: Motion, tmp_path: Path) -> None:
         with pytest.raises(ShapeError, match="dpi must be a positive number"):
             plots.save_figure(fig, tmp_path / "x.png", dpi=dpi)
     assert os.listdir(tmp_path) == []
+
+
+def test_an_upside_down_source_is_drawn_upright(walk: Motion) -> None:
+    """A copy turned head down along -Y: the pose strip and the video's figure have their heads up again (they
+    were drawn upside down, the floor line at the head), with the same pose as the original."""
+    import torch
+
+    from skelanim.core.rotations import matrix_to_quat, quat_multiply
+    from skelanim.core.units import up_to_y_matrix
+    from skelanim.viz._draw import skeleton_figure
+
+    turn = up_to_y_matrix(1, -1.0).T  # a half turn about X: +Y to -Y
+    q = matrix_to_quat(turn).to(walk.rotations.dtype)
+    sk = walk.skeleton
+    flipped_sk = type(sk)(sk.names, sk.parents, sk.offsets @ turn.T.to(sk.offsets.dtype), sk.channels,
+                          {k: turn.to(v.dtype) @ v for k, v in sk.end_sites.items()})  # fmt: skip
+    rot = quat_multiply(quat_multiply(q, walk.rotations), q * torch.tensor([1.0, -1, -1, -1], dtype=q.dtype))
+    flipped = Motion(flipped_sk, rot, walk.root_positions @ turn.T.to(walk.root_positions.dtype), walk.fps)
+    assert flipped.up_direction() == (1, -1.0)
+    original, drawn = skeleton_figure(walk), skeleton_figure(flipped)
+    heads = [j for j, n in enumerate(sk.names) if "neck" in n.lower() or "head" in n.lower()]
+    assert (drawn.positions[:, heads, 1] - drawn.floor).min() > 0.5 * drawn.height
+    heights = lambda f: f.positions[..., f.up] - f.floor
+    np.testing.assert_allclose(heights(drawn), heights(original), atol=1e-6 * original.height)

@@ -24,7 +24,7 @@ import torch
 from skelanim.core.euler import euler_quat_components, euler_to_quat, parse_order
 from skelanim.core.kinematics import end_site_positions, forward_kinematics_components
 from skelanim.core.rotations import quat_normalize
-from skelanim.core.skeleton import Skeleton, head_and_feet
+from skelanim.core.skeleton import Skeleton, head_and_feet, up_sign
 from skelanim.errors import ShapeError
 
 
@@ -231,6 +231,14 @@ class Motion:
         pos = self._sample_positions()
         posed = int((pos[:, heads].mean(1) - pos[:, feet].mean(1)).mean(0).abs().argmax())
         return rest if rest == posed else (1 if 1 in (rest, posed) else posed)
+
+    def up_direction(self) -> tuple[int, float]:
+        """:meth:`up_axis` and its sign: ``-1.0`` when the heads lie below the feet along it (an upside-down
+        source, :func:`~skelanim.core.skeleton.up_sign` over up to 64 evenly spaced frames), else ``+1.0``."""
+        axis = self.up_axis()
+        if self.num_frames == 0:
+            return axis, 1.0
+        return axis, up_sign(self.skeleton.names, self._sample_positions(), axis)
 
     @property
     def height(self) -> float:

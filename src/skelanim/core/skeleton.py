@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import torch
@@ -32,6 +33,18 @@ def head_and_feet(names: Sequence[str]) -> tuple[list[int], list[int]]:
     heads = [j for j, n in enumerate(names) if _HEAD_NAME.search(n)]
     feet = [j for j, n in enumerate(names) if _FOOT_NAME.search(n)]
     return heads, feet
+
+
+def up_sign(names: Sequence[str], positions: Any, axis: int) -> float:
+    """``+1.0`` if points named like a head or neck lie above those named like feet along ``+axis`` on average
+    over the frames of ``positions`` ``(F, P, 3)`` (tensor or array, point ``p`` named ``names[p]``), ``-1.0``
+    if below (an upside-down source), ``+1.0`` when the names tell nothing."""
+    heads, feet = head_and_feet(names)
+    if not heads or not feet:
+        return 1.0
+    pos = np.asarray(positions.detach().cpu() if hasattr(positions, "detach") else positions, dtype=np.float64)
+    gap = float((pos[:, heads, axis].mean(axis=1) - pos[:, feet, axis].mean(axis=1)).mean())
+    return -1.0 if gap < 0 else 1.0
 
 
 # Side markers, tried in order. Each entry: (pattern matching the left marker, function giving the right name).

@@ -21,9 +21,10 @@ glTF is metres, +Y up, right-handed, facing +Z; a :class:`Motion` keeps its sour
   ``h`` (:attr:`Motion.height`): the unit that brings ``h`` closest, in ratio, to 1.7 m. That is,
   ``h < 7.2``: metres; ``7.2 <= h < 45``: CMU units (the ASF length unit, ``1/0.45`` inch, kept by the
   CMU BVH conversions); ``45 <= h < 107``: inches; ``107 <= h < 538``: centimetres; above: millimetres.
-* **up axis**: ``up_axis`` is ``"x"``, ``"y"`` or ``"z"`` (default :meth:`Motion.up_axis`). A Z-up
-  source is turned -90 degrees about X, ``(x, y, z) -> (x, z, -y)``; an X-up source +90 degrees about Z,
-  ``(x, y, z) -> (-y, x, z)``. The turn sits on the root joint, so world positions in the file are
+* **up axis**: ``up_axis`` is ``"x"``, ``"y"`` or ``"z"``, or ``"-x"``, ``"-y"``, ``"-z"`` for a source whose
+  heads point down its axis (default :meth:`Motion.up_direction`). A Z-up source is turned -90 degrees about X,
+  ``(x, y, z) -> (x, z, -y)``; an X-up source +90 degrees about Z, ``(x, y, z) -> (-y, x, z)``; a -Y-up one a
+  half turn about X (:func:`~skelanim.core.units.up_to_y_matrix`). The turn sits on the root joint, so world positions in the file are
   ``scale * C @ p``. The facing direction is kept as recorded. The scale, source up axis, fps, BVH
   channel layouts and End Site nodes are kept in ``extras`` (``{"skelanim": ...}``) for :func:`load`.
 
@@ -169,12 +170,14 @@ def _add_bone_mesh(doc: dict[str, Any], buf: _Buffer, edges: list[tuple[int, int
         "baseColorFactor": [0.8, 0.8, 0.75, 1.0], "metallicFactor": 0.0, "roughnessFactor": 0.6}}]
 
 
-def _document(motion: Motion, name: str, scale: float, unit: str | None, up: int, mesh: bool) -> tuple[dict, bytes]:
-    """The glTF JSON document and its binary buffer for ``motion`` (see the module docstring)."""
+def _document(motion: Motion, name: str, scale: float, unit: str | None, up: int, mesh: bool,
+              sign: float = 1.0) -> tuple[dict, bytes]:  # fmt: skip
+    """The glTF JSON document and its binary buffer for ``motion`` (see the module docstring); up is
+    ``sign * e[up]``."""
     from skelanim import __version__
 
     sk, n_joints, ends = motion.skeleton, motion.skeleton.num_joints, sorted(motion.skeleton.end_sites)
-    rot_c = up_to_y_matrix(up)
+    rot_c = up_to_y_matrix(up, sign)
     q_c = rt.matrix_to_quat(rot_c)
     rotations = rt.quat_normalize(motion.rotations).clone()
     rotations[:, 0] = rt.quat_multiply(q_c, rotations[:, 0])
@@ -190,7 +193,7 @@ def _document(motion: Motion, name: str, scale: float, unit: str | None, up: int
     nodes: list[dict[str, Any]] = [{"name": joint, "translation": offsets[j].tolist(),
                                     "extras": {"skelanim": {"channels": list(sk.channels[j])}}}
                                    for j, joint in enumerate(sk.names)]
-    if up != 1:
+    if (up, sign) != (1, 1.0):
         nodes[0]["rotation"] = q_c[[1, 2, 3, 0]].tolist()
     nodes += [{"name": f"{sk.names[j]}_end", "translation": (sk.end_sites[j] * scale).tolist(),
                "extras": {"skelanim": {"end_site": True}}} for j in ends]
@@ -203,7 +206,7 @@ def _document(motion: Motion, name: str, scale: float, unit: str | None, up: int
     ibm[:, :3, :3], ibm[:, :3, 3], ibm[:, 3, 3] = rot_c.T.numpy(), -source_rest.numpy(), 1.0
     skin = {"name": "skeleton", "joints": list(range(len(nodes))), "skeleton": 0,
             "inverseBindMatrices": buf.add(ibm.transpose(0, 2, 1).reshape(-1, 16).astype(np.float32), "MAT4"),
-            "extras": {"skelanim": {"scale": scale, "unit": unit, "up_axis": "xyz"[up]}}}
+            "extras": {"skelanim": {"scale": scale, "unit": unit, "up_axis": ("-" if sign < 0 else "") + "xyz"[up]}}}
     doc: dict[str, Any] = {"asset": {"version": "2.0", "generator": f"skelanim {__version__}"}, "scene": 0}
     if mesh:
         _add_bone_mesh(doc, buf, edges, rest, height, len(nodes))
@@ -246,7 +249,8 @@ def save(motion: Motion, path: str | os.PathLike, *, scale: float | str | None =
         Metres per unit of ``motion``: a number or a unit name in :data:`UNITS`; by default from
         ``motion.metadata["units"]``, else guessed from the height (:func:`export_scale`).
     up_axis:
-        The motion's up axis, ``"x"``, ``"y"``, ``"z"`` or 0, 1, 2; default :meth:`Motion.up_axis`.
+        The motion's up axis, ``"x"``, ``"y"``, ``"z"`` (``"-x"`` ... for an upside-down source) or 0, 1, 2;
+        default :meth:`Motion.up_direction`.
     bone_mesh:
         Whether to add the skinned bone mesh that makes the skeleton visible in viewers and engines.
 
@@ -263,14 +267,18 @@ def save(motion: Motion, path: str | os.PathLike, *, scale: float | str | None =
     if motion.num_frames == 0:
         raise ShapeError("the motion has 0 frames; a glTF animation needs at least one keyframe", path=path)
     require_finite_motion(motion, path)
-    axis = str(up_axis).lower() if up_axis is not None else "xyz"[motion.up_axis()]
-    if axis not in ("0", "1", "2", "x", "y", "z"):
-        raise ShapeError(f"up_axis must be 'x', 'y', 'z' or 0, 1, 2, got {up_axis!r}", path=path)
+    if up_axis is None:
+        up, sign = motion.up_direction()
+    else:
+        axis = str(up_axis).lower()
+        sign, axis = (-1.0 if axis.startswith("-") else 1.0), axis.lstrip("+-")
+        if axis not in ("0", "1", "2", "x", "y", "z"):
+            raise ShapeError(f"up_axis must be 'x', 'y', 'z' (or '-x', ...) or 0, 1, 2, got {up_axis!r}", path=path)
+        up = int(axis) if axis.isdigit() else "xyz".index(axis)
     factor, unit = export_scale(motion, scale, path=path)
-    up = int(axis) if axis.isdigit() else "xyz".index(axis)
     try:
         with np.errstate(over="ignore"):  # a float32 overflow is refused below, not warned about
-            doc, blob = _document(motion, target.stem, factor, unit, up, bone_mesh)
+            doc, blob = _document(motion, target.stem, factor, unit, up, bone_mesh, sign)
     except ShapeError as exc:
         raise ShapeError(exc.message, path=path) from None
     if target.suffix.lower() == ".gltf":
@@ -513,7 +521,9 @@ def _motion(gltf: Any, a: int | None, path: Path, original_units: bool) -> Motio
     metadata: dict[str, Any] = {"format": "gltf", "units": "m", "animation": anim.name if anim else None}
     if info and original_units:  # undo save's conversion P = scale * C @ p
         undo = np.eye(4)
-        undo[:3, :3] = up_to_y_matrix("xyz".index(info["up_axis"])).numpy().T / float(info["scale"])
+        recorded = str(info["up_axis"])
+        turn = up_to_y_matrix("xyz".index(recorded.lstrip("-")), -1.0 if recorded.startswith("-") else 1.0)
+        undo[:3, :3] = turn.numpy().T / float(info["scale"])
         base = undo @ base
         metadata["units"] = info.get("unit") or "unknown"
     elif info:

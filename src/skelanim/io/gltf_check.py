@@ -218,7 +218,7 @@ def check_document(doc: Any, path: str | os.PathLike) -> None:
         info = _extras(skin)
         if info is not None and i == 0:
             c.positive(info, "scale", f"skins[{i}].extras.skelanim")
-            c.text(info, "up_axis", f"skins[{i}].extras.skelanim", required=True, choices=("x", "y", "z"))
+            c.text(info, "up_axis", f"skins[{i}].extras.skelanim", required=True, choices=("x", "y", "z", "-x", "-y", "-z"))
             c.text(info, "unit", f"skins[{i}].extras.skelanim")
 
     for a, anim in enumerate(animations):

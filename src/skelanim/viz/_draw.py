@@ -132,7 +132,12 @@ def skeleton_figure(motion: Motion) -> Figure3D:
         if side_of[c] == 0:
             side_of[c] = side_of[parents[c]]
     sides = np.array([side_of[min(c, j - 1)] if c < j else side_of[p] for p, c in bones], dtype=np.int64)
-    up, height = motion.up_axis(), motion.height
+    up, sign = motion.up_direction()
+    height = motion.height
+    if sign < 0:  # an upside-down source: a half turn about a horizontal axis puts its heads up
+        flip = np.ones(3)
+        flip[up], flip[(up + 1) % 3] = -1.0, -1.0
+        pos = pos * flip
     if not height > 0:  # a skeleton of one joint (or all at one height): frame it by its spread, or one unit
         height = max(float(np.ptp(pos)), 1.0)
     centre = pos[:, 1:j].mean(axis=1) if j > 1 else pos[:, 0]

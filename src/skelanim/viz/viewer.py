@@ -38,7 +38,7 @@ from pathlib import Path
 import numpy as np
 
 from skelanim.core.motion import Motion
-from skelanim.core.skeleton import head_and_feet
+from skelanim.core.skeleton import head_and_feet, up_sign
 from skelanim.core.units import metres_per_unit, up_to_y_matrix
 from skelanim.errors import ShapeError
 from skelanim.io.atomic import atomic_open
@@ -87,8 +87,7 @@ def up_direction(names: Sequence[str], positions: np.ndarray, axis: int | None =
     if heads and feet:
         direction = (positions[:, heads].mean(axis=1) - positions[:, feet].mean(axis=1)).mean(axis=0)
         axis = int(np.abs(direction).argmax()) if axis is None else axis
-        if direction[axis] != 0:
-            return axis, (1.0 if direction[axis] > 0 else -1.0)
+        return axis, up_sign(names, positions, axis)
     extent = positions[0].max(axis=0) - positions[0].min(axis=0)
     return (int(extent.argmax()) if axis is None else axis), 1.0
 
