@@ -55,6 +55,46 @@ def test_trajectories_plot_the_joint_positions(walk: Motion, run: Motion) -> Non
     assert "(up)" in axes[1].get_title()  # Y is up for DeepMimic
 
 
+def test_trajectories_of_files_in_other_units_or_up_axes_share_one_frame(walk: Motion) -> None:
+    """The same walk in centimetres and Z-up was drawn in its own numbers beside the metre, Y-up one (titles from
+    the last file); now both are turned Y-up in metres, and the lines coincide."""
+    from skelanim import ops
+    from skelanim.core.units import up_to_y_matrix
+
+    turn = up_to_y_matrix(2).T.to(walk.root_positions.dtype)  # +Y to +Z
+    q = matrix_to_quat_(turn)
+    sk = walk.skeleton
+    z_up = Motion(type(sk)(sk.names, sk.parents, sk.offsets @ turn.T, sk.channels,
+                           {k: turn @ v for k, v in sk.end_sites.items()}),
+                  quat_conj_(q, walk.rotations), walk.root_positions @ turn.T, walk.fps)  # fmt: skip
+    cm = ops.scale(z_up, 100.0)
+    cm.metadata["units"] = "cm"  # the same body in centimetres (ops.scale alone makes a body 100 times larger)
+    assert cm.up_direction() == (2, 1.0)
+    fig = plots.plot_trajectories([walk, cm], ["root"], labels=["m, Y up", "cm, Z up"])
+    for a in range(3):
+        mine, theirs = (line.get_ydata() for line in fig.axes[a].lines)
+        np.testing.assert_allclose(theirs, mine, atol=1e-9 + 1e-6 * walk.height)
+    assert "(up)" in fig.axes[1].get_title() and fig.axes[0].get_ylabel() == "m"
+    same = plots.plot_trajectories([walk, walk], ["root"])  # files that agree keep their own frame and unit
+    np.testing.assert_allclose(same.axes[2].lines[0].get_ydata(), walk.positions().numpy()[:, 0, 2])
+
+
+def matrix_to_quat_(m):
+    from skelanim.core.rotations import matrix_to_quat
+
+    return matrix_to_quat(m)
+
+
+def quat_conj_(q, rotations):
+    """Every local rotation conjugated by ``q``: every world position turned by it."""
+    import torch
+
+    from skelanim.core.rotations import quat_multiply
+
+    q = q.to(rotations.dtype)
+    return quat_multiply(quat_multiply(q, rotations), q * torch.tensor([1.0, -1, -1, -1], dtype=q.dtype))
+
+
 def test_default_joints_are_root_and_feet(walk: Motion) -> None:
     fig = plots.plot_trajectories(walk)
     titles = [ax.get_title() for ax in fig.axes[::3]]

@@ -28,9 +28,11 @@ from matplotlib.collections import LineCollection
 from matplotlib.figure import Figure
 
 from skelanim.core.motion import Motion
+from skelanim.core.units import up_to_y_matrix
 from skelanim.data.rig import body_root
 from skelanim.errors import ShapeError, SkeletonError, UnsupportedFormatError
 from skelanim.io.atomic import atomic_path
+from skelanim.io.gltf import export_scale
 from skelanim.metrics.gait import GaitError, GaitReport, find_legs
 from skelanim.ops.contacts import find_feet, foot_contacts
 from skelanim.viz._draw import (
@@ -134,15 +136,24 @@ def plot_trajectories(
     ms, names = labelled_motions(motions, labels)
     rows = _rows(ms, names, joints, _default_trajectory_joints)
     fig, axes = _new_figure(len(rows), 3, width=12, row_height=2.0, sharex=True)
+    frames = [(m.up_direction(), export_scale(m)) for m in ms]  # ((axis, sign), (metres per unit, unit))
+    shared = len({(d, round(f, 12)) for d, (f, _) in frames}) == 1
+    up, unit = (frames[0][0][0], frames[0][1][1] or "file units") if shared else (1, "m")
     for i, (m, name) in enumerate(zip(ms, names)):
         pos = m.positions().numpy()
+        if not shared:  # files that differ in up axis or unit: all turned Y-up, in metres
+            (axis, sign), (factor, _) = frames[i]
+            pos = pos @ up_to_y_matrix(axis, sign).numpy().T * factor
         t = np.arange(m.num_frames) / m.fps
-        up = m.up_axis()
         for r, (row_label, idx) in enumerate(rows):
             for a in range(3):
                 ax = axes[r, a]
                 ax.plot(t, pos[:, idx[i], a], color=unit_color(i), lw=1.3, label=name)
                 ax.set_title(f"{row_label}: {AXES[a]}{' (up)' if a == up else ''}", fontsize=9)
+    for ax in axes[:, 0]:
+        ax.set_ylabel(unit, fontsize=8)
+    if not shared:
+        fig.suptitle("the files differ in up axis or unit: all turned Y-up, in metres", fontsize=9)
     for ax in axes[-1]:
         ax.set_xlabel("time (s)")
     axes[0, 0].legend(fontsize=8, loc="best")
