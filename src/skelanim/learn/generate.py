@@ -422,9 +422,7 @@ class GenerateTask:
         self.content = torch.tensor(model.contents.indices(train_ds.labels("content")))[clip]
         self.style = torch.tensor(model.styles.indices(train_ds.labels("style")))[clip]
         if adversarial == 0.0 and float(model.norm.std.sum()) == model.norm.std.numel():
-            sample = self._vectors(
-                spread_sample(self.windows, 3000)
-            )
+            sample = self._vectors(spread_sample(self.windows, 3000))
             model.norm.set(sample.mean(dim=(0, 1)), sample.std(dim=(0, 1)).clamp_min(1e-3))
 
     def _vectors(self, windows: Tensor) -> Tensor:
@@ -440,23 +438,18 @@ class GenerateTask:
 
     def _real_windows(self) -> tuple[Tensor, Tensor, Tensor]:
         """Every training window's standardised vectors ``(N, T, D)``, world positions ``(N, T, M, 3)`` (heights)
-        and foot contacts ``(N, T, K)``, computed once, 256 windows at a time, by the arithmetic a batch would
-        use (each window's numbers do not depend on the others in its batch), so that a step does not redo the
-        forward kinematics of its real windows (a sixth of the VAE stage's time)."""
+        and foot contacts ``(N, T, K)``, computed once by a batch's arithmetic (a window's numbers do not depend on
+        its batch), so that a step does not redo its real windows' forward kinematics (a sixth of a VAE step)."""
         if self._real is None:
-            parts = []
             with torch.no_grad():
-                for i in range(0, len(self.windows), 256):
-                    w = self.windows[i : i + 256]
-                    x = self.model.norm(self._vectors(w))
-                    parts.append((x, self.model.positions(self.model.norm.inverse(x))[0], self._contacts(w)))
-            self._real = tuple(torch.cat(p) for p in zip(*parts, strict=True))  # type: ignore[assignment]
-        assert self._real is not None
+                chunks = [self.windows[i : i + 256] for i in range(0, len(self.windows), 256)]
+                xs = [self.model.norm(self._vectors(w)) for w in chunks]
+                positions = [self.model.positions(self.model.norm.inverse(x))[0] for x in xs]
+                self._real = (torch.cat(xs), torch.cat(positions), torch.cat([self._contacts(w) for w in chunks]))
         return self._real
 
     def batch(self, indices: Tensor, generator: torch.Generator) -> dict[str, Tensor]:
-        """Standardised windows, their world positions and contacts, their classes and the latent noise (drawn
-        from ``generator``)."""
+        """Standardised windows, their positions, contacts and classes, and the latent noise (from ``generator``)."""
         x_all, pos_all, contacts_all = self._real_windows()
         b = len(indices)
         return {"x": x_all[indices], "positions": pos_all[indices], "content": self.content[indices],
