@@ -39,11 +39,7 @@ from skelanim.data.clips import clip_from_motion
 from skelanim.data.dataset import MotionDataset
 from skelanim.data.labels import Vocabulary, known_labels
 from skelanim.data.rig import Rig
-from skelanim.learn.common import (
-    Normalizer,
-    load_model,
-    resolved_options,
-)
+from skelanim.learn.common import Normalizer, load_model, resolved_options
 from skelanim.learn.joints import (
     IN_CHANNELS,
     PATH_CHANNELS,
