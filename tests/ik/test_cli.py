@@ -361,3 +361,21 @@ def test_positions_in_another_joint_order_are_refused_and_another_size_warned(po
     with pytest.warns(UserWarning, match="0.6 times the model skeleton's"):
         motion = solve(positions * 0.6, names=names)
     assert motion.num_frames == len(positions)
+
+
+def test_eval_refuses_infinite_noise_and_an_empty_method_list(bandai_files, capsys):
+    """``--noise inf`` printed an all-NaN table with exit 0, ``--methods ,`` silently ran every method."""
+    common = ["ik", "eval", "--data", str(bandai_files[0]), "--max-frames", "4"]
+    assert main([*common, "--noise", "inf"]) == 2
+    assert "--noise" in _error(capsys)
+    assert main([*common, "--methods", ","]) == 2
+    text = _error(capsys)
+    assert "--methods" in text and "no method named" in text
+
+
+def test_solve_names_every_suffix_it_reads(tmp_path, capsys):
+    bad = tmp_path / "poses.py"
+    bad.write_text("x")
+    assert main(["ik", "solve", str(bad), "-o", str(tmp_path / "x.bvh")]) == 2
+    text = _error(capsys)
+    assert "poses.py" in text and all(s in text for s in (".npz", ".npy", ".csv", ".bvh"))

@@ -216,3 +216,12 @@ def test_a_floor_far_from_the_origin_is_the_lowest_foot_joint(clips):
     feet = [i for i, n in enumerate(out.skeleton.names) if any(k in n.lower() for k in ("foot", "toe"))]
     lowest = float(out.positions()[:, feet, 1].min())
     assert abs(lowest) < 0.05 * out.height and abs(float(clip.positions()[:, :, 1].min())) > 0.3 * clip.height
+
+
+def test_wrong_types_are_retarget_errors(clips):
+    """A file name for a skeleton, or a number for a mapping, raised AttributeError deep in the mapping."""
+    src, dst = clips["cmu_mb"], clips["bandai"]
+    with pytest.raises(RetargetError, match="load a file with skelanim.load first"):
+        Retargeter("a.bvh", dst.skeleton)
+    with pytest.raises(RetargetError, match="a joint mapping is a dict or a mapping file's path, got int"):
+        Retargeter(src.skeleton, dst.skeleton, source_map=5)

@@ -162,7 +162,7 @@ def evaluate(
     methods: list[str] | None = typer.Option(
         None, "--methods", help="Comma-separated or repeated (default: all but swing_warm)."
     ),
-    noise: float = typer.Option(0.0, "--noise", min=0.0, help="Gaussian input noise, fraction of height."),
+    noise: float = typer.Option(0.0, "--noise", min=0.0, max=1.0, help="Gaussian input noise, fraction of height (0 to 1)."),
     max_frames: int | None = typer.Option(None, "--max-frames", min=1, help="Frames sampled evenly across the files."),
     seed: int = typer.Option(0, "--seed"),
     threads: int | None = typer.Option(None, "--threads", min=1, help="Torch CPU threads."),
@@ -174,6 +174,8 @@ def evaluate(
     from skelanim.ik.solve import ALL_METHODS, METHODS
 
     _threads(threads)
+    if methods is not None and not _split(methods):
+        raise typer.BadParameter("no method named (an empty list)", param_hint="--methods")
     chosen = _split(methods) or list(METHODS)
     unknown = [m for m in chosen if m not in ALL_METHODS]
     if unknown:

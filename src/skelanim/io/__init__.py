@@ -82,4 +82,5 @@ def load_positions(path: str | os.PathLike, **options):
     suffix = Path(path).suffix.lower()
     if suffix in POSITION_FORMATS:
         return _module_for(path, POSITION_FORMATS, "joint positions").load(path, **options)
+    _module_for(path, {**MOTION_FORMATS, **POSITION_FORMATS}, "joint positions or a motion")  # names every suffix
     return JointPositions.from_motion(load(path, **options))

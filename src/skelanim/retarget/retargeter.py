@@ -99,6 +99,12 @@ def make_rig(
     unless ``calibration`` is given. ``option``: the command-line option an unmappable skeleton's error names."""
     if isinstance(skeleton, CanonicalRig):
         return skeleton
+    if not isinstance(skeleton, (Skeleton, Motion)):
+        raise RetargetError(f"expected a Skeleton, a Motion or a CanonicalRig, got {type(skeleton).__name__} "
+                            "(load a file with skelanim.load first)")  # fmt: skip
+    if mapping is not None and not isinstance(mapping, (Mapping, str, os.PathLike)):
+        raise RetargetError(f"a joint mapping is a dict or a mapping file's path, got {type(mapping).__name__}",
+                            path=source)  # fmt: skip
     if isinstance(skeleton, Motion):
         rig = make_rig(skeleton.skeleton, mapping, rest, source=source, calibration=calibration, option=option)
         return rig if calibration is not None else calibrate_rig(rig, skeleton.rotations)
