@@ -379,3 +379,17 @@ def test_solve_names_every_suffix_it_reads(tmp_path, capsys):
     assert main(["ik", "solve", str(bad), "-o", str(tmp_path / "x.bvh")]) == 2
     text = _error(capsys)
     assert "poses.py" in text and all(s in text for s in (".npz", ".npy", ".csv", ".bvh"))
+
+
+def test_absurd_scales_are_not_given_a_unit(positions_file):
+    """Positions 1e30 times too large were said to "look like millimetres"."""
+    from skelanim.errors import ShapeError
+    from skelanim.ik.solve import solve
+
+    data = np.load(positions_file)
+    names = [str(n) for n in data["joints"]]
+    for scale in (1e30, 1e-30):
+        with pytest.raises(ShapeError, match="fit no length unit of a body"):
+            solve(data["positions"] * scale, names=names)
+    with pytest.raises(ShapeError, match="look like millimetres"):  # a real unit is still named
+        solve(data["positions"] * 10.0, names=names)

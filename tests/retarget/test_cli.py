@@ -110,6 +110,9 @@ def test_bad_method_and_bad_map_are_one_line(short_files, tmp_path, capsys):
     for option in ("--map", "--target-map"):
         code, _, err = run(args + [option, str(bad)], capsys)
         assert "bad.json:2: not UTF-8 text" in _one_line_error(code, err)
+    bad.write_text("\n")  # said "bad.json:2: invalid JSON: Expecting value" of a one-line file
+    code, _, err = run(args + ["--map", str(bad)], capsys)
+    assert "bad.json: empty mapping file" in _one_line_error(code, err)
     code, _, err = run(["retarget", str(tmp_path / "missing.bvh"), "--to", str(short_files["bandai"]), "-o", "x.bvh"], capsys)
     assert "missing.bvh" in _one_line_error(code, err)
 

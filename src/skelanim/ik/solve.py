@@ -421,8 +421,12 @@ def check_units(positions: Tensor, skeleton: Skeleton, *, source: str | os.PathL
     expected = f"the model expects {name} (its skeleton is {height:.4g} {symbol} tall)"
     if not scale > 0:
         raise ShapeError(f"the bones between the joint positions have zero length; {expected}", path=source)
+    from skelanim.core.units import metres_per_unit
+
+    tall = height * scale * metres_per_unit(height * scale)  # metres, in the unit its size suggests
+    looks = f"look like {_unit_name(height * scale)[0]}" if 0.3 < tall < 5.0 else "fit no length unit of a body"
     raise ShapeError(
-        f"the joint positions look like {_unit_name(height * scale)[0]}: their bones are {scale:.3g} times the model "
+        f"the joint positions {looks}: their bones are {scale:.3g} times the model "
         f"skeleton's; {expected}; multiply the positions by {1.0 / scale:.3g}",
         path=source,
     )

@@ -278,6 +278,8 @@ def load_mapping_file(path: str | os.PathLike) -> dict[str, Any]:
     """
     path = Path(path)
     text = read_utf8_text(path)
+    if not text.strip():
+        raise FormatError("empty mapping file: expected an object {canonical: joint}", path=path)
     if path.suffix.lower() in (".yaml", ".yml"):
         try:
             import yaml
