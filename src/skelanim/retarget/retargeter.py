@@ -415,13 +415,14 @@ class Retargeter:
             raise RetargetError("the motion's skeleton is not the Retargeter's source skeleton")
         if motion.num_frames == 0:
             raise RetargetError("the motion has no frames", path=motion.metadata.get("path"))
-        for label, values in (("rotation", motion.rotations), ("position", motion.local_translations())):
+        local = motion.local_translations()  # computed once: checked, then retargeted
+        for label, values in (("rotation", motion.rotations), ("position", local)):
             bad = first_non_finite(values)
             if bad is not None:
                 raise RetargetError(f"non-finite {label}", path=motion.metadata.get("path"),
                                     where=f"frame {bad[0]}, joint {motion.skeleton.names[bad[1]]}")  # fmt: skip
         self.reset()
-        q, root, trans = self._run(motion.rotations.to(torch.float64), motion.local_translations(), motion.fps, self.floor)
+        q, root, trans = self._run(motion.rotations.to(torch.float64), local, motion.fps, self.floor)
         self.reset()
         meta = {"retarget_method": self.method, "retarget_source": str(motion.metadata.get("path", ""))}
         return Motion(self.target.skeleton, q, root, motion.fps, joint_translations=trans, metadata=meta)
