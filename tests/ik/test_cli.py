@@ -3,21 +3,17 @@
 from __future__ import annotations
 
 import json
-import os
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
+from torchrun import torchrun  # tests/helpers
 
 import skelanim
 from skelanim.cli import main
 from skelanim.io.positions import JointPositions
-
-REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")
@@ -213,17 +209,9 @@ def test_train_with_two_ddp_processes(bandai_files, tmp_path):
     """``torchrun --nproc-per-node 2 -m skelanim ik train`` (gloo on CPU) on a tiny set."""
     folder = bandai_files[0].parent
     out = tmp_path / "ddp"
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2",
-           "-m", "skelanim", "ik", "train", "--data", str(folder / "dataset-1_walk_*_001.bvh"), "--val", "*_happy_*",
-           "--out", str(out), "--epochs", "1", "--batch-size", "16", "--max-frames-per-file", "40", "--hidden", "8",
-           "--layers", "1", "--heads", "2", "--threads", "1", "--no-progress"]  # fmt: skip
-    env = {
-        **os.environ,
-        "PYTHONPATH": str(REPO / "src") + os.pathsep + os.environ.get("PYTHONPATH", ""),
-        "OMP_NUM_THREADS": "1",
-    }
-    done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300, check=False)
-    assert done.returncode == 0, done.stderr[-2000:]
+    done = torchrun(["-m", "skelanim", "ik", "train", "--data", str(folder / "dataset-1_walk_*_001.bvh"), "--val",
+                     "*_happy_*", "--out", str(out), "--epochs", "1", "--batch-size", "16", "--max-frames-per-file", "40",
+                     "--hidden", "8", "--layers", "1", "--heads", "2", "--threads", "1", "--no-progress"])  # fmt: skip
     config = json.loads((out / "config.json").read_text())
     assert config["training"]["world_size"] == 2 and config["skeleton"]["names"][1] == "Hips"
     assert done.stdout.count("wrote") == 1  # only rank 0 reports

@@ -7,15 +7,12 @@ discriminator without gradients, which DDP must be told about (``find_unused_par
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-
-REPO = Path(__file__).resolve().parents[2]
+from torchrun import torchrun  # tests/helpers
 
 
 @pytest.fixture(scope="module")
@@ -27,14 +24,7 @@ def data_folder(learn_files, tmp_path_factory) -> Path:
 
 
 def _torchrun(args: list[str], cache: Path) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PYTHONPATH": str(REPO / "src") + os.pathsep + os.environ.get("PYTHONPATH", ""),
-           "OMP_NUM_THREADS": "1", "SKELANIM_CACHE": str(cache)}  # fmt: skip
-    # --standalone: a local rendezvous on a free port
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2", "-m", "skelanim",
-           *args, "--threads", "1", "--no-progress"]  # fmt: skip
-    done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300, check=False)
-    assert done.returncode == 0, done.stderr[-3000:]
-    return done
+    return torchrun(["-m", "skelanim", *args, "--threads", "1", "--no-progress"], {"SKELANIM_CACHE": str(cache)})
 
 
 @pytest.mark.parametrize(

@@ -12,6 +12,7 @@ import textwrap
 from pathlib import Path
 
 from safetensors.torch import load_file
+from torchrun import torchrun  # tests/helpers
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -78,6 +79,7 @@ SCRIPT = textwrap.dedent(
     with open(os.path.join(out, f"rank{ddp.rank()}.json"), "w") as f:
         json.dump({"before": before, "best": result["best"]["val_mse"], "world": result["world_size"],
                    "find_unused": result["find_unused_parameters"], "steps": result["steps"], "caught": caught}, f)
+    ddp.exit_worker(0)  # leave the group and skip finalization (what the CLI does)
     """
 )
 
@@ -85,12 +87,7 @@ SCRIPT = textwrap.dedent(
 def test_two_ranks_average_gradients_and_agree(tmp_path):
     script = tmp_path / "ddp_toy.py"
     script.write_text(SCRIPT)
-    env = {**os.environ, "PYTHONPATH": str(REPO / "src") + os.pathsep + os.environ.get("PYTHONPATH", ""),
-           "OMP_NUM_THREADS": "1"}  # fmt: skip
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2", str(script),
-           str(tmp_path)]  # fmt: skip
-    done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300, check=False)
-    assert done.returncode == 0, done.stderr[-3000:]
+    done = torchrun([str(script), str(tmp_path)])
     a, b = (load_file(tmp_path / f"rank{r}.safetensors") for r in (0, 1))
     assert a.keys() == b.keys()
     for name in a:
@@ -131,3 +128,23 @@ def test_probe_finds_unused_parameters_without_side_effects():
     for k, v in model.state_dict().items():
         assert torch.equal(v, state[k]), k
     assert all(p.grad is None for p in model.parameters())
+
+
+def test_exit_worker_runs_the_exit_handlers_flushes_and_keeps_the_code():
+    """A worker's exit without finalization still runs the atexit handlers (the group's leave among them) and
+    loses no buffered output."""
+    script = textwrap.dedent(
+        """
+        import atexit, sys
+        from skelanim.nn.distributed import exit_worker
+        atexit.register(lambda: print("handler ran"))
+        print("buffered", end=" ")  # stdout is a pipe here: block-buffered until flushed
+        exit_worker(3)
+        print("never")
+        """
+    )
+    env = {**os.environ, "PYTHONPATH": str(REPO / "src") + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120,
+                          check=False)  # fmt: skip
+    assert done.returncode == 3, done.stderr
+    assert done.stdout == "buffered handler ran\n"

@@ -6,29 +6,19 @@ and the written model loads and retargets."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
-from pathlib import Path
 
 import torch
+from torchrun import torchrun  # tests/helpers
 
 from skelanim.retarget import Retargeter, load_nkn
-
-REPO = Path(__file__).resolve().parents[2]
 
 
 def test_train_with_two_ddp_processes(mocap_dir, clips, tmp_path):
     out = tmp_path / "nkn"
-    env = {**os.environ, "PYTHONPATH": str(REPO / "src") + os.pathsep + os.environ.get("PYTHONPATH", ""),
-           "OMP_NUM_THREADS": "1", "SKELANIM_CACHE": str(tmp_path / "cache")}  # fmt: skip
-    # --standalone: a local rendezvous on a free port
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2", "-m", "skelanim",
-           "retarget", "train", "--data", str(mocap_dir), "--families", "bandai,deepmimic", "--max-files", "2",
-           "-o", str(out), "--epochs", "2", "--samples", "16", "--batch-size", "4", "--hidden", "8", "--window", "16",
-           "--threads", "1", "--no-progress"]  # fmt: skip
-    done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300, check=False)
-    assert done.returncode == 0, done.stderr[-3000:]
+    done = torchrun(["-m", "skelanim", "retarget", "train", "--data", str(mocap_dir), "--families", "bandai,deepmimic",
+                     "--max-files", "2", "-o", str(out), "--epochs", "2", "--samples", "16", "--batch-size", "4",
+                     "--hidden", "8", "--window", "16", "--threads", "1", "--no-progress"],
+                    {"SKELANIM_CACHE": str(tmp_path / "cache")})  # fmt: skip
     assert done.stdout.count("ranks hold identical weights") == 1
     assert done.stdout.count("wrote") == 1  # rank 0 only
     config = json.loads((out / "config.json").read_text())

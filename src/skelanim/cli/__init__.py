@@ -86,5 +86,10 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def entry_point() -> None:
-    """Console-script entry point."""
-    sys.exit(main())
+    """Console-script entry point. A ``torchrun`` worker that joined a process group leaves it and exits
+    without interpreter finalization (:func:`skelanim.nn.distributed.exit_worker`)."""
+    code = main()
+    distributed = sys.modules.get("skelanim.nn.distributed")  # imported only by the training commands
+    if distributed is not None and distributed.world_size() > 1:
+        distributed.exit_worker(code)
+    sys.exit(code)

@@ -7,9 +7,11 @@
 from __future__ import annotations
 
 import atexit
+import faulthandler
 import os
+import sys
 from datetime import timedelta
-from typing import Any, TypeVar
+from typing import Any, NoReturn, TypeVar
 
 import torch
 import torch.distributed as dist
@@ -20,8 +22,8 @@ T = TypeVar("T")
 LEAVE_TIMEOUT_S = 60
 
 __all__ = [
-    "all_reduce_mean", "any_rank", "barrier", "broadcast_object", "cleanup", "gather_objects", "is_main", "rank", "setup",
-    "world_size",
+    "all_reduce_mean", "any_rank", "barrier", "broadcast_object", "cleanup", "exit_worker", "gather_objects", "is_main",
+    "rank", "setup", "world_size",
 ]  # fmt: skip
 
 
@@ -38,6 +40,8 @@ def setup() -> bool:
     if int(os.environ.get("WORLD_SIZE", "1")) <= 1 or not dist.is_available():
         return False
     backend = "nccl" if torch.cuda.is_available() and os.environ.get("SKELANIM_DDP_BACKEND") == "nccl" else "gloo"
+    if not faulthandler.is_enabled():  # a rank that aborts in C++ still says where its Python threads were
+        faulthandler.enable()
     dist.init_process_group(backend=backend)
     atexit.register(cleanup)
     return True
@@ -56,6 +60,22 @@ def cleanup() -> None:
         except RuntimeError:  # a rank is gone (torchrun is ending the run): just leave
             pass
     dist.destroy_process_group()
+
+
+def exit_worker(code: int) -> NoReturn:
+    """End a process that joined a group: run the exit handlers (:func:`cleanup` among them), flush, and exit
+    without interpreter finalization.
+
+    Gloo's C++ objects that outlive :func:`cleanup` (a work item, a hook holding the group) are otherwise torn
+    down during finalization, when a thread of theirs may still be joinable or need the GIL, which can abort the
+    process with "terminate called without an active exception" after its work is done (pytorch/pytorch#179291
+    describes the mechanism; a rank aborted so twice in CI, neither time reproduced here). Everything the run
+    writes is closed by then.
+    """
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        stream.flush()
+    os._exit(code)
 
 
 def world_size() -> int:
