@@ -32,6 +32,7 @@ from skelanim.cli import view as _view  # noqa: F401
 from skelanim.cli import demo as _demo  # noqa: F401
 from skelanim.cli import ik as _ik  # noqa: F401
 from skelanim.cli import retarget as _retarget  # noqa: F401
+from skelanim.cli import stream as _stream  # noqa: F401
 from skelanim.cli import learn as _learn  # noqa: F401
 from skelanim.cli import learn_predict as _learn_predict  # noqa: F401
 from skelanim.cli import recognize as _recognize  # noqa: F401

@@ -38,7 +38,8 @@ from skelanim.retarget.model import NKN, NKNConfig, NKNState
 from skelanim.retarget.online import OnnxStep, onnx_available
 from skelanim.retarget.rig import CanonicalRig, calibrate_rig, canonical_locals, frames_from_locals
 
-__all__ = ["DEFAULT_MODEL", "METHODS", "RUNTIMES", "RetargetError", "Retargeter", "load_nkn", "make_rig"]
+__all__ = ["CLEARANCE", "DEFAULT_MODEL", "METHODS", "RUNTIMES", "RetargetError", "Retargeter", "floor_level", "load_nkn",
+           "make_rig"]  # fmt: skip
 
 METHODS: tuple[str, ...] = ("copy", "ik", "nkn", "naive")
 #: How :meth:`Retargeter.step` runs.
@@ -52,6 +53,13 @@ _LOADED: dict[str, NKN] = {}
 #: as its floor (CMU's toe joints stand 2.6 % above it, Xia's dip 1.5 % below); farther (the production rig's floor
 #: is a metre below its origin), that joint is the floor.
 CLEARANCE = 0.1
+
+
+def floor_level(feet_heights: Tensor, height: float) -> float:
+    """A clip's floor from the heights ``(F, 4)`` of its :data:`~.baselines.FEET` joints (up +Y) and its height:
+    0 where their lowest point is within :data:`CLEARANCE` of the height of it, else that point."""
+    level = float(feet_heights.min())
+    return 0.0 if abs(level) <= CLEARANCE * height else level
 
 
 class RetargetError(SkelanimError):
@@ -255,9 +263,7 @@ class Retargeter:
         local = quat_to_matrix(rotations)
         extras = self._extra_joints
         frames, pos, extra_world = s.encode_matrices(local, translations, None if extras is None else extras[1])
-        level = float(pos[:, list(FEET), 1].min()) if floor is None else floor
-        if floor is None and abs(level) <= CLEARANCE * s.height:  # y = 0 is the floor: feet keep their height
-            level = 0.0
+        level = floor_level(pos[:, list(FEET), 1], s.height) if floor is None else floor
         if level != 0.0:
             pos = pos - torch.tensor([0.0, level, 0.0], dtype=pos.dtype)
         hips = copy_hips(pos[:, 0], s, t)

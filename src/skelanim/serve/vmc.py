@@ -1,0 +1,287 @@
+r"""A live stream for avatars: motion as the VMC protocol (OSC over UDP) for VRM humanoids.
+
+The `VMC protocol <https://protocol.vmc.info/english>`_ is how avatar applications pass motion to each other
+(Virtual Motion Capture, VSeeFace, Warudo; EVMC4U in Unity, VMC4UE in Unreal, VMC4B in Blender). A *performer*
+(this module) sends, per frame, one OSC bundle to a *marionette* (the avatar; UDP port 39539 by default):
+
+* ``/VMC/Ext/Root/Pos "root" p.x p.y p.z q.x q.y q.z q.w``: the model's root (here the origin, unturned);
+* ``/VMC/Ext/Bone/Pos NAME p.x p.y p.z q.x q.y q.z q.w`` for each bone of :data:`HUMANOID_BONES` (Unity's
+  ``HumanBodyBones`` names): the bone's **local** position and rotation;
+* ``/VMC/Ext/OK 1`` (a model is loaded) and ``/VMC/Ext/T TIME`` (the sender's clock, seconds).
+
+What the numbers mean
+---------------------
+A VRM humanoid is *normalised*: every bone's local rotation is the identity in its T-pose (facing +Z, arms
+along X, legs down). That is exactly the canonical T-pose of :mod:`skelanim.retarget.rig`, whose world bone
+frames ``Q`` are the identity in the T-pose whatever the source's joint conventions (an A-pose rest, Bandai's
+joint axes along the bones, a Z-up file). So the stream sends the canonical local rotations
+``Q_parent^T Q`` (:func:`~skelanim.retarget.rig.canonical_locals`) of the source's mapped joints, after turning
+the world up onto +Y (:func:`~skelanim.core.units.up_to_y_matrix`). Canonical ``spine1`` and ``chest`` are
+sent together as ``Chest`` (their product), because many VRM models have no ``UpperChest``.
+
+Unity is left-handed (Y up, +Z forward, +X right); skelanim is right-handed. Mirroring X keeps a body a body
+(its left hand, at +X here, lands at -X there, which is the left of a character facing +Z in Unity):
+positions ``(x, y, z) -> (-x, y, z)``, rotations ``M R M`` with ``M = diag(-1, 1, 1)``, which for a quaternion
+is ``(w, x, y, z) -> (w, x, -y, -z)`` (:func:`mirror_x`). Positions are in metres. ``Hips`` carries the
+body's position over the floor (y = 0 is the floor; a clip whose feet are farther from y = 0 than
+:data:`~skelanim.retarget.retargeter.CLEARANCE` of its height stands on its lowest foot joint, as in
+retargeting); the other bones carry their T-pose offset from their parent bone, which marionettes usually
+ignore in favour of the avatar's own proportions.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import socket
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+from pythonosc.osc_bundle_builder import IMMEDIATELY, OscBundleBuilder
+from pythonosc.osc_message_builder import OscMessageBuilder
+from torch import Tensor
+
+from skelanim.core.motion import Motion
+from skelanim.core.rotations import matrix_to_quat, quat_normalize
+from skelanim.core.skeleton import Skeleton
+from skelanim.core.units import up_to_y_matrix
+from skelanim.errors import SkelanimError
+from skelanim.io.gltf import export_scale
+from skelanim.retarget.baselines import FEET
+from skelanim.retarget.mapping import CANONICAL_JOINTS, CANONICAL_PARENTS
+from skelanim.retarget.retargeter import floor_level, make_rig
+from skelanim.retarget.rig import CanonicalRig, canonical_locals
+
+__all__ = ["DEFAULT_PORT", "HUMANOID_BONES", "AvatarEncoder", "AvatarFrames", "AvatarStream", "StreamError",
+           "avatar_frames", "mirror_x", "vmc_bundle"]  # fmt: skip
+
+#: The port marionettes listen on by default.
+DEFAULT_PORT = 39539
+
+#: VRM/Unity humanoid bone -> the canonical joints whose local rotations it carries (their product, in order).
+HUMANOID_BONES: dict[str, tuple[str, ...]] = {
+    "Hips": ("hips",), "Spine": ("spine",), "Chest": ("spine1", "chest"), "Neck": ("neck",), "Head": ("head",),
+    "LeftShoulder": ("l_clavicle",), "LeftUpperArm": ("l_upperarm",), "LeftLowerArm": ("l_forearm",),
+    "LeftHand": ("l_hand",), "RightShoulder": ("r_clavicle",), "RightUpperArm": ("r_upperarm",),
+    "RightLowerArm": ("r_forearm",), "RightHand": ("r_hand",), "LeftUpperLeg": ("l_upleg",),
+    "LeftLowerLeg": ("l_leg",), "LeftFoot": ("l_foot",), "LeftToes": ("l_toe",), "RightUpperLeg": ("r_upleg",),
+    "RightLowerLeg": ("r_leg",), "RightFoot": ("r_foot",), "RightToes": ("r_toe",),
+}  # fmt: skip
+_SLOT = {n: i for i, n in enumerate(CANONICAL_JOINTS)}
+_HIPS = _SLOT["hips"]
+
+
+class StreamError(SkelanimError):
+    """A stream that cannot start or goes wrong (an unknown host, a port out of range, a network error)."""
+
+
+def mirror_x(quaternions: Tensor, positions: Tensor) -> tuple[Tensor, Tensor]:
+    """Right-handed ``(..., 4)`` quaternions (w, x, y, z) and ``(..., 3)`` positions in Unity's left-handed
+    axes (X mirrored; the same function goes back): ``(w, x, -y, -z)`` and ``(-x, y, z)``."""
+    return quaternions * quaternions.new_tensor([1.0, 1.0, -1.0, -1.0]), positions * positions.new_tensor([-1.0, 1, 1])
+
+
+@dataclass(frozen=True)
+class AvatarFrames:
+    """Humanoid poses ready to stream (Unity's left-handed axes, metres).
+
+    Attributes
+    ----------
+    rotations : Tensor
+        ``(F, B, 4)`` local quaternions (w, x, y, z) of the bones :data:`HUMANOID_BONES` names, in its order.
+    positions : Tensor
+        ``(F, B, 3)`` local positions: ``Hips`` over the floor, the other bones their T-pose offset.
+    fps : float
+        Frame rate.
+    """
+
+    rotations: Tensor
+    positions: Tensor
+    fps: float
+
+    @property
+    def num_frames(self) -> int:
+        """``F``."""
+        return int(self.rotations.shape[0])
+
+
+class AvatarEncoder:
+    """Turns local joint rotations of one skeleton into :class:`AvatarFrames`, a clip or one live frame at a time.
+
+    Parameters
+    ----------
+    skeleton : Skeleton, Motion or CanonicalRig
+        The source skeleton; a motion also calibrates the bone frames on itself where its zero pose is no body
+        pose (:func:`~skelanim.retarget.retargeter.make_rig`), which a live source should do on a recorded clip.
+    mapping : mapping or path, optional
+        A user joint mapping (:func:`~skelanim.retarget.mapping.map_skeleton`).
+    up : (int, float), optional
+        The source's up axis and sign (default: ``motion.up_direction()``, or +Y for a bare skeleton).
+    metres_per_unit : float, optional
+        Default: from the motion's unit, else guessed from its height (:func:`~skelanim.io.gltf.export_scale`).
+    floor : float
+        Height of the floor along the up axis, in the source's units (``avatar_frames`` finds a clip's).
+    """
+
+    def __init__(
+        self,
+        skeleton: Skeleton | Motion | CanonicalRig,
+        *,
+        mapping: Mapping[str, Any] | str | os.PathLike | None = None,
+        up: tuple[int, float] | None = None,
+        metres_per_unit: float | None = None,
+        floor: float = 0.0,
+    ) -> None:
+        self.rig = make_rig(skeleton, mapping)
+        motion = skeleton if isinstance(skeleton, Motion) else None
+        up = up if up is not None else (motion.up_direction() if motion is not None else (1, 1.0))
+        self.turn = up_to_y_matrix(*up)
+        if metres_per_unit is None:
+            metres_per_unit = export_scale(motion)[0] if motion is not None else export_scale(
+                Motion.rest(self.rig.skeleton))[0]  # fmt: skip
+        if not (math.isfinite(metres_per_unit) and metres_per_unit > 0):
+            raise StreamError(f"metres per unit must be a positive number, got {metres_per_unit}")
+        self.metres_per_unit = float(metres_per_unit)
+        self.floor = float(floor)
+        # each bone's T-pose offset from its parent bone; a bone sits at its first canonical joint
+        first = [_SLOT[joints[0]] for joints in HUMANOID_BONES.values()]
+        bone_of_slot = {_SLOT[j]: b for b, joints in enumerate(HUMANOID_BONES.values()) for j in joints}
+        rest = self.rig.canonical_rest * self.metres_per_unit
+        self._rest_offsets = torch.stack([rest[s] - rest[first[bone_of_slot[CANONICAL_PARENTS[s]]]] if s != _HIPS
+                                          else torch.zeros(3, dtype=rest.dtype) for s in first])  # fmt: skip
+
+    def canonical(self, rotations: Tensor, translations: Tensor) -> tuple[Tensor, Tensor]:
+        """Y-up canonical bone frames ``(F, 22, 3, 3)`` and joint positions ``(F, 22, 3)`` (source units) from
+        ``(F, J, 4)`` local quaternions and ``(F, J, 3)`` local translations (row 0 the root position, as
+        :meth:`Motion.local_translations` gives them)."""
+        frames, pos = self.rig.encode(torch.as_tensor(rotations, dtype=torch.float64),
+                                      torch.as_tensor(translations, dtype=torch.float64))  # fmt: skip
+        return self.turn @ frames, pos @ self.turn.T
+
+    def encode(self, rotations: Tensor, translations: Tensor, fps: float = 30.0) -> AvatarFrames:
+        """Avatar frames from ``(F, J, 4)`` local quaternions and ``(F, J, 3)`` local translations."""
+        return self.from_canonical(*self.canonical(rotations, translations), fps)
+
+    def from_canonical(self, frames: Tensor, positions: Tensor, fps: float) -> AvatarFrames:
+        """Avatar frames from the output of :meth:`canonical`."""
+        hips = positions[:, _HIPS] * self.metres_per_unit
+        hips[:, 1] -= self.floor * self.metres_per_unit
+        local = canonical_locals(frames)
+        bones = []
+        for joints in HUMANOID_BONES.values():
+            r = local[:, _SLOT[joints[0]]]
+            for more in joints[1:]:
+                r = r @ local[:, _SLOT[more]]
+            bones.append(r)
+        quats = quat_normalize(matrix_to_quat(torch.stack(bones, dim=1)))
+        offsets = self._rest_offsets.expand(quats.shape[0], -1, -1).clone()
+        offsets[:, 0] = hips
+        quats, offsets = mirror_x(quats, offsets)
+        return AvatarFrames(quats, offsets, float(fps))
+
+
+def avatar_frames(motion: Motion, *, mapping: Mapping[str, Any] | str | os.PathLike | None = None) -> AvatarFrames:
+    """A whole clip as avatar frames (its floor found as the retargeter finds it; see the module docstring)."""
+    encoder = AvatarEncoder(motion, mapping=mapping)
+    frames, positions = encoder.canonical(motion.rotations, motion.local_translations())
+    if motion.num_frames:
+        encoder.floor = floor_level(positions[:, list(FEET), 1], encoder.rig.height)
+    return encoder.from_canonical(frames, positions, motion.fps)
+
+
+def _message(address: str, *values: Any) -> Any:
+    builder = OscMessageBuilder(address=address)
+    for v in values:
+        builder.add_arg(v)
+    return builder.build()
+
+
+def vmc_bundle(frames: AvatarFrames, index: int, time_s: float) -> bytes:
+    """The OSC bundle (bytes) of frame ``index``: root, every bone, ``OK`` and the time ``time_s``."""
+    bundle = OscBundleBuilder(IMMEDIATELY)
+    bundle.add_content(_message("/VMC/Ext/Root/Pos", "root", 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0))
+    rot, pos = frames.rotations[index].tolist(), frames.positions[index].tolist()
+    for name, (w, x, y, z), p in zip(HUMANOID_BONES, rot, pos):
+        bundle.add_content(_message("/VMC/Ext/Bone/Pos", name, *p, x, y, z, w))
+    bundle.add_content(_message("/VMC/Ext/OK", 1))
+    bundle.add_content(_message("/VMC/Ext/T", float(time_s)))
+    return bundle.build().dgram
+
+
+class AvatarStream:
+    """Send avatar frames over UDP as the VMC protocol.
+
+    Parameters
+    ----------
+    host : str
+        The marionette's host name or address.
+    port : int
+        Its UDP port (:data:`DEFAULT_PORT`).
+    """
+
+    def __init__(self, host: str = "127.0.0.1", port: int = DEFAULT_PORT) -> None:
+        if not (isinstance(port, int) and 0 < port < 65536):
+            raise StreamError(f"port must be 1-65535, got {port!r}")
+        try:
+            family, kind, proto, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_DGRAM)[0]
+        except (OSError, UnicodeError) as err:
+            raise StreamError(f"cannot resolve host {host!r}: {getattr(err, 'strerror', None) or err}") from None
+        self.target = f"{host}:{port}"
+        self._address = address
+        self._socket = socket.socket(family, kind, proto)
+
+    def close(self) -> None:
+        """Close the socket."""
+        self._socket.close()
+
+    def __enter__(self) -> AvatarStream:  # noqa: PYI034 (Python 3.10 has no typing.Self)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def send(self, frames: AvatarFrames, index: int = 0, time_s: float = 0.0) -> int:
+        """Send frame ``index`` stamped ``time_s``; returns the bytes sent."""
+        try:
+            return self._socket.sendto(vmc_bundle(frames, index, time_s), self._address)
+        except OSError as err:
+            raise StreamError(f"cannot send to {self.target}: {err.strerror or err}") from None
+
+    def play(
+        self,
+        frames: AvatarFrames,
+        *,
+        speed: float = 1.0,
+        loop: bool = False,
+        max_frames: int | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], None] = time.sleep,
+        on_frame: Callable[[int], None] | None = None,
+    ) -> int:
+        """Play ``frames`` in real time: at each moment the frame its clip time falls in, so a slow receiver or
+        a busy machine skips frames rather than falling behind. Returns the number of frames sent.
+
+        ``speed`` scales time; ``loop`` starts over at the end (until ``max_frames`` are sent or Ctrl-C);
+        ``clock``/``sleep`` are injectable for tests; ``on_frame(index)`` is called after each send."""
+        if not (math.isfinite(speed) and speed > 0):
+            raise StreamError(f"speed must be a positive number, got {speed}")
+        total = frames.num_frames
+        if total == 0:
+            return 0
+        rate = frames.fps * speed
+        start, sent, last = clock(), 0, -1
+        while max_frames is None or sent < max_frames:
+            elapsed = clock() - start
+            tick = math.floor(elapsed * rate + 1e-9)
+            if tick >= total and not loop:
+                break
+            if tick != last:
+                self.send(frames, tick % total, elapsed)
+                sent, last = sent + 1, tick
+                if on_frame is not None:
+                    on_frame(tick % total)
+            sleep(max(0.0, (tick + 1) / rate - (clock() - start)))
+        return sent

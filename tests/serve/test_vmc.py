@@ -1,0 +1,291 @@
+"""The VMC avatar stream: Unity's axes checked against reflected matrices, hand-checked poses on the canonical
+T-pose, bone directions of real clips rebuilt from what arrives over UDP against the clips' own forward
+kinematics, the OSC messages as a peer parser (python-osc's) reads them, real-time pacing on a fake clock,
+and one-line errors."""
+
+from __future__ import annotations
+
+import math
+import socket
+
+import numpy as np
+import pytest
+import torch
+from pythonosc.osc_packet import OscPacket
+
+import skelanim
+from skelanim.cli import main
+from skelanim.core.motion import Motion
+from skelanim.core.rotations import axis_angle_to_quat, quat_to_matrix
+from skelanim.core.units import up_to_y_matrix
+from skelanim.retarget.retargeter import make_rig
+from skelanim.retarget.rig import canonical_tpose
+from skelanim.serve.vmc import (
+    HUMANOID_BONES,
+    AvatarFrames,
+    AvatarStream,
+    StreamError,
+    avatar_frames,
+    mirror_x,
+)
+
+BONES = list(HUMANOID_BONES)
+#: humanoid bone -> its parent bone (the VRM hierarchy without UpperChest)
+PARENT: dict[str, str | None] = {"Hips": None, "Spine": "Hips", "Chest": "Spine", "Neck": "Chest", "Head": "Neck"}
+for _s in ("Left", "Right"):
+    PARENT.update({f"{_s}Shoulder": "Chest", f"{_s}UpperArm": f"{_s}Shoulder", f"{_s}LowerArm": f"{_s}UpperArm",
+                   f"{_s}Hand": f"{_s}LowerArm", f"{_s}UpperLeg": "Hips", f"{_s}LowerLeg": f"{_s}UpperLeg",
+                   f"{_s}Foot": f"{_s}LowerLeg", f"{_s}Toes": f"{_s}Foot"})  # fmt: skip
+#: (canonical joint, the next one down, the humanoid bone between them)
+SEGMENTS = [("l_upperarm", "l_forearm", "LeftUpperArm"), ("l_forearm", "l_hand", "LeftLowerArm"),
+            ("r_upperarm", "r_forearm", "RightUpperArm"), ("r_forearm", "r_hand", "RightLowerArm"),
+            ("l_upleg", "l_leg", "LeftUpperLeg"), ("l_leg", "l_foot", "LeftLowerLeg"),
+            ("r_upleg", "r_leg", "RightUpperLeg"), ("r_leg", "r_foot", "RightLowerLeg"), ("neck", "head", "Neck")]  # fmt: skip
+CLIPS = ["bandai_namco_1/dataset-1_walk_happy_001.bvh", "cmu_cgspeed_mb/01_01.bvh",
+         "xia_style/strutting_01_000.bvh", "deepmimic/humanoid3d_walk.txt"]  # fmt: skip
+#: Unity's left-handed axes from right-handed ones: X mirrored
+MIRROR = torch.diag(torch.tensor([-1.0, 1.0, 1.0], dtype=torch.float64))
+
+
+def _tpose_motion(frames: int = 1) -> Motion:
+    return Motion.rest(canonical_tpose(), frames, fps=30.0)
+
+
+def _receiver() -> socket.socket:
+    sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    sock.bind(("127.0.0.1", 0))
+    sock.settimeout(10)
+    return sock
+
+
+def _receive(sock: socket.socket, count: int) -> list[dict[str, list]]:
+    """``count`` bundles as ``{address: [params, ...]}`` (python-osc's parser)."""
+    out = []
+    for _ in range(count):
+        data, _ = sock.recvfrom(65536)
+        got: dict[str, list] = {}
+        for timed in OscPacket(data).messages:
+            got.setdefault(timed.message.address, []).append(timed.message.params)
+        out.append(got)
+    return out
+
+
+class FakeClock:
+    """A clock that moves only when slept on (plus ``lag`` seconds per reading: a slow machine)."""
+
+    def __init__(self, lag: float = 0.0) -> None:
+        self.now, self.lag = 100.0, lag
+
+    def __call__(self) -> float:
+        self.now += self.lag
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        assert seconds >= 0
+        self.now += seconds
+
+
+# --------------------------------------------------------------------------------------------- conventions
+def test_mirror_x_is_the_reflected_rotation_and_position():
+    g = torch.Generator().manual_seed(0)
+    q = torch.nn.functional.normalize(torch.randn(200, 4, generator=g, dtype=torch.float64), dim=-1)
+    p = torch.randn(200, 3, generator=g, dtype=torch.float64)
+    q2, p2 = mirror_x(q, p)
+    torch.testing.assert_close(quat_to_matrix(q2), MIRROR @ quat_to_matrix(q) @ MIRROR)
+    torch.testing.assert_close(p2, p @ MIRROR)
+    torch.testing.assert_close(mirror_x(q2, p2)[0], q)  # its own inverse
+
+
+def test_the_t_pose_is_the_identity_and_stands_on_the_floor():
+    av = avatar_frames(_tpose_motion(2))
+    assert av.rotations.shape == (2, len(BONES), 4) and av.fps == 30.0
+    torch.testing.assert_close(av.rotations, torch.tensor([1.0, 0, 0, 0], dtype=torch.float64).expand(2, len(BONES), 4))
+    # hand-checked from canonical_tpose: the toes are 0.05 + 0.42 + 0.40 + 0.05 = 0.92 m below the hips
+    torch.testing.assert_close(av.positions[0, 0], torch.tensor([0.0, 0.92, 0.0], dtype=torch.float64))
+    # the left upper arm hangs 0.15 m to the character's left of its shoulder: -X in Unity
+    torch.testing.assert_close(av.positions[0, BONES.index("LeftUpperArm")],
+                               torch.tensor([-0.15, 0.0, 0.0], dtype=torch.float64))  # fmt: skip
+
+
+def test_hand_checked_elbow_and_turn():
+    motion = _tpose_motion()
+    rotations = motion.rotations.clone()
+    names = motion.skeleton.names
+    y = torch.tensor([0.0, 1.0, 0.0], dtype=torch.float64)
+    rotations[0, names.index("l_forearm")] = axis_angle_to_quat(y, math.pi / 2)
+    rotations[0, names.index("hips")] = axis_angle_to_quat(y, math.pi / 2)
+    av = avatar_frames(motion.copy(rotations=rotations))
+    h = math.sqrt(0.5)
+    # +90 degrees about +Y (right-handed) is -90 degrees about +Y in Unity: (w, x, y, z) = (h, 0, -h, 0);
+    # Unity's Quaternion.Euler(0, -90, 0) turns the left forearm, along -X there, onto -Z, as here +X goes to -Z
+    expected = {"LeftLowerArm": [h, 0.0, -h, 0.0], "Hips": [h, 0.0, -h, 0.0]}
+    for b, name in enumerate(BONES):
+        torch.testing.assert_close(av.rotations[0, b], torch.tensor(expected.get(name, [1.0, 0, 0, 0]),
+                                                                    dtype=torch.float64), msg=name)  # fmt: skip
+
+
+# ------------------------------------------------------------------------------------------------ real clips
+def _world_rotations(received: torch.Tensor) -> dict[str, torch.Tensor]:
+    """World rotation matrices per bone, right-handed again (``M R M``, not :func:`mirror_x`), from ``(F, B, 4)``
+    received local quaternions (x, y, z, w), Unity's axes."""
+    local = MIRROR @ quat_to_matrix(received[..., [3, 0, 1, 2]]) @ MIRROR
+    world: dict[str, torch.Tensor] = {}
+    for b, name in enumerate(BONES):
+        parent = PARENT[name]
+        world[name] = local[:, b] if parent is None else world[parent] @ local[:, b]
+    return world
+
+
+@pytest.mark.parametrize("name", CLIPS)
+def test_bone_directions_and_hips_arrive_as_the_clip_has_them(mocap_dir, name):
+    """What a marionette receives, through the humanoid hierarchy, points every limb bone (and the neck, through
+    the merged Chest) where the clip's own forward kinematics does, and puts the hips where the clip has them."""
+    motion = skelanim.load(mocap_dir / name)
+    motion = motion[:: max(1, motion.num_frames // 40)]  # ~40 frames across the clip
+    av = avatar_frames(motion)
+    sock = _receiver()
+    with AvatarStream("127.0.0.1", sock.getsockname()[1]) as sender:
+        for i in range(av.num_frames):
+            sender.send(av, i, i / av.fps)
+    bundles = _receive(sock, av.num_frames)
+    bones = [{params[0]: params[1:] for params in b["/VMC/Ext/Bone/Pos"]} for b in bundles]
+    received = torch.tensor([[bones[f][n] for n in BONES] for f in range(av.num_frames)], dtype=torch.float64)
+    pos = received[..., :3] @ MIRROR
+    world = _world_rotations(received[..., 3:])
+
+    rig = make_rig(motion)
+    joints = rig.mapping.joints
+    src = motion.positions() @ up_to_y_matrix(*motion.up_direction()).T  # the clip's FK, turned Y-up
+    tpose = canonical_tpose()
+    rest = dict(zip(tpose.names, tpose.rest_positions()))
+    checked = 0
+    for a, b, bone in SEGMENTS:
+        if a not in joints or b not in joints:
+            continue
+        want = torch.nn.functional.normalize(src[:, joints[b]] - src[:, joints[a]], dim=-1)
+        got = world[bone] @ torch.nn.functional.normalize(rest[b] - rest[a], dim=0)
+        angle = torch.rad2deg(torch.acos((want * got).sum(-1).clamp(-1, 1)))
+        assert float(angle.max()) < 0.05, (bone, float(angle.max()))  # float32 on the wire
+        checked += 1
+    assert checked >= 5
+    # hips: one scale (to metres) on all three axes, X mirrored back, and a constant floor under them
+    hips, got_hips = src[:, joints["hips"]], pos[:, 0]
+    flat = [0, 2]
+    scale = float((got_hips[:, flat] * hips[:, flat]).sum() / (hips[:, flat] ** 2).sum())
+    torch.testing.assert_close(got_hips[:, flat], scale * hips[:, flat], atol=1e-4, rtol=1e-5)
+    floor = hips[:, 1] - got_hips[:, 1] / scale
+    assert float(floor.max() - floor.min()) < 1e-4 * float(hips[:, 1].abs().max())
+    assert 0.7 < float(got_hips[:, 1].median()) < 1.2  # a standing human's hips, in metres
+
+
+# ------------------------------------------------------------------------------------------ the wire, the clock
+def _frames(count: int, fps: float = 10.0) -> AvatarFrames:
+    """``count`` frames whose hips x is the frame index (to tell them apart on arrival)."""
+    rotations = torch.tensor([1.0, 0, 0, 0], dtype=torch.float64).expand(count, len(BONES), 4).clone()
+    positions = torch.zeros(count, len(BONES), 3, dtype=torch.float64)
+    positions[:, 0, 0] = torch.arange(count, dtype=torch.float64)
+    return AvatarFrames(rotations, positions, fps)
+
+
+def test_each_frame_is_one_bundle_of_vmc_messages():
+    sock = _receiver()
+    clock = FakeClock()
+    with AvatarStream("127.0.0.1", sock.getsockname()[1]) as sender:
+        sent = sender.play(_frames(3), clock=clock, sleep=clock.sleep)
+    assert sent == 3
+    bundles = _receive(sock, 3)
+    for index, got in enumerate(bundles):
+        assert set(got) == {"/VMC/Ext/Root/Pos", "/VMC/Ext/Bone/Pos", "/VMC/Ext/OK", "/VMC/Ext/T"}
+        assert got["/VMC/Ext/Root/Pos"] == [["root", 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0]]
+        assert [b[0] for b in got["/VMC/Ext/Bone/Pos"]] == BONES
+        hips = got["/VMC/Ext/Bone/Pos"][0]
+        assert hips == ["Hips", float(index), 0.0, 0.0, 0.0, 0.0, 0.0, 1.0]  # position, then x y z w
+        assert all(len(b) == 8 and all(isinstance(v, float) for v in b[1:]) for b in got["/VMC/Ext/Bone/Pos"])
+        assert got["/VMC/Ext/OK"] == [[1]]
+        assert got["/VMC/Ext/T"][0][0] == pytest.approx(index / 10.0, abs=1e-6)
+
+
+def _played(frames: AvatarFrames, clock: FakeClock, **options) -> list[int]:
+    sock = _receiver()
+    shown: list[int] = []
+    with AvatarStream("127.0.0.1", sock.getsockname()[1]) as sender:
+        sent = sender.play(frames, clock=clock, sleep=clock.sleep, on_frame=shown.append, **options)
+    assert sent == len(shown)
+    arrived = [int(b["/VMC/Ext/Bone/Pos"][0][1]) for b in _receive(sock, sent)]
+    assert arrived == shown
+    return shown
+
+
+def test_real_time_pacing_on_a_fake_clock():
+    clock = FakeClock()
+    assert _played(_frames(5), clock) == [0, 1, 2, 3, 4]
+    assert clock.now == pytest.approx(100.5)  # 5 frames at 10 fps, each shown for its 0.1 s
+    clock = FakeClock()
+    _played(_frames(6), clock, speed=2.0)
+    assert clock.now == pytest.approx(100.3)
+    # looping wraps around, until max_frames
+    assert _played(_frames(3), FakeClock(), loop=True, max_frames=7) == [0, 1, 2, 0, 1, 2, 0]
+    # a machine that loses 0.25 s per clock reading shows the frames their time falls in, skipping the rest
+    shown = _played(_frames(20), FakeClock(lag=0.25))
+    assert shown == sorted(shown) and len(shown) < 20 and shown[0] in (0, 2)
+    assert max(np.diff(shown)) <= 6
+
+
+def test_bad_stream_options_are_stream_errors():
+    with pytest.raises(StreamError, match="cannot resolve host 'no-such-host.invalid'"):
+        AvatarStream("no-such-host.invalid", 39539)
+    with pytest.raises(StreamError, match="port must be 1-65535"):
+        AvatarStream("127.0.0.1", 70000)
+    with AvatarStream("127.0.0.1", 39539) as sender, pytest.raises(StreamError, match="speed"):
+        sender.play(_frames(2), speed=0.0)
+
+
+# ------------------------------------------------------------------------------------------------------- CLI
+def test_cli_streams_a_clip(mocap_dir, capsys):
+    sock = _receiver()
+    src = mocap_dir / "deepmimic" / "humanoid3d_walk.txt"
+    code = main(["stream", str(src), "--port", str(sock.getsockname()[1]), "--frames", "4", "--speed", "10",
+                 "--no-progress"])  # fmt: skip
+    out = capsys.readouterr().out
+    assert code == 0, out
+    assert f"streaming {src} to 127.0.0.1:" in out and "sent 4 frames" in out
+    assert len(_receive(sock, 4)) == 4
+
+
+def test_cli_errors_are_one_line(tmp_path, capsys):
+    bad = tmp_path / "broken.bvh"
+    bad.write_text("HIERARCHY\nROOT Hips\n{\n")
+    for args, expected in [
+        (["stream", str(tmp_path / "missing.bvh")], "missing.bvh"),
+        (["stream", str(bad)], "broken.bvh"),
+        (["stream", str(bad), "--port", "0"], "--port"),
+    ]:
+        assert main(args) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and err[0].startswith("error:") and expected in err[0], err
+
+
+def test_cli_unknown_host_is_one_line(mocap_dir, capsys):
+    src = mocap_dir / "deepmimic" / "humanoid3d_walk.txt"
+    assert main(["stream", str(src), "--host", "no-such-host.invalid", "--no-progress"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error: cannot resolve host 'no-such-host.invalid'"), err
+
+
+def test_cli_streams_joint_positions_through_ik(mocap_dir, tmp_path, capsys):
+    """Positions are solved by the shipped IK model first; the hips arrive where the BVH they came from has them."""
+    bvh = mocap_dir / "bandai_namco_1" / "dataset-1_walk_happy_001.bvh"
+    positions = tmp_path / "keypoints.npz"
+    assert main(["positions", str(bvh), "-o", str(positions)]) == 0
+    sock = _receiver()
+    assert main(["stream", str(positions), "--port", str(sock.getsockname()[1]), "--frames", "3", "--speed", "10",
+                 "--no-progress"]) == 0  # fmt: skip
+    assert "sent 3 frames" in capsys.readouterr().out
+    arrived = [b["/VMC/Ext/Bone/Pos"][0][1:4] for b in _receive(sock, 3)]
+    expected = avatar_frames(skelanim.load(bvh)).positions[:, 0]
+    shown = [
+        min(range(expected.shape[0]), key=lambda f: float((expected[f] - torch.tensor(a)).norm())) for a in arrived
+    ]
+    for a, f in zip(arrived, shown):
+        assert float((expected[f] - torch.tensor(a, dtype=torch.float64)).norm()) < 1e-3  # metres
+    assert shown == sorted(shown)
