@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 import torch
 from pythonosc.osc_packet import OscPacket
+from pythonosc.parsing import osc_types
 
 import skelanim
 from skelanim.cli import main
@@ -27,6 +28,7 @@ from skelanim.serve.vmc import (
     StreamError,
     avatar_frames,
     mirror_x,
+    vmc_bundle,
 )
 
 BONES = list(HUMANOID_BONES)
@@ -203,6 +205,35 @@ def test_each_frame_is_one_bundle_of_vmc_messages():
         assert all(len(b) == 8 and all(isinstance(v, float) for v in b[1:]) for b in got["/VMC/Ext/Bone/Pos"])
         assert got["/VMC/Ext/OK"] == [[1]]
         assert got["/VMC/Ext/T"][0][0] == pytest.approx(index / 10.0, abs=1e-6)
+
+
+def test_messages_match_a_peer_vmc_library():
+    """The bundle's messages, address, type tags and arguments, are those python-vmcp (a peer implementation of
+    the protocol, installed for the tests) builds for the same root, bones, model state and time."""
+    vmcp_protocol = pytest.importorskip("vmcp.protocol")
+    from vmcp.typing import Bone, CoordinateVector, ModelState, Quaternion
+
+    g = torch.Generator().manual_seed(1)
+    rotations = torch.nn.functional.normalize(torch.randn(1, len(BONES), 4, generator=g, dtype=torch.float64), dim=-1)
+    frames = AvatarFrames(rotations, torch.randn(1, len(BONES), 3, generator=g, dtype=torch.float64), 30.0)
+    ours = []
+    for timed in OscPacket(vmc_bundle(frames, 0, 1.25)).messages:
+        address, at = osc_types.get_string(timed.message.dgram, 0)
+        tags, _ = osc_types.get_string(timed.message.dgram, at)
+        ours.append((address, tags, tuple(timed.message.params)))
+    peer = [vmcp_protocol.root_transform(CoordinateVector(0.0, 0.0, 0.0), Quaternion(0.0, 0.0, 0.0, 1.0))]
+    for name, (w, x, y, z), position in zip(BONES, rotations[0].tolist(), frames.positions[0].tolist()):
+        peer.append(vmcp_protocol.bone_transform(Bone(name), CoordinateVector(*position), Quaternion(x, y, z, w)))
+    peer += [vmcp_protocol.state(ModelState.LOADED), vmcp_protocol.time(1.25)]
+    assert [(a, t) for a, t, _ in ours] == [(a, t) for a, t, _ in peer]
+    for (_, _, got), (_, _, want) in zip(ours, peer):
+        assert [v for v in got if isinstance(v, str)] == [v for v in want if isinstance(v, str)]
+        np.testing.assert_allclose(
+            [v for v in got if not isinstance(v, str)],
+            [v for v in want if not isinstance(v, str)],
+            rtol=1e-6,
+            atol=1e-7,
+        )  # float32
 
 
 def _played(frames: AvatarFrames, clock: FakeClock, **options) -> list[int]:
