@@ -61,3 +61,36 @@ def stream(
             return
         bar.close()
     typer.echo(f"sent {sent} frames to {sender.target}")
+
+
+@app.command()
+def record(
+    out: Path = typer.Argument(..., help="The motion file to write (.bvh, .glb/.gltf, .npz positions, ...)."),
+    port: int = typer.Option(39539, "--port", min=0, max=65535, help="The UDP port to listen on."),
+    host: str = typer.Option("127.0.0.1", "--host", help="The address to listen on (0.0.0.0: every interface)."),
+    seconds: float | None = typer.Option(None, "--seconds", min=0.001, help="Stop this long after the first frame."),
+    frames: int | None = typer.Option(None, "--frames", min=1, help="Stop after this many frames."),
+    wait: float | None = typer.Option(None, "--wait", min=0.001, help="Stop when nothing arrives for this long."),
+    fps: float = typer.Option(30.0, "--fps", min=1.0, max=1000.0, help="Frame rate of the written motion."),
+    progress: bool = typer.Option(True, "--progress/--no-progress"),
+) -> None:
+    """Record a live VMC stream (from VSeeFace, a webcam or VR mocap app, or skelanim stream) into a motion file:
+    the humanoid bones that arrive, in metres, Y up, resampled to --fps by the sender's clock. Ctrl-C (or
+    --seconds, --frames, --wait) stops and writes."""
+    from tqdm import tqdm
+
+    import skelanim
+    from skelanim.cli.files import require_suffix
+    from skelanim.io import POSITION_FORMATS
+    from skelanim.serve.record import VMCRecorder, frames_to_motion
+
+    require_suffix(out, (".bvh", ".glb", ".gltf", *POSITION_FORMATS), "a recording")
+    with VMCRecorder(host, port) as recorder:
+        typer.echo(f"listening on {host}:{recorder.port} for VMC; " +
+                   ("Ctrl-C stops" if seconds is None and frames is None and wait is None else "stops by itself"))  # fmt: skip
+        with tqdm(total=frames, unit="frame", disable=not progress, leave=False) as bar:
+            received = recorder.receive(seconds=seconds, frames=frames, wait=wait, on_frame=lambda _: bar.update())
+    motion = frames_to_motion(received, fps)
+    skelanim.save(motion, out)
+    typer.echo(f"wrote {out} ({len(received)} frames received, {motion.num_frames} at {fps:g} fps, "
+               f"{motion.skeleton.num_joints} bones)")  # fmt: skip

@@ -1,1 +1,1 @@
-"""skelanim.serve"""
+"""Live streams: motion to avatars and back over the VMC protocol (:mod:`.vmc` sends, :mod:`.record` records)."""

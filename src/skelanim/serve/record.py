@@ -1,0 +1,218 @@
+"""Record a live VMC stream into a :class:`Motion`: skelanim as the *marionette* of any VMC performer (webcam and
+VR mocap apps, VSeeFace, :mod:`skelanim.serve.vmc` itself).
+
+What arrives is read as :mod:`.vmc` sends it (that module's docstring has the conventions): per frame the
+local position and rotation of each humanoid bone, Unity's left-handed axes, metres, and the model's root
+transform. Frames are the bundles that carry bones (a sender that sends loose messages ends a frame with
+``/VMC/Ext/T``). The skeleton is the bones that arrived, each hung from its nearest arrived ancestor in Unity's
+humanoid hierarchy (:data:`UNITY_PARENTS`) at the local position it first arrived with; its zero pose is the
+sender's rest, for a VRM model the T-pose. Frames are stamped with the sender's time where it sends one
+(``/VMC/Ext/T``), else their arrival, and resampled to a regular rate (:func:`~skelanim.ops.resample.sample_frames`).
+"""
+
+from __future__ import annotations
+
+import math
+import socket
+import time
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+from pythonosc.osc_packet import OscPacket, ParseError
+
+from skelanim.core.motion import Motion
+from skelanim.core.rotations import quat_apply, quat_multiply, quat_normalize
+from skelanim.core.skeleton import Skeleton
+from skelanim.ops.resample import sample_frames
+from skelanim.serve.vmc import DEFAULT_PORT, StreamError, mirror_x
+
+__all__ = ["UNITY_PARENTS", "ReceivedFrame", "VMCRecorder", "frames_to_motion"]
+
+
+def _unity_parents() -> dict[str, str | None]:
+    parents: dict[str, str | None] = {"Hips": None, "Spine": "Hips", "Chest": "Spine", "UpperChest": "Chest",
+                                      "Neck": "UpperChest", "Head": "Neck", "Jaw": "Head"}  # fmt: skip
+    for side in ("Left", "Right"):
+        parents.update({f"{side}Eye": "Head", f"{side}Shoulder": "UpperChest", f"{side}UpperArm": f"{side}Shoulder",
+                        f"{side}LowerArm": f"{side}UpperArm", f"{side}Hand": f"{side}LowerArm",
+                        f"{side}UpperLeg": "Hips", f"{side}LowerLeg": f"{side}UpperLeg",
+                        f"{side}Foot": f"{side}LowerLeg", f"{side}Toes": f"{side}Foot"})  # fmt: skip
+        for finger in ("Thumb", "Index", "Middle", "Ring", "Little"):
+            parent = f"{side}Hand"
+            for phalanx in ("Proximal", "Intermediate", "Distal"):
+                parents[f"{side}{finger}{phalanx}"] = parent
+                parent = f"{side}{finger}{phalanx}"
+    return parents
+
+
+#: Unity's 55 humanoid bones (``HumanBodyBones``) -> parent bone, parents first.
+UNITY_PARENTS: dict[str, str | None] = _unity_parents()
+
+
+@dataclass
+class ReceivedFrame:
+    """One received frame: ``bones`` maps a bone name to 7 floats (position x y z, rotation x y z w; Unity's
+    axes), ``root`` is the root transform's 7 floats, ``time`` the sender's time (or ``None``), ``arrival`` the
+    receiver's clock."""
+
+    bones: dict[str, tuple[float, ...]]
+    root: tuple[float, ...] | None
+    time: float | None
+    arrival: float
+    sender: tuple[str, int] | None = field(default=None, compare=False)
+
+
+class VMCRecorder:
+    """Listen for VMC on a UDP port and collect frames.
+
+    Parameters
+    ----------
+    host : str
+        The address to listen on (``"0.0.0.0"``: every interface).
+    port : int
+        The UDP port (:data:`~.vmc.DEFAULT_PORT`; 0 picks a free one, see :attr:`port`).
+    """
+
+    def __init__(self, host: str = "127.0.0.1", port: int = DEFAULT_PORT) -> None:
+        if not (isinstance(port, int) and 0 <= port < 65536):
+            raise StreamError(f"port must be 0-65535, got {port!r}")
+        self._socket = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        self._socket.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 22)  # room for bursts (the OS may cap it)
+        try:
+            self._socket.bind((host, port))
+        except (OSError, UnicodeError) as err:
+            self._socket.close()
+            raise StreamError(f"cannot listen on {host}:{port}: {getattr(err, 'strerror', None) or err}") from None
+        self.port: int = self._socket.getsockname()[1]
+        self.ignored = 0  # datagrams that were not OSC
+        self._bones: dict[str, tuple[float, ...]] = {}
+        self._root: tuple[float, ...] | None = None
+        self._time: float | None = None
+
+    def close(self) -> None:
+        """Stop listening."""
+        self._socket.close()
+
+    def __enter__(self) -> VMCRecorder:  # noqa: PYI034 (Python 3.10 has no typing.Self)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _read(self, data: bytes, arrival: float, sender: tuple[str, int]) -> list[ReceivedFrame]:
+        """The frames a datagram completes."""
+        try:
+            packet = OscPacket(data)
+        except ParseError:
+            self.ignored += 1
+            return []
+        frames, touched = [], False
+        for timed in packet.messages:
+            address, params = timed.message.address, timed.message.params
+            if address in ("/VMC/Ext/Bone/Pos", "/VMC/Ext/Root/Pos") and len(params) >= 8:
+                values = tuple(float(v) for v in params[1:8])
+                if address == "/VMC/Ext/Root/Pos":
+                    self._root = values
+                else:
+                    self._bones[str(params[0])] = values
+                    touched = True
+            elif address == "/VMC/Ext/T" and params:
+                self._time = float(params[0])
+                if not data.startswith(b"#bundle") and self._bones:  # loose messages: T ends a frame
+                    frames.append(ReceivedFrame(dict(self._bones), self._root, self._time, arrival, sender))
+        if touched and data.startswith(b"#bundle"):
+            frames.append(ReceivedFrame(dict(self._bones), self._root, self._time, arrival, sender))
+        return frames
+
+    def receive(
+        self,
+        *,
+        seconds: float | None = None,
+        frames: int | None = None,
+        wait: float | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        on_frame: Callable[[ReceivedFrame], None] | None = None,
+    ) -> list[ReceivedFrame]:
+        """Collect frames until ``frames`` have arrived, ``seconds`` have passed since the first one, or nothing
+        has arrived for ``wait`` seconds (with none of the three: until Ctrl-C, which returns what arrived)."""
+        out: list[ReceivedFrame] = []
+        first: float | None = None
+        try:
+            while frames is None or len(out) < frames:
+                timeouts = [] if wait is None else [wait]
+                if seconds is not None and first is not None:
+                    timeouts.append(first + seconds - clock())
+                    if timeouts[-1] <= 0:
+                        break
+                self._socket.settimeout(max(min(timeouts), 1e-3) if timeouts else None)
+                try:
+                    data, sender = self._socket.recvfrom(65536)
+                except TimeoutError:  # nothing for `wait` seconds, or the `seconds` are over
+                    break
+                for frame in self._read(data, clock(), sender):
+                    first = frame.arrival if first is None else first
+                    out.append(frame)
+                    if on_frame is not None:
+                        on_frame(frame)
+        except KeyboardInterrupt:
+            pass
+        return out[:frames] if frames is not None else out
+
+
+def frames_to_motion(frames: list[ReceivedFrame], fps: float = 30.0) -> Motion:
+    """A :class:`Motion` (right-handed, Y up, metres) from received frames, resampled to ``fps``.
+
+    Raises
+    ------
+    StreamError
+        When no frame carried the ``Hips``.
+    """
+    frames = [f for f in frames if "Hips" in f.bones]
+    if not frames:
+        raise StreamError("no frame with the Hips arrived (is the sender sending VMC bones to this port?)")
+    if not (math.isfinite(fps) and fps > 0):
+        raise StreamError(f"fps must be a positive number, got {fps}")
+    seen = {name for f in frames for name in f.bones}
+    names = [n for n in UNITY_PARENTS if n in seen]  # parents first
+    unknown = sorted(seen - set(UNITY_PARENTS))
+    if unknown:
+        warnings.warn(f"left out {len(unknown)} bones that are not Unity humanoid bones: {', '.join(unknown[:5])}"
+                      + (", ..." if len(unknown) > 5 else ""), stacklevel=2)  # fmt: skip
+    parents = []
+    for n in names:
+        p = UNITY_PARENTS[n]
+        while p is not None and p not in seen:
+            p = UNITY_PARENTS[p]
+        parents.append(-1 if p is None else names.index(p))
+    first_values = {n: next(f.bones[n] for f in frames if n in f.bones) for n in names}
+    offsets = torch.tensor([first_values[n][:3] for n in names], dtype=torch.float64)
+    # every frame holds a bone's last value (a sender may skip bones that did not move)
+    held = dict(first_values)
+    values = []
+    for f in frames:
+        held.update({n: v for n, v in f.bones.items() if n in held})
+        values.append([held[n] for n in names])
+    table = torch.tensor(values, dtype=torch.float64)  # (F, J, 7)
+    rotations, positions = mirror_x(quat_normalize(table[..., [6, 3, 4, 5]]), table[..., :3])
+    offsets = mirror_x(rotations[0], offsets)[1]
+    offsets[0] = 0.0
+    hips = positions[:, 0]
+    roots = torch.tensor(
+        [f.root if f.root is not None else (0.0, 0, 0, 0, 0, 0, 1) for f in frames], dtype=torch.float64
+    )
+    root_rot, root_pos = mirror_x(quat_normalize(roots[:, [6, 3, 4, 5]]), roots[:, :3])
+    rotations[:, 0] = quat_multiply(root_rot, rotations[:, 0])
+    root_positions = root_pos + quat_apply(root_rot, hips)
+    skeleton = Skeleton(names, np.array(parents), offsets)
+    raw = Motion(skeleton, rotations, root_positions, fps=1.0, metadata={"units": "m"})
+    stamps = np.array([f.time if f.time is not None else f.arrival for f in frames], dtype=np.float64)
+    if len({f.time is None for f in frames}) > 1 or np.any(np.diff(stamps) < 0):
+        stamps = np.array([f.arrival for f in frames], dtype=np.float64)  # mixed or rewound clocks
+    order = np.arange(len(frames), dtype=np.float64)
+    grid = np.arange(0.0, stamps[-1] - stamps[0] + 1e-9, 1.0 / fps) + stamps[0]
+    unique, first_index = np.unique(stamps, return_index=True)  # repeated stamps: the first frame of each
+    indices = np.interp(grid, unique, order[first_index]) if len(unique) > 1 else np.zeros(1)
+    return sample_frames(raw, torch.from_numpy(indices), fps)

@@ -1,0 +1,155 @@
+"""Recording VMC: a real clip streamed by :mod:`skelanim.serve.vmc` and recorded comes back with every limb bone
+pointing where the clip's own forward kinematics points it; loose (unbundled) messages make frames too;
+irregular sender times are resampled as hand-checked; bad input is one line."""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+
+import pytest
+import torch
+from pythonosc.udp_client import SimpleUDPClient
+
+import skelanim
+from skelanim.cli import main
+from skelanim.core.units import up_to_y_matrix
+from skelanim.retarget.retargeter import make_rig
+from skelanim.serve.record import UNITY_PARENTS, ReceivedFrame, VMCRecorder, frames_to_motion
+from skelanim.serve.vmc import HUMANOID_BONES, AvatarStream, StreamError, avatar_frames
+
+#: (canonical joint, the next one down) -> (humanoid bone, the next one down)
+SEGMENTS = {("l_upperarm", "l_forearm"): ("LeftUpperArm", "LeftLowerArm"),
+            ("r_forearm", "r_hand"): ("RightLowerArm", "RightHand"),
+            ("l_upleg", "l_leg"): ("LeftUpperLeg", "LeftLowerLeg"), ("r_leg", "r_foot"): ("RightLowerLeg", "RightFoot"),
+            ("neck", "head"): ("Neck", "Head")}  # fmt: skip
+IDENTITY = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0)
+
+
+def _frame(t: float | None, hips_x: float, arrival: float = 0.0) -> ReceivedFrame:
+    return ReceivedFrame({"Hips": (hips_x, 1.0, 0.0, 0.0, 0.0, 0.0, 1.0), "Spine": (0.0, 0.1, 0.0, *IDENTITY[3:])},
+                         None, t, arrival)  # fmt: skip
+
+
+def test_unity_hierarchy_has_the_55_humanoid_bones_parents_first():
+    assert len(UNITY_PARENTS) == 55 and set(HUMANOID_BONES) <= set(UNITY_PARENTS)
+    seen: set[str] = set()
+    for bone, parent in UNITY_PARENTS.items():
+        assert parent is None or parent in seen, bone
+        seen.add(bone)
+
+
+@pytest.mark.parametrize("name", ["cmu_cgspeed_mb/01_01.bvh", "bandai_namco_1/dataset-1_walk_happy_001.bvh"])
+def test_a_streamed_clip_is_recorded_as_it_moves(mocap_dir, name):
+    motion = skelanim.load(mocap_dir / name)[:60]
+    frames = avatar_frames(motion)
+    with VMCRecorder("127.0.0.1", 0) as recorder, AvatarStream("127.0.0.1", recorder.port) as sender:
+        received = []
+        for i in range(frames.num_frames):  # one at a time: a burst may overflow the socket's buffer
+            sender.send(frames, i, i / frames.fps)
+            received += recorder.receive(frames=1, wait=10)
+    assert len(received) == frames.num_frames
+    recorded = frames_to_motion(received, fps=motion.fps)
+    assert recorded.num_frames == motion.num_frames and set(recorded.skeleton.names) == set(HUMANOID_BONES)
+    got = recorded.positions()
+    want = motion.positions() @ up_to_y_matrix(*motion.up_direction()).T
+    joints = make_rig(motion).mapping.joints
+    for (a, b), (bone_a, bone_b) in SEGMENTS.items():
+        if a not in joints or b not in joints:
+            continue
+        names = recorded.skeleton.names
+        d_got = torch.nn.functional.normalize(got[:, names.index(bone_b)] - got[:, names.index(bone_a)], dim=-1)
+        d_want = torch.nn.functional.normalize(want[:, joints[b]] - want[:, joints[a]], dim=-1)
+        angle = torch.rad2deg(torch.acos((d_got * d_want).sum(-1).clamp(-1, 1)))
+        assert float(angle.max()) < 0.05, (bone_a, float(angle.max()))
+    # the hips travel as the clip's, in metres (one scale on the ground plane)
+    hips_got, hips_want = got[:, 0, [0, 2]], want[:, joints["hips"]][:, [0, 2]]
+    scale = float((hips_got * hips_want).sum() / (hips_want**2).sum())
+    torch.testing.assert_close(hips_got, scale * hips_want, atol=1e-4, rtol=1e-5)
+    assert 0.7 < float(got[:, 0, 1].median()) < 1.2
+
+
+def test_loose_messages_end_a_frame_at_the_time_message():
+    with VMCRecorder("127.0.0.1", 0) as recorder:
+        client = SimpleUDPClient("127.0.0.1", recorder.port)
+        for k in range(2):
+            client.send_message("/VMC/Ext/Root/Pos", ["root", *IDENTITY])
+            client.send_message("/VMC/Ext/Bone/Pos", ["Hips", float(k), 1.0, 0.0, *IDENTITY[3:]])
+            client.send_message("/VMC/Ext/T", float(k))
+        received = recorder.receive(frames=2, wait=10)
+    assert [f.time for f in received] == [0.0, 1.0]
+    assert [f.bones["Hips"][0] for f in received] == [0.0, 1.0]
+
+
+def test_irregular_sender_times_are_resampled_hand_checked():
+    # hips x (Unity) 0, 1, 3 at sender times 0, 0.1, 0.2 -> at 20 fps: 0, 0.5, 1, 2, 3, X mirrored
+    frames = [_frame(0.0, 0.0), _frame(0.1, 1.0), _frame(0.2, 3.0)]
+    motion = frames_to_motion(frames, fps=20.0)
+    assert motion.fps == 20.0 and motion.skeleton.names == ["Hips", "Spine"]
+    torch.testing.assert_close(
+        motion.root_positions[:, 0], torch.tensor([0.0, -0.5, -1.0, -2.0, -3.0], dtype=torch.float64)
+    )
+    torch.testing.assert_close(motion.skeleton.offsets[1], torch.tensor([0.0, 0.1, 0.0], dtype=torch.float64))
+
+
+def test_a_root_transform_moves_and_turns_the_body():
+    turn = (0.0, math.sin(math.pi / 4), 0.0, math.cos(math.pi / 4))  # 90 degrees about +Y, Unity's axes
+    frame = ReceivedFrame({"Hips": (1.0, 1.0, 0.0, *IDENTITY[3:])}, (0.0, 0.0, 5.0, *turn), 0.0, 0.0)
+    motion = frames_to_motion([frame])
+    # Unity: the root at z = 5 turns the hips' (1, 1, 0) onto (0, 1, -1): hips at (0, 1, 4); X mirrored: the same
+    torch.testing.assert_close(motion.root_positions[0], torch.tensor([0.0, 1.0, 4.0], dtype=torch.float64))
+
+
+def test_no_hips_and_unknown_bones():
+    with pytest.raises(StreamError, match="no frame with the Hips"):
+        frames_to_motion([ReceivedFrame({"Spine": IDENTITY}, None, 0.0, 0.0)])
+    with pytest.warns(UserWarning, match="not Unity humanoid bones: Tail"):
+        motion = frames_to_motion([ReceivedFrame({"Hips": IDENTITY, "Tail": IDENTITY}, None, 0.0, 0.0)])
+    assert motion.skeleton.names == ["Hips"]
+
+
+def test_junk_datagrams_are_counted_not_fatal():
+    with VMCRecorder("127.0.0.1", 0) as recorder:
+        client = SimpleUDPClient("127.0.0.1", recorder.port)
+        client._sock.sendto(b"not osc at all", ("127.0.0.1", recorder.port))
+        client.send_message("/VMC/Ext/Bone/Pos", ["Hips", 0.0, 1.0, 0.0, *IDENTITY[3:]])
+        client.send_message("/VMC/Ext/T", 0.5)
+        received = recorder.receive(frames=1, wait=10)
+    assert len(received) == 1 and recorder.ignored == 1
+
+
+def test_cli_records_a_stream(mocap_dir, tmp_path, capsys):
+    out = tmp_path / "recorded.bvh"
+    frames = avatar_frames(skelanim.load(mocap_dir / "deepmimic" / "humanoid3d_walk.txt"))
+    with VMCRecorder("127.0.0.1", 0) as probe:  # a free port
+        port = probe.port
+    codes: list[int] = []
+    args = ["record", str(out), "--port", str(port), "--frames", "5", "--wait", "30", "--fps", "30", "--no-progress"]
+    listener = threading.Thread(target=lambda: codes.append(main(args)))
+    listener.start()
+    with AvatarStream("127.0.0.1", port) as sender:
+        for k in range(600):  # until the listener has its five frames (it may start listening late)
+            if not listener.is_alive():
+                break
+            sender.send(frames, k % frames.num_frames, k / 30)
+            time.sleep(0.05)
+    listener.join(60)
+    assert codes == [0]
+    assert "wrote" in capsys.readouterr().out
+    recorded = skelanim.load(out)
+    assert set(recorded.skeleton.names) == set(HUMANOID_BONES) and recorded.num_frames == 5
+
+
+def test_cli_record_errors_are_one_line(tmp_path, capsys):
+    for args, expected in [
+        (["record", str(tmp_path / "x.txt"), "--wait", "0.01"], "x.txt"),
+        (["record", str(tmp_path / "x.bvh"), "--host", "no-such-host.invalid", "--wait", "0.01"], "cannot listen"),
+    ]:
+        assert main(args) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and err[0].startswith("error:") and expected in err[0], err
+    # nothing arrived: said in one line, nothing written
+    assert main(["record", str(tmp_path / "y.bvh"), "--port", "0", "--wait", "0.2", "--no-progress"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "no frame with the Hips" in err[0] and not (tmp_path / "y.bvh").exists()
