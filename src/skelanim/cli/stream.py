@@ -25,9 +25,11 @@ def stream(
     mapping: Path | None = typer.Option(None, "--map", help="Joint mapping (JSON/YAML) for SRC's skeleton."),
     progress: bool = typer.Option(True, "--progress/--no-progress"),
 ) -> None:
-    """Stream SRC to an avatar in real time as the VMC protocol (OSC over UDP): the humanoid bones of a VRM model
-    (Unity's names and axes, metres), one bundle per frame, for VSeeFace, Warudo, EVMC4U (Unity), VMC4UE (Unreal)
-    or VMC4B (Blender). A slow network skips frames rather than falling behind; Ctrl-C stops."""
+    """Stream SRC to an avatar in real time (the VMC protocol, OSC over UDP).
+
+    Sends the humanoid bones of a VRM model (Unity's names and axes, metres), one bundle per frame, for VSeeFace,
+    Warudo, EVMC4U (Unity), VMC4UE (Unreal) or VMC4B (Blender). A slow network skips frames rather than falling
+    behind; Ctrl-C stops."""
     from tqdm import tqdm
 
     import skelanim
@@ -74,9 +76,11 @@ def record(
     fps: float = typer.Option(30.0, "--fps", min=1.0, max=1000.0, help="Frame rate of the written motion."),
     progress: bool = typer.Option(True, "--progress/--no-progress"),
 ) -> None:
-    """Record a live VMC stream (from VSeeFace, a webcam or VR mocap app, or skelanim stream) into a motion file:
-    the humanoid bones that arrive, in metres, Y up, resampled to --fps by the sender's clock. Ctrl-C (or
-    --seconds, --frames, --wait) stops and writes."""
+    """Record a live VMC stream into a motion file.
+
+    Listens for any VMC performer (VSeeFace, a webcam or VR mocap app, skelanim stream) and writes the humanoid
+    bones that arrive, in metres, Y up, resampled to --fps by the sender's clock. Ctrl-C (or --seconds, --frames,
+    --wait) stops and writes."""
     from tqdm import tqdm
 
     import skelanim
