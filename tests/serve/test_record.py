@@ -5,11 +5,14 @@ irregular sender times are resampled as hand-checked; bad input is one line."""
 from __future__ import annotations
 
 import math
+import socket
 import threading
 import time
 
 import pytest
 import torch
+from pythonosc.osc_bundle_builder import IMMEDIATELY, OscBundleBuilder
+from pythonosc.osc_message_builder import OscMessageBuilder
 from pythonosc.udp_client import SimpleUDPClient
 
 import skelanim
@@ -32,6 +35,80 @@ def _frame(t: float | None, hips_x: float, arrival: float = 0.0) -> ReceivedFram
                          None, t, arrival)  # fmt: skip
 
 
+def _send(port: int, frames, order: list[int], pause: float = 0.002) -> None:
+    """Send ``frames[order[k]]`` stamped ``k / fps``, ``pause`` apart (a burst could overflow the socket buffer)."""
+    with AvatarStream("127.0.0.1", port) as sender:
+        for k, index in enumerate(order):
+            sender.send(frames, index, k / frames.fps)
+            time.sleep(pause)
+
+
+def _bundle(*messages: tuple[str, list]) -> bytes:
+    bundle = OscBundleBuilder(IMMEDIATELY)
+    for address, args in messages:
+        builder = OscMessageBuilder(address=address)
+        for a in args:
+            builder.add_arg(a)
+        bundle.add_content(builder.build())
+    return bundle.build().dgram
+
+
+def _message_bytes(address: str, *args: object) -> bytes:
+    builder = OscMessageBuilder(address=address)
+    for a in args:
+        builder.add_arg(a)
+    return builder.build().dgram
+
+
+def _hips(x: float) -> tuple[str, list]:
+    return ("/VMC/Ext/Bone/Pos", ["Hips", x, 1.0, 0.0, *IDENTITY[3:]])
+
+
+def _spine() -> tuple[str, list]:
+    return ("/VMC/Ext/Bone/Pos", ["Spine", 0.0, 0.1, 0.0, *IDENTITY[3:]])
+
+
+def _take(datagrams: list[bytes], **options) -> list[ReceivedFrame]:
+    with VMCRecorder("127.0.0.1", 0) as recorder:
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as out:
+            for d in datagrams:
+                out.sendto(d, ("127.0.0.1", recorder.port))
+        return recorder.receive(wait=0.5, **options)
+
+
+def test_frames_however_the_sender_cuts_them():
+    """Bundles with the time inside, bundles with the time sent loose, frames split over two bundles, and the
+    time first: three frames each, with their hips and times."""
+    layouts = {
+        "time inside": [_bundle(_hips(k), _spine(), ("/VMC/Ext/T", [k / 10])) for k in range(3)],
+        "time loose": [
+            d for k in range(3) for d in (_bundle(_hips(k), _spine()), _message_bytes("/VMC/Ext/T", k / 10))
+        ],
+        "split": [d for k in range(3) for d in (_bundle(_hips(k), ("/VMC/Ext/T", [k / 10])), _bundle(_spine()))],
+        "time first": [_bundle(("/VMC/Ext/T", [k / 10]), _hips(k), _spine()) for k in range(3)],
+    }
+    for layout, datagrams in layouts.items():
+        received = _take(datagrams)
+        assert [f.bones["Hips"][0] for f in received] == [0.0, 1.0, 2.0], layout
+        assert [f.time for f in received] == pytest.approx([0.0, 0.1, 0.2]), layout
+        assert all(set(f.bones) == {"Hips", "Spine"} for f in received), layout
+
+
+def test_a_standing_sender_clock_falls_back_to_arrival():
+    frames = [_frame(0.0, float(k), arrival=k / 10) for k in range(5)]  # the sender's time never moves
+    with pytest.warns(UserWarning, match="placed by their arrival"):
+        motion = frames_to_motion(frames, fps=10.0)
+    assert motion.num_frames == 5
+    torch.testing.assert_close(motion.root_positions[:, 0], -torch.arange(5, dtype=torch.float64))
+
+
+def test_receive_stops_after_seconds():
+    clock = iter([0.0, 0.0, 0.5, 1.0, 2.0, 3.0, 4.0, 5.0])
+    datagrams = [_bundle(_hips(k), ("/VMC/Ext/T", [k / 10])) for k in range(6)]
+    received = _take(datagrams, seconds=1.5, clock=lambda: next(clock))
+    assert 1 <= len(received) < 6
+
+
 def test_unity_hierarchy_has_the_55_humanoid_bones_parents_first():
     assert len(UNITY_PARENTS) == 55 and set(HUMANOID_BONES) <= set(UNITY_PARENTS)
     seen: set[str] = set()
@@ -44,11 +121,12 @@ def test_unity_hierarchy_has_the_55_humanoid_bones_parents_first():
 def test_a_streamed_clip_is_recorded_as_it_moves(mocap_dir, name):
     motion = skelanim.load(mocap_dir / name)[:60]
     frames = avatar_frames(motion)
-    with VMCRecorder("127.0.0.1", 0) as recorder, AvatarStream("127.0.0.1", recorder.port) as sender:
-        received = []
-        for i in range(frames.num_frames):  # one at a time: a burst may overflow the socket's buffer
-            sender.send(frames, i, i / frames.fps)
-            received += recorder.receive(frames=1, wait=10)
+    with VMCRecorder("127.0.0.1", 0) as recorder:
+        # one more frame than the clip: a frame ends when the next begins
+        sender = threading.Thread(target=_send, args=(recorder.port, frames, [*range(frames.num_frames), 0]))
+        sender.start()
+        received = recorder.receive(frames=frames.num_frames, wait=30)
+        sender.join()
     assert len(received) == frames.num_frames
     recorded = frames_to_motion(received, fps=motion.fps)
     assert recorded.num_frames == motion.num_frames and set(recorded.skeleton.names) == set(HUMANOID_BONES)
@@ -149,6 +227,11 @@ def test_cli_record_errors_are_one_line(tmp_path, capsys):
         assert main(args) == 2
         err = capsys.readouterr().err.strip().splitlines()
         assert len(err) == 1 and err[0].startswith("error:") and expected in err[0], err
+    # an output that cannot be written is refused before listening (a take is not lost)
+    (tmp_path / "folder.bvh").mkdir()
+    assert main(["record", str(tmp_path / "folder.bvh"), "--port", "0", "--wait", "30"]) == 2
+    err = capsys.readouterr()
+    assert "listening" not in err.out and len(err.err.strip().splitlines()) == 1 and "folder.bvh" in err.err
     # nothing arrived: said in one line, nothing written
     assert main(["record", str(tmp_path / "y.bvh"), "--port", "0", "--wait", "0.2", "--no-progress"]) == 2
     err = capsys.readouterr().err.strip().splitlines()

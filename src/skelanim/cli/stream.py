@@ -86,9 +86,11 @@ def record(
     import skelanim
     from skelanim.cli.files import require_suffix
     from skelanim.io import POSITION_FORMATS
+    from skelanim.io.atomic import check_can_write
     from skelanim.serve.record import VMCRecorder, frames_to_motion
 
     require_suffix(out, (".bvh", ".glb", ".gltf", *POSITION_FORMATS), "a recording")
+    check_can_write(out)  # before the take, not after it
     with VMCRecorder(host, port) as recorder:
         typer.echo(f"listening on {host}:{recorder.port} for VMC; " +
                    ("Ctrl-C stops" if seconds is None and frames is None and wait is None else "stops by itself"))  # fmt: skip

@@ -76,6 +76,18 @@ def _prepare(target: Path) -> str:
     return tmp
 
 
+def check_can_write(path: str | os.PathLike) -> None:
+    """Fail now, as :func:`atomic_path` would later, if ``path`` cannot be written (a folder, a folder that
+    cannot be created or written to); for commands that gather their output before writing it (a recording).
+
+    Raises
+    ------
+    OSError
+        As :func:`atomic_path` raises it; ``filename`` is ``path``.
+    """
+    os.remove(_prepare(Path(path)))
+
+
 @contextlib.contextmanager
 def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
     """Yield a temporary path (same suffix) beside ``path``; on success it is renamed onto ``path``, on

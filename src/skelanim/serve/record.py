@@ -3,11 +3,13 @@ VR mocap apps, VSeeFace, :mod:`skelanim.serve.vmc` itself).
 
 What arrives is read as :mod:`.vmc` sends it (that module's docstring has the conventions): per frame the
 local position and rotation of each humanoid bone, Unity's left-handed axes, metres, and the model's root
-transform. Frames are the bundles that carry bones (a sender that sends loose messages ends a frame with
-``/VMC/Ext/T``). The skeleton is the bones that arrived, each hung from its nearest arrived ancestor in Unity's
-humanoid hierarchy (:data:`UNITY_PARENTS`) at the local position it first arrived with; its zero pose is the
-sender's rest, for a VRM model the T-pose. Frames are stamped with the sender's time where it sends one
-(``/VMC/Ext/T``), else their arrival, and resampled to a regular rate (:func:`~skelanim.ops.resample.sample_frames`).
+transform. A frame ends where the next begins: when a bone arrives a second time, or the sender's time
+(``/VMC/Ext/T``) changes; so frames split over several bundles, or sent as loose messages, are read whole.
+The skeleton is the bones that arrived, each hung from its nearest arrived ancestor in Unity's humanoid
+hierarchy (:data:`UNITY_PARENTS`) at the local position it first arrived with; its zero pose is the sender's
+rest, for a VRM model the T-pose. Frames are stamped with the sender's time where it sends one, else their
+arrival (also when the sender's clock stands still or runs back), and resampled to a regular rate
+(:func:`~skelanim.ops.resample.sample_frames`).
 """
 
 from __future__ import annotations
@@ -88,9 +90,15 @@ class VMCRecorder:
             raise StreamError(f"cannot listen on {host}:{port}: {getattr(err, 'strerror', None) or err}") from None
         self.port: int = self._socket.getsockname()[1]
         self.ignored = 0  # datagrams that were not OSC
-        self._bones: dict[str, tuple[float, ...]] = {}
+        self._reset()
+
+    def _reset(self) -> None:
+        """Forget the frame being assembled (a new take)."""
+        self._bones: dict[str, tuple[float, ...]] = {}  # every bone's last value
+        self._pending: set[str] = set()  # bones of the frame being assembled
         self._root: tuple[float, ...] | None = None
-        self._time: float | None = None
+        self._time: float | None = None  # the frame's sender time
+        self._arrival = 0.0
 
     def close(self) -> None:
         """Stop listening."""
@@ -102,29 +110,39 @@ class VMCRecorder:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    def _frame(self, sender: tuple[str, int] | None) -> ReceivedFrame:
+        """The frame assembled so far (every bone at its last value); starts the next."""
+        frame = ReceivedFrame(dict(self._bones), self._root, self._time, self._arrival, sender)
+        self._pending, self._time = set(), None
+        return frame
+
     def _read(self, data: bytes, arrival: float, sender: tuple[str, int]) -> list[ReceivedFrame]:
-        """The frames a datagram completes."""
+        """The frames a datagram completes. A frame ends where the next begins: a bone arrives again, or a
+        sender time differs from the frame's own (one frame per bundle or per ``/VMC/Ext/T`` is not assumed:
+        senders split frames over bundles, or send the time loose)."""
         try:
             packet = OscPacket(data)
         except ParseError:
             self.ignored += 1
             return []
-        frames, touched = [], False
+        frames = []
         for timed in packet.messages:
             address, params = timed.message.address, timed.message.params
-            if address in ("/VMC/Ext/Bone/Pos", "/VMC/Ext/Root/Pos") and len(params) >= 8:
-                values = tuple(float(v) for v in params[1:8])
-                if address == "/VMC/Ext/Root/Pos":
-                    self._root = values
-                else:
-                    self._bones[str(params[0])] = values
-                    touched = True
+            if address == "/VMC/Ext/Bone/Pos" and len(params) >= 8:
+                name = str(params[0])
+                if name in self._pending:
+                    frames.append(self._frame(sender))
+                if not self._pending:
+                    self._arrival = arrival
+                self._pending.add(name)
+                self._bones[name] = tuple(float(v) for v in params[1:8])
+            elif address == "/VMC/Ext/Root/Pos" and len(params) >= 8:
+                self._root = tuple(float(v) for v in params[1:8])  # v2.1's scale and offset are not used
             elif address == "/VMC/Ext/T" and params:
-                self._time = float(params[0])
-                if not data.startswith(b"#bundle") and self._bones:  # loose messages: T ends a frame
-                    frames.append(ReceivedFrame(dict(self._bones), self._root, self._time, arrival, sender))
-        if touched and data.startswith(b"#bundle"):
-            frames.append(ReceivedFrame(dict(self._bones), self._root, self._time, arrival, sender))
+                stamp = float(params[0])
+                if self._pending and self._time is not None and stamp != self._time:
+                    frames.append(self._frame(sender))
+                self._time = stamp
         return frames
 
     def receive(
@@ -140,6 +158,7 @@ class VMCRecorder:
         has arrived for ``wait`` seconds (with none of the three: until Ctrl-C, which returns what arrived)."""
         out: list[ReceivedFrame] = []
         first: float | None = None
+        self._reset()
         try:
             while frames is None or len(out) < frames:
                 timeouts = [] if wait is None else [wait]
@@ -159,6 +178,8 @@ class VMCRecorder:
                         on_frame(frame)
         except KeyboardInterrupt:
             pass
+        if self._pending and (frames is None or len(out) < frames):  # the last frame has nobody after it
+            out.append(self._frame(None))
         return out[:frames] if frames is not None else out
 
 
@@ -175,6 +196,9 @@ def frames_to_motion(frames: list[ReceivedFrame], fps: float = 30.0) -> Motion:
         raise StreamError("no frame with the Hips arrived (is the sender sending VMC bones to this port?)")
     if not (math.isfinite(fps) and fps > 0):
         raise StreamError(f"fps must be a positive number, got {fps}")
+    timed = [k for k, f in enumerate(frames) if f.time is not None]
+    if timed:
+        frames = frames[timed[0] :]  # frames before the sender's first time are not on its clock
     seen = {name for f in frames for name in f.bones}
     names = [n for n in UNITY_PARENTS if n in seen]  # parents first
     unknown = sorted(seen - set(UNITY_PARENTS))
@@ -208,9 +232,12 @@ def frames_to_motion(frames: list[ReceivedFrame], fps: float = 30.0) -> Motion:
     root_positions = root_pos + quat_apply(root_rot, hips)
     skeleton = Skeleton(names, np.array(parents), offsets)
     raw = Motion(skeleton, rotations, root_positions, fps=1.0, metadata={"units": "m"})
-    stamps = np.array([f.time if f.time is not None else f.arrival for f in frames], dtype=np.float64)
-    if len({f.time is None for f in frames}) > 1 or np.any(np.diff(stamps) < 0):
-        stamps = np.array([f.arrival for f in frames], dtype=np.float64)  # mixed or rewound clocks
+    stamps = np.array([f.time if f.time is not None else math.nan for f in frames], dtype=np.float64)
+    if not (np.all(np.isfinite(stamps)) and np.all(np.diff(stamps) > 0)):
+        if timed:
+            warnings.warn("the sender's times (/VMC/Ext/T) are missing, repeated or run back; frames are placed "
+                          "by their arrival", stacklevel=2)  # fmt: skip
+        stamps = np.array([f.arrival for f in frames], dtype=np.float64)
     order = np.arange(len(frames), dtype=np.float64)
     grid = np.arange(0.0, stamps[-1] - stamps[0] + 1e-9, 1.0 / fps) + stamps[0]
     unique, first_index = np.unique(stamps, return_index=True)  # repeated stamps: the first frame of each
