@@ -19,7 +19,8 @@ import skelanim
 from skelanim.cli import main
 from skelanim.core.units import up_to_y_matrix
 from skelanim.retarget.retargeter import make_rig
-from skelanim.serve.record import UNITY_PARENTS, ReceivedFrame, VMCRecorder, frames_to_motion
+from skelanim.serve.avatar import UNITY_PARENTS
+from skelanim.serve.record import ReceivedFrame, VMCRecorder, frames_to_motion
 from skelanim.serve.vmc import HUMANOID_BONES, AvatarStream, StreamError, avatar_frames
 
 #: (canonical joint, the next one down) -> (humanoid bone, the next one down)

@@ -23,6 +23,14 @@ def stream(
     loop: bool = typer.Option(False, "--loop", help="Start over at the end, until Ctrl-C."),
     frames: int | None = typer.Option(None, "--frames", min=1, help="Stop after sending this many frames."),
     mapping: Path | None = typer.Option(None, "--map", help="Joint mapping (JSON/YAML) for SRC's skeleton."),
+    avatar: Path | None = typer.Option(
+        None,
+        "--avatar",
+        help="The receiving avatar's .vrm: its own bone offsets "
+        "and bones are sent, the hips' travel scaled to its legs (EVMC4U moves every "
+        "bone to the offsets it receives).",
+    ),
+    up: str | None = typer.Option(None, "--up", help="SRC's up axis, x y z -x -y or -z (default: guessed)."),
     progress: bool = typer.Option(True, "--progress/--no-progress"),
 ) -> None:
     """Stream SRC to an avatar in real time (the VMC protocol, OSC over UDP).
@@ -34,18 +42,26 @@ def stream(
 
     import skelanim
     from skelanim.io.positions import SUFFIXES
-    from skelanim.serve.vmc import HUMANOID_BONES, AvatarStream, avatar_frames
+    from skelanim.serve.avatar import load_vrm
+    from skelanim.serve.vmc import AvatarStream, avatar_frames
 
+    up_direction = None
+    if up is not None:
+        if up.lower().lstrip("+-") not in ("x", "y", "z") or up.count("-") + up.count("+") > 1:
+            raise typer.BadParameter(f"expected x, y, z, -x, -y or -z, got {up!r}", param_hint="--up")
+        up_direction = ("xyz".index(up.lower()[-1]), -1.0 if up.startswith("-") else 1.0)
+    rig = load_vrm(avatar) if avatar is not None else None
+    sender = AvatarStream(host, port)  # an unknown host is refused before the work
     if src.suffix.lower() in SUFFIXES:
         from skelanim.ik.solve import solve
 
         motion = solve(skelanim.load_positions(src), source=src)
     else:
         motion = skelanim.load(src)
-    poses = avatar_frames(motion, mapping=mapping)
-    with AvatarStream(host, port) as sender:
+    poses = avatar_frames(motion, mapping=mapping, up=up_direction, avatar=rig)
+    with sender:
         typer.echo(f"streaming {src} to {sender.target} ({poses.num_frames} frames at {poses.fps:g} fps x {speed:g}, "
-                   f"{len(HUMANOID_BONES)} humanoid bones, VMC protocol){'; Ctrl-C stops' if loop else ''}")  # fmt: skip
+                   f"{len(poses.bones)} humanoid bones, VMC protocol){'; Ctrl-C stops' if loop else ''}")  # fmt: skip
         total = frames if frames is not None else (None if loop else poses.num_frames)
         bar = tqdm(total=total, unit="frame", disable=not progress, leave=False)
         sent = 0

@@ -6,7 +6,7 @@ local position and rotation of each humanoid bone, Unity's left-handed axes, met
 transform. A frame ends where the next begins: when a bone arrives a second time, or the sender's time
 (``/VMC/Ext/T``) changes; so frames split over several bundles, or sent as loose messages, are read whole.
 The skeleton is the bones that arrived, each hung from its nearest arrived ancestor in Unity's humanoid
-hierarchy (:data:`UNITY_PARENTS`) at the local position it first arrived with; its zero pose is the sender's
+hierarchy (:data:`~.avatar.UNITY_PARENTS`) at the local position it first arrived with; its zero pose is the sender's
 rest, for a VRM model the T-pose. Frames are stamped with the sender's time where it sends one, else their
 arrival (also when the sender's clock stands still or runs back), and resampled to a regular rate
 (:func:`~skelanim.ops.resample.sample_frames`).
@@ -29,29 +29,10 @@ from skelanim.core.motion import Motion
 from skelanim.core.rotations import quat_apply, quat_multiply, quat_normalize
 from skelanim.core.skeleton import Skeleton
 from skelanim.ops.resample import sample_frames
+from skelanim.serve.avatar import UNITY_PARENTS
 from skelanim.serve.vmc import DEFAULT_PORT, StreamError, mirror_x
 
-__all__ = ["UNITY_PARENTS", "ReceivedFrame", "VMCRecorder", "frames_to_motion"]
-
-
-def _unity_parents() -> dict[str, str | None]:
-    parents: dict[str, str | None] = {"Hips": None, "Spine": "Hips", "Chest": "Spine", "UpperChest": "Chest",
-                                      "Neck": "UpperChest", "Head": "Neck", "Jaw": "Head"}  # fmt: skip
-    for side in ("Left", "Right"):
-        parents.update({f"{side}Eye": "Head", f"{side}Shoulder": "UpperChest", f"{side}UpperArm": f"{side}Shoulder",
-                        f"{side}LowerArm": f"{side}UpperArm", f"{side}Hand": f"{side}LowerArm",
-                        f"{side}UpperLeg": "Hips", f"{side}LowerLeg": f"{side}UpperLeg",
-                        f"{side}Foot": f"{side}LowerLeg", f"{side}Toes": f"{side}Foot"})  # fmt: skip
-        for finger in ("Thumb", "Index", "Middle", "Ring", "Little"):
-            parent = f"{side}Hand"
-            for phalanx in ("Proximal", "Intermediate", "Distal"):
-                parents[f"{side}{finger}{phalanx}"] = parent
-                parent = f"{side}{finger}{phalanx}"
-    return parents
-
-
-#: Unity's 55 humanoid bones (``HumanBodyBones``) -> parent bone, parents first.
-UNITY_PARENTS: dict[str, str | None] = _unity_parents()
+__all__ = ["ReceivedFrame", "VMCRecorder", "frames_to_motion"]
 
 
 @dataclass

@@ -25,8 +25,11 @@ positions ``(x, y, z) -> (-x, y, z)``, rotations ``M R M`` with ``M = diag(-1, 1
 is ``(w, x, y, z) -> (w, x, -y, -z)`` (:func:`mirror_x`). Positions are in metres. ``Hips`` carries the
 body's position over the floor (y = 0 is the floor; a clip whose feet are farther from y = 0 than
 :data:`~skelanim.retarget.retargeter.CLEARANCE` of its height stands on its lowest foot joint, as in
-retargeting); the other bones carry their T-pose offset from their parent bone, which marionettes usually
-ignore in favour of the avatar's own proportions.
+retargeting); the other bones carry their T-pose offset from their parent bone. Some marionettes move every
+bone to the offset received (EVMC4U, by default), so these should be the avatar's own: given its ``.vrm``
+(:mod:`.avatar`) they are, and the bones sent are the avatar's (``UpperChest`` where it has one, a joint whose
+bone it lacks folded into a neighbour, :func:`bone_plan`), the hips' travel scaled to its legs. Without it the
+source's proportions go out, a joint the source lacks at the canonical T-pose's offset (never zero).
 """
 
 from __future__ import annotations
@@ -39,6 +42,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import torch
 from pythonosc.osc_bundle_builder import IMMEDIATELY, OscBundleBuilder
 from pythonosc.osc_message_builder import OscMessageBuilder
@@ -53,23 +57,45 @@ from skelanim.io.gltf import export_scale
 from skelanim.retarget.baselines import FEET
 from skelanim.retarget.mapping import CANONICAL_JOINTS, CANONICAL_PARENTS
 from skelanim.retarget.retargeter import floor_level, make_rig
-from skelanim.retarget.rig import CanonicalRig, canonical_locals
+from skelanim.retarget.rig import CanonicalRig, canonical_locals, canonical_skeleton, canonical_tpose
+from skelanim.serve.avatar import UNITY_PARENTS, AvatarRig
 
-__all__ = ["DEFAULT_PORT", "HUMANOID_BONES", "AvatarEncoder", "AvatarFrames", "AvatarStream", "StreamError",
-           "avatar_frames", "mirror_x", "vmc_bundle"]  # fmt: skip
+__all__ = ["BONE_OF_JOINT", "DEFAULT_PORT", "HUMANOID_BONES", "AvatarEncoder", "AvatarFrames", "AvatarStream",
+           "StreamError", "avatar_frames", "bone_plan", "mirror_x", "vmc_bundle"]  # fmt: skip
 
 #: The port marionettes listen on by default.
 DEFAULT_PORT = 39539
 
-#: VRM/Unity humanoid bone -> the canonical joints whose local rotations it carries (their product, in order).
-HUMANOID_BONES: dict[str, tuple[str, ...]] = {
-    "Hips": ("hips",), "Spine": ("spine",), "Chest": ("spine1", "chest"), "Neck": ("neck",), "Head": ("head",),
-    "LeftShoulder": ("l_clavicle",), "LeftUpperArm": ("l_upperarm",), "LeftLowerArm": ("l_forearm",),
-    "LeftHand": ("l_hand",), "RightShoulder": ("r_clavicle",), "RightUpperArm": ("r_upperarm",),
-    "RightLowerArm": ("r_forearm",), "RightHand": ("r_hand",), "LeftUpperLeg": ("l_upleg",),
-    "LeftLowerLeg": ("l_leg",), "LeftFoot": ("l_foot",), "LeftToes": ("l_toe",), "RightUpperLeg": ("r_upleg",),
-    "RightLowerLeg": ("r_leg",), "RightFoot": ("r_foot",), "RightToes": ("r_toe",),
-}  # fmt: skip
+#: The humanoid bone each canonical joint is (``spine1``/``chest``: ``Chest``/``UpperChest``).
+BONE_OF_JOINT: dict[str, str] = {"hips": "Hips", "spine": "Spine", "spine1": "Chest", "chest": "UpperChest",
+                                 "neck": "Neck", "head": "Head"}  # fmt: skip
+for _side, _name in (("l", "Left"), ("r", "Right")):
+    BONE_OF_JOINT.update({f"{_side}_clavicle": f"{_name}Shoulder", f"{_side}_upperarm": f"{_name}UpperArm",
+                          f"{_side}_forearm": f"{_name}LowerArm", f"{_side}_hand": f"{_name}Hand",
+                          f"{_side}_upleg": f"{_name}UpperLeg", f"{_side}_leg": f"{_name}LowerLeg",
+                          f"{_side}_foot": f"{_name}Foot", f"{_side}_toe": f"{_name}Toes"})  # fmt: skip
+#: Where a joint goes when the avatar lacks its bone: up the spine (its bone has one child, the next spine bone),
+#: down to the only child otherwise (a missing shoulder's turn is the upper arm's; a missing neck's, the head's).
+_FOLD = {"UpperChest": "Chest", "Chest": "Spine", "LeftShoulder": "LeftUpperArm", "RightShoulder": "RightUpperArm",
+         "Neck": "Head"}  # fmt: skip
+
+
+def bone_plan(bones: set[str] | frozenset[str]) -> dict[str, tuple[str, ...]]:
+    """Humanoid bone -> the canonical joints whose local rotations it carries (their product, parents first), for
+    an avatar with ``bones`` (an unlisted bone's joint goes where :data:`_FOLD` says; toes without ``Toes`` are
+    left out), in Unity's hierarchy order."""
+    plan: dict[str, list[str]] = {}
+    for joint in CANONICAL_JOINTS:
+        bone = BONE_OF_JOINT[joint]
+        while bone not in bones and bone in _FOLD:
+            bone = _FOLD[bone]
+        if bone in bones:
+            plan.setdefault(bone, []).append(joint)
+    return {b: tuple(plan[b]) for b in UNITY_PARENTS if b in plan}
+
+
+#: The bones sent when the avatar is not known: every VRM model has them (no ``UpperChest``, which many lack).
+HUMANOID_BONES: dict[str, tuple[str, ...]] = bone_plan(frozenset(BONE_OF_JOINT.values()) - {"UpperChest"})
 _SLOT = {n: i for i, n in enumerate(CANONICAL_JOINTS)}
 _HIPS = _SLOT["hips"]
 
@@ -91,16 +117,19 @@ class AvatarFrames:
     Attributes
     ----------
     rotations : Tensor
-        ``(F, B, 4)`` local quaternions (w, x, y, z) of the bones :data:`HUMANOID_BONES` names, in its order.
+        ``(F, B, 4)`` local quaternions (w, x, y, z).
     positions : Tensor
         ``(F, B, 3)`` local positions: ``Hips`` over the floor, the other bones their T-pose offset.
     fps : float
         Frame rate.
+    bones : tuple of str
+        The ``B`` bones' names (Unity's), default those of :data:`HUMANOID_BONES`.
     """
 
     rotations: Tensor
     positions: Tensor
     fps: float
+    bones: tuple[str, ...] = tuple(HUMANOID_BONES)
 
     @property
     def num_frames(self) -> int:
@@ -124,6 +153,11 @@ class AvatarEncoder:
         Default: from the motion's unit, else guessed from its height (:func:`~skelanim.io.gltf.export_scale`).
     floor : float
         Height of the floor along the up axis, in the source's units (``avatar_frames`` finds a clip's).
+    avatar : AvatarRig, optional
+        The receiving avatar (:func:`~skelanim.serve.avatar.load_vrm`): its bones are sent (:func:`bone_plan`),
+        with its own offsets, and the hips' travel is scaled by its leg length over the source's. Without it the
+        bones of :data:`HUMANOID_BONES` go out with the source's offsets (a joint the source lacks: the canonical
+        T-pose's, at the source's size).
     """
 
     def __init__(
@@ -134,6 +168,7 @@ class AvatarEncoder:
         up: tuple[int, float] | None = None,
         metres_per_unit: float | None = None,
         floor: float = 0.0,
+        avatar: AvatarRig | None = None,
     ) -> None:
         self.rig = make_rig(skeleton, mapping)
         motion = skeleton if isinstance(skeleton, Motion) else None
@@ -146,12 +181,30 @@ class AvatarEncoder:
             raise StreamError(f"metres per unit must be a positive number, got {metres_per_unit}")
         self.metres_per_unit = float(metres_per_unit)
         self.floor = float(floor)
-        # each bone's T-pose offset from its parent bone; a bone sits at its first canonical joint
-        first = [_SLOT[joints[0]] for joints in HUMANOID_BONES.values()]
-        bone_of_slot = {_SLOT[j]: b for b, joints in enumerate(HUMANOID_BONES.values()) for j in joints}
-        rest = self.rig.canonical_rest * self.metres_per_unit
-        self._rest_offsets = torch.stack([rest[s] - rest[first[bone_of_slot[CANONICAL_PARENTS[s]]]] if s != _HIPS
-                                          else torch.zeros(3, dtype=rest.dtype) for s in first])  # fmt: skip
+        self.plan = HUMANOID_BONES if avatar is None else bone_plan(frozenset(avatar.offsets))
+        self.hips_scale = 1.0 if avatar is None else avatar.leg_length / (self.rig.leg_length * self.metres_per_unit)
+        if avatar is not None:
+            self._rest_offsets = torch.tensor(np.stack([avatar.offsets[b] for b in self.plan]), dtype=torch.float64)
+        else:
+            self._rest_offsets = self._source_offsets()
+
+    def _source_offsets(self) -> Tensor:
+        """``(B, 3)`` each bone's T-pose offset from its parent bone, Unity's axes, metres, the source's proportions (a joint it
+        lacks: the canonical T-pose's, scaled to the source's legs); a bone sits at the joint it is named for."""
+        tpose = canonical_tpose()
+        tpose_rest = tpose.rest_positions()
+        feet = [_SLOT["l_foot"], _SLOT["r_foot"]]
+        size = self.rig.leg_length / float(tpose_rest[_HIPS, 1] - tpose_rest[feet, 1].mean())
+        offsets = torch.where(self.rig.present[:, None], self.rig.offsets, tpose.offsets * size)
+        rest = canonical_skeleton(offsets).rest_positions() * self.metres_per_unit
+        at = {b: next((j for j in joints if BONE_OF_JOINT[j] == b), joints[0]) for b, joints in self.plan.items()}
+        bone_of_joint = {j: b for b, joints in self.plan.items() for j in joints}
+        rows = []
+        for bone, joints in self.plan.items():
+            parent = CANONICAL_PARENTS[_SLOT[joints[0]]]
+            rows.append(torch.zeros(3, dtype=rest.dtype) if parent < 0 else
+                        rest[_SLOT[at[bone]]] - rest[_SLOT[at[bone_of_joint[CANONICAL_JOINTS[parent]]]]])  # fmt: skip
+        return mirror_x(torch.zeros(4, dtype=rest.dtype), torch.stack(rows))[1]  # Unity's axes
 
     def canonical(self, rotations: Tensor, translations: Tensor) -> tuple[Tensor, Tensor]:
         """Y-up canonical bone frames ``(F, 22, 3, 3)`` and joint positions ``(F, 22, 3)`` (source units) from
@@ -171,21 +224,27 @@ class AvatarEncoder:
         hips[:, 1] -= self.floor * self.metres_per_unit
         local = canonical_locals(frames)
         bones = []
-        for joints in HUMANOID_BONES.values():
+        for joints in self.plan.values():
             r = local[:, _SLOT[joints[0]]]
             for more in joints[1:]:
                 r = r @ local[:, _SLOT[more]]
             bones.append(r)
-        quats = quat_normalize(matrix_to_quat(torch.stack(bones, dim=1)))
+        quats, hips = mirror_x(quat_normalize(matrix_to_quat(torch.stack(bones, dim=1))), hips * self.hips_scale)
         offsets = self._rest_offsets.expand(quats.shape[0], -1, -1).clone()
         offsets[:, 0] = hips
-        quats, offsets = mirror_x(quats, offsets)
-        return AvatarFrames(quats, offsets, float(fps))
+        return AvatarFrames(quats, offsets, float(fps), tuple(self.plan))
 
 
-def avatar_frames(motion: Motion, *, mapping: Mapping[str, Any] | str | os.PathLike | None = None) -> AvatarFrames:
-    """A whole clip as avatar frames (its floor found as the retargeter finds it; see the module docstring)."""
-    encoder = AvatarEncoder(motion, mapping=mapping)
+def avatar_frames(
+    motion: Motion,
+    *,
+    mapping: Mapping[str, Any] | str | os.PathLike | None = None,
+    up: tuple[int, float] | None = None,
+    avatar: AvatarRig | None = None,
+) -> AvatarFrames:
+    """A whole clip as avatar frames (its floor found as the retargeter finds it; see the module docstring and
+    :class:`AvatarEncoder` for the options)."""
+    encoder = AvatarEncoder(motion, mapping=mapping, up=up, avatar=avatar)
     frames, positions = encoder.canonical(motion.rotations, motion.local_translations())
     if motion.num_frames:
         encoder.floor = floor_level(positions[:, list(FEET), 1], encoder.rig.height)
@@ -204,7 +263,7 @@ def vmc_bundle(frames: AvatarFrames, index: int, time_s: float) -> bytes:
     bundle = OscBundleBuilder(IMMEDIATELY)
     bundle.add_content(_message("/VMC/Ext/Root/Pos", "root", 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0))
     rot, pos = frames.rotations[index].tolist(), frames.positions[index].tolist()
-    for name, (w, x, y, z), p in zip(HUMANOID_BONES, rot, pos):
+    for name, (w, x, y, z), p in zip(frames.bones, rot, pos):
         bundle.add_content(_message("/VMC/Ext/Bone/Pos", name, *p, x, y, z, w))
     bundle.add_content(_message("/VMC/Ext/OK", 1))
     bundle.add_content(_message("/VMC/Ext/T", float(time_s)))

@@ -1,0 +1,145 @@
+"""Streaming to a known avatar: VRM 0.x and 1.0 files (written here with pygltflib) read into Unity's axes as
+hand-checked, the avatar's bones and offsets sent (``UpperChest`` included), joints folded into the bones an
+avatar has, the hips' travel scaled to its legs, and without an avatar no bone left at a zero offset."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from pygltflib import GLTF2, Node, Scene
+
+import skelanim
+from skelanim.cli import main
+from skelanim.core.rotations import quat_to_matrix
+from skelanim.core.units import up_to_y_matrix
+from skelanim.errors import FormatError
+from skelanim.retarget.retargeter import make_rig
+from skelanim.serve.avatar import UNITY_PARENTS, load_vrm
+from skelanim.serve.vmc import HUMANOID_BONES, avatar_frames, bone_plan
+
+#: A T-posed avatar in VRM 1.0's glTF axes (facing +Z, left hand at +X), metres: bone -> (parent, offset).
+AVATAR = {
+    "Hips": (None, (0.0, 0.80, 0.0)), "Spine": ("Hips", (0.0, 0.08, 0.0)), "Chest": ("Spine", (0.0, 0.10, 0.01)),
+    "UpperChest": ("Chest", (0.0, 0.12, 0.0)), "Neck": ("UpperChest", (0.0, 0.12, -0.01)),
+    "Head": ("Neck", (0.0, 0.08, 0.0)),
+    "LeftShoulder": ("UpperChest", (0.03, 0.09, 0.0)), "LeftUpperArm": ("LeftShoulder", (0.09, 0.0, 0.0)),
+    "LeftLowerArm": ("LeftUpperArm", (0.24, 0.0, 0.0)), "LeftHand": ("LeftLowerArm", (0.22, 0.0, 0.0)),
+    "LeftUpperLeg": ("Hips", (0.08, -0.05, 0.0)), "LeftLowerLeg": ("LeftUpperLeg", (0.0, -0.36, 0.0)),
+    "LeftFoot": ("LeftLowerLeg", (0.0, -0.34, 0.0)), "LeftToes": ("LeftFoot", (0.0, -0.05, 0.1)),
+}  # fmt: skip
+for _bone, (_parent, (_x, _y, _z)) in list(AVATAR.items()):
+    if _bone.startswith("Left"):
+        AVATAR["Right" + _bone[4:]] = (_parent.replace("Left", "Right"), (-_x, _y, _z))
+
+
+def _write_vrm(path: Path, version: int, bones: dict = AVATAR) -> Path:
+    """A VRM (no mesh) with the humanoid ``bones``; version 0 faces -Z (x and z negated), 1 faces +Z."""
+    names = list(bones)
+    flip = np.array([-1.0, 1.0, -1.0]) if version == 0 else np.ones(3)
+    nodes = [Node(name=n, translation=(np.array(bones[n][1]) * flip).tolist(), children=[]) for n in names]
+    for i, n in enumerate(names):
+        if bones[n][0] is not None:
+            nodes[names.index(bones[n][0])].children.append(i)
+    camel = {n: n[0].lower() + n[1:] for n in names}
+    if version == 0:
+        ext = {"VRM": {"humanoid": {"humanBones": [{"bone": camel[n], "node": i} for i, n in enumerate(names)]}}}
+    else:
+        ext = {"VRMC_vrm": {"specVersion": "1.0", "humanoid": {"humanBones": {camel[n]: {"node": i} for i, n in
+                                                                              enumerate(names)}}}}  # fmt: skip
+    gltf = GLTF2(scenes=[Scene(nodes=[0])], scene=0, nodes=nodes, extensions=ext, extensionsUsed=list(ext))
+    gltf.save_binary(str(path))
+    return path
+
+
+@pytest.mark.parametrize("version", [0, 1])
+def test_vrm_humanoid_in_unity_axes(tmp_path, version):
+    rig = load_vrm(_write_vrm(tmp_path / f"v{version}.vrm", version))
+    # hand-checked: Unity mirrors X of the +Z-facing body; the left upper arm hangs 0.09 m to the left (-X there)
+    np.testing.assert_allclose(rig.offsets["LeftUpperArm"], [-0.09, 0.0, 0.0], atol=1e-12)
+    np.testing.assert_allclose(rig.offsets["LeftToes"], [0.0, -0.05, 0.1], atol=1e-12)
+    np.testing.assert_allclose(rig.offsets["Hips"], [0.0, 0.80, 0.0], atol=1e-12)
+    assert rig.parents["Neck"] == "UpperChest" and rig.parents["Hips"] is None
+    assert rig.leg_length == pytest.approx(0.05 + 0.36 + 0.34)
+
+
+def test_vrm_without_a_humanoid_or_legs_is_a_format_error(tmp_path):
+    path = tmp_path / "plain.vrm"
+    GLTF2(scenes=[Scene(nodes=[0])], scene=0, nodes=[Node(name="x")]).save_binary(str(path))
+    with pytest.raises(FormatError, match="no VRM humanoid"):
+        load_vrm(path)
+    with pytest.raises(FormatError, match="has no LeftUpperLeg"):
+        load_vrm(_write_vrm(tmp_path / "legless.vrm", 1, {"Hips": AVATAR["Hips"]}))
+    (tmp_path / "junk.vrm").write_bytes(b"not a glb")
+    with pytest.raises(FormatError, match="not a VRM"):
+        load_vrm(tmp_path / "junk.vrm")
+
+
+def test_joints_fold_into_the_bones_an_avatar_has():
+    minimal = {"Hips", "Spine", "Head", "LeftUpperArm", "LeftLowerArm", "LeftHand", "LeftUpperLeg", "LeftLowerLeg",
+               "LeftFoot"}  # fmt: skip
+    plan = bone_plan(minimal)
+    assert plan["Spine"] == ("spine", "spine1", "chest")  # no Chest: the spine carries the whole back
+    assert plan["Head"] == ("neck", "head") and plan["LeftUpperArm"] == ("l_clavicle", "l_upperarm")
+    assert "LeftToes" not in plan and set(plan) == minimal
+    full = bone_plan(set(AVATAR))
+    assert full["Chest"] == ("spine1",) and full["UpperChest"] == ("chest",)
+    assert HUMANOID_BONES["Chest"] == ("spine1", "chest") and "UpperChest" not in HUMANOID_BONES
+
+
+def _world(bones: tuple[str, ...], quats: torch.Tensor) -> dict[str, torch.Tensor]:
+    """World rotations (right-handed again) through Unity's hierarchy of the bones sent."""
+    mirror = torch.diag(torch.tensor([-1.0, 1.0, 1.0], dtype=torch.float64))
+    local = mirror @ quat_to_matrix(quats) @ mirror
+    world: dict[str, torch.Tensor] = {}
+    for b, name in enumerate(bones):
+        parent = UNITY_PARENTS[name]
+        while parent is not None and parent not in world:
+            parent = UNITY_PARENTS[parent]
+        world[name] = local[:, b] if parent is None else world[parent] @ local[:, b]
+    return world
+
+
+def test_stream_fits_a_known_avatar(mocap_dir, tmp_path):
+    motion = skelanim.load(mocap_dir / "cmu_cgspeed_mb" / "01_01.bvh")[:200:5]
+    avatar = load_vrm(_write_vrm(tmp_path / "a.vrm", 1))
+    plain, fitted = avatar_frames(motion), avatar_frames(motion, avatar=avatar)
+    assert "UpperChest" in fitted.bones and set(fitted.bones) == set(AVATAR)
+    for b, name in enumerate(fitted.bones[1:], start=1):  # the avatar's own offsets
+        torch.testing.assert_close(fitted.positions[:, b], torch.tensor(avatar.offsets[name]).expand(len(motion), 3))
+    # the hips' travel scaled by the legs' ratio, the same for every frame
+    ratio = fitted.positions[:, 0] / plain.positions[:, 0]
+    torch.testing.assert_close(ratio, torch.full_like(ratio, float(ratio[0, 1])), atol=1e-9, rtol=1e-9)
+    rig = make_rig(motion)
+    assert float(ratio[0, 1]) == pytest.approx(avatar.leg_length / (rig.leg_length * 0.056444), rel=0.02)
+    # through the avatar's hierarchy (UpperChest included) the neck and the arms point as in the clip
+    world = _world(fitted.bones, fitted.rotations)
+    src = motion.positions() @ up_to_y_matrix(*motion.up_direction()).T
+    joints = rig.mapping.joints
+    for a, b, bone, child in [("neck", "head", "Neck", "Head"), ("l_upperarm", "l_forearm", "LeftUpperArm", "LeftLowerArm"),
+                              ("r_leg", "r_foot", "RightLowerLeg", "RightFoot")]:  # fmt: skip
+        want = torch.nn.functional.normalize(src[:, joints[b]] - src[:, joints[a]], dim=-1)
+        rest = torch.tensor(avatar.offsets[child], dtype=torch.float64) * torch.tensor([-1.0, 1, 1])  # right-handed
+        got = world[bone] @ torch.nn.functional.normalize(rest, dim=0)
+        angle = torch.rad2deg(torch.acos((want * got).sum(-1).clamp(-1, 1)))
+        assert float(angle.max()) < 0.05, (bone, float(angle.max()))
+
+
+def test_without_an_avatar_no_bone_sits_on_its_parent(mocap_dir):
+    """DeepMimic's humanoid has no hands, toes or head joints: those bones get the canonical T-pose's offsets at
+    the clip's size instead of zero (a marionette that applies positions would fold them into their parents)."""
+    frames = avatar_frames(skelanim.load(mocap_dir / "deepmimic" / "humanoid3d_walk.txt"))
+    lengths = frames.positions[0, 1:].norm(dim=-1)
+    assert float(lengths.min()) > 0.03, dict(zip(frames.bones[1:], lengths.tolist()))
+
+
+def test_cli_avatar_and_up_errors_are_one_line(mocap_dir, tmp_path, capsys):
+    src = str(mocap_dir / "deepmimic" / "humanoid3d_walk.txt")
+    (tmp_path / "junk.vrm").write_bytes(b"junk")
+    for args, expected in [(["stream", src, "--up", "w"], "--up"),
+                           (["stream", src, "--avatar", str(tmp_path / "junk.vrm")], "junk.vrm")]:  # fmt: skip
+        assert main([*args, "--no-progress"]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and err[0].startswith("error:") and expected in err[0], err
