@@ -16,6 +16,7 @@ from skelanim.cli import main
 from skelanim.core.rotations import quat_to_matrix
 from skelanim.core.units import up_to_y_matrix
 from skelanim.errors import FormatError
+from skelanim.retarget.mapping import CANONICAL_JOINTS
 from skelanim.retarget.retargeter import make_rig
 from skelanim.serve.avatar import UNITY_PARENTS, load_vrm
 from skelanim.serve.vmc import HUMANOID_BONES, avatar_frames, bone_plan
@@ -127,12 +128,34 @@ def test_stream_fits_a_known_avatar(mocap_dir, tmp_path):
         assert float(angle.max()) < 0.05, (bone, float(angle.max()))
 
 
-def test_without_an_avatar_no_bone_sits_on_its_parent(mocap_dir):
-    """DeepMimic's humanoid has no hands, toes or head joints: those bones get the canonical T-pose's offsets at
-    the clip's size instead of zero (a marionette that applies positions would fold them into their parents)."""
-    frames = avatar_frames(skelanim.load(mocap_dir / "deepmimic" / "humanoid3d_walk.txt"))
+def test_without_an_avatar_the_source_proportions_go_out(mocap_dir):
+    """The offsets sent, summed through Unity's hierarchy, put every joint the source has where its T-pose has it;
+    DeepMimic's humanoid lacks spine joints, clavicles, hands, toes and a head: those bones sit between their
+    neighbours or at the canonical T-pose's offset, never on their parent."""
+    motion = skelanim.load(mocap_dir / "deepmimic" / "humanoid3d_walk.txt")
+    frames = avatar_frames(motion[:1])
     lengths = frames.positions[0, 1:].norm(dim=-1)
     assert float(lengths.min()) > 0.03, dict(zip(frames.bones[1:], lengths.tolist()))
+    placed: dict[str, torch.Tensor] = {}
+    for b, name in enumerate(frames.bones):
+        parent = UNITY_PARENTS[name]
+        while parent is not None and parent not in placed:
+            parent = UNITY_PARENTS[parent]
+        placed[name] = frames.positions[0, b] if parent is None else placed[parent] + frames.positions[0, b]
+    rig = make_rig(motion)
+    metres = 1.0  # DeepMimic clips are in metres
+    for joint, bone in [("l_upperarm", "LeftUpperArm"), ("r_forearm", "RightLowerArm"), ("neck", "Neck"),
+                        ("l_foot", "LeftFoot"), ("chest", "Chest")]:  # fmt: skip
+        if joint == "chest":  # Chest sits at spine1, which DeepMimic lacks: between the hips and its chest joint
+            chest = float(rig.canonical_rest[CANONICAL_JOINTS.index("chest"), 1] - rig.canonical_rest[0, 1])
+            assert 0 < float(placed["Chest"][1] - placed["Hips"][1]) < chest * metres
+            continue
+        want = (
+            (rig.canonical_rest[CANONICAL_JOINTS.index(joint)] - rig.canonical_rest[0])
+            * torch.tensor([-1.0, 1, 1])
+            * metres
+        )
+        torch.testing.assert_close(placed[bone] - placed["Hips"], want, atol=1e-6, rtol=0)
 
 
 def test_cli_avatar_and_up_errors_are_one_line(mocap_dir, tmp_path, capsys):

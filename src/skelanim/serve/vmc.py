@@ -57,7 +57,7 @@ from skelanim.io.gltf import export_scale
 from skelanim.retarget.baselines import FEET
 from skelanim.retarget.mapping import CANONICAL_JOINTS, CANONICAL_PARENTS
 from skelanim.retarget.retargeter import floor_level, make_rig
-from skelanim.retarget.rig import CanonicalRig, canonical_locals, canonical_skeleton, canonical_tpose
+from skelanim.retarget.rig import CanonicalRig, canonical_locals, canonical_tpose
 from skelanim.serve.avatar import UNITY_PARENTS, AvatarRig
 
 __all__ = ["BONE_OF_JOINT", "DEFAULT_PORT", "HUMANOID_BONES", "AvatarEncoder", "AvatarFrames", "AvatarStream",
@@ -98,6 +98,34 @@ def bone_plan(bones: set[str] | frozenset[str]) -> dict[str, tuple[str, ...]]:
 HUMANOID_BONES: dict[str, tuple[str, ...]] = bone_plan(frozenset(BONE_OF_JOINT.values()) - {"UpperChest"})
 _SLOT = {n: i for i, n in enumerate(CANONICAL_JOINTS)}
 _HIPS = _SLOT["hips"]
+
+
+def _filled_rest(rig: CanonicalRig) -> Tensor:
+    """``(22, 3)`` canonical T-pose joint positions of ``rig`` (its units), a joint it lacks placed: between its
+    nearest present ancestor and the next present joint down its chain at the canonical T-pose's share of that
+    length (spine joints, clavicles, a neck), else, at a chain's end (hands, toes, head), the canonical T-pose's
+    offset at the rig's size."""
+    tpose = canonical_tpose()
+    tpose_rest = tpose.rest_positions()
+    feet = [_SLOT["l_foot"], _SLOT["r_foot"]]
+    size = rig.leg_length / float(tpose_rest[_HIPS, 1] - tpose_rest[feet, 1].mean())
+    present = rig.present.tolist()
+    rest = rig.canonical_rest.clone()
+    children = {s: [c for c, p in enumerate(CANONICAL_PARENTS) if p == s] for s in range(len(CANONICAL_JOINTS))}
+    for s in range(1, len(CANONICAL_JOINTS)):  # parents first
+        if present[s]:
+            continue
+        ancestor, chain = CANONICAL_PARENTS[s], [s]
+        while len(children[chain[-1]]) == 1 and not present[chain[-1]]:
+            chain.append(children[chain[-1]][0])
+        below = chain[-1] if present[chain[-1]] else None
+        if below is None:  # nothing present below: the T-pose's bone at the rig's size
+            rest[s] = rest[ancestor] + tpose.offsets[s] * size
+            continue
+        lengths = [float(tpose.offsets[c].norm()) for c in chain]  # ancestor -> s -> ... -> below, canonically
+        share = lengths[0] / max(sum(lengths), 1e-12)
+        rest[s] = rest[ancestor] + (rig.canonical_rest[below] - rest[ancestor]) * share
+    return rest
 
 
 class StreamError(SkelanimError):
@@ -189,14 +217,9 @@ class AvatarEncoder:
             self._rest_offsets = self._source_offsets()
 
     def _source_offsets(self) -> Tensor:
-        """``(B, 3)`` each bone's T-pose offset from its parent bone, Unity's axes, metres, the source's proportions (a joint it
-        lacks: the canonical T-pose's, scaled to the source's legs); a bone sits at the joint it is named for."""
-        tpose = canonical_tpose()
-        tpose_rest = tpose.rest_positions()
-        feet = [_SLOT["l_foot"], _SLOT["r_foot"]]
-        size = self.rig.leg_length / float(tpose_rest[_HIPS, 1] - tpose_rest[feet, 1].mean())
-        offsets = torch.where(self.rig.present[:, None], self.rig.offsets, tpose.offsets * size)
-        rest = canonical_skeleton(offsets).rest_positions() * self.metres_per_unit
+        """``(B, 3)`` each bone's T-pose offset from its parent bone, Unity's axes, metres, in the source's
+        proportions; a bone sits at the joint it is named for (:func:`_filled_rest`)."""
+        rest = _filled_rest(self.rig) * self.metres_per_unit
         at = {b: next((j for j in joints if BONE_OF_JOINT[j] == b), joints[0]) for b, joints in self.plan.items()}
         bone_of_joint = {j: b for b, joints in self.plan.items() for j in joints}
         rows = []
