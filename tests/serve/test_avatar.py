@@ -66,6 +66,18 @@ def test_vrm_humanoid_in_unity_axes(tmp_path, version):
     assert rig.leg_length == pytest.approx(0.05 + 0.36 + 0.34)
 
 
+def test_vrm1_thumbs_are_named_one_joint_up(tmp_path):
+    """VRM 1.0's thumbMetacarpal/Proximal/Distal are Unity's ThumbProximal/Intermediate/Distal (VRM 0.x's names)."""
+    bones = {**AVATAR, "LeftThumbMetacarpal": ("LeftHand", (0.02, 0.0, 0.02)),
+             "LeftThumbProximal": ("LeftThumbMetacarpal", (0.03, 0.0, 0.0)),
+             "LeftThumbDistal": ("LeftThumbProximal", (0.02, 0.0, 0.0))}  # fmt: skip
+    rig = load_vrm(_write_vrm(tmp_path / "thumbs.vrm", 1, bones))
+    assert rig.parents["LeftThumbIntermediate"] == "LeftThumbProximal" and rig.parents["LeftThumbDistal"] == (
+        "LeftThumbIntermediate"
+    )
+    np.testing.assert_allclose(rig.offsets["LeftThumbIntermediate"], [-0.03, 0.0, 0.0], atol=1e-12)
+
+
 def test_vrm_without_a_humanoid_or_legs_is_a_format_error(tmp_path):
     path = tmp_path / "plain.vrm"
     GLTF2(scenes=[Scene(nodes=[0])], scene=0, nodes=[Node(name="x")]).save_binary(str(path))

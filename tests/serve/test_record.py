@@ -4,6 +4,7 @@ irregular sender times are resampled as hand-checked; bad input is one line."""
 
 from __future__ import annotations
 
+import itertools
 import math
 import socket
 import threading
@@ -85,7 +86,12 @@ def test_frames_however_the_sender_cuts_them():
         "time loose": [
             d for k in range(3) for d in (_bundle(_hips(k), _spine()), _message_bytes("/VMC/Ext/T", k / 10))
         ],
-        "split": [d for k in range(3) for d in (_bundle(_hips(k), ("/VMC/Ext/T", [k / 10])), _bundle(_spine()))],
+        "split, time last": [
+            d for k in range(3) for d in (_bundle(_hips(k)), _bundle(_spine(), ("/VMC/Ext/T", [k / 10])))
+        ],
+        "split, time first": [
+            d for k in range(3) for d in (_bundle(("/VMC/Ext/T", [k / 10]), _hips(k)), _bundle(_spine()))
+        ],
         "time first": [_bundle(("/VMC/Ext/T", [k / 10]), _hips(k), _spine()) for k in range(3)],
     }
     for layout, datagrams in layouts.items():
@@ -93,6 +99,31 @@ def test_frames_however_the_sender_cuts_them():
         assert [f.bones["Hips"][0] for f in received] == [0.0, 1.0, 2.0], layout
         assert [f.time for f in received] == pytest.approx([0.0, 0.1, 0.2]), layout
         assert all(set(f.bones) == {"Hips", "Spine"} for f in received), layout
+
+
+def test_a_sender_of_changed_bones_only_and_its_root():
+    """Time last, only the bones that moved, the root first: each bundle is its frame, with its own root."""
+    root = lambda z: ("/VMC/Ext/Root/Pos", ["root", 0.0, 0.0, float(z), *IDENTITY[3:]])
+    datagrams = [_bundle(root(0), _hips(0), _spine(), ("/VMC/Ext/T", [0.0])), _bundle(root(10), _spine(), ("/VMC/Ext/T", [0.1])),
+                 _bundle(root(20), _hips(2), ("/VMC/Ext/T", [0.2])), _bundle(root(30), _spine(), ("/VMC/Ext/T", [0.3]))]  # fmt: skip
+    received = _take(datagrams)
+    assert [f.time for f in received] == pytest.approx([0.0, 0.1, 0.2, 0.3])
+    assert [f.bones["Hips"][0] for f in received] == [0.0, 0.0, 2.0, 2.0]
+    assert [f.root[2] for f in received] == [0.0, 10.0, 20.0, 30.0]
+
+
+def test_the_last_frame_arrives_when_the_sender_stops():
+    """Without a time after it or a next frame, a frame is whole after GRACE seconds of silence: receive(frames=N)
+    returns when a sender of N frames stops (it waited for an N + 1th)."""
+    datagrams = [_bundle(_hips(k), _spine()) for k in range(3)]  # no time at all
+    started = time.monotonic()
+    with VMCRecorder("127.0.0.1", 0) as recorder:
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as out:
+            for d in datagrams:
+                out.sendto(d, ("127.0.0.1", recorder.port))
+        received = recorder.receive(frames=3)
+    assert [f.bones["Hips"][0] for f in received] == [0.0, 1.0, 2.0]
+    assert time.monotonic() - started < 5
 
 
 def test_a_standing_sender_clock_falls_back_to_arrival():
@@ -104,7 +135,7 @@ def test_a_standing_sender_clock_falls_back_to_arrival():
 
 
 def test_receive_stops_after_seconds():
-    clock = iter([0.0, 0.0, 0.5, 1.0, 2.0, 3.0, 4.0, 5.0])
+    clock = itertools.count(0.0, 0.25)  # a quarter second passes at each reading
     datagrams = [_bundle(_hips(k), ("/VMC/Ext/T", [k / 10])) for k in range(6)]
     received = _take(datagrams, seconds=1.5, clock=lambda: next(clock))
     assert 1 <= len(received) < 6
@@ -233,7 +264,8 @@ def test_cli_record_errors_are_one_line(tmp_path, capsys):
     assert main(["record", str(tmp_path / "folder.bvh"), "--port", "0", "--wait", "30"]) == 2
     err = capsys.readouterr()
     assert "listening" not in err.out and len(err.err.strip().splitlines()) == 1 and "folder.bvh" in err.err
-    # nothing arrived: said in one line, nothing written
-    assert main(["record", str(tmp_path / "y.bvh"), "--port", "0", "--wait", "0.2", "--no-progress"]) == 2
+    # nothing arrived: said in one line, nothing written, no folder made
+    target = tmp_path / "new" / "y.bvh"
+    assert main(["record", str(target), "--port", "0", "--wait", "0.2", "--no-progress"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and "no frame with the Hips" in err[0] and not (tmp_path / "y.bvh").exists()
+    assert len(err) == 1 and "no frame with the Hips" in err[0] and not (tmp_path / "new").exists()

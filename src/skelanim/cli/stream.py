@@ -114,5 +114,5 @@ def record(
             received = recorder.receive(seconds=seconds, frames=frames, wait=wait, on_frame=lambda _: bar.update())
     motion = frames_to_motion(received, fps)
     skelanim.save(motion, out)
-    typer.echo(f"wrote {out} ({len(received)} frames received, {motion.num_frames} at {fps:g} fps, "
+    typer.echo(f"wrote {out} ({motion.num_frames} frames at {fps:g} fps from {len(received)} received, "
                f"{motion.skeleton.num_joints} bones)")  # fmt: skip

@@ -77,15 +77,24 @@ def _prepare(target: Path) -> str:
 
 
 def check_can_write(path: str | os.PathLike) -> None:
-    """Fail now, as :func:`atomic_path` would later, if ``path`` cannot be written (a folder, a folder that
-    cannot be created or written to); for commands that gather their output before writing it (a recording).
+    """Fail now, as :func:`atomic_path` would later, if ``path`` cannot be written (a folder, a file where a folder
+    should be, a folder that cannot be written to); creates nothing. For commands that gather their output before
+    writing it (a recording).
 
     Raises
     ------
     OSError
-        As :func:`atomic_path` raises it; ``filename`` is ``path``.
+        ``filename`` is ``path``.
     """
-    os.remove(_prepare(Path(path)))
+    target = Path(path)
+    if target.is_dir():
+        raise IsADirectoryError(errno.EISDIR, "Is a directory (expected a file name to write to)", str(target))
+    blocker = _blocking_file(target.parent)
+    if blocker is not None:
+        raise NotADirectoryError(errno.ENOTDIR, f"Not a directory ({blocker} is a file, not a folder)", str(target))
+    existing = next(p for p in (target.parent, *target.parent.parents) if p.exists())
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise PermissionError(errno.EACCES, f"Permission denied (cannot write in {existing})", str(target))
 
 
 @contextlib.contextmanager

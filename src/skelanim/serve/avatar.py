@@ -47,6 +47,11 @@ def _unity_parents() -> dict[str, str | None]:
 UNITY_PARENTS: dict[str, str | None] = _unity_parents()
 
 
+#: VRM 1.0 names the thumb's bones one joint further up than Unity (and VRM 0.x) do.
+_VRM1_THUMBS = {f"{side}{vrm}": f"{side}{unity}" for side in ("left", "right") for vrm, unity in
+                (("ThumbMetacarpal", "ThumbProximal"), ("ThumbProximal", "ThumbIntermediate"))}  # fmt: skip
+
+
 @dataclass(frozen=True)
 class AvatarRig:
     """An avatar's humanoid in its T-pose, Unity's axes, metres.
@@ -110,7 +115,8 @@ def load_vrm(path: str | os.PathLike) -> AvatarRig:
         raise FormatError(f"not a VRM (GLB) file: {err}", path=path) from None
     extensions = gltf.extensions or {}
     if "VRMC_vrm" in extensions:
-        bones = {name: entry.get("node") for name, entry in extensions["VRMC_vrm"].get("humanoid", {}).get("humanBones", {}).items()}  # fmt: skip
+        bones = {_VRM1_THUMBS.get(name, name): entry.get("node") for name, entry in
+                 extensions["VRMC_vrm"].get("humanoid", {}).get("humanBones", {}).items()}  # fmt: skip
         to_unity = np.array([-1.0, 1.0, 1.0])
     elif "VRM" in extensions:
         bones = {entry.get("bone"): entry.get("node") for entry in extensions["VRM"].get("humanoid", {}).get("humanBones", [])}  # fmt: skip

@@ -3,8 +3,9 @@ VR mocap apps, VSeeFace, :mod:`skelanim.serve.vmc` itself).
 
 What arrives is read as :mod:`.vmc` sends it (that module's docstring has the conventions): per frame the
 local position and rotation of each humanoid bone, Unity's left-handed axes, metres, and the model's root
-transform. A frame ends where the next begins: when a bone arrives a second time, or the sender's time
-(``/VMC/Ext/T``) changes; so frames split over several bundles, or sent as loose messages, are read whole.
+transform. Where a frame ends is learnt from the sender (:meth:`VMCRecorder._read`): at its time
+(``/VMC/Ext/T``) when that follows the bones, at the next time when it precedes them, where a bone or the
+root arrives again, or after :data:`GRACE` seconds of silence.
 The skeleton is the bones that arrived, each hung from its nearest arrived ancestor in Unity's humanoid
 hierarchy (:data:`~.avatar.UNITY_PARENTS`) at the local position it first arrived with; its zero pose is the sender's
 rest, for a VRM model the T-pose. Frames are stamped with the sender's time where it sends one, else their
@@ -32,7 +33,11 @@ from skelanim.ops.resample import sample_frames
 from skelanim.serve.avatar import UNITY_PARENTS
 from skelanim.serve.vmc import DEFAULT_PORT, StreamError, mirror_x
 
-__all__ = ["ReceivedFrame", "VMCRecorder", "frames_to_motion"]
+__all__ = ["GRACE", "ReceivedFrame", "VMCRecorder", "frames_to_motion"]
+
+#: Seconds of silence after which the frame being assembled counts as whole (a sender that stopped).
+GRACE = 0.25
+_BONE, _ROOT, _TIME = "/VMC/Ext/Bone/Pos", "/VMC/Ext/Root/Pos", "/VMC/Ext/T"
 
 
 @dataclass
@@ -78,7 +83,9 @@ class VMCRecorder:
         self._bones: dict[str, tuple[float, ...]] = {}  # every bone's last value
         self._pending: set[str] = set()  # bones of the frame being assembled
         self._root: tuple[float, ...] | None = None
+        self._root_in_frame = False
         self._time: float | None = None  # the frame's sender time
+        self._time_last: bool | None = None  # whether the sender sends a frame's time after its bones
         self._arrival = 0.0
 
     def close(self) -> None:
@@ -94,22 +101,29 @@ class VMCRecorder:
     def _frame(self, sender: tuple[str, int] | None) -> ReceivedFrame:
         """The frame assembled so far (every bone at its last value); starts the next."""
         frame = ReceivedFrame(dict(self._bones), self._root, self._time, self._arrival, sender)
-        self._pending, self._time = set(), None
+        self._pending, self._time, self._root_in_frame = set(), None, False
         return frame
 
     def _read(self, data: bytes, arrival: float, sender: tuple[str, int]) -> list[ReceivedFrame]:
-        """The frames a datagram completes. A frame ends where the next begins: a bone arrives again, or a
-        sender time differs from the frame's own (one frame per bundle or per ``/VMC/Ext/T`` is not assumed:
-        senders split frames over bundles, or send the time loose)."""
+        """The frames a datagram completes.
+
+        Senders differ in where a frame ends, so the order is learnt from the first datagram with both bones and
+        a time: most send the time after the bones (it ends the frame), some before (the next time ends it). A
+        bone or the root arriving a second time also ends a frame (senders without a time; frames split over
+        bundles keep together)."""
         try:
             packet = OscPacket(data)
         except ParseError:
             self.ignored += 1
             return []
+        messages = [(m.message.address, m.message.params) for m in packet.messages]
+        if self._time_last is None:
+            kinds = [a for a, _ in messages if a in (_BONE, _TIME)]
+            if _BONE in kinds and _TIME in kinds:
+                self._time_last = kinds.index(_TIME) > kinds.index(_BONE)
         frames = []
-        for timed in packet.messages:
-            address, params = timed.message.address, timed.message.params
-            if address == "/VMC/Ext/Bone/Pos" and len(params) >= 8:
+        for address, params in messages:
+            if address == _BONE and len(params) >= 8:
                 name = str(params[0])
                 if name in self._pending:
                     frames.append(self._frame(sender))
@@ -117,13 +131,20 @@ class VMCRecorder:
                     self._arrival = arrival
                 self._pending.add(name)
                 self._bones[name] = tuple(float(v) for v in params[1:8])
-            elif address == "/VMC/Ext/Root/Pos" and len(params) >= 8:
-                self._root = tuple(float(v) for v in params[1:8])  # v2.1's scale and offset are not used
-            elif address == "/VMC/Ext/T" and params:
-                stamp = float(params[0])
-                if self._pending and self._time is not None and stamp != self._time:
+            elif address == _ROOT and len(params) >= 8:
+                if self._pending and self._root_in_frame:
                     frames.append(self._frame(sender))
-                self._time = stamp
+                self._root, self._root_in_frame = tuple(float(v) for v in params[1:8]), True  # v2.1 extras unused
+            elif address == _TIME and params:
+                stamp = float(params[0])
+                if self._time_last is not False:  # the time closes its frame (loose messages: the usual order)
+                    if self._pending:
+                        self._time = stamp
+                        frames.append(self._frame(sender))
+                else:  # the time opens its frame: a new one closes the last
+                    if self._pending and self._time is not None and stamp != self._time:
+                        frames.append(self._frame(sender))
+                    self._time = stamp
         return frames
 
     def receive(
@@ -140,19 +161,28 @@ class VMCRecorder:
         out: list[ReceivedFrame] = []
         first: float | None = None
         self._reset()
+        last = clock()  # when something last arrived
         try:
             while frames is None or len(out) < frames:
-                timeouts = [] if wait is None else [wait]
-                if seconds is not None and first is not None:
-                    timeouts.append(first + seconds - clock())
-                    if timeouts[-1] <= 0:
-                        break
-                self._socket.settimeout(max(min(timeouts), 1e-3) if timeouts else None)
+                now = clock()
+                deadlines = ([] if wait is None else [last + wait]) + (
+                    [] if seconds is None or first is None else [first + seconds])  # fmt: skip
+                if deadlines and now >= min(deadlines):
+                    break
+                timeout = min(deadlines) - now if deadlines else None
+                if self._pending:  # a sender gone quiet has sent its last frame whole
+                    timeout = GRACE if timeout is None else min(timeout, GRACE)
+                self._socket.settimeout(max(timeout, 1e-3) if timeout is not None else None)
                 try:
                     data, sender = self._socket.recvfrom(65536)
-                except TimeoutError:  # nothing for `wait` seconds, or the `seconds` are over
-                    break
-                for frame in self._read(data, clock(), sender):
+                except TimeoutError:
+                    if not (self._pending and clock() - last >= GRACE):
+                        continue
+                    new = [self._frame(None)]
+                else:
+                    last = clock()
+                    new = self._read(data, last, sender)
+                for frame in new:
                     first = frame.arrival if first is None else first
                     out.append(frame)
                     if on_frame is not None:
