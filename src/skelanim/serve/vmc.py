@@ -94,7 +94,9 @@ def bone_plan(bones: set[str] | frozenset[str]) -> dict[str, tuple[str, ...]]:
     return {b: tuple(plan[b]) for b in UNITY_PARENTS if b in plan}
 
 
-#: The bones sent when the avatar is not known: every VRM model has them (no ``UpperChest``, which many lack).
+#: The bones sent when the avatar is not known: those a VRM 0.x model has (no ``UpperChest``, which many lack).
+#: A VRM 1.0 model may also lack ``Chest``, ``Neck``, the shoulders or the toes, and a marionette drops what a
+#: bone it lacks receives: give the avatar (:class:`AvatarEncoder`) so that those turns go into bones it has.
 HUMANOID_BONES: dict[str, tuple[str, ...]] = bone_plan(frozenset(BONE_OF_JOINT.values()) - {"UpperChest"})
 _SLOT = {n: i for i, n in enumerate(CANONICAL_JOINTS)}
 _HIPS = _SLOT["hips"]
