@@ -320,3 +320,16 @@ def test_cli_streams_joint_positions_through_ik(mocap_dir, tmp_path, capsys):
     for a, f in zip(arrived, shown):
         assert float((expected[f] - torch.tensor(a, dtype=torch.float64)).norm()) < 1e-3  # metres
     assert shown == sorted(shown)
+
+
+def test_a_clip_turning_round_keeps_its_quaternions_in_one_hemisphere():
+    """The hips turning a full circle cross w = 0; neighbouring frames keep a non-negative dot product (a receiver
+    that slerps naively would otherwise spin the body a turn)."""
+    motion = _tpose_motion(73)
+    rotations = motion.rotations.clone()
+    angles = torch.linspace(0.0, 2 * math.pi, 73, dtype=torch.float64)
+    rotations[:, 0] = axis_angle_to_quat(torch.tensor([0.0, 1.0, 0.0], dtype=torch.float64).expand(73, 3), angles)
+    av = avatar_frames(motion.copy(rotations=rotations))
+    dots = (av.rotations[1:] * av.rotations[:-1]).sum(-1)
+    assert float(dots.min()) > 0.99
+    assert float(av.rotations[0, 0, 0]) == pytest.approx(1.0) and float(av.rotations[-1, 0, 0]) == pytest.approx(-1.0)

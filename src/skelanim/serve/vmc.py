@@ -39,7 +39,7 @@ import os
 import socket
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -49,7 +49,7 @@ from pythonosc.osc_message_builder import OscMessageBuilder
 from torch import Tensor
 
 from skelanim.core.motion import Motion
-from skelanim.core.rotations import matrix_to_quat, quat_normalize
+from skelanim.core.rotations import matrix_to_quat, quat_continuous, quat_normalize
 from skelanim.core.skeleton import Skeleton
 from skelanim.core.units import up_to_y_matrix
 from skelanim.errors import SkelanimError
@@ -273,7 +273,11 @@ def avatar_frames(
     frames, positions = encoder.canonical(motion.rotations, motion.local_translations())
     if motion.num_frames:
         encoder.floor = floor_level(positions[:, list(FEET), 1], encoder.rig.height)
-    return encoder.from_canonical(frames, positions, motion.fps)
+    out = encoder.from_canonical(frames, positions, motion.fps)
+    if out.num_frames == 0:
+        return out
+    # neighbouring frames in one hemisphere: a receiver that slerps without checking does not spin a turn round
+    return replace(out, rotations=quat_continuous(out.rotations))
 
 
 def _message(address: str, *values: Any) -> Any:
