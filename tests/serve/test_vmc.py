@@ -23,6 +23,7 @@ from skelanim.retarget.retargeter import make_rig
 from skelanim.retarget.rig import canonical_tpose
 from skelanim.serve.vmc import (
     HUMANOID_BONES,
+    AvatarEncoder,
     AvatarFrames,
     AvatarStream,
     StreamError,
@@ -322,14 +323,22 @@ def test_cli_streams_joint_positions_through_ik(mocap_dir, tmp_path, capsys):
     assert shown == sorted(shown)
 
 
-def test_a_clip_turning_round_keeps_its_quaternions_in_one_hemisphere():
-    """The hips turning a full circle cross w = 0; neighbouring frames keep a non-negative dot product (a receiver
-    that slerps naively would otherwise spin the body a turn)."""
+def test_a_body_turning_round_keeps_its_quaternions_in_one_hemisphere():
+    """The hips turning a full circle cross w = 0; what is sent, frame by frame as a live source sends it and in
+    a loop, keeps neighbouring quaternions' dot products positive (a receiver that slerps naively would otherwise
+    spin the body a turn)."""
     motion = _tpose_motion(73)
     rotations = motion.rotations.clone()
     angles = torch.linspace(0.0, 2 * math.pi, 73, dtype=torch.float64)
     rotations[:, 0] = axis_angle_to_quat(torch.tensor([0.0, 1.0, 0.0], dtype=torch.float64).expand(73, 3), angles)
-    av = avatar_frames(motion.copy(rotations=rotations))
-    dots = (av.rotations[1:] * av.rotations[:-1]).sum(-1)
-    assert float(dots.min()) > 0.99
-    assert float(av.rotations[0, 0, 0]) == pytest.approx(1.0) and float(av.rotations[-1, 0, 0]) == pytest.approx(-1.0)
+    turning = motion.copy(rotations=rotations)
+    encoder = AvatarEncoder(turning)
+    sock = _receiver()
+    arrived = []
+    with AvatarStream("127.0.0.1", sock.getsockname()[1]) as sender:
+        for k in [*range(73), *range(0, 73, 8)]:  # live, one frame at a time, then a second lap, skipping frames
+            sender.send(encoder.encode(turning.rotations[k : k + 1], turning.local_translations()[k : k + 1]), 0)
+            arrived += [b["/VMC/Ext/Bone/Pos"][0][4:8] for b in _receive(sock, 1)]  # (a burst could overflow)
+    hips = torch.tensor(arrived, dtype=torch.float64)  # x y z w
+    assert float((hips[1:] * hips[:-1]).sum(-1).min()) > 0.7
+    assert float(hips[0, 3]) == pytest.approx(1.0) and float(hips[72, 3]) == pytest.approx(-1.0, abs=1e-6)

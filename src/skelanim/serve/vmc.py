@@ -39,7 +39,7 @@ import os
 import socket
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -273,11 +273,7 @@ def avatar_frames(
     frames, positions = encoder.canonical(motion.rotations, motion.local_translations())
     if motion.num_frames:
         encoder.floor = floor_level(positions[:, list(FEET), 1], encoder.rig.height)
-    out = encoder.from_canonical(frames, positions, motion.fps)
-    if out.num_frames == 0:
-        return out
-    # neighbouring frames in one hemisphere: a receiver that slerps without checking does not spin a turn round
-    return replace(out, rotations=quat_continuous(out.rotations))
+    return encoder.from_canonical(frames, positions, motion.fps)
 
 
 def _message(address: str, *values: Any) -> Any:
@@ -320,6 +316,7 @@ class AvatarStream:
         self.target = f"{host}:{port}"
         self._address = address
         self._socket = socket.socket(family, kind, proto)
+        self._sent: tuple[tuple[str, ...], Tensor] | None = None  # the bones and (1, B, 4) rotations sent last
 
     def close(self) -> None:
         """Close the socket."""
@@ -332,9 +329,17 @@ class AvatarStream:
         self.close()
 
     def send(self, frames: AvatarFrames, index: int = 0, time_s: float = 0.0) -> int:
-        """Send frame ``index`` stamped ``time_s``; returns the bytes sent."""
+        """Send frame ``index`` stamped ``time_s``; returns the bytes sent. Each bone's quaternion goes out in
+        the hemisphere of the one sent before it (the same rotation), so that a receiver that slerps without
+        checking does not spin a body turning through w = 0 a full turn; live frames sent one by one, skipped
+        frames and loops included."""
+        rotations = frames.rotations[index : index + 1]
+        if self._sent is not None and self._sent[0] == frames.bones:
+            rotations = quat_continuous(torch.cat([self._sent[1], rotations]))[1:]
+        self._sent = (frames.bones, rotations)
+        frame = AvatarFrames(rotations, frames.positions[index : index + 1], frames.fps, frames.bones)
         try:
-            return self._socket.sendto(vmc_bundle(frames, index, time_s), self._address)
+            return self._socket.sendto(vmc_bundle(frame, 0, time_s), self._address)
         except OSError as err:
             raise StreamError(f"cannot send to {self.target}: {err.strerror or err}") from None
 
