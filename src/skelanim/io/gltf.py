@@ -69,7 +69,7 @@ from skelanim.io.gltf_check import COMPONENT_TYPES as _COMPONENTS
 from skelanim.io.gltf_check import WIDTHS as _WIDTH
 from skelanim.io.gltf_check import check_document, check_track
 
-__all__ = ["UNITS", "export_scale", "guess_scale", "load", "save"]
+__all__ = ["UNITS", "export_scale", "guess_scale", "load", "node_trs", "save"]
 
 _CODES = {np.dtype(v).type: k for k, v in _COMPONENTS.items()}
 #: The most frames :func:`load` samples an animation into (a guard against absurd key times).
@@ -341,7 +341,7 @@ def _read(gltf: Any, buffers: list[bytes], index: int, path: Path) -> np.ndarray
     return np.maximum(values / np.iinfo(dtype).max, -1.0) if acc.normalized and dtype.kind in "iu" else values
 
 
-def _trs(node: Any, path: Path) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def node_trs(node: Any, path: Path) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """A node's rest translation ``(3,)``, rotation ``(4,)`` (w, x, y, z) and scale ``(3,)``."""
     if node.matrix is not None:
         m = np.asarray(node.matrix, dtype=np.float64).reshape(4, 4).T  # column-major on disk
@@ -474,13 +474,13 @@ def _motion(gltf: Any, a: int | None, path: Path, original_units: bool) -> Motio
     buffers = _buffers(gltf, path)
     joints, end_nodes, parent = _skeleton_nodes(gltf, anim, path)
     index = {n: j for j, n in enumerate(joints)}
-    rest = [_trs(nodes[n], path) for n in joints]
+    rest = [node_trs(nodes[n], path) for n in joints]
     for n, (_, _, s) in zip(joints, rest):
         if np.abs(s - 1).max() > 1e-4:
             raise FormatError(f"joint node {nodes[n].name!r} has scale {s.tolist()}; joints must not scale", path=path)
     base, n = np.eye(4), parent.get(joints[0])  # the rest transform of the nodes above the root
     while n is not None:
-        t, q, s = _trs(nodes[n], path)
+        t, q, s = node_trs(nodes[n], path)
         m = np.eye(4)
         m[:3, :3], m[:3, 3] = rt.quat_to_matrix(torch.from_numpy(q)).numpy() * s, t
         base, n = m @ base, parent.get(n)
@@ -515,7 +515,7 @@ def _motion(gltf: Any, a: int | None, path: Path, original_units: bool) -> Motio
             rotations[:, j] = _sample(times, key, values, mode, True)[:, [3, 0, 1, 2]]
         elif kind == "translation":
             translations[:, j] = _sample(times, key, values, mode, False)
-    offsets = np.stack([t for t, _, _ in rest] + [_trs(nodes[n], path)[0] for n in end_nodes])
+    offsets = np.stack([t for t, _, _ in rest] + [node_trs(nodes[n], path)[0] for n in end_nodes])
 
     info = _extras(gltf.skins[0]) if gltf.skins else {}
     metadata: dict[str, Any] = {"format": "gltf", "units": "m", "animation": anim.name if anim else None}

@@ -20,9 +20,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+import torch
 from pygltflib import GLTF2
 
+from skelanim.core.rotations import quat_to_matrix
 from skelanim.errors import FormatError
+from skelanim.io.gltf import node_trs
 
 __all__ = ["UNITY_PARENTS", "AvatarRig", "load_vrm"]
 
@@ -72,20 +75,14 @@ class AvatarRig:
     leg_length: float
 
 
-def _node_matrices(gltf: GLTF2) -> list[np.ndarray]:
+def _node_matrices(gltf: GLTF2, path: Path) -> list[np.ndarray]:
     """World ``(4, 4)`` matrices of every node in the rest (bind) layout of the file."""
     local = []
     for node in gltf.nodes:
-        if node.matrix is not None:
-            local.append(np.array(node.matrix, dtype=np.float64).reshape(4, 4).T)  # glTF: column-major
-            continue
-        x, y, z, w = node.rotation if node.rotation is not None else (0.0, 0.0, 0.0, 1.0)
-        r = np.array([[1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)],
-                      [2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)],
-                      [2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)]])  # fmt: skip
+        t, q, scale = node_trs(node, path)
         m = np.eye(4)
-        m[:3, :3] = r * np.array(node.scale if node.scale is not None else (1.0, 1.0, 1.0))[None, :]
-        m[:3, 3] = node.translation if node.translation is not None else (0.0, 0.0, 0.0)
+        m[:3, :3] = quat_to_matrix(torch.from_numpy(q)).numpy() * scale[None, :]
+        m[:3, 3] = t
         local.append(m)
     parent = {c: i for i, node in enumerate(gltf.nodes) for c in (node.children or [])}
     world: list[np.ndarray | None] = [None] * len(local)
@@ -132,7 +129,7 @@ def load_vrm(path: str | os.PathLike) -> AvatarRig:
     missing = [b for b in ("Hips", "LeftUpperLeg", "LeftLowerLeg", "LeftFoot", "RightFoot") if b not in named]
     if missing:
         raise FormatError(f"the VRM humanoid has no {', '.join(missing)}", path=path)
-    world = _node_matrices(gltf)
+    world = _node_matrices(gltf, path)
     position = {b: world[n][:3, 3] * to_unity for b, n in named.items()}
     offsets, parents = {}, {}
     for bone, parent in UNITY_PARENTS.items():
