@@ -55,18 +55,22 @@ def _blocking_file(folder: Path) -> Path | None:
     return None
 
 
+def _refuse_misplaced(target: Path) -> None:
+    """Refuse a ``target`` that is a folder, or whose folder cannot exist because a file stands on its path."""
+    if target.is_dir():
+        raise IsADirectoryError(errno.EISDIR, "Is a directory (expected a file name to write to)", str(target))
+    blocker = _blocking_file(target.parent)
+    if blocker is not None:
+        raise NotADirectoryError(errno.ENOTDIR, f"Not a directory ({blocker} is a file, not a folder)", str(target))
+
+
 def _prepare(target: Path) -> str:
     """Create ``target``'s folder if needed and a temporary file beside it; return the temporary name.
     Errors name ``target``."""
-    if target.is_dir():
-        raise IsADirectoryError(errno.EISDIR, "Is a directory (expected a file name to write to)", str(target))
+    _refuse_misplaced(target)
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        blocker = _blocking_file(target.parent)
-        if blocker is not None:
-            raise NotADirectoryError(errno.ENOTDIR, f"Not a directory ({blocker} is a file, not a folder)",
-                                     str(target)) from exc
         raise _about_target(exc, target, f"cannot create the folder {exc.filename or target.parent}") from exc
     try:
         fd, tmp = tempfile.mkstemp(prefix=f".{target.stem}.", suffix=target.suffix, dir=target.parent)
@@ -87,11 +91,7 @@ def check_can_write(path: str | os.PathLike) -> None:
         ``filename`` is ``path``.
     """
     target = Path(path)
-    if target.is_dir():
-        raise IsADirectoryError(errno.EISDIR, "Is a directory (expected a file name to write to)", str(target))
-    blocker = _blocking_file(target.parent)
-    if blocker is not None:
-        raise NotADirectoryError(errno.ENOTDIR, f"Not a directory ({blocker} is a file, not a folder)", str(target))
+    _refuse_misplaced(target)
     existing = next(p for p in (target.parent, *target.parent.parents) if p.exists())
     if not os.access(existing, os.W_OK | os.X_OK):
         raise PermissionError(errno.EACCES, f"Permission denied (cannot write in {existing})", str(target))
