@@ -205,8 +205,7 @@ class AvatarEncoder:
         up = up if up is not None else (motion.up_direction() if motion is not None else (1, 1.0))
         self.turn = up_to_y_matrix(*up)
         if metres_per_unit is None:
-            metres_per_unit = export_scale(motion)[0] if motion is not None else export_scale(
-                Motion.rest(self.rig.skeleton))[0]  # fmt: skip
+            metres_per_unit = export_scale(motion if motion is not None else Motion.rest(self.rig.skeleton))[0]
         if not (math.isfinite(metres_per_unit) and metres_per_unit > 0):
             raise StreamError(f"metres per unit must be a positive number, got {metres_per_unit}")
         self.metres_per_unit = float(metres_per_unit)
