@@ -1,127 +1,44 @@
 """``skelanim learn recognize|generate train|eval``, ``learn curves|ship``, ``skelanim generate`` and
-``skelanim evaluate``, with the helpers :mod:`skelanim.cli.learn_predict` shares: thin wrappers over :mod:`skelanim.learn` and :mod:`skelanim.metrics`."""
+``skelanim evaluate``: thin wrappers over :mod:`skelanim.learn` and :mod:`skelanim.metrics` (the shared options and
+helpers are :mod:`skelanim.cli.learn_common`'s)."""
 
 from __future__ import annotations
 
-import json
 import math
-import shlex
-import sys
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import typer
 
 from skelanim.cli import app
-
-learn_app = typer.Typer(help="Recognition (ST-GCN), prediction (GRU, DCT-GCN, MLP) and generation (CVAE + GAN) on labelled mocap.",
-                        no_args_is_help=True)  # fmt: skip
-recognize_app = typer.Typer(help="Classify content (and style) of motion windows and files.", no_args_is_help=True)
-predict_app = typer.Typer(help="Predict the next second of motion.", no_args_is_help=True)
-generate_app = typer.Typer(help="Generate motion of a requested content and style.", no_args_is_help=True)
-learn_app.add_typer(recognize_app, name="recognize")
-learn_app.add_typer(predict_app, name="predict")
-learn_app.add_typer(generate_app, name="generate")
-app.add_typer(learn_app, name="learn")
-
-DATA_HELP = "Motion files, folders or glob patterns with labels in their names (repeat)."
-SPLIT_HELP = ("'style' (test styles angry/childish/elderly, validate on proud/youthful), 'style:S1,S2,...' (these test "
-              "styles), 'style:S1,.../V1,...' (and these validation styles; none after a bare '/'), 'file' (20 % of "
-              "files per content), 'none'.")
-
-
-def command_line() -> str:
-    return "skelanim " + " ".join(shlex.quote(a) for a in sys.argv[1:])
-
-
-def load_dataset(data: list[str], fps: float, threads: int | None, progress: bool = True):
-    from skelanim.data import MotionDataset
-    from skelanim.learn.common import set_threads
-
-    set_threads(threads)
-    return MotionDataset(data, fps=fps, progress=progress)
-
-
-def split_parts(ds, split: str, seed: int = 0, *, need: str = "train") -> dict:
-    """The parts of ``ds`` (``split_dataset``); a bad split, or one without the ``need`` part, is a usage error."""
-    from skelanim.learn.common import split_dataset
-
-    try:
-        parts = split_dataset(ds, split, seed=seed)
-    except ValueError as err:
-        raise typer.BadParameter(str(err), param_hint="--split") from None
-    if parts[need] is None:
-        raise typer.BadParameter(f"the split leaves no {'training' if need == 'train' else need} files",
-                                 param_hint="--split")  # fmt: skip
-    return parts
-
-
-def train_config(epochs: int, batch_size: int, lr: float, seed: int, max_steps: int | None, progress: bool, warmup: int = 50,
-          ema: float = 0.0, keep: str = "best", validate_every: int = 1, weight_decay: float | None = None):  # fmt: skip
-    from skelanim.nn.train import TrainConfig
-
-    decay = {} if weight_decay is None else {"weight_decay": weight_decay}  # None: the loop's default
-    return TrainConfig(epochs=epochs, batch_size=batch_size, lr=lr, seed=seed, max_steps=max_steps, progress=progress,
-                       warmup_steps=warmup, ema=ema, keep=keep, validate_every=validate_every, **decay)  # fmt: skip
-
-
-EMA_HELP = "Validate and save an exponential moving average of the weights with this decay per step (0: off)."
-KEEP_HELP = "Model folder holds the 'best' epoch on validation or the 'last' one."
-
-
-def check_speeds(value: list[float]) -> list[float]:
-    if any(v <= 0 for v in value):
-        raise typer.BadParameter(f"speeds must be positive, got {value}")
-    return value
-
-
-TEST_SPEED_OPTION: Any = typer.Option(
-    [], "--test-speed", callback=check_speeds,
-    help="Average each window's probabilities over these playback speeds (repeat; e.g. 0.8, 1, 1.25).",
+from skelanim.cli.learn_common import (
+    DATA_HELP,
+    EMA_HELP,
+    KEEP_HELP,
+    LABELS_OPTION,
+    SPLIT_HELP,
+    TEST_SPEED_OPTION,
+    check_keep,
+    check_plot,
+    combine_folders,
+    command_line,
+    echo_json,
+    generate_app,
+    learn_app,
+    load_dataset,
+    range_option,
+    recognize_app,
+    report_training,
+    split_parts,
+    train_config,
 )
-
-
-def check_keep(value: str) -> str:
-    if value not in ("best", "last"):
-        raise typer.BadParameter(f"expected 'best' or 'last', got {value!r}")
-    return value
-
-
-def check_range(value: tuple[float, float]) -> tuple[float, float]:
-    if not 0.0 < value[0] <= value[1]:
-        raise typer.BadParameter(f"expected 0 < LO <= HI, got {value[0]} {value[1]}")
-    return value
-
-
-def range_option(flag: str, help_text: str) -> Any:
-    return typer.Option((1.0, 1.0), flag, help=help_text, callback=check_range)
-
-
-def report_training(out: Path, result: dict[str, Any], metric: str) -> None:
-    from skelanim.nn import distributed
-
-    if distributed.is_main():
-        best = result.get("best") or {}
-        typer.echo(f"wrote {out} ({result.get('parameters', '?')} parameters, {result['steps']} steps, "
-                   f"{result['seconds']:.0f} s; best epoch {best.get('epoch')}: {metric} {best.get(metric, float('nan')):.4g})")  # fmt: skip
-
-
-def check_plot(path: Path) -> None:
-    """Refuse a figure name with an unknown format before any work."""
-    from skelanim.viz.plots import check_figure_path
-
-    check_figure_path(path)
-
-
-def echo_json(obj: Any) -> None:
-    typer.echo(json.dumps(obj, indent=1))
 
 
 # ---------------------------------------------------------------------------------------------- recognize
 @recognize_app.command("train")
 def recognize_train(
     data: list[str] = typer.Option(..., "--data", help=DATA_HELP),
+    labels: str = LABELS_OPTION,
     out: Path = typer.Option(..., "--out", "-o", help="Model folder to write."),
     arch: str = typer.Option("stgcn", "--arch", help="stgcn or cnn (the temporal-CNN baseline)."),
     split: str = typer.Option("style", "--split", help=SPLIT_HELP),
@@ -188,7 +105,7 @@ def recognize_train(
     flags = {"readout": readout, "adaptive": adaptive, "joint_input": joint_input, "joint_affine": joint_affine,
              "centre": centre, "rescale": rescale}  # fmt: skip
     options = {k: v for k, v in flags.items() if v} if arch == "stgcn" else {}
-    parts = split_parts(load_dataset(data, fps, threads, progress), split, seed)
+    parts = split_parts(load_dataset(data, fps, threads, progress, labels=labels, need=("content",)), split, seed)
     result = train_recognizer(parts["train"], parts["val"], out, arch=arch, window=window, stride=stride,
                               loop=train_config(epochs, batch_size, lr, seed, max_steps, progress, ema=ema, keep=keep), mirror=mirror, balance=balance,
                               file_balance=file_balance, amplitude=None if amplitude == (1.0, 1.0) else amplitude,
@@ -215,17 +132,10 @@ def recognize_combine(
     combine_folders(models, out, partial(combine_recognizers, test_speeds=test_speeds or None))
 
 
-def combine_folders(models: list[Path], out: Path, combine: Callable[..., Any]) -> None:
-    """The ``combine`` commands: at least two folders, then ``combine(models, out, command=...)``."""
-    if len(models) < 2:
-        raise typer.BadParameter("give two or more model folders", param_hint="MODELS")
-    net = combine(models, out, command=command_line())
-    typer.echo(f"wrote {out} ({net.members} members, {sum(p.numel() for p in net.parameters())} parameters)")
-
-
 @recognize_app.command("eval")
 def recognize_eval(
     data: list[str] = typer.Option(..., "--data", help=DATA_HELP),
+    labels: str = LABELS_OPTION,
     model: Path | None = typer.Option(None, "--model", "-m", help="ST-GCN folder (default: the shipped one)."),
     baseline: Path | None = typer.Option(None, "--baseline", help="CNN baseline folder (default: the shipped one)."),
     split: str = typer.Option("style", "--split", help=SPLIT_HELP + " Evaluates the test part."),
@@ -235,28 +145,33 @@ def recognize_eval(
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
     plot: Path | None = typer.Option(None, "--plot", help="Also draw the ST-GCN's confusion matrices (files, windows)."),
 ) -> None:
-    """Top-1 content accuracy per file (vote over windows) and per window, ST-GCN against the CNN baseline."""
+    """Top-1 content accuracy per file (vote over windows) and per window, ST-GCN against the CNN baseline (the
+    shipped one only for a model on its skeleton; else none unless --baseline names one)."""
     from skelanim.learn.recognize import Recognizer, evaluate_recognizer
 
     if plot is not None:
         check_plot(plot)
     net, base = Recognizer.load(model), Recognizer.load(baseline, default="recognize_cnn")
-    ds = split_parts(load_dataset(data, net.fps, threads, not as_json), split, seed, need="test")["test"]
-    main, ref = evaluate_recognizer(net, ds, stride=stride), evaluate_recognizer(base, ds, stride=stride)
+    if baseline is None and not base.rig.skeleton.same_topology(net.rig.skeleton):
+        base = None  # the shipped baseline is for the shipped model's skeleton
+    ds = split_parts(load_dataset(data, net.fps, threads, not as_json, labels=labels, need=("content",)), split, seed, need="test")["test"]
+    main = evaluate_recognizer(net, ds, stride=stride)
+    ref = evaluate_recognizer(base, ds, stride=stride) if base is not None else None
     if plot is not None:
         from skelanim.viz.charts import plot_confusion
         from skelanim.viz.plots import save_figure
 
         save_figure(plot_confusion(main["predicted"], title=f"ST-GCN, content, {split} split"), plot)
     obj = {"top1_files": main["top1_files"], "top1_windows": main["top1_windows"], "per_class": main["per_class"],
-           "baseline_cnn": {"top1_files": ref["top1_files"], "top1_windows": ref["top1_windows"]}}  # fmt: skip
+           "baseline_cnn": ref and {"top1_files": ref["top1_files"], "top1_windows": ref["top1_windows"]}}  # fmt: skip
     if as_json:
         echo_json(obj)
         return
     typer.echo(f"{main['files']} files, {main['windows']} windows")
     typer.echo(f"{'':>22} {'files':>7} {'windows':>8}")
     typer.echo(f"{'ST-GCN':>22} {main['top1_files']:7.1%} {main['top1_windows']:8.1%}")
-    typer.echo(f"{'temporal CNN':>22} {ref['top1_files']:7.1%} {ref['top1_windows']:8.1%}")
+    if ref is not None:
+        typer.echo(f"{'temporal CNN':>22} {ref['top1_files']:7.1%} {ref['top1_windows']:8.1%}")
     for name, v in main["per_class"].items():
         typer.echo(f"{name:>22} {v['top1_files']:7.1%} {v['top1_windows']:8.1%}  ({v['files']} files)")
     if plot is not None:
@@ -267,6 +182,7 @@ def recognize_eval(
 @generate_app.command("train")
 def generate_train(
     data: list[str] = typer.Option(..., "--data", help=DATA_HELP),
+    labels: str = LABELS_OPTION,
     out: Path = typer.Option(..., "--out", "-o", help="Model folder to write (the VAE stage goes to OUT/vae)."),
     split: str = typer.Option("file", "--split", help=SPLIT_HELP),
     recognizer: Path | None = typer.Option(
@@ -320,10 +236,17 @@ def generate_train(
     from skelanim.learn.generate import train_generator
     from skelanim.learn.recognize import Recognizer
 
-    rec = Recognizer.load(recognizer)
-    parts = split_parts(load_dataset(data, fps, threads, progress), split, seed)
-    reference = rec.embed_dataset(parts["train"], stride=8, length=window, speed_votes=False)["features"]
-    result = train_generator(parts["train"], out, length=window, stride=stride, embed=rec.embed_arrays, reference=reference,
+    rec: Recognizer | None = Recognizer.load(recognizer)
+    parts = split_parts(load_dataset(data, fps, threads, progress, labels=labels, need=("content",)), split, seed)
+    if recognizer is None and rec is not None and not rec.rig.skeleton.same_topology(parts["train"].rig.skeleton):
+        if recognition > 0:
+            raise typer.BadParameter("the shipped recogniser is for another skeleton: train one on this data "
+                                     "(skelanim learn recognize train) and name it", param_hint="--recognizer")  # fmt: skip
+        typer.echo("note: the shipped recogniser is for another skeleton, so epochs are chosen by reconstruction, "
+                   "not FID (--recognizer names one trained on this data)", err=True)  # fmt: skip
+        rec = None
+    reference = rec.embed_dataset(parts["train"], stride=8, length=window, speed_votes=False)["features"] if rec else None
+    result = train_generator(parts["train"], out, length=window, stride=stride, embed=rec.embed_arrays if rec else None, reference=reference,
                              vae_loop=train_config(vae_epochs, batch_size, lr, seed, max_steps, progress, 100, validate_every=vae_validate_every),
                              gan_loop=train_config(gan_epochs, batch_size, gan_lr, seed, max_steps, progress, 20, keep=keep) if gan_epochs else None,
                              weights={"beta": beta, "free_bits": free_bits, "w_vel": vel, "adversarial": adversarial,
@@ -342,6 +265,7 @@ def generate_train(
 def generate_fit_prior(
     model: Path = typer.Argument(..., help="Generator folder (e.g. one trained before the fitted prior)."),
     data: list[str] = typer.Option(..., "--data", help=DATA_HELP),
+    labels: str = LABELS_OPTION,
     out: Path = typer.Option(..., "--out", "-o", help="Folder to write (may be MODEL itself)."),
     split: str = typer.Option("file", "--split", help=SPLIT_HELP + " The train part is used."),
     seed: int = typer.Option(0, "--seed", help="Seed of the split (the one given to train)."),
@@ -352,7 +276,7 @@ def generate_fit_prior(
     from skelanim.learn.generate import GenerateTask, Generator, refit_latent
 
     gen = Generator.load(model)
-    parts = split_parts(load_dataset(data, gen.fps, threads, True), split, seed)
+    parts = split_parts(load_dataset(data, gen.fps, threads, True, labels=labels, need=("content",)), split, seed)
     refit_latent(model, GenerateTask(gen, parts["train"], stride=8), out)
     typer.echo(f"wrote {out} (latent prior of {len(gen.contents.names)} contents fitted)")
 
@@ -360,6 +284,7 @@ def generate_fit_prior(
 @generate_app.command("eval")
 def generate_eval(
     data: list[str] = typer.Option(..., "--data", help=DATA_HELP),
+    labels: str = LABELS_OPTION,
     model: Path | None = typer.Option(None, "--model", "-m", help="Generator folder (default: the shipped one)."),
     recognizer: Path | None = typer.Option(None, "--recognizer", help="Recogniser folder (default: the shipped one)."),
     split: str = typer.Option("file", "--split", help=SPLIT_HELP + " Train part = real set A, test part = B."),
@@ -373,7 +298,11 @@ def generate_eval(
     from skelanim.learn.recognize import Recognizer
 
     gen, rec = Generator.load(model), Recognizer.load(recognizer)
-    parts = split_parts(load_dataset(data, gen.fps, threads, not as_json), split, seed)
+    if not rec.rig.skeleton.same_topology(gen.rig.skeleton):
+        raise typer.BadParameter(f"the {'shipped ' if recognizer is None else ''}recogniser is for another skeleton than the "
+                                 "generator's: name one trained on its data (skelanim learn recognize train)",
+                                 param_hint="--recognizer")  # fmt: skip
+    parts = split_parts(load_dataset(data, gen.fps, threads, not as_json, labels=labels, need=("content",)), split, seed)
     if parts["test"] is None:
         raise typer.BadParameter("the split leaves no test files", param_hint="--split")
     res = evaluate_generation(gen, rec.embed_arrays, parts["train"], parts["test"], seed=seed)

@@ -1,5 +1,5 @@
 """``skelanim learn predict train|combine|calibrate|eval`` and ``skelanim predict``: thin wrappers over
-:mod:`skelanim.learn.predict` (the shared options and helpers are :mod:`skelanim.cli.learn`'s)."""
+:mod:`skelanim.learn.predict` (the shared options and helpers are :mod:`skelanim.cli.learn_common`'s)."""
 
 from __future__ import annotations
 
@@ -9,10 +9,11 @@ from typing import Any
 import typer
 
 from skelanim.cli import app
-from skelanim.cli.learn import (
+from skelanim.cli.learn_common import (
     DATA_HELP,
     EMA_HELP,
     KEEP_HELP,
+    LABELS_OPTION,
     SPLIT_HELP,
     check_keep,
     check_plot,
@@ -31,6 +32,7 @@ from skelanim.cli.learn import (
 @predict_app.command("train")
 def predict_train(
     data: list[str] = typer.Option(..., "--data", help=DATA_HELP),
+    labels: str = LABELS_OPTION,
     out: Path = typer.Option(..., "--out", "-o", help="Model folder to write."),
     arch: str = typer.Option("rnn", "--arch", help="rnn (seq2seq GRU), gcn (DCT-GCN) or mlp (siMLPe-style MLP)."),
     split: str = typer.Option("style", "--split", help=SPLIT_HELP),
@@ -90,7 +92,7 @@ def predict_train(
                                  f"at least {SECOND_FRAMES}, got {observed_frames}", param_hint="--gcn-observed")  # fmt: skip
     if arch == "rnn" and blocks is not None:
         raise typer.BadParameter("the GRU has no --blocks", param_hint="--blocks")
-    parts = split_parts(load_dataset(data, fps, threads, progress), split, seed)
+    parts = split_parts(load_dataset(data, fps, threads, progress, labels=labels), split, seed)
     options = {"hidden": hidden, "blocks": blocks, "attention": attention if arch == "rnn" else None,
                "anchor": anchor if arch == "rnn" and anchor else None,
                "spring": spring if arch == "rnn" and spring else None,
@@ -121,6 +123,7 @@ def predict_combine(
 def predict_calibrate(
     model: Path = typer.Argument(..., help="A trained predictor folder."),
     data: list[str] = typer.Option(..., "--data", help=DATA_HELP),
+    labels: str = LABELS_OPTION,
     split: str = typer.Option("style", "--split", help=SPLIT_HELP + " Calibrates on the training part."),
     stride: int | None = typer.Option(None, "--stride", min=1, help="The training window stride (default: MODEL's)."),
     seed: int | None = typer.Option(None, "--seed", help="The split's seed (default: MODEL's training seed)."),
@@ -147,7 +150,7 @@ def predict_calibrate(
     trained = (training.get("members") or [training])[0]  # an ensemble's first member: they share data and split
     seed = int(trained.get("seed", 0)) if seed is None else seed
     stride = int(trained.get("task_options", {}).get("stride", 4)) if stride is None else stride
-    parts = split_parts(load_dataset(data, net.fps, threads, progress=False), split, seed)
+    parts = split_parts(load_dataset(data, net.fps, threads, progress=False, labels=labels), split, seed)
     try:
         reference = calibrate_amplitude(net, parts["train"], stride=stride)
         mirrored = bool(trained.get("task_options", {}).get("mirror", False))
@@ -174,6 +177,7 @@ MAP_HELP = "With --retarget: a joint mapping (JSON/YAML, as skelanim retarget's 
 @predict_app.command("eval")
 def predict_eval(
     data: list[str] = typer.Option(..., "--data", help=DATA_HELP),
+    labels: str = LABELS_OPTION,
     rnn: Path | None = typer.Option(None, "--rnn", help="GRU folder (default: the shipped one)."),
     gcn: Path | None = typer.Option(None, "--gcn", help="DCT-GCN folder (default: the shipped one)."),
     mlp: Path | None = typer.Option(None, "--mlp", help="MLP predictor folder (default: the shipped one)."),
@@ -190,21 +194,40 @@ def predict_eval(
     mapping: Path | None = typer.Option(None, "--map", help=MAP_HELP),
 ) -> None:
     """MPJPE (root-relative and global, fraction of height) and angle error at 80-1000 ms: the GRU, the DCT-GCN,
-    the MLP, the three averaged (combined) and the zero- and constant-velocity baselines."""
-    from skelanim.learn.predict import LEARNED, CombinedPredictor, Predictor, evaluate_prediction
+    the MLP, the three averaged (combined) and the zero- and constant-velocity baselines. A predictor not named
+    is the shipped one, left out when the named ones work on another skeleton."""
+    from skelanim.errors import SkeletonError
+    from skelanim.learn.forecast import skeleton_mismatch
+    from skelanim.learn.predict import LEARNED, CombinedPredictor, Predictor, evaluate_prediction, same_setting
 
     if plot is not None:
         check_plot(plot)
     folders = {"rnn": rnn, "gcn": gcn, "mlp": mlp}
-    models: dict[str, Any] = {name: Predictor.load(folders[name], default=f"predict_{name}") for name in LEARNED}
-    models["combined"] = CombinedPredictor(list(models.values()))
+    given = {name: Predictor.load(folder) for name, folder in folders.items() if folder is not None}
+    first = next(iter(given.values()), None)
+    if first is not None and not all(same_setting(first, m) for m in given.values()):
+        raise typer.BadParameter("the predictors named must share the skeleton, observed and predicted lengths and "
+                                 "fps", param_hint="--rnn/--gcn/--mlp")  # fmt: skip
+    models: dict[str, Any] = {}
+    for name in LEARNED:
+        model = given.get(name) or Predictor.load(None, default=f"predict_{name}")
+        if first is None or same_setting(first, model):
+            models[name] = model
+    if len(models) > 1:
+        models["combined"] = CombinedPredictor(list(models.values()))
+    reference = next(iter(models.values()))
     if mapping is not None and not retarget:
         raise typer.BadParameter("a joint mapping is for --retarget", param_hint="--map")
     if retarget:
-        ds = retargeted_dataset(data, models["combined"], threads, mapping)
+        ds = retargeted_dataset(data, reference, threads, mapping)
         where = "every file, retargeted onto the model's skeleton"
     else:
-        ds = split_parts(load_dataset(data, models["rnn"].fps, threads, not as_json), split, seed, need="test")["test"]
+        loaded = load_dataset(data, reference.fps, threads, not as_json, labels=labels)
+        if not loaded.clips[0].skeleton.same_topology(reference.rig.skeleton):
+            motion = loaded.clips[0]
+            raise SkeletonError(skeleton_mismatch(reference.rig, motion) + " (--retarget tests it through the model's "
+                                "skeleton)", path=motion.path)  # fmt: skip
+        ds = split_parts(loaded, split, seed, need="test")["test"]
         where = f"{split} split"
     res = evaluate_prediction(models, ds, stride=stride)
     if plot is not None:

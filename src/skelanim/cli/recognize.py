@@ -23,7 +23,7 @@ def recognize_cmd(
     """Classify the content of motion files (walk, run, bow, wave, ...): the mean of the class probabilities of
     their windows, as in `skelanim learn recognize eval`."""
     import skelanim
-    from skelanim.cli.learn import echo_json
+    from skelanim.cli.learn_common import echo_json
     from skelanim.data.dataset import expand_paths
     from skelanim.learn.recognize import Recognizer
 

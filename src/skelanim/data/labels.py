@@ -8,21 +8,25 @@ regular expression with named groups (:func:`parse_labels` ``pattern=``).
 
 from __future__ import annotations
 
+import functools
 import os
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from skelanim.errors import SkelanimError
 
-__all__ = ["BANDAI_PATTERN", "GENERATED_PATTERN", "LabelError", "Vocabulary", "known_labels", "label_spaces",
-           "parse_labels"]
+__all__ = ["BANDAI_PATTERN", "GENERATED_PATTERN", "LABEL_PRESETS", "LabelError", "Vocabulary", "known_labels",
+           "label_parser", "label_spaces", "parse_labels"]
 
 #: ``dataset-{n}_{content}_{style}_{take}`` (the Bandai-Namco research datasets 1 and 2).
 BANDAI_PATTERN = r"^dataset-(?P<dataset>\d+)_(?P<content>[^_]+)_(?P<style>[^_]+)_(?P<take>\d+)$"
 #: ``{content}_{style}_{take}``, the names ``skelanim generate`` writes (``walk_happy_00.bvh``).
 GENERATED_PATTERN = r"^(?P<content>[^_]+)_(?P<style>[^_]+)_(?P<take>\d+)$"
+
+#: Named label schemes (``--labels NAME``).
+LABEL_PRESETS = {"bandai": BANDAI_PATTERN, "generated": GENERATED_PATTERN}
 
 
 class LabelError(SkelanimError):
@@ -54,6 +58,40 @@ def parse_labels(path: str | os.PathLike, pattern: str = BANDAI_PATTERN) -> dict
     if match is None:
         raise LabelError(f"file name {stem!r} does not match the label pattern {pattern}", path=path)
     return {k: v for k, v in match.groupdict().items() if v is not None}
+
+
+def label_parser(spec: str) -> Callable[[str | os.PathLike], dict[str, str]] | None:
+    """The file-name label reader that ``spec`` names, for :class:`~skelanim.data.MotionDataset`'s ``label_parser``.
+
+    Parameters
+    ----------
+    spec : str
+        ``"bandai"`` or ``"generated"`` (:data:`LABEL_PRESETS`), ``"none"`` (unlabelled motion: files of any name,
+        for prediction), or a regular expression with named groups matched against each file name's stem from
+        its start, e.g. ``"(?P<content>\\D+)\\d*_subject(?P<style>\\d+)$"`` for LaFAN1's ``walk1_subject5``
+        (groups ``content`` and ``style`` are the labels the models use; others are kept).
+
+    Returns
+    -------
+    callable or None
+        ``parse(path) -> dict`` (raising :class:`LabelError` for a name that does not match), ``None`` for
+        ``"none"``.
+
+    Raises
+    ------
+    ValueError
+        A pattern that does not compile or has no named group.
+    """
+    if spec == "none":
+        return None
+    pattern = LABEL_PRESETS.get(spec, spec)
+    try:
+        groups = re.compile(pattern).groupindex
+    except re.error as err:
+        raise ValueError(f"{spec!r} is not {', '.join(LABEL_PRESETS)}, none or a regular expression: {err}") from None
+    if not groups:
+        raise ValueError(f"the label pattern {spec!r} has no named group such as (?P<content>...)")
+    return functools.partial(parse_labels, pattern=pattern)
 
 
 def known_labels(path: str | os.PathLike, patterns: Sequence[str] = (BANDAI_PATTERN, GENERATED_PATTERN)) -> dict[str, str]:

@@ -14,7 +14,7 @@ from torch import Tensor
 
 from skelanim.core.motion import Motion
 from skelanim.core.rotations import quat_inverse, quat_multiply
-from skelanim.data.clips import clip_from_motion
+from skelanim.data.clips import Clip, clip_from_motion
 from skelanim.data.dataset import MotionDataset
 from skelanim.data.features import from_reference_frame, to_reference_frame
 from skelanim.data.rig import Rig
@@ -181,8 +181,8 @@ def model_reference_motion(model: Predictor | CombinedPredictor) -> Motion:
     return first.rig.to_motion(rot, pelvis, first.fps)
 
 
-def skeleton_mismatch(rig: Rig, motion: Motion) -> str:
-    """The message for a motion on another skeleton than the predictor's rig."""
+def skeleton_mismatch(rig: Rig, motion: Motion | Clip) -> str:
+    """The message for a motion (or a dataset's clip) on another skeleton than the predictor's rig."""
     return (f"the predictor was trained on a {rig.skeleton.num_joints}-joint skeleton ({', '.join(rig.skeleton.names[:4])}, "
             f"...); this motion has {motion.skeleton.num_joints} joints")  # fmt: skip
 

@@ -80,7 +80,7 @@ from skelanim.nn.checkpoint import read_model_config, save_model_files
 from skelanim.nn.train import TrainConfig, fit
 
 __all__ = ["ARCHITECTURES", "FORMAT", "HORIZONS_MS", "LEARNED", "METHODS", "SECOND_FRAMES", "CombinedPredictor",
-           "PredictTask", "Predictor", "evaluate_prediction", "pose_positions", "train_predictor"]  # fmt: skip
+           "PredictTask", "Predictor", "evaluate_prediction", "pose_positions", "same_setting", "train_predictor"]  # fmt: skip
 
 FORMAT = "skelanim-predictor"
 #: Frames observed and frames predicted by default: 1 s each at 25 fps.
@@ -282,6 +282,12 @@ class Predictor(nn.Module):
         return load_model(cls, folder, default, FORMAT, optional=("input_low", "input_high"))  # saved before the range
 
 
+def same_setting(a: Predictor | CombinedPredictor, b: Predictor | CombinedPredictor) -> bool:
+    """Whether two predictors work on one skeleton topology with the same observed and predicted lengths and
+    frame rate (so that they can be averaged, or scored on the same windows)."""
+    return a.rig.skeleton.same_topology(b.rig.skeleton) and (a.observed, a.horizon, a.fps) == (b.observed, b.horizon, b.fps)
+
+
 class CombinedPredictor:
     """Predictors of different architectures averaged (the ``combined`` method): the mean of their predicted
     frame vectors, rotations back by Gram-Schmidt of the mean 6D vectors (as a same-architecture ensemble,
@@ -302,10 +308,8 @@ class CombinedPredictor:
         if len(models) < 2:
             raise ValueError(f"a combined predictor needs at least two models, got {len(models)}")
         first = models[0]
-        for m in models[1:]:
-            if not m.rig.skeleton.same_topology(first.rig.skeleton) or (m.observed, m.horizon, m.fps) != (
-                first.observed, first.horizon, first.fps):  # fmt: skip
-                raise ValueError("combined predictors must share the skeleton, observed and predicted lengths and fps")
+        if not all(same_setting(first, m) for m in models[1:]):
+            raise ValueError("combined predictors must share the skeleton, observed and predicted lengths and fps")
         self.models = list(models)
         self.rig, self.observed, self.horizon, self.fps = first.rig, first.observed, first.horizon, first.fps
 

@@ -39,6 +39,7 @@ from skelanim.data.clips import clip_from_motion
 from skelanim.data.dataset import MotionDataset
 from skelanim.data.labels import Vocabulary, known_labels
 from skelanim.data.rig import Rig
+from skelanim.errors import SkeletonError
 from skelanim.learn.common import Normalizer, load_model, resolved_options
 from skelanim.learn.joints import (
     IN_CHANNELS,
@@ -250,6 +251,10 @@ class Recognizer(nn.Module):
         dict of str to Tensor
             ``windows`` ``(W, 2)``, ``probs`` ``(W, C)``, ``features`` ``(W, D)``.
         """
+        if not ds.rig.skeleton.same_topology(self.rig.skeleton):
+            raise SkeletonError(f"the recogniser was trained on a {self.rig.skeleton.num_joints}-joint skeleton "
+                                f"({', '.join(self.rig.skeleton.names[:4])}, ...), not this "
+                                f"{ds.rig.skeleton.num_joints}-joint one", path=ds.clips[0].path)  # fmt: skip
         length = length or self.window
         win = ds.windows(length, stride)
         keys = ("rot", "pelvis", "yaw", "positions")

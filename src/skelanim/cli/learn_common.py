@@ -1,0 +1,151 @@
+"""The ``skelanim learn`` command groups and what their commands share: data and label options, splits, the
+training-loop settings and the report lines (:mod:`skelanim.cli.learn` and :mod:`skelanim.cli.learn_predict`
+register the commands)."""
+
+from __future__ import annotations
+
+import json
+import shlex
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from skelanim.cli import app
+
+learn_app = typer.Typer(help="Recognition (ST-GCN), prediction (GRU, DCT-GCN, MLP) and generation (CVAE + GAN) on labelled mocap.",
+                        no_args_is_help=True)  # fmt: skip
+recognize_app = typer.Typer(help="Classify content (and style) of motion windows and files.", no_args_is_help=True)
+predict_app = typer.Typer(help="Predict the next second of motion.", no_args_is_help=True)
+generate_app = typer.Typer(help="Generate motion of a requested content and style.", no_args_is_help=True)
+learn_app.add_typer(recognize_app, name="recognize")
+learn_app.add_typer(predict_app, name="predict")
+learn_app.add_typer(generate_app, name="generate")
+app.add_typer(learn_app, name="learn")
+
+DATA_HELP = "Motion files, folders or glob patterns with labels in their names (repeat)."
+SPLIT_HELP = ("'style' (test styles angry/childish/elderly, validate on proud/youthful), 'style:S1,S2,...' (these test "
+              "styles), 'style:S1,.../V1,...' (and these validation styles; none after a bare '/'), 'file' (20 % of "
+              "files per content), 'none'.")
+
+
+def command_line() -> str:
+    return "skelanim " + " ".join(shlex.quote(a) for a in sys.argv[1:])
+
+
+LABELS_HELP = ("Labels in the file names: 'bandai' (dataset-N_CONTENT_STYLE_TAKE), 'generated' (CONTENT_STYLE_TAKE), "
+               "'none' (any names; prediction only) or a regular expression with named groups content and style, "
+               "matched from the start of each name, e.g. '(?P<content>\\D+)\\d*_subject(?P<style>\\d+)$'.")
+LABELS_OPTION: Any = typer.Option("bandai", "--labels", help=LABELS_HELP)
+
+
+def load_dataset(data: list[str], fps: float, threads: int | None, progress: bool = True, *, labels: str = "bandai",
+                 need: tuple[str, ...] = ()):  # fmt: skip
+    """The motion of ``data`` with the labels ``labels`` names (``--labels``); every file must have the labels
+    ``need`` (e.g. ``("content",)`` for recognition)."""
+    from skelanim.data import LabelError, MotionDataset
+    from skelanim.data.labels import label_parser
+    from skelanim.learn.common import set_threads
+
+    try:
+        parser = label_parser(labels)
+    except ValueError as err:
+        raise typer.BadParameter(str(err), param_hint="--labels") from None
+    if parser is None and need:
+        raise typer.BadParameter(f"this command needs the {' and '.join(need)} of each file from its name; "
+                                 "name a label scheme or pattern", param_hint="--labels")  # fmt: skip
+    set_threads(threads)
+    try:
+        ds = MotionDataset(data, fps=fps, progress=progress, label_parser=parser)
+    except LabelError as err:
+        hint = " (--labels none reads files of any name, for prediction)" if not need else ""
+        raise LabelError(f"{err.message}; --labels names the scheme{hint}", path=err.path) from None
+    for clip in ds.clips:
+        if missing := [key for key in need if not clip.labels.get(key)]:
+            raise LabelError(f"the label pattern gives no {' or '.join(missing)} for this file (--labels)", path=clip.path)
+    return ds
+
+
+def split_parts(ds, split: str, seed: int = 0, *, need: str = "train") -> dict:
+    """The parts of ``ds`` (``split_dataset``); a bad split, or one without the ``need`` part, is a usage error."""
+    from skelanim.learn.common import split_dataset
+
+    try:
+        parts = split_dataset(ds, split, seed=seed)
+    except ValueError as err:
+        raise typer.BadParameter(str(err), param_hint="--split") from None
+    if parts[need] is None:
+        raise typer.BadParameter(f"the split leaves no {'training' if need == 'train' else need} files",
+                                 param_hint="--split")  # fmt: skip
+    return parts
+
+
+def train_config(epochs: int, batch_size: int, lr: float, seed: int, max_steps: int | None, progress: bool, warmup: int = 50,
+          ema: float = 0.0, keep: str = "best", validate_every: int = 1, weight_decay: float | None = None):  # fmt: skip
+    from skelanim.nn.train import TrainConfig
+
+    decay = {} if weight_decay is None else {"weight_decay": weight_decay}  # None: the loop's default
+    return TrainConfig(epochs=epochs, batch_size=batch_size, lr=lr, seed=seed, max_steps=max_steps, progress=progress,
+                       warmup_steps=warmup, ema=ema, keep=keep, validate_every=validate_every, **decay)  # fmt: skip
+
+
+EMA_HELP = "Validate and save an exponential moving average of the weights with this decay per step (0: off)."
+KEEP_HELP = "Model folder holds the 'best' epoch on validation or the 'last' one."
+
+
+def check_speeds(value: list[float]) -> list[float]:
+    if any(v <= 0 for v in value):
+        raise typer.BadParameter(f"speeds must be positive, got {value}")
+    return value
+
+
+TEST_SPEED_OPTION: Any = typer.Option(
+    [], "--test-speed", callback=check_speeds,
+    help="Average each window's probabilities over these playback speeds (repeat; e.g. 0.8, 1, 1.25).",
+)
+
+
+def check_keep(value: str) -> str:
+    if value not in ("best", "last"):
+        raise typer.BadParameter(f"expected 'best' or 'last', got {value!r}")
+    return value
+
+
+def check_range(value: tuple[float, float]) -> tuple[float, float]:
+    if not 0.0 < value[0] <= value[1]:
+        raise typer.BadParameter(f"expected 0 < LO <= HI, got {value[0]} {value[1]}")
+    return value
+
+
+def range_option(flag: str, help_text: str) -> Any:
+    return typer.Option((1.0, 1.0), flag, help=help_text, callback=check_range)
+
+
+def report_training(out: Path, result: dict[str, Any], metric: str) -> None:
+    from skelanim.nn import distributed
+
+    if distributed.is_main():
+        best = result.get("best") or {}
+        typer.echo(f"wrote {out} ({result.get('parameters', '?')} parameters, {result['steps']} steps, "
+                   f"{result['seconds']:.0f} s; best epoch {best.get('epoch')}: {metric} {best.get(metric, float('nan')):.4g})")  # fmt: skip
+
+
+def check_plot(path: Path) -> None:
+    """Refuse a figure name with an unknown format before any work."""
+    from skelanim.viz.plots import check_figure_path
+
+    check_figure_path(path)
+
+
+def echo_json(obj: Any) -> None:
+    typer.echo(json.dumps(obj, indent=1))
+
+
+def combine_folders(models: list[Path], out: Path, combine: Callable[..., Any]) -> None:
+    """The ``combine`` commands: at least two folders, then ``combine(models, out, command=...)``."""
+    if len(models) < 2:
+        raise typer.BadParameter("give two or more model folders", param_hint="MODELS")
+    net = combine(models, out, command=command_line())
+    typer.echo(f"wrote {out} ({net.members} members, {sum(p.numel() for p in net.parameters())} parameters)")

@@ -1,0 +1,128 @@
+"""The learning commands on motion that is not Bandai's: another skeleton (Xia et al.'s 31-joint CMU rig) and
+other file names (``--labels none`` or a pattern), from training to eval and use."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+import torch
+
+import skelanim
+from skelanim.cli import main
+from skelanim.data.labels import LabelError, label_parser
+
+XIA = ["xia_style/angry_13_000.bvh", "xia_style/depressed_13_000.bvh", "xia_style/neutral_01_000.bvh",
+       "xia_style/sexy_01_000.bvh", "xia_style/strutting_01_000.bvh"]  # fmt: skip
+#: Xia's names are STYLE_SUBJECT_TAKE; for the tests the subject number stands in for a content.
+XIA_LABELS = r"(?P<style>[a-z]+)_(?P<content>\d+)_"
+
+
+def test_label_parser_presets_none_and_patterns():
+    assert label_parser("bandai")("x/dataset-1_walk-back_not-confident_001.bvh") == {
+        "dataset": "1", "content": "walk-back", "style": "not-confident", "take": "001"}  # fmt: skip
+    assert label_parser("generated")("walk_happy_00.bvh") == {"content": "walk", "style": "happy", "take": "00"}
+    assert label_parser("none") is None
+    lafan = label_parser(r"(?P<content>\D+)\d*_subject(?P<style>\d+)$")  # LaFAN1's walk1_subject5.bvh
+    assert lafan("walk1_subject5.bvh") == {"content": "walk", "style": "5"}
+    assert lafan("fallAndGetUp2_subject3.bvh") == {"content": "fallAndGetUp", "style": "3"}
+    with pytest.raises(LabelError, match="walk_subject5x"):
+        lafan("walk_subject5x.bvh")
+    with pytest.raises(ValueError, match="not bandai, generated, none or a regular expression"):
+        label_parser("(?P<content>[a-z]+")
+    with pytest.raises(ValueError, match="no named group"):
+        label_parser("[a-z]+_")
+
+
+@pytest.fixture(scope="module")
+def xia(mocap_files, tmp_path_factory):
+    """``--data`` for the five Xia clips copied into a temporary folder (the cache redirected there too)."""
+    folder = tmp_path_factory.mktemp("xia")
+    for f in mocap_files(XIA):
+        shutil.copy(f, folder / f.name)
+    mp = pytest.MonkeyPatch()
+    mp.setenv("SKELANIM_CACHE", str(tmp_path_factory.mktemp("xia-cache")))
+    yield folder
+    mp.undo()
+
+
+def _run(capsys, argv: list[str]) -> tuple[int, str, str]:
+    capsys.readouterr()
+    code = main(argv)
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def test_a_predictor_trains_evaluates_and_predicts_on_an_unlabelled_other_skeleton(xia, tmp_path, capsys):
+    data = ["--data", str(xia)]
+    code, _, err = _run(capsys, ["learn", "predict", "train", *data, "-o", str(tmp_path / "m"), "--epochs", "1"])
+    assert code == 2 and len(err.strip().splitlines()) == 1  # Bandai labels by default: one line, with the way out
+    assert "does not match the label pattern" in err and "--labels none" in err and not (tmp_path / "m").exists()
+    code, _, err = _run(capsys, ["learn", "predict", "train", *data, "--labels", "none", "-o", str(tmp_path / "m")])
+    assert code == 2 and "needs a style in every file name" in err and "--split file or none" in err
+
+    model = tmp_path / "mlp"
+    train = ["learn", "predict", "train", *data, "--labels", "none", "--split", "file", "--arch", "mlp", "--mirror",
+             "--epochs", "1", "--batch-size", "4", "--max-steps", "2", "--no-progress", "-o", str(model)]  # fmt: skip
+    assert _run(capsys, train)[0] == 0
+    config = json.loads((model / "config.json").read_text())
+    assert len(config["rig"]["skeleton"]["names"]) == 31
+
+    # eval scores the named model and the baselines; the shipped (Bandai) predictors are left out, not crashed into
+    code, out, err = _run(capsys, ["learn", "predict", "eval", *data, "--labels", "none", "--split", "none",
+                                   "--mlp", str(model), "--json"])  # fmt: skip
+    assert code == 0, err
+    methods = json.loads(out)["methods"]
+    assert set(methods) == {"mlp", "zero_velocity", "constant_velocity"}
+    for scores in methods.values():
+        assert len(scores["mpjpe"]) == 6 and all(0 < v < 1 for v in scores["mpjpe"])
+    code, _, err = _run(capsys, ["learn", "predict", "eval", "--data", str(xia), "--labels", "none", "--split", "none",
+                                 "--mlp", str(model), "--gcn", str(model)])  # fmt: skip
+    assert code == 0, err  # the same model under two names shares its setting
+
+    src = xia / "neutral_01_000.bvh"
+    out_file = tmp_path / "next.bvh"
+    assert main(["predict", str(src), "--method", "mlp", "--model", str(model), "--seconds", "0.5", "-o", str(out_file)]) == 0
+    given, result = skelanim.load(src), skelanim.load(out_file)
+    assert result.skeleton.names == given.skeleton.names and result.num_frames == given.num_frames + round(0.5 * given.fps)
+    torch.testing.assert_close(result.positions()[: given.num_frames], given.positions(), atol=1e-3, rtol=0)
+
+
+def test_bandai_models_refuse_other_skeletons_in_one_line(xia, tmp_path, capsys, mocap_files):
+    model = tmp_path / "mlp"
+    train = ["learn", "predict", "train", "--data", str(xia), "--labels", "none", "--split", "none", "--arch", "mlp",
+             "--epochs", "1", "--batch-size", "4", "--max-steps", "1", "--no-progress", "-o", str(model)]  # fmt: skip
+    assert _run(capsys, train)[0] == 0
+    bandai = mocap_files(["bandai_namco_1/dataset-1_walk_angry_001.bvh"])[0]
+    code, _, err = _run(capsys, ["learn", "predict", "eval", "--data", str(bandai), "--split", "none", "--mlp", str(model),
+                                 "--json"])  # fmt: skip
+    assert code == 2 and err.startswith(f"error: {bandai}") and "31-joint skeleton" in err
+    assert "--retarget" in err and len(err.strip().splitlines()) == 1
+
+
+def test_recognition_and_generation_with_a_label_pattern_on_another_skeleton(xia, tmp_path, capsys):
+    data = ["--data", str(xia), "--labels", XIA_LABELS, "--split", "none"]
+    code, _, err = _run(capsys, ["learn", "recognize", "train", "--data", str(xia), "--labels", "none", "-o", str(tmp_path / "r")])
+    assert code == 2 and "needs the content of each file" in err
+    rec = tmp_path / "rec"
+    assert _run(capsys, ["learn", "recognize", "train", *data, "--epochs", "1", "--batch-size", "4", "--max-steps", "1",
+                         "--no-progress", "-o", str(rec)])[0] == 0  # fmt: skip
+    assert json.loads((rec / "config.json").read_text())["contents"] == ["01", "13"]
+    code, out, err = _run(capsys, ["learn", "recognize", "eval", *data, "--model", str(rec), "--json"])
+    assert code == 0, err
+    obj = json.loads(out)
+    assert obj["baseline_cnn"] is None and set(obj["per_class"]) == {"01", "13"}  # no shipped baseline for this rig
+
+    gen = tmp_path / "gen"
+    code, _, err = _run(capsys, ["learn", "generate", "train", *data, "--vae-epochs", "1", "--gan-epochs", "1",
+                                 "--batch-size", "4", "--max-steps", "1", "--no-progress", "-o", str(gen)])  # fmt: skip
+    assert code == 0 and "chosen by reconstruction" in err
+    code, _, err = _run(capsys, ["learn", "generate", "eval", *data, "--model", str(gen), "--json"])
+    assert code == 2 and "--recognizer" in err and len(err.strip().splitlines()) == 1
+    code, out, err = _run(capsys, ["learn", "generate", "eval", *data, "--model", str(gen), "--recognizer", str(rec), "--json"])
+    assert code == 0, err
+    assert 0 <= json.loads(out)["recognised"] <= 1
+    assert main(["generate", "--model", str(gen), "--content", "13", "--style", "angry", "-n", "1", "-o", str(tmp_path / "g")]) == 0
+    (sample,) = (tmp_path / "g").glob("*.bvh")
+    assert skelanim.load(sample).skeleton.num_joints == 31
