@@ -25,7 +25,7 @@ learn_app.add_typer(predict_app, name="predict")
 learn_app.add_typer(generate_app, name="generate")
 app.add_typer(learn_app, name="learn")
 
-DATA_HELP = "Motion files, folders or glob patterns with labels in their names (repeat)."
+DATA_HELP = "Motion files, folders or glob patterns (repeat); --labels says how their names carry labels."
 SPLIT_HELP = ("'style' (test styles angry/childish/elderly, validate on proud/youthful), 'style:S1,S2,...' (these test "
               "styles), 'style:S1,.../V1,...' (and these validation styles; none after a bare '/'), 'file' (20 % of "
               "files per content), 'none'.")
