@@ -63,3 +63,7 @@ class SkeletonError(SkelanimError):
 
 class ShapeError(SkelanimError, ValueError):
     """An array has the wrong shape or dtype for the operation."""
+
+
+class TrainingDataError(SkelanimError, ValueError):
+    """The data cannot train the requested model: too few samples for one batch, a missing split part."""

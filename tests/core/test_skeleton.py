@@ -40,6 +40,18 @@ def test_topology_helpers():
     assert np.array_equal(perm[perm], np.arange(sk.num_joints))
 
 
+def test_topology_difference_names_the_first_difference():
+    sk = small_body()
+    assert sk.topology_difference(small_body()) is None and sk.same_topology(small_body())
+    renamed = Skeleton([*sk.names[:4], "LeftKnee", *sk.names[5:]], sk.parents, sk.offsets)
+    assert sk.topology_difference(renamed) == "joint 4 named 'LeftKnee', not 'LeftLeg'"
+    reparented = Skeleton(sk.names, np.array([-1, 0, 1, 0, 3, 0, 5, 1, 2]), sk.offsets)  # RightArm under Head
+    assert sk.topology_difference(reparented) == "joint 8's parent 2, not 1"
+    fewer = Skeleton(sk.names[:7], sk.parents[:7], sk.offsets[:7])
+    assert sk.topology_difference(fewer) == "7 joints, not 9"
+    assert not any(sk.same_topology(o) for o in (renamed, reparented, fewer))
+
+
 @pytest.mark.parametrize(
     "left,right",
     [

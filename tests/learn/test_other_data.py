@@ -64,8 +64,11 @@ def test_a_predictor_trains_evaluates_and_predicts_on_an_unlabelled_other_skelet
 
     model = tmp_path / "mlp"
     train = ["learn", "predict", "train", *data, "--labels", "none", "--split", "file", "--arch", "mlp", "--mirror",
-             "--epochs", "1", "--batch-size", "4", "--max-steps", "2", "--no-progress", "-o", str(model)]  # fmt: skip
-    assert _run(capsys, train)[0] == 0
+             "--epochs", "1", "--max-steps", "2", "--no-progress", "-o", str(model)]  # fmt: skip
+    code, _, err = _run(capsys, train)  # 8 training windows, batches of 64
+    assert code == 2 and "fewer than one batch of 64" in err and "--batch-size" in err
+    assert len(err.strip().splitlines()) == 1 and not model.exists()
+    assert _run(capsys, [*train, "--batch-size", "4"])[0] == 0
     config = json.loads((model / "config.json").read_text())
     assert len(config["rig"]["skeleton"]["names"]) == 31
 
@@ -99,6 +102,10 @@ def test_bandai_models_refuse_other_skeletons_in_one_line(xia, tmp_path, capsys,
                                  "--json"])  # fmt: skip
     assert code == 2 and err.startswith(f"error: {bandai}") and "31-joint skeleton" in err
     assert "--retarget" in err and len(err.strip().splitlines()) == 1
+    cmu = mocap_files(["cmu_cgspeed_mb/01_01.bvh"])[0]  # 31 joints too, named otherwise
+    code, _, err = _run(capsys, ["predict", str(cmu), "--method", "mlp", "--model", str(model), "-o", str(tmp_path / "p.bvh")])
+    assert code == 2 and err.startswith(f"error: {cmu}") and "this motion has joint " in err and " named '" in err
+    assert not (tmp_path / "p.bvh").exists()
 
 
 def test_recognition_and_generation_with_a_label_pattern_on_another_skeleton(xia, tmp_path, capsys):

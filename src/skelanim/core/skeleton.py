@@ -295,6 +295,20 @@ class Skeleton:
         """Whether ``other`` has the same joint names and parents (offsets may differ)."""
         return self.names == other.names and np.array_equal(self.parents, other.parents)
 
+    def topology_difference(self, other: Skeleton) -> str | None:
+        """How ``other``'s joints differ from these (the first difference, for a message: ``"22 joints, not
+        31"``, ``"joint 7 named 'LeftHandIndex1', not 'LFingers'"``, ``"joint 7's parent 5, not 6"``), or
+        ``None`` for the same topology."""
+        if other.num_joints != self.num_joints:
+            return f"{other.num_joints} joints, not {self.num_joints}"
+        for j, (mine, theirs) in enumerate(zip(self.names, other.names, strict=True)):
+            if mine != theirs:
+                return f"joint {j} named {theirs!r}, not {mine!r}"
+        for j, (mine, theirs) in enumerate(zip(self.parents, other.parents, strict=True)):
+            if mine != theirs:
+                return f"joint {j}'s parent {int(theirs)}, not {int(mine)}"
+        return None
+
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Skeleton):
             return NotImplemented

@@ -184,7 +184,7 @@ def model_reference_motion(model: Predictor | CombinedPredictor) -> Motion:
 def skeleton_mismatch(rig: Rig, motion: Motion | Clip) -> str:
     """The message for a motion (or a dataset's clip) on another skeleton than the predictor's rig."""
     return (f"the predictor was trained on a {rig.skeleton.num_joints}-joint skeleton ({', '.join(rig.skeleton.names[:4])}, "
-            f"...); this motion has {motion.skeleton.num_joints} joints")  # fmt: skip
+            f"...); this motion has {rig.skeleton.topology_difference(motion.skeleton) or 'the same joints'}")  # fmt: skip
 
 
 def motion_frames(ds: MotionDataset) -> int:

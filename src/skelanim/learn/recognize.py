@@ -253,8 +253,8 @@ class Recognizer(nn.Module):
         """
         if not ds.rig.skeleton.same_topology(self.rig.skeleton):
             raise SkeletonError(f"the recogniser was trained on a {self.rig.skeleton.num_joints}-joint skeleton "
-                                f"({', '.join(self.rig.skeleton.names[:4])}, ...), not this "
-                                f"{ds.rig.skeleton.num_joints}-joint one", path=ds.clips[0].path)  # fmt: skip
+                                f"({', '.join(self.rig.skeleton.names[:4])}, ...); this motion has "
+                                f"{self.rig.skeleton.topology_difference(ds.rig.skeleton)}", path=ds.clips[0].path)  # fmt: skip
         length = length or self.window
         win = ds.windows(length, stride)
         keys = ("rot", "pelvis", "yaw", "positions")
@@ -284,8 +284,8 @@ class Recognizer(nn.Module):
             if not m.skeleton.same_topology(self.rig.skeleton):
                 where = m.metadata.get("path") or f"motion {i}"
                 raise ValueError(f"{where}: the recogniser was trained on a {self.rig.skeleton.num_joints}-joint "
-                                 f"skeleton ({', '.join(self.rig.skeleton.names[:4])}, ...), not this "
-                                 f"{m.skeleton.num_joints}-joint one")  # fmt: skip
+                                 f"skeleton ({', '.join(self.rig.skeleton.names[:4])}, ...); this motion has "
+                                 f"{self.rig.skeleton.topology_difference(m.skeleton)}")  # fmt: skip
         clips = [clip_from_motion(m, fps=self.fps, name=f"motion{i}", path=str(m.metadata.get("path", "")),
                                   labels=known_labels(m.metadata["path"]) if m.metadata.get("path") else None)
                  for i, m in enumerate(motions)]  # fmt: skip

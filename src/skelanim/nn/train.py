@@ -43,6 +43,7 @@ from torch import Tensor, nn
 from torch.optim.swa_utils import AveragedModel
 from tqdm import tqdm
 
+from skelanim.errors import TrainingDataError
 from skelanim.nn import distributed as ddp
 from skelanim.nn.checkpoint import (
     CONFIG_NAME,
@@ -259,7 +260,9 @@ def fit(
     n = task.num_samples()
     steps_per_epoch = n // (config.batch_size * world)
     if steps_per_epoch < 1:
-        raise ValueError(f"{n} samples are fewer than one batch of {config.batch_size} x {world} ranks")
+        ranks = f" x {world} processes" if world > 1 else ""
+        raise TrainingDataError(f"{n} training samples (windows, poses) are fewer than one batch of {config.batch_size}"
+                                f"{ranks}: give more data or a smaller batch size (--batch-size)")  # fmt: skip
     total_steps = steps_per_epoch * config.epochs
     meta: dict[str, Any] = {"epoch": 0, "step_in_epoch": 0, "global_step": 0, "best": None, "history": [],
                             "seconds": 0.0}  # fmt: skip
