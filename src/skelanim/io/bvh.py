@@ -275,8 +275,9 @@ def _continuous_euler(q: torch.Tensor, order: str, n_rot: int, ref: np.ndarray |
 
     A 3-axis order has two solutions per rotation, ``(a, b, c)`` and ``(a+180, 180-b, c+180)``
     (Tait-Bryan) or ``(a+180, -b, c+180)`` (proper Euler), and every angle is defined modulo 360. Where
-    ``ref`` ``(F, Jg, 3)`` (the angles the motion was read with) describes the same rotation, the solution
-    and turns nearest to it are used, so a file read and written comes back with its own numbers;
+    ``ref`` ``(F, Jg, 3)`` (the angles the motion was read with) describes the same rotation, those angles are
+    used (also at gimbal lock, where the outer angles are not otherwise defined), and the frames after it take
+    the solution and turns nearest to it, so a file read and written comes back with its own numbers;
     elsewhere each frame continues the previous one: the solution that moves less (a parity cumsum, as
     both solution sequences move by the same amount between frames), then :func:`numpy.unwrap`.
     """
@@ -308,6 +309,9 @@ def _continuous_euler(q: torch.Tensor, order: str, n_rot: int, ref: np.ndarray |
     if ref is not None:
         turns = 360.0 * np.round((ref - unwrapped) / 360.0)
         unwrapped = unwrapped + _forward_fill(turns, matched)
+        # a rotation still the one read is written with the file's angles: at gimbal lock (middle angle +-90
+        # or 0/180) a whole line of triples gives it, and only the file's own splits the outer angles its way
+        unwrapped = np.where(matched[..., None], ref, unwrapped)
     return unwrapped
 
 
