@@ -73,6 +73,21 @@ def test_convert_between_formats(tmp_path: Path, capsys):
     assert float((original.positions() - written.positions()[:, order]).abs().max()) < 1e-5
 
 
+def test_convert_says_when_a_loop_is_lost_and_puts_it_back(tmp_path: Path, capsys):
+    src = sample_path("run")
+    assert json.loads(src.read_text())["Loop"] == "wrap"
+    code, _, err = run(["convert", str(src), str(tmp_path / "run.bvh")], capsys)
+    assert code == 0 and err.startswith("note: run.txt loops") and "--loop wrap" in err  # BVH has no such field
+    code, _, err = run(["convert", str(tmp_path / "run.bvh"), str(tmp_path / "back.txt")], capsys)
+    assert code == 0 and json.loads((tmp_path / "back.txt").read_text())["Loop"] == "none"
+    code, _, err = run(["convert", str(tmp_path / "run.bvh"), str(tmp_path / "back.txt"), "--loop", "wrap"], capsys)
+    assert code == 0 and not err and json.loads((tmp_path / "back.txt").read_text())["Loop"] == "wrap"
+    code, _, err = run(["convert", str(src), str(tmp_path / "x.bvh"), "--loop", "wrap"], capsys)
+    assert code == 2 and "a .bvh file has no loop field" in err and not (tmp_path / "x.bvh").exists()
+    code, _, err = run(["convert", str(src), str(tmp_path / "x.txt"), "--loop", "yes"], capsys)
+    assert code == 2 and "expected wrap or none" in err and not (tmp_path / "x.txt").exists()
+
+
 def test_positions_npz_loads_without_pickle(tmp_path: Path, capsys):
     out = tmp_path / "walk.npz"
     code, _, err = run(["positions", str(sample_path("walk")), "-o", str(out), "--end-sites"], capsys)

@@ -84,6 +84,31 @@ def test_bundled_samples_load(name):
     torch.testing.assert_close(motion.root_positions, torch.from_numpy(frames[:, 1:4]), rtol=0, atol=0)
 
 
+def test_a_rounded_duration_reads_as_the_rate_it_stands_for_and_writes_back(deepmimic_folder, tmp_path):
+    path = deepmimic_folder / "humanoid3d_spin.txt"
+    assert raw_frames(path)[0, 0] == 0.041667  # 1 / 24 rounded to six digits; 1 / 0.041667 = 23.9998
+    motion = deepmimic.load(path)
+    assert motion.fps == 24.0 and motion.metadata["frame_duration"] == 0.041667
+    deepmimic.save(motion, tmp_path / "s.txt")
+    assert raw_frames(tmp_path / "s.txt")[0, 0] == 0.041667  # the file's own number
+    skelanim.io.save(motion, tmp_path / "s.bvh")
+    assert skelanim.io.load(tmp_path / "s.bvh").fps == 24.0  # the same rate by either format
+    walk = deepmimic.load(deepmimic_folder / "humanoid3d_walk.txt")  # 0.033332: no whole rate rounds to it
+    assert walk.fps == 1 / 0.033332
+
+
+def test_a_gltf_round_trip_keeps_loop_other_keys_and_duration(deepmimic_folder, tmp_path):
+    path = deepmimic_folder / "humanoid3d_run.txt"
+    original = json.loads(path.read_text())
+    assert original["Loop"] == "wrap" and "RightJoints" in original
+    skelanim.io.save(deepmimic.load(path), tmp_path / "run.glb")
+    skelanim.io.save(skelanim.io.load(tmp_path / "run.glb"), tmp_path / "run.txt")
+    back = json.loads((tmp_path / "run.txt").read_text())
+    assert list(back) == list(original)  # Loop, RightJoints, LeftJoints, Frames
+    assert all(back[k] == original[k] for k in ("Loop", "RightJoints", "LeftJoints"))
+    assert back["Frames"][0][0] == original["Frames"][0][0] == 0.033332
+
+
 def test_every_clip_in_the_data_folder_loads(deepmimic_folder):
     clips = data_clips(deepmimic_folder)
     assert len(clips) >= 10

@@ -112,6 +112,10 @@ def info(
         typer.echo(f"{key:>28}: {value}")
 
 
+#: Output suffixes that record whether a clip loops.
+LOOPING_FORMATS = (".txt", ".json", ".glb", ".gltf")
+
+
 @app.command()
 def convert(
     src: Path = typer.Argument(..., help="Input motion file."),
@@ -119,6 +123,8 @@ def convert(
     fps: float | None = typer.Option(None, "--fps", help="Resample to this frame rate (slerp)."),
     scale: float | None = typer.Option(None, "--scale", help="Multiply all lengths by this factor (a .glb/.gltf output "
                                                             "is in metres already: --scale 0.01 makes a cm figure 100 times smaller)."),
+    loop: str | None = typer.Option(None, "--loop", help="Whether the clip loops, for outputs that say so (DeepMimic's "
+                                    "Loop, kept in a .glb/.gltf): wrap or none (default: the source's, else none)."),
 ) -> None:
     """Convert SRC to DST between the supported formats, optionally resampling and scaling.
 
@@ -128,13 +134,22 @@ def convert(
 
     if fps is not None:
         require_between(fps, "--fps", 0.01, 10000, "frames per second")
+    keeps_loop = dst.suffix.lower() in LOOPING_FORMATS
+    if loop is not None and (loop not in ("wrap", "none") or not keeps_loop):
+        raise typer.BadParameter(f"expected wrap or none, got {loop!r}" if loop not in ("wrap", "none") else
+                                 f"a {dst.suffix or 'suffix-less'} file has no loop field ({', '.join(LOOPING_FORMATS)} do)")  # fmt: skip
     motion = skelanim.load(src)
+    if loop is not None:
+        motion = motion.copy(metadata={**motion.metadata, "loop": loop})
     if scale is not None:
         motion = ops.scale(motion, scale)
     if fps is not None:
         motion = ops.resample(motion, fps)
     skelanim.save(motion, dst)
     typer.echo(f"wrote {dst} ({motion.num_frames} frames at {motion.fps:g} fps)")
+    if motion.metadata.get("loop") == "wrap" and not keeps_loop:
+        typer.echo(f"note: {src.name} loops (Loop: wrap) and a {dst.suffix} file cannot say so; converting it back to "
+                   "DeepMimic, pass --loop wrap", err=True)  # fmt: skip
 
 
 @app.command()

@@ -56,7 +56,6 @@ with ``{`` or ``}``, control characters, tabs, line breaks, leading, trailing or
 
 from __future__ import annotations
 
-import math
 import os
 from pathlib import Path
 
@@ -69,7 +68,7 @@ from skelanim.core.skeleton import Skeleton
 from skelanim.errors import FormatError, SkelanimError, SkeletonError
 from skelanim.io.atomic import atomic_open
 from skelanim.io.bvh_parse import ParsedBVH, parse_bvh_bytes
-from skelanim.io.common import require_finite_motion, warn_at_caller
+from skelanim.io.common import nominal_fps, require_finite_motion, warn_at_caller
 
 __all__ = ["dumps", "load", "loads", "nominal_fps", "save"]
 
@@ -163,30 +162,6 @@ def _motion_from_parsed(parsed: ParsedBVH, name: str) -> Motion:
         )
     return Motion.from_euler(skeleton, rotations_read, torch.from_numpy(root), nominal_fps(parsed.frame_time),
                              joint_translations, metadata)
-
-
-def nominal_fps(frame_time: float) -> float:
-    """The frame rate a BVH ``Frame Time`` stands for.
-
-    ``1 / frame_time``, unless the value is ``1 / n`` rounded to the digits it is written with (half a unit
-    in its last digit, of the shortest text that reads back as it) for exactly one whole rate ``n``, or for
-    exactly one NTSC rate ``n * 1000 / 1001`` and no whole one: then that rate. A value whose last digit is
-    worth more than 0.2 % of it is taken as written (``0.033`` is 30.3 fps, ``0.0167`` 59.88, ``0.04`` 25).
-    ``0.0333``, ``0.033333`` and ``0.0333333`` are 30 fps, ``0.0083333`` 120, ``0.033367`` 29.97 (30000 / 1001).
-    """
-    exact = 1.0 / frame_time
-    mantissa, _, exponent = repr(float(frame_time)).lower().partition("e")
-    decimals = len(mantissa.partition(".")[2]) - int(exponent or 0)
-    half = 0.5 * 10.0 ** -decimals
-    low, high = 1.0 / (frame_time + half), (1.0 / (frame_time - half) if frame_time > half else math.inf)
-    if half > 2e-3 * frame_time:  # too few digits to tell a rounding from a value meant as written
-        return exact
-    for step in (1.0, 1000.0 / 1001.0):  # whole rates first, then NTSC ones
-        fitting = [n * step for n in range(math.ceil(low / step), math.floor(high / step) + 1)
-                   if low <= n * step <= high]  # fmt: skip
-        if len(fitting) == 1:
-            return fitting[0]
-    return exact
 
 
 def loads(text: str | bytes, path: str | os.PathLike | None = None) -> Motion:

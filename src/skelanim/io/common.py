@@ -1,4 +1,5 @@
-"""Helpers shared by the format modules: reading text files as UTF-8 with a one-line error, refusing
+"""Helpers shared by the format modules: the frame rate a written frame duration stands for, reading text
+files as UTF-8 with a one-line error, refusing
 non-finite values before anything is written, and warnings that point at the code that called
 :func:`skelanim.load`/:func:`skelanim.save`, not at this package.
 
@@ -10,6 +11,7 @@ before it opens the output, so a motion holding NaN or infinity raises
 from __future__ import annotations
 
 import functools
+import math
 import os
 import sys
 import warnings
@@ -22,11 +24,36 @@ import torch
 from skelanim.core.motion import Motion
 from skelanim.errors import FormatError, ShapeError
 
-__all__ = ["first_non_finite", "read_utf8_text", "require_finite_motion", "require_finite_positions", "warn_at_caller"]
+__all__ = ["first_non_finite", "nominal_fps", "read_utf8_text", "require_finite_motion", "require_finite_positions", "warn_at_caller"]
 
 _IO_DIR = os.path.dirname(os.path.realpath(__file__))
 _PACKAGE_INIT = os.path.join(os.path.dirname(_IO_DIR), "__init__.py")
 _AXES = "xyz"
+
+
+def nominal_fps(frame_time: float) -> float:
+    """The frame rate a frame duration written in a file stands for (a BVH ``Frame Time``, a DeepMimic frame's
+    duration).
+
+    ``1 / frame_time``, unless the value is ``1 / n`` rounded to the digits it is written with (half a unit
+    in its last digit, of the shortest text that reads back as it) for exactly one whole rate ``n``, or for
+    exactly one NTSC rate ``n * 1000 / 1001`` and no whole one: then that rate. A value whose last digit is
+    worth more than 0.2 % of it is taken as written (``0.033`` is 30.3 fps, ``0.0167`` 59.88, ``0.04`` 25).
+    ``0.0333``, ``0.033333`` and ``0.0333333`` are 30 fps, ``0.0083333`` 120, ``0.033367`` 29.97 (30000 / 1001).
+    """
+    exact = 1.0 / frame_time
+    mantissa, _, exponent = repr(float(frame_time)).lower().partition("e")
+    decimals = len(mantissa.partition(".")[2]) - int(exponent or 0)
+    half = 0.5 * 10.0 ** -decimals
+    low, high = 1.0 / (frame_time + half), (1.0 / (frame_time - half) if frame_time > half else math.inf)
+    if half > 2e-3 * frame_time:  # too few digits to tell a rounding from a value meant as written
+        return exact
+    for step in (1.0, 1000.0 / 1001.0):  # whole rates first, then NTSC ones
+        fitting = [n * step for n in range(math.ceil(low / step), math.floor(high / step) + 1)
+                   if low <= n * step <= high]  # fmt: skip
+        if len(fitting) == 1:
+            return fitting[0]
+    return exact
 
 
 def read_utf8_text(path: str | os.PathLike) -> str:

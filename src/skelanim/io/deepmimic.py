@@ -50,9 +50,11 @@ exact 180-degree swing (``w = z = 0``, twist undefined) is written as 0.
 
 Frame rate
 ----------
-``fps = 1 / d`` with ``d`` the frame duration of the first frame (durations of all frames but the last
-must be positive). It is not rounded: ``0.033332`` s gives ``30.0012`` fps. ``d`` is kept in
-``metadata["frame_duration"]`` so that saving writes the file's own number back. If the durations
+``fps`` is the rate that ``d``, the frame duration of the first frame, stands for (durations of all frames but
+the last must be positive), read as a BVH ``Frame Time`` is (:func:`~skelanim.io.common.nominal_fps`): ``1 / d``
+unless ``d`` is ``1 / n`` rounded to its digits. So ``0.041667`` s (``spin``) is 24 fps, while ``0.033332`` s
+(a duration no whole rate rounds to) stays ``30.0012`` fps. ``d`` is kept in ``metadata["frame_duration"]`` so
+that saving writes the file's own number back while it stands for the motion's rate. If the durations
 differ by more than one part in a million, ``d`` is their median and all of them are kept in
 ``metadata["frame_durations"]`` (a Motion has one frame rate; saving writes uniform durations).
 A single frame with duration 0 gets :data:`DEFAULT_FPS` and ``metadata["fps_assumed"] = True``.
@@ -82,7 +84,7 @@ from skelanim.core.skeleton import Skeleton
 from skelanim.errors import FormatError, SkeletonError
 from skelanim.io.atomic import atomic_open
 from skelanim.io.bundled import bundled_file
-from skelanim.io.common import read_utf8_text
+from skelanim.io.common import nominal_fps, read_utf8_text
 from skelanim.io.urdf import parse_urdf
 
 __all__ = [
@@ -392,7 +394,7 @@ def _frame_rate(durations: np.ndarray, path: str | os.PathLike) -> tuple[float, 
         duration = float(np.median(timed))
         meta["frame_durations"] = durations.tolist()
     meta["frame_duration"] = duration
-    return 1.0 / duration, meta
+    return nominal_fps(duration), meta
 
 
 def load(path: str | os.PathLike, *, urdf: str | os.PathLike | None = None) -> Motion:
@@ -410,7 +412,7 @@ def load(path: str | os.PathLike, *, urdf: str | os.PathLike | None = None) -> M
     -------
     Motion
         ``rotations`` ``(F, 13, 4)`` unit quaternions (w, x, y, z), local except the root's, which is
-        global; ``root_positions`` ``(F, 3)`` metres, Y up; ``fps = 1 / frame duration``.
+        global; ``root_positions`` ``(F, 3)`` metres, Y up; ``fps``: the rate the frame duration stands for.
         ``metadata``: ``format="deepmimic"``, ``loop``, ``frame_duration``, ``units="m"``,
         ``up_axis="y"``, ``deepmimic_extra`` (other top-level keys), and, when they apply,
         ``frame_durations``, ``fps_assumed`` (see the module docstring) and ``deepmimic_urdf`` (the
@@ -571,8 +573,8 @@ def save(motion: Motion, path: str | os.PathLike, *, loop: str | None = None,
         i, k = (int(v) for v in bad[0])
         raise FormatError(f"cannot write a non-finite {_VALUE_NAMES[k]}", path=path, where=f"frame {i}")
     duration = motion.metadata.get("frame_duration")
-    if not (isinstance(duration, float) and duration > 0 and abs(1.0 / duration - motion.fps) <= 1e-9 * motion.fps):
-        duration = 1.0 / motion.fps
+    if not (isinstance(duration, float) and duration > 0 and abs(nominal_fps(duration) - motion.fps) <= 1e-9 * motion.fps):
+        duration = 1.0 / motion.fps  # the file's own number only while it stands for the motion's rate
     frames[:, 0] = duration
     if len(frames) > 1:
         frames[-1, 0] = 0.0

@@ -26,7 +26,9 @@ glTF is metres, +Y up, right-handed, facing +Z; a :class:`Motion` keeps its sour
   ``(x, y, z) -> (x, z, -y)``; an X-up source +90 degrees about Z, ``(x, y, z) -> (-y, x, z)``; a -Y-up one a
   half turn about X (:func:`~skelanim.core.units.up_to_y_matrix`). The turn sits on the root joint, so world positions in the file are
   ``scale * C @ p``. The facing direction is kept as recorded. The scale, source up axis, fps, BVH
-  channel layouts and End Site nodes are kept in ``extras`` (``{"skelanim": ...}``) for :func:`load`.
+  channel layouts and End Site nodes are kept in ``extras`` (``{"skelanim": ...}``) for :func:`load`, and so is
+  what the source said of the take that no glTF field holds (:data:`CLIP_METADATA`: DeepMimic's ``Loop`` and other
+  keys, the file's own frame duration), so that a clip converted back writes them as they were.
 
 What :func:`load` reads
 -----------------------
@@ -69,11 +71,13 @@ from skelanim.io.gltf_check import COMPONENT_TYPES as _COMPONENTS
 from skelanim.io.gltf_check import WIDTHS as _WIDTH
 from skelanim.io.gltf_check import check_document, check_track
 
-__all__ = ["UNITS", "export_scale", "guess_scale", "load", "node_trs", "save"]
+__all__ = ["CLIP_METADATA", "UNITS", "export_scale", "guess_scale", "load", "node_trs", "save"]
 
 _CODES = {np.dtype(v).type: k for k, v in _COMPONENTS.items()}
 #: The most frames :func:`load` samples an animation into (a guard against absurd key times).
 MAX_FRAMES = 10_000_000
+#: ``Motion.metadata`` keys about the take that a glTF file carries in its animation's extras and gives back.
+CLIP_METADATA = ("loop", "deepmimic_extra", "frame_time", "frame_duration")
 _ARRAY_BUFFER, _ELEMENT_ARRAY_BUFFER = 34962, 34963
 
 
@@ -227,7 +231,7 @@ def _document(motion: Motion, name: str, scale: float, unit: str | None, up: int
         "name": str(motion.metadata.get("name") or name),
         "samplers": [{"input": times, "output": out, "interpolation": "LINEAR"} for _, _, out in outputs],
         "channels": [{"sampler": k, "target": {"node": j, "path": p}} for k, (j, p, _) in enumerate(outputs)],
-        "extras": {"skelanim": {"fps": motion.fps}},
+        "extras": {"skelanim": {"fps": motion.fps, **_clip_metadata(motion.metadata)}},
     }
     scene = {"name": name, "nodes": [0, len(nodes) - 1] if mesh else [0]}
     doc.update(scenes=[scene], nodes=nodes, skins=[skin], animations=[animation], accessors=buf.accessors,
@@ -295,6 +299,19 @@ def save(motion: Motion, path: str | os.PathLike, *, scale: float | str | None =
 
 
 # ------------------------------------------------------------------------------------------------- load
+def _clip_metadata(metadata: dict[str, Any]) -> dict[str, Any]:
+    """``{"metadata": {...}}`` with the :data:`CLIP_METADATA` of ``metadata`` that JSON can hold, or ``{}``."""
+    kept = {}
+    for key in CLIP_METADATA:
+        if key in metadata:
+            try:
+                json.dumps(metadata[key], allow_nan=False)
+            except (TypeError, ValueError):
+                continue
+            kept[key] = metadata[key]
+    return {"metadata": kept} if kept else {}
+
+
 def _extras(item: Any) -> dict[str, Any]:
     """``item.extras["skelanim"]`` or ``{}``."""
     extras = getattr(item, "extras", None)
@@ -519,6 +536,9 @@ def _motion(gltf: Any, a: int | None, path: Path, original_units: bool) -> Motio
 
     info = _extras(gltf.skins[0]) if gltf.skins else {}
     metadata: dict[str, Any] = {"format": "gltf", "units": "m", "animation": anim.name if anim else None}
+    carried = _extras(anim).get("metadata") if anim else None
+    if isinstance(carried, dict):
+        metadata.update({k: v for k, v in carried.items() if k in CLIP_METADATA})
     if info and original_units:  # undo save's conversion P = scale * C @ p
         undo = np.eye(4)
         recorded = str(info["up_axis"])
