@@ -141,6 +141,21 @@ def test_error_in_a_later_chunk_of_a_long_file_has_the_right_line() -> None:
     assert err.line == bad + 1 and f"on frame {frame}, found 16" in err.message
 
 
+def test_a_position_or_offset_too_large_to_be_one_is_refused_at_its_line() -> None:
+    """A finite but absurd length (1e308 would overflow forward kinematics) is a corrupt number; angles are not
+    bounded (any is a rotation: the test below reads 2.5e30 degrees)."""
+    lines = _GOOD.split("\n")
+    frame_line = _line_of(_GOOD, "Frame Time") + 2  # frame 1: the second line after "Frame Time"
+    values = lines[frame_line - 1].split()
+    lines[frame_line - 1] = " ".join(["1e308", *values[1:]])  # the root's Xposition
+    err = _error("\n".join(lines))
+    assert err.line == frame_line and "Xposition of Hips on frame 1 is 1e+308" in err.message
+    text = _GOOD.replace("OFFSET 0.0 10.0 0.0", "OFFSET 0.0 1e300 0.0", 1)  # Spine's
+    err = _error(text)
+    assert err.line == _line_of(text, "OFFSET 0.0 1e300") and "OFFSET of Spine" in err.message
+    bvh.loads(_GOOD.replace("OFFSET 0.0 10.0 0.0", "OFFSET 0.0 999999999 0.0", 1))  # below the bound: read
+
+
 @pytest.mark.parametrize("token", ["12345678901234567", "0.000000000000000001", "1" * 30, "-123456.78901234",
                                    "1e-30", "2.5E+30", "-1234567", "12345678"])
 def test_long_and_extreme_numbers_parse_exactly(token: str) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import json
 import time
 from pathlib import Path
@@ -20,8 +21,12 @@ def demo(
     import skelanim
     from skelanim import ops
     from skelanim.cli.files import describe
-    from skelanim.data.samples import sample_path
+    from skelanim.data.samples import CLIPS, sample_path
 
+    if clip not in CLIPS:
+        raise typer.BadParameter(f"expected one of {', '.join(CLIPS)}, got {clip!r}", param_hint="--clip")
+    if out.exists() and not out.is_dir():
+        raise NotADirectoryError(errno.ENOTDIR, "Not a directory (expected a folder for the outputs)", str(out))
     start = time.perf_counter()
     out.mkdir(parents=True, exist_ok=True)
     source = sample_path(clip)

@@ -54,6 +54,23 @@ def require_suffix(path: Path, suffixes: tuple[str, ...], what: str) -> None:
                                      path=path)  # fmt: skip
 
 
+def check_output(out: Path, *sources: Path) -> None:
+    """Before any work: refuse an output that is one of the input files (the source would be replaced by what
+    is made of it) and one that cannot be written (:func:`~skelanim.io.atomic.check_can_write`), as one line."""
+    import os
+
+    from skelanim.io.atomic import check_can_write
+
+    for src in sources:
+        try:
+            same = out.exists() and os.path.samefile(src, out)
+        except OSError:
+            same = False
+        if same:
+            raise typer.BadParameter(f"{out} is an input of this command; write to another name (it would be replaced)")
+    check_can_write(out)
+
+
 def with_option_hint(err: Exception, files: list[Path], hint: str) -> None:
     """Give a library error about joints the file it concerns (when one file was given) and the command's own
     advice in place of the library's ``; pass joints...`` (a keyword argument the command line does not have)."""
@@ -138,6 +155,7 @@ def convert(
     if loop is not None and (loop not in ("wrap", "none") or not keeps_loop):
         raise typer.BadParameter(f"expected wrap or none, got {loop!r}" if loop not in ("wrap", "none") else
                                  f"a {dst.suffix or 'suffix-less'} file has no loop field ({', '.join(LOOPING_FORMATS)} do)")  # fmt: skip
+    check_output(dst, src)
     motion = skelanim.load(src)
     if loop is not None:
         motion = motion.copy(metadata={**motion.metadata, "loop": loop})

@@ -120,6 +120,7 @@ def solve(
 
     Positions must be in the model's units (the shipped model: centimetres); other units are refused."""
     import skelanim
+    from skelanim.cli.files import check_output
     from skelanim.ik.solve import ALL_METHODS
     from skelanim.ik.solve import solve as run
 
@@ -127,6 +128,7 @@ def solve(
         raise typer.BadParameter(
             f"unknown method {method!r}; choose from {', '.join(ALL_METHODS)}", param_hint="--method"
         )
+    check_output(out, src)
     _threads(threads)
     ik_model = _load_model(model)
     data = skelanim.load_positions(src)

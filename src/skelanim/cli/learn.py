@@ -345,6 +345,10 @@ def ship(
 
 
 # ---------------------------------------------------------------------------------------------- top level
+#: The longest motion ``skelanim generate`` makes (as ``skelanim predict``: windows are chained one by one).
+MAX_GENERATED_SECONDS = 600.0
+
+
 def _generation_plan(content: str, seconds: float | None, fps: float, window: int) -> list[tuple[str, int]]:
     """``--content`` and ``--seconds`` as ``(content, frames)`` segments: one content for ``seconds`` (default one
     window), or a plan ``walk:4,run:3`` (seconds each; ``--seconds`` is then not given)."""
@@ -353,6 +357,9 @@ def _generation_plan(content: str, seconds: float | None, fps: float, window: in
             return [(content, window)]
         if not (math.isfinite(seconds) and seconds * fps >= 1):
             raise typer.BadParameter(f"{seconds:g} s is not a length (at least one frame, {1 / fps:g} s)",
+                                     param_hint="--seconds")  # fmt: skip
+        if seconds > MAX_GENERATED_SECONDS:
+            raise typer.BadParameter(f"at most {MAX_GENERATED_SECONDS:g} s (10 minutes) per motion, got {seconds:g}",
                                      param_hint="--seconds")  # fmt: skip
         return [(content, round(seconds * fps))]
     if seconds is not None:
@@ -369,6 +376,8 @@ def _generation_plan(content: str, seconds: float | None, fps: float, window: in
             raise typer.BadParameter(f"{part.strip()!r} is not CONTENT:SECONDS with SECONDS > 0 (e.g. walk:4,run:3)",
                                      param_hint="--content")  # fmt: skip
         plan.append((name, frames))
+    if sum(frames for _, frames in plan) > MAX_GENERATED_SECONDS * fps:
+        raise typer.BadParameter(f"the plan lasts more than {MAX_GENERATED_SECONDS:g} s (10 minutes)", param_hint="--content")
     return plan
 
 
@@ -386,7 +395,7 @@ def generate_cmd(
         None, "--interpolate", help="Two motion files: interpolate between them (give twice)."
     ),
     seed: int = typer.Option(0, "--seed"),
-    temperature: float = typer.Option(1.0, "--temperature", min=0.0),
+    temperature: float = typer.Option(1.0, "--temperature", min=0.0, max=100.0, help="Spread of the latent samples (1: the prior's)."),
     seconds: float | None = typer.Option(
         None, "--seconds", help="Length of each motion (default: the model's window, 2.56 s); longer "
         "motion chains windows by latent optimisation (skelanim.learn.generate_long).",
@@ -414,13 +423,15 @@ def generate_cmd(
             if not motion.skeleton.same_topology(gen.rig.skeleton):
                 raise skelanim.errors.SkeletonError(
                     f"the generator was trained on a {gen.rig.skeleton.num_joints}-joint skeleton "
-                    f"({', '.join(gen.rig.skeleton.names[:4])}, ...); this motion has {motion.skeleton.num_joints}",
+                    f"({', '.join(gen.rig.skeleton.names[:4])}, ...); this motion has "
+                    f"{gen.rig.skeleton.topology_difference(motion.skeleton)}",
                     path=p,
                 )
             chosen = (content or lab.get("content"), style or lab.get("style"))  # the command line wins
             if None in chosen:
+                missing = " and ".join(k for k, v in zip(("--content", "--style"), chosen, strict=True) if v is None)
                 raise LabelError("the file name carries no content and style labels (dataset-N_CONTENT_STYLE_TAKE); "
-                                 "give --content and --style", path=p)  # fmt: skip
+                                 f"give {missing}", path=p)  # fmt: skip
             labels.append((str(chosen[0]), str(chosen[1])))
         results = gen.interpolate(motions[0], motions[1], labels[0], labels[1], n)
         names = [f"interp_{i:02d}.bvh" for i in range(n)]

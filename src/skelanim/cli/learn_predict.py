@@ -294,11 +294,13 @@ def predict_cmd(
 ) -> None:
     """Continue IN by SECONDS of predicted motion (from its last second): OUT is IN unchanged, then the prediction."""
     import skelanim
+    from skelanim.cli.files import check_output
     from skelanim.learn.forecast import predict_motion, predict_retargeted, skeleton_mismatch
     from skelanim.learn.predict import LEARNED, METHODS, CombinedPredictor, Predictor
 
     if method not in METHODS:
         raise typer.BadParameter(f"unknown method {method!r}; choose from {', '.join(METHODS)}", param_hint="--method")
+    check_output(out, src)
     net: Predictor | CombinedPredictor
     if method == "combined":
         if len(model) == 1:

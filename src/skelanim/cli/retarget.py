@@ -59,15 +59,20 @@ def run(
     .txt/.json clip) the result goes through the robot fix (hinge knees and elbows, feet on the ground) and is
     written in the output's format: a DeepMimic clip for .txt/.json, a BVH of the humanoid for .bvh."""
     import skelanim
+    from skelanim.cli.files import check_output
     from skelanim.retarget import METHODS, Retargeter, RetargetError
 
     if method not in METHODS:
         raise RetargetError(f"--method: unknown method {method!r}; choose from {', '.join(METHODS)}")
+    check_output(out, src, to)
     motion = skelanim.load(src)
     if out.suffix.lower() in (".txt", ".json") and to.suffix.lower() not in (".txt", ".json", ".urdf"):
         raise RetargetError(f"{out}: DeepMimic output needs a DeepMimic target (--to a .txt clip or humanoid.urdf)")
     if to.suffix.lower() in (".urdf", ".txt", ".json"):  # the DeepMimic humanoid, however the target is named
         from skelanim.retarget.robot import save_deepmimic, to_deepmimic
+
+        if to.suffix.lower() != ".urdf":
+            skelanim.load(to)  # a clip of the humanoid: read, so that a missing or broken one is said
 
         robot = to_deepmimic(motion, method=method, source_map=source_map, model=model,
                              urdf=to if to.suffix.lower() == ".urdf" else None, calibrate=calibrate)  # fmt: skip

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import typer
@@ -41,7 +42,6 @@ def stream(
     from tqdm import tqdm
 
     import skelanim
-    from skelanim.io.positions import SUFFIXES
     from skelanim.serve.avatar import load_vrm
     from skelanim.serve.vmc import AvatarStream, avatar_frames
 
@@ -52,12 +52,12 @@ def stream(
         up_direction = ("xyz".index(up.lower()[-1]), -1.0 if up.startswith("-") else 1.0)
     rig = load_vrm(avatar) if avatar is not None else None
     sender = AvatarStream(host, port)  # an unknown host is refused before the work
-    if src.suffix.lower() in SUFFIXES:
+    if src.suffix.lower() in skelanim.io.MOTION_FORMATS:
+        motion = skelanim.load(src)
+    else:  # joint positions; an unknown suffix is refused there, in one line naming every suffix stream takes
         from skelanim.ik.solve import solve
 
         motion = solve(skelanim.load_positions(src), source=src)
-    else:
-        motion = skelanim.load(src)
     poses = avatar_frames(motion, mapping=mapping, up=up_direction, avatar=rig)
     with sender:
         typer.echo(f"streaming {src} to {sender.target} ({poses.num_frames} frames at {poses.fps:g} fps x {speed:g}, "
@@ -113,6 +113,27 @@ def record(
         with tqdm(total=frames, unit="frame", disable=not progress, leave=False) as bar:
             received = recorder.receive(seconds=seconds, frames=frames, wait=wait, on_frame=lambda _: bar.update())
     motion = frames_to_motion(received, fps)
-    skelanim.save(motion, out)
+    try:
+        skelanim.save(motion, out)
+    except (OSError, skelanim.errors.SkelanimError):
+        _keep_take(motion, out)
+        raise
     typer.echo(f"wrote {out} ({motion.num_frames} frames at {fps:g} fps from {len(received)} received, "
                f"{motion.skeleton.num_joints} bones)")  # fmt: skip
+
+
+def _keep_take(motion, out: Path) -> None:
+    """A take that could not be written to OUT is saved in the temporary folder instead, and said so: a live
+    performance cannot be recorded again."""
+    import tempfile
+
+    import skelanim
+
+    fd, spare = tempfile.mkstemp(prefix="skelanim-take-", suffix=".bvh")
+    os.close(fd)
+    try:
+        skelanim.save(motion, spare)
+    except (OSError, skelanim.errors.SkelanimError):
+        os.unlink(spare)
+        return
+    typer.echo(f"note: {out} could not be written; the take is kept in {spare}", err=True)

@@ -144,9 +144,10 @@ def clip_from_motion(motion: Motion, *, fps: float, name: str = "motion", path: 
     from skelanim.ops.normalize import facing_directions
     from skelanim.ops.resample import resample
 
-    _check_finite(motion, path or name)
+    where = path or motion.metadata.get("path") or name  # errors name the file the motion was read from
+    _check_finite(motion, where)
     if motion.num_frames < 2:
-        raise FormatError(f"{motion.num_frames} frame(s); a clip needs at least 2", path=path or name)
+        raise FormatError(f"{motion.num_frames} frame(s); a clip needs at least 2", path=where)
     if abs(motion.fps - fps) > 1e-6 * fps:
         motion = resample(motion, fps)
     motion = motion.normalized_rotations()

@@ -133,6 +133,8 @@ def evaluate(
             raise ValueError(f"unknown IK method {m!r}; choose from {', '.join(ALL_METHODS)}")
     rig = model.rig
     files = expand_paths(data)
+    if not files:
+        raise FileNotFoundError(2, "no motion files to evaluate on (an empty folder?)", ", ".join(map(str, data)))
     motions = []
     for f in files:
         motion = skelanim.load(f)

@@ -368,6 +368,9 @@ def fit_corrector(
     unknown = [n for n in skip if n not in rig.skeleton.names]
     if unknown:
         raise ValueError(f"--skip: no joint {unknown[0]!r} in the model's skeleton ({', '.join(rig.skeleton.names)})")
+    if not train_files:
+        raise FileNotFoundError(2, f"no motion files to fit on ({len(val_files)} validate; an empty folder, or "
+                                "every file left out by --exclude or --val?)", ", ".join(map(str, data)))  # fmt: skip
     joints = [j for j in inputs if rig.skeleton.names[j] not in skip]
 
     def answers(files: list[Path], what: str) -> tuple[Tensor, Tensor]:

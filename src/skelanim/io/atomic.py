@@ -82,8 +82,9 @@ def _prepare(target: Path) -> str:
 
 def check_can_write(path: str | os.PathLike) -> None:
     """Fail now, as :func:`atomic_path` would later, if ``path`` cannot be written (a folder, a file where a folder
-    should be, a folder that cannot be written to); creates nothing. For commands that gather their output before
-    writing it (a recording).
+    should be, a folder that cannot be written to); leaves nothing behind (a temporary file in the nearest existing
+    folder is made and removed). For commands that gather or compute their output before writing it (a recording,
+    a prediction).
 
     Raises
     ------
@@ -95,6 +96,12 @@ def check_can_write(path: str | os.PathLike) -> None:
     existing = next(p for p in (target.parent, *target.parent.parents) if p.exists())
     if not os.access(existing, os.W_OK | os.X_OK):
         raise PermissionError(errno.EACCES, f"Permission denied (cannot write in {existing})", str(target))
+    try:  # the one true test (a read-only mount, /proc, a quota): a temporary file made and removed at once
+        fd, probe = tempfile.mkstemp(prefix=f".{target.stem}.", suffix=".probe", dir=existing)
+    except OSError as exc:
+        raise _about_target(exc, target, f"cannot create a file in {existing}{os.sep}") from exc
+    os.close(fd)
+    os.unlink(probe)
 
 
 @contextlib.contextmanager

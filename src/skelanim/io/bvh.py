@@ -109,6 +109,54 @@ def _channel_layout(channels: list[tuple[str, ...]]) -> tuple[list[int], list[li
     return first, positions, rotations, axes
 
 
+#: The largest magnitude of a BVH position value or OFFSET (the file's length unit: 1,000 km in millimetres). Beyond it
+#: a finite number is a corrupt one, and forward kinematics would overflow. Angles are not bounded: any is a rotation.
+MAX_LENGTH = 1e9
+
+
+def _line_of(data: bytes, frame: int | None = None, joint: int | None = None) -> int | None:
+    """1-based line of MOTION frame ``frame`` (its non-blank line after ``Frame Time``) or of joint ``joint``'s
+    ``OFFSET`` (joints counted as ``ROOT``/``JOINT`` appear); for error messages only."""
+    lines = data.split(b"\n")
+    if frame is not None:
+        start = next((i for i, text in enumerate(lines) if text.lstrip().startswith(b"Frame Time")), None)
+        if start is None:
+            return None
+        rows = (i for i in range(start + 1, len(lines)) if lines[i].strip())
+        return next((i + 1 for k, i in enumerate(rows) if k == frame), None)
+    seen, pending = -1, False
+    for i, text in enumerate(lines):
+        words = text.split()
+        if words and words[0] in (b"ROOT", b"JOINT"):
+            seen, pending = seen + 1, True
+        elif words and words[0] == b"End":
+            pending = False
+        elif words and words[0] == b"OFFSET" and pending:
+            pending = False
+            if seen == joint:
+                return i + 1
+    return None
+
+
+def _refuse_huge(parsed: ParsedBVH, name: str, data: bytes) -> None:
+    """A :class:`FormatError` at the first position value or OFFSET beyond :data:`MAX_LENGTH`."""
+    first, positions, _, _ = _channel_layout(parsed.channels)
+    columns = [col for pos in positions for _, col in pos]
+    huge = np.argwhere(np.abs(parsed.values[:, columns]) > MAX_LENGTH) if columns else np.zeros((0, 2))
+    if huge.size:
+        frame, col = int(huge[0][0]), columns[int(huge[0][1])]
+        joint = int(np.searchsorted(first, col, side="right")) - 1
+        channel = parsed.channels[joint][col - first[joint]]
+        raise FormatError(f"{channel} of {parsed.names[joint]} on frame {frame} is {parsed.values[frame, col]:g}, "
+                          f"beyond +-{MAX_LENGTH:g}: not a position (a corrupt number?)", path=name,
+                          line=_line_of(data, frame=frame))  # fmt: skip
+    huge = np.argwhere(np.abs(parsed.offsets) > MAX_LENGTH)
+    if huge.size:
+        joint = int(huge[0][0])
+        raise FormatError(f"OFFSET of {parsed.names[joint]} beyond +-{MAX_LENGTH:g}: not a length (a corrupt number?)",
+                          path=name, line=_line_of(data, joint=joint))  # fmt: skip
+
+
 def _motion_from_parsed(parsed: ParsedBVH, name: str) -> Motion:
     values = parsed.values  # (F, C), degrees for rotations
     n_frames = values.shape[0]
@@ -188,7 +236,9 @@ def loads(text: str | bytes, path: str | os.PathLike | None = None) -> Motion:
     name = "<string>" if path is None else str(path)
     try:
         data = text.encode("utf-8", "surrogateescape") if isinstance(text, str) else bytes(text)
-        return _motion_from_parsed(parse_bvh_bytes(data, name), name)
+        parsed = parse_bvh_bytes(data, name)
+        _refuse_huge(parsed, name, data)
+        return _motion_from_parsed(parsed, name)
     except FormatError:
         raise
     except (SkelanimError, ValueError, IndexError, TypeError, OverflowError, MemoryError, RecursionError,

@@ -476,12 +476,19 @@ def load(path: str | os.PathLike, *, animation: int | str = 0, original_units: b
 
 
 def _json_document(raw: bytes) -> Any:
-    """The JSON document of a ``.glb`` (its first chunk) or ``.gltf`` file, as plain Python values."""
+    """The JSON document of a ``.glb`` (its first chunk) or ``.gltf`` file, as plain Python values; ``ValueError``
+    saying what the bytes are not."""
+    if not raw.strip():
+        raise ValueError("the file is empty")
     if raw[:4] == b"glTF":
+        if len(raw) < 20:
+            raise ValueError(f"a binary glTF cut short: {len(raw)} bytes, not even its 20-byte header")
         length, kind = struct.unpack_from("<I4s", raw, 12)
         if kind != b"JSON":
             raise ValueError(f"the first chunk is {kind!r}, expected JSON")
         return json.loads(raw[20 : 20 + length])
+    if raw.lstrip()[:1] != b"{":
+        raise ValueError("neither a binary glTF (it would start with 'glTF') nor a JSON glTF (it would start with '{')")
     return json.loads(raw.decode())
 
 

@@ -207,11 +207,30 @@ def _as_joint_positions(obj: Motion | JointPositions, end_sites: bool) -> JointP
 # ---------------------------------------------------------------------------------------- npz / npy
 
 
+def _numpy_reason(exc: Exception) -> str:
+    """numpy's reason for refusing a file, without its advice to load pickled data (never done here)."""
+    if "pickle" in str(exc):  # numpy's "... pickled (object) data ... allow_pickle=True", "Object arrays ..."
+        return "it holds pickled Python objects, which are never loaded: save plain number and string arrays"
+    return str(exc)
+
+
+def _require_magic(path: str | os.PathLike, magic: bytes, what: str) -> None:
+    """Refuse a file that does not start as ``what`` does (numpy would try to read it as a pickle)."""
+    try:
+        with open(path, "rb") as handle:
+            head = handle.read(len(magic))
+    except OSError:
+        return  # np.load reports it
+    if head != magic:
+        raise FormatError(f"not {what} (it does not start with {magic!r})", path=path)
+
+
 def _load_npz(path: str | os.PathLike) -> JointPositions:
+    _require_magic(path, b"PK\x03\x04", "an .npz archive")
     try:
         archive = np.load(path, allow_pickle=False)
     except (ValueError, OSError, EOFError, zipfile.BadZipFile) as exc:
-        raise FormatError(f"not a readable .npz archive ({exc})", path=path) from None
+        raise FormatError(f"not a readable .npz archive ({_numpy_reason(exc)})", path=path) from None
     if not isinstance(archive, np.lib.npyio.NpzFile):
         raise FormatError("expected an .npz archive, found a bare .npy array", path=path)
     with archive:
@@ -223,7 +242,7 @@ def _load_npz(path: str | os.PathLike) -> JointPositions:
                 )
             raw = {k: archive[k] for k in ("positions", "joints", "fps", "parents") if k in keys}
         except (ValueError, OSError, EOFError, zipfile.BadZipFile) as exc:  # object arrays, truncated members
-            raise FormatError(f"unreadable array in the archive ({exc})", path=path) from None
+            raise FormatError(f"unreadable array in the archive ({_numpy_reason(exc)})", path=path) from None
 
     names: list[str] | None = None
     if "joints" in raw:
@@ -274,12 +293,17 @@ def _load_npz(path: str | os.PathLike) -> JointPositions:
 
 def _load_npy(path: str | os.PathLike) -> JointPositions:
     try:
+        with open(path, "rb") as handle:
+            zipped = handle.read(4) == b"PK\x03\x04"
+    except OSError:
+        zipped = False
+    if zipped:
+        raise FormatError("expected a bare .npy array, found an .npz archive", path=path)
+    _require_magic(path, b"\x93NUMPY", "an .npy array")
+    try:
         array = np.load(path, allow_pickle=False)
     except (ValueError, OSError, EOFError) as exc:
-        raise FormatError(f"not a readable .npy array ({exc})", path=path) from None
-    if isinstance(array, np.lib.npyio.NpzFile):
-        array.close()
-        raise FormatError("expected a bare .npy array, found an .npz archive", path=path)
+        raise FormatError(f"not a readable .npy array ({_numpy_reason(exc)})", path=path) from None
     positions = _check_positions(array, path, "array")
     return JointPositions(_default_names(positions.shape[1]), positions)
 

@@ -186,6 +186,8 @@ def parse_urdf(path: str | os.PathLike) -> UrdfModel:
         )
 
     roots = [link for link in links if link not in seen_children]
+    if not links:
+        raise FormatError("the robot has no <link> elements", path=where_file)
     if len(roots) != 1:
         raise FormatError(
             f"expected one root link, found {len(roots)} ({', '.join(roots) or 'a cycle'})", path=where_file

@@ -27,7 +27,7 @@ from pathlib import Path
 from skelanim.io.bundled import bundled_file
 from skelanim.io.deepmimic import BUNDLED_URDF
 
-__all__ = ["SAMPLES", "sample_names", "sample_path"]
+__all__ = ["CLIPS", "SAMPLES", "sample_names", "sample_path"]
 
 #: Sample name -> path relative to the ``skelanim`` package folder.
 SAMPLES: dict[str, str] = {
@@ -36,6 +36,8 @@ SAMPLES: dict[str, str] = {
     "jump": "data/samples/deepmimic/jump.txt",
     "humanoid.urdf": BUNDLED_URDF,
 }
+#: The samples that are motion clips (the others describe a skeleton).
+CLIPS = tuple(name for name, relative in SAMPLES.items() if relative.endswith(".txt"))
 
 
 def sample_names() -> list[str]:

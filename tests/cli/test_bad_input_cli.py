@@ -1,0 +1,152 @@
+"""Bad input at the command line loses nothing: an output that is an input is refused, an output that cannot be
+written is refused before the work, a live take that cannot be written is kept, and odd inputs and options are
+one line that names the file and says what is wrong."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+import skelanim
+from skelanim.cli import main
+from skelanim.data.samples import sample_path
+
+
+def run(argv: list[str], capsys) -> tuple[int, str, str]:
+    capsys.readouterr()
+    code = main(argv)
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def one_line_error(code: int, err: str, *expected: str) -> None:
+    lines = err.strip().splitlines()
+    assert code == 2 and len(lines) == 1 and lines[0].startswith("error:"), err
+    assert all(e in lines[0] for e in expected), lines[0]
+    assert "Traceback" not in err
+
+
+def test_an_output_that_is_the_input_is_refused_and_the_input_kept(tmp_path: Path, capsys):
+    src = tmp_path / "walk.bvh"
+    skelanim.save(skelanim.load(sample_path("walk")), src)
+    before = src.read_bytes()
+    (tmp_path / "alias.bvh").symlink_to(src)
+    for argv in (["convert", str(src), str(src), "--fps", "10"],
+                 ["ik", "solve", str(src), "-o", str(src)],
+                 ["predict", str(src), "-o", str(tmp_path / "alias.bvh")]):  # the same file by another name
+        code, _, err = run(argv, capsys)
+        one_line_error(code, err, "is an input of this command")
+        assert src.read_bytes() == before
+
+
+def test_an_output_that_cannot_be_written_is_refused_before_the_work(tmp_path: Path, capsys, monkeypatch):
+    import tempfile
+
+    src = sample_path("walk")
+    (tmp_path / "plain").write_text("a file")
+    code, _, err = run(["predict", str(src), "-o", str(tmp_path / "plain" / "x.bvh")], capsys)
+    one_line_error(code, err, "plain is a file, not a folder")
+
+    def no_room(*args, **kwargs):  # a read-only mount, /proc, a quota: only making a file tells
+        raise OSError(30, "Read-only file system")
+
+    monkeypatch.setattr(tempfile, "mkstemp", no_room)
+    from skelanim.io.atomic import check_can_write
+
+    with pytest.raises(OSError, match="Read-only file system") as info:
+        check_can_write(tmp_path / "out.bvh")
+    assert info.value.filename == str(tmp_path / "out.bvh")
+
+
+def test_a_take_that_cannot_be_written_is_kept(tmp_path: Path, capsys, monkeypatch):
+    """The writing fails after the performance (a disk filled meanwhile): the take goes to the temporary folder."""
+    from skelanim.serve import record
+
+    take = skelanim.load(sample_path("walk"))
+    monkeypatch.setattr(record.VMCRecorder, "__enter__", lambda self: self)
+    monkeypatch.setattr(record.VMCRecorder, "__exit__", lambda self, *exc: None)
+    monkeypatch.setattr(record.VMCRecorder, "__init__", lambda self, host, port: setattr(self, "port", port))
+    monkeypatch.setattr(record.VMCRecorder, "receive", lambda self, **kw: ["frames"])
+    monkeypatch.setattr(record, "frames_to_motion", lambda received, fps: take)
+    real_save = skelanim.save
+    out = tmp_path / "take.bvh"
+
+    def full_disk(motion, path, **kw):
+        if Path(path) == out:
+            raise OSError(28, "No space left on device", str(out))
+        real_save(motion, path, **kw)
+
+    monkeypatch.setattr(skelanim, "save", full_disk)
+    code, _, err = run(["record", str(out), "--port", "0", "--frames", "1", "--no-progress"], capsys)
+    lines = err.strip().splitlines()
+    assert code == 2 and lines[-1].startswith(f"error: {out}") and "No space left" in lines[-1]
+    assert lines[0].startswith(f"note: {out} could not be written; the take is kept in ")
+    kept = Path(lines[0].rsplit(" ", 1)[1])
+    try:
+        assert skelanim.load(kept).num_frames == take.num_frames
+    finally:
+        kept.unlink()
+
+
+def test_demo_refuses_an_unknown_clip_and_a_file_for_its_folder(tmp_path: Path, capsys):
+    for clip in ("foo", "humanoid.urdf"):  # the urdf is a bundled sample, not a clip
+        code, _, err = run(["demo", "-o", str(tmp_path / "d"), "--clip", clip], capsys)
+        one_line_error(code, err, "walk, run, jump")
+    assert not (tmp_path / "d").exists()
+    (tmp_path / "plain").write_text("a file")
+    code, _, err = run(["demo", "-o", str(tmp_path / "plain")], capsys)
+    one_line_error(code, err, "plain", "Not a directory")
+
+
+def test_empty_data_folders_are_named(tmp_path: Path, capsys):
+    (tmp_path / "empty").mkdir()
+    code, _, err = run(["ik", "eval", "--data", str(tmp_path / "empty")], capsys)
+    one_line_error(code, err, "empty", "no motion files")
+    model = tmp_path / "ik"
+    shutil.copytree(Path(skelanim.__file__).parent / "ik" / "pretrained", model)
+    code, _, err = run(["ik", "fit-corrector", str(model), "--data", str(tmp_path / "empty")], capsys)
+    one_line_error(code, err, "empty", "no motion files to fit on")
+
+
+def test_generate_bounds_its_length_and_temperature(tmp_path: Path, capsys):
+    for extra, said in ((["--seconds", "1e9"], "at most 600 s"), (["--content", "walk:400,run:300"], "more than 600 s"),
+                        (["--temperature", "inf"], "--temperature")):  # fmt: skip
+        argv = ["generate", "-n", "1", "-o", str(tmp_path / "g"), *(["--content", "walk"] if "--content" not in extra else []), *extra]
+        code, _, err = run(argv, capsys)
+        one_line_error(code, err, said)
+    assert not (tmp_path / "g").exists()
+
+
+def test_unreadable_binary_inputs_say_what_they_are_not(tmp_path: Path, capsys):
+    cases = {"empty.glb": b"", "noise.glb": bytes(range(200, 256)) * 4, "cut.glb": b"glTF\x02\x00\x00\x00\x10"}
+    said = {"empty.glb": "the file is empty", "noise.glb": "neither a binary glTF", "cut.glb": "cut short"}
+    for name, data in cases.items():
+        (tmp_path / name).write_bytes(data)
+        code, _, err = run(["info", str(tmp_path / name)], capsys)
+        one_line_error(code, err, name, said[name])
+    (tmp_path / "noise.npz").write_bytes(bytes(range(256)))
+    code, _, err = run(["ik", "solve", str(tmp_path / "noise.npz"), "-o", str(tmp_path / "x.bvh")], capsys)
+    one_line_error(code, err, "noise.npz", "not an .npz archive")
+    assert "allow_pickle" not in err and not (tmp_path / "x.bvh").exists()
+
+
+def test_stream_names_every_suffix_it_takes(tmp_path: Path, capsys):
+    (tmp_path / "take.xyz").write_text("?")
+    code, _, err = run(["stream", str(tmp_path / "take.xyz"), "--host", "127.0.0.1", "--frames", "1"], capsys)
+    one_line_error(code, err, "take.xyz", ".bvh", ".npz", ".csv")
+
+
+def test_a_deepmimic_target_clip_is_read(tmp_path: Path, capsys):
+    src = tmp_path / "walk.bvh"
+    skelanim.save(skelanim.load(sample_path("walk")), src)
+    out = tmp_path / "out.bvh"
+    code, _, err = run(["retarget", "run", str(src), "--to", str(tmp_path / "missing.txt"), "-o", str(out)], capsys)
+    one_line_error(code, err, "missing.txt")
+    (tmp_path / "broken.txt").write_text('{"Loop": "wrap"}')
+    code, _, err = run(["retarget", "run", str(src), "--to", str(tmp_path / "broken.txt"), "-o", str(out)], capsys)
+    one_line_error(code, err, "broken.txt", "Frames")
+    assert not out.exists()
+    code, _, err = run(["retarget", "run", str(src), "--to", str(sample_path("run")), "-o", str(out)], capsys)
+    assert code == 0, err
