@@ -150,3 +150,11 @@ def test_a_deepmimic_target_clip_is_read(tmp_path: Path, capsys):
     assert not out.exists()
     code, _, err = run(["retarget", "run", str(src), "--to", str(sample_path("run")), "-o", str(out)], capsys)
     assert code == 0, err
+
+
+def test_a_bvh_named_as_a_deepmimic_clip_is_told_so(tmp_path: Path, capsys):
+    src = tmp_path / "walk.txt"
+    skelanim.save(skelanim.load(sample_path("walk")), tmp_path / "walk.bvh")
+    (tmp_path / "walk.bvh").rename(src)
+    code, _, err = run(["info", str(src)], capsys)
+    one_line_error(code, err, "walk.txt:1: invalid JSON", "reads as a BVH file: name it .bvh")

@@ -324,7 +324,8 @@ def _parse(path: str | os.PathLike) -> tuple[dict[str, Any], np.ndarray]:
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise FormatError(f"invalid JSON: {exc.msg} (column {exc.colno})", path=path, line=exc.lineno) from None
+        hint = " (it reads as a BVH file: name it .bvh)" if text.lstrip().upper().startswith("HIERARCHY") else ""
+        raise FormatError(f"invalid JSON: {exc.msg} (column {exc.colno}){hint}", path=path, line=exc.lineno) from None
     except RecursionError:
         raise FormatError("invalid JSON: nested too deeply", path=path) from None
     if not isinstance(data, dict):
