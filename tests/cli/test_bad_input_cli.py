@@ -158,3 +158,12 @@ def test_a_bvh_named_as_a_deepmimic_clip_is_told_so(tmp_path: Path, capsys):
     (tmp_path / "walk.bvh").rename(src)
     code, _, err = run(["info", str(src)], capsys)
     one_line_error(code, err, "walk.txt:1: invalid JSON", "reads as a BVH file: name it .bvh")
+
+
+@pytest.mark.parametrize("argv", [["predict", "x.bvh", "-o", "y.bvh", "--seconds", "nan"],
+                                  ["stream", "x.bvh", "--speed=NaN"],
+                                  ["generate", "--content", "walk", "-o", "g", "--temperature", "nan"]])
+def test_nan_for_a_bounded_option_is_said_to_be_no_number(argv: list[str], capsys):
+    code, _, err = run(argv, capsys)
+    one_line_error(code, err, "is not a number")
+    assert "less than" not in err and "greater than" not in err  # not a bound it would have met

@@ -43,10 +43,26 @@ from skelanim.cli import recognize as _recognize  # noqa: F401
 _CLICK_ERROR = next(c for c in typer.BadParameter.__mro__ if c.__name__ == "ClickException")
 
 
-def _usage_line(err: Exception) -> str:
-    """A click usage error as one line: the command, the message, where to look."""
+def _given_value(err: Exception, argv: list[str]) -> str | None:
+    """The text given on the command line for the option a usage error is about (``--opt V`` or ``--opt=V``)."""
+    opts = getattr(getattr(err, "param", None), "opts", None) or []
+    for i, word in enumerate(argv):
+        for opt in opts:
+            if word == opt and i + 1 < len(argv):
+                return argv[i + 1]
+            if word.startswith(opt + "="):
+                return word[len(opt) + 1 :]
+    return None
+
+
+def _usage_line(err: Exception, argv: list[str] | None = None) -> str:
+    """A click usage error as one line: the command, the message, where to look. A bound said of a value that is
+    not a number at all (``nan``: every comparison fails) is said as that."""
     ctx = getattr(err, "ctx", None)
     message = " ".join(str(err.format_message()).split())  # type: ignore[attr-defined]
+    given = _given_value(err, sys.argv[1:] if argv is None else argv)
+    if given is not None and given.strip().lower() in ("nan", "+nan", "-nan") and "Input should be" in message:
+        message = message[: message.index("Input should be")] + f"{given} is not a number"
     if ctx is None:
         return message
     return f"{ctx.command_path}: {message} (see {ctx.command_path} --help)"
@@ -81,7 +97,7 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     except _CLICK_ERROR as err:
         if type(err).__name__ != "NoArgsIsHelpError":  # that one has printed the help already
-            print(f"error: {_usage_line(err)}", file=sys.stderr)
+            print(f"error: {_usage_line(err, argv)}", file=sys.stderr)
         return int(getattr(err, "exit_code", 2))
     return result if isinstance(result, int) and not isinstance(result, bool) else 0  # typer.Exit's code
 
