@@ -139,3 +139,18 @@ def test_selected_joints_broadcast_like_the_whole_tree_and_stay_on_the_input_dev
     _, meta_p = forward_kinematics_joints(torch.empty(5, 3, 3, 3, device="meta"), torch.empty(5, 3, 3, device="meta"),
                                           parents, [2])  # fmt: skip
     assert meta_p.device.type == "meta" and meta_p.shape == (5, 1, 3)
+
+
+def test_forward_kinematics_joints_takes_and_gives_numpy_like_forward_kinematics():
+    import numpy as np
+
+    from skelanim.core.kinematics import forward_kinematics, forward_kinematics_joints
+
+    rng = np.random.default_rng(0)
+    quats = rng.normal(size=(4, 5, 4))
+    trans = rng.normal(size=(4, 5, 3))
+    parents = [-1, 0, 1, 1, 3]
+    world_r, world_p = forward_kinematics_joints(quats, trans, parents, [4, 2])
+    _, full_p = forward_kinematics(quats, trans, parents)
+    assert isinstance(world_p, np.ndarray) and isinstance(world_r, np.ndarray)
+    assert np.allclose(world_p, full_p[:, [4, 2]], atol=1e-12)

@@ -40,6 +40,16 @@ def test_topology_helpers():
     assert np.array_equal(perm[perm], np.arange(sk.num_joints))
 
 
+def test_pelvis_is_where_the_body_branches():
+    sk = small_body()
+    assert sk.pelvis == 0  # the root branches
+    dummy = Skeleton(["Root", *sk.names], np.array([-1, *(p + 1 for p in sk.parents)]),
+                     torch.cat([torch.zeros(1, 3, dtype=torch.float64), sk.offsets]))  # a static root above it
+    assert dummy.pelvis == 1 and dummy.names[1] == "Hips"
+    chain = Skeleton(["A", "B", "C"], np.array([-1, 0, 1]), torch.zeros(3, 3))
+    assert chain.pelvis == 0  # never branches
+
+
 def test_topology_difference_names_the_first_difference():
     sk = small_body()
     assert sk.topology_difference(small_body()) is None and sk.same_topology(small_body())

@@ -325,3 +325,16 @@ def test_whole_number_parameters():
                           (lambda: butterworth(x, fps=30, cutoff=5, order=0), "order must be >= 1")]:  # fmt: skip
         with pytest.raises(ShapeError, match=message):
             call()
+
+
+def test_scipy_filters_say_they_pass_no_gradient():
+    import torch
+
+    from skelanim.ops import butterworth, one_euro, savgol
+
+    x = torch.randn(40, 3, dtype=torch.float64, requires_grad=True)
+    with pytest.warns(UserWarning, match="savgol runs in SciPy and passes no gradient back"):
+        assert not savgol(x, window=5).requires_grad
+    with pytest.warns(UserWarning, match="butterworth runs in SciPy"):
+        assert not butterworth(x, fps=30, cutoff=5).requires_grad
+    assert one_euro(x, fps=30).requires_grad  # torch throughout

@@ -208,6 +208,15 @@ def test_normalize_and_face_forward_real(relative, real):
     target = torch.zeros(3, dtype=torch.float64)
     target[2 if up != 2 else 1] = 1.0
     assert torch.allclose(facing_directions(out)[0], target, atol=1e-9)
+    # the body (Bandai's Hips, not its static joint_Root 4 m away) at the horizontal origin, and turned in place
+    pelvis = m.skeleton.pelvis
+    assert m.skeleton.names[pelvis] == {"bandai": "Hips", "cmu_cgspeed_mb": "Hips", "cmu_iclone_ccrig": "CC_Base_Hip"}[
+        relative.split("/")[0].removesuffix("_namco_1")]  # fmt: skip
+    horizontal = [a for a in range(3) if a != up]
+    assert float(p0[pelvis, horizontal].abs().max()) < 1e-9
+    turned = face_forward(m)
+    before, after = m.positions()[0, pelvis], turned.positions()[0, pelvis]
+    assert float((before - after).abs().max()) < 1e-9 * m.height
     # geometry is kept: pairwise distances at a later frame scale by exactly 1/height
     k = m.num_frames // 2
     pk, qk = m.positions()[k], out.positions()[k]

@@ -445,6 +445,7 @@ def _root_paths(parents: tuple[int, ...], joints: tuple[int, ...]) -> torch.Tens
         return torch.tensor([p + [len(parents)] * (depth - len(p)) for p in paths], dtype=torch.long)
 
 
+@numpy_in_numpy_out
 def forward_kinematics_joints(
     rotations: torch.Tensor,
     translations: torch.Tensor,

@@ -192,6 +192,16 @@ class Skeleton:
         return result
 
     @property
+    def pelvis(self) -> int:
+        """The joint where the body branches (legs and spine): from the root down single-child links to the first
+        joint with more than one child. The root itself on most skeletons; Bandai-Namco's ``Hips`` under its
+        static ``joint_Root``. A skeleton that never branches gives its root."""
+        joint = 0
+        while len(kids := self.children(joint)) == 1:
+            joint = kids[0]
+        return joint if kids else 0
+
+    @property
     def leaves(self) -> list[int]:
         """Joints without children."""
         has_child = np.zeros(self.num_joints, dtype=bool)

@@ -14,12 +14,15 @@ Arrays ``(F, ..., D)`` (frames first, e.g. ``(F, J, 3)``) are filtered along the
   derivative over the last axis, so a 3-D point gets one cutoff per sample whatever the orientation of
   the world axes; ``isotropic=False`` filters every scalar component on its own exactly as in the paper.
 
-Rotations and whole motions are smoothed by :mod:`skelanim.ops.smoothing`, built on these.
+Rotations and whole motions are smoothed by :mod:`skelanim.ops.smoothing`, built on these. :func:`savgol` and
+:func:`butterworth` run in SciPy, so their results carry no gradient (a tensor that needs one gets a warning);
+:func:`one_euro` is torch throughout and differentiable.
 """
 
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 import torch
@@ -41,10 +44,14 @@ def _frames_first(x: Tensor, name: str) -> Tensor:
     return t
 
 
-def _finite_numpy(t: Tensor, name: str) -> np.ndarray:
-    """``t`` as a float64 numpy array for scipy, refusing NaN and infinities."""
+def _finite_numpy(t: Tensor, name: str, filter_name: str) -> np.ndarray:
+    """``t`` as a float64 numpy array for scipy, refusing NaN and infinities; a warning when ``t`` needs a
+    gradient, which a SciPy filter cannot pass back."""
     if not torch.isfinite(t).all():
         raise ShapeError(f"{name} contains NaN or infinite values")
+    if t.requires_grad:
+        warnings.warn(f"{filter_name} runs in SciPy and passes no gradient back: its result is detached (one_euro "
+                      "keeps the graph)", stacklevel=4)  # fmt: skip
     return t.detach().cpu().numpy().astype(np.float64, copy=False)
 
 
@@ -124,7 +131,7 @@ def savgol(
     ``(F, ...)`` smoothed signal.
     """
     t = _frames_first(x, "x")
-    arr = _finite_numpy(t, "x")
+    arr = _finite_numpy(t, "x", "savgol")
     window, polyorder = _whole(window, "window"), _whole(polyorder, "polyorder")
     if polyorder < 0:
         raise ShapeError(f"polyorder must be >= 0, got {polyorder}")
@@ -171,7 +178,7 @@ def butterworth(
     if order < 1:
         raise ShapeError(f"order must be >= 1, got {order}")
     t = _frames_first(x, "x")
-    arr = _finite_numpy(t, "x")
+    arr = _finite_numpy(t, "x", "butterworth")
     if arr.shape[0] < 2:
         return t.clone()
     sos = butter(order, cutoff, btype="low", fs=fps, output="sos")

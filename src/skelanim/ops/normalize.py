@@ -1,4 +1,4 @@
-"""Normalisation: scale, unit height, root at the origin on the ground, facing a fixed direction.
+"""Normalisation: scale, unit height, the body at the origin on the ground, facing a fixed direction.
 
 Conventions
 -----------
@@ -72,7 +72,7 @@ def scale(motion: Motion, s: float) -> Motion:
 
 
 def normalize(motion: Motion, *, height: float | None = None, ground: bool = True, up_axis: int | str | None = None) -> Motion:
-    """Unit height, root at the horizontal origin and lowest point on the ground, at frame 0.
+    """Unit height, the body at the horizontal origin and the lowest point on the ground, at frame 0.
 
     Parameters
     ----------
@@ -82,15 +82,17 @@ def normalize(motion: Motion, *, height: float | None = None, ground: bool = Tru
         The height to divide by; default :attr:`Motion.height`.
     ground:
         Also shift along the up axis so that the lowest joint or End Site of frame 0 is at 0. When
-        ``False`` only the horizontal root position is moved.
+        ``False`` only the horizontal position is moved.
     up_axis:
         0, 1 or 2 (or ``"x"``, ``"y"``, ``"z"``); default :meth:`Motion.up_axis`. Also the axis the default ``height`` is measured along.
 
     Returns
     -------
     Motion
-        Lengths divided by ``height``; the whole trajectory translated so that at frame 0 the root's
-        horizontal coordinates are 0 (and, with ``ground``, the lowest point is at up-coordinate 0).
+        Lengths divided by ``height``; the whole trajectory translated so that at frame 0 the body's
+        horizontal coordinates are 0 (those of :attr:`Skeleton.pelvis <skelanim.Skeleton.pelvis>`: the root on
+        most skeletons, Bandai-Namco's ``Hips`` under its static root), and, with ``ground``, the lowest point is
+        at up-coordinate 0.
     """
     up = motion.up_axis() if up_axis is None else axis_index(up_axis)
     h = motion.height_along(up) if height is None else float(height)
@@ -99,13 +101,10 @@ def normalize(motion: Motion, *, height: float | None = None, ground: bool = Tru
     out = scale(motion, 1.0 / h)
     if out.num_frames == 0:
         return out
-    shift = -out.root_positions[0].clone()
-    if ground:
-        pos0 = out[0:1].positions(end_sites=True)[0]
-        shift[up] = -pos0[:, up].min()
-    else:
-        shift[up] = 0.0
-    return out.copy(root_positions=out.root_positions + shift)
+    pos0 = out[0:1].positions(end_sites=True)[0]
+    shift = -pos0[out.skeleton.pelvis].clone()  # the body, not a static dummy root above it
+    shift[up] = -pos0[:, up].min() if ground else 0.0
+    return out.copy(root_positions=out.root_positions + shift)  # every joint hangs from the root: all move
 
 
 @numpy_in_numpy_out
@@ -187,7 +186,8 @@ def rotate_about_up(
     angle:
         Radians, counter-clockwise seen from above (right-hand rule about +up).
     pivot:
-        ``(3,)`` point on the rotation axis; default the root position at frame 0.
+        ``(3,)`` point on the rotation axis; default the body's position at frame 0 (that of
+        :attr:`Skeleton.pelvis <skelanim.Skeleton.pelvis>`: the root on most skeletons).
     up_axis:
         0, 1 or 2 (or ``"x"``, ``"y"``, ``"z"``); default :meth:`Motion.up_axis`.
 
@@ -199,8 +199,11 @@ def rotate_about_up(
     up = _unit(motion.up_axis() if up_axis is None else axis_index(up_axis))
     q_yaw = axis_angle_to_quat(up, torch.tensor(float(angle), dtype=torch.float64))
     if pivot is None and motion.num_frames < 1:
-        raise ShapeError("rotate_about_up needs a pivot for a motion without frames (its default is frame 0's root)")
-    p = motion.root_positions[0] if pivot is None else as_tensor(pivot, dtype=torch.float64).reshape(3)
+        raise ShapeError("rotate_about_up needs a pivot for a motion without frames (its default is frame 0's body)")
+    if pivot is None:
+        p = motion[0:1].positions()[0, motion.skeleton.pelvis].to(torch.float64)
+    else:
+        p = as_tensor(pivot, dtype=torch.float64).reshape(3)
     rot = motion.rotations.clone()
     rot[:, 0] = quat_multiply(q_yaw, rot[:, 0])
     root = p + quat_apply(q_yaw, motion.root_positions - p)
@@ -223,7 +226,7 @@ def face_forward(motion: Motion, *, forward: str | ArrayLike = "+z", up_axis: in
     Returns
     -------
     Motion
-        The motion rotated about the vertical line through the root's first-frame position; its
+        The motion rotated about the vertical line through the body's first-frame position; its
         :func:`facing_directions` at frame 0 equals the horizontal ``forward``.
     """
     if motion.num_frames == 0:
