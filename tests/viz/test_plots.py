@@ -282,3 +282,23 @@ def test_an_upside_down_source_is_drawn_upright(walk: Motion) -> None:
     assert (drawn.positions[:, heads, 1] - drawn.floor).min() > 0.5 * drawn.height
     heights = lambda f: f.positions[..., f.up] - f.floor
     np.testing.assert_allclose(heights(drawn), heights(original), atol=1e-6 * original.height)
+
+
+def test_the_rig_elbow_is_read_past_its_twist_bones_and_its_floor_carrier_is_not_drawn(mocap_dir) -> None:
+    """The production rig's forearm has a twist bone 2e-4 cm from it: the elbow angle is taken to the next real
+    bone, which agrees with the angle between upper arm and forearm to the hand; its RL_BoneRoot on the floor
+    carries the body and is no bone to draw."""
+    from skelanim.io import load
+    from skelanim.viz._draw import joint_flexion, skeleton_figure
+
+    motion = load(mocap_dir / "cmu_iclone_ccrig/002_01.bvh")[::10]
+    sk = motion.skeleton
+    arm, elbow, hand = (sk.index(f"CC_Base_R_{n}") for n in ("Upperarm", "Forearm", "Hand"))
+    pos = motion.positions().numpy()
+    a, b = pos[:, elbow] - pos[:, arm], pos[:, hand] - pos[:, elbow]
+    cos = (a * b).sum(-1) / (np.linalg.norm(a, axis=-1) * np.linalg.norm(b, axis=-1))
+    by_hand = np.degrees(np.arccos(np.clip(cos, -1, 1)))
+    flexion = joint_flexion(motion, [elbow])[:, 0]
+    assert np.median(np.abs(flexion - by_hand)) < 3.0 and np.ptp(flexion) > 20  # it moves, as the arm does
+    figure = skeleton_figure(motion)
+    assert sk.index("RL_BoneRoot") not in figure.bones[:, 0]

@@ -569,3 +569,25 @@ def test_real_bvh_pair_side_by_side(open_viewer: Callable[..., ViewerPage], moca
         heights = [p["y"] for p in world]
         assert 1.2 < max(heights) - min(heights) < 2.3, "both figures are shown at human size in metres"
     assert view.errors == []
+
+
+@pytest.mark.parametrize(("relative", "carrier", "body"), [(BANDAI, "joint_Root", "Hips"),
+                                                            ("cmu_iclone_ccrig/002_01.bvh", "RL_BoneRoot", "CC_Base_Hip")])
+def test_the_viewer_shows_the_body_not_the_joints_that_carry_it(mocap_dir: Path, relative: str, carrier: str,
+                                                                  body: str) -> None:
+    """Bandai's static joint_Root at the origin (metres from the walk) and the rig's RL_BoneRoot on the floor are no
+    body parts: left out, the body's pelvis is the first point (what the page follows) and sits above the origin."""
+    from skelanim.io import load
+
+    motion = load(mocap_dir / relative)[:40]
+    payload = viewer.motion_payload(motion, name="x")
+    assert carrier not in payload["names"] and payload["names"][0] == body and payload["parents"][0] == -1
+    pos = decode_payload(payload)
+    assert np.abs(pos[0, 0, [0, 2]]).max() < 1e-3  # the pelvis above the origin at frame 0
+    names = payload["names"]
+    for point, parent in enumerate(payload["parents"]):  # every bone is one of the skeleton's, by name
+        if parent >= 0 and not payload["end_site"][point]:
+            child = motion.skeleton.index(names[point])
+            assert int(motion.skeleton.parents[child]) == motion.skeleton.index(names[parent])
+    spread = np.ptp(pos[0], axis=0)  # one body, not a body and a far-off carrier: about its own height across
+    assert spread.max() < 1.2 * payload["height"]

@@ -146,7 +146,10 @@ def skeleton_figure(motion: Motion) -> Figure3D:
     # joint at the origin joined to a walking hip (Bandai-Namco's joint_Root)
     length = np.linalg.norm(pos[:, edges[:, 1]] - pos[:, edges[:, 0]], axis=-1)
     rigid = (length.max(axis=0) - length.min(axis=0)) <= 0.1 * height
-    return Figure3D(pos, edges[rigid], sides[rigid], up, height, float(pos[..., up].min()), centre)
+    # nor is a bone from a joint above the body that carries it (the production rig's RL_BoneRoot on the floor)
+    carriers = skeleton.chain(0, skeleton.pelvis)[:-1]
+    drawn = rigid & ~np.isin(edges[:, 0], carriers)
+    return Figure3D(pos, edges[drawn], sides[drawn], up, height, float(pos[..., up].min()), centre)
 
 
 def horizontal_axes(up: int) -> tuple[int, int]:
@@ -310,9 +313,9 @@ def resolve_joints(skeleton: Skeleton, joints: list[str | int] | tuple[str | int
 
 
 def _bone_child(skeleton: Skeleton, joint: int) -> int | None:
-    """The first descendant (first child first) at a non-zero rest distance, else the joint's End Site
+    """The first descendant (first child first) at a rest distance above a thousandth of the height, else the joint's End Site
     as index ``J + k`` (``k`` its rank in ``sorted(end_sites)``), else ``None``."""
-    tiny = 1e-6 * max(skeleton.height(), 1e-9)
+    tiny = 1e-3 * max(skeleton.height(), 1e-9)  # a twist bone 2e-4 cm from its joint is no bone (the rig's forearm)
     rest = skeleton.rest_positions()
     stack = skeleton.children(joint)
     while stack:

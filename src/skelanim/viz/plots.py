@@ -29,7 +29,6 @@ from matplotlib.figure import Figure
 
 from skelanim.core.motion import Motion
 from skelanim.core.units import up_to_y_matrix
-from skelanim.data.rig import body_root
 from skelanim.errors import ShapeError, SkeletonError, UnsupportedFormatError
 from skelanim.io.atomic import atomic_path
 from skelanim.io.gltf import export_scale
@@ -80,7 +79,7 @@ def _rows(
 
 
 def _default_trajectory_joints(m: Motion) -> Defaults:
-    rows: Defaults = [("root", body_root(m))]  # the hips, not a static dummy joint 0 (Bandai's joint_Root)
+    rows: Defaults = [("root", m.skeleton.pelvis)]  # the hips, not a carrier above them (Bandai's joint_Root)
     try:
         lf, rf = find_feet(m.skeleton)[:2]
         rows += [("left foot", lf), ("right foot", rf)]
@@ -128,8 +127,9 @@ def plot_trajectories(
     motions:
         One motion or several to compare.
     joints:
-        Joint names (or indices); default the root and the two feet. The root is the body root
-        (:func:`skelanim.data.rig.body_root`): joint 1 when joint 0 is a static dummy above the hips.
+        Joint names (or indices); default the root and the two feet. The root is the body's
+        (:attr:`Skeleton.pelvis <skelanim.Skeleton.pelvis>`): the hips, not a joint above them that carries the
+        body (Bandai-Namco's static ``joint_Root``, the production rig's ``RL_BoneRoot`` on the floor).
     labels:
         Legend names, one per motion.
     """
@@ -257,7 +257,8 @@ def plot_poses(
             ax.text(k * slot, -0.08 * fig3d.height, f"{f / m.fps:.2f} s", ha="center", va="top", fontsize=7)
         ax.axhline(0.0, color="0.6", lw=0.8)
         ax.set_xlim(-0.5 * slot, (len(frames) - 0.5) * slot)
-        ax.set_ylim(-0.2 * fig3d.height, 1.15 * fig3d.height)
+        top = float((fig3d.positions[frames][..., fig3d.up] - fig3d.floor).max())  # a jump's head stays in
+        ax.set_ylim(-0.2 * fig3d.height, max(1.15 * fig3d.height, top + 0.05 * fig3d.height))
         ax.set_aspect("equal")
         ax.set_xticks([])
         ax.set_yticks([])

@@ -11,7 +11,11 @@ from :meth:`skelanim.core.motion.Motion.positions`, turned into the viewer's fra
   turned onto +Y by a proper rotation (handedness kept);
 - **metres**: the length unit is guessed from the figure's height (:func:`skelanim.core.units.guess_unit`);
 - **grounded and centred**: the lowest point over all frames sits on the floor ``y = 0`` and frame 0's
-  root is above the origin (so clips from different captures overlay);
+  body (:attr:`Skeleton.pelvis <skelanim.Skeleton.pelvis>`) is above the origin (so clips from different
+  captures overlay);
+- **the body only**: joints above the pelvis (Bandai-Namco's static ``joint_Root`` at the origin, the
+  production rig's ``RL_BoneRoot`` on the floor) are left out, so no bone runs from them to the body and the
+  camera frames and follows the body (its first point);
 
 quantised per axis to 16 bits over the motion's bounding box (error below ``extent / 131070``, a
 fraction of a millimetre for a room-sized capture) and base64-encoded, about 8 bytes per joint per frame.
@@ -92,6 +96,17 @@ def up_direction(names: Sequence[str], positions: np.ndarray, axis: int | None =
     return (int(extent.argmax()) if axis is None else axis), 1.0
 
 
+def body_points(motion: Motion) -> list[int]:
+    """Indices into ``positions(end_sites=True)`` of the points the viewer shows: every joint from
+    :attr:`Skeleton.pelvis <skelanim.Skeleton.pelvis>` down and their End Sites (joints above the body are
+    carriers, not body parts)."""
+    skeleton = motion.skeleton
+    above = set(skeleton.chain(0, skeleton.pelvis)[:-1])
+    ends = sorted(skeleton.end_sites)
+    return ([j for j in range(skeleton.num_joints) if j not in above]
+            + [skeleton.num_joints + k for k, j in enumerate(ends) if j not in above])  # fmt: skip
+
+
 def viewer_positions(motion: Motion, *, source: str | None = None) -> tuple[np.ndarray, float, float]:
     """World positions of ``motion`` in the viewer's frame.
 
@@ -100,8 +115,8 @@ def viewer_positions(motion: Motion, *, source: str | None = None) -> tuple[np.n
     Returns
     -------
     positions:
-        ``(F, J+E, 3)`` float64, metres-ish, Y up, floor at 0, frame 0's root above the origin; joints then
-        End Sites (order of ``motion.end_site_names()``).
+        ``(F, P, 3)`` float64, metres-ish, Y up, floor at 0, frame 0's body above the origin: the
+        :func:`body_points` of the joints then End Sites (order of ``motion.end_site_names()``).
     scale:
         Metres per file unit that was applied.
     height:
@@ -116,6 +131,7 @@ def viewer_positions(motion: Motion, *, source: str | None = None) -> tuple[np.n
     if not pos.size:
         raise ViewerError("the motion has no frames; there is nothing to view", path=source)
     pos = pos @ up_to_y_matrix(*up_direction(names, pos, motion.up_axis())).numpy().T
+    pos = pos[:, body_points(motion)]
     height_units = float((pos[..., 1].max(axis=1) - pos[..., 1].min(axis=1)).max())
     scale = metres_per_unit(height_units)
     pos *= scale
@@ -183,12 +199,15 @@ def motion_payload(motion: Motion, *, name: str, source: str | None = None) -> d
     pos, scale, height = viewer_positions(motion, source=source)
     encoded, lo, step = quantize(pos)
     skeleton = motion.skeleton
-    end_parents = sorted(skeleton.end_sites)
+    kept = body_points(motion)
+    index = {point: i for i, point in enumerate(kept)}  # old point -> new; the pelvis's parent is left out
+    parents = skeleton.parents.tolist() + sorted(skeleton.end_sites)
+    names = skeleton.names + motion.end_site_names()
     return {
         "name": name,
-        "names": skeleton.names + motion.end_site_names(),
-        "parents": skeleton.parents.tolist() + end_parents,
-        "end_site": [False] * skeleton.num_joints + [True] * len(end_parents),
+        "names": [names[p] for p in kept],
+        "parents": [index.get(parents[p], -1) for p in kept],
+        "end_site": [p >= skeleton.num_joints for p in kept],
         "fps": float(motion.fps),
         "frames": motion.num_frames,
         "height": float(height),
