@@ -89,6 +89,12 @@ def test_units_do_not_change_normalised_values(long_walk: Motion) -> None:
         assert b[key] == pytest.approx(a[key], rel=1e-6), key
     assert (a["units"], b["units"]) == (long_walk.metadata.get("units"), long_walk.metadata.get("units"))
     assert (a["units_guess"], b["units_guess"]) == ("m", "cm")  # the DeepMimic walk is in metres
+    # lengths in metres: by the units the motion says it has, else by the guess from the height
+    said = gait_analysis(cm.copy(metadata={**cm.metadata, "units": "cm"})).to_dict()
+    guessed = gait_analysis(cm.copy(metadata={k: v for k, v in cm.metadata.items() if k != "units"})).to_dict()
+    for key in ("stride_length_m", "walking_speed_m_per_s", "step_width_m"):
+        assert said[key] == pytest.approx(a[key], rel=1e-9) and guessed[key] == pytest.approx(a[key], rel=1e-9), key
+    assert a["stride_length_m"] == pytest.approx(a["stride_length"])  # metres already
 
 
 def test_report_is_json_with_the_documented_keys(long_walk: Motion) -> None:

@@ -37,14 +37,20 @@ def gait(
         typer.echo(json.dumps({"file": str(file), **facts}, indent=2))
         return
     units = report.units or facts["units_guess"]  # lengths below in the file's units, guessed from the height
+
+    def in_metres(key: str, per: str) -> str:
+        return "" if units == "m" or facts[key] is None else f" = {facts[key]:.3f} m{per}"
+
     lines = [
         ("file", str(file)),
         ("gait cycles", f"{report.num_cycles} ({facts['num_heel_strikes']} heel strikes)"),
         ("cadence", f"{report.cadence:.1f} steps/min"),
         ("stride time", f"{report.stride_time:.3f} s"),
-        ("stride length", f"{report.stride_length:.4g} {units} ({facts['stride_length_per_height']:.3f} heights)"),
+        ("stride length", (f"{report.stride_length:.4g} {units}{in_metres('stride_length_m', '')} "
+                          f"({facts['stride_length_per_height']:.3f} heights)")),
         ("step width", f"{report.step_width:.4g} {units} ({facts['step_width_per_height'] or float('nan'):.3f} heights)"),
-        ("walking speed", f"{report.walking_speed:.4g} {units}/s ({facts['walking_speed_per_height']:.3f} heights/s)"),
+        ("walking speed", (f"{report.walking_speed:.4g} {units}/s{in_metres('walking_speed_m_per_s', '/s')} "
+                          f"({facts['walking_speed_per_height']:.3f} heights/s)")),
         ("stance / swing", (f"{report.stance_fraction:.1%} / {1 - report.stance_fraction:.1%} "
                             f"(ratio {report.stance_swing_ratio:.2f})")),
     ]

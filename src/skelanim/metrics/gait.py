@@ -34,7 +34,9 @@ Definitions (all computed from world joint positions, :meth:`Motion.positions`)
   forward, so left-handed files work too.
 
 Curves are time-normalised per cycle to 0-100 % in 101 samples (linear interpolation between frames).
-Lengths are in the file's units; ``*_per_height`` values divide by the body height. Up axis and height
+Lengths are in the file's units; ``*_per_height`` values divide by the body height, and ``*_m`` / ``*_m_per_s``
+values are in metres (by the motion's ``metadata["units"]`` where known, else the unit guessed from the height,
+:func:`~skelanim.core.units.guess_unit`: CMU's files are in their own unit). Up axis and height
 come from :meth:`Motion.up_axis <skelanim.core.motion.Motion.up_axis>` and :attr:`Motion.height
 <skelanim.core.motion.Motion.height>` (the animated pose, not only the rest pose).
 """
@@ -49,7 +51,7 @@ from scipy.ndimage import gaussian_filter1d
 
 from skelanim.core.motion import Motion
 from skelanim.core.skeleton import Skeleton
-from skelanim.core.units import guess_unit
+from skelanim.core.units import UNITS, guess_unit
 from skelanim.errors import ShapeError, SkelanimError, SkeletonError
 from skelanim.ops.contacts import find_feet, foot_contacts
 
@@ -283,6 +285,12 @@ class GaitReport:
         return 120.0 / self.stride_time
 
     @property
+    def metres_per_unit(self) -> float:
+        """Metres per length unit: the file's units where they are known (:data:`~skelanim.core.units.UNITS`),
+        else the unit guessed from the height (:func:`~skelanim.core.units.guess_unit`)."""
+        return UNITS.get(str(self.units), UNITS[guess_unit(self.height)])
+
+    @property
     def stride_length(self) -> float:
         """Mean stride length, file units."""
         return _mean([c.stride_length for c in self.cycles])
@@ -343,6 +351,10 @@ class GaitReport:
             "height": h,
             "units": self.units,
             "units_guess": guess_unit(h),  # from the height, as `skelanim info` guesses it
+            # the lengths in metres, by the file's units where known, else by the guess
+            "stride_length_m": num(self.stride_length * self.metres_per_unit),
+            "step_width_m": num(self.step_width * self.metres_per_unit),
+            "walking_speed_m_per_s": num(self.walking_speed * self.metres_per_unit),
             "fps": self.fps,
             "duration_s": self.duration,
             "heel_strikes": {k: v.tolist() for k, v in self.heel_strikes.items()},

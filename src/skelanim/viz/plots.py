@@ -318,13 +318,14 @@ def plot_gait_report(report: GaitReport, *, label: str | None = None) -> Figure:
     ax.set_title("foot contact", fontsize=9)
     ax = axes[1, 1]
     ax.axis("off")
-    units = report.units or "units"
     facts = report.to_dict()
+    units = report.units or facts["units_guess"]  # the file's, else guessed from the height (as the CLI says)
+    metric = "" if units == "m" else f" = {facts['stride_length_m']:.2f} m"
     lines = [
         f"cycles: {report.num_cycles}",
         f"cadence: {report.cadence:.1f} steps/min",
         f"stride time: {report.stride_time:.3f} s",
-        f"stride length: {report.stride_length:.3g} {units} ({facts['stride_length_per_height']:.2f} heights)",
+        f"stride length: {report.stride_length:.3g} {units}{metric} ({facts['stride_length_per_height']:.2f} heights)",
         f"step width: {report.step_width:.3g} {units}",
         f"walking speed: {report.walking_speed:.3g} {units}/s ({facts['walking_speed_per_height']:.2f} heights/s)",
         f"stance / swing: {report.stance_fraction:.0%} / {1 - report.stance_fraction:.0%}",
