@@ -212,3 +212,14 @@ def test_cmu_131_walks_are_plausible(mocap_dir: Path, relative: str) -> None:
 def test_real_non_walk_is_refused(mocap_dir: Path) -> None:
     with pytest.raises(GaitError, match="no gait cycles"):
         gait_analysis(_load(mocap_dir, "bandai_namco_1/dataset-1_bow_normal_001.bvh"))
+
+
+def test_feet_that_land_together_make_no_gait_cycle(mocap_dir: Path) -> None:
+    """CMU 01_01 jumps about on both feet: its left and right strikes pair up a frame apart (12 each), which
+    the alternation rule counted as 12 cycles of a walk at 67 steps/min; now it is no walk. Real walks keep
+    their cycles (the mid-cycle strike of the other foot)."""
+    jumps = _load(mocap_dir, "cmu_cgspeed_mb/01_01.bvh")
+    with pytest.raises(GaitError, match="5%-95% of the way.*is this a walk"):
+        gait_analysis(jumps)
+    walk = gait_analysis(_load(mocap_dir, "cmu_cgspeed_max/131_01.bvh"))
+    assert walk.num_cycles == 3 and 90 < walk.cadence < 110

@@ -62,6 +62,9 @@ __all__ = [
 
 SAMPLES = 101
 SIDES = ("left", "right")
+#: Where in a cycle of one foot the other foot's strike may fall (fractions of the cycle): about half-way in walking
+#: and running; within 5 % of either end both feet land together (a jump, a hop), which is no gait cycle.
+ALTERNATION = (0.05, 0.95)
 #: Contact speed threshold for gait events, in body heights per second (see the module docstring).
 SPEED_FRACTION = 1.0
 #: Contact height threshold, fraction of the body height (as :func:`~skelanim.ops.contacts.foot_contacts`).
@@ -418,7 +421,10 @@ def gait_analysis(
         for s, e in zip(strikes[side][:-1], strikes[side][1:]):
             time = (e - s) / motion.fps
             stride = float(np.linalg.norm(pos[e, leg.ankle, horiz] - pos[s, leg.ankle, horiz]))
-            alternates = int(np.count_nonzero((other > s) & (other < e))) == 1
+            between = other[(other > s) & (other < e)]
+            # one strike of the other foot, not at the ends of the cycle (walking and running put it near 50 %);
+            # at an end the feet land together: a jump or a hop (CMU 01_01's strikes pair up a frame apart)
+            alternates = len(between) == 1 and ALTERNATION[0] <= (between[0] - s) / (e - s) <= ALTERNATION[1]
             if not (min_cycle <= time <= max_cycle) or stride < min_stride * height or not alternates:
                 continue
             speed = float(np.linalg.norm(root[e] - root[s])) / time
@@ -431,7 +437,7 @@ def gait_analysis(
         raise GaitError(
             f"no gait cycles found ({counts} heel strikes in {motion.duration:.2f} s; a cycle needs two strikes "
             f"of one foot {min_cycle:g}-{max_cycle:g} s and {min_stride:g} heights apart, with one strike of the "
-            f"other foot between them); is this a walk?"
+            f"other foot between them, {ALTERNATION[0]:.0%}-{ALTERNATION[1]:.0%} of the way); is this a walk?"
         )
     order = np.argsort([c.start for c in cycles], kind="stable")
     cycles = [cycles[i] for i in order]
