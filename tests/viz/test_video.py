@@ -307,3 +307,27 @@ def test_a_one_joint_skeleton_renders_without_numeric_warnings(tmp_path: Path) -
         warnings.simplefilter("error")
         frames = list(video.render_frames([motion], fps=10, size=(64, 48), progress=False))
     assert len(frames) == 5 and frames[0].shape == (48, 64, 3)
+
+
+def test_the_camera_keeps_a_short_run_in_the_picture() -> None:
+    """The bundled 0.8 s run: with the camera trailing by half a second it ran out of the left edge and its head
+    out of the top in 6 of 23 frames; now every drawn joint projects inside the image in every frame."""
+    import numpy as np
+
+    import skelanim
+    from skelanim.data.samples import sample_path
+    from skelanim.viz import video
+    from skelanim.viz._draw import follow_camera, skeleton_figure
+
+    motion = skelanim.load(sample_path("run"))
+    figure, fps = skeleton_figure(motion), 30.0
+    count = int(motion.duration * fps)
+    frames = video.frame_indices(motion, fps, count)
+    panel = video._Panel([(0, figure, frames, "run")], fps, count)
+    drawn = np.unique(figure.bones)
+    width, height = 640, 480
+    for k in range(count):
+        cam = follow_camera(panel.targets[k], panel.view_dir, panel.up, distance=2.3 * panel.height,
+                            elevation_deg=15.0, size=(width, height))  # fmt: skip
+        xy = cam.project(cam.to_camera(figure.positions[frames[k]][drawn]))
+        assert (xy >= 0).all() and (xy[:, 0] <= width).all() and (xy[:, 1] <= height).all(), f"frame {k}"

@@ -118,9 +118,15 @@ class _Panel:
         self.height = max(f.height for _, f, _, _ in items)
         self.floor = min(f.floor for _, f, _, _ in items)
         roots = np.mean([f.centre[idx] for _, f, idx, _ in items], axis=0)  # (count, 3)
-        roots = gaussian_filter1d(roots, sigma=max(0.5 * fps, 1e-3), axis=0, mode="nearest") if count > 1 else roots
+        # the camera trails the body by about half a second, less in a short clip (a 0.8 s run must not leave it)
+        sigma = max(min(0.5 * fps, count / 8.0), 1e-3)
+        roots = gaussian_filter1d(roots, sigma=sigma, axis=0, mode="nearest") if count > 1 else roots
         self.targets = roots.copy()
-        self.targets[:, self.up] = self.floor + 0.45 * self.height
+        # aimed at mid-body over the floor, raised with a jump so that the head stays in (the view spans about
+        # 0.7 heights above and below its aim)
+        top = np.max([f.positions[idx][..., self.up].max(axis=-1) for _, f, idx, _ in items], axis=0)  # (count,)
+        aim = np.maximum(self.floor + 0.45 * self.height, top - 0.55 * self.height)
+        self.targets[:, self.up] = gaussian_filter1d(aim, sigma=sigma, mode="nearest") if count > 1 else aim
         up_vec = np.zeros(3)
         up_vec[self.up] = 1.0
         travel = travel_direction(first.centre, self.up)
