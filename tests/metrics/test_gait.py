@@ -109,8 +109,8 @@ def test_report_is_json_with_the_documented_keys(long_walk: Motion) -> None:
 def test_not_walking_is_a_clear_error(walk: Motion) -> None:
     with pytest.raises(GaitError, match="no gait cycles found.*is this a walk"):
         gait_analysis(skelanim.load(sample_path("jump")))
-    with pytest.raises(GaitError, match="no gait cycles"):
-        gait_analysis(walk)  # a single stride: one heel strike per foot at most
+    with pytest.raises(GaitError, match="no gait cycles"):  # a single stride: one heel strike per foot at most
+        gait_analysis(walk.copy(metadata={**walk.metadata, "loop": "none"}))  # (a loop is played in a row)
     with pytest.raises(GaitError, match="2 frame"):
         gait_analysis(walk[0:2])
     sk = walk.skeleton
@@ -223,3 +223,15 @@ def test_feet_that_land_together_make_no_gait_cycle(mocap_dir: Path) -> None:
         gait_analysis(jumps)
     walk = gait_analysis(_load(mocap_dir, "cmu_cgspeed_max/131_01.bvh"))
     assert walk.num_cycles == 3 and 90 < walk.cadence < 110
+
+
+def test_a_one_stride_loop_is_analysed_as_played_in_a_row(walk: Motion) -> None:
+    """The bundled DeepMimic walk is one stride ("Loop": "wrap", 1.27 s): alone it holds no whole cycle of each
+    foot, so it is played in a row; its cadence is then two steps per loop duration, a closed form."""
+    assert walk.metadata["loop"] == "wrap" and walk.duration < 1.5
+    report = gait_analysis(walk)
+    assert report.loop_plays == 4 and report.num_cycles >= 4  # 4 plays: the first 4 s
+    assert report.cadence == pytest.approx(2 * 60.0 / walk.duration, rel=1e-6)
+    assert report.to_dict()["loop_plays"] == 4
+    with pytest.raises(GaitError, match="no gait cycles"):  # not said to loop: as it is
+        gait_analysis(walk.copy(metadata={**walk.metadata, "loop": "none"}))

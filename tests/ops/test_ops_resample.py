@@ -110,3 +110,23 @@ def test_resample_real(real):
     rot, root = scipy_reference(m, 30.0, out.num_frames)
     assert float(quat_geodesic(out.rotations, rot).max()) < 1e-9
     assert torch.allclose(out.root_positions, root, atol=1e-9 * m.height)
+
+
+def test_repeat_loop_plays_a_loop_in_a_row(looped_walk) -> None:
+    """Against the tests' own tiling of the bundled one-stride walk (frames 0..F-2 per loop, the root moved on by
+    the loop's travel each time); the last frame closes the last play."""
+    import skelanim
+    from skelanim.data.samples import sample_path
+    from skelanim.ops import repeat_loop
+
+    walk = skelanim.load(sample_path("walk"))
+    played = repeat_loop(walk, 3)
+    n = walk.num_frames - 1
+    assert played.num_frames == 3 * n + 1 and played.fps == walk.fps and played.metadata["loop"] == "wrap"
+    reference = looped_walk(3)
+    torch.testing.assert_close(played.positions()[: 3 * n], reference.positions(), atol=1e-12, rtol=0)
+    travel = walk.root_positions[-1] - walk.root_positions[0]
+    torch.testing.assert_close(played.root_positions[-1], walk.root_positions[-1] + 2 * travel)
+    torch.testing.assert_close(repeat_loop(walk, 1).positions(), walk.positions(), atol=0, rtol=0)  # the clip
+    with pytest.raises(ShapeError, match="cannot play 0 time"):
+        repeat_loop(walk, 0)

@@ -43,7 +43,8 @@ def gait(
 
     lines = [
         ("file", str(file)),
-        ("gait cycles", f"{report.num_cycles} ({facts['num_heel_strikes']} heel strikes)"),
+        ("gait cycles", f"{report.num_cycles} ({facts['num_heel_strikes']} heel strikes"
+                        + (f"; the loop played {report.loop_plays} times in a row)" if report.loop_plays > 1 else ")")),
         ("cadence", f"{report.cadence:.1f} steps/min"),
         ("stride time", f"{report.stride_time:.3f} s"),
         ("stride length", (f"{report.stride_length:.4g} {units}{in_metres('stride_length_m', '')} "

@@ -43,6 +43,7 @@ come from :meth:`Motion.up_axis <skelanim.core.motion.Motion.up_axis>` and :attr
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -54,6 +55,7 @@ from skelanim.core.skeleton import Skeleton
 from skelanim.core.units import UNITS, guess_unit
 from skelanim.errors import ShapeError, SkelanimError, SkeletonError
 from skelanim.ops.contacts import find_feet, foot_contacts
+from skelanim.ops.resample import repeat_loop
 
 __all__ = [
     "GaitCycle", "GaitError", "GaitReport", "Leg", "angle_between", "bone_ancestor", "find_legs", "gait_analysis",
@@ -65,6 +67,9 @@ SIDES = ("left", "right")
 #: Where in a cycle of one foot the other foot's strike may fall (fractions of the cycle): about half-way in walking
 #: and running; within 5 % of either end both feet land together (a jump, a hop), which is no gait cycle.
 ALTERNATION = (0.05, 0.95)
+#: A clip that loops (``metadata["loop"] == "wrap"``) shorter than this (seconds) is analysed as played in a row
+#: (:func:`~skelanim.ops.repeat_loop`) to at least this long.
+LOOPED_SECONDS = 4.0
 #: Contact speed threshold for gait events, in body heights per second (see the module docstring).
 SPEED_FRACTION = 1.0
 #: Contact height threshold, fraction of the body height (as :func:`~skelanim.ops.contacts.foot_contacts`).
@@ -258,6 +263,9 @@ class GaitReport:
         ``(W,)`` step widths at heel strikes, file units.
     knee_flexion, hip_flexion:
         ``(C, 101)`` degrees per cycle (row ``i`` for ``cycles[i]``, its own side's leg), 0-100 % of the cycle.
+    loop_plays:
+        How many times a looping clip was played in a row to be analysed (1: as it is); frames, strikes, cycles
+        and ``duration`` are of the played motion.
     """
 
     fps: float
@@ -271,6 +279,7 @@ class GaitReport:
     knee_flexion: np.ndarray
     hip_flexion: np.ndarray
     extra: dict[str, Any] = field(default_factory=dict)
+    loop_plays: int = 1
 
     @property
     def num_cycles(self) -> int:
@@ -360,6 +369,7 @@ class GaitReport:
             "walking_speed_m_per_s": num(self.walking_speed * self.metres_per_unit),
             "fps": self.fps,
             "duration_s": self.duration,
+            "loop_plays": self.loop_plays,
             "heel_strikes": {k: v.tolist() for k, v in self.heel_strikes.items()},
             "cycles": [asdict(c) for c in self.cycles],
         }
@@ -401,6 +411,11 @@ def gait_analysis(
     """
     if motion.num_frames < 3:
         raise GaitError(f"cannot analyse gait of a motion with {motion.num_frames} frame(s)")
+    plays = 1
+    if motion.metadata.get("loop") == "wrap" and motion.duration < LOOPED_SECONDS:
+        # a loop (DeepMimic's walk is one stride): played in a row until it lasts long enough to hold cycles
+        plays = math.ceil(LOOPED_SECONDS / max(motion.duration, 1e-9))
+        motion = repeat_loop(motion, plays)
     legs = find_legs(motion.skeleton)
     pos = motion.positions().numpy()
     up, height = motion.up_axis(), motion.height
@@ -465,4 +480,5 @@ def gait_analysis(
         knee_flexion=np.stack(knees)[order],
         hip_flexion=np.stack(hips)[order],
         extra={"legs": {s: asdict(legs[s]) for s in SIDES}, "joint_names": motion.skeleton.names},
+        loop_plays=plays,
     )

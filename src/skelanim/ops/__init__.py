@@ -10,7 +10,7 @@ module                    functions
                           :func:`facing_directions`, :func:`rotate_about_up`
 :mod:`.filters`           :func:`savgol`, :func:`butterworth`, :func:`one_euro` (positions, any array)
 :mod:`.smoothing`         :func:`smooth`, :func:`smooth_rotations`, :func:`quat_continuous` (manifold)
-:mod:`.resample`          :func:`resample`, :func:`sample_times`, :func:`sample_frames`
+:mod:`.resample`          :func:`resample`, :func:`sample_times`, :func:`sample_frames`, :func:`repeat_loop`
 :mod:`.mirror`            :func:`mirror`, :func:`mirror_skeleton`, :func:`mirror_quat`, :func:`mirror_permutation`,
                           :func:`lateral_axis`, :func:`joint_reflections` (the mirror on the same rig)
 :mod:`.contacts`          :func:`foot_contacts`, :func:`find_feet`
@@ -31,7 +31,7 @@ from skelanim.ops.mirror import (
     mirror_skeleton,
 )
 from skelanim.ops.normalize import face_forward, facing_directions, normalize, root_relative, rotate_about_up, scale
-from skelanim.ops.resample import resample, sample_frames, sample_times
+from skelanim.ops.resample import repeat_loop, resample, sample_frames, sample_times
 from skelanim.ops.smoothing import quat_continuous, smooth, smooth_rotations
 from skelanim.ops.subset import collapse, rename
 
@@ -55,6 +55,7 @@ __all__ = [
     "one_euro",
     "quat_continuous",
     "rename",
+    "repeat_loop",
     "resample",
     "root_relative",
     "rotate_about_up",

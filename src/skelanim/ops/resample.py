@@ -21,7 +21,7 @@ from skelanim.core.motion import Motion
 from skelanim.core.rotations import quat_slerp
 from skelanim.errors import ShapeError
 
-__all__ = ["resample", "sample_frames", "sample_times"]
+__all__ = ["repeat_loop", "resample", "sample_frames", "sample_times"]
 
 
 def sample_times(num_frames: int, fps_in: float, fps_out: float) -> torch.Tensor:
@@ -122,3 +122,37 @@ def sample_frames(motion: Motion, indices: torch.Tensor, fps: float) -> Motion:
     return motion.copy(
         rotations=rot, root_positions=root, joint_translations=jt, fps=float(fps), metadata=dict(motion.metadata)
     )
+
+
+def repeat_loop(motion: Motion, times: int) -> Motion:
+    """A looping clip played ``times`` times in a row.
+
+    A loop's last frame is where it starts again, moved on by the loop's travel (DeepMimic's ``"Loop": "wrap"``:
+    time wraps at the last frame to frame 0 plus the root's travel from the first frame to the last). Each play is
+    frames ``0 .. F - 2`` with the root path moved on by ``r`` travels, and the last play ends with the clip's last
+    frame, so the result has ``times * (F - 1) + 1`` frames and one play is the clip itself.
+
+    Parameters
+    ----------
+    motion:
+        The loop (not modified), at least 2 frames.
+    times:
+        Number of plays, at least 1.
+
+    Returns
+    -------
+    Motion
+        The plays; rotations and joint translations as in the loop, root positions ``p + r * (p[-1] - p[0])``
+        in play ``r`` (a loop that turns is repeated without its turn).
+    """
+    if times < 1 or motion.num_frames < 2:
+        raise ShapeError(f"a loop of {motion.num_frames} frame(s) cannot play {times} time(s): 2 frames and 1 play at least")
+    travel = motion.root_positions[-1] - motion.root_positions[0]
+    last = motion.num_frames - 1
+    index = torch.cat([torch.arange(last).repeat(times), torch.tensor([last])])
+    plays = torch.cat([torch.arange(times).repeat_interleave(last), torch.tensor([times - 1])])
+    root = motion.root_positions[index] + plays[:, None].to(motion.root_positions.dtype) * travel
+    jt = None if motion.joint_translations is None else motion.joint_translations[index]
+    return motion.copy(rotations=motion.rotations[index], root_positions=root, joint_translations=jt,
+                       metadata=dict(motion.metadata))  # fmt: skip
+
