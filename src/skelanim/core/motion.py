@@ -221,8 +221,11 @@ class Motion:
         *Posed*: the axis along which joints named like head/neck lie farthest from joints named like
         feet/ankles/toes, averaged over up to 64 evenly spaced frames. *Rest*: :meth:`Skeleton.up_axis`.
         Where they agree that is the answer; where they differ, Y if either says Y (Bandai-Namco's rest
-        pose lies along X; a crawl's mean pose lies flat), else the posed axis. Checked on every file of
-        the shared mocap set.
+        pose lies along X; a crawl's mean pose lies flat), else the posed axis. One exception: a Y-up rest
+        pose whose motion stands along another axis and travels least along it (the body's pelvis, as
+        gravity keeps a walker's vertical travel the smallest) is up along that axis: a Z-up capture of a
+        Y-up skeleton, where a crawl travels along its length and a get-up rises. Checked on every file of
+        the shared mocap set, and on Z-up turns of its walks.
         """
         rest = self.skeleton.up_axis()
         heads, feet = head_and_feet(self.skeleton.names)
@@ -230,7 +233,12 @@ class Motion:
             return rest
         pos = self._sample_positions()
         posed = int((pos[:, heads].mean(1) - pos[:, feet].mean(1)).mean(0).abs().argmax())
-        return rest if rest == posed else (1 if 1 in (rest, posed) else posed)
+        if rest == posed:
+            return rest
+        if rest == 1:
+            travel = (pos[:, self.skeleton.pelvis].max(0).values - pos[:, self.skeleton.pelvis].min(0).values).tolist()
+            return posed if travel[posed] < min(t for a, t in enumerate(travel) if a != posed) else 1
+        return 1 if posed == 1 else posed
 
     def up_direction(self) -> tuple[int, float]:
         """:meth:`up_axis` and its sign: ``-1.0`` when the heads lie below the feet along it (an upside-down
