@@ -167,3 +167,11 @@ def test_nan_for_a_bounded_option_is_said_to_be_no_number(argv: list[str], capsy
     code, _, err = run(argv, capsys)
     one_line_error(code, err, "is not a number")
     assert "less than" not in err and "greater than" not in err  # not a bound it would have met
+
+
+def test_a_device_named_as_a_motion_file_is_refused_not_read_forever(tmp_path: Path, capsys):
+    if not Path("/dev/urandom").exists():
+        pytest.skip("no /dev/urandom here")
+    (tmp_path / "noise.bvh").symlink_to("/dev/urandom")
+    code, _, err = run(["info", str(tmp_path / "noise.bvh")], capsys)
+    one_line_error(code, err, "noise.bvh", "not a regular file")

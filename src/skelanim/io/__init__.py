@@ -20,7 +20,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING
 
 from skelanim.core.motion import Motion
-from skelanim.errors import UnsupportedFormatError
+from skelanim.errors import FormatError, UnsupportedFormatError
 
 if TYPE_CHECKING:
     from skelanim.io.positions import JointPositions
@@ -40,6 +40,8 @@ POSITION_FORMATS: dict[str, str] = {
 
 
 def _module_for(path: str | os.PathLike, table: dict[str, str], what: str) -> ModuleType:
+    if os.path.exists(path) and not os.path.isfile(path) and not os.path.isdir(path):
+        raise FormatError("not a regular file (a device, a pipe or a socket: it may never end)", path=path)
     suffix = Path(path).suffix.lower()
     if suffix not in table:
         known = ", ".join(sorted(table))
