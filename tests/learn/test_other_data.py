@@ -120,6 +120,14 @@ def test_recognition_and_generation_with_a_label_pattern_on_another_skeleton(xia
     assert code == 0, err
     obj = json.loads(out)
     assert obj["baseline_cnn"] is None and set(obj["per_class"]) == {"01", "13"}  # no shipped baseline for this rig
+    # evaluate reads the contents of its sets by the same pattern, for 'recognised'
+    code, out, err = _run(capsys, ["evaluate", str(xia), str(xia), "--recognizer", str(rec), "--labels", XIA_LABELS, "--json"])
+    assert code == 0, err
+    compared = json.loads(out)
+    assert all(0 < compared[k]["recognised"] <= 1 for k in ("a", "b"))  # 3 files of 01, 2 of 13: any answer hits
+    code, out, err = _run(capsys, ["evaluate", str(xia), str(xia), "--recognizer", str(rec), "--json"])
+    assert code == 0, err  # by default Xia's names read as CONTENT_STYLE_TAKE: contents 'angry', ... it never says
+    assert json.loads(out)["a"]["recognised"] == 0.0
 
     gen = tmp_path / "gen"
     code, _, err = _run(capsys, ["learn", "generate", "train", *data, "--vae-epochs", "1", "--gan-epochs", "1",

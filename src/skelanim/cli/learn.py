@@ -465,14 +465,32 @@ def evaluate_cmd(
     recognizer: Path | None = typer.Option(
         None, "--recognizer", help="Recogniser for FID/diversity (default: the shipped one)."
     ),
+    labels: str | None = typer.Option(
+        None, "--labels", help="How the file names carry their content, for 'recognised': 'bandai', 'generated' or a "
+        "regular expression with a named group content (default: either of the first two).",
+    ),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
 ) -> None:
     """Compare two sets of motion files with every metric (FID, diversity, recognition, jerk, foot skating, ...)."""
     import skelanim
     from skelanim.data.dataset import expand_paths
-    from skelanim.data.labels import known_labels
+    from skelanim.data.labels import LabelError, known_labels, label_parser
     from skelanim.learn.recognize import Recognizer
     from skelanim.metrics.compare import compare_sets
+
+    try:
+        parse = label_parser(labels) if labels is not None else known_labels
+    except ValueError as err:
+        raise typer.BadParameter(str(err), param_hint="--labels") from None
+    if parse is None:
+        raise typer.BadParameter("'none' names no content; leave --labels out to compare without 'recognised'",
+                                 param_hint="--labels")  # fmt: skip
+
+    def content_of(path: Path) -> str | None:
+        try:
+            return parse(path).get("content")
+        except LabelError:  # a name the scheme does not match: unlabelled
+            return None
 
     suffixes = tuple(skelanim.io.MOTION_FORMATS)
     files = {k: expand_paths([p], suffixes=suffixes) for k, p in (("a", set_a), ("b", set_b))}
@@ -483,11 +501,12 @@ def evaluate_cmd(
     contents: dict[str, Any] = {}
     unlabelled = []
     for k, v in files.items():
-        found = [known_labels(f).get("content") for f in v]  # the datasets' names, or skelanim generate's
+        found = [content_of(f) for f in v]  # the datasets' names, or skelanim generate's, or --labels
         contents[k] = None if None in found else found
         if contents[k] is None:
-            unlabelled.append(f"set {k}: its file names carry no content label (dataset-N_CONTENT_STYLE_TAKE or "
-                              "CONTENT_STYLE_TAKE), so 'recognised' is left out")  # fmt: skip
+            scheme = "--labels" if labels is not None else "dataset-N_CONTENT_STYLE_TAKE or CONTENT_STYLE_TAKE"
+            unlabelled.append(f"set {k}: its file names carry no content label ({scheme}), so 'recognised' is "
+                              "left out")  # fmt: skip
     rec = Recognizer.load(recognizer)
     res = compare_sets(
         motions["a"], motions["b"], embed=rec.embed_motions, contents_a=contents["a"], contents_b=contents["b"]
