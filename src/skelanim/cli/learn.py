@@ -467,7 +467,7 @@ def evaluate_cmd(
     ),
     labels: str | None = typer.Option(
         None, "--labels", help="How the file names carry their content, for 'recognised': 'bandai', 'generated' or a "
-        "regular expression with a named group content (default: either of the first two).",
+        "regular expression with a named group content; names it does not match are read by the first two (default).",
     ),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
 ) -> None:
@@ -489,8 +489,8 @@ def evaluate_cmd(
     def content_of(path: Path) -> str | None:
         try:
             return parse(path).get("content")
-        except LabelError:  # a name the scheme does not match: unlabelled
-            return None
+        except LabelError:  # a name the pattern does not match: the known schemes (skelanim generate's), else none
+            return known_labels(path).get("content")
 
     suffixes = tuple(skelanim.io.MOTION_FORMATS)
     files = {k: expand_paths([p], suffixes=suffixes) for k, p in (("a", set_a), ("b", set_b))}
