@@ -181,3 +181,20 @@ def test_eval_data_defaults_to_skelanim_data(tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("SKELANIM_DATA", str(tmp_path / "elsewhere"))
     code, _, err = run(["retarget", "eval", "--methods", "copy", "--clips", "1"], capsys)
     assert code == 2 and str(tmp_path / "elsewhere" / "cmu_cgspeed_mb") in err
+
+
+def test_a_take_retargeted_onto_its_own_skeleton_comes_back_and_others_stand_on_its_floor(short_files, tmp_path, capsys):
+    """The production rig's takes stand a metre below its origin (lowest joint about -94 cm): its own take comes
+    back as it was (it rose by 94 cm before), and a Bandai walk retargeted onto it stands on that floor too."""
+    rig = short_files["ccrig"]
+    out = tmp_path / "self.bvh"
+    code, _, err = run(["retarget", str(rig), "--to", str(rig), "-o", str(out)], capsys)
+    assert code == 0, err
+    take, back = skelanim.load(rig), skelanim.load(out)
+    assert float(take.positions()[..., 1].min()) < -0.5 * take.height  # the rig's floor, far below y = 0
+    assert float((back.positions() - take.positions()).abs().max()) < 1e-6 * take.height
+    onto = tmp_path / "onto.bvh"
+    code, _, err = run(["retarget", str(short_files["bandai"]), "--to", str(rig), "-o", str(onto)], capsys)
+    assert code == 0, err
+    lowest, floor = float(skelanim.load(onto).positions()[..., 1].min()), float(take.positions()[..., 1].min())
+    assert abs(lowest - floor) < 0.05 * take.height

@@ -84,7 +84,7 @@ def run(
         return
     target_motion = skelanim.load(to)
     target = target_motion.skeleton
-    from skelanim.retarget.retargeter import make_rig
+    from skelanim.retarget.retargeter import make_rig, target_floor_of
 
     # a motion calibrates its skeleton's bone frames where its zero pose is no body pose
     source_rig = make_rig(motion if calibrate else motion.skeleton, source_map, source=str(src))
@@ -92,7 +92,8 @@ def run(
     if show_map:
         assert source_rig.mapping is not None and target_rig.mapping is not None
         typer.echo(f"source {src}:\n{source_rig.mapping.describe()}\ntarget {to}:\n{target_rig.mapping.describe()}")
-    result = Retargeter(source_rig, target_rig, method, model=model)(motion)
+    floor = target_floor_of(target_rig, target_motion)  # where the --to file's figure stands
+    result = Retargeter(source_rig, target_rig, method, model=model, target_floor=floor)(motion)
     skelanim.save(result, out)
     typer.echo(f"wrote {out} ({result.num_frames} frames at {result.fps:g} fps, {target.num_joints} joints, method {method})")
 

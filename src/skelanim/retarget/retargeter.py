@@ -39,7 +39,7 @@ from skelanim.retarget.online import OnnxStep, onnx_available
 from skelanim.retarget.rig import CanonicalRig, calibrate_rig, canonical_locals, frames_from_locals
 
 __all__ = ["CLEARANCE", "DEFAULT_MODEL", "METHODS", "RUNTIMES", "RetargetError", "Retargeter", "floor_level", "load_nkn",
-           "make_rig"]  # fmt: skip
+           "make_rig", "target_floor_of"]  # fmt: skip
 
 METHODS: tuple[str, ...] = ("copy", "ik", "nkn", "naive")
 #: How :meth:`Retargeter.step` runs.
@@ -60,6 +60,14 @@ def floor_level(feet_heights: Tensor, height: float) -> float:
     0 where their lowest point is within :data:`CLEARANCE` of the height of it, else that point."""
     level = float(feet_heights.min())
     return 0.0 if abs(level) <= CLEARANCE * height else level
+
+
+def target_floor_of(rig: CanonicalRig, motion: Motion) -> float:
+    """The floor of a clip of ``rig``'s skeleton in its canonical space (:func:`floor_level` of its feet), for
+    :class:`Retargeter`'s ``target_floor``."""
+    local = quat_to_matrix(motion.rotations.to(torch.float64))
+    _, positions, _ = rig.encode_matrices(local, motion.local_translations(), None)
+    return floor_level(positions[:, list(FEET), 1], rig.height)
 
 
 class RetargetError(SkelanimError):
@@ -146,8 +154,12 @@ class Retargeter:
         Frame rate of streamed frames (:meth:`step`); clips use their own.
     floor : float, optional
         Height of the source's floor (world up is +Y). Default: for a clip, its lowest foot or toe joint
-        (files differ: the production rig's floor lies a metre below its origin); for a stream, 0. The
-        target's floor is 0: hips heights are scaled from the floor up.
+        (files differ: the production rig's floor lies a metre below its origin); for a stream, 0. Hips
+        heights are scaled from the floor up.
+    target_floor : float, optional
+        Height of the target's floor in its canonical space (up +Y), where the result stands. Default: when the
+        target is given as a clip, that clip's (:func:`target_floor_of`; the production rig's takes stand a metre
+        below its origin), so that a take retargeted onto its own skeleton comes back as it was; else 0.
     runtime : str
         How :meth:`step` runs (:data:`RUNTIMES`): ``auto`` an onnxruntime graph of the frame where the
         method allows (not ``ik``) and eager torch otherwise, ``onnx`` insist on it, ``torch`` always eager.
@@ -169,6 +181,7 @@ class Retargeter:
         model: NKN | str | os.PathLike | None = None,
         fps: float = 30.0,
         floor: float | None = None,
+        target_floor: float | None = None,
         runtime: str = "auto",
     ) -> None:
         if method not in METHODS:
@@ -179,9 +192,15 @@ class Retargeter:
             raise RetargetError(f"fps must be a positive number, got {fps!r}")
         if floor is not None and not (isinstance(floor, (int, float)) and math.isfinite(floor)):
             raise RetargetError(f"floor must be a finite number or None, got {floor!r}")
+        if target_floor is not None and not (isinstance(target_floor, (int, float)) and math.isfinite(target_floor)):
+            raise RetargetError(f"target_floor must be a finite number or None, got {target_floor!r}")
         self.runtime = runtime
         self.source = make_rig(source_skeleton, source_map, source_rest, calibration=source_calibration)
         self.target = make_rig(target_skeleton, target_map, target_rest, calibration=target_calibration)
+        if target_floor is None:
+            clip = isinstance(target_skeleton, Motion) and target_skeleton.num_frames > 0
+            target_floor = target_floor_of(self.target, target_skeleton) if clip else 0.0  # type: ignore[arg-type]
+        self.target_floor = float(target_floor)
         self.method = method
         self.fps = float(fps)
         self.floor = floor
@@ -286,6 +305,8 @@ class Retargeter:
         world = t.decode_world(frames)
         if extras is not None and extra_world is not None:
             world[:, extras[0]] = extra_world @ extras[2]
+        if self.target_floor:  # every method works above a floor at 0: the whole body moves onto the target's
+            hips = hips + torch.tensor([0.0, self.target_floor, 0.0], dtype=hips.dtype)
         root, trans = t.place_root(hips)
         return t.locals_from_world(world, self._varying), root, trans, contacts, state
 
