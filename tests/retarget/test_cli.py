@@ -198,3 +198,12 @@ def test_a_take_retargeted_onto_its_own_skeleton_comes_back_and_others_stand_on_
     assert code == 0, err
     lowest, floor = float(skelanim.load(onto).positions()[..., 1].min()), float(take.positions()[..., 1].min())
     assert abs(lowest - floor) < 0.05 * take.height
+
+
+def test_the_shipped_nkn_without_calibration_is_warned_of(short_files, tmp_path, capsys):
+    out = tmp_path / "nc.bvh"
+    argv = ["retarget", str(short_files["bandai"]), "--to", str(short_files["cmu_mb"]), "-o", str(out), "--method", "nkn"]
+    code, _, err = run([*argv, "--no-calibrate"], capsys)
+    assert code == 0 and err.startswith("warning: this NKN model was trained on calibrated bone frames") and out.exists()
+    code, _, err = run(argv, capsys)
+    assert code == 0 and "warning" not in err

@@ -93,7 +93,11 @@ def run(
         assert source_rig.mapping is not None and target_rig.mapping is not None
         typer.echo(f"source {src}:\n{source_rig.mapping.describe()}\ntarget {to}:\n{target_rig.mapping.describe()}")
     floor = target_floor_of(target_rig, target_motion)  # where the --to file's figure stands
-    result = Retargeter(source_rig, target_rig, method, model=model, target_floor=floor)(motion)
+    retargeter = Retargeter(source_rig, target_rig, method, model=model, target_floor=floor)
+    if retargeter.net is not None and retargeter.net.config.calibrated_frames and not calibrate:
+        typer.echo("warning: this NKN model was trained on calibrated bone frames; without --calibrate its limbs "
+                   "are off (foot skating 2.9 times the calibrated run's on a Bandai walk onto CMU)", err=True)  # fmt: skip
+    result = retargeter(motion)
     skelanim.save(result, out)
     typer.echo(f"wrote {out} ({result.num_frames} frames at {result.fps:g} fps, {target.num_joints} joints, method {method})")
 
