@@ -407,6 +407,7 @@ def generate_cmd(
     import skelanim
     from skelanim.data.labels import LabelError, known_labels
     from skelanim.io.atomic import atomic_paths
+    from skelanim.learn.common import skeleton_mismatch
     from skelanim.learn.generate import Generator
     from skelanim.learn.generate_long import sample_plan
 
@@ -421,12 +422,7 @@ def generate_cmd(
         for p, motion in zip(interpolate, motions):
             lab = known_labels(p)
             if not motion.skeleton.same_topology(gen.rig.skeleton):
-                raise skelanim.errors.SkeletonError(
-                    f"the generator was trained on a {gen.rig.skeleton.num_joints}-joint skeleton "
-                    f"({', '.join(gen.rig.skeleton.names[:4])}, ...); this motion has "
-                    f"{gen.rig.skeleton.topology_difference(motion.skeleton)}",
-                    path=p,
-                )
+                raise skelanim.errors.SkeletonError(skeleton_mismatch("generator", gen.rig.skeleton, motion.skeleton), path=p)
             chosen = (content or lab.get("content"), style or lab.get("style"))  # the command line wins
             if None in chosen:
                 missing = " and ".join(k for k, v in zip(("--content", "--style"), chosen, strict=True) if v is None)

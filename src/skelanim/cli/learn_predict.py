@@ -197,7 +197,7 @@ def predict_eval(
     the MLP, the three averaged (combined) and the zero- and constant-velocity baselines. A predictor not named
     is the shipped one, left out when the named ones work on another skeleton."""
     from skelanim.errors import SkeletonError
-    from skelanim.learn.forecast import skeleton_mismatch
+    from skelanim.learn.common import skeleton_mismatch
     from skelanim.learn.predict import LEARNED, CombinedPredictor, Predictor, evaluate_prediction, same_setting
 
     if plot is not None:
@@ -225,7 +225,7 @@ def predict_eval(
         loaded = load_dataset(data, reference.fps, threads, not as_json, labels=labels)
         if not loaded.clips[0].skeleton.same_topology(reference.rig.skeleton):
             motion = loaded.clips[0]
-            raise SkeletonError(skeleton_mismatch(reference.rig, motion) + " (--retarget tests it through the model's "
+            raise SkeletonError(skeleton_mismatch("predictor", reference.rig.skeleton, motion.skeleton) + " (--retarget tests it through the model's "
                                 "skeleton)", path=motion.path)  # fmt: skip
         ds = split_parts(loaded, split, seed, need="test")["test"]
         where = f"{split} split"
@@ -295,7 +295,8 @@ def predict_cmd(
     """Continue IN by SECONDS of predicted motion (from its last second): OUT is IN unchanged, then the prediction."""
     import skelanim
     from skelanim.cli.files import check_output
-    from skelanim.learn.forecast import predict_motion, predict_retargeted, skeleton_mismatch
+    from skelanim.learn.common import skeleton_mismatch
+    from skelanim.learn.forecast import predict_motion, predict_retargeted
     from skelanim.learn.predict import LEARNED, METHODS, CombinedPredictor, Predictor
 
     if method not in METHODS:
@@ -321,7 +322,7 @@ def predict_cmd(
     other = not motion.skeleton.same_topology(net.rig.skeleton)
     if other and not retarget:
         hint = " (--retarget predicts it through the model's skeleton)"
-        raise skelanim.errors.SkeletonError(skeleton_mismatch(net.rig, motion) + hint, path=str(src))
+        raise skelanim.errors.SkeletonError(skeleton_mismatch("predictor", net.rig.skeleton, motion.skeleton) + hint, path=str(src))
     try:
         if other:
             result = predict_retargeted(motion, method=method, model=net, seconds=seconds, mapping=mapping)

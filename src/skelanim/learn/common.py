@@ -17,6 +17,7 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
+from skelanim.core.skeleton import Skeleton
 from skelanim.data.dataset import BANDAI_TEST_STYLES, BANDAI_VAL_STYLES, MotionDataset
 from skelanim.data.rig import Rig
 from skelanim.errors import FormatError
@@ -25,7 +26,7 @@ from skelanim.nn.layers import ForwardKinematics
 
 __all__ = ["Normalizer", "export_for_shipping", "file_balance_weights", "load_folder", "load_model", "load_weights",
            "pretrained_dir",
-           "provenance", "resolved_options", "rig_fk", "set_threads", "split_dataset", "spread_sample"]  # fmt: skip
+           "provenance", "resolved_options", "rig_fk", "set_threads", "skeleton_mismatch", "split_dataset", "spread_sample"]  # fmt: skip
 
 #: Tensors kept in float32 by :func:`export_for_shipping` (statistics, not weights).
 KEEP_FLOAT32 = ("norm.mean", "norm.std", "step_scale", "latent_mean", "latent_chol", "input_low", "input_high")
@@ -101,6 +102,14 @@ def load_folder(
     if config.get("format") != fmt:
         raise FormatError(f"not a {fmt} model (config.json format is {config.get('format')!r})", path=path)
     return tensors, config, path
+
+
+def skeleton_mismatch(model: str, trained: Skeleton, given: Skeleton) -> str:
+    """The message for motion on another skeleton than a model's: what the ``model`` (``"predictor"``,
+    ``"recogniser"``, ...) was trained on and the first way ``given`` differs
+    (:meth:`~skelanim.core.skeleton.Skeleton.topology_difference`)."""
+    return (f"the {model} was trained on a {trained.num_joints}-joint skeleton ({', '.join(trained.names[:4])}, ...); "
+            f"this motion has {trained.topology_difference(given) or 'the same joints'}")
 
 
 def split_dataset(ds: MotionDataset, split: str, *, seed: int = 0) -> dict[str, MotionDataset | None]:

@@ -14,16 +14,17 @@ from torch import Tensor
 
 from skelanim.core.motion import Motion
 from skelanim.core.rotations import quat_inverse, quat_multiply
-from skelanim.data.clips import Clip, clip_from_motion
+from skelanim.data.clips import clip_from_motion
 from skelanim.data.dataset import MotionDataset
 from skelanim.data.features import from_reference_frame, to_reference_frame
 from skelanim.data.rig import Rig
 from skelanim.errors import FormatError, SkeletonError
+from skelanim.learn.common import skeleton_mismatch
 from skelanim.learn.predict import CombinedPredictor, Predictor
 from skelanim.learn.predictors import constant_velocity, zero_velocity
 from skelanim.ops.resample import sample_frames
 
-__all__ = ["model_reference_motion", "predict_motion", "predict_retargeted", "retarget_onto_model", "skeleton_mismatch"]
+__all__ = ["model_reference_motion", "predict_motion", "predict_retargeted", "retarget_onto_model"]
 
 #: Input continued on the model's skeleton beyond the second the prediction reads (seconds): the headings and
 #: velocities of the first observed frames need frames before them.
@@ -67,7 +68,7 @@ def predict_motion(motion: Motion, *, method: str = "rnn", model: Predictor | Co
     if rig is None:
         raise ValueError("predict_motion needs a model or a rig")
     if not motion.skeleton.same_topology(rig.skeleton):
-        raise SkeletonError(skeleton_mismatch(rig, motion))
+        raise SkeletonError(skeleton_mismatch("predictor", rig.skeleton, motion.skeleton))
     observed = model.observed if model is not None else 25
     fps = model.fps if model is not None else 25.0
     # the model-rate frames end on the input's last frame, so every method continues from it exactly
@@ -179,12 +180,6 @@ def model_reference_motion(model: Predictor | CombinedPredictor) -> Motion:
     rot = first.mean_pose()[None]  # (1, M, 3, 3)
     pelvis = first.norm.mean.detach()[None, -3:].double() * first.rig.height
     return first.rig.to_motion(rot, pelvis, first.fps)
-
-
-def skeleton_mismatch(rig: Rig, motion: Motion | Clip) -> str:
-    """The message for a motion (or a dataset's clip) on another skeleton than the predictor's rig."""
-    return (f"the predictor was trained on a {rig.skeleton.num_joints}-joint skeleton ({', '.join(rig.skeleton.names[:4])}, "
-            f"...); this motion has {rig.skeleton.topology_difference(motion.skeleton) or 'the same joints'}")  # fmt: skip
 
 
 def motion_frames(ds: MotionDataset) -> int:

@@ -40,7 +40,7 @@ from skelanim.data.dataset import MotionDataset
 from skelanim.data.labels import Vocabulary, known_labels
 from skelanim.data.rig import Rig
 from skelanim.errors import SkeletonError
-from skelanim.learn.common import Normalizer, load_model, resolved_options
+from skelanim.learn.common import Normalizer, load_model, resolved_options, skeleton_mismatch
 from skelanim.learn.joints import (
     IN_CHANNELS,
     PATH_CHANNELS,
@@ -252,9 +252,7 @@ class Recognizer(nn.Module):
             ``windows`` ``(W, 2)``, ``probs`` ``(W, C)``, ``features`` ``(W, D)``.
         """
         if not ds.rig.skeleton.same_topology(self.rig.skeleton):
-            raise SkeletonError(f"the recogniser was trained on a {self.rig.skeleton.num_joints}-joint skeleton "
-                                f"({', '.join(self.rig.skeleton.names[:4])}, ...); this motion has "
-                                f"{self.rig.skeleton.topology_difference(ds.rig.skeleton)}", path=ds.clips[0].path)  # fmt: skip
+            raise SkeletonError(skeleton_mismatch("recogniser", self.rig.skeleton, ds.rig.skeleton), path=ds.clips[0].path)
         length = length or self.window
         win = ds.windows(length, stride)
         keys = ("rot", "pelvis", "yaw", "positions")
@@ -283,9 +281,7 @@ class Recognizer(nn.Module):
         for i, m in enumerate(motions):
             if not m.skeleton.same_topology(self.rig.skeleton):
                 where = m.metadata.get("path") or f"motion {i}"
-                raise ValueError(f"{where}: the recogniser was trained on a {self.rig.skeleton.num_joints}-joint "
-                                 f"skeleton ({', '.join(self.rig.skeleton.names[:4])}, ...); this motion has "
-                                 f"{self.rig.skeleton.topology_difference(m.skeleton)}")  # fmt: skip
+                raise ValueError(f"{where}: {skeleton_mismatch('recogniser', self.rig.skeleton, m.skeleton)}")
         clips = [clip_from_motion(m, fps=self.fps, name=f"motion{i}", path=str(m.metadata.get("path", "")),
                                   labels=known_labels(m.metadata["path"]) if m.metadata.get("path") else None)
                  for i, m in enumerate(motions)]  # fmt: skip
