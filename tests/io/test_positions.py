@@ -255,6 +255,11 @@ def test_corrupt_binary_files(tmp_path):
     swapped.write_bytes(good.read_bytes())
     with pytest.raises(FormatError, match=r"swapped\.npy: expected a bare \.npy array, found an \.npz archive"):
         positions.load(swapped)
+    bare = tmp_path / "bare.npy"
+    positions.save(small(), bare)
+    (tmp_path / "bare_as.npz").write_bytes(bare.read_bytes())
+    with pytest.raises(FormatError, match=r"bare_as\.npz: expected an \.npz archive, found a bare \.npy array"):
+        positions.load(tmp_path / "bare_as.npz")
     assert zipfile.is_zipfile(good)
 
 

@@ -214,25 +214,31 @@ def _numpy_reason(exc: Exception) -> str:
     return str(exc)
 
 
+_NPZ_MAGIC, _NPY_MAGIC = b"PK\x03\x04", b"\x93NUMPY"
+
+
 def _require_magic(path: str | os.PathLike, magic: bytes, what: str) -> None:
-    """Refuse a file that does not start as ``what`` does (numpy would try to read it as a pickle)."""
+    """Refuse a file that does not start as ``what`` does (numpy would try to read it as a pickle); an .npz
+    archive where an .npy array is expected, or the other way round, is named as such."""
     try:
         with open(path, "rb") as handle:
-            head = handle.read(len(magic))
+            head = handle.read(len(_NPY_MAGIC))
     except OSError:
         return  # np.load reports it
-    if head != magic:
+    if magic == _NPY_MAGIC and head.startswith(_NPZ_MAGIC):
+        raise FormatError("expected a bare .npy array, found an .npz archive", path=path)
+    if magic == _NPZ_MAGIC and head.startswith(_NPY_MAGIC):
+        raise FormatError("expected an .npz archive, found a bare .npy array", path=path)
+    if not head.startswith(magic):
         raise FormatError(f"not {what} (it does not start with {magic!r})", path=path)
 
 
 def _load_npz(path: str | os.PathLike) -> JointPositions:
-    _require_magic(path, b"PK\x03\x04", "an .npz archive")
+    _require_magic(path, _NPZ_MAGIC, "an .npz archive")
     try:
         archive = np.load(path, allow_pickle=False)
     except (ValueError, OSError, EOFError, zipfile.BadZipFile) as exc:
         raise FormatError(f"not a readable .npz archive ({_numpy_reason(exc)})", path=path) from None
-    if not isinstance(archive, np.lib.npyio.NpzFile):
-        raise FormatError("expected an .npz archive, found a bare .npy array", path=path)
     with archive:
         try:
             keys = set(archive.files)
@@ -292,14 +298,7 @@ def _load_npz(path: str | os.PathLike) -> JointPositions:
 
 
 def _load_npy(path: str | os.PathLike) -> JointPositions:
-    try:
-        with open(path, "rb") as handle:
-            zipped = handle.read(4) == b"PK\x03\x04"
-    except OSError:
-        zipped = False
-    if zipped:
-        raise FormatError("expected a bare .npy array, found an .npz archive", path=path)
-    _require_magic(path, b"\x93NUMPY", "an .npy array")
+    _require_magic(path, _NPY_MAGIC, "an .npy array")
     try:
         array = np.load(path, allow_pickle=False)
     except (ValueError, OSError, EOFError) as exc:
