@@ -126,9 +126,9 @@ def split_dataset(ds: MotionDataset, split: str, *, seed: int = 0) -> dict[str, 
     """
     if split == "none":
         return {"train": ds, "val": None, "test": ds}
-    unstyled = [c.path for c in ds.clips if not c.labels.get("style")]
-    if split.partition(":")[0] == "style" and unstyled:
-        raise ValueError(f"split {split!r} needs a style in every file name, and {unstyled[0]} has none; "
+    unstyled = next((c.path for c in ds.clips if not c.labels.get("style")), None)
+    if split.partition(":")[0] == "style" and unstyled is not None:
+        raise ValueError(f"split {split!r} needs a style in every file name, and {unstyled} has none; "
                          "use --split file or none")  # fmt: skip
     if split == "style":
         return ds.split_by_style(test=BANDAI_TEST_STYLES, val=BANDAI_VAL_STYLES)
