@@ -128,11 +128,11 @@ def test_eval_json_quick(mocap_dir, capsys):
                           "--max-frames", "30", "--json", "--no-calibrate"], capsys)  # fmt: skip
     assert code == 0, err
     plain = json.loads(out)
-    # calibration turns limbs about their bones: positions (reference error, skating) are the same, but the
-    # Bandai source's knees and elbows now bend about the humanoid's hinges (full run: 0.40 of frames off them,
+    # calibration turns limbs about their bones, and levels the production rig's feet as its takes hold them
+    # (retarget.stance), which brings the reference closer (1.176 against 1.192 uncalibrated on these 30 frames);
+    # the Bandai source's knees and elbows now bend about the humanoid's hinges (full run: 0.40 of frames off them,
     # against 0.996 uncalibrated)
-    assert plain["reference"]["copy"]["overall"] == pytest.approx(report["reference"]["copy"]["overall"], abs=1e-9)
-    assert plain["proportions"]["copy"]["skate"] == pytest.approx(report["proportions"]["copy"]["skate"], abs=1e-9)
+    assert report["reference"]["copy"]["overall"] < plain["reference"]["copy"]["overall"]
     assert report["proportions"]["copy"]["limits"] < plain["proportions"]["copy"]["limits"] - 0.3
 
 

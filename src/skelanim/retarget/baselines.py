@@ -34,6 +34,7 @@ from skelanim.ik.classical import swing_ik
 from skelanim.ik.frames import IKRig
 from skelanim.ops.contacts import DEFAULT_HEIGHT_FRACTION, DEFAULT_SPEED_FRACTION
 from skelanim.retarget.rig import SLOT, CanonicalRig, canonical_locals, canonical_skeleton, frames_from_locals
+from skelanim.retarget.stance import scaled_hips
 
 __all__ = ["FEET", "ContactState", "FootPins", "IKRetarget", "causal_contacts", "copy_hips", "two_bone"]
 
@@ -42,8 +43,9 @@ FEET: tuple[int, ...] = (SLOT["l_foot"], SLOT["r_foot"], SLOT["l_toe"], SLOT["r_
 
 
 def copy_hips(hips: Tensor, source: CanonicalRig, target: CanonicalRig) -> Tensor:
-    """``(..., 3)`` source hips positions scaled by the leg-length ratio ``l_B / l_A``."""
-    return hips * (target.leg_length / source.leg_length)
+    """``(..., 3)`` source hips positions above the floor scaled by the leg-length ratio ``l_B / l_A``, standing
+    on the target's own soles (:func:`~.stance.scaled_hips`)."""
+    return scaled_hips(hips, source.leg_length, target.leg_length, source.sole, target.sole)
 
 
 @dataclass

@@ -39,7 +39,7 @@ from skelanim.retarget.rig import SLOT, CanonicalRig, calibrate_rig, canonical_f
 __all__ = ["DEFAULT_FAMILIES", "TRAIN_FPS", "Family", "encode_clip", "leg_length", "load_families", "variant_offsets"]
 
 TRAIN_FPS = 30.0
-CACHE_VERSION = 4  # 3: pelvis and chest rest frames measured apart (rig.py); 4: calibrated bone frames
+CACHE_VERSION = 5  # 3: pelvis and chest rest frames measured apart (rig.py); 4: calibrated bone frames; 5: level feet (stance.py)
 #: name -> (skeleton file, clip patterns, excluded file names), relative to the mocap folder; the skeleton file's
 #: motion calibrates the family's bone frames where its zero pose is no body pose.
 DEFAULT_FAMILIES: dict[str, tuple[str, tuple[str, ...], tuple[str, ...]]] = {

@@ -7,7 +7,7 @@ canonical 22-joint layout of :mod:`.rig` so that one network serves every skelet
 * **decoder**: a GRU over the encoder state and the *target* skeleton (its canonical offsets divided by
   its leg length); it emits, per joint, a quaternion that multiplies the source's canonical local rotation
   (``q^B = q^A * delta``, ``delta = normalize(1 + out)``) and a hips offset in the heading frame (in target
-  leg lengths) added to the leg-ratio-scaled source hips;
+  leg lengths) added to the leg-ratio-scaled source hips (standing on the target's soles, :func:`.stance.scaled_hips`);
 * the rotations then go through forward kinematics with the target's offsets (the FK layer,
   :meth:`.rig.CanonicalRig.canonical_fk`, in :mod:`.loss`).
 
@@ -33,6 +33,7 @@ import torch
 from torch import Tensor, nn
 
 from skelanim.core.rotations import matrix_to_rot6d, quat_to_matrix
+from skelanim.retarget.stance import scaled_hips, sole_height
 
 __all__ = ["NKN", "Discriminator", "NKNConfig", "NKNState", "heading", "skeleton_features"]
 
@@ -190,8 +191,9 @@ class NKN(nn.Module):
         delta = out[..., : J * 4].unflatten(-1, (J, 4))
         delta = delta + torch.tensor([1.0, 0.0, 0.0, 0.0], dtype=delta.dtype)
         target_local = local @ quat_to_matrix(delta)  # quat_to_matrix normalises (a zero quaternion: identity)
-        scale = (tgt_leg / src_leg)[:, None, None]
-        target_hips = hips * scale + _rotate(yaw, out[..., J * 4 :]) * tgt_leg[:, None, None]
+        copied = scaled_hips(hips, src_leg[:, None], tgt_leg[:, None], sole_height(src_offsets)[:, None],
+                             sole_height(tgt_offsets)[:, None])  # fmt: skip
+        target_hips = copied + _rotate(yaw, out[..., J * 4 :]) * tgt_leg[:, None, None]
         return target_local, target_hips, NKNState(h_enc, h_dec, hips[:, -1].detach())
 
 

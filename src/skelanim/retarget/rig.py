@@ -10,7 +10,8 @@ alone:
 
 * first axis: the joint's bone direction (to the next canonical joint down its chain: hips and chest
   upwards, a limb joint towards the next limb joint, a leaf along its parent's bone; a foot without toes
-  points forward);
+  points forward); a foot's and its toe's are then turned level by the skeleton's stance pitch, so that a
+  foot flat on the ground maps to a foot flat on the ground whatever the ankle joint's height (:mod:`.stance`);
 * second axis: the body's lateral axis (centre joints, legs, feet) or its forward axis (arms), made
   orthogonal (Gram-Schmidt, :func:`~skelanim.core.rotations.rot6d_to_matrix`); the body axes come from the
   rest pose too: up from hips to chest, and lateral (forward = lateral x up) measured twice, apart: the
@@ -57,6 +58,7 @@ from skelanim.core.kinematics import forward_kinematics, forward_kinematics_join
 from skelanim.core.rotations import matrix_to_quat, mean_rotations, quat_identity, quat_to_matrix, rot6d_to_matrix
 from skelanim.core.skeleton import Skeleton
 from skelanim.retarget.mapping import CANONICAL_JOINTS, CANONICAL_PARENTS, JointMapping, map_skeleton
+from skelanim.retarget.stance import level_feet, sole_height
 
 __all__ = [
     "CALIBRATED_LIMBS", "CanonicalRig", "calibrate_rig", "calibrated_frames", "calibration_poses", "canonical_fk",
@@ -128,6 +130,11 @@ def _body_axes(pos: Tensor, at: dict[str, int]) -> tuple[Tensor, tuple[Tensor, T
         side = torch.linalg.cross(up, torch.eye(3, dtype=torch.float64)[int(up.abs().argmin())])
         pelvis = chest = side / side.norm()
     return up, (pelvis, torch.linalg.cross(pelvis, up)), (chest, torch.linalg.cross(chest, up))
+
+
+def _rest_up(pos: Tensor, index: np.ndarray) -> Tensor:
+    """``(3,)`` the body's up in a pose of ``(J, 3)`` positions (:func:`_body_axes`)."""
+    return _body_axes(pos, {n: int(index[i]) for i, n in enumerate(CANONICAL_JOINTS) if index[i] >= 0})[0]
 
 
 def _rest_frames(skeleton: Skeleton, index: np.ndarray, world: Tensor, pos: Tensor) -> Tensor:
@@ -283,7 +290,8 @@ def canonical_frames() -> Tensor:
     if _CANONICAL_FRAMES is None:
         sk = canonical_tpose()
         eye = torch.eye(3, dtype=torch.float64).repeat(sk.num_joints, 1, 1)
-        _CANONICAL_FRAMES = _rest_frames(sk, np.arange(sk.num_joints), eye, sk.rest_positions())
+        index, pos = np.arange(sk.num_joints), sk.rest_positions().to(torch.float64)
+        _CANONICAL_FRAMES = level_feet(_rest_frames(sk, index, eye, pos), index, eye, pos, _rest_up(pos, index))
     return _CANONICAL_FRAMES
 
 
@@ -347,6 +355,7 @@ class CanonicalRig:
         posed = None if self.calibration is None else calibration_poses(sk, self.calibration)
         g = _rest_frames(sk, index, world, pos)
         g = g if posed is None else calibrated_frames(sk, index, world, g, *posed)
+        g = level_feet(g, index, world, pos, _rest_up(pos, index), posed)
         self.rest_frames = g
         cf = canonical_frames()
         f = world[self.joint_of_slot].transpose(-1, -2) @ g[self.fill]  # (22, 3, 3) F
@@ -366,6 +375,7 @@ class CanonicalRig:
         self.leg_length = float(canon[0, 1] - canon[feet, 1].mean())
         lows = [SLOT[k] for k in ("l_foot", "r_foot", "l_toe", "r_toe")]
         self.height = float(canon[:, 1].max() - canon[lows, 1].min())
+        self.sole = float(sole_height(offsets))
         # decoding: every joint hangs from its nearest mapped ancestor-or-self (slot 22 = none: rest world)
         slot_of_joint = {int(j): s for s, j in enumerate(index) if j >= 0}
         anchor = np.full(n, len(CANONICAL_JOINTS))

@@ -22,6 +22,7 @@ from skelanim.nn.train import TrainConfig, fit, seeded_generator
 from skelanim.retarget.data import TRAIN_FPS, Family, leg_length, load_families, variant_offsets
 from skelanim.retarget.loss import LossWeights, NKNTrainer
 from skelanim.retarget.model import NKNConfig
+from skelanim.retarget.stance import scaled_hips, sole_height
 
 __all__ = ["RetargetTask", "train"]
 
@@ -84,14 +85,17 @@ class RetargetTask:
         rig = self.families[name].rig
         return rig.offsets.float(), torch.tensor(rig.leg_length, dtype=torch.float32), name
 
-    def _window(self, family: Family, g: torch.Generator, leg: Tensor | None = None) -> tuple[Tensor, Tensor, Tensor]:
+    def _window(self, family: Family, g: torch.Generator, offsets: Tensor | None = None) -> tuple[Tensor, Tensor, Tensor]:
+        """A window of one of ``family``'s clips, turned about +Y at random; with ``(22, 3)`` canonical
+        ``offsets`` (a variant of its skeleton) its hips are scaled onto them."""
         clip = family.clips[int(torch.randint(len(family.clips), (1,), generator=g))]
         start = int(torch.randint(clip["local"].shape[0] - self.window + 1, (1,), generator=g))
         sl = slice(start, start + self.window)
         angle = float(torch.rand((), generator=g)) * 6.2832
         local, hips = _turn(clip["local"][sl], clip["hips"][sl], angle)
-        if leg is not None:
-            hips = hips * (leg / family.rig.leg_length)
+        if offsets is not None:
+            rig = family.rig
+            hips = scaled_hips(hips, rig.leg_length, leg_length(offsets), rig.sole, sole_height(offsets))
         return local, hips, clip["contacts"][sl]
 
     def _sample(self, g: torch.Generator) -> dict[str, Tensor]:
@@ -99,11 +103,11 @@ class RetargetTask:
         src_name = self.sources[int(torch.multinomial(probs, 1, generator=g))]
         use_variant = src_name == "bandai" and bool(torch.rand((), generator=g) < 0.5)
         src_off, src_leg, fam = self._skeleton("variant" if use_variant else src_name, g)
-        local, hips, contacts = self._window(self.families[fam], g, src_leg if use_variant else None)
+        local, hips, contacts = self._window(self.families[fam], g, src_off if use_variant else None)
         tgt_name = self.targets[int(torch.randint(len(self.targets), (1,), generator=g))]
         tgt_off, tgt_leg, tgt_fam = self._skeleton(tgt_name, g)
         family = self.families[tgt_fam] if self.families[tgt_fam].clips else self.families["xia"]
-        real_local, real_hips, _ = self._window(family, g, tgt_leg)
+        real_local, real_hips, _ = self._window(family, g, tgt_off)
         return {"src_local": local, "src_hips": hips, "contacts": contacts, "src_off": src_off, "src_leg": src_leg,
                 "tgt_off": tgt_off, "tgt_leg": tgt_leg, "real_local": real_local, "real_hips": real_hips}  # fmt: skip
 

@@ -1,0 +1,148 @@
+r"""Level feet: the foot's bone frame points where the sole lies level, not along the ankle-to-toe bone.
+
+Skeletons put the ankle and toe joints at different places in the foot: Bandai-Namco's ankle joint stands
+5.5 % of the height above its toe joint, so on a foot flat on the ground its ankle-to-toe bone points 40 degrees
+below level; CMU's, Xia's and pymo's 11-15 degrees, the production rig's 5-15. A bone frame along that bone
+(:mod:`.rig`) copies the *bone's* direction, so a flat Bandai foot landed on the CMU skeleton 25 degrees toe-down
+(and on the DeepMimic humanoid on its boxes' front corners). So the foot and toe frames are turned, about the
+foot's lateral axis, by the skeleton's own **stance pitch**, the angle of its ankle-to-toe bone below level on a
+foot that stands: a level foot then maps to a level foot, and a raised heel to the same raised heel.
+
+The stance pitch is measured
+
+* on a zero pose that is a body pose (:func:`~.rig.physical_zero_pose`; a T- or A-pose standing on its feet):
+  in that pose, which stands flat-footed (CMU 10.5 degrees; the built-in canonical T-pose 19.7);
+* on a skeleton calibrated on its own motion (Bandai-Namco's, the production rig's zero poses are no body
+  pose): the most common pitch of the motion's standing frames, those where the foot's ankle and toe joints are
+  both in their lowest quarter relative to the root, both feet pooled (Bandai-Namco: 39.6 degrees in every
+  standing take, walks included; 38.5-39.8 from its runs and dashes);
+* nowhere else: a zero pose that is no body pose and no motion leave the frames as the bone lies (a foot whose
+  bone points more than 45 degrees off level in a body pose is not standing, and is left as well).
+
+Level feet also say how high a standing skeleton's ankles are: its **sole height**, the ankle joint's height
+above the toe joint on a level foot (:func:`sole_height`; Bandai-Namco 5.5 % of the height, CMU 2 %). The copied
+hips (:func:`scaled_hips`) scale the leg above it by the leg-length ratio and stand on the target's own sole,
+instead of scaling the source's sole too: scaled, Bandai-Namco's high ankles would lift every other skeleton's
+level toes 3-4 % of its height off the floor.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import torch
+from torch import Tensor
+
+from skelanim.core.rotation_convert import rotvec_to_matrix
+from skelanim.retarget.mapping import CANONICAL_JOINTS
+
+__all__ = ["STANDING_QUANTILE", "level_feet", "scaled_hips", "sole_height"]
+
+#: The share of frames, lowest first, in which a calibration motion's foot counts as standing.
+STANDING_QUANTILE = 0.25
+#: A rest-pose foot bone further than this from level (degrees) is not a standing foot.
+_MAX_REST_PITCH = 45.0
+#: Width (degrees) of the kernel whose mode is the stance pitch measured in motion.
+_MODE_WIDTH = 2.0
+_SLOT = {n: i for i, n in enumerate(CANONICAL_JOINTS)}
+_TOES = [_SLOT["l_toe"], _SLOT["r_toe"]]
+_UP = torch.tensor([0.0, 1.0, 0.0], dtype=torch.float64)
+
+
+def _pitch_and_axis(bone: Tensor, up: Tensor) -> tuple[Tensor, Tensor]:
+    """Angle ``(...,)`` (radians) of ``(..., 3)`` bone vectors below the plane normal to ``up`` ``(3,)``, and the
+    unit axis ``(..., 3)`` (``bone x up``) about which turning the bone by that angle makes it level."""
+    unit = bone / bone.norm(dim=-1, keepdim=True).clamp_min(1e-12)
+    pitch = torch.asin((-(unit @ up)).clamp(-1.0, 1.0))
+    axis = torch.linalg.cross(unit, up.expand_as(unit), dim=-1)
+    return pitch, axis / axis.norm(dim=-1, keepdim=True).clamp_min(1e-12)
+
+
+def level_feet(
+    frames: Tensor,
+    index: np.ndarray,
+    rest_world: Tensor,
+    rest_pos: Tensor,
+    up: Tensor,
+    posed: tuple[Tensor, Tensor] | None = None,
+) -> Tensor:
+    """``(22, 3, 3)`` rest bone frames with each foot's and toe's turned level by the stance pitch (module doc).
+
+    Parameters
+    ----------
+    frames : Tensor
+        ``(22, 3, 3)`` rest bone frames (world, rest pose); the foot's first axis lies along its bone.
+    index : ndarray
+        ``(22,)`` skeleton joint per canonical joint (``-1``: missing).
+    rest_world, rest_pos : Tensor
+        ``(J, 3, 3)`` world rotations and ``(J, 3)`` positions of the rest pose.
+    up : Tensor
+        ``(3,)`` the body's up in the rest pose (hips to chest); used when ``posed`` is ``None``.
+    posed : tuple of Tensor, optional
+        ``(S, J, 3, 3)`` world rotations and ``(S, J, 3)`` positions of the skeleton's own motion, world up +Y
+        (:func:`~.rig.calibration_poses`): the stance pitch is measured there instead of in the rest pose.
+    """
+    sides = [s for s in "lr" if index[_SLOT[f"{s}_foot"]] >= 0 and index[_SLOT[f"{s}_toe"]] >= 0]
+    out = frames.clone()
+    if not sides:
+        return out
+    if posed is None:
+        for s in sides:
+            ankle, toe = int(index[_SLOT[f"{s}_foot"]]), int(index[_SLOT[f"{s}_toe"]])
+            pitch, axis = _pitch_and_axis(rest_pos[toe] - rest_pos[ankle], up)
+            if abs(math.degrees(float(pitch))) <= _MAX_REST_PITCH:
+                turn = rotvec_to_matrix(axis * pitch)
+                for slot in (_SLOT[f"{s}_foot"], _SLOT[f"{s}_toe"]):
+                    out[slot] = turn @ frames[slot]
+        return out
+    world, pos = posed
+    pitches, axes = [], []
+    for s in sides:
+        ankle, toe = int(index[_SLOT[f"{s}_foot"]]), int(index[_SLOT[f"{s}_toe"]])
+        low_ankle, low_toe = pos[:, ankle, 1], pos[:, toe, 1]
+        standing = (low_ankle <= torch.quantile(low_ankle, STANDING_QUANTILE)) & (
+            low_toe <= torch.quantile(low_toe, STANDING_QUANTILE)
+        )
+        pitch, axis = _pitch_and_axis(pos[standing, toe] - pos[standing, ankle], _UP)
+        pitches.append(pitch)
+        axes.append((world[standing, ankle].transpose(-1, -2) @ axis.unsqueeze(-1)).squeeze(-1))  # ankle's own axes
+    # the most common pitch (a Gaussian kernel's mode): a foot that stands flat holds one pitch, and heel strikes
+    # and toe-offs among the lowest frames of a run spread on either side of it
+    pooled = torch.cat(pitches)
+    near = ((pooled[:, None] - pooled[None, :]) / math.radians(_MODE_WIDTH)).square()
+    pitch = pooled[torch.exp(-0.5 * near).sum(1).argmax()]
+    for s, side_pitch, local in zip(sides, pitches, axes):
+        held = (side_pitch - pitch).abs() <= math.radians(2 * _MODE_WIDTH)
+        mean = (local[held] if bool(held.any()) else local).mean(0)
+        axes_rest = rest_world[int(index[_SLOT[f"{s}_foot"]])] @ (mean / mean.norm().clamp_min(1e-12))
+        turn = rotvec_to_matrix(axes_rest * pitch)
+        for slot in (_SLOT[f"{s}_foot"], _SLOT[f"{s}_toe"]):
+            out[slot] = turn @ frames[slot]
+    return out
+
+
+def sole_height(offsets: Tensor) -> Tensor:
+    """``(...)`` the ankle's height above the toe joint of a level foot, from ``(..., 22, 3)`` canonical offsets
+    (whose foot frames are level, :func:`level_feet`): the toes' mean drop below the ankles; 0 without toes."""
+    return -offsets[..., _TOES, 1].mean(-1)
+
+
+def scaled_hips(
+    hips: Tensor,
+    source_leg: Tensor | float,
+    target_leg: Tensor | float,
+    source_sole: Tensor | float,
+    target_sole: Tensor | float,
+) -> Tensor:
+    """``(..., 3)`` target hips from ``(..., 3)`` source hips above the floor (up +Y): scaled by the leg-length
+    ratio ``l_B / l_A``, with the height's sole part each skeleton's own (module doc) where both have toes
+    (``sole > 0``); else the whole height scaled. Legs and soles are floats or tensors that broadcast with
+    ``hips[..., 0]``."""
+    ratio = torch.as_tensor(target_leg, dtype=hips.dtype) / torch.as_tensor(source_leg, dtype=hips.dtype)
+    source_sole = torch.as_tensor(source_sole, dtype=hips.dtype)
+    target_sole = torch.as_tensor(target_sole, dtype=hips.dtype)
+    both = (source_sole > 0) & (target_sole > 0)
+    lift = torch.where(both, target_sole - ratio * source_sole, torch.zeros_like(ratio))
+    out = hips * ratio[..., None]
+    return torch.cat([out[..., :1], out[..., 1:2] + lift[..., None], out[..., 2:]], dim=-1)

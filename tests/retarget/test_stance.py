@@ -1,0 +1,127 @@
+"""Level feet (retarget.stance): a foot that stands flat on one skeleton stands flat on another, whatever the
+height of each skeleton's ankle joint above its toe joint, and the copied hips stand on the target's own soles."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+import skelanim
+from skelanim.core.motion import Motion
+from skelanim.retarget import Retargeter
+from skelanim.retarget.mapping import CANONICAL_JOINTS, map_skeleton
+from skelanim.retarget.rig import SLOT, CanonicalRig, canonical_tpose
+from skelanim.retarget.stance import level_feet, scaled_hips, sole_height
+
+
+def _standing_pitch(motion: Motion) -> float:
+    """Median pitch (degrees, toe below ankle) of the ankle-to-toe bone while the foot stands: both its joints
+    slower than 5 % of the height per second (world positions, root motion included) and the ankle low."""
+    index = map_skeleton(motion.skeleton).index
+    at = {n: int(index[i]) for i, n in enumerate(CANONICAL_JOINTS) if index[i] >= 0}
+    pos = motion.positions().double().numpy()
+    speed = np.linalg.norm(np.gradient(pos, axis=0), axis=-1) * motion.fps / motion.height
+    pitches = []
+    for side in "lr":
+        ankle, toe = at[f"{side}_foot"], at[f"{side}_toe"]
+        bone = pos[:, toe] - pos[:, ankle]
+        pitch = np.degrees(np.arctan2(-bone[:, 1], np.hypot(bone[:, 0], bone[:, 2])))
+        low = pos[:, ankle, 1] <= np.quantile(pos[:, ankle, 1], 0.3)
+        pitches.append(pitch[(speed[:, ankle] < 0.05) & (speed[:, toe] < 0.05) & low])
+    return float(np.median(np.concatenate(pitches)))
+
+
+def test_the_canonical_tpose_stands_on_level_feet():
+    """The built-in T-pose's toe joints lie 0.05 below its ankles (its bone points 19.7 degrees down): that
+    drop is its sole height, and its foot frames point level."""
+    rig = CanonicalRig(canonical_tpose())
+    assert rig.sole == pytest.approx(0.05, abs=1e-12)
+    toes = [SLOT["l_toe"], SLOT["r_toe"]]
+    assert float(sole_height(rig.offsets)) == pytest.approx(-float(rig.offsets[toes, 1].mean()), abs=1e-12)
+    # level frames: the toe's offset seen in the foot's canonical frame drops by exactly the sole height
+    assert rig.offsets[toes, 1].tolist() == pytest.approx([-0.05, -0.05], abs=1e-12)
+    assert rig.offsets[toes, 2].tolist() == pytest.approx([0.14, 0.14], abs=1e-12)
+
+
+def test_scaled_hips_stand_on_the_target_soles():
+    """Closed form: a source standing with its toes ``c`` above the floor (hips at leg + sole + c) puts the
+    target's hips at its leg + its sole + ratio * c; without toes on either side the whole height scales."""
+    leg_s, sole_s, leg_t, sole_t, c = 0.8, 0.09, 1.2, 0.03, 0.02
+    hips = torch.tensor([0.1, leg_s + sole_s + c, -0.3], dtype=torch.float64)
+    ratio = leg_t / leg_s
+    out = scaled_hips(hips, leg_s, leg_t, sole_s, sole_t)
+    assert out.tolist() == pytest.approx([0.1 * ratio, leg_t + sole_t + ratio * c, -0.3 * ratio], abs=1e-12)
+    for toeless in ((0.0, sole_t), (sole_s, 0.0)):
+        assert scaled_hips(hips, leg_s, leg_t, *toeless).tolist() == pytest.approx((hips * ratio).tolist(), abs=1e-12)
+    # batched: (B, T, 3) hips with (B, 1) legs and soles, one pair of skeletons per row
+    batch = hips.expand(2, 5, 3)
+    legs = torch.tensor([[leg_s], [leg_s]], dtype=torch.float64)
+    out = scaled_hips(
+        batch,
+        legs,
+        legs * ratio,
+        torch.tensor([[sole_s], [0.0]], dtype=torch.float64),
+        torch.tensor([[sole_t], [sole_t]], dtype=torch.float64),
+    )
+    assert out[0, 3, 1] == pytest.approx(leg_t + sole_t + ratio * c, abs=1e-12)
+    assert out[1, 3, 1] == pytest.approx(float(hips[1]) * ratio, abs=1e-12)
+
+
+def test_bandai_sole_is_the_height_its_standing_ankle_holds(mocap_files):
+    """Measured in the motion, Bandai's sole height is what its captured standing ankles hold above their toes."""
+    bow = skelanim.load(mocap_files(["bandai_namco_1/dataset-1_bow_normal_001.bvh"])[0])
+    rig = CanonicalRig(bow.skeleton, calibration=bow.rotations)
+    pos = bow.positions().double()
+    names = bow.skeleton.names
+    held = torch.stack([pos[:, names.index(f"Foot_{s}"), 1] - pos[:, names.index(f"Toes_{s}"), 1] for s in "LR"])
+    assert rig.sole == pytest.approx(float(held.median()), rel=0.02)
+    assert rig.sole / rig.height == pytest.approx(0.055, abs=0.005)
+    assert CanonicalRig(bow.skeleton).sole == pytest.approx(0.0, abs=1e-9)  # its zero pose: toes level with ankles
+
+
+@pytest.mark.parametrize(("source", "target"), [
+    ("bandai_namco_1/dataset-1_walk_normal_001.bvh", "cmu_cgspeed_mb/01_01.bvh"),
+    ("bandai_namco_1/dataset-1_walk_normal_001.bvh", "pymo_demo/AV_8Walk_Meredith_HVHA_Rep1.bvh"),
+    ("cmu_cgspeed_mb/01_01.bvh", "bandai_namco_1/dataset-1_walk_normal_001.bvh"),
+])  # fmt: skip
+def test_a_standing_foot_lands_as_the_target_stands(mocap_files, source, target):
+    """Bandai's ankle-to-toe bone stands 39.6 degrees below level, CMU's and pymo's 14-15: copied as it lay, a
+    Bandai walk stood on CMU's toes 25 degrees steeper than CMU's own walk, and a CMU walk on Bandai's heels.
+    Level feet land each standing foot within 4 degrees of the target skeleton's own captures (measured 0.3-1.7)."""
+    src, tgt = (skelanim.load(p) for p in mocap_files([source, target]))
+    src = src[: int(8 * src.fps)]
+    out = Retargeter(src, tgt, "copy")(src)
+    own = _standing_pitch(tgt)
+    assert abs(_standing_pitch(out) - own) < 4.0
+    assert abs(_standing_pitch(src) - own) > 20.0  # what a copy of the bone's direction would have given
+
+
+def test_level_feet_turn_each_foot_and_its_toe_together(clips):
+    """Levelling turns a foot's and its toe's frames by one rotation about the foot's lateral axis and leaves every
+    other frame alone, so the toe's rotation against the foot is what it was; on the same skeleton a retarget is
+    still the identity."""
+    walk = clips["bandai"]
+    sk = canonical_tpose()
+    index, pos = np.arange(sk.num_joints), sk.rest_positions().to(torch.float64)
+    eye = torch.eye(3, dtype=torch.float64).repeat(sk.num_joints, 1, 1)
+    frames = torch.linalg.qr(
+        torch.randn(len(SLOT), 3, 3, dtype=torch.float64, generator=torch.Generator().manual_seed(0))
+    )[0]
+    frames = frames * torch.linalg.det(frames)[:, None, None]  # proper rotations
+    out = level_feet(frames, index, eye, pos, torch.tensor([0.0, 1.0, 0.0], dtype=torch.float64))
+    for side in "lr":
+        foot, toe = SLOT[f"{side}_foot"], SLOT[f"{side}_toe"]
+        turn = out[foot] @ frames[foot].T
+        torch.testing.assert_close(out[toe] @ frames[toe].T, turn, atol=1e-12, rtol=0)
+        angle = math.degrees(math.acos((float(torch.trace(turn)) - 1) / 2))
+        assert angle == pytest.approx(math.degrees(math.atan2(0.05, 0.14)), abs=1e-9)  # the bone's 19.7 degrees
+        lateral = torch.tensor([1.0 if side == "l" else -1.0, 0.0, 0.0], dtype=torch.float64)
+        assert float((turn @ lateral - lateral).norm()) < 1e-12  # about the lateral axis
+    others = [i for i, n in enumerate(CANONICAL_JOINTS) if not n.endswith(("_foot", "_toe"))]
+    torch.testing.assert_close(out[others], frames[others], atol=0, rtol=0)
+    rig = CanonicalRig(walk.skeleton, calibration=walk.rotations)
+    back = Retargeter(rig, rig, "copy")(walk)
+    assert float((back.positions() - walk.positions()).abs().max()) < 1e-6 * walk.height
