@@ -10,7 +10,9 @@ result as the whole clip at once.
   ``l_B / l_A`` (so are its velocities).
 * **IK retargeting**: the copy's joint positions on the target skeleton (source poses at target
   proportions), with feet held where they touched down during the source's contacts (:class:`FootPins`);
-  each leg's knee is placed by two-bone IK so the bones keep their lengths, then
+  while only the toe is planted (the heel rising), the ankle hangs from the toe's pin by the copy's foot
+  (:class:`ToeHang`), so the foot pivots about a toe that stays put; each leg's knee is placed by two-bone IK
+  so the bones keep their lengths, then
   :func:`skelanim.ik.classical.swing_ik` (issue #3) turns those positions into rotations, starting from the
   copy's so that twists are kept.
 
@@ -36,7 +38,7 @@ from skelanim.ops.contacts import DEFAULT_HEIGHT_FRACTION, DEFAULT_SPEED_FRACTIO
 from skelanim.retarget.rig import SLOT, CanonicalRig, canonical_locals, canonical_skeleton, frames_from_locals
 from skelanim.retarget.stance import scaled_hips
 
-__all__ = ["FEET", "ContactState", "FootPins", "IKRetarget", "causal_contacts", "copy_hips", "two_bone"]
+__all__ = ["FEET", "ContactState", "FootPins", "IKRetarget", "ToeHang", "causal_contacts", "copy_hips", "two_bone"]
 
 #: Canonical slots whose contacts are tracked: left foot, right foot, left toe, right toe.
 FEET: tuple[int, ...] = (SLOT["l_foot"], SLOT["r_foot"], SLOT["l_toe"], SLOT["r_toe"])
@@ -135,6 +137,40 @@ class FootPins:
         return torch.tensor(out, dtype=copy.dtype)
 
 
+@dataclass
+class ToeHang:
+    """The ankles' targets while only their toes are planted (online; one entry per leg).
+
+    A foot pivoting on its planted toe keeps the toe still and swings the ankle about it; the copy's ankle
+    follows the source's instead, which pivots about the source's toe on the source's foot. So while a toe is
+    planted and its ankle is not, the ankle's target is the toe's pin minus the copy's ankle-to-toe vector; after
+    that the difference from the given target decays by ``decay`` per 1/30 s, as :class:`FootPins` does.
+    """
+
+    decay: float = 0.6
+    offset: list[list[float]] = field(default_factory=list)
+
+    def __call__(self, ankle: Tensor, hung: Tensor, toe_only: Tensor, fps: float) -> Tensor:
+        """Targets ``(F, K, 3)`` from ankle targets ``(F, K, 3)``, the ankles hung from the toe pins ``(F, K, 3)``
+        and ``(F, K)`` flags of frames whose toe alone is planted."""
+        f, k, _ = ankle.shape
+        if not self.offset:
+            self.offset = [[0.0, 0.0, 0.0] for _ in range(k)]
+        decay = self.decay ** (30.0 / fps)
+        given, wanted, flags = ankle.tolist(), hung.tolist(), toe_only.tolist()
+        out = []
+        for t in range(f):
+            row = []
+            for j in range(k):
+                if flags[t][j]:
+                    self.offset[j] = [wanted[t][j][i] - given[t][j][i] for i in range(3)]
+                else:
+                    self.offset[j] = [o * decay for o in self.offset[j]]
+                row.append([given[t][j][i] + self.offset[j][i] for i in range(3)])
+            out.append(row)
+        return torch.tensor(out, dtype=ankle.dtype)
+
+
 def two_bone(
     hip: Tensor, knee: Tensor, target: Tensor, upper: Tensor | float, lower: Tensor | float
 ) -> tuple[Tensor, Tensor]:
@@ -181,6 +217,7 @@ class IKRetarget:
         self.target = target
         self.rig = IKRig(canonical_skeleton(target.offsets))
         self.pins = FootPins()
+        self.hang = ToeHang()
         off = target.offsets
         self.lengths = {s: (float(off[SLOT[f"{s}_leg"]].norm()), float(off[SLOT[f"{s}_foot"]].norm())) for s in "lr"}
         self.has_toe = [bool(target.present[SLOT[f"{s}_toe"]]) for s in "lr"]
@@ -188,6 +225,7 @@ class IKRetarget:
     def reset(self) -> None:
         """Start a new stream."""
         self.pins = FootPins()
+        self.hang = ToeHang()
 
     def __call__(self, frames: Tensor, hips: Tensor, contacts: Tensor, fps: float) -> Tensor:
         """Target bone frames.
@@ -214,6 +252,12 @@ class IKRetarget:
         _, pos = self.target.canonical_fk(local, hips.to(torch.float64))
         feet = list(FEET)
         targets = self.pins(pos[:, feet], contacts, fps)
+        sides = [k for k in range(2) if self.has_toe[k]]
+        if sides:  # ankles hang from planted toes
+            ankles, toes = [feet[k] for k in sides], [feet[2 + k] for k in sides]
+            hung = targets[:, [2 + k for k in sides]] - (pos[:, toes] - pos[:, ankles])
+            toe_only = contacts[:, [2 + k for k in sides]].bool() & ~contacts[:, sides].bool()
+            targets[:, sides] = self.hang(targets[:, sides], hung, toe_only, fps)
         wanted = pos.clone()
         for k, s in enumerate("lr"):
             upper, lower = self.lengths[s]
