@@ -32,6 +32,7 @@ FLOORS: dict[str, int] = {
     "serve": 3,  # real-time streaming of the models' output
     "cli": 4,
     "__main__": 4,
+    "console": 4,  # the console script: imports the cli inside its function
 }
 FLOOR_NAMES = ("core", "io/ops/nn", "data/metrics/viz", "models", "cli")
 

@@ -1,11 +1,34 @@
 """skelanim: skeleton-based human animation with deep learning.
 
-The public API: :func:`load`, :func:`save`, :class:`Skeleton`, :class:`Motion`.
+The public API: :func:`load`, :func:`save`, :class:`Skeleton`, :class:`Motion`. They are imported on first use
+(PEP 562), so that importing the package, and with it the ``skelanim`` console script (:mod:`skelanim.console`),
+does not wait for torch before it can answer Ctrl-C.
 """
 
-from skelanim.core.motion import Motion
-from skelanim.core.skeleton import Skeleton
-from skelanim.io import load, load_positions, save
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from skelanim.core.motion import Motion
+    from skelanim.core.skeleton import Skeleton
+    from skelanim.io import load, load_positions, save
 
 __version__ = "0.1.0"
 __all__ = ["Motion", "Skeleton", "__version__", "load", "load_positions", "save"]
+
+_HOMES = {"Motion": "skelanim.core.motion", "Skeleton": "skelanim.core.skeleton", "load": "skelanim.io",
+          "load_positions": "skelanim.io", "save": "skelanim.io"}  # fmt: skip
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _HOMES:
+        raise AttributeError(f"module 'skelanim' has no attribute {name!r}")
+    value = getattr(importlib.import_module(_HOMES[name]), name)
+    globals()[name] = value  # once: later lookups find it without this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_HOMES})

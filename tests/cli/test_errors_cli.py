@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import signal
+import subprocess
+import sys
+import time
+
 import skelanim
 from skelanim.cli import main
 
@@ -15,3 +20,29 @@ def test_ctrl_c_exits_130_without_a_traceback(monkeypatch, tmp_path, capsys):
     assert main(["info", str(tmp_path / "a.bvh")]) == 130
     captured = capsys.readouterr()
     assert "Traceback" not in captured.err and captured.out == ""
+
+
+def test_ctrl_c_while_the_commands_import_exits_130_without_a_traceback(tmp_path):
+    """The console script imports the commands (and torch, about a second) after it can answer Ctrl-C: a SIGINT
+    0.3 s after the start, during the imports here, ends the run with 130 and no traceback. Before, the script
+    imported them at its first line and a Ctrl-C there printed torch's import traceback."""
+    # Python's own SIGINT handler, as in a terminal (a test runner's worker may ignore SIGINT, and children inherit that)
+    code = "import signal; signal.signal(signal.SIGINT, signal.default_int_handler); import skelanim.console as c; c.entry_point()"
+    script = [sys.executable, "-c", code, "info", "x.bvh"]
+    start = time.monotonic()
+    proc = subprocess.Popen(script, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(0.3)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, (proc.returncode, err)
+    assert "Traceback" not in err and out == ""
+    assert time.monotonic() - start < 30
+
+
+def test_the_package_imports_without_torch_until_it_is_used():
+    """``import skelanim`` is light (the public names load on first use), which is what lets the console script
+    answer Ctrl-C before torch is in; ``skelanim.Motion`` and ``from skelanim import load`` still work."""
+    code = ("import sys, skelanim; light = 'torch' not in sys.modules; from skelanim import load; "
+            "print(light, 'torch' in sys.modules, skelanim.Motion.__name__, load.__module__)")  # fmt: skip
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    assert out == ["True", "True", "Motion", "skelanim.io"]

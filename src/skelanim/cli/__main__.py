@@ -1,3 +1,3 @@
-from skelanim.cli import entry_point
+from skelanim.console import entry_point
 
 entry_point()
