@@ -10,7 +10,9 @@ limbs darker than the motion's colour.
 Camera: perspective, 35 degrees across the smaller side of a panel, 2.3 body heights away, 15 degrees
 above the horizon, looking from the side of the main direction of travel (30 degrees towards the front),
 following the body centre (mean of the joints but the root, see :class:`~skelanim.viz._draw.Figure3D`;
-the root itself is static in some files) along its horizontal path smoothed with a Gaussian of 0.5 s.
+the root itself is static in some files) along its horizontal path smoothed with a Gaussian of 0.5 s (at most
+an eighth of a short clip); it aims at mid-body and rises with a jump, and where the smoothed aim would still let
+a drawn joint leave the top of the picture (raised arms at a jump's peak) it rises as far as that frame needs.
 The up axis comes from :meth:`Motion.up_axis <skelanim.core.motion.Motion.up_axis>` (the animated pose,
 so files whose rest pose is not upright work too); the floor is the lowest point of the motion.
 
@@ -35,13 +37,14 @@ from pathlib import Path
 
 import numpy as np
 from PIL import Image, ImageDraw, ImageFont
-from scipy.ndimage import gaussian_filter1d
+from scipy.ndimage import gaussian_filter1d, maximum_filter1d
 from tqdm import tqdm
 
 from skelanim.core.motion import Motion
 from skelanim.errors import ShapeError, UnsupportedFormatError
 from skelanim.io.atomic import atomic_path
 from skelanim.viz._draw import (
+    Camera,
     Figure3D,
     color,
     floor_grid,
@@ -134,13 +137,40 @@ class _Panel:
         view = np.cos(np.radians(30)) * side + np.sin(np.radians(30)) * travel
         self.view_dir = view / np.linalg.norm(view)
         self.grid_step = nice_step(0.5 * self.height)
+        self.targets[:, self.up] += self._rise_to_fit(count, sigma)
+
+    def _camera(self, k: int, size: tuple[int, int]) -> Camera:
+        return follow_camera(self.targets[k], self.view_dir, self.up, distance=2.3 * self.height,
+                             elevation_deg=15.0, size=size)  # fmt: skip
+
+    def _rise_to_fit(self, count: int, sigma: float) -> np.ndarray:
+        """``(count,)`` how far to raise the aim so that no drawn joint leaves the top of the picture (a jump's
+        raised hands: the smoothed aim lowers a short peak). Measured on a square panel, whose height the field
+        of view spans at every aspect; spread over the frames around (a maximum, then the camera's Gaussian) and
+        never below what each frame needs."""
+        side, margin = 1000, 20.0  # pixels of the square, and of room to keep at the top
+        needed = np.zeros(count)
+        for k in range(count):
+            cam = self._camera(k, (side, side))
+            points = np.concatenate([f.positions[idx[k]][np.unique(f.bones)] for _, f, idx, _ in self.items])
+            if not len(points):  # nothing drawn (a one-joint skeleton)
+                continue
+            local = cam.to_camera(points)
+            over = margin - cam.project(local)[:, 1]  # pixels above the room (positive: too high)
+            # raising the aim by d lifts the eye by d too: a point at depth z moves down d * focal * cos(tilt) / z
+            lift = cam.focal * cam.basis()[1, self.up] / np.maximum(local[:, 2], cam.near)
+            needed[k] = max(0.0, float(np.max(over / lift)))
+        if count < 2 or not needed.any():
+            return needed
+        width = 2 * int(np.ceil(2 * sigma)) + 1
+        spread = gaussian_filter1d(maximum_filter1d(needed, size=width, mode="nearest"), sigma=sigma, mode="nearest")
+        return np.maximum(spread, needed)
 
 
 def _draw_panel(draw: ImageDraw.ImageDraw, panel: _Panel, k: int, box: tuple[int, int, int, int], ss: int) -> None:
     """Draw output frame ``k`` of ``panel`` into the pixel box ``(x0, y0, w, h)`` (already supersampled)."""
     x0, y0, w, h = box
-    cam = follow_camera(panel.targets[k], panel.view_dir, panel.up, distance=2.3 * panel.height,
-                        elevation_deg=15.0, size=(w, h))
+    cam = panel._camera(k, (w, h))
     offset = np.array([x0, y0], dtype=float)
     a, b = floor_grid(panel.targets[k], panel.up, panel.floor, panel.grid_step, 3.0 * panel.height)
     pa, pb, _, _ = cam.segments(a, b)
