@@ -11,7 +11,14 @@ import pytest
 import torch
 from scipy.spatial.transform import Rotation
 
-from skelanim.core.rotations import EULER_ORDERS, euler_to_quat, quat_multiply
+from skelanim.core.rotations import (
+    EULER_ORDERS,
+    euler_to_matrix,
+    euler_to_quat,
+    matrix_to_euler,
+    quat_multiply,
+    quat_to_euler,
+)
 
 
 def _axis_quat(axis: str, angle: torch.Tensor) -> torch.Tensor:
@@ -68,3 +75,33 @@ def test_blocks_of_rows_give_the_same_bits(monkeypatch: pytest.MonkeyPatch) -> N
     monkeypatch.setattr(euler, "_BLOCK", 7 * 6)  # 9 blocks of 6 rows, the last one short
     assert torch.equal(euler_to_quat(a, "ZXY"), whole)
     assert euler_to_quat(a[:0], "ZXY").shape == (0, 7, 4)
+
+
+@pytest.mark.parametrize("order", EULER_ORDERS)
+def test_extrinsic_angles_are_scipys_lower_case(order: str) -> None:
+    """``extrinsic=True`` reads an order about the fixed axes, as scipy reads lower case: the same rotations
+    (matrix and quaternion), and back from them the same angles, gimbal lock included (scipy sets the third angle
+    to 0 there, and so does the extrinsic conversion; the intrinsic one keeps setting its own third to 0)."""
+    import warnings
+
+    lower = order.lower()
+    a = _angles()
+    if order[0] == order[2]:  # proper Euler: lock at a middle of 0 and pi
+        a[20:40, 1], a[60:80, 1] = 0.0, np.pi
+    scipy = Rotation.from_euler(lower, a.numpy())
+    torch.testing.assert_close(euler_to_matrix(a, order, extrinsic=True), torch.from_numpy(scipy.as_matrix()),
+                               atol=1e-12, rtol=0)  # fmt: skip
+    q = euler_to_quat(a, order, extrinsic=True)
+    assert torch.allclose(q, torch.from_numpy(scipy.as_quat(scalar_first=True)), atol=1e-12) or (
+        float((q.abs() - torch.from_numpy(np.abs(scipy.as_quat(scalar_first=True)))).abs().max()) < 1e-12)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # scipy's gimbal-lock warning
+        expected = torch.from_numpy(scipy.as_euler(lower))
+    got = quat_to_euler(q, order, extrinsic=True)
+    assert float((got - expected).abs().max()) < 1e-6
+    back = matrix_to_euler(euler_to_matrix(a, order, extrinsic=True), order, extrinsic=True)
+    assert float((back - expected).abs().max()) < 1e-6
+    # the lower-case string alone stays intrinsic (as documented): extrinsic "xyz" is intrinsic "ZYX" reversed
+    torch.testing.assert_close(euler_to_matrix(a, lower), euler_to_matrix(a, order), atol=0, rtol=0)
+    torch.testing.assert_close(euler_to_matrix(a.flip(-1), order[::-1]), euler_to_matrix(a, order, extrinsic=True),
+                               atol=1e-12, rtol=0)  # fmt: skip

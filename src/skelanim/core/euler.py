@@ -2,7 +2,10 @@
 
 Euler angles are *intrinsic* in the listed order, as BVH means them: ``"ZXY"`` means
 ``R = Rz(a[..., 0]) @ Rx(a[..., 1]) @ Ry(a[..., 2])`` (radians). Intrinsic ``ABC`` equals extrinsic ``CBA``
-with the angles reversed; scipy's upper-case order strings mean the same as ours.
+with the angles reversed; scipy's upper-case order strings mean the same as ours. Order strings are read in any
+case; ``extrinsic=True`` reads them about the fixed axes instead, as scipy reads lower case: ``order="xyz",
+extrinsic=True`` is scipy's ``"xyz"``, ``R = Rz(a[..., 2]) @ Ry(a[..., 1]) @ Rx(a[..., 0])``, and at gimbal lock
+its third angle is the one set to 0, as in scipy.
 
 Matrix/quaternion to Euler uses the direct quaternion method of Bernardes & Viollet (2022), "Quaternion
 to Euler angles conversion: a direct, general and computationally efficient method", PLoS ONE 17(11),
@@ -76,8 +79,8 @@ def _euler_quat_terms(axes: tuple[int, int, int]) -> tuple[tuple[tuple[int, int]
 
 
 @numpy_in_numpy_out
-def euler_to_matrix(angles: Tensor, order: str) -> Tensor:
-    """Intrinsic Euler angles to rotation matrices.
+def euler_to_matrix(angles: Tensor, order: str, *, extrinsic: bool = False) -> Tensor:
+    """Intrinsic (or with ``extrinsic=True``, extrinsic) Euler angles to rotation matrices.
 
     Parameters
     ----------
@@ -86,11 +89,16 @@ def euler_to_matrix(angles: Tensor, order: str) -> Tensor:
     order : str
         One of :data:`EULER_ORDERS`, any case.
 
+    extrinsic : bool
+        About the fixed axes (module docstring).
+
     Returns
     -------
     Tensor
-        ``(..., 3, 3)``: ``R_order[0](a0) @ R_order[1](a1) @ R_order[2](a2)``.
+        ``(..., 3, 3)``: ``R_order[0](a0) @ R_order[1](a1) @ R_order[2](a2)`` (extrinsic: the reverse product).
     """
+    if extrinsic:
+        return euler_to_matrix(as_tensor(angles).flip(-1), _reversed(order))
     axes = parse_order(order)
     angles = as_tensor(angles)
     _check(angles, (3,), "angles")
@@ -99,8 +107,9 @@ def euler_to_matrix(angles: Tensor, order: str) -> Tensor:
 
 
 @numpy_in_numpy_out
-def euler_to_quat(angles: Tensor, order: str, *, degrees: bool = False) -> Tensor:
-    """Intrinsic Euler angles to unit quaternions (product of the three axis rotations, not canonicalised).
+def euler_to_quat(angles: Tensor, order: str, *, degrees: bool = False, extrinsic: bool = False) -> Tensor:
+    """Intrinsic (or extrinsic) Euler angles to unit quaternions (product of the three axis rotations, not
+    canonicalised).
 
     Parameters
     ----------
@@ -110,12 +119,16 @@ def euler_to_quat(angles: Tensor, order: str, *, degrees: bool = False) -> Tenso
         One of :data:`EULER_ORDERS`, any case.
     degrees : bool
         Angles in degrees (as in BVH files): the same result as converting to radians first, bit for bit.
+    extrinsic : bool
+        About the fixed axes (module docstring).
 
     Returns
     -------
     Tensor
         ``(..., 4)`` ``(w, x, y, z)``.
     """
+    if extrinsic:
+        return euler_to_quat(as_tensor(angles).flip(-1), _reversed(order), degrees=degrees)
     axes = parse_order(order)
     angles = as_tensor(angles)
     _check(angles, (3,), "angles")
@@ -158,8 +171,8 @@ def euler_quat_components(angles: Tensor, axes: tuple[int, int, int], degrees: b
 
 
 @numpy_in_numpy_out
-def quat_to_euler(q: Tensor, order: str) -> Tensor:
-    """Quaternions (any length; zero means identity) to intrinsic Euler angles.
+def quat_to_euler(q: Tensor, order: str, *, extrinsic: bool = False) -> Tensor:
+    """Quaternions (any length; zero means identity) to intrinsic (or extrinsic) Euler angles.
 
     The middle angle is in ``[-pi/2, pi/2]`` for Tait-Bryan orders and ``[0, pi]`` for proper Euler orders;
     the others are in ``[-pi, pi]``. At gimbal lock (middle angle within ~1e-7 of its singular values) the
@@ -171,12 +184,40 @@ def quat_to_euler(q: Tensor, order: str) -> Tensor:
         ``(..., 4)`` quaternions ``(w, x, y, z)``.
     order : str
         One of :data:`EULER_ORDERS`, any case.
+    extrinsic : bool
+        About the fixed axes (module docstring); at gimbal lock the third extrinsic angle is 0.
 
     Returns
     -------
     Tensor
-        ``(..., 3)`` radians, with ``euler_to_matrix(result, order) == quat_to_matrix(q)``.
+        ``(..., 3)`` radians, with ``euler_to_matrix(result, order, extrinsic=extrinsic) == quat_to_matrix(q)``.
     """
+    if extrinsic:  # the intrinsic angles of the reversed order, reversed, with the lock's 0 moved to the last
+        angles, locked = _quat_to_intrinsic(q, _reversed(order))
+        moved = _lock_on_first(angles, _reversed(order))
+        return torch.where(locked[..., None], moved, angles).flip(-1)
+    return _quat_to_intrinsic(q, order)[0]
+
+
+def _reversed(order: str) -> str:
+    parse_order(order)
+    return order[::-1]
+
+
+def _lock_on_first(angles: Tensor, order: str) -> Tensor:
+    """Angles ``(..., 3)`` at gimbal lock (third 0) rewritten with the first 0: the same rotation, the combined
+    turn now on the third axis (which of its two signs is told by the matrices)."""
+    first, middle = angles[..., 0], angles[..., 1]
+    zero = torch.zeros_like(first)
+    target = euler_to_matrix(angles, order)
+    plus, minus = (torch.stack([zero, middle, sign * first], -1) for sign in (1.0, -1.0))
+    gap = ((euler_to_matrix(plus, order) - target) ** 2).sum((-1, -2))
+    gap_minus = ((euler_to_matrix(minus, order) - target) ** 2).sum((-1, -2))
+    return torch.where((gap <= gap_minus)[..., None], plus, minus)
+
+
+def _quat_to_intrinsic(q: Tensor, order: str) -> tuple[Tensor, Tensor]:
+    """:func:`quat_to_euler`'s intrinsic angles ``(..., 3)`` and the ``(...)`` flags of gimbal lock."""
     from skelanim.core.rotations import quat_normalize  # (here: rotations imports this module at its end)
 
     a0, a1, a2 = parse_order(order)
@@ -206,12 +247,13 @@ def quat_to_euler(q: Tensor, order: str) -> Tensor:
     angles = torch.stack([first, middle, third], -1)
     wrapped = torch.remainder(angles + math.pi, 2 * math.pi) - math.pi
     keep_middle = torch.tensor([False, True, False], device=q.device)
-    return torch.where(keep_middle, angles, wrapped)
+    return torch.where(keep_middle, angles, wrapped), locked
 
 
 @numpy_in_numpy_out
-def matrix_to_euler(m: Tensor, order: str) -> Tensor:
-    """Rotation matrices to intrinsic Euler angles (via :func:`quat_to_euler`, same ranges and gimbal rule).
+def matrix_to_euler(m: Tensor, order: str, *, extrinsic: bool = False) -> Tensor:
+    """Rotation matrices to intrinsic (or extrinsic) Euler angles (via :func:`quat_to_euler`, same ranges and
+    gimbal rule).
 
     Parameters
     ----------
@@ -219,6 +261,8 @@ def matrix_to_euler(m: Tensor, order: str) -> Tensor:
         ``(..., 3, 3)`` rotation matrices.
     order : str
         One of :data:`EULER_ORDERS`, any case.
+    extrinsic : bool
+        About the fixed axes (module docstring).
 
     Returns
     -------
@@ -228,4 +272,4 @@ def matrix_to_euler(m: Tensor, order: str) -> Tensor:
     from skelanim.core.rotations import matrix_to_quat  # (here: rotations imports this module at its end)
 
     parse_order(order)
-    return quat_to_euler(matrix_to_quat(m), order)
+    return quat_to_euler(matrix_to_quat(m), order, extrinsic=extrinsic)

@@ -12,8 +12,9 @@ Conventions
 * **Euler angles** are *intrinsic* in the listed order, as BVH means them: order ``"ZXY"`` means
   ``R = Rz(a[..., 0]) @ Rx(a[..., 1]) @ Ry(a[..., 2])``. Radians. The 12 orders are in :data:`EULER_ORDERS`
   (6 Tait-Bryan, 6 proper Euler); order strings are case-insensitive. This equals scipy's
-  ``Rotation.from_euler("ZXY", a)`` (upper case = intrinsic). The Euler functions live in
-  :mod:`skelanim.core.euler` and are re-exported here.
+  ``Rotation.from_euler("ZXY", a)`` (upper case = intrinsic); scipy's lower case (extrinsic, about the fixed
+  axes) is ``extrinsic=True`` on every Euler function. The Euler functions live in :mod:`skelanim.core.euler` and
+  are re-exported here.
 * **6D rotations** (Zhou et al. 2019) are the first two *columns* of ``R``, laid out as
   ``[R00, R10, R20, R01, R11, R21]``, mapped back by Gram-Schmidt.
 * **Rotation vectors** are ``axis * angle`` (radians).
