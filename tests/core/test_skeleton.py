@@ -189,6 +189,38 @@ def test_skeleton_dict_round_trip():
     assert Skeleton.from_dict(sk.to_dict()) == sk
 
 
+def _turned(motion, axis: list[float], angle: float):
+    """``motion`` with its root turned by ``angle`` about ``axis`` (the rest pose keeps its up axis)."""
+    from skelanim.core.rotations import axis_angle_to_quat, quat_apply, quat_multiply
+
+    turn = axis_angle_to_quat(torch.tensor(axis, dtype=torch.float64), torch.tensor(angle, dtype=torch.float64))
+    rotations = motion.rotations.clone()
+    rotations[:, 0] = quat_multiply(turn, rotations[:, 0])
+    return motion.copy(rotations=rotations, root_positions=quat_apply(turn, motion.root_positions))
+
+
+@pytest.mark.parametrize("relative", ["xia_style/angry_13_000.bvh", "xia_style/depressed_13_000.bvh",
+                                      "cmu_cgspeed_mb/01_01.bvh", "cmu_iclone_ccrig/001_01.bvh",
+                                      "deepmimic/humanoid3d_jump.txt", "deepmimic/humanoid3d_run.txt",
+                                      "deepmimic/humanoid3d_spinkick.txt", "deepmimic/humanoid3d_kick.txt"])  # fmt: skip
+def test_turned_captures_whose_pelvis_moves_most_along_the_up_axis_are_read_up(mocap_dir, relative: str) -> None:
+    """Walks that turn, jumps and runs turned Z-up, Z-down or X-up at the root were read as Y-up (the rule
+    wanted the pelvis to travel least along the up axis, and a straight walk sways less than it bobs, a jump
+    rises): a CMU walk 25 m tall in a GLB. The left and right joints lie apart along the turned Y, or the body
+    travels along another axis: up is the posed axis, in the whole clip and in its first 240 frames; the
+    untouched clips stay Y-up, and so do the crawl and the get-up, which lie along X."""
+    from skelanim.io import load
+
+    motion = load(mocap_dir / relative)
+    for clip in (motion, motion[:240]):
+        assert clip.up_axis() == 1
+        assert _turned(clip, [1.0, 0.0, 0.0], math.pi / 2).up_direction() == (2, 1.0)
+        assert _turned(clip, [1.0, 0.0, 0.0], -math.pi / 2).up_direction() == (2, -1.0)
+        assert _turned(clip, [0.0, 0.0, 1.0], -math.pi / 2).up_direction() == (0, 1.0)
+    for lying in ("deepmimic/humanoid3d_crawl.txt", "deepmimic/humanoid3d_getup_facedown.txt"):
+        assert load(mocap_dir / lying).up_axis() == 1
+
+
 @pytest.mark.parametrize("relative", ["xia_style/neutral_01_000.bvh", "cmu_cgspeed_max/131_01.bvh",
                                       "pymo_demo/AV_8Walk_Meredith_HVHA_Rep1.bvh"])
 def test_a_z_up_capture_of_a_y_up_skeleton_is_z_up(mocap_dir, relative: str) -> None:

@@ -363,3 +363,30 @@ def test_load_reads_other_exporters_conventions(tmp_path: Path) -> None:
     with pytest.raises(FormatError, match="no common root"):
         gltf.load(tmp_path / "two_roots.gltf")
     validate(foreign)
+
+
+def test_convert_up_names_the_source_up_axis(tmp_path: Path) -> None:
+    """``skelanim convert SRC X.glb --up AXIS`` writes the source as standing along AXIS, whatever the guess: the
+    sample walk turned Z-up at the root comes out upright with ``--up z`` (as the guess has it) and lying along
+    +Z with ``--up y``; ``--up`` on a format that keeps the axes is a usage error, and nothing is written."""
+    from skelanim.cli import main
+
+    skelanim.save(sample_motion(), tmp_path / "y_up.bvh")
+    motion = skelanim.load(tmp_path / "y_up.bvh")  # the BVH's joint order, as the turned copy's
+    turn = up_to_y_matrix(2, 1.0).T  # +Y to +Z
+    q_turn = matrix_to_quat(turn)
+    rot = motion.rotations.clone()
+    rot[:, 0] = quat_multiply(q_turn.expand_as(rot[:, 0]), rot[:, 0])  # the root turned: the rest pose stays Y-up
+    src = tmp_path / "z_up.bvh"
+    skelanim.save(motion.copy(rotations=rot, root_positions=motion.root_positions @ turn.T), src)
+    out = tmp_path / "z_up.glb"
+    assert main(["convert", str(src), str(out), "--up", "z"]) == 0
+    assert_same_positions(motion, gltf.load(out), 1.0, 1e-5 * motion.height)
+    assert skelanim.load(src).up_axis() == 2
+    lying = tmp_path / "lying.glb"
+    assert main(["convert", str(src), str(lying), "--up", "y"]) == 0
+    assert_same_positions(motion.copy(root_positions=motion.root_positions @ turn.T, rotations=rot), gltf.load(lying),
+                          1.0, 1e-5 * motion.height)  # fmt: skip
+    assert main(["convert", str(src), str(tmp_path / "z_up2.bvh"), "--up", "z"]) == 2
+    assert main(["convert", str(src), str(tmp_path / "bad.glb"), "--up", "up"]) == 2
+    assert not (tmp_path / "z_up2.bvh").exists() and not (tmp_path / "bad.glb").exists()

@@ -54,6 +54,20 @@ def require_suffix(path: Path, suffixes: tuple[str, ...], what: str) -> None:
                                      path=path)  # fmt: skip
 
 
+#: ``--up`` help: a source's up axis, where the guess (:meth:`Motion.up_axis`) is wrong.
+UP_HELP = "SRC's up axis, x y z -x -y or -z (default: guessed)."
+
+
+def check_up(text: str | None) -> str | None:
+    """A ``--up`` value as ``"x"`` ... ``"-z"`` (lower case; ``None`` stays ``None``); a usage error otherwise."""
+    if text is None:
+        return None
+    value = text.strip().lower()
+    if value.lstrip("+-") not in ("x", "y", "z") or value.count("-") + value.count("+") > 1:
+        raise typer.BadParameter(f"expected x, y, z, -x, -y or -z, got {text!r}", param_hint="--up")
+    return value.lstrip("+")
+
+
 def check_output(out: Path, *sources: Path) -> None:
     """Before any work: refuse an output that is one of the input files (the source would be replaced by what
     is made of it) and one that cannot be written (:func:`~skelanim.io.atomic.check_can_write`), as one line."""
@@ -142,10 +156,13 @@ def convert(
                                                             "is in metres already: --scale 0.01 makes a cm figure 100 times smaller)."),
     loop: str | None = typer.Option(None, "--loop", help="Whether the clip loops, for outputs that say so (DeepMimic's "
                                     "Loop, kept in a .glb/.gltf): wrap or none (default: the source's, else none)."),
+    up: str | None = typer.Option(None, "--up", help=UP_HELP + " A .glb/.gltf output is turned from it to +Y up."),
 ) -> None:
     """Convert SRC to DST between the supported formats, optionally resampling and scaling.
 
-    DeepMimic .txt/.json output holds the DeepMimic humanoid only (no --scale); retarget other skeletons."""
+    DeepMimic .txt/.json output holds the DeepMimic humanoid only (no --scale); retarget other skeletons. The other
+    formats keep the source's axes; glTF, which is +Y up, is turned from SRC's up axis (--up where the guess,
+    skelanim info's up_axis, is wrong)."""
     import skelanim
     from skelanim import ops
 
@@ -155,6 +172,10 @@ def convert(
     if loop is not None and (loop not in ("wrap", "none") or not keeps_loop):
         raise typer.BadParameter(f"expected wrap or none, got {loop!r}" if loop not in ("wrap", "none") else
                                  f"a {dst.suffix or 'suffix-less'} file has no loop field ({', '.join(LOOPING_FORMATS)} do)")  # fmt: skip
+    up_axis = check_up(up)
+    if up_axis is not None and dst.suffix.lower() not in (".glb", ".gltf"):
+        raise typer.BadParameter(f"a {dst.suffix or 'suffix-less'} file keeps the source's axes; --up is for .glb/.gltf",
+                                 param_hint="--up")  # fmt: skip
     check_output(dst, src)
     motion = skelanim.load(src)
     if loop is not None:
@@ -163,7 +184,7 @@ def convert(
         motion = ops.scale(motion, scale)
     if fps is not None:
         motion = ops.resample(motion, fps)
-    skelanim.save(motion, dst)
+    skelanim.save(motion, dst, **({} if up_axis is None else {"up_axis": up_axis}))
     typer.echo(f"wrote {dst} ({motion.num_frames} frames at {motion.fps:g} fps)")
     if motion.metadata.get("loop") == "wrap" and not keeps_loop:
         typer.echo(f"note: {src.name} loops (Loop: wrap) and a {dst.suffix} file cannot say so; converting it back to "

@@ -8,6 +8,7 @@ from pathlib import Path
 import typer
 
 from skelanim.cli import app
+from skelanim.cli.files import UP_HELP, check_up
 
 SRC_HELP = ("A motion file (.bvh, DeepMimic .txt, .glb/.gltf), or joint positions (.npy/.npz/.csv) solved to "
             "rotations by the shipped IK model first.")  # fmt: skip
@@ -31,7 +32,7 @@ def stream(
         "and bones are sent, the hips' travel scaled to its legs (EVMC4U moves every "
         "bone to the offsets it receives).",
     ),
-    up: str | None = typer.Option(None, "--up", help="SRC's up axis, x y z -x -y or -z (default: guessed)."),
+    up: str | None = typer.Option(None, "--up", help=UP_HELP),
     progress: bool = typer.Option(True, "--progress/--no-progress"),
 ) -> None:
     """Stream SRC to an avatar in real time (the VMC protocol, OSC over UDP).
@@ -45,11 +46,8 @@ def stream(
     from skelanim.serve.avatar import load_vrm
     from skelanim.serve.vmc import AvatarStream, avatar_frames
 
-    up_direction = None
-    if up is not None:
-        if up.lower().lstrip("+-") not in ("x", "y", "z") or up.count("-") + up.count("+") > 1:
-            raise typer.BadParameter(f"expected x, y, z, -x, -y or -z, got {up!r}", param_hint="--up")
-        up_direction = ("xyz".index(up.lower()[-1]), -1.0 if up.startswith("-") else 1.0)
+    axis = check_up(up)
+    up_direction = None if axis is None else ("xyz".index(axis[-1]), -1.0 if axis.startswith("-") else 1.0)
     rig = load_vrm(avatar) if avatar is not None else None
     sender = AvatarStream(host, port)  # an unknown host is refused before the work
     if src.suffix.lower() in skelanim.io.MOTION_FORMATS:

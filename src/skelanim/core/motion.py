@@ -221,24 +221,48 @@ class Motion:
         *Posed*: the axis along which joints named like head/neck lie farthest from joints named like
         feet/ankles/toes, averaged over up to 64 evenly spaced frames. *Rest*: :meth:`Skeleton.up_axis`.
         Where they agree that is the answer; where they differ, Y if either says Y (Bandai-Namco's rest
-        pose lies along X; a crawl's mean pose lies flat), else the posed axis. One exception: a Y-up rest
-        pose whose motion stands along another axis and travels least along it (the body's pelvis, as
-        gravity keeps a walker's vertical travel the smallest) is up along that axis: a Z-up capture of a
-        Y-up skeleton, where a crawl travels along its length and a get-up rises. Checked on every file of
-        the shared mocap set, and on Z-up turns of its walks.
+        pose lies along X; a crawl's mean pose lies flat), else the posed axis. One exception, a Y-up rest pose
+        whose motion stands along another axis (a capture turned Z-up or X-up): unless the heads also rise
+        above the feet along Y (0.45 times as far or more: a get-up), it is up along the posed axis when its
+        left and right joints lie apart along Y (Y is then its side to side), Y when they lie apart along the
+        posed axis, and otherwise (apart along the third axis, or undecided) Y if its pelvis travels more than
+        1.5 times as far along the posed axis as along any other (a crawl travels along its length), else the
+        posed axis.
+        Checked on every file of the shared mocap set, unchanged, and on its turns to Z-up, Z-down and X-up, all
+        right but those of the crawl and the get-up.
         """
         rest = self.skeleton.up_axis()
         heads, feet = head_and_feet(self.skeleton.names)
         if not feet or not heads or self.num_frames == 0:
             return rest
         pos = self._sample_positions()
-        posed = int((pos[:, heads].mean(1) - pos[:, feet].mean(1)).mean(0).abs().argmax())
+        head_to_feet = (pos[:, heads].mean(1) - pos[:, feet].mean(1)).mean(0).abs()
+        posed = int(head_to_feet.argmax())
         if rest == posed:
             return rest
         if rest == 1:
+            if float(head_to_feet[1]) >= 0.45 * float(head_to_feet[posed]):  # it stands along Y at times (a get-up)
+                return 1
+            lateral = self._lateral_axis(pos)
+            if lateral == 1:  # the sides lie apart along Y: it is no up axis
+                return posed
+            if lateral == posed:
+                return 1
             travel = (pos[:, self.skeleton.pelvis].max(0).values - pos[:, self.skeleton.pelvis].min(0).values).tolist()
-            return posed if travel[posed] < min(t for a, t in enumerate(travel) if a != posed) else 1
+            return 1 if travel[posed] > 1.5 * max(t for a, t in enumerate(travel) if a != posed) else posed
         return 1 if posed == 1 else posed
+
+    def _lateral_axis(self, positions: torch.Tensor) -> int | None:
+        """The axis along which the skeleton's left and right joints (:meth:`Skeleton.left_right_pairs`) lie
+        farthest apart in ``(S, J, 3)`` sampled positions (``None`` without such pairs): the body's side to side,
+        which no up axis is."""
+        pairs = self.skeleton.left_right_pairs()
+        if not pairs:
+            return None
+        left, right = (torch.tensor(side) for side in zip(*pairs))
+        apart = (positions[:, left] - positions[:, right]).abs().mean((0, 1))
+        first, second = apart.sort(descending=True).values[:2].tolist()
+        return int(apart.argmax()) if first >= 1.5 * second else None  # a body that turns its side: undecided
 
     def up_direction(self) -> tuple[int, float]:
         """:meth:`up_axis` and its sign: ``-1.0`` when the heads lie below the feet along it (an upside-down
