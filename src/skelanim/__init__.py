@@ -1,8 +1,8 @@
 """skelanim: skeleton-based human animation with deep learning.
 
-The public API: :func:`load`, :func:`save`, :class:`Skeleton`, :class:`Motion`. They are imported on first use
-(PEP 562), so that importing the package, and with it the ``skelanim`` console script (:mod:`skelanim.console`),
-does not wait for torch before it can answer Ctrl-C.
+The public API: :func:`load`, :func:`save`, :class:`Skeleton`, :class:`Motion`. They, and the subpackages
+(``skelanim.ops``, ...), are imported on first use (PEP 562), so that importing the package, and with it the
+``skelanim`` console script (:mod:`skelanim.console`), does not wait for torch before it can answer Ctrl-C.
 """
 
 from __future__ import annotations
@@ -22,13 +22,20 @@ _HOMES = {"Motion": "skelanim.core.motion", "Skeleton": "skelanim.core.skeleton"
           "load_positions": "skelanim.io", "save": "skelanim.io"}  # fmt: skip
 
 
+#: The subpackages and modules, imported on first use too (``skelanim.ops.normalize`` without an import).
+_SUBMODULES = ("core", "data", "errors", "ik", "io", "learn", "metrics", "nn", "ops", "retarget", "serve", "viz")
+
+
 def __getattr__(name: str) -> Any:
-    if name not in _HOMES:
+    if name in _HOMES:
+        value = getattr(importlib.import_module(_HOMES[name]), name)
+    elif name in _SUBMODULES:
+        value = importlib.import_module(f"skelanim.{name}")
+    else:
         raise AttributeError(f"module 'skelanim' has no attribute {name!r}")
-    value = getattr(importlib.import_module(_HOMES[name]), name)
     globals()[name] = value  # once: later lookups find it without this function
     return value
 
 
 def __dir__() -> list[str]:
-    return sorted({*globals(), *_HOMES})
+    return sorted({*globals(), *_HOMES, *_SUBMODULES})

@@ -43,6 +43,7 @@ def test_the_package_imports_without_torch_until_it_is_used():
     """``import skelanim`` is light (the public names load on first use), which is what lets the console script
     answer Ctrl-C before torch is in; ``skelanim.Motion`` and ``from skelanim import load`` still work."""
     code = ("import sys, skelanim; light = 'torch' not in sys.modules; from skelanim import load; "
-            "print(light, 'torch' in sys.modules, skelanim.Motion.__name__, load.__module__)")  # fmt: skip
+            "print(light, 'torch' in sys.modules, skelanim.Motion.__name__, load.__module__, "
+            "skelanim.ops.normalize.__module__, hasattr(skelanim, 'nope'))")  # fmt: skip
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
-    assert out == ["True", "True", "Motion", "skelanim.io"]
+    assert out == ["True", "True", "Motion", "skelanim.io", "skelanim.ops.normalize", "False"]

@@ -19,6 +19,7 @@ from pythonosc.udp_client import SimpleUDPClient
 import skelanim
 from skelanim.cli import main
 from skelanim.core.units import up_to_y_matrix
+from skelanim.data.samples import sample_path
 from skelanim.retarget.retargeter import make_rig
 from skelanim.serve.avatar import UNITY_PARENTS
 from skelanim.serve.record import ReceivedFrame, VMCRecorder, frames_to_motion
@@ -264,8 +265,50 @@ def test_cli_record_errors_are_one_line(tmp_path, capsys):
     assert main(["record", str(tmp_path / "folder.bvh"), "--port", "0", "--wait", "30"]) == 2
     err = capsys.readouterr()
     assert "listening" not in err.out and len(err.err.strip().splitlines()) == 1 and "folder.bvh" in err.err
-    # nothing arrived: said in one line, nothing written, no folder made
+    # nothing arrived before Ctrl-C (receive returns what arrived): said in one line, nothing written, no folder
     target = tmp_path / "new" / "y.bvh"
-    assert main(["record", str(target), "--port", "0", "--wait", "0.2", "--no-progress"]) == 2
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(VMCRecorder, "receive", lambda self, **options: [])
+        assert main(["record", str(target), "--port", "0", "--wait", "0.2", "--no-progress"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and "no frame with the Hips" in err[0] and not (tmp_path / "new").exists()
+    assert len(err) == 1 and "nothing arrived" in err[0] and not (tmp_path / "new").exists()
+
+
+def test_wait_counts_from_the_first_frame():
+    """``--wait`` ends a take when its sender goes quiet, not before it starts: a recorder told to wait 0.3 s keeps
+    listening for a sender that starts 0.8 s later (it gave up at 0.3 s and lost the take), then stops 0.3 s
+    after its last frame."""
+    frames = [_bundle(_hips(k), _spine(), ("/VMC/Ext/T", [k / 10])) for k in range(3)]
+    with VMCRecorder("127.0.0.1", 0) as recorder:
+
+        def late_sender() -> None:
+            time.sleep(0.8)
+            with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as out:
+                for d in frames:
+                    out.sendto(d, ("127.0.0.1", recorder.port))
+
+        thread = threading.Thread(target=late_sender)
+        start = time.monotonic()
+        thread.start()
+        received = recorder.receive(wait=0.3)
+        elapsed = time.monotonic() - start
+        thread.join()
+    assert [f.bones["Hips"][0] for f in received] == pytest.approx([0.0, 1.0, 2.0])
+    assert 0.8 < elapsed < 10
+
+
+def test_record_listens_on_ipv6_and_stream_may_broadcast():
+    """``record --host ::1`` listened on IPv4 only ("Address family for hostname not supported") though ``stream``
+    sends over IPv6: a frame streamed to ::1 is now recorded there. A stream's IPv4 socket may send to a LAN's
+    broadcast address (it was refused: "Permission denied")."""
+    with AvatarStream("255.255.255.255", 39539) as broadcast:
+        assert broadcast._socket.getsockopt(socket.SOL_SOCKET, socket.SO_BROADCAST) == 1
+    try:
+        recorder = VMCRecorder("::1", 0)
+    except StreamError as err:  # a machine without IPv6
+        pytest.skip(f"no IPv6 loopback here: {err}")
+    walk = skelanim.load(sample_path("walk"))
+    with recorder, AvatarStream("::1", recorder.port) as sender:
+        sender.send(avatar_frames(walk[:1]))
+        received = recorder.receive(frames=1, wait=10)
+    assert len(received) == 1 and "Hips" in received[0].bones

@@ -86,7 +86,7 @@ def record(
     host: str = typer.Option("127.0.0.1", "--host", help="The address to listen on (0.0.0.0: every interface)."),
     seconds: float | None = typer.Option(None, "--seconds", min=0.001, help="Stop this long after the first frame."),
     frames: int | None = typer.Option(None, "--frames", min=1, help="Stop after this many frames."),
-    wait: float | None = typer.Option(None, "--wait", min=0.001, help="Stop when nothing arrives for this long."),
+    wait: float | None = typer.Option(None, "--wait", min=0.001, help="Stop when nothing arrives for this long after the first frame."),
     fps: float = typer.Option(30.0, "--fps", min=1.0, max=1000.0, help="Frame rate of the written motion."),
     progress: bool = typer.Option(True, "--progress/--no-progress"),
 ) -> None:

@@ -229,7 +229,8 @@ class Motion:
         1.5 times as far along the posed axis as along any other (a crawl travels along its length), else the
         posed axis.
         Checked on every file of the shared mocap set, unchanged, and on its turns to Z-up, Z-down and X-up, all
-        right but those of the crawl and the get-up.
+        right but those of the crawl and the get-up (which also read X-up when cut to their first second,
+        lying flat: nothing in a still pose tells lying from standing).
         """
         rest = self.skeleton.up_axis()
         heads, feet = head_and_feet(self.skeleton.names)

@@ -67,10 +67,15 @@ class VMCRecorder:
     def __init__(self, host: str = "127.0.0.1", port: int = DEFAULT_PORT) -> None:
         if not (isinstance(port, int) and 0 <= port < 65536):
             raise StreamError(f"port must be 0-65535, got {port!r}")
-        self._socket = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        try:  # the host's own family: IPv6 (::1, ::) as well as IPv4
+            family, kind, proto, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_DGRAM,
+                                                                 flags=socket.AI_PASSIVE)[0]  # fmt: skip
+            self._socket = socket.socket(family, kind, proto)
+        except (OSError, UnicodeError) as err:
+            raise StreamError(f"cannot listen on {host}:{port}: {getattr(err, 'strerror', None) or err}") from None
         self._socket.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 22)  # room for bursts (the OS may cap it)
         try:
-            self._socket.bind((host, port))
+            self._socket.bind(address)
         except (OSError, UnicodeError) as err:
             self._socket.close()
             raise StreamError(f"cannot listen on {host}:{port}: {getattr(err, 'strerror', None) or err}") from None
@@ -157,7 +162,8 @@ class VMCRecorder:
         on_frame: Callable[[ReceivedFrame], None] | None = None,
     ) -> list[ReceivedFrame]:
         """Collect frames until ``frames`` have arrived, ``seconds`` have passed since the first one, or nothing
-        has arrived for ``wait`` seconds (with none of the three: until Ctrl-C, which returns what arrived)."""
+        has arrived for ``wait`` seconds after the first one (a recorder started before its sender waits for it;
+        with none of the three: until Ctrl-C, which returns what arrived)."""
         out: list[ReceivedFrame] = []
         first: float | None = None
         self._reset()
@@ -165,7 +171,7 @@ class VMCRecorder:
         try:
             while frames is None or len(out) < frames:
                 now = clock()
-                deadlines = ([] if wait is None else [last + wait]) + (
+                deadlines = ([] if wait is None or first is None else [last + wait]) + (
                     [] if seconds is None or first is None else [first + seconds])  # fmt: skip
                 if deadlines and now >= min(deadlines):
                     break
@@ -202,6 +208,8 @@ def frames_to_motion(frames: list[ReceivedFrame], fps: float = 30.0) -> Motion:
     StreamError
         When no frame carried the ``Hips``.
     """
+    if not frames:
+        raise StreamError("nothing arrived (is the sender sending to this host and port?)")
     frames = [f for f in frames if "Hips" in f.bones]
     if not frames:
         raise StreamError("no frame with the Hips arrived (is the sender sending VMC bones to this port?)")

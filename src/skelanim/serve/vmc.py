@@ -315,6 +315,8 @@ class AvatarStream:
         self.target = f"{host}:{port}"
         self._address = address
         self._socket = socket.socket(family, kind, proto)
+        if family == socket.AF_INET:  # a LAN's broadcast address (x.x.x.255) is refused without it
+            self._socket.setsockopt(socket.SOL_SOCKET, socket.SO_BROADCAST, 1)
         self._sent: tuple[tuple[str, ...], Tensor] | None = None  # the bones and (1, B, 4) rotations sent last
 
     def close(self) -> None:
