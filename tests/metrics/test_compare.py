@@ -92,3 +92,78 @@ def test_root_relative_error_subtracts_the_hips_below_a_static_dummy_root():
     res = compare_sets([a], [b])
     assert res["paired"]["mpjpe"] > 0.05
     assert res["paired"]["mpjpe_root_relative"] == pytest.approx(0.0, abs=1e-12)
+
+
+def _dummy_rooted(frames: int = 30) -> tuple[Motion, torch.Tensor]:
+    """A standing body under a static ``joint_Root`` at the origin (Bandai-Namco's layout), hips at 1.5 and feet
+    at 0.5, and its per-frame joint translations."""
+    names = ["joint_Root", "Hips", "Head", "LeftFoot", "RightFoot"]
+    offsets = torch.tensor([[0.0, 0.0, 0.0], [0.0, 1.5, 0.0], [0.0, 0.7, 0.0], [0.2, -1.0, 0.0], [-0.2, -1.0, 0.0]])
+    still = Motion.rest(Skeleton(names, [-1, 0, 1, 1, 1], offsets), frames, fps=30.0)
+    return still, offsets.expand(frames, 5, 3).clone()
+
+
+def test_a_sunk_set_is_measured_against_the_reference_floor():
+    """Set B is set A with its hips 0.15 lower: it sinks 0.15 below A's floor (the feet at 0.5, a static dummy root
+    at 0 that is no body joint). Pooled over both sets, the lower median floor was B's own and the dummy's 0, so B
+    read no penetration; A's floor gives 0.15 / height exactly."""
+    still, travel = _dummy_rooted()
+    sunk = travel.clone()
+    sunk[:, 1, 1] -= 0.15
+    a = [still.copy(joint_translations=travel) for _ in range(3)]
+    b = [still.copy(joint_translations=sunk) for _ in range(3)]
+    res = compare_sets(a, b)
+    height = a[0].height
+    assert res["floor"] == pytest.approx(0.5, abs=1e-9)
+    assert res["a"]["ground_penetration"] == pytest.approx(0.0, abs=1e-12)
+    assert res["b"]["ground_penetration"] == pytest.approx(0.15 / height, rel=1e-6)
+
+
+def test_a_stretching_bone_counts_and_the_dummy_link_does_not():
+    """A shin whose translation channel stretches it by 20 % every other frame: each of the 3 bones' relative
+    deviation from its mean length, averaged (closed form: the shin is 1.0 and 1.2 -> mean 1.1, deviation 1/11;
+    the other two 0) is 1/33. The hips' link to the static dummy moves with the travel and is no bone."""
+    still, travel = _dummy_rooted(frames=20)
+    stretched = travel.clone()
+    stretched[1::2, 3] *= 1.2
+    stretched[:, 1, 0] += torch.arange(20) * 0.1  # the travel: the dummy-to-hips link changes length
+    res = compare_sets([still.copy(joint_translations=stretched)], [still.copy(joint_translations=travel)])
+    assert res["a"]["bone_length_error"] == pytest.approx(1 / 33, rel=1e-6)
+    assert res["b"]["bone_length_error"] == pytest.approx(0.0, abs=1e-12)
+
+
+def test_pairs_are_matched_by_time_and_over_body_joints():
+    """B is A resampled to twice its rate: pairing frame by frame gave errors of the clip's own motion; by time
+    they are those of the resampling only. Over body joints only (the static dummy left out), the paired error
+    of a glide equals the mean over the four body joints."""
+    still, travel = _dummy_rooted(frames=31)
+    gliding = travel.clone()
+    gliding[:, 1, 0] += torch.linspace(0, 3.0, 31)  # constant speed: resampling is exact
+    a = still.copy(joint_translations=gliding)
+    fast = a.copy(joint_translations=travel[:1].expand(61, 5, 3).clone(), rotations=still.rotations[:1].expand(61, 5, 4),
+                  root_positions=still.root_positions[:1].expand(61, 3), fps=60.0)  # fmt: skip
+    fast.joint_translations[:, 1, 0] += torch.linspace(0, 3.0, 61)
+    res = compare_sets([a], [fast])
+    assert res["paired"]["mpjpe"] == pytest.approx(0.0, abs=1e-9)
+    assert any("resampled" in note for note in res["notes"])
+    moved = gliding.clone()
+    moved[:, 1, 2] += 0.4  # the hips, and with them every body joint, 0.4 along z; the dummy stays
+    res = compare_sets([a], [a.copy(joint_translations=moved)])
+    assert res["paired"]["mpjpe"] == pytest.approx(0.4 / a.height, rel=1e-6)  # the dummy's 0 not averaged in
+
+
+def test_degenerate_sets_say_what_they_cannot_measure():
+    """A 2-frame set has no jerk (it needs 4 frames) or foot skating: ``None`` with a note, not a 'perfectly
+    smooth' 0."""
+    res = compare_sets([_standing(30)], [_standing(2)])
+    assert res["b"]["jerk"] is None and res["b"]["foot_skating"] is None and res["a"]["jerk"] == 0.0
+    assert any("set b: no jerk" in note for note in res["notes"])
+
+
+def test_a_set_mixing_units_is_said_to():
+    """One body in metres and one in centimetres-like units (five times as tall) in set A: one median height
+    normalised both without a word; now a note says so, and each set keeps its own height and floor."""
+    big = _standing(30)
+    big = big.copy(skeleton=Skeleton(big.skeleton.names, big.skeleton.parents, big.skeleton.offsets * 5))
+    res = compare_sets([_standing(30), big], [_standing(30)])
+    assert any("set a mixes heights" in note for note in res["notes"]) and res["height"] is None

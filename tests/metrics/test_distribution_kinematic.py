@@ -67,8 +67,10 @@ def test_gaussian_stats_rejects_one_sample():
 def test_diversity_and_multimodality():
     assert diversity(torch.ones(10, 3)) == 0.0
     two = torch.tensor([[0.0, 0.0], [3.0, 4.0]])
-    # random pairs of two points at distance 5: half the draws (in expectation) pick different points
-    assert 1.5 < diversity(two, pairs=4000) < 3.5
+    # pairs of distinct rows: two points at distance 5 are always 5 apart (draws with replacement gave about 2.5)
+    assert diversity(two, pairs=4000) == pytest.approx(5.0, abs=1e-12)
+    three = torch.tensor([[0.0, 0.0], [3.0, 4.0], [0.0, 8.0]])  # distances 5, 8, 5: a mean of 6 over distinct pairs
+    assert diversity(three, pairs=20000) == pytest.approx(6.0, abs=0.05)
     feats = torch.cat([torch.zeros(5, 2), torch.full((5, 2), 10.0)])
     labels = [0] * 5 + [1] * 5
     assert multimodality(feats, labels) == 0.0  # identical within each class

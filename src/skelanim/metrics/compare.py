@@ -1,23 +1,29 @@
 """Compare two sets of motions with every metric of :mod:`skelanim.metrics` (``skelanim evaluate A B``).
 
 Per set (frame-weighted means over its motions, lengths divided by the set's median height):
-``jerk`` (heights/s^3), ``foot_skating`` (heights/s), ``ground_penetration`` (heights), ``bone_length_error``
-(relative, against the skeleton's offsets, or the mean length where joints carry translation channels; joints
-moved by their translation channels are not bones) and, with a feature extractor, ``diversity``; with expected
-contents, ``recognised`` (share of motions whose predicted content is the expected one).
+``jerk`` (heights/s^3; motions of 4 frames or more), ``foot_skating`` (heights/s; motions of 4 frames or more),
+``ground_penetration`` (heights), ``bone_length_error`` (relative, against the skeleton's offsets, or each bone's
+mean measured length where joints carry translation channels, so bones stretched by them count; the link from a
+static dummy root to the body is no bone) and, with a feature extractor, ``diversity``; with expected contents,
+``recognised`` (share of motions whose predicted content is the expected one). A measure no motion of a set can
+give is ``None``, with a note.
 
 Between the sets: ``fid`` (with a feature extractor) and, when the sets pair up (same count and skeleton
 topology; paired in the given order, over the common frames), ``mpjpe`` (with root motion),
 ``mpjpe_root_relative`` (the body root subtracted per frame: joint 0, or its child where joint 0 is a static
 dummy such as Bandai-Namco's ``joint_Root``, :func:`~skelanim.data.rig.body_root`, which is then left out of
 the mean; both in heights) and
-``angle_deg`` (local rotations).
+``angle_deg`` (local rotations), all over the body's joints (a static dummy root left out). A motion of B at
+another frame rate than its pair is resampled to it first (frames are paired by time), with a note.
 
-The floor (for ground penetration) and the height are shared by both sets: medians over all their motions
-of the lowest joint's height and of :attr:`Motion.height`, so that generated motion is judged against the
-same ground as the real motion it is compared with. Sets on different skeletons, up axes or heights (more
-than :data:`SAME_HEIGHT` apart) cannot share them: each is then measured against its own, with a note. Foot skating measures each foot joint against its own
-lowest height in its motion, so a foot that hovers while it slides is not excused.
+Set A is the reference (real motion; B the generated, predicted or retargeted one): its floor (the median over
+its motions of the lowest body joint, a static dummy root left out) and its median :attr:`Motion.height` are
+B's too, so that B is judged against the ground of the real motion it is compared with, and a B sunk below it
+shows its penetration. Sets on different skeletons, up axes or heights (more than :data:`SAME_HEIGHT` apart)
+cannot share them: each is then measured against its own, with a note; so is a set whose own motions differ in
+height that much. Jerk grows with the frame rate (finite differences of capture noise): where the sets' rates
+differ, the faster set's jerk is taken at the slower rate, with a note. Foot skating measures each foot joint
+against its own lowest height in its motion, so a foot that hovers while it slides is not excused.
 """
 
 from __future__ import annotations
@@ -53,28 +59,35 @@ def _feet(motion: Motion) -> list[int]:
         return []
 
 
-def _rigid(motion: Motion) -> list[int]:
-    """Joints whose bone to the parent is rigid: all, except joints whose translation channels move them
-    (a root carried by a static dummy joint, as in Bandai-Namco files, is not a bone)."""
-    jt = motion.joint_translations
-    if jt is None:
-        return list(range(1, motion.skeleton.num_joints))
-    scale = max(float(jt.abs().max()), 1e-12)
-    return [
-        j for j in range(1, motion.skeleton.num_joints) if float((jt[:, j] - jt[:1, j]).abs().max()) <= 1e-6 * scale
-    ]
+def _bones(motion: Motion) -> list[int]:
+    """Child joints of the skeleton's bones: every joint with a parent but the body's root below a static dummy
+    (its link to the dummy is the root's travel, not a bone)."""
+    first = body_root(motion)
+    return [j for j in range(1, motion.skeleton.num_joints) if j > first]
+
+
+def _median(values: Sequence[float]) -> float:
+    """The median (the mean of the two middle values of an even count)."""
+    return float(torch.tensor(values, dtype=torch.float64).quantile(0.5))
 
 
 def _ground(motions: Sequence[Motion], positions: list[Tensor]) -> tuple[int, float, float]:
+    """Up axis, median height and floor (the median lowest body joint) of a set."""
     up = motions[0].up_axis()
-    height = float(torch.tensor([m.height for m in motions]).median())
-    floor = float(torch.stack([p[..., up].min() for p in positions]).median())
+    height = _median([m.height for m in motions])
+    floor = _median([float(p[:, body_root(m) :, up].min()) for m, p in zip(motions, positions)])
     return up, height, floor
 
 
 def set_summary(
-    motions: Sequence[Motion], *, up: int, height: float, floor: float, positions: list[Tensor] | None = None
-) -> dict[str, float]:
+    motions: Sequence[Motion],
+    *,
+    up: int,
+    height: float,
+    floor: float,
+    positions: list[Tensor] | None = None,
+    jerk_fps: float | None = None,
+) -> dict[str, Any]:
     """Quality measures of one set (module docstring).
 
     Parameters
@@ -89,46 +102,65 @@ def set_summary(
         Ground level along ``up``.
     positions : list of Tensor, optional
         ``(F, J, 3)`` world positions of each motion (computed when absent).
+    jerk_fps : float, optional
+        Take the jerk of motions faster than this at this rate (resampled).
 
     Returns
     -------
-    dict of str to float
-        ``motions``, ``frames``, ``jerk``, ``foot_skating``, ``ground_penetration``, ``bone_length_error``.
+    dict of str to float or None
+        ``motions``, ``frames``, ``jerk``, ``foot_skating``, ``ground_penetration``, ``bone_length_error``
+        (``None`` where no motion can give it: jerk and foot skating need 4 frames, foot skating named feet).
     """
+    from skelanim.ops.resample import resample
+
     positions = positions or [m.positions() for m in motions]
     sums = {"jerk": 0.0, "foot_skating": 0.0, "ground_penetration": 0.0, "bone_length_error": 0.0}
-    frames = 0
+    weights = dict.fromkeys(sums, 0)
     for m, p in zip(motions, positions):
         f = p.shape[0]
-        frames += f
-        sums["jerk"] += f * jerk(p, m.fps, height=height)
-        feet = _feet(m)
-        if feet:
-            sums["foot_skating"] += f * foot_skating(
-                p, feet, m.fps, up=up, threshold=FEET_THRESHOLD * height, height=height
-            )
-        sums["ground_penetration"] += f * ground_penetration(p, up=up, floor=floor, height=height)
+        if f >= 4:
+            slow = jerk_fps is not None and m.fps > jerk_fps * (1 + 1e-6)
+            sums["jerk"] += f * jerk(resample(m, jerk_fps).positions() if slow else p, jerk_fps if slow else m.fps,
+                                     height=height)  # fmt: skip
+            weights["jerk"] += f
+            feet = _feet(m)
+            if feet:
+                threshold = FEET_THRESHOLD * height
+                sums["foot_skating"] += f * foot_skating(p, feet, m.fps, up=up, threshold=threshold, height=height)
+                weights["foot_skating"] += f
+        body = p[:, body_root(m) :]
+        sums["ground_penetration"] += f * ground_penetration(body, up=up, floor=floor, height=height)
         offsets = m.skeleton.offsets if m.joint_translations is None else None
-        sums["bone_length_error"] += f * bone_length_error(p, m.skeleton.parents.tolist(), offsets, bones=_rigid(m))
-    return {"motions": len(motions), "frames": frames, **{k: v / max(frames, 1) for k, v in sums.items()}}
+        sums["bone_length_error"] += f * bone_length_error(p, m.skeleton.parents.tolist(), offsets, bones=_bones(m))
+        weights["ground_penetration"] += f
+        weights["bone_length_error"] += f
+    frames = sum(p.shape[0] for p in positions)
+    return {"motions": len(motions), "frames": frames,
+            **{k: (v / weights[k] if weights[k] else None) for k, v in sums.items()}}  # fmt: skip
 
 
-def _paired(a: Sequence[Motion], b: Sequence[Motion], height: float) -> dict[str, float] | None:
+def _paired(a: Sequence[Motion], b: Sequence[Motion], height: float, notes: list[str]) -> dict[str, float] | None:
+    from skelanim.ops.resample import resample
+
     if len(a) != len(b) or not all(x.skeleton.same_topology(y.skeleton) for x, y in zip(a, b)):
         return None
     totals = {"mpjpe": 0.0, "mpjpe_root_relative": 0.0, "angle_deg": 0.0}
     frames = 0
+    retimed = 0
     for x, y in zip(a, b):
+        if abs(y.fps / x.fps - 1) > 1e-6:  # pair frames by time, not by index
+            y, retimed = resample(y, x.fps), retimed + 1
         n = min(x.num_frames, y.num_frames)
-        px, py = x[:n].positions(), y[:n].positions()
         r = max(body_root(x), body_root(y))  # one joint for both: the hips where either has a dummy above them
+        px, py = x[:n].positions()[:, r:], y[:n].positions()[:, r:]  # the dummy is not a body joint
         totals["mpjpe"] += float(mpjpe(px, py, height=height).sum())
-        rel_x, rel_y = px[:, r:] - px[:, r : r + 1], py[:, r:] - py[:, r : r + 1]  # the dummy is not a body joint
-        totals["mpjpe_root_relative"] += float(mpjpe(rel_x, rel_y, height=height).sum())
+        totals["mpjpe_root_relative"] += float(mpjpe(px - px[:, :1], py - py[:, :1], height=height).sum())
         totals["angle_deg"] += float(
-            angle_error(quat_to_matrix(x.rotations[:n]), quat_to_matrix(y.rotations[:n])).sum()
+            angle_error(quat_to_matrix(x.rotations[:n, r:]), quat_to_matrix(y.rotations[:n, r:])).sum()
         )
         frames += n
+    if retimed:
+        notes.append(f"{retimed} motion(s) of set b resampled to their pair's frame rate for the paired measures")
     return {k: v / max(frames, 1) for k, v in totals.items()}
 
 
@@ -157,18 +189,33 @@ def compare_sets(a: Sequence[Motion], b: Sequence[Motion], *, embed: Embedder | 
     if not a or not b:
         raise ValueError("both sets need at least one motion")
     pos_a, pos_b = [m.positions() for m in a], [m.positions() for m in b]
-    up, height, floor = _ground([*a, *b], [*pos_a, *pos_b])
     own = {"a": _ground(a, pos_a), "b": _ground(b, pos_b)}
-    shared = (own["a"][0] == own["b"][0] and a[0].skeleton.same_topology(b[0].skeleton)
+    notes: list[str] = []
+    mixed = [k for k, motions in (("a", a), ("b", b)) if _mixed_heights(motions, own[k][1])]
+    for key in mixed:
+        heights = [m.height for m in (a if key == "a" else b)]
+        notes.append(f"set {key} mixes heights ({min(heights):.4g} to {max(heights):.4g}: other skeletons or "
+                     f"units): its median {own[key][1]:.4g} normalises them all; compare like with like")  # fmt: skip
+    shared = (own["a"][0] == own["b"][0] and a[0].skeleton.same_topology(b[0].skeleton) and not mixed
               and abs(own["a"][1] / own["b"][1] - 1) <= SAME_HEIGHT)  # fmt: skip
-    out: dict[str, Any] = {"height": height if shared else None, "floor": floor if shared else None, "notes": []}
-    if not shared:
-        out["notes"].append(f"the sets differ in skeleton, up axis or height ({own['a'][1]:.4g} against "
-                            f"{own['b'][1]:.4g}): each is measured against its own height and floor")  # fmt: skip
+    up, height, floor = own["a"]  # A is the reference
+    out: dict[str, Any] = {"height": height if shared else None, "floor": floor if shared else None, "notes": notes}
+    if not shared and not mixed:
+        notes.append(f"the sets differ in skeleton, up axis or height ({own['a'][1]:.4g} against "
+                     f"{own['b'][1]:.4g}): each is measured against its own height and floor")  # fmt: skip
+    rates = {k: min(m.fps for m in motions) for k, motions in (("a", a), ("b", b))}
+    jerk_fps = min(rates.values()) if max(m.fps for m in [*a, *b]) > min(rates.values()) * (1 + 1e-6) else None
+    if jerk_fps is not None:
+        notes.append(f"the motions' frame rates differ: jerk, which grows with the rate, is taken at {jerk_fps:g} fps")
     feats: dict[str, Tensor] = {}
     for key, motions, pos, contents in (("a", a, pos_a, contents_a), ("b", b, pos_b, contents_b)):
         ground = (up, height, floor) if shared else own[key]
-        out[key] = set_summary(motions, up=ground[0], height=ground[1], floor=ground[2], positions=pos)
+        out[key] = set_summary(motions, up=ground[0], height=ground[1], floor=ground[2], positions=pos,
+                               jerk_fps=jerk_fps)  # fmt: skip
+        for measure in ("jerk", "foot_skating"):
+            if out[key][measure] is None:
+                notes.append(f"set {key}: no {measure} (it needs motions of 4 frames or more"
+                             + (" with named feet)" if measure == "foot_skating" else ")"))  # fmt: skip
         out[key]["height"], out[key]["floor"] = ground[1], ground[2]
         out[key]["diversity"] = None
         out[key]["recognised"] = None
@@ -180,9 +227,17 @@ def compare_sets(a: Sequence[Motion], b: Sequence[Motion], *, embed: Embedder | 
             out["notes"].append(f"set {key}: no recogniser features ({err})")
             continue
         feats[key] = f
-        out[key]["diversity"] = diversity(f)
+        if len(f) < 2:
+            notes.append(f"set {key}: one recogniser window only, so no diversity and no fid")
+        else:
+            out[key]["diversity"] = diversity(f)
         if contents is not None:
             out[key]["recognised"] = sum(p == c for p, c in zip(predicted, contents)) / len(contents)
     out["fid"] = fid(feats["a"], feats["b"]) if len(feats) == 2 and min(len(feats["a"]), len(feats["b"])) >= 2 else None
-    out["paired"] = _paired(a, b, height)
+    out["paired"] = _paired(a, b, height, notes)
     return out
+
+
+def _mixed_heights(motions: Sequence[Motion], median: float) -> bool:
+    """Whether some motion's height is more than :data:`SAME_HEIGHT` from the set's median."""
+    return any(abs(m.height / median - 1) > SAME_HEIGHT for m in motions) if median > 0 else False

@@ -92,13 +92,14 @@ def fid(features_a: Tensor | np.ndarray, features_b: Tensor | np.ndarray) -> flo
 
 
 def diversity(features: Tensor | np.ndarray, *, pairs: int = 300, seed: int = 0) -> float:
-    """Mean distance between ``pairs`` random pairs of rows of ``features`` ``(N, D)``."""
+    """Mean distance between ``pairs`` random pairs of distinct rows of ``features`` ``(N, D)`` (0 when ``N < 2``;
+    a row paired with itself, as draws with replacement allowed, pulled the mean down by about ``1 / N``)."""
     x = _as64(features)
     if x.shape[0] < 2:
         return 0.0
     g = torch.Generator().manual_seed(seed)
     i = torch.randint(0, x.shape[0], (pairs,), generator=g)
-    j = torch.randint(0, x.shape[0], (pairs,), generator=g)
+    j = (i + torch.randint(1, x.shape[0], (pairs,), generator=g)) % x.shape[0]  # any row but i, uniformly
     return float((x[i] - x[j]).norm(dim=-1).mean())
 
 
