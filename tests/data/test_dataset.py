@@ -133,6 +133,46 @@ def test_cache_dir_env_and_outside_check(tmp_path, monkeypatch):
     with pytest.raises(ValueError, match="inside the data folder"):
         check_outside(data / "cache", [data / "a.bvh"])
     check_outside(tmp_path / "elsewhere", [data / "a.bvh"])
+    # the entries go to <cache>/clips: a data folder named clips under the cache folder is where they would land
+    (tmp_path / "clips").mkdir()
+    (tmp_path / "clips" / "b.bvh").write_text("")
+    with pytest.raises(ValueError, match="inside the data folder"):
+        check_outside(tmp_path, [tmp_path / "clips" / "b.bvh"])
+
+
+def test_a_damaged_cache_entry_is_parsed_anew_and_a_hit_keeps_this_files_name(bandai_few, tmp_path):
+    """An entry whose numbers were overwritten (NaN, its header intact) trained to NaN losses without a word: it is
+    now read as a miss, parsed again and rewritten. A file reached by another name (a link) hits the same entry
+    but keeps its own name and path (the first reader's were returned)."""
+    from safetensors import safe_open
+    from safetensors.torch import load_file, save_file
+
+    fresh = MotionDataset(bandai_few[:1], fps=25.0, cache=tmp_path).clips[0]
+    (entry,) = (tmp_path / "clips").glob("*.safetensors")
+    with safe_open(str(entry), framework="pt") as handle:
+        meta = handle.metadata()
+    tensors = load_file(str(entry))
+    tensors["positions"][3] = float("nan")
+    save_file(tensors, str(entry), metadata=meta)
+    again = MotionDataset(bandai_few[:1], fps=25.0, cache=tmp_path).clips[0]
+    assert torch.equal(again.positions, fresh.positions)
+    assert bool(torch.isfinite(load_file(str(entry))["positions"]).all())  # rewritten
+    link = tmp_path / "links" / "dataset-1_walk_sad_009.bvh"
+    link.parent.mkdir()
+    link.symlink_to(bandai_few[0].resolve())
+    linked = MotionDataset([link], fps=25.0, cache=tmp_path).clips[0]
+    assert (linked.name, linked.path, linked.labels["style"]) == ("dataset-1_walk_sad_009", str(link), "sad")
+
+
+def test_one_file_named_twice_is_one_clip(bandai_few, tmp_path):
+    """A folder and a pattern through another spelling of it (a link) that name the same files: one clip each
+    (they were two, and a file split could put the copies on both sides)."""
+    from skelanim.data.dataset import expand_paths
+
+    folder = bandai_few[0].parent
+    (tmp_path / "same").symlink_to(folder)  # another spelling of the folder
+    both = expand_paths([folder, str(tmp_path / "same" / "dataset-1_walk_*")])
+    assert len(both) == len({f.resolve() for f in both}) == len(expand_paths([folder]))
 
 
 def test_second_load_comes_from_the_cache(bandai_few, tmp_path, monkeypatch):

@@ -54,3 +54,40 @@ def test_cli_reports_a_bad_style_split_without_a_traceback(learn_files, tmp_path
     err = capsys.readouterr().err
     assert code == 2 and "no files of style sleepy" in err and "Traceback" not in err
     assert not (tmp_path / "m").exists()
+
+
+def test_training_refuses_a_style_split_with_nothing_to_validate_on(learn_files, tmp_path, capsys):
+    """The six clips have no proud or youthful file: the default split left validation empty, and training then
+    picked its epochs on training windows reported as validation. Training says so in one line and writes nothing;
+    ``style:S1,.../`` (no validation, by choice) and evaluation are still fine."""
+    from skelanim.cli import main
+
+    out = tmp_path / "model"
+    data = [arg for f in learn_files for arg in ("--data", str(f))]
+    args = ["learn", "predict", "train", *data, "--arch", "mlp", "--epochs", "1", "--max-steps", "1",
+            "--no-progress", "-o", str(out)]  # fmt: skip
+    assert main(args) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "validates on the styles proud, youthful" in err[0] and not out.exists()
+    assert main([*args, "--split", "style:angry/"]) == 0
+
+
+def test_resume_refuses_other_arguments(learn_files, tmp_path, capsys):
+    """A run resumed with another batch size, seed or learning rate went on without a word and recorded the new
+    ones as its recipe; another architecture ended in torch's list of 200 missing keys. Both are one line now,
+    and the same arguments resume (an extra --max-steps may change: it only stops the run)."""
+    from skelanim.cli import main
+
+    out = tmp_path / "model"
+    data = [arg for f in learn_files for arg in ("--data", str(f))]
+    base = ["learn", "predict", "train", *data, "--split", "style:angry/", "--epochs", "2", "--no-progress",
+            "-o", str(out)]  # fmt: skip
+    assert main([*base, "--arch", "mlp", "--batch-size", "16", "--max-steps", "1"]) == 0
+    capsys.readouterr()
+    for changed, said in ((["--batch-size", "32"], "batch_size 16 -> 32"), (["--batch-size", "16", "--seed", "5"],
+                          "seed 0 -> 5"), (["--batch-size", "16", "--arch", "rnn"], "another model")):  # fmt: skip
+        arch = [] if "--arch" in changed else ["--arch", "mlp"]
+        assert main([*base, *arch, *changed, "--max-steps", "2", "--resume"]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and said in err[0], err
+    assert main([*base, "--arch", "mlp", "--batch-size", "16", "--max-steps", "2", "--resume"]) == 0

@@ -70,6 +70,7 @@ def load_dataset(data: list[str], fps: float, threads: int | None, progress: boo
 
 def split_parts(ds, split: str, seed: int = 0, *, need: str = "train") -> dict:
     """The parts of ``ds`` (``split_dataset``); a bad split, or one without the ``need`` part, is a usage error."""
+    from skelanim.data.dataset import BANDAI_VAL_STYLES
     from skelanim.learn.common import split_dataset
 
     try:
@@ -79,6 +80,11 @@ def split_parts(ds, split: str, seed: int = 0, *, need: str = "train") -> dict:
     if parts[need] is None:
         raise typer.BadParameter(f"the split leaves no {'training' if need == 'train' else need} files",
                                  param_hint="--split")  # fmt: skip
+    if need == "train" and split.startswith("style") and "/" not in split and parts["val"] is None:
+        # training would pick its epochs on training windows, reported as validation
+        raise typer.BadParameter(f"split {split!r} validates on the styles {', '.join(BANDAI_VAL_STYLES)}, which no "
+                                 "file here has; name them (style:S1,.../V1,...), validate on none (style:S1,.../) "
+                                 "or use --split file", param_hint="--split")  # fmt: skip
     return parts
 
 

@@ -75,10 +75,11 @@ def cache_dir(override: str | os.PathLike | None = None) -> Path:
 
 
 def check_outside(cache: Path, files: list[Path]) -> None:
-    """Raise ``ValueError`` when ``cache`` lies inside the folder of one of ``files`` (data stays read-only)."""
-    root = cache.resolve()
+    """Raise ``ValueError`` when the cache's ``clips/`` folder, where it writes, is or lies in the folder of one
+    of ``files`` (data stays read-only; a cache folder named ``.../clips`` was checked, not the ``clips/`` in it)."""
+    clips = (cache / "clips").resolve()
     for folder in {f.resolve().parent for f in files}:
-        if root == folder or folder in root.parents:
+        if clips == folder or folder in clips.parents:
             raise ValueError(f"cache directory {cache} is inside the data folder {folder}; pick another")
 
 

@@ -187,9 +187,9 @@ def load_clip(path: str | os.PathLike, *, fps: float, cache: Path | None = None,
     key = cache_key(path, fps=float(fps)) if cache is not None else None
     if cache is not None and key is not None:
         hit = read_cached(cache, key)
-        if hit is not None:
-            clip = Clip.from_cache(*hit)
-            clip.labels = labels
+        if hit is not None and all(bool(torch.isfinite(t).all()) for t in hit[0].values() if t.is_floating_point()):
+            clip = Clip.from_cache(*hit)  # a damaged entry (non-finite values) is parsed anew and rewritten
+            clip.name, clip.path, clip.labels = path.stem, str(path), labels  # this file's, not the first reader's
             return clip
     try:
         motion = skelanim.load(path)

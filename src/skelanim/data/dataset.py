@@ -45,7 +45,9 @@ def expand_paths(paths: Sequence[str | os.PathLike], suffixes: Sequence[str] = M
     Returns
     -------
     list of Path
-        Sorted by name, without duplicates. Raises ``FileNotFoundError`` for an entry that matches nothing.
+        Sorted by name, without duplicates: one file named twice (a folder and a pattern, a relative and an
+        absolute path, a link to it) is kept once, under its first name in that order, so that no split can put
+        it on both sides. Raises ``FileNotFoundError`` for an entry that matches nothing.
     """
     out: set[Path] = set()
     for entry in paths:
@@ -59,7 +61,10 @@ def expand_paths(paths: Sequence[str | os.PathLike], suffixes: Sequence[str] = M
             if not hits:
                 raise FileNotFoundError(2, "no such file, folder or matching pattern", str(entry))
             out.update(h for h in hits if h.is_file())
-    return sorted(out, key=lambda f: (f.name, str(f)))
+    unique: dict[Path, Path] = {}
+    for f in sorted(out, key=lambda f: (f.name, str(f))):
+        unique.setdefault(f.resolve(), f)
+    return list(unique.values())
 
 
 def feature_stats(x: Tensor, dims: Sequence[int], min_std: float = 1e-3) -> tuple[Tensor, Tensor]:

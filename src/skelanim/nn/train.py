@@ -43,7 +43,7 @@ from torch import Tensor, nn
 from torch.optim.swa_utils import AveragedModel
 from tqdm import tqdm
 
-from skelanim.errors import TrainingDataError
+from skelanim.errors import FormatError, TrainingDataError
 from skelanim.nn import distributed as ddp
 from skelanim.nn.checkpoint import (
     CONFIG_NAME,
@@ -220,6 +220,20 @@ def parameter_fingerprint(model: nn.Module) -> str:
     return digest.hexdigest()
 
 
+#: Loop settings a resumed run must share with the run it continues (they shape its trajectory).
+RESUME_SAME = ("epochs", "batch_size", "lr", "weight_decay", "warmup_steps", "grad_clip", "seed", "ema")
+
+
+def _check_same_loop(saved: dict[str, Any] | None, config: TrainConfig, path: Path) -> None:
+    """Refuse to resume with loop settings other than the saved ones (a state saved before they were recorded
+    passes)."""
+    if saved is None:
+        return
+    changed = [f"{k} {saved[k]} -> {getattr(config, k)}" for k in RESUME_SAME if k in saved and saved[k] != getattr(config, k)]
+    if changed:
+        raise FormatError(f"resume with the arguments the run was started with ({', '.join(changed)})", path=path)
+
+
 def fit(
     model: nn.Module,
     task: Task,
@@ -271,7 +285,12 @@ def fit(
         averaged = AveragedModel(model, multi_avg_fn=ema_update(config.ema), use_buffers=True)
     if resume:
         model_state, optim_state, meta = load_train_state(out_dir / STATE_NAME)
-        model.load_state_dict({k: v for k, v in model_state.items() if not k.startswith(AVERAGED_PREFIX)})
+        _check_same_loop(meta.get("loop"), config, out_dir / STATE_NAME)
+        try:
+            model.load_state_dict({k: v for k, v in model_state.items() if not k.startswith(AVERAGED_PREFIX)})
+        except RuntimeError:  # another architecture or size: torch lists every key
+            raise FormatError("the training state is of another model (architecture or size options differ): "
+                              "resume with the arguments it was started with", path=out_dir / STATE_NAME) from None
         optimizer.load_state_dict(optim_state)
         if averaged is not None:
             averaged.load_state_dict({k[len(AVERAGED_PREFIX) :]: v for k, v in model_state.items()
@@ -295,6 +314,7 @@ def fit(
 
     def save_state() -> None:
         meta["seconds"] = time.perf_counter() - started
+        meta["loop"] = {k: getattr(config, k) for k in RESUME_SAME}
         if main:
             state = plain.state_dict()
             if averaged is not None:
