@@ -91,3 +91,6 @@ def test_resume_refuses_other_arguments(learn_files, tmp_path, capsys):
         err = capsys.readouterr().err.strip().splitlines()
         assert len(err) == 1 and said in err[0], err
     assert main([*base, "--arch", "mlp", "--batch-size", "16", "--max-steps", "2", "--resume"]) == 0
+    capsys.readouterr()  # generate train with nothing to resume from started afresh; it says so, as the others do
+    assert main(["learn", "generate", "train", *data, "-o", str(tmp_path / "gen"), "--resume"]) == 2
+    assert "no training state to resume from" in capsys.readouterr().err and not (tmp_path / "gen").exists()

@@ -233,9 +233,12 @@ def generate_train(
     progress: bool = typer.Option(True, "--progress/--no-progress"),
 ) -> None:
     """Train the conditional VAE, then refine it with the temporal GAN."""
+    from skelanim import errors as skelanim_errors
     from skelanim.learn.generate import train_generator
     from skelanim.learn.recognize import Recognizer
 
+    if resume and not any((f / "train_state.safetensors").is_file() for f in (out, out / "vae")):  # as the others do
+        raise skelanim_errors.FormatError("no training state to resume from (train without --resume first)", path=out)
     rec: Recognizer | None = Recognizer.load(recognizer)
     parts = split_parts(load_dataset(data, fps, threads, progress, labels=labels, need=("content",)), split, seed)
     if recognizer is None and rec is not None and not rec.rig.skeleton.same_topology(parts["train"].rig.skeleton):
