@@ -88,3 +88,17 @@ def test_optimize_ik_converges_from_a_near_pose(bandai_rig, bandai_poses):
     assert float((got - pos[:8]).norm(dim=-1).mean()) < 1e-3 * bandai_rig.height
     _, before = forward_kinematics(start, trans, bandai_rig.parents)
     assert float((before - pos[:8]).norm(dim=-1).mean()) > 1e-2 * bandai_rig.height
+
+
+def test_optimize_ik_in_blocks_is_the_same_fit(bandai_rig, bandai_poses, monkeypatch):
+    """Long inputs are fitted in blocks of frames (10,000 frames took 2 GB at once, 60,000 11 GB): each frame is its
+    own LM, so blocks of 7 give the same bits as one block, with a per-frame init and prior too."""
+    import skelanim.ik.classical as classical
+
+    pos = bandai_poses[2][:20]
+    init = quat_identity((20, bandai_rig.num_joints), dtype=torch.float64)
+    prior = torch.linspace(1e-4, 1e-2, 20, dtype=torch.float64)
+    whole = optimize_ik(pos, bandai_rig, init, iterations=4, prior=prior)
+    monkeypatch.setattr(classical, "LM_CHUNK", 7)
+    blocks = optimize_ik(pos, bandai_rig, init, iterations=4, prior=prior)
+    assert torch.equal(whole[0], blocks[0]) and torch.equal(whole[1], blocks[1])

@@ -244,6 +244,10 @@ def swing_ik(positions: Tensor, rig: IKRig, init: Tensor) -> tuple[Tensor, Tenso
     return quats, rig.translations(positions[:, rig.ik_root])
 
 
+#: Frames fitted at once by :func:`optimize_ik` (its Jacobians take about 190 KB a frame: 10,000 frames took 2 GB).
+LM_CHUNK = 1024
+
+
 def optimize_ik(
     positions: Tensor,
     rig: IKRig,
@@ -272,7 +276,9 @@ def optimize_ik(
     damping : float
         Initial LM damping (relative to the diagonal of ``J^T J``).
     tol : float, optional
-        Stop early once every joint of every frame is within ``tol`` (a fraction of height) of its target.
+        Stop early once every joint of every frame is within ``tol`` (a fraction of height) of its target (every
+        frame of a block of :data:`LM_CHUNK` frames: longer inputs are fitted block by block, the same per-frame
+        fits).
 
     Returns
     -------
@@ -281,6 +287,12 @@ def optimize_ik(
     """
     positions = torch.as_tensor(positions, dtype=torch.float64)
     f = positions.shape[0]
+    if f > LM_CHUNK:  # each frame is fitted on its own: blocks of frames bound the Jacobians' memory
+        init_t, prior_t = torch.as_tensor(init), torch.as_tensor(prior)
+        blocks = [optimize_ik(positions[i : i + LM_CHUNK], rig, init_t[i : i + LM_CHUNK] if init_t.dim() == 3 else init_t,
+                              iterations=iterations, prior=prior_t[i : i + LM_CHUNK] if prior_t.dim() else prior,
+                              damping=damping, tol=tol) for i in range(0, f, LM_CHUNK)]  # fmt: skip
+        return torch.cat([b[0] for b in blocks]), torch.cat([b[1] for b in blocks])
     q_init = _init_quats(init, f, positions.dtype).clone()
     q_init[:, rig.fixed] = torch.tensor([1.0, 0.0, 0.0, 0.0], dtype=positions.dtype)  # a dummy root never rotates
     trans = rig.translations(positions[:, rig.ik_root])
