@@ -32,7 +32,7 @@ from skelanim.io.atomic import atomic_path
 __all__ = ["CACHE_VERSION", "cache_dir", "cache_key", "check_outside", "read_cached", "write_cached"]
 
 #: Bump when the content of cached clips changes.
-CACHE_VERSION = 4  # 3: BVH frame rates read as the rate a rounded Frame Time stands for (io.common.nominal_fps); 4: DeepMimic durations too
+CACHE_VERSION = 5  # 3: BVH frame rates read as the rate a rounded Frame Time stands for (io.common.nominal_fps); 4: DeepMimic durations too; 5: the up axis of turned captures (Motion.up_axis)
 
 
 def _writable(path: Path) -> bool:
