@@ -93,7 +93,7 @@ def test_optimize_ik_converges_from_a_near_pose(bandai_rig, bandai_poses):
 def test_optimize_ik_in_blocks_is_the_same_fit(bandai_rig, bandai_poses, monkeypatch):
     """Long inputs are fitted in blocks of frames (10,000 frames took 2 GB at once, 60,000 11 GB): each frame is its
     own LM, so blocks of 7 give the same bits as one block, with a per-frame init and prior too."""
-    import skelanim.ik.classical as classical
+    from skelanim.ik import classical
 
     pos = bandai_poses[2][:20]
     init = quat_identity((20, bandai_rig.num_joints), dtype=torch.float64)

@@ -2,7 +2,7 @@ r"""Level feet: the foot's bone frame points where the sole lies level, not alon
 
 Skeletons put the ankle and toe joints at different places in the foot: Bandai-Namco's ankle joint stands
 5.5 % of the height above its toe joint, so on a foot flat on the ground its ankle-to-toe bone points 40 degrees
-below level; CMU's, Xia's and pymo's 11-15 degrees, the production rig's 5-15. A bone frame along that bone
+below level; CMU's, Xia's and pymo's 11-17 degrees, the production rig's 5-15. A bone frame along that bone
 (:mod:`.rig`) copies the *bone's* direction, so a flat Bandai foot landed on the CMU skeleton 25 degrees toe-down
 (and on the DeepMimic humanoid on its boxes' front corners). So the foot and toe frames are turned, about the
 foot's lateral axis, by the skeleton's own **stance pitch**, the angle of its ankle-to-toe bone below level on a
@@ -15,7 +15,7 @@ The stance pitch is measured
 * on a skeleton calibrated on its own motion (Bandai-Namco's, the production rig's zero poses are no body
   pose): the most common pitch of the motion's standing frames, those where the foot's ankle and toe joints are
   both in their lowest quarter relative to the root, both feet pooled (Bandai-Namco: 39.6 degrees in every
-  standing take, walks included; 38.5-39.8 from its runs and dashes);
+  standing take, walks included; 38.5-39.6 from its runs and dashes);
 * nowhere else: a zero pose that is no body pose and no motion leave the frames as the bone lies (a foot whose
   bone points more than 45 degrees off level in a body pose is not standing, and is left as well).
 
