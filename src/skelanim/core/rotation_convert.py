@@ -96,7 +96,8 @@ def matrix_to_quat(m: Tensor) -> Tensor:
     m = as_tensor(m)
     _check(m, (3, 3), "m")
     table, const = _tables("shepperd", m)
-    cand = m.flatten(-2) @ table + const  # (..., 16): row i (entries 4i .. 4i+3) = 4 q_i q
+    # the 9 entries by size, not flatten's -1: an exported ONNX Reshape cannot infer -1 for an empty batch
+    cand = m.reshape(*m.shape[:-2], 9) @ table + const  # (..., 16): row i (entries 4i .. 4i+3) = 4 q_i q
     best = cand[..., ::5].max(-1, keepdim=True).indices  # (..., 1): the largest diagonal 4 q_i^2 (first if tied)
     row = cand.gather(-1, best * 4 + torch.arange(4, device=m.device))  # (..., 4)
     return quat_canonical(quat_normalize(row))

@@ -161,7 +161,8 @@ def rotation_onto(v: Tensor, linear: Tensor, constant: Tensor) -> Tensor:
     Tensor
         ``(..., 3, 3)`` rotation matrices.
     """
-    monomials = torch.cat([v, (v.transpose(-1, -2) * v).flatten(-2)[..., None, :]], -1)  # (..., 1, 12)
+    outer = v.transpose(-1, -2) * v  # (..., 3, 3); its 9 entries by size, not flatten's -1 (an exported ONNX Reshape
+    monomials = torch.cat([v, outer.reshape(*outer.shape[:-2], 1, 9)], -1)  # cannot infer -1 at batch 0) (..., 1, 12)
     n = monomials @ linear + constant  # (..., 1, 10)
     return (n[..., :9] / n[..., 9:].clamp_min(1e-9)).unflatten(-1, (3, 3))[..., 0, :, :]
 

@@ -230,7 +230,8 @@ class IKGAT(nn.Module):
         """
         rel = self.centre @ positions  # (B, J, 3) relative to the IK root, in heights
         if self.root_axes is not None:
-            canon = rot6d_to_matrix((self.root_pick @ positions).flatten(-2), guarded=False)  # see _corrections
+            picked = self.root_pick @ positions  # (B, 2, 3), reshaped by size: ONNX cannot infer -1 at batch 0
+            canon = rot6d_to_matrix(picked.reshape(picked.shape[0], 6), guarded=False)  # see _corrections
             rel = rel @ canon  # row vectors: C^T x
         else:
             canon = torch.eye(3, dtype=rel.dtype).expand(rel.shape[0], 3, 3)
@@ -251,7 +252,7 @@ class IKGAT(nn.Module):
         b, j = feats.shape[:2]
         bias = self.embed.bias if self.joint_embed is None else self.embed.bias + self.joint_embed
         # joints of all poses as rows of one (B J, D) matrix: each linear layer is one plain product (ONNX Gemm)
-        rows = bias.expand(b, j, -1).reshape(b * j, -1)  # (B J, D) biases: the input layer's plus each joint's
+        rows = bias.expand(b, j, -1).reshape(b * j, bias.shape[-1])  # (B J, D): the input layer's and each joint's
         x = nn.functional.linear(feats.reshape(b * j, F_IN), self.embed.weight) + rows
         for block in self.blocks:
             x = block(x, self.attn_bias)
