@@ -239,3 +239,17 @@ def test_a_z_up_capture_of_a_y_up_skeleton_is_z_up(mocap_dir, relative: str) -> 
     assert z_up.height == pytest.approx(walk.height, rel=1e-9)
     assert float(ops.normalize(z_up).positions(end_sites=True)[0, :, 2].min()) == pytest.approx(0.0, abs=1e-9)
     assert bool((ops.foot_contacts(z_up) == ops.foot_contacts(walk)).all())
+
+
+def test_the_rest_measures_equal_the_rest_positions(mocap_dir) -> None:
+    """``height`` and ``up_axis`` read the rest pose through a float64 array (torch's per-row indexing cost a
+    millisecond a call, three calls per frame of IK input checks): the same sums, bit for bit, as
+    :meth:`Skeleton.rest_positions`, End Sites included, for a float32 skeleton too."""
+    from skelanim.io import load
+
+    for relative in ("bandai_namco_1/dataset-1_walk_normal_001.bvh", "cmu_cgspeed_mb/01_01.bvh"):
+        sk = load(mocap_dir / relative).skeleton
+        for skeleton in (sk, Skeleton(sk.names, sk.parents, sk.offsets.float(), sk.channels, sk.end_sites)):
+            for ends in (False, True):
+                expected = skeleton.rest_positions(end_sites=ends).numpy()
+                assert np.array_equal(skeleton._rest_array(end_sites=ends), expected)

@@ -266,23 +266,35 @@ class Skeleton:
             pos = torch.cat([pos, torch.stack(ends)], dim=0)
         return pos
 
+    def _rest_array(self, *, end_sites: bool = False) -> np.ndarray:
+        """:meth:`rest_positions` as a float64 array, the same sums in the same order without torch's per-row
+        cost (no gradient: for the measures below, called once per frame by the IK's input checks)."""
+        offsets = self.offsets.detach().to(torch.float64).numpy()
+        pos = np.zeros((self.num_joints, 3))
+        for j in range(1, self.num_joints):
+            pos[j] = pos[self.parents[j]] + offsets[j]
+        if end_sites and self.end_sites:
+            ends = [pos[j] + off.detach().to(torch.float64).numpy() for j, off in sorted(self.end_sites.items())]
+            pos = np.concatenate([pos, np.stack(ends)])
+        return pos
+
     def up_axis(self) -> int:
         """Guess the up axis (0=X, 1=Y, 2=Z) of the rest pose.
 
         Where joints named like a head/neck and like feet/ankles/toes exist, up is the axis along
         which the head lies farthest from the feet; otherwise the axis of largest rest-pose extent.
         """
-        pos = self.rest_positions(end_sites=False)
+        pos = self._rest_array()
         heads, feet = head_and_feet(self.names)
         if heads and feet:
             direction = pos[heads].mean(0) - pos[feet].mean(0)
-            if float(direction.norm()) > 0:
-                return int(direction.abs().argmax())
-        return int((pos.max(0).values - pos.min(0).values).argmax())
+            if float(np.linalg.norm(direction)) > 0:
+                return int(np.abs(direction).argmax())
+        return int((pos.max(0) - pos.min(0)).argmax())
 
     def height(self) -> float:
         """Rest-pose height along :meth:`up_axis`, End Sites included, in the file's units."""
-        pos = self.rest_positions(end_sites=True)
+        pos = self._rest_array(end_sites=True)
         axis = self.up_axis()
         return float(pos[:, axis].max() - pos[:, axis].min())
 
