@@ -71,10 +71,10 @@ def _median(values: Sequence[float]) -> float:
     return float(torch.tensor(values, dtype=torch.float64).quantile(0.5))
 
 
-def _ground(motions: Sequence[Motion], positions: list[Tensor]) -> tuple[int, float, float]:
-    """Up axis, median height and floor (the median lowest body joint) of a set."""
+def _ground(motions: Sequence[Motion], positions: list[Tensor], heights: list[float]) -> tuple[int, float, float]:
+    """Up axis, median height (of the motions' ``heights``) and floor (the median lowest body joint) of a set."""
     up = motions[0].up_axis()
-    height = _median([m.height for m in motions])
+    height = _median(heights)
     floor = _median([float(p[:, body_root(m) :, up].min()) for m, p in zip(motions, positions)])
     return up, height, floor
 
@@ -189,12 +189,13 @@ def compare_sets(a: Sequence[Motion], b: Sequence[Motion], *, embed: Embedder | 
     if not a or not b:
         raise ValueError("both sets need at least one motion")
     pos_a, pos_b = [m.positions() for m in a], [m.positions() for m in b]
-    own = {"a": _ground(a, pos_a), "b": _ground(b, pos_b)}
+    heights = {"a": [m.height for m in a], "b": [m.height for m in b]}  # each an FK of 64 frames: once
+    own = {"a": _ground(a, pos_a, heights["a"]), "b": _ground(b, pos_b, heights["b"])}
     notes: list[str] = []
-    mixed = [k for k, motions in (("a", a), ("b", b)) if _mixed_heights(motions, own[k][1])]
+    mixed = [k for k in ("a", "b") if any(abs(h / own[k][1] - 1) > SAME_HEIGHT for h in heights[k] if own[k][1] > 0)]
     for key in mixed:
-        heights = [m.height for m in (a if key == "a" else b)]
-        notes.append(f"set {key} mixes heights ({min(heights):.4g} to {max(heights):.4g}: other skeletons or "
+        low, high = min(heights[key]), max(heights[key])
+        notes.append(f"set {key} mixes heights ({low:.4g} to {high:.4g}: other skeletons or "
                      f"units): its median {own[key][1]:.4g} normalises them all; compare like with like")  # fmt: skip
     shared = (own["a"][0] == own["b"][0] and a[0].skeleton.same_topology(b[0].skeleton) and not mixed
               and abs(own["a"][1] / own["b"][1] - 1) <= SAME_HEIGHT)  # fmt: skip
@@ -203,8 +204,8 @@ def compare_sets(a: Sequence[Motion], b: Sequence[Motion], *, embed: Embedder | 
     if not shared and not mixed:
         notes.append(f"the sets differ in skeleton, up axis or height ({own['a'][1]:.4g} against "
                      f"{own['b'][1]:.4g}): each is measured against its own height and floor")  # fmt: skip
-    rates = {k: min(m.fps for m in motions) for k, motions in (("a", a), ("b", b))}
-    jerk_fps = min(rates.values()) if max(m.fps for m in [*a, *b]) > min(rates.values()) * (1 + 1e-6) else None
+    rates = [m.fps for m in [*a, *b]]
+    jerk_fps = min(rates) if max(rates) > min(rates) * (1 + 1e-6) else None
     if jerk_fps is not None:
         notes.append(f"the motions' frame rates differ: jerk, which grows with the rate, is taken at {jerk_fps:g} fps")
     feats: dict[str, Tensor] = {}
@@ -236,8 +237,3 @@ def compare_sets(a: Sequence[Motion], b: Sequence[Motion], *, embed: Embedder | 
     out["fid"] = fid(feats["a"], feats["b"]) if len(feats) == 2 and min(len(feats["a"]), len(feats["b"])) >= 2 else None
     out["paired"] = _paired(a, b, height, notes)
     return out
-
-
-def _mixed_heights(motions: Sequence[Motion], median: float) -> bool:
-    """Whether some motion's height is more than :data:`SAME_HEIGHT` from the set's median."""
-    return any(abs(m.height / median - 1) > SAME_HEIGHT for m in motions) if median > 0 else False
