@@ -314,7 +314,7 @@ def _frames_out_of_the_picture(motion, size: tuple[int, int] = (640, 480)) -> in
     import numpy as np
 
     from skelanim.viz import video
-    from skelanim.viz._draw import follow_camera, skeleton_figure
+    from skelanim.viz._draw import skeleton_figure
 
     figure, fps = skeleton_figure(motion), 30.0
     count = video.frame_count([motion], fps)
@@ -324,8 +324,7 @@ def _frames_out_of_the_picture(motion, size: tuple[int, int] = (640, 480)) -> in
     width, height = size
     out = 0
     for k in range(count):
-        cam = follow_camera(panel.targets[k], panel.view_dir, panel.up, distance=2.3 * panel.height,
-                            elevation_deg=15.0, size=size)  # fmt: skip
+        cam = panel._camera(k, size)  # the camera the video draws with
         xy = cam.project(cam.to_camera(figure.positions[frames[k]][drawn]))
         out += not ((xy >= 0).all() and (xy[:, 0] <= width).all() and (xy[:, 1] <= height).all())
     return out

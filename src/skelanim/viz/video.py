@@ -150,9 +150,10 @@ class _Panel:
         never below what each frame needs."""
         side, margin = 1000, 20.0  # pixels of the square, and of room to keep at the top
         needed = np.zeros(count)
+        drawn = [(f.positions, idx, np.unique(f.bones)) for _, f, idx, _ in self.items]
         for k in range(count):
             cam = self._camera(k, (side, side))
-            points = np.concatenate([f.positions[idx[k]][np.unique(f.bones)] for _, f, idx, _ in self.items])
+            points = np.concatenate([positions[idx[k]][joints] for positions, idx, joints in drawn])
             if not len(points):  # nothing drawn (a one-joint skeleton)
                 continue
             local = cam.to_camera(points)
