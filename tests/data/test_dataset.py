@@ -254,6 +254,21 @@ def test_windows_and_gather(few_dataset):
     assert torch.equal(pad[-1], pad[lengths[i] - 1])  # held at the clip's last frame
 
 
+def test_gather_longer_than_placed_stays_inside_the_clip(few_dataset):
+    """A window read longer than it was placed (speed augmentation, speed votes) ends at its clip's end, with
+    every frame a distinct frame of the clip, instead of holding the last pose for the frames past the end."""
+    ds = few_dataset
+    fr = ds.frames()
+    i = max(range(len(ds)), key=lambda c: int(ds.lengths[c]))
+    n = int(ds.lengths[i])
+    last = torch.tensor([[i, n - 32]])  # the clip's last 32-frame window, read as 40 frames
+    pelvis = ds.gather(last, 40, keys=("pelvis",))["pelvis"][0]
+    offset = int(fr["offset"][i])
+    assert torch.equal(pelvis, fr["pelvis"][offset + n - 40 : offset + n])
+    inside = torch.tensor([[i, 3]])  # a window with room to run on is read from where it was placed
+    assert torch.equal(ds.gather(inside, 40, keys=("pelvis",))["pelvis"][0], fr["pelvis"][offset + 3 : offset + 43])
+
+
 def test_splits(few_dataset):
     ds = few_dataset
     parts = ds.split_by_style(test=["angry", "elderly"], val=["normal"])

@@ -307,10 +307,13 @@ class MotionDataset:
         Returns
         -------
         dict of str to Tensor
-            Each ``(B, T, ...)``; frames past a clip's end repeat its last frame.
+            Each ``(B, T, ...)``. A window read longer than it was placed (a playback-speed augmentation or vote)
+            that would run past its clip's end is moved back to end there; only a clip shorter than ``T`` is
+            read from its first frame with its last frame repeated.
         """
         fr = self.frames()
-        clip, start = windows[:, 0], windows[:, 1]
+        clip = windows[:, 0]
+        start = torch.minimum(windows[:, 1], (fr["length"][clip] - length).clamp_min(0))
         t = start[:, None] + torch.arange(length)[None, :]
         t = torch.minimum(t, fr["length"][clip][:, None] - 1)
         index = fr["offset"][clip][:, None] + t
