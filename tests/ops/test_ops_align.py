@@ -180,3 +180,18 @@ def test_dtw_property_brute_force(cost, window):
     path, total = dtw_from_cost(cost, window=window)
     assert path_is_valid(path, *cost.shape)
     assert total == pytest.approx(brute_force(cost, window), abs=1e-9)
+
+
+def test_align_motions_is_relative_to_the_pelvis_not_a_static_dummy_root(mocap_files):
+    """Bandai-Namco's joint 0 is a static ``joint_Root``; its body travels on Hips. The same poses started 1 m
+    further along align at cost 0 (with features relative to joint 0 they were world positions: cost 95)."""
+    import skelanim
+
+    (path,) = mocap_files(["bandai_namco_1/dataset-1_walk-back_normal_001.bvh"])
+    motion = skelanim.load(path)[:80]
+    pelvis = motion.skeleton.pelvis
+    assert pelvis != 0 and motion.joint_translations is not None
+    moved = motion.joint_translations.clone()
+    moved[:, pelvis, 0] += 100.0
+    path_, total = align_motions(motion, motion.copy(joint_translations=moved))
+    assert total == pytest.approx(0.0, abs=1e-9) and np.array_equal(path_[:, 0], path_[:, 1])

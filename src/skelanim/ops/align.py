@@ -132,10 +132,11 @@ def dtw(
 def _root_relative_features(motion: Motion, joints: Sequence[int | str] | None, normalize_height: bool) -> np.ndarray:
     if motion.num_frames < 1:
         raise ShapeError("cannot align a motion without frames")
+    sk = motion.skeleton
     pos = motion.positions()
-    pos = pos - pos[:, :1]
-    if joints is not None:
-        pos = pos[:, motion.skeleton.indices(joints)]
+    pos = pos - pos[:, sk.pelvis : sk.pelvis + 1]  # not joint 0: it may be a static dummy (Bandai-Namco's joint_Root)
+    above = set(sk.path_to_root(sk.pelvis)[1:])  # such a dummy is no body joint: left out
+    pos = pos[:, sk.indices(joints) if joints is not None else [j for j in range(sk.num_joints) if j not in above]]
     if normalize_height:
         h = motion.height
         if h > 0:
@@ -152,11 +153,13 @@ def align_motions(
     joints: Sequence[int | str] | None = None,
     normalize_height: bool = True,
 ) -> tuple[np.ndarray, float]:
-    """Align two motions in time by DTW on root-relative joint positions.
+    """Align two motions in time by DTW on pelvis-relative joint positions.
 
-    Features per frame are the world joint positions minus the root's, ``(J*3,)``, divided by each
-    motion's height (:attr:`Motion.height`) when ``normalize_height`` (so actors of different sizes compare).
-    Both skeletons must have the same number of (selected) joints, in corresponding order.
+    Features per frame are the world joint positions minus the pelvis's (:attr:`Skeleton.pelvis`), ``(J*3,)``,
+    divided by each motion's height (:attr:`Motion.height`) when ``normalize_height`` (so actors of different
+    sizes compare). Joints above the pelvis (a dummy root such as Bandai-Namco's static ``joint_Root``) are left
+    out unless ``joints`` names them. Both skeletons must have the same number of (selected) joints, in
+    corresponding order.
 
     Parameters
     ----------
@@ -165,7 +168,8 @@ def align_motions(
     metric, window:
         As in :func:`dtw`.
     joints:
-        Names or indices of the joints to compare (looked up in each skeleton); all when ``None``.
+        Names or indices of the joints to compare (looked up in each skeleton); when ``None``, all but those above
+        the pelvis.
     normalize_height:
         Divide each motion's features by its :attr:`Motion.height`.
 
