@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from pathlib import Path
 
 import numpy as np
@@ -420,7 +421,8 @@ def test_save_refuses_other_bone_offsets_and_says_how_to_retarget(tmp_path):
     offsets = sk.offsets.clone()
     offsets[sk.index("left_knee"), 1] *= 1.3
     longer = motion.copy(skeleton=Skeleton(sk.names, sk.parents, offsets, sk.channels, sk.end_sites))
-    pattern = r"joint 'left_knee' has offset .* skelanim retarget SRC --to \S+humanoid\.urdf"
+    # the hint names the file the clip was read from (metadata["path"])
+    pattern = rf"joint 'left_knee' has offset .* skelanim retarget {re.escape(str(sample_path('walk')))} --to \S+humanoid\.urdf"
     with pytest.raises(SkeletonError, match=pattern):
         deepmimic.save(longer, tmp_path / "x.txt")
     assert list(tmp_path.iterdir()) == []

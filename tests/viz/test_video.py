@@ -100,7 +100,7 @@ def _rotate_to_z_up(m: Motion) -> Motion:
     ends = {k: quat_apply(q, v) for k, v in sk.end_sites.items()}
     skeleton = Skeleton(sk.names, sk.parents, quat_apply(q.expand(sk.num_joints, 4), sk.offsets), end_sites=ends)
     root = quat_apply(q.expand(m.num_frames, 4), m.root_positions)
-    return Motion(skeleton, rot, root, m.fps)
+    return Motion(skeleton, rot, root, m.fps, metadata=dict(m.metadata))  # the same label (its file name)
 
 
 def test_the_picture_does_not_depend_on_the_up_axis(walk: Motion) -> None:

@@ -43,7 +43,8 @@ Quaternions go
 back to Euler angles in each joint's order; then, per joint, the Euler solution (of the two a
 Tait-Bryan or proper Euler order allows) and each angle's turn count are chosen for continuity over
 time, so continuous motion comes back with the same numbers (also angles beyond +-180 degrees) up to
-the printed precision. Where a frame's rotation is still the one read from a file, the solution and
+the printed precision. Where a frame's rotation is still the one read from a file (to within half a printed
+unit, ``0.5 * 10**-precision`` degrees, so larger edits are written), the solution and
 turn count of the file's own angles are used instead, so files that wrap at +-180 (most exporters)
 also come back with their own numbers. :func:`save` writes atomically (temporary file, then rename).
 
@@ -67,7 +68,7 @@ from skelanim.core.rotations import euler_to_quat, quat_to_euler
 from skelanim.core.skeleton import Skeleton
 from skelanim.errors import FormatError, SkelanimError, SkeletonError
 from skelanim.io.atomic import atomic_open
-from skelanim.io.bvh_parse import ParsedBVH, parse_bvh_bytes
+from skelanim.io.bvh_parse import _FRAME_TIME_RE, _MOTION_RE, ParsedBVH, normalize_bytes, parse_bvh_bytes
 from skelanim.io.common import nominal_fps, require_finite_motion, warn_at_caller
 
 __all__ = ["dumps", "load", "loads", "nominal_fps", "save"]
@@ -116,25 +117,35 @@ MAX_LENGTH = 1e9
 
 def _line_of(data: bytes, frame: int | None = None, joint: int | None = None) -> int | None:
     """1-based line of MOTION frame ``frame`` (its non-blank line after ``Frame Time``) or of joint ``joint``'s
-    ``OFFSET`` (joints counted as ``ROOT``/``JOINT`` appear); for error messages only."""
+    ``OFFSET`` (joints counted as ``ROOT``/``JOINT`` appear); for error messages only. Lines and keywords as the
+    parser sees them: any case, ``\\n``, ``\\r\\n`` or classic Mac ``\\r`` line ends, braces anywhere."""
+    data = normalize_bytes(data)
+    motion = _MOTION_RE.search(data)
+    motion_line = data.count(b"\n", 0, motion.start()) if motion is not None else None  # 0-based
     lines = data.split(b"\n")
     if frame is not None:
-        start = next((i for i, text in enumerate(lines) if text.lstrip().startswith(b"Frame Time")), None)
+        if motion_line is None:
+            return None
+        start = next((i for i in range(motion_line + 1, len(lines)) if _FRAME_TIME_RE.match(lines[i])), None)
         if start is None:
             return None
         rows = (i for i in range(start + 1, len(lines)) if lines[i].strip())
         return next((i + 1 for k, i in enumerate(rows) if k == frame), None)
     seen, pending = -1, False
-    for i, text in enumerate(lines):
-        words = text.split()
-        if words and words[0] in (b"ROOT", b"JOINT"):
-            seen, pending = seen + 1, True
-        elif words and words[0] == b"End":
-            pending = False
-        elif words and words[0] == b"OFFSET" and pending:
-            pending = False
-            if seen == joint:
-                return i + 1
+    for i, text in enumerate(lines[:motion_line]):
+        words = text.replace(b"{", b" { ").replace(b"}", b" } ").split()
+        while words:
+            word = words.pop(0).upper()
+            if word in (b"ROOT", b"JOINT"):
+                seen, pending = seen + 1, True
+                while words and words[0] not in (b"{", b"}"):  # the name, which may be any word
+                    words.pop(0)
+            elif word == b"END":
+                pending = False
+            elif word == b"OFFSET" and pending:
+                pending = False
+                if seen == joint:
+                    return i + 1
     return None
 
 
@@ -295,23 +306,30 @@ def _forward_fill(values: np.ndarray, known: np.ndarray) -> np.ndarray:
     return np.where((last >= 0).reshape(filled.shape[:last.ndim] + (1,) * (values.ndim - last.ndim)), filled, 0)
 
 
-def _continuous_euler(q: torch.Tensor, order: str, n_rot: int, ref: np.ndarray | None) -> np.ndarray:
+def _continuous_euler(
+    q: torch.Tensor, order: str, n_rot: int, ref: np.ndarray | None, precision: int = 6
+) -> np.ndarray:
     """Euler angles in degrees for quaternions ``q`` ``(F, Jg, 4)``, continuous over frames.
 
     A 3-axis order has two solutions per rotation, ``(a, b, c)`` and ``(a+180, 180-b, c+180)``
     (Tait-Bryan) or ``(a+180, -b, c+180)`` (proper Euler), and every angle is defined modulo 360. Where
-    ``ref`` ``(F, Jg, 3)`` (the angles the motion was read with) describes the same rotation, those angles are
-    used (also at gimbal lock, where the outer angles are not otherwise defined), and the frames after it take
-    the solution and turns nearest to it, so a file read and written comes back with its own numbers;
-    elsewhere each frame continues the previous one: the solution that moves less (a parity cumsum, as
-    both solution sequences move by the same amount between frames), then :func:`numpy.unwrap`.
+    ``ref`` ``(F, Jg, 3)`` (the angles the motion was read with) describes the same rotation, to within half a
+    printed unit (``0.5 * 10**-precision`` degrees of rotation angle, at least 1e-13 radians of float64 noise),
+    those angles are used (also at gimbal lock, where the outer angles are not otherwise defined), and the
+    frames after it take the solution and turns nearest to it, so a file read and written comes back with its
+    own numbers; elsewhere each frame continues the previous one: the solution that moves less (a parity
+    cumsum, as both solution sequences move by the same amount between frames), then :func:`numpy.unwrap`.
     """
     principal = np.degrees(quat_to_euler(q, order).numpy())  # (F, Jg, 3)
     n_frames = principal.shape[0]
     matched = np.zeros(principal.shape[:2], dtype=bool)
     if ref is not None:
-        q_ref = euler_to_quat(torch.from_numpy(np.radians(ref)), order)
-        matched = ((q_ref * q).sum(-1).abs() > 1.0 - 1e-12).numpy()
+        q_ref = euler_to_quat(torch.from_numpy(np.radians(ref)), order).numpy()
+        q_now = q.detach().cpu().numpy()
+        sign = np.where((q_ref * q_now).sum(-1, keepdims=True) < 0, -1.0, 1.0)
+        # rotation angle between them, 4 asin(|q_ref - q| / 2): well conditioned where 2 acos(q_ref . q) is not
+        angle = 4.0 * np.arcsin(np.minimum(np.linalg.norm(q_ref - sign * q_now, axis=-1) / 2.0, 1.0))
+        matched = angle <= max(np.radians(0.5 * 10.0**-precision), 1e-13)
     alt = principal + np.array([180.0, 0.0, 180.0])
     alt[..., 1] = (-principal[..., 1]) if order[0] == order[2] else (180.0 - principal[..., 1])
     alt = _wrap(alt)
@@ -370,7 +388,7 @@ def _frame_values(motion: Motion, order: list[int], precision: int) -> np.ndarra
             ref = np.zeros((n_frames, len(joints), 3))
             for i, j in enumerate(joints):
                 ref[:, i, :n_rot] = source[:, rotations[j]]
-        degrees = _continuous_euler(motion.rotations[:, joints], order_str, n_rot, ref)
+        degrees = _continuous_euler(motion.rotations[:, joints], order_str, n_rot, ref, precision)
         for i, j in enumerate(joints):
             for k, col in enumerate(rotations[j]):
                 out[:, col] = degrees[:, i, k]

@@ -28,7 +28,7 @@ import numpy as np
 from skelanim.errors import FormatError
 from skelanim.io.bvh_numbers import NUMBER_RE, parse_motion_values
 
-__all__ = ["CHANNEL_NAMES", "ParsedBVH", "parse_bvh_bytes"]
+__all__ = ["CHANNEL_NAMES", "ParsedBVH", "normalize_bytes", "parse_bvh_bytes"]
 
 #: Canonical channel names, keyed by their lower-case spelling.
 CHANNEL_NAMES: dict[str, str] = {
@@ -294,6 +294,15 @@ def _number_after(match: re.Match[bytes] | None, what: str, line: int, path: str
     return match.group(1).decode("ascii", "backslashreplace")
 
 
+def normalize_bytes(data: bytes) -> bytes:
+    """``data`` without a UTF-8 byte-order mark and with classic Mac line ends (``\\r`` only) made ``\\n``: the
+    text whose ``\\n``-separated lines the parser numbers (``\\r\\n`` ends stay: a trailing ``\\r`` is blank)."""
+    data = data.removeprefix(_BOM)
+    if b"\n" not in data and b"\r" in data:
+        data = data.replace(b"\r", b"\n")  # classic Mac line ends
+    return data
+
+
 def parse_bvh_bytes(data: bytes, path: str) -> ParsedBVH:
     """Parse a whole BVH file.
 
@@ -314,9 +323,7 @@ def parse_bvh_bytes(data: bytes, path: str) -> ParsedBVH:
     FormatError
         Anything that is not a well-formed BVH file, with the line and what was expected.
     """
-    data = data.removeprefix(_BOM)
-    if b"\n" not in data and b"\r" in data:
-        data = data.replace(b"\r", b"\n")  # classic Mac line ends
+    data = normalize_bytes(data)
     if not data or data.isspace():  # (isspace stops at the first other byte; strip would copy)
         raise FormatError("empty file: expected HIERARCHY", path=path, line=1)
     motion = _MOTION_RE.search(data)

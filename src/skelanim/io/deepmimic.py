@@ -414,7 +414,8 @@ def load(path: str | os.PathLike, *, urdf: str | os.PathLike | None = None) -> M
     Motion
         ``rotations`` ``(F, 13, 4)`` unit quaternions (w, x, y, z), local except the root's, which is
         global; ``root_positions`` ``(F, 3)`` metres, Y up; ``fps``: the rate the frame duration stands for.
-        ``metadata``: ``format="deepmimic"``, ``loop``, ``frame_duration``, ``units="m"``,
+        ``metadata``: ``format="deepmimic"``, ``path`` (``str(path)``, as the BVH reader sets it), ``loop``,
+        ``frame_duration``, ``units="m"``,
         ``up_axis="y"``, ``deepmimic_extra`` (other top-level keys), and, when they apply,
         ``frame_durations``, ``fps_assumed`` (see the module docstring) and ``deepmimic_urdf`` (the
         ``urdf`` given, which :func:`save` then checks the bone offsets against).
@@ -451,6 +452,7 @@ def load(path: str | os.PathLike, *, urdf: str | os.PathLike | None = None) -> M
 
     metadata: dict[str, Any] = {
         "format": "deepmimic",
+        "path": str(path),
         "loop": data["Loop"],
         "units": "m",
         "up_axis": "y",

@@ -16,10 +16,16 @@ Formats
     ``joint_0, ...``, fps and parents as ``None``). Use ``.npz`` to keep them.
 ``.csv``
     One row per frame after a header ``frame,time,<joint>_x,<joint>_y,<joint>_z,...``. The ``time``
-    column (seconds, ``frame / fps``) is written when fps is known and optional on reading, where fps
-    becomes ``(F - 1) / (t_last - t_first)``. The ``frame`` column is optional on reading too. Values
-    are written with ``repr`` (shortest exact form), so float64 round trips are exact. Parents are not
-    stored.
+    column (seconds, ``frame / fps``) is written when fps is known and optional on reading. Read back,
+    the times must step uniformly (each step within the rounding of the written times, see
+    :func:`_time_rounding`, of the median step), and fps is the rate the mean step stands for: a whole
+    rate ``n`` (or an NTSC rate ``n * 1000 / 1001``) when ``1 / n`` is the only one within that rounding
+    (the rule of :func:`~skelanim.io.common.nominal_fps`), so 24, 30, 60, 120 and 30000/1001 fps come
+    back exactly, else ``1 / step``. A one-frame file has no step: its fps is not stored (the format has
+    no place for it) and reads back as ``None``. The ``frame`` column is optional on reading too; when
+    present it must count up by 1 from its first value (a skipped, repeated or earlier frame number is an
+    error at its line). Values are written with ``repr`` (shortest exact form), so float64 round trips are
+    exact. Parents are not stored.
 
 Saving accepts a :class:`~skelanim.core.motion.Motion` (its forward-kinematics positions, optionally
 with End Sites) or a :class:`JointPositions`, refuses non-finite positions (which the readers reject) and
@@ -257,7 +263,16 @@ def _load_npz(path: str | os.PathLike) -> JointPositions:
             raise FormatError(
                 f"joints: expected a 1-D string array, found dtype {joints.dtype} shape {joints.shape}", path=path
             )
-        names = [j.decode("utf-8") if isinstance(j, bytes) else str(j) for j in joints.tolist()]
+        names = []
+        for k, j in enumerate(joints.tolist()):
+            try:
+                names.append(j.decode("utf-8") if isinstance(j, bytes) else str(j))
+            except UnicodeDecodeError as exc:
+                raise FormatError(
+                    f"joints: name {k} is not UTF-8 (byte {exc.start}: 0x{j[exc.start]:02x}); "
+                    "save names as a unicode array (np.array(names, dtype=str))",
+                    path=path,
+                ) from None
     positions = _check_positions(raw["positions"], path, "positions", names)
     if names is None:
         names = _default_names(positions.shape[1])
@@ -328,6 +343,75 @@ def _save_npy(data: JointPositions, path: str | os.PathLike) -> None:
 # ---------------------------------------------------------------------------------------- csv
 
 
+def _digits(cell: str) -> tuple[int, int]:
+    """``(decimals, significant digits)`` a number is written with: ``"0.0333"`` is (4, 3), ``"91.70"``
+    (2, 4), ``"1.5e-05"`` (6, 2); ``"0.0"`` has no significant digit."""
+    mantissa, _, exponent = cell.strip().lower().lstrip("+-").partition("e")
+    whole, _, fraction = mantissa.partition(".")
+    return len(fraction) - int(exponent or 0), len((whole + fraction).lstrip("0"))
+
+
+def _time_rounding(cells: list[str], times: np.ndarray) -> np.ndarray:
+    """``(F,)`` how far each written time may be from the value it stands for: half a unit of the column's
+    precision, the finest number of decimals ``D`` or of significant digits ``S`` any of its cells shows
+    (a writer rounds to fixed decimals or to fixed significant digits; shortest-``repr`` times show ~17
+    digits and so are exact to float64 rounding): ``0.5 * max(10**-D, 10**(floor(log10|t|) - S + 1))``."""
+    digits = [_digits(cell) for cell in cells]
+    decimals = max(d for d, _ in digits)
+    significant = max(max(s for _, s in digits), 1)
+    magnitude = np.floor(np.log10(np.maximum(np.abs(times), 1e-300)))
+    written = 0.5 * np.maximum(10.0**-decimals, np.where(times == 0, 0.0, 10.0 ** (magnitude - significant + 1)))
+    return np.maximum(written, 2.0 * np.spacing(np.abs(times)))  # a float64 time is itself rounded (frame / fps)
+
+
+def _snapped_rate(step: float, uncertainty: float) -> float:
+    """The frame rate a time step measured to ``+- uncertainty`` stands for: the one whole rate ``n`` (else the
+    one NTSC rate ``n * 1000 / 1001``) with ``|1 / n - step| <= uncertainty``, else ``1 / step`` (also when
+    the step is known to worse than 0.2 %): :func:`~skelanim.io.common.nominal_fps`'s rule, with the window
+    given by the times' precision instead of a written frame duration's digits."""
+    exact = 1.0 / step
+    if uncertainty > 2e-3 * step:
+        return exact
+    low, high = 1.0 / (step + uncertainty), (1.0 / (step - uncertainty) if step > uncertainty else math.inf)
+    for unit in (1.0, 1000.0 / 1001.0):  # whole rates first, then NTSC ones (as nominal_fps)
+        fitting = [n * unit for n in range(math.ceil(low / unit), math.floor(high / unit) + 1)
+                   if low <= n * unit <= high]  # fmt: skip
+        if len(fitting) == 1:
+            return fitting[0]
+    return exact
+
+
+def _csv_fps(
+    path: str | os.PathLike, column: int, cells: list[str], times: list[float], lines: list[int]
+) -> float | None:
+    """The frame rate of the CSV time column ``column`` (0-based; ``cells`` its ``F`` texts, ``times`` their values,
+    ``lines`` the rows' 1-based lines; see the module docstring), or ``None`` for a single frame.
+
+    A :class:`FormatError` when some step differs from the mean step by more than the rounding of the written
+    times allows (a dropped or inserted frame, or a variable rate), at the line of the first row whose step
+    is off the median step (else of the row whose step is farthest from it)."""
+    if len(times) < 2:
+        return None
+    t = np.asarray(times, dtype=np.float64)
+    steps = np.diff(t)  # (F - 1,), all > 0 (checked row by row)
+    rounding = _time_rounding(cells, t)
+    own = rounding[1:] + rounding[:-1]  # how far each step may be from the true one
+    step = (times[-1] - times[0]) / (len(times) - 1)  # the mean step, known to +- uncertainty
+    uncertainty = float(rounding[0] + rounding[-1]) / (len(times) - 1) + 4 * float(np.spacing(step))
+    if np.any(np.abs(steps - step) > own + uncertainty):  # no uniform rate rounds to these times
+        median = float(np.median(steps))
+        off = np.abs(steps - median) - own - 2.0 * float(rounding.max())  # the median is a step (or two's mean)
+        k = int(np.flatnonzero(off > 0)[0] if np.any(off > 0) else np.argmax(off)) + 1
+        raise FormatError(
+            f"column {column + 1} (time): non-uniform time step {float(steps[k - 1])!r} s from "
+            f"{times[k - 1]!r} to {times[k]!r}, expected {median!r} s (the median step) for a fixed frame "
+            "rate: a dropped or repeated frame? (resample the data to a fixed rate)",
+            path=path,
+            line=lines[k],
+        )
+    return _snapped_rate(step, uncertainty)
+
+
 def _load_csv(path: str | os.PathLike) -> JointPositions:
     text = read_utf8_text(path)
     reader = csv.reader(io.StringIO(text, newline=""))
@@ -374,6 +458,9 @@ def _load_csv(path: str | os.PathLike) -> JointPositions:
         width = len(header)
         rows: list[list[float]] = []
         times: list[float] = []
+        time_cells: list[str] = []
+        lines: list[int] = []
+        first_frame: int | None = None
         for record in reader:
             if not any(cell.strip() for cell in record):
                 continue
@@ -395,12 +482,23 @@ def _load_csv(path: str | os.PathLike) -> JointPositions:
                         f"column {c + 1} ({header[c]}): not a finite number ({cell.strip()})", path=path, line=line
                     )
                 values.append(value)
-            if frame_col is not None and values[frame_col] != int(values[frame_col]):
-                raise FormatError(
-                    f"column 1 (frame): expected an integer frame number, found {record[0].strip()!r}",
-                    path=path,
-                    line=line,
-                )
+            if frame_col is not None:
+                if values[frame_col] != int(values[frame_col]):
+                    raise FormatError(
+                        f"column 1 (frame): expected an integer frame number, found {record[0].strip()!r}",
+                        path=path,
+                        line=line,
+                    )
+                if first_frame is None:
+                    first_frame = int(values[frame_col])
+                elif int(values[frame_col]) != first_frame + len(rows):
+                    raise FormatError(
+                        f"column 1 (frame): expected frame {first_frame + len(rows)} after frame "
+                        f"{first_frame + len(rows) - 1}, found {record[0].strip()} (frames must count up by 1: "
+                        "a skipped, repeated or out-of-order frame)",
+                        path=path,
+                        line=line,
+                    )
             if time_col is not None:
                 if times and values[time_col] <= times[-1]:
                     raise FormatError(
@@ -409,13 +507,15 @@ def _load_csv(path: str | os.PathLike) -> JointPositions:
                         line=line,
                     )
                 times.append(values[time_col])
+                time_cells.append(record[time_col])
             rows.append(values[column:])
+            lines.append(line)
     except csv.Error as exc:
         raise FormatError(f"malformed CSV ({exc})", path=path, line=reader.line_num) from None
     if not rows:
         raise FormatError("no frames after the header", path=path)
     positions = np.array(rows, dtype=np.float64).reshape(len(rows), len(names), 3)
-    fps = (len(times) - 1) / (times[-1] - times[0]) if len(times) > 1 else None
+    fps = _csv_fps(path, time_col, time_cells, times, lines) if time_col is not None else None
     return JointPositions(names, positions, fps)
 
 
