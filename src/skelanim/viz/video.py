@@ -99,10 +99,8 @@ def frame_count(motions: Sequence[Motion], fps: float) -> int:
 
 def gif_durations(count: int, fps: float) -> list[int]:
     """Per-frame GIF durations in milliseconds, whole centiseconds whose running sum is the true time
-    ``(k + 1) / fps`` rounded to a centisecond (at least 1 cs a frame)."""
-    ends = np.round(np.arange(1, count + 1) * (100.0 / fps)).astype(np.int64)
-    steps = np.maximum(np.diff(ends, prepend=0), 1)
-    return [int(v) * 10 for v in steps]
+    ``(k + 1) / fps`` rounded to a centisecond (at least 1 cs a frame): the first ``count`` of :func:`_gif_steps`."""
+    return list(itertools.islice(_gif_steps(fps), count))
 
 
 def frame_indices(motion: Motion, fps: float, count: int) -> np.ndarray:
@@ -268,6 +266,71 @@ def _encoder_error(exc: OSError, tmp: Path) -> OSError:
     return OSError(None, f"the video encoder (ffmpeg) stopped: {first}", str(tmp))
 
 
+def _gif_steps(fps: float) -> Iterator[int]:
+    """GIF durations (ms) one frame at a time, for a stream whose length is not known in advance: whole
+    centiseconds whose running sum tracks ``(k + 1) / fps``, at least 1 cs a frame (:func:`gif_durations`)."""
+    scale = 100.0 / fps
+    previous = 0
+    for k in itertools.count(1):
+        end = int(np.round(k * scale))
+        yield max(end - previous, 1) * 10
+        previous = end
+
+
+def _gif_header(palette: Image.Image, size: tuple[int, int]) -> bytes:
+    """GIF89a header: logical screen of ``size``, ``palette``'s colours as the global colour table (256
+    entries), and the looping (NETSCAPE2.0) extension, repeat forever."""
+    colours = bytes(palette.getpalette("RGB") or b"")[: 3 * 256]
+    colours += bytes(3 * 256 - len(colours))
+    screen = size[0].to_bytes(2, "little") + size[1].to_bytes(2, "little") + bytes([0x80 | 0x07, 0, 0])
+    loop = b"!\xff\x0bNETSCAPE2.0\x03\x01" + (0).to_bytes(2, "little") + b"\x00"
+    return b"GIF89a" + screen + colours + loop
+
+
+def _write_gif(frames: Iterator[np.ndarray], path: Path, fps: float) -> None:
+    """Write ``frames`` to ``path`` as a looping GIF, one frame at a time: only the previous frame is kept
+    (each frame after the first stores the box where it differs from the one before), so memory does not grow
+    with the length of the clip.
+
+    One palette (from the first frame) for all frames, no dithering: ten times faster than per-frame adaptive
+    quantisation, and the drawings use few colours. A frame identical to the one before is kept (as a 1 x 1
+    patch) so that the frame count and timing stay those of :func:`gif_durations`.
+    """
+    from PIL import GifImagePlugin
+
+    palette: Image.Image | None = None
+    clear: int | None = None  # a palette index no colour uses: transparent, over pixels a patch leaves unchanged
+    previous: np.ndarray | None = None
+    with open(path, "wb") as out:
+        for frame, duration in zip(frames, _gif_steps(fps)):
+            image = Image.fromarray(frame)
+            if palette is None:
+                palette = image.quantize(colors=255, method=Image.Quantize.MEDIANCUT)
+                used = len(palette.getpalette("RGB") or []) // 3
+                clear = used if used < 256 else None
+                out.write(_gif_header(palette, image.size))
+            indexed = image.quantize(palette=palette, dither=Image.Dither.NONE)
+            current = np.asarray(indexed)
+            params: dict[str, int] = {"duration": duration}
+            if previous is None:
+                patch, corner = indexed, (0, 0)
+            else:
+                changed = current != previous
+                rows, cols = np.flatnonzero(changed.any(axis=1)), np.flatnonzero(changed.any(axis=0))
+                if not len(rows):
+                    rows = cols = np.zeros(1, np.int64)
+                box = np.s_[rows[0] : rows[-1] + 1, cols[0] : cols[-1] + 1]
+                corner = (int(cols[0]), int(rows[0]))
+                block = current[box]
+                if clear is not None:  # unchanged pixels transparent: longer runs, a smaller file
+                    block = np.where(changed[box], block, np.uint8(clear))
+                    params["transparency"] = clear
+                patch = Image.fromarray(np.ascontiguousarray(block))  # "L": the same bytes as "P" to the encoder
+            out.writelines(GifImagePlugin.getdata(patch, offset=corner, **params))
+            previous = current
+        out.write(b";")
+
+
 def render_video(
     motions: Motion | Sequence[Motion],
     path: str | os.PathLike,
@@ -313,16 +376,5 @@ def render_video(
             except OSError as exc:
                 raise _encoder_error(exc, tmp) from None
         else:
-            # one palette (from the first frame) for all frames, no dithering: ten times faster than
-            # per-frame adaptive quantisation, and the drawings use few colours. Frames always differ
-            # (the time stamp), so Pillow does not merge any of them.
-            images: list[Image.Image] = []
-            palette: Image.Image | None = None
-            for frame in frames:
-                image = Image.fromarray(frame)
-                if palette is None:
-                    palette = image.quantize(colors=255, method=Image.Quantize.MEDIANCUT)
-                images.append(image.quantize(palette=palette, dither=Image.Dither.NONE))
-            images[0].save(tmp, format="GIF", save_all=True, append_images=images[1:],
-                           duration=gif_durations(len(images), fps), loop=0)
+            _write_gif(frames, tmp, fps)
     return target
