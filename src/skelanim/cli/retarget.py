@@ -44,7 +44,7 @@ def run(
     out: Path = typer.Option(..., "-o", "--out", help="Output motion on the target's full skeleton (.bvh, .txt, ...)."),
     method: str = typer.Option("copy", "--method", help="copy, ik, nkn or naive."),
     source_map: Path | None = typer.Option(None, "--map", help="Joint mapping (JSON/YAML) for the source."),
-    target_map: Path | None = typer.Option(None, "--target-map", help="Joint mapping (JSON/YAML) for the target."),
+    target_map: Path | None = typer.Option(None, "--target-map", help="Joint mapping (JSON/YAML) for the target (the DeepMimic humanoid's too)."),
     model: Path | None = typer.Option(None, "--model", "-m", help="NKN model folder (default: the shipped model)."),
     show_map: bool = typer.Option(False, "--show-map", help="Print both joint mappings."),
     calibrate: bool = typer.Option(
@@ -69,13 +69,18 @@ def run(
     if out.suffix.lower() in (".txt", ".json") and to.suffix.lower() not in (".txt", ".json", ".urdf"):
         raise RetargetError(f"{out}: DeepMimic output needs a DeepMimic target (--to a .txt clip or humanoid.urdf)")
     if to.suffix.lower() in (".urdf", ".txt", ".json"):  # the DeepMimic humanoid, however the target is named
-        from skelanim.retarget.robot import save_deepmimic, to_deepmimic
+        from skelanim.retarget.robot import humanoid_rigs, save_deepmimic, to_deepmimic
 
         if to.suffix.lower() != ".urdf":
             skelanim.load(to)  # a clip of the humanoid: read, so that a missing or broken one is said
-
-        robot = to_deepmimic(motion, method=method, source_map=source_map, model=model,
-                             urdf=to if to.suffix.lower() == ".urdf" else None, calibrate=calibrate)  # fmt: skip
+        urdf = to if to.suffix.lower() == ".urdf" else None
+        if show_map:  # the mappings to_deepmimic uses (its rigs are made the same way)
+            source_rig, target_rig = humanoid_rigs(motion, source_map=source_map, target_map=target_map, urdf=urdf,
+                                                   calibrate=calibrate, source=str(src), target=str(to))  # fmt: skip
+            assert source_rig.mapping is not None and target_rig.mapping is not None
+            typer.echo(f"source {src}:\n{source_rig.mapping.describe()}\ntarget {to}:\n{target_rig.mapping.describe()}")
+        robot = to_deepmimic(motion, method=method, source_map=source_map, target_map=target_map, model=model,
+                             urdf=urdf, calibrate=calibrate)  # fmt: skip
         if out.suffix.lower() in (".txt", ".json"):
             save_deepmimic(robot, out)
         else:  # .bvh (or any other motion format): the humanoid's skeleton in that format, not DeepMimic JSON

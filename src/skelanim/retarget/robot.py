@@ -23,7 +23,7 @@ import os
 import xml.etree.ElementTree as ET
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 from torch import Tensor
@@ -34,7 +34,10 @@ from skelanim.core.rotations import axis_angle_to_quat, matrix_to_quat, quat_to_
 from skelanim.io import deepmimic
 from skelanim.io.deepmimic import URDF_SCALE, humanoid_skeleton
 
-__all__ = ["FOOT_BOX", "HINGES", "hinge_limits", "make_feasible", "save_deepmimic", "to_deepmimic"]
+if TYPE_CHECKING:
+    from skelanim.retarget.rig import CanonicalRig
+
+__all__ = ["FOOT_BOX", "HINGES", "hinge_limits", "humanoid_rigs", "make_feasible", "save_deepmimic", "to_deepmimic"]
 
 #: (upper joint, hinge joint, end joint or None for the hinge's End Site, sign of the bend).
 HINGES: tuple[tuple[str, str, str | None, float], ...] = (
@@ -139,11 +142,38 @@ def make_feasible(motion: Motion, limits: Mapping[str, tuple[float, float]] | No
     return fixed.copy(root_positions=root)
 
 
+def humanoid_rigs(
+    motion: Motion,
+    *,
+    source_map: Mapping[str, Any] | str | os.PathLike | None = None,
+    target_map: Mapping[str, Any] | str | os.PathLike | None = None,
+    urdf: str | os.PathLike | None = None,
+    calibrate: bool = True,
+    source: str | None = None,
+    target: str | None = None,
+) -> tuple[CanonicalRig, CanonicalRig]:
+    """The rigs :func:`to_deepmimic` retargets between: ``motion``'s skeleton (calibrated on ``motion`` where its
+    zero pose is no body pose, if ``calibrate``) and the humanoid of ``urdf``, each with its mapping (e.g. to show
+    it). ``source`` and ``target``: file names for error messages.
+
+    Raises
+    ------
+    MappingError, FormatError
+        A skeleton that cannot be mapped, a bad mapping or mapping file (the target's named as ``--target-map``).
+    """
+    from skelanim.retarget.retargeter import make_rig
+
+    source_rig = make_rig(motion if calibrate else motion.skeleton, source_map, source=source)
+    target_rig = make_rig(humanoid_skeleton(urdf), target_map, source=target, option="--target-map")
+    return source_rig, target_rig
+
+
 def to_deepmimic(
     motion: Motion,
     *,
     method: str = "copy",
     source_map: Mapping[str, Any] | str | os.PathLike | None = None,
+    target_map: Mapping[str, Any] | str | os.PathLike | None = None,
     model: Any = None,
     urdf: str | os.PathLike | None = None,
     calibrate: bool = True,
@@ -158,6 +188,8 @@ def to_deepmimic(
         A :data:`~.retargeter.METHODS` entry.
     source_map : mapping or path, optional
         User mapping for the source.
+    target_map : mapping or path, optional
+        User mapping for the humanoid (default: its joints found by name, :func:`~.mapping.map_skeleton`).
     model : optional
         NKN model (folder or loaded) for ``method="nkn"``.
     urdf : path, optional
@@ -174,9 +206,9 @@ def to_deepmimic(
     """
     from skelanim.retarget.retargeter import Retargeter
 
-    target = humanoid_skeleton(urdf)
-    source = motion if calibrate else motion.skeleton  # a motion calibrates its skeleton where needed
-    out = Retargeter(source, target, method, source_map=source_map, model=model)(motion)
+    source, target = humanoid_rigs(motion, source_map=source_map, target_map=target_map, urdf=urdf,
+                                   calibrate=calibrate)  # fmt: skip
+    out = Retargeter(source, target, method, model=model)(motion)
     out.metadata["loop"] = "none"
     return make_feasible(out, hinge_limits(urdf))
 
