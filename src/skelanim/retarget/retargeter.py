@@ -37,9 +37,10 @@ from skelanim.retarget.mapping import CANONICAL_JOINTS, map_skeleton
 from skelanim.retarget.model import NKN, NKNConfig, NKNState
 from skelanim.retarget.online import OnnxStep, onnx_available
 from skelanim.retarget.rig import CanonicalRig, calibrate_rig, canonical_locals, frames_from_locals
+from skelanim.retarget.stance import STANDING_QUANTILE
 
 __all__ = ["CLEARANCE", "DEFAULT_MODEL", "METHODS", "RUNTIMES", "RetargetError", "Retargeter", "floor_level", "load_nkn",
-           "make_rig", "target_floor_of"]  # fmt: skip
+           "make_rig", "standing_level", "target_floor_of"]  # fmt: skip
 
 METHODS: tuple[str, ...] = ("copy", "ik", "nkn", "naive")
 #: How :meth:`Retargeter.step` runs.
@@ -50,8 +51,8 @@ _LOADED: dict[str, NKN] = {}
 
 
 #: How far a clip's lowest foot or toe joint may be from y = 0 (fraction of the source's height) for y = 0 to count
-#: as its floor (CMU's toe joints stand 2.6 % above it, Xia's dip 1.5 % below); farther (the production rig's floor
-#: is a metre below its origin), that joint is the floor.
+#: as its floor in :func:`floor_level` (CMU's toe joints stand 2.6 % above it, Xia's dip 1.5 % below); farther (the
+#: production rig's floor is a metre below its origin), that joint is the floor.
 CLEARANCE = 0.1
 
 
@@ -62,12 +63,25 @@ def floor_level(feet_heights: Tensor, height: float) -> float:
     return 0.0 if abs(level) <= CLEARANCE * height else level
 
 
+def standing_level(feet_heights: Tensor) -> float:
+    """The height a clip's feet stand on, from the heights ``(F, 4)`` of its :data:`~.baselines.FEET` joints (up
+    +Y): the :data:`~.stance.STANDING_QUANTILE` quantile of each frame's lowest one.
+
+    What retargeting maps from and to: skeletons put their toe joints at different heights above the ground (the
+    production rig's stand on its floor, CMU's 2.6-5 % of the height above it), so a source's standing toes land
+    where the target's own captures stand theirs (a floor guess with the toe joints' clearance scaled instead sank
+    the production rig's walk 3 % of CMU's height into CMU's floor, and floated CMU's above the production rig's).
+    A quantile, not the minimum: a few frames sunk by the capture do not lift the rest."""
+    lowest = feet_heights.min(dim=-1).values
+    return float(torch.quantile(lowest.to(torch.float64), STANDING_QUANTILE))
+
+
 def target_floor_of(rig: CanonicalRig, motion: Motion) -> float:
-    """The floor of a clip of ``rig``'s skeleton in its canonical space (:func:`floor_level` of its feet), for
+    """Where a clip of ``rig``'s skeleton stands its feet, in its canonical space (:func:`standing_level`), for
     :class:`Retargeter`'s ``target_floor``."""
     local = quat_to_matrix(motion.rotations.to(torch.float64))
     _, positions, _ = rig.encode_matrices(local, motion.local_translations(), None)
-    return floor_level(positions[:, list(FEET), 1], rig.height)
+    return standing_level(positions[:, list(FEET), 1])
 
 
 class RetargetError(SkelanimError):
@@ -153,13 +167,15 @@ class Retargeter:
     fps : float
         Frame rate of streamed frames (:meth:`step`); clips use their own.
     floor : float, optional
-        Height of the source's floor (world up is +Y). Default: for a clip, its lowest foot or toe joint
-        (files differ: the production rig's floor lies a metre below its origin); for a stream, 0. Hips
-        heights are scaled from the floor up.
+        Height the source's feet stand on (world up is +Y). Default: for a clip, :func:`standing_level` of its
+        foot and toe joints (files differ: the production rig's floor lies a metre below its origin, CMU's toe
+        joints stand above its y = 0); for a stream, 0. Hips heights are scaled from there up.
     target_floor : float, optional
-        Height of the target's floor in its canonical space (up +Y), where the result stands. Default: when the
-        target is given as a clip, that clip's (:func:`target_floor_of`; the production rig's takes stand a metre
-        below its origin), so that a take retargeted onto its own skeleton comes back as it was; else 0.
+        Height the result's feet stand on in the target's canonical space (up +Y). Default: when the target is
+        given as a clip, that clip's (:func:`target_floor_of`), so that a take retargeted onto its own skeleton
+        comes back as it was, and standing toes land where the target's captures stand theirs. Else a clip's
+        feet stand as high above y = 0 as the source's stand above its floor (:func:`floor_level`), scaled by the
+        leg-length ratio (so a clip onto its own skeleton comes back as it was), and a stream's on y = 0.
     runtime : str
         How :meth:`step` runs (:data:`RUNTIMES`): ``auto`` an onnxruntime graph of the frame where the
         method allows (not ``ik``) and eager torch otherwise, ``onnx`` insist on it, ``torch`` always eager.
@@ -197,10 +213,10 @@ class Retargeter:
         self.runtime = runtime
         self.source = make_rig(source_skeleton, source_map, source_rest, calibration=source_calibration)
         self.target = make_rig(target_skeleton, target_map, target_rest, calibration=target_calibration)
-        if target_floor is None:
-            clip = isinstance(target_skeleton, Motion) and target_skeleton.num_frames > 0
-            target_floor = target_floor_of(self.target, target_skeleton) if clip else 0.0  # type: ignore[arg-type]
-        self.target_floor = float(target_floor)
+        if target_floor is None and isinstance(target_skeleton, Motion) and target_skeleton.num_frames > 0:
+            target_floor = target_floor_of(self.target, target_skeleton)
+        #: Where the result's feet stand; ``None``: a clip's source's clearance above its floor, scaled.
+        self.target_floor = None if target_floor is None else float(target_floor)
         self.method = method
         self.fps = float(fps)
         self.floor = floor
@@ -276,13 +292,20 @@ class Retargeter:
         contacts: ContactState, state: NKNState,
     ) -> tuple[Tensor, Tensor, Tensor | None, ContactState, NKNState]:  # fmt: skip
         """Target local quaternions ``(F, J_B, 4)``, root positions ``(F, 3)``, joint translations (or
-        ``None``) and the new stream states for ``F`` source frames (``floor`` ``None``: y = 0 where the
-        frames' lowest foot or toe joint is within :data:`CLEARANCE` of the height of it, else that joint). A pure function of its inputs (what :meth:`step` traces)."""
+        ``None``) and the new stream states for ``F`` source frames (``floor`` ``None``: the frames'
+        :func:`standing_level`). A pure function of its inputs (what :meth:`step` traces)."""
         s, t = self.source, self.target
         local = quat_to_matrix(rotations)
         extras = self._extra_joints
         frames, pos, extra_world = s.encode_matrices(local, translations, None if extras is None else extras[1])
-        level = floor_level(pos[:, list(FEET), 1], s.height) if floor is None else floor
+        lift = self.target_floor or 0.0
+        if floor is None:  # a clip: from where its feet stand; onto where the target's do, else as high above y = 0
+            feet = pos[:, list(FEET), 1]
+            level = standing_level(feet)
+            if self.target_floor is None:
+                lift = (level - floor_level(feet, s.height)) * t.leg_length / s.leg_length
+        else:
+            level = floor
         if level != 0.0:
             pos = pos - torch.tensor([0.0, level, 0.0], dtype=pos.dtype)
         hips = copy_hips(pos[:, 0], s, t)
@@ -305,8 +328,8 @@ class Retargeter:
         world = t.decode_world(frames)
         if extras is not None and extra_world is not None:
             world[:, extras[0]] = extra_world @ extras[2]
-        if self.target_floor:  # every method works above a floor at 0: the whole body moves onto the target's
-            hips = hips + torch.tensor([0.0, self.target_floor, 0.0], dtype=hips.dtype)
+        if lift:  # every method works above a floor at 0: the whole body moves onto the target's
+            hips = hips + torch.tensor([0.0, lift, 0.0], dtype=hips.dtype)
         root, trans = t.place_root(hips)
         return t.locals_from_world(world, self._varying), root, trans, contacts, state
 
