@@ -222,3 +222,45 @@ def test_normalize_and_face_forward_real(relative, real):
     d0 = (pk[:, None] - pk[None]).norm(dim=-1) / m.height
     d1 = (qk[:, None] - qk[None]).norm(dim=-1)
     assert torch.allclose(d0, d1, atol=1e-9)
+
+
+def test_upside_down_data_reads_with_its_up_pointing_down(mocap_files):
+    """Camera-space poses have Y down. A CMU walk turned 180 degrees about X (``up_direction`` (1, -1)) keeps its foot
+    contacts, normalises to the turned image of the normalised walk (feet on the floor, not the head) and faces the
+    turned way; a bare array is read so with ``up_axis="-y"``. Each ignored the sign: no contact at all, the head on
+    the floor, facing reversed."""
+    import skelanim
+    from skelanim.core.rotations import axis_angle_to_quat, quat_multiply
+    from skelanim.ops import foot_contacts
+
+    (path,) = mocap_files(["cmu_cgspeed_mb/01_01.bvh"])
+    walk = skelanim.load(path)[:240]
+    flip = torch.tensor([1.0, -1.0, -1.0], dtype=torch.float64)  # 180 degrees about X
+    q = axis_angle_to_quat(torch.tensor([1.0, 0.0, 0.0], dtype=torch.float64), torch.tensor(math.pi, dtype=torch.float64))
+    rot = walk.rotations.clone()
+    rot[:, 0] = quat_multiply(q.expand_as(rot[:, 0]), rot[:, 0])
+    turned = walk.copy(rotations=rot, root_positions=walk.root_positions * flip)
+    assert turned.up_direction() == (1, -1.0)
+    contacts = foot_contacts(walk)
+    assert 0.3 < float(contacts.double().mean()) and torch.equal(foot_contacts(turned), contacts)
+    assert float((normalize(turned).positions() - normalize(walk).positions() * flip).abs().max()) < 1e-9
+    assert float((facing_directions(turned) - facing_directions(walk) * flip).abs().max()) < 1e-9
+    turned_forward = face_forward(turned, forward="-z")
+    assert float((facing_directions(turned_forward)[0] - torch.tensor([0.0, 0.0, -1.0], dtype=torch.float64)).abs().max()) < 1e-9
+    feet = walk.skeleton.indices(["LeftToeBase", "RightToeBase"])
+    array, array_turned = walk.positions().numpy(), turned.positions().numpy()
+    expected = foot_contacts(array, fps=walk.fps, joints=feet, up_axis="y")
+    assert np.array_equal(foot_contacts(array_turned, fps=walk.fps, joints=feet, up_axis="-y"), expected)
+
+
+def test_a_normalised_motion_has_no_length_unit(mocap_files):
+    """Unit height in the file's unit read as 1 cm tall in a glTF export; a normalised motion names no unit, so the
+    export reads its unit height as metres."""
+    import skelanim
+    from skelanim.io.gltf import export_scale
+
+    (path,) = mocap_files(["bandai_namco_1/dataset-1_walk_normal_001.bvh"])
+    walk = skelanim.load(path)[:20]
+    assert export_scale(scale(walk, 1.0 / walk.height))[1] == "cm"  # scaled, it stays in its unit (by design)
+    out = normalize(walk)
+    assert out.metadata["units"] == "height" and export_scale(out) == (1.0, "m")

@@ -10,6 +10,7 @@ import numpy as np
 import torch
 
 from skelanim.core._tensor import ArrayLike, to_numpy
+from skelanim.core.motion import Motion
 from skelanim.errors import ShapeError
 
 _AXIS_NAMES = {"x": 0, "y": 1, "z": 2}
@@ -25,6 +26,16 @@ def axis_index(axis: int | str) -> int:
     if key not in _AXIS_NAMES:
         raise ShapeError(f"axis must be one of x, y, z (or 0, 1, 2), got {axis!r}")
     return _AXIS_NAMES[key]
+
+
+def signed_up(motion: Motion | None, up_axis: int | str | None) -> tuple[int, float]:
+    """The up axis and its sign: ``up_axis`` given (``"-y"``: ``(1, -1.0)``, an index or an unsigned name: sign
+    ``+1``), else the motion's :meth:`Motion.up_direction` (``-1`` for an upside-down source: camera-space poses
+    with Y down), else Y up."""
+    if up_axis is not None:
+        sign = -1.0 if isinstance(up_axis, str) and up_axis.strip().startswith("-") else 1.0
+        return axis_index(up_axis), sign
+    return motion.up_direction() if motion is not None else (1, 1.0)
 
 
 def direction_vector(direction: int | str | ArrayLike) -> torch.Tensor:

@@ -10,8 +10,8 @@ A foot joint is in contact at frame ``t`` when both
 
 Both thresholds default to fractions of the body height ``h`` — ``0.05 h`` and ``0.25 h`` per second
 (about 8.5 cm and 0.43 m/s for a 1.7 m person) — so they work in any unit. The up axis is the skeleton's
-(:meth:`Motion.up_axis`) for a motion, Y (1) by default for a bare array; the height is
-:attr:`Motion.height`.
+(:meth:`Motion.up_direction`, its sign included: an upside-down source's floor is at its largest
+coordinate) for a motion, +Y by default for a bare array; the height is :attr:`Motion.height`.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from skelanim.core._tensor import ArrayLike, to_numpy
 from skelanim.core.motion import Motion
 from skelanim.core.skeleton import Skeleton
 from skelanim.errors import ShapeError, SkeletonError
-from skelanim.ops._common import axis_index
+from skelanim.ops._common import signed_up
 
 __all__ = ["DEFAULT_HEIGHT_FRACTION", "DEFAULT_SPEED_FRACTION", "find_feet", "foot_contacts"]
 
@@ -98,7 +98,8 @@ def foot_contacts(
     speed_threshold:
         Speed (file units per second) below which it may be in contact; default ``0.25 * height``.
     up_axis:
-        ``0/1/2`` or ``"x"/"y"/"z"``; default the skeleton's, or 1 (Y) for arrays.
+        ``0/1/2`` or ``"x"/"y"/"z"``, signed ``"-y"`` for data whose up points down (camera-space poses);
+        default the motion's :meth:`Motion.up_direction` (sign included), or +Y for arrays.
     height:
         Body height for the defaults; default :attr:`Motion.height` (measured along ``up_axis`` when it is
         given), or for arrays the extent of frame 0 along the up axis.
@@ -111,7 +112,7 @@ def foot_contacts(
         if source.num_frames < 1:
             raise ShapeError("foot_contacts needs a motion with at least one frame")
         fps = source.fps if fps is None else fps
-        up = source.up_axis() if up_axis is None else axis_index(up_axis)
+        up, sign = signed_up(source, up_axis)
         idx = find_feet(source.skeleton) if joints is None else source.skeleton.indices(joints)
         h = source.height_along(up) if height is None else float(height)
         pos = source.positions()[:, idx].detach().numpy()
@@ -126,7 +127,7 @@ def foot_contacts(
             raise ShapeError(f"positions must be (F, J, 3), got {arr.shape}")
         if any(isinstance(j, str) for j in joints):
             raise ShapeError("joints must be indices for a positions array (names need a skeleton)")
-        up = 1 if up_axis is None else axis_index(up_axis)
+        up, sign = signed_up(None, up_axis)
         idx = [int(j) for j in joints]
         h = float(arr[0, :, up].max() - arr[0, :, up].min()) if height is None else float(height)
         pos = arr[:, idx]
@@ -136,7 +137,8 @@ def foot_contacts(
     hthr = DEFAULT_HEIGHT_FRACTION * h if height_threshold is None else float(height_threshold)
     sthr = DEFAULT_SPEED_FRACTION * h if speed_threshold is None else float(speed_threshold)
 
-    elevation = pos[..., up] - pos[..., up].min(axis=0, keepdims=True)
+    height_up = sign * pos[..., up]  # along +up: an upside-down source's floor is its largest coordinate
+    elevation = height_up - height_up.min(axis=0, keepdims=True)
     if pos.shape[0] > 1:
         speed = np.linalg.norm(np.gradient(pos, axis=0), axis=-1) * fps
     else:

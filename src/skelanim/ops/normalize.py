@@ -29,7 +29,7 @@ from skelanim.core.motion import Motion
 from skelanim.core.rotations import axis_angle_to_quat, quat_apply, quat_multiply
 from skelanim.core.units import canonical_unit, guess_unit
 from skelanim.errors import ShapeError, SkeletonError
-from skelanim.ops._common import axis_index, direction_vector
+from skelanim.ops._common import direction_vector, signed_up
 
 __all__ = ["face_forward", "facing_directions", "normalize", "root_relative", "rotate_about_up", "scale"]
 
@@ -84,26 +84,30 @@ def normalize(motion: Motion, *, height: float | None = None, ground: bool = Tru
         Also shift along the up axis so that the lowest joint or End Site of frame 0 is at 0. When
         ``False`` only the horizontal position is moved.
     up_axis:
-        0, 1 or 2 (or ``"x"``, ``"y"``, ``"z"``); default :meth:`Motion.up_axis`. Also the axis the default ``height`` is measured along.
+        0, 1 or 2 (or ``"x"``, ``"y"``, ``"z"``, signed ``"-y"`` for data whose up points down); default
+        :meth:`Motion.up_direction`, its sign included. Also the axis the default ``height`` is measured along.
 
     Returns
     -------
     Motion
-        Lengths divided by ``height``; the whole trajectory translated so that at frame 0 the body's
+        Lengths divided by ``height`` (``metadata["units"]`` is ``"height"``, no length unit, so that an export to
+        metres does not read a unit-height figure as 1 cm tall); the whole trajectory translated so that at frame 0 the body's
         horizontal coordinates are 0 (those of :attr:`Skeleton.pelvis <skelanim.Skeleton.pelvis>`: the root on
         most skeletons, Bandai-Namco's ``Hips`` under its static root), and, with ``ground``, the lowest point is
         at up-coordinate 0.
     """
-    up = motion.up_axis() if up_axis is None else axis_index(up_axis)
+    up, sign = signed_up(motion, up_axis)
     h = motion.height_along(up) if height is None else float(height)
     if not (h > 0 and math.isfinite(h)):
         raise ShapeError(f"cannot normalise a motion of height {h}")
     out = scale(motion, 1.0 / h)
+    out.metadata["units"] = "height"  # no length unit: an export (glTF) guesses from the height, 1 m, not 1 cm
     if out.num_frames == 0:
         return out
     pos0 = out[0:1].positions(end_sites=True)[0]
     shift = -pos0[out.skeleton.pelvis].clone()  # the body, not a static dummy root above it
-    shift[up] = -pos0[:, up].min() if ground else 0.0
+    lowest = pos0[:, up].min() if sign > 0 else pos0[:, up].max()  # an upside-down source's floor is above it
+    shift[up] = -lowest if ground else 0.0
     return out.copy(root_positions=out.root_positions + shift)  # every joint hangs from the root: all move
 
 
@@ -152,7 +156,8 @@ def facing_directions(motion: Motion, *, up_axis: int | str | None = None) -> to
     motion:
         A motion whose skeleton has left/right joint pairs.
     up_axis:
-        0, 1 or 2 (or ``"x"``, ``"y"``, ``"z"``); default :meth:`Motion.up_axis`.
+        0, 1 or 2 (or ``"x"``, ``"y"``, ``"z"``, signed ``"-y"`` for data whose up points down); default
+        :meth:`Motion.up_direction`, its sign included.
 
     Returns
     -------
@@ -160,8 +165,8 @@ def facing_directions(motion: Motion, *, up_axis: int | str | None = None) -> to
         ``(F, 3)`` unit vectors with zero up-component (see the module docstring for the definition).
     """
     pairs = _lateral_pairs(motion)
-    axis = motion.up_axis() if up_axis is None else axis_index(up_axis)
-    up = _unit(axis)
+    axis, sign = signed_up(motion, up_axis)
+    up = sign * _unit(axis)
     pos = motion.positions()
     left = torch.tensor([l for l, _ in pairs])
     right = torch.tensor([r for _, r in pairs])
@@ -189,14 +194,16 @@ def rotate_about_up(
         ``(3,)`` point on the rotation axis; default the body's position at frame 0 (that of
         :attr:`Skeleton.pelvis <skelanim.Skeleton.pelvis>`: the root on most skeletons).
     up_axis:
-        0, 1 or 2 (or ``"x"``, ``"y"``, ``"z"``); default :meth:`Motion.up_axis`.
+        0, 1 or 2 (or ``"x"``, ``"y"``, ``"z"``, signed ``"-y"`` for data whose up points down); default
+        :meth:`Motion.up_direction`, its sign included.
 
     Returns
     -------
     Motion
         Root rotations ``q_yaw * q_root``; root positions ``pivot + R_yaw (p - pivot)``.
     """
-    up = _unit(motion.up_axis() if up_axis is None else axis_index(up_axis))
+    axis, sign = signed_up(motion, up_axis)
+    up = sign * _unit(axis)
     q_yaw = axis_angle_to_quat(up, torch.tensor(float(angle), dtype=torch.float64))
     if pivot is None and motion.num_frames < 1:
         raise ShapeError("rotate_about_up needs a pivot for a motion without frames (its default is frame 0's body)")
@@ -221,7 +228,8 @@ def face_forward(motion: Motion, *, forward: str | ArrayLike = "+z", up_axis: in
         Target direction: ``"+z"``, ``"-x"``, ... or a 3-vector; its horizontal part is used, so it must
         not be parallel to the up axis (for a Z-up skeleton pass e.g. ``"+y"``).
     up_axis:
-        0, 1 or 2 (or ``"x"``, ``"y"``, ``"z"``); default :meth:`Motion.up_axis`.
+        0, 1 or 2 (or ``"x"``, ``"y"``, ``"z"``, signed ``"-y"`` for data whose up points down); default
+        :meth:`Motion.up_direction`, its sign included.
 
     Returns
     -------
@@ -231,13 +239,14 @@ def face_forward(motion: Motion, *, forward: str | ArrayLike = "+z", up_axis: in
     """
     if motion.num_frames == 0:
         return motion.copy(metadata=dict(motion.metadata))
-    up_axis = motion.up_axis() if up_axis is None else axis_index(up_axis)
+    axis, sign = signed_up(motion, up_axis)
     target = direction_vector(forward).clone()
-    target[up_axis] = 0.0
+    target[axis] = 0.0
     if float(target.norm()) < 1e-9:
-        raise ShapeError(f"forward {forward!r} is parallel to the up axis ({'XYZ'[up_axis]}); pick a horizontal one")
+        raise ShapeError(f"forward {forward!r} is parallel to the up axis ({'XYZ'[axis]}); pick a horizontal one")
     target = target / target.norm()
-    current = facing_directions(motion[0:1], up_axis=up_axis)[0]
-    up = _unit(up_axis)
+    signed = ("-" if sign < 0 else "+") + "xyz"[axis]
+    current = facing_directions(motion[0:1], up_axis=signed)[0]
+    up = sign * _unit(axis)
     angle = math.atan2(float(torch.dot(up, torch.linalg.cross(current, target))), float(torch.dot(current, target)))
-    return rotate_about_up(motion, angle, up_axis=up_axis)
+    return rotate_about_up(motion, angle, up_axis=signed)
