@@ -253,3 +253,18 @@ def test_the_rest_measures_equal_the_rest_positions(mocap_dir) -> None:
             for ends in (False, True):
                 expected = skeleton.rest_positions(end_sites=ends).numpy()
                 assert np.array_equal(skeleton._rest_array(end_sites=ends), expected)
+
+
+def test_a_skeleton_whose_names_say_nothing_is_up_along_its_moving_bodys_height(mocap_dir) -> None:
+    """CMU 01_01 with its joints renamed J0, J1, ...: no head or feet to go by, and its T-pose rest is as wide
+    along X (26.07) as it is tall (25.65), so the rest said X and the video drew the walk lying on its side. The
+    walk's median extent says Y (26.1 against 9.0), and Z once the capture is turned Z-up."""
+    from skelanim.io import load
+
+    walk = load(mocap_dir / "cmu_cgspeed_mb/01_01.bvh")[:240]
+    sk = walk.skeleton
+    anonymous = walk.copy(skeleton=Skeleton([f"J{i}" for i in range(sk.num_joints)], sk.parents, sk.offsets,
+                                            end_sites=sk.end_sites))  # fmt: skip
+    assert anonymous.skeleton.up_axis() == 0  # the rest pose alone
+    assert anonymous.up_axis() == 1 and _turned(anonymous, [1.0, 0.0, 0.0], math.pi / 2).up_axis() == 2
+    assert anonymous.height == pytest.approx(walk.height)

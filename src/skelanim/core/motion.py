@@ -27,6 +27,9 @@ from skelanim.core.rotations import quat_normalize
 from skelanim.core.skeleton import Skeleton, head_and_feet, up_sign
 from skelanim.errors import ShapeError
 
+#: How much larger a body's largest extent must be than the next for it to name the up axis, where joint names do not.
+_CLEAR_EXTENT = 1.25
+
 
 class EulerRotations:
     """Local joint rotations kept as the Euler angles of a file's channel columns until quaternions are needed.
@@ -228,14 +231,22 @@ class Motion:
         posed axis, and otherwise (apart along the third axis, or undecided) Y if its pelvis travels more than
         1.5 times as far along the posed axis as along any other (a crawl travels along its length), else the
         posed axis.
+        A skeleton whose joint names name no head or feet: the axis of the largest median extent over the sampled
+        frames where it is 1.25 times the next (a T-pose rest lies as wide as it is tall; a walk's arms hang),
+        else the rest pose's.
         Checked on every file of the shared mocap set, unchanged, and on its turns to Z-up, Z-down and X-up, all
         right but those of the crawl and the get-up (which also read X-up when cut to their first second,
         lying flat: nothing in a still pose tells lying from standing).
         """
         rest = self.skeleton.up_axis()
         heads, feet = head_and_feet(self.skeleton.names)
-        if not feet or not heads or self.num_frames == 0:
+        if self.num_frames == 0:
             return rest
+        if not feet or not heads:  # no names to go by: the body's largest extent as it moves, where it is clear
+            extent = self._sample_positions(end_sites=True)
+            extent = (extent.max(1).values - extent.min(1).values).median(0).values  # (3,)
+            first, second = extent.sort(descending=True).values[:2].tolist()
+            return int(extent.argmax()) if first > _CLEAR_EXTENT * second else rest
         pos = self._sample_positions()
         head_to_feet = (pos[:, heads].mean(1) - pos[:, feet].mean(1)).mean(0).abs()
         posed = int(head_to_feet.argmax())

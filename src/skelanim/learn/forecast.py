@@ -166,11 +166,14 @@ def predict_retargeted(motion: Motion, *, method: str = "combined", model: Predi
 def retarget_onto_model(motion: Motion, reference: Motion,
                         mapping: Mapping[str, Any] | str | os.PathLike | None = None) -> Motion:  # fmt: skip
     """``motion`` (any humanoid skeleton the joint mapping knows, or ``mapping`` tells) copied onto the skeleton
-    of ``reference`` (:func:`model_reference_motion`), bone frames calibrated on each side's motion. Raises a
-    :class:`~skelanim.errors.SkelanimError` for a skeleton that cannot be mapped."""
+    of ``reference`` (:func:`model_reference_motion`), bone frames calibrated on each side's motion. The reference
+    is passed as its calibrated rig, not as a clip: a mean pose's feet do not stand where the training captures
+    stand theirs, so the motion's feet keep their height above its floor, scaled (the Retargeter's rule for a
+    bare skeleton). Raises a :class:`~skelanim.errors.SkelanimError` for a skeleton that cannot be mapped."""
     from skelanim.retarget import Retargeter
+    from skelanim.retarget.retargeter import make_rig
 
-    return Retargeter(motion, reference, source_map=mapping)(motion)
+    return Retargeter(motion, make_rig(reference), source_map=mapping)(motion)
 
 
 def model_reference_motion(model: Predictor | CombinedPredictor) -> Motion:
