@@ -26,6 +26,7 @@ from torch import Tensor
 
 from skelanim.core._tensor import _check, _cross, _safe_normalize, _sum_sq, as_tensor, numpy_in_numpy_out
 from skelanim.core.rotations import quat_canonical, quat_normalize, quat_to_matrix
+from skelanim.errors import ShapeError
 
 __all__ = [
     "matrix_to_quat", "matrix_to_rot6d", "matrix_to_rotvec", "quat_to_rot6d", "quat_to_rotvec",
@@ -86,7 +87,8 @@ def matrix_to_quat(m: Tensor) -> Tensor:
     Parameters
     ----------
     m : Tensor
-        ``(..., 3, 3)`` rotation matrices (slightly non-orthogonal input gives a nearby rotation).
+        ``(..., 3, 3)`` rotation matrices (slightly non-orthogonal input gives a nearby rotation, a uniformly
+        scaled one its rotation; a reflection, determinant < 0, is a :class:`~skelanim.errors.ShapeError`).
 
     Returns
     -------
@@ -95,9 +97,15 @@ def matrix_to_quat(m: Tensor) -> Tensor:
     """
     m = as_tensor(m)
     _check(m, (3, 3), "m")
+    eager = not (torch.jit.is_tracing() or torch.onnx.is_in_onnx_export())
+    if eager and m.numel() and bool(((m[..., 0] * _cross(m[..., 1], m[..., 2])).sum(-1) < 0).any()):  # det < 0
+        raise ShapeError("m holds a reflection (determinant < 0), not a rotation: no quaternion stands for it")
     table, const = _tables("shepperd", m)
-    # the 9 entries by size, not flatten's -1: an exported ONNX Reshape cannot infer -1 for an empty batch
-    cand = m.reshape(*m.shape[:-2], 9) @ table + const  # (..., 16): row i (entries 4i .. 4i+3) = 4 q_i q
+    # a scaled rotation s R is R's: the constant 1 of the diagonal candidates 1 +- m00 +- m11 +- m22 scaled by s,
+    # ||s R||_F / sqrt(3) (1 for a rotation); the 9 entries by size, not flatten's -1: an exported ONNX Reshape
+    # cannot infer -1 for an empty batch
+    scale = m.square().sum((-2, -1)).div(3.0).sqrt()[..., None]
+    cand = m.reshape(*m.shape[:-2], 9) @ table + const * scale  # (..., 16): row i (entries 4i .. 4i+3) = 4 q_i q
     best = cand[..., ::5].max(-1, keepdim=True).indices  # (..., 1): the largest diagonal 4 q_i^2 (first if tied)
     row = cand.gather(-1, best * 4 + torch.arange(4, device=m.device))  # (..., 4)
     return quat_canonical(quat_normalize(row))
