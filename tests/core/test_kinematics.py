@@ -154,3 +154,21 @@ def test_forward_kinematics_joints_takes_and_gives_numpy_like_forward_kinematics
     _, full_p = forward_kinematics(quats, trans, parents)
     assert isinstance(world_p, np.ndarray) and isinstance(world_r, np.ndarray)
     assert np.allclose(world_p, full_p[:, [4, 2]], atol=1e-12)
+
+
+def test_selected_joint_fk_checks_its_parents_as_full_fk_does() -> None:
+    """Cyclic parents hung ``forward_kinematics_joints`` (its path to the root never ended, memory growing), a
+    parents list one short was read, and a joint out of range was an IndexError; each is a clear error now."""
+    from skelanim.errors import ShapeError
+
+    rot = torch.zeros(3, 4, dtype=torch.float64)
+    rot[:, 0] = 1.0
+    trans = torch.ones(3, 3, dtype=torch.float64)
+    with pytest.raises(ValueError, match="parents must come before their children"):
+        kinematics.forward_kinematics_joints(rot, trans, [-1, 2, 1], [2])
+    with pytest.raises(ShapeError, match="parents 2"):
+        kinematics.forward_kinematics_joints(rot, trans, [-1, 0], [1])
+    with pytest.raises(ShapeError, match="must lie in 0 .. 2"):
+        kinematics.forward_kinematics_joints(rot, trans, [-1, 0, 1], [3])
+    _, pos = kinematics.forward_kinematics_joints(rot, trans, [-1, 0, 1], [2])
+    assert torch.equal(pos[0], torch.tensor([3.0, 3.0, 3.0], dtype=torch.float64))  # a chain of unit steps

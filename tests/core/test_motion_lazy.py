@@ -198,3 +198,19 @@ def test_positions_only_gradients_are_exact(block: int, monkeypatch: pytest.Monk
     moved = motion.copy(root_positions=root)
     moved.positions().sum().backward()
     assert root.grad is not None and torch.allclose(root.grad, torch.full_like(root, 4.0))
+
+
+def test_one_group_listing_every_joint_out_of_order_gives_each_joint_its_own_angles() -> None:
+    """A single group with all J joints in another order than 0 .. J-1: the shortcut returned its quaternions in
+    the group's order (joint 0 got joint 2's rotation, 0.62 off scipy); each joint now gets its own, as scipy
+    ``from_euler`` and the lazy forward kinematics say."""
+    rng = np.random.default_rng(4)
+    values = torch.from_numpy(rng.uniform(-170, 170, size=(5, 9)))
+    joints = [2, 0, 1]  # joint 2's angles in columns 0-2, joint 0's in 3-5, joint 1's in 6-8
+    euler = EulerRotations(values, 3, [("ZXY", joints, [[0, 1, 2], [3, 4, 5], [6, 7, 8]])])
+    q = euler.quaternions()
+    for k, j in enumerate(joints):
+        want = Rotation.from_euler("ZXY", values[:, 3 * k : 3 * k + 3].numpy(), degrees=True).as_quat()
+        want = np.concatenate([want[:, 3:], want[:, :3]], 1)
+        got = q[:, j].numpy()
+        assert np.abs(np.abs((got * want).sum(1)) - 1.0).max() < 1e-12  # the same rotation (q or -q)

@@ -268,3 +268,19 @@ def test_a_skeleton_whose_names_say_nothing_is_up_along_its_moving_bodys_height(
     assert anonymous.skeleton.up_axis() == 0  # the rest pose alone
     assert anonymous.up_axis() == 1 and _turned(anonymous, [1.0, 0.0, 0.0], math.pi / 2).up_axis() == 2
     assert anonymous.height == pytest.approx(walk.height)
+
+
+def test_concatenating_the_same_skeleton_in_other_units_keeps_each_clips_joints(mocap_dir) -> None:
+    """CMU 01_01 and the same frames in metres (offsets scaled): the second clip's joints moved by up to 16 units
+    on the first's bones; now every clip keeps its own positions (through joint translations), as it already did
+    when the first carried joint translations."""
+    from skelanim.core.motion import Motion
+    from skelanim.io import load
+
+    a = load(mocap_dir / "cmu_cgspeed_mb/01_01.bvh")[:50]
+    s = 0.0254 / 0.45
+    b = Motion(a.skeleton.scaled(s), a.rotations, a.root_positions * s, a.fps)
+    joined = Motion.concatenate([a, b])
+    assert float((joined.positions()[:50] - a.positions()).abs().max()) < 1e-9
+    assert float((joined.positions()[50:] - b.positions()).abs().max()) < 1e-9
+    assert Motion.concatenate([a, a]).joint_translations is None  # one skeleton: no translations added

@@ -478,6 +478,12 @@ def forward_kinematics_joints(
         ``(..., S, 3)``.
     """
     parents_t = tuple(int(p) for p in (parents.tolist() if isinstance(parents, torch.Tensor) else parents))
+    if len(parents_t) != rotations.shape[-3 if rotations.shape[-1] == 3 else -2]:
+        raise ShapeError(f"rotations have {rotations.shape[-3 if rotations.shape[-1] == 3 else -2]} joints, parents "
+                         f"{len(parents_t)}")  # fmt: skip
+    _tree_levels(parents_t)  # parents before their children (a cycle never reached the root)
+    if any(not 0 <= int(j) < len(parents_t) for j in joints):
+        raise ShapeError(f"joints {list(joints)} must lie in 0 .. {len(parents_t) - 1}")
     local = rotations if rotations.shape[-1] == 3 else quat_to_matrix(rotations)
     # numpy's broadcast_shapes (torch's imports sympy on first use): rotations and translations broadcast
     lead = np.broadcast_shapes(tuple(local.shape[:-3]), tuple(translations.shape[:-2]))

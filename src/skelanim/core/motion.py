@@ -83,7 +83,7 @@ class EulerRotations:
     def quaternions(self) -> torch.Tensor:
         """``(F, J, 4)`` contiguous float64 local quaternions (identity for joints in no group)."""
         n_frames = self.values.shape[0]
-        whole = len(self.groups) == 1 and len(self.groups[0][1]) == self.num_joints
+        whole = len(self.groups) == 1 and list(self.groups[0][1]) == list(range(self.num_joints))  # in joint order
         quats = None if whole else _identity(n_frames, self.num_joints)
         for order, joints, cols in self.groups:
             q = euler_to_quat(self._angles(cols), order, degrees=self.degrees)
@@ -378,7 +378,10 @@ class Motion:
 
     @staticmethod
     def concatenate(motions: Sequence[Motion]) -> Motion:
-        """Join motions of the same skeleton topology and fps end to end (root positions as they are)."""
+        """Join motions of the same skeleton topology and fps end to end (root positions as they are), on the first
+        one's skeleton. Where another motion's bone offsets differ (the same skeleton in other units, another actor),
+        every motion's own offsets go into ``joint_translations``, so each keeps its joint positions; End Sites are
+        the first skeleton's."""
         if not motions:
             raise ShapeError("concatenate needs at least one motion")
         first = motions[0]
@@ -387,7 +390,9 @@ class Motion:
                 raise ShapeError("cannot concatenate motions of different skeletons")
             if abs(m.fps - first.fps) > 1e-9:
                 raise ShapeError(f"cannot concatenate motions at {first.fps} and {m.fps} fps; resample first")
-        has_jt = any(m.joint_translations is not None for m in motions)
+        offsets = first.skeleton.offsets
+        other_bones = any(not torch.equal(m.skeleton.offsets.to(offsets.dtype), offsets) for m in motions[1:])
+        has_jt = other_bones or any(m.joint_translations is not None for m in motions)
         jt = torch.cat([m.local_translations() for m in motions]) if has_jt else None
         return replace(
             first,
