@@ -22,7 +22,9 @@ Conventions
 Backend
 -------
 Torch does the math: every function is batched over any leading dims ``...`` (broadcast between
-arguments), differentiable, and keeps dtype and device. Non-floating inputs become float64. NumPy arrays
+arguments), differentiable, and keeps dtype and device; where floating arguments differ in dtype (float32
+quaternions, a float64 slerp fraction or angle), the result has the wider one, so mixing never loses precision.
+Non-floating inputs become float64. NumPy arrays
 are accepted at the edges: a public function given NumPy arrays (and no tensor) returns NumPy arrays
 (see :func:`numpy_in_numpy_out`).
 
