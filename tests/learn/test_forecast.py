@@ -171,3 +171,25 @@ def test_a_joint_mapping_lets_predict_retarget_read_a_skeleton_whose_names_do_no
     assert main(["predict", str(source), "-o", str(tmp_path / "o.bvh"), *common]) == 0
     a, o = skelanim.load(tmp_path / "a.bvh"), skelanim.load(tmp_path / "o.bvh")
     assert a.num_frames == o.num_frames and torch.allclose(a.positions(), o.positions(), atol=1e-6 * o.height)
+
+
+def test_the_models_skeleton_in_other_units_or_size_is_read_at_the_models_size(learn_files):
+    """A Bandai walk in metres (or 1.3 times as large) has the model's joints but not its lengths: its prediction
+    jumped from 0.9 m to 37 m high within the second, and the recogniser read the walk as a dash. Scaled to the
+    rig's size and back, the prediction is the walk's own prediction scaled, and the reading the walk's."""
+    from skelanim.learn.predict import Predictor
+    from skelanim.learn.recognize import Recognizer
+    from skelanim.ops import scale
+
+    walk = skelanim.load(learn_files[0])
+    walk = walk[walk.num_frames - 40 :]
+    model = Predictor.load(None, default="predict_mlp")
+    direct = predict_motion(walk, method="mlp", model=model).positions()
+    recogniser = Recognizer.load()
+    reading = recogniser.recognize_motions([walk])["probs"]
+    for factor in (0.01, 1.3):
+        other = scale(walk, factor)
+        out = predict_motion(other, method="mlp", model=model)
+        assert out.skeleton is other.skeleton and out.num_frames == direct.shape[0]
+        assert float((out.positions() / factor - direct).abs().max()) < 1e-6 * walk.height
+        assert float((recogniser.recognize_motions([other])["probs"] - reading).abs().max()) < 1e-5

@@ -36,6 +36,10 @@ def body_root(motion: Motion, tol: float = 1e-6) -> int:
     return 1 if float((1.0 - q[:, 0].abs()).max()) < tol else 0
 
 
+#: Relative difference of rest heights below which a skeleton counts as the rig's own size (:meth:`Rig.size_factor`).
+SAME_SIZE = 1e-3
+
+
 @dataclass
 class Rig:
     """The learning skeleton.
@@ -93,6 +97,14 @@ class Rig:
         """Inverse of :meth:`to_dict`."""
         return cls(Skeleton.from_dict(data["skeleton"]), int(data["root"]), int(data["up"]), float(data["height"]),
                    float(data["floor"]), [int(f) for f in data.get("feet", [])])  # fmt: skip
+
+    def size_factor(self, skeleton: Skeleton) -> float:
+        """How much a skeleton of this rig's topology must be scaled to be the rig's size: the ratio of the rest
+        heights (:meth:`Skeleton.height`), 1.0 where they agree within :data:`SAME_SIZE`. The same joints in metres
+        instead of centimetres give 100; a taller actor's capture less than 1. Models read lengths in the rig's
+        units and size, so such motion is scaled before it is read (and a prediction scaled back)."""
+        factor = self.skeleton.height() / skeleton.height()
+        return 1.0 if abs(factor - 1.0) <= SAME_SIZE else factor
 
     def to_motion(self, rot: Tensor, pelvis: Tensor, fps: float, *, metadata: dict[str, Any] | None = None,
                   like: Motion | None = None) -> Motion:  # fmt: skip

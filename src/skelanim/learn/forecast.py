@@ -22,6 +22,7 @@ from skelanim.errors import FormatError, SkeletonError
 from skelanim.learn.common import skeleton_mismatch
 from skelanim.learn.predict import CombinedPredictor, Predictor
 from skelanim.learn.predictors import constant_velocity, zero_velocity
+from skelanim.ops.normalize import scale
 from skelanim.ops.resample import sample_frames
 
 __all__ = ["model_reference_motion", "predict_motion", "predict_retargeted", "retarget_onto_model"]
@@ -40,7 +41,8 @@ def predict_motion(motion: Motion, *, method: str = "rnn", model: Predictor | Co
     Parameters
     ----------
     motion : Motion
-        Input on the model's skeleton topology (any fps: resampled to the model's and back).
+        Input on the model's skeleton topology (any fps: resampled to the model's and back; in other units or
+        at another size, :meth:`~skelanim.data.rig.Rig.size_factor`: scaled to the rig's and back).
     method : str
         One of :data:`~skelanim.learn.predict.METHODS`.
     model : Predictor or CombinedPredictor, optional
@@ -69,6 +71,16 @@ def predict_motion(motion: Motion, *, method: str = "rnn", model: Predictor | Co
         raise ValueError("predict_motion needs a model or a rig")
     if not motion.skeleton.same_topology(rig.skeleton):
         raise SkeletonError(skeleton_mismatch("predictor", rig.skeleton, motion.skeleton))
+    factor = rig.size_factor(motion.skeleton)
+    if factor != 1.0:  # the rig's joints in other units or at another size: predicted at the rig's, scaled back
+        out = predict_motion(scale(motion, factor), method=method, model=model, seconds=seconds, rig=rig)
+        new = out[motion.num_frames :]
+        moved = None if new.joint_translations is None else new.joint_translations / factor
+        back = Motion(motion.skeleton, new.rotations, new.root_positions / factor, motion.fps, joint_translations=moved)
+        metadata = {k: v for k, v in out.metadata.items() if k != "units"}
+        if "units" in motion.metadata:
+            metadata["units"] = motion.metadata["units"]
+        return Motion.concatenate([motion.copy(metadata=metadata), back])
     observed = model.observed if model is not None else 25
     fps = model.fps if model is not None else 25.0
     # the model-rate frames end on the input's last frame, so every method continues from it exactly

@@ -53,6 +53,7 @@ from skelanim.learn.joints import (
 from skelanim.learn.mirror import rig_mirror
 from skelanim.learn.stgcn import STGCN, Members, TemporalCNN
 from skelanim.metrics.distribution import accuracy, group_means, vote
+from skelanim.ops.normalize import scale
 
 __all__ = ["FORMAT", "Recognizer", "content_log_probabilities", "evaluate_recognizer", "joint_features",
            "mirror_features", "mirror_labels"]
@@ -276,12 +277,15 @@ class Recognizer(nn.Module):
         return {"windows": win, "probs": self.within_label_spaces(torch.cat(probs), spaces), "features": torch.cat(feats)}
 
     def motions_dataset(self, motions: Sequence[Motion]) -> MotionDataset:
-        """Motions resampled to the model's frame rate as a dataset on its rig; ``ValueError`` naming the first
-        motion on a skeleton other than the rig's (by its position, and its file where the motion has one)."""
+        """Motions resampled to the model's frame rate (and scaled to the rig's size where they are in other units
+        or of another size, :meth:`~skelanim.data.rig.Rig.size_factor`) as a dataset on its rig; ``ValueError``
+        naming the first motion on a skeleton other than the rig's (by its position, and its file where the motion
+        has one)."""
         for i, m in enumerate(motions):
             if not m.skeleton.same_topology(self.rig.skeleton):
                 where = m.metadata.get("path") or f"motion {i}"
                 raise ValueError(f"{where}: {skeleton_mismatch('recogniser', self.rig.skeleton, m.skeleton)}")
+        motions = [m if (f := self.rig.size_factor(m.skeleton)) == 1.0 else scale(m, f) for m in motions]  # rig's size
         clips = [clip_from_motion(m, fps=self.fps, name=f"motion{i}", path=str(m.metadata.get("path", "")),
                                   labels=known_labels(m.metadata["path"]) if m.metadata.get("path") else None)
                  for i, m in enumerate(motions)]  # fmt: skip
