@@ -133,11 +133,15 @@ def test_recognition_and_generation_with_a_label_pattern_on_another_skeleton(xia
     code, _, err = _run(capsys, ["learn", "generate", "train", *data, "--vae-epochs", "1", "--gan-epochs", "1",
                                  "--batch-size", "4", "--max-steps", "1", "--no-progress", "-o", str(gen)])  # fmt: skip
     assert code == 0 and "chosen by reconstruction" in err
-    code, _, err = _run(capsys, ["learn", "generate", "eval", *data, "--model", str(gen), "--json"])
+    scored = [*data[:-1], "file"]  # real sets A and B: the files split (a file of each content in B)
+    code, _, err = _run(capsys, ["learn", "generate", "eval", *scored, "--model", str(gen), "--json"])
     assert code == 2 and "--recognizer" in err and len(err.strip().splitlines()) == 1
-    code, out, err = _run(capsys, ["learn", "generate", "eval", *data, "--model", str(gen), "--recognizer", str(rec), "--json"])
+    code, out, err = _run(capsys, ["learn", "generate", "eval", *scored, "--model", str(gen), "--recognizer", str(rec), "--json"])
     assert code == 0, err
     assert 0 <= json.loads(out)["recognised"] <= 1
+    # '--split none' made real set B real set A: fid_real 0 and pose_outliers 1 for any generator
+    code, _, err = _run(capsys, ["learn", "generate", "eval", *data, "--model", str(gen), "--recognizer", str(rec), "--json"])
+    assert code == 2 and "--split" in err and len(err.strip().splitlines()) == 1
     assert main(["generate", "--model", str(gen), "--content", "13", "--style", "angry", "-n", "1", "-o", str(tmp_path / "g")]) == 0
     (sample,) = (tmp_path / "g").glob("*.bvh")
     assert skelanim.load(sample).skeleton.num_joints == 31

@@ -94,3 +94,25 @@ def test_resume_refuses_other_arguments(learn_files, tmp_path, capsys):
     capsys.readouterr()  # generate train with nothing to resume from started afresh; it says so, as the others do
     assert main(["learn", "generate", "train", *data, "-o", str(tmp_path / "gen"), "--resume"]) == 2
     assert "no training state to resume from" in capsys.readouterr().err and not (tmp_path / "gen").exists()
+
+
+def test_a_predictor_trained_at_another_frame_rate_predicts_one_second_of_it(learn_files, tmp_path, capsys):
+    """``--fps 30`` crashed after its first epoch (IndexError: 1 s is frame 29 of a 25-frame horizon) and left an
+    empty folder; the models now observe and predict one second at the frame rate given (30 frames). A frame rate
+    that is not one (NaN, 0) is refused naming ``--fps`` before any data is read."""
+    import json
+
+    from skelanim.cli import main
+
+    data = [arg for f in learn_files for arg in ("--data", str(f))]
+    for arch in ("mlp", "rnn"):
+        out = tmp_path / arch
+        args = ["learn", "predict", "train", *data, "--arch", arch, "--fps", "30", "--split", "style:angry/",
+                "--epochs", "1", "--max-steps", "1", "--batch-size", "8", "--no-progress", "-o", str(out)]  # fmt: skip
+        assert main(args) == 0, capsys.readouterr().err
+        config = json.loads((out / "config.json").read_text())
+        assert (config["observed"], config["horizon"], config["fps"]) == (30, 30, 30.0)
+    for bad in ("nan", "0"):
+        assert main(["learn", "recognize", "train", *data, "--fps", bad, "-o", str(tmp_path / "r")]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and "--fps" in err[0] and not (tmp_path / "r").exists()

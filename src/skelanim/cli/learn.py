@@ -14,6 +14,7 @@ from skelanim.cli import app
 from skelanim.cli.learn_common import (
     DATA_HELP,
     EMA_HELP,
+    FPS_OPTION,
     KEEP_HELP,
     LABELS_OPTION,
     SPLIT_HELP,
@@ -44,7 +45,7 @@ def recognize_train(
     split: str = typer.Option("style", "--split", help=SPLIT_HELP),
     window: int = typer.Option(64, "--window", min=8),
     stride: int = typer.Option(8, "--stride", min=1),
-    fps: float = typer.Option(25.0, "--fps"),
+    fps: float = FPS_OPTION,
     epochs: int = typer.Option(12, "--epochs", min=1),
     batch_size: int = typer.Option(64, "--batch-size", min=1),
     lr: float = typer.Option(2e-3, "--lr"),
@@ -225,7 +226,7 @@ def generate_train(
     init: Path | None = typer.Option(
         None, "--init", help="Start the GAN stage from this generator folder (skips the VAE stage)."
     ),
-    fps: float = typer.Option(25.0, "--fps"),
+    fps: float = FPS_OPTION,
     seed: int = typer.Option(0, "--seed"),
     max_steps: int | None = typer.Option(None, "--max-steps", min=1),
     threads: int | None = typer.Option(None, "--threads", min=1),
@@ -300,6 +301,10 @@ def generate_eval(
     from skelanim.learn.generate_eval import evaluate_generation
     from skelanim.learn.recognize import Recognizer
 
+    if split.strip().lower() == "none":  # B would be A: fid_real 0 and every pose an outlier, whatever the model
+        raise typer.BadParameter("generation is scored against real set A (train part) and real set B (test part): "
+                                 "'none' makes them the same files; use 'file' (the default) or a style split",
+                                 param_hint="--split")  # fmt: skip
     gen, rec = Generator.load(model), Recognizer.load(recognizer)
     if not rec.rig.skeleton.same_topology(gen.rig.skeleton):
         raise typer.BadParameter(f"the {'shipped ' if recognizer is None else ''}recogniser is for another skeleton than the "

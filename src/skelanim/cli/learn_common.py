@@ -5,6 +5,7 @@ register the commands)."""
 from __future__ import annotations
 
 import json
+import math
 import shlex
 import sys
 from collections.abc import Callable
@@ -106,6 +107,14 @@ def check_speeds(value: list[float]) -> list[float]:
         raise typer.BadParameter(f"speeds must be positive, got {value}")
     return value
 
+
+def check_fps(value: float) -> float:
+    if not (math.isfinite(value) and 1.0 <= value <= 240.0):
+        raise typer.BadParameter(f"must be a finite frame rate from 1 to 240, got {value}")
+    return value
+
+
+FPS_OPTION: Any = typer.Option(25.0, "--fps", callback=check_fps, help="Frame rate the data is resampled to: the model's.")
 
 TEST_SPEED_OPTION: Any = typer.Option(
     [], "--test-speed", callback=check_speeds,

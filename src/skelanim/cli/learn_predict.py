@@ -12,6 +12,7 @@ from skelanim.cli import app
 from skelanim.cli.learn_common import (
     DATA_HELP,
     EMA_HELP,
+    FPS_OPTION,
     KEEP_HELP,
     LABELS_OPTION,
     SPLIT_HELP,
@@ -67,7 +68,7 @@ def predict_train(
     file_balance: float = typer.Option(
         0.0, "--file-balance", min=0.0, help="Window weights ∝ (windows of its file)^-FILE_BALANCE: short files count more."
     ),
-    fps: float = typer.Option(25.0, "--fps"),
+    fps: float = FPS_OPTION,
     epochs: int = typer.Option(8, "--epochs", min=1),
     batch_size: int = typer.Option(64, "--batch-size", min=1),
     lr: float = typer.Option(2e-3, "--lr"),
@@ -81,27 +82,28 @@ def predict_train(
     progress: bool = typer.Option(True, "--progress/--no-progress"),
 ) -> None:
     """Train a predictor (1 s in, 1 s out at 25 fps)."""
-    from skelanim.learn.predict import ARCHITECTURES, SECOND_FRAMES, train_predictor
+    from skelanim.learn.predict import ARCHITECTURES, train_predictor
 
     if arch not in ARCHITECTURES:
         raise typer.BadParameter(f"unknown architecture {arch!r}; choose from {', '.join(ARCHITECTURES)}", param_hint="--arch")
     if arch == "mlp" and (hidden is not None or half_period):
         raise typer.BadParameter("the MLP predictor has no --hidden width and no periodic pad", param_hint="--arch")
-    if arch == "mlp" and observed_frames is not None and observed_frames < SECOND_FRAMES:
-        raise typer.BadParameter(f"the MLP predicts at most the frames it observes: {SECOND_FRAMES} future frames need "
-                                 f"at least {SECOND_FRAMES}, got {observed_frames}", param_hint="--gcn-observed")  # fmt: skip
+    second = round(fps)  # 1 s in, 1 s out at the model's frame rate
+    if arch == "mlp" and observed_frames is not None and observed_frames < second:
+        raise typer.BadParameter(f"the MLP predicts at most the frames it observes: {second} future frames need "
+                                 f"at least {second}, got {observed_frames}", param_hint="--gcn-observed")  # fmt: skip
     if arch == "rnn" and blocks is not None:
         raise typer.BadParameter("the GRU has no --blocks", param_hint="--blocks")
     parts = split_parts(load_dataset(data, fps, threads, progress, labels=labels), split, seed)
     options = {"hidden": hidden, "blocks": blocks, "attention": attention if arch == "rnn" else None,
                "anchor": anchor if arch == "rnn" and anchor else None,
                "spring": spring if arch == "rnn" and spring else None,
-               "observed": observed_frames if arch != "rnn" else None, "pad": gcn_pad if arch == "gcn" else None,
+               "observed": (observed_frames or second if arch == "mlp" else observed_frames) if arch != "rnn" else None, "pad": gcn_pad if arch == "gcn" else None,
                "half_period": True if half_period else None}  # fmt: skip
     task = {"mirror": mirror, "speed": speed, "amplitude": amplitude, "global_weight": global_weight, "horizon_decay": horizon_decay,
             "file_balance": file_balance, "amplitude_norm": amplitude_norm, "reverse": reverse,
             "velocity_weight": velocity_weight}  # fmt: skip
-    result = train_predictor(parts["train"], parts["val"], out, arch=arch, stride=stride,
+    result = train_predictor(parts["train"], parts["val"], out, arch=arch, stride=stride, observed=second, horizon=second,
                              arch_options={k: v for k, v in options.items() if v is not None} or None, task_options=task,
                              test_mirror=test_mirror, loop=train_config(epochs, batch_size, lr, seed, max_steps, progress, ema=ema, keep=keep, weight_decay=weight_decay),
                              resume=resume, command=command_line())  # fmt: skip
