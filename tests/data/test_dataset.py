@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import math
+import tempfile
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -288,3 +290,30 @@ def test_missing_files_raise(tmp_path):
         MotionDataset([tmp_path / "nothing*.bvh"], cache=False)
     with pytest.raises(FileNotFoundError):
         MotionDataset([tmp_path], cache=False)
+
+
+def test_data_in_the_home_folder_caches_in_the_temp_folder(bandai_few, tmp_path, monkeypatch, capsys):
+    """Files kept in the home folder put the default cache, ``~/.cache/skelanim``, inside their folder: every
+    learning command stopped with a traceback. The default cache now gives way to ``<tmp>/skelanim-cache``; a
+    cache chosen inside the data is still refused, in one line at the command line."""
+    import shutil
+
+    from skelanim.cli import main
+    from skelanim.data.cache import cache_outside
+
+    home = tmp_path / "home"
+    home.mkdir()
+    files = [Path(shutil.copy(f, home)) for f in bandai_few[:2]]
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.delenv("SKELANIM_CACHE", raising=False)
+    monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
+    (tmp_path / "tmp").mkdir()
+    assert cache_outside(files) == tmp_path / "tmp" / "skelanim-cache"
+    ds = MotionDataset(files)
+    assert len(ds) == 2 and any((tmp_path / "tmp" / "skelanim-cache" / "clips").iterdir())
+    monkeypatch.setenv("SKELANIM_CACHE", str(home / "mine"))
+    args = ["learn", "predict", "eval", "--data", str(files[0]), "--split", "none"]
+    assert main(args) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "inside the data folder" in err[0] and "SKELANIM_CACHE" in err[0]

@@ -4,7 +4,8 @@ Where
 -----
 ``$SKELANIM_CACHE`` when set, else ``$XDG_CACHE_HOME/skelanim`` (``~/.cache/skelanim``), else, when that is
 not writable, ``<tempdir>/skelanim-cache``. Never inside a data folder: :func:`check_outside` refuses a
-cache directory that lies within the folder of a file it would cache.
+cache directory that lies within the folder of a file it would cache (the default one then gives way to
+``<tempdir>/skelanim-cache``, :func:`cache_outside`).
 
 What
 ----
@@ -27,9 +28,10 @@ import torch
 from safetensors import SafetensorError
 from safetensors.torch import load_file, safe_open, save_file
 
+from skelanim.errors import TrainingDataError
 from skelanim.io.atomic import atomic_path
 
-__all__ = ["CACHE_VERSION", "cache_dir", "cache_key", "check_outside", "read_cached", "write_cached"]
+__all__ = ["CACHE_VERSION", "cache_dir", "cache_key", "cache_outside", "check_outside", "read_cached", "write_cached"]
 
 #: Bump when the content of cached clips changes.
 CACHE_VERSION = 5  # 3: BVH frame rates read as the rate a rounded Frame Time stands for (io.common.nominal_fps); 4: DeepMimic durations too; 5: the up axis of turned captures (Motion.up_axis)
@@ -75,12 +77,30 @@ def cache_dir(override: str | os.PathLike | None = None) -> Path:
 
 
 def check_outside(cache: Path, files: list[Path]) -> None:
-    """Raise ``ValueError`` when the cache's ``clips/`` folder, where it writes, is or lies in the folder of one
-    of ``files`` (data stays read-only; a cache folder named ``.../clips`` was checked, not the ``clips/`` in it)."""
+    """Raise :class:`~skelanim.errors.TrainingDataError` (a ``ValueError``) when the cache's ``clips/`` folder,
+    where it writes, is or lies in the folder of one of ``files`` (data stays read-only; a cache folder named
+    ``.../clips`` was checked, not the ``clips/`` in it)."""
     clips = (cache / "clips").resolve()
     for folder in {f.resolve().parent for f in files}:
         if clips == folder or folder in clips.parents:
-            raise ValueError(f"cache directory {cache} is inside the data folder {folder}; pick another")
+            raise TrainingDataError(f"cache directory {cache} is inside the data folder {folder}; pick another "
+                                    "(SKELANIM_CACHE)")  # fmt: skip
+
+
+def cache_outside(files: list[Path], override: str | os.PathLike | None = None) -> Path:
+    """:func:`cache_dir`, checked to lie outside the data (:func:`check_outside`). The default one that does not
+    (data files kept in the home folder, whose ``~/.cache`` then lies in their folder) gives way to
+    ``<tempdir>/skelanim-cache``; one chosen (``override``, ``$SKELANIM_CACHE``) is refused."""
+    where = cache_dir(override)
+    try:
+        check_outside(where, files)
+    except TrainingDataError:
+        if override is not None or os.environ.get("SKELANIM_CACHE"):
+            raise
+        where = Path(tempfile.gettempdir()) / "skelanim-cache"
+        where.mkdir(parents=True, exist_ok=True)
+        check_outside(where, files)
+    return where
 
 
 def cache_key(path: str | os.PathLike, **settings: Any) -> str:

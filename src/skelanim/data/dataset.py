@@ -24,7 +24,7 @@ from torch import Tensor
 from tqdm import tqdm
 
 from skelanim.core.rotations import quat_multiply, quat_to_matrix
-from skelanim.data.cache import cache_dir, check_outside
+from skelanim.data.cache import cache_outside
 from skelanim.data.clips import Clip, load_clip
 from skelanim.data.labels import Vocabulary, parse_labels
 from skelanim.data.rig import Rig
@@ -119,8 +119,7 @@ class MotionDataset:
             paths = expand_paths(files)
             where = None
             if cache:
-                where = cache_dir(None if cache is True else cache)
-                check_outside(where, paths)
+                where = cache_outside(paths, None if cache is True else cache)
             bar = tqdm(paths, desc="loading clips", disable=not progress, leave=False, dynamic_ncols=True)
             clips = [load_clip(p, fps=self.fps, cache=where, label_parser=label_parser) for p in bar]
         self.clips: list[Clip] = list(clips)
