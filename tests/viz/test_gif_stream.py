@@ -111,12 +111,6 @@ def test_streamed_gif_shows_each_frame_with_its_duration(tmp_path: Path, monkeyp
         np.testing.assert_array_equal(got, np.asarray(indexed.convert("RGB")), err_msg=f"frame {k}")
 
 
-@pytest.mark.parametrize("fps", [60.0, 50.0, 30.0, 29.97, 25.0, 24.0, 12.0, 7.0, 1.0, 240.0])
-def test_streamed_durations_are_gif_durations(fps: float) -> None:
-    steps = video._gif_steps(fps)
-    assert [next(steps) for _ in range(601)] == video.gif_durations(601, fps)
-
-
 def test_an_error_part_way_leaves_no_gif(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     def frames() -> Iterator[np.ndarray]:
         yield from fake_frames(12, 64, 48)
