@@ -41,16 +41,23 @@ def nominal_fps(frame_time: float) -> float:
     worth more than 0.2 % of it is taken as written (``0.033`` is 30.3 fps, ``0.0167`` 59.88, ``0.04`` 25).
     ``0.0333``, ``0.033333`` and ``0.0333333`` are 30 fps, ``0.0083333`` 120, ``0.033367`` 29.97 (30000 / 1001).
     """
-    exact = 1.0 / frame_time
     mantissa, _, exponent = repr(float(frame_time)).lower().partition("e")
     decimals = len(mantissa.partition(".")[2]) - int(exponent or 0)
-    half = 0.5 * 10.0 ** -decimals
-    low, high = 1.0 / (frame_time + half), (1.0 / (frame_time - half) if frame_time > half else math.inf)
-    if half > 2e-3 * frame_time:  # too few digits to tell a rounding from a value meant as written
+    return rate_within(frame_time, 0.5 * 10.0**-decimals)
+
+
+def rate_within(step: float, uncertainty: float) -> float:
+    """The frame rate a time step known to ``+- uncertainty`` stands for: the one whole rate ``n`` (else the one
+    NTSC rate ``n * 1000 / 1001``) with ``|1 / n - step| <= uncertainty``, else ``1 / step``, also when the
+    uncertainty is more than 0.2 % of the step (too few digits to tell a rounding from a value meant as written).
+    :func:`nominal_fps`'s rule, for a step whose uncertainty is known otherwise (a CSV's time column)."""
+    exact = 1.0 / step
+    if uncertainty > 2e-3 * step:
         return exact
-    for step in (1.0, 1000.0 / 1001.0):  # whole rates first, then NTSC ones
-        fitting = [n * step for n in range(math.ceil(low / step), math.floor(high / step) + 1)
-                   if low <= n * step <= high]  # fmt: skip
+    low, high = 1.0 / (step + uncertainty), (1.0 / (step - uncertainty) if step > uncertainty else math.inf)
+    for unit in (1.0, 1000.0 / 1001.0):  # whole rates first, then NTSC ones
+        fitting = [n * unit for n in range(math.ceil(low / unit), math.floor(high / unit) + 1)
+                   if low <= n * unit <= high]  # fmt: skip
         if len(fitting) == 1:
             return fitting[0]
     return exact

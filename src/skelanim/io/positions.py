@@ -53,7 +53,7 @@ import numpy as np
 from skelanim.core.motion import Motion
 from skelanim.errors import FormatError, ShapeError, UnsupportedFormatError
 from skelanim.io.atomic import atomic_open
-from skelanim.io.common import read_utf8_text, require_finite_positions
+from skelanim.io.common import rate_within, read_utf8_text, require_finite_positions
 
 __all__ = ["SUFFIXES", "JointPositions", "load", "save"]
 
@@ -364,23 +364,6 @@ def _time_rounding(cells: list[str], times: np.ndarray) -> np.ndarray:
     return np.maximum(written, 2.0 * np.spacing(np.abs(times)))  # a float64 time is itself rounded (frame / fps)
 
 
-def _snapped_rate(step: float, uncertainty: float) -> float:
-    """The frame rate a time step measured to ``+- uncertainty`` stands for: the one whole rate ``n`` (else the
-    one NTSC rate ``n * 1000 / 1001``) with ``|1 / n - step| <= uncertainty``, else ``1 / step`` (also when
-    the step is known to worse than 0.2 %): :func:`~skelanim.io.common.nominal_fps`'s rule, with the window
-    given by the times' precision instead of a written frame duration's digits."""
-    exact = 1.0 / step
-    if uncertainty > 2e-3 * step:
-        return exact
-    low, high = 1.0 / (step + uncertainty), (1.0 / (step - uncertainty) if step > uncertainty else math.inf)
-    for unit in (1.0, 1000.0 / 1001.0):  # whole rates first, then NTSC ones (as nominal_fps)
-        fitting = [n * unit for n in range(math.ceil(low / unit), math.floor(high / unit) + 1)
-                   if low <= n * unit <= high]  # fmt: skip
-        if len(fitting) == 1:
-            return fitting[0]
-    return exact
-
-
 def _csv_fps(
     path: str | os.PathLike, column: int, cells: list[str], times: list[float], lines: list[int]
 ) -> float | None:
@@ -409,7 +392,7 @@ def _csv_fps(
             path=path,
             line=lines[k],
         )
-    return _snapped_rate(step, uncertainty)
+    return rate_within(step, uncertainty)
 
 
 def _load_csv(path: str | os.PathLike) -> JointPositions:
