@@ -81,7 +81,7 @@ def predict_train(
     resume: bool = typer.Option(False, "--resume"),
     progress: bool = typer.Option(True, "--progress/--no-progress"),
 ) -> None:
-    """Train a predictor (1 s in, 1 s out at 25 fps)."""
+    """Train a predictor (1 s in, 1 s out at --fps, 25 by default)."""
     from skelanim.learn.predict import ARCHITECTURES, train_predictor
 
     if arch not in ARCHITECTURES:
