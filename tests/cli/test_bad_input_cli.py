@@ -41,6 +41,29 @@ def test_an_output_that_is_the_input_is_refused_and_the_input_kept(tmp_path: Pat
         assert src.read_bytes() == before
 
 
+def test_an_output_format_that_cannot_hold_the_result_is_refused_before_the_prediction(tmp_path: Path, capsys,
+                                                                                       monkeypatch):
+    from skelanim.learn import forecast
+
+    def no_work(*args, **kwargs):
+        raise AssertionError("the prediction ran before the output was checked")
+
+    monkeypatch.setattr(forecast, "predict_motion", no_work)
+    monkeypatch.setattr(forecast, "predict_retargeted", no_work)
+    src = tmp_path / "other.bvh"
+    skelanim.save(skelanim.load(sample_path("walk")), src)
+    text = src.read_text()
+    assert "ROOT root" in text
+    src.write_text(text.replace("ROOT root", "ROOT pelvis"))  # no longer the DeepMimic humanoid
+    code, _, err = run(["predict", str(src), "-o", str(tmp_path / "out.json"), "--retarget"], capsys)
+    one_line_error(code, err, "out.json", "DeepMimic humanoid")
+    code, _, err = run(["predict", str(src), "-o", str(tmp_path / "out.xyz"), "--retarget"], capsys)
+    one_line_error(code, err, "out.xyz", "unknown suffix '.xyz'")
+    code, _, err = run(["ik", "solve", str(src), "-o", str(tmp_path / "out.xyz")], capsys)
+    one_line_error(code, err, "out.xyz", "unknown suffix '.xyz'")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["other.bvh"]
+
+
 def test_an_output_that_cannot_be_written_is_refused_before_the_work(tmp_path: Path, capsys, monkeypatch):
     import tempfile
 

@@ -69,12 +69,15 @@ def check_up(text: str | None) -> str | None:
 
 
 def check_output(out: Path, *sources: Path) -> None:
-    """Before any work: refuse an output that is one of the input files (the source would be replaced by what
-    is made of it) and one that cannot be written (:func:`~skelanim.io.atomic.check_can_write`), as one line."""
+    """Before any work: refuse a motion output of an unknown suffix, one that is one of the input files (the
+    source would be replaced by what is made of it) and one that cannot be written
+    (:func:`~skelanim.io.atomic.check_can_write`), as one line."""
     import os
 
+    from skelanim.io import check_save
     from skelanim.io.atomic import check_can_write
 
+    check_save(out)  # an unknown suffix, before any work
     for src in sources:
         try:
             same = out.exists() and os.path.samefile(src, out)

@@ -321,6 +321,7 @@ def predict_cmd(
     if mapping is not None and not retarget:
         raise typer.BadParameter("a joint mapping is for --retarget", param_hint="--map")
     motion = skelanim.load(src)
+    skelanim.io.check_save(out, motion)  # the output keeps IN's skeleton: a format that cannot hold it, before the work
     other = not motion.skeleton.same_topology(net.rig.skeleton)
     if other and not retarget:
         hint = " (--retarget predicts it through the model's skeleton)"

@@ -76,6 +76,16 @@ def save(motion: Motion | JointPositions, path: str | os.PathLike, **options) ->
     module.save(motion, path, **options)
 
 
+def check_save(path: str | os.PathLike, motion: Motion | None = None) -> None:
+    """Raise, before any work, what :func:`save` would raise for the format alone: an unknown suffix, or (given
+    ``motion``, a motion on the skeleton that will be written) a format that cannot hold that skeleton, such as
+    a DeepMimic clip of another skeleton. Writes nothing."""
+    module = _module_for(path, {**MOTION_FORMATS, **POSITION_FORMATS}, "writing")
+    check = getattr(module, "check_writable", None)
+    if motion is not None and check is not None:
+        check(motion, path)
+
+
 def load_positions(path: str | os.PathLike, **options):
     """Read joint positions (``.npy/.npz/.csv``, or any motion file through FK) as
     :class:`skelanim.io.positions.JointPositions`."""

@@ -540,6 +540,12 @@ def _frames_from_motion(motion: Motion, index: list[int]) -> np.ndarray:
     return frames.numpy()
 
 
+def check_writable(motion: Motion, path: str | os.PathLike) -> None:
+    """Raise the :class:`SkeletonError` :func:`save` would raise for ``motion``'s skeleton (not the DeepMimic
+    humanoid), before any work is done on it."""
+    _require_humanoid(motion, path, motion.metadata.get("deepmimic_urdf"))
+
+
 def save(motion: Motion, path: str | os.PathLike, *, loop: str | None = None,
          urdf: str | os.PathLike | None = None) -> None:
     """Write ``motion`` as a DeepMimic humanoid clip (atomically).
