@@ -54,6 +54,20 @@ def test_a_set_measured_against_another_skeleton_keeps_its_own_numbers():
     assert mixed["b"]["height"] == pytest.approx(170.0)
 
 
+def test_a_pair_in_other_units_is_compared_at_its_pair_s_size():
+    centimetres = _sliding(speed=0.3)
+    centimetres = centimetres.copy(
+        skeleton=Skeleton(centimetres.skeleton.names, centimetres.skeleton.parents, centimetres.skeleton.offsets * 100),
+        root_positions=centimetres.root_positions * 100,
+    )
+    same = compare_sets([_sliding()], [_sliding(speed=0.3)])["paired"]
+    mixed = compare_sets([_sliding()], [centimetres])
+    assert same["mpjpe"] > 0.01  # the gliding copies part by 0.3 heights/s
+    for key in ("mpjpe", "mpjpe_root_relative", "angle_deg"):
+        assert mixed["paired"][key] == pytest.approx(same[key], rel=1e-6, abs=1e-9)
+    assert any("scaled to their pair's height" in note for note in mixed["notes"])
+
+
 def test_gliding_feet_skate_and_pair_up():
     res = compare_sets([_standing()], [_sliding()])
     assert res["a"]["foot_skating"] == 0.0

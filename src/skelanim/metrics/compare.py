@@ -14,7 +14,8 @@ topology; paired in the given order, over the common frames), ``mpjpe`` (with ro
 dummy such as Bandai-Namco's ``joint_Root``, :func:`~skelanim.data.rig.body_root`, which is then left out of
 the mean; both in heights) and
 ``angle_deg`` (local rotations), all over the body's joints (a static dummy root left out). A motion of B at
-another frame rate than its pair is resampled to it first (frames are paired by time), with a note.
+another frame rate than its pair is resampled to it first (frames are paired by time), and one of another height
+(other units or size, more than :data:`SAME_HEIGHT` apart) is scaled to its pair's, each with a note.
 
 Set A is the reference (real motion; B the generated, predicted or retargeted one): its floor (the median over
 its motions of the lowest body joint, a static dummy root left out) and its median :attr:`Motion.height` are
@@ -139,20 +140,25 @@ def set_summary(
             **{k: (v / weights[k] if weights[k] else None) for k, v in sums.items()}}  # fmt: skip
 
 
-def _paired(a: Sequence[Motion], b: Sequence[Motion], height: float, notes: list[str]) -> dict[str, float] | None:
+def _paired(a: Sequence[Motion], b: Sequence[Motion], heights: dict[str, list[float]], height: float,
+            notes: list[str]) -> dict[str, float] | None:
+    """The paired measures; a motion of B more than :data:`SAME_HEIGHT` taller or shorter than its pair (other
+    units or another size) is scaled to its pair's height first, with a note."""
     from skelanim.ops.resample import resample
 
     if len(a) != len(b) or not all(x.skeleton.same_topology(y.skeleton) for x, y in zip(a, b)):
         return None
     totals = {"mpjpe": 0.0, "mpjpe_root_relative": 0.0, "angle_deg": 0.0}
     frames = 0
-    retimed = 0
-    for x, y in zip(a, b):
+    retimed = rescaled = 0
+    for x, y, hx, hy in zip(a, b, heights["a"], heights["b"]):
         if abs(y.fps / x.fps - 1) > 1e-6:  # pair frames by time, not by index
             y, retimed = resample(y, x.fps), retimed + 1
         n = min(x.num_frames, y.num_frames)
         r = max(body_root(x), body_root(y))  # one joint for both: the hips where either has a dummy above them
         px, py = x[:n].positions()[:, r:], y[:n].positions()[:, r:]  # the dummy is not a body joint
+        if hx > 0 and hy > 0 and abs(hy / hx - 1) > SAME_HEIGHT:  # centimetres against metres, or another size
+            py, rescaled = py * (hx / hy), rescaled + 1
         totals["mpjpe"] += float(mpjpe(px, py, height=height).sum())
         totals["mpjpe_root_relative"] += float(mpjpe(px - px[:, :1], py - py[:, :1], height=height).sum())
         totals["angle_deg"] += float(
@@ -161,6 +167,9 @@ def _paired(a: Sequence[Motion], b: Sequence[Motion], height: float, notes: list
         frames += n
     if retimed:
         notes.append(f"{retimed} motion(s) of set b resampled to their pair's frame rate for the paired measures")
+    if rescaled:
+        notes.append(f"{rescaled} motion(s) of set b differ from their pair in height (units or size): scaled to "
+                     "their pair's height for the paired position measures")
     return {k: v / max(frames, 1) for k, v in totals.items()}
 
 
@@ -235,5 +244,5 @@ def compare_sets(a: Sequence[Motion], b: Sequence[Motion], *, embed: Embedder | 
         if contents is not None:
             out[key]["recognised"] = sum(p == c for p, c in zip(predicted, contents)) / len(contents)
     out["fid"] = fid(feats["a"], feats["b"]) if len(feats) == 2 and min(len(feats["a"]), len(feats["b"])) >= 2 else None
-    out["paired"] = _paired(a, b, height, notes)
+    out["paired"] = _paired(a, b, heights, height, notes)
     return out
