@@ -97,48 +97,76 @@ def causal_contacts(
 
 
 @dataclass
-class FootPins:
+class _HeldOffsets:
+    """Per-joint offsets from given targets (online): set while a joint is held to a target of its own, then
+    decaying by ``decay`` per 1/30 s, so the joint rejoins the given target smoothly."""
+
+    decay: float = 0.6
+    offset: list[list[float]] = field(default_factory=list)
+
+    def _start(self, joints: int) -> None:
+        """Called once, with the number of joints, before the first frame."""
+
+    def _held(self, t: int, j: int, given: list[float], decay: float) -> list[float] | None:
+        """Where joint ``j`` is held at frame ``t`` (its given target ``given``), or ``None`` when it is free."""
+        raise NotImplementedError
+
+    def _follow(self, given: Tensor, fps: float) -> Tensor:
+        """Targets ``(F, K, 3)``: the given ``(F, K, 3)`` plus each joint's held or decaying offset."""
+        f, k, _ = given.shape
+        if not self.offset:
+            self.offset = [[0.0, 0.0, 0.0] for _ in range(k)]
+            self._start(k)
+        decay = self.decay ** (30.0 / fps)
+        rows = given.tolist()
+        out = []
+        for t in range(f):
+            row = []
+            for j in range(k):
+                p = rows[t][j]
+                held = self._held(t, j, p, decay)
+                if held is None:
+                    self.offset[j] = [o * decay for o in self.offset[j]]
+                else:
+                    self.offset[j] = [held[i] - p[i] for i in range(3)]
+                row.append([p[i] + self.offset[j][i] for i in range(3)])
+            out.append(row)
+        return torch.tensor(out, dtype=given.dtype)
+
+
+@dataclass
+class FootPins(_HeldOffsets):
     """Where each tracked joint is held while in contact (online).
 
     At touch-down the joint's current target is pinned; while in contact the target stays there; after
     lift-off the offset from the copy decays by ``decay`` per 1/30 s, so the foot rejoins the copy smoothly.
     """
 
-    decay: float = 0.6
-    offset: list[list[float]] = field(default_factory=list)
     pin: list[list[float] | None] = field(default_factory=list)
     was: list[bool] = field(default_factory=list)
+    _contact: list[list[bool]] = field(default_factory=list, repr=False)
 
     def __call__(self, copy: Tensor, contact: Tensor, fps: float) -> Tensor:
         """Targets ``(F, K, 3)`` from copy positions ``(F, K, 3)`` and contacts ``(F, K)``."""
-        f, k, _ = copy.shape
-        if not self.offset:
-            self.offset = [[0.0, 0.0, 0.0] for _ in range(k)]
-            self.pin = [None] * k
-            self.was = [False] * k
-        decay = self.decay ** (30.0 / fps)
-        pos = copy.tolist()
-        flags = contact.tolist()
-        out = []
-        for t in range(f):
-            row = []
-            for j in range(k):
-                p = pos[t][j]
-                if flags[t][j]:
-                    if not self.was[j] or self.pin[j] is None:
-                        self.pin[j] = [p[i] + self.offset[j][i] * decay for i in range(3)]
-                    self.offset[j] = [self.pin[j][i] - p[i] for i in range(3)]  # type: ignore[index]
-                else:
-                    self.pin[j] = None
-                    self.offset[j] = [o * decay for o in self.offset[j]]
-                self.was[j] = bool(flags[t][j])
-                row.append([p[i] + self.offset[j][i] for i in range(3)])
-            out.append(row)
-        return torch.tensor(out, dtype=copy.dtype)
+        self._contact = contact.tolist()
+        return self._follow(copy, fps)
+
+    def _start(self, joints: int) -> None:
+        self.pin = [None] * joints
+        self.was = [False] * joints
+
+    def _held(self, t: int, j: int, given: list[float], decay: float) -> list[float] | None:
+        touching = bool(self._contact[t][j])
+        if not touching:
+            self.pin[j] = None
+        elif not self.was[j] or self.pin[j] is None:  # touch-down: pinned where the decayed offset puts it
+            self.pin[j] = [given[i] + self.offset[j][i] * decay for i in range(3)]
+        self.was[j] = touching
+        return self.pin[j]
 
 
 @dataclass
-class ToeHang:
+class ToeHang(_HeldOffsets):
     """The ankles' targets while only their toes are planted (online; one entry per leg).
 
     A foot pivoting on its planted toe keeps the toe still and swings the ankle about it; the copy's ankle
@@ -147,28 +175,17 @@ class ToeHang:
     that the difference from the given target decays by ``decay`` per 1/30 s, as :class:`FootPins` does.
     """
 
-    decay: float = 0.6
-    offset: list[list[float]] = field(default_factory=list)
+    _hung: list[list[list[float]]] = field(default_factory=list, repr=False)
+    _toe_only: list[list[bool]] = field(default_factory=list, repr=False)
 
     def __call__(self, ankle: Tensor, hung: Tensor, toe_only: Tensor, fps: float) -> Tensor:
         """Targets ``(F, K, 3)`` from ankle targets ``(F, K, 3)``, the ankles hung from the toe pins ``(F, K, 3)``
         and ``(F, K)`` flags of frames whose toe alone is planted."""
-        f, k, _ = ankle.shape
-        if not self.offset:
-            self.offset = [[0.0, 0.0, 0.0] for _ in range(k)]
-        decay = self.decay ** (30.0 / fps)
-        given, wanted, flags = ankle.tolist(), hung.tolist(), toe_only.tolist()
-        out = []
-        for t in range(f):
-            row = []
-            for j in range(k):
-                if flags[t][j]:
-                    self.offset[j] = [wanted[t][j][i] - given[t][j][i] for i in range(3)]
-                else:
-                    self.offset[j] = [o * decay for o in self.offset[j]]
-                row.append([given[t][j][i] + self.offset[j][i] for i in range(3)])
-            out.append(row)
-        return torch.tensor(out, dtype=ankle.dtype)
+        self._hung, self._toe_only = hung.tolist(), toe_only.tolist()
+        return self._follow(ankle, fps)
+
+    def _held(self, t: int, j: int, given: list[float], decay: float) -> list[float] | None:
+        return self._hung[t][j] if self._toe_only[t][j] else None
 
 
 def two_bone(
