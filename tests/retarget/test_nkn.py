@@ -38,6 +38,25 @@ def test_untrained_network_is_the_copy(clips):
     torch.testing.assert_close(nkn.positions(), copy.positions(), atol=1e-4 * copy.height, rtol=0)
 
 
+def test_the_copy_costs_no_regularisation(clips):
+    """``reg`` keeps the network's correction to the copy small: the untrained network, which is the copy, pays
+    none, also between skeletons whose toes stand at other heights (the copy's hips stand on the target's soles;
+    the term had measured against the hips scaled alone, and so paid for that lift)."""
+    from skelanim.retarget.stance import sole_height
+
+    fams = []
+    for name in ("cmu_mb", "cmu_max", "xia", "pymo"):  # all stand on toes
+        rig = CanonicalRig(clips[name].skeleton)
+        fams.append(Family(name, rig, [encode_clip(clips[name], rig) | {"name": name}]))
+    batch = RetargetTask(fams, [], window=16, samples=8, config=TINY).batch(torch.arange(8), seeded_generator(3))
+    soles = sole_height(batch["src_off"]) / batch["src_leg"], sole_height(batch["tgt_off"]) / batch["tgt_leg"]
+    assert ((soles[0] > 0) & (soles[1] > 0) & ((soles[0] - soles[1]).abs() > 0.005)).any()  # other sole heights
+    torch.manual_seed(0)
+    with torch.no_grad():
+        _, parts = NKNTrainer(TINY, LossWeights(adv=0.0))(batch)
+    assert parts["reg"] == pytest.approx(0.0, abs=1e-10)
+
+
 def test_a_few_steps_lower_the_loss(task):
     torch.manual_seed(0)
     model = NKNTrainer(TINY, LossWeights(adv=0.0))
