@@ -72,7 +72,8 @@ def test_predict_eval_json_keys(shipped, data_args, capsys, tmp_path):
     obj = _json(capsys, ["learn", "predict", "eval", *data_args, "--split", "none", "--stride", "25", "--json",
                          "--plot", str(plot)])  # fmt: skip
     assert plot.read_text().lstrip().startswith("<?xml") and "horizon (ms)" in plot.read_text()
-    assert set(obj) == {"horizons_ms", "methods"} and obj["horizons_ms"] == [80, 160, 320, 400, 560, 1000]
+    assert set(obj) == {"horizons_ms", "horizons_ms_measured", "methods"}
+    assert obj["horizons_ms"] == obj["horizons_ms_measured"] == [80, 160, 320, 400, 560, 1000]  # 25 fps: exact
     assert set(obj["methods"]) == {"rnn", "gcn", "mlp", "combined", "zero_velocity", "constant_velocity"}
     for scores in obj["methods"].values():
         assert set(scores) == {"mpjpe", "mpjpe_pose", "mpjpe_global", "angle_deg"} and all(len(v) == 6 for v in scores.values())

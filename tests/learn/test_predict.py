@@ -227,7 +227,7 @@ def test_train_round_trip_evaluate_and_predict_a_file(tiny_ds, tmp_path):
     train_predictor(tiny_ds, tiny_ds.subset([0]), out, arch="rnn", stride=25, loop=loop, arch_options={"hidden": 16})
     model = Predictor.load(out)
     res = evaluate_prediction({"rnn": model}, tiny_ds, methods=("rnn", "zero_velocity", "constant_velocity"), stride=25)
-    assert res["horizons_ms"] == list(HORIZONS_MS)
+    assert res["horizons_ms"] == list(HORIZONS_MS) and res["horizons_ms_measured"] == pytest.approx(HORIZONS_MS)
     assert set(res["methods"]) == {"rnn", "zero_velocity", "constant_velocity"}
     for scores in res["methods"].values():
         assert set(scores) == {"mpjpe", "mpjpe_pose", "mpjpe_global", "angle_deg"} and len(scores["mpjpe"]) == 6
@@ -404,3 +404,13 @@ def test_pose_only_error_ignores_the_body_roots_turn_and_the_root_relative_error
     assert torch.allclose(torch.tensor(turned["mpjpe_pose"]), torch.tensor(still["mpjpe_pose"]), atol=1e-6)
     assert all(t > s + 0.01 for t, s in zip(turned["mpjpe"], still["mpjpe"], strict=True))
     assert all(p > 0 for p in still["mpjpe_pose"])
+
+
+def test_the_horizons_scored_at_another_frame_rate_are_said(learn_files, tmp_path):
+    """At 30 fps the frame nearest 80 ms is the second, 66.7 ms out: the result says which instants it scored."""
+    from skelanim.data import MotionDataset
+
+    ds = MotionDataset(learn_files[:2], fps=30.0, cache=tmp_path)
+    res = evaluate_prediction({}, ds, methods=("zero_velocity",), rig=ds.rig, observed=30, horizon=30, stride=30)
+    assert res["horizons_ms"] == list(HORIZONS_MS)
+    assert res["horizons_ms_measured"] == pytest.approx([200 / 3, 500 / 3, 1000 / 3, 400, 1700 / 3, 1000])

@@ -237,10 +237,14 @@ def predict_eval(
         from skelanim.viz.plots import save_figure
 
         save_figure(plot_horizon_errors(res, title=f"{res['windows']} windows, {where}"), plot)
+    measured = res["horizons_ms_measured"]
     if as_json:
-        echo_json({"horizons_ms": res["horizons_ms"], "methods": res["methods"]})
+        echo_json({"horizons_ms": res["horizons_ms"], "horizons_ms_measured": measured, "methods": res["methods"]})
         return
     typer.echo(f"{res['windows']} windows; % of skeleton height (angles in degrees)")
+    if any(abs(m - h) > 1e-6 for m, h in zip(measured, res["horizons_ms"])):
+        typer.echo("note: at this frame rate the horizons are the frames at " + ", ".join(f"{m:.1f}" for m in measured)
+                   + " ms")  # fmt: skip
     typer.echo(f"{'':>30}" + "".join(f"{h:>8}" for h in res["horizons_ms"]))
     for name, v in res["methods"].items():
         for key in ("mpjpe", "mpjpe_pose", "mpjpe_global", "angle_deg"):

@@ -75,7 +75,7 @@ from skelanim.learn.predictors import (
     window_amplitude,
     zero_velocity,
 )  # fmt: skip
-from skelanim.metrics.kinematic import angle_error_at, mpjpe_at
+from skelanim.metrics.kinematic import angle_error_at, horizon_frames, mpjpe_at
 from skelanim.nn.checkpoint import read_model_config, save_model_files
 from skelanim.nn.train import TrainConfig, fit
 
@@ -516,8 +516,9 @@ def evaluate_prediction(models: dict[str, Predictor | CombinedPredictor], ds: Mo
     Returns
     -------
     dict
-        ``{"horizons_ms": [...], "methods": {name: {"mpjpe", "mpjpe_pose", "mpjpe_global", "angle_deg"}},
-        "windows": W}``.
+        ``{"horizons_ms": [...], "horizons_ms_measured": [...], "methods": {name: {"mpjpe", "mpjpe_pose",
+        "mpjpe_global", "angle_deg"}}, "windows": W}``: the horizons asked for and the instants of the frames
+        scored for them (the same at 25 fps; at 30 fps 80 ms is the second frame, 66.7 ms out).
     """
     first = next(iter(models.values()), None)
     if first is not None:
@@ -530,7 +531,9 @@ def evaluate_prediction(models: dict[str, Predictor | CombinedPredictor], ds: Mo
     if windows is None:
         windows = ds.windows(length, stride, pad_short=False)
     fk = rig_fk(rig)
-    result: dict[str, Any] = {"horizons_ms": list(HORIZONS_MS), "methods": {}, "windows": len(windows)}
+    measured = [(k + 1) * 1000.0 / fps for k in horizon_frames(HORIZONS_MS, fps)]  # the frames scored, in ms
+    result: dict[str, Any] = {"horizons_ms": list(HORIZONS_MS), "horizons_ms_measured": measured, "methods": {},
+                              "windows": len(windows)}  # fmt: skip
     sums: dict[str, dict[str, Tensor]] = {}
     for i in range(0, len(windows), 256):
         rot, pelvis = reference_windows(ds, windows[i : i + 256], length, observed - 1, rig)
