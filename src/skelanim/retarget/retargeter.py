@@ -9,9 +9,11 @@ Methods (:data:`METHODS`):
 ``naive``  local rotations copied joint to joint, ignoring rest poses (for contrast only)
 =========  ======================================================================================
 
-``step(frame)`` advances a stream by one frame; ``__call__(motion)`` runs a whole clip from a fresh state
-and equals stepping through it frame by frame (every method is causal). The output keeps the target's
-full skeleton; joints outside the canonical set hold their rest rotation.
+``step(frame)`` advances a stream by one frame; ``__call__(motion)`` runs a whole clip from a fresh state.
+Every method is causal, so a clip equals stepping through it frame by frame given the same floors: a clip's
+default floor is where its feet stand over the whole clip (:func:`standing_level`), which a stream cannot know
+ahead, so a stream's default is 0; pass ``floor`` (and ``target_floor``) to have both agree (tested).
+The output keeps the target's full skeleton; joints outside the canonical set hold their rest rotation.
 """
 
 from __future__ import annotations
