@@ -7,7 +7,7 @@ counted from 1, as an editor shows them; frames from 0, as ``motion[F]`` indexes
 
 from __future__ import annotations
 
-from pathlib import Path
+import os
 
 
 class SkelanimError(Exception):
@@ -29,7 +29,7 @@ class SkelanimError(Exception):
         self,
         message: str,
         *,
-        path: str | Path | None = None,
+        path: str | os.PathLike[str] | None = None,
         line: int | None = None,
         where: str | None = None,
     ) -> None:

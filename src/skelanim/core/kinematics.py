@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import torch
@@ -449,7 +449,7 @@ def _root_paths(parents: tuple[int, ...], joints: tuple[int, ...]) -> torch.Tens
 def forward_kinematics_joints(
     rotations: torch.Tensor,
     translations: torch.Tensor,
-    parents: list[int] | torch.Tensor,
+    parents: Sequence[int] | torch.Tensor,
     joints: list[int] | tuple[int, ...],
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """World rotations and positions of selected joints only: :func:`forward_kinematics` for few frames.

@@ -419,4 +419,4 @@ class Motion:
         return cls(skeleton, rot, root, fps)
 
 
-Motion.rotations = _Rotations()  # type: ignore[assignment,misc]  # after @dataclass: a field without default
+Motion.rotations = _Rotations()  # type: ignore[assignment]  # after @dataclass: a field without default

@@ -157,6 +157,7 @@ def clip_from_motion(motion: Motion, *, fps: float, name: str = "motion", path: 
     yaw = yaw_from_directions(facing_directions(motion, up_axis=up), up)
     feet = find_feet(motion.skeleton)
     contacts = foot_contacts(motion, joints=feet, up_axis=up, height=height)
+    assert isinstance(contacts, torch.Tensor)  # a motion's contacts are a tensor
     return Clip(name, path, dict(labels or {}), float(fps), motion.skeleton, quat_normalize(motion.rotations).float(),
                 positions.float(), yaw.float(), contacts.bool(), feet, up, float(height), body_root(motion))  # fmt: skip
 

@@ -385,10 +385,10 @@ def _sample(times: np.ndarray, keys: np.ndarray, values: np.ndarray, mode: str, 
         h = (2 * u**3 - 3 * u**2 + 1, u**3 - 2 * u**2 + u, -2 * u**3 + 3 * u**2, u**3 - u**2)
         out = h[0] * values[i] + h[1] * span * tangent_out[i] + h[2] * values[k] + h[3] * span * tangent_in[k]
     elif rotation:
-        return rt.quat_slerp(values[i], values[k], u[:, 0])
+        return rt.quat_slerp(torch.from_numpy(values[i]), torch.from_numpy(values[k]), torch.from_numpy(u[:, 0])).numpy()
     else:
         out = (1 - u) * values[i] + u * values[k]
-    return rt.quat_normalize(out) if rotation else out
+    return rt.quat_normalize(torch.from_numpy(out)).numpy() if rotation else out
 
 
 def _skeleton_nodes(gltf: Any, anim: Any, path: Path) -> tuple[list[int], list[int], dict[int, int]]:
@@ -502,18 +502,19 @@ def _motion(gltf: Any, a: int | None, path: Path, original_units: bool) -> Motio
     for n, (_, _, s) in zip(joints, rest):
         if np.abs(s - 1).max() > 1e-4:
             raise FormatError(f"joint node {nodes[n].name!r} has scale {s.tolist()}; joints must not scale", path=path)
-    base, n = np.eye(4), parent.get(joints[0])  # the rest transform of the nodes above the root
-    while n is not None:
-        t, q, s = node_trs(nodes[n], path)
+    base, above = np.eye(4), parent.get(joints[0])  # the rest transform of the nodes above the root
+    while above is not None:
+        t, q, s = node_trs(nodes[above], path)
         m = np.eye(4)
         m[:3, :3], m[:3, 3] = rt.quat_to_matrix(torch.from_numpy(q)).numpy() * s, t
-        base, n = m @ base, parent.get(n)
+        base, above = m @ base, parent.get(above)
 
     tracks: dict[tuple[int, str], tuple[np.ndarray, np.ndarray, str]] = {}
-    for channel in anim.channels if anim else []:
+    anim_channels, samplers = (anim.channels, anim.samplers) if anim else ([], [])
+    for channel in anim_channels:
         node, kind = channel.target.node, channel.target.path
         if node in index and kind in ("rotation", "translation", "scale"):
-            sampler, mode = anim.samplers[channel.sampler], anim.samplers[channel.sampler].interpolation or "LINEAR"
+            sampler, mode = samplers[channel.sampler], samplers[channel.sampler].interpolation or "LINEAR"
             keys, values = _read(gltf, buffers, sampler.input, path), _read(gltf, buffers, sampler.output, path)
             check_track(keys, values, kind=kind, mode=mode, place=f"animations[{a}].samplers[{channel.sampler}]",
                         path=path)
@@ -572,7 +573,8 @@ def _motion(gltf: Any, a: int | None, path: Path, original_units: bool) -> Motio
     moved = [j == 0 or (j, "translation") in tracks for j in range(len(joints))]
     default = [DEFAULT_ROOT_CHANNELS if m else DEFAULT_JOINT_CHANNELS for m in moved]
     channels = [tuple(_extras(nodes[n]).get("channels") or default[j]) for j, n in enumerate(joints)]
-    skeleton = Skeleton([nodes[n].name or f"node{n}" for n in joints], [-1] + [index[parent[n]] for n in joints[1:]],
-                        torch.from_numpy(offsets[: len(joints)]), channels, end_sites)
+    parents = np.array([-1] + [index[parent[n]] for n in joints[1:]])
+    skeleton = Skeleton([nodes[n].name or f"node{n}" for n in joints], parents, torch.from_numpy(offsets[: len(joints)]),
+                        channels, end_sites)  # fmt: skip
     return Motion(skeleton, rot, torch.from_numpy(translations[:, 0].copy()), fps,
                   joint_translations=torch.from_numpy(translations) if any(moved[1:]) else None, metadata=metadata)

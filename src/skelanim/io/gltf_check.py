@@ -109,8 +109,8 @@ class _Checker:
     def positive(self, obj: dict[str, Any], key: str, place: str) -> None:
         value = obj.get(key)
         try:
-            number = not isinstance(value, bool) and isinstance(value, (int, float))
-            good = number and math.isfinite(value) and value > 0
+            good = (not isinstance(value, bool) and isinstance(value, (int, float)) and math.isfinite(value)
+                    and value > 0)  # fmt: skip
         except OverflowError:
             good = False
         if not good:
@@ -174,7 +174,7 @@ def check_document(doc: Any, path: str | os.PathLike) -> None:
         c.whole(view, "byteStride", f"bufferViews[{i}]", low=1)
     for i, acc in enumerate(accessors):
         place = f"accessors[{i}]"
-        view = c.whole(acc, "bufferView", place, below=len(views), of="bufferViews")
+        view_index = c.whole(acc, "bufferView", place, below=len(views), of="bufferViews")
         c.whole(acc, "byteOffset", place)
         component = acc.get("componentType")
         if isinstance(component, bool) or component not in COMPONENT_TYPES:
@@ -186,12 +186,12 @@ def check_document(doc: Any, path: str | os.PathLike) -> None:
         if not isinstance(acc.get("normalized", False), bool):
             raise c.fail(f"{place}.normalized", f"expected true or false, found {_show(acc['normalized'])}")
         size = np.dtype(COMPONENT_TYPES[component]).itemsize * WIDTHS[kind]
-        if view is None and acc.get("sparse") is None and count * WIDTHS[kind] > MAX_ZERO_VALUES:
+        if view_index is None and acc.get("sparse") is None and count * WIDTHS[kind] > MAX_ZERO_VALUES:
             raise c.fail(f"{place}.count", f"{count} {kind} values without a bufferView: more than "
                          f"{MAX_ZERO_VALUES} zeros, expected a bufferView holding the data")
-        stride = views[view].get("byteStride") if view is not None else None
+        stride = views[view_index].get("byteStride") if view_index is not None else None
         if stride is not None and stride < size:
-            raise c.fail(f"bufferViews[{view}].byteStride", f"{stride} bytes is less than one element of "
+            raise c.fail(f"bufferViews[{view_index}].byteStride", f"{stride} bytes is less than one element of "
                          f"{place} ({size} bytes)")
 
     for i, node in enumerate(nodes):

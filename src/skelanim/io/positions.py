@@ -332,7 +332,8 @@ def _save_npz(data: JointPositions, path: str | os.PathLike) -> None:
     if data.parents is not None:
         arrays["parents"] = np.asarray(data.parents, dtype=np.int64)
     with atomic_open(path, "wb") as handle:
-        np.savez(handle, **arrays)
+        # numpy's stub lets ``**kwds`` fill ``allow_pickle: bool``; these keys are array names only
+        np.savez(handle, **arrays)  # type: ignore[arg-type]
 
 
 def _save_npy(data: JointPositions, path: str | os.PathLike) -> None:

@@ -104,7 +104,7 @@ def _vector(
         values = ()
     if len(values) != 3 or not all(math.isfinite(v) for v in values):
         raise FormatError(f"{attribute}={text!r}: expected three finite numbers", path=path, where=where)
-    return values  # type: ignore[return-value]
+    return values
 
 
 def parse_urdf(path: str | os.PathLike) -> UrdfModel:

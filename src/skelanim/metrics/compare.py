@@ -120,9 +120,9 @@ def set_summary(
     for m, p in zip(motions, positions):
         f = p.shape[0]
         if f >= 4:
-            slow = jerk_fps is not None and m.fps > jerk_fps * (1 + 1e-6)
-            sums["jerk"] += f * jerk(resample(m, jerk_fps).positions() if slow else p, jerk_fps if slow else m.fps,
-                                     height=height)  # fmt: skip
+            slow = jerk_fps if jerk_fps is not None and m.fps > jerk_fps * (1 + 1e-6) else None  # the rate to take
+            sums["jerk"] += f * jerk(resample(m, slow).positions() if slow is not None else p,
+                                     slow if slow is not None else m.fps, height=height)  # fmt: skip
             weights["jerk"] += f
             feet = _feet(m)
             if feet:

@@ -123,6 +123,7 @@ def plot_confusion(panels: Mapping[str, tuple[Sequence[str], Sequence[str]]], *,
         ax.set_yticks(range(len(labels)), labels, fontsize=7)
         ax.set_xlabel("predicted")
         ax.set_ylabel("true")
+    assert image is not None  # panels is not empty
     fig.colorbar(image, ax=list(axes), shrink=0.8, label="share of the true class")
     if title:
         fig.suptitle(title, fontsize=10)

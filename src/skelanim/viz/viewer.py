@@ -63,7 +63,7 @@ class ViewerError(ShapeError):
 # ---------------------------------------------------------------------------------------------- assets
 def asset_text(name: str) -> str:
     """The text of a vendored asset (one of :data:`ASSET_FILES`, or ``three.LICENSE``)."""
-    return resources.files("skelanim.viz").joinpath("assets", name).read_text(encoding="utf-8")
+    return (resources.files("skelanim.viz") / "assets" / name).read_text(encoding="utf-8")
 
 
 @functools.lru_cache(maxsize=1)
@@ -387,6 +387,8 @@ def make_server(page: str, *, host: str = "127.0.0.1", port: int = 8000) -> http
 def server_url(server: http.server.HTTPServer) -> str:
     """``http://HOST:PORT/`` of a server made by :func:`make_server`."""
     host, port = server.server_address[:2]
+    if isinstance(host, (bytes, bytearray)):  # typeshed allows a bytes host; a bound socket reports a str
+        host = host.decode()
     return f"http://{host}:{port}/"
 
 
@@ -406,7 +408,11 @@ def serve(
     announce(server_url(server))
     watcher: threading.Thread | None = None
     if stop is not None:
-        watcher = threading.Thread(target=lambda: (stop.wait(), server.shutdown()), daemon=True)
+        def shut_down_when_stopped() -> None:
+            stop.wait()
+            server.shutdown()
+
+        watcher = threading.Thread(target=shut_down_when_stopped, daemon=True)
         watcher.start()
     try:
         server.serve_forever(poll_interval=0.2)
