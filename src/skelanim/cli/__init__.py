@@ -40,7 +40,9 @@ from skelanim.cli import recognize as _recognize  # noqa: F401
 
 
 #: click's exception base class, as typer vendors it (found through the one typer exports, not a private path).
-_CLICK_ERROR = next(c for c in typer.BadParameter.__mro__ if c.__name__ == "ClickException")
+_CLICK_ERROR: type[Exception] = next(
+    c for c in typer.BadParameter.__mro__ if c.__name__ == "ClickException" and issubclass(c, Exception)
+)
 
 
 def _given_value(err: Exception, argv: list[str]) -> str | None:

@@ -152,9 +152,9 @@ def recognize_eval(
 
     if plot is not None:
         check_plot(plot)
-    net, base = Recognizer.load(model), Recognizer.load(baseline, default="recognize_cnn")
-    if baseline is None and not base.rig.skeleton.same_topology(net.rig.skeleton):
-        base = None  # the shipped baseline is for the shipped model's skeleton
+    net, loaded = Recognizer.load(model), Recognizer.load(baseline, default="recognize_cnn")
+    # the shipped baseline is for the shipped model's skeleton
+    base = loaded if baseline is not None or loaded.rig.skeleton.same_topology(net.rig.skeleton) else None
     ds = split_parts(load_dataset(data, net.fps, threads, not as_json, labels=labels, need=("content",)), split, seed, need="test")["test"]
     main = evaluate_recognizer(net, ds, stride=stride)
     ref = evaluate_recognizer(base, ds, stride=stride) if base is not None else None

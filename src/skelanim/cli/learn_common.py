@@ -93,9 +93,9 @@ def train_config(epochs: int, batch_size: int, lr: float, seed: int, max_steps: 
           ema: float = 0.0, keep: str = "best", validate_every: int = 1, weight_decay: float | None = None):  # fmt: skip
     from skelanim.nn.train import TrainConfig
 
-    decay = {} if weight_decay is None else {"weight_decay": weight_decay}  # None: the loop's default
+    decay = TrainConfig.weight_decay if weight_decay is None else weight_decay  # None: the loop's default
     return TrainConfig(epochs=epochs, batch_size=batch_size, lr=lr, seed=seed, max_steps=max_steps, progress=progress,
-                       warmup_steps=warmup, ema=ema, keep=keep, validate_every=validate_every, **decay)  # fmt: skip
+                       warmup_steps=warmup, ema=ema, keep=keep, validate_every=validate_every, weight_decay=decay)  # fmt: skip
 
 
 EMA_HELP = "Validate and save an exponential moving average of the weights with this decay per step (0: off)."

@@ -71,8 +71,7 @@ def select_frames(starts: Tensor, max_frames: int | None, window: int = WINDOW) 
         idx = list(range(lo, min(lo + window, int(file_end[s]))))
         picked.extend(idx)
         first.extend([True] + [False] * (len(idx) - 1))
-    idx = torch.tensor(picked[:max_frames])
-    return idx, torch.tensor(first[:max_frames])
+    return torch.tensor(picked[:max_frames]), torch.tensor(first[:max_frames])
 
 
 def _time_batch1(method: str, positions: Tensor, model: IKModel, count: int, groups: int = 9) -> float:

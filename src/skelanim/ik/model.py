@@ -33,7 +33,7 @@ layers=4`` (404K here); see ``src/skelanim/ik/README.md`` for measured trade-off
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, fields
-from typing import Any
+from typing import Any, Literal, overload
 
 import torch
 from torch import Tensor, nn
@@ -106,6 +106,36 @@ class IKGAT(nn.Module):
     config : GATConfig
         Architecture.
     """
+
+    # buffers (register_buffer); level{k}_slots, swing_linear{k} and swing_constant{k} are read with getattr
+    inv_height: Tensor
+    rest_features: Tensor
+    parent_index: Tensor
+    has_parent: Tensor
+    fixed: Tensor
+    rest_frames: Tensor
+    mean_pose: Tensor
+    attn_bias: Tensor
+    primary: Tensor
+    has_bone: Tensor
+    base_frames: Tensor
+    mean_local: Tensor
+    identity_6d: Tensor
+    centre: Tensor
+    root_pick: Tensor  # only with root_axes
+    pick_primary: Tensor
+    differences: Tensor
+    leaf_joints: Tensor
+    leaf_parents: Tensor
+    leaf_order: Tensor
+    leaf_offsets: Tensor
+    chain_joints: Tensor
+    chain_all: Tensor
+    tip_slots: Tensor
+    world_order: Tensor
+    local_order: Tensor
+    start_left: Tensor
+    joint_embed: nn.Parameter | None
 
     def __init__(self, rig: IKRig, config: GATConfig) -> None:
         super().__init__()
@@ -271,6 +301,12 @@ class IKGAT(nn.Module):
         learned twist (and denoised swing) after training.
         """
         return self(positions)[0]
+
+    @overload
+    def _chain(self, axes: Tensor, start: Tensor, canon: Tensor, *, wanted: Literal[True]) -> tuple[Tensor, Tensor]: ...
+
+    @overload
+    def _chain(self, axes: Tensor, start: Tensor, canon: Tensor, *, wanted: Literal[False]) -> tuple[Tensor, None]: ...
 
     def _chain(self, axes: Tensor, start: Tensor, canon: Tensor, *, wanted: bool) -> tuple[Tensor, Tensor | None]:
         """Swing IK from given starts, one tree level at a time (all joints of a level batched).

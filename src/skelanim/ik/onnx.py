@@ -55,7 +55,8 @@ def onnx_bytes(net: IKGAT, *, batch: int | None = None) -> bytes:
     buffer = io.BytesIO()
     with warnings.catch_warnings(), torch.no_grad():
         warnings.simplefilter("ignore")
-        torch.onnx.export(wrapper, (dummy,), buffer, dynamo=False, input_names=["positions"],
+        # the TorchScript exporter (dynamo=False) writes to a file object; torch annotates ``f`` as a path only
+        torch.onnx.export(wrapper, (dummy,), buffer, dynamo=False, input_names=["positions"],  # type: ignore[arg-type]
                           output_names=["rotations"], opset_version=OPSET, dynamic_axes=dynamic)  # fmt: skip
     return buffer.getvalue()
 

@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import torch
 from torch import Tensor, nn
@@ -58,8 +58,8 @@ class LossWeights:
     mirror: float = 0.0
 
 
-def ik_loss(net: IKGAT, fk: ForwardKinematics, positions: Tensor, clean: Tensor, world: Tensor, joints: Tensor,
-            weights: LossWeights) -> tuple[Tensor, dict[str, float]]:  # fmt: skip
+def ik_loss(net: IKGAT | nn.parallel.DistributedDataParallel, fk: ForwardKinematics, positions: Tensor, clean: Tensor,
+            world: Tensor, joints: Tensor, weights: LossWeights) -> tuple[Tensor, dict[str, float]]:  # fmt: skip
     """The training loss (module docstring) for one batch.
 
     Parameters
@@ -84,7 +84,7 @@ def ik_loss(net: IKGAT, fk: ForwardKinematics, positions: Tensor, clean: Tensor,
     tuple
         Scalar loss and ``{"local_deg", "frame_deg", "pos_pct"}`` for logging.
     """
-    plain = net.module if isinstance(net, nn.parallel.DistributedDataParallel) else net
+    plain = cast(IKGAT, net.module) if isinstance(net, nn.parallel.DistributedDataParallel) else net
     frames, local = net(positions)
     gt_frames = world @ plain.rest_frames
     gt_local = world_to_local(world, plain.parent_index, plain.has_parent)
@@ -151,24 +151,26 @@ class IKTask:
         return {"positions": noisy, "clean": clean, "world": world}
 
     def loss(self, model: nn.Module, batch: dict[str, Tensor]) -> tuple[Tensor, dict[str, float]]:
-        return ik_loss(model, self.fk, batch["positions"], batch["clean"], batch["world"], self.joints, self.weights)
+        net = model if isinstance(model, nn.parallel.DistributedDataParallel) else cast(IKGAT, model)
+        return ik_loss(net, self.fk, batch["positions"], batch["clean"], batch["world"], self.joints, self.weights)
 
     @torch.no_grad()
     def validate(self, model: nn.Module) -> dict[str, float]:
+        net = cast(IKGAT, model)  # the loop validates the bare network
         sums = {"val_local_deg": 0.0, "val_global_deg": 0.0, "val_mpjpe_pct": 0.0}
         n = self.val_positions.shape[0]
         for start in range(0, n, 1024):
             pos, world = self.val_positions[start : start + 1024], self.val_world[start : start + 1024]
             frames, local = model(pos)
-            gt_local = world_to_local(world, model.parent_index, model.has_parent)
+            gt_local = world_to_local(world, net.parent_index, net.has_parent)
             sums["val_local_deg"] += float(matrix_geodesic(local, gt_local)[:, self.joints].mean()) * len(pos)
             sums["val_global_deg"] += float(
-                matrix_geodesic(frames, world @ model.rest_frames)[:, self.joints].mean()
+                matrix_geodesic(frames, world @ net.rest_frames)[:, self.joints].mean()
             ) * len(pos)
-            root = -self.fk.offsets[model.ik_root] if model.ik_root else torch.zeros(3)
+            root = -self.fk.offsets[net.ik_root] if net.ik_root else torch.zeros(3)
             _, p = self.fk(local, root.expand(len(pos), 3))
             sums["val_mpjpe_pct"] += (
-                float((p - pos)[:, self.joints].norm(dim=-1).mean() * model.inv_height) * 100 * len(pos)
+                float((p - pos)[:, self.joints].norm(dim=-1).mean() * net.inv_height) * 100 * len(pos)
             )
         out = {k: v / n for k, v in sums.items()}
         out["val_local_deg"], out["val_global_deg"] = (

@@ -161,6 +161,6 @@ def turn_relabel(turning: Tensor, content: Tensor, classes: TurnClasses, probabi
     straight = torch.empty(b).uniform_(-1.0, 1.0, generator=generator) * math.radians(STRAIGHT_DEGREES)
     sweep = torch.where(kind == 0, straight, sweep)
     new_turning = turning - turning.mean(dim=1, keepdim=True) + (sweep / t)[:, None]
-    k = triple.clamp_min(0)
-    new_label = torch.stack([classes.base[k], classes.left[k], classes.right[k]], dim=1).gather(1, kind[:, None])[:, 0]
+    which = triple.clamp_min(0)
+    new_label = torch.stack([classes.base[which], classes.left[which], classes.right[which]], dim=1).gather(1, kind[:, None])[:, 0]
     return (torch.where(chosen[:, None], new_turning, turning), torch.where(chosen, new_label, content))

@@ -53,12 +53,12 @@ def calibrate_input_range(
     windows = ds.windows(model.observed + model.horizon, stride, pad_short=False)
     if not len(windows):
         raise ValueError(f"no clip is {model.observed + model.horizon} frames long; nothing to calibrate on")
-    index, sign = model.frame_mirror() if mirror else (None, None)
+    flip = model.frame_mirror() if mirror else None  # (index, sign)
     low = torch.full_like(model.input_low, torch.inf)
     high = torch.full_like(model.input_high, -torch.inf)
     for i in range(0, len(windows), 512):
         x = model.window_vectors(ds, windows[i : i + 512])
-        for seen in (x, x[..., index] * sign) if mirror else (x,):
+        for seen in (x, x[..., flip[0]] * flip[1]) if flip is not None else (x,):
             z = model.norm(seen).flatten(0, 1)
             low, high = torch.minimum(low, z.amin(0)), torch.maximum(high, z.amax(0))
     low, high = low - margin * (high - low), high + margin * (high - low)

@@ -42,6 +42,9 @@ class Normalizer(nn.Module):
         Shape of the statistics (broadcast against the features' trailing dims).
     """
 
+    mean: Tensor  # buffers
+    std: Tensor
+
     def __init__(self, shape: Sequence[int]) -> None:
         super().__init__()
         self.register_buffer("mean", torch.zeros(*shape))
@@ -74,7 +77,7 @@ def set_threads(threads: int | None) -> None:
 
 def pretrained_dir(name: str) -> Path:
     """Folder of the shipped default model ``name`` (``recognize``, ``predict_rnn``, ``predict_gcn``, ``predict_mlp``, ``generate``)."""
-    return Path(str(resources.files("skelanim.learn").joinpath("pretrained", name)))
+    return Path(str(resources.files("skelanim.learn") / "pretrained" / name))
 
 
 def spread_sample(items: Tensor, size: int) -> Tensor:
@@ -173,7 +176,7 @@ def export_for_shipping(src: str | os.PathLike, dest: str | os.PathLike, *, drop
     return (Path(dest) / "model.safetensors").stat().st_size
 
 
-def resolved_options(cls: type, options: dict[str, Any] | None) -> dict[str, Any]:
+def resolved_options(cls: type[Any], options: dict[str, Any] | None) -> dict[str, Any]:
     """``options`` completed with the keyword-only defaults of ``cls.__init__`` (tuples as lists), so a
     config records the architecture even if the defaults change later."""
     out = {name: p.default for name, p in inspect.signature(cls.__init__).parameters.items()

@@ -22,17 +22,22 @@ rotations, the body root's without its heading, and the root features ``[v_a, v_
 
 from __future__ import annotations
 
+from typing import Literal
+
 import torch
 from torch import Tensor, nn
 
 __all__ = ["MotionCVAE", "TemporalDiscriminator"]
+
+#: ``padding_mode`` of :class:`torch.nn.Conv1d`.
+PaddingMode = Literal["zeros", "reflect", "replicate", "circular"]
 
 
 class _CondConv(nn.Module):
     """Conv1d over ``[x, condition]`` followed by LeakyReLU (or nothing for the last layer)."""
 
     def __init__(self, cin: int, cond: int, cout: int, kernel: int, stride: int = 1, act: bool = True,
-                 padding: str = "zeros") -> None:  # fmt: skip
+                 padding: PaddingMode = "zeros") -> None:  # fmt: skip
         super().__init__()
         self.conv = nn.Conv1d(cin + cond, cout, kernel, stride, (kernel - stride + 1) // 2, padding_mode=padding)
         self.act = nn.LeakyReLU(0.2) if act else nn.Identity()
@@ -82,7 +87,7 @@ class MotionCVAE(nn.Module):
 
     def __init__(self, dim: int, length: int, num_contents: int, num_styles: int, *, latent: int = 64, hidden: int = 128,
                  embed: int = 16, z_every: bool = False, decoder: str = "conv", layers: int = 4,
-                 padding: str = "zeros") -> None:  # fmt: skip
+                 padding: PaddingMode = "zeros") -> None:  # fmt: skip
         super().__init__()
         if length % 8:
             raise ValueError(f"window length {length} must be a multiple of 8")

@@ -87,8 +87,8 @@ def predict_motion(motion: Motion, *, method: str = "rnn", model: Predictor | Co
     span = (motion.num_frames - 1) / motion.fps
     if span * fps < 1 - 1e-9:
         raise FormatError(f"{motion.num_frames} frame(s) over {span:.3f} s; prediction needs at least {1 / fps:g} s")
-    back = torch.arange(math.floor(span * fps + 1e-9), -1, -1, dtype=torch.float64) / fps  # seconds before the end
-    on_model_rate = sample_frames(motion, (span - back) * motion.fps, fps)
+    before = torch.arange(math.floor(span * fps + 1e-9), -1, -1, dtype=torch.float64) / fps  # seconds before the end
+    on_model_rate = sample_frames(motion, (span - before) * motion.fps, fps)
     ds = MotionDataset(clips=[clip_from_motion(on_model_rate, fps=fps, name="")], rig=rig, fps=fps)  # errors: no path
     fr = ds.frames()
     rot, pelvis = fr["rot"], fr["pelvis"]

@@ -39,8 +39,9 @@ bone lengths are exact (:meth:`skelanim.data.rig.Rig.to_motion`).
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import torch
 from torch import Tensor, nn
@@ -147,6 +148,9 @@ class Generator(nn.Module):
     options : dict, optional
         :class:`~skelanim.learn.cvae.MotionCVAE` options.
     """
+
+    latent_mean: Tensor  # buffers
+    latent_chol: Tensor
 
     def __init__(self, rig: Rig, contents: Sequence[str], styles: Sequence[str], *, length: int = 64, fps: float = 25.0,
                  options: dict[str, Any] | None = None) -> None:  # fmt: skip
@@ -406,7 +410,9 @@ class GenerateTask:
                  recognizer: Recognizer | None = None, w_recog: float = 0.0,
                  meta: dict[str, Any] | None = None) -> None:  # fmt: skip
         self.model, self.ds, self.meta = model, train_ds, dict(meta or {})
-        self.recognizer, self.w_recog = (recognizer, w_recog) if recognizer is not None and w_recog > 0 else (None, 0.0)
+        use = recognizer is not None and w_recog > 0
+        self.recognizer: Recognizer | None = recognizer if use else None
+        self.w_recog = w_recog if use else 0.0
         if self.recognizer is not None:
             self.recognizer.eval().requires_grad_(False)
             names = self.recognizer.contents.names
@@ -488,7 +494,7 @@ class GenerateTask:
 
     def validate(self, model: nn.Module) -> dict[str, float]:
         """Reconstruction error on training windows and, with a recogniser, FID of prior samples to the reference."""
-        gen: Generator = model
+        gen = cast(Generator, model)  # the loop validates the bare model
         g = torch.Generator().manual_seed(1234)
         pick = torch.randperm(len(self.windows), generator=g)[:512]
         batch = self.batch(pick, g)
@@ -544,17 +550,9 @@ def train_generator(train_ds: MotionDataset, out: str | Path, *, length: int = 6
     model = Generator(train_ds.rig, sorted(set(train_ds.labels("content"))), sorted(set(train_ds.labels("style"))),
                       length=length, fps=train_ds.fps, options=options)  # fmt: skip
     meta = provenance(command, [c.path for c in train_ds.clips], vae_loop.seed)
-    common = {
-        "stride": stride,
-        "beta": w["beta"],
-        "w_pos": w["w_pos"],
-        "w_vel": w["w_vel"],
-        "w_skate": w["w_skate"],
-        "free_bits": w["free_bits"],
-        "w_fake_skate": w["w_fake_skate"],
-        "embed": embed,
-        "reference": reference,
-    }
+    new_task = partial(GenerateTask, stride=stride, beta=w["beta"], w_pos=w["w_pos"], w_vel=w["w_vel"],
+                       w_skate=w["w_skate"], free_bits=w["free_bits"], w_fake_skate=w["w_fake_skate"], embed=embed,
+                       reference=reference)  # the options both stages share
     stage1 = Path(init) if init is not None else (out / "vae" if gan_loop is not None else out)
     if init is not None:
         if gan_loop is None:
@@ -565,7 +563,7 @@ def train_generator(train_ds: MotionDataset, out: str | Path, *, length: int = 6
             raise ValueError(f"{init}: the generator's classes, length or options differ from this run's")
         vae: dict[str, Any] = {"history": [], "init": str(init)}
     else:
-        task = GenerateTask(model, train_ds, adversarial=0.0, meta={**meta, "stage": "vae", "weights": w}, **common)
+        task = new_task(model, train_ds, adversarial=0.0, meta={**meta, "stage": "vae", "weights": w})
         vae = fit(model, task, stage1, vae_loop, resume=resume and (stage1 / "train_state.safetensors").exists(), log=log)
         if fit_prior:
             refit_latent(stage1, task)
@@ -573,11 +571,11 @@ def train_generator(train_ds: MotionDataset, out: str | Path, *, length: int = 6
     if gan_loop is not None:
         tensors, _ = load_model_files(stage1)
         load_weights(model, {k: v.float() for k, v in tensors.items()}, stage1, optional=OPTIONAL_TENSORS)
-        task = GenerateTask(model, train_ds, adversarial=w["adversarial"], recognizer=recognizer, w_recog=w["recognition"],
-                            w_speed=w["w_speed"], w_speed_frames=w["w_speed_frames"],
-                            w_contact=w["w_contact"],
-                            meta={**meta, "stage": "gan", "weights": w, "vae_history": vae["history"],
-                                  "init": None if init is None else str(init)}, **common)  # fmt: skip
+        task = new_task(model, train_ds, adversarial=w["adversarial"], recognizer=recognizer, w_recog=w["recognition"],
+                        w_speed=w["w_speed"], w_speed_frames=w["w_speed_frames"],
+                        w_contact=w["w_contact"],
+                        meta={**meta, "stage": "gan", "weights": w, "vae_history": vae["history"],
+                              "init": None if init is None else str(init)})  # fmt: skip
         if fit_prior and "latent_chol" not in tensors:
             task.fit_latent()  # a folder from before the fitted prior: fit it before the GAN draws from it
         gan = fit(model, task, out, gan_loop, resume=resume and (out / "train_state.safetensors").exists(), log=log)

@@ -151,6 +151,10 @@ class Predictor(nn.Module):
         capture source moves would otherwise reach the network hundreds of deviations out.
     """
 
+    step_scale: Tensor  # buffers
+    input_low: Tensor
+    input_high: Tensor
+
     def __init__(self, arch: str, rig: Rig, *, observed: int = SECOND_FRAMES, horizon: int = SECOND_FRAMES, fps: float = 25.0,
                  arch_options: dict[str, Any] | None = None, members: int = 1,
                  amplitude_reference: float = 0.0, test_mirror: bool = False,
@@ -405,7 +409,8 @@ class PredictTask:
                  mirror: bool = False, global_weight: float = 1.0, noise: float = 0.0, horizon_decay: float = 0.5, file_balance: float = 0.0,
                  amplitude_norm: bool = False, reverse: float = 0.0, velocity_weight: float = 0.0, meta: dict[str, Any] | None = None) -> None:  # fmt: skip
         self.model, self.train_ds, self.val_ds, self.meta = model, train_ds, val_ds, dict(meta or {})
-        self.speed, self.amplitude, self.reverse = tuple(speed), tuple(amplitude), float(reverse)
+        self.speed, self.amplitude = (speed[0], speed[1]), (amplitude[0], amplitude[1])
+        self.reverse = float(reverse)
         self.velocity_weight = float(velocity_weight)
         self.global_weight, self.noise, self.horizon_decay = float(global_weight), float(noise), float(horizon_decay)
         self.length = model.observed + model.horizon
@@ -453,7 +458,7 @@ class PredictTask:
         x = batch["x"]
         inp = x[:, : plain.observed]
         if self.noise > 0 and model.training:
-            inp = inp + self.noise * cast(Tensor, plain.norm.std) * torch.randn_like(inp)
+            inp = inp + self.noise * plain.norm.std * torch.randn_like(inp)
         pred = model(inp)
         target = x[:, -pred.shape[1] :]
         rot, pelvis = vectors_to_frames(pred)
@@ -471,13 +476,13 @@ class PredictTask:
 
     def validate(self, model: nn.Module) -> dict[str, float]:
         """Mean root-relative MPJPE over the horizons on the validation windows."""
-        if self.val_windows is None or not len(self.val_windows):
+        if self.val_ds is None or self.val_windows is None or not len(self.val_windows):
             return {
                 "val_mpjpe": float(
                     self.loss(model, self.batch(torch.arange(min(128, len(self.windows))), torch.Generator()))[0]
                 )
             }
-        scores = evaluate_prediction({"m": model}, self.val_ds, methods=("m",), windows=self.val_windows)
+        scores = evaluate_prediction({"m": cast(Predictor, model)}, self.val_ds, methods=("m",), windows=self.val_windows)
         value = sum(scores["methods"]["m"]["mpjpe"]) / len(HORIZONS_MS)
         return {"val_mpjpe": value, "val_mpjpe_80": scores["methods"]["m"]["mpjpe"][0],
                 "val_mpjpe_1000": scores["methods"]["m"]["mpjpe"][-1]}  # fmt: skip

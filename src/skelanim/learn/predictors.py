@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import cast
 
 import torch
 from torch import Tensor, nn
@@ -204,7 +205,7 @@ class Seq2SeqGRU(nn.Module):
             ctx = torch.cat(parts, -1) if parts else inp[:, :0]
             state = self.decoder(torch.cat([inp, ctx], -1), state)
             step = self.out(torch.cat([state, ctx], -1)) * step_scale + keep * last
-            if centre is not None:
+            if centre is not None and pull is not None:
                 step = step - pull * (prev - centre)
             prev, last = prev + step, step
             outs.append(prev)
@@ -427,6 +428,8 @@ class MotionMLP(nn.Module):
         Residual blocks (48 in the paper).
     """
 
+    dct: Tensor  # buffer
+
     def __init__(self, dim: int, *, observed: int = 25, horizon: int = 25, blocks: int = 48) -> None:
         super().__init__()
         if not 1 <= horizon <= observed:
@@ -449,7 +452,8 @@ class MotionMLP(nn.Module):
         batch, k, d = h.shape
         flat = h.transpose(0, 1).reshape(k, batch * d)  # (K, B D): one matrix product per block mixes coefficients
         for temporal, norm in zip(self.temporal, self.norms, strict=True):
-            mixed = torch.addmm(temporal.bias[:, None], temporal.weight, flat).view(k, batch, d)
+            linear = cast(nn.Linear, temporal)  # a ModuleList holds nn.Module as far as the checker knows
+            mixed = torch.addmm(linear.bias[:, None], linear.weight, flat).view(k, batch, d)
             flat = flat + norm(mixed).view(k, batch * d)
         h = flat.view(k, batch, d).transpose(0, 1)
         offsets = self.dct[:, : self.horizon].T @ self.fc_out(h)  # (B, horizon, D)

@@ -144,13 +144,15 @@ class Recognizer(nn.Module):
         if self.member_options is not None and len(self.member_options) != self.members:
             raise ValueError(f"member_options has {len(self.member_options)} entries for {self.members} members")
 
-        def build(i: int) -> nn.Module:
+        def build(i: int) -> STGCN | TemporalCNN:
             options = {**self.arch_options, **(self.member_options[i] if self.member_options else {})}
             if arch == "stgcn":
                 return STGCN(rig.parents, self.in_channels, len(contents), len(styles), **options)
             return TemporalCNN(m, self.in_channels, len(contents), len(styles), **options)
 
-        self.net: nn.Module = build(0) if self.members == 1 else Members([build(i) for i in range(self.members)])
+        self.net: STGCN | TemporalCNN | Members = (
+            build(0) if self.members == 1 else Members([build(i) for i in range(self.members)])
+        )
 
     @property
     def feature_dim(self) -> int:
@@ -218,10 +220,12 @@ class Recognizer(nn.Module):
         source dataset (``datasets[i]``, the ``dataset`` label of its file name) and renormalised. Rows whose
         dataset is ``None`` or unknown to :attr:`label_spaces`, and every row of a model without them, are
         returned unchanged. A right answer stays right: only classes the dataset does not have are removed."""
-        rows = [i for i, name in enumerate(datasets) if self.label_spaces and name in self.label_spaces]
-        if not rows:
+        spaces = self.label_spaces or {}
+        known = [(i, name) for i, name in enumerate(datasets) if name is not None and name in spaces]
+        if not known:
             return probs
-        allowed = torch.tensor([[c in self.label_spaces[datasets[i]] for c in self.contents.names] for i in rows],
+        rows = [i for i, _ in known]
+        allowed = torch.tensor([[c in spaces[name] for c in self.contents.names] for _, name in known],
                                device=probs.device)  # fmt: skip
         kept = probs[rows] * allowed
         out = probs.clone()

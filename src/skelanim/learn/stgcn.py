@@ -313,7 +313,7 @@ class Members(nn.Module):
         :class:`STGCN` or :class:`TemporalCNN` networks with the same classes.
     """
 
-    def __init__(self, nets: Sequence[nn.Module]) -> None:
+    def __init__(self, nets: Sequence[STGCN | TemporalCNN]) -> None:
         super().__init__()
         if len(nets) < 2:
             raise ValueError(f"an ensemble needs at least two members, got {len(nets)}")
@@ -325,5 +325,5 @@ class Members(nn.Module):
         and the members' features concatenated ``(B, K * D)``."""
         outs = [net(x) for net in self.members]
         styles = [o[1] for o in outs]
-        style = None if any(s is None for s in styles) else torch.stack(styles)  # type: ignore[arg-type]
+        style = None if any(s is None for s in styles) else torch.stack(styles)
         return torch.stack([o[0] for o in outs]), style, torch.cat([o[2] for o in outs], dim=-1)

@@ -211,6 +211,8 @@ class ForwardKinematics(nn.Module):
         ``(J, 3)`` rest offsets (bone vectors in the parent's frame).
     """
 
+    offsets: Tensor  # buffer
+
     def __init__(self, parents: list[int] | np.ndarray, offsets: Tensor) -> None:
         super().__init__()
         self.parents = [int(p) for p in parents]

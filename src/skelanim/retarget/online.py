@@ -58,7 +58,8 @@ class OnnxStep:
         buffer = io.BytesIO()
         with warnings.catch_warnings(), torch.inference_mode(False), torch.no_grad():
             warnings.simplefilter("ignore")
-            torch.onnx.export(module.eval(), example, buffer, dynamo=False, input_names=names,
+            # the TorchScript exporter (dynamo=False) writes to a file object; torch annotates ``f`` as a path only
+            torch.onnx.export(module.eval(), example, buffer, dynamo=False, input_names=names,  # type: ignore[arg-type]
                               opset_version=OPSET)  # fmt: skip
         options = ort.SessionOptions()
         options.intra_op_num_threads = 1

@@ -186,8 +186,8 @@ class Retargeter:
 
     def __init__(
         self,
-        source_skeleton: Skeleton | CanonicalRig,
-        target_skeleton: Skeleton | CanonicalRig,
+        source_skeleton: Skeleton | CanonicalRig | Motion,
+        target_skeleton: Skeleton | CanonicalRig | Motion,
         method: str = "copy",
         *,
         source_map: Mapping[str, Any] | str | os.PathLike | None = None,
@@ -439,12 +439,13 @@ class Retargeter:
             if bad is not None:
                 raise RetargetError(f"a frame with a non-finite {label} (index {bad})")
         if self.compile():
+            assert isinstance(self._compiled, OnnxStep)  # compile() is true only with a built step
             if self._stream is None:
                 self._stream = [t.numpy() for t in self._fresh_stream_state()]
-            q, root2, jt, *state = self._compiled(rot.numpy(), root.numpy(), offsets.numpy(), *self._stream)
+            q_np, root_np, jt_np, *state = self._compiled(rot.numpy(), root.numpy(), offsets.numpy(), *self._stream)
             self._stream = state
-            jt_out = torch.from_numpy(jt) if self.target.hips_translated else None
-            return torch.from_numpy(q), torch.from_numpy(root2), jt_out
+            jt_out = torch.from_numpy(jt_np) if self.target.hips_translated else None
+            return torch.from_numpy(q_np), torch.from_numpy(root_np), jt_out
         trans = offsets.clone()
         trans[0] = root
         q, root2, jt = self._run(rot[None], trans[None], self.fps, 0.0 if self.floor is None else self.floor)

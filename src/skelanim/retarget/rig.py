@@ -256,9 +256,11 @@ def physical_zero_pose(skeleton: Skeleton, mapping: JointMapping | None = None) 
     pos = skeleton.rest_positions().to(torch.float64)
     at = {n: int(index[i]) for i, n in enumerate(CANONICAL_JOINTS) if index[i] >= 0}
     up = _unit(pos[at["chest"]] - pos[at["hips"]])
+    if up is None:  # no spine direction: no leg can be told to point up
+        return True
     for side in "lr":
         knee, hip = at.get(f"{side}_leg"), at.get(f"{side}_upleg")
-        thigh = None if knee is None or hip is None or up is None else _unit(pos[knee] - pos[hip])
+        thigh = None if knee is None or hip is None else _unit(pos[knee] - pos[hip])
         if thigh is not None and float(thigh @ up) > -0.5:
             return False
     return True
