@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 
+import pytest
 import torch
 from torch import nn
 
@@ -187,6 +188,32 @@ def test_style_adversary_reverses_the_style_gradient_into_the_network_only(tiny_
         assert torch.allclose(adversarial[n], plain[n], atol=1e-6)
     for n in trunk:  # the network before it is pushed the other way, twice as hard
         assert torch.allclose(adversarial[n], -2.0 * plain[n], atol=1e-6, rtol=1e-4)
+
+
+def test_style_adversary_trains_through_the_ddp_wrapper(tiny_ds, tmp_path):
+    """Under torchrun the loop hands the loss a DistributedDataParallel wrapper, which has no ``.net``: the reversed
+    style head is the wrapped network's (one process of gloo is enough to build the wrapper)."""
+    import torch.distributed as dist
+
+    torch.manual_seed(0)
+    model = Recognizer("stgcn", tiny_ds.rig, ["bow", "run", "walk"], ["angry", "elderly", "happy", "normal"], window=32,
+                       arch_options={**TINY, "dropout": 0.0})  # fmt: skip
+    task = RecognizeTask(model, tiny_ds, None, stride=16, style_weight=1.0, style_adversary=2.0)
+    batch = task.batch(torch.arange(4), torch.Generator().manual_seed(0))
+    bare, _ = task.loss(model, batch)
+    dist.init_process_group("gloo", init_method=(tmp_path / "store").as_uri(), rank=0, world_size=1)
+    try:
+        wrapped, _ = task.loss(nn.parallel.DistributedDataParallel(model), batch)
+    finally:
+        dist.destroy_process_group()
+    assert torch.allclose(wrapped, bare)
+
+
+def test_style_adversary_refuses_an_ensemble(tiny_ds):
+    model = Recognizer("stgcn", tiny_ds.rig, ["bow", "run", "walk"], ["angry", "elderly", "happy", "normal"], window=32,
+                       arch_options=TINY, members=2)  # fmt: skip
+    with pytest.raises(ValueError, match="not an ensemble of 2"):
+        RecognizeTask(model, tiny_ds, None, stride=16, style_adversary=1.0)
 
 
 def test_mean_rotations_per_window_is_the_mean_of_each_window():

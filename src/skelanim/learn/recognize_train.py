@@ -24,7 +24,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import torch
 from torch import Tensor, nn
@@ -37,6 +37,7 @@ from skelanim.learn.augment import jitter_frames, log_uniform, scale_amplitude, 
 from skelanim.learn.common import file_balance_weights, provenance, rig_fk, spread_sample
 from skelanim.learn.joints import TURN_CHANNEL, mirror_features, mirror_labels, resample_features
 from skelanim.learn.recognize import Recognizer, evaluate_recognizer
+from skelanim.learn.stgcn import STGCN, TemporalCNN
 from skelanim.nn.layers import grad_reverse
 from skelanim.nn.train import TrainConfig, fit
 
@@ -85,6 +86,8 @@ class RecognizeTask:
         self.model, self.train_ds, self.val_ds, self.meta = model, train_ds, val_ds, dict(meta or {})
         self.posture, self.frame_jitter = math.radians(posture), math.radians(frame_jitter)
         self.style_weight, self.style_adversary = style_weight, style_adversary
+        if style_adversary > 0 and model.members > 1:
+            raise ValueError(f"the style adversary trains one network's style head, not an ensemble of {model.members}")
         self.windows = train_ds.windows(model.window, stride)
         clip = self.windows[:, 0]
         self.content = torch.tensor(model.contents.indices(train_ds.labels("content")))[clip]
@@ -172,7 +175,10 @@ class RecognizeTask:
         """Label-smoothed cross-entropy on content (+ ``style_weight`` x style)."""
         content, style, features = model(batch["x"])
         if style is not None and self.style_adversary > 0:  # the style head sees the features through a reversal
-            net = model.net
+            # the loop trains through a DistributedDataParallel wrapper under torchrun: the heads are the network's
+            plain = model.module if isinstance(model, nn.parallel.DistributedDataParallel) else model
+            net = cast(Recognizer, plain).net
+            assert isinstance(net, (STGCN, TemporalCNN)) and net.style_head is not None  # one network (__init__)
             style = net.style_head(net.drop(grad_reverse(features, self.style_adversary)))
         ce = nn.functional.cross_entropy(content, batch["content"], label_smoothing=0.1, reduction="none")
         loss = (ce * batch["weight"]).mean()
@@ -187,7 +193,7 @@ class RecognizeTask:
         if self.val_ds is None:
             return {"val_error": float(self.loss(model, self.batch(torch.arange(min(256, len(self.windows))),
                                                                    torch.Generator().manual_seed(0)))[0])}  # fmt: skip
-        result = evaluate_recognizer(model, self.val_ds)
+        result = evaluate_recognizer(cast(Recognizer, model), self.val_ds)  # the loop validates the bare model
         return {"val_error": 1.0 - result["top1_windows"], "val_top1_windows": result["top1_windows"],
                 "val_top1_files": result["top1_files"]}  # fmt: skip
 
