@@ -61,7 +61,7 @@ def _usage_line(err: Exception, argv: list[str] | None = None) -> str:
     """A click usage error as one line: the command, the message, where to look. A bound said of a value that is
     not a number at all (``nan``: every comparison fails) is said as that."""
     ctx = getattr(err, "ctx", None)
-    message = " ".join(str(err.format_message()).split())  # type: ignore[attr-defined]
+    message = " ".join(str(err.format_message()).split())  # type: ignore[attr-defined]  # a click error has it
     given = _given_value(err, sys.argv[1:] if argv is None else argv)
     if given is not None and given.strip().lower() in ("nan", "+nan", "-nan") and "Input should be" in message:
         message = message[: message.index("Input should be")] + f"{given} is not a number"

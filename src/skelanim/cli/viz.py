@@ -50,7 +50,7 @@ def plot(
         raise ShapeError(f"unknown --angle {angle!r}; expected flexion or rotation")
     require_between(dpi, "--dpi", 1, 1200, "dots per inch")
     motions, labels = _load_all(files)
-    try:
+    try:  # kind and angle are plain strings checked above against what the Literals of plot_motions name
         fig = plots.plot_motions(motions, kind, _split_joints(joints), labels=labels, angle=angle, count=count)  # type: ignore[arg-type]
     except SkeletonError as err:
         with_option_hint(err, files, "; name them with --joints")

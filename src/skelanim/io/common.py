@@ -16,6 +16,7 @@ import os
 import sys
 import warnings
 from collections.abc import Sequence
+from types import FrameType
 from typing import Any
 
 import numpy as np
@@ -122,10 +123,10 @@ def require_finite_motion(motion: Motion, path: str | os.PathLike | None) -> Non
 def warn_at_caller(message: str, category: type[Warning] = UserWarning) -> None:
     """``warnings.warn`` attributed to the first frame outside ``skelanim/io`` and ``skelanim/__init__.py``:
     the code that called :func:`skelanim.load` (or a format's ``load``), however deep the call chain."""
-    frame = sys._getframe(0)
+    frame: FrameType | None = sys._getframe(0)
     level = 1
     while frame is not None and _in_library(frame.f_code.co_filename):
-        frame = frame.f_back  # type: ignore[assignment]
+        frame = frame.f_back
         level += 1
     warnings.warn(message, category, stacklevel=level)
 

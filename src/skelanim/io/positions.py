@@ -504,14 +504,15 @@ def _load_csv(path: str | os.PathLike) -> JointPositions:
 
 
 def _save_csv(data: JointPositions, path: str | os.PathLike) -> None:
-    with_time = data.fps is not None
+    fps = data.fps
+    with_time = fps is not None
     header = ["frame"] + (["time"] if with_time else []) + [f"{name}_{axis}" for name in data.names for axis in _AXES]
     flat = data.positions.reshape(data.num_frames, -1).tolist()
     with atomic_open(path, "w", newline="") as handle:
         writer = csv.writer(handle, lineterminator="\n")
         writer.writerow(header)
         for f, row in enumerate(flat):
-            lead = [str(f)] + ([repr(f / data.fps)] if with_time else [])  # type: ignore[operator]
+            lead = [str(f)] + ([repr(f / fps)] if fps is not None else [])
             writer.writerow(lead + [repr(v) for v in row])
 
 

@@ -29,6 +29,7 @@ learns to make them indistinguishable (domain-adversarial training).
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 import torch
@@ -45,13 +46,13 @@ MASKED = -1.0e4
 
 class _GradReverse(torch.autograd.Function):
     @staticmethod
-    def forward(ctx: torch.autograd.function.FunctionCtx, x: Tensor, scale: float) -> Tensor:
-        ctx.scale = scale  # type: ignore[attr-defined]
+    def forward(ctx: Any, x: Tensor, scale: float) -> Tensor:  # Any: forward keeps its own attributes on ctx
+        ctx.scale = scale
         return x.view_as(x)
 
     @staticmethod
-    def backward(ctx: torch.autograd.function.FunctionCtx, grad: Tensor) -> tuple[Tensor, None]:
-        return -ctx.scale * grad, None  # type: ignore[attr-defined]
+    def backward(ctx: Any, grad: Tensor) -> tuple[Tensor, None]:
+        return -ctx.scale * grad, None
 
 
 def grad_reverse(x: Tensor, scale: float = 1.0) -> Tensor:

@@ -146,7 +146,7 @@ def load_families(
         for path in files[:max_files]:
             clip = _load_clip(path, rig, cache)
             if clip is not None:
-                clip["name"] = path.name  # type: ignore[assignment]
+                clip["name"] = path.name  # type: ignore[assignment]  # the name rides beside the tensors
                 family.clips.append(clip)
         families.append(family)
     return families

@@ -76,7 +76,7 @@ def bandai_variant(skeleton: Skeleton, factors: dict[str, float]) -> Skeleton:
     offsets = skeleton.offsets.clone()
     for group, slots in _GROUP_SLOTS.items():
         for slot in slots:
-            j = rig.mapping.joints.get(slot)  # type: ignore[union-attr]
+            j = rig.mapping.joints.get(slot)  # type: ignore[union-attr]  # set in __post_init__
             if j is not None:
                 offsets[j] *= factors.get(group, 1.0)
     return Skeleton(skeleton.names, skeleton.parents.copy(), offsets, list(skeleton.channels),

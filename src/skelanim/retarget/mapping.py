@@ -350,7 +350,8 @@ def map_skeleton(
             for p in parts:
                 c = f"{side}_{p}"
                 if c in user:
-                    cands[p] = [] if user[c] is None else [user[c]]  # type: ignore[list-item]
+                    given = user[c]
+                    cands[p] = [] if given is None else [given]
                     continue
                 cands[p] = []
                 for rank, alias in enumerate(LIMB_ALIASES[p]):

@@ -234,7 +234,7 @@ class Retargeter:
         self._nkn_args = (s.offsets.float()[None], torch.tensor([s.leg_length]), t.offsets.float()[None],
                           torch.tensor([t.leg_length]))  # fmt: skip
         # naive: target joint <- source joint for canonical joints both have
-        src_index, tgt_index = s.mapping.index, t.mapping.index  # type: ignore[union-attr]
+        src_index, tgt_index = s.mapping.index, t.mapping.index  # type: ignore[union-attr]  # set in __post_init__
         pairs = [(int(a), int(b)) for a, b in zip(src_index, tgt_index) if a >= 0 and b >= 0]
         self._naive_src = torch.tensor([a for a, _ in pairs])
         self._naive_tgt = torch.tensor([b for _, b in pairs])
@@ -275,8 +275,8 @@ class Retargeter:
         """
         s, t = self.source, self.target
         src_names = {n: i for i, n in enumerate(s.skeleton.names)}
-        mapped_s = set(s.mapping.joints.values())  # type: ignore[union-attr]
-        mapped_t = set(t.mapping.joints.values())  # type: ignore[union-attr]
+        mapped_s = set(s.mapping.joints.values())  # type: ignore[union-attr]  # set in __post_init__
+        mapped_t = set(t.mapping.joints.values())  # type: ignore[union-attr]  # set in __post_init__
         pairs = [(k, src_names[n]) for k, n in enumerate(t.skeleton.names)
                  if n in src_names and k not in mapped_t and src_names[n] not in mapped_s
                  and int(t.anchor[k]) < len(CANONICAL_JOINTS) and int(s.anchor[src_names[n]]) == int(t.anchor[k])]  # fmt: skip

@@ -509,7 +509,7 @@ class CanonicalRig:
         """Root positions ``(F, 3)`` (and ``(F, J, 3)`` joint translations or ``None``) putting the hips at
         ``hips`` ``(F, 3)``. When the hips are not the root but carry position channels (Bandai-Namco), the
         root stays at its rest offset and the hips' translation is animated, as in the source files."""
-        h = self.mapping.joints["hips"]  # type: ignore[union-attr]
+        h = self.mapping.joints["hips"]  # type: ignore[union-attr]  # set in __post_init__
         hips_rest = self.tables(hips.dtype)[3]
         if not self.hips_translated:
             return hips - hips_rest, None

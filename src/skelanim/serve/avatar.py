@@ -88,9 +88,10 @@ def _node_matrices(gltf: GLTF2, path: Path) -> list[np.ndarray]:
     world: list[np.ndarray | None] = [None] * len(local)
 
     def resolve(i: int) -> np.ndarray:
-        if world[i] is None:
-            world[i] = local[i] if i not in parent else resolve(parent[i]) @ local[i]
-        return world[i]  # type: ignore[return-value]
+        done = world[i]
+        if done is None:
+            done = world[i] = local[i] if i not in parent else resolve(parent[i]) @ local[i]
+        return done
 
     return [resolve(i) for i in range(len(local))]
 

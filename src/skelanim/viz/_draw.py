@@ -39,7 +39,8 @@ def shade(rgb: tuple[int, int, int], amount: float) -> tuple[int, int, int]:
     """Lighter (``amount > 0``, towards white) or darker (``< 0``, towards black) version of ``rgb``."""
     target = 255.0 if amount > 0 else 0.0
     a = abs(amount)
-    return tuple(round(c + (target - c) * a) for c in rgb)  # type: ignore[return-value]
+    r, g, b = (round(c + (target - c) * a) for c in rgb)
+    return r, g, b
 
 
 def unit_color(index: int, amount: float = 0.0) -> tuple[float, float, float]:

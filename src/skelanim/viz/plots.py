@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Literal
 
 import numpy as np
+from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.collections import LineCollection
 from matplotlib.figure import Figure
@@ -189,15 +190,15 @@ def plot_angles(
     return fig
 
 
-def _contact_rows(ax: object, t0: float, dt: float, contacts: np.ndarray, names: list[str], rgb: tuple[float, ...]) -> None:
+def _contact_rows(ax: Axes, t0: float, dt: float, contacts: np.ndarray, names: list[str], rgb: tuple[float, ...]) -> None:
     """Horizontal bars for the True runs of each column of ``contacts`` ``(F, K)``."""
     for k in range(contacts.shape[1]):
         c = np.concatenate([[0], contacts[:, k].astype(np.int8), [0]])
         d = np.diff(c)
         spans = [(t0 + s * dt, (e - s) * dt) for s, e in zip(np.flatnonzero(d == 1), np.flatnonzero(d == -1))]
-        ax.broken_barh(spans, (k - 0.35, 0.7), facecolors=rgb)  # type: ignore[attr-defined]
-    ax.set_yticks(range(contacts.shape[1]), names, fontsize=8)  # type: ignore[attr-defined]
-    ax.set_ylim(-0.6, contacts.shape[1] - 0.4)  # type: ignore[attr-defined]
+        ax.broken_barh(spans, (k - 0.35, 0.7), facecolors=rgb)
+    ax.set_yticks(range(contacts.shape[1]), names, fontsize=8)
+    ax.set_ylim(-0.6, contacts.shape[1] - 0.4)
 
 
 def plot_contacts(
