@@ -414,3 +414,19 @@ def test_the_horizons_scored_at_another_frame_rate_are_said(learn_files, tmp_pat
     res = evaluate_prediction({}, ds, methods=("zero_velocity",), rig=ds.rig, observed=30, horizon=30, stride=30)
     assert res["horizons_ms"] == list(HORIZONS_MS)
     assert res["horizons_ms_measured"] == pytest.approx([200 / 3, 500 / 3, 1000 / 3, 400, 1700 / 3, 1000])
+
+
+def test_without_validation_the_score_is_named_for_training_windows_and_the_last_epoch_is_kept(tiny_ds, tmp_path):
+    """With no validation windows (``--split none``), the per-epoch score is of training windows: it is not
+    reported as validation, and ``--keep best`` (the default) keeps the last epoch instead of choosing by it."""
+    from skelanim.nn.checkpoint import read_model_config
+
+    notes: list[str] = []
+    loop = TrainConfig(epochs=2, batch_size=8, lr=1e-3, warmup_steps=1, progress=False)
+    assert loop.keep == "best"
+    result = train_predictor(tiny_ds, None, tmp_path / "m", arch="mlp", stride=25, loop=loop, log=notes.append)
+    assert result["metric"] == "train_subset_mpjpe" and result["keep"] == "last"
+    assert all("train_subset_mpjpe" in r and "val_mpjpe" not in r for r in result["history"])
+    assert any("no validation windows" in n for n in notes)
+    training = read_model_config(tmp_path / "m" / "config.json")["training"]
+    assert training["loop"]["keep"] == "last" and training["validation"] == []

@@ -270,3 +270,14 @@ def test_without_rotations_the_network_reads_positions_and_root_motion_only(tiny
     config = json.loads(json.dumps(model.config()))
     assert config["rotations"] is False and Recognizer.from_config(config).rotations is False
     assert Recognizer.from_config({k: v for k, v in config.items() if k != "rotations"}).rotations  # older models
+
+
+def test_without_validation_the_score_is_named_for_training_windows_and_the_last_epoch_is_kept(tiny_ds, tmp_path):
+    notes: list[str] = []
+    loop = TrainConfig(epochs=2, batch_size=8, lr=1e-3, warmup_steps=1, progress=False)
+    result = train_recognizer(tiny_ds, None, tmp_path / "rec", window=32, stride=16, loop=loop, arch_options=TINY,
+                              log=notes.append)  # fmt: skip
+    assert result["metric"] == "train_subset_loss" and result["keep"] == "last"
+    assert all("train_subset_loss" in r and "val_error" not in r for r in result["history"])
+    assert any("no validation windows" in n for n in notes)
+    assert json.loads((tmp_path / "rec" / "config.json").read_text())["training"]["loop"]["keep"] == "last"

@@ -330,13 +330,15 @@ def curves(
     member: int = typer.Option(0, "--member", min=0, help="For an ensemble (combine): which member's run."),
 ) -> None:
     """Plot a training run's per-epoch curves (training terms, validation scores; best epoch marked)."""
-    from skelanim.viz.charts import plot_training_history, training_history
+    from skelanim.viz.charts import keeps_last_epoch, plot_training_history, training_history
     from skelanim.viz.plots import save_figure
 
     check_plot(out)
     history, best = training_history(folder, member=member)
     save_figure(plot_training_history(history, best_epoch=best, title=str(folder)), out)
-    typer.echo(f"wrote {out} ({len(history)} epochs" + (f", best {best})" if best is not None else ")"))
+    last = history[-1].get("epoch") if history and keeps_last_epoch(folder, member) else None
+    kept = "" if best is None else f", best {best}" if last is None else f", best score at {best}; the weights are epoch {last}'s (--keep last)"
+    typer.echo(f"wrote {out} ({len(history)} epochs{kept})")
 
 
 @learn_app.command("ship")

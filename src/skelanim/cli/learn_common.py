@@ -143,8 +143,15 @@ def report_training(out: Path, result: dict[str, Any], metric: str) -> None:
 
     if distributed.is_main():
         best = result.get("best") or {}
+        metric = result.get("metric", metric)  # train_subset_* where there was no validation
+        score = f"{metric} {best.get(metric, float('nan')):.4g}"
+        if result.get("keep") == "last":
+            epochs = len(result.get("history") or [])
+            kept = f"the last epoch ({epochs}) kept; lowest {score} at epoch {best.get('epoch')}"
+        else:
+            kept = f"best epoch {best.get('epoch')}: {score}"
         typer.echo(f"wrote {out} ({result.get('parameters', '?')} parameters, {result['steps']} steps, "
-                   f"{result['seconds']:.0f} s; best epoch {best.get('epoch')}: {metric} {best.get(metric, float('nan')):.4g})")  # fmt: skip
+                   f"{result['seconds']:.0f} s; {kept})")  # fmt: skip
 
 
 def check_plot(path: Path) -> None:

@@ -10,6 +10,7 @@ import os
 import platform
 import time
 from collections.abc import Sequence
+from dataclasses import replace
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -23,6 +24,7 @@ from skelanim.data.rig import Rig
 from skelanim.errors import FormatError
 from skelanim.nn.checkpoint import config_error, load_model_files, save_model_files
 from skelanim.nn.layers import ForwardKinematics
+from skelanim.nn.train import TrainConfig
 
 __all__ = ["Normalizer", "export_for_shipping", "file_balance_weights", "load_folder", "load_model", "load_weights",
            "pretrained_dir",
@@ -149,6 +151,16 @@ def split_dataset(ds: MotionDataset, split: str, *, seed: int = 0) -> dict[str, 
     if split == "file":
         return ds.split_by_file(test_fraction=0.2, val_fraction=0.1, seed=seed)
     raise ValueError(f"unknown split {split!r}; expected 'style', 'style:S1,S2,...', 'file' or 'none'")
+
+
+def keep_without_validation(loop: TrainConfig, validated: bool, log: Any = None) -> TrainConfig:
+    """``loop`` as it is where there is validation data; without it, ``keep="last"``, with a note: an epoch cannot be
+    chosen as "best" by a score of the training windows (what the task reports instead, ``train_subset_*``)."""
+    if validated or loop.keep != "best":
+        return loop
+    (log or print)("note: no validation windows (split none, or too few files to hold any out): the score is of "
+                   "training windows (train_subset_*) and the last epoch is kept")  # fmt: skip
+    return replace(loop, keep="last")
 
 
 def provenance(command: str | None, files: Sequence[str], seed: int) -> dict[str, Any]:

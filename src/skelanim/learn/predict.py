@@ -56,6 +56,7 @@ from skelanim.learn.calibrate import calibrate_input_range, median_amplitude
 from skelanim.learn.common import (
     Normalizer,
     file_balance_weights,
+    keep_without_validation,
     load_model,
     provenance,
     resolved_options,
@@ -424,6 +425,9 @@ class PredictTask:
         model.amplitude_reference = median_amplitude(model, sample) if amplitude_norm else 0.0
         self.mirror = rig_mirror(model.rig, model.mean_pose()) if mirror else None
         self.val_windows = val_ds.windows(self.length, 10, pad_short=False) if val_ds is not None else None
+        self.validated = self.val_windows is not None and len(self.val_windows) > 0
+        if not self.validated:  # scored on training windows: not a validation score
+            self.metric = "train_subset_mpjpe"
 
     def num_samples(self) -> int:
         """Training windows."""
@@ -476,9 +480,9 @@ class PredictTask:
 
     def validate(self, model: nn.Module) -> dict[str, float]:
         """Mean root-relative MPJPE over the horizons on the validation windows."""
-        if self.val_ds is None or self.val_windows is None or not len(self.val_windows):
+        if self.val_ds is None or self.val_windows is None or not self.validated:
             return {
-                "val_mpjpe": float(
+                self.metric: float(
                     self.loss(model, self.batch(torch.arange(min(128, len(self.windows))), torch.Generator()))[0]
                 )
             }
@@ -594,7 +598,9 @@ def train_predictor(train_ds: MotionDataset, val_ds: MotionDataset | None, out: 
     meta["validation"] = [c.name for c in val_ds.clips] if val_ds is not None else []
     meta["task_options"] = {"stride": stride, **(task_options or {})}
     task = PredictTask(model, train_ds, val_ds, stride=stride, meta=meta, **(task_options or {}))
+    loop = keep_without_validation(loop, task.validated, log)
     result = fit(model, task, out, loop, resume=resume, log=log)
+    result.update(metric=task.metric, keep=loop.keep)
     kept = Predictor.load(out)  # the weights fit kept (best or last), with the training windows' input range
     calibrate_input_range(kept, train_ds, stride=stride, mirror=bool((task_options or {}).get("mirror")))
     save_model_files(out, kept.state_dict(), read_model_config(Path(out) / "config.json"))

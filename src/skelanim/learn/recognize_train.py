@@ -34,7 +34,7 @@ from skelanim.data.dataset import MotionDataset
 from skelanim.data.features import wrap_angle
 from skelanim.data.labels import label_spaces
 from skelanim.learn.augment import jitter_frames, log_uniform, scale_amplitude, turn_classes, turn_relabel
-from skelanim.learn.common import file_balance_weights, provenance, rig_fk, spread_sample
+from skelanim.learn.common import file_balance_weights, keep_without_validation, provenance, rig_fk, spread_sample
 from skelanim.learn.joints import TURN_CHANNEL, mirror_features, mirror_labels, resample_features
 from skelanim.learn.recognize import Recognizer, evaluate_recognizer
 from skelanim.learn.stgcn import STGCN, TemporalCNN
@@ -84,6 +84,9 @@ class RecognizeTask:
                  turn: float = 0.0, std_floor: float = 0.0, frame_jitter: float = 0.0,
                  meta: dict[str, Any] | None = None) -> None:  # fmt: skip
         self.model, self.train_ds, self.val_ds, self.meta = model, train_ds, val_ds, dict(meta or {})
+        self.validated = val_ds is not None
+        if not self.validated:  # scored on training windows: not a validation score
+            self.metric = "train_subset_loss"
         self.posture, self.frame_jitter = math.radians(posture), math.radians(frame_jitter)
         self.style_weight, self.style_adversary = style_weight, style_adversary
         if style_adversary > 0 and model.members > 1:
@@ -191,7 +194,7 @@ class RecognizeTask:
     def validate(self, model: nn.Module) -> dict[str, float]:
         """Window and file accuracy on the validation clips."""
         if self.val_ds is None:
-            return {"val_error": float(self.loss(model, self.batch(torch.arange(min(256, len(self.windows))),
+            return {self.metric: float(self.loss(model, self.batch(torch.arange(min(256, len(self.windows))),
                                                                    torch.Generator().manual_seed(0)))[0])}  # fmt: skip
         result = evaluate_recognizer(cast(Recognizer, model), self.val_ds)  # the loop validates the bare model
         return {"val_error": 1.0 - result["top1_windows"], "val_top1_windows": result["top1_windows"],
@@ -286,6 +289,8 @@ def train_recognizer(train_ds: MotionDataset, val_ds: MotionDataset | None, out:
                          file_balance=file_balance, amplitude=amplitude, posture=posture, style_weight=style_weight,
                          style_adversary=style_adversary, turn=turn, std_floor=std_floor, frame_jitter=frame_jitter,
                          meta=meta)  # fmt: skip
+    loop = keep_without_validation(loop, task.validated, log)
     result = fit(model, task, out, loop, resume=resume, log=log)
+    result.update(metric=task.metric, keep=loop.keep)
     result["parameters"] = sum(p.numel() for p in model.parameters())
     return result

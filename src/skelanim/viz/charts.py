@@ -18,7 +18,8 @@ from skelanim.errors import FormatError
 from skelanim.nn.checkpoint import CONFIG_NAME, STATE_NAME, read_model_config, read_train_meta
 from skelanim.viz._draw import unit_color
 
-__all__ = ["confusion_matrix", "plot_confusion", "plot_horizon_errors", "plot_training_history", "training_history"]
+__all__ = ["confusion_matrix", "keeps_last_epoch", "plot_confusion", "plot_horizon_errors", "plot_training_history",
+           "training_history"]
 
 #: Panels of :func:`plot_horizon_errors`: result key, axis label, scale applied to the values.
 HORIZON_PANELS = (
@@ -149,13 +150,7 @@ def training_history(folder: str | Path, *, member: int = 0) -> tuple[list[dict[
     history: list[dict[str, Any]] = []
     best = None
     if config_path.is_file():
-        training = read_model_config(config_path).get("training") or {}
-        members = training.get("members") or []
-        if not training.get("history") and members:  # an ensemble: one member's own run
-            if not 0 <= member < len(members):
-                raise FormatError(f"member {member} asked for; this ensemble has members 0 to {len(members) - 1}",
-                                  path=folder)  # fmt: skip
-            training = members[member]
+        training = _training_record(folder, member)
         history, best = list(training.get("history") or []), (training.get("best") or {}).get("epoch")
     if state.is_file():
         meta = read_train_meta(state)
@@ -164,6 +159,28 @@ def training_history(folder: str | Path, *, member: int = 0) -> tuple[list[dict[
     if not history:
         raise FormatError("no finished epoch in this training run yet", path=folder)
     return history, (int(best) if best is not None else None)
+
+
+def _training_record(folder: Path, member: int) -> dict[str, Any]:
+    """The ``training`` record of a model folder's ``config.json``: for an ensemble made by ``combine``, member
+    ``member``'s own (0-based)."""
+    training = read_model_config(folder / CONFIG_NAME).get("training") or {}
+    members = training.get("members") or []
+    if not training.get("history") and members:  # an ensemble: one member's own run
+        if not 0 <= member < len(members):
+            raise FormatError(f"member {member} asked for; this ensemble has members 0 to {len(members) - 1}",
+                              path=folder)  # fmt: skip
+        training = members[member]
+    return training
+
+
+def keeps_last_epoch(folder: str | Path, member: int = 0) -> bool:
+    """Whether the run of a model folder (or of its ensemble member) kept its last epoch's weights (``--keep
+    last``) rather than its best-scoring one; ``False`` where no ``config.json`` says."""
+    folder = Path(folder)
+    if not (folder / CONFIG_NAME).is_file():
+        return False
+    return (_training_record(folder, member).get("loop") or {}).get("keep") == "last"
 
 
 def plot_training_history(history: Sequence[Mapping[str, Any]], *, best_epoch: int | None = None,
