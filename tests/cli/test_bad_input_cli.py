@@ -155,6 +155,29 @@ def test_unreadable_binary_inputs_say_what_they_are_not(tmp_path: Path, capsys):
     assert "allow_pickle" not in err and not (tmp_path / "x.bvh").exists()
 
 
+def test_a_folder_given_as_a_file_is_said_to_be_one(tmp_path: Path, capsys):
+    folder = tmp_path / "takes"
+    folder.mkdir()
+    code, _, err = run(["info", str(folder)], capsys)
+    one_line_error(code, err, f"error: {folder}: is a folder; expected a motion file (.bvh")
+    code, _, err = run(["convert", str(sample_path("walk")), str(folder)], capsys)
+    one_line_error(code, err, f"error: {folder}: is a folder; expected a file to write (.bvh")
+    assert not any(folder.iterdir())
+
+
+def test_stream_names_the_file_whose_skeleton_cannot_be_mapped(tmp_path: Path, capsys):
+    import re
+
+    src = tmp_path / "odd.bvh"
+    skelanim.save(skelanim.load(sample_path("walk")), src)
+    count = iter(range(1000))
+    renamed = re.sub(r"^(\s*(?:ROOT|JOINT)) \S+", lambda m: f"{m.group(1)} J{next(count)}", src.read_text(),
+                     flags=re.MULTILINE)  # fmt: skip
+    src.write_text(renamed)
+    code, _, err = run(["stream", str(src), "--host", "127.0.0.1", "--frames", "1"], capsys)
+    one_line_error(code, err, f"error: {src}:", "cannot map the skeleton")
+
+
 def test_stream_names_every_suffix_it_takes(tmp_path: Path, capsys):
     (tmp_path / "take.xyz").write_text("?")
     code, _, err = run(["stream", str(tmp_path / "take.xyz"), "--host", "127.0.0.1", "--frames", "1"], capsys)

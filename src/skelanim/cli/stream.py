@@ -56,7 +56,11 @@ def stream(
         from skelanim.ik.solve import solve
 
         motion = solve(skelanim.load_positions(src), source=src)
-    poses = avatar_frames(motion, mapping=mapping, up=up_direction, avatar=rig)
+    try:
+        poses = avatar_frames(motion, mapping=mapping, up=up_direction, avatar=rig)
+    except skelanim.errors.SkelanimError as err:  # a skeleton the mapping cannot read: the message names SRC
+        err.path = err.path or str(src)
+        raise
     with sender:
         typer.echo(f"streaming {src} to {sender.target} ({poses.num_frames} frames at {poses.fps:g} fps x {speed:g}, "
                    f"{len(poses.bones)} humanoid bones, VMC protocol){'; Ctrl-C stops' if loop else ''}")  # fmt: skip

@@ -43,6 +43,8 @@ def _module_for(path: str | os.PathLike, table: dict[str, str], what: str) -> Mo
     if os.path.exists(path) and not os.path.isfile(path) and not os.path.isdir(path):
         raise FormatError("not a regular file (a device, a pipe or a socket: it may never end)", path=path)
     suffix = Path(path).suffix.lower()
+    if os.path.isdir(path) and suffix not in table:
+        raise FormatError(f"is a folder; expected {what} ({', '.join(sorted(table))})", path=path)
     if suffix not in table:
         known = ", ".join(sorted(table))
         raise UnsupportedFormatError(f"unknown suffix {suffix or '(none)'!r} for {what}; expected one of {known}", path=path)
@@ -72,7 +74,7 @@ def save(motion: Motion | JointPositions, path: str | os.PathLike, **options) ->
             )
         module = _module_for(path, POSITION_FORMATS, "joint positions")
     else:
-        module = _module_for(path, {**MOTION_FORMATS, **POSITION_FORMATS}, "writing")
+        module = _module_for(path, {**MOTION_FORMATS, **POSITION_FORMATS}, "a file to write")
     module.save(motion, path, **options)
 
 
@@ -80,7 +82,7 @@ def check_save(path: str | os.PathLike, motion: Motion | None = None) -> None:
     """Raise, before any work, what :func:`save` would raise for the format alone: an unknown suffix, or (given
     ``motion``, a motion on the skeleton that will be written) a format that cannot hold that skeleton, such as
     a DeepMimic clip of another skeleton. Writes nothing."""
-    module = _module_for(path, {**MOTION_FORMATS, **POSITION_FORMATS}, "writing")
+    module = _module_for(path, {**MOTION_FORMATS, **POSITION_FORMATS}, "a file to write")
     check = getattr(module, "check_writable", None)
     if motion is not None and check is not None:
         check(motion, path)
