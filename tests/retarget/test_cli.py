@@ -207,3 +207,10 @@ def test_the_shipped_nkn_without_calibration_is_warned_of(short_files, tmp_path,
     assert code == 0 and err.startswith("warning: this NKN model was trained on calibrated bone frames") and out.exists()
     code, _, err = run(argv, capsys)
     assert code == 0 and "warning" not in err
+
+
+def test_eval_names_a_missing_data_folder(tmp_path, capsys):
+    missing = tmp_path / "no-mocap"
+    assert main(["retarget", "eval", "--data", str(missing)]) == 2
+    err = capsys.readouterr().err
+    assert err.strip() == f"error: {missing}: no such folder (--data, or SKELANIM_DATA: the shared mocap folder)"

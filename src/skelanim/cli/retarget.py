@@ -169,6 +169,8 @@ def evaluate(
     unknown = [m for m in chosen if m not in METHODS]
     if unknown:
         raise RetargetError(f"--methods: unknown method {unknown[0]!r}; choose from {', '.join(METHODS)}")
+    if not data.is_dir():
+        raise RetargetError(f"{data}: no such folder (--data, or SKELANIM_DATA: the shared mocap folder)")
     report: dict[str, Any] = run_eval(data, methods=chosen, model=model, clips=clips, max_frames=max_frames,
                                       calibrate=calibrate)
     typer.echo(json.dumps(report, indent=1) if as_json else format_table(report))
