@@ -127,7 +127,8 @@ def test_predict_eval_scores_another_skeletons_files_on_the_models(mocap_dir, tm
     from skelanim.cli import main
     from skelanim.data.clips import clip_from_motion
     from skelanim.learn.forecast import model_reference_motion, retarget_onto_model
-    from skelanim.learn.predict import Predictor, evaluate_prediction
+    from skelanim.learn.predict import Predictor
+    from skelanim.learn.predict_eval import evaluate_prediction
     from tests.helpers.bvh_text import STD, make_bvh, random_values
 
     cmu = mocap_dir / "cmu_cgspeed_max" / "131_02.bvh"

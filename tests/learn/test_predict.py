@@ -16,11 +16,10 @@ from skelanim.learn.predict import (
     PredictTask,
     _frame_weights,
     _position_errors,
-    evaluate_prediction,
-    pose_positions,
     reference_windows,
     train_predictor,
 )
+from skelanim.learn.predict_eval import evaluate_prediction, pose_positions
 from skelanim.learn.predictors import (
     DCTGCN,
     Seq2SeqGRU,

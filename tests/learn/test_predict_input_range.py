@@ -14,7 +14,8 @@ import skelanim
 from skelanim.cli import main
 from skelanim.learn.calibrate import MARGIN, calibrate_input_range
 from skelanim.learn.mirror import mirror_frames, rig_mirror
-from skelanim.learn.predict import Predictor, PredictTask, evaluate_prediction, reference_windows, train_predictor
+from skelanim.learn.predict import Predictor, PredictTask, reference_windows, train_predictor
+from skelanim.learn.predict_eval import evaluate_prediction
 from skelanim.learn.predictors import frames_to_vectors
 from skelanim.nn.checkpoint import load_model_files, save_model_files
 from skelanim.nn.train import TrainConfig

@@ -200,7 +200,8 @@ def predict_eval(
     is the shipped one, left out when the named ones work on another skeleton."""
     from skelanim.errors import SkeletonError
     from skelanim.learn.common import skeleton_mismatch
-    from skelanim.learn.predict import LEARNED, CombinedPredictor, Predictor, evaluate_prediction, same_setting
+    from skelanim.learn.predict import LEARNED, CombinedPredictor, Predictor, same_setting
+    from skelanim.learn.predict_eval import evaluate_prediction
 
     if plot is not None:
         check_plot(plot)

@@ -25,7 +25,8 @@ from skelanim.learn.ensemble import combine_predictors, combine_recognizers
 from skelanim.learn.forecast import predict_motion
 from skelanim.learn.generate import Generator, train_generator
 from skelanim.learn.generate_eval import evaluate_generation
-from skelanim.learn.predict import Predictor, evaluate_prediction, train_predictor
+from skelanim.learn.predict import Predictor, train_predictor
+from skelanim.learn.predict_eval import evaluate_prediction
 from skelanim.learn.predictors import DCTGCN, Seq2SeqGRU, constant_velocity, zero_velocity
 from skelanim.learn.recognize import Recognizer, evaluate_recognizer
 from skelanim.learn.recognize_train import train_recognizer

@@ -38,7 +38,7 @@ def plot_horizon_errors(result: Mapping[str, Any], *, title: str | None = None) 
     result : mapping
         ``{"horizons_ms": [H], "methods": {name: {"mpjpe": [H], "mpjpe_pose": [H], "mpjpe_global": [H],
         "angle_deg": [H]}}}``,
-        as :func:`skelanim.learn.predict.evaluate_prediction` returns (position errors as fractions of height;
+        as :func:`skelanim.learn.predict_eval.evaluate_prediction` returns (position errors as fractions of height;
         plotted in %). Panels whose key no method has are left out.
     title : str, optional
         Figure title.
