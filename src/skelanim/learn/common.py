@@ -17,6 +17,7 @@ from typing import Any
 
 import torch
 from torch import Tensor, nn
+from tqdm import tqdm
 
 from skelanim.core.skeleton import Skeleton
 from skelanim.data.dataset import BANDAI_TEST_STYLES, BANDAI_VAL_STYLES, MotionDataset
@@ -158,7 +159,7 @@ def keep_without_validation(loop: TrainConfig, validated: bool, log: Any = None)
     chosen as "best" by a score of the training windows (what the task reports instead, ``train_subset_*``)."""
     if validated or loop.keep != "best":
         return loop
-    (log or print)("note: no validation windows (split none, or too few files to hold any out): the score is of "
+    (log or tqdm.write)("note: no validation windows (split none, or too few files to hold any out): the score is of "
                    "training windows (train_subset_*) and the last epoch is kept")  # fmt: skip
     return replace(loop, keep="last")
 
