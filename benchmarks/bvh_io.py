@@ -35,7 +35,11 @@ run                             skelanim parse  pybvh parse  parse ratio (CPU)  
 2, unloaded (load 1.0)          5.4             19.9         3.70 (2.87)        18.3                3.78
 3, unloaded (load 1.0)          4.8             18.9         3.93 (3.08)        17.1                3.86
 4, one core kept busy           5.5             18.9         3.45 (3.45)        17.7                3.70
+5, 2026-12-05 (load 0.3-0.8)    3.9             44.6         11.33 (8.93)       13.3                6.22
 ==============================  ==============  ===========  =================  ==================  ===========
+
+Rows 1-4 are of 2026-11-30 on another VM, with a pybvh whose version was not recorded; row 5 is pybvh 0.9.0 on the
+VM of 2026-12-05, where pybvh itself takes twice as long, so the ratios of the two days do not compare.
 
 History of the parse ratio on this file: 0.60x at the start, 1.88x after the C scanner, 2.70-3.17x once
 ``Motion`` kept the Euler angles read (converted to quaternions when ``motion.rotations`` is first read)
