@@ -25,6 +25,20 @@ def test_nominal_rates(frame_time, fps):
     assert nominal_fps(frame_time) == fps
 
 
+def test_a_tiny_frame_time_is_read_without_listing_every_rate_it_could_round():
+    """``Frame Time: 1.234e-12`` is within half a digit of some 6.5e8 whole rates: the reader had listed them all
+    (20 GB; a fuzz test's worker was killed by the kernel for it). Run under a 1.5 GB address-space limit, so that
+    the listing fails as a MemoryError here instead of taking the machine's memory."""
+    import subprocess
+    import sys
+
+    code = ("import resource; resource.setrlimit(resource.RLIMIT_AS, (1536 << 20, 1536 << 20)); "
+            "from skelanim.io.common import nominal_fps; "
+            "print(nominal_fps(1.234e-12) == 1 / 1.234e-12, nominal_fps(1.2345678e-9) == 1 / 1.2345678e-9)")  # fmt: skip
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0 and done.stdout.split() == ["True", "True"], done.stdout + done.stderr
+
+
 def test_a_rounding_is_within_half_a_digit():
     """``1 / n`` rounded to 4-8 decimals reads back as ``n`` fps, unless too few digits were written or another
     whole rate rounds to the same value; whatever is returned is ``1 / value`` or a rate that rounds to it."""

@@ -57,8 +57,10 @@ def rate_within(step: float, uncertainty: float) -> float:
         return exact
     low, high = 1.0 / (step + uncertainty), (1.0 / (step - uncertainty) if step > uncertainty else math.inf)
     for unit in (1.0, 1000.0 / 1001.0):  # whole rates first, then NTSC ones
-        fitting = [n * unit for n in range(math.ceil(low / unit), math.floor(high / unit) + 1)
-                   if low <= n * unit <= high]  # fmt: skip
+        first, last = math.ceil(low / unit), math.floor(high / unit)
+        if last - first > 2:  # the inner ones fit for sure: not one (never list them: a 1e-12 s step spans 1e9)
+            continue
+        fitting = [n * unit for n in range(first, last + 1) if low <= n * unit <= high]
         if len(fitting) == 1:
             return fitting[0]
     return exact
