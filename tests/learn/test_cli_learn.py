@@ -175,8 +175,8 @@ def test_curves_of_a_shipped_ensemble_plot_one_members_run(shipped, tmp_path, ca
     assert main(["learn", "curves", str(folder), "-o", str(out), "--member", "3"]) == 0
     said = capsys.readouterr().out
     assert f"({len(members[3]['history'])} epochs" in said and out.is_file()
-    if members[3]["loop"]["keep"] == "last":  # the curve's best score is not the epoch the weights are from
-        assert f"the weights are epoch {members[3]['history'][-1]['epoch']}'s (--keep last)" in said
+    assert members[3]["loop"]["keep"] == "last"  # the shipped members keep their last epoch, not their best score's
+    assert f"the weights are epoch {members[3]['history'][-1]['epoch']}'s (--keep last)" in said
     assert main(["learn", "curves", str(folder), "-o", str(out), "--member", str(len(members))]) == 2
     assert f"members 0 to {len(members) - 1}" in capsys.readouterr().err
 
