@@ -298,6 +298,10 @@ def predict_cmd(
         "there and retarget the prediction back onto IN's skeleton.",
     ),
     mapping: Path | None = typer.Option(None, "--map", help=MAP_HELP),
+    ground: bool = typer.Option(
+        True, "--ground/--no-ground", help="Lift predicted frames that would sink below IN's floor (where its lowest "
+        "joint is in all but 1 %% of its frames; default) or keep them as predicted.",
+    ),
 ) -> None:
     """Continue IN by SECONDS of predicted motion (from its last second): OUT is IN unchanged, then the prediction."""
     import skelanim
@@ -333,13 +337,16 @@ def predict_cmd(
         raise skelanim.errors.SkeletonError(skeleton_mismatch("predictor", net.rig.skeleton, motion.skeleton) + hint, path=str(src))
     try:
         if other:
-            result = predict_retargeted(motion, method=method, model=net, seconds=seconds, mapping=mapping)
+            result = predict_retargeted(motion, method=method, model=net, seconds=seconds, mapping=mapping, ground=ground)
         else:
-            result = predict_motion(motion, method=method, model=net, seconds=seconds)
+            result = predict_motion(motion, method=method, model=net, seconds=seconds, ground=ground)
     except skelanim.errors.SkelanimError as err:
         err.path = err.path or str(src)
         raise
     skelanim.save(result, out)
     through = f", through the model's {net.rig.skeleton.num_joints}-joint skeleton" if other else ""
+    lift = [value for value in result.metadata.get("lift", []) if value > 0]
+    lifted = (f"; {len(lift)} predicted frame(s) lifted out of the floor, by at most "
+              f"{100 * max(lift) / motion.height:.1f} % of the height (--no-ground: as predicted)") if lift else ""  # fmt: skip
     typer.echo(f"wrote {out} ({motion.num_frames} input frames + {result.num_frames - motion.num_frames} predicted, "
-               f"{result.fps:g} fps, method {method}{through})")  # fmt: skip
+               f"{result.fps:g} fps, method {method}{through}{lifted})")  # fmt: skip
