@@ -300,7 +300,7 @@ def predict_cmd(
     mapping: Path | None = typer.Option(None, "--map", help=MAP_HELP),
     ground: bool = typer.Option(
         True, "--ground/--no-ground", help="Lift predicted frames that would sink below IN's floor (where its lowest "
-        "joint is in all but 1 %% of its frames; default) or keep them as predicted.",
+        "joint is in all but 1 % of its frames; default) or keep them as predicted.",
     ),
 ) -> None:
     """Continue IN by SECONDS of predicted motion (from its last second): OUT is IN unchanged, then the prediction."""
