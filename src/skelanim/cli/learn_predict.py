@@ -284,7 +284,8 @@ def predict_cmd(
     src: Path = typer.Argument(..., help="Input motion on the model's skeleton (Bandai-Namco for the shipped models), "
                                "or on another humanoid skeleton with --retarget."),
     out: Path = typer.Option(..., "-o", "--out", help="Output motion: the input followed by the prediction."),
-    seconds: float = typer.Option(1.0, "--seconds", min=0.04, max=600.0, help="How far to predict (at most 10 minutes)."),
+    seconds: float = typer.Option(1.0, "--seconds", min=0.04, max=600.0, help="How far to predict (at most 10 minutes; past a second the predictions are chained, each "
+        "from the one before, and fade toward a still pose)."),
     method: str = typer.Option(
         "combined", "--method", help="combined (the shipped rnn, gcn and mlp averaged: the best with root motion), "
         "rnn, gcn, mlp, zero_velocity or constant_velocity."
