@@ -188,6 +188,54 @@ def test_evaluate_generation_keys(tiny_ds):
     assert task.num_samples() > 0
 
 
+def _replaying(gen: Generator, ds, windows: torch.Tensor) -> Generator:
+    """``gen`` made to 'sample' the given real windows of ``ds`` in turn (their raw frame vectors, as a perfect model
+    would draw them), whatever content and style is asked for."""
+    g = ds.gather(windows, gen.length, keys=("rot", "pelvis", "yaw"))
+    vectors = gen.to_vectors(g["rot"].double(), g["pelvis"].double(), g["yaw"].double()).float()
+    drawn = [0]
+
+    def sample(contents, styles, generator=None):
+        start = drawn[0]
+        drawn[0] += len(contents)
+        return vectors[torch.arange(start, start + len(contents)) % len(vectors)]
+
+    gen.sample = sample  # type: ignore[method-assign]
+    return gen
+
+
+def _shape_features(rot, pelvis, yaw, positions):
+    """Recogniser stand-in: every window's mean and spread of its hand-to-foot and hand-to-hand distances (the same
+    wherever and whichever way the body stands, as generated windows start at the origin facing +Z), and a
+    'class' that is always the first content."""
+    hands, feet = (8, 12), (15, 19)  # the rig's model joints: Hand_L, Hand_R, Foot_L, Foot_R
+    d = [(positions[..., a, :] - positions[..., b, :]).norm(dim=-1) for a in hands for b in (*feet, 12) if a != b]
+    d = torch.stack(d, -1).float()  # (B, T, 5)
+    feats = torch.cat([d.mean(1), d.std(1)], -1)
+    return torch.nn.functional.one_hot(torch.zeros(len(feats), dtype=torch.long), 3).float(), feats
+
+
+def test_evaluate_generation_scores_a_perfect_and_a_frozen_generator_by_hand(tiny_ds):
+    """A generator that replays the real windows it is scored against has FID 0 with them, and a recogniser that
+    always answers the first content recognises exactly the share of requests for it (counted here from the file
+    names); one that replays a single window for every request is far from them, while the FID between the two
+    real sets (here the same set) stays 0. So ``fid`` is the generated set's and ``recognised`` counts answers."""
+    real = tiny_ds.subset([0, 2, 4])
+    windows = real.windows(16, 16)
+    gen = _generator(tiny_ds)
+    GenerateTask(gen, tiny_ds, stride=8)  # sets the normaliser
+    perfect = evaluate_generation(_replaying(gen, real, windows), _shape_features, real, real, stride=16)
+    asked = [real.clips[i].labels["content"] for i in windows[:, 0].tolist()]
+    first = min(tiny_ds.labels("content"))  # the generator's vocabulary is sorted: its first content
+    share = asked.count(first) / len(asked)
+    assert perfect["samples"] == perfect["real_windows"] == len(windows) and 0 < share < 1
+    assert abs(perfect["recognised"] - share) < 1e-12
+    assert perfect["fid_real"] < 1e-6 and perfect["fid"] < 1e-6
+    frozen = evaluate_generation(_replaying(_generator(tiny_ds), real, windows[:1]), _shape_features, real, real, stride=16)
+    assert frozen["fid_real"] < 1e-6 and frozen["fid"] > 100.0  # squared distances in the rig's units (cm): far apart
+    assert frozen["diversity"] < 1e-4 < frozen["diversity_real"]  # one window again and again
+
+
 def test_shipping_copy_is_float16_without_the_discriminator(tiny_ds, tmp_path):
     from skelanim.learn.common import export_for_shipping
     from skelanim.nn.checkpoint import load_model_files, save_model_files
