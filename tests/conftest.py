@@ -22,19 +22,14 @@ if TYPE_CHECKING:
 REPO_ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(Path(__file__).resolve().parent / "helpers"))  # plain helper modules shared by tests
 
+from needs import missing_data
+
 
 def mocap_path() -> Path:
     """Where the real mocap data should be (it may not exist)."""
     configured = os.environ.get("SKELANIM_DATA")
     path = Path(configured).expanduser() if configured else Path("..") / "shared" / "data" / "mocap"
     return path if path.is_absolute() else (REPO_ROOT / path).resolve()
-
-
-def missing_data(reason: str) -> None:
-    """Skip with ``reason``, or fail under ``SKELANIM_REQUIRE_DATA=1`` (CI must not skip real-data tests)."""
-    if os.environ.get("SKELANIM_REQUIRE_DATA") == "1":
-        pytest.fail(f"real mocap data required: {reason}")
-    pytest.skip(reason)
 
 
 @pytest.fixture(scope="session")

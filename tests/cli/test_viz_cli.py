@@ -7,6 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from needs import missing_data
 from PIL import Image
 
 import skelanim
@@ -157,7 +158,7 @@ def test_gait_of_a_jump_is_a_one_line_error(capsys: pytest.CaptureFixture[str]) 
 def test_gait_on_a_real_walk(capsys: pytest.CaptureFixture[str], mocap_dir: Path) -> None:
     path = mocap_dir / "bandai_namco_1/dataset-1_walk_normal_001.bvh"
     if not path.exists():
-        pytest.skip(f"{path} not present")
+        missing_data(f"{path} not present")
     code, stdout, err = run_cli(capsys, "gait", path, "--json")
     assert code == 0, err
     data = json.loads(stdout)

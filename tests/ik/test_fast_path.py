@@ -63,7 +63,6 @@ def test_fast_path_equals_the_reference_forward_on_real_poses(shipped, real_posi
 
 
 def test_onnxruntime_and_automatic_runtime_equal_the_reference(shipped, real_positions, torch_threads):
-    pytest.importorskip("onnxruntime")
     with torch.no_grad():
         want = matrix_to_quat(_reference(shipped.net, real_positions)).double()
     single = torch.cat([shipped.predict(real_positions[i : i + 1].double()) for i in range(8)])  # static batch-1 graph
@@ -91,8 +90,8 @@ def test_fast_path_keeps_training_gradients(bandai_rig, bandai_poses, torch_thre
 def test_single_pose_graph_is_smaller_and_gives_the_dynamic_graphs_results(shipped, real_positions):
     """The runner's static batch-1 graph (the one single poses go through) against its dynamic-batch graph:
     fewer nodes, the same rotations on real poses."""
-    onnx = pytest.importorskip("onnx")
-    pytest.importorskip("onnxruntime")
+    import onnx
+
     from skelanim.ik.onnx import onnx_bytes
 
     single = onnx.load_from_string(onnx_bytes(shipped.net, batch=1)).graph.node

@@ -91,7 +91,6 @@ def test_a_few_training_steps_lower_the_loss(net, bandai_rig, bandai_poses):
 
 
 def test_onnx_matches_torch(net, bandai_rig, bandai_poses, tmp_path):
-    pytest.importorskip("onnxruntime")
     from skelanim.ik.onnx import OrtRunner, export_onnx
 
     rel, _ = _inputs(bandai_rig, bandai_poses)

@@ -89,7 +89,6 @@ def test_flat_start_follows_the_observed_bones(bandai_rig, bandai_poses, torch_t
 
 @pytest.mark.parametrize("kw", [{"chain": True}, {"flat": True}])
 def test_automatic_runtime_picks_by_batch_and_agrees(bandai_rig, bandai_poses, kw, torch_threads):
-    pytest.importorskip("onnxruntime")
     from skelanim.ik.solve import ORT_MAX_BATCH, TORCH_CHUNK, IKModel
 
     model = IKModel(_net(bandai_rig, bandai_poses, **kw), bandai_rig, {})

@@ -17,6 +17,7 @@ import torch
 from bvh_text import POS, ROT, STD  # tests/helpers
 from bvh_text import make_bvh as _make_bvh
 from bvh_text import random_values as _values
+from needs import peer_library
 from scipy.spatial.transform import Rotation
 
 import skelanim
@@ -169,7 +170,7 @@ def test_fk_matches_independent_scipy_reference(mocap_dir: Path, name: str) -> N
 
 
 def test_fk_matches_pybvh_world_positions(mocap_dir: Path) -> None:
-    pybvh = pytest.importorskip("pybvh")
+    pybvh = peer_library("pybvh")
     path = mocap_dir / "cmu_cgspeed_mb/01_01.bvh"
     peer = pybvh.read_bvh_file(path, world_up="+y")
     motion = bvh.load(path)

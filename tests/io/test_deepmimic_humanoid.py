@@ -21,6 +21,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from needs import peer_library
 from scipy.spatial.transform import Rotation
 
 from skelanim.data.samples import SAMPLES, sample_names, sample_path
@@ -245,7 +246,7 @@ def test_fk_matches_an_independent_scipy_fk(optional_mocap_dir):
 
 
 def test_fk_matches_pybullet(optional_mocap_dir, pose_pybullet_humanoid):
-    pybullet = pytest.importorskip("pybullet")
+    pybullet = peer_library("pybullet")
     urdf = sample_path("humanoid.urdf")
     client = pybullet.connect(pybullet.DIRECT)
     try:

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from needs import missing_data
 
 import skelanim
 from skelanim.cli import main
@@ -37,7 +38,7 @@ def targets(mocap_dir: Path) -> dict[str, Path]:
     out = {"urdf": mocap_dir / "deepmimic" / "humanoid.urdf", "clip": mocap_dir / "deepmimic" / "humanoid3d_walk.txt"}
     for path in out.values():
         if not path.exists():
-            pytest.skip(f"{path} not present")
+            missing_data(f"{path} not present")
     return out
 
 

@@ -11,6 +11,7 @@ import socket
 import numpy as np
 import pytest
 import torch
+from needs import peer_library
 from pythonosc.osc_packet import OscPacket
 from pythonosc.parsing import osc_types
 
@@ -211,7 +212,7 @@ def test_each_frame_is_one_bundle_of_vmc_messages():
 def test_messages_match_a_peer_vmc_library():
     """The bundle's messages, address, type tags and arguments, are those python-vmcp (a peer implementation of
     the protocol, installed for the tests) builds for the same root, bones, model state and time."""
-    vmcp_protocol = pytest.importorskip("vmcp.protocol")
+    vmcp_protocol = peer_library("vmcp.protocol")
     from vmcp.typing import Bone, CoordinateVector, ModelState, Quaternion
 
     g = torch.Generator().manual_seed(1)

@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from matplotlib.collections import LineCollection
+from needs import missing_data
 from PIL import Image
 
 import skelanim
@@ -203,7 +204,7 @@ def test_real_skeletons_compare_in_one_figure(mocap_dir: Path, tmp_path: Path) -
     files = [mocap_dir / "bandai_namco_1/dataset-1_walk_normal_001.bvh", mocap_dir / "cmu_cgspeed_max/131_01.bvh"]
     for f in files:
         if not f.exists():
-            pytest.skip(f"{f} not present")
+            missing_data(f"{f} not present")
     motions = [skelanim.load(f) for f in files]
     fig = plots.plot_angles(motions)
     assert [ax.get_ylabel().split("\n")[0] for ax in fig.axes] == ["left knee", "right knee", "left elbow", "right elbow"]
