@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import itertools
 import json
+import math
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -13,11 +15,14 @@ from scipy.signal import find_peaks
 
 import skelanim
 from skelanim.core.motion import Motion
+from skelanim.core.rotations import quat_apply, quat_multiply, rotvec_to_quat
 from skelanim.core.skeleton import Skeleton
 from skelanim.data.samples import sample_path
 from skelanim.metrics.gait import GaitError, find_legs, gait_analysis
 
 LOOPS = 5
+#: the ``mocap_files`` fixture (tests/conftest.py): paths in the shared data, a skip (or a CI failure) when absent
+MocapFiles = Callable[[list[str]], list[Path]]
 
 
 @pytest.fixture(scope="module")
@@ -52,6 +57,40 @@ def test_periodic_walk_gives_exact_numbers(walk: Motion, long_walk: Motion) -> N
         mean, sd = report.curve(name, "left")
         assert mean.shape == sd.shape == (101,)
         assert sd.max() < 1e-9
+
+
+def test_step_width_is_the_ankle_distance_across_a_straight_walk(long_walk: Motion) -> None:
+    """A walk whose pelvis travels on an exactly straight line, so the direction of progression is known
+    without the module: the looped DeepMimic walk (its loops follow on along +X) with the root's sideways
+    sway removed (root Z = 0; the hips hang symmetrically from the root, so the pelvis centre is the root), then
+    turned by 30 degrees about +Y. At every reported heel strike the step width is then, by hand, the distance
+    between the two ankles (found by name) along the horizontal axis across that line."""
+    yaw = math.radians(30.0)
+    q = rotvec_to_quat(torch.tensor([0.0, yaw, 0.0], dtype=torch.float64))
+    root = long_walk.root_positions.clone()
+    root[:, 2] = 0.0
+    rot = long_walk.rotations.clone()
+    rot[:, 0] = quat_multiply(q.expand(long_walk.num_frames, 4), rot[:, 0])
+    straight = long_walk.copy(rotations=rot, root_positions=quat_apply(q.expand(long_walk.num_frames, 4), root))
+    travel = np.array([math.cos(yaw), 0.0, -math.sin(yaw)])  # +X turned by the yaw
+    across = np.array([math.sin(yaw), 0.0, math.cos(yaw)])  # +Z turned by the yaw
+    pos = straight.positions().numpy()
+    names = straight.skeleton.names
+    pelvis = 0.5 * (pos[:, names.index("left_hip")] + pos[:, names.index("right_hip")])
+    np.testing.assert_allclose((pelvis - pelvis[0]) @ across, 0.0, atol=1e-12)  # no sideways sway left
+    assert np.all(np.diff(pelvis @ travel) > 0)  # and always forward
+
+    report = gait_analysis(straight)
+    strikes = np.concatenate([report.heel_strikes["left"], report.heel_strikes["right"]])
+    assert len(report.heel_strikes["left"]) >= LOOPS - 1 and len(report.heel_strikes["right"]) >= LOOPS - 1
+    ankles = pos[:, names.index("left_ankle")] - pos[:, names.index("right_ankle")]
+    by_hand_widths = np.abs(ankles[strikes] @ across)
+    np.testing.assert_allclose(np.sort(report.step_widths), np.sort(by_hand_widths), rtol=1e-9, atol=1e-12)
+    assert report.step_width == pytest.approx(float(by_hand_widths.mean()), rel=1e-9)
+    # the humanoid's ankles land about 0.165 m apart across the line (its hip joints are 0.170 m apart); along
+    # the line they are half a stride apart, far more, so a width measured along the travel is no near miss
+    assert report.step_width == pytest.approx(0.1646, abs=5e-4)
+    assert np.abs(ankles[strikes] @ travel).min() > 2 * report.step_width
 
 
 def test_flexion_curves_have_the_shape_of_walking(long_walk: Motion) -> None:
@@ -134,10 +173,9 @@ REAL = [
 ]
 
 
-def _load(mocap_dir: Path, relative: str) -> Motion:
-    path = mocap_dir / relative
-    if not path.exists():
-        pytest.skip(f"{path} not present")
+def _load(mocap_files: MocapFiles, relative: str) -> Motion:
+    """The shared mocap file (skipped when absent, a failure under ``SKELANIM_REQUIRE_DATA=1``: ``mocap_files``)."""
+    (path,) = mocap_files([relative])
     return skelanim.load(path)
 
 
@@ -169,9 +207,26 @@ def by_hand(m: Motion, ankles: tuple[str, str]) -> dict[str, float]:
             "speed": float(speed_hand), "strides": len(intervals)}
 
 
+def step_widths_by_hand(m: Motion, strikes: np.ndarray, ankles: tuple[str, str]) -> np.ndarray:
+    """Step width at the given heel-strike frames, with a direction of progression of its own: the ``Hips``
+    joint's horizontal chord from 0.5 s before to 0.5 s after the strike (clipped to the clip), and the ankles'
+    horizontal separation measured across it. Y up, as ``by_hand``."""
+    pos = m.positions().numpy()
+    hips = pos[:, m.skeleton.names.index("Hips")][:, [0, 2]]
+    apart = (pos[:, m.skeleton.names.index(ankles[0])] - pos[:, m.skeleton.names.index(ankles[1])])[:, [0, 2]]
+    half, last = round(0.5 * m.fps), m.num_frames - 1
+    widths = []
+    for s in strikes:
+        chord = hips[min(s + half, last)] - hips[max(s - half, 0)]
+        across = np.array([-chord[1], chord[0]]) / np.linalg.norm(chord)
+        widths.append(abs(float(apart[s] @ across)))
+    return np.asarray(widths)
+
+
 @pytest.mark.parametrize("relative, left, right, normal", REAL, ids=[r[0].split("/")[-1] for r in REAL])
-def test_real_walks_match_hand_computed_values(mocap_dir: Path, relative: str, left: str, right: str, normal: bool) -> None:
-    m = _load(mocap_dir, relative)
+def test_real_walks_match_hand_computed_values(mocap_files: MocapFiles, relative: str, left: str, right: str,
+                                               normal: bool) -> None:  # fmt: skip
+    m = _load(mocap_files, relative)
     report = gait_analysis(m)
     legs = find_legs(m.skeleton)
     assert (m.skeleton.names[legs["left"].ankle], m.skeleton.names[legs["right"].ankle]) == (left, right)
@@ -190,6 +245,16 @@ def test_real_walks_match_hand_computed_values(mocap_dir: Path, relative: str, l
     assert report.walking_speed == pytest.approx(hand["speed"], rel=0.05)
     assert report.num_cycles >= min(2, hand["strides"])
     assert 0.0 <= report.step_width < 0.25 * report.height
+    # step width at the reported strikes, across a direction of progression taken by hand (a chord of the Hips,
+    # not the module's smoothed pelvis velocity): the two directions differ by a few degrees where the pelvis
+    # sways, and the ankles are half a stride apart along them, so the means differ by up to 1.7 % of the height
+    # (proud_001; by hand with chords of 1.5 s or 2 s the widths move by as much). A width measured along the travel
+    # (a quarter of the height or more) is not within 2.5 %, nor one between an ankle and itself (0) where the walk
+    # is wider than that (six of these eight: 3-13 % of the height; normal_001 and happy_001 walk on a line, 1-2 %).
+    strikes = np.concatenate([report.heel_strikes["left"], report.heel_strikes["right"]])
+    hand_widths = step_widths_by_hand(m, strikes, (left, right))
+    assert len(report.step_widths) == len(hand_widths) > 0  # none of these walks stands still at a strike
+    assert report.step_width == pytest.approx(float(hand_widths.mean()), abs=0.025 * report.height)
     if normal:
         # plausibility for plain walks: 80-140 steps/min, a stride of 0.5-1.3 body heights, 50-75 % stance
         assert 80 <= report.cadence <= 140
@@ -200,28 +265,28 @@ def test_real_walks_match_hand_computed_values(mocap_dir: Path, relative: str, l
 
 
 @pytest.mark.parametrize("relative", ["cmu_cgspeed_max/131_01.bvh", "cmu_cgspeed_max/131_02.bvh"])
-def test_cmu_131_walks_are_plausible(mocap_dir: Path, relative: str) -> None:
+def test_cmu_131_walks_are_plausible(mocap_files: MocapFiles, relative: str) -> None:
     """CMU 131_01 mixes a lunge with a few walking steps and 131_02 walks in small shuffling steps whose
     swing lifts the ankle twice (so the swing-peak rule above miscounts): plausibility checks only."""
-    report = gait_analysis(_load(mocap_dir, relative))
+    report = gait_analysis(_load(mocap_files, relative))
     assert report.num_cycles >= 2
     assert 80 <= report.cadence <= 140
     assert 0.1 <= report.stride_length / report.height <= 1.3
 
 
-def test_real_non_walk_is_refused(mocap_dir: Path) -> None:
+def test_real_non_walk_is_refused(mocap_files: MocapFiles) -> None:
     with pytest.raises(GaitError, match="no gait cycles"):
-        gait_analysis(_load(mocap_dir, "bandai_namco_1/dataset-1_bow_normal_001.bvh"))
+        gait_analysis(_load(mocap_files, "bandai_namco_1/dataset-1_bow_normal_001.bvh"))
 
 
-def test_feet_that_land_together_make_no_gait_cycle(mocap_dir: Path) -> None:
+def test_feet_that_land_together_make_no_gait_cycle(mocap_files: MocapFiles) -> None:
     """CMU 01_01 jumps about on both feet: its left and right strikes pair up a frame apart (12 each), which
     the alternation rule counted as 12 cycles of a walk at 67 steps/min; now it is no walk. Real walks keep
     their cycles (the mid-cycle strike of the other foot)."""
-    jumps = _load(mocap_dir, "cmu_cgspeed_mb/01_01.bvh")
+    jumps = _load(mocap_files, "cmu_cgspeed_mb/01_01.bvh")
     with pytest.raises(GaitError, match="5%-95% of the way.*is this a walk"):
         gait_analysis(jumps)
-    walk = gait_analysis(_load(mocap_dir, "cmu_cgspeed_max/131_01.bvh"))
+    walk = gait_analysis(_load(mocap_files, "cmu_cgspeed_max/131_01.bvh"))
     assert walk.num_cycles == 3 and 90 < walk.cadence < 110
 
 
