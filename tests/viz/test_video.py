@@ -117,9 +117,22 @@ def test_the_picture_does_not_depend_on_the_up_axis(walk: Motion) -> None:
     for fa, fb in zip(a[::5], b[::5]):
         body_a, body_b = coloured(fa, PALETTE[0]), coloured(fb, PALETTE[0])
         assert (body_a ^ body_b).sum() < 0.05 * (body_a | body_b).sum()
-    # and it is upright: the head (top of the coloured body) is above the feet
-    ys, _ = np.nonzero(coloured(b[0], PALETTE[0]))
-    assert ys.max() - ys.min() > 0.25 * SIZE[1]
+    # and it is upright, in both: the head is the top of the figure and the feet are its bottom. The trunk (the
+    # DeepMimic humanoid's root-chest-neck, its head sitting on the neck) is drawn in the motion's own colour,
+    # left limbs lighter and right limbs darker (the module docstring); so the trunk's top must be the figure's
+    # top and the whole trunk lie in the upper half of the figure, the legs (and so the feet) below it.
+    for frame in [*a[::5], *b[::5]]:
+        body = coloured(frame, PALETTE[0])
+        trunk = np.abs(frame.astype(int) - np.array(PALETTE[0])).max(-1) <= 10  # the unshaded colour exactly
+        body[:20, :20] = trunk[:20, :20] = False  # so is the legend's swatch (rows 8-17, columns 6-15)
+        rows, trunk_rows = np.nonzero(body)[0], np.nonzero(trunk)[0]
+        top, bottom = rows.min(), rows.max()  # pixel rows grow downwards
+        assert bottom - top > 0.25 * SIZE[1] and len(trunk_rows) > 20
+        # observed on this walk: the trunk's top 0-4 rows below the figure's top, its bottom (the pelvis) at
+        # 34-42 % of the way down; drawn upside down the trunk's top (then the pelvis) was 48-56 rows below the
+        # figure's top (then the feet)
+        assert trunk_rows.min() - top <= 0.1 * (bottom - top)
+        assert trunk_rows.max() < top + 0.5 * (bottom - top)
 
 
 def test_mp4_reads_back_with_the_frames_and_size(walk: Motion, tmp_path: Path) -> None:
@@ -162,12 +175,9 @@ def test_bad_outputs_are_refused_before_rendering(walk: Motion, tmp_path: Path) 
             video.parse_size(bad)
 
 
-def test_real_motions_at_different_rates(mocap_dir: Path, tmp_path: Path) -> None:
+def test_real_motions_at_different_rates(mocap_files, tmp_path: Path) -> None:
     """A 30 fps Bandai walk (rest pose lying along X) next to a 120 fps CMU walk, rendered at 10 fps."""
-    files = [mocap_dir / "bandai_namco_1/dataset-1_walk_normal_001.bvh", mocap_dir / "cmu_cgspeed_max/131_01.bvh"]
-    for f in files:
-        if not f.exists():
-            pytest.skip(f"{f} not present")
+    files = mocap_files(["bandai_namco_1/dataset-1_walk_normal_001.bvh", "cmu_cgspeed_max/131_01.bvh"])
     a, b = (skelanim.load(f) for f in files)
     out = tmp_path / "both.gif"
     video.render_video([a, b], out, fps=10, size=(240, 120))
