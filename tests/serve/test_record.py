@@ -136,10 +136,19 @@ def test_a_standing_sender_clock_falls_back_to_arrival():
 
 
 def test_receive_stops_after_seconds():
+    """``seconds`` counts from the first frame's arrival, on the clock given. The six datagrams wait in the socket
+    before ``receive`` starts, and each reading of the fake clock is a quarter second later: one reading at the
+    start, then per datagram one before it is read (the deadline check) and one when it arrives. So datagram ``k``
+    (each one frame: its time closes it) is checked at ``0.25 + 0.5 k`` and arrives at ``0.5 (k + 1)``; the first
+    arrives at 0.5, the deadline is 0.5 + 1.5 = 2.0, and datagrams 0-3 (checked at 0.25, 0.75, 1.25, 1.75) are
+    read, datagram 4 (checked at 2.25) is not: four frames. ``wait=0.5`` (``_take``) never ends it: a check
+    always comes a quarter second after the last arrival."""
     clock = itertools.count(0.0, 0.25)  # a quarter second passes at each reading
     datagrams = [_bundle(_hips(k), ("/VMC/Ext/T", [k / 10])) for k in range(6)]
     received = _take(datagrams, seconds=1.5, clock=lambda: next(clock))
-    assert 1 <= len(received) < 6
+    assert [f.arrival for f in received] == [0.5, 1.0, 1.5, 2.0]
+    assert [f.bones["Hips"][0] for f in received] == [0.0, 1.0, 2.0, 3.0]
+    assert [f.time for f in received] == pytest.approx([0.0, 0.1, 0.2, 0.3])
 
 
 def test_unity_hierarchy_has_the_55_humanoid_bones_parents_first():
