@@ -78,6 +78,19 @@ def test_diversity_and_multimodality():
     assert math.isnan(multimodality(torch.zeros(2, 2), [0, 1]))
 
 
+def test_multimodality_by_hand():
+    """Multimodality (module docstring; Guo et al. 2020, Action2Motion): the mean distance between pairs of samples
+    of one class, averaged over the classes with two or more samples. Classes whose distinct pairs are all the same distance apart make it exact whatever pairs are drawn:
+    class 7 is two points 5 apart (a 3-4-5 triangle), class 2 the corners of an equilateral triangle of side 2,
+    classes 9 and 4 one sample each (left out, not counted as 0). By hand: (5 + 2) / 2 = 3.5; class 7 alone: 5."""
+    feats = torch.tensor([[0.0, 0.0], [10.0, 0.0], [1.0, 1.0], [100.0, 100.0], [3.0, 4.0], [12.0, 0.0],
+                          [11.0, math.sqrt(3.0)]], dtype=torch.float64)  # fmt: skip
+    labels = [7, 2, 9, 4, 7, 2, 2]
+    assert multimodality(feats, labels) == pytest.approx(3.5, abs=1e-12)
+    assert multimodality(feats.numpy(), torch.tensor(labels), pairs=7, seed=3) == pytest.approx(3.5, abs=1e-12)
+    assert multimodality(feats[[0, 4, 2]], [7, 7, 9]) == pytest.approx(5.0, abs=1e-12)
+
+
 def test_nearest_distances_match_a_kd_tree():
     from scipy.spatial import cKDTree
 

@@ -39,10 +39,20 @@ def test_attention_only_sees_neighbours():
 
 
 def test_gat_block_shapes_and_grad():
+    torch.manual_seed(0)
     block = GATBlock(8, 2)
     x = torch.randn(3, len(PARENTS), 8, requires_grad=True)
-    block(x, mask_bias(graph_mask(PARENTS))).sum().backward()
-    assert x.grad is not None and torch.isfinite(x.grad).all()
+    y = block(x, mask_bias(graph_mask(PARENTS)))
+    assert y.shape == (3, len(PARENTS), 8)  # (B, J, D) in, the same out: one feature vector per joint
+    # the block ends in a fresh LayerNorm (weight 1, bias 0): every joint's features have mean 0 and variance
+    # 1 / (1 + eps / var) ~ 1 over D, by the definition of LayerNorm
+    torch.testing.assert_close(y.mean(-1), torch.zeros(3, len(PARENTS)), atol=1e-5, rtol=0)
+    torch.testing.assert_close(y.var(-1, unbiased=False), torch.ones(3, len(PARENTS)), atol=1e-3, rtol=0)
+    flat = block(x.detach().reshape(-1, 8)[: len(PARENTS)], mask_bias(graph_mask(PARENTS)))  # (J, D): one sample
+    assert flat.shape == (len(PARENTS), 8)
+    torch.testing.assert_close(flat, y[0].detach())
+    (g,) = torch.autograd.grad((y * torch.randn_like(y)).sum(), x)
+    assert g.shape == x.shape and torch.isfinite(g).all() and bool((g != 0).any())
 
 
 def test_grad_reverse_is_identity_forward_and_negated_scaled_backward():
