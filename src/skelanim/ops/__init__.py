@@ -7,7 +7,7 @@ numpy arrays and return the same kind.
 module                    functions
 ========================  ==============================================================================
 :mod:`.normalize`         :func:`normalize`, :func:`scale`, :func:`root_relative`, :func:`face_forward`,
-                          :func:`facing_directions`, :func:`rotate_about_up`
+                          :func:`facing_directions`, :func:`rotate_about_up`, :func:`rotate`, :func:`up_to_y`
 :mod:`.filters`           :func:`savgol`, :func:`butterworth`, :func:`one_euro` (positions, any array)
 :mod:`.smoothing`         :func:`smooth`, :func:`smooth_rotations`, :func:`quat_continuous` (manifold)
 :mod:`.resample`          :func:`resample`, :func:`sample_times`, :func:`sample_frames`, :func:`repeat_loop`
@@ -30,7 +30,16 @@ from skelanim.ops.mirror import (
     mirror_quat,
     mirror_skeleton,
 )
-from skelanim.ops.normalize import face_forward, facing_directions, normalize, root_relative, rotate_about_up, scale
+from skelanim.ops.normalize import (
+    face_forward,
+    facing_directions,
+    normalize,
+    root_relative,
+    rotate,
+    rotate_about_up,
+    scale,
+    up_to_y,
+)
 from skelanim.ops.resample import repeat_loop, resample, sample_frames, sample_times
 from skelanim.ops.smoothing import quat_continuous, smooth, smooth_rotations
 from skelanim.ops.subset import collapse, rename
@@ -58,6 +67,7 @@ __all__ = [
     "repeat_loop",
     "resample",
     "root_relative",
+    "rotate",
     "rotate_about_up",
     "sample_frames",
     "sample_times",
@@ -65,4 +75,5 @@ __all__ = [
     "scale",
     "smooth",
     "smooth_rotations",
+    "up_to_y",
 ]

@@ -26,12 +26,13 @@ from torch import Tensor
 
 from skelanim.core._tensor import ArrayLike, as_tensor, numpy_in_numpy_out
 from skelanim.core.motion import Motion
-from skelanim.core.rotations import axis_angle_to_quat, quat_apply, quat_multiply
-from skelanim.core.units import canonical_unit, guess_unit
+from skelanim.core.rotations import axis_angle_to_quat, matrix_to_quat, quat_apply, quat_multiply
+from skelanim.core.units import canonical_unit, guess_unit, up_to_y_matrix
 from skelanim.errors import ShapeError, SkeletonError
 from skelanim.ops._common import direction_vector, signed_up
 
-__all__ = ["face_forward", "facing_directions", "normalize", "root_relative", "rotate_about_up", "scale"]
+__all__ = ["face_forward", "facing_directions", "normalize", "root_relative", "rotate", "rotate_about_up", "scale",
+           "up_to_y"]
 
 _HIP = re.compile(r"hip|thigh|upleg|up_leg|upperleg|upper_leg", re.IGNORECASE)
 _SHOULDER = re.compile(r"shoulder|clavicle|collar|upperarm|upper_arm|leftarm|rightarm", re.IGNORECASE)
@@ -211,10 +212,43 @@ def rotate_about_up(
         p = motion[0:1].positions()[0, motion.skeleton.pelvis].to(torch.float64)
     else:
         p = as_tensor(pivot, dtype=torch.float64).reshape(3)
+    return rotate(motion, q_yaw, pivot=p)
+
+
+def rotate(motion: Motion, rotation: ArrayLike, *, pivot: ArrayLike | None = None) -> Motion:
+    """Turn the whole motion, its world, by one rotation about ``pivot``.
+
+    Parameters
+    ----------
+    motion:
+        The motion (not modified).
+    rotation:
+        ``(4,)`` unit quaternion or ``(3, 3)`` rotation matrix ``R``.
+    pivot:
+        ``(3,)`` fixed point; default the origin.
+
+    Returns
+    -------
+    Motion
+        Root rotations ``q_R * q_root``; root positions ``pivot + R (p - pivot)`` (the joints below follow).
+    """
+    r = as_tensor(rotation, dtype=torch.float64)
+    if tuple(r.shape) not in ((4,), (3, 3)):
+        raise ShapeError(f"a rotation is a (4,) quaternion or a (3, 3) matrix, got {tuple(r.shape)}")
+    q = matrix_to_quat(r) if r.shape == (3, 3) else r
+    p = torch.zeros(3, dtype=torch.float64) if pivot is None else as_tensor(pivot, dtype=torch.float64).reshape(3)
     rot = motion.rotations.clone()
-    rot[:, 0] = quat_multiply(q_yaw, rot[:, 0])
-    root = p + quat_apply(q_yaw, motion.root_positions - p)
+    rot[:, 0] = quat_multiply(q, rot[:, 0])
+    root = p + quat_apply(q, motion.root_positions - p)
     return motion.copy(rotations=rot, root_positions=root, metadata=dict(motion.metadata))
+
+
+def up_to_y(motion: Motion, *, up_axis: int | str | None = None) -> Motion:
+    """The motion turned so that its up direction is +Y (:func:`~skelanim.core.units.up_to_y_matrix` about the
+    origin; a Y-up motion comes back as it is). ``up_axis`` as :func:`rotate_about_up`'s, default
+    :meth:`Motion.up_direction`."""
+    axis, sign = signed_up(motion, up_axis)
+    return motion if (axis, sign) == (1, 1.0) else rotate(motion, up_to_y_matrix(axis, sign))
 
 
 def face_forward(motion: Motion, *, forward: str | ArrayLike = "+z", up_axis: int | str | None = None) -> Motion:

@@ -22,18 +22,20 @@ import math
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import torch
 from torch import Tensor, nn
 
 from skelanim.core.motion import Motion
-from skelanim.core.rotations import quat_identity, quat_to_matrix
+from skelanim.core.rotations import matrix_to_quat, quat_apply, quat_identity, quat_multiply, quat_to_matrix
 from skelanim.core.skeleton import Skeleton
+from skelanim.core.units import up_to_y_matrix
 from skelanim.errors import FormatError, SkelanimError
 from skelanim.io.common import first_non_finite
 from skelanim.nn.checkpoint import config_error, load_model_files
+from skelanim.ops.normalize import rotate
 from skelanim.retarget.baselines import FEET, ContactState, IKRetarget, causal_contacts, copy_hips
 from skelanim.retarget.mapping import CANONICAL_JOINTS, map_skeleton
 from skelanim.retarget.model import NKN, NKNConfig, NKNState
@@ -42,7 +44,7 @@ from skelanim.retarget.rig import CanonicalRig, calibrate_rig, canonical_locals,
 from skelanim.retarget.stance import STANDING_QUANTILE
 
 __all__ = ["CLEARANCE", "DEFAULT_MODEL", "METHODS", "RUNTIMES", "RetargetError", "Retargeter", "floor_level", "load_nkn",
-           "make_rig", "standing_level", "target_floor_of"]  # fmt: skip
+           "make_rig", "standing_level", "target_floor_of", "world_turn"]  # fmt: skip
 
 METHODS: tuple[str, ...] = ("copy", "ik", "nkn", "naive")
 #: How :meth:`Retargeter.step` runs.
@@ -84,6 +86,20 @@ def target_floor_of(rig: CanonicalRig, motion: Motion) -> float:
     local = quat_to_matrix(motion.rotations.to(torch.float64))
     _, positions, _ = rig.encode_matrices(local, motion.local_translations(), None)
     return standing_level(positions[:, list(FEET), 1])
+
+
+def world_turn(skeleton: Skeleton | CanonicalRig | Motion) -> Tensor | None:
+    """The turn ``(3, 3)`` of a clip's world up onto +Y (:func:`~skelanim.core.units.up_to_y_matrix` of its
+    :meth:`~skelanim.core.motion.Motion.up_direction`); ``None`` where it is +Y already, and for a bare skeleton or
+    rig, which no motion shows standing (a zero pose need not be a body pose), so it is taken as Y up.
+
+    The canonical space retargeting works in stands Y up (its floors, heights and the NKN's training), so
+    :class:`Retargeter` turns a Z-up clip Y up on the way in and the result back into a Z-up target's world on
+    the way out."""
+    if not isinstance(skeleton, Motion) or skeleton.num_frames == 0:
+        return None
+    axis, sign = skeleton.up_direction()
+    return None if (axis, sign) == (1, 1.0) else up_to_y_matrix(axis, sign)
 
 
 class RetargetError(SkelanimError):
@@ -169,7 +185,8 @@ class Retargeter:
     fps : float
         Frame rate of streamed frames (:meth:`step`); clips use their own.
     floor : float, optional
-        Height the source's feet stand on (world up is +Y). Default: for a clip, :func:`standing_level` of its
+        Height the source's feet stand on, along its up (a clip that is not Y up is first turned so: its
+        Z up becomes +Y, :func:`world_turn`; the result is turned back into a Z-up target clip's world). Default: for a clip, :func:`standing_level` of its
         foot and toe joints (files differ: the production rig's floor lies a metre below its origin, CMU's toe
         joints stand above its y = 0); for a stream, 0. Hips heights are scaled from there up.
     target_floor : float, optional
@@ -213,6 +230,12 @@ class Retargeter:
         if target_floor is not None and not (isinstance(target_floor, (int, float)) and math.isfinite(target_floor)):
             raise RetargetError(f"target_floor must be a finite number or None, got {target_floor!r}")
         self.runtime = runtime
+        #: The turns of the source's and the target's world up onto +Y (``None``: Y up, or a bare skeleton)
+        self.source_turn, self.target_turn = world_turn(source_skeleton), world_turn(target_skeleton)
+        if self.source_turn is not None:
+            source_skeleton = rotate(cast(Motion, source_skeleton), self.source_turn)
+        if self.target_turn is not None:
+            target_skeleton = rotate(cast(Motion, target_skeleton), self.target_turn)
         self.source = make_rig(source_skeleton, source_map, source_rest, calibration=source_calibration)
         self.target = make_rig(target_skeleton, target_map, target_rest, calibration=target_calibration)
         if target_floor is None and isinstance(target_skeleton, Motion) and target_skeleton.num_frames > 0:
@@ -429,6 +452,20 @@ class Retargeter:
         if tuple(rot.shape) != (n, 4) or tuple(root.shape) != (3,):
             raise RetargetError(f"a frame needs ({n}, 4) rotations and a (3,) root position for the source "
                                 f"skeleton, got {tuple(rot.shape)} and {tuple(root.shape)}")  # fmt: skip
+        if self.source_turn is not None or self.target_turn is not None:
+            rot = rot.clone()
+            rot[0], root = self._turned_in(rot[0], root)
+            q, out_root, jt = self._step(rot, root, joint_translations)
+            q = q.clone()
+            q[0], out_root = self._turned_out(q[0], out_root)
+            return q, out_root, jt
+        return self._step(rot, root, joint_translations)
+
+    def _step(
+        self, rot: Tensor, root: Tensor, joint_translations: Tensor | None
+    ) -> tuple[Tensor, Tensor, Tensor | None]:
+        """:meth:`step` in the Y-up worlds of both sides."""
+        n = self.source.skeleton.num_joints
         offsets = self.source.skeleton.offsets
         if joint_translations is not None:
             offsets = torch.as_tensor(joint_translations, dtype=torch.float64)
@@ -450,6 +487,20 @@ class Retargeter:
         trans[0] = root
         q, root2, jt = self._run(rot[None], trans[None], self.fps, 0.0 if self.floor is None else self.floor)
         return q[0], root2[0], None if jt is None else jt[0]
+
+    def _turned_in(self, rot: Tensor, root: Tensor) -> tuple[Tensor, Tensor]:
+        """A source frame's root rotation ``(4,)`` and position ``(3,)`` with the world turned Y up."""
+        if self.source_turn is None:
+            return rot, root
+        q = matrix_to_quat(self.source_turn)
+        return quat_multiply(q, rot), quat_apply(q, root)
+
+    def _turned_out(self, rot: Tensor, root: Tensor) -> tuple[Tensor, Tensor]:
+        """A target frame's root rotation ``(4,)`` and position ``(3,)`` turned back into the target's world."""
+        if self.target_turn is None:
+            return rot, root
+        q = matrix_to_quat(self.target_turn.T)
+        return quat_multiply(q, rot), quat_apply(q, root)
 
     def __call__(self, motion: Motion) -> Motion:
         """Retarget a whole clip (from a fresh stream state; the state is reset afterwards).
@@ -474,8 +525,13 @@ class Retargeter:
             if bad is not None:
                 raise RetargetError(f"non-finite {label}", path=motion.metadata.get("path"),
                                     where=f"frame {bad[0]}, joint {motion.skeleton.names[bad[1]]}")  # fmt: skip
+        rotations = motion.rotations.to(torch.float64)
+        if self.source_turn is not None:  # the clip's world turned Y up, as the source rig was built
+            turned = rotate(motion, self.source_turn)
+            rotations, local = turned.rotations, turned.local_translations()
         self.reset()
-        q, root, trans = self._run(motion.rotations.to(torch.float64), local, motion.fps, self.floor)
+        q, root, trans = self._run(rotations, local, motion.fps, self.floor)
         self.reset()
         meta = {"retarget_method": self.method, "retarget_source": str(motion.metadata.get("path", ""))}
-        return Motion(self.target.skeleton, q, root, motion.fps, joint_translations=trans, metadata=meta)
+        out = Motion(self.target.skeleton, q, root, motion.fps, joint_translations=trans, metadata=meta)
+        return out if self.target_turn is None else rotate(out, self.target_turn.T)
