@@ -68,24 +68,32 @@ def check_up(text: str | None) -> str | None:
     return value.lstrip("+")
 
 
-def check_output(out: Path, *sources: Path) -> None:
+def check_output(out: Path, *sources: Path | None) -> None:
     """Before any work: refuse a motion output of an unknown suffix, one that is one of the input files (the
     source would be replaced by what is made of it) and one that cannot be written
     (:func:`~skelanim.io.atomic.check_can_write`), as one line."""
-    import os
-
     from skelanim.io import check_save
     from skelanim.io.atomic import check_can_write
 
     check_save(out)  # an unknown suffix, before any work
-    for src in sources:
+    check_not_an_input(out, *sources)
+    check_can_write(out)
+
+
+def check_not_an_input(out: Path, *inputs: Path | None) -> None:
+    """Refuse, as one line, an output file or folder that is one of the command's inputs (a motion, a joint mapping,
+    a model folder; the same file by any path, a link included): it would be replaced by what is made of it."""
+    import os
+
+    for src in inputs:
+        if src is None:
+            continue
         try:
             same = out.exists() and os.path.samefile(src, out)
         except OSError:
             same = False
         if same:
             raise typer.BadParameter(f"{out} is an input of this command; write to another name (it would be replaced)")
-    check_can_write(out)
 
 
 def with_option_hint(err: Exception, files: list[Path], hint: str) -> None:

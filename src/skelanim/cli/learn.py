@@ -348,8 +348,10 @@ def ship(
     drop: list[str] | None = typer.Option(None, "--drop", help="Leave out tensors with this name prefix (repeat)."),
 ) -> None:
     """Copy a model folder for shipping: float16 weights, statistics in float32, optional parts dropped."""
+    from skelanim.cli.files import check_not_an_input
     from skelanim.learn.common import export_for_shipping
 
+    check_not_an_input(dest, src)  # the trained weights would become their float16 copy
     size = export_for_shipping(src, dest, drop=drop or ())
     typer.echo(f"wrote {dest} ({size / 1e6:.2f} MB of weights)")
 
@@ -415,6 +417,7 @@ def generate_cmd(
     import torch
 
     import skelanim
+    from skelanim.cli.files import check_not_an_input
     from skelanim.data.labels import LabelError, known_labels
     from skelanim.io.atomic import atomic_paths
     from skelanim.learn.common import skeleton_mismatch
@@ -439,8 +442,10 @@ def generate_cmd(
                 raise LabelError("the file name carries no content and style labels (dataset-N_CONTENT_STYLE_TAKE); "
                                  f"give {missing}", path=p)  # fmt: skip
             labels.append((str(chosen[0]), str(chosen[1])))
-        results = gen.interpolate(motions[0], motions[1], labels[0], labels[1], n)
         names = [f"interp_{i:02d}.bvh" for i in range(n)]
+        for name in names:  # an input among the outputs would be replaced by a step between the two
+            check_not_an_input(out / name, *interpolate)
+        results = gen.interpolate(motions[0], motions[1], labels[0], labels[1], n)
     else:
         if content is None:
             raise typer.BadParameter("--content is required (or use --interpolate)", param_hint="--content")

@@ -167,7 +167,10 @@ def echo_json(obj: Any) -> None:
 
 def combine_folders(models: list[Path], out: Path, combine: Callable[..., Any]) -> None:
     """The ``combine`` commands: at least two folders, then ``combine(models, out, command=...)``."""
+    from skelanim.cli.files import check_not_an_input
+
     if len(models) < 2:
         raise typer.BadParameter("give two or more model folders", param_hint="MODELS")
+    check_not_an_input(out, *models)  # a member would be replaced by the ensemble
     net = combine(models, out, command=command_line())
     typer.echo(f"wrote {out} ({net.members} members, {sum(p.numel() for p in net.parameters())} parameters)")

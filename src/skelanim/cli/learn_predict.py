@@ -313,7 +313,7 @@ def predict_cmd(
 
     if method not in METHODS:
         raise typer.BadParameter(f"unknown method {method!r}; choose from {', '.join(METHODS)}", param_hint="--method")
-    check_output(out, src)
+    check_output(out, src, mapping)
     net: Predictor | CombinedPredictor
     if method == "combined":
         if len(model) == 1:

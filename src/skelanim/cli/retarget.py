@@ -64,7 +64,7 @@ def run(
 
     if method not in METHODS:
         raise RetargetError(f"--method: unknown method {method!r}; choose from {', '.join(METHODS)}")
-    check_output(out, src, to)
+    check_output(out, src, to, source_map, target_map)
     motion = skelanim.load(src)
     if out.suffix.lower() in (".txt", ".json") and to.suffix.lower() not in (".txt", ".json", ".urdf"):
         raise RetargetError(f"{out}: DeepMimic output needs a DeepMimic target (--to a .txt clip or humanoid.urdf)")

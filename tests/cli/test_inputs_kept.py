@@ -1,0 +1,54 @@
+"""An output that is another input of the command (a joint mapping, a model folder, a clip to interpolate from) is
+refused before the work, as one line, and the input is kept byte for byte; an audit found each of these replaced
+without a word (exit 0)."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+import skelanim
+from skelanim.cli import main
+
+MODEL = Path(skelanim.__file__).parent / "learn" / "pretrained" / "predict_gcn"
+
+
+def _refused(capsys, args: list[str], kept: list[Path]) -> None:
+    before = {p: p.read_bytes() for p in kept}
+    assert main([str(a) for a in args]) == 2
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 1 and "is an input of this command" in lines[0], lines
+    assert all(p.read_bytes() == data for p, data in before.items())
+
+
+def test_a_joint_mapping_is_not_replaced_by_the_output(mocap_files, tmp_path, capsys):
+    (cmu,) = mocap_files(["cmu_cgspeed_mb/01_01.bvh"])
+    mapping = tmp_path / "map.json"
+    mapping.write_text('{"hips": "Hips"}')
+    bandai = mocap_files(["bandai_namco_1/dataset-1_walk_normal_001.bvh"])[0]
+    _refused(capsys, ["retarget", cmu, "--to", bandai, "--map", mapping, "-o", mapping], [mapping])
+    _refused(capsys, ["retarget", cmu, "--to", bandai, "--target-map", mapping, "-o", mapping], [mapping])
+    _refused(capsys, ["predict", cmu, "--retarget", "--map", mapping, "-o", mapping], [mapping])
+
+
+def test_a_model_folder_is_not_replaced_by_its_shipped_copy_or_an_ensemble(tmp_path, capsys):
+    a, b = tmp_path / "a", tmp_path / "b"
+    shutil.copytree(MODEL, a)
+    shutil.copytree(MODEL, b)
+    files = [a / "model.safetensors", a / "config.json"]
+    _refused(capsys, ["learn", "ship", a, a], files)
+    _refused(capsys, ["learn", "ship", a, tmp_path / "b" / ".." / "a"], files)
+    _refused(capsys, ["learn", "predict", "combine", a, b, "-o", a], files)
+
+
+@pytest.mark.parametrize("second", ["interp_02.bvh", "other.bvh"])
+def test_clips_to_interpolate_from_are_not_overwritten_by_the_steps(mocap_files, tmp_path, capsys, second):
+    walk, run = mocap_files(["bandai_namco_1/dataset-1_walk_normal_001.bvh", "bandai_namco_1/dataset-1_run_normal_001.bvh"])
+    first, other = tmp_path / "interp_00.bvh", tmp_path / second
+    shutil.copy(walk, first)
+    shutil.copy(run, other)
+    args = ["generate", "--interpolate", first, "--interpolate", other, "--content", "walk", "--style", "normal",
+            "-n", "3", "-o", tmp_path]
+    _refused(capsys, args, [first, other])
