@@ -321,3 +321,23 @@ def test_record_listens_on_ipv6_and_stream_may_broadcast():
         sender.send(avatar_frames(walk[:1]))
         received = recorder.receive(frames=1, wait=10)
     assert len(received) == 1 and "Hips" in received[0].bones
+
+
+def test_a_message_with_a_word_or_a_nan_where_numbers_go_is_skipped_not_the_take():
+    """A sender's bad message (a string or NaN in a bone, the root or the time) is counted in ``ignored`` and left
+    out; the frames around it are kept (before, one such message ended ``record`` with a traceback and lost the
+    take)."""
+    good = [_bundle(_hips(k), ("/VMC/Ext/T", [k / 10])) for k in range(4)]
+    bad = [
+        _bundle(("/VMC/Ext/Bone/Pos", ["Hips", "a", 1.0, 0.0, *IDENTITY[3:]]), ("/VMC/Ext/T", ["x"])),
+        _bundle(("/VMC/Ext/Bone/Pos", ["Hips", float("nan"), 1.0, 0.0, *IDENTITY[3:]])),
+        _bundle(("/VMC/Ext/Root/Pos", ["root", float("inf"), 0.0, 0.0, *IDENTITY[3:]])),
+    ]
+    with VMCRecorder("127.0.0.1", 0) as recorder:
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as out:
+            for d in [good[0], *bad, *good[1:]]:
+                out.sendto(d, ("127.0.0.1", recorder.port))
+        received = recorder.receive(wait=0.5)
+        assert recorder.ignored == 4  # two messages in the first bad bundle, one in each of the others
+    assert [f.bones["Hips"][0] for f in received] == [0.0, 1.0, 2.0, 3.0]
+    assert all(math.isfinite(v) for f in received for v in f.bones["Hips"])

@@ -21,6 +21,7 @@ import time
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any, cast
 
 import numpy as np
 import torch
@@ -80,7 +81,7 @@ class VMCRecorder:
             self._socket.close()
             raise StreamError(f"cannot listen on {host}:{port}: {getattr(err, 'strerror', None) or err}") from None
         self.port: int = self._socket.getsockname()[1]
-        self.ignored = 0  # datagrams that were not OSC
+        self.ignored = 0  # datagrams that were not OSC, and messages with a non-number or a NaN where numbers go
         self._reset()
 
     def _reset(self) -> None:
@@ -128,6 +129,10 @@ class VMCRecorder:
                 self._time_last = kinds.index(_TIME) > kinds.index(_BONE)
         frames = []
         for address, params in messages:
+            values = _finite(params[1:8] if address in (_BONE, _ROOT) else params[:1])
+            if values is None and address in (_BONE, _ROOT, _TIME):  # a word, a blob or a NaN where a number goes
+                self.ignored += 1
+                continue
             if address == _BONE and len(params) >= 8:
                 name = str(params[0])
                 if name in self._pending:
@@ -135,13 +140,13 @@ class VMCRecorder:
                 if not self._pending:
                     self._arrival = arrival
                 self._pending.add(name)
-                self._bones[name] = tuple(float(v) for v in params[1:8])
+                self._bones[name] = cast(tuple[float, ...], values)
             elif address == _ROOT and len(params) >= 8:
                 if self._pending and self._root_in_frame:
                     frames.append(self._frame(sender))
-                self._root, self._root_in_frame = tuple(float(v) for v in params[1:8]), True  # v2.1 extras unused
+                self._root, self._root_in_frame = cast(tuple[float, ...], values), True  # v2.1 extras unused
             elif address == _TIME and params:
-                stamp = float(params[0])
+                stamp = cast(tuple[float, ...], values)[0]
                 if self._time_last is not False:  # the time closes its frame (loose messages: the usual order)
                     if self._pending:
                         self._time = stamp
@@ -262,3 +267,13 @@ def frames_to_motion(frames: list[ReceivedFrame], fps: float = 30.0) -> Motion:
     unique, first_index = np.unique(stamps, return_index=True)  # repeated stamps: the first frame of each
     indices = np.interp(grid, unique, order[first_index]) if len(unique) > 1 else np.zeros(1)
     return sample_frames(raw, torch.from_numpy(indices), fps)
+
+
+def _finite(params: Any) -> tuple[float, ...] | None:
+    """OSC arguments as finite floats, or ``None`` where one is not a finite number (a message to skip, not a
+    take to lose)."""
+    try:
+        values = tuple(float(v) for v in params)
+    except (TypeError, ValueError):
+        return None
+    return values if all(math.isfinite(v) for v in values) else None
