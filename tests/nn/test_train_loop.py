@@ -91,6 +91,20 @@ def test_max_steps_inside_the_first_epoch_still_writes_the_model(tmp_path):
     assert not torch.equal(weights["0.weight"], later.state_dict()["0.weight"])
 
 
+def test_a_new_run_cut_inside_its_first_epoch_replaces_another_runs_folder(tmp_path):
+    """A fresh run (not resumed) stopped by ``max_steps`` before any epoch ends writes its own weights over a folder
+    an earlier run left there (before, the earlier weights stayed while the run said it wrote the folder)."""
+    cfg = TrainConfig(epochs=2, batch_size=32, lr=1e-2, warmup_steps=5, progress=False)
+    fit(_model(), ToyTask(), tmp_path, cfg, log=lambda s: None)  # a finished run's folder
+    torch.manual_seed(7)
+    other = nn.Sequential(nn.Linear(4, 16), nn.Tanh(), nn.Linear(16, 1))
+    fit(other, ToyTask(), tmp_path, TrainConfig(**{**cfg.__dict__, "max_steps": 3}), log=lambda s: None)
+    weights, config = load_model_files(tmp_path)
+    for name, value in other.state_dict().items():
+        assert torch.equal(weights[name], value), name
+    assert config["training"]["stopped"]["epoch"] == pytest.approx(3 / 16) and config["training"]["history"] == []
+
+
 class ScriptedTask(ToyTask):
     """Toy task whose validation scores are given in advance, one per epoch."""
 

@@ -380,7 +380,8 @@ def fit(
                 last_save = time.perf_counter()
         bar.close()
         if meta["step_in_epoch"] < steps_per_epoch:  # stopped by max_steps inside the epoch
-            if main and (config.keep == "last" or not (out_dir / WEIGHTS_NAME).exists()):
+            if main and (config.keep == "last" or meta["best"] is None):  # no folder of this run's yet: a stale
+                # one (another run's, in the same folder) must not stay behind a message that this run wrote it
                 save_partial_epoch(epoch + meta["step_in_epoch"] / steps_per_epoch)
             break
         train = {k: v / max(count, 1) for k, v in sums.items()}
