@@ -6,6 +6,7 @@ import pytest
 import torch
 
 import skelanim
+from skelanim.errors import FormatError
 from skelanim.io.bvh import dumps, loads, nominal_fps
 from skelanim.ops import resample
 from tests.helpers.bvh_text import make_bvh
@@ -73,3 +74,18 @@ def test_real_file_resampled_to_its_own_rate_is_itself(mocap_files):
     again = resample(motion, 30.0)
     assert again.num_frames == motion.num_frames
     assert torch.allclose(again.positions(), motion.positions(), atol=1e-5 * float(motion.positions().abs().max()))
+
+
+@pytest.mark.parametrize(("frame_time", "ok"), [("1e4", False), ("3601", False), ("1e-7", False), ("1e30", False),
+                                                ("3600", True), ("1e-6", True), ("0.0083333", True)])  # fmt: skip
+def test_a_frame_time_beyond_an_hour_or_under_a_microsecond_is_refused_at_its_line(frame_time, ok):
+    """An audit's ``Frame Time: 1e4`` made ``convert --fps 30`` allocate until the kernel killed it (300,000 frames a
+    frame), and ``1e30`` overflowed in half the commands; the reader now refuses them where they are written."""
+    six = ["Xposition", "Yposition", "Zposition", "Zrotation", "Xrotation", "Yrotation"]
+    text = make_bvh([six, six[3:], six[3:], six[3:]], torch.zeros(2, 15).numpy(), frame_time=frame_time)
+    if ok:
+        assert loads(text, "t.bvh").num_frames == 2
+        return
+    line = next(i for i, row in enumerate(text.splitlines(), 1) if row.startswith("Frame Time"))
+    with pytest.raises(FormatError, match=rf"^t\.bvh:{line}: expected a 'Frame Time' from 1e-06 to 3600 seconds"):
+        loads(text, "t.bvh")

@@ -7,7 +7,9 @@ import pytest
 import torch
 from scipy.spatial.transform import Rotation, Slerp
 
+from skelanim.core.motion import Motion
 from skelanim.core.rotations import quat_geodesic
+from skelanim.core.skeleton import Skeleton
 from skelanim.errors import ShapeError
 from skelanim.ops import resample, sample_frames, sample_times
 
@@ -130,3 +132,21 @@ def test_repeat_loop_plays_a_loop_in_a_row(looped_walk) -> None:
     torch.testing.assert_close(repeat_loop(walk, 1).positions(), walk.positions(), atol=0, rtol=0)  # the clip
     with pytest.raises(ShapeError, match="cannot play 0 time"):
         repeat_loop(walk, 0)
+
+
+def test_a_resample_too_large_to_hold_is_refused_before_it_is_made():
+    """A frame count beyond :data:`~skelanim.core.motion.MAX_FRAMES`, or joint-frames beyond ``MAX_JOINT_FRAMES``,
+    is refused by its size before any array is made (an audit's 30-minute clip at 10,000 fps, and a 1e4 s frame
+    resampled to 30 fps, had allocated until the kernel killed the process)."""
+    from skelanim.core.motion import MAX_FRAMES
+    from skelanim.ops.resample import MAX_JOINT_FRAMES, sample_frames, sample_times
+
+    with pytest.raises(ShapeError, match="more than 10,000,000"):
+        sample_times(3, 1e-6, 30.0)  # two frames a million seconds apart, at 30 fps: 6e7 frames
+    with pytest.raises(ShapeError, match="more than"):
+        sample_times(2, 1e-300, 1.0)  # a span that overflows
+    assert MAX_FRAMES == 10_000_000 and len(sample_times(3, 1.0, 1000.0)) == 2001  # a large one is still made
+    skeleton = Skeleton([f"j{i}" for i in range(100)], [-1] + list(range(99)), torch.zeros(100, 3))
+    motion = Motion.rest(skeleton, 2)
+    with pytest.raises(ShapeError, match="joint-frames"):
+        sample_frames(motion, torch.zeros(MAX_JOINT_FRAMES // 100 + 1), 30.0)

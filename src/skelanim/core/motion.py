@@ -149,6 +149,11 @@ class _Rotations:
                                       else torch.as_tensor(value, dtype=torch.float64))
 
 
+#: The most frames the library makes of a motion (a resample, a glTF animation sampled into frames): a guard
+#: against absurd frame rates and key times, whose arrays would not fit in memory.
+MAX_FRAMES = 10_000_000
+
+
 @dataclass
 class Motion:
     """Skeleton + local rotations + root translation + fps.

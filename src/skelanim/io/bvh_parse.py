@@ -10,7 +10,7 @@ What is accepted (everything seen from real exporters):
   or ``CHANNELS 0``); channel names in any case (``XROTATION``), stored in canonical case;
 * ``End Site`` blocks under any name (``End Site``, ``End site``, ``End``, ``End Site LeftToe_End``);
 * joint names with spaces (the rest of the ``JOINT`` line);
-* numbers as ``1``, ``-0.5``, ``.5``, ``5.``, ``1e-06``, ``+2E3``; any ``Frame Time > 0``.
+* numbers as ``1``, ``-0.5``, ``.5``, ``5.``, ``1e-06``, ``+2E3``; a ``Frame Time`` from 1e-6 to 3600 s.
 
 Anything else raises :class:`~skelanim.errors.FormatError` with the file, the 1-based line and what was
 expected. The hierarchy is parsed with an explicit stack, so nesting depth is unbounded.
@@ -38,6 +38,9 @@ CHANNEL_NAMES: dict[str, str] = {
 
 _MOTION_RE = re.compile(rb"(?im)^[ \t]*MOTION[ \t]*\r?$")
 _FRAMES_RE = re.compile(rb"(?i)^[ \t]*Frames[ \t]*:[ \t]*(\S*)[ \t\r]*$")
+#: The shortest and longest ``Frame Time`` a file may give (seconds): beyond them a resample or a video of a few
+#: frames would need millions of frames (a 1e4 s frame resampled to 30 fps: 300,000 a frame), and a stream none.
+MIN_FRAME_TIME, MAX_FRAME_TIME = 1e-6, 3600.0
 _FRAME_TIME_RE = re.compile(rb"(?i)^[ \t]*Frame[ \t]*Time[ \t]*:[ \t]*(\S*)[ \t\r]*$")
 _BOM = b"\xef\xbb\xbf"
 
@@ -369,6 +372,9 @@ def parse_bvh_bytes(data: bytes, path: str) -> ParsedBVH:
     frame_time = float(time_tok)
     if not (frame_time > 0 and math.isfinite(frame_time) and math.isfinite(1.0 / frame_time)):
         raise FormatError(f"expected a positive 'Frame Time', found {time_tok[:40]}", path=path, line=time_line)
+    if not MIN_FRAME_TIME <= frame_time <= MAX_FRAME_TIME:
+        raise FormatError(f"expected a 'Frame Time' from {MIN_FRAME_TIME:g} to {MAX_FRAME_TIME:g} seconds (a million "
+                          f"frames a second to one an hour), found {time_tok[:40]}", path=path, line=time_line)  # fmt: skip
 
     n_channels = sum(len(c) for c in channels)
     values, extra_frames = parse_motion_values(

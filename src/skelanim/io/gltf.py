@@ -61,7 +61,7 @@ import numpy as np
 import torch
 
 from skelanim.core import rotations as rt
-from skelanim.core.motion import Motion
+from skelanim.core.motion import MAX_FRAMES, Motion
 from skelanim.core.skeleton import DEFAULT_JOINT_CHANNELS, DEFAULT_ROOT_CHANNELS, Skeleton
 from skelanim.core.units import UNITS, canonical_unit, guess_unit, up_to_y_matrix
 from skelanim.errors import FormatError, ShapeError, SkelanimError
@@ -74,8 +74,6 @@ from skelanim.io.gltf_check import check_document, check_track
 __all__ = ["CLIP_METADATA", "UNITS", "export_scale", "guess_scale", "load", "node_trs", "save"]
 
 _CODES = {np.dtype(v).type: k for k, v in _COMPONENTS.items()}
-#: The most frames :func:`load` samples an animation into (a guard against absurd key times).
-MAX_FRAMES = 10_000_000
 #: ``Motion.metadata`` keys about the take that a glTF file carries in its animation's extras and gives back.
 CLIP_METADATA = ("loop", "deepmimic_extra", "frame_time", "frame_duration")
 _ARRAY_BUFFER, _ELEMENT_ARRAY_BUFFER = 34962, 34963

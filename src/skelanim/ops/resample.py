@@ -17,9 +17,13 @@ import math
 
 import torch
 
-from skelanim.core.motion import Motion
+from skelanim.core.motion import MAX_FRAMES, Motion
 from skelanim.core.rotations import quat_slerp
 from skelanim.errors import ShapeError
+
+#: The most joint-frames (frames x joints) a resample makes: float64 rotations and translations take 56 bytes
+#: each, so 2.8 GB at the cap. (:data:`~skelanim.core.motion.MAX_FRAMES` caps the frames.)
+MAX_JOINT_FRAMES = 50_000_000
 
 __all__ = ["repeat_loop", "resample", "sample_frames", "sample_times"]
 
@@ -45,6 +49,9 @@ def sample_times(num_frames: int, fps_in: float, fps_out: float) -> torch.Tensor
         if not (v > 0 and math.isfinite(v)):
             raise ShapeError(f"{name} must be a positive number, got {v}")
     span = (num_frames - 1) * fps_out / fps_in  # duration in target frames
+    if not span < MAX_FRAMES:
+        raise ShapeError(f"resampling {num_frames} frames from {fps_in:g} to {fps_out:g} fps makes {span + 1:.3g} "
+                         f"frames, more than {MAX_FRAMES:,}")  # fmt: skip
     n = math.floor(span + 0.5 + 1e-9) + 1
     k = torch.arange(n, dtype=torch.float64)
     s = k * fps_in / fps_out
@@ -101,6 +108,10 @@ def sample_frames(motion: Motion, indices: torch.Tensor, fps: float) -> Motion:
         (exactly a source frame at a whole index), root positions and joint translations interpolated linearly.
     """
     s = torch.as_tensor(indices, dtype=torch.float64)
+    if len(s) * motion.skeleton.num_joints > MAX_JOINT_FRAMES:
+        raise ShapeError(f"{len(s):,} frames of {motion.skeleton.num_joints} joints would take "
+                         f"{len(s) * motion.skeleton.num_joints * 56 / 1e9:.3g} GB; at most {MAX_JOINT_FRAMES:,} "
+                         "joint-frames are made at once (a lower frame rate, or a part of the clip)")  # fmt: skip
     last = motion.num_frames - 1
     if s.ndim != 1 or (len(s) and (not bool(torch.isfinite(s).all()) or float(s.min()) < -1e-9
                                    or float(s.max()) > last + 1e-9)):  # fmt: skip
