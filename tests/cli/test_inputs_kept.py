@@ -52,3 +52,25 @@ def test_clips_to_interpolate_from_are_not_overwritten_by_the_steps(mocap_files,
     args = ["generate", "--interpolate", first, "--interpolate", other, "--content", "walk", "--style", "normal",
             "-n", "3", "-o", tmp_path]
     _refused(capsys, args, [first, other])
+
+
+def test_torchs_out_of_memory_is_one_line_and_other_runtime_errors_are_not_hidden(monkeypatch, capsys):
+    """torch reports an allocation it cannot make as a RuntimeError, not a MemoryError (an audit's ``generate -n
+    100000`` and ``convert --fps 10000`` of a long clip printed a traceback); any other RuntimeError is a bug to see."""
+    import skelanim.cli as cli
+
+    def out_of_memory(**_):
+        raise RuntimeError("[enforce fail at alloc_cpu.cpp:121] DefaultCPUAllocator: can't allocate memory: you "
+                           "tried to allocate 81920000000 bytes. Error code 12 (Cannot allocate memory)")  # fmt: skip
+
+    monkeypatch.setattr(cli, "app", out_of_memory)
+    assert main(["generate"]) == 2
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: not enough memory"), lines
+
+    def bug(**_):
+        raise RuntimeError("shape '[2, 3]' is invalid for input of size 5")
+
+    monkeypatch.setattr(cli, "app", bug)
+    with pytest.raises(RuntimeError, match="is invalid"):
+        main(["generate"])

@@ -70,6 +70,15 @@ def _usage_line(err: Exception, argv: list[str] | None = None) -> str:
     return f"{ctx.command_path}: {message} (see {ctx.command_path} --help)"
 
 
+_NO_MEMORY = "not enough memory for this (a smaller --fps, --dpi, --seconds, -n or input?)"
+
+
+def _out_of_memory(err: RuntimeError) -> bool:
+    """Whether a RuntimeError is torch's (or its allocator's) failure to allocate memory."""
+    text = str(err)
+    return "can't allocate memory" in text or "out of memory" in text.lower()
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI; returns the exit code (0 ok, 2 bad input or usage, 130 interrupted).
 
@@ -92,7 +101,12 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {where}{err.strerror or err}", file=sys.stderr)
         return 2
     except MemoryError:
-        print("error: not enough memory for this (a smaller --fps, --dpi, --seconds or input?)", file=sys.stderr)
+        print(f"error: {_NO_MEMORY}", file=sys.stderr)
+        return 2
+    except RuntimeError as err:  # torch reports an allocation it cannot make as a RuntimeError
+        if not _out_of_memory(err):
+            raise
+        print(f"error: {_NO_MEMORY}", file=sys.stderr)
         return 2
     except typer.Abort:
         print("error: aborted", file=sys.stderr)
