@@ -74,3 +74,14 @@ def test_torchs_out_of_memory_is_one_line_and_other_runtime_errors_are_not_hidde
     monkeypatch.setattr(cli, "app", bug)
     with pytest.raises(RuntimeError, match="is invalid"):
         main(["generate"])
+
+
+def test_evaluate_names_a_motion_without_height(tmp_path, capsys):
+    """A clip whose joints all lie at one level has no height, and every length metric is a fraction of it: one
+    line naming the file (it was a ZeroDivisionError traceback)."""
+    flat = tmp_path / "flat.bvh"
+    flat.write_text("HIERARCHY\nROOT Hips\n{\nOFFSET 0 0 0\nCHANNELS 0\nEnd Site\n{\nOFFSET 0 0 0\n}\n}\n"
+                    "MOTION\nFrames: 3\nFrame Time: 0.1\n\n\n\n")  # fmt: skip
+    assert main(["evaluate", str(flat), str(flat)]) == 2
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"error: {flat}: the motion has no height"), lines

@@ -509,6 +509,11 @@ def evaluate_cmd(
         if not files[k]:
             raise skelanim.errors.FormatError(f"no motion files ({', '.join(suffixes)}) in this set", path=p)
     motions = {k: [skelanim.load(f) for f in v] for k, v in files.items()}
+    for k, v in files.items():
+        for f, motion in zip(v, motions[k]):
+            if not motion.height > 0:  # every length metric is given in heights
+                raise skelanim.errors.SkeletonError("the motion has no height (all its joints at one level along "
+                                                    "its up axis): the metrics are fractions of it", path=f)  # fmt: skip
     contents: dict[str, Any] = {}
     unlabelled = []
     for k, v in files.items():
