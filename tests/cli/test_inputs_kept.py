@@ -85,3 +85,19 @@ def test_evaluate_names_a_motion_without_height(tmp_path, capsys):
     assert main(["evaluate", str(flat), str(flat)]) == 2
     lines = capsys.readouterr().err.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith(f"error: {flat}: the motion has no height"), lines
+
+
+@pytest.mark.parametrize("args", [
+    ["learn", "predict", "train", "--lr", "nan"], ["learn", "recognize", "train", "--lr", "-1"],
+    ["learn", "generate", "train", "--lr", "inf"], ["ik", "train", "--lr", "0"], ["retarget", "train", "--lr", "nan"],
+    ["generate", "--content", "walk", "--seed", "99999999999999999999"], ["learn", "predict", "train", "--seed", "-1"],
+    ["learn", "predict", "train", "--arch", "gcn", "--gcn-pad", "bogus"],
+])  # fmt: skip
+def test_a_learning_rate_seed_or_pad_out_of_range_is_a_usage_error(tmp_path, capsys, args):
+    """Each was a traceback (or, ``--lr inf``, a NaN model marked best) before any check; now one usage line."""
+    needs_data = args[0] in ("learn", "ik") and args[-2] != "--content"
+    extra = ["--data", str(tmp_path), "-o", str(tmp_path / "out")] if needs_data else ["-o", str(tmp_path / "out")]
+    assert main([*args, *extra]) == 2
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error:") and args[-2] in lines[0], lines
+    assert not (tmp_path / "out").exists()

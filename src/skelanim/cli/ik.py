@@ -12,6 +12,7 @@ import typer
 
 from skelanim.cli import app
 from skelanim.cli.files import require_suffix
+from skelanim.cli.learn_common import MAX_SEED, check_lr
 
 ik_app = typer.Typer(help="Inverse kinematics: joint positions to joint rotations (IK-GAT and classical baselines).",
                      no_args_is_help=True)  # fmt: skip
@@ -43,7 +44,7 @@ def train(
     ),
     epochs: int = typer.Option(40, "--epochs", min=1),
     batch_size: int = typer.Option(256, "--batch-size", min=1),
-    lr: float = typer.Option(2e-3, "--lr"),
+    lr: float = typer.Option(2e-3, "--lr", callback=check_lr),
     hidden: int = typer.Option(48, "--hidden", min=4),
     layers: int = typer.Option(3, "--layers", min=1),
     heads: int = typer.Option(4, "--heads", min=1),
@@ -59,7 +60,7 @@ def train(
     flat: bool = typer.Option(False, "--flat/--no-flat", help="No swing chain (see ik/model.py)."),
     mirror: float = typer.Option(0.0, "--mirror", min=0.0, max=1.0,
                                  help="Probability of mirroring a sample on the same rig (see ik/README.md)."),
-    seed: int = typer.Option(0, "--seed"),
+    seed: int = typer.Option(0, "--seed", min=0, max=MAX_SEED),
     max_frames_per_file: int | None = typer.Option(None, "--max-frames-per-file", min=1),
     max_steps: int | None = typer.Option(None, "--max-steps", min=1, help="Stop after this many steps (quick runs)."),
     threads: int | None = typer.Option(None, "--threads", min=1, help="Torch CPU threads."),
@@ -166,7 +167,7 @@ def evaluate(
     ),
     noise: float = typer.Option(0.0, "--noise", min=0.0, max=1.0, help="Gaussian input noise, fraction of height (0 to 1)."),
     max_frames: int | None = typer.Option(None, "--max-frames", min=1, help="Frames sampled evenly across the files."),
-    seed: int = typer.Option(0, "--seed"),
+    seed: int = typer.Option(0, "--seed", min=0, max=MAX_SEED),
     threads: int | None = typer.Option(None, "--threads", min=1, help="Torch CPU threads."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
 ) -> None:

@@ -17,9 +17,11 @@ from skelanim.cli.learn_common import (
     FPS_OPTION,
     KEEP_HELP,
     LABELS_OPTION,
+    MAX_SEED,
     SPLIT_HELP,
     TEST_SPEED_OPTION,
     check_keep,
+    check_lr,
     check_plot,
     combine_folders,
     command_line,
@@ -48,8 +50,8 @@ def recognize_train(
     fps: float = FPS_OPTION,
     epochs: int = typer.Option(12, "--epochs", min=1),
     batch_size: int = typer.Option(64, "--batch-size", min=1),
-    lr: float = typer.Option(2e-3, "--lr"),
-    seed: int = typer.Option(0, "--seed"),
+    lr: float = typer.Option(2e-3, "--lr", callback=check_lr),
+    seed: int = typer.Option(0, "--seed", min=0, max=MAX_SEED),
     ema: float = typer.Option(0.0, "--ema", min=0.0, max=0.99999, help=EMA_HELP),
     keep: str = typer.Option("best", "--keep", help=KEEP_HELP, callback=check_keep),
     max_steps: int | None = typer.Option(None, "--max-steps", min=1),
@@ -140,7 +142,7 @@ def recognize_eval(
     model: Path | None = typer.Option(None, "--model", "-m", help="ST-GCN folder (default: the shipped one)."),
     baseline: Path | None = typer.Option(None, "--baseline", help="CNN baseline folder (default: the shipped one)."),
     split: str = typer.Option("style", "--split", help=SPLIT_HELP + " Evaluates the test part."),
-    seed: int = typer.Option(0, "--seed", help="The split's seed (the one given to train; matters for 'file')."),
+    seed: int = typer.Option(0, "--seed", min=0, max=MAX_SEED, help="The split's seed (the one given to train; matters for 'file')."),
     stride: int = typer.Option(8, "--stride", min=1),
     threads: int | None = typer.Option(None, "--threads", min=1),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
@@ -198,7 +200,7 @@ def generate_train(
     window: int = typer.Option(64, "--window", min=8),
     stride: int = typer.Option(8, "--stride", min=1),
     batch_size: int = typer.Option(64, "--batch-size", min=1),
-    lr: float = typer.Option(1e-3, "--lr"),
+    lr: float = typer.Option(1e-3, "--lr", callback=check_lr),
     gan_lr: float = typer.Option(2e-4, "--gan-lr"),
     beta: float = typer.Option(2e-3, "--beta"),
     free_bits: float = typer.Option(0.25, "--free-bits", min=0.0, help="KL floor per latent dimension (nats)."),
@@ -227,7 +229,7 @@ def generate_train(
         None, "--init", help="Start the GAN stage from this generator folder (skips the VAE stage)."
     ),
     fps: float = FPS_OPTION,
-    seed: int = typer.Option(0, "--seed"),
+    seed: int = typer.Option(0, "--seed", min=0, max=MAX_SEED),
     max_steps: int | None = typer.Option(None, "--max-steps", min=1),
     threads: int | None = typer.Option(None, "--threads", min=1),
     resume: bool = typer.Option(False, "--resume"),
@@ -272,7 +274,7 @@ def generate_fit_prior(
     labels: str = LABELS_OPTION,
     out: Path = typer.Option(..., "--out", "-o", help="Folder to write (may be MODEL itself)."),
     split: str = typer.Option("file", "--split", help=SPLIT_HELP + " The train part is used."),
-    seed: int = typer.Option(0, "--seed", help="Seed of the split (the one given to train)."),
+    seed: int = typer.Option(0, "--seed", min=0, max=MAX_SEED, help="Seed of the split (the one given to train)."),
     threads: int | None = typer.Option(None, "--threads", min=1),
 ) -> None:
     """Fit each content's latent prior to the aggregate posterior of the training windows (what train does
@@ -292,7 +294,7 @@ def generate_eval(
     model: Path | None = typer.Option(None, "--model", "-m", help="Generator folder (default: the shipped one)."),
     recognizer: Path | None = typer.Option(None, "--recognizer", help="Recogniser folder (default: the shipped one)."),
     split: str = typer.Option("file", "--split", help=SPLIT_HELP + " Train part = real set A, test part = B."),
-    seed: int = typer.Option(0, "--seed", help="Seed of the samples and of the split (the one given to train)."),
+    seed: int = typer.Option(0, "--seed", min=0, max=MAX_SEED, help="Seed of the samples and of the split (the one given to train)."),
     threads: int | None = typer.Option(None, "--threads", min=1),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
 ) -> None:
@@ -406,7 +408,7 @@ def generate_cmd(
     interpolate: list[Path] | None = typer.Option(
         None, "--interpolate", help="Two motion files: interpolate between them (give twice)."
     ),
-    seed: int = typer.Option(0, "--seed"),
+    seed: int = typer.Option(0, "--seed", min=0, max=MAX_SEED),
     temperature: float = typer.Option(1.0, "--temperature", min=0.0, max=100.0, help="Spread of the latent samples (1: the prior's)."),
     seconds: float | None = typer.Option(
         None, "--seconds", help="Length of each motion (default: the model's window, 2.56 s); longer "

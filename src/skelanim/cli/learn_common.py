@@ -108,6 +108,16 @@ def check_speeds(value: list[float]) -> list[float]:
     return value
 
 
+#: The largest seed the CLI takes (torch's generators take up to 2^64 - 1 and numpy's up to 2^32 - 1 per word).
+MAX_SEED = 2**63 - 1
+
+
+def check_lr(value: float) -> float:
+    if not (math.isfinite(value) and value > 0):
+        raise typer.BadParameter(f"must be a positive finite learning rate, got {value}")
+    return value
+
+
 def check_fps(value: float) -> float:
     if not (math.isfinite(value) and 1.0 <= value <= 240.0):
         raise typer.BadParameter(f"must be a finite frame rate from 1 to 240, got {value}")

@@ -15,8 +15,10 @@ from skelanim.cli.learn_common import (
     FPS_OPTION,
     KEEP_HELP,
     LABELS_OPTION,
+    MAX_SEED,
     SPLIT_HELP,
     check_keep,
+    check_lr,
     check_plot,
     combine_folders,
     command_line,
@@ -71,9 +73,9 @@ def predict_train(
     fps: float = FPS_OPTION,
     epochs: int = typer.Option(8, "--epochs", min=1),
     batch_size: int = typer.Option(64, "--batch-size", min=1),
-    lr: float = typer.Option(2e-3, "--lr"),
+    lr: float = typer.Option(2e-3, "--lr", callback=check_lr),
     weight_decay: float | None = typer.Option(None, "--weight-decay", min=0.0, help="AdamW weight decay (default 1e-4)."),
-    seed: int = typer.Option(0, "--seed"),
+    seed: int = typer.Option(0, "--seed", min=0, max=MAX_SEED),
     ema: float = typer.Option(0.0, "--ema", min=0.0, max=0.99999, help=EMA_HELP),
     keep: str = typer.Option("best", "--keep", help=KEEP_HELP, callback=check_keep),
     max_steps: int | None = typer.Option(None, "--max-steps", min=1),
@@ -92,6 +94,8 @@ def predict_train(
     if arch == "mlp" and observed_frames is not None and observed_frames < second:
         raise typer.BadParameter(f"the MLP predicts at most the frames it observes: {second} future frames need "
                                  f"at least {second}, got {observed_frames}", param_hint="--gcn-observed")  # fmt: skip
+    if gcn_pad not in (None, "velocity", "periodic"):
+        raise typer.BadParameter(f"expected 'velocity' or 'periodic', got {gcn_pad!r}", param_hint="--gcn-pad")
     if arch == "rnn" and blocks is not None:
         raise typer.BadParameter("the GRU has no --blocks", param_hint="--blocks")
     parts = split_parts(load_dataset(data, fps, threads, progress, labels=labels), split, seed)
@@ -128,7 +132,7 @@ def predict_calibrate(
     labels: str = LABELS_OPTION,
     split: str = typer.Option("style", "--split", help=SPLIT_HELP + " Calibrates on the training part."),
     stride: int | None = typer.Option(None, "--stride", min=1, help="The training window stride (default: MODEL's)."),
-    seed: int | None = typer.Option(None, "--seed", help="The split's seed (default: MODEL's training seed)."),
+    seed: int | None = typer.Option(None, "--seed", min=0, max=MAX_SEED, help="The split's seed (default: MODEL's training seed)."),
     out: Path = typer.Option(..., "--out", "-o", help="Model folder to write (may be MODEL)."),
     test_mirror: bool | None = typer.Option(
         None, "--test-mirror/--no-test-mirror", help="Also average with the mirror image's prediction (default: as MODEL)."
@@ -184,7 +188,7 @@ def predict_eval(
     gcn: Path | None = typer.Option(None, "--gcn", help="DCT-GCN folder (default: the shipped one)."),
     mlp: Path | None = typer.Option(None, "--mlp", help="MLP predictor folder (default: the shipped one)."),
     split: str = typer.Option("style", "--split", help=SPLIT_HELP + " Evaluates the test part."),
-    seed: int = typer.Option(0, "--seed", help="The split's seed (the one given to train; matters for 'file')."),
+    seed: int = typer.Option(0, "--seed", min=0, max=MAX_SEED, help="The split's seed (the one given to train; matters for 'file')."),
     stride: int = typer.Option(10, "--stride", min=1),
     threads: int | None = typer.Option(None, "--threads", min=1),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),

@@ -14,6 +14,7 @@ from typer import _click as click
 from typer.core import TyperGroup
 
 from skelanim.cli import app
+from skelanim.cli.learn_common import MAX_SEED, check_lr
 
 
 class _DefaultRun(TyperGroup):
@@ -114,13 +115,13 @@ def train(
     epochs: int = typer.Option(30, "--epochs", min=1),
     samples: int = typer.Option(800, "--samples", min=1, help="Samples per epoch."),
     batch_size: int = typer.Option(16, "--batch-size", min=1),
-    lr: float = typer.Option(1e-3, "--lr"),
+    lr: float = typer.Option(1e-3, "--lr", callback=check_lr),
     hidden: int = typer.Option(128, "--hidden", min=4),
     window: int = typer.Option(48, "--window", min=8, help="Frames per training window (30 fps)."),
     families: str | None = typer.Option(None, "--families", help="Comma-separated subset of the families."),
     max_files: int | None = typer.Option(None, "--max-files", min=1, help="Files per family (quick runs)."),
     max_steps: int | None = typer.Option(None, "--max-steps", min=1),
-    seed: int = typer.Option(0, "--seed"),
+    seed: int = typer.Option(0, "--seed", min=0, max=MAX_SEED),
     threads: int | None = typer.Option(None, "--threads", min=1),
     resume: bool = typer.Option(False, "--resume", help="Continue an interrupted run in OUT (same arguments)."),
     progress: bool = typer.Option(True, "--progress/--no-progress"),
