@@ -101,3 +101,16 @@ def test_a_learning_rate_seed_or_pad_out_of_range_is_a_usage_error(tmp_path, cap
     lines = capsys.readouterr().err.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error:") and args[-2] in lines[0], lines
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize(("args", "said"), [
+    (["ik", "train", "--hidden", "5"], "cannot be split over 4 attention heads"),
+    (["retarget", "train", "--families", "bogus"], "unknown family 'bogus'"),
+    (["retarget", "train", "--window", "100000", "--max-steps", "1"], "no training clip of 100000 frames"),
+])  # fmt: skip
+def test_training_options_that_cannot_work_are_one_line(mocap_dir, tmp_path, capsys, args, said):
+    """An audit's tracebacks (a ValueError, a KeyError and a RuntimeError from deep in the training code)."""
+    extra = ["--data", str(mocap_dir / "bandai_namco_1")] if args[0] == "ik" else ["--data", str(mocap_dir)]
+    assert main([*args, *extra, "-o", str(tmp_path / "out"), "--no-progress"]) == 2
+    lines = [line for line in capsys.readouterr().err.strip().splitlines() if not line.startswith("warning:")]
+    assert len(lines) == 1 and lines[0].startswith("error:") and said in lines[0], lines  # (warnings: files left out)

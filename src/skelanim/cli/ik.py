@@ -76,6 +76,9 @@ def train(
     from skelanim.ik.train import train as run
     from skelanim.nn.train import TrainConfig
 
+    if hidden % heads:
+        raise typer.BadParameter(f"{hidden} features cannot be split over {heads} attention heads (--heads): "
+                                 "give a multiple of it", param_hint="--hidden")  # fmt: skip
     _threads(threads)
     result = run(
         data, out, val=_split(val), exclude=_split(exclude),

@@ -32,6 +32,7 @@ from torch import Tensor
 import skelanim
 from skelanim.core.motion import Motion
 from skelanim.data.cache import cache_dir, cache_key, read_cached, write_cached
+from skelanim.errors import SkelanimError
 from skelanim.ops.resample import resample
 from skelanim.retarget.baselines import FEET, causal_contacts
 from skelanim.retarget.rig import SLOT, CanonicalRig, calibrate_rig, canonical_fk, canonical_locals
@@ -136,6 +137,9 @@ def load_families(
     root = Path(mocap)
     cache = cache_dir() if use_cache else None
     families = []
+    unknown = [name for name in names or () if name not in DEFAULT_FAMILIES]
+    if unknown:
+        raise SkelanimError(f"unknown family {unknown[0]!r}; choose from {', '.join(DEFAULT_FAMILIES)}")
     for name in names or list(DEFAULT_FAMILIES):
         skel_file, patterns, excluded = DEFAULT_FAMILIES[name]
         reference = skelanim.load(root / skel_file)

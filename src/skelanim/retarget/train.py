@@ -18,6 +18,7 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
+from skelanim.errors import SkelanimError
 from skelanim.nn.train import TrainConfig, fit, seeded_generator
 from skelanim.retarget.data import TRAIN_FPS, Family, leg_length, load_families, variant_offsets
 from skelanim.retarget.loss import LossWeights, NKNTrainer
@@ -66,8 +67,12 @@ class RetargetTask:
                  meta: dict[str, Any] | None = None) -> None:  # fmt: skip
         self.window, self.samples = window, samples
         self.families = {f.name: f for f in families}
-        for f in families:
+        for f in [*families, *val_families]:
             f.clips = [c for c in f.clips if c["local"].shape[0] >= window]
+        short = [f.name for f in families if not f.clips]
+        if short:  # a family that has no window to draw (--window longer than its clips, or --max-files too few)
+            raise SkelanimError(f"family {short[0]} has no training clip of {window} frames or more "
+                                "(a shorter --window, or more --max-files)")  # fmt: skip
         self.sources = [n for n in _SOURCE_WEIGHTS if n in self.families and self.families[n].clips]
         self.targets = [n for n in _TARGETS if n in self.families or (n == "variant" and "bandai" in self.families)]
         self.weights, self.config, self.meta = weights or LossWeights(), config or NKNConfig(), meta or {}
