@@ -8,6 +8,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+import torch
 
 import skelanim
 from skelanim.cli import main
@@ -57,7 +58,7 @@ def test_clips_to_interpolate_from_are_not_overwritten_by_the_steps(mocap_files,
 def test_torchs_out_of_memory_is_one_line_and_other_runtime_errors_are_not_hidden(monkeypatch, capsys):
     """torch reports an allocation it cannot make as a RuntimeError, not a MemoryError (an audit's ``generate -n
     100000`` and ``convert --fps 10000`` of a long clip printed a traceback); any other RuntimeError is a bug to see."""
-    import skelanim.cli as cli
+    from skelanim import cli
 
     def out_of_memory(**_):
         raise RuntimeError("[enforce fail at alloc_cpu.cpp:121] DefaultCPUAllocator: can't allocate memory: you "
@@ -114,3 +115,26 @@ def test_training_options_that_cannot_work_are_one_line(mocap_dir, tmp_path, cap
     assert main([*args, *extra, "-o", str(tmp_path / "out"), "--no-progress"]) == 2
     lines = [line for line in capsys.readouterr().err.strip().splitlines() if not line.startswith("warning:")]
     assert len(lines) == 1 and lines[0].startswith("error:") and said in lines[0], lines  # (warnings: files left out)
+
+
+def test_errors_about_one_of_several_files_name_it(mocap_files, tmp_path, capsys):
+    """``recognize`` of a walk and a clip whose left and right joints stand on the up axis (no facing), and a
+    skeleton the mapping cannot read retargeted onto the DeepMimic humanoid: the error names the file (an audit
+    found both anonymous)."""
+    walk, urdf = mocap_files(["bandai_namco_1/dataset-1_walk_normal_001.bvh", "deepmimic/humanoid.urdf"])
+    still = skelanim.load(walk)[:40]
+    rot = torch.zeros_like(still.rotations)
+    rot[..., 0] = 1.0  # Bandai's zero pose (every bone along +X) at the origin: no facing
+    lying = tmp_path / "lying.bvh"
+    zero = torch.zeros_like(still.joint_translations)  # every channel 0, position channels included
+    skelanim.save(still.copy(rotations=rot, root_positions=zero[:, 0], joint_translations=zero), lying)
+    assert main(["recognize", str(walk), str(lying)]) == 2
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"error: {lying}: frame 0: facing direction undefined"), lines
+    snake = tmp_path / "snake.bvh"
+    snake.write_text("HIERARCHY\nROOT s0\n{\nOFFSET 0 0 0\nCHANNELS 3 Xrotation Yrotation Zrotation\nJOINT s1\n{\n"
+                     "OFFSET 0 1 0\nCHANNELS 3 Xrotation Yrotation Zrotation\nEnd Site\n{\nOFFSET 0 1 0\n}\n}\n}\n"
+                     "MOTION\nFrames: 2\nFrame Time: 0.1\n0 0 0 0 0 0\n0 0 0 0 0 0\n")  # fmt: skip
+    assert main(["retarget", str(snake), "--to", str(urdf), "-o", str(tmp_path / "out.txt")]) == 2
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"error: {snake}: cannot map the skeleton"), lines

@@ -62,6 +62,7 @@ def run(
     import skelanim
     from skelanim.cli.files import check_output
     from skelanim.retarget import METHODS, Retargeter, RetargetError
+    from skelanim.retarget.retargeter import make_rig, target_floor_of
 
     if method not in METHODS:
         raise RetargetError(f"--method: unknown method {method!r}; choose from {', '.join(METHODS)}")
@@ -80,6 +81,7 @@ def run(
                                                    calibrate=calibrate, source=str(src), target=str(to))  # fmt: skip
             assert source_rig.mapping is not None and target_rig.mapping is not None
             typer.echo(f"source {src}:\n{source_rig.mapping.describe()}\ntarget {to}:\n{target_rig.mapping.describe()}")
+        make_rig(motion.skeleton, source_map, source=str(src))  # a source that cannot be mapped, named as onto a BVH
         robot = to_deepmimic(motion, method=method, source_map=source_map, target_map=target_map, model=model,
                              urdf=urdf, calibrate=calibrate)  # fmt: skip
         if out.suffix.lower() in (".txt", ".json"):
@@ -90,7 +92,6 @@ def run(
         return
     target_motion = skelanim.load(to)
     target = target_motion.skeleton
-    from skelanim.retarget.retargeter import make_rig, target_floor_of
 
     # a motion calibrates its skeleton's bone frames where its zero pose is no body pose
     source_rig = make_rig(motion if calibrate else motion.skeleton, source_map, source=str(src))

@@ -175,8 +175,10 @@ def facing_directions(motion: Motion, *, up_axis: int | str | None = None) -> to
     fwd = torch.linalg.cross(across, up.expand_as(across), dim=-1)
     fwd[:, axis] = 0.0
     norm = fwd.norm(dim=-1, keepdim=True)
-    if bool((norm <= 1e-9 * across.norm(dim=-1, keepdim=True)).any()) or bool((norm == 0).any()):
-        raise ShapeError("facing direction undefined: the left/right joints are aligned with the up axis")
+    flat = (norm[:, 0] <= 1e-9 * across.norm(dim=-1)) | (norm[:, 0] == 0)
+    if bool(flat.any()):  # the motion's file (where a reader named it) and the first such frame
+        raise ShapeError("facing direction undefined: the left/right joints are aligned with the up axis",
+                         path=motion.metadata.get("path"), where=f"frame {int(flat.nonzero()[0, 0])}")  # fmt: skip
     return fwd / norm
 
 
