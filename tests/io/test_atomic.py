@@ -164,3 +164,16 @@ def test_a_short_write_on_a_full_disk_says_so(tmp_path: Path, monkeypatch) -> No
     assert caught.value.errno == errno.ENOSPC and caught.value.filename == str(target)
     assert caught.value.strerror.startswith("No space left on device: 12870 requested") and not target.exists()
     assert tmp.parent == tmp_path and list(tmp_path.iterdir()) == []
+
+
+def test_a_name_near_the_file_systems_limit_is_written(tmp_path):
+    """A 250-character file name is legal (255 bytes), but its temporary name had 10 more and was refused as
+    "File name too long" (an audit's finding); the temporary name keeps only the first part of the target's."""
+    import skelanim
+    from skelanim.data.samples import sample_path
+
+    target = tmp_path / ("w" * 246 + ".bvh")
+    assert len(target.name) == 250
+    motion = skelanim.load(sample_path("walk"))
+    skelanim.save(motion, target)
+    assert skelanim.load(target).num_frames == motion.num_frames and sorted(p.name for p in tmp_path.iterdir()) == [target.name]

@@ -19,6 +19,10 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import IO, Any
 
+#: Characters of the target's name kept in its temporary file's name (hidden, a random part and the suffix added):
+#: a target name near the file system's 255-byte limit must not make the temporary one too long.
+STEM_KEPT = 64
+
 
 def _publish(tmp: str, target: Path) -> None:
     """Give the temporary file ordinary permissions (mkstemp makes it 0600) and rename it onto ``target``."""
@@ -73,7 +77,7 @@ def _prepare(target: Path) -> str:
     except OSError as exc:
         raise _about_target(exc, target, f"cannot create the folder {exc.filename or target.parent}") from exc
     try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{target.stem}.", suffix=target.suffix, dir=target.parent)
+        fd, tmp = tempfile.mkstemp(prefix=f".{target.stem[:STEM_KEPT]}.", suffix=target.suffix, dir=target.parent)
     except OSError as exc:
         raise _about_target(exc, target, f"cannot create a file in {target.parent}{os.sep}") from exc
     os.close(fd)
@@ -97,7 +101,7 @@ def check_can_write(path: str | os.PathLike) -> None:
     if not os.access(existing, os.W_OK | os.X_OK):
         raise PermissionError(errno.EACCES, f"Permission denied (cannot write in {existing})", str(target))
     try:  # the one true test (a read-only mount, /proc, a quota): a temporary file made and removed at once
-        fd, probe = tempfile.mkstemp(prefix=f".{target.stem}.", suffix=".probe", dir=existing)
+        fd, probe = tempfile.mkstemp(prefix=f".{target.stem[:STEM_KEPT]}.", suffix=".probe", dir=existing)
     except OSError as exc:
         raise _about_target(exc, target, f"cannot create a file in {existing}{os.sep}") from exc
     os.close(fd)
