@@ -138,3 +138,16 @@ def test_errors_about_one_of_several_files_name_it(mocap_files, tmp_path, capsys
     assert main(["retarget", str(snake), "--to", str(urdf), "-o", str(tmp_path / "out.txt")]) == 2
     lines = capsys.readouterr().err.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith(f"error: {snake}: cannot map the skeleton"), lines
+
+
+def test_a_model_of_another_method_and_no_methods_at_all_are_refused(mocap_files, tmp_path, capsys):
+    """``predict --method rnn -m <a DCT-GCN>`` ran the DCT-GCN and said "method rnn"; ``retarget eval --methods ,``
+    evaluated nothing and exited 0 (an audit's findings)."""
+    (walk,) = mocap_files(["bandai_namco_1/dataset-1_walk_normal_001.bvh"])
+    out = tmp_path / "p.bvh"
+    assert main(["predict", str(walk), "--method", "rnn", "-m", str(MODEL), "-o", str(out)]) == 2
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 1 and "is a gcn predictor, not rnn" in lines[0] and not out.exists()
+    assert main(["retarget", "eval", "--methods", ","]) == 2
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 1 and "--methods: name one or more" in lines[0]

@@ -332,6 +332,9 @@ def predict_cmd(
         raise typer.BadParameter(f"--method {method} takes one --model", param_hint="--model")
     else:
         net = Predictor.load(model[0] if model else None, default=f"predict_{method}" if method in LEARNED else "predict_rnn")
+        if model and method in LEARNED and net.arch != method:  # the line would report one method and run another
+            raise typer.BadParameter(f"{model[0]} is a {net.arch} predictor, not {method} (--method {net.arch}, or "
+                                     "another --model)", param_hint="--model")  # fmt: skip
     if mapping is not None and not retarget:
         raise typer.BadParameter("a joint mapping is for --retarget", param_hint="--map")
     motion = skelanim.load(src)

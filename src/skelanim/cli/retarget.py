@@ -168,6 +168,8 @@ def evaluate(
 
     _threads(threads)
     chosen = [m for m in methods.split(",") if m]
+    if not chosen:
+        raise RetargetError(f"--methods: name one or more of {', '.join(METHODS)}")
     unknown = [m for m in chosen if m not in METHODS]
     if unknown:
         raise RetargetError(f"--methods: unknown method {unknown[0]!r}; choose from {', '.join(METHODS)}")
