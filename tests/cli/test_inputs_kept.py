@@ -151,3 +151,15 @@ def test_a_model_of_another_method_and_no_methods_at_all_are_refused(mocap_files
     assert main(["retarget", "eval", "--methods", ","]) == 2
     lines = capsys.readouterr().err.strip().splitlines()
     assert len(lines) == 1 and "--methods: name one or more" in lines[0]
+
+
+def test_ship_refuses_a_prefix_that_drops_nothing_and_a_file_for_a_folder(tmp_path, capsys):
+    """``--drop`` with a mistyped prefix shipped everything without a word; a file as DEST said only "File exists"."""
+    assert main(["learn", "ship", str(MODEL), str(tmp_path / "ship"), "--drop", "disc."]) == 2
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 1 and "no tensor's name starts with 'disc.'" in lines[0] and not (tmp_path / "ship").exists()
+    (tmp_path / "afile").write_text("x")
+    assert main(["learn", "ship", str(MODEL), str(tmp_path / "afile")]) == 2
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 1 and "is a file; a model is written as a folder" in lines[0]
+    assert main(["learn", "ship", str(MODEL), str(tmp_path / "ship"), "--drop", "net."]) == 0  # a real prefix

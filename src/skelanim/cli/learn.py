@@ -354,6 +354,8 @@ def ship(
     from skelanim.learn.common import export_for_shipping
 
     check_not_an_input(dest, src)  # the trained weights would become their float16 copy
+    if dest.exists() and not dest.is_dir():
+        raise typer.BadParameter(f"{dest} is a file; a model is written as a folder", param_hint="DEST")
     size = export_for_shipping(src, dest, drop=drop or ())
     typer.echo(f"wrote {dest} ({size / 1e6:.2f} MB of weights)")
 

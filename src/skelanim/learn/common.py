@@ -181,6 +181,10 @@ def export_for_shipping(src: str | os.PathLike, dest: str | os.PathLike, *, drop
         Size in bytes of the written ``model.safetensors``.
     """
     tensors, config = load_model_files(src)
+    unused = [p for p in drop if not any(k.startswith(p) for k in tensors)]
+    if unused:  # a mistyped prefix would ship what was meant to be left out
+        raise FormatError(f"no tensor's name starts with {unused[0]!r} (names start with "
+                          f"{', '.join(sorted({k.split('.')[0] + '.' for k in tensors}))})", path=src)  # fmt: skip
     out = {k: (v.half() if v.is_floating_point() and not k.endswith(KEEP_FLOAT32) else v)
            for k, v in tensors.items() if not any(k.startswith(p) for p in drop)}  # fmt: skip
     config.pop("tensors", None)
