@@ -163,3 +163,10 @@ def test_ship_refuses_a_prefix_that_drops_nothing_and_a_file_for_a_folder(tmp_pa
     lines = capsys.readouterr().err.strip().splitlines()
     assert len(lines) == 1 and "is a file; a model is written as a folder" in lines[0]
     assert main(["learn", "ship", str(MODEL), str(tmp_path / "ship"), "--drop", "net."]) == 0  # a real prefix
+
+
+def test_an_absurd_thread_count_is_a_usage_error(tmp_path, capsys):
+    """``--threads 100000`` reached OpenMP, which failed with "libgomp: Out of memory" and exit 1 (an audit's)."""
+    assert main(["ik", "solve", str(tmp_path / "x.npz"), "-o", str(tmp_path / "y.bvh"), "--threads", "100000"]) == 2
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 1 and "'--threads'" in lines[0] and "1024" in lines[0]

@@ -63,7 +63,7 @@ def train(
     seed: int = typer.Option(0, "--seed", min=0, max=MAX_SEED),
     max_frames_per_file: int | None = typer.Option(None, "--max-frames-per-file", min=1),
     max_steps: int | None = typer.Option(None, "--max-steps", min=1, help="Stop after this many steps (quick runs)."),
-    threads: int | None = typer.Option(None, "--threads", min=1, help="Torch CPU threads."),
+    threads: int | None = typer.Option(None, "--threads", min=1, max=1024, help="Torch CPU threads."),
     resume: bool = typer.Option(False, "--resume", help="Continue an interrupted run in OUT (same arguments)."),
     init: Path | None = typer.Option(
         None, "--init", help="Start from this model folder's weights (same architecture)."
@@ -118,7 +118,7 @@ def solve(
         help="Another method: gat, gat_refined, swing_rest, swing_mean, swing_warm, optimize_rest, "
         "optimize_mean or optimize_warm (overrides --refine).",
     ),
-    threads: int | None = typer.Option(None, "--threads", min=1, help="Torch CPU threads."),
+    threads: int | None = typer.Option(None, "--threads", min=1, max=1024, help="Torch CPU threads."),
 ) -> None:
     """Turn joint positions into joint rotations; OUT keeps the input's frame rate.
 
@@ -171,7 +171,7 @@ def evaluate(
     noise: float = typer.Option(0.0, "--noise", min=0.0, max=1.0, help="Gaussian input noise, fraction of height (0 to 1)."),
     max_frames: int | None = typer.Option(None, "--max-frames", min=1, help="Frames sampled evenly across the files."),
     seed: int = typer.Option(0, "--seed", min=0, max=MAX_SEED),
-    threads: int | None = typer.Option(None, "--threads", min=1, help="Torch CPU threads."),
+    threads: int | None = typer.Option(None, "--threads", min=1, max=1024, help="Torch CPU threads."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
 ) -> None:
     """Accuracy and speed of IK methods side by side, on files held out from training."""
@@ -204,7 +204,7 @@ def fit_corrector(
     exclude: list[str] | None = typer.Option(None, "--exclude", help="Held-out file patterns (left out)."),
     skip: list[str] | None = typer.Option(None, "--skip", help="Joints left as the network answers them."),
     ridge: float = typer.Option(100.0, "--ridge", min=0.0, help="Ridge weight of the regression."),
-    threads: int | None = typer.Option(None, "--threads", min=1, help="Torch CPU threads."),
+    threads: int | None = typer.Option(None, "--threads", min=1, max=1024, help="Torch CPU threads."),
 ) -> None:
     """Fit the refinement's pose correction (``gat_refined``) for a model and store it in its folder as
     refine.safetensors + refine.json (seconds; see ik/README.md, "Refinement")."""

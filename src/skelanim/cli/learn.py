@@ -55,7 +55,7 @@ def recognize_train(
     ema: float = typer.Option(0.0, "--ema", min=0.0, max=0.99999, help=EMA_HELP),
     keep: str = typer.Option("best", "--keep", help=KEEP_HELP, callback=check_keep),
     max_steps: int | None = typer.Option(None, "--max-steps", min=1),
-    threads: int | None = typer.Option(None, "--threads", min=1),
+    threads: int | None = typer.Option(None, "--threads", min=1, max=1024),
     mirror: bool = typer.Option(True, "--mirror/--no-mirror", help="Left/right mirror augmentation (labels swap sides)."),
     balance: float = typer.Option(0.0, "--balance", min=0.0, help="Class weights ∝ (training windows)^-BALANCE."),
     readout: int = typer.Option(
@@ -144,7 +144,7 @@ def recognize_eval(
     split: str = typer.Option("style", "--split", help=SPLIT_HELP + " Evaluates the test part."),
     seed: int = typer.Option(0, "--seed", min=0, max=MAX_SEED, help="The split's seed (the one given to train; matters for 'file')."),
     stride: int = typer.Option(8, "--stride", min=1),
-    threads: int | None = typer.Option(None, "--threads", min=1),
+    threads: int | None = typer.Option(None, "--threads", min=1, max=1024),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
     plot: Path | None = typer.Option(None, "--plot", help="Also draw the ST-GCN's confusion matrices (files, windows)."),
 ) -> None:
@@ -231,7 +231,7 @@ def generate_train(
     fps: float = FPS_OPTION,
     seed: int = typer.Option(0, "--seed", min=0, max=MAX_SEED),
     max_steps: int | None = typer.Option(None, "--max-steps", min=1),
-    threads: int | None = typer.Option(None, "--threads", min=1),
+    threads: int | None = typer.Option(None, "--threads", min=1, max=1024),
     resume: bool = typer.Option(False, "--resume"),
     progress: bool = typer.Option(True, "--progress/--no-progress"),
 ) -> None:
@@ -275,7 +275,7 @@ def generate_fit_prior(
     out: Path = typer.Option(..., "--out", "-o", help="Folder to write (may be MODEL itself)."),
     split: str = typer.Option("file", "--split", help=SPLIT_HELP + " The train part is used."),
     seed: int = typer.Option(0, "--seed", min=0, max=MAX_SEED, help="Seed of the split (the one given to train)."),
-    threads: int | None = typer.Option(None, "--threads", min=1),
+    threads: int | None = typer.Option(None, "--threads", min=1, max=1024),
 ) -> None:
     """Fit each content's latent prior to the aggregate posterior of the training windows (what train does
     after each stage) and write the model with it."""
@@ -295,7 +295,7 @@ def generate_eval(
     recognizer: Path | None = typer.Option(None, "--recognizer", help="Recogniser folder (default: the shipped one)."),
     split: str = typer.Option("file", "--split", help=SPLIT_HELP + " Train part = real set A, test part = B."),
     seed: int = typer.Option(0, "--seed", min=0, max=MAX_SEED, help="Seed of the samples and of the split (the one given to train)."),
-    threads: int | None = typer.Option(None, "--threads", min=1),
+    threads: int | None = typer.Option(None, "--threads", min=1, max=1024),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
 ) -> None:
     """FID (generated vs held-out real, against real vs real), recognition, diversity, foot skating, pose outliers."""

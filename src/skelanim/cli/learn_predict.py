@@ -79,7 +79,7 @@ def predict_train(
     ema: float = typer.Option(0.0, "--ema", min=0.0, max=0.99999, help=EMA_HELP),
     keep: str = typer.Option("best", "--keep", help=KEEP_HELP, callback=check_keep),
     max_steps: int | None = typer.Option(None, "--max-steps", min=1),
-    threads: int | None = typer.Option(None, "--threads", min=1),
+    threads: int | None = typer.Option(None, "--threads", min=1, max=1024),
     resume: bool = typer.Option(False, "--resume"),
     progress: bool = typer.Option(True, "--progress/--no-progress"),
 ) -> None:
@@ -141,7 +141,7 @@ def predict_calibrate(
         None, "--amplitude-vote", min=0.01, help="Also predict the observed second scaled by this about its mean "
         "frame, scale back and average (repeat, e.g. 0.85 and 1.1765; default: as MODEL).",
     ),
-    threads: int | None = typer.Option(None, "--threads", min=1),
+    threads: int | None = typer.Option(None, "--threads", min=1, max=1024),
 ) -> None:
     """Turn on amplitude normalisation: a window that moves less than the median training window is enlarged
     about its mean frame to that size before the network sees it, and the prediction shrunk back. Also store
@@ -190,7 +190,7 @@ def predict_eval(
     split: str = typer.Option("style", "--split", help=SPLIT_HELP + " Evaluates the test part."),
     seed: int = typer.Option(0, "--seed", min=0, max=MAX_SEED, help="The split's seed (the one given to train; matters for 'file')."),
     stride: int = typer.Option(10, "--stride", min=1),
-    threads: int | None = typer.Option(None, "--threads", min=1),
+    threads: int | None = typer.Option(None, "--threads", min=1, max=1024),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
     plot: Path | None = typer.Option(None, "--plot", help="Also draw the errors against the horizon (.png, .pdf, .svg)."),
     retarget: bool = typer.Option(

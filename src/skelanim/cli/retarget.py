@@ -123,7 +123,7 @@ def train(
     max_files: int | None = typer.Option(None, "--max-files", min=1, help="Files per family (quick runs)."),
     max_steps: int | None = typer.Option(None, "--max-steps", min=1),
     seed: int = typer.Option(0, "--seed", min=0, max=MAX_SEED),
-    threads: int | None = typer.Option(None, "--threads", min=1),
+    threads: int | None = typer.Option(None, "--threads", min=1, max=1024),
     resume: bool = typer.Option(False, "--resume", help="Continue an interrupted run in OUT (same arguments)."),
     progress: bool = typer.Option(True, "--progress/--no-progress"),
 ) -> None:
@@ -155,7 +155,7 @@ def evaluate(
     methods: str = typer.Option("copy,ik,nkn,naive", "--methods", help="Comma-separated methods."),
     clips: int = typer.Option(14, "--clips", min=1, help="Bandai dataset-2 clips for the proportion targets."),
     max_frames: int | None = typer.Option(None, "--max-frames", min=1, help="Frames per clip (quick runs)."),
-    threads: int | None = typer.Option(None, "--threads", min=1),
+    threads: int | None = typer.Option(None, "--threads", min=1, max=1024),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
     calibrate: bool = typer.Option(True, "--calibrate/--no-calibrate",
                                    help="Calibrated bone frames where a zero pose is no body pose (as retarget run)."),
