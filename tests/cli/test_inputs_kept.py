@@ -170,3 +170,24 @@ def test_an_absurd_thread_count_is_a_usage_error(tmp_path, capsys):
     assert main(["ik", "solve", str(tmp_path / "x.npz"), "-o", str(tmp_path / "y.bvh"), "--threads", "100000"]) == 2
     lines = capsys.readouterr().err.strip().splitlines()
     assert len(lines) == 1 and "'--threads'" in lines[0] and "1024" in lines[0]
+
+
+def test_an_error_inside_a_progress_bar_gets_a_line_of_its_own(monkeypatch, capsys):
+    """A failure while a progress bar is drawn (``learn * eval``) printed ``error:`` after the bar's last state on the
+    same line; the bar is now closed first."""
+    import sys
+
+    from tqdm import tqdm
+
+    import skelanim.cli as cli
+    from skelanim.errors import FormatError
+
+    def fails_mid_bar(**_):
+        bar = tqdm(total=10, file=sys.stderr, desc="windows")
+        bar.update(3)
+        raise FormatError("broken frame", path="x.bvh")
+
+    monkeypatch.setattr(cli, "app", fails_mid_bar)
+    assert main(["learn"]) == 2
+    err = capsys.readouterr().err
+    assert err.endswith("\n") and err.splitlines()[-1] == "error: x.bvh: broken frame", repr(err[-200:])

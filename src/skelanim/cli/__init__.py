@@ -9,6 +9,7 @@ error into one line ``error: COMMAND: MESSAGE (see COMMAND --help)``; a warning 
 
 from __future__ import annotations
 
+import contextlib
 import sys
 
 import typer
@@ -79,6 +80,17 @@ def _out_of_memory(err: RuntimeError) -> bool:
     return "can't allocate memory" in text or "out of memory" in text.lower()
 
 
+def _error(message: str) -> None:
+    """Print ``error: message`` on stderr, on a line of its own: a progress bar the failure interrupted is closed
+    first (its last state ends with a newline instead of running into the error)."""
+    from tqdm import tqdm
+
+    for bar in list(getattr(tqdm, "_instances", ())):
+        with contextlib.suppress(Exception):  # a bar that cannot close must not hide the error
+            bar.close()
+    print(f"error: {message}", file=sys.stderr)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI; returns the exit code (0 ok, 2 bad input or usage, 130 interrupted).
 
@@ -94,26 +106,26 @@ def main(argv: list[str] | None = None) -> int:
         code = exit_.code
         return code if isinstance(code, int) else (0 if code is None else 1)
     except SkelanimError as err:
-        print(f"error: {err.one_line()}", file=sys.stderr)
+        _error(err.one_line())
         return 2
     except OSError as err:
         where = f"{err.filename}: " if getattr(err, "filename", None) else ""
-        print(f"error: {where}{err.strerror or err}", file=sys.stderr)
+        _error(f"{where}{err.strerror or err}")
         return 2
     except MemoryError:
-        print(f"error: {_NO_MEMORY}", file=sys.stderr)
+        _error(_NO_MEMORY)
         return 2
     except RuntimeError as err:  # torch reports an allocation it cannot make as a RuntimeError
         if not _out_of_memory(err):
             raise
-        print(f"error: {_NO_MEMORY}", file=sys.stderr)
+        _error(_NO_MEMORY)
         return 2
     except typer.Abort:
         print("error: aborted", file=sys.stderr)
         return 1
     except _CLICK_ERROR as err:
         if type(err).__name__ != "NoArgsIsHelpError":  # that one has printed the help already
-            print(f"error: {_usage_line(err, argv)}", file=sys.stderr)
+            _error(_usage_line(err, argv))
         return int(getattr(err, "exit_code", 2))
     return result if isinstance(result, int) and not isinstance(result, bool) else 0  # typer.Exit's code
 
