@@ -179,7 +179,7 @@ def test_an_error_inside_a_progress_bar_gets_a_line_of_its_own(monkeypatch, caps
 
     from tqdm import tqdm
 
-    import skelanim.cli as cli
+    from skelanim import cli
     from skelanim.errors import FormatError
 
     def fails_mid_bar(**_):
@@ -191,3 +191,11 @@ def test_an_error_inside_a_progress_bar_gets_a_line_of_its_own(monkeypatch, caps
     assert main(["learn"]) == 2
     err = capsys.readouterr().err
     assert err.endswith("\n") and err.splitlines()[-1] == "error: x.bvh: broken frame", repr(err[-200:])
+
+
+def test_a_scale_that_overflows_is_blamed_on_the_option(mocap_files, tmp_path, capsys):
+    """``convert --scale 1e308`` said the output could not hold a non-finite value (an audit's); the option is named."""
+    (walk,) = mocap_files(["cmu_cgspeed_mb/01_01.bvh"])
+    assert main(["convert", str(walk), str(tmp_path / "s.bvh"), "--scale", "1e308"]) == 2
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 1 and "--scale" in lines[0] and "overflows" in lines[0] and not (tmp_path / "s.bvh").exists()

@@ -174,6 +174,8 @@ def convert(
     DeepMimic .txt/.json output holds the DeepMimic humanoid only (no --scale); retarget other skeletons. The other
     formats keep the source's axes; glTF, which is +Y up, is turned from SRC's up axis (--up where the guess,
     skelanim info's up_axis, is wrong)."""
+    import torch
+
     import skelanim
     from skelanim import ops
 
@@ -193,6 +195,9 @@ def convert(
         motion = motion.copy(metadata={**motion.metadata, "loop": loop})
     if scale is not None:
         motion = ops.scale(motion, scale)
+        lengths = torch.cat([motion.skeleton.offsets.flatten(), motion.local_translations().flatten()])
+        if not bool(torch.isfinite(lengths).all()):  # the writer would blame the output for the factor's overflow
+            raise typer.BadParameter(f"{scale:g} times the lengths of {src} overflows", param_hint="--scale")
     if fps is not None:
         motion = ops.resample(motion, fps)
     skelanim.save(motion, dst, **({} if up_axis is None else {"up_axis": up_axis}))
