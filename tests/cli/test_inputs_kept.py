@@ -199,3 +199,10 @@ def test_a_scale_that_overflows_is_blamed_on_the_option(mocap_files, tmp_path, c
     assert main(["convert", str(walk), str(tmp_path / "s.bvh"), "--scale", "1e308"]) == 2
     lines = capsys.readouterr().err.strip().splitlines()
     assert len(lines) == 1 and "--scale" in lines[0] and "overflows" in lines[0] and not (tmp_path / "s.bvh").exists()
+
+
+def test_evaluate_refuses_a_label_pattern_without_content(tmp_path, capsys):
+    """``--labels '(?P<other>x)'`` was taken, and 'recognised' silently left out; evaluate reads only the content."""
+    assert main(["evaluate", str(tmp_path), str(tmp_path), "--labels", "(?P<other>x)"]) == 2
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 1 and "no group named content" in lines[0]

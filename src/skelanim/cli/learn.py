@@ -5,6 +5,7 @@ helpers are :mod:`skelanim.cli.learn_common`'s)."""
 from __future__ import annotations
 
 import math
+import re
 from pathlib import Path
 from typing import Any
 
@@ -499,6 +500,11 @@ def evaluate_cmd(
         raise typer.BadParameter(str(err), param_hint="--labels") from None
     if parse is None:
         raise typer.BadParameter("'none' names no content; leave --labels out to compare without 'recognised'",
+                                 param_hint="--labels")  # fmt: skip
+    from skelanim.data.labels import LABEL_PRESETS
+
+    if labels is not None and "content" not in re.compile(LABEL_PRESETS.get(labels, labels)).groupindex:
+        raise typer.BadParameter("the pattern has no group named content, which is all evaluate reads from a name",
                                  param_hint="--labels")  # fmt: skip
 
     def content_of(path: Path) -> str | None:
