@@ -120,6 +120,7 @@ def test_missing_and_corrupt_model(positions_file, tmp_path, capsys):
     ({"skeleton": None}, "config.json: corrupt model config: no 'skeleton' entry"),
     ({"architecture": None}, "config.json: corrupt model config: no 'architecture' entry"),
     ({"version": 99}, "config.json: IK-GAT model version 99; this skelanim reads version 1"),
+    ({"up_axis": 7}, "config.json: corrupt model config: up_axis 7 (0, 1 or 2)"),  # was an IndexError in export
 ])  # fmt: skip
 def test_a_config_that_cannot_build_the_model_says_which_entry(positions_file, tmp_path, capsys, change, said):
     import shutil

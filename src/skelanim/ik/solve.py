@@ -120,6 +120,9 @@ class IKModel:
             net.set_mean_pose(net.mean_pose.clone())  # derived buffers (not stored) from the stored mean pose
         except (KeyError, TypeError, ValueError, AttributeError, RuntimeError) as err:
             raise config_error(err, folder) from None
+        if config.get("up_axis") not in (None, 0, 1, 2):  # read by export and the units check
+            raise FormatError(f"corrupt model config: up_axis {config.get('up_axis')!r} (0, 1 or 2)",
+                              path=folder / "config.json")  # fmt: skip
         net.eval()
         return cls(net, rig, config, folder)
 
