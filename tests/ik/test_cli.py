@@ -425,3 +425,16 @@ def test_absurd_scales_are_not_given_a_unit(positions_file):
             solve(data["positions"] * scale, names=names)
     with pytest.raises(ShapeError, match="look like millimetres"):  # a real unit is still named
         solve(data["positions"] * 10.0, names=names)
+
+
+def test_positions_beyond_float_range_get_no_factor_of_zero(positions_file, tmp_path, capsys):
+    """Positions scaled by 1e300 overflow the bone lengths: the error said "multiply the positions by 0"."""
+    import numpy as np
+
+    data = dict(np.load(positions_file))
+    data["positions"] = data["positions"] * 1e300
+    big = tmp_path / "big.npz"
+    np.savez(big, **data)
+    assert main(["ik", "solve", str(big), "-o", str(tmp_path / "x.bvh")]) == 2
+    said = _error(capsys)
+    assert "too long to measure" in said and "multiply" not in said

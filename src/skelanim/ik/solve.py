@@ -442,6 +442,9 @@ def check_units(positions: Tensor, skeleton: Skeleton, *, source: str | os.PathL
     expected = f"the model expects {name} (its skeleton is {height:.4g} {symbol} tall)"
     if not scale > 0:
         raise ShapeError(f"the bones between the joint positions have zero length; {expected}", path=source)
+    if not math.isfinite(scale):  # lengths beyond float range: no factor brings them back
+        raise ShapeError(f"the bones between the joint positions are too long to measure (beyond float range); "
+                         f"{expected}", path=source)  # fmt: skip
     from skelanim.core.units import metres_per_unit
 
     tall = height * scale * metres_per_unit(height * scale)  # metres, in the unit its size suggests
