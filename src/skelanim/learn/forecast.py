@@ -53,7 +53,7 @@ def predict_motion(motion: Motion, *, method: str = "rnn", model: Predictor | Co
     rig : Rig, optional
         For the baselines without a model.
     ground : bool
-        Lift predicted frames that would sink below the input's lowest point (:func:`lift_out_of_floor`).
+        Lift predicted frames that would sink below the input's floor (:func:`lift_out_of_floor`).
 
     Returns
     -------

@@ -185,8 +185,9 @@ class Retargeter:
     fps : float
         Frame rate of streamed frames (:meth:`step`); clips use their own.
     floor : float, optional
-        Height the source's feet stand on, along its up (a clip that is not Y up is first turned so: its
-        Z up becomes +Y, :func:`world_turn`; the result is turned back into a Z-up target clip's world). Default: for a clip, :func:`standing_level` of its
+        Height the source's feet stand on, along its up (a clip that is not Y up is first turned so,
+        :func:`world_turn`; the result is turned back into a Z-up target clip's world). Default: for a clip,
+        :func:`standing_level` of its
         foot and toe joints (files differ: the production rig's floor lies a metre below its origin, CMU's toe
         joints stand above its y = 0); for a stream, 0. Hips heights are scaled from there up.
     target_floor : float, optional
@@ -236,6 +237,9 @@ class Retargeter:
             source_skeleton = rotate(cast(Motion, source_skeleton), self.source_turn)
         if self.target_turn is not None:
             target_skeleton = rotate(cast(Motion, target_skeleton), self.target_turn)
+        # the same turns as quaternions, for the root of each streamed frame (in, and back out)
+        self._turn_in = None if self.source_turn is None else matrix_to_quat(self.source_turn)
+        self._turn_out = None if self.target_turn is None else matrix_to_quat(self.target_turn.T)
         self.source = make_rig(source_skeleton, source_map, source_rest, calibration=source_calibration)
         self.target = make_rig(target_skeleton, target_map, target_rest, calibration=target_calibration)
         if target_floor is None and isinstance(target_skeleton, Motion) and target_skeleton.num_frames > 0:
@@ -490,17 +494,15 @@ class Retargeter:
 
     def _turned_in(self, rot: Tensor, root: Tensor) -> tuple[Tensor, Tensor]:
         """A source frame's root rotation ``(4,)`` and position ``(3,)`` with the world turned Y up."""
-        if self.source_turn is None:
+        if self._turn_in is None:
             return rot, root
-        q = matrix_to_quat(self.source_turn)
-        return quat_multiply(q, rot), quat_apply(q, root)
+        return quat_multiply(self._turn_in, rot), quat_apply(self._turn_in, root)
 
     def _turned_out(self, rot: Tensor, root: Tensor) -> tuple[Tensor, Tensor]:
         """A target frame's root rotation ``(4,)`` and position ``(3,)`` turned back into the target's world."""
-        if self.target_turn is None:
+        if self._turn_out is None:
             return rot, root
-        q = matrix_to_quat(self.target_turn.T)
-        return quat_multiply(q, rot), quat_apply(q, root)
+        return quat_multiply(self._turn_out, rot), quat_apply(self._turn_out, root)
 
     def __call__(self, motion: Motion) -> Motion:
         """Retarget a whole clip (from a fresh stream state; the state is reset afterwards).
