@@ -195,7 +195,7 @@ def lift_out_of_floor(motion: Motion, first: int) -> tuple[Motion, Tensor]:
     """Raise frames ``first:`` of ``motion`` (a continuation) along its up direction wherever their lowest joint
     (End Sites included) would sink below the input's floor: the :data:`FLOOR_QUANTILE` quantile of the lowest
     joint's height over frames ``:first``, a low point the input reaches again and again (a minimum would be a
-    capture glitch's: CMU's ``01_01`` dips to -1.3 % of its height in 3 of 2,752 frames, its 1 % quantile is +1.6 %).
+    capture glitch's: CMU's ``01_01`` dips below -1 % of its height in 3 of 2,752 frames (to -1.3 %), its 1 % quantile is +1.6 %).
 
     The learned predictors pull a motion unlike their training captures toward those captures' hips height
     (a CMU walk through the Bandai-Namco models sank 5 % of its height below its floor within the predicted
