@@ -521,9 +521,7 @@ def evaluate_cmd(
     motions = {k: [skelanim.load(f) for f in v] for k, v in files.items()}
     for k, v in files.items():
         for f, motion in zip(v, motions[k]):
-            if not motion.height > 0:  # every length metric is given in heights
-                raise skelanim.errors.SkeletonError("the motion has no height (all its joints at one level along "
-                                                    "its up axis): the metrics are fractions of it", path=f)  # fmt: skip
+            motion.metadata.setdefault("path", str(f))  # every format's motion names its file in errors
     contents: dict[str, Any] = {}
     unlabelled = []
     for k, v in files.items():

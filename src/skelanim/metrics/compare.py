@@ -38,6 +38,7 @@ from torch import Tensor
 from skelanim.core.motion import Motion
 from skelanim.core.rotations import quat_to_matrix
 from skelanim.data.rig import body_root
+from skelanim.errors import SkeletonError
 from skelanim.metrics.distribution import diversity, fid
 from skelanim.metrics.kinematic import angle_error, bone_length_error, foot_skating, ground_penetration, jerk, mpjpe
 
@@ -199,6 +200,10 @@ def compare_sets(a: Sequence[Motion], b: Sequence[Motion], *, embed: Embedder | 
         raise ValueError("both sets need at least one motion")
     pos_a, pos_b = [m.positions() for m in a], [m.positions() for m in b]
     heights = {"a": [m.height for m in a], "b": [m.height for m in b]}  # each an FK of 64 frames: once
+    for motion, height in zip([*a, *b], [*heights["a"], *heights["b"]]):
+        if not height > 0:  # every length metric is a fraction of it
+            raise SkeletonError("the motion has no height (all its joints at one level along its up axis): the "
+                                "metrics are fractions of it", path=motion.metadata.get("path"))  # fmt: skip
     own = {"a": _ground(a, pos_a, heights["a"]), "b": _ground(b, pos_b, heights["b"])}
     notes: list[str] = []
     mixed = [k for k in ("a", "b") if any(abs(h / own[k][1] - 1) > SAME_HEIGHT for h in heights[k] if own[k][1] > 0)]

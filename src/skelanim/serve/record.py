@@ -21,7 +21,7 @@ import time
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import Any
 
 import numpy as np
 import torch
@@ -129,8 +129,10 @@ class VMCRecorder:
                 self._time_last = kinds.index(_TIME) > kinds.index(_BONE)
         frames = []
         for address, params in messages:
+            if address not in (_BONE, _ROOT, _TIME):
+                continue
             values = _finite(params[1:8] if address in (_BONE, _ROOT) else params[:1])
-            if values is None and address in (_BONE, _ROOT, _TIME):  # a word, a blob or a NaN where a number goes
+            if values is None:  # a word, a blob or a NaN where a number goes
                 self.ignored += 1
                 continue
             if address == _BONE and len(params) >= 8:
@@ -140,13 +142,13 @@ class VMCRecorder:
                 if not self._pending:
                     self._arrival = arrival
                 self._pending.add(name)
-                self._bones[name] = cast(tuple[float, ...], values)
+                self._bones[name] = values
             elif address == _ROOT and len(params) >= 8:
                 if self._pending and self._root_in_frame:
                     frames.append(self._frame(sender))
-                self._root, self._root_in_frame = cast(tuple[float, ...], values), True  # v2.1 extras unused
+                self._root, self._root_in_frame = values, True  # v2.1 extras unused
             elif address == _TIME and params:
-                stamp = cast(tuple[float, ...], values)[0]
+                stamp = values[0]
                 if self._time_last is not False:  # the time closes its frame (loose messages: the usual order)
                     if self._pending:
                         self._time = stamp
