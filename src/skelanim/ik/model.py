@@ -264,7 +264,7 @@ class IKGAT(nn.Module):
             canon = rot6d_to_matrix(picked.reshape(picked.shape[0], 6), guarded=False)  # see _corrections
             rel = rel @ canon  # row vectors: C^T x
         else:
-            canon = torch.eye(3, dtype=rel.dtype).expand(rel.shape[0], 3, 3)
+            canon = torch.eye(3, dtype=rel.dtype, device=rel.device).expand(rel.shape[0], 3, 3)
         if self.ik_root:  # a dummy root's observed position carries nothing: put it where the IK root implies
             rel = torch.where(self.fixed[:, None], -self.rest_features[self.ik_root, :3], rel)
         j = self.num_joints
@@ -344,7 +344,7 @@ class IKGAT(nn.Module):
         world = starts[0]
         parts, worlds = [canon[:, None] @ world], [world]
         if r:
-            parts.insert(0, torch.eye(3, dtype=axes[0].dtype).expand(b, r, 3, 3))
+            parts.insert(0, torch.eye(3, dtype=axes[0].dtype, device=axes[0].device).expand(b, r, 3, 3))
         for k in range(self.num_levels):
             slots = getattr(self, f"level{k}_slots")  # parents are on the previous level
             parent = world if slots is None else world.index_select(1, slots)

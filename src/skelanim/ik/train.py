@@ -39,6 +39,7 @@ from skelanim.ik.data import (
 from skelanim.ik.frames import IKRig, world_to_local
 from skelanim.ik.model import IKGAT, GATConfig
 from skelanim.nn import distributed as ddp
+from skelanim.nn.device import to_device
 from skelanim.nn.layers import ForwardKinematics
 from skelanim.nn.train import TrainConfig, fit
 
@@ -90,7 +91,7 @@ def ik_loss(net: IKGAT | nn.parallel.DistributedDataParallel, fk: ForwardKinemat
     gt_local = world_to_local(world, plain.parent_index, plain.has_parent)
     local_geo = matrix_geodesic(local, gt_local)[:, joints].mean()
     frame_geo = matrix_geodesic(frames, gt_frames)[:, joints].mean()
-    root = -fk.offsets[plain.ik_root] if plain.ik_root else torch.zeros(3)
+    root = -fk.offsets[plain.ik_root] if plain.ik_root else fk.offsets.new_zeros(3)
     _, pos = fk(local, root.expand(local.shape[0], 3))
     pos_err = (pos - clean)[:, joints].norm(dim=-1).mean() * plain.inv_height
     loss = local_geo + weights.frame * frame_geo + weights.position * pos_err
@@ -141,6 +142,11 @@ class IKTask:
         keep = torch.linspace(0, n - 1, min(n, 4000)).round().long()
         self.val_positions, self.val_world = val_set.positions[keep], val_set.world[keep]
 
+    def to_device(self, device: torch.device) -> None:
+        """Move FK and the validation poses (training batches are built on the CPU and moved by the loop)."""
+        self.fk.to(device)
+        self.joints, self.val_positions, self.val_world = to_device((self.joints, self.val_positions, self.val_world), device)
+
     def num_samples(self) -> int:
         return len(self.train_set)
 
@@ -167,7 +173,7 @@ class IKTask:
             sums["val_global_deg"] += float(
                 matrix_geodesic(frames, world @ net.rest_frames)[:, self.joints].mean()
             ) * len(pos)
-            root = -self.fk.offsets[net.ik_root] if net.ik_root else torch.zeros(3)
+            root = -self.fk.offsets[net.ik_root] if net.ik_root else self.fk.offsets.new_zeros(3)
             _, p = self.fk(local, root.expand(len(pos), 3))
             sums["val_mpjpe_pct"] += (
                 float((p - pos)[:, self.joints].norm(dim=-1).mean() * net.inv_height) * 100 * len(pos)

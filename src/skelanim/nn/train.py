@@ -19,6 +19,11 @@ what to write beside the weights); :func:`fit` does the rest:
   by default one probe step on the first batch (model, buffers and RNG restored afterwards) finds out, agreed
   across ranks. The task's loss must call the model (the DDP wrapper), not its submodules, or gradients
   are not averaged: at the end every rank fingerprints its parameters and :func:`fit` raises if they differ.
+* **Device.** :attr:`TrainConfig.device` (``"cpu"``, ``"cuda"``, ...) is where the model and each batch live; the
+  batches are still built on the CPU from the seeded generators (:mod:`skelanim.nn.device`), and a task with a
+  ``to_device(device)`` method is asked to move what its loss and validation hold. Under ``torchrun`` a bare
+  ``"cuda"`` is each rank's own GPU (``LOCAL_RANK``). The model folder and the training state are written from
+  CPU copies, so they load anywhere, and the model is back on the CPU when :func:`fit` returns.
 * **Schedule.** AdamW, linear warm-up then cosine decay over all planned steps, gradient clipping.
 * **Weight averaging.** With :attr:`TrainConfig.ema` > 0 an exponential moving average of the weights and
   buffers (``torch.optim.swa_utils.AveragedModel``) follows the trained model; it is what validation sees
@@ -55,6 +60,7 @@ from skelanim.nn.checkpoint import (
     save_train_state,
     update_model_config,
 )
+from skelanim.nn.device import rank_device, to_device
 
 __all__ = ["Task", "TrainConfig", "fit", "parameter_fingerprint", "seeded_generator", "unused_parameters"]
 
@@ -92,6 +98,10 @@ class TrainConfig:
     keep : str
         ``"best"`` (the epoch with the best validation metric) or ``"last"`` (the final weights) in the model
         folder; the validation history is recorded either way.
+    device : str
+        Where the model and batches live (a torch device name: ``"cpu"``, ``"cuda"``, ``"cuda:1"``; see
+        :func:`skelanim.nn.device.resolve_device` for ``"auto"``). Not part of the run's trajectory: a run may be
+        resumed on another device.
     validate_every : int
         Validate after every this many epochs and after the last (1: every epoch). The epochs between are
         recorded with their training terms only, and the model folder is written at validated epochs only
@@ -113,6 +123,7 @@ class TrainConfig:
     ema: float = 0.0
     keep: str = "best"
     validate_every: int = 1
+    device: str = "cpu"
 
     def __post_init__(self) -> None:
         if self.keep not in ("best", "last"):
@@ -141,6 +152,9 @@ class Task(Protocol):
 
     def model_config(self) -> dict[str, Any]:
         """JSON-serialisable description written to ``config.json`` beside the weights."""
+
+    # Optional: ``to_device(self, device: torch.device) -> None`` moves the tensors the loss and validation use
+    # (called once by :func:`fit` before training when the task has it).
 
 
 def seeded_generator(*keys: int) -> torch.Generator:
@@ -248,7 +262,8 @@ def fit(
     Parameters
     ----------
     model : nn.Module
-        Freshly initialised (seed it before building it) on the CPU.
+        Freshly initialised (seed it before building it) on the CPU; it is trained on ``config.device`` and is
+        on the CPU again when this returns.
     task : Task
         Data, loss and validation.
     out_dir : path
@@ -270,6 +285,11 @@ def fit(
     main = ddp.is_main()
     world, rank = ddp.world_size(), ddp.rank()
     emit = log or (lambda line: tqdm.write(line))
+    device = rank_device(torch.device(config.device))
+    model.to(device)
+    move_task = getattr(task, "to_device", None)
+    if move_task is not None:
+        move_task(device)
     optimizer = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
     n = task.num_samples()
     steps_per_epoch = n // (config.batch_size * world)
@@ -301,13 +321,14 @@ def fit(
             step = meta["step_in_epoch"]
             order = torch.randperm(n, generator=seeded_generator(config.seed, meta["epoch"]))
             start = (step * world + rank) * config.batch_size
-            probe = task.batch(order[start : start + config.batch_size],
-                               seeded_generator(config.seed, meta["epoch"], step, rank))  # fmt: skip
+            probe = to_device(task.batch(order[start : start + config.batch_size],
+                                         seeded_generator(config.seed, meta["epoch"], step, rank)), device)  # fmt: skip
             unused = unused_parameters(model, task, probe)
             find_unused = ddp.any_rank(bool(unused))
             if main and find_unused:
                 emit(f"DDP: find_unused_parameters on ({len(unused)} parameters without gradient, e.g. {unused[0]})")
-        model = nn.parallel.DistributedDataParallel(model, find_unused_parameters=bool(find_unused))
+        model = nn.parallel.DistributedDataParallel(model, device_ids=[device] if device.type == "cuda" else None,
+                                                    find_unused_parameters=bool(find_unused))  # fmt: skip
     plain = _unwrap(model)
     evaluated = plain if averaged is None else averaged.module  # what validation sees and the folder holds
     started, last_save = time.perf_counter() - float(meta["seconds"]), time.perf_counter()
@@ -355,8 +376,9 @@ def fit(
         while meta["step_in_epoch"] < steps_per_epoch and not stop_now():
             step = meta["step_in_epoch"]
             start = (step * world + rank) * config.batch_size
-            batch = task.batch(
-                order[start : start + config.batch_size], seeded_generator(config.seed, epoch, step, rank)
+            batch = to_device(
+                task.batch(order[start : start + config.batch_size], seeded_generator(config.seed, epoch, step, rank)),
+                device,
             )
             for group in optimizer.param_groups:
                 group["lr"] = config.lr * _lr_factor(meta["global_step"], total_steps, config.warmup_steps)
@@ -427,6 +449,9 @@ def fit(
                                "does the task's loss call the model itself rather than its submodules?")  # fmt: skip
         if main:
             emit(f"DDP: {world} ranks hold identical weights (parameter SHA-256 {fingerprint[:16]})")
+    plain.to("cpu")
+    if averaged is not None:
+        averaged.to("cpu")
     result = {"best": meta["best"], "history": meta["history"], "steps": meta["global_step"],
               "seconds": time.perf_counter() - started, "world_size": world, "weights_sha256": fingerprint,
               "find_unused_parameters": find_unused}  # fmt: skip

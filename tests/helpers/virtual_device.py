@@ -1,0 +1,143 @@
+"""A stand-in accelerator for machines without one, to test that code runs on a device other than the CPU.
+
+Inside ``with VirtualDevice():`` the ``meta`` device acts as a GPU would: ``x.to("meta")``, ``module.to("meta")``
+and factories given ``device="meta"`` make :class:`OnDevice` tensors, which report ``device == meta`` but hold
+real CPU values underneath, so results can be compared bit for bit with a CPU run. The rules CUDA enforces are
+enforced here, each as a :class:`DeviceMismatch`:
+
+* an operation mixing tensors on the device with CPU tensors of one or more dimensions (0-dim CPU tensors are
+  scalars to CUDA too; CPU index tensors may index device tensors, and ``copy_`` copies across devices);
+* a CPU ``torch.Generator`` drawing device tensors;
+* a real (value-less) meta tensor, which only code that bypassed the device would make.
+
+``.cpu()`` / ``.to("cpu")`` bring a tensor back; ``.numpy()`` on a device tensor fails as it does for CUDA.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Self
+
+import torch
+from torch.overrides import TorchFunctionMode
+from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._pytree import tree_map
+
+#: The device the stand-in reports.
+DEVICE = torch.device("meta")
+
+aten = torch.ops.aten
+#: Operations that may take CPU index tensors alongside device tensors, as CUDA's do.
+_INDEXING = {aten.index.Tensor, aten.index_put.default, aten.index_put_.default, aten._index_put_impl_.default}
+
+
+class DeviceMismatch(RuntimeError):
+    """What CUDA would raise: tensors on two devices in one operation."""
+
+
+class OnDevice(torch.Tensor):
+    """A tensor "on the device": reports :data:`DEVICE`, computes with the CPU tensor it wraps."""
+
+    cpu_data: torch.Tensor
+
+    @staticmethod
+    def __new__(cls, data: torch.Tensor) -> Self:
+        return torch.Tensor._make_wrapper_subclass(  # type: ignore[attr-defined]
+            cls, data.shape, strides=data.stride(), storage_offset=data.storage_offset(), dtype=data.dtype,
+            device=DEVICE, requires_grad=data.requires_grad,
+        )  # fmt: skip
+
+    def __init__(self, data: torch.Tensor) -> None:
+        self.cpu_data = data
+
+    @property
+    def is_meta(self) -> bool:  # type: ignore[override]
+        """False: these hold values (torch would warn that loading a state dict into them does nothing)."""
+        return False
+
+    def __repr__(self) -> str:  # type: ignore[override]
+        return f"OnDevice({self.cpu_data!r})"
+
+    @classmethod
+    def __torch_dispatch__(cls, func, types, args=(), kwargs=None):  # type: ignore[no-untyped-def]
+        raise RuntimeError(f"{func} on a virtual-device tensor outside `with VirtualDevice():`")
+
+
+def _is_device(device: Any) -> bool:
+    return device is not None and torch.device(device) == DEVICE
+
+
+class VirtualDevice:
+    """``with VirtualDevice():`` makes :data:`DEVICE` behave as an accelerator (module docstring)."""
+
+    def __init__(self) -> None:
+        self._modes = (_Construction(), _Operations())
+
+    def __enter__(self) -> Self:
+        for mode in self._modes:
+            mode.__enter__()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for mode in reversed(self._modes):
+            mode.__exit__(*exc)
+
+
+#: Constructors from Python data, which place their result without dispatching a device copy.
+_FROM_DATA = {torch.tensor, torch.as_tensor, torch.asarray}
+#: Their method forms, which place the result on ``self``'s device.
+_NEW_FROM_DATA = {torch.Tensor.new_tensor}
+
+
+class _Construction(TorchFunctionMode):
+    """``torch.tensor(data, device=DEVICE)`` and its kin: built on the CPU, then moved (a dispatched copy)."""
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):  # type: ignore[no-untyped-def]
+        kwargs = kwargs or {}
+        if func in _FROM_DATA and _is_device(kwargs.get("device")):
+            return func(*args, **{**kwargs, "device": "cpu"}).to(DEVICE)
+        if func in _NEW_FROM_DATA and isinstance(args[0], OnDevice) and kwargs.get("device") is None:
+            return func(args[0].cpu_data, *args[1:], **kwargs).to(DEVICE)
+        return func(*args, **kwargs)
+
+
+class _Operations(TorchDispatchMode):
+    """Every operation: device rules checked, computed on the CPU values, results put back on the device."""
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # type: ignore[no-untyped-def]
+        kwargs = kwargs or {}
+        on: list[OnDevice] = []
+        off: list[torch.Tensor] = []
+        generators: list[torch.Generator] = []
+
+        def scan(x: Any) -> Any:
+            if isinstance(x, OnDevice):
+                on.append(x)
+            elif isinstance(x, torch.Tensor):
+                if x.device == DEVICE:
+                    raise DeviceMismatch(f"{func}: a value-less meta tensor (made outside the virtual device)")
+                if x.dim() > 0:
+                    off.append(x)
+            elif isinstance(x, torch.Generator):
+                generators.append(x)
+            return x
+
+        tree_map(scan, (args, kwargs))
+        target = kwargs.get("device")
+        unwrapped_args, unwrapped_kwargs = tree_map(lambda x: x.cpu_data if isinstance(x, OnDevice) else x, (args, kwargs))
+        if func is aten._to_copy.default and target is not None and not _is_device(target):
+            return func(*unwrapped_args, **unwrapped_kwargs)  # leaving the device
+        creates = _is_device(target)
+        if on and off and func not in _INDEXING and func is not aten.copy_.default:
+            raise DeviceMismatch(f"{func}: tensors on the device and a CPU tensor of shape {tuple(off[0].shape)}")
+        if (on or creates) and any(g.device.type == "cpu" for g in generators):
+            raise DeviceMismatch(f"{func}: a CPU generator drawing device tensors")
+        if creates:
+            unwrapped_kwargs = {**unwrapped_kwargs, "device": torch.device("cpu")}
+        out = func(*unwrapped_args, **unwrapped_kwargs)
+        if func is aten.copy_.default:
+            return args[0]
+        if not (on or creates) or func is aten._local_scalar_dense.default:
+            return out
+        if func._schema.name.endswith("_") and isinstance(args[0], OnDevice):  # in place: the same tensor back
+            return args[0]
+        return tree_map(lambda x: OnDevice(x) if isinstance(x, torch.Tensor) and not isinstance(x, OnDevice) else x, out)

@@ -1,0 +1,113 @@
+"""Training on a device other than the CPU, shown with the stand-in accelerator of ``tests/helpers``
+(:mod:`virtual_device`): it enforces CUDA's rules (no CPU tensor of one or more dimensions beside device
+tensors, no CPU generator drawing device tensors) while computing with CPU values, so a run on it must give the
+CPU run's weights bit for bit."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from safetensors.torch import load_file
+from torch import nn
+from virtual_device import DEVICE, DeviceMismatch, OnDevice, VirtualDevice  # tests/helpers
+
+from skelanim.errors import SkelanimError
+from skelanim.nn.device import module_device, resolve_device, to_device
+from skelanim.nn.train import TrainConfig, fit
+
+
+class ToyTask:
+    """Linear regression whose loss needs a tensor the task holds (as rest offsets or statistics are held)."""
+
+    metric = "val_mse"
+
+    def __init__(self, movable: bool = True) -> None:
+        g = torch.Generator().manual_seed(0)
+        self.x = torch.randn(256, 4, generator=g)
+        self.weights = torch.tensor([1.0, -2.0, 0.5, 3.0])
+        self.y = self.x @ self.weights[:, None]
+        if not movable:
+            self.to_device = None  # type: ignore[assignment]
+
+    def to_device(self, device: torch.device) -> None:
+        self.weights, self.x, self.y = to_device((self.weights, self.x, self.y), device)
+
+    def num_samples(self) -> int:
+        return 256
+
+    def batch(self, indices: torch.Tensor, generator: torch.Generator) -> dict[str, torch.Tensor]:
+        return {"x": self.x[indices].cpu() + 0.01 * torch.randn(len(indices), 4, generator=generator)}
+
+    def loss(self, model: nn.Module, batch: dict[str, torch.Tensor]) -> tuple[torch.Tensor, dict[str, float]]:
+        target = batch["x"] @ self.weights[:, None]
+        mse = ((model(batch["x"]) - target) ** 2).mean()
+        return mse, {"mse": float(mse.detach())}
+
+    @torch.no_grad()
+    def validate(self, model: nn.Module) -> dict[str, float]:
+        return {"val_mse": float(((model(self.x) - self.y) ** 2).mean())}
+
+    def model_config(self) -> dict[str, bool]:
+        return {"toy": True}
+
+
+def _train(out, device: str, task: ToyTask | None = None, ema: float = 0.0) -> tuple[nn.Module, dict]:
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(4, 8), nn.BatchNorm1d(8), nn.Tanh(), nn.Linear(8, 1))
+    config = TrainConfig(epochs=6, batch_size=32, lr=5e-2, warmup_steps=4, progress=False, device=device, ema=ema)
+    result = fit(model, task or ToyTask(), out, config, log=lambda _: None)
+    return model, result
+
+
+@pytest.mark.parametrize("ema", [0.0, 0.99])
+def test_a_run_on_the_device_equals_the_cpu_run(tmp_path, ema):
+    _, cpu_result = _train(tmp_path / "cpu", "cpu", ema=ema)
+    with VirtualDevice():
+        dev_model, dev_result = _train(tmp_path / "dev", "meta", ema=ema)
+        assert module_device(dev_model) == torch.device("cpu")  # back on the CPU when fit returns
+    assert not any(isinstance(t, OnDevice) for t in [*dev_model.parameters(), *dev_model.buffers()])
+    assert dev_result["weights_sha256"] == cpu_result["weights_sha256"]
+    first, last = cpu_result["history"][0]["val_mse"], cpu_result["history"][-1]["val_mse"]
+    assert dev_result["history"][-1]["val_mse"] == last < 0.5 * first  # it learned, the same on both
+    for name in ("model.safetensors", "train_state.safetensors"):  # written from CPU copies, identical
+        a, b = load_file(tmp_path / "cpu" / name), load_file(tmp_path / "dev" / name)
+        assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
+
+
+def test_resuming_on_the_device_a_run_begun_on_the_cpu(tmp_path):
+    _, whole_result = _train(tmp_path / "whole", "cpu")
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(4, 8), nn.BatchNorm1d(8), nn.Tanh(), nn.Linear(8, 1))
+    config = TrainConfig(epochs=6, batch_size=32, lr=5e-2, warmup_steps=4, progress=False, max_steps=11)
+    fit(model, ToyTask(), tmp_path / "split", config, log=lambda _: None)
+    torch.manual_seed(1)  # a fresh model: the state file alone carries the run on
+    model = nn.Sequential(nn.Linear(4, 8), nn.BatchNorm1d(8), nn.Tanh(), nn.Linear(8, 1))
+    with VirtualDevice():
+        config = TrainConfig(epochs=6, batch_size=32, lr=5e-2, warmup_steps=4, progress=False, device="meta")
+        result = fit(model, ToyTask(), tmp_path / "split", config, resume=True, log=lambda _: None)
+    assert result["weights_sha256"] == whole_result["weights_sha256"]
+
+
+def test_the_stand_in_catches_a_task_that_leaves_its_tensors_on_the_cpu(tmp_path):
+    with VirtualDevice(), pytest.raises(DeviceMismatch, match="CPU tensor of shape"):
+        _train(tmp_path, "meta", task=ToyTask(movable=False))
+
+
+def test_the_stand_in_catches_a_cpu_generator_and_numpy():
+    with VirtualDevice():
+        x = torch.ones(3).to(DEVICE)
+        with pytest.raises(DeviceMismatch, match="generator"):
+            torch.randn(3, generator=torch.Generator().manual_seed(0), device=x.device)
+        with pytest.raises((RuntimeError, TypeError)):
+            x.numpy()
+        assert torch.equal((x * torch.tensor(2.0)).cpu(), torch.full((3,), 2.0))  # 0-dim CPU tensors are scalars
+
+
+def test_device_names():
+    assert resolve_device("cpu") == torch.device("cpu")
+    assert resolve_device("auto") == torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    with pytest.raises(SkelanimError, match="unknown device 'gpu0'"):
+        resolve_device("gpu0")
+    if not torch.cuda.is_available():
+        with pytest.raises(SkelanimError, match="no CUDA GPU"):
+            resolve_device("cuda")
