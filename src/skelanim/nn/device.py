@@ -64,14 +64,14 @@ def to_device(value: T, device: torch.device | str) -> T:
     if isinstance(value, Mapping):
         return type(value)({k: to_device(v, device) for k, v in value.items()})  # type: ignore[call-arg]
     if isinstance(value, (list, tuple)):
-        return type(value)(to_device(v, device) for v in value)  # type: ignore[return-value]
+        return type(value)(to_device(v, device) for v in value)
     return value
 
 
 def module_device(module: nn.Module) -> torch.device:
     """The device of a module's first parameter (or buffer); the CPU for a module that holds neither."""
-    for tensor in module.parameters():
-        return tensor.device
-    for tensor in module.buffers():
-        return tensor.device
+    for parameter in module.parameters():
+        return parameter.device
+    for buffer in module.buffers():
+        return buffer.device
     return torch.device("cpu")
