@@ -62,6 +62,16 @@ class OnDevice(torch.Tensor):
         raise RuntimeError(f"{func} on a virtual-device tensor outside `with VirtualDevice():`")
 
 
+def _follow_metadata(tensor: OnDevice) -> None:
+    """After an in-place view change (``transpose_``, ``unsqueeze_``, ...) of the CPU values, give the wrapper the
+    same sizes and strides: ``as_strided_`` on the wrapper itself, run by the meta kernel (it holds no data)."""
+    data = tensor.cpu_data
+    if tensor.shape == data.shape and tensor.stride() == data.stride():
+        return
+    with torch._C._ExcludeDispatchKeyGuard(torch._C.DispatchKeySet(torch._C.DispatchKey.Python)):
+        aten.as_strided_.default(tensor, data.shape, data.stride(), data.storage_offset())
+
+
 def _is_device(device: Any) -> bool:
     return device is not None and torch.device(device) == DEVICE
 
@@ -88,6 +98,17 @@ _FROM_DATA = {torch.tensor, torch.as_tensor, torch.asarray}
 _NEW_FROM_DATA = {torch.Tensor.new_tensor}
 
 
+_INDEXING_METHODS = {torch.Tensor.__getitem__, torch.Tensor.__setitem__}
+
+
+def _list_indices_as_tensors(index: Any) -> Any:
+    if isinstance(index, list):
+        return torch.tensor(index)
+    if isinstance(index, tuple):
+        return tuple(torch.tensor(i) if isinstance(i, list) else i for i in index)
+    return index
+
+
 class _Construction(TorchFunctionMode):
     """``torch.tensor(data, device=DEVICE)`` and its kin: built on the CPU, then moved (a dispatched copy)."""
 
@@ -95,6 +116,9 @@ class _Construction(TorchFunctionMode):
         kwargs = kwargs or {}
         if func in _FROM_DATA and _is_device(kwargs.get("device")):
             return func(*args, **{**kwargs, "device": "cpu"}).to(DEVICE)
+        if func in _INDEXING_METHODS and isinstance(args[0], OnDevice):  # list indices: made CPU tensors here, as
+            # torch would make them on the device without a dispatched copy
+            return func(args[0], _list_indices_as_tensors(args[1]), *args[2:], **kwargs)
         if func in _NEW_FROM_DATA and isinstance(args[0], OnDevice) and kwargs.get("device") is None:
             return func(args[0].cpu_data, *args[1:], **kwargs).to(DEVICE)
         return func(*args, **kwargs)
@@ -139,5 +163,6 @@ class _Operations(TorchDispatchMode):
         if not (on or creates) or func is aten._local_scalar_dense.default:
             return out
         if func._schema.name.endswith("_") and isinstance(args[0], OnDevice):  # in place: the same tensor back
+            _follow_metadata(args[0])
             return args[0]
         return tree_map(lambda x: OnDevice(x) if isinstance(x, torch.Tensor) and not isinstance(x, OnDevice) else x, out)

@@ -121,7 +121,7 @@ class NKNTrainer(nn.Module):
         hips_off = (hb - copied) / leg_b[:, None, None]  # the network's own correction to the copy's hips
         parts["reg"] = ((lb - la) ** 2).sum((-1, -2)).mean() + (hips_off**2).sum(-1).mean()
         parts["twist"] = (twist_angle(delta[:, :, 1:], self.axis[1:], self.ref[1:]) ** 2).mean()
-        change = torch.cat([(delta - torch.eye(3)).flatten(-3), hips_off], dim=-1)
+        change = torch.cat([(delta - torch.eye(3, dtype=delta.dtype, device=delta.device)).flatten(-3), hips_off], dim=-1)
         parts["smooth"] = ((change[:, 1:] - change[:, :-1]) ** 2).sum(-1).mean()
         total = sum(getattr(w, k) * v for k, v in parts.items())
         if w.adv > 0:

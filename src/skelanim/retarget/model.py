@@ -189,7 +189,7 @@ class NKN(nn.Module):
         dec, h_dec = _gru(self.decoder, dec_in, state.decoder)
         out = self.head(dec)
         delta = out[..., : J * 4].unflatten(-1, (J, 4))
-        delta = delta + torch.tensor([1.0, 0.0, 0.0, 0.0], dtype=delta.dtype)
+        delta = delta + delta.new_tensor([1.0, 0.0, 0.0, 0.0])
         target_local = local @ quat_to_matrix(delta)  # quat_to_matrix normalises (a zero quaternion: identity)
         copied = scaled_hips(hips, src_leg[:, None], tgt_leg[:, None], sole_height(src_offsets)[:, None],
                              sole_height(tgt_offsets)[:, None])  # fmt: skip

@@ -19,6 +19,7 @@ import torch
 from torch import Tensor, nn
 
 from skelanim.errors import SkelanimError
+from skelanim.nn.device import to_device
 from skelanim.nn.train import TrainConfig, fit, seeded_generator
 from skelanim.retarget.data import TRAIN_FPS, Family, leg_length, load_families, variant_offsets
 from skelanim.retarget.loss import LossWeights, NKNTrainer
@@ -77,6 +78,10 @@ class RetargetTask:
         self.targets = [n for n in _TARGETS if n in self.families or (n == "variant" and "bandai" in self.families)]
         self.weights, self.config, self.meta = weights or LossWeights(), config or NKNConfig(), meta or {}
         self.val_batches = self._fixed_batches(val_families or families, count=4, size=16)
+
+    def to_device(self, device: torch.device) -> None:
+        """Move the fixed validation batches (training batches are drawn on the CPU and moved by the loop)."""
+        self.val_batches = to_device(self.val_batches, device)
 
     def num_samples(self) -> int:
         """Nominal samples per epoch."""
