@@ -67,6 +67,7 @@ from skelanim.learn.cvae import MotionCVAE, TemporalDiscriminator
 from skelanim.learn.recognize import Recognizer, content_log_probabilities
 from skelanim.metrics.distribution import fid
 from skelanim.nn.checkpoint import load_model_files, save_model_files
+from skelanim.nn.device import module_device, to_device
 from skelanim.nn.train import TrainConfig, fit
 
 __all__ = [
@@ -169,8 +170,11 @@ class Generator(nn.Module):
 
     def draw_latent(self, content: Tensor, generator: torch.Generator | None = None, temperature: float = 1.0) -> Tensor:
         """``(B, latent)`` draws from the latent prior of each content ``(B,)`` (:meth:`fit_latent`; ``N(0, I)``
-        before it), the noise scaled by ``temperature``."""
-        eps = torch.randn(len(content), self.vae.latent, generator=generator) * temperature
+        before it), the noise scaled by ``temperature``. The noise is drawn on the CPU (``generator`` is a CPU
+        generator), so a seed gives the same draws on every device; the result is on the model's."""
+        device = self.latent_mean.device
+        eps = (torch.randn(len(content), self.vae.latent, generator=generator) * temperature).to(device)
+        content = content.to(device)
         return self.latent_mean[content] + (self.latent_chol[content] @ eps[:, :, None])[:, :, 0]
 
     @torch.no_grad()
@@ -320,9 +324,9 @@ class Generator(nn.Module):
     # ------------------------------------------------------------------ sampling
     def condition(self, contents: Sequence[str], styles: Sequence[str]) -> Tensor:
         """``(B, 2 E)`` condition of class names."""
-        return self.vae.condition(
-            torch.tensor(self.contents.indices(contents)), torch.tensor(self.styles.indices(styles))
-        )
+        device = module_device(self)
+        return self.vae.condition(torch.tensor(self.contents.indices(contents), device=device),
+                                  torch.tensor(self.styles.indices(styles), device=device))  # fmt: skip
 
     @torch.no_grad()
     def sample(self, contents: Sequence[str], styles: Sequence[str], *, generator: torch.Generator | None = None,
@@ -438,6 +442,12 @@ class GenerateTask:
     def _contacts(self, windows: Tensor) -> Tensor:
         return self.ds.gather(windows, self.model.length, keys=("contacts",))["contacts"]
 
+    def to_device(self, device: torch.device) -> None:
+        """Move the frozen recogniser of the recognition term (batches are built on the CPU, moved by the loop)."""
+        if self.recognizer is not None:
+            self.recognizer.to(device)
+            self.recog_label = self.recog_label.to(device)
+
     def num_samples(self) -> int:
         """Training windows."""
         return len(self.windows)
@@ -446,12 +456,13 @@ class GenerateTask:
         """Every training window's standardised vectors ``(N, T, D)``, world positions ``(N, T, M, 3)`` (heights)
         and foot contacts ``(N, T, K)``, computed once by a batch's arithmetic (a window's numbers do not depend on
         its batch), so that a step does not redo its real windows' forward kinematics (a sixth of a VAE step)."""
-        if self._real is None:
+        if self._real is None:  # on the model's device, kept on the CPU (where batches are built)
+            device = module_device(self.model)
             with torch.no_grad():
                 chunks = [self.windows[i : i + 256] for i in range(0, len(self.windows), 256)]
-                xs = [self.model.norm(self._vectors(w)) for w in chunks]
-                positions = [self.model.positions(self.model.norm.inverse(x))[0] for x in xs]
-                self._real = (torch.cat(xs), torch.cat(positions), torch.cat([self._contacts(w) for w in chunks]))
+                xs = [self.model.norm(self._vectors(w).to(device)) for w in chunks]
+                positions = [self.model.positions(self.model.norm.inverse(x))[0].cpu() for x in xs]
+                self._real = (torch.cat(xs).cpu(), torch.cat(positions), torch.cat([self._contacts(w) for w in chunks]))
         return self._real
 
     def batch(self, indices: Tensor, generator: torch.Generator) -> dict[str, Tensor]:
@@ -497,7 +508,7 @@ class GenerateTask:
         gen = cast(Generator, model)  # the loop validates the bare model
         g = torch.Generator().manual_seed(1234)
         pick = torch.randperm(len(self.windows), generator=g)[:512]
-        batch = self.batch(pick, g)
+        batch = to_device(self.batch(pick, g), module_device(gen))
         with torch.no_grad():
             mu, _ = gen.vae.encode(batch["x"], gen.vae.condition(batch["content"], batch["style"]))
             rec = float(
@@ -509,8 +520,8 @@ class GenerateTask:
                            generator=torch.Generator().manual_seed(7))  # fmt: skip
             pos, rot, pelvis, yaw = gen.positions(x)
             probs, feats = self.embed(rot, pelvis, yaw, pos * gen.rig.height)
-            out["val_fid"] = fid(feats, self.reference)
-            out["val_recognised"] = float((probs.argmax(-1) == self.content[pick]).float().mean())
+            out["val_fid"] = fid(feats.cpu(), self.reference)
+            out["val_recognised"] = float((probs.argmax(-1).cpu() == self.content[pick]).float().mean())
         return out
 
     def fit_latent(self, sample: int = 3000) -> None:

@@ -105,13 +105,13 @@ def mirror_features(x: Tensor, perm: Tensor, lateral: int, reflections: tuple[Te
         ``(B, T, M, C)``.
     """
     m = x.shape[-2]
-    s = torch.ones(3, dtype=x.dtype)
+    s = torch.ones(3, dtype=x.dtype, device=x.device)
     s[lateral] = -1.0
     left, right = reflections if reflections is not None else (s.expand(m, 3), s.expand(m, 3))
-    left, right = left.to(x.dtype), right.to(x.dtype)
+    left, right = left.to(x), right.to(x)
     six = torch.cat([left * right[:, :1], left * right[:, 1:2]], dim=-1)  # (M, 6)
-    root = torch.tensor([1.0, -1.0, -1.0, 1.0], dtype=x.dtype)
-    path = torch.tensor([1.0, -1.0, -1.0], dtype=x.dtype)[: x.shape[-1] - IN_CHANNELS]
+    root = x.new_tensor([1.0, -1.0, -1.0, 1.0])
+    path = x.new_tensor([1.0, -1.0, -1.0])[: x.shape[-1] - IN_CHANNELS]
     shared = torch.cat([root, path]).expand(m, -1)
     return x[..., perm, :] * torch.cat([s.expand(m, 3), s.expand(m, 3), six, shared], dim=-1)
 

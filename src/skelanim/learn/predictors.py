@@ -394,10 +394,11 @@ class DCTGCN(nn.Module):
             raise ValueError(f"this DCT-GCN predicts {self.horizon} frames, not {horizon}")
         seq = x[:, -self.observed :]
         keep = torch.sigmoid(self.damping)
-        factors = torch.cumsum(keep[None, :] ** torch.arange(1, self.horizon + 1, dtype=x.dtype)[:, None], 0)  # (H, D)
+        steps = torch.arange(1, self.horizon + 1, dtype=x.dtype, device=x.device)
+        factors = torch.cumsum(keep[None, :] ** steps[:, None], 0)  # (H, D)
         future = seq[:, -1:] + factors[None] * (seq[:, -1:] - seq[:, -2:-1])
         if self.pad == "periodic":  # cross-faded from the extrapolation (continuous velocity) over PERIODIC_FADE frames
-            fade = ((torch.arange(self.horizon, dtype=x.dtype) + 1.0) / PERIODIC_FADE).clamp(max=1.0)[None, :, None]
+            fade = (steps / PERIODIC_FADE).clamp(max=1.0)[None, :, None]
             future = future + fade * (periodic_continuation(seq, self.horizon, mirror=_half(self, mirror)) - future)
         padded = torch.cat([seq, future], dim=1)  # (B, L, D)
         coeffs = torch.einsum("kl,bld->bdk", self.dct, padded)  # (B, D, K)

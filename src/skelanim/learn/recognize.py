@@ -53,6 +53,7 @@ from skelanim.learn.joints import (
 from skelanim.learn.mirror import rig_mirror
 from skelanim.learn.stgcn import STGCN, Members, TemporalCNN
 from skelanim.metrics.distribution import accuracy, group_means, vote
+from skelanim.nn.device import module_device, to_device
 from skelanim.ops.normalize import scale
 
 __all__ = ["FORMAT", "Recognizer", "content_log_probabilities", "evaluate_recognizer", "joint_features",
@@ -195,15 +196,17 @@ class Recognizer(nn.Module):
     @torch.no_grad()
     def classify(self, x: Tensor, *, batch: int = 256) -> tuple[Tensor, Tensor]:
         """Content probabilities ``(B, C)`` and features ``(B, D)`` of raw windows ``(B, T, M, C)`` (with
-        ``test_mirror``, probabilities averaged with the mirror image's; features of the window itself)."""
+        ``test_mirror``, probabilities averaged with the mirror image's; features of the window itself). Computed on
+        the model's device, returned on the input's."""
         self.eval()
+        device = module_device(self)
         probs, feats = [], []
         if self.test_mirror:
-            perm, left, right, lateral = self.mirror_map()
+            perm, left, right, lateral = to_device(self.mirror_map(), device)
             to = mirror_labels(self.contents.names)
             has = to >= 0
         for i in range(0, x.shape[0], batch):
-            xi = x[i : i + batch].float()
+            xi = x[i : i + batch].float().to(device)
             logits, _, f = self(xi)
             p = content_log_probabilities(logits).exp()
             if self.test_mirror:
@@ -211,8 +214,8 @@ class Recognizer(nn.Module):
                 pm = content_log_probabilities(self(xm)[0]).exp()
                 p = p.clone()
                 p[:, has] = 0.5 * (p[:, has] + pm[:, to[has]])
-            probs.append(p)
-            feats.append(f)
+            probs.append(p.to(x.device))
+            feats.append(f.to(x.device))
         return torch.cat(probs), torch.cat(feats)
 
     def within_label_spaces(self, probs: Tensor, datasets: Sequence[str | None]) -> Tensor:
@@ -234,8 +237,9 @@ class Recognizer(nn.Module):
 
     def mirror_map(self) -> tuple[Tensor, Tensor, Tensor, int]:
         """:func:`~skelanim.learn.mirror.rig_mirror` of the rig, its choices settled by the training windows'
-        mean pose (the normaliser's mean 6D features): partners, reflections and the lateral axis."""
-        return rig_mirror(self.rig, rot6d_to_matrix(self.norm.mean.detach()[:, 6:12].float()))
+        mean pose (the normaliser's mean 6D features): partners, reflections and the lateral axis (on the CPU,
+        with the rig)."""
+        return rig_mirror(self.rig, rot6d_to_matrix(self.norm.mean.detach()[:, 6:12].float().cpu()))
 
     def inputs(self, rot: Tensor, pelvis: Tensor, yaw: Tensor, positions: Tensor) -> Tensor:
         """This model's raw input ``(B, T, M, C)`` of windows given as arrays (:func:`joint_features`)."""

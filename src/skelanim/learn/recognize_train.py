@@ -38,6 +38,7 @@ from skelanim.learn.common import file_balance_weights, keep_without_validation,
 from skelanim.learn.joints import TURN_CHANNEL, mirror_features, mirror_labels, resample_features
 from skelanim.learn.recognize import Recognizer, evaluate_recognizer
 from skelanim.learn.stgcn import STGCN, TemporalCNN
+from skelanim.nn.device import module_device, to_device
 from skelanim.nn.layers import grad_reverse
 from skelanim.nn.train import TrainConfig, fit
 
@@ -120,6 +121,7 @@ class RecognizeTask:
         if std_floor > 0:  # no channel far narrower than the same channel of the other joints
             std = torch.maximum(std, std_floor * std.median(dim=0).values)
         model.norm.set(mean, std)
+        self.noise_std = std.reshape(model.norm.std.shape).clone()  # (M, C) a CPU copy: batches are built on the CPU
         self.perm, left, right, self.lateral = model.mirror_map()
         self.reflections = (left, right)
 
@@ -166,7 +168,7 @@ class RecognizeTask:
         size = torch.empty(x.shape[0], 1, 1, 1).uniform_(0.9, 1.1, generator=generator)
         lengths = torch.tensor([1] * 6 + [0] * 6 + [1, 1, 0, 1] + [1, 1, 0], dtype=torch.bool)[: x.shape[-1]]
         x = x * torch.where(lengths, size, torch.ones(x.shape[-1]))  # lengths scale with the body
-        x = x + 0.01 * torch.randn(x.shape, generator=generator) * self.model.norm.std
+        x = x + 0.01 * torch.randn(x.shape, generator=generator) * self.noise_std
         if self.mirror:
             target = self.mirror_of[content]
             flip = (torch.rand(len(indices), generator=generator) < 0.5) & (target >= 0)
@@ -194,8 +196,8 @@ class RecognizeTask:
     def validate(self, model: nn.Module) -> dict[str, float]:
         """Window and file accuracy on the validation clips."""
         if self.val_ds is None:
-            return {self.metric: float(self.loss(model, self.batch(torch.arange(min(256, len(self.windows))),
-                                                                   torch.Generator().manual_seed(0)))[0])}  # fmt: skip
+            batch = self.batch(torch.arange(min(256, len(self.windows))), torch.Generator().manual_seed(0))
+            return {self.metric: float(self.loss(model, to_device(batch, module_device(model)))[0])}
         result = evaluate_recognizer(cast(Recognizer, model), self.val_ds)  # the loop validates the bare model
         return {"val_error": 1.0 - result["top1_windows"], "val_top1_windows": result["top1_windows"],
                 "val_top1_files": result["top1_files"]}  # fmt: skip
