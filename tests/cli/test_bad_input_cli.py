@@ -221,3 +221,14 @@ def test_a_device_named_as_a_motion_file_is_refused_not_read_forever(tmp_path: P
     (tmp_path / "noise.bvh").symlink_to("/dev/urandom")
     code, _, err = run(["info", str(tmp_path / "noise.bvh")], capsys)
     one_line_error(code, err, "noise.bvh", "not a regular file")
+
+
+def test_a_predictor_on_clips_shorter_than_a_window_is_one_line(tmp_path: Path, capsys):
+    data = tmp_path / "data"
+    data.mkdir()
+    for name in ("walk", "run"):  # 39 and 25 frames at 30 fps: shorter than the 2 s a training window spans
+        skelanim.save(skelanim.load(sample_path(name)), data / f"dataset-1_{name}_normal_001.bvh")
+    code, _, err = run(["learn", "predict", "train", "--data", str(data), "--split", "none", "-o", str(tmp_path / "m"),
+                        "--arch", "mlp", "--no-progress"], capsys)  # fmt: skip
+    one_line_error(code, err, "no training clip has the 50 frames a window needs", "the longest has 33")
+    assert not (tmp_path / "m").exists()

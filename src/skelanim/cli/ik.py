@@ -12,7 +12,7 @@ import typer
 
 from skelanim.cli import app
 from skelanim.cli.files import require_suffix
-from skelanim.cli.learn_common import MAX_SEED, check_lr
+from skelanim.cli.learn_common import MAX_SEED, check_lr, device_option
 
 ik_app = typer.Typer(help="Inverse kinematics: joint positions to joint rotations (IK-GAT and classical baselines).",
                      no_args_is_help=True)  # fmt: skip
@@ -64,6 +64,7 @@ def train(
     max_frames_per_file: int | None = typer.Option(None, "--max-frames-per-file", min=1),
     max_steps: int | None = typer.Option(None, "--max-steps", min=1, help="Stop after this many steps (quick runs)."),
     threads: int | None = typer.Option(None, "--threads", min=1, max=1024, help="Torch CPU threads."),
+    device: str = device_option(),
     resume: bool = typer.Option(False, "--resume", help="Continue an interrupted run in OUT (same arguments)."),
     init: Path | None = typer.Option(
         None, "--init", help="Start from this model folder's weights (same architecture)."
@@ -83,7 +84,8 @@ def train(
     result = run(
         data, out, val=_split(val), exclude=_split(exclude),
         gat=GATConfig(hidden=hidden, layers=layers, heads=heads, ffn_mult=ffn_mult, hops=hops, chain=chain, flat=flat),
-        loop=TrainConfig(epochs=epochs, batch_size=batch_size, lr=lr, seed=seed, max_steps=max_steps, progress=progress),
+        loop=TrainConfig(epochs=epochs, batch_size=batch_size, lr=lr, seed=seed, max_steps=max_steps, progress=progress,
+                         device=device),
         weights=LossWeights(noise=noise, noisy=noisy, mirror=mirror), max_frames_per_file=max_frames_per_file, resume=resume, init=init,
         command="skelanim " + " ".join(shlex.quote(a) for a in sys.argv[1:]),
     )  # fmt: skip

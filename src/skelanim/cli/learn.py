@@ -26,6 +26,7 @@ from skelanim.cli.learn_common import (
     check_plot,
     combine_folders,
     command_line,
+    device_option,
     echo_json,
     generate_app,
     learn_app,
@@ -57,6 +58,7 @@ def recognize_train(
     keep: str = typer.Option("best", "--keep", help=KEEP_HELP, callback=check_keep),
     max_steps: int | None = typer.Option(None, "--max-steps", min=1),
     threads: int | None = typer.Option(None, "--threads", min=1, max=1024),
+    device: str = device_option(),
     mirror: bool = typer.Option(True, "--mirror/--no-mirror", help="Left/right mirror augmentation (labels swap sides)."),
     balance: float = typer.Option(0.0, "--balance", min=0.0, help="Class weights ∝ (training windows)^-BALANCE."),
     readout: int = typer.Option(
@@ -111,7 +113,7 @@ def recognize_train(
     options = {k: v for k, v in flags.items() if v} if arch == "stgcn" else {}
     parts = split_parts(load_dataset(data, fps, threads, progress, labels=labels, need=("content",)), split, seed)
     result = train_recognizer(parts["train"], parts["val"], out, arch=arch, window=window, stride=stride,
-                              loop=train_config(epochs, batch_size, lr, seed, max_steps, progress, ema=ema, keep=keep), mirror=mirror, balance=balance,
+                              loop=train_config(epochs, batch_size, lr, seed, max_steps, progress, ema=ema, keep=keep, device=device), mirror=mirror, balance=balance,
                               file_balance=file_balance, amplitude=None if amplitude == (1.0, 1.0) else amplitude,
                               test_mirror=test_mirror, test_speeds=tuple(test_speeds) or (1.0,), path=path, posture=posture, arch_options=options or None,
                               style_weight=style_weight, style_adversary=style_adversary, turn=turn, std_floor=std_floor,
@@ -233,6 +235,7 @@ def generate_train(
     seed: int = typer.Option(0, "--seed", min=0, max=MAX_SEED),
     max_steps: int | None = typer.Option(None, "--max-steps", min=1),
     threads: int | None = typer.Option(None, "--threads", min=1, max=1024),
+    device: str = device_option(),
     resume: bool = typer.Option(False, "--resume"),
     progress: bool = typer.Option(True, "--progress/--no-progress"),
 ) -> None:
@@ -254,8 +257,8 @@ def generate_train(
         rec = None
     reference = rec.embed_dataset(parts["train"], stride=8, length=window, speed_votes=False)["features"] if rec else None
     result = train_generator(parts["train"], out, length=window, stride=stride, embed=rec.embed_arrays if rec else None, reference=reference,
-                             vae_loop=train_config(vae_epochs, batch_size, lr, seed, max_steps, progress, 100, validate_every=vae_validate_every),
-                             gan_loop=train_config(gan_epochs, batch_size, gan_lr, seed, max_steps, progress, 20, keep=keep) if gan_epochs else None,
+                             vae_loop=train_config(vae_epochs, batch_size, lr, seed, max_steps, progress, 100, validate_every=vae_validate_every, device=device),
+                             gan_loop=train_config(gan_epochs, batch_size, gan_lr, seed, max_steps, progress, 20, keep=keep, device=device) if gan_epochs else None,
                              weights={"beta": beta, "free_bits": free_bits, "w_vel": vel, "adversarial": adversarial,
                                       "w_speed": speed, "w_speed_frames": speed_frames, "w_contact": contact_match, "w_fake_skate": sample_skate,
                                       "recognition": recognition}, options={"z_every": z_every, "decoder": decoder, "padding": padding},

@@ -90,12 +90,29 @@ def split_parts(ds, split: str, seed: int = 0, *, need: str = "train") -> dict:
 
 
 def train_config(epochs: int, batch_size: int, lr: float, seed: int, max_steps: int | None, progress: bool, warmup: int = 50,
-          ema: float = 0.0, keep: str = "best", validate_every: int = 1, weight_decay: float | None = None):  # fmt: skip
+          ema: float = 0.0, keep: str = "best", validate_every: int = 1, weight_decay: float | None = None,
+          device: str = "cpu"):  # fmt: skip
     from skelanim.nn.train import TrainConfig
 
     decay = TrainConfig.weight_decay if weight_decay is None else weight_decay  # None: the loop's default
     return TrainConfig(epochs=epochs, batch_size=batch_size, lr=lr, seed=seed, max_steps=max_steps, progress=progress,
-                       warmup_steps=warmup, ema=ema, keep=keep, validate_every=validate_every, weight_decay=decay)  # fmt: skip
+                       warmup_steps=warmup, ema=ema, keep=keep, validate_every=validate_every, weight_decay=decay,
+                       device=device)  # fmt: skip
+
+
+def check_device(value: str) -> str:
+    """``--device``: ``auto`` becomes ``cuda`` where torch sees a GPU, else ``cpu``; an unknown name or a GPU this
+    machine lacks is a usage error."""
+    from skelanim.errors import SkelanimError
+    from skelanim.nn.device import resolve_device
+
+    try:
+        return str(resolve_device(value))
+    except SkelanimError as err:
+        raise typer.BadParameter(err.message) from None
+
+
+DEVICE_HELP = "Train on this torch device: auto (a CUDA GPU when torch sees one, else the CPU), cpu, cuda, cuda:N or mps."
 
 
 EMA_HELP = "Validate and save an exponential moving average of the weights with this decay per step (0: off)."
@@ -110,6 +127,11 @@ def check_speeds(value: list[float]) -> list[float]:
 
 #: The largest seed the CLI takes (torch's generators take up to 2^64 - 1 and numpy's up to 2^32 - 1 per word).
 MAX_SEED = 2**63 - 1
+
+
+def device_option() -> Any:
+    """The ``--device`` option of the training commands."""
+    return typer.Option("auto", "--device", help=DEVICE_HELP, callback=check_device)
 
 
 def check_lr(value: float) -> float:

@@ -22,6 +22,7 @@ from skelanim.cli.learn_common import (
     check_plot,
     combine_folders,
     command_line,
+    device_option,
     echo_json,
     load_dataset,
     predict_app,
@@ -80,6 +81,7 @@ def predict_train(
     keep: str = typer.Option("best", "--keep", help=KEEP_HELP, callback=check_keep),
     max_steps: int | None = typer.Option(None, "--max-steps", min=1),
     threads: int | None = typer.Option(None, "--threads", min=1, max=1024),
+    device: str = device_option(),
     resume: bool = typer.Option(False, "--resume"),
     progress: bool = typer.Option(True, "--progress/--no-progress"),
 ) -> None:
@@ -109,7 +111,7 @@ def predict_train(
             "velocity_weight": velocity_weight}  # fmt: skip
     result = train_predictor(parts["train"], parts["val"], out, arch=arch, stride=stride, observed=second, horizon=second,
                              arch_options={k: v for k, v in options.items() if v is not None} or None, task_options=task,
-                             test_mirror=test_mirror, loop=train_config(epochs, batch_size, lr, seed, max_steps, progress, ema=ema, keep=keep, weight_decay=weight_decay),
+                             test_mirror=test_mirror, loop=train_config(epochs, batch_size, lr, seed, max_steps, progress, ema=ema, keep=keep, weight_decay=weight_decay, device=device),
                              resume=resume, command=command_line())  # fmt: skip
     report_training(out, result, "val_mpjpe")
 

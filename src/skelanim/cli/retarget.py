@@ -14,7 +14,7 @@ from typer import _click as click
 from typer.core import TyperGroup
 
 from skelanim.cli import app
-from skelanim.cli.learn_common import MAX_SEED, check_lr
+from skelanim.cli.learn_common import MAX_SEED, check_lr, device_option
 
 
 class _DefaultRun(TyperGroup):
@@ -124,6 +124,7 @@ def train(
     max_steps: int | None = typer.Option(None, "--max-steps", min=1),
     seed: int = typer.Option(0, "--seed", min=0, max=MAX_SEED),
     threads: int | None = typer.Option(None, "--threads", min=1, max=1024),
+    device: str = device_option(),
     resume: bool = typer.Option(False, "--resume", help="Continue an interrupted run in OUT (same arguments)."),
     progress: bool = typer.Option(True, "--progress/--no-progress"),
 ) -> None:
@@ -135,7 +136,7 @@ def train(
     _threads(threads)
     result = run_training(
         data, out, loop=TrainConfig(epochs=epochs, batch_size=batch_size, lr=lr, warmup_steps=100, seed=seed,
-                                    max_steps=max_steps, progress=progress),
+                                    max_steps=max_steps, progress=progress, device=device),
         config=NKNConfig(hidden=hidden), families=families.split(",") if families else None, max_files=max_files,
         window=window, samples=samples, resume=resume,
         command="skelanim " + " ".join(shlex.quote(a) for a in sys.argv[1:]),

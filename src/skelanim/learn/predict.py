@@ -51,6 +51,7 @@ from skelanim.core.rotations import mean_rotations
 from skelanim.data.dataset import MotionDataset
 from skelanim.data.features import to_reference_frame
 from skelanim.data.rig import Rig
+from skelanim.errors import TrainingDataError
 from skelanim.learn.augment import log_uniform, scale_amplitude
 from skelanim.learn.calibrate import calibrate_input_range, median_amplitude
 from skelanim.learn.common import (
@@ -75,6 +76,7 @@ from skelanim.learn.predictors import (
     window_amplitude,
 )  # fmt: skip
 from skelanim.nn.checkpoint import read_model_config, save_model_files
+from skelanim.nn.device import module_device, to_device
 from skelanim.nn.train import TrainConfig, fit
 
 __all__ = ["ARCHITECTURES", "FORMAT", "HORIZONS_MS", "LEARNED", "METHODS", "SECOND_FRAMES", "CombinedPredictor",
@@ -221,7 +223,7 @@ class Predictor(nn.Module):
         key = (mean.data_ptr(), mean._version, std.data_ptr(), std._version)  # the statistics as they are now
         if self._mirror is None or self._mirror[0] != key:  # made once per statistics (about 0.1 s)
             index, sign = vector_mirror(self.rig, self.mean_pose())
-            self._mirror = (key, (index, sign.to(std.dtype)))
+            self._mirror = (key, (index.to(std.device), sign.to(device=std.device, dtype=std.dtype)))
         return self._mirror[1]
 
     def standardised_mirror(self) -> tuple[Tensor, Tensor, Tensor]:
@@ -233,20 +235,20 @@ class Predictor(nn.Module):
 
     def mean_pose(self) -> Tensor:
         """``(M, 3, 3)``: the training frames' mean 6D vectors as rotations (Gram-Schmidt), the typical pose
-        that settles :func:`rig_mirror`'s choice of joint reflections."""
-        return vectors_to_frames(self.norm.mean.detach().float())[0]
+        that settles :func:`rig_mirror`'s choice of joint reflections; on the CPU, with the rig."""
+        return vectors_to_frames(self.norm.mean.detach().float().cpu())[0]
 
     @torch.no_grad()
     def predict_vectors(self, rot: Tensor, pelvis: Tensor) -> Tensor:
         """Future frame vectors ``(B, H, D)`` (6D rotations + pelvis) from observed reference-frame rotations
-        ``(B, T, M, 3, 3)`` and pelvis ``(B, T, 3)``."""
+        ``(B, T, M, 3, 3)`` and pelvis ``(B, T, 3)``; computed on the model's device, returned on the input's."""
         self.eval()
-        x = frames_to_vectors(rot.float(), pelvis.float())
+        x = frames_to_vectors(rot.float(), pelvis.float()).to(module_device(self))
         centre = x.mean(1, keepdim=True)
         votes = [self._mirrored(x)]
         for scale in self.amplitude_votes:  # the observed second scaled about its mean frame, and back
             votes.append(centre + (self._mirrored(centre + scale * (x - centre)) - centre) / scale)
-        return torch.stack(votes).mean(0)[:, -self.horizon :]
+        return torch.stack(votes).mean(0)[:, -self.horizon :].to(rot.device)
 
     def _mirrored(self, x: Tensor) -> Tensor:
         """:meth:`forward` of raw frame vectors, averaged with the mirrored-back prediction of their mirror
@@ -402,6 +404,11 @@ class PredictTask:
         self.global_weight, self.noise, self.horizon_decay = float(global_weight), float(noise), float(horizon_decay)
         self.length = model.observed + model.horizon
         self.windows = train_ds.windows(self.length, stride, pad_short=False)
+        if len(self.windows) == 0:  # the observed and predicted seconds must both be real frames
+            longest = max(c.num_frames for c in train_ds.clips)
+            raise TrainingDataError(f"no training clip has the {self.length} frames a window needs ({model.observed} "
+                                    f"observed and {model.horizon} predicted at {train_ds.fps:g} fps); the longest has "
+                                    f"{longest}")  # fmt: skip
         self.sample_weight = file_balance_weights(self.windows[:, 0], len(train_ds), file_balance)
         sample = model.window_vectors(train_ds, spread_sample(self.windows, 2000))
         mean, std = sample.mean(dim=(0, 1)), sample.std(dim=(0, 1)).clamp_min(1e-3)
@@ -456,7 +463,7 @@ class PredictTask:
         seam = self.velocity_weight > 0 and pred.shape[1] < x.shape[1]  # the frame before the first predicted
         before = vectors_to_frames(x[:, -pred.shape[1] - 1])[0] if seam else None
         rr, glob, vel = _position_errors(plain.fk, rot, pelvis, rot_gt, pelvis_gt, before)
-        w = _frame_weights(pred.shape[1], plain.horizon, self.horizon_decay)[None, :, None]
+        w = _frame_weights(pred.shape[1], plain.horizon, self.horizon_decay).to(pred.device)[None, :, None]
         per_window = (w * rr).mean((1, 2)) + self.global_weight * (w * glob).mean((1, 2))
         if self.velocity_weight > 0:
             per_window = per_window + self.velocity_weight * (w * vel).mean((1, 2))
@@ -467,11 +474,8 @@ class PredictTask:
     def validate(self, model: nn.Module) -> dict[str, float]:
         """Mean root-relative MPJPE over the horizons on the validation windows."""
         if self.val_ds is None or self.val_windows is None or not self.validated:
-            return {
-                self.metric: float(
-                    self.loss(model, self.batch(torch.arange(min(128, len(self.windows))), torch.Generator()))[0]
-                )
-            }
+            batch = self.batch(torch.arange(min(128, len(self.windows))), torch.Generator())
+            return {self.metric: float(self.loss(model, to_device(batch, module_device(model)))[0])}
         from skelanim.learn.predict_eval import evaluate_prediction
 
         scores = evaluate_prediction({"m": cast(Predictor, model)}, self.val_ds, methods=("m",), windows=self.val_windows)

@@ -40,6 +40,8 @@ def resolve_device(name: str) -> torch.device:
         device = torch.device(name)
     except (RuntimeError, ValueError):
         raise SkelanimError(f"unknown device {name!r} (expected auto, cpu, cuda, cuda:N or mps)") from None
+    if device.type == "meta":
+        raise SkelanimError("device 'meta' holds shapes, not values: nothing can be trained on it")
     if device.type == "cuda":
         if not torch.cuda.is_available():
             raise SkelanimError(f"device {name!r}: this torch sees no CUDA GPU (use --device cpu or auto)")
