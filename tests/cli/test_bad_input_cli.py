@@ -178,6 +178,24 @@ def test_stream_names_the_file_whose_skeleton_cannot_be_mapped(tmp_path: Path, c
     one_line_error(code, err, f"error: {src}:", "cannot map the skeleton")
 
 
+@pytest.mark.parametrize("end_site", ["  End Site\n  {\n    OFFSET 0 10 0\n  }\n", ""], ids=["end-site", "no-end-site"])
+def test_a_skeleton_of_one_hips_joint_is_said_to_have_too_few_joints(end_site: str, tmp_path: Path, capsys):
+    """A BVH of a lone ``ROOT Hips`` was told "no joint found for required canonical joint(s) hips, ..."."""
+    src = tmp_path / "hips.bvh"
+    src.write_text("HIERARCHY\nROOT Hips\n{\n  OFFSET 0 0 0\n  CHANNELS 6 Xposition Yposition Zposition Zrotation "
+                   f"Xrotation Yrotation\n{end_site}}}\nMOTION\nFrames: 2\nFrame Time: 0.033333\n0 90 0 0 0 0\n"
+                   "0 91 0 0 0 5\n")  # fmt: skip
+    assert skelanim.load(src).skeleton.names == ["Hips"]
+    out = tmp_path / "out.bvh"
+    for argv in (["retarget", str(src), "--to", str(sample_path("walk")), "-o", str(out)],
+                 ["stream", str(src), "--host", "127.0.0.1", "--frames", "1"]):  # fmt: skip
+        code, _, err = run(argv, capsys)
+        one_line_error(code, err, f"error: {src}: cannot map the skeleton: it has only 1 joint (Hips), and a humanoid "
+                                  "mapping needs at least 12")  # fmt: skip
+        assert "no joint found" not in err
+    assert not out.exists()
+
+
 def test_stream_names_every_suffix_it_takes(tmp_path: Path, capsys):
     (tmp_path / "take.xyz").write_text("?")
     code, _, err = run(["stream", str(tmp_path / "take.xyz"), "--host", "127.0.0.1", "--frames", "1"], capsys)

@@ -106,6 +106,31 @@ def test_unmappable_skeleton_lists_required_joints():
     assert "root, a, b, c" in message
 
 
+def test_a_lone_hips_joint_is_said_to_be_too_few_joints_not_a_missing_hips():
+    """A skeleton of one joint named ``Hips`` was told "no joint found for ... hips", though it has one."""
+    with pytest.raises(MappingError) as err:
+        map_skeleton(_chain_skeleton(["Hips"], [-1]), source="lone.bvh")
+    message = str(err.value)
+    assert message.startswith("lone.bvh: cannot map the skeleton: it has only 1 joint (Hips), and a humanoid mapping "
+                              "needs at least 12, one for each of hips, chest, l_upperarm,"), message
+    assert "no joint found" not in message
+
+
+def test_hips_named_but_not_placed_are_not_said_to_be_missing():
+    """The hips are placed above the chest (where the arms meet): arms not found leave a named ``Hips`` unplaced,
+    which is said as that, not as "no joint found for ... hips"."""
+    tree = [("Hips", -1), ("Spine", 0), ("Chest", 1), ("Head", 2)]
+    for side in ("Left", "Right"):
+        tree += [(f"{side}Wing", 2), (f"{side}Tip", len(tree))]
+    for side in ("Left", "Right"):
+        tree += [(f"{side}UpLeg", 0), (f"{side}Leg", len(tree)), (f"{side}Foot", len(tree) + 1)]
+    with pytest.raises(MappingError) as err:
+        map_skeleton(_chain_skeleton([n for n, _ in tree], [p for _, p in tree]))
+    message = str(err.value)
+    assert "no joint found for required canonical joint(s) chest, l_upperarm, l_forearm, r_upperarm, r_forearm; " in message
+    assert "hips: Hips is not taken, as the hips are placed above the chest and no chest was found" in message
+
+
 def test_user_mapping_with_unknown_joint_is_named(clips):
     with pytest.raises(MappingError, match="NoSuchJoint"):
         map_skeleton(clips["cmu_mb"].skeleton, {"neck": "NoSuchJoint"})

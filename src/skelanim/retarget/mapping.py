@@ -415,8 +415,26 @@ def map_skeleton(
                 joints["neck"], how["neck"] = (away or necks)[0], "name"
 
     missing = sorted(REQUIRED - set(joints), key=CANONICAL_JOINTS.index)
+    if missing and not user and skeleton.num_joints < len(REQUIRED):  # not a humanoid: no joint to name differently
+        listed = ", ".join(skeleton.names[:40]) + (" ..." if skeleton.num_joints > 40 else "")
+        raise MappingError(
+            f"cannot map the skeleton: it has only {skeleton.num_joints} joint{'s' if skeleton.num_joints != 1 else ''} "
+            f"({listed}), and a humanoid mapping needs at least {len(REQUIRED)}, one for each of "
+            f"{', '.join(c for c in CANONICAL_JOINTS if c in REQUIRED)} (the hips, the chest, both arms and both legs); "
+            f"a mapping file ({option}) cannot supply joints the skeleton lacks", path=source,
+        )  # fmt: skip
+    notes: list[str] = []
+    hips_named = [skeleton.names[j] for j, (s, b) in enumerate(parsed) if s is None and b in _HIPS]
+    if "hips" in missing and "hips" not in user and hips_named:  # not "no joint found": the hips are placed by the tree
+        missing.remove("hips")
+        named = " or ".join(hips_named)
+        if "chest" in joints:
+            notes.append(f"hips: {named} is not above both the chest ({skeleton.names[joints['chest']]}) and the legs found")
+        else:
+            notes.append(f"hips: {named} is not taken, as the hips are placed above the chest and no chest was found")
     if missing:
-        problems.insert(0, "no joint found for required canonical joint(s) " + ", ".join(missing))
+        notes.insert(0, "no joint found for required canonical joint(s) " + ", ".join(missing))
+    problems[:0] = notes
     for c, j in joints.items():
         up = CANONICAL_PARENTS[CANONICAL_JOINTS.index(c)]  # canonical index of the parent
         while up >= 0 and CANONICAL_JOINTS[up] not in joints:
