@@ -142,6 +142,26 @@ def test_generate_bounds_its_length_and_temperature(tmp_path: Path, capsys):
     assert not (tmp_path / "g").exists()
 
 
+@pytest.mark.parametrize("option", ["--content", "--style"])
+def test_generate_refuses_an_empty_content_or_style(option: str, tmp_path: Path, capsys):
+    """``--style ""`` meant the default style (normal) without a word, and ``--content ""`` was an unknown content."""
+    for given in ([option, ""], [f"{option}="], [option, " "]):
+        others = ["--content", "walk"] if option == "--style" else []
+        code, _, err = run(["generate", "-n", "1", "-o", str(tmp_path / "g"), *others, *given], capsys)
+        one_line_error(code, err, f"Invalid value for '{option}': is empty")
+    assert not (tmp_path / "g").exists()
+
+
+@pytest.mark.parametrize("option", ["--content", "--style"])
+def test_generate_interpolate_refuses_an_empty_content_or_style(option: str, mocap_files, tmp_path: Path, capsys):
+    """With --interpolate, an empty ``--content``/``--style`` meant the files' labels without a word."""
+    walk, run_ = mocap_files(["bandai_namco_1/dataset-1_walk_normal_001.bvh", "bandai_namco_1/dataset-1_run_normal_001.bvh"])
+    argv = ["generate", "--interpolate", str(walk), "--interpolate", str(run_), "-n", "2", "-o", str(tmp_path / "g"), option, ""]
+    code, _, err = run(argv, capsys)
+    one_line_error(code, err, f"Invalid value for '{option}': is empty")
+    assert not (tmp_path / "g").exists()
+
+
 def test_unreadable_binary_inputs_say_what_they_are_not(tmp_path: Path, capsys):
     cases = {"empty.glb": b"", "noise.glb": bytes(range(200, 256)) * 4, "cut.glb": b"glTF\x02\x00\x00\x00\x10"}
     said = {"empty.glb": "the file is empty", "noise.glb": "neither a binary glTF", "cut.glb": "cut short"}

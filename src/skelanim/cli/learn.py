@@ -21,9 +21,11 @@ from skelanim.cli.learn_common import (
     MAX_SEED,
     SPLIT_HELP,
     TEST_SPEED_OPTION,
+    check_content,
     check_keep,
     check_lr,
     check_plot,
+    check_style,
     combine_folders,
     command_line,
     device_option,
@@ -405,9 +407,11 @@ def _generation_plan(content: str, seconds: float | None, fps: float, window: in
 def generate_cmd(
     content: str | None = typer.Option(
         None, "--content", help="Content class (walk, run, bow, ...), or a plan of contents and seconds played in "
-        "turn, e.g. walk:4,run:3,walk:2.",
+        "turn, e.g. walk:4,run:3,walk:2.", callback=check_content,
     ),
-    style: str | None = typer.Option(None, "--style", help="Style class (happy, angry, ...; default: normal)."),
+    style: str | None = typer.Option(
+        None, "--style", help="Style class (happy, angry, ...; default: normal).", callback=check_style
+    ),
     n: int = typer.Option(4, "-n", min=1, help="Motions to write."),
     out: Path = typer.Option(..., "-o", "--out", help="Folder for the BVH files."),
     model: Path | None = typer.Option(None, "--model", "-m", help="Generator folder (default: the shipped one)."),
@@ -444,7 +448,8 @@ def generate_cmd(
             lab = known_labels(p)
             if not motion.skeleton.same_topology(gen.rig.skeleton):
                 raise skelanim.errors.SkeletonError(skeleton_mismatch("generator", gen.rig.skeleton, motion.skeleton), path=p)
-            chosen = (content or lab.get("content"), style or lab.get("style"))  # the command line wins
+            # the command line wins
+            chosen = (lab.get("content") if content is None else content, lab.get("style") if style is None else style)
             if None in chosen:
                 missing = " and ".join(k for k, v in zip(("--content", "--style"), chosen, strict=True) if v is None)
                 raise LabelError("the file name carries no content and style labels (dataset-N_CONTENT_STYLE_TAKE); "
@@ -457,7 +462,7 @@ def generate_cmd(
     else:
         if content is None:
             raise typer.BadParameter("--content is required (or use --interpolate)", param_hint="--content")
-        style = style or "normal"
+        style = "normal" if style is None else style
         plan = _generation_plan(content, seconds, gen.fps, gen.length)
         x = sample_plan(
             gen, [(c, style, frames) for c, frames in plan], n=n, generator=torch.Generator().manual_seed(seed),

@@ -160,6 +160,20 @@ def check_keep(value: str) -> str:
     return value
 
 
+def check_content(value: str | None) -> str | None:
+    """``--content`` given empty (``--content ""``) is an error, not the file's label (``--interpolate``)."""
+    if value is not None and not value.strip():
+        raise typer.BadParameter("is empty: name a content (walk, run, ...) or a plan (walk:4,run:3)")
+    return value
+
+
+def check_style(value: str | None) -> str | None:
+    """``--style`` given empty (``--style ""``) is an error, not the default style."""
+    if value is not None and not value.strip():
+        raise typer.BadParameter("is empty: name a style (happy, angry, ...) or leave the option out for normal")
+    return value
+
+
 def check_range(value: tuple[float, float]) -> tuple[float, float]:
     if not 0.0 < value[0] <= value[1]:
         raise typer.BadParameter(f"expected 0 < LO <= HI, got {value[0]} {value[1]}")
