@@ -9,7 +9,7 @@ from PIL import Image
 
 from skelanim.cli import main
 from skelanim.errors import FormatError
-from skelanim.nn.checkpoint import save_model_files, save_train_state
+from skelanim.nn.checkpoint import read_model_config, save_model_files, save_train_state
 from skelanim.viz.charts import (
     confusion_matrix,
     plot_confusion,
@@ -112,3 +112,23 @@ def test_cli_curves_writes_an_image_and_refuses_a_bad_name_before_work(tmp_path,
     err = capsys.readouterr().err
     assert err.startswith("error:") and "cannot write a figure as 'xyz'" in err and len(err.strip().splitlines()) == 1
     assert not bad.exists()
+
+
+def test_cli_curves_reads_the_config_once_for_the_history_and_the_kept_epoch(tmp_path, capsys, monkeypatch):
+    from skelanim.viz import charts
+
+    epochs = [{"epoch": e, "train_loss": 1.0 / e, "val_error": 0.5 + (e - 2) ** 2 / 10} for e in (1, 2, 3)]
+    save_model_files(tmp_path / "run", {"w": torch.zeros(1)},
+                     {"format": "x", "training": {"history": epochs, "best": {"epoch": 2}, "loop": {"keep": "last"}}})  # fmt: skip
+    reads = []
+
+    def counted(path):
+        reads.append(path)
+        return read_model_config(path)
+
+    monkeypatch.setattr(charts, "read_model_config", counted)
+    assert main(["learn", "curves", str(tmp_path / "run"), "-o", str(tmp_path / "curves.png")]) == 0
+    assert "(3 epochs, best score at 2; the weights are epoch 3's (--keep last))" in capsys.readouterr().out
+    assert reads == [tmp_path / "run" / "config.json"]
+    run = charts.training_run(tmp_path / "run")
+    assert (len(run.history), run.best_epoch, run.keeps_last) == (3, 2, True)

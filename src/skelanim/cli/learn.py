@@ -338,13 +338,14 @@ def curves(
     member: int = typer.Option(0, "--member", min=0, help="For an ensemble (combine): which member's run."),
 ) -> None:
     """Plot a training run's per-epoch curves (training terms, validation scores; best epoch marked)."""
-    from skelanim.viz.charts import keeps_last_epoch, plot_training_history, training_history
+    from skelanim.viz.charts import plot_training_history, training_run
     from skelanim.viz.plots import save_figure
 
     check_plot(out)
-    history, best = training_history(folder, member=member)
+    run = training_run(folder, member=member)  # config.json read once: the history and what --keep kept
+    history, best = run.history, run.best_epoch
     save_figure(plot_training_history(history, best_epoch=best, title=str(folder)), out)
-    last = history[-1].get("epoch") if history and keeps_last_epoch(folder, member) else None
+    last = history[-1].get("epoch") if run.keeps_last else None
     kept = "" if best is None else f", best {best}" if last is None else f", best score at {best}; the weights are epoch {last}'s (--keep last)"
     typer.echo(f"wrote {out} ({len(history)} epochs{kept})")
 

@@ -8,6 +8,7 @@ Each ``plot_*`` function returns a :class:`matplotlib.figure.Figure`; write it w
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -18,8 +19,8 @@ from skelanim.errors import FormatError
 from skelanim.nn.checkpoint import CONFIG_NAME, STATE_NAME, read_model_config, read_train_meta
 from skelanim.viz._draw import unit_color
 
-__all__ = ["confusion_matrix", "keeps_last_epoch", "plot_confusion", "plot_horizon_errors", "plot_training_history",
-           "training_history"]
+__all__ = ["TrainingRun", "confusion_matrix", "keeps_last_epoch", "plot_confusion", "plot_horizon_errors",
+           "plot_training_history", "training_history", "training_run"]
 
 #: Panels of :func:`plot_horizon_errors`: result key, axis label, scale applied to the values.
 HORIZON_PANELS = (
@@ -131,17 +132,33 @@ def plot_confusion(panels: Mapping[str, tuple[Sequence[str], Sequence[str]]], *,
     return fig
 
 
-def training_history(folder: str | Path, *, member: int = 0) -> tuple[list[dict[str, Any]], int | None]:
-    """Per-epoch records of a training run and its best epoch.
+@dataclass(frozen=True)
+class TrainingRun:
+    """A training run as its model folder records it (:func:`training_run`).
+
+    Attributes
+    ----------
+    history : list of dict
+        Per-epoch records (``{"epoch": n, "train_loss": ..., "val_...": ..., "seconds": ...}``).
+    best_epoch : int or None
+        The best-scoring epoch, where the run says.
+    keeps_last : bool
+        Whether the folder holds the last epoch's weights (``--keep last``) rather than the best epoch's;
+        ``False`` where no ``config.json`` says.
+    """
+
+    history: list[dict[str, Any]]
+    best_epoch: int | None
+    keeps_last: bool
+
+
+def training_run(folder: str | Path, *, member: int = 0) -> TrainingRun:
+    """A training run's per-epoch records, its best epoch and which epoch's weights it kept, ``config.json``
+    read once.
 
     Reads the full history from the run's ``train_state.safetensors`` when it is there (every epoch run), else
     from ``config.json`` (the epochs up to the best one, as shipped models keep it). An ensemble made by
     ``combine`` keeps each member's training record: ``member`` picks one (0-based).
-
-    Returns
-    -------
-    tuple
-        The records (``{"epoch": n, "train_loss": ..., "val_...": ..., "seconds": ...}``) and the best epoch.
     """
     folder = Path(folder)
     config_path, state = folder / CONFIG_NAME, folder / STATE_NAME
@@ -149,16 +166,31 @@ def training_history(folder: str | Path, *, member: int = 0) -> tuple[list[dict[
         raise FormatError(f"neither {CONFIG_NAME} nor {STATE_NAME}: not a model or training folder", path=folder)
     history: list[dict[str, Any]] = []
     best = None
+    keeps_last = False
     if config_path.is_file():
         training = _training_record(folder, member)
         history, best = list(training.get("history") or []), (training.get("best") or {}).get("epoch")
+        keeps_last = _keeps_last(training)
     if state.is_file():
         meta = read_train_meta(state)
         history = list(meta.get("history") or history)
         best = (meta.get("best") or {}).get("epoch", best)
     if not history:
         raise FormatError("no finished epoch in this training run yet", path=folder)
-    return history, (int(best) if best is not None else None)
+    return TrainingRun(history, int(best) if best is not None else None, keeps_last)
+
+
+def training_history(folder: str | Path, *, member: int = 0) -> tuple[list[dict[str, Any]], int | None]:
+    """Per-epoch records of a training run and its best epoch (:func:`training_run`'s ``history`` and
+    ``best_epoch``).
+
+    Returns
+    -------
+    tuple
+        The records (``{"epoch": n, "train_loss": ..., "val_...": ..., "seconds": ...}``) and the best epoch.
+    """
+    run = training_run(folder, member=member)
+    return run.history, run.best_epoch
 
 
 def _training_record(folder: Path, member: int) -> dict[str, Any]:
@@ -174,13 +206,17 @@ def _training_record(folder: Path, member: int) -> dict[str, Any]:
     return training
 
 
+def _keeps_last(training: Mapping[str, Any]) -> bool:
+    return (training.get("loop") or {}).get("keep") == "last"
+
+
 def keeps_last_epoch(folder: str | Path, member: int = 0) -> bool:
     """Whether the run of a model folder (or of its ensemble member) kept its last epoch's weights (``--keep
     last``) rather than its best-scoring one; ``False`` where no ``config.json`` says."""
     folder = Path(folder)
     if not (folder / CONFIG_NAME).is_file():
         return False
-    return (_training_record(folder, member).get("loop") or {}).get("keep") == "last"
+    return _keeps_last(_training_record(folder, member))
 
 
 def plot_training_history(history: Sequence[Mapping[str, Any]], *, best_epoch: int | None = None,
