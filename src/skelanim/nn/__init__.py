@@ -6,6 +6,7 @@
 :mod:`.train`             :func:`fit`, :class:`TrainConfig`, :class:`Task`, :func:`seeded_generator`
 :mod:`.checkpoint`        model folders (safetensors + JSON) and resumable training states
 :mod:`.distributed`       torchrun/DDP helpers (gloo on CPU)
+:mod:`.device`            where training and inference run (``--device``: CPU, CUDA, MPS)
 ========================  ====================================================================
 """
 
