@@ -111,3 +111,22 @@ def test_device_names():
     if not torch.cuda.is_available():
         with pytest.raises(SkelanimError, match="no CUDA GPU"):
             resolve_device("cuda")
+
+
+@pytest.mark.parametrize(("local_rank", "expected"), [(None, "cuda:0"), ("1", "cuda:1")])
+def test_a_bare_cuda_device_gets_an_index_before_it_is_made_current(monkeypatch, local_rank, expected):
+    """torch.cuda.set_device refuses a device without an index; without a GPU its rule is checked by hand here."""
+    from torch._utils import _get_device_index
+
+    from skelanim.nn.device import rank_device
+
+    made_current: list[int] = []
+    monkeypatch.setattr(torch.cuda, "set_device", lambda device: made_current.append(_get_device_index(device)))
+    monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
+    if local_rank is None:
+        monkeypatch.delenv("LOCAL_RANK", raising=False)
+    else:
+        monkeypatch.setenv("LOCAL_RANK", local_rank)
+    assert rank_device(torch.device("cuda")) == torch.device(expected)
+    assert made_current == [torch.device(expected).index]
+    assert rank_device(torch.device("cpu")) == torch.device("cpu") and len(made_current) == 1

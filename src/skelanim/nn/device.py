@@ -53,9 +53,15 @@ def resolve_device(name: str) -> torch.device:
 
 
 def rank_device(device: torch.device) -> torch.device:
-    """Under ``torchrun``, a CUDA device without an index becomes this process's GPU (``LOCAL_RANK``)."""
-    if device.type == "cuda" and device.index is None and "LOCAL_RANK" in os.environ:
-        return torch.device("cuda", int(os.environ["LOCAL_RANK"]))
+    """The device this process computes on, made current. A CUDA device without an index becomes this process's
+    GPU under ``torchrun`` (``LOCAL_RANK``), else the current one; torch's current CUDA device is then set to it
+    (NCCL and tensors made with a bare ``"cuda"`` follow it)."""
+    if device.type != "cuda":
+        return device
+    if device.index is None:
+        index = int(os.environ["LOCAL_RANK"]) if "LOCAL_RANK" in os.environ else torch.cuda.current_device()
+        device = torch.device("cuda", index)
+    torch.cuda.set_device(device)  # needs the index: a bare "cuda" is refused there
     return device
 
 

@@ -286,8 +286,6 @@ def fit(
     world, rank = ddp.world_size(), ddp.rank()
     emit = log or (lambda line: tqdm.write(line))
     device = rank_device(torch.device(config.device))
-    if device.type == "cuda":  # NCCL and the current-device defaults follow this rank's GPU
-        torch.cuda.set_device(device)
     model.to(device)
     move_task = getattr(task, "to_device", None)
     if move_task is not None:
