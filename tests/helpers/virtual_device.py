@@ -8,7 +8,9 @@ enforced here, each as a :class:`DeviceMismatch`:
 * an operation mixing tensors on the device with CPU tensors of one or more dimensions (0-dim CPU tensors are
   scalars to CUDA too; CPU index tensors may index device tensors, and ``copy_`` copies across devices);
 * a CPU ``torch.Generator`` drawing device tensors;
-* a real (value-less) meta tensor, which only code that bypassed the device would make.
+* a real (value-less) meta tensor, which only code that bypassed the device would make;
+* float64 on the device (unless ``VirtualDevice(float64=True)``): Apple's MPS has none, and GPUs run it at a
+  fraction of float32's speed, so a float64 tensor there is a slip (an unconverted CPU default).
 
 ``.cpu()`` / ``.to("cpu")`` bring a tensor back; ``.numpy()`` on a device tensor fails as it does for CUDA.
 """
@@ -79,8 +81,8 @@ def _is_device(device: Any) -> bool:
 class VirtualDevice:
     """``with VirtualDevice():`` makes :data:`DEVICE` behave as an accelerator (module docstring)."""
 
-    def __init__(self) -> None:
-        self._modes = (_Construction(), _Operations())
+    def __init__(self, *, float64: bool = False) -> None:
+        self._modes = (_Construction(), _Operations(float64))
 
     def __enter__(self) -> Self:
         for mode in self._modes:
@@ -124,8 +126,16 @@ class _Construction(TorchFunctionMode):
         return func(*args, **kwargs)
 
 
+def _leaves(out: Any) -> list[Any]:
+    return list(out) if isinstance(out, (list, tuple)) else [out]
+
+
 class _Operations(TorchDispatchMode):
     """Every operation: device rules checked, computed on the CPU values, results put back on the device."""
+
+    def __init__(self, float64: bool) -> None:
+        super().__init__()
+        self.float64 = float64
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # type: ignore[no-untyped-def]
         kwargs = kwargs or {}
@@ -162,6 +172,8 @@ class _Operations(TorchDispatchMode):
             return args[0]
         if not (on or creates) or func is aten._local_scalar_dense.default:
             return out
+        if not self.float64 and any(isinstance(x, torch.Tensor) and x.dtype == torch.float64 for x in _leaves(out)):
+            raise DeviceMismatch(f"{func}: float64 on the device (MPS has none; GPUs run it at a fraction of float32's speed)")
         if func._schema.name.endswith("_") and isinstance(args[0], OnDevice):  # in place: the same tensor back
             _follow_metadata(args[0])
             return args[0]

@@ -93,7 +93,7 @@ def test_the_stand_in_catches_a_task_that_leaves_its_tensors_on_the_cpu(tmp_path
         _train(tmp_path, "meta", task=ToyTask(movable=False))
 
 
-def test_the_stand_in_catches_a_cpu_generator_and_numpy():
+def test_the_stand_in_catches_a_cpu_generator_numpy_and_float64():
     with VirtualDevice():
         x = torch.ones(3).to(DEVICE)
         with pytest.raises(DeviceMismatch, match="generator"):
@@ -101,6 +101,10 @@ def test_the_stand_in_catches_a_cpu_generator_and_numpy():
         with pytest.raises((RuntimeError, TypeError)):
             x.numpy()
         assert torch.equal((x * torch.tensor(2.0)).cpu(), torch.full((3,), 2.0))  # 0-dim CPU tensors are scalars
+        with pytest.raises(DeviceMismatch, match="float64 on the device"):
+            x.double()
+    with VirtualDevice(float64=True):
+        assert torch.ones(3).to(DEVICE).double().cpu().dtype == torch.float64
 
 
 def test_device_names():
