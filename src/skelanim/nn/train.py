@@ -23,7 +23,9 @@ what to write beside the weights); :func:`fit` does the rest:
   batches are still built on the CPU from the seeded generators (:mod:`skelanim.nn.device`), and a task with a
   ``to_device(device)`` method is asked to move what its loss and validation hold. Under ``torchrun`` a bare
   ``"cuda"`` is each rank's own GPU (``LOCAL_RANK``). The model folder and the training state are written from
-  CPU copies, so they load anywhere, and the model is back on the CPU when :func:`fit` returns.
+  CPU copies, so they load anywhere, and the model is back on the CPU when :func:`fit` returns. The training state
+  holds the CPU's random state only: on a GPU, what the model draws itself (dropout masks, a VAE's noise) comes
+  from the GPU's generator, so there a resumed run is not bit-identical to an uninterrupted one.
 * **Schedule.** AdamW, linear warm-up then cosine decay over all planned steps, gradient clipping.
 * **Weight averaging.** With :attr:`TrainConfig.ema` > 0 an exponential moving average of the weights and
   buffers (``torch.optim.swa_utils.AveragedModel``) follows the trained model; it is what validation sees
