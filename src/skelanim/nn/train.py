@@ -24,7 +24,7 @@ what to write beside the weights); :func:`fit` does the rest:
   ``to_device(device)`` method is asked to move what its loss and validation hold. Under ``torchrun`` a bare
   ``"cuda"`` is each rank's own GPU (``LOCAL_RANK``). The model folder and the training state are written from
   CPU copies, so they load anywhere, and the model is back on the CPU when :func:`fit` returns. The training state
-  holds the CPU's random state only: on a GPU, what the model draws itself (dropout masks, a VAE's noise) comes
+  holds the CPU's random state only: on a GPU, what the model draws itself in its forward (dropout masks) comes
   from the GPU's generator, so there a resumed run is not bit-identical to an uninterrupted one.
 * **Schedule.** AdamW, linear warm-up then cosine decay over all planned steps, gradient clipping.
 * **Weight averaging.** With :attr:`TrainConfig.ema` > 0 an exponential moving average of the weights and
