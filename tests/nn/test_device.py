@@ -134,3 +134,13 @@ def test_a_bare_cuda_device_gets_an_index_before_it_is_made_current(monkeypatch,
     assert rank_device(torch.device("cuda")) == torch.device(expected)
     assert made_current == [torch.device(expected).index]
     assert rank_device(torch.device("cpu")) == torch.device("cpu") and len(made_current) == 1
+
+
+@pytest.mark.parametrize(("backend", "expected"), [("gloo", "cpu"), ("nccl", "cuda:0")])
+def test_collectives_hold_their_tensors_where_the_backend_reduces(monkeypatch, backend, expected):
+    """NCCL reduces only GPU tensors (``any_rank`` under NCCL had made a CPU one); gloo's stay on the CPU."""
+    from skelanim.nn import distributed
+
+    monkeypatch.setattr(distributed.dist, "get_backend", lambda: backend)
+    monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
+    assert distributed.collective_device() == torch.device(expected)

@@ -22,7 +22,8 @@ T = TypeVar("T")
 LEAVE_TIMEOUT_S = 60
 
 __all__ = [
-    "all_reduce_mean", "any_rank", "barrier", "broadcast_object", "cleanup", "exit_worker", "gather_objects", "is_main",
+    "all_reduce_mean", "any_rank", "barrier", "broadcast_object", "cleanup", "collective_device", "exit_worker",
+    "gather_objects", "is_main",
     "rank", "setup", "world_size",
 ]  # fmt: skip
 
@@ -99,11 +100,19 @@ def barrier() -> None:
         dist.barrier()
 
 
+def collective_device() -> torch.device:
+    """Where the tensors of a collective must live: this rank's GPU under NCCL, which reduces nothing on the CPU;
+    the CPU under gloo."""
+    if dist.get_backend() == "nccl":
+        return torch.device("cuda", torch.cuda.current_device())
+    return torch.device("cpu")
+
+
 def all_reduce_mean(value: float) -> float:
     """Mean of a float over ranks (the value itself without DDP)."""
     if world_size() == 1:
         return value
-    t = torch.tensor([value], dtype=torch.float64)
+    t = torch.tensor([value], dtype=torch.float64, device=collective_device())
     dist.all_reduce(t)
     return float(t) / world_size()
 
@@ -112,7 +121,7 @@ def any_rank(flag: bool) -> bool:
     """Whether ``flag`` is true on any rank (``flag`` itself without DDP)."""
     if world_size() == 1:
         return flag
-    t = torch.tensor([1 if flag else 0], dtype=torch.int64)
+    t = torch.tensor([1 if flag else 0], dtype=torch.int64, device=collective_device())
     dist.all_reduce(t, op=dist.ReduceOp.MAX)
     return bool(t.item())
 
