@@ -10,8 +10,6 @@ hierarchy and skinning) compared with :meth:`Motion.positions`, and by reading b
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import subprocess
 import warnings
 from pathlib import Path
@@ -20,6 +18,7 @@ import numpy as np
 import pygltflib
 import pytest
 import torch
+from needs import node_tool  # tests/helpers
 
 import skelanim
 from skelanim import Motion
@@ -28,7 +27,6 @@ from skelanim.core.units import up_to_y_matrix
 from skelanim.errors import FormatError, ShapeError
 from skelanim.io import deepmimic, gltf
 
-TOOLS = Path(__file__).resolve().parents[2] / "tools"
 SAMPLE = Path(skelanim.__file__).parent / "data" / "samples" / "deepmimic" / "walk.txt"
 REAL_FILES = [
     "bandai_namco_1/dataset-1_walk_normal_001.bvh",  # 22 joints, positions animated on every joint, cm
@@ -97,16 +95,7 @@ class Reader:
 
 def validate(path: Path) -> dict:
     """The Khronos validator's JSON report for ``path`` (skips when node or the npm module is missing)."""
-    script = TOOLS / "validate_gltf.mjs"
-    reason = None
-    if shutil.which("node") is None:
-        reason = "node is not on PATH: the Khronos glTF validation step is skipped (the other checks ran)"
-    elif not (TOOLS / "node_modules" / "gltf-validator").is_dir():
-        reason = "tools/node_modules/gltf-validator is missing (run `npm install` in tools/): validation skipped"
-    if reason:
-        if os.environ.get("SKELANIM_REQUIRE_NODE") == "1":
-            pytest.fail(f"{reason}, and SKELANIM_REQUIRE_NODE=1")
-        pytest.skip(reason)
+    script = node_tool("gltf-validator", "the Khronos glTF validation step (the other checks ran)") / "validate_gltf.mjs"
     run = subprocess.run(["node", str(script), str(path)], check=False, capture_output=True, text=True, timeout=300)
     assert run.returncode in (0, 1), run.stderr
     report = json.loads(run.stdout)

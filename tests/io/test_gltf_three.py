@@ -12,8 +12,6 @@ scale and up axis): ``tests/io/test_gltf.py`` checks against our own Python read
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
@@ -22,6 +20,7 @@ from typing import Any
 import numpy as np
 import pytest
 import torch
+from needs import node_tool  # tests/helpers
 
 import skelanim
 from skelanim import Motion
@@ -29,7 +28,6 @@ from skelanim.core.rotations import matrix_to_quat, quat_multiply, quat_slerp
 from skelanim.core.units import up_to_y_matrix
 from skelanim.io import gltf
 
-TOOLS = Path(__file__).resolve().parents[2] / "tools"
 #: (file under the mocap folder, the up axis to turn it to before export, ``None`` to keep it)
 CASES = [
     ("bandai_namco_1/dataset-1_walk_normal_001.bvh", None),  # cm, 30 fps, translations animated on every joint
@@ -41,16 +39,8 @@ CASES = [
 def three_pose(path: Path, times: list[float], skin_time: float) -> dict[str, Any]:
     """three.js's world positions for ``path`` (see ``tools/three_pose.mjs``); skips when node or the npm
     module three is missing, or fails under ``SKELANIM_REQUIRE_NODE=1``."""
-    reason = None
-    if shutil.which("node") is None:
-        reason = "node is not on PATH: the three.js check of the glTF export is skipped"
-    elif not (TOOLS / "node_modules" / "three").is_dir():
-        reason = "tools/node_modules/three is missing (run `npm ci` in tools/): the three.js check is skipped"
-    if reason:
-        if os.environ.get("SKELANIM_REQUIRE_NODE") == "1":
-            pytest.fail(f"{reason}, and SKELANIM_REQUIRE_NODE=1")
-        pytest.skip(reason)
-    command = ["node", str(TOOLS / "three_pose.mjs"), str(path), "--times", ",".join(map(repr, times)),
+    tools = node_tool("three", "the three.js check of the glTF export")
+    command = ["node", str(tools / "three_pose.mjs"), str(path), "--times", ",".join(map(repr, times)),
                "--skin-time", repr(skin_time)]  # fmt: skip
     run = subprocess.run(command, check=False, capture_output=True, text=True, timeout=120)
     assert run.returncode == 0, run.stderr
