@@ -92,10 +92,7 @@ def run(
         return
     target_motion = skelanim.load(to)
     target = target_motion.skeleton
-
-    # a motion calibrates its skeleton's bone frames where its zero pose is no body pose
-    source_rig = make_rig(motion if calibrate else motion.skeleton, source_map, source=str(src))
-    target_rig = make_rig(target_motion if calibrate else target, target_map, source=str(to), option="--target-map")
+    source_rig, target_rig = _rigs(motion, target_motion, src, to, source_map, target_map, calibrate)
     if show_map:
         assert source_rig.mapping is not None and target_rig.mapping is not None
         typer.echo(f"source {src}:\n{source_rig.mapping.describe()}\ntarget {to}:\n{target_rig.mapping.describe()}")
@@ -107,6 +104,54 @@ def run(
     result = retargeter(motion)
     skelanim.save(result, out)
     typer.echo(f"wrote {out} ({result.num_frames} frames at {result.fps:g} fps, {target.num_joints} joints, method {method})")
+
+
+def _rigs(motion: Any, target_motion: Any, src: Path, to: Path, source_map: Path | None, target_map: Path | None,
+          calibrate: bool) -> tuple[Any, Any]:  # fmt: skip
+    """Both canonical rigs; a motion calibrates its skeleton's bone frames where its zero pose is no body pose."""
+    from skelanim.retarget.retargeter import make_rig
+
+    source_rig = make_rig(motion if calibrate else motion.skeleton, source_map, source=str(src))
+    target_rig = make_rig(target_motion if calibrate else target_motion.skeleton, target_map, source=str(to),
+                          option="--target-map")  # fmt: skip
+    return source_rig, target_rig
+
+
+@retarget_app.command("export")
+def export(
+    src: Path = typer.Argument(..., help="A motion file of the source skeleton (its frames calibrate its bone frames)."),
+    to: Path = typer.Option(..., "--to", help="A motion file of the target skeleton (its frames calibrate it)."),
+    out: Path = typer.Option(..., "-o", "--out", help="The .onnx file to write."),
+    method: str = typer.Option("nkn", "--method", help="nkn, copy or naive (ik's foot pins are no graph)."),
+    fps: float | None = typer.Option(None, "--fps", min=1.0, max=1000.0, help="The stream's frame rate (default: SRC's)."),
+    source_map: Path | None = typer.Option(None, "--map", help="Joint mapping (JSON/YAML) for the source."),
+    target_map: Path | None = typer.Option(None, "--target-map", help="Joint mapping (JSON/YAML) for the target."),
+    model: Path | None = typer.Option(None, "--model", "-m", help="NKN model folder (default: the shipped model)."),
+    calibrate: bool = typer.Option(True, "--calibrate/--no-calibrate", help="As for skelanim retarget."),
+) -> None:
+    """Write the streaming retargeter from SRC's skeleton onto TARGET's as an ONNX file for engine runtimes: one
+    frame in, one out, the stream state in and out (src/skelanim/retarget/export.py says what each input is)."""
+    import skelanim
+    from skelanim.cli.files import check_not_an_input, require_suffix
+    from skelanim.retarget import METHODS, Retargeter, RetargetError
+    from skelanim.retarget.export import export_step
+    from skelanim.retarget.retargeter import target_floor_of
+
+    if method not in METHODS or method == "ik":
+        raise RetargetError(f"--method: {method!r} cannot be exported; choose from nkn, copy or naive"
+                            + (" (ik's foot pins are a Python state machine, not a graph)" if method == "ik" else ""))
+    require_suffix(out, (".onnx",), "a streamed retargeter")
+    check_not_an_input(out, src, to, source_map, target_map)
+    if to.suffix.lower() in (".urdf", ".txt", ".json"):
+        raise RetargetError("the DeepMimic humanoid's robot fix (hinge joints, feet on the ground) is not part of a "
+                            "streamed step: export onto a BVH skeleton", path=to)  # fmt: skip
+    motion, target_motion = skelanim.load(src), skelanim.load(to)
+    source_rig, target_rig = _rigs(motion, target_motion, src, to, source_map, target_map, calibrate)
+    retargeter = Retargeter(source_rig, target_rig, method, model=model, fps=fps or motion.fps,
+                            target_floor=target_floor_of(target_rig, target_motion))  # fmt: skip
+    export_step(retargeter, out)
+    typer.echo(f"wrote {out} ({method}, {motion.skeleton.num_joints} joints in, {target_motion.skeleton.num_joints} out, "
+               f"{retargeter.fps:g} fps; {out.stat().st_size / 1e6:.2f} MB)")
 
 
 @retarget_app.command()

@@ -16,12 +16,13 @@ from __future__ import annotations
 
 import io
 import warnings
+from collections.abc import Sequence
 
 import numpy as np
 import torch
 from torch import Tensor, nn
 
-__all__ = ["OPSET", "OnnxStep", "onnx_available"]
+__all__ = ["OPSET", "OnnxStep", "onnx_available", "onnx_bytes"]
 
 OPSET = 17
 
@@ -33,6 +34,19 @@ def onnx_available() -> bool:
     except ImportError:  # pragma: no cover - onnxruntime is a dependency
         return False
     return True
+
+
+def onnx_bytes(module: nn.Module, example: tuple[Tensor, ...], input_names: Sequence[str],
+               output_names: Sequence[str] | None = None) -> bytes:  # fmt: skip
+    """``module`` (a pure function of its tensor inputs) exported with ``example`` inputs (shapes fixed) as an
+    ONNX model, in memory; inputs it does not read are dropped by the exporter."""
+    buffer = io.BytesIO()
+    with warnings.catch_warnings(), torch.inference_mode(False), torch.no_grad():
+        warnings.simplefilter("ignore")
+        # the TorchScript exporter (dynamo=False) writes to a file object; torch annotates ``f`` as a path only
+        torch.onnx.export(module.eval(), example, buffer, dynamo=False, input_names=list(input_names),  # type: ignore[arg-type]
+                          output_names=None if output_names is None else list(output_names), opset_version=OPSET)  # fmt: skip
+    return buffer.getvalue()
 
 
 class OnnxStep:
@@ -55,21 +69,16 @@ class OnnxStep:
         import onnxruntime as ort
 
         names = [f"in{i}" for i in range(len(example))]
-        buffer = io.BytesIO()
-        with warnings.catch_warnings(), torch.inference_mode(False), torch.no_grad():
-            warnings.simplefilter("ignore")
-            # the TorchScript exporter (dynamo=False) writes to a file object; torch annotates ``f`` as a path only
-            torch.onnx.export(module.eval(), example, buffer, dynamo=False, input_names=names,  # type: ignore[arg-type]
-                              opset_version=OPSET)  # fmt: skip
+        data = onnx_bytes(module, example, names)
         options = ort.SessionOptions()
         options.intra_op_num_threads = 1
         options.inter_op_num_threads = 1
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-        self.session = ort.InferenceSession(buffer.getvalue(), options, providers=["CPUExecutionProvider"])
+        self.session = ort.InferenceSession(data, options, providers=["CPUExecutionProvider"])
         # the exporter drops inputs the graph does not use; keep the positions of those it kept
         kept = {i.name for i in self.session.get_inputs()}
         self._inputs = [(i, n) for i, n in enumerate(names) if n in kept]
-        self.size = len(buffer.getvalue())
+        self.size = len(data)
 
     def __call__(self, *arrays: np.ndarray) -> list[np.ndarray]:
         """Run one frame: NumPy inputs in the order of ``example``, NumPy outputs."""

@@ -1,0 +1,147 @@
+"""A streaming retargeter as an ONNX file, for engine runtimes (Unity Sentis, Unreal NNE, onnxruntime).
+
+The file is the graph :meth:`.Retargeter.step` runs (:mod:`.online`): one source frame in, one target frame
+out, the stream state in and out, so the engine keeps the state between frames and the graph stays stateless.
+Inputs, in order (the stream state a method keeps: ``nkn`` all of it, ``copy`` the floor and the previous feet,
+``naive`` none):
+
+========================  ====================  ===================================================================
+``rotations``             ``(J_A, 4)`` float64  the source frame's local quaternions ``w, x, y, z`` (BVH order of
+                                                ``skelanim.source_joints``)
+``root_position``         ``(3,)`` float64      the source root's position, in the source file's units and world
+``joint_offsets``         ``(J_A, 3)`` float64  local joint translations (the rest offsets of
+                                                ``skelanim.source_offsets`` unless joints are animated; row 0 is
+                                                ignored)
+``floor``                 ``(1, 4)`` float64    stream state: the running floor of the four foot joints
+``previous_feet``         ``(1, 4, 3)``         stream state: the previous frame's foot positions
+``encoder_state``,        ``(1, 1, H)`` float   stream state: the NKN's GRU hidden states
+``decoder_state``
+``previous_hips``         ``(1, 3)`` float      stream state: the previous frame's hips
+========================  ====================  ===================================================================
+
+Outputs: ``target_rotations`` ``(J_B, 4)`` (local quaternions of ``skelanim.target_joints``),
+``target_root_position`` ``(3,)``, ``target_joint_translations`` ``(J_B, 3)`` where the target animates its hips'
+translation (``skelanim.hips_translated``), then the next stream state: ``next_floor``, ``next_previous_feet``,
+``next_encoder_state``, ``next_decoder_state``, ``next_previous_hips``, each fed back as its input on the next
+frame. The first frame's state is in ``skelanim.initial_state`` (+inf floor, NaN previous frame, zero GRU state).
+The frame rate, the floor and the calibration of both skeletons are fixed in the graph
+(``skelanim.fps``); a source or target that is not Y up is turned inside it, as :meth:`.Retargeter.step` turns it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import torch
+from torch import Tensor, nn
+
+from skelanim.core.rotations import quat_apply, quat_identity, quat_multiply
+from skelanim.io.atomic import atomic_path
+from skelanim.retarget.online import onnx_bytes
+from skelanim.retarget.retargeter import Retargeter, RetargetError
+
+__all__ = ["FORMAT", "STATE_INPUTS", "export_step"]
+
+#: ``skelanim.format`` of an exported step.
+FORMAT = "skelanim-retarget-step"
+#: The stream state, in the order of the graph's inputs (and, prefixed ``next_``, of its last outputs).
+STATE_INPUTS = ("floor", "previous_feet", "encoder_state", "decoder_state", "previous_hips")
+
+
+#: The stream state each method keeps (the rest would pass through the graph unchanged, so it is left out).
+_STATE_OF = {"nkn": STATE_INPUTS, "copy": ("floor", "previous_feet"), "naive": ()}
+
+
+class _TurnedStep(nn.Module):
+    """:meth:`.Retargeter._step_module` with the source's world turned Y up before it and the target's turned
+    back after it, as :meth:`.Retargeter.step` does (the root's rotation and position only); the stream state
+    the method does not keep is a constant inside, not an input."""
+
+    def __init__(self, retargeter: Retargeter) -> None:
+        super().__init__()
+        self.inner = retargeter._step_module()
+        self.turn_in, self.turn_out = retargeter._turn_in, retargeter._turn_out
+        self.translated = retargeter.target.hips_translated
+        self.kept = _STATE_OF[retargeter.method]
+        self.fresh = dict(zip(STATE_INPUTS, retargeter._fresh_stream_state(), strict=True))
+
+    def forward(self, rot: Tensor, root: Tensor, offsets: Tensor, *kept: Tensor) -> tuple[Tensor, ...]:
+        if self.turn_in is not None:
+            rot = torch.cat([quat_multiply(self.turn_in, rot[:1]), rot[1:]])
+            root = quat_apply(self.turn_in, root)
+        given = dict(zip(self.kept, kept, strict=True))
+        state = [given.get(name, self.fresh[name]) for name in STATE_INPUTS]
+        q, root2, translations, *next_state = self.inner(rot, root, offsets, *state)
+        if self.turn_out is not None:
+            q = torch.cat([quat_multiply(self.turn_out, q[:1]), q[1:]])
+            root2 = quat_apply(self.turn_out, root2)
+        following = [t for name, t in zip(STATE_INPUTS, next_state, strict=True) if name in self.kept]
+        return (q, root2, *([translations] if self.translated else []), *following)
+
+
+def export_step(retargeter: Retargeter, path: str | os.PathLike) -> Path:
+    """Write ``retargeter``'s streamed step as an ONNX file (module docstring), atomically.
+
+    Parameters
+    ----------
+    retargeter : Retargeter
+        Built for the stream (its ``fps`` and ``floor`` are fixed in the graph); method ``copy``, ``naive`` or
+        ``nkn``.
+    path : path
+        The ``.onnx`` file to write.
+
+    Returns
+    -------
+    Path
+        ``path``.
+
+    Raises
+    ------
+    RetargetError
+        For method ``ik``, whose foot pins are a Python state machine (no graph holds them).
+    """
+    import onnx
+
+    if retargeter.method == "ik":
+        raise RetargetError("method ik cannot be exported: its foot pins are a Python state machine, not a graph "
+                            "(export copy, naive or nkn)", path=path)  # fmt: skip
+    source, target = retargeter.source.skeleton, retargeter.target.skeleton
+    step = _TurnedStep(retargeter)
+    example = (quat_identity((source.num_joints,)), source.offsets[0].clone(), source.offsets.clone(),
+               *(step.fresh[name] for name in step.kept))  # fmt: skip
+    outputs = ["target_rotations", "target_root_position"]
+    if retargeter.target.hips_translated:
+        outputs.append("target_joint_translations")
+    outputs += [f"next_{name}" for name in step.kept]
+    data = onnx_bytes(step, example, ["rotations", "root_position", "joint_offsets", *step.kept], outputs)
+    model = onnx.load_from_string(data)
+    kept = [i.name for i in model.graph.input]
+    hidden = step.fresh["encoder_state"].shape[-1]
+    initial = {"floor": {"shape": [1, 4], "fill": "inf"}, "previous_feet": {"shape": [1, 4, 3], "fill": "nan"},
+               "encoder_state": {"shape": [1, 1, hidden], "fill": 0.0},
+               "decoder_state": {"shape": [1, 1, hidden], "fill": 0.0},
+               "previous_hips": {"shape": [1, 3], "fill": "nan"}}  # fmt: skip
+    meta = {
+        "skelanim.format": FORMAT,
+        "skelanim.method": retargeter.method,
+        "skelanim.fps": f"{retargeter.fps:g}",
+        "skelanim.source_joints": json.dumps(list(source.names)),
+        "skelanim.source_parents": json.dumps([int(p) for p in source.parents]),
+        "skelanim.source_offsets": json.dumps(source.offsets.tolist()),
+        "skelanim.target_joints": json.dumps(list(target.names)),
+        "skelanim.target_parents": json.dumps([int(p) for p in target.parents]),
+        "skelanim.target_offsets": json.dumps(target.offsets.tolist()),
+        "skelanim.hips_translated": json.dumps(bool(retargeter.target.hips_translated)),
+        "skelanim.inputs": json.dumps(kept),
+        "skelanim.outputs": json.dumps([o.name for o in model.graph.output]),
+        "skelanim.initial_state": json.dumps({k: v for k, v in initial.items() if k in kept}),
+        "skelanim.convention": "quaternions w, x, y, z; local rotations relative to the parent (the root's in world "
+                               "axes), world = parent world @ local (BVH); each next_* output is fed back as the "
+                               "input of its name on the next frame",
+    }  # fmt: skip
+    onnx.helper.set_model_props(model, meta)
+    with atomic_path(path) as tmp:
+        tmp.write_bytes(model.SerializeToString())
+    return Path(path)

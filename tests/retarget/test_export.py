@@ -1,0 +1,101 @@
+"""A streaming retargeter written as an ONNX file (``skelanim.retarget.export``), run the way an engine would:
+onnxruntime alone, the stream state fed back by hand from the file's own metadata; every frame must equal
+:meth:`Retargeter.step`'s."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import onnxruntime as ort
+import pytest
+
+from skelanim.core.units import up_to_y_matrix
+from skelanim.ops import rotate
+from skelanim.retarget import Retargeter, RetargetError
+from skelanim.retarget.export import FORMAT, export_step
+
+
+def _stream_file(path, source) -> list[list[np.ndarray]]:
+    """Every frame of ``source`` through the exported file, as an engine would run it."""
+    session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    meta = session.get_modelmeta().custom_metadata_map
+    fill = {"inf": math.inf, "nan": math.nan}
+    dtypes = {i.name: np.float64 if i.type == "tensor(double)" else np.float32 for i in session.get_inputs()}
+    state = {name: np.full(spec["shape"], fill.get(spec["fill"], spec["fill"]), dtype=dtypes[name])
+             for name, spec in json.loads(meta["skelanim.initial_state"]).items()}  # fmt: skip
+    offsets = source.skeleton.offsets.numpy()
+    frames = []
+    for f in range(source.num_frames):
+        feed = {"rotations": source.rotations[f].numpy(), "root_position": source.root_positions[f].numpy(),
+                "joint_offsets": offsets, **state}  # fmt: skip
+        feed = {i.name: feed[i.name] for i in session.get_inputs()}
+        out = dict(zip([o.name for o in session.get_outputs()], session.run(None, feed), strict=True))
+        state = {name: out[f"next_{name}"] for name in state}
+        frames.append([out[k] for k in ("target_rotations", "target_root_position") if k in out]
+                      + [out.get("target_joint_translations")])  # fmt: skip
+    return frames
+
+
+@pytest.mark.parametrize(("method", "source", "target"), [("nkn", "cmu_mb", "bandai"), ("copy", "bandai", "cmu_mb"),
+                                                         ("naive", "cmu_mb", "ccrig")])  # fmt: skip
+def test_the_file_streams_as_the_retargeter_steps(clips, tmp_path, method, source, target):
+    motion = clips[source][:20]
+    retarget = Retargeter(motion, clips[target], method, fps=motion.fps)
+    path = export_step(retarget, tmp_path / "step.onnx")
+    session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    meta = session.get_modelmeta().custom_metadata_map
+    assert meta["skelanim.format"] == FORMAT and meta["skelanim.method"] == method
+    assert json.loads(meta["skelanim.target_joints"]) == list(clips[target].skeleton.names)
+    assert float(meta["skelanim.fps"]) == pytest.approx(motion.fps)
+    kept = {"nkn": ["floor", "previous_feet", "encoder_state", "decoder_state", "previous_hips"],
+            "copy": ["floor", "previous_feet"], "naive": []}[method]  # fmt: skip
+    assert json.loads(meta["skelanim.inputs"]) == ["rotations", "root_position", "joint_offsets", *kept]
+    retarget.reset()
+    for f, (q, root, translations) in enumerate(_stream_file(path, motion)):
+        want = retarget.step(motion.rotations[f], motion.root_positions[f])
+        np.testing.assert_allclose(q, want[0].numpy(), atol=1e-9, rtol=0)
+        np.testing.assert_allclose(root, want[1].numpy(), atol=1e-9, rtol=0)
+        assert (translations is None) == (want[2] is None)
+        if translations is not None:
+            np.testing.assert_allclose(translations, want[2].numpy(), atol=1e-9, rtol=0)
+
+
+def test_a_z_up_source_is_turned_inside_the_graph(clips, tmp_path):
+    """A Z-up copy of a CMU walk streams through the file as the Retargeter steps it: the turn is in the graph."""
+    upright = clips["cmu_mb"][:12]
+    z_up = rotate(upright, up_to_y_matrix(2).T)
+    retarget = Retargeter(z_up, clips["bandai"], "copy", fps=z_up.fps)
+    assert retarget.source_turn is not None
+    path = export_step(retarget, tmp_path / "z.onnx")
+    retarget.reset()
+    for f, (q, root, _) in enumerate(_stream_file(path, z_up)):
+        want = retarget.step(z_up.rotations[f], z_up.root_positions[f])
+        np.testing.assert_allclose(q, want[0].numpy(), atol=1e-9, rtol=0)
+        np.testing.assert_allclose(root, want[1].numpy(), atol=1e-9, rtol=0)
+
+
+def test_ik_is_refused_and_nothing_is_written(clips, tmp_path):
+    retarget = Retargeter(clips["cmu_mb"], clips["bandai"], "ik")
+    with pytest.raises(RetargetError, match="foot pins are a Python state machine"):
+        export_step(retarget, tmp_path / "ik.onnx")
+    assert not (tmp_path / "ik.onnx").exists()
+
+
+def test_the_cli_writes_a_file_an_engine_can_stream(mocap_files, tmp_path, capsys):
+    from skelanim.cli import main
+
+    src, to = mocap_files(["cmu_cgspeed_mb/01_01.bvh", "bandai_namco_1/dataset-1_walk_normal_001.bvh"])
+    out = tmp_path / "step.onnx"
+    assert main(["retarget", "export", str(src), "--to", str(to), "-o", str(out), "--fps", "60"]) == 0
+    session = ort.InferenceSession(str(out), providers=["CPUExecutionProvider"])
+    meta = session.get_modelmeta().custom_metadata_map
+    assert meta["skelanim.method"] == "nkn" and meta["skelanim.fps"] == "60"
+    assert [o.shape for o in session.get_outputs()][:3] == [[22, 4], [3], [22, 3]]  # Bandai animates its hips' offset
+    for argv, expected in ((["--method", "ik"], "ik's foot pins"), (["-o", str(tmp_path / "s.bvh")], "not '.bvh'")):
+        capsys.readouterr()
+        code = main(["retarget", "export", str(src), "--to", str(to), "-o", str(tmp_path / "x.onnx"), *argv])
+        err = capsys.readouterr().err.strip().splitlines()
+        assert code == 2 and len(err) == 1 and expected in err[0], err
+    assert not (tmp_path / "x.onnx").exists() and not (tmp_path / "s.bvh").exists()
