@@ -13,10 +13,13 @@ enforced here, each as a :class:`DeviceMismatch`:
   fraction of float32's speed, so a float64 tensor there is a slip (an unconverted CPU default).
 
 ``.cpu()`` / ``.to("cpu")`` bring a tensor back; ``.numpy()`` on a device tensor fails as it does for CUDA.
+``torch.inference_mode()`` runs as ``torch.no_grad()`` inside (the wrappers cannot be inference tensors; values
+and device rules are the same).
 """
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any, Self
 
 import torch
@@ -83,15 +86,23 @@ class VirtualDevice:
 
     def __init__(self, *, float64: bool = False) -> None:
         self._modes = (_Construction(), _Operations(float64))
+        self._inference_mode = torch.inference_mode
 
     def __enter__(self) -> Self:
         for mode in self._modes:
             mode.__enter__()
+        torch.inference_mode = _no_grad_inference  # type: ignore[assignment,misc]
         return self
 
     def __exit__(self, *exc: object) -> None:
+        torch.inference_mode = self._inference_mode  # type: ignore[misc]
         for mode in reversed(self._modes):
             mode.__exit__(*exc)
+
+
+def _no_grad_inference(mode: bool = True) -> contextlib.AbstractContextManager[Any]:
+    """``torch.inference_mode(mode)`` on the stand-in: ``no_grad`` (``mode=False``: nothing changes)."""
+    return torch.no_grad() if mode else contextlib.nullcontext()
 
 
 #: Constructors from Python data, which place their result without dispatching a device copy.
