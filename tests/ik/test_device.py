@@ -1,13 +1,16 @@
-"""IK-GAT trains on a device other than the CPU (the stand-in accelerator of ``tests/helpers/virtual_device``,
-which enforces CUDA's device rules on CPU values): the same weights as on the CPU, bit for bit."""
+"""IK-GAT trains and solves on a device other than the CPU (the stand-in accelerator of
+``tests/helpers/virtual_device``, which enforces CUDA's device rules on CPU values): the same weights as on the
+CPU, bit for bit, and the same solved motion."""
 
 from __future__ import annotations
 
+import pytest
 import torch
-from virtual_device import VirtualDevice  # tests/helpers
+from virtual_device import OnDevice, VirtualDevice  # tests/helpers
 
 from skelanim.ik.data import PoseSet, mean_pose
 from skelanim.ik.model import IKGAT, GATConfig
+from skelanim.ik.solve import IKModel, solve
 from skelanim.ik.train import IKTask, LossWeights
 from skelanim.nn.train import TrainConfig, fit
 
@@ -31,3 +34,18 @@ def test_training_on_a_device_gives_the_cpu_weights(bandai_rig, bandai_poses, to
         on_device = _fit(bandai_rig, bandai_poses, tmp_path / "device", "meta")
     assert on_device["weights_sha256"] == on_cpu["weights_sha256"]
     assert on_device["history"] == [{**h, "seconds": d["seconds"]} for h, d in zip(on_cpu["history"], on_device["history"])]
+
+
+@pytest.mark.parametrize("refine", [False, True], ids=["gat", "gat_refined"])
+def test_solving_on_a_device_gives_the_cpu_motion(bandai_motion, torch_threads, refine):
+    """The shipped model on the device: CPU positions in, a CPU motion out, the CPU run's rotations."""
+    positions = bandai_motion.positions()[:40]
+    model = IKModel.load()
+    model.runtime = "torch"  # the CPU reference through torch, as the device run must go
+    on_cpu = solve(positions, model, refine=refine)
+    with VirtualDevice():
+        model.net.to("meta")
+        on_device = solve(positions, model, refine=refine)
+    assert not isinstance(on_device.rotations, OnDevice) and on_device.rotations.device.type == "cpu"
+    torch.testing.assert_close(on_device.rotations, on_cpu.rotations, rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(on_device.positions(), on_cpu.positions(), rtol=1e-5, atol=1e-4)

@@ -25,6 +25,8 @@ ops of a chunk are too small for intra-op parallelism: 1.3-1.4x the poses/s of T
 2-core VM). The network's inference path is :meth:`IKGAT.local_rotations` (no bone frames). The crossover was measured with
 ``benchmarks/ik.py`` (its runtime table); the onnxruntime session is built on first use (an in-memory ONNX
 export, about a second) and cached on the model, and :func:`load_model` caches loaded models per folder.
+A network moved to a GPU (:meth:`IKModel.to`) runs there through torch, chunk after chunk; its inputs and
+answers, and all around it (the checks, the refinement's LM fit), stay on the CPU.
 """
 
 from __future__ import annotations
@@ -52,6 +54,7 @@ from skelanim.ik.frames import IKRig
 from skelanim.ik.model import IKGAT, GATConfig
 from skelanim.ik.refine import REFINE_PRIOR, REFINE_SPREAD, REFINE_TOL, refine, refine_prior  # noqa: F401
 from skelanim.nn.checkpoint import config_error, load_model_files
+from skelanim.nn.device import module_device
 
 __all__ = ["ALL_METHODS", "DEFAULT_MODEL", "METHODS", "UNIT_TOLERANCE", "IKModel", "check_positions", "check_units",
            "load_model", "refine_prior", "run_method", "solve", "to_motion"]  # fmt: skip
@@ -133,8 +136,18 @@ class IKModel:
 
     @property
     def mean_pose(self) -> Tensor:
-        """``(J, 4)`` float64 mean training pose (local quaternions)."""
-        return self.net.mean_pose.to(torch.float64)
+        """``(J, 4)`` float64 mean training pose (local quaternions), on the CPU."""
+        return self.net.mean_pose.to("cpu", torch.float64)
+
+    @property
+    def device(self) -> torch.device:
+        """Where the network runs."""
+        return module_device(self.net)
+
+    def to(self, device: torch.device | str) -> IKModel:
+        """Move the network to ``device`` (in place); :meth:`predict` still takes and returns CPU tensors."""
+        self.net.to(device)
+        return self
 
     def probe_positions(self, count: int, *, seed: int = 0) -> Tensor:
         """Plausible test inputs: the mean pose with every joint turned at random (rotation vectors with
@@ -174,6 +187,8 @@ class IKModel:
 
     def choose_runtime(self, batch: int) -> str:
         """``"onnx"`` or ``"torch"`` for a batch of ``batch`` poses under :attr:`runtime` (``auto``: by size)."""
+        if self.device.type != "cpu":
+            return "torch"
         if self.runtime != "auto":
             return self.runtime
         return "onnx" if batch <= ORT_MAX_BATCH and self._ort is not False else "torch"
@@ -186,15 +201,17 @@ class IKModel:
         positions : Tensor
             ``(F, J, 3)`` world positions (any float dtype) in the skeleton's units.
         runtime : {"auto", "torch", "onnx"}, optional
-            Default :attr:`runtime`; ``auto`` picks by batch size (:meth:`choose_runtime`).
+            Default :attr:`runtime`; ``auto`` picks by batch size (:meth:`choose_runtime`). A network off the
+            CPU runs through torch whatever is asked.
 
         Returns
         -------
         Tensor
-            ``(F, J, 4)`` float64 unit quaternions.
+            ``(F, J, 4)`` float64 unit quaternions, on the CPU.
         """
         n = positions.shape[0]
-        choice = runtime if runtime and runtime != "auto" else self.choose_runtime(n)
+        device = self.device
+        choice = runtime if runtime and runtime != "auto" and device.type == "cpu" else self.choose_runtime(n)
         if choice == "onnx":
             session = self.ort_session()
             if session is not None:  # NumPy in and out: fewer conversions than torch's for single poses
@@ -203,11 +220,11 @@ class IKModel:
                     return torch.from_numpy(session(xn).astype(np.float64))
                 out = [session(xn[i : i + TORCH_CHUNK]) for i in range(0, n, TORCH_CHUNK)]
                 return torch.from_numpy(np.concatenate(out).astype(np.float64))
-        x = torch.as_tensor(positions).to(torch.float32)
+        x = torch.as_tensor(positions).to(device, torch.float32)
         chunks = [x[i : i + TORCH_CHUNK] for i in range(0, n, TORCH_CHUNK)]
         threads = torch.get_num_threads()
-        if len(chunks) == 1 or threads == 1:
-            return torch.cat([self._torch_chunk(c) for c in chunks]).to(torch.float64)
+        if len(chunks) == 1 or threads == 1 or device.type != "cpu":
+            return torch.cat([self._torch_chunk(c) for c in chunks]).to("cpu", torch.float64)
         torch.set_num_threads(1)  # the chunks run side by side instead (torch releases the GIL in its ops)
         try:
             out = list(_chunk_pool(threads).map(self._torch_chunk, chunks))
@@ -216,7 +233,7 @@ class IKModel:
         return torch.cat(out).to(torch.float64)
 
     def _torch_chunk(self, x: Tensor) -> Tensor:
-        """``(B, J, 3)`` float32 positions to ``(B, J, 4)`` float32 quaternions through torch."""
+        """``(B, J, 3)`` float32 positions to ``(B, J, 4)`` float32 quaternions (on the network's device)."""
         with torch.inference_mode():
             return matrix_to_quat(self.net.local_rotations(x))
 
