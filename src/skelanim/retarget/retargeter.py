@@ -14,10 +14,13 @@ Every method is causal, so a clip equals stepping through it frame by frame give
 default floor is where its feet stand over the whole clip (:func:`standing_level`), which a stream cannot know
 ahead, so a stream's default is 0; pass ``floor`` (and ``target_floor``) to have both agree (tested).
 The output keeps the target's full skeleton; joints outside the canonical set hold their rest rotation.
+The NKN may run on a GPU (``device``, or a model already there): only the network runs there, its inputs moved in
+and its answers back, and streamed frames then run eagerly (the compiled step is onnxruntime's, on the CPU).
 """
 
 from __future__ import annotations
 
+import copy
 import math
 import os
 from collections.abc import Mapping
@@ -35,6 +38,7 @@ from skelanim.core.units import up_to_y_matrix
 from skelanim.errors import FormatError, SkelanimError
 from skelanim.io.common import first_non_finite
 from skelanim.nn.checkpoint import config_error, load_model_files
+from skelanim.nn.device import module_device, to_device
 from skelanim.ops.normalize import rotate
 from skelanim.retarget.baselines import FEET, ContactState, IKRetarget, causal_contacts, copy_hips
 from skelanim.retarget.mapping import CANONICAL_JOINTS, map_skeleton
@@ -198,8 +202,11 @@ class Retargeter:
         leg-length ratio (so a clip onto its own skeleton comes back as it was), and a stream's on y = 0.
     runtime : str
         How :meth:`step` runs (:data:`RUNTIMES`): ``auto`` an onnxruntime graph of the frame where the
-        method allows (not ``ik``) and eager torch otherwise, ``onnx`` insist on it, ``torch`` always eager.
-        Whole clips (:meth:`__call__`) always run in torch.
+        method allows (not ``ik``, not a network off the CPU) and eager torch otherwise, ``onnx`` insist on it,
+        ``torch`` always eager. Whole clips (:meth:`__call__`) always run in torch.
+    device : torch.device or str, optional
+        Where the NKN runs (a copy of the model is moved there; default: where the model is, the CPU for a
+        loaded one). Inputs and results stay on the CPU.
     """
 
     def __init__(
@@ -219,6 +226,7 @@ class Retargeter:
         floor: float | None = None,
         target_floor: float | None = None,
         runtime: str = "auto",
+        device: torch.device | str | None = None,
     ) -> None:
         if method not in METHODS:
             raise RetargetError(f"unknown method {method!r}; choose from {', '.join(METHODS)}")
@@ -252,6 +260,8 @@ class Retargeter:
         self.net: NKN | None = None
         if method == "nkn":
             self.net = model if isinstance(model, NKN) else load_nkn(model)
+            if device is not None and module_device(self.net) != torch.device(device):
+                self.net = copy.deepcopy(self.net).to(device)  # not the caller's (or load_nkn's cached) model
             calibrated = self.source.calibration is not None or self.target.calibration is not None
             if calibrated and not self.net.config.calibrated_frames:
                 raise RetargetError("this NKN model was trained on uncalibrated bone frames: retarget without "
@@ -349,11 +359,10 @@ class Retargeter:
             frames = self._ik(frames, hips, labels, fps)
         elif self.method == "nkn":
             labels, contacts = causal_contacts(pos[:, list(FEET)], fps, s.height, contacts)
-            assert self.net is not None
-            out_local, out_hips, state = self.net(canonical_locals(frames).float()[None], pos[None, :, 0].float(),
-                                                  labels[None], *self._nkn_args, fps, state)  # fmt: skip
-            frames = frames_from_locals(out_local[0].to(torch.float64))
-            hips = out_hips[0].to(torch.float64)
+            out_local, out_hips, state = self._nkn(canonical_locals(frames).float()[None], pos[None, :, 0].float(),
+                                                   labels[None], fps, state)  # fmt: skip
+            frames = frames_from_locals(out_local[0].to("cpu", torch.float64))
+            hips = out_hips[0].to("cpu", torch.float64)
         world = t.decode_world(frames)
         if extras is not None and extra_world is not None:
             world[:, extras[0]] = extra_world @ extras[2]
@@ -361,6 +370,17 @@ class Retargeter:
             hips = hips + torch.tensor([0.0, lift, 0.0], dtype=hips.dtype)
         root, trans = t.place_root(hips)
         return t.locals_from_world(world, self._varying), root, trans, contacts, state
+
+    def _nkn(self, local: Tensor, hips: Tensor, labels: Tensor, fps: float, state: NKNState) -> tuple[Tensor, Tensor, NKNState]:
+        """The network on ``(1, F, 22, 3, 3)`` canonical locals, ``(1, F, 3)`` hips and ``(1, F, 4)`` contacts (CPU
+        tensors), on its device: its ``(1, F, 22, 3, 3)`` and ``(1, F, 3)`` answers there, and its stream state,
+        kept there between frames."""
+        assert self.net is not None
+        device = module_device(self.net)
+        inputs = (local, hips, labels, *self._nkn_args)
+        if device.type != "cpu":  # a traced (exported) step runs on the CPU, without copies
+            inputs = to_device(inputs, device)
+        return self.net(*inputs, fps, state)
 
     def _run(
         self, rotations: Tensor, translations: Tensor, fps: float, floor: float | None
@@ -404,10 +424,13 @@ class Retargeter:
         return inf, nan, zeros, zeros.clone(), torch.full((1, 3), float("nan"))
 
     def _compiled_step(self) -> OnnxStep | None:
-        """The onnxruntime step (built on first use), or ``None`` (IK, runtime ``torch``, or export failed)."""
-        if self.method == "ik" or self.runtime == "torch" or not onnx_available():
+        """The onnxruntime step (built on first use), or ``None`` (IK, runtime ``torch``, a network off the CPU, or
+        export failed)."""
+        off_cpu = self.net is not None and module_device(self.net).type != "cpu"
+        if self.method == "ik" or self.runtime == "torch" or off_cpu or not onnx_available():
             if self.runtime == "onnx":
-                raise RetargetError(f"no onnxruntime step for method {self.method!r} (or onnxruntime is missing)")
+                raise RetargetError(f"no onnxruntime step for method {self.method!r} (or onnxruntime is missing)"
+                                    + (" with the network off the CPU" if off_cpu else ""))  # fmt: skip
             return None
         n = self.source.skeleton.num_joints
         offsets = self.source.skeleton.offsets

@@ -177,6 +177,7 @@ def to_deepmimic(
     model: Any = None,
     urdf: str | os.PathLike | None = None,
     calibrate: bool = True,
+    device: str | None = None,
 ) -> Motion:
     """Retarget ``motion`` onto the DeepMimic humanoid and make it feasible for the robot.
 
@@ -197,6 +198,8 @@ def to_deepmimic(
     calibrate : bool
         Calibrate the source's bone frames on the motion itself where its zero pose is no body pose
         (:func:`~.rig.calibrate_rig`; the humanoid's is one).
+    device : str, optional
+        Where the NKN runs (:class:`~.retargeter.Retargeter`'s ``device``).
 
     Returns
     -------
@@ -208,7 +211,7 @@ def to_deepmimic(
 
     source, target = humanoid_rigs(motion, source_map=source_map, target_map=target_map, urdf=urdf,
                                    calibrate=calibrate)  # fmt: skip
-    out = Retargeter(source, target, method, model=model)(motion)
+    out = Retargeter(source, target, method, model=model, device=device)(motion)
     out.metadata["loop"] = "none"
     return make_feasible(out, hinge_limits(urdf))
 
