@@ -331,11 +331,11 @@ class Generator(nn.Module):
     @torch.no_grad()
     def sample(self, contents: Sequence[str], styles: Sequence[str], *, generator: torch.Generator | None = None,
                temperature: float = 1.0) -> Tensor:  # fmt: skip
-        """Raw frame vectors ``(B, T, D)`` of new motions of the given classes (one per entry)."""
+        """Raw frame vectors ``(B, T, D)`` of new motions of the given classes (one per entry), on the CPU."""
         self.eval()
         c = self.condition(contents, styles)
         z = self.draw_latent(torch.tensor(self.contents.indices(contents)), generator, temperature)
-        return self.norm.inverse(self.vae.decode(z, c))
+        return self.norm.inverse(self.vae.decode(z, c)).cpu()
 
     def to_motions(self, x: Tensor, metadata: Sequence[dict[str, Any]] | None = None) -> list[Motion]:
         """Raw frame vectors ``(B, T, D)`` to motions on the rig's skeleton."""
@@ -345,10 +345,11 @@ class Generator(nn.Module):
 
     @torch.no_grad()
     def encode_motion(self, motion: Motion, content: str, style: str) -> Tensor:
-        """Posterior mean ``(latent,)`` of a motion's first ``length`` frames (held at its end when shorter)."""
+        """Posterior mean ``(latent,)`` of a motion's first ``length`` frames (held at its end when shorter), on the
+        model's device."""
         ds = MotionDataset(clips=[clip_from_motion(motion, fps=self.fps)], rig=self.rig, fps=self.fps)
         g = ds.gather(torch.zeros(1, 2, dtype=torch.long), self.length, keys=("rot", "pelvis", "yaw"))
-        x = self.norm(self.to_vectors(g["rot"], g["pelvis"], g["yaw"]))
+        x = self.norm(self.to_vectors(g["rot"], g["pelvis"], g["yaw"]).to(module_device(self)))
         return self.vae.encode(x, self.condition([content], [style]))[0][0]
 
     @torch.no_grad()
@@ -360,8 +361,9 @@ class Generator(nn.Module):
         za, zb = self.encode_motion(a, *labels_a), self.encode_motion(b, *labels_b)
         ca, cb = self.condition([labels_a[0]], [labels_a[1]]), self.condition([labels_b[0]], [labels_b[1]])
         t = torch.linspace(0, 1, steps)[:, None]
-        x = self.norm.inverse(self.vae.decode(za * (1 - t) + zb * t, ca * (1 - t) + cb * t))
-        return self.to_motions(x, [{"interpolation": float(v)} for v in t[:, 0]])
+        on = t.to(za.device)
+        x = self.norm.inverse(self.vae.decode(za * (1 - on) + zb * on, ca * (1 - on) + cb * on))
+        return self.to_motions(x.cpu(), [{"interpolation": float(v)} for v in t[:, 0]])
 
 
 class GenerateTask:
@@ -517,7 +519,7 @@ class GenerateTask:
         out = {"val_rec": rec}
         if self.embed is not None and self.reference is not None:
             x = gen.sample([gen.contents.names[i] for i in self.content[pick]], [gen.styles.names[i] for i in self.style[pick]],
-                           generator=torch.Generator().manual_seed(7))  # fmt: skip
+                           generator=torch.Generator().manual_seed(7)).to(module_device(gen))  # fmt: skip
             pos, rot, pelvis, yaw = gen.positions(x)
             probs, feats = self.embed(rot, pelvis, yaw, pos * gen.rig.height)
             out["val_fid"] = fid(feats.cpu(), self.reference)

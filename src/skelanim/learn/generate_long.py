@@ -42,7 +42,7 @@ def crossfade_weights(overlap: int) -> Tensor:
 def chain_windows(previous: Tensor, window: Tensor, overlap: int) -> Tensor:
     """Append ``window`` ``(B, T, D)`` to ``previous`` ``(B, F, D)``, cross-fading the ``overlap`` frames they
     share: returns ``(B, F + T - overlap, D)``."""
-    w = crossfade_weights(overlap).to(previous.dtype)[None, :, None]
+    w = crossfade_weights(overlap).to(previous.device, previous.dtype)[None, :, None]
     blend = previous[:, -overlap:] * (1 - w) + window[:, :overlap] * w
     return torch.cat([previous[:, :-overlap], blend, window[:, overlap:]], 1)
 
@@ -95,7 +95,8 @@ def sample_long(
     steps: int = 150,
     progress: bool = False,
 ) -> Tensor:
-    """Raw frame vectors ``(B, frames, D)`` of new motions of any length (module docstring).
+    """Raw frame vectors ``(B, frames, D)`` of new motions of any length (module docstring), on the CPU (a model
+    on a GPU generates there).
 
     Up to the model's window length this is :meth:`Generator.sample` (cropped). ``overlap`` frames of each
     window (``1 <= overlap < length``) are fitted to the motion so far by ``steps`` gradient steps on ``z``;
@@ -117,7 +118,7 @@ def sample_plan(
     steps: int = 150,
     progress: bool = False,
 ) -> Tensor:
-    """Raw frame vectors ``(n, F, D)`` of motions that play the ``(content, style, frames)`` segments of ``plan``
+    """Raw frame vectors ``(n, F, D)`` (on the CPU) of motions that play the ``(content, style, frames)`` segments of ``plan``
     in turn, ``F`` the sum of their frames: each window is conditioned on the segment that holds the middle of
     the frames it adds, and fitted to the motion so far as in :func:`sample_long`, so one content flows into
     the next across a seam. Options as for :func:`sample_long`.
@@ -166,4 +167,4 @@ def _chain(
         z0 = model.draw_latent(content, generator, temperature)
         z = seam_fit(model, z0, cond, x[:, -overlap:], content, steps=steps)
         x = chain_windows(x, model.vae.decode(z, cond), overlap)
-    return model.norm.inverse(x[:, :frames])
+    return model.norm.inverse(x[:, :frames]).cpu()

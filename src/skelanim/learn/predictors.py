@@ -301,18 +301,18 @@ def periodic_continuation(seq: Tensor, horizon: int, shortest: int = 8,
     length = seq.shape[1]
     if length <= shortest:
         raise ValueError(f"a periodic continuation needs more than {shortest} observed frames, got {length}")
-    lags = torch.arange(shortest, length)
-    errors = torch.stack([(seq[:, lag:] - seq[:, :-lag]).abs().mean((1, 2)) for lag in lags.tolist()], 1)
+    lags = torch.arange(shortest, length, device=seq.device)
+    errors = torch.stack([(seq[:, lag:] - seq[:, :-lag]).abs().mean((1, 2)) for lag in range(shortest, length)], 1)
     mirrored = None
     if mirror is not None:
         m_index, m_scale, m_shift = mirror
         mirrored = seq[..., m_index] * m_scale.to(seq.dtype) + m_shift.to(seq.dtype)  # (B, T, D)
-        half = torch.stack([(seq[:, lag:] - mirrored[:, :-lag]).abs().mean((1, 2)) for lag in lags.tolist()], 1)
+        half = torch.stack([(seq[:, lag:] - mirrored[:, :-lag]).abs().mean((1, 2)) for lag in range(shortest, length)], 1)
         errors = torch.cat([errors, half], 1)
     best = errors.argmin(1)
     period = lags[best % len(lags)]  # (B,)
     flipped = best >= len(lags)  # a half period, mirrored
-    steps = torch.arange(horizon)
+    steps = torch.arange(horizon, device=seq.device)
     index = length - period[:, None] + steps[None] % period[:, None]  # (B, H)
     take = index[..., None].expand(-1, -1, seq.shape[2])
     take_before = (length - 1 - period)[:, None, None].expand(-1, 1, seq.shape[2])
