@@ -1,18 +1,26 @@
-"""``--device`` of the training commands: a device name torch does not know, or a GPU this machine lacks, is one
-line before any work; the device a run trained on is recorded with the model."""
+"""``--device`` of the training and inference commands: a device name torch does not know, or a GPU this machine
+lacks, is one line before any work; the device a run trained on is recorded with the model; an inference command
+run with its network on a device (the stand-in accelerator of ``tests/helpers/virtual_device``) writes what the
+CPU run writes."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
+from virtual_device import DEVICE, VirtualDevice  # tests/helpers
 
+import skelanim
 from skelanim.cli import main
 
 TRAINERS = [["ik", "train", "--data", "x"], ["retarget", "train"], ["learn", "recognize", "train", "--data", "x"],
             ["learn", "predict", "train", "--data", "x"], ["learn", "generate", "train", "--data", "x"]]  # fmt: skip
+#: The inference commands, their output option last (the files need not exist: the device is checked first).
+RUNNERS = [["ik", "solve", "x.npy"], ["retarget", "x.bvh", "--to", "y.bvh"], ["predict", "x.bvh"],
+           ["generate", "--content", "walk"], ["recognize", "x.bvh", "--json"]]  # fmt: skip
 
 
 def _error(argv: list[str], capsys) -> str:
@@ -32,6 +40,59 @@ def test_unknown_or_absent_devices_are_one_line(command, tmp_path, capsys):
     if not torch.cuda.is_available():
         assert "sees no CUDA GPU" in _error([*command, "-o", str(out), "--device", "cuda:0"], capsys)
     assert not out.exists()
+
+
+@pytest.mark.parametrize("command", RUNNERS, ids=lambda c: c[0])
+def test_inference_commands_refuse_unknown_or_absent_devices_in_one_line(command, tmp_path, capsys):
+    out = [] if command[0] == "recognize" else ["-o", str(tmp_path / "out")]
+    assert "unknown device 'gpu0'" in _error([*command, *out, "--device", "gpu0"], capsys)
+    if not torch.cuda.is_available():
+        assert "sees no CUDA GPU" in _error([*command, *out, "--device", "cuda:0"], capsys)
+    assert not (tmp_path / "out").exists()
+
+
+def _inference_commands(mocap_files, tmp: Path) -> dict[str, list[str]]:
+    """Each inference command on a few dozen frames (the output path appended by the caller)."""
+    walk_file, cmu_file = mocap_files(["bandai_namco_1/dataset-1_walk_happy_001.bvh", "cmu_cgspeed_mb/01_01.bvh"])
+    walk = skelanim.load(walk_file)[:45]
+    skelanim.save(walk, tmp / "walk.bvh")
+    skelanim.save(skelanim.load(cmu_file)[::4][:24], tmp / "cmu.bvh")
+    np.save(tmp / "walk.npy", walk.positions()[::3].numpy())
+    return {"ik solve": ["ik", "solve", str(tmp / "walk.npy"), "--refine"],
+            "retarget": ["retarget", str(tmp / "cmu.bvh"), "--to", str(tmp / "walk.bvh"), "--method", "nkn"],
+            "predict": ["predict", str(tmp / "walk.bvh"), "--seconds", "0.5"],
+            "generate": ["generate", "--content", "walk", "-n", "1"],
+            "recognize": ["recognize", str(tmp / "walk.bvh"), "--json"]}  # fmt: skip
+
+
+def _written(command: list[str], out: Path, capsys) -> list[torch.Tensor] | dict:
+    capsys.readouterr()
+    code = main([*command, *([] if command[0] == "recognize" else ["-o", str(out)])])
+    stdout, err = capsys.readouterr()
+    assert code == 0, err
+    if command[0] == "recognize":
+        return json.loads(stdout)
+    motion = skelanim.load(next(out.glob("*.bvh")) if out.is_dir() else out)
+    return [motion.rotations, motion.positions()]
+
+
+@pytest.mark.parametrize("name", ["ik solve", "retarget", "predict", "generate", "recognize"])
+def test_inference_commands_on_a_device_write_what_the_cpu_writes(name, mocap_files, tmp_path, capsys, monkeypatch):
+    command = _inference_commands(mocap_files, tmp_path)[name]
+    suffix = "" if name == "generate" else ".bvh"
+    on_cpu = _written([*command, "--device", "cpu"], tmp_path / f"cpu{suffix}", capsys)
+    real = __import__("skelanim.nn.device", fromlist=["resolve_device"]).resolve_device
+    monkeypatch.setattr("skelanim.nn.device.resolve_device", lambda n: DEVICE if n == "meta" else real(n))
+    with VirtualDevice():  # "meta" names the stand-in here; the network runs there, files are read and written on the CPU
+        on_device = _written([*command, "--device", "meta"], tmp_path / f"device{suffix}", capsys)
+    if isinstance(on_cpu, dict):
+        assert isinstance(on_device, dict)
+        for cpu_file, device_file in zip(on_cpu["files"], on_device["files"], strict=True):
+            assert device_file["content"] == cpu_file["content"]
+            assert device_file["probability"] == pytest.approx(cpu_file["probability"], abs=2e-4)  # printed rounded
+        return
+    for cpu_values, device_values in zip(on_cpu, on_device, strict=True):
+        torch.testing.assert_close(device_values, cpu_values, rtol=1e-4, atol=1e-3)  # as the files print them
 
 
 def test_the_device_is_recorded_with_the_model(mocap_files, tmp_path: Path, capsys):

@@ -12,7 +12,7 @@ import typer
 
 from skelanim.cli import app
 from skelanim.cli.files import require_suffix
-from skelanim.cli.learn_common import MAX_SEED, check_lr, device_option
+from skelanim.cli.learn_common import MAX_SEED, check_lr, device_option, run_device_option
 
 ik_app = typer.Typer(help="Inverse kinematics: joint positions to joint rotations (IK-GAT and classical baselines).",
                      no_args_is_help=True)  # fmt: skip
@@ -121,6 +121,7 @@ def solve(
         "optimize_mean or optimize_warm (overrides --refine).",
     ),
     threads: int | None = typer.Option(None, "--threads", min=1, max=1024, help="Torch CPU threads."),
+    device: str = run_device_option(),
 ) -> None:
     """Turn joint positions into joint rotations; OUT keeps the input's frame rate.
 
@@ -136,7 +137,7 @@ def solve(
         )
     check_output(out, src)
     _threads(threads)
-    ik_model = _load_model(model)
+    ik_model = _load_model(model).to(device)
     data = skelanim.load_positions(src)
     motion = run(data, ik_model, refine=refine, method=method, source=src)
     skelanim.save(motion, out)

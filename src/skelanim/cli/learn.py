@@ -36,6 +36,7 @@ from skelanim.cli.learn_common import (
     range_option,
     recognize_app,
     report_training,
+    run_device_option,
     split_parts,
     train_config,
 )
@@ -425,6 +426,7 @@ def generate_cmd(
         None, "--seconds", help="Length of each motion (default: the model's window, 2.56 s); longer "
         "motion chains windows by latent optimisation (skelanim.learn.generate_long).",
     ),
+    device: str = run_device_option(),
 ) -> None:
     """Write N generated BVH files of a content and style (or N steps between two clips with --interpolate)."""
     import torch
@@ -437,7 +439,7 @@ def generate_cmd(
     from skelanim.learn.generate import Generator
     from skelanim.learn.generate_long import sample_plan
 
-    gen = Generator.load(model)
+    gen = Generator.load(model).to(device)
     if interpolate and seconds is not None:
         raise typer.BadParameter("--seconds applies to sampling, not to --interpolate", param_hint="--seconds")
     if interpolate:

@@ -113,6 +113,8 @@ def check_device(value: str) -> str:
 
 
 DEVICE_HELP = "Train on this torch device: auto (a CUDA GPU when torch sees one, else the CPU), cpu, cuda, cuda:N or mps."
+RUN_DEVICE_HELP = ("Run the network on this torch device: cpu, auto (a CUDA GPU when torch sees one, else the CPU), cuda, "
+                   "cuda:N or mps; files are read and written on the CPU either way.")  # fmt: skip
 
 
 EMA_HELP = "Validate and save an exponential moving average of the weights with this decay per step (0: off)."
@@ -132,6 +134,13 @@ MAX_SEED = 2**63 - 1
 def device_option() -> Any:
     """The ``--device`` option of the training commands."""
     return typer.Option("auto", "--device", help=DEVICE_HELP, callback=check_device)
+
+
+def run_device_option() -> Any:
+    """The ``--device`` option of the inference commands (solve, retarget, predict, generate, recognize): the CPU
+    unless asked, so that a file written on a machine with a GPU is the one written without (GPU kernels round
+    differently), and small inputs skip the transfers (IK's fast path for a few poses, onnxruntime, is the CPU's)."""
+    return typer.Option("cpu", "--device", help=RUN_DEVICE_HELP, callback=check_device)
 
 
 def check_lr(value: float) -> float:

@@ -28,6 +28,7 @@ from skelanim.cli.learn_common import (
     predict_app,
     range_option,
     report_training,
+    run_device_option,
     split_parts,
     train_config,
 )
@@ -309,6 +310,7 @@ def predict_cmd(
         True, "--ground/--no-ground", help="Lift predicted frames that would sink below IN's floor (where its lowest "
         "joint is in all but 1 % of its frames; default) or keep them as predicted.",
     ),
+    device: str = run_device_option(),
 ) -> None:
     """Continue IN by SECONDS of predicted motion (from its last second): OUT is IN unchanged, then the prediction."""
     import skelanim
@@ -339,6 +341,8 @@ def predict_cmd(
                                      "another --model)", param_hint="--model")  # fmt: skip
     if mapping is not None and not retarget:
         raise typer.BadParameter("a joint mapping is for --retarget", param_hint="--map")
+    for member in net.models if isinstance(net, CombinedPredictor) else [net]:
+        member.to(device)
     motion = skelanim.load(src)
     skelanim.io.check_save(out, motion)  # the output keeps IN's skeleton: a format that cannot hold it, before the work
     other = not motion.skeleton.same_topology(net.rig.skeleton)

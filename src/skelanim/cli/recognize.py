@@ -9,6 +9,7 @@ from typing import Any
 import typer
 
 from skelanim.cli import app
+from skelanim.cli.learn_common import run_device_option
 
 
 @app.command("recognize")
@@ -19,6 +20,7 @@ def recognize_cmd(
     windows: bool = typer.Option(False, "--windows", help="Also list each window's content (a timeline)."),
     stride: int = typer.Option(8, "--stride", min=1, help="Frames between windows, at the model's frame rate."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
+    device: str = run_device_option(),
 ) -> None:
     """Classify the content of motion files (walk, run, bow, wave, ...): the mean of the class probabilities of
     their windows, as in `skelanim learn recognize eval`."""
@@ -30,7 +32,7 @@ def recognize_cmd(
     paths = expand_paths(files, suffixes=tuple(skelanim.io.MOTION_FORMATS))
     if not paths:
         raise skelanim.errors.FormatError("no motion files here", path=files[0])
-    rec = Recognizer.load(model)
+    rec = Recognizer.load(model).to(device)
     motions = [skelanim.load(p) for p in paths]
     for p, motion in zip(paths, motions, strict=True):
         motion.metadata.setdefault("path", str(p))  # every format's motion names its file in errors

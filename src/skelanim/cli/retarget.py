@@ -14,7 +14,7 @@ from typer import _click as click
 from typer.core import TyperGroup
 
 from skelanim.cli import app
-from skelanim.cli.learn_common import MAX_SEED, check_lr, device_option
+from skelanim.cli.learn_common import MAX_SEED, check_lr, device_option, run_device_option
 
 
 class _DefaultRun(TyperGroup):
@@ -55,6 +55,7 @@ def run(
         "production rig's) on its own motion: SRC's, and the --to file's. Without it their limbs' twist is off "
         "by up to a half turn (positions are right); NKN models trained before 2026-12-03 need --no-calibrate.",
     ),
+    device: str = run_device_option(),
 ) -> None:
     """Retarget SRC onto the skeleton of TARGET. Onto the DeepMimic humanoid (--to humanoid.urdf or a DeepMimic
     .txt/.json clip) the result goes through the robot fix (hinge knees and elbows, feet on the ground) and is
@@ -83,7 +84,7 @@ def run(
             typer.echo(f"source {src}:\n{source_rig.mapping.describe()}\ntarget {to}:\n{target_rig.mapping.describe()}")
         make_rig(motion.skeleton, source_map, source=str(src))  # a source that cannot be mapped, named as onto a BVH
         robot = to_deepmimic(motion, method=method, source_map=source_map, target_map=target_map, model=model,
-                             urdf=urdf, calibrate=calibrate)  # fmt: skip
+                             urdf=urdf, calibrate=calibrate, device=device)  # fmt: skip
         if out.suffix.lower() in (".txt", ".json"):
             save_deepmimic(robot, out)
         else:  # .bvh (or any other motion format): the humanoid's skeleton in that format, not DeepMimic JSON
@@ -97,7 +98,7 @@ def run(
         assert source_rig.mapping is not None and target_rig.mapping is not None
         typer.echo(f"source {src}:\n{source_rig.mapping.describe()}\ntarget {to}:\n{target_rig.mapping.describe()}")
     floor = target_floor_of(target_rig, target_motion)  # where the --to file's figure stands
-    retargeter = Retargeter(source_rig, target_rig, method, model=model, target_floor=floor)
+    retargeter = Retargeter(source_rig, target_rig, method, model=model, target_floor=floor, device=device)
     if retargeter.net is not None and retargeter.net.config.calibrated_frames and not calibrate:
         typer.echo("warning: this NKN model was trained on calibrated bone frames; without --calibrate its limbs "
                    "are off (foot skating 2.9 times the calibrated run's on a Bandai walk onto CMU)", err=True)  # fmt: skip
