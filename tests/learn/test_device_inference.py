@@ -13,7 +13,7 @@ from virtual_device import OnDevice, VirtualDevice  # tests/helpers
 
 import skelanim
 from skelanim.core.motion import Motion
-from skelanim.learn.forecast import predict_motion
+from skelanim.learn.forecast import predict_motion, predict_retargeted
 from skelanim.learn.generate import Generator
 from skelanim.learn.generate_long import sample_long, sample_plan
 from skelanim.learn.predict import CombinedPredictor, Predictor
@@ -61,6 +61,17 @@ def test_continuing_a_file_on_a_device_gives_the_cpu_motion(walk, archs):
     with VirtualDevice():
         on_device = predict_motion(walk, method=method, model=model([copy.deepcopy(m).to("meta") for m in models]),
                                    seconds=0.5)  # fmt: skip
+    _same_motion(on_device, on_cpu)
+
+
+def test_continuing_another_skeleton_on_a_device_gives_the_cpu_motion(mocap_files):
+    """``predict_retargeted`` (``skelanim predict --retarget``): the model's reference pose comes from its
+    statistics, which are on the device."""
+    cmu = skelanim.load(mocap_files(["cmu_cgspeed_mb/01_01.bvh"])[0])[::4][:40]
+    model = Predictor.load(default="predict_gcn")
+    on_cpu = predict_retargeted(cmu, method="gcn", model=model, seconds=0.5)
+    with VirtualDevice():
+        on_device = predict_retargeted(cmu, method="gcn", model=copy.deepcopy(model).to("meta"), seconds=0.5)
     _same_motion(on_device, on_cpu)
 
 

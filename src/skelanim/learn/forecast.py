@@ -272,7 +272,7 @@ def model_reference_motion(model: Predictor | CombinedPredictor) -> Motion:
     what the model skeleton's bone frames are calibrated on when motion is retargeted onto it."""
     first = model.models[0] if isinstance(model, CombinedPredictor) else model
     rot = first.mean_pose()[None]  # (1, M, 3, 3)
-    pelvis = first.norm.mean.detach()[None, -3:].double() * first.rig.height
+    pelvis = first.norm.mean.detach()[None, -3:].to("cpu", torch.float64) * first.rig.height
     return first.rig.to_motion(rot, pelvis, first.fps)
 
 
