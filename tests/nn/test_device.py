@@ -144,3 +144,16 @@ def test_collectives_hold_their_tensors_where_the_backend_reduces(monkeypatch, b
     monkeypatch.setattr(distributed.dist, "get_backend", lambda: backend)
     monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
     assert distributed.collective_device() == torch.device(expected)
+
+
+def test_the_stand_in_runs_inference_mode_as_no_grad():
+    """Views and ``torch.as_tensor`` of device tensors under ``inference_mode`` (what inference code does) keep
+    their values; ``torch.inference_mode`` is torch's own again outside."""
+    real = torch.inference_mode
+    with VirtualDevice():
+        x = torch.arange(6.0).reshape(2, 3).to(DEVICE)
+        with torch.inference_mode():
+            view = torch.as_tensor(x[:, None], dtype=torch.float32)[..., None]
+            assert isinstance(view, OnDevice) and torch.equal(view.cpu(), torch.arange(6.0).reshape(2, 1, 3, 1))
+            assert not torch.is_grad_enabled()
+    assert torch.inference_mode is real
