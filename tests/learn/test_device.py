@@ -12,7 +12,7 @@ import torch
 from safetensors.torch import load_file
 from virtual_device import VirtualDevice  # tests/helpers
 
-from skelanim.learn.generate import train_generator
+from skelanim.learn.generate_train import train_generator
 from skelanim.learn.predict import train_predictor
 from skelanim.learn.recognize import Recognizer
 from skelanim.learn.recognize_train import train_recognizer

@@ -10,8 +10,9 @@ import pytest
 import torch
 
 import skelanim
-from skelanim.learn.generate import GenerateTask, Generator, train_generator
+from skelanim.learn.generate import Generator
 from skelanim.learn.generate_eval import evaluate_generation
+from skelanim.learn.generate_train import GenerateTask, train_generator
 from skelanim.metrics.kinematic import bone_length_error
 from skelanim.nn.train import TrainConfig, seeded_generator
 

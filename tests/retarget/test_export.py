@@ -10,6 +10,7 @@ import math
 import numpy as np
 import onnxruntime as ort
 import pytest
+from virtual_device import DEVICE, VirtualDevice  # tests/helpers
 
 from skelanim.core.units import up_to_y_matrix
 from skelanim.ops import rotate
@@ -76,11 +77,15 @@ def test_a_z_up_source_is_turned_inside_the_graph(clips, tmp_path):
         np.testing.assert_allclose(root, want[1].numpy(), atol=1e-9, rtol=0)
 
 
-def test_ik_is_refused_and_nothing_is_written(clips, tmp_path):
+def test_ik_and_a_network_off_the_cpu_are_refused_and_nothing_is_written(clips, tmp_path):
     retarget = Retargeter(clips["cmu_mb"], clips["bandai"], "ik")
     with pytest.raises(RetargetError, match="foot pins are a Python state machine"):
         export_step(retarget, tmp_path / "ik.onnx")
-    assert not (tmp_path / "ik.onnx").exists()
+    with VirtualDevice():
+        on_device = Retargeter(clips["cmu_mb"], clips["bandai"], "nkn", device=DEVICE)
+        with pytest.raises(RetargetError, match="network is on the CPU"):
+            export_step(on_device, tmp_path / "nkn.onnx")
+    assert not (tmp_path / "ik.onnx").exists() and not (tmp_path / "nkn.onnx").exists()
 
 
 def test_the_cli_writes_a_file_an_engine_can_stream(mocap_files, tmp_path, capsys):

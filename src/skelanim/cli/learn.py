@@ -244,7 +244,7 @@ def generate_train(
 ) -> None:
     """Train the conditional VAE, then refine it with the temporal GAN."""
     from skelanim import errors as skelanim_errors
-    from skelanim.learn.generate import train_generator
+    from skelanim.learn.generate_train import train_generator
     from skelanim.learn.recognize import Recognizer
 
     if resume and not any((f / "train_state.safetensors").is_file() for f in (out, out / "vae")):  # as the others do
@@ -286,7 +286,8 @@ def generate_fit_prior(
 ) -> None:
     """Fit each content's latent prior to the aggregate posterior of the training windows (what train does
     after each stage) and write the model with it."""
-    from skelanim.learn.generate import GenerateTask, Generator, refit_latent
+    from skelanim.learn.generate import Generator
+    from skelanim.learn.generate_train import GenerateTask, refit_latent
 
     gen = Generator.load(model)
     parts = split_parts(load_dataset(data, gen.fps, threads, True, labels=labels, need=("content",)), split, seed)

@@ -12,7 +12,7 @@
 :mod:`.forecast`          :func:`predict_motion` (continue a motion file), :func:`predict_retargeted` (of another skeleton)
 :mod:`.mirror`            left/right mirror images of frames on a rig with its own joint axes
 :mod:`.cvae`              :class:`MotionCVAE`, :class:`TemporalDiscriminator`
-:mod:`.generate`          :class:`Generator`, :func:`train_generator` (:mod:`.generate_eval`: :func:`evaluate_generation`)
+:mod:`.generate`          :class:`Generator` (:mod:`.generate_train`: :func:`train_generator`; :mod:`.generate_eval`: :func:`evaluate_generation`)
 :mod:`.common`            normaliser buffers, FK on the rig, model folders, the shipped defaults, splits
 ========================  ==============================================================================
 
@@ -23,8 +23,9 @@ provenance). Shipped defaults for the Bandai-Namco skeleton live in ``pretrained
 
 from skelanim.learn.ensemble import combine_predictors, combine_recognizers
 from skelanim.learn.forecast import predict_motion
-from skelanim.learn.generate import Generator, train_generator
+from skelanim.learn.generate import Generator
 from skelanim.learn.generate_eval import evaluate_generation
+from skelanim.learn.generate_train import train_generator
 from skelanim.learn.predict import Predictor, train_predictor
 from skelanim.learn.predict_eval import evaluate_prediction
 from skelanim.learn.predictors import DCTGCN, Seq2SeqGRU, constant_velocity, zero_velocity

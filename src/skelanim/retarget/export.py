@@ -39,6 +39,7 @@ from torch import Tensor, nn
 
 from skelanim.core.rotations import quat_apply, quat_identity, quat_multiply
 from skelanim.io.atomic import atomic_path
+from skelanim.nn.device import module_device
 from skelanim.retarget.online import onnx_bytes
 from skelanim.retarget.retargeter import Retargeter, RetargetError
 
@@ -107,6 +108,9 @@ def export_step(retargeter: Retargeter, path: str | os.PathLike) -> Path:
     if retargeter.method == "ik":
         raise RetargetError("method ik cannot be exported: its foot pins are a Python state machine, not a graph "
                             "(export copy, naive or nkn)", path=path)  # fmt: skip
+    if retargeter.net is not None and module_device(retargeter.net).type != "cpu":
+        raise RetargetError("export a Retargeter whose network is on the CPU (the file runs wherever the engine "
+                            "puts it)", path=path)  # fmt: skip
     source, target = retargeter.source.skeleton, retargeter.target.skeleton
     step = _TurnedStep(retargeter)
     example = (quat_identity((source.num_joints,)), source.offsets[0].clone(), source.offsets.clone(),

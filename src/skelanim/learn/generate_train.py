@@ -1,0 +1,267 @@
+"""Training the generator (:mod:`skelanim.learn.generate` describes the two stages and their losses): the
+:class:`~skelanim.nn.train.Task` of both stages, :func:`train_generator` and :func:`refit_latent`."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import partial
+from pathlib import Path
+from typing import Any, cast
+
+import torch
+from torch import Tensor, nn
+
+from skelanim.data.dataset import MotionDataset
+from skelanim.learn.common import load_weights, provenance, spread_sample
+from skelanim.learn.generate import OPTIONAL_TENSORS, Generator
+from skelanim.learn.recognize import Recognizer, content_log_probabilities
+from skelanim.metrics.distribution import fid
+from skelanim.nn.checkpoint import load_model_files, save_model_files
+from skelanim.nn.device import module_device, to_device
+from skelanim.nn.train import TrainConfig, fit
+
+__all__ = ["GenerateTask", "refit_latent", "train_generator"]
+
+
+class GenerateTask:
+    """:class:`skelanim.nn.train.Task` for a :class:`Generator` (either stage; ``adversarial = 0`` is the VAE stage).
+
+    Parameters
+    ----------
+    model : Generator
+        The model.
+    train_ds : MotionDataset
+        Training clips.
+    stride : int
+        Window stride.
+    beta, w_pos, w_vel, w_skate, adversarial : float
+        Loss weights.
+    free_bits : float
+        KL floor per latent dimension (nats; 0: plain KL).
+    w_fake_skate : float
+        Weight of the (self-weighted, so hover-prone) skating term of the prior samples in the GAN stage.
+    w_speed : float
+        GAN stage: weight of the limb-speed statistics term (prior samples' per-joint mean speed against the
+        real batch's), which a decoder that renders class-mean motion with still limbs pays for.
+    w_speed_frames : float
+        GAN stage: the same statistic matched frame by frame (each frame's batch mean against the real mean), so
+        that fast frames at a window's ends cannot make up for slow ones inside it.
+    w_contact : float
+        GAN stage: weight of ``contact_frames`` (:meth:`Generator.forward`), the prior samples' per-frame foot
+        contact share against the real one.
+    real_contacts : bool
+        Weight the reconstructions' skating by the real windows' contacts (otherwise self-weighted).
+    embed : callable, optional
+        ``embed(rot, pelvis, yaw, positions) -> (probs, features)`` of a recogniser, for the validation FID.
+    reference : Tensor, optional
+        ``(N, D')`` recogniser features of real windows the validation FID compares with.
+    recognizer : Recognizer, optional
+        A trained recogniser, frozen: in the GAN stage the prior samples pay ``w_recog`` times its
+        cross-entropy against the requested content (a recognition loss, as in conditional GANs with an
+        auxiliary classifier, here fixed rather than trained alongside).
+    w_recog : float
+        Weight of that term (0: off).
+    meta : dict
+        Provenance.
+    """
+
+    def __init__(self, model: Generator, train_ds: MotionDataset, *, stride: int = 8, beta: float = 2e-3,
+                 w_pos: float = 2.0, w_vel: float = 0.0, w_skate: float = 1.0, free_bits: float = 0.0,
+                 adversarial: float = 0.0, w_fake_skate: float = 0.0, w_speed: float = 0.0, w_speed_frames: float = 0.0,
+                 w_contact: float = 0.0, real_contacts: bool = True,
+                 embed: Callable[..., tuple[Tensor, Tensor]] | None = None, reference: Tensor | None = None,
+                 recognizer: Recognizer | None = None, w_recog: float = 0.0,
+                 meta: dict[str, Any] | None = None) -> None:  # fmt: skip
+        self.model, self.ds, self.meta = model, train_ds, dict(meta or {})
+        use = recognizer is not None and w_recog > 0
+        self.recognizer: Recognizer | None = recognizer if use else None
+        self.w_recog = w_recog if use else 0.0
+        if self.recognizer is not None:
+            self.recognizer.eval().requires_grad_(False)
+            names = self.recognizer.contents.names
+            self.recog_label = torch.tensor([names.index(c) if c in names else -100 for c in model.contents.names])
+        self.beta, self.w_pos, self.w_skate, self.adversarial = beta, w_pos, w_skate, adversarial
+        self.w_vel, self.free_bits, self.w_speed, self.w_speed_frames = w_vel, free_bits, w_speed, w_speed_frames
+        self.w_fake_skate, self.real_contacts, self.w_contact = w_fake_skate, real_contacts, w_contact
+        self.embed, self.reference = embed, reference
+        self.metric = "val_fid" if embed is not None and reference is not None else "val_rec"
+        self.windows = train_ds.windows(model.length, stride)
+        self._real: tuple[Tensor, Tensor, Tensor] | None = None
+        clip = self.windows[:, 0]
+        self.content = torch.tensor(model.contents.indices(train_ds.labels("content")))[clip]
+        self.style = torch.tensor(model.styles.indices(train_ds.labels("style")))[clip]
+        if adversarial == 0.0 and float(model.norm.std.sum()) == model.norm.std.numel():
+            sample = self._vectors(spread_sample(self.windows, 3000))
+            model.norm.set(sample.mean(dim=(0, 1)), sample.std(dim=(0, 1)).clamp_min(1e-3))
+
+    def _vectors(self, windows: Tensor) -> Tensor:
+        g = self.ds.gather(windows, self.model.length, keys=("rot", "pelvis", "yaw"))
+        return self.model.to_vectors(g["rot"], g["pelvis"], g["yaw"])
+
+    def _contacts(self, windows: Tensor) -> Tensor:
+        return self.ds.gather(windows, self.model.length, keys=("contacts",))["contacts"]
+
+    def to_device(self, device: torch.device) -> None:
+        """Move the frozen recogniser of the recognition term (batches are built on the CPU, moved by the loop)."""
+        if self.recognizer is not None:
+            self.recognizer.to(device)
+            self.recog_label = self.recog_label.to(device)
+
+    def num_samples(self) -> int:
+        """Training windows."""
+        return len(self.windows)
+
+    def _real_windows(self) -> tuple[Tensor, Tensor, Tensor]:
+        """Every training window's standardised vectors ``(N, T, D)``, world positions ``(N, T, M, 3)`` (heights)
+        and foot contacts ``(N, T, K)``, computed once by a batch's arithmetic (a window's numbers do not depend on
+        its batch), so that a step does not redo its real windows' forward kinematics (a sixth of a VAE step)."""
+        if self._real is None:  # on the model's device, kept on the CPU (where batches are built)
+            device = module_device(self.model)
+            with torch.no_grad():
+                chunks = [self.windows[i : i + 256] for i in range(0, len(self.windows), 256)]
+                xs = [self.model.norm(self._vectors(w).to(device)) for w in chunks]
+                positions = [self.model.positions(self.model.norm.inverse(x))[0].cpu() for x in xs]
+                self._real = (torch.cat(xs).cpu(), torch.cat(positions), torch.cat([self._contacts(w) for w in chunks]))
+        return self._real
+
+    def batch(self, indices: Tensor, generator: torch.Generator) -> dict[str, Tensor]:
+        """Standardised windows, their positions, contacts and classes, and the latent noise (from ``generator``)."""
+        x_all, pos_all, contacts_all = self._real_windows()
+        b = len(indices)
+        return {"x": x_all[indices], "positions": pos_all[indices], "content": self.content[indices],
+                "style": self.style[indices], "contacts": contacts_all[indices],
+                "eps": torch.randn(b, self.model.vae.latent, generator=generator),
+                "prior": self.model.draw_latent(self.content[indices], generator)}  # fmt: skip
+
+    def loss(self, model: nn.Module, batch: dict[str, Tensor]) -> tuple[Tensor, dict[str, float]]:
+        """VAE (+ GAN) loss (module docstring); the terms come from one call of the (possibly DDP-wrapped) model."""
+        prior = batch["prior"] if self.adversarial > 0 else None
+        terms = model(batch["x"], batch["content"], batch["style"], batch["eps"], prior,
+                      batch["contacts"] if self.real_contacts else None, batch.get("positions"))  # fmt: skip
+        fake = terms.pop("fake", None)
+        kl_dim = terms.pop("kl_dim")
+        kl = kl_dim.clamp_min(self.free_bits).sum() if self.free_bits > 0 else terms["kl"]
+        loss = terms["rec"] + self.w_pos * terms["pos"] + self.w_skate * terms["skate"] + self.beta * kl
+        if self.w_vel > 0:
+            loss = loss + self.w_vel * terms["vel"]
+        if prior is not None:
+            loss = loss + self.adversarial * terms["g_adv"] + 0.5 * terms["d"] + self.w_fake_skate * terms["fake_skate"]
+            loss = loss + self.w_speed * terms["speed"] + self.w_speed_frames * terms["speed_frames"]
+            loss = loss + self.w_contact * terms["contact_frames"]
+            if self.recognizer is not None and fake is not None:
+                terms["recog"] = self.recognition(fake, batch["content"])
+                loss = loss + self.w_recog * terms["recog"]
+        return loss, {k: float(v.detach()) for k, v in terms.items()}
+
+    def recognition(self, fake: Tensor, content: Tensor) -> Tensor:
+        """Cross-entropy of the frozen recogniser on standardised samples ``(B, T, D)`` against the requested
+        contents ``(B,)`` (gradients reach the samples, not the recogniser); scalar."""
+        gen, rec = self.model, self.recognizer
+        assert rec is not None
+        pos, rot, pelvis, yaw = gen.positions(gen.norm.inverse(fake))
+        x = rec.inputs(rot, pelvis, yaw, pos * gen.rig.height)
+        return nn.functional.nll_loss(content_log_probabilities(rec(x)[0]), self.recog_label[content], ignore_index=-100)
+
+    def validate(self, model: nn.Module) -> dict[str, float]:
+        """Reconstruction error on training windows and, with a recogniser, FID of prior samples to the reference."""
+        gen = cast(Generator, model)  # the loop validates the bare model
+        g = torch.Generator().manual_seed(1234)
+        pick = torch.randperm(len(self.windows), generator=g)[:512]
+        batch = to_device(self.batch(pick, g), module_device(gen))
+        with torch.no_grad():
+            mu, _ = gen.vae.encode(batch["x"], gen.vae.condition(batch["content"], batch["style"]))
+            rec = float(
+                (gen.vae.decode(mu, gen.vae.condition(batch["content"], batch["style"])) - batch["x"]).abs().mean()
+            )
+        out = {"val_rec": rec}
+        if self.embed is not None and self.reference is not None:
+            x = gen.sample([gen.contents.names[i] for i in self.content[pick]], [gen.styles.names[i] for i in self.style[pick]],
+                           generator=torch.Generator().manual_seed(7)).to(module_device(gen))  # fmt: skip
+            pos, rot, pelvis, yaw = gen.positions(x)
+            probs, feats = self.embed(rot, pelvis, yaw, pos * gen.rig.height)
+            out["val_fid"] = fid(feats.cpu(), self.reference)
+            out["val_recognised"] = float((probs.argmax(-1).cpu() == self.content[pick]).float().mean())
+        return out
+
+    def fit_latent(self, sample: int = 3000) -> None:
+        """Fit the model's latent prior (:meth:`Generator.fit_latent`) on at most ``sample`` training windows."""
+        pick = spread_sample(torch.arange(len(self.windows)), sample)
+        self.model.fit_latent(self.model.norm(self._vectors(self.windows[pick])), self.content[pick], self.style[pick])
+
+    def model_config(self) -> dict[str, Any]:
+        """The model's config plus provenance."""
+        return {**self.model.config(), "training": self.meta}
+
+
+def train_generator(train_ds: MotionDataset, out: str | Path, *, length: int = 64, stride: int = 8,
+                    vae_loop: TrainConfig | None = None, gan_loop: TrainConfig | None = None,
+                    embed: Callable[..., tuple[Tensor, Tensor]] | None = None, reference: Tensor | None = None,
+                    options: dict[str, Any] | None = None, weights: dict[str, float] | None = None,
+                    recognizer: Recognizer | None = None, init: str | Path | None = None, resume: bool = False,
+                    command: str | None = None, log: Any = None, fit_prior: bool = True) -> dict[str, Any]:  # fmt: skip
+    """Train the CVAE (``out/vae``), then refine it with the GAN (``out``); ``gan_loop=None`` skips stage 2
+    and writes the VAE to ``out``. With ``recognizer`` and ``weights["recognition"] > 0`` the GAN stage adds
+    the frozen recogniser's cross-entropy on the prior samples (:meth:`GenerateTask.recognition`). With
+    ``init`` (a generator folder with the same classes and options, e.g. a shipped one) the VAE stage is
+    skipped and the GAN stage starts from those weights (a discriminator missing there starts fresh). With
+    ``fit_prior`` each stage's folder ends with its latent prior fitted to the aggregate posterior
+    (:meth:`Generator.fit_latent`), and the GAN stage draws from it.
+
+    Returns
+    -------
+    dict
+        ``{"vae": fit result, "gan": fit result or None, "parameters": int}``.
+    """
+    out = Path(out)
+    vae_loop = vae_loop or TrainConfig(epochs=30, batch_size=64, lr=1e-3, warmup_steps=100)
+    torch.manual_seed(vae_loop.seed)
+    w = {"beta": 2e-3, "w_pos": 2.0, "w_vel": 0.0, "w_skate": 1.0, "free_bits": 0.0, "w_fake_skate": 0.0,
+         "w_speed": 0.0, "w_speed_frames": 0.0, "w_contact": 0.0, "adversarial": 0.02, "recognition": 0.0, **(weights or {})}
+    model = Generator(train_ds.rig, sorted(set(train_ds.labels("content"))), sorted(set(train_ds.labels("style"))),
+                      length=length, fps=train_ds.fps, options=options)  # fmt: skip
+    meta = provenance(command, [c.path for c in train_ds.clips], vae_loop.seed)
+    new_task = partial(GenerateTask, stride=stride, beta=w["beta"], w_pos=w["w_pos"], w_vel=w["w_vel"],
+                       w_skate=w["w_skate"], free_bits=w["free_bits"], w_fake_skate=w["w_fake_skate"], embed=embed,
+                       reference=reference)  # the options both stages share
+    stage1 = Path(init) if init is not None else (out / "vae" if gan_loop is not None else out)
+    if init is not None:
+        if gan_loop is None:
+            raise ValueError("init= needs a GAN stage (gan_loop)")
+        start = Generator.load(init)
+        keys = ("contents", "styles", "length", "options")
+        if any(start.config()[k] != model.config()[k] for k in keys):
+            raise ValueError(f"{init}: the generator's classes, length or options differ from this run's")
+        vae: dict[str, Any] = {"history": [], "init": str(init)}
+    else:
+        task = new_task(model, train_ds, adversarial=0.0, meta={**meta, "stage": "vae", "weights": w})
+        vae = fit(model, task, stage1, vae_loop, resume=resume and (stage1 / "train_state.safetensors").exists(), log=log)
+        if fit_prior:
+            refit_latent(stage1, task)
+    gan = None
+    if gan_loop is not None:
+        tensors, _ = load_model_files(stage1)
+        load_weights(model, {k: v.float() for k, v in tensors.items()}, stage1, optional=OPTIONAL_TENSORS)
+        task = new_task(model, train_ds, adversarial=w["adversarial"], recognizer=recognizer, w_recog=w["recognition"],
+                        w_speed=w["w_speed"], w_speed_frames=w["w_speed_frames"],
+                        w_contact=w["w_contact"],
+                        meta={**meta, "stage": "gan", "weights": w, "vae_history": vae["history"],
+                              "init": None if init is None else str(init)})  # fmt: skip
+        if fit_prior and "latent_chol" not in tensors:
+            task.fit_latent()  # a folder from before the fitted prior: fit it before the GAN draws from it
+        gan = fit(model, task, out, gan_loop, resume=resume and (out / "train_state.safetensors").exists(), log=log)
+        if fit_prior:
+            refit_latent(out, task)
+    return {"vae": vae, "gan": gan, "parameters": sum(p.numel() for p in model.parameters())}
+
+
+def refit_latent(folder: str | Path, task: GenerateTask, out: str | Path | None = None) -> None:
+    """Load the weights of the model folder ``folder`` into ``task.model``, fit their latent prior on the task's
+    windows (:meth:`GenerateTask.fit_latent`) and write the folder again to ``out`` (default: ``folder``) with
+    the same config, the tensors it held in their own dtypes (a shipped float16 folder stays one, a missing
+    discriminator stays missing) and the prior in float32."""
+    tensors, config = load_model_files(folder)
+    load_weights(task.model, {k: v.float() for k, v in tensors.items()}, Path(folder), optional=OPTIONAL_TENSORS)
+    task.fit_latent()
+    state = {k: (v.to(tensors[k].dtype) if k in tensors else v) for k, v in task.model.state_dict().items()
+             if k in tensors or k.startswith(("latent_mean", "latent_chol"))}  # fmt: skip
+    save_model_files(out if out is not None else folder, state, config)
