@@ -83,8 +83,10 @@ def test_inference_commands_on_a_device_write_what_the_cpu_writes(name, mocap_fi
     on_cpu = _written([*command, "--device", "cpu"], tmp_path / f"cpu{suffix}", capsys)
     real = __import__("skelanim.nn.device", fromlist=["resolve_device"]).resolve_device
     monkeypatch.setattr("skelanim.nn.device.resolve_device", lambda n: DEVICE if n == "meta" else real(n))
-    with VirtualDevice():  # "meta" names the stand-in here; the network runs there, files are read and written on the CPU
+    with VirtualDevice() as stand_in:  # "meta" names the stand-in here; the network runs there, files are read and
+        # written on the CPU
         on_device = _written([*command, "--device", "meta"], tmp_path / f"device{suffix}", capsys)
+    assert stand_in.operations > 100  # the network did run on the device
     if isinstance(on_cpu, dict):
         assert isinstance(on_device, dict)
         for cpu_file, device_file in zip(on_cpu["files"], on_device["files"], strict=True):
@@ -107,3 +109,48 @@ def test_the_device_is_recorded_with_the_model(mocap_files, tmp_path: Path, caps
     assert code == 0, capsys.readouterr().err
     loop = json.loads((out / "config.json").read_text())["training"]["loop"]
     assert loop["device"] == ("cuda" if torch.cuda.is_available() else "cpu")
+
+
+def _eval_commands(mocap_files, tmp: Path) -> dict[str, list[str]]:
+    """Each evaluation command on three short Bandai clips (two of the held-out style happy, one to train on)."""
+    data = tmp / "data"
+    data.mkdir()
+    names = ["dataset-1_walk_happy_001.bvh", "dataset-1_run_happy_001.bvh", "dataset-1_walk_angry_001.bvh"]
+    for path in mocap_files([f"bandai_namco_1/{n}" for n in names]):
+        skelanim.save(skelanim.load(path)[:150], data / path.name)
+    learn = ["--data", str(data), "--json"]
+    return {"recognize eval": ["learn", "recognize", "eval", *learn, "--split", "style:happy/"],
+            "predict eval": ["learn", "predict", "eval", *learn, "--split", "style:happy/", "--stride", "40"],
+            "ik eval": ["ik", "eval", "--data", str(data / names[0]), "--methods", "gat", "--max-frames", "40", "--json"],
+            "evaluate": ["evaluate", str(data / names[0]), str(data / names[1]), "--json"]}  # fmt: skip
+
+
+def _scores(value: object, path: str = "") -> dict[str, float]:
+    """The numbers of a JSON report by path, timings left out (they measure the machine, not the device's answer)."""
+    if isinstance(value, dict):
+        return {k: v for key, item in value.items() if not any(t in key for t in ("second", "time", "fps", "speed", "per_s"))
+                for k, v in _scores(item, f"{path}/{key}").items()}  # fmt: skip
+    if isinstance(value, list):
+        return {k: v for i, item in enumerate(value) for k, v in _scores(item, f"{path}/{i}").items()}
+    return {path: float(value)} if isinstance(value, (int, float)) and not isinstance(value, bool) else {}
+
+
+@pytest.mark.parametrize("name", ["recognize eval", "predict eval", "ik eval", "evaluate"])
+def test_evaluation_commands_on_a_device_report_what_the_cpu_reports(name, mocap_files, tmp_path, capsys, monkeypatch):
+    command = _eval_commands(mocap_files, tmp_path)[name]
+    reports = []
+    real = __import__("skelanim.nn.device", fromlist=["resolve_device"]).resolve_device
+    monkeypatch.setattr("skelanim.nn.device.resolve_device", lambda n: DEVICE if n == "meta" else real(n))
+    stand_in = VirtualDevice()
+    for device in ("cpu", "meta"):
+        capsys.readouterr()
+        with stand_in if device == "meta" else torch.no_grad():
+            code = main([*command, "--device", device])
+        stdout, err = capsys.readouterr()
+        assert code == 0, err
+        reports.append(_scores(json.loads(stdout)))
+    assert stand_in.operations > 100  # the networks did run on the device
+    cpu, on_device = reports
+    assert cpu.keys() == on_device.keys() and len(cpu) > 3
+    for key, value in cpu.items():
+        assert on_device[key] == pytest.approx(value, rel=1e-4, abs=1e-6), key

@@ -88,6 +88,11 @@ class VirtualDevice:
         self._modes = (_Construction(), _Operations(float64))
         self._inference_mode = torch.inference_mode
 
+    @property
+    def operations(self) -> int:
+        """How many operations ran on the device so far (a test can tell the device was used at all)."""
+        return self._modes[1].count
+
     def __enter__(self) -> Self:
         for mode in self._modes:
             mode.__enter__()
@@ -147,6 +152,7 @@ class _Operations(TorchDispatchMode):
     def __init__(self, float64: bool) -> None:
         super().__init__()
         self.float64 = float64
+        self.count = 0  # operations that ran on the device
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # type: ignore[no-untyped-def]
         kwargs = kwargs or {}
@@ -183,6 +189,7 @@ class _Operations(TorchDispatchMode):
             return args[0]
         if not (on or creates) or func is aten._local_scalar_dense.default:
             return out
+        self.count += 1
         if not self.float64 and any(isinstance(x, torch.Tensor) and x.dtype == torch.float64 for x in _leaves(out)):
             raise DeviceMismatch(f"{func}: float64 on the device (MPS has none; GPUs run it at a fraction of float32's speed)")
         if func._schema.name.endswith("_") and isinstance(args[0], OnDevice):  # in place: the same tensor back

@@ -176,6 +176,7 @@ def evaluate(
     seed: int = typer.Option(0, "--seed", min=0, max=MAX_SEED),
     threads: int | None = typer.Option(None, "--threads", min=1, max=1024, help="Torch CPU threads."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
+    device: str = run_device_option(),
 ) -> None:
     """Accuracy and speed of IK methods side by side, on files held out from training."""
     from skelanim.ik.evaluate import evaluate as run
@@ -191,7 +192,7 @@ def evaluate(
         raise typer.BadParameter(
             f"unknown method {unknown[0]!r}; choose from {', '.join(ALL_METHODS)}", param_hint="--methods"
         )
-    report = run(data, _load_model(model), methods=chosen, noise=noise, max_frames=max_frames, seed=seed)
+    report = run(data, _load_model(model).to(device), methods=chosen, noise=noise, max_frames=max_frames, seed=seed)
     if as_json:
         typer.echo(json.dumps({"frames": report["frames"], "methods": report["methods"]}, indent=1))
     else:

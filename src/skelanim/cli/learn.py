@@ -153,6 +153,7 @@ def recognize_eval(
     threads: int | None = typer.Option(None, "--threads", min=1, max=1024),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
     plot: Path | None = typer.Option(None, "--plot", help="Also draw the ST-GCN's confusion matrices (files, windows)."),
+    device: str = run_device_option(),
 ) -> None:
     """Top-1 content accuracy per file (vote over windows) and per window, ST-GCN against the CNN baseline (the
     shipped one only for a model on its skeleton; else none unless --baseline names one)."""
@@ -160,7 +161,7 @@ def recognize_eval(
 
     if plot is not None:
         check_plot(plot)
-    net, loaded = Recognizer.load(model), Recognizer.load(baseline, default="recognize_cnn")
+    net, loaded = Recognizer.load(model).to(device), Recognizer.load(baseline, default="recognize_cnn").to(device)
     # the shipped baseline is for the shipped model's skeleton
     base = loaded if baseline is not None or loaded.rig.skeleton.same_topology(net.rig.skeleton) else None
     ds = split_parts(load_dataset(data, net.fps, threads, not as_json, labels=labels, need=("content",)), split, seed, need="test")["test"]
@@ -305,6 +306,7 @@ def generate_eval(
     seed: int = typer.Option(0, "--seed", min=0, max=MAX_SEED, help="Seed of the samples and of the split (the one given to train)."),
     threads: int | None = typer.Option(None, "--threads", min=1, max=1024),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
+    device: str = run_device_option(),
 ) -> None:
     """FID (generated vs held-out real, against real vs real), recognition, diversity, foot skating, pose outliers."""
     from skelanim.learn.generate import Generator
@@ -315,7 +317,7 @@ def generate_eval(
         raise typer.BadParameter("generation is scored against real set A (train part) and real set B (test part): "
                                  "'none' makes them the same files; use 'file' (the default) or a style split",
                                  param_hint="--split")  # fmt: skip
-    gen, rec = Generator.load(model), Recognizer.load(recognizer)
+    gen, rec = Generator.load(model).to(device), Recognizer.load(recognizer).to(device)
     if not rec.rig.skeleton.same_topology(gen.rig.skeleton):
         raise typer.BadParameter(f"the {'shipped ' if recognizer is None else ''}recogniser is for another skeleton than the "
                                  "generator's: name one trained on its data (skelanim learn recognize train)",
@@ -498,6 +500,7 @@ def evaluate_cmd(
         "regular expression with a named group content; names it does not match are read by the first two (default).",
     ),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
+    device: str = run_device_option(),
 ) -> None:
     """Compare two sets of motion files with every metric (FID, diversity, recognition, jerk, foot skating, ...)."""
     import skelanim
@@ -543,7 +546,7 @@ def evaluate_cmd(
             scheme = "--labels" if labels is not None else "dataset-N_CONTENT_STYLE_TAKE or CONTENT_STYLE_TAKE"
             unlabelled.append(f"set {k}: its file names carry no content label ({scheme}), so 'recognised' is "
                               "left out")  # fmt: skip
-    rec = Recognizer.load(recognizer)
+    rec = Recognizer.load(recognizer).to(device)
     res = compare_sets(
         motions["a"], motions["b"], embed=rec.embed_motions, contents_a=contents["a"], contents_b=contents["b"]
     )

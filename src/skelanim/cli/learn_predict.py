@@ -201,6 +201,7 @@ def predict_eval(
         "the models' skeleton (copy) and tested there; --split is not used.",
     ),
     mapping: Path | None = typer.Option(None, "--map", help=MAP_HELP),
+    device: str = run_device_option(),
 ) -> None:
     """MPJPE (root-relative and global, fraction of height) and angle error at 80-1000 ms: the GRU, the DCT-GCN,
     the MLP, the three averaged (combined) and the zero- and constant-velocity baselines. A predictor not named
@@ -213,14 +214,14 @@ def predict_eval(
     if plot is not None:
         check_plot(plot)
     folders = {"rnn": rnn, "gcn": gcn, "mlp": mlp}
-    given = {name: Predictor.load(folder) for name, folder in folders.items() if folder is not None}
+    given = {name: Predictor.load(folder).to(device) for name, folder in folders.items() if folder is not None}
     first = next(iter(given.values()), None)
     if first is not None and not all(same_setting(first, m) for m in given.values()):
         raise typer.BadParameter("the predictors named must share the skeleton, observed and predicted lengths and "
                                  "fps", param_hint="--rnn/--gcn/--mlp")  # fmt: skip
     models: dict[str, Any] = {}
     for name in LEARNED:
-        model = given.get(name) or Predictor.load(None, default=f"predict_{name}")
+        model = given.get(name) or Predictor.load(None, default=f"predict_{name}").to(device)
         if first is None or same_setting(first, model):
             models[name] = model
     if len(models) > 1:
