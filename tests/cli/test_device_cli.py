@@ -122,6 +122,7 @@ def _eval_commands(mocap_files, tmp: Path) -> dict[str, list[str]]:
     return {"recognize eval": ["learn", "recognize", "eval", *learn, "--split", "style:happy/"],
             "predict eval": ["learn", "predict", "eval", *learn, "--split", "style:happy/", "--stride", "40"],
             "ik eval": ["ik", "eval", "--data", str(data / names[0]), "--methods", "gat", "--max-frames", "40", "--json"],
+            "generate eval": ["learn", "generate", "eval", *learn, "--split", "style:happy/"],
             "evaluate": ["evaluate", str(data / names[0]), str(data / names[1]), "--json"]}  # fmt: skip
 
 
@@ -135,7 +136,7 @@ def _scores(value: object, path: str = "") -> dict[str, float]:
     return {path: float(value)} if isinstance(value, (int, float)) and not isinstance(value, bool) else {}
 
 
-@pytest.mark.parametrize("name", ["recognize eval", "predict eval", "ik eval", "evaluate"])
+@pytest.mark.parametrize("name", ["recognize eval", "predict eval", "generate eval", "ik eval", "evaluate"])
 def test_evaluation_commands_on_a_device_report_what_the_cpu_reports(name, mocap_files, tmp_path, capsys, monkeypatch):
     command = _eval_commands(mocap_files, tmp_path)[name]
     reports = []

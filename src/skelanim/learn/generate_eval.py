@@ -15,6 +15,7 @@ from skelanim.learn.common import spread_sample
 from skelanim.learn.generate import SKATE_THRESHOLD, Generator, foot_elevation, limb_speed
 from skelanim.metrics.distribution import diversity, fid, outlier_share
 from skelanim.metrics.kinematic import foot_skating
+from skelanim.nn.device import module_device
 
 __all__ = ["POSE_EVERY", "evaluate_generation", "heading_poses"]
 
@@ -84,8 +85,8 @@ def evaluate_generation(model: Generator, embed: Callable[..., tuple[Tensor, Ten
     g = torch.Generator().manual_seed(seed)
     feats, hits, skate, move_g, pose_g = [], 0.0, 0.0, torch.zeros(2, dtype=torch.float64), []
     for i in range(0, len(contents), 256):
-        x = model.sample(contents[i : i + 256], styles[i : i + 256], generator=g)
-        pos, rot, pelvis, yaw = model.positions(x)
+        x = model.sample(contents[i : i + 256], styles[i : i + 256], generator=g)  # on the CPU
+        pos, rot, pelvis, yaw = (t.cpu() for t in model.positions(x.to(module_device(model))))  # FK where the model is
         probs, f = embed(rot, pelvis, yaw, pos * rig.height)
         feats.append(f)
         hits += float((probs.argmax(-1) == torch.tensor(model.contents.indices(contents[i : i + 256]))).sum())
