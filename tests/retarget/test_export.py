@@ -10,8 +10,10 @@ import math
 import numpy as np
 import onnxruntime as ort
 import pytest
+import torch
 from virtual_device import DEVICE, VirtualDevice  # tests/helpers
 
+import skelanim
 from skelanim.core.units import up_to_y_matrix
 from skelanim.ops import rotate
 from skelanim.retarget import Retargeter, RetargetError
@@ -104,3 +106,25 @@ def test_the_cli_writes_a_file_an_engine_can_stream(mocap_files, tmp_path, capsy
         err = capsys.readouterr().err.strip().splitlines()
         assert code == 2 and len(err) == 1 and expected in err[0], err
     assert not (tmp_path / "x.onnx").exists() and not (tmp_path / "s.bvh").exists()
+
+
+def test_a_source_whose_floor_is_far_below_its_origin_streams_as_the_clip_retargets(mocap_files, tmp_path):
+    """The production rig stands a metre below its origin: the exported step knows that floor from SRC (it had
+    taken y = 0 and sank the target by 62 % of its height); streamed, it gives ``skelanim retarget``'s clip."""
+    from skelanim.cli import main
+    from skelanim.core.motion import Motion
+
+    ccrig, cmu = mocap_files(["cmu_iclone_ccrig/001_01.bvh", "cmu_cgspeed_mb/01_01.bvh"])
+    src, to = tmp_path / "ccrig.bvh", tmp_path / "cmu.bvh"
+    skelanim.save(skelanim.load(ccrig)[:60], src)
+    skelanim.save(skelanim.load(cmu)[::4][:30], to)
+    assert main(["retarget", "export", str(src), "--to", str(to), "-o", str(tmp_path / "step.onnx"), "--method", "copy"]) == 0
+    assert main(["retarget", str(src), "--to", str(to), "-o", str(tmp_path / "clip.bvh"), "--method", "copy"]) == 0
+    source, clip = skelanim.load(src), skelanim.load(tmp_path / "clip.bvh")
+    meta = ort.InferenceSession(str(tmp_path / "step.onnx"), providers=["CPUExecutionProvider"]).get_modelmeta()
+    assert json.loads(meta.custom_metadata_map["skelanim.source_floor"]) < -0.5 * source.height
+    frames = _stream_file(tmp_path / "step.onnx", source)
+    streamed = Motion(clip.skeleton, torch.from_numpy(np.stack([f[0] for f in frames])),
+                      torch.from_numpy(np.stack([f[1] for f in frames])), clip.fps)  # fmt: skip
+    error = (streamed.positions() - clip.positions()).norm(dim=-1).max() / clip.height
+    assert error < 1e-4, f"streamed joints {float(error):.3g} heights from the clip's"

@@ -131,12 +131,14 @@ def export(
     calibrate: bool = typer.Option(True, "--calibrate/--no-calibrate", help="As for skelanim retarget."),
 ) -> None:
     """Write the streaming retargeter from SRC's skeleton onto TARGET's as an ONNX file for engine runtimes: one
-    frame in, one out, the stream state in and out (src/skelanim/retarget/export.py says what each input is)."""
+    frame in, one out, the stream state in and out (src/skelanim/retarget/export.py says what each input is).
+    SRC's frames also fix where its floor lies (where its feet stand), so a live source must stand where SRC does."""
     import skelanim
     from skelanim.cli.files import check_not_an_input, require_suffix
+    from skelanim.ops import rotate
     from skelanim.retarget import METHODS, Retargeter, RetargetError
     from skelanim.retarget.export import export_step
-    from skelanim.retarget.retargeter import target_floor_of
+    from skelanim.retarget.retargeter import target_floor_of, world_turn
 
     if method not in METHODS or method == "ik":
         raise RetargetError(f"--method: {method!r} cannot be exported; choose from nkn, copy or naive"
@@ -148,7 +150,9 @@ def export(
                             "streamed step: export onto a BVH skeleton", path=to)  # fmt: skip
     motion, target_motion = skelanim.load(src), skelanim.load(to)
     source_rig, target_rig = _rigs(motion, target_motion, src, to, source_map, target_map, calibrate)
-    retargeter = Retargeter(source_rig, target_rig, method, model=model, fps=fps or motion.fps,
+    turn = world_turn(motion)  # the source's floor as the stream will see it: in its world turned Y up
+    source_floor = target_floor_of(source_rig, motion if turn is None else rotate(motion, turn))
+    retargeter = Retargeter(source_rig, target_rig, method, model=model, fps=fps or motion.fps, floor=source_floor,
                             target_floor=target_floor_of(target_rig, target_motion))  # fmt: skip
     export_step(retargeter, out)
     typer.echo(f"wrote {out} ({method}, {motion.skeleton.num_joints} joints in, {target_motion.skeleton.num_joints} out, "

@@ -38,6 +38,7 @@ import torch
 from torch import Tensor, nn
 
 from skelanim.core.rotations import quat_apply, quat_identity, quat_multiply
+from skelanim.core.units import guess_unit
 from skelanim.io.atomic import atomic_path
 from skelanim.nn.device import module_device
 from skelanim.retarget.online import onnx_bytes
@@ -80,6 +81,15 @@ class _TurnedStep(nn.Module):
             root2 = quat_apply(self.turn_out, root2)
         following = [t for name, t in zip(STATE_INPUTS, next_state, strict=True) if name in self.kept]
         return (q, root2, *([translations] if self.translated else []), *following)
+
+
+def _up_name(turn: Tensor | None) -> str:
+    """``"+y"``, ``"+z"``, ... : the world up axis a turn onto +Y starts from (``None``: Y up already)."""
+    if turn is None:
+        return "+y"
+    up = turn[1]  # the row that takes the up direction onto +Y
+    axis = int(up.abs().argmax())
+    return ("+" if float(up[axis]) > 0 else "-") + "xyz"[axis]
 
 
 def export_step(retargeter: Retargeter, path: str | os.PathLike) -> Path:
@@ -138,12 +148,21 @@ def export_step(retargeter: Retargeter, path: str | os.PathLike) -> Path:
         "skelanim.target_parents": json.dumps([int(p) for p in target.parents]),
         "skelanim.target_offsets": json.dumps(target.offsets.tolist()),
         "skelanim.hips_translated": json.dumps(bool(retargeter.target.hips_translated)),
+        "skelanim.source_units": guess_unit(float(retargeter.source.height)),
+        "skelanim.target_units": guess_unit(float(retargeter.target.height)),
+        "skelanim.source_up": _up_name(retargeter.source_turn),
+        "skelanim.target_up": _up_name(retargeter.target_turn),
+        "skelanim.source_floor": json.dumps(retargeter.floor if retargeter.floor is not None else 0.0),
+        "skelanim.target_floor": json.dumps(retargeter.target_floor),
         "skelanim.inputs": json.dumps(kept),
         "skelanim.outputs": json.dumps([o.name for o in model.graph.output]),
         "skelanim.initial_state": json.dumps({k: v for k, v in initial.items() if k in kept}),
         "skelanim.convention": "quaternions w, x, y, z; local rotations relative to the parent (the root's in world "
                                "axes), world = parent world @ local (BVH); each next_* output is fed back as the "
-                               "input of its name on the next frame",
+                               "input of its name on the next frame; feed frames at skelanim.fps (velocities and "
+                               "contact thresholds are in the graph), in the source file's units and world "
+                               "(skelanim.source_units, skelanim.source_up; its feet standing at skelanim.source_floor "
+                               "along that up axis); the output is in the target file's (skelanim.target_*)",
     }  # fmt: skip
     onnx.helper.set_model_props(model, meta)
     with atomic_path(path) as tmp:
