@@ -33,7 +33,7 @@ def _stream_file(path, source) -> list[list[np.ndarray]]:
     for f in range(source.num_frames):
         feed = {"rotations": source.rotations[f].numpy(), "root_position": source.root_positions[f].numpy(),
                 "joint_offsets": offsets, **state}  # fmt: skip
-        feed = {i.name: feed[i.name] for i in session.get_inputs()}
+        feed = {i.name: np.asarray(feed[i.name], dtype=dtypes[i.name]) for i in session.get_inputs()}
         out = dict(zip([o.name for o in session.get_outputs()], session.run(None, feed), strict=True))
         state = {name: out[f"next_{name}"] for name in state}
         frames.append([out[k] for k in ("target_rotations", "target_root_position") if k in out]
@@ -46,7 +46,7 @@ def _stream_file(path, source) -> list[list[np.ndarray]]:
 def test_the_file_streams_as_the_retargeter_steps(clips, tmp_path, method, source, target):
     motion = clips[source][:20]
     retarget = Retargeter(motion, clips[target], method, fps=motion.fps)
-    path = export_step(retarget, tmp_path / "step.onnx")
+    path = export_step(retarget, tmp_path / "step.onnx", dtype="float64")
     session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
     meta = session.get_modelmeta().custom_metadata_map
     assert meta["skelanim.format"] == FORMAT and meta["skelanim.method"] == method
@@ -71,7 +71,7 @@ def test_a_z_up_source_is_turned_inside_the_graph(clips, tmp_path):
     z_up = rotate(upright, up_to_y_matrix(2).T)
     retarget = Retargeter(z_up, clips["bandai"], "copy", fps=z_up.fps)
     assert retarget.source_turn is not None
-    path = export_step(retarget, tmp_path / "z.onnx")
+    path = export_step(retarget, tmp_path / "z.onnx", dtype="float64")
     retarget.reset()
     for f, (q, root, _) in enumerate(_stream_file(path, z_up)):
         want = retarget.step(z_up.rotations[f], z_up.root_positions[f])
@@ -128,3 +128,28 @@ def test_a_source_whose_floor_is_far_below_its_origin_streams_as_the_clip_retarg
                       torch.from_numpy(np.stack([f[1] for f in frames])), clip.fps)  # fmt: skip
     error = (streamed.positions() - clip.positions()).norm(dim=-1).max() / clip.height
     assert error < 1e-4, f"streamed joints {float(error):.3g} heights from the clip's"
+
+
+def test_the_default_file_is_float32_throughout_and_close_to_the_float64_step(clips, tmp_path):
+    """Engine runtimes (Unity Sentis, Unreal's GPU ones) take no float64: the default file holds none, and its
+    frames stay within float32's rounding of :meth:`Retargeter.step`'s."""
+    import onnx
+
+    motion = clips["cmu_mb"][:20]
+    retarget = Retargeter(motion, clips["bandai"], "nkn", fps=motion.fps)
+    path = export_step(retarget, tmp_path / "f32.onnx")
+    model = onnx.load(str(path))
+    double = onnx.TensorProto.DOUBLE
+    graph = model.graph
+    assert not [v.name for v in [*graph.input, *graph.output, *graph.value_info] if v.type.tensor_type.elem_type == double]
+    assert not [i.name for i in graph.initializer if i.data_type == double]
+    assert not [n.name for n in graph.node for a in n.attribute
+                if (a.name == "to" and a.i == double) or (a.type == onnx.AttributeProto.TENSOR and a.t.data_type == double)]
+    retarget.reset()
+    height = float(clips["bandai"].height)
+    for f, (q, root, translations) in enumerate(_stream_file(path, motion)):
+        want = retarget.step(motion.rotations[f], motion.root_positions[f])
+        assert q.dtype == np.float32
+        np.testing.assert_allclose(np.abs((q * want[0].numpy()).sum(-1)), 1.0, atol=1e-5)  # the same rotations
+        np.testing.assert_allclose(root, want[1].numpy(), atol=1e-5 * height, rtol=0)
+        np.testing.assert_allclose(translations, want[2].numpy(), atol=1e-5 * height, rtol=0)

@@ -129,6 +129,8 @@ def export(
     target_map: Path | None = typer.Option(None, "--target-map", help="Joint mapping (JSON/YAML) for the target."),
     model: Path | None = typer.Option(None, "--model", "-m", help="NKN model folder (default: the shipped model)."),
     calibrate: bool = typer.Option(True, "--calibrate/--no-calibrate", help="As for skelanim retarget."),
+    dtype: str = typer.Option("float32", "--dtype", help="float32 (engines take no float64) or float64 (exactly the "
+                              "Retargeter's step)."),
 ) -> None:
     """Write the streaming retargeter from SRC's skeleton onto TARGET's as an ONNX file for engine runtimes: one
     frame in, one out, the stream state in and out (src/skelanim/retarget/export.py says what each input is).
@@ -143,6 +145,8 @@ def export(
     if method not in METHODS or method == "ik":
         raise RetargetError(f"--method: {method!r} cannot be exported; choose from nkn, copy or naive"
                             + (" (ik's foot pins are a Python state machine, not a graph)" if method == "ik" else ""))
+    if dtype not in ("float32", "float64"):
+        raise typer.BadParameter(f"float32 or float64, not {dtype!r}", param_hint="--dtype")
     require_suffix(out, (".onnx",), "a streamed retargeter")
     check_not_an_input(out, src, to, source_map, target_map)
     if to.suffix.lower() in (".urdf", ".txt", ".json"):
@@ -154,8 +158,8 @@ def export(
     source_floor = target_floor_of(source_rig, motion if turn is None else rotate(motion, turn))
     retargeter = Retargeter(source_rig, target_rig, method, model=model, fps=fps or motion.fps, floor=source_floor,
                             target_floor=target_floor_of(target_rig, target_motion))  # fmt: skip
-    export_step(retargeter, out)
-    typer.echo(f"wrote {out} ({method}, {motion.skeleton.num_joints} joints in, {target_motion.skeleton.num_joints} out, "
+    export_step(retargeter, out, dtype=dtype)
+    typer.echo(f"wrote {out} ({method}, {dtype}, {motion.skeleton.num_joints} joints in, {target_motion.skeleton.num_joints} out, "
                f"{retargeter.fps:g} fps; {out.stat().st_size / 1e6:.2f} MB)")
 
 

@@ -5,19 +5,20 @@ out, the stream state in and out, so the engine keeps the state between frames a
 Inputs, in order (the stream state a method keeps: ``nkn`` all of it, ``copy`` the floor and the previous feet,
 ``naive`` none):
 
-========================  ====================  ===================================================================
-``rotations``             ``(J_A, 4)`` float64  the source frame's local quaternions ``w, x, y, z`` (BVH order of
-                                                ``skelanim.source_joints``)
-``root_position``         ``(3,)`` float64      the source root's position, in the source file's units and world
-``joint_offsets``         ``(J_A, 3)`` float64  local joint translations (the rest offsets of
-                                                ``skelanim.source_offsets`` unless joints are animated; row 0 is
-                                                ignored)
-``floor``                 ``(1, 4)`` float64    stream state: the running floor of the four foot joints
-``previous_feet``         ``(1, 4, 3)``         stream state: the previous frame's foot positions
-``encoder_state``,        ``(1, 1, H)`` float   stream state: the NKN's GRU hidden states
+All floats are float32 (``skelanim.dtype``; ``dtype="float64"`` keeps :meth:`.Retargeter.step`'s float64):
+
+========================  =============  ==========================================================================
+``rotations``             ``(J_A, 4)``   the source frame's local quaternions ``w, x, y, z`` (BVH order of
+                                         ``skelanim.source_joints``)
+``root_position``         ``(3,)``       the source root's position, in the source file's units and world
+``joint_offsets``         ``(J_A, 3)``   local joint translations (the rest offsets of ``skelanim.source_offsets``
+                                         unless joints are animated; row 0 is ignored)
+``floor``                 ``(1, 4)``     stream state: the running floor of the four foot joints
+``previous_feet``         ``(1, 4, 3)``  stream state: the previous frame's foot positions
+``encoder_state``,        ``(1, 1, H)``  stream state: the NKN's GRU hidden states
 ``decoder_state``
-``previous_hips``         ``(1, 3)`` float      stream state: the previous frame's hips
-========================  ====================  ===================================================================
+``previous_hips``         ``(1, 3)``     stream state: the previous frame's hips
+========================  =============  ==========================================================================
 
 Outputs: ``target_rotations`` ``(J_B, 4)`` (local quaternions of ``skelanim.target_joints``),
 ``target_root_position`` ``(3,)``, ``target_joint_translations`` ``(J_B, 3)`` where the target animates its hips'
@@ -33,6 +34,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+from typing import Any
 
 import torch
 from torch import Tensor, nn
@@ -44,7 +46,7 @@ from skelanim.nn.device import module_device
 from skelanim.retarget.online import onnx_bytes
 from skelanim.retarget.retargeter import Retargeter, RetargetError
 
-__all__ = ["FORMAT", "STATE_INPUTS", "export_step"]
+__all__ = ["FORMAT", "STATE_INPUTS", "export_step", "float32_graph"]
 
 #: ``skelanim.format`` of an exported step.
 FORMAT = "skelanim-retarget-step"
@@ -83,6 +85,37 @@ class _TurnedStep(nn.Module):
         return (q, root2, *([translations] if self.translated else []), *following)
 
 
+def float32_graph(model: Any) -> Any:
+    """``model`` (an ``onnx.ModelProto``) with every float64 tensor made float32, in place: inputs, outputs, value
+    infos, initializers, constants and casts. Engine runtimes such as Unity Sentis take no float64; the step is
+    computed in float64 by torch (its FK and contacts), and float32 holds its answers to about 1e-6."""
+    import numpy as np
+    import onnx
+    from onnx import numpy_helper
+
+    double, single = onnx.TensorProto.DOUBLE, onnx.TensorProto.FLOAT
+
+    def narrowed(tensor: Any) -> Any:
+        return numpy_helper.from_array(numpy_helper.to_array(tensor).astype(np.float32), tensor.name)
+
+    graph = model.graph
+    for i, init in enumerate(graph.initializer):
+        if init.data_type == double:
+            graph.initializer[i].CopyFrom(narrowed(init))
+    for node in graph.node:
+        for attr in node.attribute:
+            if attr.type == onnx.AttributeProto.GRAPH or attr.type == onnx.AttributeProto.GRAPHS:
+                raise RetargetError(f"a float32 graph cannot be made of a {node.op_type} node with a subgraph")
+            if attr.name == "to" and attr.i == double:
+                attr.i = single
+            if attr.type == onnx.AttributeProto.TENSOR and attr.t.data_type == double:
+                attr.t.CopyFrom(narrowed(attr.t))
+    for value in [*graph.input, *graph.output, *graph.value_info]:
+        if value.type.tensor_type.elem_type == double:
+            value.type.tensor_type.elem_type = single
+    return model
+
+
 def _up_name(turn: Tensor | None) -> str:
     """``"+y"``, ``"+z"``, ... : the world up axis a turn onto +Y starts from (``None``: Y up already)."""
     if turn is None:
@@ -92,7 +125,7 @@ def _up_name(turn: Tensor | None) -> str:
     return ("+" if float(up[axis]) > 0 else "-") + "xyz"[axis]
 
 
-def export_step(retargeter: Retargeter, path: str | os.PathLike) -> Path:
+def export_step(retargeter: Retargeter, path: str | os.PathLike, *, dtype: str = "float32") -> Path:
     """Write ``retargeter``'s streamed step as an ONNX file (module docstring), atomically.
 
     Parameters
@@ -102,6 +135,9 @@ def export_step(retargeter: Retargeter, path: str | os.PathLike) -> Path:
         ``nkn``.
     path : path
         The ``.onnx`` file to write.
+    dtype : {"float32", "float64"}
+        The graph's floats: ``float32`` (engines: Unity Sentis and Unreal's GPU runtimes take no float64; the
+        GRU states are float32 either way) or ``float64``, exactly :meth:`.Retargeter.step`.
 
     Returns
     -------
@@ -115,6 +151,8 @@ def export_step(retargeter: Retargeter, path: str | os.PathLike) -> Path:
     """
     import onnx
 
+    if dtype not in ("float32", "float64"):
+        raise RetargetError(f"dtype must be float32 or float64, not {dtype!r}", path=path)
     if retargeter.method == "ik":
         raise RetargetError("method ik cannot be exported: its foot pins are a Python state machine, not a graph "
                             "(export copy, naive or nkn)", path=path)  # fmt: skip
@@ -131,6 +169,8 @@ def export_step(retargeter: Retargeter, path: str | os.PathLike) -> Path:
     outputs += [f"next_{name}" for name in step.kept]
     data = onnx_bytes(step, example, ["rotations", "root_position", "joint_offsets", *step.kept], outputs)
     model = onnx.load_from_string(data)
+    if dtype == "float32":
+        float32_graph(model)
     kept = [i.name for i in model.graph.input]
     hidden = step.fresh["encoder_state"].shape[-1]
     initial = {"floor": {"shape": [1, 4], "fill": "inf"}, "previous_feet": {"shape": [1, 4, 3], "fill": "nan"},
@@ -154,6 +194,7 @@ def export_step(retargeter: Retargeter, path: str | os.PathLike) -> Path:
         "skelanim.target_up": _up_name(retargeter.target_turn),
         "skelanim.source_floor": json.dumps(retargeter.floor if retargeter.floor is not None else 0.0),
         "skelanim.target_floor": json.dumps(retargeter.target_floor),
+        "skelanim.dtype": dtype,
         "skelanim.inputs": json.dumps(kept),
         "skelanim.outputs": json.dumps([o.name for o in model.graph.output]),
         "skelanim.initial_state": json.dumps({k: v for k, v in initial.items() if k in kept}),
