@@ -127,6 +127,8 @@ def test_a_bare_cuda_device_gets_an_index_before_it_is_made_current(monkeypatch,
     made_current: list[int] = []
     monkeypatch.setattr(torch.cuda, "set_device", lambda device: made_current.append(_get_device_index(device)))
     monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)
+    monkeypatch.delenv("WORLD_SIZE", raising=False)
     if local_rank is None:
         monkeypatch.delenv("LOCAL_RANK", raising=False)
     else:
@@ -134,6 +136,20 @@ def test_a_bare_cuda_device_gets_an_index_before_it_is_made_current(monkeypatch,
     assert rank_device(torch.device("cuda")) == torch.device(expected)
     assert made_current == [torch.device(expected).index]
     assert rank_device(torch.device("cpu")) == torch.device("cpu") and len(made_current) == 1
+
+
+def test_under_torchrun_each_rank_needs_a_gpu_of_its_own(monkeypatch):
+    """An explicit GPU index would put every rank on that one GPU; more ranks than GPUs leave one without."""
+    from skelanim.nn.device import rank_device
+
+    monkeypatch.setattr(torch.cuda, "set_device", lambda device: None)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)
+    monkeypatch.setenv("WORLD_SIZE", "3")
+    with pytest.raises(SkelanimError, match="each of the 3 processes takes its own GPU"):
+        rank_device(torch.device("cuda", 1))
+    monkeypatch.setenv("LOCAL_RANK", "2")
+    with pytest.raises(SkelanimError, match="has 2 CUDA GPU"):
+        rank_device(torch.device("cuda"))
 
 
 @pytest.mark.parametrize(("backend", "expected"), [("gloo", "cpu"), ("nccl", "cuda:0")])
@@ -157,3 +173,14 @@ def test_the_stand_in_runs_inference_mode_as_no_grad():
             assert isinstance(view, OnDevice) and torch.equal(view.cpu(), torch.arange(6.0).reshape(2, 1, 3, 1))
             assert not torch.is_grad_enabled()
     assert torch.inference_mode is real
+
+
+def test_nccl_with_a_model_on_the_cpu_is_refused_before_training(tmp_path, monkeypatch):
+    """NCCL reduces GPU tensors only: a run that asked for it and trains on the CPU stops with one message."""
+    from skelanim.nn import distributed
+
+    monkeypatch.setattr(distributed, "setup", lambda: True)
+    monkeypatch.setattr(distributed, "backend", lambda: "nccl")
+    with pytest.raises(SkelanimError, match="NCCL .* reduces GPU tensors only"):
+        _train(tmp_path, "cpu")
+    assert not (tmp_path / "model.safetensors").exists()

@@ -145,7 +145,8 @@ class IKModel:
         return module_device(self.net)
 
     def to(self, device: torch.device | str) -> IKModel:
-        """Move the network to ``device`` (in place); :meth:`predict` still takes and returns CPU tensors."""
+        """Move the network to ``device`` (in place: a model from :func:`load_model` is shared by every caller of
+        that folder, so copy it first where others use it); :meth:`predict` still takes and returns CPU tensors."""
         self.net.to(device)
         return self
 

@@ -34,7 +34,7 @@ def resolve_device(name: str) -> torch.device:
     SkelanimError
         For a name torch does not know, or a CUDA / MPS device this machine does not have.
     """
-    if name == AUTO:
+    if name == AUTO:  # not MPS: Apple GPUs are only used when asked for (--device mps)
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
     try:
         device = torch.device(name)
@@ -55,12 +55,25 @@ def resolve_device(name: str) -> torch.device:
 def rank_device(device: torch.device) -> torch.device:
     """The device this process computes on, made current. A CUDA device without an index becomes this process's
     GPU under ``torchrun`` (``LOCAL_RANK``), else the current one; torch's current CUDA device is then set to it
-    (NCCL and tensors made with a bare ``"cuda"`` follow it)."""
+    (NCCL and tensors made with a bare ``"cuda"`` follow it).
+
+    Raises
+    ------
+    SkelanimError
+        For a GPU index under ``torchrun`` (every rank would take that one GPU) or one this machine lacks.
+    """
     if device.type != "cuda":
         return device
+    ranks = int(os.environ.get("WORLD_SIZE", "1"))
+    if device.index is not None and ranks > 1:
+        raise SkelanimError(f"device {device}: under torchrun each of the {ranks} processes takes its own GPU; give "
+                            "--device cuda (or auto), not one GPU for all")  # fmt: skip
     if device.index is None:
         index = int(os.environ["LOCAL_RANK"]) if "LOCAL_RANK" in os.environ else torch.cuda.current_device()
         device = torch.device("cuda", index)
+    if device.index is not None and device.index >= torch.cuda.device_count():
+        raise SkelanimError(f"device {device}: this machine has {torch.cuda.device_count()} CUDA GPU(s) (under "
+                            "torchrun, one process per GPU at most)")  # fmt: skip
     torch.cuda.set_device(device)  # needs the index: a bare "cuda" is refused there
     return device
 

@@ -22,7 +22,7 @@ T = TypeVar("T")
 LEAVE_TIMEOUT_S = 60
 
 __all__ = [
-    "all_reduce_mean", "any_rank", "barrier", "broadcast_object", "cleanup", "collective_device", "exit_worker",
+    "all_reduce_mean", "any_rank", "backend", "barrier", "broadcast_object", "cleanup", "collective_device", "exit_worker",
     "gather_objects", "is_main",
     "rank", "setup", "world_size",
 ]  # fmt: skip
@@ -98,6 +98,11 @@ def barrier() -> None:
     """Wait for all ranks (no-op without DDP)."""
     if world_size() > 1:
         dist.barrier()
+
+
+def backend() -> str | None:
+    """The process group's backend (``"gloo"``, ``"nccl"``), ``None`` without one."""
+    return str(dist.get_backend()) if dist.is_available() and dist.is_initialized() else None
 
 
 def collective_device() -> torch.device:

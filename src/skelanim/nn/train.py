@@ -50,7 +50,7 @@ from torch import Tensor, nn
 from torch.optim.swa_utils import AveragedModel
 from tqdm import tqdm
 
-from skelanim.errors import FormatError, TrainingDataError
+from skelanim.errors import FormatError, SkelanimError, TrainingDataError
 from skelanim.nn import distributed as ddp
 from skelanim.nn.checkpoint import (
     CONFIG_NAME,
@@ -203,28 +203,29 @@ def unused_parameters(model: nn.Module, task: Task, batch: dict[str, Tensor]) ->
     """Names of trainable parameters that get no gradient from ``task.loss`` on ``batch``.
 
     One forward and backward pass of the plain ``model``; its gradients, buffers (batch-norm statistics)
-    and the global RNG state are restored afterwards, so training continues as if it had not run.
+    and the random state (the CPU's, and the GPU's where the model is on one) are restored afterwards, so
+    training continues as if it had not run.
     """
     trainable = [(n, p) for n, p in model.named_parameters() if p.requires_grad]
     grads = [p.grad for _, p in trainable]
     buffers = {n: b.clone() for n, b in model.named_buffers()}
-    rng = torch.get_rng_state()
     was_training = model.training
-    try:
-        for _, p in trainable:
-            p.grad = None
-        model.train()
-        loss, _ = task.loss(model, batch)
-        loss.backward()
-        return [n for n, p in trainable if p.grad is None]
-    finally:
-        for (_, p), g in zip(trainable, grads):
-            p.grad = g
-        with torch.no_grad():
-            for n, b in model.named_buffers():
-                b.copy_(buffers[n])
-        torch.set_rng_state(rng)
-        model.train(was_training)
+    gpus = [p.device for _, p in trainable if p.device.type == "cuda"][:1]
+    with torch.random.fork_rng(devices=gpus):
+        try:
+            for _, p in trainable:
+                p.grad = None
+            model.train()
+            loss, _ = task.loss(model, batch)
+            loss.backward()
+            return [n for n, p in trainable if p.grad is None]
+        finally:
+            for (_, p), g in zip(trainable, grads):
+                p.grad = g
+            with torch.no_grad():
+                for n, b in model.named_buffers():
+                    b.copy_(buffers[n])
+            model.train(was_training)
 
 
 def parameter_fingerprint(model: nn.Module) -> str:
@@ -288,6 +289,9 @@ def fit(
     world, rank = ddp.world_size(), ddp.rank()
     emit = log or (lambda line: tqdm.write(line))
     device = rank_device(torch.device(config.device))
+    if distributed and device.type != "cuda" and ddp.backend() == "nccl":
+        raise SkelanimError(f"NCCL (SKELANIM_DDP_BACKEND=nccl) reduces GPU tensors only; the model is on {device}: "
+                            "train with --device cuda, or leave the backend to gloo")  # fmt: skip
     model.to(device)
     move_task = getattr(task, "to_device", None)
     if move_task is not None:
