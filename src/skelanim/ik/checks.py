@@ -1,0 +1,226 @@
+"""Checks of joint positions before IK: joint names and order, shapes, the units (bone lengths against the model
+skeleton's) and the proportions, each a typed error naming the file and what to do."""
+
+from __future__ import annotations
+
+import math
+import os
+import warnings
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import torch
+from torch import Tensor
+
+from skelanim.core.skeleton import Skeleton
+from skelanim.errors import ShapeError, SkeletonError
+
+__all__ = ["UNIT_TOLERANCE", "body_scale", "check_positions", "check_proportions", "check_units"]
+
+#: Largest factor by which the input's bone lengths may differ from the model skeleton's (median over bones)
+#: before :func:`check_units` calls it a units mismatch: people's proportions differ by far less, units by 2.54
+#: (inches and centimetres) to 1000.
+UNIT_TOLERANCE = 2.0
+
+
+def check_positions(
+    positions: Any, skeleton: Skeleton, names: Sequence[str] | None = None, *, source: str | os.PathLike | None = None,
+    ik_root: int | None = None,
+) -> Tensor:
+    """Validate positions against the model's skeleton and put joints in its order.
+
+    Parameters
+    ----------
+    positions : array, Tensor or JointPositions
+        ``(F, J, 3)`` world positions (a :class:`~skelanim.io.positions.JointPositions` brings its names).
+    skeleton : Skeleton
+        The model's skeleton.
+    names : sequence of str, optional
+        Joint names of ``positions``; generic names (``joint_0``...) or none mean the model's order. Named
+        joints the model does not have (end sites of ``skelanim positions --end-sites``, fingers) are left out.
+    source : str, optional
+        File name for error messages.
+
+    Returns
+    -------
+    Tensor
+        ``(F, J, 3)`` float64 in the skeleton's joint order.
+
+    Raises
+    ------
+    ShapeError
+        Wrong shape or joint count, non-finite values (naming frame and joint), or positions in other units
+        than the skeleton's (:func:`check_units`).
+    SkeletonError
+        Joint names that are not the model's (listing what it expects).
+    """
+    if hasattr(positions, "positions") and hasattr(positions, "names"):
+        names = names or positions.names
+        positions = positions.positions
+    try:
+        x = torch.as_tensor(np.ascontiguousarray(positions) if not isinstance(positions, Tensor) else positions)
+    except (TypeError, ValueError, RuntimeError):
+        raise ShapeError(f"positions must be an array of numbers (frames, joints, 3), got {type(positions).__name__}",
+                         path=source) from None  # fmt: skip
+    if x.is_complex() or not (x.is_floating_point() or x.dtype in (torch.int32, torch.int64)):
+        raise ShapeError(f"positions must be real numbers, got {x.dtype}", path=source)
+    x = x.to(torch.float64)
+    expected = f"the model expects {skeleton.num_joints} joints: {', '.join(skeleton.names)}"
+    if x.ndim == 2 and x.shape[-1] == 3:
+        x = x[None]
+    if x.ndim != 3 or x.shape[-1] != 3:
+        raise ShapeError(f"positions must be (frames, joints, 3), got {tuple(x.shape)}", path=source)
+    if x.shape[0] == 0:
+        raise ShapeError("no frames", path=source)
+    if names is not None and not all(n == f"joint_{i}" for i, n in enumerate(names)) and list(names) != skeleton.names:
+        if len(names) != x.shape[1]:
+            raise ShapeError(f"{len(names)} joint names for {x.shape[1]} joints", path=source)
+        missing = [n for n in skeleton.names if n not in names]
+        if missing:
+            raise SkeletonError(f"{x.shape[1]} joints given, their names not the model's (missing "
+                                f"{', '.join(missing[:5])}); {expected}", path=source)  # fmt: skip
+        x = x[:, [list(names).index(n) for n in skeleton.names]]  # other joints (end sites, fingers) are left out
+    if x.shape[1] != skeleton.num_joints:
+        raise ShapeError(f"{x.shape[1]} joints given; {expected}", path=source)
+    bad = ~torch.isfinite(x).all(-1)
+    if bool(bad.any()):
+        f, j = (int(v) for v in torch.nonzero(bad)[0])
+        raise ShapeError(f"position is not finite (NaN or inf); every frame needs all {skeleton.num_joints} joints",
+                         path=source, where=f"frame {f}, joint {skeleton.names[j]}")  # fmt: skip
+    scale = check_units(x, skeleton, source=source)
+    check_proportions(x, skeleton, scale, ik_root=ik_root, source=source)
+    return x
+
+
+#: A bone whose length differs from the model's by more than this factor (after the overall scale) is refused.
+BONE_TOLERANCE = 2.0
+#: ... and by more than this fraction of the height: a short bone between two noisy joints (1 % of the height of
+#: noise on a single frame) can read 2.1 times its length, though no joint is out of place.
+BONE_SLACK = 0.05
+#: A body within this fraction of the model's size is refined as it is; a larger or smaller one at the model's
+#: size (the position fit pulled the model's bones toward joints they cannot reach: 5.2-5.9 degrees of error for
+#: a body 10 % off, against 2.3-2.6 so; noise lengthens bones by about 1 %).
+OWN_SIZE = 0.03
+#: An overall scale further than this factor from 1 solves, with a warning: the pose will not reach the joints.
+SCALE_WARNING = 1.25
+
+
+def check_proportions(positions: Tensor, skeleton: Skeleton, scale: float, *, ik_root: int | None = None,
+                      source: str | os.PathLike | None = None) -> None:  # fmt: skip
+    """Refuse positions with a bone far from the model's length, and warn about a body of another size.
+
+    :func:`check_units` compares the median bone; here every bone (longer than 0.1 % of the height, the links
+    from the root down to ``ik_root`` left out: the IK root moves freely) is compared, its median length over
+    frames divided by ``scale`` times its rest length. A ratio beyond :data:`BONE_TOLERANCE`, where the length is
+    also :data:`BONE_SLACK` of the height off, is what joints in another order, or another skeleton's joints under
+    these names, give (reversed Bandai joints: 11 of 20 bones); real people differ far less, and noise moves a
+    short bone by a larger factor but a small length. A ``scale`` beyond :data:`SCALE_WARNING` is solved, with a
+    ``UserWarning``: the model's bones cannot reach the joints of a body that much larger or smaller.
+
+    Raises
+    ------
+    ShapeError
+        Naming the first such joint, its ratio and how many bones are off.
+    """
+    height = skeleton.height()
+    parents = [int(p) for p in skeleton.parents]
+    above = set()
+    j = ik_root if ik_root is not None else -1
+    while j >= 0:
+        above.add(j)
+        j = parents[j]
+    rest = skeleton.offsets.to(torch.float64).norm(dim=-1)
+    bones = [j for j, p in enumerate(parents) if p >= 0 and j not in above and float(rest[j]) > 1e-3 * height]
+    if not bones or not scale > 0:
+        return
+    idx = torch.tensor(bones)
+    lengths = (positions[:, idx] - positions[:, [parents[j] for j in bones]]).norm(dim=-1)  # (F, B)
+    median, expected = lengths.median(dim=0).values, scale * rest[idx]
+    ratio, far = median / expected, (median - expected).abs() > BONE_SLACK * scale * height
+    off = [(b, float(r)) for b, r, f in zip(bones, ratio, far, strict=True)
+           if f and not 1 / BONE_TOLERANCE <= float(r) <= BONE_TOLERANCE]  # fmt: skip
+    if off:
+        joint, r = off[0]
+        raise ShapeError(f"{len(off)} of {len(bones)} bones are not the model's lengths (the bone to "
+                         f"{skeleton.names[joint]} is {r:.3g} times it): joints in another order, or another "
+                         f"skeleton's; the model expects {', '.join(skeleton.names)}", path=source)  # fmt: skip
+    if not 1 / SCALE_WARNING <= scale <= SCALE_WARNING:
+        warnings.warn(f"{source or 'positions'}: the body's bones are {scale:.3g} times the model skeleton's; the "
+                      "solved pose keeps the model's bone lengths, so its joints will miss the given ones",
+                      UserWarning, stacklevel=3)  # fmt: skip
+
+
+_UNIT_NAMES = {"m": ("metres", "m"), "cm": ("centimetres", "cm"), "mm": ("millimetres", "mm"), "in": ("inches", "in"),
+               "cmu": ("CMU units", "CMU units")}  # fmt: skip
+
+
+def _unit_name(height: float) -> tuple[str, str]:
+    """The name and the symbol of the length unit a human figure ``height`` units tall is in."""
+    from skelanim.core.units import guess_unit
+
+    return _UNIT_NAMES[guess_unit(height)]
+
+
+def body_scale(positions: Tensor, skeleton: Skeleton) -> float:
+    """The size of a body against the skeleton's: the median over bones (those longer than 0.1 % of the height)
+    of each bone's median length over the ``(F, J, 3)`` positions' frames, divided by its rest length (1 without
+    such bones)."""
+    height = skeleton.height()
+    parents = [int(p) for p in skeleton.parents]
+    rest = skeleton.offsets.to(torch.float64).norm(dim=-1)
+    bones = [j for j, p in enumerate(parents) if p >= 0 and float(rest[j]) > 1e-3 * height]
+    if not bones or not height > 0:
+        return 1.0
+    idx = torch.tensor(bones)
+    lengths = (positions[:, idx] - positions[:, [parents[j] for j in bones]]).norm(dim=-1)  # (F, B)
+    return float((lengths.median(dim=0).values / rest[idx]).median())
+
+
+def check_units(positions: Tensor, skeleton: Skeleton, *, source: str | os.PathLike | None = None) -> float:
+    """Refuse positions whose bones are far longer or shorter than the skeleton's: other length units.
+
+    Positions are never rescaled (files keep their own units, see :mod:`skelanim.core.units`): the network
+    and the classical solvers need the model's units, and a silent rescale would hide a wrong input.
+
+    Parameters
+    ----------
+    positions : Tensor
+        ``(F, J, 3)`` positions in the skeleton's joint order.
+    skeleton : Skeleton
+        The model's skeleton; its rest offsets are the bone lengths compared against.
+    source : str, optional
+        File name for the error message.
+
+    Returns
+    -------
+    float
+        The scale of the input: the median over bones (those longer than 0.1% of the height) of each bone's
+        median length over frames, divided by its rest length.
+
+    Raises
+    ------
+    ShapeError
+        When that scale is outside ``[1 / UNIT_TOLERANCE, UNIT_TOLERANCE]``; the message names the units the
+        model expects and the factor that converts the input.
+    """
+    height = skeleton.height()
+    scale = body_scale(positions, skeleton)
+    if 1.0 / UNIT_TOLERANCE <= scale <= UNIT_TOLERANCE:
+        return scale
+    name, symbol = _unit_name(height)
+    expected = f"the model expects {name} (its skeleton is {height:.4g} {symbol} tall)"
+    if not scale > 0:
+        raise ShapeError(f"the bones between the joint positions have zero length; {expected}", path=source)
+    if not math.isfinite(scale):  # lengths beyond float range: no factor brings them back
+        raise ShapeError(f"the bones between the joint positions are too long to measure (beyond float range); "
+                         f"{expected}", path=source)  # fmt: skip
+    from skelanim.core.units import metres_per_unit
+
+    tall = height * scale * metres_per_unit(height * scale)  # metres, in the unit its size suggests
+    looks = f"look like {_unit_name(height * scale)[0]}" if 0.3 < tall < 5.0 else "fit no length unit of a body"
+    raise ShapeError(
+        f"the joint positions {looks}: their bones are {scale:.3g} times the model "
+        f"skeleton's; {expected}; multiply the positions by {1.0 / scale:.3g}",
+        path=source,
+    )
