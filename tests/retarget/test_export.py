@@ -28,11 +28,11 @@ def _stream_file(path, source) -> list[list[np.ndarray]]:
     dtypes = {i.name: np.float64 if i.type == "tensor(double)" else np.float32 for i in session.get_inputs()}
     state = {name: np.full(spec["shape"], fill.get(spec["fill"], spec["fill"]), dtype=dtypes[name])
              for name, spec in json.loads(meta["skelanim.initial_state"]).items()}  # fmt: skip
-    offsets = source.skeleton.offsets.numpy()
+    translations = source.local_translations().numpy()  # rest offsets, or the animated ones (Bandai's hips)
     frames = []
     for f in range(source.num_frames):
         feed = {"rotations": source.rotations[f].numpy(), "root_position": source.root_positions[f].numpy(),
-                "joint_offsets": offsets, **state}  # fmt: skip
+                "joint_offsets": translations[f], **state}  # fmt: skip
         feed = {i.name: np.asarray(feed[i.name], dtype=dtypes[i.name]) for i in session.get_inputs()}
         out = dict(zip([o.name for o in session.get_outputs()], session.run(None, feed), strict=True))
         state = {name: out[f"next_{name}"] for name in state}
@@ -57,7 +57,7 @@ def test_the_file_streams_as_the_retargeter_steps(clips, tmp_path, method, sourc
     assert json.loads(meta["skelanim.inputs"]) == ["rotations", "root_position", "joint_offsets", *kept]
     retarget.reset()
     for f, (q, root, translations) in enumerate(_stream_file(path, motion)):
-        want = retarget.step(motion.rotations[f], motion.root_positions[f])
+        want = retarget.step(motion.rotations[f], motion.root_positions[f], motion.local_translations()[f])
         np.testing.assert_allclose(q, want[0].numpy(), atol=1e-9, rtol=0)
         np.testing.assert_allclose(root, want[1].numpy(), atol=1e-9, rtol=0)
         assert (translations is None) == (want[2] is None)
@@ -65,16 +65,20 @@ def test_the_file_streams_as_the_retargeter_steps(clips, tmp_path, method, sourc
             np.testing.assert_allclose(translations, want[2].numpy(), atol=1e-9, rtol=0)
 
 
-def test_a_z_up_source_is_turned_inside_the_graph(clips, tmp_path):
-    """A Z-up copy of a CMU walk streams through the file as the Retargeter steps it: the turn is in the graph."""
-    upright = clips["cmu_mb"][:12]
-    z_up = rotate(upright, up_to_y_matrix(2).T)
-    retarget = Retargeter(z_up, clips["bandai"], "copy", fps=z_up.fps)
-    assert retarget.source_turn is not None
+@pytest.mark.parametrize("turned", ["source", "target"])
+def test_a_z_up_source_or_target_is_turned_inside_the_graph(clips, tmp_path, turned):
+    """A Z-up copy of a CMU walk, as the source or as the target, streams through the file as the Retargeter steps
+    it: the turns are in the graph, and the metadata names each side's up axis."""
+    z_up = rotate(clips["cmu_mb"][:12], up_to_y_matrix(2).T)
+    source, target = (z_up, clips["bandai"]) if turned == "source" else (clips["bandai"][:12], z_up)
+    retarget = Retargeter(source, target, "copy", fps=source.fps)
+    assert (retarget.source_turn is not None, retarget.target_turn is not None) == (turned == "source", turned == "target")
     path = export_step(retarget, tmp_path / "z.onnx", dtype="float64")
+    meta = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"]).get_modelmeta().custom_metadata_map
+    assert (meta["skelanim.source_up"], meta["skelanim.target_up"]) == (("+z", "+y") if turned == "source" else ("+y", "+z"))
     retarget.reset()
-    for f, (q, root, _) in enumerate(_stream_file(path, z_up)):
-        want = retarget.step(z_up.rotations[f], z_up.root_positions[f])
+    for f, (q, root, translations) in enumerate(_stream_file(path, source)):
+        want = retarget.step(source.rotations[f], source.root_positions[f], source.local_translations()[f])
         np.testing.assert_allclose(q, want[0].numpy(), atol=1e-9, rtol=0)
         np.testing.assert_allclose(root, want[1].numpy(), atol=1e-9, rtol=0)
 
@@ -108,21 +112,25 @@ def test_the_cli_writes_a_file_an_engine_can_stream(mocap_files, tmp_path, capsy
     assert not (tmp_path / "x.onnx").exists() and not (tmp_path / "s.bvh").exists()
 
 
-def test_a_source_whose_floor_is_far_below_its_origin_streams_as_the_clip_retargets(mocap_files, tmp_path):
-    """The production rig stands a metre below its origin: the exported step knows that floor from SRC (it had
-    taken y = 0 and sank the target by 62 % of its height); streamed, it gives ``skelanim retarget``'s clip."""
+@pytest.mark.parametrize("up", ["y", "z"])
+def test_a_source_whose_floor_is_far_below_its_origin_streams_as_the_clip_retargets(mocap_files, tmp_path, up):
+    """The production rig stands a metre below its origin: the exported step knows that floor from SRC, measured in
+    SRC's world turned Y up (it had taken y = 0 and sunk the target by 62 % of its height); streamed, it gives
+    ``skelanim retarget``'s clip, also for a Z-up copy of the take."""
     from skelanim.cli import main
     from skelanim.core.motion import Motion
 
     ccrig, cmu = mocap_files(["cmu_iclone_ccrig/001_01.bvh", "cmu_cgspeed_mb/01_01.bvh"])
     src, to = tmp_path / "ccrig.bvh", tmp_path / "cmu.bvh"
-    skelanim.save(skelanim.load(ccrig)[:60], src)
+    take = skelanim.load(ccrig)[:60]
+    skelanim.save(take if up == "y" else rotate(take, up_to_y_matrix(2).T), src)
     skelanim.save(skelanim.load(cmu)[::4][:30], to)
     assert main(["retarget", "export", str(src), "--to", str(to), "-o", str(tmp_path / "step.onnx"), "--method", "copy"]) == 0
     assert main(["retarget", str(src), "--to", str(to), "-o", str(tmp_path / "clip.bvh"), "--method", "copy"]) == 0
     source, clip = skelanim.load(src), skelanim.load(tmp_path / "clip.bvh")
     meta = ort.InferenceSession(str(tmp_path / "step.onnx"), providers=["CPUExecutionProvider"]).get_modelmeta()
     assert json.loads(meta.custom_metadata_map["skelanim.source_floor"]) < -0.5 * source.height
+    assert meta.custom_metadata_map["skelanim.source_up"] == f"+{up}" and meta.custom_metadata_map["skelanim.source_units"] == "cm"
     frames = _stream_file(tmp_path / "step.onnx", source)
     streamed = Motion(clip.skeleton, torch.from_numpy(np.stack([f[0] for f in frames])),
                       torch.from_numpy(np.stack([f[1] for f in frames])), clip.fps)  # fmt: skip

@@ -93,18 +93,29 @@ def run(
         return
     target_motion = skelanim.load(to)
     target = target_motion.skeleton
-    source_rig, target_rig = _rigs(motion, target_motion, src, to, source_map, target_map, calibrate)
+    (upright, source_turn), (target_upright, target_turn) = _upright(motion), _upright(target_motion)
+    source_rig, target_rig = _rigs(upright, target_upright, src, to, source_map, target_map, calibrate)
     if show_map:
         assert source_rig.mapping is not None and target_rig.mapping is not None
         typer.echo(f"source {src}:\n{source_rig.mapping.describe()}\ntarget {to}:\n{target_rig.mapping.describe()}")
-    floor = target_floor_of(target_rig, target_motion)  # where the --to file's figure stands
-    retargeter = Retargeter(source_rig, target_rig, method, model=model, target_floor=floor, device=device)
+    floor = target_floor_of(target_rig, target_upright)  # where the --to file's figure stands
+    retargeter = Retargeter(source_rig, target_rig, method, model=model, target_floor=floor, device=device,
+                            source_turn=source_turn, target_turn=target_turn)  # fmt: skip
     if retargeter.net is not None and retargeter.net.config.calibrated_frames and not calibrate:
         typer.echo("warning: this NKN model was trained on calibrated bone frames; without --calibrate its limbs "
                    "are off (foot skating 2.9 times the calibrated run's on a Bandai walk onto CMU)", err=True)  # fmt: skip
     result = retargeter(motion)
     skelanim.save(result, out)
     typer.echo(f"wrote {out} ({result.num_frames} frames at {result.fps:g} fps, {target.num_joints} joints, method {method})")
+
+
+def _upright(motion: Any) -> tuple[Any, Any]:
+    """A clip turned Y up (the canonical space stands so) and the turn, ``None`` where it stands Y up already."""
+    from skelanim.ops import rotate
+    from skelanim.retarget.retargeter import world_turn
+
+    turn = world_turn(motion)
+    return (motion if turn is None else rotate(motion, turn)), turn
 
 
 def _rigs(motion: Any, target_motion: Any, src: Path, to: Path, source_map: Path | None, target_map: Path | None,
@@ -137,10 +148,9 @@ def export(
     SRC's frames also fix where its floor lies (where its feet stand), so a live source must stand where SRC does."""
     import skelanim
     from skelanim.cli.files import check_not_an_input, require_suffix
-    from skelanim.ops import rotate
     from skelanim.retarget import METHODS, Retargeter, RetargetError
     from skelanim.retarget.export import export_step
-    from skelanim.retarget.retargeter import target_floor_of, world_turn
+    from skelanim.retarget.retargeter import target_floor_of
 
     if method not in METHODS or method == "ik":
         raise RetargetError(f"--method: {method!r} cannot be exported; choose from nkn, copy or naive"
@@ -153,11 +163,12 @@ def export(
         raise RetargetError("the DeepMimic humanoid's robot fix (hinge joints, feet on the ground) is not part of a "
                             "streamed step: export onto a BVH skeleton", path=to)  # fmt: skip
     motion, target_motion = skelanim.load(src), skelanim.load(to)
-    source_rig, target_rig = _rigs(motion, target_motion, src, to, source_map, target_map, calibrate)
-    turn = world_turn(motion)  # the source's floor as the stream will see it: in its world turned Y up
-    source_floor = target_floor_of(source_rig, motion if turn is None else rotate(motion, turn))
-    retargeter = Retargeter(source_rig, target_rig, method, model=model, fps=fps or motion.fps, floor=source_floor,
-                            target_floor=target_floor_of(target_rig, target_motion))  # fmt: skip
+    (upright, source_turn), (target_upright, target_turn) = _upright(motion), _upright(target_motion)
+    source_rig, target_rig = _rigs(upright, target_upright, src, to, source_map, target_map, calibrate)
+    retargeter = Retargeter(source_rig, target_rig, method, model=model, fps=fps or motion.fps,
+                            floor=target_floor_of(source_rig, upright),  # where SRC's feet stand, turned Y up
+                            target_floor=target_floor_of(target_rig, target_upright),
+                            source_turn=source_turn, target_turn=target_turn)  # fmt: skip
     export_step(retargeter, out, dtype=dtype)
     typer.echo(f"wrote {out} ({method}, {dtype}, {motion.skeleton.num_joints} joints in, {target_motion.skeleton.num_joints} out, "
                f"{retargeter.fps:g} fps; {out.stat().st_size / 1e6:.2f} MB)")

@@ -25,7 +25,7 @@ import math
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 import numpy as np
 import torch
@@ -207,6 +207,10 @@ class Retargeter:
     device : torch.device or str, optional
         Where the NKN runs (a copy of the model is moved there; default: where the model is, the CPU for a
         loaded one). Inputs and results stay on the CPU.
+    source_turn, target_turn : Tensor, optional
+        ``(3, 3)`` turn of each side's world up onto +Y (:func:`world_turn` of its clip) where the skeleton is given
+        as a rig, which shows no up: build the rig from the clip turned so (``ops.rotate(clip, turn)``), as the
+        command line does. A side given as a clip finds its own.
     """
 
     def __init__(
@@ -227,6 +231,8 @@ class Retargeter:
         target_floor: float | None = None,
         runtime: str = "auto",
         device: torch.device | str | None = None,
+        source_turn: Tensor | None = None,
+        target_turn: Tensor | None = None,
     ) -> None:
         if method not in METHODS:
             raise RetargetError(f"unknown method {method!r}; choose from {', '.join(METHODS)}")
@@ -240,11 +246,12 @@ class Retargeter:
             raise RetargetError(f"target_floor must be a finite number or None, got {target_floor!r}")
         self.runtime = runtime
         #: The turns of the source's and the target's world up onto +Y (``None``: Y up, or a bare skeleton)
-        self.source_turn, self.target_turn = world_turn(source_skeleton), world_turn(target_skeleton)
-        if self.source_turn is not None:
-            source_skeleton = rotate(cast(Motion, source_skeleton), self.source_turn)
-        if self.target_turn is not None:
-            target_skeleton = rotate(cast(Motion, target_skeleton), self.target_turn)
+        self.source_turn = world_turn(source_skeleton) if isinstance(source_skeleton, Motion) else source_turn
+        self.target_turn = world_turn(target_skeleton) if isinstance(target_skeleton, Motion) else target_turn
+        if self.source_turn is not None and isinstance(source_skeleton, Motion):
+            source_skeleton = rotate(source_skeleton, self.source_turn)
+        if self.target_turn is not None and isinstance(target_skeleton, Motion):
+            target_skeleton = rotate(target_skeleton, self.target_turn)
         # the same turns as quaternions, for the root of each streamed frame (in, and back out)
         self._turn_in = None if self.source_turn is None else matrix_to_quat(self.source_turn)
         self._turn_out = None if self.target_turn is None else matrix_to_quat(self.target_turn.T)
