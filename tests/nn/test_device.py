@@ -184,3 +184,12 @@ def test_nccl_with_a_model_on_the_cpu_is_refused_before_training(tmp_path, monke
     with pytest.raises(SkelanimError, match="NCCL .* reduces GPU tensors only"):
         _train(tmp_path, "cpu")
     assert not (tmp_path / "model.safetensors").exists()
+
+
+def test_auto_is_the_gpu_where_torch_sees_one(monkeypatch):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
+    assert resolve_device("auto") == torch.device("cuda")
+    assert resolve_device("cuda:0") == torch.device("cuda", 0)
+    with pytest.raises(SkelanimError, match="only 1 CUDA device"):
+        resolve_device("cuda:1")
