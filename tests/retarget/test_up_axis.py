@@ -131,3 +131,13 @@ def test_the_command_line_turns_a_z_up_source_and_target_as_the_library_does(cli
     tol = 1e-5 * bandai.height  # the files' six decimals
     assert float((from_z.positions() - upright.positions()).norm(dim=-1).max()) < tol
     assert float((_unturned(onto_z.positions(), turn) - upright.positions()).norm(dim=-1).max()) < tol
+
+
+def test_a_z_up_source_onto_the_deepmimic_humanoid_is_the_upright_one(clips):
+    """:func:`to_deepmimic` builds its rigs itself too: a Z-up source reaches the robot as the upright one does."""
+    from skelanim.retarget.robot import to_deepmimic
+
+    cmu, _ = clips
+    upright = to_deepmimic(cmu[:60], method="copy")
+    turned = to_deepmimic(rotate(cmu[:60], TURNS["z-up"]), method="copy")
+    assert float((turned.positions() - upright.positions()).norm(dim=-1).max()) < 1e-6 * float(upright.height)

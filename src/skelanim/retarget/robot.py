@@ -161,9 +161,12 @@ def humanoid_rigs(
     MappingError, FormatError
         A skeleton that cannot be mapped, a bad mapping or mapping file (the target's named as ``--target-map``).
     """
-    from skelanim.retarget.retargeter import make_rig
+    from skelanim.ops import rotate
+    from skelanim.retarget.retargeter import make_rig, world_turn
 
-    source_rig = make_rig(motion if calibrate else motion.skeleton, source_map, source=source)
+    turn = world_turn(motion)  # the rig is calibrated on the motion as it stands in the Y-up canonical space
+    upright = motion if turn is None else rotate(motion, turn)
+    source_rig = make_rig(upright if calibrate else motion.skeleton, source_map, source=source)
     target_rig = make_rig(humanoid_skeleton(urdf), target_map, source=target, option="--target-map")
     return source_rig, target_rig
 
@@ -207,11 +210,11 @@ def to_deepmimic(
         On :func:`~skelanim.io.deepmimic.humanoid_skeleton`, metres, Y up, the source's frame rate;
         ``metadata["loop"] = "none"``.
     """
-    from skelanim.retarget.retargeter import Retargeter
+    from skelanim.retarget.retargeter import Retargeter, world_turn
 
     source, target = humanoid_rigs(motion, source_map=source_map, target_map=target_map, urdf=urdf,
                                    calibrate=calibrate)  # fmt: skip
-    out = Retargeter(source, target, method, model=model, device=device)(motion)
+    out = Retargeter(source, target, method, model=model, device=device, source_turn=world_turn(motion))(motion)
     out.metadata["loop"] = "none"
     return make_feasible(out, hinge_limits(urdf))
 
