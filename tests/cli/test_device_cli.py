@@ -155,3 +155,42 @@ def test_evaluation_commands_on_a_device_report_what_the_cpu_reports(name, mocap
     assert cpu.keys() == on_device.keys() and len(cpu) > 3
     for key, value in cpu.items():
         assert on_device[key] == pytest.approx(value, rel=1e-4, abs=1e-6), key
+
+
+def _train_commands(mocap_files, mocap_dir, tmp: Path) -> dict[str, list[str]]:
+    """Each training command, one step on a few short Bandai clips (its output folder appended by the caller)."""
+    data = tmp / "data"
+    data.mkdir()
+    names = ["walk_happy", "walk_angry", "run_happy", "run_angry"]
+    for path in mocap_files([f"bandai_namco_1/dataset-1_{n}_001.bvh" for n in names]):
+        skelanim.save(skelanim.load(path)[:120], data / path.name)
+    quick = ["--max-steps", "1", "--no-progress", "--batch-size", "2"]
+    learn = ["--data", str(data), "--split", "none", *quick]
+    return {
+        "ik train": ["ik", "train", "--data", str(data / "*.bvh"), "--val", "*_happy_*", "--epochs", "1", "--hidden", "8",
+                     "--layers", "1", "--heads", "2", "--max-frames-per-file", "20", *quick],
+        "retarget train": ["retarget", "train", "--data", str(mocap_dir), "--families", "bandai,deepmimic", "--max-files",
+                           "2", "--epochs", "1", "--samples", "4", "--hidden", "8", "--window", "16", *quick],
+        "recognize train": ["learn", "recognize", "train", *learn, "--window", "32", "--stride", "16", "--epochs", "1"],
+        "predict train": ["learn", "predict", "train", *learn, "--arch", "mlp", "--stride", "25", "--epochs", "1"],
+        "generate train": ["learn", "generate", "train", *learn, "--window", "16", "--stride", "16", "--vae-epochs", "1",
+                           "--gan-epochs", "1"],
+    }  # fmt: skip
+
+
+@pytest.mark.parametrize("name", ["ik train", "retarget train", "recognize train", "predict train", "generate train"])
+def test_training_commands_train_on_the_device_they_are_given(name, mocap_files, mocap_dir, tmp_path, capsys, monkeypatch):
+    """``--device`` reaches the loop of every training command (each stage of the generator's): on the stand-in
+    the networks run there, and the model folder records it."""
+    command = _train_commands(mocap_files, mocap_dir, tmp_path)[name]
+    real = __import__("skelanim.nn.device", fromlist=["resolve_device"]).resolve_device
+    monkeypatch.setattr("skelanim.nn.device.resolve_device", lambda n: DEVICE if n == "meta" else real(n))
+    monkeypatch.setenv("SKELANIM_CACHE", str(tmp_path / "cache"))
+    out = tmp_path / "model"
+    with VirtualDevice() as stand_in:
+        code = main([*command, "-o", str(out), "--device", "meta"])
+    assert code == 0, capsys.readouterr().err
+    assert stand_in.operations > 100
+    folders = [out / "vae", out] if name == "generate train" else [out]
+    for folder in folders:
+        assert json.loads((folder / "config.json").read_text())["training"]["loop"]["device"] == "meta", folder
