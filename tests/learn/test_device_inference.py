@@ -41,8 +41,15 @@ def test_recognizing_files_on_a_device_gives_the_cpu_probabilities(learn_files, 
     motions = [skelanim.load(p)[:60] for p in learn_files[:2]]
     model = Recognizer.load(default=folder)
     on_cpu = model.recognize_motions(motions, stride=8)
+    windows = torch.randn(3, model.window, model.rig.num_joints, 16, generator=torch.Generator().manual_seed(0))
+    cpu_probs, cpu_features = model.classify(windows[..., : model.norm.mean.shape[-1]])
     with VirtualDevice():
-        on_device = copy.deepcopy(model).to("meta").recognize_motions(motions, stride=8)
+        moved = copy.deepcopy(model).to("meta")
+        on_device = moved.recognize_motions(motions, stride=8)
+        probs, features = moved.classify(windows[..., : model.norm.mean.shape[-1]])  # CPU in, CPU out
+    for value, want in ((probs, cpu_probs), (features, cpu_features)):
+        _on_cpu(value)
+        torch.testing.assert_close(value, want, rtol=1e-5, atol=1e-6)
     assert on_device.keys() == on_cpu.keys()
     for key, value in on_cpu.items():
         _on_cpu(on_device[key])
