@@ -157,7 +157,7 @@ def test_collectives_hold_their_tensors_where_the_backend_reduces(monkeypatch, b
     """NCCL reduces only GPU tensors (``any_rank`` under NCCL had made a CPU one); gloo's stay on the CPU."""
     from skelanim.nn import distributed
 
-    monkeypatch.setattr(distributed.dist, "get_backend", lambda: backend)
+    monkeypatch.setattr(distributed, "backend", lambda: backend)
     monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
     assert distributed.collective_device() == torch.device(expected)
 

@@ -108,7 +108,7 @@ def backend() -> str | None:
 def collective_device() -> torch.device:
     """Where the tensors of a collective must live: this rank's GPU under NCCL, which reduces nothing on the CPU;
     the CPU under gloo."""
-    if dist.get_backend() == "nccl":
+    if backend() == "nccl":
         return torch.device("cuda", torch.cuda.current_device())
     return torch.device("cpu")
 

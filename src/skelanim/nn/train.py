@@ -455,9 +455,7 @@ def fit(
                                "does the task's loss call the model itself rather than its submodules?")  # fmt: skip
         if main:
             emit(f"DDP: {world} ranks hold identical weights (parameter SHA-256 {fingerprint[:16]})")
-    plain.to("cpu")
-    if averaged is not None:
-        averaged.to("cpu")
+    plain.to("cpu")  # the averaged copy (with ema) is this function's own and goes with it
     result = {"best": meta["best"], "history": meta["history"], "steps": meta["global_step"],
               "seconds": time.perf_counter() - started, "world_size": world, "weights_sha256": fingerprint,
               "find_unused_parameters": find_unused}  # fmt: skip
