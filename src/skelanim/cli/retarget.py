@@ -63,7 +63,7 @@ def run(
     import skelanim
     from skelanim.cli.files import check_output
     from skelanim.retarget import METHODS, Retargeter, RetargetError
-    from skelanim.retarget.retargeter import make_rig, target_floor_of
+    from skelanim.retarget.retargeter import make_rig, target_floor_of, upright
 
     if method not in METHODS:
         raise RetargetError(f"--method: unknown method {method!r}; choose from {', '.join(METHODS)}")
@@ -93,12 +93,12 @@ def run(
         return
     target_motion = skelanim.load(to)
     target = target_motion.skeleton
-    (upright, source_turn), (target_upright, target_turn) = _upright(motion), _upright(target_motion)
-    source_rig, target_rig = _rigs(upright, target_upright, src, to, source_map, target_map, calibrate)
+    (source_y, source_turn), (target_y, target_turn) = upright(motion), upright(target_motion)
+    source_rig, target_rig = _rigs(source_y, target_y, src, to, source_map, target_map, calibrate)
     if show_map:
         assert source_rig.mapping is not None and target_rig.mapping is not None
         typer.echo(f"source {src}:\n{source_rig.mapping.describe()}\ntarget {to}:\n{target_rig.mapping.describe()}")
-    floor = target_floor_of(target_rig, target_upright)  # where the --to file's figure stands
+    floor = target_floor_of(target_rig, target_y)  # where the --to file's figure stands
     retargeter = Retargeter(source_rig, target_rig, method, model=model, target_floor=floor, device=device,
                             source_turn=source_turn, target_turn=target_turn)  # fmt: skip
     if retargeter.net is not None and retargeter.net.config.calibrated_frames and not calibrate:
@@ -107,15 +107,6 @@ def run(
     result = retargeter(motion)
     skelanim.save(result, out)
     typer.echo(f"wrote {out} ({result.num_frames} frames at {result.fps:g} fps, {target.num_joints} joints, method {method})")
-
-
-def _upright(motion: Any) -> tuple[Any, Any]:
-    """A clip turned Y up (the canonical space stands so) and the turn, ``None`` where it stands Y up already."""
-    from skelanim.ops import rotate
-    from skelanim.retarget.retargeter import world_turn
-
-    turn = world_turn(motion)
-    return (motion if turn is None else rotate(motion, turn)), turn
 
 
 def _rigs(motion: Any, target_motion: Any, src: Path, to: Path, source_map: Path | None, target_map: Path | None,
@@ -150,7 +141,7 @@ def export(
     from skelanim.cli.files import check_not_an_input, require_suffix
     from skelanim.retarget import METHODS, Retargeter, RetargetError
     from skelanim.retarget.export import export_step
-    from skelanim.retarget.retargeter import target_floor_of
+    from skelanim.retarget.retargeter import target_floor_of, upright
 
     if method not in METHODS or method == "ik":
         raise RetargetError(f"--method: {method!r} cannot be exported; choose from nkn, copy or naive"
@@ -163,11 +154,11 @@ def export(
         raise RetargetError("the DeepMimic humanoid's robot fix (hinge joints, feet on the ground) is not part of a "
                             "streamed step: export onto a BVH skeleton", path=to)  # fmt: skip
     motion, target_motion = skelanim.load(src), skelanim.load(to)
-    (upright, source_turn), (target_upright, target_turn) = _upright(motion), _upright(target_motion)
-    source_rig, target_rig = _rigs(upright, target_upright, src, to, source_map, target_map, calibrate)
+    (source_y, source_turn), (target_y, target_turn) = upright(motion), upright(target_motion)
+    source_rig, target_rig = _rigs(source_y, target_y, src, to, source_map, target_map, calibrate)
     retargeter = Retargeter(source_rig, target_rig, method, model=model, fps=fps or motion.fps,
-                            floor=target_floor_of(source_rig, upright),  # where SRC's feet stand, turned Y up
-                            target_floor=target_floor_of(target_rig, target_upright),
+                            floor=target_floor_of(source_rig, source_y),  # where SRC's feet stand, turned Y up
+                            target_floor=target_floor_of(target_rig, target_y),
                             source_turn=source_turn, target_turn=target_turn)  # fmt: skip
     export_step(retargeter, out, dtype=dtype)
     typer.echo(f"wrote {out} ({method}, {dtype}, {motion.skeleton.num_joints} joints in, {target_motion.skeleton.num_joints} out, "

@@ -48,7 +48,7 @@ from skelanim.retarget.rig import CanonicalRig, calibrate_rig, canonical_locals,
 from skelanim.retarget.stance import STANDING_QUANTILE
 
 __all__ = ["CLEARANCE", "DEFAULT_MODEL", "METHODS", "RUNTIMES", "RetargetError", "Retargeter", "floor_level", "load_nkn",
-           "make_rig", "standing_level", "target_floor_of", "world_turn"]  # fmt: skip
+           "make_rig", "standing_level", "target_floor_of", "upright", "world_turn"]  # fmt: skip
 
 METHODS: tuple[str, ...] = ("copy", "ik", "nkn", "naive")
 #: How :meth:`Retargeter.step` runs.
@@ -90,6 +90,12 @@ def target_floor_of(rig: CanonicalRig, motion: Motion) -> float:
     local = quat_to_matrix(motion.rotations.to(torch.float64))
     _, positions, _ = rig.encode_matrices(local, motion.local_translations(), None)
     return standing_level(positions[:, list(FEET), 1])
+
+
+def upright(motion: Motion) -> tuple[Motion, Tensor | None]:
+    """``motion`` turned Y up (canonical space stands so) and its :func:`world_turn`, ``None`` where it is Y up."""
+    turn = world_turn(motion)
+    return (motion if turn is None else rotate(motion, turn)), turn
 
 
 def world_turn(skeleton: Skeleton | CanonicalRig | Motion) -> Tensor | None:
@@ -246,12 +252,11 @@ class Retargeter:
             raise RetargetError(f"target_floor must be a finite number or None, got {target_floor!r}")
         self.runtime = runtime
         #: The turns of the source's and the target's world up onto +Y (``None``: Y up, or a bare skeleton)
-        self.source_turn = world_turn(source_skeleton) if isinstance(source_skeleton, Motion) else source_turn
-        self.target_turn = world_turn(target_skeleton) if isinstance(target_skeleton, Motion) else target_turn
-        if self.source_turn is not None and isinstance(source_skeleton, Motion):
-            source_skeleton = rotate(source_skeleton, self.source_turn)
-        if self.target_turn is not None and isinstance(target_skeleton, Motion):
-            target_skeleton = rotate(target_skeleton, self.target_turn)
+        self.source_turn, self.target_turn = source_turn, target_turn
+        if isinstance(source_skeleton, Motion):
+            source_skeleton, self.source_turn = upright(source_skeleton)
+        if isinstance(target_skeleton, Motion):
+            target_skeleton, self.target_turn = upright(target_skeleton)
         # the same turns as quaternions, for the root of each streamed frame (in, and back out)
         self._turn_in = None if self.source_turn is None else matrix_to_quat(self.source_turn)
         self._turn_out = None if self.target_turn is None else matrix_to_quat(self.target_turn.T)

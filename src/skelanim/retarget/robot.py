@@ -161,12 +161,10 @@ def humanoid_rigs(
     MappingError, FormatError
         A skeleton that cannot be mapped, a bad mapping or mapping file (the target's named as ``--target-map``).
     """
-    from skelanim.ops import rotate
-    from skelanim.retarget.retargeter import make_rig, world_turn
+    from skelanim.retarget.retargeter import make_rig, upright
 
-    turn = world_turn(motion)  # the rig is calibrated on the motion as it stands in the Y-up canonical space
-    upright = motion if turn is None else rotate(motion, turn)
-    source_rig = make_rig(upright if calibrate else motion.skeleton, source_map, source=source)
+    # calibrated on the motion as it stands in the Y-up canonical space
+    source_rig = make_rig(upright(motion)[0] if calibrate else motion.skeleton, source_map, source=source)
     target_rig = make_rig(humanoid_skeleton(urdf), target_map, source=target, option="--target-map")
     return source_rig, target_rig
 
