@@ -6,8 +6,8 @@ Pairs: ``cmu_cgspeed_mb/01_01`` (31 joints, 120 fps) onto the 100-joint producti
 (22 joints) onto the CMU skeleton, under ``$SKELANIM_DATA`` or ``<repo>/../shared/data/mocap``. For each
 method and pair: the median over ``R`` runs of frames per second when ``N`` frames are fed one at a
 time through ``step`` (online; the issue asks for at least 1,000) and when they go through ``__call__``
-at once. ``step`` runs the frame as one onnxruntime graph (:mod:`skelanim.retarget.online`; IK stays in
-torch); the ``eager`` column is the same ``step`` with ``runtime="torch"`` for comparison. Runs are
+at once. ``step`` runs the frame as one onnxruntime graph (:mod:`skelanim.retarget.online`, every method);
+the ``eager`` column is the same ``step`` with ``runtime="torch"`` for comparison. Runs are
 interleaved, so a busy machine slows every method alike; the machine's load average is printed with the
 numbers, since this CPU is shared, and streamed rates are also given per second of this process's CPU time
 (what the rate would be with a core to itself).
@@ -38,12 +38,14 @@ def _data() -> Path:
 
 
 def _online(retarget: Retargeter, motion: skelanim.Motion) -> tuple[float, float]:
-    """Frames per second of wall-clock time and of this process's CPU time."""
+    """Frames per second of wall-clock time and of this process's CPU time (each frame with its joints' local
+    translations, so that Bandai's animated hips move the body and its feet touch down as in the clip)."""
     retarget.compile()  # builds the onnxruntime step once (about a second), outside the timing
     retarget.reset()
+    translations = motion.local_translations()
     start, cpu = time.perf_counter(), time.process_time()
     for f in range(motion.num_frames):
-        retarget.step(motion.rotations[f], motion.root_positions[f])
+        retarget.step(motion.rotations[f], motion.root_positions[f], translations[f])
     n = motion.num_frames
     return n / (time.perf_counter() - start), n / max(time.process_time() - cpu, 1e-9)
 
@@ -76,13 +78,12 @@ def main() -> None:
                    for m in methods for p, (src, tgt) in pairs.items()}  # fmt: skip
     eager = {} if args.no_eager else {
         (m, p): Retargeter(src.skeleton, tgt, m, model=args.model, fps=src.fps, runtime="torch")
-        for m in methods if m != "ik" for p, (src, tgt) in pairs.items()}  # fmt: skip
+        for m in methods for p, (src, tgt) in pairs.items()}  # fmt: skip
     results: dict[tuple[str, str, str], list[float]] = {}
     for _ in range(args.repeats):
         for (m, p), r in retargeters.items():
             src = pairs[p][0]
-            frames = src if m != "ik" else src[: max(60, args.frames // 5)]  # IK streams slowly; fewer frames
-            wall, cpu = _online(r, frames)
+            wall, cpu = _online(r, src)
             results.setdefault((m, p, "online"), []).append(wall)
             results.setdefault((m, p, "cpu"), []).append(cpu)
             results.setdefault((m, p, "clip"), []).append(_batch(r, src))

@@ -6,7 +6,14 @@ import numpy as np
 import torch
 
 from skelanim.core.kinematics import forward_kinematics
-from skelanim.core.rotations import matrix_geodesic, matrix_to_quat, quat_geodesic, quat_identity, quat_to_matrix
+from skelanim.core.rotations import (
+    matrix_geodesic,
+    matrix_to_quat,
+    quat_geodesic,
+    quat_identity,
+    quat_normalize,
+    quat_to_matrix,
+)
 from skelanim.ik.classical import kabsch, optimize_ik, rotation_between, rotation_onto, swing_ik, swing_polynomial
 from skelanim.ik.frames import primary_children, rest_bone_frames, world_to_local
 
@@ -102,3 +109,28 @@ def test_optimize_ik_in_blocks_is_the_same_fit(bandai_rig, bandai_poses, monkeyp
     monkeypatch.setattr(classical, "LM_CHUNK", 7)
     blocks = optimize_ik(pos, bandai_rig, init, iterations=4, prior=prior)
     assert torch.equal(whole[0], blocks[0]) and torch.equal(whole[1], blocks[1])
+
+
+def test_swing_ik_on_some_joints_solves_those_and_keeps_the_others(bandai_rig, bandai_poses):
+    """``joints``: the listed joints are solved as the full solve solves them; every other joint keeps its initial
+    local rotation. The init is the truth with both knees bent away; solving the left leg only puts the left foot
+    back where it was observed and leaves the right knee bent (the full solve mends both)."""
+    q, _, pos = bandai_poses
+    names = bandai_rig.skeleton.names
+    left = [names.index(n) for n in ("UpperLeg_L", "LowerLeg_L", "Foot_L", "Toes_L")]
+    right_knee, right_foot = names.index("LowerLeg_R"), names.index("Foot_R")
+    bent = q.clone()
+    bent[:, [left[1], right_knee]] = quat_normalize(q.new_tensor([0.9, 0.3, -0.2, 0.1]))
+    full, trans = swing_ik(pos, bandai_rig, bent)
+    some, _ = swing_ik(pos, bandai_rig, bent, joints=left)
+    others = [j for j in range(bandai_rig.num_joints) if j not in left]
+    assert float(quat_geodesic(some[:, others], bent[:, others]).max()) < 1e-7  # kept (to rounding)
+    assert float(quat_geodesic(some, full)[:, left].max()) < 1e-7
+    _, got = forward_kinematics(some, trans, bandai_rig.parents)
+    _, mended = forward_kinematics(full, trans, bandai_rig.parents)
+    _, before = forward_kinematics(bent, trans, bandai_rig.parents)
+    off = (before - pos).norm(dim=-1)
+    assert float(off[:, [left[2], right_foot]].min()) > 0.05 * bandai_rig.height  # both feet were off
+    assert float((got - pos)[:, left].norm(dim=-1).max()) < 1e-6 * bandai_rig.height
+    torch.testing.assert_close(got[:, right_foot], before[:, right_foot], atol=1e-9 * bandai_rig.height, rtol=0)
+    assert float((mended - pos)[:, bandai_rig.evaluated].norm(dim=-1).max()) < 1e-6 * bandai_rig.height

@@ -42,9 +42,10 @@ def _stream_file(path, source) -> list[list[np.ndarray]]:
 
 
 @pytest.mark.parametrize(("method", "source", "target"), [("nkn", "cmu_mb", "bandai"), ("copy", "bandai", "cmu_mb"),
-                                                         ("naive", "cmu_mb", "ccrig")])  # fmt: skip
+                                                         ("naive", "cmu_mb", "ccrig"), ("ik", "bandai", "cmu_mb")])  # fmt: skip
 def test_the_file_streams_as_the_retargeter_steps(clips, tmp_path, method, source, target):
-    motion = clips[source][:20]
+    """(``ik``: the whole 1.5 s Bandai walk, so that its feet touch down, stay, lift off and hang from their toes.)"""
+    motion = clips[source][: 45 if method == "ik" else 20]
     retarget = Retargeter(motion, clips[target], method, fps=motion.fps)
     path = export_step(retarget, tmp_path / "step.onnx", dtype="float64")
     session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
@@ -53,7 +54,8 @@ def test_the_file_streams_as_the_retargeter_steps(clips, tmp_path, method, sourc
     assert json.loads(meta["skelanim.target_joints"]) == list(clips[target].skeleton.names)
     assert float(meta["skelanim.fps"]) == pytest.approx(motion.fps)
     kept = {"nkn": ["floor", "previous_feet", "encoder_state", "decoder_state", "previous_hips"],
-            "copy": ["floor", "previous_feet"], "naive": []}[method]  # fmt: skip
+            "copy": ["floor", "previous_feet"], "naive": [],
+            "ik": ["floor", "previous_feet", "foot_pins", "foot_offsets", "toe_offsets"]}[method]  # fmt: skip
     assert json.loads(meta["skelanim.inputs"]) == ["rotations", "root_position", "joint_offsets", *kept]
     retarget.reset()
     for f, (q, root, translations) in enumerate(_stream_file(path, motion)):
@@ -83,15 +85,12 @@ def test_a_z_up_source_or_target_is_turned_inside_the_graph(clips, tmp_path, tur
         np.testing.assert_allclose(root, want[1].numpy(), atol=1e-9, rtol=0)
 
 
-def test_ik_and_a_network_off_the_cpu_are_refused_and_nothing_is_written(clips, tmp_path):
-    retarget = Retargeter(clips["cmu_mb"], clips["bandai"], "ik")
-    with pytest.raises(RetargetError, match="foot pins are a Python state machine"):
-        export_step(retarget, tmp_path / "ik.onnx")
+def test_a_network_off_the_cpu_is_refused_and_nothing_is_written(clips, tmp_path):
     with VirtualDevice():
         on_device = Retargeter(clips["cmu_mb"], clips["bandai"], "nkn", device=DEVICE)
         with pytest.raises(RetargetError, match="network is on the CPU"):
             export_step(on_device, tmp_path / "nkn.onnx")
-    assert not (tmp_path / "ik.onnx").exists() and not (tmp_path / "nkn.onnx").exists()
+    assert not (tmp_path / "nkn.onnx").exists()
 
 
 def test_the_cli_writes_a_file_an_engine_can_stream(mocap_files, tmp_path, capsys):
@@ -104,7 +103,7 @@ def test_the_cli_writes_a_file_an_engine_can_stream(mocap_files, tmp_path, capsy
     meta = session.get_modelmeta().custom_metadata_map
     assert meta["skelanim.method"] == "nkn" and meta["skelanim.fps"] == "60"
     assert [o.shape for o in session.get_outputs()][:3] == [[22, 4], [3], [22, 3]]  # Bandai animates its hips' offset
-    for argv, expected in ((["--method", "ik"], "ik's foot pins"), (["-o", str(tmp_path / "s.bvh")], "not '.bvh'")):
+    for argv, expected in ((["--method", "magic"], "'magic' is no method"), (["-o", str(tmp_path / "s.bvh")], "not '.bvh'")):
         capsys.readouterr()
         code = main(["retarget", "export", str(src), "--to", str(to), "-o", str(tmp_path / "x.onnx"), *argv])
         err = capsys.readouterr().err.strip().splitlines()
@@ -138,13 +137,14 @@ def test_a_source_whose_floor_is_far_below_its_origin_streams_as_the_clip_retarg
     assert error < 1e-4, f"streamed joints {float(error):.3g} heights from the clip's"
 
 
-def test_the_default_file_is_float32_throughout_and_close_to_the_float64_step(clips, tmp_path):
+@pytest.mark.parametrize(("method", "source", "target"), [("nkn", "cmu_mb", "bandai"), ("ik", "bandai", "cmu_mb")])
+def test_the_default_file_is_float32_throughout_and_close_to_the_float64_step(clips, tmp_path, method, source, target):
     """Engine runtimes (Unity Sentis, Unreal's GPU ones) take no float64: the default file holds none, and its
     frames stay within float32's rounding of :meth:`Retargeter.step`'s."""
     import onnx
 
-    motion = clips["cmu_mb"][:20]
-    retarget = Retargeter(motion, clips["bandai"], "nkn", fps=motion.fps)
+    motion = clips[source][: 45 if method == "ik" else 20]
+    retarget = Retargeter(motion, clips[target], method, fps=motion.fps)
     path = export_step(retarget, tmp_path / "f32.onnx")
     model = onnx.load(str(path))
     double = onnx.TensorProto.DOUBLE
@@ -154,10 +154,12 @@ def test_the_default_file_is_float32_throughout_and_close_to_the_float64_step(cl
     assert not [n.name for n in graph.node for a in n.attribute
                 if (a.name == "to" and a.i == double) or (a.type == onnx.AttributeProto.TENSOR and a.t.data_type == double)]
     retarget.reset()
-    height = float(clips["bandai"].height)
+    height = float(clips[target].height)
     for f, (q, root, translations) in enumerate(_stream_file(path, motion)):
-        want = retarget.step(motion.rotations[f], motion.root_positions[f])
+        want = retarget.step(motion.rotations[f], motion.root_positions[f], motion.local_translations()[f])
         assert q.dtype == np.float32
         np.testing.assert_allclose(np.abs((q * want[0].numpy()).sum(-1)), 1.0, atol=1e-5)  # the same rotations
         np.testing.assert_allclose(root, want[1].numpy(), atol=1e-5 * height, rtol=0)
-        np.testing.assert_allclose(translations, want[2].numpy(), atol=1e-5 * height, rtol=0)
+        assert (translations is None) == (want[2] is None)
+        if translations is not None:
+            np.testing.assert_allclose(translations, want[2].numpy(), atol=1e-5 * height, rtol=0)

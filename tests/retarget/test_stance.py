@@ -13,7 +13,7 @@ import skelanim
 from skelanim.core.motion import Motion
 from skelanim.ops import foot_contacts
 from skelanim.retarget import Retargeter
-from skelanim.retarget.baselines import FEET, ToeHang
+from skelanim.retarget.baselines import FEET, RELEASE_DECAY, PinState, hang_step, pin_step
 from skelanim.retarget.mapping import CANONICAL_JOINTS, map_skeleton
 from skelanim.retarget.rig import SLOT, CanonicalRig, canonical_tpose
 from skelanim.retarget.stance import level_feet, scaled_hips, sole_height
@@ -132,7 +132,6 @@ def test_level_feet_turn_each_foot_and_its_toe_together(clips):
 def test_an_ankle_hangs_from_its_planted_toe():
     """Closed form: while the toe alone is planted the ankle's target is the toe's pin minus the copy's foot
     vector; once the toe lifts, the difference decays by ``0.6`` per 1/30 s."""
-    hang = ToeHang()
     ankle = torch.tensor(
         [[[0.0, 0.1, 0.0]], [[0.1, 0.12, 0.0]], [[0.2, 0.14, 0.0]], [[0.3, 0.2, 0.0]]], dtype=torch.float64
     )
@@ -140,11 +139,33 @@ def test_an_ankle_hangs_from_its_planted_toe():
         [[[0.0, 0.1, 0.0]], [[0.05, 0.11, 0.0]], [[0.06, 0.13, 0.0]], [[9.0, 9.0, 9.0]]], dtype=torch.float64
     )
     toe_only = torch.tensor([[False], [True], [True], [False]])
-    out = hang(ankle, hung, toe_only, 30.0)
+    offsets, rows = torch.zeros(1, 3, dtype=torch.float64), []
+    for t in range(4):
+        row, offsets = hang_step(ankle[t], hung[t], toe_only[t], RELEASE_DECAY, offsets)
+        rows.append(row)
+    out = torch.stack(rows)
     torch.testing.assert_close(out[:3], hung[:3], atol=1e-12, rtol=0)
     torch.testing.assert_close(out[3], ankle[3] + 0.6 * (hung[2] - ankle[2]), atol=1e-12, rtol=0)
 
 
+def test_a_foot_is_pinned_where_it_touched_down_and_rejoins_the_copy():
+    """Closed form of :func:`pin_step`, one joint at 60 fps (decay ``0.6 ** 0.5`` a frame): pinned where the
+    copy was at touch-down, held while in contact, then the offset from the copy decays; a second touch-down
+    while an offset remains pins at the copy plus the decayed offset; the state after a lift-off is unpinned."""
+    copy = torch.tensor([[0.0, 0, 0], [1, 0, 0], [2, 0, 0], [3, 0, 0], [4, 0, 0], [5, 0, 0]], dtype=torch.float64)
+    contact = torch.tensor([True, True, False, False, True, True])
+    decay = 0.6**0.5
+    state = PinState.fresh()
+    pins, offsets, rows, pinned = state.pins[:1], state.offsets[:1], [], []
+    for t in range(6):
+        row, pins, offsets = pin_step(copy[t, None], contact[t, None], decay, pins, offsets)
+        rows.append(row[0])
+        pinned.append(bool(torch.isfinite(pins).all()))
+    x = [float(r[0]) for r in rows]
+    assert x[:2] == [0.0, 0.0]  # held where it touched down
+    assert x[2] == pytest.approx(2 - 1 * decay) and x[3] == pytest.approx(3 - decay**2)  # the -1 offset decays
+    assert x[4] == pytest.approx(4 - decay**3) and x[5] == pytest.approx(4 - decay**3)  # pinned at copy + offset
+    assert pinned == [True, True, False, False, True, True]
 def test_ik_keeps_a_planted_toe_still_on_other_proportions(mocap_files):
     """A Bandai walk onto the CMU skeleton by ``ik``: the toes slid 0.046 heights/s while Bandai's were planted once
     the feet were level (the copy's ankle pivots about Bandai's toe, not the target's), 0.022-0.027 before; hung

@@ -125,7 +125,7 @@ def export(
     src: Path = typer.Argument(..., help="A motion file of the source skeleton (its frames calibrate its bone frames)."),
     to: Path = typer.Option(..., "--to", help="A motion file of the target skeleton (its frames calibrate it)."),
     out: Path = typer.Option(..., "-o", "--out", help="The .onnx file to write."),
-    method: str = typer.Option("nkn", "--method", help="nkn, copy or naive (ik's foot pins are no graph)."),
+    method: str = typer.Option("nkn", "--method", help="nkn, copy, ik or naive."),
     fps: float | None = typer.Option(None, "--fps", min=1.0, max=1000.0, help="The stream's frame rate (default: SRC's)."),
     source_map: Path | None = typer.Option(None, "--map", help="Joint mapping (JSON/YAML) for the source."),
     target_map: Path | None = typer.Option(None, "--target-map", help="Joint mapping (JSON/YAML) for the target."),
@@ -143,9 +143,8 @@ def export(
     from skelanim.retarget.export import export_step
     from skelanim.retarget.retargeter import target_floor_of, upright
 
-    if method not in METHODS or method == "ik":
-        raise RetargetError(f"--method: {method!r} cannot be exported; choose from nkn, copy or naive"
-                            + (" (ik's foot pins are a Python state machine, not a graph)" if method == "ik" else ""))
+    if method not in METHODS:
+        raise RetargetError(f"--method: {method!r} is no method; choose from {', '.join(METHODS)}")
     if dtype not in ("float32", "float64"):
         raise typer.BadParameter(f"float32 or float64, not {dtype!r}", param_hint="--dtype")
     require_suffix(out, (".onnx",), "a streamed retargeter")

@@ -32,7 +32,7 @@ cheap, no autograd. The damping adapts per frame (halved on success, tripled on 
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import torch
 from torch import Tensor
@@ -195,7 +195,9 @@ def _init_quats(init: Tensor, frames: int, dtype: torch.dtype) -> Tensor:
     return quat_normalize(init.expand(frames, -1, -1) if init.ndim == 2 else init)
 
 
-def swing_ik(positions: Tensor, rig: IKRig, init: Tensor) -> tuple[Tensor, Tensor]:
+def swing_ik(
+    positions: Tensor, rig: IKRig, init: Tensor, *, joints: Sequence[int] | None = None
+) -> tuple[Tensor, Tensor]:
     """Analytic swing IK (see the module docstring).
 
     Parameters
@@ -206,6 +208,9 @@ def swing_ik(positions: Tensor, rig: IKRig, init: Tensor) -> tuple[Tensor, Tenso
         The skeleton.
     init : Tensor
         ``(F, J, 4)`` or ``(J, 4)`` initial local quaternions (their twist is kept).
+    joints : sequence of int, optional
+        Solve only these joints; every other joint keeps its initial local rotation (where only some joints'
+        children moved away from the init's positions, the same answer for less work).
 
     Returns
     -------
@@ -213,6 +218,7 @@ def swing_ik(positions: Tensor, rig: IKRig, init: Tensor) -> tuple[Tensor, Tenso
         Local quaternions ``(F, J, 4)`` and local translations ``(F, J, 3)``.
     """
     positions = torch.as_tensor(positions, dtype=torch.float64)
+    solved = set(range(rig.num_joints)) if joints is None else set(joints)
     f = positions.shape[0]
     q0 = _init_quats(init, f, positions.dtype)
     local0 = quat_to_matrix(q0)
@@ -228,11 +234,11 @@ def swing_ik(positions: Tensor, rig: IKRig, init: Tensor) -> tuple[Tensor, Tenso
             local.append(eye)
             continue
         start = parent @ local0[:, j]
-        kids = rig.bone_children[j]
+        kids = rig.bone_children[j] if j in solved else []
         observed = positions[:, kids] - positions[:, j : j + 1]  # (F, K, 3)
         rest = offsets[kids]
         collinear = len(kids) < 2 or float(torch.linalg.cross(rest[:1].expand_as(rest), rest).norm(dim=-1).max()) < 1e-6
-        if not kids:
+        if not kids:  # nothing observed (or not solved): the init's rotation
             rot = start
         elif collinear:
             current = start @ rest[0]

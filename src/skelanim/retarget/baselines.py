@@ -9,12 +9,15 @@ result as the whole clip at once.
   frames are the source's, ``Q^B = Q^A``; the hips position is the source's scaled by the leg-length ratio
   ``l_B / l_A`` (so are its velocities).
 * **IK retargeting**: the copy's joint positions on the target skeleton (source poses at target
-  proportions), with feet held where they touched down during the source's contacts (:class:`FootPins`);
+  proportions), with feet held where they touched down during the source's contacts (:func:`pin_step`);
   while only the toe is planted (the heel rising), the ankle hangs from the toe's pin by the copy's foot
-  (:class:`ToeHang`), so the foot pivots about a toe that stays put; each leg's knee is placed by two-bone IK
+  (:func:`hang_step`), so the foot pivots about a toe that stays put; each leg's knee is placed by two-bone IK
   so the bones keep their lengths, then
-  :func:`skelanim.ik.classical.swing_ik` (issue #3) turns those positions into rotations, starting from the
-  copy's so that twists are kept.
+  :func:`skelanim.ik.classical.swing_ik` (issue #3) turns those positions into the legs' rotations, starting
+  from the copy's so that twists are kept (every other joint keeps the copy's rotation: its position is the
+  copy's, so solving it would return the copy's frame). One frame is a pure function of tensors and the stream
+  state (:class:`PinState`), so a streamed frame runs as one compiled graph (:mod:`.online`), and it has no
+  SVD (the legs are chains) for ONNX to lack.
 
 Foot contacts online
 --------------------
@@ -26,11 +29,12 @@ replaced by their causal counterparts.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import torch
 from torch import Tensor
 
+from skelanim.core._tensor import _cross
 from skelanim.core.rotations import matrix_to_quat, quat_to_matrix
 from skelanim.ik.classical import swing_ik
 from skelanim.ik.frames import IKRig
@@ -38,7 +42,8 @@ from skelanim.ops.contacts import DEFAULT_HEIGHT_FRACTION, DEFAULT_SPEED_FRACTIO
 from skelanim.retarget.rig import SLOT, CanonicalRig, canonical_locals, canonical_skeleton, frames_from_locals
 from skelanim.retarget.stance import scaled_hips
 
-__all__ = ["FEET", "ContactState", "FootPins", "IKRetarget", "ToeHang", "causal_contacts", "copy_hips", "two_bone"]
+__all__ = ["FEET", "RELEASE_DECAY", "ContactState", "IKRetarget", "PinState", "causal_contacts", "copy_hips", "hang_step",
+           "pin_step", "two_bone"]
 
 #: Canonical slots whose contacts are tracked: left foot, right foot, left toe, right toe.
 FEET: tuple[int, ...] = (SLOT["l_foot"], SLOT["r_foot"], SLOT["l_toe"], SLOT["r_toe"])
@@ -96,96 +101,96 @@ def causal_contacts(
     return contact, ContactState(floor[-1:].clone(), positions[-1:].clone())
 
 
-@dataclass
-class _HeldOffsets:
-    """Per-joint offsets from given targets (online): set while a joint is held to a target of its own, then
-    decaying by ``decay`` per 1/30 s, so the joint rejoins the given target smoothly."""
-
-    decay: float = 0.6
-    offset: list[list[float]] = field(default_factory=list)
-
-    def _start(self, joints: int) -> None:
-        """Called once, with the number of joints, before the first frame."""
-
-    def _held(self, t: int, j: int, given: list[float], decay: float) -> list[float] | None:
-        """Where joint ``j`` is held at frame ``t`` (its given target ``given``), or ``None`` when it is free."""
-        raise NotImplementedError
-
-    def _follow(self, given: Tensor, fps: float) -> Tensor:
-        """Targets ``(F, K, 3)``: the given ``(F, K, 3)`` plus each joint's held or decaying offset."""
-        f, k, _ = given.shape
-        if not self.offset:
-            self.offset = [[0.0, 0.0, 0.0] for _ in range(k)]
-            self._start(k)
-        decay = self.decay ** (30.0 / fps)
-        rows = given.tolist()
-        out = []
-        for t in range(f):
-            row = []
-            for j in range(k):
-                p = rows[t][j]
-                held = self._held(t, j, p, decay)
-                if held is None:
-                    self.offset[j] = [o * decay for o in self.offset[j]]
-                else:
-                    self.offset[j] = [held[i] - p[i] for i in range(3)]
-                row.append([p[i] + self.offset[j][i] for i in range(3)])
-            out.append(row)
-        return torch.tensor(out, dtype=given.dtype)
+#: Per 1/30 s, the fraction of a released foot's offset from the copy that remains (:func:`pin_step`).
+RELEASE_DECAY = 0.6
 
 
 @dataclass
-class FootPins(_HeldOffsets):
-    """Where each tracked joint is held while in contact (online).
+class PinState:
+    """Stream state of the IK retargeting's foot targets: tensors, so a compiled step carries it in and out.
 
-    At touch-down the joint's current target is pinned; while in contact the target stays there; after
-    lift-off the offset from the copy decays by ``decay`` per 1/30 s, so the foot rejoins the copy smoothly.
+    Attributes
+    ----------
+    pins : Tensor
+        ``(K, 3)`` where each tracked joint of :data:`FEET` is held while in contact; NaN where it was not in
+        contact on the previous frame.
+    offsets : Tensor
+        ``(K, 3)`` each tracked joint's target minus the copy's position (held, or decaying after lift-off).
+    hang : Tensor
+        ``(2, 3)`` each ankle's target minus its pinned target while it hangs from a planted toe (left, right).
     """
 
-    pin: list[list[float] | None] = field(default_factory=list)
-    was: list[bool] = field(default_factory=list)
-    _contact: list[list[bool]] = field(default_factory=list, repr=False)
+    pins: Tensor
+    offsets: Tensor
+    hang: Tensor
 
-    def __call__(self, copy: Tensor, contact: Tensor, fps: float) -> Tensor:
-        """Targets ``(F, K, 3)`` from copy positions ``(F, K, 3)`` and contacts ``(F, K)``."""
-        self._contact = contact.tolist()
-        return self._follow(copy, fps)
-
-    def _start(self, joints: int) -> None:
-        self.pin = [None] * joints
-        self.was = [False] * joints
-
-    def _held(self, t: int, j: int, given: list[float], decay: float) -> list[float] | None:
-        touching = bool(self._contact[t][j])
-        if not touching:
-            self.pin[j] = None
-        elif not self.was[j] or self.pin[j] is None:  # touch-down: pinned where the decayed offset puts it
-            self.pin[j] = [given[i] + self.offset[j][i] * decay for i in range(3)]
-        self.was[j] = touching
-        return self.pin[j]
+    @classmethod
+    def fresh(cls, dtype: torch.dtype = torch.float64) -> PinState:
+        """The state at the start of a stream: nothing pinned, no offsets."""
+        k = len(FEET)
+        return cls(torch.full((k, 3), float("nan"), dtype=dtype), torch.zeros(k, 3, dtype=dtype),
+                   torch.zeros(2, 3, dtype=dtype))  # fmt: skip
 
 
-@dataclass
-class ToeHang(_HeldOffsets):
-    """The ankles' targets while only their toes are planted (online; one entry per leg).
+def pin_step(copy: Tensor, contact: Tensor, decay: float, pins: Tensor, offsets: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+    """One frame of foot pins: where each tracked joint is held while in contact (online).
+
+    At touch-down the joint's current target (the copy's position plus its decayed offset) is pinned; while in
+    contact the target stays there; after lift-off the offset from the copy decays by ``decay`` per frame, so
+    the foot rejoins the copy smoothly.
+
+    Parameters
+    ----------
+    copy : Tensor
+        ``(K, 3)`` the copy's positions of the tracked joints.
+    contact : Tensor
+        ``(K,)`` bool contacts.
+    decay : float
+        Remaining fraction of the offset per frame (:data:`RELEASE_DECAY` per 1/30 s).
+    pins, offsets : Tensor
+        ``(K, 3)`` :class:`PinState`'s, from the previous frame.
+
+    Returns
+    -------
+    tuple of Tensor
+        ``(K, 3)`` targets, and the new pins and offsets.
+    """
+    held = contact[..., None]
+    pins = torch.where(held & torch.isnan(pins[..., :1]), copy + offsets * decay, pins)  # touch-down
+    offsets = torch.where(held, pins - copy, offsets * decay)
+    pins = torch.where(held, pins, torch.full_like(pins, float("nan")))
+    return copy + offsets, pins, offsets
+
+
+def hang_step(given: Tensor, hung: Tensor, toe_only: Tensor, decay: float, offsets: Tensor) -> tuple[Tensor, Tensor]:
+    """One frame of the ankles' targets while only their toes are planted (online; one row per leg).
 
     A foot pivoting on its planted toe keeps the toe still and swings the ankle about it; the copy's ankle
     follows the source's instead, which pivots about the source's toe on the source's foot. So while a toe is
-    planted and its ankle is not, the ankle's target is the toe's pin minus the copy's ankle-to-toe vector; after
-    that the difference from the given target decays by ``decay`` per 1/30 s, as :class:`FootPins` does.
+    planted and its ankle is not, the ankle's target is the toe's pin minus the copy's ankle-to-toe vector
+    (``hung``); after that the difference from the given target decays by ``decay`` per frame, as
+    :func:`pin_step`'s does.
+
+    Parameters
+    ----------
+    given : Tensor
+        ``(S, 3)`` the ankles' targets from :func:`pin_step`.
+    hung : Tensor
+        ``(S, 3)`` the ankles hung from their toes' pins.
+    toe_only : Tensor
+        ``(S,)`` bool: the toe alone is planted.
+    decay : float
+        Remaining fraction of the offset per frame.
+    offsets : Tensor
+        ``(S, 3)`` the previous frame's offsets from ``given``.
+
+    Returns
+    -------
+    tuple of Tensor
+        ``(S, 3)`` targets and the new offsets.
     """
-
-    _hung: list[list[list[float]]] = field(default_factory=list, repr=False)
-    _toe_only: list[list[bool]] = field(default_factory=list, repr=False)
-
-    def __call__(self, ankle: Tensor, hung: Tensor, toe_only: Tensor, fps: float) -> Tensor:
-        """Targets ``(F, K, 3)`` from ankle targets ``(F, K, 3)``, the ankles hung from the toe pins ``(F, K, 3)``
-        and ``(F, K)`` flags of frames whose toe alone is planted."""
-        self._hung, self._toe_only = hung.tolist(), toe_only.tolist()
-        return self._follow(ankle, fps)
-
-    def _held(self, t: int, j: int, given: list[float], decay: float) -> list[float] | None:
-        return self._hung[t][j] if self._toe_only[t][j] else None
+    offsets = torch.where(toe_only[..., None], hung - given, offsets * decay)
+    return given + offsets, offsets
 
 
 def two_bone(
@@ -216,13 +221,14 @@ def two_bone(
     pole = knee - hip
     pole = pole - (pole * u).sum(-1, keepdim=True) * u
     pole_n = pole.norm(dim=-1, keepdim=True)
-    fallback = torch.linalg.cross(u, torch.tensor([1.0, 0.0, 0.0], dtype=hip.dtype).expand_as(u))
+    fallback = _cross(u, torch.tensor([1.0, 0.0, 0.0], dtype=hip.dtype).expand_as(u))
     pole = torch.where(pole_n > 1e-9, pole / pole_n.clamp_min(1e-12), fallback / fallback.norm(dim=-1, keepdim=True).clamp_min(1e-12))
     return hip + u * along + pole * side, hip + u * d
 
 
 class IKRetarget:
-    """IK retargeting on a target rig (stateful, causal; see the module docstring).
+    """IK retargeting on a target rig (causal; see the module docstring). The stream state is explicit
+    (:class:`PinState` in and out), so one frame is a pure function of tensors that a compiled step can run.
 
     Parameters
     ----------
@@ -233,19 +239,16 @@ class IKRetarget:
     def __init__(self, target: CanonicalRig) -> None:
         self.target = target
         self.rig = IKRig(canonical_skeleton(target.offsets))
-        self.pins = FootPins()
-        self.hang = ToeHang()
         off = target.offsets
         self.lengths = {s: (float(off[SLOT[f"{s}_leg"]].norm()), float(off[SLOT[f"{s}_foot"]].norm())) for s in "lr"}
         self.has_toe = [bool(target.present[SLOT[f"{s}_toe"]]) for s in "lr"]
+        #: The joints IK turns: only the legs' targets move, every other joint keeps the copy's rotation.
+        self.legs = tuple(SLOT[f"{s}_{part}"] for s in "lr" for part in ("upleg", "leg", "foot", "toe"))
 
-    def reset(self) -> None:
-        """Start a new stream."""
-        self.pins = FootPins()
-        self.hang = ToeHang()
-
-    def __call__(self, frames: Tensor, hips: Tensor, contacts: Tensor, fps: float) -> Tensor:
-        """Target bone frames.
+    def __call__(
+        self, frames: Tensor, hips: Tensor, contacts: Tensor, fps: float, state: PinState | None = None
+    ) -> tuple[Tensor, PinState]:
+        """Target bone frames and the new stream state.
 
         Parameters
         ----------
@@ -257,24 +260,32 @@ class IKRetarget:
             ``(F, 4)`` source contacts of :data:`FEET`.
         fps : float
             Frame rate.
+        state : PinState, optional
+            From the previous call (``None``: a new stream).
 
         Returns
         -------
-        Tensor
-            ``(F, 22, 3, 3)`` target bone frames (float64).
+        tuple
+            ``(F, 22, 3, 3)`` target bone frames (float64) and the stream state after the last frame.
         """
         frames = frames.to(torch.float64)
+        contacts = contacts.bool()
         local = canonical_locals(frames)
         init = matrix_to_quat(local)
         _, pos = self.target.canonical_fk(local, hips.to(torch.float64))
         feet = list(FEET)
-        targets = self.pins(pos[:, feet], contacts, fps)
-        sides = [k for k in range(2) if self.has_toe[k]]
-        if sides:  # ankles hang from planted toes
-            ankles, toes = [feet[k] for k in sides], [feet[2 + k] for k in sides]
-            hung = targets[:, [2 + k for k in sides]] - (pos[:, toes] - pos[:, ankles])
-            toe_only = contacts[:, [2 + k for k in sides]].bool() & ~contacts[:, sides].bool()
-            targets[:, sides] = self.hang(targets[:, sides], hung, toe_only, fps)
+        state = state or PinState.fresh(pos.dtype)
+        pins, offsets, hang = state.pins, state.offsets, state.hang
+        decay = RELEASE_DECAY ** (30.0 / fps)
+        # ankles hang from planted toes (a leg without a toe never has its toe alone planted: its ankle is free)
+        toe_only = contacts[:, 2:] & ~contacts[:, :2] & torch.tensor(self.has_toe)
+        foot_vectors = (pos[:, feet[2:]] - pos[:, feet[:2]]).unbind()  # (2, 3) each: ankle to toe
+        rows = []
+        for t, (copy, contact) in enumerate(zip(pos[:, feet].unbind(), contacts.unbind(), strict=True)):  # a recurrence
+            row, pins, offsets = pin_step(copy, contact, decay, pins, offsets)
+            ankles, hang = hang_step(row[:2], row[2:] - foot_vectors[t], toe_only[t], decay, hang)
+            rows.append(torch.cat([ankles, row[2:]]))
+        targets = torch.stack(rows)
         wanted = pos.clone()
         for k, s in enumerate("lr"):
             upper, lower = self.lengths[s]
@@ -283,5 +294,5 @@ class IKRetarget:
             wanted[:, SLOT[f"{s}_foot"]] = foot
             if self.has_toe[k]:
                 wanted[:, SLOT[f"{s}_toe"]] = targets[:, 2 + k]
-        quats, _ = swing_ik(wanted, self.rig, init)
-        return frames_from_locals(quat_to_matrix(quats))
+        quats, _ = swing_ik(wanted, self.rig, init, joints=self.legs)
+        return frames_from_locals(quat_to_matrix(quats)), PinState(pins, offsets, hang)

@@ -2,7 +2,8 @@
 
 The file is the graph :meth:`.Retargeter.step` runs (:mod:`.online`): one source frame in, one target frame
 out, the stream state in and out, so the engine keeps the state between frames and the graph stays stateless.
-Inputs, in order (the stream state a method keeps: ``nkn`` all of it, ``copy`` the floor and the previous feet,
+Inputs, in order (the stream state a method keeps: ``nkn`` the floor, the previous feet, the GRU states and the
+previous hips, ``ik`` the floor, the previous feet and its foot pins, ``copy`` the floor and the previous feet,
 ``naive`` none):
 
 All floats are float32 (``skelanim.dtype``; ``dtype="float64"`` keeps :meth:`.Retargeter.step`'s float64):
@@ -18,13 +19,17 @@ All floats are float32 (``skelanim.dtype``; ``dtype="float64"`` keeps :meth:`.Re
 ``encoder_state``,        ``(1, 1, H)``  stream state: the NKN's GRU hidden states
 ``decoder_state``
 ``previous_hips``         ``(1, 3)``     stream state: the previous frame's hips
+``foot_pins``             ``(4, 3)``     stream state (``ik``): where each foot and toe joint is pinned (NaN: free)
+``foot_offsets``          ``(4, 3)``     stream state (``ik``): each foot and toe target's offset from the copy
+``toe_offsets``           ``(2, 3)``     stream state (``ik``): each ankle's offset while it hangs from its toe
 ========================  =============  ==========================================================================
 
 Outputs: ``target_rotations`` ``(J_B, 4)`` (local quaternions of ``skelanim.target_joints``),
 ``target_root_position`` ``(3,)``, ``target_joint_translations`` ``(J_B, 3)`` where the target animates its hips'
 translation (``skelanim.hips_translated``), then the next stream state: ``next_floor``, ``next_previous_feet``,
-``next_encoder_state``, ``next_decoder_state``, ``next_previous_hips``, each fed back as its input on the next
-frame. The first frame's state is in ``skelanim.initial_state`` (+inf floor, NaN previous frame, zero GRU state).
+``next_encoder_state``, ``next_decoder_state``, ``next_previous_hips``, ``next_foot_pins``, ``next_foot_offsets``,
+``next_toe_offsets`` (those the method keeps), each fed back as its input on the next frame. The first frame's state
+is in ``skelanim.initial_state`` (+inf floor, NaN previous frame and pins, zero GRU state and offsets).
 The frame rate, the floor and the calibration of both skeletons are fixed in the graph
 (``skelanim.fps``); a source or target that is not Y up is turned inside it, as :meth:`.Retargeter.step` turns it.
 """
@@ -51,11 +56,13 @@ __all__ = ["FORMAT", "STATE_INPUTS", "export_step", "float32_graph"]
 #: ``skelanim.format`` of an exported step.
 FORMAT = "skelanim-retarget-step"
 #: The stream state, in the order of the graph's inputs (and, prefixed ``next_``, of its last outputs).
-STATE_INPUTS = ("floor", "previous_feet", "encoder_state", "decoder_state", "previous_hips")
+STATE_INPUTS = ("floor", "previous_feet", "encoder_state", "decoder_state", "previous_hips", "foot_pins",
+                "foot_offsets", "toe_offsets")
 
 
 #: The stream state each method keeps (the rest would pass through the graph unchanged, so it is left out).
-_STATE_OF = {"nkn": STATE_INPUTS, "copy": ("floor", "previous_feet"), "naive": ()}
+_STATE_OF = {"nkn": STATE_INPUTS[:5], "ik": ("floor", "previous_feet", *STATE_INPUTS[5:]),
+             "copy": ("floor", "previous_feet"), "naive": ()}
 
 
 class _TurnedStep(nn.Module):
@@ -131,8 +138,7 @@ def export_step(retargeter: Retargeter, path: str | os.PathLike, *, dtype: str =
     Parameters
     ----------
     retargeter : Retargeter
-        Built for the stream (its ``fps`` and ``floor`` are fixed in the graph); method ``copy``, ``naive`` or
-        ``nkn``.
+        Built for the stream (its ``fps`` and ``floor`` are fixed in the graph); any method.
     path : path
         The ``.onnx`` file to write.
     dtype : {"float32", "float64"}
@@ -147,15 +153,12 @@ def export_step(retargeter: Retargeter, path: str | os.PathLike, *, dtype: str =
     Raises
     ------
     RetargetError
-        For method ``ik``, whose foot pins are a Python state machine (no graph holds them).
+        For a bad ``dtype``, or a network off the CPU.
     """
     import onnx
 
     if dtype not in ("float32", "float64"):
         raise RetargetError(f"dtype must be float32 or float64, not {dtype!r}", path=path)
-    if retargeter.method == "ik":
-        raise RetargetError("method ik cannot be exported: its foot pins are a Python state machine, not a graph "
-                            "(export copy, naive or nkn)", path=path)  # fmt: skip
     if retargeter.net is not None and module_device(retargeter.net).type != "cpu":
         raise RetargetError("export a Retargeter whose network is on the CPU (the file runs wherever the engine "
                             "puts it)", path=path)  # fmt: skip
@@ -176,7 +179,8 @@ def export_step(retargeter: Retargeter, path: str | os.PathLike, *, dtype: str =
     initial = {"floor": {"shape": [1, 4], "fill": "inf"}, "previous_feet": {"shape": [1, 4, 3], "fill": "nan"},
                "encoder_state": {"shape": [1, 1, hidden], "fill": 0.0},
                "decoder_state": {"shape": [1, 1, hidden], "fill": 0.0},
-               "previous_hips": {"shape": [1, 3], "fill": "nan"}}  # fmt: skip
+               "previous_hips": {"shape": [1, 3], "fill": "nan"}, "foot_pins": {"shape": [4, 3], "fill": "nan"},
+               "foot_offsets": {"shape": [4, 3], "fill": 0.0}, "toe_offsets": {"shape": [2, 3], "fill": 0.0}}  # fmt: skip
     meta = {
         "skelanim.format": FORMAT,
         "skelanim.method": retargeter.method,

@@ -40,7 +40,7 @@ from skelanim.io.common import first_non_finite
 from skelanim.nn.checkpoint import config_error, load_model_files
 from skelanim.nn.device import module_device, to_device
 from skelanim.ops.normalize import rotate
-from skelanim.retarget.baselines import FEET, ContactState, IKRetarget, causal_contacts, copy_hips
+from skelanim.retarget.baselines import FEET, ContactState, IKRetarget, PinState, causal_contacts, copy_hips
 from skelanim.retarget.mapping import CANONICAL_JOINTS, map_skeleton
 from skelanim.retarget.model import NKN, NKNConfig, NKNState
 from skelanim.retarget.online import OnnxStep, onnx_available
@@ -208,7 +208,7 @@ class Retargeter:
         leg-length ratio (so a clip onto its own skeleton comes back as it was), and a stream's on y = 0.
     runtime : str
         How :meth:`step` runs (:data:`RUNTIMES`): ``auto`` an onnxruntime graph of the frame where the
-        method allows (not ``ik``, not a network off the CPU) and eager torch otherwise, ``onnx`` insist on it,
+        method allows (not a network off the CPU) and eager torch otherwise, ``onnx`` insist on it,
         ``torch`` always eager. Whole clips (:meth:`__call__`) always run in torch.
     device : torch.device or str, optional
         Where the NKN runs (a copy of the model is moved there; default: where the model is, the CPU for a
@@ -306,9 +306,8 @@ class Retargeter:
         """Forget the stream: the next :meth:`step` starts a new one."""
         self._contacts = ContactState()
         self._nkn_state = NKNState()
+        self._pins = PinState.fresh()
         self._stream: list[np.ndarray] | None = None
-        if self._ik is not None:
-            self._ik.reset()
 
     # ------------------------------------------------------------------ core
     def _extras(self) -> tuple[Tensor, list[int], Tensor] | None:
@@ -340,11 +339,12 @@ class Retargeter:
 
     def _core(
         self, rotations: Tensor, translations: Tensor, fps: float, floor: float | None,
-        contacts: ContactState, state: NKNState,
-    ) -> tuple[Tensor, Tensor, Tensor | None, ContactState, NKNState]:  # fmt: skip
+        contacts: ContactState, state: NKNState, pins: PinState,
+    ) -> tuple[Tensor, Tensor, Tensor | None, ContactState, NKNState, PinState]:  # fmt: skip
         """Target local quaternions ``(F, J_B, 4)``, root positions ``(F, 3)``, joint translations (or
-        ``None``) and the new stream states for ``F`` source frames (``floor`` ``None``: the frames'
-        :func:`standing_level`). A pure function of its inputs (what :meth:`step` traces)."""
+        ``None``) and the new stream states (contacts, the NKN's, the IK's foot pins) for ``F`` source frames
+        (``floor`` ``None``: the frames' :func:`standing_level`). A pure function of its inputs (what :meth:`step`
+        traces)."""
         s, t = self.source, self.target
         local = quat_to_matrix(rotations)
         extras = self._extra_joints
@@ -364,11 +364,11 @@ class Retargeter:
             q = quat_identity((rotations.shape[0], t.skeleton.num_joints), dtype=rotations.dtype)
             q[:, self._naive_tgt] = rotations[:, self._naive_src]
             root, trans = t.place_root(hips)
-            return q, root, trans, contacts, state
+            return q, root, trans, contacts, state, pins
         if self.method == "ik":
             labels, contacts = causal_contacts(pos[:, list(FEET)], fps, s.height, contacts)
             assert self._ik is not None
-            frames = self._ik(frames, hips, labels, fps)
+            frames, pins = self._ik(frames, hips, labels, fps, pins)
         elif self.method == "nkn":
             labels, contacts = causal_contacts(pos[:, list(FEET)], fps, s.height, contacts)
             out_local, out_hips, state = self._nkn(canonical_locals(frames).float()[None], pos[None, :, 0].float(),
@@ -381,7 +381,7 @@ class Retargeter:
         if lift:  # every method works above a floor at 0: the whole body moves onto the target's
             hips = hips + torch.tensor([0.0, lift, 0.0], dtype=hips.dtype)
         root, trans = t.place_root(hips)
-        return t.locals_from_world(world, self._varying), root, trans, contacts, state
+        return t.locals_from_world(world, self._varying), root, trans, contacts, state, pins
 
     def _nkn(self, local: Tensor, hips: Tensor, labels: Tensor, fps: float, state: NKNState) -> tuple[Tensor, Tensor, NKNState]:
         """The network on ``(1, F, 22, 3, 3)`` canonical locals, ``(1, F, 3)`` hips and ``(1, F, 4)`` contacts (CPU
@@ -399,8 +399,8 @@ class Retargeter:
     ) -> tuple[Tensor, Tensor, Tensor | None]:
         """:meth:`_core` on the Retargeter's own stream state (updated)."""
         with torch.inference_mode():
-            q, root, trans, self._contacts, self._nkn_state = self._core(
-                rotations, translations, fps, floor, self._contacts, self._nkn_state)  # fmt: skip
+            q, root, trans, self._contacts, self._nkn_state, self._pins = self._core(
+                rotations, translations, fps, floor, self._contacts, self._nkn_state, self._pins)  # fmt: skip
         return q, root, trans
 
     def _step_module(self) -> nn.Module:
@@ -415,31 +415,35 @@ class Retargeter:
                 self.net = outer.net
 
             def forward(self, rot: Tensor, root: Tensor, offsets: Tensor, low: Tensor, prev: Tensor, enc: Tensor,
-                        dec: Tensor, hips: Tensor) -> tuple[Tensor, ...]:  # fmt: skip
+                        dec: Tensor, hips: Tensor, pins: Tensor, pin_offsets: Tensor,
+                        hang: Tensor) -> tuple[Tensor, ...]:  # fmt: skip
                 trans = torch.cat([root[None], offsets[1:]])[None]
-                q, root2, jt, c, st = outer._core(rot[None], trans, outer.fps, floor, ContactState(low, prev),
-                                                  NKNState(enc, dec, hips))  # fmt: skip
+                q, root2, jt, c, st, p = outer._core(rot[None], trans, outer.fps, floor, ContactState(low, prev),
+                                                     NKNState(enc, dec, hips), PinState(pins, pin_offsets, hang))  # fmt: skip
                 assert c.floor is not None and c.previous is not None
                 enc2 = enc if st.encoder is None else st.encoder
                 dec2 = dec if st.decoder is None else st.decoder
                 hips2 = hips if st.hips is None else st.hips
-                return q[0], root2[0], root2[0] if jt is None else jt[0], c.floor, c.previous, enc2, dec2, hips2
+                return (q[0], root2[0], root2[0] if jt is None else jt[0], c.floor, c.previous, enc2, dec2, hips2,
+                        p.pins, p.offsets, p.hang)  # fmt: skip
 
         return _Step()
 
     def _fresh_stream_state(self) -> tuple[Tensor, ...]:
-        """Stream state of a compiled step at the start: no floor yet (+inf), no previous frame (NaN)."""
+        """Stream state of a compiled step at the start: no floor yet (+inf), no previous frame (NaN), zero GRU
+        states, no foot pinned (NaN) and no foot offsets."""
         hidden = self.net.config.hidden if self.net is not None else 1
         inf = torch.full((1, 4), float("inf"), dtype=torch.float64)
         nan = torch.full((1, 4, 3), float("nan"), dtype=torch.float64)
         zeros = torch.zeros(1, 1, hidden)
-        return inf, nan, zeros, zeros.clone(), torch.full((1, 3), float("nan"))
+        pins = PinState.fresh()
+        return inf, nan, zeros, zeros.clone(), torch.full((1, 3), float("nan")), pins.pins, pins.offsets, pins.hang
 
     def _compiled_step(self) -> OnnxStep | None:
-        """The onnxruntime step (built on first use), or ``None`` (IK, runtime ``torch``, a network off the CPU, or
+        """The onnxruntime step (built on first use), or ``None`` (runtime ``torch``, a network off the CPU, or
         export failed)."""
         off_cpu = self.net is not None and module_device(self.net).type != "cpu"
-        if self.method == "ik" or self.runtime == "torch" or off_cpu or not onnx_available():
+        if self.runtime == "torch" or off_cpu or not onnx_available():
             if self.runtime == "onnx":
                 raise RetargetError(f"no onnxruntime step for method {self.method!r} (or onnxruntime is missing)"
                                     + (" with the network off the CPU" if off_cpu else ""))  # fmt: skip
