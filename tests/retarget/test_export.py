@@ -46,7 +46,7 @@ def _stream_file(path, source) -> list[list[np.ndarray]]:
 def test_the_file_streams_as_the_retargeter_steps(clips, tmp_path, method, source, target):
     """(``ik``: the whole 1.5 s Bandai walk, so that its feet touch down, stay, lift off and hang from their toes.)"""
     motion = clips[source][: 45 if method == "ik" else 20]
-    retarget = Retargeter(motion, clips[target], method, fps=motion.fps)
+    retarget = Retargeter(motion, clips[target], method, fps=motion.fps, runtime="torch")  # eager: not the same trace
     path = export_step(retarget, tmp_path / "step.onnx", dtype="float64")
     session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
     meta = session.get_modelmeta().custom_metadata_map
@@ -55,16 +55,20 @@ def test_the_file_streams_as_the_retargeter_steps(clips, tmp_path, method, sourc
     assert float(meta["skelanim.fps"]) == pytest.approx(motion.fps)
     kept = {"nkn": ["floor", "previous_feet", "encoder_state", "decoder_state", "previous_hips"],
             "copy": ["floor", "previous_feet"], "naive": [],
-            "ik": ["floor", "previous_feet", "foot_pins", "foot_offsets", "toe_offsets"]}[method]  # fmt: skip
+            "ik": ["floor", "previous_feet", "foot_pins", "foot_pinned", "foot_offsets", "toe_offsets"]}[method]  # fmt: skip
     assert json.loads(meta["skelanim.inputs"]) == ["rotations", "root_position", "joint_offsets", *kept]
+    initial = json.loads(meta["skelanim.initial_state"])
+    assert all(initial[name]["fill"] == 0.0 for name in kept if name.startswith(("foot_", "toe_")))  # no NaN flags
     retarget.reset()
+    height = float(clips[target].height)
+    tol = 1e-6 if method == "nkn" else 1e-9  # the network is float32: onnxruntime's GRU and torch's round apart
     for f, (q, root, translations) in enumerate(_stream_file(path, motion)):
         want = retarget.step(motion.rotations[f], motion.root_positions[f], motion.local_translations()[f])
-        np.testing.assert_allclose(q, want[0].numpy(), atol=1e-9, rtol=0)
-        np.testing.assert_allclose(root, want[1].numpy(), atol=1e-9, rtol=0)
+        np.testing.assert_allclose(q, want[0].numpy(), atol=tol, rtol=0)
+        np.testing.assert_allclose(root, want[1].numpy(), atol=tol * height, rtol=0)
         assert (translations is None) == (want[2] is None)
         if translations is not None:
-            np.testing.assert_allclose(translations, want[2].numpy(), atol=1e-9, rtol=0)
+            np.testing.assert_allclose(translations, want[2].numpy(), atol=tol * height, rtol=0)
 
 
 @pytest.mark.parametrize("turned", ["source", "target"])
@@ -144,7 +148,7 @@ def test_the_default_file_is_float32_throughout_and_close_to_the_float64_step(cl
     import onnx
 
     motion = clips[source][: 45 if method == "ik" else 20]
-    retarget = Retargeter(motion, clips[target], method, fps=motion.fps)
+    retarget = Retargeter(motion, clips[target], method, fps=motion.fps, runtime="torch")
     path = export_step(retarget, tmp_path / "f32.onnx")
     model = onnx.load(str(path))
     double = onnx.TensorProto.DOUBLE
@@ -158,7 +162,9 @@ def test_the_default_file_is_float32_throughout_and_close_to_the_float64_step(cl
     for f, (q, root, translations) in enumerate(_stream_file(path, motion)):
         want = retarget.step(motion.rotations[f], motion.root_positions[f], motion.local_translations()[f])
         assert q.dtype == np.float32
-        np.testing.assert_allclose(np.abs((q * want[0].numpy()).sum(-1)), 1.0, atol=1e-5)  # the same rotations
+        cosine = np.clip(np.abs((q.astype(np.float64) * want[0].numpy()).sum(-1)), 0.0, 1.0)
+        degrees = np.degrees(2 * np.arccos(cosine))  # the angle between the rotations
+        assert degrees.max() < (0.3 if method == "ik" else 0.06), (f, degrees.max())  # ik: a straight knee's plane
         np.testing.assert_allclose(root, want[1].numpy(), atol=1e-5 * height, rtol=0)
         assert (translations is None) == (want[2] is None)
         if translations is not None:

@@ -156,16 +156,44 @@ def test_a_foot_is_pinned_where_it_touched_down_and_rejoins_the_copy():
     contact = torch.tensor([True, True, False, False, True, True])
     decay = 0.6**0.5
     state = PinState.fresh()
-    pins, offsets, rows, pinned = state.pins[:1], state.offsets[:1], [], []
+    pins, flag, offsets, rows, pinned = state.pins[:1], state.pinned[:1], state.offsets[:1], [], []
     for t in range(6):
-        row, pins, offsets = pin_step(copy[t, None], contact[t, None], decay, pins, offsets)
+        row, pins, flag, offsets = pin_step(copy[t, None], contact[t, None], decay, pins, flag, offsets)
         rows.append(row[0])
-        pinned.append(bool(torch.isfinite(pins).all()))
+        pinned.append(bool(flag[0] == 1))
     x = [float(r[0]) for r in rows]
     assert x[:2] == [0.0, 0.0]  # held where it touched down
     assert x[2] == pytest.approx(2 - 1 * decay) and x[3] == pytest.approx(3 - decay**2)  # the -1 offset decays
     assert x[4] == pytest.approx(4 - decay**3) and x[5] == pytest.approx(4 - decay**3)  # pinned at copy + offset
     assert pinned == [True, True, False, False, True, True]
+
+
+def test_ik_retargeting_continues_a_stream_across_calls(mocap_files):
+    """The foot pins are the stream's state: a walk cut into chunks, the state handed from one call to the next,
+    gives the frames of one call over the whole walk (a stale or dropped state would re-pin the feet)."""
+    from skelanim.core.rotations import quat_to_matrix
+    from skelanim.retarget.baselines import IKRetarget, causal_contacts
+    from skelanim.retarget.rig import CanonicalRig
+
+    walk, cmu = (skelanim.load(p) for p in mocap_files(["bandai_namco_2/dataset-2_walk_normal_001.bvh",
+                                                         "cmu_cgspeed_mb/01_01.bvh"]))  # fmt: skip
+    walk = walk[:90]
+    source, target = CanonicalRig(walk.skeleton), CanonicalRig(cmu.skeleton)
+    frames, pos, _ = source.encode_matrices(quat_to_matrix(walk.rotations), walk.local_translations(), None)
+    contacts, _ = causal_contacts(pos[:, list(FEET)], walk.fps, source.height)
+    ik = IKRetarget(target)
+    whole, _ = ik(frames, pos[:, 0], contacts, walk.fps)
+    state, parts = None, []
+    for start in range(0, 90, 25):
+        part, state = ik(frames[start : start + 25], pos[start : start + 25, 0], contacts[start : start + 25], walk.fps, state)
+        parts.append(part)
+    torch.testing.assert_close(torch.cat(parts), whole, atol=1e-12, rtol=0)
+    assert 0.2 < float(contacts.float().mean()) < 0.8  # feet touch down and lift off in the walk
+    fresh_each_time = torch.cat([ik(frames[s : s + 25], pos[s : s + 25, 0], contacts[s : s + 25], walk.fps)[0]
+                                 for s in range(0, 90, 25)])  # fmt: skip
+    assert float((fresh_each_time - whole).abs().max()) > 1e-3
+
+
 def test_ik_keeps_a_planted_toe_still_on_other_proportions(mocap_files):
     """A Bandai walk onto the CMU skeleton by ``ik``: the toes slid 0.046 heights/s while Bandai's were planted once
     the feet were level (the copy's ankle pivots about Bandai's toe, not the target's), 0.022-0.027 before; hung

@@ -112,8 +112,9 @@ class PinState:
     Attributes
     ----------
     pins : Tensor
-        ``(K, 3)`` where each tracked joint of :data:`FEET` is held while in contact; NaN where it was not in
-        contact on the previous frame.
+        ``(K, 3)`` where each tracked joint of :data:`FEET` is held while in contact (stale where it is free).
+    pinned : Tensor
+        ``(K,)`` 1 where the joint was in contact, so held, on the previous frame; else 0.
     offsets : Tensor
         ``(K, 3)`` each tracked joint's target minus the copy's position (held, or decaying after lift-off).
     hang : Tensor
@@ -121,18 +122,22 @@ class PinState:
     """
 
     pins: Tensor
+    pinned: Tensor
     offsets: Tensor
     hang: Tensor
 
     @classmethod
     def fresh(cls, dtype: torch.dtype = torch.float64) -> PinState:
-        """The state at the start of a stream: nothing pinned, no offsets."""
+        """The state at the start of a stream: nothing pinned, no offsets (all zeros, so that an engine that
+        zero-fills a state it was not given starts a fresh stream, and no NaN flag is needed)."""
         k = len(FEET)
-        return cls(torch.full((k, 3), float("nan"), dtype=dtype), torch.zeros(k, 3, dtype=dtype),
+        return cls(torch.zeros(k, 3, dtype=dtype), torch.zeros(k, dtype=dtype), torch.zeros(k, 3, dtype=dtype),
                    torch.zeros(2, 3, dtype=dtype))  # fmt: skip
 
 
-def pin_step(copy: Tensor, contact: Tensor, decay: float, pins: Tensor, offsets: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+def pin_step(
+    copy: Tensor, contact: Tensor, decay: float, pins: Tensor, pinned: Tensor, offsets: Tensor
+) -> tuple[Tensor, Tensor, Tensor, Tensor]:
     """One frame of foot pins: where each tracked joint is held while in contact (online).
 
     At touch-down the joint's current target (the copy's position plus its decayed offset) is pinned; while in
@@ -147,19 +152,18 @@ def pin_step(copy: Tensor, contact: Tensor, decay: float, pins: Tensor, offsets:
         ``(K,)`` bool contacts.
     decay : float
         Remaining fraction of the offset per frame (:data:`RELEASE_DECAY` per 1/30 s).
-    pins, offsets : Tensor
-        ``(K, 3)`` :class:`PinState`'s, from the previous frame.
+    pins, pinned, offsets : Tensor
+        ``(K, 3)``, ``(K,)``, ``(K, 3)``: :class:`PinState`'s, from the previous frame.
 
     Returns
     -------
     tuple of Tensor
-        ``(K, 3)`` targets, and the new pins and offsets.
+        ``(K, 3)`` targets, and the new pins, pinned flags and offsets.
     """
     held = contact[..., None]
-    pins = torch.where(held & torch.isnan(pins[..., :1]), copy + offsets * decay, pins)  # touch-down
+    pins = torch.where(held & (pinned[..., None] < 0.5), copy + offsets * decay, pins)  # touch-down
     offsets = torch.where(held, pins - copy, offsets * decay)
-    pins = torch.where(held, pins, torch.full_like(pins, float("nan")))
-    return copy + offsets, pins, offsets
+    return copy + offsets, pins, contact.to(pins.dtype), offsets
 
 
 def hang_step(given: Tensor, hung: Tensor, toe_only: Tensor, decay: float, offsets: Tensor) -> tuple[Tensor, Tensor]:
@@ -275,14 +279,14 @@ class IKRetarget:
         _, pos = self.target.canonical_fk(local, hips.to(torch.float64))
         feet = list(FEET)
         state = state or PinState.fresh(pos.dtype)
-        pins, offsets, hang = state.pins, state.offsets, state.hang
+        pins, pinned, offsets, hang = state.pins, state.pinned, state.offsets, state.hang
         decay = RELEASE_DECAY ** (30.0 / fps)
         # ankles hang from planted toes (a leg without a toe never has its toe alone planted: its ankle is free)
         toe_only = contacts[:, 2:] & ~contacts[:, :2] & torch.tensor(self.has_toe)
         foot_vectors = (pos[:, feet[2:]] - pos[:, feet[:2]]).unbind()  # (2, 3) each: ankle to toe
         rows = []
         for t, (copy, contact) in enumerate(zip(pos[:, feet].unbind(), contacts.unbind(), strict=True)):  # a recurrence
-            row, pins, offsets = pin_step(copy, contact, decay, pins, offsets)
+            row, pins, pinned, offsets = pin_step(copy, contact, decay, pins, pinned, offsets)
             ankles, hang = hang_step(row[:2], row[2:] - foot_vectors[t], toe_only[t], decay, hang)
             rows.append(torch.cat([ankles, row[2:]]))
         targets = torch.stack(rows)
@@ -295,4 +299,4 @@ class IKRetarget:
             if self.has_toe[k]:
                 wanted[:, SLOT[f"{s}_toe"]] = targets[:, 2 + k]
         quats, _ = swing_ik(wanted, self.rig, init, joints=self.legs)
-        return frames_from_locals(quat_to_matrix(quats)), PinState(pins, offsets, hang)
+        return frames_from_locals(quat_to_matrix(quats)), PinState(pins, pinned, offsets, hang)

@@ -19,7 +19,8 @@ All floats are float32 (``skelanim.dtype``; ``dtype="float64"`` keeps :meth:`.Re
 ``encoder_state``,        ``(1, 1, H)``  stream state: the NKN's GRU hidden states
 ``decoder_state``
 ``previous_hips``         ``(1, 3)``     stream state: the previous frame's hips
-``foot_pins``             ``(4, 3)``     stream state (``ik``): where each foot and toe joint is pinned (NaN: free)
+``foot_pins``             ``(4, 3)``     stream state (``ik``): where each foot and toe joint is pinned
+``foot_pinned``           ``(4,)``       stream state (``ik``): 1 where that joint is pinned, 0 where it is free
 ``foot_offsets``          ``(4, 3)``     stream state (``ik``): each foot and toe target's offset from the copy
 ``toe_offsets``           ``(2, 3)``     stream state (``ik``): each ankle's offset while it hangs from its toe
 ========================  =============  ==========================================================================
@@ -27,9 +28,10 @@ All floats are float32 (``skelanim.dtype``; ``dtype="float64"`` keeps :meth:`.Re
 Outputs: ``target_rotations`` ``(J_B, 4)`` (local quaternions of ``skelanim.target_joints``),
 ``target_root_position`` ``(3,)``, ``target_joint_translations`` ``(J_B, 3)`` where the target animates its hips'
 translation (``skelanim.hips_translated``), then the next stream state: ``next_floor``, ``next_previous_feet``,
-``next_encoder_state``, ``next_decoder_state``, ``next_previous_hips``, ``next_foot_pins``, ``next_foot_offsets``,
-``next_toe_offsets`` (those the method keeps), each fed back as its input on the next frame. The first frame's state
-is in ``skelanim.initial_state`` (+inf floor, NaN previous frame and pins, zero GRU state and offsets).
+``next_encoder_state``, ``next_decoder_state``, ``next_previous_hips``, ``next_foot_pins``, ``next_foot_pinned``,
+``next_foot_offsets``, ``next_toe_offsets`` (those the method keeps), each fed back as its input on the next frame.
+The first frame's state is in ``skelanim.initial_state`` (+inf floor, NaN previous frame, zero GRU state and zero
+foot pins: IK's own state is all zeros at the start).
 The frame rate, the floor and the calibration of both skeletons are fixed in the graph
 (``skelanim.fps``); a source or target that is not Y up is turned inside it, as :meth:`.Retargeter.step` turns it.
 """
@@ -57,7 +59,7 @@ __all__ = ["FORMAT", "STATE_INPUTS", "export_step", "float32_graph"]
 FORMAT = "skelanim-retarget-step"
 #: The stream state, in the order of the graph's inputs (and, prefixed ``next_``, of its last outputs).
 STATE_INPUTS = ("floor", "previous_feet", "encoder_state", "decoder_state", "previous_hips", "foot_pins",
-                "foot_offsets", "toe_offsets")
+                "foot_pinned", "foot_offsets", "toe_offsets")
 
 
 #: The stream state each method keeps (the rest would pass through the graph unchanged, so it is left out).
@@ -179,8 +181,8 @@ def export_step(retargeter: Retargeter, path: str | os.PathLike, *, dtype: str =
     initial = {"floor": {"shape": [1, 4], "fill": "inf"}, "previous_feet": {"shape": [1, 4, 3], "fill": "nan"},
                "encoder_state": {"shape": [1, 1, hidden], "fill": 0.0},
                "decoder_state": {"shape": [1, 1, hidden], "fill": 0.0},
-               "previous_hips": {"shape": [1, 3], "fill": "nan"}, "foot_pins": {"shape": [4, 3], "fill": "nan"},
-               "foot_offsets": {"shape": [4, 3], "fill": 0.0}, "toe_offsets": {"shape": [2, 3], "fill": 0.0}}  # fmt: skip
+               "previous_hips": {"shape": [1, 3], "fill": "nan"}, "foot_pins": {"shape": [4, 3], "fill": 0.0},
+               "foot_pinned": {"shape": [4], "fill": 0.0}, "foot_offsets": {"shape": [4, 3], "fill": 0.0}, "toe_offsets": {"shape": [2, 3], "fill": 0.0}}  # fmt: skip
     meta = {
         "skelanim.format": FORMAT,
         "skelanim.method": retargeter.method,
