@@ -8,6 +8,7 @@ import json
 import math
 
 import numpy as np
+import onnx
 import onnxruntime as ort
 import pytest
 import torch
@@ -53,12 +54,14 @@ def test_the_file_streams_as_the_retargeter_steps(clips, tmp_path, method, sourc
     assert meta["skelanim.format"] == FORMAT and meta["skelanim.method"] == method
     assert json.loads(meta["skelanim.target_joints"]) == list(clips[target].skeleton.names)
     assert float(meta["skelanim.fps"]) == pytest.approx(motion.fps)
-    kept = {"nkn": ["floor", "previous_feet", "encoder_state", "decoder_state", "previous_hips"],
-            "copy": ["floor", "previous_feet"], "naive": [],
-            "ik": ["floor", "previous_feet", "foot_pins", "foot_pinned", "foot_offsets", "toe_offsets"]}[method]  # fmt: skip
+    kept = {"nkn": ["started", "floor", "previous_feet", "encoder_state", "decoder_state", "previous_hips"],
+            "copy": [], "naive": [],
+            "ik": ["started", "floor", "previous_feet", "foot_pins", "foot_pinned", "foot_offsets", "toe_offsets"]}[method]  # fmt: skip
     assert json.loads(meta["skelanim.inputs"]) == ["rotations", "root_position", "joint_offsets", *kept]
     initial = json.loads(meta["skelanim.initial_state"])
-    assert all(initial[name]["fill"] == 0.0 for name in kept if name.startswith(("foot_", "toe_")))  # no NaN flags
+    assert all(initial[name]["fill"] == 0.0 for name in kept)  # a stream starts from zeros: no NaN or inf flags
+    ops = {node.op_type for node in onnx.load(str(path)).graph.node}
+    assert not ops & {"IsNaN", "IsInf"}, ops & {"IsNaN", "IsInf"}
     retarget.reset()
     height = float(clips[target].height)
     tol = 1e-6 if method == "nkn" else 1e-9  # the network is float32: onnxruntime's GRU and torch's round apart
@@ -145,7 +148,6 @@ def test_a_source_whose_floor_is_far_below_its_origin_streams_as_the_clip_retarg
 def test_the_default_file_is_float32_throughout_and_close_to_the_float64_step(clips, tmp_path, method, source, target):
     """Engine runtimes (Unity Sentis, Unreal's GPU ones) take no float64: the default file holds none, and its
     frames stay within float32's rounding of :meth:`Retargeter.step`'s."""
-    import onnx
 
     motion = clips[source][: 45 if method == "ik" else 20]
     retarget = Retargeter(motion, clips[target], method, fps=motion.fps, runtime="torch")

@@ -57,10 +57,15 @@ def copy_hips(hips: Tensor, source: CanonicalRig, target: CanonicalRig) -> Tenso
 
 @dataclass
 class ContactState:
-    """Running floor (lowest height so far) and previous positions of the tracked joints."""
+    """Running floor (lowest height so far) and previous positions of the tracked joints (``None``: a new stream).
+
+    ``started``, for a compiled stream, whose state is always tensors: ``(1,)``, 0 on the stream's first frame
+    (the floor and previous positions given are then ignored, so an all-zero state starts a stream), 1 after.
+    """
 
     floor: Tensor | None = None
     previous: Tensor | None = None
+    started: Tensor | None = None
 
 
 def causal_contacts(
@@ -89,12 +94,14 @@ def causal_contacts(
     state = state or ContactState()
     y = positions[..., up]
     start = y[:1] if state.floor is None else torch.minimum(state.floor, y[:1])
+    prev = positions[:1] if state.previous is None else state.previous
+    if state.started is not None:  # a compiled stream: its first frame ignores the (zero) state
+        begun = state.started > 0.5
+        start, prev = torch.where(begun, start, y[:1]), torch.where(begun, prev, positions[:1])
     if y.shape[0] == 1:  # a streamed frame (also keeps the traced step exportable: ONNX has no cummin)
         floor = torch.minimum(start, y)
     else:
         floor = torch.cummin(torch.cat([start, y]), dim=0).values[1:]
-    prev = positions[:1] if state.previous is None else state.previous
-    prev = torch.where(torch.isnan(prev), positions[:1], prev)  # a traced stream starts with NaN
     step = positions - torch.cat([prev, positions[:-1]])
     speed = step.norm(dim=-1) * fps
     contact = (y - floor < DEFAULT_HEIGHT_FRACTION * height) & (speed < DEFAULT_SPEED_FRACTION * height)

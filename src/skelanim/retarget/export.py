@@ -2,9 +2,9 @@
 
 The file is the graph :meth:`.Retargeter.step` runs (:mod:`.online`): one source frame in, one target frame
 out, the stream state in and out, so the engine keeps the state between frames and the graph stays stateless.
-Inputs, in order (the stream state a method keeps: ``nkn`` the floor, the previous feet, the GRU states and the
-previous hips, ``ik`` the floor, the previous feet and its foot pins, ``copy`` the floor and the previous feet,
-``naive`` none):
+Inputs, in order (the stream state a method keeps: ``nkn`` the started flag, the floor, the previous feet, the GRU
+states and the previous hips, ``ik`` the started flag, the floor, the previous feet and its foot pins, ``copy`` and
+``naive`` none: each frame of theirs stands alone):
 
 All floats are float32 (``skelanim.dtype``; ``dtype="float64"`` keeps :meth:`.Retargeter.step`'s float64):
 
@@ -14,6 +14,8 @@ All floats are float32 (``skelanim.dtype``; ``dtype="float64"`` keeps :meth:`.Re
 ``root_position``         ``(3,)``       the source root's position, in the source file's units and world
 ``joint_offsets``         ``(J_A, 3)``   local joint translations (the rest offsets of ``skelanim.source_offsets``
                                          unless joints are animated; row 0 is ignored)
+``started``               ``(1,)``       stream state: 0 on a stream's first frame (the state given with it is
+                                         then ignored), 1 after
 ``floor``                 ``(1, 4)``     stream state: the running floor of the four foot joints
 ``previous_feet``         ``(1, 4, 3)``  stream state: the previous frame's foot positions
 ``encoder_state``,        ``(1, 1, H)``  stream state: the NKN's GRU hidden states
@@ -27,11 +29,11 @@ All floats are float32 (``skelanim.dtype``; ``dtype="float64"`` keeps :meth:`.Re
 
 Outputs: ``target_rotations`` ``(J_B, 4)`` (local quaternions of ``skelanim.target_joints``),
 ``target_root_position`` ``(3,)``, ``target_joint_translations`` ``(J_B, 3)`` where the target animates its hips'
-translation (``skelanim.hips_translated``), then the next stream state: ``next_floor``, ``next_previous_feet``,
+translation (``skelanim.hips_translated``), then the next stream state: ``next_started``, ``next_floor``, ``next_previous_feet``,
 ``next_encoder_state``, ``next_decoder_state``, ``next_previous_hips``, ``next_foot_pins``, ``next_foot_pinned``,
 ``next_foot_offsets``, ``next_toe_offsets`` (those the method keeps), each fed back as its input on the next frame.
-The first frame's state is in ``skelanim.initial_state`` (+inf floor, NaN previous frame, zero GRU state and zero
-foot pins: IK's own state is all zeros at the start).
+The first frame's state is all zeros (``skelanim.initial_state`` gives each one's shape): no NaN or infinity is
+needed as a flag anywhere, for runtimes whose fast math does not keep them.
 The frame rate, the floor and the calibration of both skeletons are fixed in the graph
 (``skelanim.fps``); a source or target that is not Y up is turned inside it, as :meth:`.Retargeter.step` turns it.
 """
@@ -58,13 +60,12 @@ __all__ = ["FORMAT", "STATE_INPUTS", "export_step", "float32_graph"]
 #: ``skelanim.format`` of an exported step.
 FORMAT = "skelanim-retarget-step"
 #: The stream state, in the order of the graph's inputs (and, prefixed ``next_``, of its last outputs).
-STATE_INPUTS = ("floor", "previous_feet", "encoder_state", "decoder_state", "previous_hips", "foot_pins",
+STATE_INPUTS = ("started", "floor", "previous_feet", "encoder_state", "decoder_state", "previous_hips", "foot_pins",
                 "foot_pinned", "foot_offsets", "toe_offsets")
 
 
 #: The stream state each method keeps (the rest would pass through the graph unchanged, so it is left out).
-_STATE_OF = {"nkn": STATE_INPUTS[:5], "ik": ("floor", "previous_feet", *STATE_INPUTS[5:]),
-             "copy": ("floor", "previous_feet"), "naive": ()}
+_STATE_OF = {"nkn": STATE_INPUTS[:6], "ik": (*STATE_INPUTS[:3], *STATE_INPUTS[6:]), "copy": (), "naive": ()}
 
 
 class _TurnedStep(nn.Module):
@@ -177,12 +178,7 @@ def export_step(retargeter: Retargeter, path: str | os.PathLike, *, dtype: str =
     if dtype == "float32":
         float32_graph(model)
     kept = [i.name for i in model.graph.input]
-    hidden = step.fresh["encoder_state"].shape[-1]
-    initial = {"floor": {"shape": [1, 4], "fill": "inf"}, "previous_feet": {"shape": [1, 4, 3], "fill": "nan"},
-               "encoder_state": {"shape": [1, 1, hidden], "fill": 0.0},
-               "decoder_state": {"shape": [1, 1, hidden], "fill": 0.0},
-               "previous_hips": {"shape": [1, 3], "fill": "nan"}, "foot_pins": {"shape": [4, 3], "fill": 0.0},
-               "foot_pinned": {"shape": [4], "fill": 0.0}, "foot_offsets": {"shape": [4, 3], "fill": 0.0}, "toe_offsets": {"shape": [2, 3], "fill": 0.0}}  # fmt: skip
+    initial = {name: {"shape": list(step.fresh[name].shape), "fill": 0.0} for name in STATE_INPUTS}  # all zeros
     meta = {
         "skelanim.format": FORMAT,
         "skelanim.method": retargeter.method,

@@ -75,11 +75,14 @@ class NKNConfig:
 
 @dataclass
 class NKNState:
-    """Streaming state: ``(1, B, H)`` hidden states and the previous ``(B, 3)`` source hips position."""
+    """Streaming state: ``(1, B, H)`` hidden states and the previous ``(B, 3)`` source hips position; ``started``
+    (a compiled stream's, ``(1,)``): 0 on the first frame, whose previous hips are then its own (so zeros start a
+    stream), 1 after."""
 
     encoder: Tensor | None = None
     decoder: Tensor | None = None
     hips: Tensor | None = None
+    started: Tensor | None = None
 
 
 def heading(hips_frame: Tensor) -> Tensor:
@@ -138,13 +141,14 @@ class NKN(nn.Module):
         self.head = nn.Sequential(nn.Linear(h, h), nn.ReLU(), last)
 
     def features(self, local: Tensor, hips: Tensor, contacts: Tensor, src_skel: Tensor, src_leg: Tensor,
-                 fps: float, previous: Tensor | None) -> tuple[Tensor, Tensor]:  # fmt: skip
+                 fps: float, previous: Tensor | None, started: Tensor | None = None) -> tuple[Tensor, Tensor]:  # fmt: skip
         """Per-frame input features ``(B, T, F_IN)`` and the heading matrices ``(B, T, 3, 3)``."""
         yaw = heading(local[..., 0, :, :])
         inv = yaw.transpose(-1, -2)
         rot = torch.cat([(inv @ local[..., 0, :, :])[..., None, :, :], local[..., 1:, :, :]], dim=-3)
         prev = hips[:, :1] if previous is None else previous[:, None]
-        prev = torch.where(torch.isnan(prev), hips[:, :1], prev)  # a traced stream starts with NaN
+        if started is not None:  # a compiled stream's first frame: no previous hips (its given ones are zeros)
+            prev = torch.where(started > 0.5, prev, hips[:, :1])
         vel = _rotate(inv, (hips - torch.cat([prev, hips[:, :-1]], dim=1)) * fps) / src_leg[:, None, None]
         height = hips[..., 1:2] / src_leg[:, None, None]
         t = local.shape[1]
@@ -183,7 +187,7 @@ class NKN(nn.Module):
         state = state or NKNState()
         src_skel = skeleton_features(src_offsets, src_leg)
         tgt_skel = skeleton_features(tgt_offsets, tgt_leg)
-        x, yaw = self.features(local, hips, contacts, src_skel, src_leg, fps, state.hips)
+        x, yaw = self.features(local, hips, contacts, src_skel, src_leg, fps, state.hips, state.started)
         enc, h_enc = _gru(self.encoder, self.encoder_in(x), state.encoder)
         dec_in = torch.cat([enc, tgt_skel[:, None, :].expand(-1, enc.shape[1], -1)], dim=-1)
         dec, h_dec = _gru(self.decoder, dec_in, state.decoder)

@@ -414,30 +414,30 @@ class Retargeter:
                 super().__init__()
                 self.net = outer.net
 
-            def forward(self, rot: Tensor, root: Tensor, offsets: Tensor, low: Tensor, prev: Tensor, enc: Tensor,
-                        dec: Tensor, hips: Tensor, pins: Tensor, pinned: Tensor, pin_offsets: Tensor,
+            def forward(self, rot: Tensor, root: Tensor, offsets: Tensor, started: Tensor, low: Tensor, prev: Tensor,
+                        enc: Tensor, dec: Tensor, hips: Tensor, pins: Tensor, pinned: Tensor, pin_offsets: Tensor,
                         hang: Tensor) -> tuple[Tensor, ...]:  # fmt: skip
                 trans = torch.cat([root[None], offsets[1:]])[None]
-                q, root2, jt, c, st, p = outer._core(rot[None], trans, outer.fps, floor, ContactState(low, prev),
-                                                     NKNState(enc, dec, hips), PinState(pins, pinned, pin_offsets, hang))  # fmt: skip
+                q, root2, jt, c, st, p = outer._core(rot[None], trans, outer.fps, floor, ContactState(low, prev, started),
+                                                     NKNState(enc, dec, hips, started), PinState(pins, pinned, pin_offsets, hang))  # fmt: skip
                 assert c.floor is not None and c.previous is not None
                 enc2 = enc if st.encoder is None else st.encoder
                 dec2 = dec if st.decoder is None else st.decoder
                 hips2 = hips if st.hips is None else st.hips
-                return (q[0], root2[0], root2[0] if jt is None else jt[0], c.floor, c.previous, enc2, dec2, hips2,
-                        p.pins, p.pinned, p.offsets, p.hang)  # fmt: skip
+                return (q[0], root2[0], root2[0] if jt is None else jt[0], torch.ones_like(started), c.floor,
+                        c.previous, enc2, dec2, hips2, p.pins, p.pinned, p.offsets, p.hang)  # fmt: skip
 
         return _Step()
 
     def _fresh_stream_state(self) -> tuple[Tensor, ...]:
-        """Stream state of a compiled step at the start: no floor yet (+inf), no previous frame (NaN), zero GRU
-        states, no foot pinned and no foot offsets."""
+        """Stream state of a compiled step at the start: all zeros (the ``started`` flag 0 makes the first frame
+        ignore the floor, previous feet and previous hips it is given; zero GRU states, no foot pinned)."""
         hidden = self.net.config.hidden if self.net is not None else 1
-        inf = torch.full((1, 4), float("inf"), dtype=torch.float64)
-        nan = torch.full((1, 4, 3), float("nan"), dtype=torch.float64)
         zeros = torch.zeros(1, 1, hidden)
         pins = PinState.fresh()
-        return inf, nan, zeros, zeros.clone(), torch.full((1, 3), float("nan")), pins.pins, pins.pinned, pins.offsets, pins.hang
+        return (torch.zeros(1, dtype=torch.float64), torch.zeros(1, 4, dtype=torch.float64),
+                torch.zeros(1, 4, 3, dtype=torch.float64), zeros, zeros.clone(), torch.zeros(1, 3), pins.pins,
+                pins.pinned, pins.offsets, pins.hang)  # fmt: skip
 
     def _compiled_step(self) -> OnnxStep | None:
         """The onnxruntime step (built on first use), or ``None`` (runtime ``torch``, a network off the CPU, or
