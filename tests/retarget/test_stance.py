@@ -50,14 +50,22 @@ def test_the_canonical_tpose_stands_on_level_feet():
 
 def test_scaled_hips_stand_on_the_target_soles():
     """Closed form: a source standing with its toes ``c`` above the floor (hips at leg + sole + c) puts the
-    target's hips at its leg + its sole + ratio * c; without toes on either side the whole height scales."""
+    target's hips at its leg + its sole + ratio * c. Without toes (sole 0) a skeleton's floor is where its ankles
+    stand: a toeless source's ankles ``c`` above it (hips at leg + c) put a toed target's hips at its leg + its
+    sole + ratio * c, and a toed source puts a toeless target's ankles ``ratio * c`` above its floor (the whole
+    height scaled, as before 2026-12-05, had sunk a toeless source's target by its sole)."""
     leg_s, sole_s, leg_t, sole_t, c = 0.8, 0.09, 1.2, 0.03, 0.02
     hips = torch.tensor([0.1, leg_s + sole_s + c, -0.3], dtype=torch.float64)
     ratio = leg_t / leg_s
     out = scaled_hips(hips, leg_s, leg_t, sole_s, sole_t)
     assert out.tolist() == pytest.approx([0.1 * ratio, leg_t + sole_t + ratio * c, -0.3 * ratio], abs=1e-12)
-    for toeless in ((0.0, sole_t), (sole_s, 0.0)):
-        assert scaled_hips(hips, leg_s, leg_t, *toeless).tolist() == pytest.approx((hips * ratio).tolist(), abs=1e-12)
+    toeless_source = torch.tensor([0.1, leg_s + c, -0.3], dtype=torch.float64)
+    out = scaled_hips(toeless_source, leg_s, leg_t, 0.0, sole_t, source_toeless=True)
+    assert out.tolist() == pytest.approx([0.1 * ratio, leg_t + sole_t + ratio * c, -0.3 * ratio], abs=1e-12)
+    out = scaled_hips(hips, leg_s, leg_t, sole_s, 0.0, target_toeless=True)
+    assert out.tolist() == pytest.approx([0.1 * ratio, leg_t + ratio * c, -0.3 * ratio], abs=1e-12)
+    for unlevel in ((0.0, sole_t), (sole_s, 0.0)):  # toes, but feet not level (no sole): the whole height scales
+        assert scaled_hips(hips, leg_s, leg_t, *unlevel).tolist() == pytest.approx((hips * ratio).tolist(), abs=1e-12)
     # batched: (B, T, 3) hips with (B, 1) legs and soles, one pair of skeletons per row
     batch = hips.expand(2, 5, 3)
     legs = torch.tensor([[leg_s], [leg_s]], dtype=torch.float64)
@@ -69,7 +77,7 @@ def test_scaled_hips_stand_on_the_target_soles():
         torch.tensor([[sole_t], [sole_t]], dtype=torch.float64),
     )
     assert out[0, 3, 1] == pytest.approx(leg_t + sole_t + ratio * c, abs=1e-12)
-    assert out[1, 3, 1] == pytest.approx(float(hips[1]) * ratio, abs=1e-12)
+    assert out[1, 3, 1] == pytest.approx(float(hips[1]) * ratio, abs=1e-12)  # toes without a sole
 
 
 def test_bandai_sole_is_the_height_its_standing_ankle_holds(mocap_files):
@@ -209,3 +217,22 @@ def test_ik_keeps_a_planted_toe_still_on_other_proportions(mocap_files):
     speed = (toes[1:] - toes[:-1])[..., [0, 2]].norm(dim=-1) * out.fps / tgt.height
     still = planted[1:, 2:] & planted[:-1, 2:]
     assert float(speed[still].mean()) < 0.02
+
+
+@pytest.mark.parametrize("method", ["copy", "ik", "nkn"])
+def test_a_toeless_skeleton_stands_on_the_floor_of_a_toed_one_and_back(mocap_files, method):
+    """The DeepMimic humanoid has no toes: its floor is where its ankles stand. Its walk onto Bandai-Namco stood
+    Bandai's feet 4-5 % of the height below the floor the ``--to`` clip stands on (its ankles put where Bandai's
+    toes stand), and a Bandai walk onto the humanoid floated it 6 % above; now each lands within 1.5 %."""
+    from skelanim.core.rotations import quat_to_matrix
+    from skelanim.retarget.retargeter import standing_level
+
+    humanoid, bandai = (skelanim.load(p) for p in mocap_files(["deepmimic/humanoid3d_walk.txt",
+                                                               "bandai_namco_1/dataset-1_walk_normal_001.bvh"]))  # fmt: skip
+    for source, target in ((humanoid, bandai), (bandai, humanoid)):
+        retarget = Retargeter(source, target, method)
+        out = retarget(source)
+        _, pos, _ = retarget.target.encode_matrices(quat_to_matrix(out.rotations), out.local_translations(), None)
+        stands = standing_level(pos[:, list(FEET), 1])
+        assert retarget.target_floor is not None
+        assert abs(stands - retarget.target_floor) < 0.015 * retarget.target.height, (source.skeleton.num_joints, stands)

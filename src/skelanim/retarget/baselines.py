@@ -40,7 +40,7 @@ from skelanim.ik.classical import swing_ik
 from skelanim.ik.frames import IKRig
 from skelanim.ops.contacts import DEFAULT_HEIGHT_FRACTION, DEFAULT_SPEED_FRACTION
 from skelanim.retarget.rig import SLOT, CanonicalRig, canonical_locals, canonical_skeleton, frames_from_locals
-from skelanim.retarget.stance import scaled_hips
+from skelanim.retarget.stance import scaled_hips, toeless
 
 __all__ = ["FEET", "RELEASE_DECAY", "ContactState", "IKRetarget", "PinState", "causal_contacts", "copy_hips", "hang_step",
            "pin_step", "two_bone"]
@@ -52,7 +52,8 @@ FEET: tuple[int, ...] = (SLOT["l_foot"], SLOT["r_foot"], SLOT["l_toe"], SLOT["r_
 def copy_hips(hips: Tensor, source: CanonicalRig, target: CanonicalRig) -> Tensor:
     """``(..., 3)`` source hips positions above the floor scaled by the leg-length ratio ``l_B / l_A``, standing
     on the target's own soles (:func:`~.stance.scaled_hips`)."""
-    return scaled_hips(hips, source.leg_length, target.leg_length, source.sole, target.sole)
+    return scaled_hips(hips, source.leg_length, target.leg_length, source.sole, target.sole,
+                       source_toeless=toeless(source.offsets), target_toeless=toeless(target.offsets))  # fmt: skip
 
 
 @dataclass

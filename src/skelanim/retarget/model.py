@@ -33,7 +33,7 @@ import torch
 from torch import Tensor, nn
 
 from skelanim.core.rotations import matrix_to_rot6d, quat_to_matrix
-from skelanim.retarget.stance import scaled_hips, sole_height
+from skelanim.retarget.stance import scaled_hips, sole_height, toeless
 
 __all__ = ["NKN", "Discriminator", "NKNConfig", "NKNState", "heading", "skeleton_features"]
 
@@ -196,7 +196,8 @@ class NKN(nn.Module):
         delta = delta + delta.new_tensor([1.0, 0.0, 0.0, 0.0])
         target_local = local @ quat_to_matrix(delta)  # quat_to_matrix normalises (a zero quaternion: identity)
         copied = scaled_hips(hips, src_leg[:, None], tgt_leg[:, None], sole_height(src_offsets)[:, None],
-                             sole_height(tgt_offsets)[:, None])  # fmt: skip
+                             sole_height(tgt_offsets)[:, None], source_toeless=toeless(src_offsets)[:, None],
+                             target_toeless=toeless(tgt_offsets)[:, None])  # fmt: skip
         target_hips = copied + _rotate(yaw, out[..., J * 4 :]) * tgt_leg[:, None, None]
         return target_local, target_hips, NKNState(h_enc, h_dec, hips[:, -1].detach())
 

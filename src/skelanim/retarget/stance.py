@@ -37,7 +37,7 @@ from torch import Tensor
 from skelanim.core.rotation_convert import rotvec_to_matrix
 from skelanim.retarget.mapping import CANONICAL_JOINTS
 
-__all__ = ["STANDING_QUANTILE", "level_feet", "scaled_hips", "sole_height"]
+__all__ = ["STANDING_QUANTILE", "level_feet", "scaled_hips", "sole_height", "toeless"]
 
 #: The share of frames, lowest first, in which a calibration motion's foot counts as standing.
 STANDING_QUANTILE = 0.25
@@ -128,21 +128,35 @@ def sole_height(offsets: Tensor) -> Tensor:
     return -offsets[..., _TOES, 1].mean(-1)
 
 
+def toeless(offsets: Tensor) -> Tensor:
+    """``(...)`` bool: the skeleton of ``(..., 22, 3)`` canonical offsets has no toe joints (both toe offsets zero,
+    as :mod:`.rig` leaves a missing joint)."""
+    return offsets[..., _TOES, :].abs().amax((-1, -2)) == 0
+
+
 def scaled_hips(
     hips: Tensor,
     source_leg: Tensor | float,
     target_leg: Tensor | float,
     source_sole: Tensor | float,
     target_sole: Tensor | float,
+    *,
+    source_toeless: Tensor | bool = False,
+    target_toeless: Tensor | bool = False,
 ) -> Tensor:
     """``(..., 3)`` target hips from ``(..., 3)`` source hips above the floor (up +Y): scaled by the leg-length
-    ratio ``l_B / l_A``, with the height's sole part each skeleton's own (module doc) where both have toes
-    (``sole > 0``); else the whole height scaled. Legs and soles are floats or tensors that broadcast with
+    ratio ``l_B / l_A``, with the height's sole part each skeleton's own (module doc). The floor is where the
+    lowest tracked foot joints stand: the toes, or the ankles of a skeleton without toes (``*_toeless``, sole 0),
+    so a toeless source's ankles land where a toed target's ankles stand over its toes, and a toed source's toes
+    put a toeless target's ankles on its floor (until 2026-12-05 only pairs that both had toes kept their own
+    soles: the DeepMimic humanoid's walk sank its full sole, 5 % of the height, into Bandai's floor). A toed
+    skeleton without a positive sole (feet not level: a rig not calibrated on motion) keeps none on either side:
+    the whole height scales. Legs, soles and flags are floats (bools) or tensors that broadcast with
     ``hips[..., 0]``."""
     ratio = torch.as_tensor(target_leg, dtype=hips.dtype) / torch.as_tensor(source_leg, dtype=hips.dtype)
     source_sole = torch.as_tensor(source_sole, dtype=hips.dtype)
     target_sole = torch.as_tensor(target_sole, dtype=hips.dtype)
-    both = (source_sole > 0) & (target_sole > 0)
-    lift = torch.where(both, target_sole - ratio * source_sole, torch.zeros_like(ratio))
+    kept = ((source_sole > 0) | torch.as_tensor(source_toeless)) & ((target_sole > 0) | torch.as_tensor(target_toeless))
+    lift = torch.where(kept, target_sole - ratio * source_sole, torch.zeros_like(ratio))
     out = hips * ratio[..., None]
     return torch.cat([out[..., :1], out[..., 1:2] + lift[..., None], out[..., 2:]], dim=-1)
