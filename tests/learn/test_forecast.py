@@ -194,3 +194,18 @@ def test_the_models_skeleton_in_other_units_or_size_is_read_at_the_models_size(l
         assert out.skeleton is other.skeleton and out.num_frames == direct.shape[0]
         assert float((out.positions() / factor - direct).abs().max()) < 1e-6 * walk.height
         assert float((recogniser.recognize_motions([other])["probs"] - reading).abs().max()) < 1e-5
+
+
+def test_a_looping_clips_continuation_is_written_as_no_loop(mocap_dir, tmp_path):
+    """A DeepMimic walk loops (``Loop: wrap``); its continuation does not come back to its first frame (0.38 m apart
+    at the seam), so the written clip must not say it loops (it had kept ``wrap``: an engine looping it jumped)."""
+    import json
+
+    from skelanim.cli import main
+
+    source = mocap_dir / "deepmimic" / "humanoid3d_walk.txt"
+    assert skelanim.load(source).metadata["loop"] == "wrap"
+    out = tmp_path / "next.txt"
+    assert main(["predict", str(source), "--retarget", "--method", "zero_velocity", "--seconds", "0.5", "-o", str(out)]) == 0
+    assert json.loads(out.read_text())["Loop"] == "none"
+    assert skelanim.load(out).metadata["loop"] == "none"

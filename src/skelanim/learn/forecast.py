@@ -25,7 +25,8 @@ from skelanim.learn.predictors import constant_velocity, zero_velocity
 from skelanim.ops.normalize import scale
 from skelanim.ops.resample import sample_frames
 
-__all__ = ["lift_out_of_floor", "model_reference_motion", "predict_motion", "predict_retargeted", "retarget_onto_model"]
+__all__ = ["continuation_metadata", "lift_out_of_floor", "model_reference_motion", "predict_motion", "predict_retargeted",
+           "retarget_onto_model"]
 
 #: Input continued on the model's skeleton beyond the second the prediction reads (seconds): the headings and
 #: velocities of the first observed frames need frames before them.
@@ -126,10 +127,21 @@ def predict_motion(motion: Motion, *, method: str = "rnn", model: Predictor | Co
     continuation = rig.to_motion(rot[last : last + want + 1], pelvis[last : last + want + 1], fps, like=motion)
     times = torch.arange(1, new_frames + 1, dtype=torch.float64) / motion.fps
     predicted = sample_frames(continuation, times * fps, motion.fps)
-    metadata = {k: v for k, v in motion.metadata.items() if k != "bvh_values"}
-    metadata.update(predicted_from_frame=motion.num_frames, method=method)
+    metadata = continuation_metadata(motion, predicted_from_frame=motion.num_frames, method=method)
     result = Motion.concatenate([motion.copy(metadata=metadata), predicted])
     return _grounded(result, motion.num_frames) if ground else result
+
+
+def continuation_metadata(motion: Motion, **updates: Any) -> dict[str, Any]:
+    """``motion``'s metadata for it followed by a predicted continuation, with ``updates``: the BVH values and
+    per-frame durations read from its file dropped (they describe its frames only), and a loop undone (``"loop"``:
+    ``"none"``): a continuation does not come back to the first frame, so a player that loops the file would jump
+    at the seam (a DeepMimic walk's continuation had kept ``Loop: wrap``, 0.38 m from its last frame to its first)."""
+    metadata = {k: v for k, v in motion.metadata.items() if k not in ("bvh_values", "frame_durations")}
+    if "loop" in metadata:
+        metadata["loop"] = "none"
+    metadata.update(updates)
+    return metadata
 
 
 @torch.no_grad()
@@ -180,8 +192,8 @@ def predict_retargeted(motion: Motion, *, method: str = "combined", model: Predi
         back_translations = back.local_translations()
         moved = back_translations[n:] + (tail.joint_translations[last] - back_translations[last])
     predicted = Motion(motion.skeleton, rotations, root, motion.fps, joint_translations=moved)
-    metadata = {k: v for k, v in motion.metadata.items() if k != "bvh_values"}
-    metadata.update(predicted_from_frame=motion.num_frames, method=method, retargeted_through_model=True)
+    metadata = continuation_metadata(motion, predicted_from_frame=motion.num_frames, method=method,
+                                     retargeted_through_model=True)  # fmt: skip
     result = Motion.concatenate([motion.copy(metadata=metadata), predicted])
     if not ground:
         return result
