@@ -78,6 +78,26 @@ def test_side_by_side_and_overlay(walk: Motion) -> None:
     assert abs(np.nonzero(body)[1].mean() - SIZE[0] / 2) < SIZE[0] / 4
 
 
+def test_an_overlay_of_files_in_other_units_or_axes_draws_them_alike(walk: Motion) -> None:
+    """The sample walk (metres) overlaid on a copy of it in centimetres, and on a Z-up copy: each is turned Y up
+    and drawn in metres, so the second covers the first as its own copy does (a figure 100 times the other's size
+    had filled the panel around a dot); files that share unit and axes are left as they are."""
+    from skelanim import ops
+    from skelanim.core.units import up_to_y_matrix
+
+    same, was = video.overlay_frame([walk, walk.copy()])
+    assert same[0] is walk and was == []
+    z_up = ops.rotate(walk, up_to_y_matrix(2).T)
+    assert z_up.up_direction() == (2, 1.0)
+    for other, said in ((ops.scale(walk, 100.0), "cm, +Y up"), (z_up, "m, +Z up")):
+        drawn, was = video.overlay_frame([walk, other])
+        assert was == ["m, +Y up", said]
+        torch.testing.assert_close(drawn[1].positions(), drawn[0].positions(), atol=1e-6, rtol=0)
+        over = next(iter(video.render_frames([walk, other], size=SIZE, overlay=True)))
+        body = coloured(over[20:], PALETTE[0]) | coloured(over[20:], PALETTE[1])
+        assert body.sum() > 30 and coloured(over[20:], PALETTE[1]).sum() > 0.8 * body.sum()
+
+
 def test_camera_follows_the_walker(long_walk: Motion) -> None:
     """The walker covers ~5 m; the camera follows, so the figure stays near the middle of the image."""
     frames = list(video.render_frames(long_walk, fps=10, size=SIZE))

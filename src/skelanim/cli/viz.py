@@ -78,6 +78,9 @@ def render(
     except ShapeError as err:
         raise ShapeError(f"--size: {err.message}") from None
     motions, labels = _load_all(files)
+    if overlay and (was := video.overlay_frame(motions)[1]):
+        typer.echo("note: drawn Y up in metres, one panel for files in other units or axes: "
+                   + "; ".join(f"{name} ({what})" for name, what in zip(labels, was, strict=True)), err=True)  # fmt: skip
     video.render_video(motions, out, fps=fps, size=dims, overlay=overlay, labels=labels, progress=progress)
     frames = video.frame_count(motions, fps)
     typer.echo(f"wrote {out} ({frames} frames, {dims[0]}x{dims[1]} at {fps:g} fps)")

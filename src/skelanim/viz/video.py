@@ -3,8 +3,10 @@ projection (no matplotlib in the loop), written as MP4 (libx264 through imageio-
 or GIF (Pillow).
 
 Layout: several motions are drawn side by side, one panel each with its own camera (default), or
-``overlay=True`` puts them all in one panel in different colours (e.g. ground truth vs prediction; the
-motions should then share units and world frame). In a panel left limbs are drawn lighter and right
+``overlay=True`` puts them all in one panel in different colours (e.g. ground truth vs prediction), in their
+own units and world when they share both; motions in other units or with another up axis are each turned Y up and
+drawn in metres first (:func:`overlay_frame`, the unit guessed from the figure's height as the browser viewer does;
+a CMU figure had been a small cluster beside a Bandai one in centimetres, a DeepMimic one in metres a dot). In a panel left limbs are drawn lighter and right
 limbs darker than the motion's colour.
 
 Camera: perspective, 35 degrees across the smaller side of a panel, 2.3 body heights away, 15 degrees
@@ -41,8 +43,10 @@ from scipy.ndimage import gaussian_filter1d, maximum_filter1d
 from tqdm import tqdm
 
 from skelanim.core.motion import Motion
+from skelanim.core.units import UNITS, guess_unit, up_to_y_matrix
 from skelanim.errors import ShapeError, UnsupportedFormatError
 from skelanim.io.atomic import atomic_path
+from skelanim.ops import rotate, scale
 from skelanim.viz._draw import (
     Camera,
     Figure3D,
@@ -57,8 +61,8 @@ from skelanim.viz._draw import (
 )
 
 __all__ = [
-    "VIDEO_SUFFIXES", "check_fps", "frame_count", "frame_indices", "gif_durations", "parse_size", "render_frames",
-    "render_video",
+    "VIDEO_SUFFIXES", "check_fps", "frame_count", "frame_indices", "gif_durations", "overlay_frame", "parse_size",
+    "render_frames", "render_video",
 ]  # fmt: skip
 
 VIDEO_SUFFIXES = (".mp4", ".gif")
@@ -204,6 +208,27 @@ def _font(size: int) -> ImageFont.ImageFont | ImageFont.FreeTypeFont:
         return ImageFont.load_default()
 
 
+def overlay_frame(motions: Sequence[Motion]) -> tuple[list[Motion], list[str]]:
+    """Motions to draw in one panel: unchanged where they share a length unit and an up direction, else each
+    turned Y up and scaled to metres (the unit of each guessed from its height, :func:`~skelanim.core.units.guess_unit`).
+
+    Returns
+    -------
+    tuple
+        The motions, and for each what it was (``"cm, Z up"``) when they were changed, else an empty list.
+    """
+    units = [guess_unit(m.height) for m in motions]
+    ups = [m.up_direction() for m in motions]
+    if len(set(units)) <= 1 and len(set(ups)) <= 1:
+        return list(motions), []
+    out, was = [], []
+    for motion, unit, (axis, sign) in zip(motions, units, ups, strict=True):
+        turned = motion if (axis, sign) == (1, 1.0) else rotate(motion, up_to_y_matrix(axis, sign))
+        out.append(turned if unit == "m" else scale(turned, UNITS[unit]))
+        was.append(f"{unit}, {'+' if sign > 0 else '-'}{'XYZ'[axis]} up")
+    return out, was
+
+
 def render_frames(
     motions: Motion | Sequence[Motion],
     *,
@@ -224,13 +249,15 @@ def render_frames(
     size:
         ``(width, height)`` in pixels of the whole frame (split into panels side by side).
     overlay:
-        All motions in one panel instead of one panel each.
+        All motions in one panel instead of one panel each (in one unit and up, :func:`overlay_frame`).
     labels:
         Names written in the panels (default: the file name, else ``motion 1``, ...).
     progress:
         Show a tqdm progress bar on stderr.
     """
     ms, names = labelled_motions(motions, labels, task="render")
+    if overlay:
+        ms = overlay_frame(ms)[0]
     fps = check_fps(fps)
     width, height = int(size[0]), int(size[1])
     count = frame_count(ms, fps)
