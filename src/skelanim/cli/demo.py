@@ -65,10 +65,12 @@ def demo(
         tic = time.perf_counter()
         solved = solve(tracked, model, names=target.names, fps=motion.fps, refine=refine)
         seconds = time.perf_counter() - tic
-        error = float((solved.positions() - tracked).norm(dim=-1).mean()) / on_target.height
+        errors = (solved.positions() - tracked).norm(dim=-1) / on_target.height  # (F, J)
+        worst = int(errors.max(dim=0).values.argmax())
         skelanim.save(solved, out / f"{clip}_{label}.bvh")
         typer.echo(f"neural IK{' + refinement' if refine else ''}: {solved.num_frames} poses in {seconds:.2f} s, "
-                   f"mean joint error {100 * error:.2f}% of height -> {clip}_{label}.bvh")
+                   f"mean joint error {100 * float(errors.mean()):.2f}% of height, worst {100 * float(errors.max()):.2f}% "
+                   f"({target.names[worst]}) -> {clip}_{label}.bvh")
 
     from skelanim.viz.plots import plot_poses, save_figure
     from skelanim.viz.viewer import write_viewer
