@@ -248,8 +248,15 @@ def test_solve_refuses_positions_in_other_units(positions_file, tmp_path, capsys
     assert main(["ik", "solve", str(src), "-o", str(out)]) == 2
     line = _error(capsys)
     assert line.startswith(f"error: {src}: the joint positions look like {looks_like}")
-    assert "the model expects centimetres" in line and f"multiply the positions by {factor}" in line
+    assert "the model expects centimetres" in line and f"multiply the positions by {factor} (ik solve --scale {factor})" in line
     assert not out.exists()
+    assert main(["ik", "solve", str(src), "-o", str(out), "--scale", factor]) == 0  # what the message says works
+    direct = tmp_path / "direct.bvh"
+    assert main(["ik", "solve", str(positions_file), "-o", str(direct)]) == 0
+    torch.testing.assert_close(skelanim.load(out).positions(), skelanim.load(direct).positions(), atol=1e-3, rtol=0)
+    capsys.readouterr()
+    assert main(["ik", "solve", str(src), "-o", str(tmp_path / "y.bvh"), "--scale", "-2"]) == 2
+    assert "--scale" in _error(capsys) and not (tmp_path / "y.bvh").exists()
 
 
 def test_units_check_accepts_real_and_noisy_poses(positions_file):

@@ -167,3 +167,10 @@ def test_long_and_extreme_numbers_parse_exactly(token: str) -> None:
     parsed = parse_bvh_bytes("\n".join(lines).encode(), "x")
     assert parsed.values[1, 7] == float(token)
     assert math.isfinite(float(motion.rotations.sum()))
+
+
+def test_json_named_bvh_is_said_to_be_json() -> None:
+    """A DeepMimic clip (JSON) named ``.bvh`` had got ``expected ROOT, found '{'``; the reverse case already said
+    to rename the file."""
+    err = _error('  {"Loop": "wrap", "Frames": [[0.03, 0, 0.9, 0]]}', "clip.bvh")
+    assert err.line == 1 and "reads as JSON" in err.message and "name it .txt or .json" in err.message

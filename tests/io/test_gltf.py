@@ -298,6 +298,10 @@ def test_bad_input_and_atomic_writes(tmp_path: Path) -> None:
         gltf.load(tmp_path / "missing.glb")
     with pytest.raises(FormatError, match="no animation 'dance'"):
         gltf.load(out, animation="dance")
+    cut = tmp_path / "cut.glb"  # cut inside its JSON chunk: said so (it had been a JSON parser's "Expecting value")
+    cut.write_bytes(before[: 20 + int.from_bytes(before[12:16], "little") // 2])
+    with pytest.raises(FormatError, match=r"cut.glb: .*a binary glTF cut short: \d+ bytes, its JSON chunk alone says"):
+        skelanim.load(cut)
     validate(one)
 
 

@@ -3,7 +3,9 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import math
 import shlex
 import sys
 from pathlib import Path
@@ -121,11 +123,14 @@ def solve(
         "optimize_mean or optimize_warm (overrides --refine).",
     ),
     threads: int | None = typer.Option(None, "--threads", min=1, max=1024, help="Torch CPU threads."),
+    scale: float | None = typer.Option(None, "--scale", help="Multiply the positions by this first (e.g. 100 for "
+                                       "metres into the shipped model's centimetres)."),
     device: str = run_device_option(),
 ) -> None:
     """Turn joint positions into joint rotations; OUT keeps the input's frame rate.
 
-    Positions must be in the model's units (the shipped model: centimetres); other units are refused."""
+    Positions must be in the model's units (the shipped model: centimetres; --scale converts); other units are
+    refused."""
     import skelanim
     from skelanim.cli.files import check_output
     from skelanim.ik.solve import ALL_METHODS
@@ -138,7 +143,11 @@ def solve(
     check_output(out, src)
     _threads(threads)
     ik_model = _load_model(model).to(device)
+    if scale is not None and not (math.isfinite(scale) and scale > 0):
+        raise typer.BadParameter(f"a positive factor, not {scale:g}", param_hint="--scale")
     data = skelanim.load_positions(src)
+    if scale is not None:
+        data = dataclasses.replace(data, positions=data.positions * scale)
     motion = run(data, ik_model, refine=refine, method=method, source=src)
     skelanim.save(motion, out)
     typer.echo(f"wrote {out} ({motion.num_frames} frames at {motion.fps:g} fps, method {motion.metadata['ik_method']})")

@@ -221,6 +221,6 @@ def check_units(positions: Tensor, skeleton: Skeleton, *, source: str | os.PathL
     looks = f"look like {_unit_name(height * scale)[0]}" if 0.3 < tall < 5.0 else "fit no length unit of a body"
     raise ShapeError(
         f"the joint positions {looks}: their bones are {scale:.3g} times the model "
-        f"skeleton's; {expected}; multiply the positions by {1.0 / scale:.3g}",
+        f"skeleton's; {expected}; multiply the positions by {1.0 / scale:.3g} (ik solve --scale {1.0 / scale:.3g})",
         path=source,
     )

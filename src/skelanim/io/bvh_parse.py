@@ -329,6 +329,9 @@ def parse_bvh_bytes(data: bytes, path: str) -> ParsedBVH:
     data = normalize_bytes(data)
     if not data or data.isspace():  # (isspace stops at the first other byte; strip would copy)
         raise FormatError("empty file: expected HIERARCHY", path=path, line=1)
+    if data.lstrip()[:1] == b"{":  # JSON: a DeepMimic clip or a .gltf named .bvh
+        raise FormatError("expected HIERARCHY, found '{': it reads as JSON (a DeepMimic clip: name it .txt or .json; "
+                          "a glTF: .gltf)", path=path, line=1)  # fmt: skip
     motion = _MOTION_RE.search(data)
     if motion is None:
         line = data.count(b"\n") + 1

@@ -484,6 +484,9 @@ def _json_document(raw: bytes) -> Any:
         length, kind = struct.unpack_from("<I4s", raw, 12)
         if kind != b"JSON":
             raise ValueError(f"the first chunk is {kind!r}, expected JSON")
+        if len(raw) < 20 + length:
+            raise ValueError(f"a binary glTF cut short: {len(raw)} bytes, its JSON chunk alone says {20 + length} "
+                             f"(with the header)")  # fmt: skip
         return json.loads(raw[20 : 20 + length])
     if raw.lstrip()[:1] != b"{":
         raise ValueError("neither a binary glTF (it would start with 'glTF') nor a JSON glTF (it would start with '{')")
