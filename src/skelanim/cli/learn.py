@@ -36,6 +36,7 @@ from skelanim.cli.learn_common import (
     range_option,
     recognize_app,
     report_training,
+    require_skeleton,
     run_device_option,
     split_parts,
     train_config,
@@ -322,7 +323,9 @@ def generate_eval(
         raise typer.BadParameter(f"the {'shipped ' if recognizer is None else ''}recogniser is for another skeleton than the "
                                  "generator's: name one trained on its data (skelanim learn recognize train)",
                                  param_hint="--recognizer")  # fmt: skip
-    parts = split_parts(load_dataset(data, gen.fps, threads, not as_json, labels=labels, need=("content",)), split, seed)
+    loaded = load_dataset(data, gen.fps, threads, not as_json, labels=labels, need=("content",))
+    require_skeleton("generator", gen.rig.skeleton, loaded)
+    parts = split_parts(loaded, split, seed)
     if parts["test"] is None:
         raise typer.BadParameter("the split leaves no test files", param_hint="--split")
     res = evaluate_generation(gen, rec.embed_arrays, parts["train"], parts["test"], seed=seed)

@@ -69,6 +69,17 @@ def load_dataset(data: list[str], fps: float, threads: int | None, progress: boo
     return ds
 
 
+def require_skeleton(kind: str, skeleton, ds, hint: str = "") -> None:
+    """A one-line :class:`~skelanim.errors.SkeletonError` naming the first file of ``ds`` that is not on the model's
+    ``skeleton`` (``kind``: "predictor", "generator", ...; ``hint`` appended)."""
+    from skelanim.errors import SkeletonError
+    from skelanim.learn.common import skeleton_mismatch
+
+    for clip in ds.clips:
+        if not clip.skeleton.same_topology(skeleton):
+            raise SkeletonError(skeleton_mismatch(kind, skeleton, clip.skeleton) + hint, path=clip.path)
+
+
 def split_parts(ds, split: str, seed: int = 0, *, need: str = "train") -> dict:
     """The parts of ``ds`` (``split_dataset``); a bad split, or one without the ``need`` part, is a usage error."""
     from skelanim.data.dataset import BANDAI_VAL_STYLES

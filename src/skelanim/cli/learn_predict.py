@@ -28,6 +28,7 @@ from skelanim.cli.learn_common import (
     predict_app,
     range_option,
     report_training,
+    require_skeleton,
     run_device_option,
     split_parts,
     train_config,
@@ -159,7 +160,9 @@ def predict_calibrate(
     trained = (training.get("members") or [training])[0]  # an ensemble's first member: they share data and split
     seed = int(trained.get("seed", 0)) if seed is None else seed
     stride = int(trained.get("task_options", {}).get("stride", 4)) if stride is None else stride
-    parts = split_parts(load_dataset(data, net.fps, threads, progress=False, labels=labels), split, seed)
+    loaded = load_dataset(data, net.fps, threads, progress=False, labels=labels)
+    require_skeleton("predictor", net.rig.skeleton, loaded)  # it calibrates on the model's own skeleton's motion
+    parts = split_parts(loaded, split, seed)
     try:
         reference = calibrate_amplitude(net, parts["train"], stride=stride)
         mirrored = bool(trained.get("task_options", {}).get("mirror", False))
@@ -206,8 +209,6 @@ def predict_eval(
     """MPJPE (root-relative and global, fraction of height) and angle error at 80-1000 ms: the GRU, the DCT-GCN,
     the MLP, the three averaged (combined) and the zero- and constant-velocity baselines. A predictor not named
     is the shipped one, left out when the named ones work on another skeleton."""
-    from skelanim.errors import SkeletonError
-    from skelanim.learn.common import skeleton_mismatch
     from skelanim.learn.predict import LEARNED, CombinedPredictor, Predictor, same_setting
     from skelanim.learn.predict_eval import evaluate_prediction
 
@@ -215,6 +216,9 @@ def predict_eval(
         check_plot(plot)
     folders = {"rnn": rnn, "gcn": gcn, "mlp": mlp}
     given = {name: Predictor.load(folder).to(device) for name, folder in folders.items() if folder is not None}
+    for name, model in given.items():  # scored under the name given: it must be that architecture
+        if model.arch != name:
+            raise typer.BadParameter(f"{folders[name]} is a {model.arch} predictor, not {name}", param_hint=f"--{name}")
     first = next(iter(given.values()), None)
     if first is not None and not all(same_setting(first, m) for m in given.values()):
         raise typer.BadParameter("the predictors named must share the skeleton, observed and predicted lengths and "
@@ -234,10 +238,7 @@ def predict_eval(
         where = "every file, retargeted onto the model's skeleton"
     else:
         loaded = load_dataset(data, reference.fps, threads, not as_json, labels=labels)
-        if not loaded.clips[0].skeleton.same_topology(reference.rig.skeleton):
-            motion = loaded.clips[0]
-            raise SkeletonError(skeleton_mismatch("predictor", reference.rig.skeleton, motion.skeleton) + " (--retarget tests it through the model's "
-                                "skeleton)", path=motion.path)  # fmt: skip
+        require_skeleton("predictor", reference.rig.skeleton, loaded, " (--retarget tests it through the model's skeleton)")
         ds = split_parts(loaded, split, seed, need="test")["test"]
         where = f"{split} split"
     res = evaluate_prediction(models, ds, stride=stride)

@@ -1,0 +1,44 @@
+"""Learning commands given motion of another skeleton than the model's, or a model of another kind than the option
+names: one line naming the file or the option, exit 2, nothing written (a user-workflow audit found tracebacks from
+``predict calibrate`` and ``generate eval``, and ``predict eval --rnn MLP_FOLDER`` scoring an MLP as the GRU)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from skelanim.cli import main
+from skelanim.learn.common import pretrained_dir
+
+XIA_LABELS = r"(?P<style>[a-z]+)_(?P<content>\d+)_\d+$"
+
+
+def _one_line(code: int, capsys, *needles: str) -> str:
+    captured = capsys.readouterr()
+    lines = [line for line in captured.err.strip().splitlines() if line.startswith("error:")]  # (progress bars)
+    assert code == 2 and len(lines) == 1 and "Traceback" not in captured.err, captured.err
+    assert captured.out == ""
+    for needle in needles:
+        assert needle in lines[0], (needle, lines[0])
+    return lines[0]
+
+
+def test_calibrating_a_predictor_on_another_skeletons_motion_is_refused(mocap_dir: Path, tmp_path: Path, capsys):
+    out = tmp_path / "cal"
+    code = main(["learn", "predict", "calibrate", str(pretrained_dir("predict_mlp")), "--data",
+                 str(mocap_dir / "xia_style"), "--labels", "none", "--split", "none", "-o", str(out)])  # fmt: skip
+    _one_line(code, capsys, "xia_style", "the predictor was trained on a 22-joint skeleton", "31 joints")
+    assert not out.exists()
+
+
+def test_evaluating_a_generator_on_another_skeletons_motion_is_refused(mocap_dir: Path, capsys):
+    code = main(["learn", "generate", "eval", "--data", str(mocap_dir / "xia_style"), "--labels", XIA_LABELS])
+    _one_line(code, capsys, "xia_style", "the generator was trained on a 22-joint skeleton", "31 joints")
+
+
+@pytest.mark.parametrize("option", ["--rnn", "--gcn"])
+def test_predict_eval_refuses_a_folder_of_another_architecture_for_an_option(mocap_dir: Path, capsys, option):
+    mlp = pretrained_dir("predict_mlp")
+    code = main(["learn", "predict", "eval", "--data", str(mocap_dir / "bandai_namco_2"), option, str(mlp), "--json"])
+    _one_line(code, capsys, f"{mlp} is a mlp predictor, not {option[2:]}", option)
