@@ -317,3 +317,28 @@ def test_data_in_the_home_folder_caches_in_the_temp_folder(bandai_few, tmp_path,
     assert main(args) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "inside the data folder" in err[0] and "SKELANIM_CACHE" in err[0]
+
+
+def test_a_folders_label_and_notes_files_are_not_read_as_deepmimic_clips(mocap_dir, tmp_path, capsys):
+    """Bandai-Namco's folders hold ``content_label.txt`` beside the clips: ``skelanim recognize FOLDER`` and
+    ``skelanim evaluate`` read every ``.txt`` as a DeepMimic clip and stopped on it ("invalid JSON"); a ``.txt``
+    in a folder is now a clip only where it holds JSON, and one named on its own is still read (and refused)."""
+    import shutil
+
+    from skelanim.cli import main
+    from skelanim.data.dataset import expand_paths
+
+    folder = tmp_path / "clips"
+    folder.mkdir()
+    for name in ("dataset-1_walk_normal_001.bvh", "content_label.txt"):
+        shutil.copy(mocap_dir / "bandai_namco_1" / name, folder / name)
+    shutil.copy(mocap_dir / "deepmimic" / "humanoid3d_walk.txt", folder / "dm_walk.txt")
+    (folder / "notes.txt").write_text("takes of 2026-12-05\n")
+    found = [p.name for p in expand_paths([folder], suffixes=(".bvh", ".txt"))]
+    assert found == ["dataset-1_walk_normal_001.bvh", "dm_walk.txt"]
+    assert [p.name for p in expand_paths([folder / "notes.txt"], suffixes=(".txt",))] == ["notes.txt"]
+    (folder / "dm_walk.txt").unlink()
+    assert main(["recognize", str(folder), "--json"]) == 0
+    assert '"content": "walk"' in capsys.readouterr().out
+    assert main(["recognize", str(folder / "content_label.txt")]) == 2  # named: read, and refused in one line
+    assert "content_label.txt" in capsys.readouterr().err

@@ -47,13 +47,15 @@ def expand_paths(paths: Sequence[str | os.PathLike], suffixes: Sequence[str] = M
     list of Path
         Sorted by name, without duplicates: one file named twice (a folder and a pattern, a relative and an
         absolute path, a link to it) is kept once, under its first name in that order, so that no split can put
-        it on both sides. Raises ``FileNotFoundError`` for an entry that matches nothing.
+        it on both sides. Raises ``FileNotFoundError`` for an entry that matches nothing. In a folder, a ``.txt``
+        file is a motion (a DeepMimic clip) only where it holds JSON: a notes or label file beside the clips
+        (Bandai-Namco's ``content_label.txt``) is left out; named or matched by a pattern it is taken as given.
     """
     out: set[Path] = set()
     for entry in paths:
         p = Path(entry).expanduser()
         if p.is_dir():
-            out.update(f for f in p.iterdir() if f.suffix.lower() in suffixes)
+            out.update(f for f in p.iterdir() if f.suffix.lower() in suffixes and (f.suffix.lower() != ".txt" or _holds_json(f)))
         elif p.is_file():
             out.add(p)
         else:
@@ -65,6 +67,16 @@ def expand_paths(paths: Sequence[str | os.PathLike], suffixes: Sequence[str] = M
     for f in sorted(out, key=lambda f: (f.name, str(f))):
         unique.setdefault(f.resolve(), f)
     return list(unique.values())
+
+
+def _holds_json(path: Path) -> bool:
+    """Whether a file's first non-blank character opens a JSON object (a DeepMimic clip)."""
+    try:
+        with open(path, "rb") as handle:
+            head = handle.read(256).lstrip()
+    except OSError:
+        return True  # unreadable: kept, so that loading it says why
+    return head.startswith((b"{", b"\xef\xbb\xbf{"))
 
 
 def feature_stats(x: Tensor, dims: Sequence[int], min_std: float = 1e-3) -> tuple[Tensor, Tensor]:
