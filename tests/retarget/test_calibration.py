@@ -173,3 +173,24 @@ def test_training_families_share_one_twist_convention(mocap_dir):
     bandai = skelanim.load(mocap_dir / "bandai_namco_1" / families["bandai"].clips[0]["name"])
     plain = encode_clip(bandai, CanonicalRig(bandai.skeleton))["local"]
     assert float(torch.rad2deg(matrix_geodesic(thighs(plain), reference)).min()) > 150
+
+
+def test_a_family_reads_the_same_clips_whatever_the_cache_holds(mocap_dir, tmp_path, monkeypatch):
+    """``cmu_mb`` trains on Xia's clips, which are on CMU subject 1's skeleton under other joint names. With a fresh
+    cache every one was left out ("31 joints ... not its family's (31)") and training stopped; with a cache the
+    ``xia`` family had filled, ``cmu_mb`` read that family's encodings. Now each family encodes a clip of another
+    export of its skeleton on the clip's own rig, cached per family rig: fresh, warm or off, the same tensors."""
+    monkeypatch.setenv("SKELANIM_CACHE", str(tmp_path / "cache"))
+    runs = [load_families(mocap_dir, ["cmu_mb"], max_files=2),  # fresh cache
+            load_families(mocap_dir, ["xia", "cmu_mb"], max_files=2)[1:],  # after xia wrote its own
+            load_families(mocap_dir, ["cmu_mb"], max_files=2, use_cache=False)]  # fmt: skip
+    for families in runs:
+        (family,) = families
+        assert family.name == "cmu_mb" and len(family.clips) == 2
+        for clip, first in zip(family.clips, runs[0][0].clips, strict=True):
+            assert clip["name"] == first["name"]
+            for key in ("local", "hips", "contacts"):
+                assert torch.equal(clip[key], first[key]), key
+    xia = load_families(mocap_dir, ["xia"], max_files=2, use_cache=False)[0]
+    for mine, theirs in zip(runs[0][0].clips, xia.clips, strict=True):  # the same motion, in canonical form
+        torch.testing.assert_close(mine["local"], theirs["local"], atol=1e-5, rtol=0)

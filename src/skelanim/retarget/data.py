@@ -21,6 +21,7 @@ leg-length ratio.
 from __future__ import annotations
 
 import glob
+import hashlib
 import os
 import warnings
 from dataclasses import dataclass, field
@@ -92,16 +93,45 @@ def encode_clip(motion: Motion, rig: CanonicalRig, fps: float = TRAIN_FPS) -> di
     return {"local": canonical_locals(frames).float(), "hips": pos[:, 0].float(), "contacts": contacts.float()}
 
 
+def _fingerprint(rig: CanonicalRig) -> str:
+    """Hex digest of what a family's rig encodes clips with: its skeleton's joint names, its canonical offsets and
+    its rest bone frames (calibration included)."""
+    digest = hashlib.sha1("\n".join(rig.skeleton.names).encode())
+    for values in (rig.offsets, rig.rest_frames):
+        digest.update(values.to(torch.float64).contiguous().numpy().tobytes())
+    return digest.hexdigest()
+
+
+def _own_rig(motion: Motion, family: CanonicalRig, path: Path) -> CanonicalRig | None:
+    """The rig a clip recorded on another export of its family's skeleton is encoded with: its own, calibrated on its
+    motion as the family's is (Xia's clips are on CMU subject 1's skeleton, the ``cmu_mb`` family's, under other
+    joint names); ``None``, with a warning, for a skeleton of other bones or one that maps onto no canonical one."""
+    difference = family.skeleton.topology_difference(motion.skeleton)
+    try:
+        own = calibrate_rig(CanonicalRig(motion.skeleton), motion.rotations)
+    except SkelanimError as err:
+        warnings.warn(f"{path}: its skeleton is not its family's ({difference}) and maps onto no canonical "
+                      f"one ({err.message}); left out", stacklevel=3)  # fmt: skip
+        return None
+    if float((own.offsets - family.offsets).abs().max()) > 1e-3 * family.height:
+        warnings.warn(f"{path}: its skeleton is not its family's ({difference}) and its bones differ; left out",
+                      stacklevel=3)  # fmt: skip
+        return None
+    return own
+
+
 def _load_clip(path: Path, rig: CanonicalRig, cache: Path | None) -> dict[str, Tensor] | None:
-    key = cache_key(path, fps=TRAIN_FPS, version=CACHE_VERSION, kind="retarget")
+    """A family's clip, encoded with the family's rig (or, on another export of its skeleton, :func:`_own_rig`);
+    cached per file and family rig (the key had been the file alone, so one family read another's encoding of a
+    shared file, and what a family trained on depended on which had filled the cache first)."""
+    key = cache_key(path, fps=TRAIN_FPS, version=CACHE_VERSION, kind="retarget", rig=_fingerprint(rig))
     if cache is not None and (hit := read_cached(cache, key)) is not None:
         return hit[0]
     motion = skelanim.load(path)
-    if not motion.skeleton.same_topology(rig.skeleton):
-        warnings.warn(f"{path}: its skeleton ({motion.skeleton.num_joints} joints) is not its family's "
-                      f"({rig.skeleton.num_joints}); left out", stacklevel=2)  # fmt: skip
+    own = rig if motion.skeleton.same_topology(rig.skeleton) else _own_rig(motion, rig, path)
+    if own is None:
         return None
-    clip = encode_clip(motion, rig)
+    clip = encode_clip(motion, own)
     if cache is not None:
         write_cached(cache, key, clip, {"path": str(path)})
     return clip
