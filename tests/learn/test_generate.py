@@ -466,3 +466,24 @@ def test_folders_without_a_fitted_prior_sample_from_the_standard_normal(tiny_ds,
     assert torch.equal(old.latent_chol, torch.eye(old.vae.latent).expand_as(old.latent_chol))
     z = old.draw_latent(torch.tensor([0, 1]), torch.Generator().manual_seed(0))
     assert torch.equal(z, torch.randn(2, old.vae.latent, generator=torch.Generator().manual_seed(0)))
+
+
+def test_a_run_stopped_inside_the_vae_stage_resumes_to_the_uninterrupted_weights(tiny_ds, tmp_path):
+    """``max_steps`` inside the VAE stage: the GAN stage waits (it had started from the unfinished VAE, and a resume
+    then went on from that stale start: weights 0.15 away from an uninterrupted run's, found by a user audit); the
+    resumed run ends with the uninterrupted run's weights, both stages."""
+    from dataclasses import replace
+
+    vae = TrainConfig(epochs=2, batch_size=8, lr=1e-3, warmup_steps=1, progress=False)
+    gan = TrainConfig(epochs=1, batch_size=8, lr=1e-3, warmup_steps=1, progress=False)
+    common = {"length": 16, "stride": 16, "options": SMALL, "command": "t"}
+    whole = train_generator(tiny_ds, tmp_path / "whole", vae_loop=vae, gan_loop=gan, **common)
+    cut = train_generator(tiny_ds, tmp_path / "cut", vae_loop=replace(vae, max_steps=1), gan_loop=replace(gan, max_steps=1),
+                          **common)  # fmt: skip
+    assert not cut["vae_finished"] and cut["gan"] is None and not (tmp_path / "cut" / "model.safetensors").exists()
+    again = train_generator(tiny_ds, tmp_path / "cut", vae_loop=vae, gan_loop=gan, resume=True, **common)
+    assert again["vae_finished"] and whole["vae_finished"] and again["gan"] is not None
+    for folder in ("vae", "."):
+        a = Generator.load(tmp_path / "whole" / folder).state_dict()
+        b = Generator.load(tmp_path / "cut" / folder).state_dict()
+        assert all(torch.equal(a[k], b[k]) for k in a), folder

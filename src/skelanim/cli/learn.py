@@ -269,8 +269,11 @@ def generate_train(
                                       "recognition": recognition}, options={"z_every": z_every, "decoder": decoder, "padding": padding},
                              recognizer=rec, init=init, resume=resume, command=command_line())  # fmt: skip
     last = result["gan"] or result["vae"]
+    if gan_epochs and not result["vae_finished"]:
+        typer.echo("note: the VAE stage stopped before its last epoch (--max-steps); --resume finishes it, then "
+                   "runs the GAN stage", err=True)  # fmt: skip
     report_training(
-        out,
+        out if result["gan"] or not gan_epochs else out / "vae",
         {**last, "parameters": result["parameters"]},
         "val_fid" if last.get("best", {}).get("val_fid") is not None else "val_rec",
     )

@@ -205,12 +205,14 @@ def train_generator(train_ds: MotionDataset, out: str | Path, *, length: int = 6
     ``init`` (a generator folder with the same classes and options, e.g. a shipped one) the VAE stage is
     skipped and the GAN stage starts from those weights (a discriminator missing there starts fresh). With
     ``fit_prior`` each stage's folder ends with its latent prior fitted to the aggregate posterior
-    (:meth:`Generator.fit_latent`), and the GAN stage draws from it.
+    (:meth:`Generator.fit_latent`), and the GAN stage draws from it. A VAE stage stopped before its last epoch
+    (``max_steps``) leaves the GAN stage for a ``resume`` that finishes it (the GAN stage had started from the
+    unfinished VAE, and a resume then went on from that stale start).
 
     Returns
     -------
     dict
-        ``{"vae": fit result, "gan": fit result or None, "parameters": int}``.
+        ``{"vae": fit result, "gan": fit result or None, "parameters": int, "vae_finished": bool}``.
     """
     out = Path(out)
     vae_loop = vae_loop or TrainConfig(epochs=30, batch_size=64, lr=1e-3, warmup_steps=100)
@@ -237,8 +239,9 @@ def train_generator(train_ds: MotionDataset, out: str | Path, *, length: int = 6
         vae = fit(model, task, stage1, vae_loop, resume=resume and (stage1 / "train_state.safetensors").exists(), log=log)
         if fit_prior:
             refit_latent(stage1, task)
+    vae_finished = init is not None or len(vae["history"]) >= vae_loop.epochs
     gan = None
-    if gan_loop is not None:
+    if gan_loop is not None and vae_finished:
         tensors, _ = load_model_files(stage1)
         load_weights(model, {k: v.float() for k, v in tensors.items()}, stage1, optional=OPTIONAL_TENSORS)
         task = new_task(model, train_ds, adversarial=w["adversarial"], recognizer=recognizer, w_recog=w["recognition"],
@@ -251,7 +254,8 @@ def train_generator(train_ds: MotionDataset, out: str | Path, *, length: int = 6
         gan = fit(model, task, out, gan_loop, resume=resume and (out / "train_state.safetensors").exists(), log=log)
         if fit_prior:
             refit_latent(out, task)
-    return {"vae": vae, "gan": gan, "parameters": sum(p.numel() for p in model.parameters())}
+    return {"vae": vae, "gan": gan, "parameters": sum(p.numel() for p in model.parameters()),
+            "vae_finished": vae_finished}
 
 
 def refit_latent(folder: str | Path, task: GenerateTask, out: str | Path | None = None) -> None:
