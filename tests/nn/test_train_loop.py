@@ -66,6 +66,12 @@ def test_resume_gives_identical_state(tmp_path):
     assert result["steps"] == 48
     for (name, a), (_, b) in zip(straight.state_dict().items(), resumed.state_dict().items()):
         assert torch.equal(a, b), name
+    # the logged curve too: the resumed epoch's training loss is the mean over all its steps (it had been over the
+    # steps after the resume alone, so `learn curves` drew another curve than the uninterrupted run's)
+    _, whole = load_model_files(tmp_path / "a")
+    _, cut = load_model_files(tmp_path / "b")
+    losses = [[epoch["train_loss"] for epoch in c["training"]["history"]] for c in (whole, cut)]
+    assert losses[0] == pytest.approx(losses[1], rel=1e-12, abs=0)
 
 
 def test_max_steps_inside_the_first_epoch_still_writes_the_model(tmp_path):

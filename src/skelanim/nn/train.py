@@ -377,8 +377,11 @@ def fit(
         model.train()
         bar = tqdm(total=steps_per_epoch, initial=meta["step_in_epoch"], desc=f"epoch {epoch + 1}/{config.epochs}",
                    disable=not (main and config.progress), leave=False, dynamic_ncols=True)  # fmt: skip
-        sums: dict[str, float] = {}
-        count = 0
+        # the epoch's running sums of the logged terms: carried in the state, so that an epoch resumed mid-way is
+        # logged over all its steps (it had been over those after the resume alone; under DDP the state holds
+        # rank 0's sums, which every rank then starts from)
+        sums: dict[str, float] = dict(meta.get("epoch_sums") or {}) if meta["step_in_epoch"] else {}
+        count = int(meta.get("epoch_count") or 0) if meta["step_in_epoch"] else 0
         while meta["step_in_epoch"] < steps_per_epoch and not stop_now():
             step = meta["step_in_epoch"]
             start = (step * world + rank) * config.batch_size
@@ -401,6 +404,7 @@ def fit(
             count += 1
             for key, value in {"loss": float(loss.detach()), **parts}.items():
                 sums[key] = sums.get(key, 0.0) + value
+            meta["epoch_sums"], meta["epoch_count"] = sums, count
             bar.update(1)
             bar.set_postfix(loss=f"{float(loss.detach()):.4f}")
             if time.perf_counter() - last_save > config.save_every_s:
@@ -427,6 +431,7 @@ def fit(
         record = ddp.broadcast_object(record)  # every rank keeps the same history and best (and waits here)
         meta["epoch"] += 1
         meta["step_in_epoch"] = 0
+        meta["epoch_sums"], meta["epoch_count"] = {}, 0
         record["seconds"] = time.perf_counter() - started
         meta["history"].append(record)
         improved = validated and (meta["best"] is None or float(record[task.metric]) < meta["best"][task.metric])
