@@ -121,6 +121,13 @@ def test_cli_combine_and_its_one_line_errors(members, tmp_path, capsys):
     assert not (tmp_path / "x").exists()
     assert main(["learn", "recognize", "combine", str(members[0]), "-o", str(tmp_path / "y")]) == 2
     assert "two or more" in capsys.readouterr().err and not (tmp_path / "y").exists()
+    # into a folder a training run had used: its state goes (a --resume there went on from it over the ensemble)
+    trained = tmp_path / "trained"
+    shutil.copytree(members[2], trained)
+    assert (trained / "train_state.safetensors").is_file()
+    assert main(["learn", "recognize", "combine", str(members[0]), str(members[1]), "-o", str(trained)]) == 0
+    assert "removed" in capsys.readouterr().err and not (trained / "train_state.safetensors").exists()
+    assert Recognizer.load(trained).members == 2
 
 
 @pytest.fixture(scope="module")

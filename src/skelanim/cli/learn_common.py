@@ -234,9 +234,14 @@ def echo_json(obj: Any) -> None:
 def combine_folders(models: list[Path], out: Path, combine: Callable[..., Any]) -> None:
     """The ``combine`` commands: at least two folders, then ``combine(models, out, command=...)``."""
     from skelanim.cli.files import check_not_an_input
+    from skelanim.nn.checkpoint import STATE_NAME
 
     if len(models) < 2:
         raise typer.BadParameter("give two or more model folders", param_hint="MODELS")
     check_not_an_input(out, *models)  # a member would be replaced by the ensemble
     net = combine(models, out, command=command_line())
+    stale = out / STATE_NAME  # a training run's state left in the folder: --resume would go on from it, not the ensemble
+    if stale.is_file():
+        stale.unlink()
+        typer.echo(f"note: removed {stale}, a training state of the folder's earlier model", err=True)
     typer.echo(f"wrote {out} ({net.members} members, {sum(p.numel() for p in net.parameters())} parameters)")
