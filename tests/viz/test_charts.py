@@ -132,3 +132,13 @@ def test_cli_curves_reads_the_config_once_for_the_history_and_the_kept_epoch(tmp
     assert reads == [tmp_path / "run" / "config.json"]
     run = charts.training_run(tmp_path / "run")
     assert (len(run.history), run.best_epoch, run.keeps_last) == (3, 2, True)
+
+
+def test_a_best_epoch_part_way_through_is_said_as_it_is(tmp_path, capsys):
+    """A run stopped by ``max_steps`` half-way through an epoch keeps that point as its best ("epoch 0.5"); ``learn
+    curves`` said "best 0" (the epoch truncated to an integer)."""
+    epochs = [{"epoch": 0.5, "train_loss": 1.0, "val_error": 0.4}]
+    _run_folder(tmp_path / "half", epochs, best=0.5)
+    assert training_history(tmp_path / "half")[1] == 0.5
+    assert main(["learn", "curves", str(tmp_path / "half"), "-o", str(tmp_path / "c.png")]) == 0
+    assert "best 0.5)" in capsys.readouterr().out

@@ -356,7 +356,7 @@ def curves(
     history, best = run.history, run.best_epoch
     save_figure(plot_training_history(history, best_epoch=best, title=str(folder)), out)
     last = history[-1].get("epoch") if run.keeps_last else None
-    kept = "" if best is None else f", best {best}" if last is None else f", best score at {best}; the weights are epoch {last}'s (--keep last)"
+    kept = "" if best is None else f", best {best:g}" if last is None else f", best score at {best:g}; the weights are epoch {last}'s (--keep last)"
     typer.echo(f"wrote {out} ({len(history)} epochs{kept})")
 
 

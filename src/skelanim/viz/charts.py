@@ -140,15 +140,16 @@ class TrainingRun:
     ----------
     history : list of dict
         Per-epoch records (``{"epoch": n, "train_loss": ..., "val_...": ..., "seconds": ...}``).
-    best_epoch : int or None
-        The best-scoring epoch, where the run says.
+    best_epoch : float or None
+        The best-scoring epoch, where the run says (a fraction where a run stopped by ``max_steps`` inside an
+        epoch kept that point: 0.5).
     keeps_last : bool
         Whether the folder holds the last epoch's weights (``--keep last``) rather than the best epoch's;
         ``False`` where no ``config.json`` says.
     """
 
     history: list[dict[str, Any]]
-    best_epoch: int | None
+    best_epoch: float | None
     keeps_last: bool
 
 
@@ -177,10 +178,10 @@ def training_run(folder: str | Path, *, member: int = 0) -> TrainingRun:
         best = (meta.get("best") or {}).get("epoch", best)
     if not history:
         raise FormatError("no finished epoch in this training run yet", path=folder)
-    return TrainingRun(history, int(best) if best is not None else None, keeps_last)
+    return TrainingRun(history, float(best) if best is not None else None, keeps_last)
 
 
-def training_history(folder: str | Path, *, member: int = 0) -> tuple[list[dict[str, Any]], int | None]:
+def training_history(folder: str | Path, *, member: int = 0) -> tuple[list[dict[str, Any]], float | None]:
     """Per-epoch records of a training run and its best epoch (:func:`training_run`'s ``history`` and
     ``best_epoch``).
 
@@ -219,7 +220,7 @@ def keeps_last_epoch(folder: str | Path, member: int = 0) -> bool:
     return _keeps_last(_training_record(folder, member))
 
 
-def plot_training_history(history: Sequence[Mapping[str, Any]], *, best_epoch: int | None = None,
+def plot_training_history(history: Sequence[Mapping[str, Any]], *, best_epoch: float | None = None,
                           title: str | None = None) -> Figure:  # fmt: skip
     """Training curves: one panel per logged quantity (training terms and validation scores) against the
     epoch, the best epoch marked.
@@ -228,7 +229,7 @@ def plot_training_history(history: Sequence[Mapping[str, Any]], *, best_epoch: i
     ----------
     history : sequence of mapping
         Per-epoch records with an ``"epoch"`` key (:func:`training_history`); ``seconds`` is not plotted.
-    best_epoch : int, optional
+    best_epoch : float, optional
         Drawn as a vertical line in every panel.
     title : str, optional
         Figure title.
