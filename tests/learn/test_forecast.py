@@ -209,3 +209,17 @@ def test_a_looping_clips_continuation_is_written_as_no_loop(mocap_dir, tmp_path)
     assert main(["predict", str(source), "--retarget", "--method", "zero_velocity", "--seconds", "0.5", "-o", str(out)]) == 0
     assert json.loads(out.read_text())["Loop"] == "none"
     assert skelanim.load(out).metadata["loop"] == "none"
+
+
+def test_a_long_prediction_shows_its_progress(learn_files, tmp_path, capsys):
+    """``predict --seconds 150`` ran half a minute without a word; the chained seconds now show a bar on stderr
+    (``--no-progress``: none), counting the model-rate frames the continuation needs."""
+    from skelanim.cli import main
+
+    out = tmp_path / "next.bvh"
+    assert main(["predict", str(learn_files[0]), "--method", "zero_velocity", "--seconds", "3", "-o", str(out)]) == 0
+    err = capsys.readouterr().err
+    assert "predict:" in err and "/75 " in err  # 3 s at the model's 25 fps
+    assert main(["predict", str(learn_files[0]), "--method", "zero_velocity", "--seconds", "3", "-o", str(out),
+                 "--no-progress"]) == 0  # fmt: skip
+    assert "predict:" not in capsys.readouterr().err

@@ -312,6 +312,7 @@ def predict_cmd(
         True, "--ground/--no-ground", help="Lift predicted frames that would sink below IN's floor (where its lowest "
         "joint is in all but 1 % of its frames; default) or keep them as predicted.",
     ),
+    progress: bool = typer.Option(True, "--progress/--no-progress", help="Show a progress bar on stderr."),
     device: str = run_device_option(),
 ) -> None:
     """Continue IN by SECONDS of predicted motion (from its last second): OUT is IN unchanged, then the prediction."""
@@ -353,9 +354,10 @@ def predict_cmd(
         raise skelanim.errors.SkeletonError(skeleton_mismatch("predictor", net.rig.skeleton, motion.skeleton) + hint, path=str(src))
     try:
         if other:
-            result = predict_retargeted(motion, method=method, model=net, seconds=seconds, mapping=mapping, ground=ground)
+            result = predict_retargeted(motion, method=method, model=net, seconds=seconds, mapping=mapping, ground=ground,
+                                        progress=progress)  # fmt: skip
         else:
-            result = predict_motion(motion, method=method, model=net, seconds=seconds, ground=ground)
+            result = predict_motion(motion, method=method, model=net, seconds=seconds, ground=ground, progress=progress)
     except skelanim.errors.SkelanimError as err:
         err.path = err.path or str(src)
         raise

@@ -11,6 +11,7 @@ from typing import Any
 
 import torch
 from torch import Tensor
+from tqdm import tqdm
 
 from skelanim.core.motion import Motion
 from skelanim.core.rotations import quat_apply, quat_inverse, quat_multiply
@@ -37,7 +38,8 @@ FLOOR_QUANTILE = 0.01
 
 @torch.no_grad()
 def predict_motion(motion: Motion, *, method: str = "rnn", model: Predictor | CombinedPredictor | None = None,
-                   seconds: float = 1.0, rig: Rig | None = None, ground: bool = True) -> Motion:  # fmt: skip
+                   seconds: float = 1.0, rig: Rig | None = None, ground: bool = True,
+                   progress: bool = False) -> Motion:  # fmt: skip
     """Continue a motion by ``seconds``: its last ``observed`` frames in, predictions chained ``horizon`` at a time.
 
     Parameters
@@ -55,6 +57,8 @@ def predict_motion(motion: Motion, *, method: str = "rnn", model: Predictor | Co
         For the baselines without a model.
     ground : bool
         Lift predicted frames that would sink below the input's floor (:func:`lift_out_of_floor`).
+    progress : bool
+        Show a progress bar (stderr) over the predicted seconds.
 
     Returns
     -------
@@ -79,7 +83,8 @@ def predict_motion(motion: Motion, *, method: str = "rnn", model: Predictor | Co
         raise SkeletonError(skeleton_mismatch("predictor", rig.skeleton, motion.skeleton))
     factor = rig.size_factor(motion.skeleton)
     if factor != 1.0:  # the rig's joints in other units or at another size: predicted at the rig's, scaled back
-        out = predict_motion(scale(motion, factor), method=method, model=model, seconds=seconds, rig=rig, ground=ground)
+        out = predict_motion(scale(motion, factor), method=method, model=model, seconds=seconds, rig=rig, ground=ground,
+                             progress=progress)  # fmt: skip
         new = out[motion.num_frames :]
         moved = None if new.joint_translations is None else new.joint_translations / factor
         back = Motion(motion.skeleton, new.rotations, new.root_positions / factor, motion.fps, joint_translations=moved)
@@ -103,6 +108,7 @@ def predict_motion(motion: Motion, *, method: str = "rnn", model: Predictor | Co
     last = motion_frames(ds) - 1  # the input's last frame
     new_frames = max(1, round(seconds * motion.fps))
     want = math.ceil(new_frames / motion.fps * fps - 1e-9)  # model-rate frames that cover them
+    bar = tqdm(total=want, unit="frame", desc="predict", disable=not progress, leave=False, dynamic_ncols=True)
     while rot.shape[0] <= last + want:
         n = rot.shape[0]
         yaw = _yaw_of(rig, rot, pelvis, fps)
@@ -123,6 +129,8 @@ def predict_motion(motion: Motion, *, method: str = "rnn", model: Predictor | Co
         w_rot, w_pel = from_reference_frame(p_rot, p_pel, yaw[take][-1:], pelvis[take][-1:], up=rig.up,
                                             floor=rig.floor, height=rig.height)  # fmt: skip
         rot, pelvis = torch.cat([rot, w_rot[0].float()]), torch.cat([pelvis, w_pel[0].float()])
+        bar.update(min(horizon, last + want + 1 - n))
+    bar.close()
     # the continuation from the input's last frame, sampled at the input's rate
     continuation = rig.to_motion(rot[last : last + want + 1], pelvis[last : last + want + 1], fps, like=motion)
     times = torch.arange(1, new_frames + 1, dtype=torch.float64) / motion.fps
@@ -147,7 +155,7 @@ def continuation_metadata(motion: Motion, **updates: Any) -> dict[str, Any]:
 @torch.no_grad()
 def predict_retargeted(motion: Motion, *, method: str = "combined", model: Predictor | CombinedPredictor,
                        seconds: float = 1.0, mapping: Mapping[str, Any] | str | os.PathLike | None = None,
-                       ground: bool = True) -> Motion:  # fmt: skip
+                       ground: bool = True, progress: bool = False) -> Motion:  # fmt: skip
     """Continue a motion on another humanoid skeleton: retarget it onto the model's (copy, bone frames calibrated
     on each side's motion, :class:`~skelanim.retarget.Retargeter`), continue it there (:func:`predict_motion`)
     and retarget the continuation back onto the motion's skeleton.
@@ -162,7 +170,7 @@ def predict_retargeted(motion: Motion, *, method: str = "combined", model: Predi
     ----------
     motion : Motion
         Input on a humanoid skeleton the joint mapping recognises (:func:`~skelanim.retarget.mapping.map_skeleton`).
-    method, model, seconds, ground
+    method, model, seconds, ground, progress
         As :func:`predict_motion` (``model`` is required: its rig is the skeleton the prediction is made on;
         ``ground`` applies on the model's skeleton and again on the motion's).
     mapping : mapping or path, optional
@@ -181,7 +189,7 @@ def predict_retargeted(motion: Motion, *, method: str = "combined", model: Predi
     tail = motion[start:]
     reference = model_reference_motion(model)
     onto = retarget_onto_model(motion, reference, mapping)[start:]  # the whole input sets the floor
-    continued = predict_motion(onto, method=method, model=model, seconds=seconds, ground=ground)
+    continued = predict_motion(onto, method=method, model=model, seconds=seconds, ground=ground, progress=progress)
     back = Retargeter(reference, motion, target_map=mapping)(continued)
     last, n = tail.num_frames - 1, tail.num_frames
     turn = quat_multiply(quat_inverse(back.rotations[last]), tail.rotations[last])  # (J, 4)
