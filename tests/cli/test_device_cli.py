@@ -173,8 +173,10 @@ def _train_commands(mocap_files, mocap_dir, tmp: Path) -> dict[str, list[str]]:
                            "2", "--epochs", "1", "--samples", "4", "--hidden", "8", "--window", "16", *quick],
         "recognize train": ["learn", "recognize", "train", *learn, "--window", "32", "--stride", "16", "--epochs", "1"],
         "predict train": ["learn", "predict", "train", *learn, "--arch", "mlp", "--stride", "25", "--epochs", "1"],
-        "generate train": ["learn", "generate", "train", *learn, "--window", "16", "--stride", "16", "--vae-epochs", "1",
-                           "--gan-epochs", "1"],
+        # a batch of 16 of the 24 windows: the VAE's one epoch is its one step, so it ends and the GAN stage runs (a
+        # VAE stage stopped by --max-steps before its last epoch leaves the GAN stage to --resume)
+        "generate train": ["learn", "generate", "train", *learn[:-2], "--batch-size", "16", "--window", "16", "--stride",
+                           "16", "--vae-epochs", "1", "--gan-epochs", "1"],
     }  # fmt: skip
 
 
