@@ -120,11 +120,12 @@ def _own_rig(motion: Motion, family: CanonicalRig, path: Path) -> CanonicalRig |
     return own
 
 
-def _load_clip(path: Path, rig: CanonicalRig, cache: Path | None) -> dict[str, Tensor] | None:
+def _load_clip(path: Path, rig: CanonicalRig, cache: Path | None, fingerprint: str) -> dict[str, Tensor] | None:
     """A family's clip, encoded with the family's rig (or, on another export of its skeleton, :func:`_own_rig`);
-    cached per file and family rig (the key had been the file alone, so one family read another's encoding of a
-    shared file, and what a family trained on depended on which had filled the cache first)."""
-    key = cache_key(path, fps=TRAIN_FPS, version=CACHE_VERSION, kind="retarget", rig=_fingerprint(rig))
+    cached per file and family rig (``fingerprint``, :func:`_fingerprint`; the key had been the file alone, so one
+    family read another's encoding of a shared file, and what a family trained on depended on which had filled the
+    cache first)."""
+    key = cache_key(path, fps=TRAIN_FPS, version=CACHE_VERSION, kind="retarget", rig=fingerprint)
     if cache is not None and (hit := read_cached(cache, key)) is not None:
         return hit[0]
     motion = skelanim.load(path)
@@ -177,8 +178,9 @@ def load_families(
         files = sorted({Path(f) for p in patterns for f in glob.glob(str(root / p))})
         files = [f for f in files if f.name not in excluded and not any(Path(f).match(e) for e in exclude)]
         family = Family(name, rig, variants=name == "bandai")
+        fingerprint = _fingerprint(rig)
         for path in files[:max_files]:
-            clip = _load_clip(path, rig, cache)
+            clip = _load_clip(path, rig, cache, fingerprint)
             if clip is not None:
                 clip["name"] = path.name  # type: ignore[assignment]  # the name rides beside the tensors
                 family.clips.append(clip)
