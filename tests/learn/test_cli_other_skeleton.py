@@ -42,3 +42,25 @@ def test_predict_eval_refuses_a_folder_of_another_architecture_for_an_option(moc
     mlp = pretrained_dir("predict_mlp")
     code = main(["learn", "predict", "eval", "--data", str(mocap_dir / "bandai_namco_2"), option, str(mlp), "--json"])
     _one_line(code, capsys, f"{mlp} is a mlp predictor, not {option[2:]}", option)
+
+
+def test_training_into_a_folder_of_another_kind_of_model_is_refused(learn_files, tmp_path: Path, capsys):
+    """A recogniser's folder given to ``learn predict train`` had been replaced by a predictor without a word; now
+    one line, and the folder as it was. Retraining a model of the same kind into its folder still replaces it."""
+    import json
+    import shutil
+
+    folder = tmp_path / "rec"
+    shutil.copytree(pretrained_dir("recognize_cnn"), folder)
+    before = {p.name: p.read_bytes() for p in folder.iterdir()}
+    data = [arg for f in learn_files[:3] for arg in ("--data", str(f))]
+    train = ["learn", "predict", "train", *data, "--split", "none", "--arch", "mlp", "--max-steps", "1", "--no-progress"]
+    code = main([*train, "-o", str(folder)])
+    err = capsys.readouterr().err
+    errors = [line for line in err.splitlines() if line.startswith("error:")]
+    assert code == 2 and len(errors) == 1 and "Traceback" not in err, err
+    assert "holds a skelanim-recognizer model" in errors[0] and "skelanim-predictor" in errors[0]
+    assert {p.name: p.read_bytes() for p in folder.iterdir()} == before
+    again = tmp_path / "pred"
+    assert main([*train, "-o", str(again)]) == 0 and main([*train, "-o", str(again)]) == 0
+    assert json.loads((again / "config.json").read_text())["format"] == "skelanim-predictor"

@@ -251,6 +251,21 @@ def _check_same_loop(saved: dict[str, Any] | None, config: TrainConfig, path: Pa
         raise FormatError(f"resume with the arguments the run was started with ({', '.join(changed)})", path=path)
 
 
+def _check_same_kind(out_dir: Path, made: str | None) -> None:
+    """Refuse to train a ``made`` model into a folder that holds a model of another format (a recogniser's folder
+    given to a predictor's training had been replaced without a word); an unreadable or format-less config passes."""
+    path = out_dir / CONFIG_NAME
+    if made is None or not path.is_file():
+        return
+    try:
+        held = read_model_config(path).get("format")
+    except SkelanimError:
+        return
+    if isinstance(held, str) and held != made:
+        raise FormatError(f"the folder holds a {held} model, which this run's {made} would replace: choose another "
+                          "output folder", path=out_dir)  # fmt: skip
+
+
 def fit(
     model: nn.Module,
     task: Task,
@@ -306,6 +321,8 @@ def fit(
     total_steps = steps_per_epoch * config.epochs
     meta: dict[str, Any] = {"epoch": 0, "step_in_epoch": 0, "global_step": 0, "best": None, "history": [],
                             "seconds": 0.0}  # fmt: skip
+    if not resume:  # a model of another kind in the folder would be replaced by this run's (every rank checks)
+        _check_same_kind(out_dir, task.model_config().get("format"))
     averaged = None
     if config.ema > 0:
         averaged = AveragedModel(model, multi_avg_fn=ema_update(config.ema), use_buffers=True)
