@@ -78,7 +78,9 @@ def render(
     except ShapeError as err:
         raise ShapeError(f"--size: {err.message}") from None
     motions, labels = _load_all(files)
-    if overlay and (was := video.overlay_frame(motions)[1]):
+    if overlay:  # converted here once, to say so (render_frames then finds them in one unit and up)
+        motions, was = video.overlay_frame(motions)
+    if overlay and was:
         typer.echo("note: drawn Y up in metres, one panel for files in other units or axes: "
                    + "; ".join(f"{name} ({what})" for name, what in zip(labels, was, strict=True)), err=True)  # fmt: skip
     video.render_video(motions, out, fps=fps, size=dims, overlay=overlay, labels=labels, progress=progress)

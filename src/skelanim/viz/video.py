@@ -215,7 +215,7 @@ def overlay_frame(motions: Sequence[Motion]) -> tuple[list[Motion], list[str]]:
     Returns
     -------
     tuple
-        The motions, and for each what it was (``"cm, Z up"``) when they were changed, else an empty list.
+        The motions, and for each what it was (``"cm, +Z up"``) when they were changed, else an empty list.
     """
     units = [guess_unit(m.height) for m in motions]
     ups = [m.up_direction() for m in motions]
