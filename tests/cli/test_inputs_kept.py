@@ -206,3 +206,29 @@ def test_evaluate_refuses_a_label_pattern_without_content(tmp_path, capsys):
     assert main(["evaluate", str(tmp_path), str(tmp_path), "--labels", "(?P<other>x)"]) == 2
     lines = capsys.readouterr().err.strip().splitlines()
     assert len(lines) == 1 and "no group named content" in lines[0]
+
+
+@pytest.mark.parametrize(
+    ("command", "folders"),
+    [
+        (["ik", "train"], [""]),
+        (["retarget", "train"], [""]),
+        (["learn", "recognize", "train"], [""]),
+        (["learn", "predict", "train"], [""]),
+        (["learn", "generate", "train"], ["", "vae"]),
+    ],
+)
+def test_a_training_run_does_not_replace_a_trained_model_or_an_interrupted_run(tmp_path, capsys, command, folders):
+    """Every training command refuses, before it reads any data, a new run into a folder holding a model or a run's
+    state (a stage folder of a two-stage run too), naming ``--resume`` and ``--overwrite``; the folder is kept."""
+    for held in ("config.json", "train_state.safetensors"):
+        for folder in folders:
+            out = tmp_path / held / folder
+            out.mkdir(parents=True)
+            (out / held).write_bytes(b"kept")
+            args = [*command, "--data", str(tmp_path / "no such data"), "-o", str(tmp_path / held)]
+            assert main(args) == 2
+            lines = capsys.readouterr().err.strip().splitlines()
+            assert len(lines) == 1 and "--resume continues" in lines[0] and "--overwrite replaces" in lines[0], lines
+            assert (out / held).read_bytes() == b"kept"
+            shutil.rmtree(tmp_path / held)

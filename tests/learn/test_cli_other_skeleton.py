@@ -44,23 +44,41 @@ def test_predict_eval_refuses_a_folder_of_another_architecture_for_an_option(moc
     _one_line(code, capsys, f"{mlp} is a mlp predictor, not {option[2:]}", option)
 
 
-def test_training_into_a_folder_of_another_kind_of_model_is_refused(learn_files, tmp_path: Path, capsys):
-    """A recogniser's folder given to ``learn predict train`` had been replaced by a predictor without a word; now
-    one line, and the folder as it was. Retraining a model of the same kind into its folder still replaces it."""
+def test_training_into_a_folder_that_holds_a_model_is_refused_and_overwrite_replaces_only_the_same_kind(
+    learn_files, tmp_path: Path, capsys
+):
+    """A new run into a folder holding a model (or a run's state) had replaced it without a word: now one line and
+    the folder as it was, unless ``--overwrite``; even then a model of another kind (a recogniser's folder given to
+    ``learn predict train``) is refused. ``--overwrite`` removes the replaced run's state, ``--resume`` with it is
+    refused."""
     import json
     import shutil
+
+    from skelanim.nn.checkpoint import STATE_NAME
+
+    def refused(args: list[str], words: str) -> None:
+        code = main(args)
+        err = capsys.readouterr().err
+        errors = [line for line in err.splitlines() if line.startswith("error:")]
+        assert code == 2 and len(errors) == 1 and "Traceback" not in err, err
+        assert words in errors[0], errors[0]
 
     folder = tmp_path / "rec"
     shutil.copytree(pretrained_dir("recognize_cnn"), folder)
     before = {p.name: p.read_bytes() for p in folder.iterdir()}
     data = [arg for f in learn_files[:3] for arg in ("--data", str(f))]
     train = ["learn", "predict", "train", *data, "--split", "none", "--arch", "mlp", "--max-steps", "1", "--no-progress"]
-    code = main([*train, "-o", str(folder)])
-    err = capsys.readouterr().err
-    errors = [line for line in err.splitlines() if line.startswith("error:")]
-    assert code == 2 and len(errors) == 1 and "Traceback" not in err, err
-    assert "holds a skelanim-recognizer model" in errors[0] and "skelanim-predictor" in errors[0]
+    refused([*train, "-o", str(folder)], "holds a trained model or an interrupted run")
+    refused([*train, "-o", str(folder), "--overwrite"], "holds a skelanim-recognizer model")
     assert {p.name: p.read_bytes() for p in folder.iterdir()} == before
     again = tmp_path / "pred"
-    assert main([*train, "-o", str(again)]) == 0 and main([*train, "-o", str(again)]) == 0
+    assert main([*train, "-o", str(again)]) == 0
+    first = (again / "model.safetensors").read_bytes()
+    refused([*train, "-o", str(again), "--seed", "1"], "--overwrite replaces it")
+    assert (again / "model.safetensors").read_bytes() == first
+    refused([*train, "-o", str(again), "--resume", "--overwrite"], "give one")
+    (again / STATE_NAME).write_bytes(b"the replaced run's state")
+    assert main([*train, "-o", str(again), "--seed", "1", "--overwrite"]) == 0
+    assert (again / "model.safetensors").read_bytes() != first
+    assert (again / STATE_NAME).read_bytes() != b"the replaced run's state"
     assert json.loads((again / "config.json").read_text())["format"] == "skelanim-predictor"

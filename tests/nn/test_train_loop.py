@@ -111,6 +111,24 @@ def test_a_new_run_cut_inside_its_first_epoch_replaces_another_runs_folder(tmp_p
     assert config["training"]["stopped"]["epoch"] == pytest.approx(3 / 16) and config["training"]["history"] == []
 
 
+class FailingTask(ToyTask):
+    """Toy task whose first training batch fails (a run that dies before it saves anything)."""
+
+    def loss(self, model, batch):
+        raise RuntimeError("out of memory")
+
+
+def test_a_new_run_removes_the_training_state_of_the_run_it_replaces(tmp_path):
+    """A fresh run into a folder with an interrupted run's state, dying before its own first save, had left that
+    state, so a later ``resume`` went on from the replaced run; now the state goes when the fresh run starts."""
+    cfg = TrainConfig(epochs=2, batch_size=32, lr=1e-2, warmup_steps=5, progress=False)
+    fit(_model(), ToyTask(), tmp_path, TrainConfig(**{**cfg.__dict__, "max_steps": 20}), log=lambda s: None)
+    assert (tmp_path / "train_state.safetensors").is_file()
+    with pytest.raises(RuntimeError, match="out of memory"):
+        fit(_model(), FailingTask(), tmp_path, cfg, log=lambda s: None)
+    assert not (tmp_path / "train_state.safetensors").exists()
+
+
 class ScriptedTask(ToyTask):
     """Toy task whose validation scores are given in advance, one per epoch."""
 

@@ -14,7 +14,14 @@ import typer
 
 from skelanim.cli import app
 from skelanim.cli.files import require_suffix
-from skelanim.cli.learn_common import MAX_SEED, check_lr, device_option, run_device_option
+from skelanim.cli.learn_common import (
+    MAX_SEED,
+    check_lr,
+    device_option,
+    overwrite_option,
+    resume_option,
+    run_device_option,
+)
 
 ik_app = typer.Typer(help="Inverse kinematics: joint positions to joint rotations (IK-GAT and classical baselines).",
                      no_args_is_help=True)  # fmt: skip
@@ -67,7 +74,8 @@ def train(
     max_steps: int | None = typer.Option(None, "--max-steps", min=1, help="Stop after this many steps (quick runs)."),
     threads: int | None = typer.Option(None, "--threads", min=1, max=1024, help="Torch CPU threads."),
     device: str = device_option(),
-    resume: bool = typer.Option(False, "--resume", help="Continue an interrupted run in OUT (same arguments)."),
+    resume: bool = resume_option(),
+    overwrite: bool = overwrite_option(),
     init: Path | None = typer.Option(
         None, "--init", help="Start from this model folder's weights (same architecture)."
     ),
@@ -77,11 +85,12 @@ def train(
     from skelanim.ik.model import GATConfig
     from skelanim.ik.train import LossWeights
     from skelanim.ik.train import train as run
-    from skelanim.nn.train import TrainConfig
+    from skelanim.nn.train import TrainConfig, check_output_folders
 
     if hidden % heads:
         raise typer.BadParameter(f"{hidden} features cannot be split over {heads} attention heads (--heads): "
                                  "give a multiple of it", param_hint="--hidden")  # fmt: skip
+    check_output_folders(out, resume=resume, overwrite=overwrite)
     _threads(threads)
     result = run(
         data, out, val=_split(val), exclude=_split(exclude),

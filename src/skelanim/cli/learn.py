@@ -33,10 +33,12 @@ from skelanim.cli.learn_common import (
     generate_app,
     learn_app,
     load_dataset,
+    overwrite_option,
     range_option,
     recognize_app,
     report_training,
     require_skeleton,
+    resume_option,
     run_device_option,
     split_parts,
     train_config,
@@ -104,14 +106,17 @@ def recognize_train(
     frame_jitter: float = typer.Option(
         0.0, "--frame-jitter", min=0.0, help="Turn each joint's frame at random, children compensated (std, degrees)."
     ),
-    resume: bool = typer.Option(False, "--resume"),
+    resume: bool = resume_option(),
+    overwrite: bool = overwrite_option(),
     progress: bool = typer.Option(True, "--progress/--no-progress"),
 ) -> None:
     """Train a recogniser (ST-GCN or the CNN baseline); OUT gets model.safetensors + config.json."""
     from skelanim.learn.recognize_train import train_recognizer
+    from skelanim.nn.train import check_output_folders
 
     if rescale and not centre:
         raise typer.BadParameter("needs --centre (it scales the motion about the window mean)", param_hint="--rescale")
+    check_output_folders(out, resume=resume, overwrite=overwrite)
     flags = {"readout": readout, "adaptive": adaptive, "joint_input": joint_input, "joint_affine": joint_affine,
              "centre": centre, "rescale": rescale}  # fmt: skip
     options = {k: v for k, v in flags.items() if v} if arch == "stgcn" else {}
@@ -241,16 +246,19 @@ def generate_train(
     max_steps: int | None = typer.Option(None, "--max-steps", min=1),
     threads: int | None = typer.Option(None, "--threads", min=1, max=1024),
     device: str = device_option(),
-    resume: bool = typer.Option(False, "--resume"),
+    resume: bool = resume_option(),
+    overwrite: bool = overwrite_option(),
     progress: bool = typer.Option(True, "--progress/--no-progress"),
 ) -> None:
     """Train the conditional VAE, then refine it with the temporal GAN."""
     from skelanim import errors as skelanim_errors
     from skelanim.learn.generate_train import train_generator
     from skelanim.learn.recognize import Recognizer
+    from skelanim.nn.train import check_output_folders
 
     if resume and not any((f / "train_state.safetensors").is_file() for f in (out, out / "vae")):  # as the others do
         raise skelanim_errors.FormatError("no training state to resume from (train without --resume first)", path=out)
+    check_output_folders(out, out / "vae", resume=resume, overwrite=overwrite)
     rec: Recognizer | None = Recognizer.load(recognizer)
     parts = split_parts(load_dataset(data, fps, threads, progress, labels=labels, need=("content",)), split, seed)
     if recognizer is None and rec is not None and not rec.rig.skeleton.same_topology(parts["train"].rig.skeleton):

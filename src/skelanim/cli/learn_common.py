@@ -147,6 +147,17 @@ def device_option() -> Any:
     return typer.Option("auto", "--device", help=DEVICE_HELP, callback=check_device)
 
 
+def resume_option() -> Any:
+    """The ``--resume`` option of the training commands."""
+    return typer.Option(False, "--resume", help="Continue an interrupted run in OUT (same arguments).")
+
+
+def overwrite_option() -> Any:
+    """The ``--overwrite`` option of the training commands (:func:`skelanim.nn.train.check_output_folders`)."""
+    return typer.Option(False, "--overwrite", help="Replace the trained model or interrupted run that OUT holds "
+                        "(without it, a new run into such a folder is refused).")  # fmt: skip
+
+
 def run_device_option() -> Any:
     """The ``--device`` option of the inference commands (solve, retarget, predict, generate, recognize): the CPU
     unless asked, so that a file written on a machine with a GPU is the one written without (GPU kernels round

@@ -25,10 +25,12 @@ from skelanim.cli.learn_common import (
     device_option,
     echo_json,
     load_dataset,
+    overwrite_option,
     predict_app,
     range_option,
     report_training,
     require_skeleton,
+    resume_option,
     run_device_option,
     split_parts,
     train_config,
@@ -84,11 +86,13 @@ def predict_train(
     max_steps: int | None = typer.Option(None, "--max-steps", min=1),
     threads: int | None = typer.Option(None, "--threads", min=1, max=1024),
     device: str = device_option(),
-    resume: bool = typer.Option(False, "--resume"),
+    resume: bool = resume_option(),
+    overwrite: bool = overwrite_option(),
     progress: bool = typer.Option(True, "--progress/--no-progress"),
 ) -> None:
     """Train a predictor (1 s in, 1 s out at --fps, 25 by default)."""
     from skelanim.learn.predict import ARCHITECTURES, train_predictor
+    from skelanim.nn.train import check_output_folders
 
     if arch not in ARCHITECTURES:
         raise typer.BadParameter(f"unknown architecture {arch!r}; choose from {', '.join(ARCHITECTURES)}", param_hint="--arch")
@@ -102,6 +106,7 @@ def predict_train(
         raise typer.BadParameter(f"expected 'velocity' or 'periodic', got {gcn_pad!r}", param_hint="--gcn-pad")
     if arch == "rnn" and blocks is not None:
         raise typer.BadParameter("the GRU has no --blocks", param_hint="--blocks")
+    check_output_folders(out, resume=resume, overwrite=overwrite)
     parts = split_parts(load_dataset(data, fps, threads, progress, labels=labels), split, seed)
     options = {"hidden": hidden, "blocks": blocks, "attention": attention if arch == "rnn" else None,
                "anchor": anchor if arch == "rnn" and anchor else None,

@@ -14,7 +14,14 @@ from typer import _click as click
 from typer.core import TyperGroup
 
 from skelanim.cli import app
-from skelanim.cli.learn_common import MAX_SEED, check_lr, device_option, run_device_option
+from skelanim.cli.learn_common import (
+    MAX_SEED,
+    check_lr,
+    device_option,
+    overwrite_option,
+    resume_option,
+    run_device_option,
+)
 
 
 class _DefaultRun(TyperGroup):
@@ -180,14 +187,16 @@ def train(
     seed: int = typer.Option(0, "--seed", min=0, max=MAX_SEED),
     threads: int | None = typer.Option(None, "--threads", min=1, max=1024),
     device: str = device_option(),
-    resume: bool = typer.Option(False, "--resume", help="Continue an interrupted run in OUT (same arguments)."),
+    resume: bool = resume_option(),
+    overwrite: bool = overwrite_option(),
     progress: bool = typer.Option(True, "--progress/--no-progress"),
 ) -> None:
     """Train NKN unsupervised (cycle, reconstruction, adversarial, twist, smoothness, foot contacts)."""
-    from skelanim.nn.train import TrainConfig
+    from skelanim.nn.train import TrainConfig, check_output_folders
     from skelanim.retarget.model import NKNConfig
     from skelanim.retarget.train import train as run_training
 
+    check_output_folders(out, resume=resume, overwrite=overwrite)
     _threads(threads)
     result = run_training(
         data, out, loop=TrainConfig(epochs=epochs, batch_size=batch_size, lr=lr, warmup_steps=100, seed=seed,

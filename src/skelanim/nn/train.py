@@ -266,6 +266,29 @@ def _check_same_kind(out_dir: Path, made: str | None) -> None:
                           "output folder", path=out_dir)  # fmt: skip
 
 
+def check_output_folders(*folders: str | Path, resume: bool, overwrite: bool) -> None:
+    """Before a training command loads its data: refuse a new run (neither ``resume`` nor ``overwrite``) into a
+    folder that holds a trained model or a run's training state, which the run would replace (:func:`fit` itself
+    replaces them, and refuses a model of another kind even so). ``resume`` with ``overwrite`` is refused as
+    contradictory.
+
+    Parameters
+    ----------
+    folders : path
+        The folders the run writes model files into (the output folder; a two-stage run's stage folders too).
+    """
+    if resume and overwrite:
+        raise SkelanimError("--resume continues the run in the output folder and --overwrite replaces it: give one")
+    if resume:
+        return
+    paths = [Path(f) for f in folders]
+    held = [p for p in paths if (p / CONFIG_NAME).is_file() or (p / STATE_NAME).is_file()]
+    if held and not overwrite:
+        raise FormatError("the folder holds a trained model or an interrupted run, which this run would replace: "
+                          "--resume continues an interrupted run, --overwrite replaces it, or choose another "
+                          "output folder", path=held[0])  # fmt: skip
+
+
 def fit(
     model: nn.Module,
     task: Task,
@@ -289,7 +312,8 @@ def fit(
     config : TrainConfig
         Loop settings.
     resume : bool
-        Continue from ``out_dir/train_state.safetensors``.
+        Continue from ``out_dir/train_state.safetensors``; without it a training state there is removed (it is of
+        the run this one replaces) and a model of another kind there is refused.
     log : callable, optional
         ``log(str)`` for one line per epoch (default: ``tqdm.write`` on rank 0).
 
@@ -323,6 +347,8 @@ def fit(
                             "seconds": 0.0}  # fmt: skip
     if not resume:  # a model of another kind in the folder would be replaced by this run's (every rank checks)
         _check_same_kind(out_dir, task.model_config().get("format"))
+        if main:  # a replaced run's state: a later resume would have gone on from it, had this run stopped early
+            (out_dir / STATE_NAME).unlink(missing_ok=True)
     averaged = None
     if config.ema > 0:
         averaged = AveragedModel(model, multi_avg_fn=ema_update(config.ema), use_buffers=True)
