@@ -78,6 +78,8 @@ def test_a_scaled_rotation_is_its_rotation_and_a_reflection_is_refused(scale: fl
     np.testing.assert_allclose(matrix_to_quat(scale * r.as_matrix()), _scipy_quat(r.as_matrix()), rtol=0, atol=1e-12)
     with pytest.raises(ShapeError, match="reflection"):
         matrix_to_quat(-scale * r.as_matrix())
+    converted = matrix_to_quat(-scale * r.as_matrix(), check=False)  # as an exported graph: unit quaternions
+    np.testing.assert_allclose(np.linalg.norm(converted, axis=-1), 1.0, rtol=0, atol=1e-12)
 
 
 def _qr_gram_schmidt(d6: np.ndarray) -> np.ndarray:

@@ -169,3 +169,20 @@ def test_chunk_pool_works_in_a_forked_child():
         child.join(timeout=5)
         child.kill()
     assert child.exitcode == 0 and got == [1, 2]
+
+
+def test_a_degenerate_swing_is_converted_by_torch_as_by_onnxruntime(shipped, torch_threads):
+    """A random pose that puts one bone (almost) opposite its start axis makes that joint's swing no rotation
+    (determinant -6e22 here; no capture comes within 130 degrees of it). The torch path raised "m holds a
+    reflection" there (``benchmarks/ik.py`` stopped on it), where the exported graph converts it: now both give unit
+    quaternions, and the same ones for every other joint."""
+    g = torch.Generator().manual_seed(1)
+    x = torch.randn(4096, shipped.rig.num_joints, 3, generator=g, dtype=torch.float64) * (0.2 * shipped.rig.height)
+    x = x[379:380]
+    with torch.no_grad():
+        det = torch.linalg.det(shipped.net.local_rotations(x.float()).double())[0]
+    proper = (det - 1).abs() < 1e-5  # (its neighbours are near-degenerate too: torch and onnxruntime round apart)
+    assert float(det[8]) < 0 and int(proper.sum()) >= 12  # the joints below it follow its garbage
+    by_torch, by_onnx = shipped.predict(x, runtime="torch"), shipped.predict(x, runtime="onnx")
+    assert float((by_torch.norm(dim=-1) - 1).abs().max()) < 1e-6
+    assert _quat_close(by_torch[:, proper], by_onnx[:, proper], 1e-5)

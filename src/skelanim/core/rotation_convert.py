@@ -75,7 +75,7 @@ def _tables(name: str, like: Tensor) -> tuple[Tensor, ...]:
 
 
 @numpy_in_numpy_out
-def matrix_to_quat(m: Tensor) -> Tensor:
+def matrix_to_quat(m: Tensor, *, check: bool = True) -> Tensor:
     """Rotation matrices to unit quaternions with ``w >= 0``.
 
     Branchless Shepperd-style method: the four candidates ``4 q_i q`` are built from sums and differences
@@ -89,6 +89,9 @@ def matrix_to_quat(m: Tensor) -> Tensor:
     m : Tensor
         ``(..., 3, 3)`` rotation matrices (slightly non-orthogonal input gives a nearby rotation, a uniformly
         scaled one its rotation; a reflection, determinant < 0, is a :class:`~skelanim.errors.ShapeError`).
+    check : bool
+        Refuse reflections. ``False`` converts any matrix, as a traced or exported graph does: for a network's
+        own output, which for a degenerate input may be no rotation (a unit quaternion comes back all the same).
 
     Returns
     -------
@@ -97,7 +100,7 @@ def matrix_to_quat(m: Tensor) -> Tensor:
     """
     m = as_tensor(m)
     _check(m, (3, 3), "m")
-    eager = not (torch.jit.is_tracing() or torch.onnx.is_in_onnx_export())
+    eager = check and not (torch.jit.is_tracing() or torch.onnx.is_in_onnx_export())
     if eager and m.numel() and bool(((m[..., 0] * _cross(m[..., 1], m[..., 2])).sum(-1) < 0).any()):  # det < 0
         raise ShapeError("m holds a reflection (determinant < 0), not a rotation: no quaternion stands for it")
     table, const = _tables("shepperd", m)
