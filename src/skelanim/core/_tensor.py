@@ -99,6 +99,33 @@ def numpy_in_numpy_out(fn: F) -> F:
 # ------------------------------------------------------------------------------------------- helpers
 
 
+def along_frames(fn: Callable[..., Tensor], x: Any, dim: int, name: str, *, vectors: bool = False,
+                 **kwargs: Any) -> Tensor:  # fmt: skip
+    """``fn(x, **kwargs)`` for a ``fn`` whose frames are axis 0, with the frames on axis ``dim`` of ``x`` instead:
+    moved to the front and the result's moved back (``dim=1`` for a ``(B, F, ...)`` batch of clips).
+
+    Parameters
+    ----------
+    fn : callable
+        Takes a frames-first tensor and ``kwargs``.
+    x : Tensor or np.ndarray
+        The signal.
+    dim : int
+        Its frame axis (negative counts from the end).
+    name : str
+        ``x``'s name in errors.
+    vectors : bool
+        ``x``'s last axis holds each sample's components (a quaternion's four), never frames.
+    """
+    t = as_tensor(x)
+    axis = dim + t.ndim if dim < 0 else dim
+    if not 0 <= axis < t.ndim - (1 if vectors and t.ndim > 1 else 0):
+        what = "a frame axis" if 0 <= axis < t.ndim else "an axis"
+        raise ShapeError(f"dim={dim} is not {what} of {name} with shape {tuple(t.shape)}")
+    return fn(t, **kwargs) if axis == 0 else fn(t.movedim(axis, 0), **kwargs).movedim(0, axis)
+
+
+
 def _check(x: Tensor, tail: tuple[int, ...], name: str) -> None:
     if x.ndim < len(tail) or tuple(x.shape[x.ndim - len(tail) :]) != tail:
         want = ", ".join(["..."] + [str(t) for t in tail])

@@ -52,6 +52,7 @@ from skelanim.core._tensor import (
     _safe_norm,
     _safe_normalize,
     _sum_sq,
+    along_frames,
     as_tensor,
     numpy_in_numpy_out,
 )
@@ -316,19 +317,23 @@ def axis_angle_to_quat(axis: Tensor, angle: Tensor | float) -> Tensor:
 
 
 @numpy_in_numpy_out
-def quat_continuous(q: Tensor) -> Tensor:
+def quat_continuous(q: Tensor, *, dim: int = 0) -> Tensor:
     """Make a quaternion curve sign-continuous along frames (hemisphere alignment).
 
     Parameters
     ----------
     q:
         ``(F, ..., 4)`` quaternions, frames first.
+    dim:
+        The frame axis (``1`` for a ``(B, F, J, 4)`` batch of clips); the result keeps ``q``'s layout.
 
     Returns
     -------
     ``(F, ..., 4)``: ``q_t`` or ``-q_t`` (the same rotation), chosen so ``q_t . q_{t-1} >= 0``; frame 0 is
     kept as it is.
     """
+    if dim != 0:
+        return along_frames(quat_continuous, q, dim, "q", vectors=True)
     q = as_tensor(q)
     if q.ndim < 2:
         raise ShapeError(f"q must have shape (F, ..., 4), got {tuple(q.shape)}")

@@ -29,7 +29,7 @@ import torch
 from scipy.signal import butter, savgol_filter, sosfiltfilt
 from torch import Tensor
 
-from skelanim.core._tensor import as_tensor, numpy_in_numpy_out
+from skelanim.core._tensor import along_frames, as_tensor, numpy_in_numpy_out
 from skelanim.errors import ShapeError
 
 __all__ = ["butterworth", "default_savgol_window", "one_euro", "savgol"]
@@ -110,6 +110,7 @@ def savgol(
     window: int,
     polyorder: int = 3,
     mode: str = "interp",
+    dim: int = 0,
 ) -> Tensor:
     """Savitzky–Golay smoothing along the frame axis.
 
@@ -125,11 +126,15 @@ def savgol(
         Order of the local polynomial.
     mode:
         Edge handling passed to :func:`scipy.signal.savgol_filter` (``"interp"`` fits the edge windows).
+    dim:
+        The frame axis (``1`` for a ``(B, F, ...)`` batch of clips); the result keeps ``x``'s layout.
 
     Returns
     -------
     ``(F, ...)`` smoothed signal.
     """
+    if dim != 0:
+        return along_frames(savgol, x, dim, "x", window=window, polyorder=polyorder, mode=mode)
     t = _frames_first(x, "x")
     arr = _finite_numpy(t, "x", "savgol")
     window, polyorder = _whole(window, "window"), _whole(polyorder, "polyorder")
@@ -151,6 +156,7 @@ def butterworth(
     fps: float,
     cutoff: float,
     order: int = 4,
+    dim: int = 0,
 ) -> Tensor:
     """Zero-phase Butterworth low-pass along the frame axis (``sosfiltfilt``).
 
@@ -164,6 +170,8 @@ def butterworth(
         Cutoff frequency in Hz, ``0 < cutoff < fps / 2``.
     order:
         Order of the single-pass filter (the forward-backward result has twice the attenuation in dB).
+    dim:
+        The frame axis (``1`` for a ``(B, F, ...)`` batch of clips); the result keeps ``x``'s layout.
 
     Returns
     -------
@@ -177,6 +185,8 @@ def butterworth(
     order = _whole(order, "order")
     if order < 1:
         raise ShapeError(f"order must be >= 1, got {order}")
+    if dim != 0:
+        return along_frames(butterworth, x, dim, "x", fps=fps, cutoff=cutoff, order=order)
     t = _frames_first(x, "x")
     arr = _finite_numpy(t, "x", "butterworth")
     if arr.shape[0] < 2:
@@ -198,6 +208,7 @@ def one_euro(
     beta: float = 0.0,
     d_cutoff: float = 1.0,
     isotropic: bool = True,
+    dim: int = 0,
 ) -> Tensor:
     """The One-Euro filter (Casiez et al. 2012), causal, vectorised over everything but frames.
 
@@ -222,12 +233,17 @@ def one_euro(
         Cutoff in Hz of the derivative's low-pass.
     isotropic:
         ``|dx̂|`` is the norm over the last axis (one cutoff per point); ``False``: per component.
+    dim:
+        The frame axis (``1`` for a ``(B, F, ...)`` batch of clips); the result keeps ``x``'s layout.
 
     Returns
     -------
     ``(F, ..., D)`` filtered signal.
     """
     fps = check_one_euro(fps, min_cutoff, beta, d_cutoff)
+    if dim != 0:
+        return along_frames(one_euro, x, dim, "x", vectors=isotropic, fps=fps, min_cutoff=min_cutoff, beta=beta,
+                            d_cutoff=d_cutoff, isotropic=isotropic)  # fmt: skip
     t = _frames_first(x, "x")
     if not torch.isfinite(t).all():  # as savgol and butterworth: a NaN would spread to every later frame
         raise ShapeError("x contains NaN or infinite values")

@@ -29,7 +29,7 @@ from typing import Literal
 import torch
 from torch import Tensor
 
-from skelanim.core._tensor import as_tensor, numpy_in_numpy_out
+from skelanim.core._tensor import along_frames, as_tensor, numpy_in_numpy_out
 from skelanim.core.motion import Motion
 from skelanim.core.rotations import (
     quat_continuous,
@@ -76,6 +76,7 @@ def smooth_rotations(
     min_cutoff: float = 1.0,
     beta: float = 0.0,
     d_cutoff: float = 1.0,
+    dim: int = 0,
 ) -> Tensor:
     """Smooth a quaternion curve on the rotation manifold (see the module docstring for the method).
 
@@ -93,11 +94,17 @@ def smooth_rotations(
         Butterworth options (Hz, single-pass order).
     min_cutoff, beta, d_cutoff:
         One-Euro options; ``beta`` in Hz per (rad/s) of angular speed.
+    dim:
+        The frame axis (``1`` for a ``(B, F, J, 4)`` batch of clips); the result keeps ``q``'s layout.
 
     Returns
     -------
     ``(F, ..., 4)`` unit quaternions, sign-continuous along frames.
     """
+    if dim != 0:
+        return along_frames(smooth_rotations, q, dim, "q", vectors=True, method=method, fps=fps, window=window,
+                            polyorder=polyorder, cutoff=cutoff, order=order, min_cutoff=min_cutoff, beta=beta,
+                            d_cutoff=d_cutoff)  # fmt: skip
     t = as_tensor(q)
     if t.ndim < 2 or t.shape[-1] != 4 or t.shape[0] < 1:
         raise ShapeError(f"q must have shape (F, ..., 4), got {tuple(t.shape)}")
