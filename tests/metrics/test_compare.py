@@ -181,3 +181,23 @@ def test_a_set_mixing_units_is_said_to():
     big = big.copy(skeleton=Skeleton(big.skeleton.names, big.skeleton.parents, big.skeleton.offsets * 5))
     res = compare_sets([_standing(30), big], [_standing(30)])
     assert any("set a mixes heights" in note for note in res["notes"]) and res["height"] is None
+
+
+def test_the_package_names_its_metrics():
+    """``skelanim.metrics`` had exported nothing (``skelanim.metrics.kinematic`` an AttributeError, an audit found,
+    while the learn README documents the package): its modules and each name of its ``__all__`` are reachable and
+    are the modules' own functions."""
+    import importlib
+    import subprocess
+    import sys
+
+    from skelanim import metrics
+
+    for name in metrics.__all__:
+        value = getattr(metrics, name)
+        module = value if isinstance(value, type(metrics)) else importlib.import_module(value.__module__)
+        assert module.__name__.startswith("skelanim.metrics.") and getattr(module, name, value) is value, name
+    assert metrics.mpjpe is metrics.kinematic.mpjpe and metrics.fid is metrics.distribution.fid
+    code = "import skelanim.metrics as m; print(m.kinematic.mpjpe.__module__)"  # a fresh process: no import before
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
+    assert out == "skelanim.metrics.kinematic"

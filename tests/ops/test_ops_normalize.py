@@ -234,6 +234,27 @@ def test_rotate_about_up_matches_scipy(motion):
     assert np.allclose(out.positions().numpy(), expected, atol=1e-12)
 
 
+def test_rotate_takes_a_rotation_and_refuses_what_is_none(motion):
+    """``rotate`` had used its quaternion as given (a zero one dropped the root's turn, ``[2, 0, 0, 0]`` was stored
+    with norm 2) and projected any matrix onto a rotation (a random one moved the pose 350 cm): now a quaternion
+    is normalised, and a zero one, a scaled, sheared or reflecting matrix, or NaN are one-line errors."""
+    from skelanim.ops import rotate
+
+    r = Rotation.from_rotvec([0.3, -0.5, 0.2])
+    x, y, z, w = r.as_quat()
+    want = rotate(motion, r.as_matrix()).positions()
+    for given in (np.array([w, x, y, z]), 2.5 * np.array([w, x, y, z])):
+        out = rotate(motion, given)
+        torch.testing.assert_close(out.positions(), want, rtol=0, atol=1e-12)
+        torch.testing.assert_close(out.rotations.norm(dim=-1), torch.ones(out.rotations.shape[:-1], dtype=torch.float64))
+    p = motion.positions().numpy()
+    assert np.allclose(want.numpy(), r.apply(p.reshape(-1, 3)).reshape(p.shape), atol=1e-12)  # scipy's turn
+    for bad, words in [(np.zeros(4), "zero quaternion"), (1.01 * r.as_matrix(), "no rotation"),
+                       (np.diag([1.0, 1.0, -1.0]), "determinant -1"), (np.full(4, np.nan), "NaN")]:  # fmt: skip
+        with pytest.raises(ShapeError, match=words):
+            rotate(motion, bad)
+
+
 def test_facing_needs_pairs():
     skel = Skeleton(["Root", "Head"], np.array([-1, 0]), torch.tensor([[0, 0, 0], [0, 1.0, 0]]))
     with pytest.raises(SkeletonError, match="left/right"):

@@ -225,7 +225,8 @@ def rotate(motion: Motion, rotation: ArrayLike, *, pivot: ArrayLike | None = Non
     motion:
         The motion (not modified).
     rotation:
-        ``(4,)`` unit quaternion or ``(3, 3)`` rotation matrix ``R``.
+        ``(4,)`` quaternion (normalised here; zero is refused) or ``(3, 3)`` rotation matrix ``R`` (orthonormal
+        within 1e-5, determinant +1; a scaled or sheared matrix is refused, not projected).
     pivot:
         ``(3,)`` fixed point; default the origin.
 
@@ -237,7 +238,18 @@ def rotate(motion: Motion, rotation: ArrayLike, *, pivot: ArrayLike | None = Non
     r = as_tensor(rotation, dtype=torch.float64)
     if tuple(r.shape) not in ((4,), (3, 3)):
         raise ShapeError(f"a rotation is a (4,) quaternion or a (3, 3) matrix, got {tuple(r.shape)}")
-    q = matrix_to_quat(r) if r.shape == (3, 3) else r
+    if not torch.isfinite(r).all():
+        raise ShapeError("the rotation holds NaN or infinite values")
+    if r.shape == (3, 3):
+        gap = float((r.T @ r - torch.eye(3, dtype=r.dtype)).abs().max())
+        if gap > 1e-5 or float(torch.linalg.det(r)) < 0:
+            raise ShapeError(f"the (3, 3) matrix is no rotation (R^T R is {gap:.3g} off the identity, determinant "
+                             f"{float(torch.linalg.det(r)):.3g})")  # fmt: skip
+        q = matrix_to_quat(r)
+    elif float(r.norm()) < 1e-9:
+        raise ShapeError("a zero quaternion is no rotation")
+    else:
+        q = r / r.norm()
     p = torch.zeros(3, dtype=torch.float64) if pivot is None else as_tensor(pivot, dtype=torch.float64).reshape(3)
     rot = motion.rotations.clone()
     rot[:, 0] = quat_multiply(q, rot[:, 0])
