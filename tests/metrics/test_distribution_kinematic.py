@@ -208,3 +208,19 @@ def test_bone_length_error():
     assert bone_length_error(stretched, parents, offsets) == pytest.approx((0 + 0 + 0 + 0.5) / 4, abs=1e-6)
     assert bone_length_error(np.asarray(stretched), parents) > 0.0
     assert bone_length_error(stretched, parents, offsets, bones=[1]) == pytest.approx(0.0, abs=1e-6)
+
+
+def test_pose_errors_refuse_a_pair_of_other_shapes():
+    """A target of one pose (or one frame) against a clip had broadcast and been scored without a word."""
+    from skelanim.errors import ShapeError
+    from skelanim.metrics.kinematic import angle_error, mpjpe
+
+    pred = torch.randn(10, 22, 3, dtype=torch.float64)
+    assert mpjpe(pred, pred + torch.tensor([0.0, 3.0, 4.0], dtype=torch.float64)).tolist() == [5.0] * 10
+    for target in (pred[0], pred[:1], pred[..., :2]):
+        with pytest.raises(ShapeError, match=r"\(\.\.\., T, J, 3\) arrays of one shape"):
+            mpjpe(pred, target)
+    rot = torch.eye(3, dtype=torch.float64).expand(10, 22, 3, 3)
+    assert angle_error(rot, rot).abs().max() == 0
+    with pytest.raises(ShapeError, match=r"\(\.\.\., T, J, 3, 3\) arrays of one shape"):
+        angle_error(rot, rot[0])

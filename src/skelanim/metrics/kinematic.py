@@ -34,6 +34,7 @@ import torch
 from torch import Tensor
 
 from skelanim.core.rotations import matrix_geodesic
+from skelanim.errors import ShapeError
 
 __all__ = [
     "angle_error", "angle_error_at", "bone_length_error", "foot_skating", "ground_penetration", "horizon_frames",
@@ -43,6 +44,17 @@ __all__ = [
 
 def _t(x: Tensor | np.ndarray) -> Tensor:
     return x.detach().double() if isinstance(x, Tensor) else torch.as_tensor(np.asarray(x), dtype=torch.float64)
+
+
+def _pair(pred: Tensor | np.ndarray, target: Tensor | np.ndarray, tail: tuple[int, ...],
+          what: str) -> tuple[Tensor, Tensor]:  # fmt: skip
+    """``pred`` and ``target`` as float64 tensors of one shape ending in ``tail`` (a target that broadcast against
+    the prediction, one pose for every frame, had been scored without a word)."""
+    a, b = _t(pred), _t(target)
+    if a.shape != b.shape or a.ndim < len(tail) + 2 or tuple(a.shape[a.ndim - len(tail) :]) != tail:
+        want = ", ".join(["...", "T", "J", *map(str, tail)])
+        raise ShapeError(f"{what} must be two ({want}) arrays of one shape, got {tuple(a.shape)} and {tuple(b.shape)}")
+    return a, b
 
 
 def horizon_frames(horizons_ms: Sequence[float], fps: float) -> list[int]:
@@ -60,12 +72,12 @@ def horizon_frames(horizons_ms: Sequence[float], fps: float) -> list[int]:
 
 
 def mpjpe(pred: Tensor | np.ndarray, target: Tensor | np.ndarray, *, height: float = 1.0) -> Tensor:
-    """Per-frame mean per-joint position error.
+    """Per-frame mean per-joint position error (an evaluation: detached, in float64; not a training loss).
 
     Parameters
     ----------
     pred, target : Tensor or ndarray
-        ``(..., T, J, 3)`` joint positions.
+        ``(..., T, J, 3)`` joint positions, one shape.
     height : float
         Divide by this length.
 
@@ -74,7 +86,8 @@ def mpjpe(pred: Tensor | np.ndarray, target: Tensor | np.ndarray, *, height: flo
     Tensor
         ``(..., T)`` float64.
     """
-    return (_t(pred) - _t(target)).norm(dim=-1).mean(-1) / height
+    a, b = _pair(pred, target, (3,), "predicted and true positions")
+    return (a - b).norm(dim=-1).mean(-1) / height
 
 
 def mpjpe_at(pred: Tensor | np.ndarray, target: Tensor | np.ndarray, horizons_ms: Sequence[float], fps: float,
@@ -102,8 +115,9 @@ def mpjpe_at(pred: Tensor | np.ndarray, target: Tensor | np.ndarray, horizons_ms
 
 
 def angle_error(pred: Tensor | np.ndarray, target: Tensor | np.ndarray) -> Tensor:
-    """Per-frame mean geodesic angle in degrees between ``(..., T, J, 3, 3)`` rotation matrices; ``(..., T)``."""
-    return torch.rad2deg(matrix_geodesic(_t(pred), _t(target))).mean(-1)
+    """Per-frame mean geodesic angle in degrees between ``(..., T, J, 3, 3)`` rotation matrices of one shape;
+    ``(..., T)`` (detached, float64)."""
+    return torch.rad2deg(matrix_geodesic(*_pair(pred, target, (3, 3), "predicted and true rotations"))).mean(-1)
 
 
 def angle_error_at(
