@@ -172,3 +172,21 @@ def test_selected_joint_fk_checks_its_parents_as_full_fk_does() -> None:
         kinematics.forward_kinematics_joints(rot, trans, [-1, 0, 1], [3])
     _, pos = kinematics.forward_kinematics_joints(rot, trans, [-1, 0, 1], [2])
     assert torch.equal(pos[0], torch.tensor([3.0, 3.0, 3.0], dtype=torch.float64))  # a chain of unit steps
+
+
+def test_mixed_dtypes_compute_in_the_wider_one() -> None:
+    """float32 rotations with float64 offsets had given float32 positions (the offsets cast down), float64 with
+    float32 float64: now both give the float64 result of the upcast inputs, as the rotation functions do."""
+    from skelanim.core.kinematics import forward_kinematics_joints
+
+    rng = np.random.default_rng(5)
+    parents = _random_tree(rng, 12)
+    q = torch.from_numpy(rng.normal(size=(6, 12, 4)))
+    t = torch.from_numpy(rng.normal(size=(6, 12, 3)) * 10)
+    for rot, off in ((q.float(), t), (q, t.float())):
+        want = forward_kinematics(rot.double(), off.double(), parents)
+        got = forward_kinematics(rot, off, parents)
+        assert got[1].dtype == torch.float64 and all(torch.equal(a, b) for a, b in zip(got, want, strict=True))
+        want_j = forward_kinematics_joints(rot.double(), off.double(), parents, [3, 11])
+        got_j = forward_kinematics_joints(rot, off, parents, [3, 11])
+        assert got_j[1].dtype == torch.float64 and all(torch.equal(a, b) for a, b in zip(got_j, want_j, strict=True))
