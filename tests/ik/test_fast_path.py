@@ -186,3 +186,15 @@ def test_a_degenerate_swing_is_converted_by_torch_as_by_onnxruntime(shipped, tor
     by_torch, by_onnx = shipped.predict(x, runtime="torch"), shipped.predict(x, runtime="onnx")
     assert float((by_torch.norm(dim=-1) - 1).abs().max()) < 1e-6
     assert _quat_close(by_torch[:, proper], by_onnx[:, proper], 1e-5)
+
+
+def test_solving_positions_that_need_a_gradient_reads_their_values(shipped, real_positions, recwarn):
+    """Positions with ``requires_grad`` had set off torch's "Converting a tensor with requires_grad=True to a
+    scalar" warning inside the unit check; the solvers pass no gradient back, so the values are read detached."""
+    from skelanim.ik.solve import solve
+
+    x = real_positions[:4].double()
+    plain = solve(x, shipped)
+    needing = solve(x.clone().requires_grad_(True), shipped)
+    assert torch.equal(needing.rotations, plain.rotations) and not needing.rotations.requires_grad
+    assert not [w for w in recwarn if "requires_grad" in str(w.message)]

@@ -123,3 +123,15 @@ def test_finite_motions_still_write_everywhere(tmp_path: Path) -> None:
         skelanim.save(motion, tmp_path / f"ok{suffix}")
     assert np.allclose(skelanim.load_positions(tmp_path / "ok.npz").positions, motion.positions().numpy())
     assert torch.allclose(skelanim.load(tmp_path / "ok.txt").root_positions, motion.root_positions)
+
+
+def test_a_motion_without_frames_is_refused_before_a_file_is_written(tmp_path):
+    """``save`` wrote "Frames: 0", which ``load`` (as most readers) refuses: now a one-line error and no file."""
+    from skelanim.errors import ShapeError
+
+    skeleton = Skeleton(["Hips", "Spine"], np.array([-1, 0]), torch.tensor([[0.0, 0, 0], [0, 1, 0]]))
+    empty = Motion.rest(skeleton, 1)[:0]
+    assert empty.num_frames == 0
+    with pytest.raises(ShapeError, match="without frames"):
+        skelanim.save(empty, tmp_path / "empty.bvh")
+    assert not (tmp_path / "empty.bvh").exists()

@@ -487,3 +487,14 @@ def test_a_run_stopped_inside_the_vae_stage_resumes_to_the_uninterrupted_weights
         a = Generator.load(tmp_path / "whole" / folder).state_dict()
         b = Generator.load(tmp_path / "cut" / folder).state_dict()
         assert all(torch.equal(a[k], b[k]) for k in a), folder
+
+
+def test_sampling_needs_one_style_per_content():
+    """Two styles for one content had ended in torch's "Sizes of tensors must match"; now a plain error."""
+    from skelanim.learn.common import pretrained_dir
+    from skelanim.learn.generate import Generator
+
+    gen = Generator.load(pretrained_dir("generate"))
+    assert gen.sample(["walk"], ["happy"], generator=torch.Generator().manual_seed(0)).shape[0] == 1
+    with pytest.raises(ValueError, match="one style per content: 1 contents and 2 styles"):
+        gen.sample(["walk"], ["happy", "sad"])

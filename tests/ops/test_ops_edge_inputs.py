@@ -110,3 +110,20 @@ def test_constructors_refuse_bad_offsets_and_fps_by_name(motion):
     for fps in (None, "30", 0.0, float("nan")):
         with pytest.raises(ShapeError, match="fps must be a positive number"):
             motion.copy(fps=fps)
+
+
+def test_wrong_joints_negative_costs_and_empty_averages_are_one_line_errors():
+    """An audit's inputs that ended in a NumPy IndexError, a LinAlgError, or a result against the documented
+    contract (a DTW of negative costs returned -2)."""
+    from skelanim.ops.align import dtw_from_cost
+
+    positions = np.zeros((5, 4, 3))
+    positions[:, 3, 1] = 1.0
+    assert foot_contacts(positions, 30, joints=[0, -4]).shape == (5, 2)
+    with pytest.raises(ShapeError, match=r"joints \[0, 99\] must lie in 0 \.\. 3"):
+        foot_contacts(positions, 30, joints=[0, 99])
+    assert dtw_from_cost(np.ones((3, 4)))[1] == 4.0
+    with pytest.raises(ShapeError, match="non-negative, got -1"):
+        dtw_from_cost(-np.ones((3, 4)))
+    with pytest.raises(ShapeError, match="no rotations to average"):
+        r.mean_rotations(torch.zeros(0, 5, 3, 3))

@@ -411,6 +411,8 @@ def mean_rotations(rot: Tensor, dim: int = 0) -> Tensor:
     _check(rot, (3, 3), "rot")
     if not -rot.ndim <= dim < rot.ndim or dim % rot.ndim >= rot.ndim - 2:
         raise ShapeError(f"mean_rotations averages over a leading dim of (..., 3, 3), not dim {dim} of {tuple(rot.shape)}")
+    if rot.shape[dim] == 0:
+        raise ShapeError(f"mean_rotations has no rotations to average over dim {dim} of {tuple(rot.shape)}")
     u, _, vh = torch.linalg.svd(rot.double().mean(dim))
     d = torch.sign(torch.linalg.det(u @ vh))
     u = torch.cat([u[..., :2], u[..., 2:] * d[..., None, None]], dim=-1)

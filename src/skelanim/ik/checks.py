@@ -65,7 +65,7 @@ def check_positions(
                          path=source) from None  # fmt: skip
     if x.is_complex() or not (x.is_floating_point() or x.dtype in (torch.int32, torch.int64)):
         raise ShapeError(f"positions must be real numbers, got {x.dtype}", path=source)
-    x = x.to(torch.float64)
+    x = x.detach().to(torch.float64)  # the solvers pass no gradient back (onnxruntime, LM steps, SVDs)
     expected = f"the model expects {skeleton.num_joints} joints: {', '.join(skeleton.names)}"
     if x.ndim == 2 and x.shape[-1] == 3:
         x = x[None]

@@ -364,7 +364,8 @@ def solve(
     ----------
     positions : array, Tensor or JointPositions
         ``(F, J, 3)`` world positions in the skeleton's units (the shipped model: centimetres; positions in
-        other units are refused, not rescaled, see :func:`check_units`).
+        other units are refused, not rescaled, see :func:`check_units`). Read as values: no gradient flows back
+        (train through :class:`~skelanim.ik.model.IKGAT` itself for that).
     model : IKModel, path or None
         A loaded model, a model folder, or ``None`` for the shipped Bandai-Namco model (folders are loaded
         once, :func:`load_model`).

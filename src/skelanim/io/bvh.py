@@ -66,7 +66,7 @@ import torch
 from skelanim.core.motion import EulerRotations, Motion
 from skelanim.core.rotations import euler_to_quat, quat_to_euler
 from skelanim.core.skeleton import Skeleton
-from skelanim.errors import FormatError, SkelanimError, SkeletonError
+from skelanim.errors import FormatError, ShapeError, SkelanimError, SkeletonError
 from skelanim.io.atomic import atomic_open
 from skelanim.io.bvh_parse import _FRAME_TIME_RE, _MOTION_RE, ParsedBVH, normalize_bytes, parse_bvh_bytes
 from skelanim.io.common import nominal_fps, require_finite_motion, warn_at_caller
@@ -444,6 +444,8 @@ def _check_writable(motion: Motion, path: str | os.PathLike | None) -> None:
         if problem is not None:
             raise SkeletonError(f"joint name {name!r} cannot be written to a BVH file: {problem}; rename the joint",
                                 path=path, where=f"joint {j}")
+    if motion.num_frames == 0:  # the reader, as most others, refuses "Frames: 0"
+        raise ShapeError("a motion without frames cannot be written to a BVH file", path=path)
     require_finite_motion(motion, path)
 
 
@@ -468,7 +470,7 @@ def dumps(motion: Motion, *, precision: int = 6) -> str:
         A joint name that a BVH file cannot hold: empty, with braces or control characters, or with
         whitespace other than single spaces between words (it would read back changed, or not at all).
     ShapeError
-        A non-finite offset, rotation or translation (the reader would reject the file).
+        A non-finite offset, rotation or translation, or no frames (the reader would reject the file).
     """
     _check_writable(motion, None)
     return _text(motion, precision)

@@ -312,7 +312,9 @@ class Generator(nn.Module):
 
     # ------------------------------------------------------------------ sampling
     def condition(self, contents: Sequence[str], styles: Sequence[str]) -> Tensor:
-        """``(B, 2 E)`` condition of class names."""
+        """``(B, 2 E)`` condition of class names (one content and one style per motion)."""
+        if len(contents) != len(styles):
+            raise ValueError(f"one style per content: {len(contents)} contents and {len(styles)} styles given")
         device = module_device(self)
         return self.vae.condition(torch.tensor(self.contents.indices(contents), device=device),
                                   torch.tensor(self.styles.indices(styles), device=device))  # fmt: skip

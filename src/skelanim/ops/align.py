@@ -65,6 +65,8 @@ def dtw_from_cost(cost: ArrayLike, *, window: int | None = None) -> tuple[np.nda
         raise ShapeError(f"cost must be an (N, M) matrix with N, M >= 1, got {c.shape}")
     if np.isnan(c).any():
         raise ShapeError("cost contains NaN")
+    if (c < 0).any():
+        raise ShapeError(f"cost must be non-negative, got {float(c.min()):g} (a negative cost rewards long paths)")
     n, m = c.shape
     if window is not None:
         if window < 0:

@@ -129,6 +129,8 @@ def foot_contacts(
             raise ShapeError("joints must be indices for a positions array (names need a skeleton)")
         up, sign = signed_up(None, up_axis)
         idx = [int(j) for j in joints]
+        if any(not -arr.shape[1] <= j < arr.shape[1] for j in idx):
+            raise ShapeError(f"joints {idx} must lie in 0 .. {arr.shape[1] - 1} (the positions have {arr.shape[1]} joints)")
         h = float(arr[0, :, up].max() - arr[0, :, up].min()) if height is None else float(height)
         pos = arr[:, idx]
         as_numpy = not isinstance(source, torch.Tensor)
