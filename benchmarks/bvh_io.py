@@ -1,6 +1,6 @@
 """Time BVH parsing, and parsing + forward kinematics, for skelanim against pybvh and bvhio, in one process.
 
-    python benchmarks/bvh_io.py [--file PATH] [--repeats N] [--torch-threads T] [--quaternions]
+    python benchmarks/bvh_io.py [--file PATH] [--repeats N] [--slow-repeats N] [--torch-threads T] [--quaternions]
 
 Default file: ``cmu_cgspeed_mb/01_01.bvh`` (2752 frames, 31 joints, 2 MB) under ``$SKELANIM_DATA`` or
 ``<repo>/../shared/data/mocap``. Every library gets the same file, the runs are interleaved (so a

@@ -1,6 +1,6 @@
 """Frames per second of every retargeting method, streamed (``Retargeter.step``) and whole clips.
 
-    python benchmarks/retarget.py [--frames N] [--repeats R] [--torch-threads T] [--model DIR] [--no-eager]
+    python benchmarks/retarget.py [--frames N] [--repeats R] [--torch-threads T] [--model DIR] [--methods ik,nkn] [--no-eager]
 
 Pairs: ``cmu_cgspeed_mb/01_01`` (31 joints, 120 fps) onto the 100-joint production rig, and Bandai-Namco
 (22 joints) onto the CMU skeleton, under ``$SKELANIM_DATA`` or ``<repo>/../shared/data/mocap``. For each

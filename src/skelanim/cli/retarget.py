@@ -48,7 +48,7 @@ def _threads(threads: int | None) -> None:
 @retarget_app.command("run")
 def run(
     src: Path = typer.Argument(..., help="Source motion (.bvh, DeepMimic .txt)."),
-    to: Path = typer.Option(..., "--to", help="Any motion file of the target skeleton; its frames only calibrate that skeleton's bone frames (--calibrate)."),
+    to: Path = typer.Option(..., "--to", help="Any motion file of the target skeleton; its frames calibrate that skeleton's bone frames (--calibrate) and set where its feet stand (its floor); its motion is not used."),
     out: Path = typer.Option(..., "-o", "--out", help="Output motion on the target's full skeleton (.bvh, .txt, ...)."),
     method: str = typer.Option("copy", "--method", help="copy, ik, nkn or naive."),
     source_map: Path | None = typer.Option(None, "--map", help="Joint mapping (JSON/YAML) for the source."),
