@@ -372,3 +372,19 @@ def test_the_demo_writes_its_outputs_and_reports_the_worst_joint_of_each_solve(t
         # (the demo divides by the tracked motion's height, not the solved one's: 1 % apart here)
         assert float(worst) == pytest.approx(100 * float(errors.max()), rel=0.02, abs=0.02)
         assert names[int(errors.max(dim=0).values.argmax())] == joint
+
+
+def test_convert_simple_channels_writes_root_positions_only(mocap_files, tmp_path: Path, capsys):
+    """``convert --simple-channels``: Bandai's six channels on every joint under a static root become a root with
+    position channels and rotation channels below, the same world positions; a format without channels is refused
+    before anything is written."""
+    (src,) = mocap_files(["bandai_namco_1/dataset-1_walk_normal_001.bvh"])
+    out = tmp_path / "simple.bvh"
+    assert main(["convert", str(src), str(out), "--simple-channels"]) == 0
+    motion, simple = skelanim.load(src), skelanim.load(out)
+    assert simple.skeleton.names == motion.skeleton.names[1:]
+    assert [len(c) for c in simple.skeleton.channels] == [6] + [3] * 20 and simple.joint_translations is None
+    np.testing.assert_allclose(simple.positions().numpy(), motion.positions()[:, 1:].numpy(), rtol=0, atol=1e-4)
+    capsys.readouterr()
+    assert main(["convert", str(src), str(tmp_path / "simple.glb"), "--simple-channels"]) == 2
+    assert "channels are a BVH file's" in capsys.readouterr().err and not (tmp_path / "simple.glb").exists()

@@ -168,6 +168,9 @@ def convert(
     loop: str | None = typer.Option(None, "--loop", help="Whether the clip loops, for outputs that say so (DeepMimic's "
                                     "Loop, kept in a .glb/.gltf): wrap or none (default: the source's, else none)."),
     up: str | None = typer.Option(None, "--up", help=UP_HELP + " A .glb/.gltf output is turned from it to +Y up."),
+    simple_channels: bool = typer.Option(False, "--simple-channels", help="BVH output: position channels on the "
+                                         "root alone, zero root offset (a static root of one child folded away), "
+                                         "as pybvh, three.js and engine importers all read alike."),
 ) -> None:
     """Convert SRC to DST between the supported formats, optionally resampling and scaling.
 
@@ -189,6 +192,9 @@ def convert(
     if up_axis is not None and dst.suffix.lower() not in (".glb", ".gltf"):
         raise typer.BadParameter(f"a {dst.suffix or 'suffix-less'} file keeps the source's axes; --up is for .glb/.gltf",
                                  param_hint="--up")  # fmt: skip
+    if simple_channels and dst.suffix.lower() != ".bvh":
+        raise typer.BadParameter(f"channels are a BVH file's; a {dst.suffix or 'suffix-less'} output has none",
+                                 param_hint="--simple-channels")  # fmt: skip
     check_output(dst, src)
     motion = skelanim.load(src)
     if loop is not None:
@@ -200,6 +206,8 @@ def convert(
             raise typer.BadParameter(f"{scale:g} times the lengths of {src} overflows", param_hint="--scale")
     if fps is not None:
         motion = ops.resample(motion, fps)
+    if simple_channels:
+        motion = ops.simplify_channels(motion)
     skelanim.save(motion, dst, **({} if up_axis is None else {"up_axis": up_axis}))
     typer.echo(f"wrote {dst} ({motion.num_frames} frames at {motion.fps:g} fps)")
     if motion.metadata.get("loop") == "wrap" and not keeps_loop:

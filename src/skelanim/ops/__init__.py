@@ -15,7 +15,7 @@ module                    functions
                           :func:`lateral_axis`, :func:`joint_reflections` (the mirror on the same rig)
 :mod:`.contacts`          :func:`foot_contacts`, :func:`find_feet`
 :mod:`.align`             :func:`dtw`, :func:`dtw_from_cost`, :func:`align_motions`
-:mod:`.subset`            :func:`collapse`, :func:`rename`
+:mod:`.subset`            :func:`collapse`, :func:`rename`, :func:`simplify_channels`
 ========================  ==============================================================================
 """
 
@@ -42,7 +42,7 @@ from skelanim.ops.normalize import (
 )
 from skelanim.ops.resample import repeat_loop, resample, sample_frames, sample_times
 from skelanim.ops.smoothing import quat_continuous, smooth, smooth_rotations
-from skelanim.ops.subset import collapse, rename
+from skelanim.ops.subset import collapse, rename, simplify_channels
 
 __all__ = [
     "align_motions",
@@ -73,6 +73,7 @@ __all__ = [
     "sample_times",
     "savgol",
     "scale",
+    "simplify_channels",
     "smooth",
     "smooth_rotations",
     "up_to_y",

@@ -32,7 +32,7 @@ from skelanim.core.rotations import quat_apply, quat_multiply, quat_normalize
 from skelanim.core.skeleton import DEFAULT_JOINT_CHANNELS, POSITION_CHANNELS, Skeleton
 from skelanim.errors import SkeletonError
 
-__all__ = ["collapse", "rename"]
+__all__ = ["collapse", "rename", "simplify_channels"]
 
 
 def _kept_parents(skeleton: Skeleton, keep: list[int]) -> dict[int, int]:
@@ -134,6 +134,63 @@ def collapse(motion: Motion, keep: Sequence[int | str], *, tol: float = 1e-9) ->
         joint_translations=new_t if animated else None,
         metadata=dict(motion.metadata),
     )
+
+
+def simplify_channels(motion: Motion, *, tol: float = 1e-6) -> Motion:
+    """The motion in the BVH layout that every reader takes alike: position channels on the root alone, rotation
+    channels on every other joint, the root's offset zero.
+
+    Some exporters animate a translation on every joint (Bandai-Namco: six channels per joint, under a static
+    ``joint_Root``), which pybvh refuses and three.js's BVHLoader adds to the offsets (its figures stand metres
+    off); others give the root an offset that three.js adds to the root positions. Here a root with one child whose
+    translation is animated is folded into that child (:func:`collapse`: world transforms unchanged), each other
+    joint's translation, constant over the frames, becomes its offset, and the root's offset is zero (its
+    positions place it). World positions are unchanged to ``tol`` of the height.
+
+    Parameters
+    ----------
+    motion:
+        The motion (not modified).
+    tol:
+        Largest change of a joint's translation over the frames, as a fraction of the height, that still counts as
+        constant.
+
+    Returns
+    -------
+    Motion
+        One joint fewer where a root was folded; no ``joint_translations``.
+
+    Raises
+    ------
+    SkeletonError
+        A joint other than the root whose translation is animated (the layout cannot hold it).
+    """
+    skel = motion.skeleton
+    children = [j for j in range(skel.num_joints) if int(skel.parents[j]) == 0]
+    if len(children) == 1 and motion.joint_translations is not None:
+        child_t = motion.local_translations()[:, children[0]]
+        if float((child_t - child_t[:1]).abs().max()) > 0:  # the animated joint below a root of one child: the root
+            motion = collapse(motion, [j for j in range(1, skel.num_joints)])
+            skel = motion.skeleton
+    height = motion.height
+    scale = max(height, 1.0) if np.isfinite(height) else 1.0
+    local_t = motion.local_translations()  # (F, J, 3)
+    spread = (local_t - local_t[:1]).norm(dim=-1).amax(0)  # (J,)
+    moving = [j for j in range(1, skel.num_joints) if float(spread[j]) > tol * scale]
+    if moving:
+        j = moving[0]
+        raise SkeletonError(f"joint {skel.names[j]}'s translation is animated (it moves by up to "
+                            f"{float(spread[j]):.4g}), which a BVH file holds only in position channels: keep them "
+                            f"({len(moving)} joint(s) move)")  # fmt: skip
+    offsets = local_t[0].clone()
+    offsets[0] = 0.0
+    channels = [POSITION_CHANNELS + (tuple(c for c in skel.channels[0] if c.endswith("rotation"))
+                                             or DEFAULT_JOINT_CHANNELS)]  # fmt: skip
+    channels += [tuple(c for c in skel.channels[j] if c.endswith("rotation")) or DEFAULT_JOINT_CHANNELS
+                 for j in range(1, skel.num_joints)]  # fmt: skip
+    new_skel = Skeleton(list(skel.names), skel.parents.copy(), offsets, channels,
+                        {k: v.clone() for k, v in skel.end_sites.items()})  # fmt: skip
+    return motion.copy(skeleton=new_skel, joint_translations=None, metadata=dict(motion.metadata))
 
 
 def rename(
