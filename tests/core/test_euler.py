@@ -105,3 +105,20 @@ def test_extrinsic_angles_are_scipys_lower_case(order: str) -> None:
     torch.testing.assert_close(euler_to_matrix(a, lower), euler_to_matrix(a, order), atol=0, rtol=0)
     torch.testing.assert_close(euler_to_matrix(a.flip(-1), order[::-1]), euler_to_matrix(a, order, extrinsic=True),
                                atol=1e-12, rtol=0)  # fmt: skip
+
+
+@pytest.mark.parametrize("extrinsic", [False, True])
+@pytest.mark.parametrize("order", ["ZXY", "ZYX", "XYZ", "ZXZ"])
+def test_every_euler_function_takes_degrees_as_scipy_does(order: str, extrinsic: bool) -> None:
+    """Only ``euler_to_quat`` had ``degrees=``; BVH angles are degrees, and scipy takes them both ways."""
+    rng = np.random.default_rng(11)
+    deg = rng.uniform(-170, 170, size=(50, 3))
+    deg[:, 1] = rng.uniform(10, 80, size=50)  # away from gimbal lock for both families of orders
+    seq = order.lower() if extrinsic else order.upper()
+    r = Rotation.from_euler(seq, deg, degrees=True)
+    np.testing.assert_allclose(euler_to_matrix(deg, order, degrees=True, extrinsic=extrinsic), r.as_matrix(), atol=1e-12)
+    q = euler_to_quat(deg, order, degrees=True, extrinsic=extrinsic)
+    np.testing.assert_allclose(quat_to_euler(q, order, degrees=True, extrinsic=extrinsic), r.as_euler(seq, degrees=True),
+                               atol=1e-9)  # fmt: skip
+    np.testing.assert_allclose(matrix_to_euler(r.as_matrix(), order, degrees=True, extrinsic=extrinsic),
+                               r.as_euler(seq, degrees=True), atol=1e-9)  # fmt: skip

@@ -79,16 +79,17 @@ def _euler_quat_terms(axes: tuple[int, int, int]) -> tuple[tuple[tuple[int, int]
 
 
 @numpy_in_numpy_out
-def euler_to_matrix(angles: Tensor, order: str, *, extrinsic: bool = False) -> Tensor:
+def euler_to_matrix(angles: Tensor, order: str, *, degrees: bool = False, extrinsic: bool = False) -> Tensor:
     """Intrinsic (or with ``extrinsic=True``, extrinsic) Euler angles to rotation matrices.
 
     Parameters
     ----------
     angles : Tensor
-        ``(..., 3)`` radians; ``angles[..., i]`` is about axis ``order[i]``.
+        ``(..., 3)`` radians (degrees with ``degrees=True``); ``angles[..., i]`` is about axis ``order[i]``.
     order : str
         One of :data:`EULER_ORDERS`, any case.
-
+    degrees : bool
+        Angles in degrees (as in BVH files).
     extrinsic : bool
         About the fixed axes (module docstring).
 
@@ -97,6 +98,8 @@ def euler_to_matrix(angles: Tensor, order: str, *, extrinsic: bool = False) -> T
     Tensor
         ``(..., 3, 3)``: ``R_order[0](a0) @ R_order[1](a1) @ R_order[2](a2)`` (extrinsic: the reverse product).
     """
+    if degrees:
+        return euler_to_matrix(torch.deg2rad(as_tensor(angles)), order, extrinsic=extrinsic)
     if extrinsic:
         return euler_to_matrix(as_tensor(angles).flip(-1), _reversed(order))
     axes = parse_order(order)
@@ -171,7 +174,7 @@ def euler_quat_components(angles: Tensor, axes: tuple[int, int, int], degrees: b
 
 
 @numpy_in_numpy_out
-def quat_to_euler(q: Tensor, order: str, *, extrinsic: bool = False) -> Tensor:
+def quat_to_euler(q: Tensor, order: str, *, degrees: bool = False, extrinsic: bool = False) -> Tensor:
     """Quaternions (any length; zero means identity) to intrinsic (or extrinsic) Euler angles.
 
     The middle angle is in ``[-pi/2, pi/2]`` for Tait-Bryan orders and ``[0, pi]`` for proper Euler orders;
@@ -184,14 +187,19 @@ def quat_to_euler(q: Tensor, order: str, *, extrinsic: bool = False) -> Tensor:
         ``(..., 4)`` quaternions ``(w, x, y, z)``.
     order : str
         One of :data:`EULER_ORDERS`, any case.
+    degrees : bool
+        Give the angles in degrees (as in BVH files).
     extrinsic : bool
         About the fixed axes (module docstring); at gimbal lock the third extrinsic angle is 0.
 
     Returns
     -------
     Tensor
-        ``(..., 3)`` radians, with ``euler_to_matrix(result, order, extrinsic=extrinsic) == quat_to_matrix(q)``.
+        ``(..., 3)`` radians (degrees with ``degrees=True``), with
+        ``euler_to_matrix(result, order, degrees=degrees, extrinsic=extrinsic) == quat_to_matrix(q)``.
     """
+    if degrees:
+        return torch.rad2deg(quat_to_euler(q, order, extrinsic=extrinsic))
     if extrinsic:  # the intrinsic angles of the reversed order, reversed, with the lock's 0 moved to the last
         angles, locked = _quat_to_intrinsic(q, _reversed(order))
         moved = _lock_on_first(angles, _reversed(order))
@@ -251,7 +259,7 @@ def _quat_to_intrinsic(q: Tensor, order: str) -> tuple[Tensor, Tensor]:
 
 
 @numpy_in_numpy_out
-def matrix_to_euler(m: Tensor, order: str, *, extrinsic: bool = False) -> Tensor:
+def matrix_to_euler(m: Tensor, order: str, *, degrees: bool = False, extrinsic: bool = False) -> Tensor:
     """Rotation matrices to intrinsic (or extrinsic) Euler angles (via :func:`quat_to_euler`, same ranges and
     gimbal rule).
 
@@ -261,15 +269,17 @@ def matrix_to_euler(m: Tensor, order: str, *, extrinsic: bool = False) -> Tensor
         ``(..., 3, 3)`` rotation matrices.
     order : str
         One of :data:`EULER_ORDERS`, any case.
+    degrees : bool
+        Give the angles in degrees.
     extrinsic : bool
         About the fixed axes (module docstring).
 
     Returns
     -------
     Tensor
-        ``(..., 3)`` radians.
+        ``(..., 3)`` radians (degrees with ``degrees=True``).
     """
     from skelanim.core.rotations import matrix_to_quat  # (here: rotations imports this module at its end)
 
     parse_order(order)
-    return quat_to_euler(matrix_to_quat(m), order, extrinsic=extrinsic)
+    return quat_to_euler(matrix_to_quat(m), order, degrees=degrees, extrinsic=extrinsic)
