@@ -343,3 +343,19 @@ def test_a_body_turning_round_keeps_its_quaternions_in_one_hemisphere():
     hips = torch.tensor(arrived, dtype=torch.float64)  # x y z w
     assert float((hips[1:] * hips[:-1]).sum(-1).min()) > 0.7
     assert float(hips[0, 3]) == pytest.approx(1.0) and float(hips[72, 3]) == pytest.approx(-1.0, abs=1e-6)
+
+
+def test_each_frame_is_stamped_with_its_own_moment():
+    """``/VMC/Ext/T`` had carried the moment of sending, up to a frame after the moment of the pose sent (a slow
+    machine: later still), and ``record`` resamples by it (a Bandai walk came back 26.9 mm off, an audit's measure):
+    now frame ``k`` of a loop's pass ``n`` is stamped ``(n * F + k) / rate``, monotonic across loops."""
+    sock = _receiver()
+    clock = FakeClock(lag=0.037)  # every reading late: sending moments drift from the frames' own
+    with AvatarStream("127.0.0.1", sock.getsockname()[1]) as sender:
+        shown: list[int] = []
+        sent = sender.play(_frames(4), clock=clock, sleep=clock.sleep, on_frame=shown.append, loop=True, max_frames=9)
+    bundles = _receive(sock, sent)
+    stamps = [b["/VMC/Ext/T"][0][0] for b in bundles]
+    ticks = [round(t * 10) for t in stamps]  # _frames plays at 10 fps
+    assert stamps == pytest.approx([k / 10 for k in ticks], abs=1e-6)  # each a frame's moment, not a reading's
+    assert [k % 4 for k in ticks] == shown and ticks == sorted(ticks) and len(set(ticks)) == len(ticks)

@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import os
+import signal
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import typer
@@ -114,14 +118,29 @@ def record(
                    ("Ctrl-C stops" if seconds is None and frames is None and wait is None else "stops by itself"))  # fmt: skip
         with tqdm(total=frames, unit="frame", disable=not progress, leave=False) as bar:
             received = recorder.receive(seconds=seconds, frames=frames, wait=wait, on_frame=lambda _: bar.update())
-    motion = frames_to_motion(received, fps)
-    try:
-        skelanim.save(motion, out)
-    except (OSError, skelanim.errors.SkelanimError):
-        _keep_take(motion, out)
-        raise
+    with _no_interrupt():  # a second Ctrl-C had cut the save short: the take was lost
+        motion = frames_to_motion(received, fps)
+        try:
+            skelanim.save(motion, out)
+        except (OSError, skelanim.errors.SkelanimError):
+            _keep_take(motion, out)
+            raise
+    skipped = f"; {recorder.ignored} message(s) ignored (not OSC, or not numbers where numbers go)" if recorder.ignored else ""
     typer.echo(f"wrote {out} ({motion.num_frames} frames at {fps:g} fps from {len(received)} received, "
-               f"{motion.skeleton.num_joints} bones)")  # fmt: skip
+               f"{motion.skeleton.num_joints} bones{skipped})")  # fmt: skip
+
+
+@contextmanager
+def _no_interrupt() -> Iterator[None]:
+    """Ctrl-C ignored inside (only the main thread may set a signal handler; elsewhere nothing changes)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def _keep_take(motion, out: Path) -> None:

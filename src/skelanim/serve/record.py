@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import math
 import socket
+import struct
 import time
 import warnings
 from collections.abc import Callable
@@ -30,6 +31,7 @@ from pythonosc.osc_packet import OscPacket, ParseError
 from skelanim.core.motion import Motion
 from skelanim.core.rotations import quat_apply, quat_multiply, quat_normalize
 from skelanim.core.skeleton import Skeleton
+from skelanim.io.bvh import MAX_LENGTH
 from skelanim.ops.resample import sample_frames
 from skelanim.serve.avatar import UNITY_PARENTS
 from skelanim.serve.vmc import DEFAULT_PORT, StreamError, mirror_x
@@ -118,11 +120,10 @@ class VMCRecorder:
         bone or the root arriving a second time also ends a frame (senders without a time; frames split over
         bundles keep together)."""
         try:
-            packet = OscPacket(data)
-        except ParseError:
-            self.ignored += 1
+            messages = [(m.message.address, m.message.params) for m in OscPacket(data).messages]
+        except (ParseError, UnicodeDecodeError, ValueError, IndexError, struct.error):  # python-osc's, on bad bytes
+            self.ignored += 1  # (a corrupt string had raised UnicodeDecodeError, and the take was lost)
             return []
-        messages = [(m.message.address, m.message.params) for m in packet.messages]
         if self._time_last is None:
             kinds = [a for a, _ in messages if a in (_BONE, _TIME)]
             if _BONE in kinds and _TIME in kinds:
@@ -132,10 +133,10 @@ class VMCRecorder:
             if address not in (_BONE, _ROOT, _TIME):
                 continue
             values = _finite(params[1:8] if address in (_BONE, _ROOT) else params[:1])
-            if values is None:  # a word, a blob or a NaN where a number goes
-                self.ignored += 1
+            if values is None or len(params) < (8 if address in (_BONE, _ROOT) else 1):  # a word, a blob, a NaN or
+                self.ignored += 1  # a huge number where a number goes, or too few arguments
                 continue
-            if address == _BONE and len(params) >= 8:
+            if address == _BONE:
                 name = str(params[0])
                 if name in self._pending:
                     frames.append(self._frame(sender))
@@ -143,11 +144,11 @@ class VMCRecorder:
                     self._arrival = arrival
                 self._pending.add(name)
                 self._bones[name] = values
-            elif address == _ROOT and len(params) >= 8:
+            elif address == _ROOT:
                 if self._pending and self._root_in_frame:
                     frames.append(self._frame(sender))
                 self._root, self._root_in_frame = values, True  # v2.1 extras unused
-            elif address == _TIME and params:
+            else:  # the time
                 stamp = values[0]
                 if self._time_last is not False:  # the time closes its frame (loose messages: the usual order)
                     if self._pending:
@@ -272,10 +273,11 @@ def frames_to_motion(frames: list[ReceivedFrame], fps: float = 30.0) -> Motion:
 
 
 def _finite(params: Any) -> tuple[float, ...] | None:
-    """OSC arguments as finite floats, or ``None`` where one is not a finite number (a message to skip, not a
-    take to lose)."""
+    """OSC arguments as finite floats, or ``None`` where one is not a number or lies beyond the BVH reader's
+    :data:`~skelanim.io.bvh.MAX_LENGTH` (a message to skip, not a take to lose: a 1e30 had been written into a file
+    that ``load`` then refused)."""
     try:
         values = tuple(float(v) for v in params)
     except (TypeError, ValueError):
         return None
-    return values if all(math.isfinite(v) for v in values) else None
+    return values if all(math.isfinite(v) and abs(v) <= MAX_LENGTH for v in values) else None

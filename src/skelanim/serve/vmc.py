@@ -372,8 +372,8 @@ class AvatarStream:
             tick = math.floor(elapsed * rate + 1e-9)
             if tick >= total and not loop:
                 break
-            if tick != last:
-                self.send(frames, tick % total, elapsed)
+            if tick != last:  # stamped with the frame's own moment (the sending moment was up to a frame late)
+                self.send(frames, tick % total, tick / rate)
                 sent, last = sent + 1, tick
                 if on_frame is not None:
                     on_frame(tick % total)
