@@ -48,6 +48,7 @@ from skelanim.errors import ShapeError, UnsupportedFormatError
 from skelanim.io.atomic import atomic_path
 from skelanim.ops import rotate, scale
 from skelanim.viz._draw import (
+    PALETTE,
     Camera,
     Figure3D,
     color,
@@ -69,6 +70,19 @@ VIDEO_SUFFIXES = (".mp4", ".gif")
 BACKGROUND = (246, 246, 244)
 GRID = (200, 200, 196)
 SHADOW = (214, 214, 210)
+#: Shade of a figure's colour by side (:func:`shade` amounts): left lighter, right darker, the middle as it is.
+SIDE_SHADES = {1: 0.4, 0: 0.0, -1: -0.3}
+#: Text, and the line between side-by-side panels.
+INK, DIVIDER = (30, 30, 30), (120, 120, 120)
+
+
+def drawn_colours() -> list[tuple[int, int, int]]:
+    """Every flat colour a frame is drawn with (the rest are their blends at antialiased edges): a GIF keeps each
+    exactly (a palette from the first frame alone had lost the right limbs' shade of a figure)."""
+    figures = [shade(c, a) if a else c for c in PALETTE for a in SIDE_SHADES.values()]
+    return list(dict.fromkeys([BACKGROUND, GRID, SHADOW, INK, DIVIDER, *figures]))
+
+
 SUPERSAMPLE = 2
 
 
@@ -218,7 +232,7 @@ def _draw_panel(draw: ImageDraw.ImageDraw, panel: _Panel, k: int, box: tuple[int
             draw.line([tuple(p), tuple(q)], fill=SHADOW, width=max(ss, int(2 * ss)))
         pa, pb, depth, keep = cam.segments(pos[fig.bones[:, 0]], pos[fig.bones[:, 1]])
         base = color(colour_index)
-        rgbs = {1: shade(base, 0.4), 0: base, -1: shade(base, -0.3)}
+        rgbs = {side: shade(base, amount) if amount else base for side, amount in SIDE_SHADES.items()}
         for p, q, d, s in zip(pa + offset, pb + offset, depth, fig.sides[keep]):
             width = max(ss, round(2 * radius_world * cam.focal / max(d, cam.near)))
             strokes.append((d, p, q, width, rgbs[int(s)]))
@@ -302,12 +316,12 @@ def render_frames(
             box = (int(edges[p]), 0, int(edges[p + 1] - edges[p]), height * ss)
             _draw_panel(draw, panel, k, box, ss)
             if p:
-                draw.line([(box[0], 0), (box[0], height * ss)], fill=(120, 120, 120), width=ss)
+                draw.line([(box[0], 0), (box[0], height * ss)], fill=DIVIDER, width=ss)
             for row, (colour_index, _, idx, label) in enumerate(panel.items):
                 y = 6 * ss + row * 16 * ss
                 draw.rectangle([box[0] + 6 * ss, y + 2 * ss, box[0] + 16 * ss, y + 12 * ss], fill=color(colour_index))
-                draw.text((box[0] + 20 * ss, y), f"{label}  frame {int(idx[k])}", fill=(30, 30, 30), font=font)
-        draw.text((6 * ss, height * ss - 20 * ss), f"t = {k / fps:.3f} s", fill=(30, 30, 30), font=font)
+                draw.text((box[0] + 20 * ss, y), f"{label}  frame {int(idx[k])}", fill=INK, font=font)
+        draw.text((6 * ss, height * ss - 20 * ss), f"t = {k / fps:.3f} s", fill=INK, font=font)
         if ss > 1:
             image = image.reduce(ss)
         yield np.asarray(image)
@@ -342,13 +356,24 @@ def _gif_header(palette: Image.Image, size: tuple[int, int]) -> bytes:
     return b"GIF89a" + screen + colours + loop
 
 
+def _gif_palette(first: Image.Image) -> Image.Image:
+    """A palette image of :func:`drawn_colours` exactly, then the first frame's other colours (its antialiased
+    edges, by median cut), 255 colours at most."""
+    known = drawn_colours()
+    rest = first.quantize(colors=255 - len(known), method=Image.Quantize.MEDIANCUT).getpalette("RGB") or []
+    colours = [*known, *(tuple(rest[i : i + 3]) for i in range(0, len(rest), 3))][:255]
+    palette = Image.new("P", (1, 1))
+    palette.putpalette([v for c in colours for v in c])
+    return palette
+
+
 def _write_gif(frames: Iterator[np.ndarray], path: Path, fps: float) -> None:
     """Write ``frames`` to ``path`` as a looping GIF, one frame at a time: only the previous frame is kept
     (each frame after the first stores the box where it differs from the one before), so memory does not grow
     with the length of the clip.
 
-    One palette (from the first frame) for all frames, no dithering: ten times faster than per-frame adaptive
-    quantisation, and the drawings use few colours. A frame identical to the one before is kept (as a 1 x 1
+    One palette for all frames (:func:`_gif_palette`: the drawing colours, then the first frame's), no dithering:
+    ten times faster than per-frame adaptive quantisation, and the drawings use few colours. A frame identical to the one before is kept (as a 1 x 1
     patch) so that the frame count and timing stay those of :func:`gif_durations`.
     """
     from PIL import GifImagePlugin
@@ -360,7 +385,7 @@ def _write_gif(frames: Iterator[np.ndarray], path: Path, fps: float) -> None:
         for frame, duration in zip(frames, _gif_steps(fps)):
             image = Image.fromarray(frame)
             if palette is None:
-                palette = image.quantize(colors=255, method=Image.Quantize.MEDIANCUT)
+                palette = _gif_palette(image)
                 used = len(palette.getpalette("RGB") or []) // 3
                 clear = used if used < 256 else None
                 out.write(_gif_header(palette, image.size))
