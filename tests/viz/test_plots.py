@@ -167,6 +167,8 @@ def test_contact_bars_match_the_contact_labels(walk: Motion) -> None:
         # total bar length in seconds equals the number of contact frames / fps
         widths = [p.vertices[:, 0].max() - p.vertices[:, 0].min() for p in bar.get_paths()]
         assert sum(widths) == pytest.approx(labels[:, k].sum() / walk.fps)
+    # the title names the rule: planted joints, not gait's looser stance (a walk showed no double support)
+    assert "planted: low and under 0.25 heights/s; gait's stance allows 1" in ax.get_title()
 
 
 def test_pose_strip_draws_every_bone_of_every_pose(walk: Motion, run: Motion, tmp_path: Path) -> None:

@@ -33,8 +33,9 @@ from skelanim.core.units import up_to_y_matrix
 from skelanim.errors import ShapeError, SkeletonError, UnsupportedFormatError
 from skelanim.io.atomic import atomic_path
 from skelanim.io.gltf import export_scale
+from skelanim.metrics.gait import SPEED_FRACTION as GAIT_SPEED_FRACTION
 from skelanim.metrics.gait import GaitError, GaitReport, find_legs
-from skelanim.ops.contacts import find_feet, foot_contacts
+from skelanim.ops.contacts import DEFAULT_SPEED_FRACTION, find_feet, foot_contacts
 from skelanim.viz._draw import (
     joint_flexion,
     labelled_motions,
@@ -208,7 +209,10 @@ def plot_contacts(
     contacts: Sequence[np.ndarray] | None = None,
 ) -> Figure:
     """Foot-contact timeline: one panel per motion, one bar row per foot joint (found by name with
-    :func:`skelanim.ops.contacts.find_feet`), bars where :func:`~skelanim.ops.contacts.foot_contacts` is True.
+    :func:`skelanim.ops.contacts.find_feet`), bars where :func:`~skelanim.ops.contacts.foot_contacts` is True: a
+    joint planted, low and still (what retargeting pins and foot skating measures), stricter than the stance of
+    ``skelanim gait`` (:data:`~skelanim.metrics.gait.SPEED_FRACTION`), which runs from heel strike to toe-off:
+    the title says so (a walk's ankles showed no double support here against gait's, an audit found).
 
     ``contacts`` may give precomputed ``(F, K)`` labels per motion (then rows are named ``foot k``).
     """
@@ -223,7 +227,9 @@ def plot_contacts(
             c = np.asarray(foot_contacts(m, joints=feet, up_axis=m.up_axis(), height=m.height))
             rows = [m.skeleton.names[j] for j in feet]
         _contact_rows(axes[i, 0], 0.0, 1.0 / m.fps, c, rows, unit_color(i))
-        axes[i, 0].set_title(f"{name}: foot contacts", fontsize=9)
+        axes[i, 0].set_title(f"{name}: foot contacts" + ("" if contacts is not None else
+                             f" (planted: low and under {DEFAULT_SPEED_FRACTION:g} heights/s; gait's stance allows "
+                             f"{GAIT_SPEED_FRACTION:g})"), fontsize=9)  # fmt: skip
     axes[-1, 0].set_xlabel("time (s)")
     return fig
 
