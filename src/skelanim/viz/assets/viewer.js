@@ -249,14 +249,13 @@ function start() {
     return box.isEmpty() ? sceneBounds() : box;
   }
 
-  /** Aim the camera at everything (or, when following, at the current poses) from the front-right. */
-  function fitCamera() {
-    const box = state.follow ? poseBounds() : sceneBounds();
-    const center = box.getCenter(new THREE.Vector3());
-    const direction = new THREE.Vector3(0.45, 0.3, 1).normalize();
-    // Camera axes for this direction; the distance is the least that keeps all 8 box corners in view.
+  /** The least distance from ``center`` along ``direction`` (unit, towards the eye) that keeps all 8 corners of
+   * ``box`` in view. */
+  function distanceToFit(box, center, direction) {
     const back = direction.clone();
-    const right = new THREE.Vector3().crossVectors(Y_AXIS, back).normalize();
+    const right = new THREE.Vector3().crossVectors(Y_AXIS, back);
+    if (right.lengthSq() < 1e-12) right.set(1, 0, 0); // looking straight down or up
+    right.normalize();
     const up = new THREE.Vector3().crossVectors(back, right);
     const tanV = Math.tan(THREE.MathUtils.degToRad(camera.fov) / 2);
     const tanH = tanV * camera.aspect;
@@ -270,7 +269,16 @@ function start() {
       const depth = p.dot(back);
       distance = Math.max(distance, depth + Math.abs(p.dot(right)) / tanH, depth + Math.abs(p.dot(up)) / tanV);
     }
-    distance *= 1.08;
+    return distance;
+  }
+
+  /** Aim the camera at everything (or, when following, at the current poses) from the front-right. */
+  function fitCamera() {
+    const box = state.follow ? poseBounds() : sceneBounds();
+    const center = box.getCenter(new THREE.Vector3());
+    const direction = new THREE.Vector3(0.45, 0.3, 1).normalize();
+    // Camera axes for this direction; the distance is the least that keeps all 8 box corners in view.
+    const distance = 1.08 * distanceToFit(box, center, direction);
     controls.target.copy(center);
     camera.position.copy(center).addScaledVector(direction, distance);
     camera.near = Math.max(distance / 500, 0.005);
@@ -346,6 +354,16 @@ function start() {
       camera.position.add(delta);
     }
     state.followAnchor = centre;
+    // figures whose paths part (an overlay of two walks) had left the view: back off as far as their poses need,
+    // never closer than the viewer has the camera
+    const offset = camera.position.clone().sub(controls.target);
+    const current = offset.length();
+    const needed = 1.08 * distanceToFit(poseBounds(), controls.target, offset.clone().normalize());
+    if (needed > current) {
+      camera.position.copy(controls.target).addScaledVector(offset, needed / current);
+      camera.far = Math.max(camera.far, needed * 50 + 100);
+      camera.updateProjectionMatrix();
+    }
   }
 
   function setPlaying(on) {
