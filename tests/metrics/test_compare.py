@@ -180,7 +180,7 @@ def test_a_set_mixing_units_is_said_to():
     big = _standing(30)
     big = big.copy(skeleton=Skeleton(big.skeleton.names, big.skeleton.parents, big.skeleton.offsets * 5))
     res = compare_sets([_standing(30), big], [_standing(30)])
-    assert any("set a mixes heights" in note for note in res["notes"]) and res["height"] is None
+    assert any("set a mixes skeletons of heights" in note for note in res["notes"]) and res["height"] is None
 
 
 def test_the_package_names_its_metrics():
@@ -201,3 +201,35 @@ def test_the_package_names_its_metrics():
     code = "import skelanim.metrics as m; print(m.kinematic.mpjpe.__module__)"  # a fresh process: no import before
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
     assert out == "skelanim.metrics.kinematic"
+
+
+def test_a_pair_on_one_skeleton_in_other_poses_is_not_rescaled(mocap_files):
+    """The pair's size was judged by the motions' pose heights: a bow (150.7 cm tall over its frames) paired with a
+    dash (132.5 cm, crouched) on the same skeleton was read as another size and scaled by 1.14 (an audit's case).
+    Sizes are now the skeletons' rest heights: such a pair is measured as it is."""
+    import skelanim
+    from skelanim.metrics.kinematic import mpjpe
+
+    bow, dash = (skelanim.load(p)[:60] for p in mocap_files(["bandai_namco_1/dataset-1_bow_normal_001.bvh",
+                                                              "bandai_namco_1/dataset-1_dash_normal_001.bvh"]))  # fmt: skip
+    assert abs(bow.height / dash.height - 1) > 0.1 and abs(bow.skeleton.height() / dash.skeleton.height() - 1) < 0.01
+    out = compare_sets([bow], [dash])
+    assert not any("scaled" in note for note in out["notes"])
+    n = min(bow.num_frames, dash.num_frames)  # pairs are matched over their common frames
+    want = float(mpjpe(bow.positions()[:n, 1:], dash.positions()[:n, 1:]).mean()) / out["height"]
+    assert out["paired"]["mpjpe"] == pytest.approx(want, rel=1e-9)
+
+
+def test_one_skeleton_in_crouched_and_upright_motions_is_one_size(mocap_files):
+    """Set sizes were the motions' heights: Bandai clips of one skeleton (a dash's crouch, a bow) were said to mix
+    heights, or two sets to differ, each then measured against its own height. Sizes at rest say they do not."""
+    import skelanim
+
+    bow, dash, walk = (skelanim.load(p)[:40] for p in mocap_files([
+        "bandai_namco_1/dataset-1_bow_normal_001.bvh", "bandai_namco_1/dataset-1_dash_normal_001.bvh",
+        "bandai_namco_1/dataset-1_walk_normal_001.bvh"]))  # fmt: skip
+    assert abs(bow.height / dash.height - 1) > 0.1  # what had decided it
+    one = compare_sets([bow, dash, walk], [walk])
+    assert not [n for n in one["notes"] if "mixes" in n] and one["height"] == pytest.approx(walk.height, rel=0.2)
+    two = compare_sets([bow], [dash])
+    assert not [n for n in two["notes"] if "differ in skeleton" in n] and two["height"] is not None

@@ -14,8 +14,9 @@ topology; paired in the given order, over the common frames), ``mpjpe`` (with ro
 dummy such as Bandai-Namco's ``joint_Root``, :func:`~skelanim.data.rig.body_root`, which is then left out of
 the mean; both in heights) and
 ``angle_deg`` (local rotations), all over the body's joints (a static dummy root left out). A motion of B at
-another frame rate than its pair is resampled to it first (frames are paired by time), and one of another height
-(other units or size, more than :data:`SAME_HEIGHT` apart) is scaled to its pair's, each with a note.
+another frame rate than its pair is resampled to it first (frames are paired by time), and one whose skeleton is
+of another height at rest (other units or size, more than :data:`SAME_HEIGHT` apart) is scaled to its pair's, each
+with a note.
 
 Set A is the reference (real motion; B the generated, predicted or retargeted one): its floor (the median over
 its motions of the lowest body joint, a static dummy root left out) and its median :attr:`Motion.height` are
@@ -141,10 +142,10 @@ def set_summary(
             **{k: (v / weights[k] if weights[k] else None) for k, v in sums.items()}}  # fmt: skip
 
 
-def _paired(a: Sequence[Motion], b: Sequence[Motion], heights: dict[str, list[float]], height: float,
-            notes: list[str]) -> dict[str, float] | None:
-    """The paired measures; a motion of B more than :data:`SAME_HEIGHT` taller or shorter than its pair (other
-    units or another size) is scaled to its pair's height first, with a note."""
+def _paired(a: Sequence[Motion], b: Sequence[Motion], height: float, notes: list[str]) -> dict[str, float] | None:
+    """The paired measures; a motion of B whose skeleton stands more than :data:`SAME_HEIGHT` taller or shorter at
+    rest than its pair's (other units or another size) is scaled to its pair's first, with a note. The rest height,
+    not the motion's: a dash's crouch against a bow had been read as another size, and scaled by 1.14."""
     from skelanim.ops.resample import resample
 
     if len(a) != len(b) or not all(x.skeleton.same_topology(y.skeleton) for x, y in zip(a, b)):
@@ -152,7 +153,8 @@ def _paired(a: Sequence[Motion], b: Sequence[Motion], heights: dict[str, list[fl
     totals = {"mpjpe": 0.0, "mpjpe_root_relative": 0.0, "angle_deg": 0.0}
     frames = 0
     retimed = rescaled = 0
-    for x, y, hx, hy in zip(a, b, heights["a"], heights["b"]):
+    for x, y in zip(a, b):
+        hx, hy = x.skeleton.height(), y.skeleton.height()
         if abs(y.fps / x.fps - 1) > 1e-6:  # pair frames by time, not by index
             y, retimed = resample(y, x.fps), retimed + 1
         n = min(x.num_frames, y.num_frames)
@@ -206,18 +208,22 @@ def compare_sets(a: Sequence[Motion], b: Sequence[Motion], *, embed: Embedder | 
                                 "metrics are fractions of it", path=motion.metadata.get("path"))  # fmt: skip
     own = {"a": _ground(a, pos_a, heights["a"]), "b": _ground(b, pos_b, heights["b"])}
     notes: list[str] = []
-    mixed = [k for k in ("a", "b") if any(abs(h / own[k][1] - 1) > SAME_HEIGHT for h in heights[k] if own[k][1] > 0)]
+    # sizes compared at rest: a crouch or a bow is no other size (a set of one Bandai skeleton spans 119 to 175 cm
+    # in its motions' heights, 184 to 194 cm at rest)
+    rest = {k: [m.skeleton.height() for m in s] for k, s in (("a", a), ("b", b))}
+    size = {k: _median(v) for k, v in rest.items()}
+    mixed = [k for k in ("a", "b") if size[k] > 0 and any(abs(h / size[k] - 1) > SAME_HEIGHT for h in rest[k])]
     for key in mixed:
-        low, high = min(heights[key]), max(heights[key])
-        notes.append(f"set {key} mixes heights ({low:.4g} to {high:.4g}: other skeletons or "
-                     f"units): its median {own[key][1]:.4g} normalises them all; compare like with like")  # fmt: skip
+        low, high = min(rest[key]), max(rest[key])
+        notes.append(f"set {key} mixes skeletons of heights {low:.4g} to {high:.4g} at rest (other skeletons or "
+                     f"units): its median motion height {own[key][1]:.4g} normalises them all; compare like with like")  # fmt: skip
     shared = (own["a"][0] == own["b"][0] and a[0].skeleton.same_topology(b[0].skeleton) and not mixed
-              and abs(own["a"][1] / own["b"][1] - 1) <= SAME_HEIGHT)  # fmt: skip
+              and size["b"] > 0 and abs(size["a"] / size["b"] - 1) <= SAME_HEIGHT)  # fmt: skip
     up, height, floor = own["a"]  # A is the reference
     out: dict[str, Any] = {"height": height if shared else None, "floor": floor if shared else None, "notes": notes}
     if not shared and not mixed:
-        notes.append(f"the sets differ in skeleton, up axis or height ({own['a'][1]:.4g} against "
-                     f"{own['b'][1]:.4g}): each is measured against its own height and floor")  # fmt: skip
+        notes.append(f"the sets differ in skeleton, up axis or height at rest ({size['a']:.4g} against "
+                     f"{size['b']:.4g}): each is measured against its own height and floor")  # fmt: skip
     rates = [m.fps for m in [*a, *b]]
     jerk_fps = min(rates) if max(rates) > min(rates) * (1 + 1e-6) else None
     if jerk_fps is not None:
@@ -249,5 +255,5 @@ def compare_sets(a: Sequence[Motion], b: Sequence[Motion], *, embed: Embedder | 
         if contents is not None:
             out[key]["recognised"] = sum(p == c for p, c in zip(predicted, contents)) / len(contents)
     out["fid"] = fid(feats["a"], feats["b"]) if len(feats) == 2 and min(len(feats["a"]), len(feats["b"])) >= 2 else None
-    out["paired"] = _paired(a, b, heights, height, notes)
+    out["paired"] = _paired(a, b, height, notes)
     return out
