@@ -342,3 +342,18 @@ def test_a_folders_label_and_notes_files_are_not_read_as_deepmimic_clips(mocap_d
     assert '"content": "walk"' in capsys.readouterr().out
     assert main(["recognize", str(folder / "content_label.txt")]) == 2  # named: read, and refused in one line
     assert "content_label.txt" in capsys.readouterr().err
+
+
+def test_an_upside_down_source_gets_the_contacts_of_the_upright_one(mocap_files):
+    """Clips were given the unsigned up axis: a Y-down capture (camera-space poses) had no foot contact at all
+    (0.0 against 0.433 upright, an audit's measure). Now the clip's contacts are the upright one's."""
+    from skelanim.data.clips import clip_from_motion
+    from skelanim.ops import rotate
+
+    (path,) = mocap_files(["bandai_namco_1/dataset-1_walk_normal_001.bvh"])
+    upright = skelanim.load(path)[:120]
+    down = rotate(upright, [0.0, 1.0, 0.0, 0.0])  # a half turn about X: Y down, facing turned
+    assert down.up_direction() == (1, -1.0)
+    a, b = clip_from_motion(upright, fps=30), clip_from_motion(down, fps=30)
+    assert 0.2 < float(a.contacts.float().mean()) < 0.8
+    assert torch.equal(a.contacts, b.contacts)

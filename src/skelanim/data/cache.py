@@ -34,7 +34,7 @@ from skelanim.io.atomic import atomic_path
 __all__ = ["CACHE_VERSION", "cache_dir", "cache_key", "cache_outside", "check_outside", "read_cached", "write_cached"]
 
 #: Bump when the content of cached clips changes.
-CACHE_VERSION = 5  # 3: BVH frame rates read as the rate a rounded Frame Time stands for (io.common.nominal_fps); 4: DeepMimic durations too; 5: the up axis of turned captures (Motion.up_axis)
+CACHE_VERSION = 6  # 3: BVH frame rates read as the rate a rounded Frame Time stands for (io.common.nominal_fps); 4: DeepMimic durations too; 5: the up axis of turned captures (Motion.up_axis); 6: an upside-down source's foot contacts and facing (its signed up direction)
 
 
 def _writable(path: Path) -> bool:

@@ -154,9 +154,10 @@ def clip_from_motion(motion: Motion, *, fps: float, name: str = "motion", path: 
     up = motion.up_axis()
     height = motion.height
     positions = motion.positions()
-    yaw = yaw_from_directions(facing_directions(motion, up_axis=up), up)
+    # the motion's own up direction, signed: an upside-down source (Y down) had been given no foot contacts
+    yaw = yaw_from_directions(facing_directions(motion), up)
     feet = find_feet(motion.skeleton)
-    contacts = foot_contacts(motion, joints=feet, up_axis=up, height=height)
+    contacts = foot_contacts(motion, joints=feet, height=height)
     assert isinstance(contacts, torch.Tensor)  # a motion's contacts are a tensor
     return Clip(name, path, dict(labels or {}), float(fps), motion.skeleton, quat_normalize(motion.rotations).float(),
                 positions.float(), yaw.float(), contacts.bool(), feet, up, float(height), body_root(motion))  # fmt: skip
