@@ -82,3 +82,22 @@ def test_training_into_a_folder_that_holds_a_model_is_refused_and_overwrite_repl
     assert (again / "model.safetensors").read_bytes() != first
     assert (again / STATE_NAME).read_bytes() != b"the replaced run's state"
     assert json.loads((again / "config.json").read_text())["format"] == "skelanim-predictor"
+
+
+def test_an_evaluation_on_files_the_model_was_trained_on_says_so(learn_files, tmp_path: Path, capsys):
+    """The file split is drawn from the whole ``--data`` list, so evaluating with other data than training's can
+    score training files (an audit: bandai_namco_1 alone, 11 of its 23 test files in training) without a word. The
+    eval commands now note it, from the files the model's config records."""
+    folder = tmp_path / "mlp"
+    data = [arg for f in learn_files for arg in ("--data", str(f))]
+    train = ["learn", "predict", "train", *data, "--split", "none", "--arch", "mlp", "--max-steps", "1", "--no-progress"]
+    assert main([*train, "-o", str(folder)]) == 0
+    capsys.readouterr()
+    for held_out, noted in (("angry", [folder]), ("happy", [folder, "predict_rnn", "predict_gcn"])):
+        # the shipped GRU and DCT-GCN were trained on every style but angry, childish and elderly: happy files in
+        evaluate = ["learn", "predict", "eval", *data, "--split", f"style:{held_out}/", "--mlp", str(folder), "--json"]
+        assert main(evaluate) == 0
+        err = capsys.readouterr().err
+        notes = [line for line in err.splitlines() if "test files were in the training data of" in line]
+        assert len(notes) == len(noted) and all(any(str(n) in line for line in notes) for n in noted), err
+        assert all(line.startswith("note: 2 of the 2 test files") for line in notes)

@@ -33,6 +33,7 @@ from skelanim.cli.learn_common import (
     generate_app,
     learn_app,
     load_dataset,
+    note_trained_on,
     overwrite_option,
     range_option,
     recognize_app,
@@ -171,6 +172,7 @@ def recognize_eval(
     # the shipped baseline is for the shipped model's skeleton
     base = loaded if baseline is not None or loaded.rig.skeleton.same_topology(net.rig.skeleton) else None
     ds = split_parts(load_dataset(data, net.fps, threads, not as_json, labels=labels, need=("content",)), split, seed, need="test")["test"]
+    note_trained_on({"model": model, "baseline": baseline}, ds, {"model": "recognize", "baseline": "recognize_cnn"})
     main = evaluate_recognizer(net, ds, stride=stride)
     ref = evaluate_recognizer(base, ds, stride=stride) if base is not None else None
     if plot is not None:
@@ -339,6 +341,7 @@ def generate_eval(
     parts = split_parts(loaded, split, seed)
     if parts["test"] is None:
         raise typer.BadParameter("the split leaves no test files", param_hint="--split")
+    note_trained_on({"model": model}, parts["test"], {"model": "generate"})
     res = evaluate_generation(gen, rec.embed_arrays, parts["train"], parts["test"], seed=seed)
     keys = ("fid", "fid_real", "recognised", "diversity", "foot_skating", "foot_skating_real", "pose_outliers")
     if as_json:

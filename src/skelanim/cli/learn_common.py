@@ -238,6 +238,25 @@ def check_plot(path: Path) -> None:
     check_figure_path(path)
 
 
+def note_trained_on(models: dict[str, Path | None], test, defaults: dict[str, str] | None = None) -> None:
+    """A note on stderr for each model whose recorded training files include files of the ``test`` part: a split
+    drawn from other ``--data`` than training's (the file split depends on the whole list) scores files the model
+    was trained on (bandai_namco_1 alone: 11 of its 23 test files in training). ``models`` maps a name to its
+    folder (``None``: the shipped one, ``defaults[name]``)."""
+    from skelanim.learn.common import pretrained_dir, training_files
+    from skelanim.nn.checkpoint import CONFIG_NAME, read_model_config
+
+    tested = {f"{Path(c.path).parent.name}/{Path(c.path).name}": c for c in test.clips if c.path}
+    for name, folder in models.items():
+        where = folder if folder is not None else (pretrained_dir(defaults[name]) if defaults and name in defaults else None)
+        if where is None or not (Path(where) / CONFIG_NAME).is_file():
+            continue
+        seen = training_files(read_model_config(Path(where) / CONFIG_NAME)) & set(tested)
+        if seen:
+            typer.echo(f"note: {len(seen)} of the {len(tested)} test files were in the training data of {where} "
+                       f"(e.g. {min(seen)}): give the --data and --split it was trained with", err=True)  # fmt: skip
+
+
 def echo_json(obj: Any) -> None:
     typer.echo(json.dumps(obj, indent=1))
 

@@ -25,6 +25,7 @@ from skelanim.cli.learn_common import (
     device_option,
     echo_json,
     load_dataset,
+    note_trained_on,
     overwrite_option,
     predict_app,
     range_option,
@@ -245,6 +246,7 @@ def predict_eval(
         loaded = load_dataset(data, reference.fps, threads, not as_json, labels=labels)
         require_skeleton("predictor", reference.rig.skeleton, loaded, " (--retarget tests it through the model's skeleton)")
         ds = split_parts(loaded, split, seed, need="test")["test"]
+        note_trained_on(folders, ds, {name: f"predict_{name}" for name in folders})
         where = f"{split} split"
     res = evaluate_prediction(models, ds, stride=stride)
     if plot is not None:

@@ -171,6 +171,22 @@ def provenance(command: str | None, files: Sequence[str], seed: int) -> dict[str
             "threads": torch.get_num_threads(), "machine": platform.machine()}  # fmt: skip
 
 
+def training_files(config: dict[str, Any]) -> set[str]:
+    """The files a model (every member of an ensemble) was trained on, as ``folder/name`` (the folder that holds
+    each: a split drawn again from other ``--data`` differs from the training's), from its config's provenance;
+    empty where none is recorded (the shipped models keep their commands, not their file lists)."""
+    found: set[str] = set()
+
+    def visit(record: Any) -> None:
+        if isinstance(record, dict):
+            found.update(f"{Path(str(f)).parent.name}/{Path(str(f)).name}" for f in record.get("data") or [])
+            for member in record.get("members") or []:
+                visit(member)
+
+    visit(config.get("training"))
+    return found
+
+
 def export_for_shipping(src: str | os.PathLike, dest: str | os.PathLike, *, drop: Sequence[str] = ()) -> int:
     """Copy a model folder with float16 weights (statistics stay float32), leaving out tensors whose names
     start with a prefix in ``drop`` (e.g. a GAN's discriminator, which sampling never uses).
