@@ -138,3 +138,46 @@ def test_mirror_quat_refuses_what_is_not_quaternions():
 
     with pytest.raises(ShapeError, match=r"q must have shape \(\.\.\., 4\), got \(5, 3\)"):
         mirror_quat(torch.randn(5, 3))
+
+
+@pytest.mark.parametrize(
+    ("left", "right"),
+    [
+        (lambda n: f"Bip01 L {n}", lambda n: f"Bip01 R {n}"),  # 3ds Max Biped
+        (lambda n: f"{n.lower()}.l", lambda n: f"{n.lower()}.r"),  # Blender
+        (lambda n: f"l{n}", lambda n: f"r{n}"),  # Daz
+        (lambda n: f"{n}-L", lambda n: f"{n}-R"),
+        (lambda n: f"{n}L", lambda n: f"{n}R"),
+    ],
+)
+def test_mirror_pairs_the_sides_of_other_naming_conventions(mocap_files, left, right):
+    """Joints named as 3ds Max Biped, Blender, Daz and others name their sides had no pairs: the mirror reflected
+    the motion and swapped nothing (left limbs ended on the right, 0.5 heights from the true mirror, an audit's
+    measure), without a word. Now their pairs are found and the mirror is the one of the usual names."""
+    import warnings
+
+    import skelanim
+    from skelanim.ops import rename
+
+    (path,) = mocap_files(["cmu_cgspeed_mb/01_01.bvh"])
+    motion = skelanim.load(path)[:60]
+
+    def convention(name: str) -> str:
+        for side, make in (("Left", left), ("Right", right)):
+            if name.startswith(side):
+                return make(name[len(side):])
+        return name
+
+    renamed = rename(motion, convention)
+    assert renamed.skeleton.left_right_pairs() and len(renamed.skeleton.left_right_pairs()) == len(
+        motion.skeleton.left_right_pairs())  # fmt: skip
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        got = mirror(renamed).positions()
+    torch.testing.assert_close(got, mirror(motion).positions(), rtol=0, atol=1e-9)
+
+
+def test_mirror_of_a_skeleton_without_sides_says_so():
+    skeleton = Skeleton(["Root", "A", "B"], np.array([-1, 0, 1]), torch.tensor([[0.0, 0, 0], [1, 1, 0], [1, 0, 0]]))
+    with pytest.warns(UserWarning, match="no left/right joint pairs"):
+        mirror(Motion.rest(skeleton, 3))

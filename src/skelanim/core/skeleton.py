@@ -62,17 +62,23 @@ _SIDE_PATTERNS: tuple[tuple[str, str, str], ...] = (
     (r"^L(?=[A-Z])", "L", "R"),
     (r"(?<=[a-z:_])L(?=[A-Z])", "L", "R"),
     (r"^l(?=[a-z])", "l", "r"),  # CMU 3dsMax-style "lhand"; a pair needs both names to exist
+    (r"(?<=\s)L(?=\s|$)", "L", "R"),  # 3ds Max Biped "Bip01 L Thigh", "Thigh L"
+    (r"\.l$", ".l", ".r"),  # Blender "thigh.l"
+    (r"^l(?=[A-Z])", "l", "r"),  # Daz "lThigh"
+    (r"-L$", "-L", "-R"),
+    (r"(?<=[a-z])L$", "L", "R"),  # "ThighL"
 )
 
 
-def _mirror_name(name: str) -> str | None:
-    """Return the right-side name for a left-side ``name`` (or None if no left marker is found)."""
+def _mirror_names(name: str) -> list[str]:
+    """The right-side names a left-side ``name`` may have, one per side marker it carries (none: no marker)."""
+    out = []
     for pattern, left, right in _SIDE_PATTERNS:
         match = re.search(pattern, name)
         if match:
             start, end = match.span()
-            return name[:start] + match.group(0).replace(left, right) + name[end:]
-    return None
+            out.append(name[:start] + match.group(0).replace(left, right) + name[end:])
+    return out
 
 
 @dataclass
@@ -209,13 +215,16 @@ class Skeleton:
         return [int(j) for j in np.nonzero(~has_child)[0]]
 
     def left_right_pairs(self) -> list[tuple[int, int]]:
-        """Pairs ``(left, right)`` of joint indices found from side markers in names
-        (``Left``/``Right``, ``_L``/``_R``, ``_l``/``_r``, ``L_``/``R_``, ``LeftX``/``RightX``, CMU ``LHip``/``RHip``)."""
+        """Pairs ``(left, right)`` of joint indices found from side markers in names (``Left``/``Right``,
+        ``_L``/``_R``, ``_l``/``_r``, ``L_``/``R_``, ``LeftX``/``RightX``, CMU ``LHip``/``RHip``, Biped ``Bip01 L
+        Thigh``, Blender ``thigh.l``, Daz ``lThigh``, ``Thigh-L``, ``ThighL``): the first marker whose right-side
+        name is a joint of the skeleton."""
+        index = {name: j for j, name in enumerate(self.names)}
         pairs = []
         for j, name in enumerate(self.names):
-            right = _mirror_name(name)
-            if right is not None and right != name and right in self.names:
-                pairs.append((j, self.names.index(right)))
+            right = next((r for r in _mirror_names(name) if r != name and r in index), None)
+            if right is not None:
+                pairs.append((j, index[right]))
         return pairs
 
     def mirror_permutation(self) -> np.ndarray:

@@ -23,6 +23,8 @@ skeleton, symmetric or not,
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import torch
 from torch import Tensor
@@ -182,6 +184,10 @@ def mirror(motion: Motion, *, axis: int | str | None = None) -> Motion:
     """
     a = lateral_axis(motion.skeleton) if axis is None else axis_index(axis)
     perm = torch.as_tensor(mirror_permutation(motion.skeleton))
+    if motion.skeleton.num_joints > 1 and bool((perm == torch.arange(len(perm))).all()):
+        warnings.warn("mirror: no left/right joint pairs found by name, so no joint changes sides: the motion is "
+                      "reflected, its left limbs now on the right (rename the joints, e.g. LeftLeg/RightLeg)",
+                      stacklevel=2)  # fmt: skip
     s = _sign(a)
     jt = None if motion.joint_translations is None else motion.joint_translations[:, perm] * s
     return motion.copy(
