@@ -113,3 +113,20 @@ def test_contacts_real(relative, feet, real):
         # a walk: each foot is down for a good part of the clip, and each is down while the other swings
         assert 0.2 < left.mean() < 0.95 and 0.2 < right.mean() < 0.95
         assert (left & ~right).sum() > 5 and (right & ~left).sum() > 5
+
+
+def _named_legs(names: list[str], parents: list[int]) -> Skeleton:
+    """A skeleton of these names and parents, each joint 1 below and to its side of its parent (shapes unused)."""
+    offsets = torch.tensor([[0.0, 0.0, 0.0]] + [[0.1, -1.0, 0.0]] * (len(names) - 1))
+    return Skeleton(names, np.array(parents), offsets)
+
+
+def test_feet_of_unreal_and_smpl_skeletons():
+    """Unreal's ik_foot_l/r (helpers under ik_foot_root, beside the legs) were taken as the feet, in contact all the
+    time, and its ball_l toes and SMPL's left_foot (the toe below left_ankle) were missed (an audit's cases)."""
+    ue = _named_legs(["root", "pelvis", "thigh_l", "calf_l", "foot_l", "ball_l", "thigh_r", "calf_r", "foot_r", "ball_r",
+                      "ik_foot_root", "ik_foot_l", "ik_foot_r"], [-1, 0, 1, 2, 3, 4, 1, 6, 7, 8, 0, 10, 10])  # fmt: skip
+    assert [ue.names[j] for j in find_feet(ue)] == ["foot_l", "foot_r", "ball_l", "ball_r"]
+    smpl = _named_legs(["pelvis", "left_hip", "left_knee", "left_ankle", "left_foot", "right_hip", "right_knee",
+                        "right_ankle", "right_foot"], [-1, 0, 1, 2, 3, 0, 5, 6, 7])  # fmt: skip
+    assert [smpl.names[j] for j in find_feet(smpl)] == ["left_ankle", "right_ankle", "left_foot", "right_foot"]

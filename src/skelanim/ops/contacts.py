@@ -36,7 +36,9 @@ DEFAULT_HEIGHT_FRACTION = 0.05
 DEFAULT_SPEED_FRACTION = 0.25
 
 _FOOT = re.compile(r"foot|ankle", re.IGNORECASE)
-_TOE = re.compile(r"toe", re.IGNORECASE)
+_TOE = re.compile(r"toe|ball", re.IGNORECASE)  # Unreal's ball_l
+#: Helpers named like a foot that are no part of the leg (Unreal's ik_foot_l under ik_foot_root: contact throughout).
+_NOT_A_LIMB = re.compile(r"(^|[^a-z])(ik|ctrl|target|pole|helper)([^a-z]|$)", re.IGNORECASE)
 
 
 def _depth(skeleton: Skeleton, j: int) -> int:
@@ -45,7 +47,9 @@ def _depth(skeleton: Skeleton, j: int) -> int:
 
 def find_feet(skeleton: Skeleton) -> list[int]:
     """Foot joints found by name: the left/right pair named like ``foot``/``ankle`` and the pair named
-    like ``toe``, each the shallowest such pair (shortest name on ties).
+    like ``toe`` or ``ball``, each the shallowest such pair (shortest name on ties), IK and control helpers
+    (``ik_foot_l``) left out; without a toe pair, a pair of the feet's children named like a foot (SMPL's
+    ``left_foot`` below ``left_ankle``).
 
     Returns
     -------
@@ -57,17 +61,21 @@ def find_feet(skeleton: Skeleton) -> list[int]:
     SkeletonError
         When no left/right foot or ankle pair is found.
     """
-    pairs = skeleton.left_right_pairs()
+    names = skeleton.names
+    pairs = [(l, r) for l, r in skeleton.left_right_pairs() if not _NOT_A_LIMB.search(names[l] + " " + names[r])]
     out: list[int] = []
     for pattern in (_FOOT, _TOE):
-        cands = [(l, r) for l, r in pairs if pattern.search(skeleton.names[l]) and pattern.search(skeleton.names[r])]
+        cands = [(l, r) for l, r in pairs if pattern.search(names[l]) and pattern.search(names[r])]
         if pattern is _FOOT:
-            cands = [(l, r) for l, r in cands if not _TOE.search(skeleton.names[l])]
-        if not cands:
-            if pattern is _FOOT:
+            cands = [(l, r) for l, r in cands if not _TOE.search(names[l])]
+            if not cands:
                 raise SkeletonError("no left/right foot or ankle joints found by name; pass joints= to foot_contacts")
-            continue
-        l, r = min(cands, key=lambda p: (_depth(skeleton, p[0]), len(skeleton.names[p[0]]), p[0]))
+        elif not cands:  # a foot named below the ankle (SMPL) is the toe
+            cands = [(l, r) for l, r in pairs if _FOOT.search(names[l]) and _FOOT.search(names[r])
+                     and int(skeleton.parents[l]) == out[0] and int(skeleton.parents[r]) == out[1]]  # fmt: skip
+            if not cands:
+                continue
+        l, r = min(cands, key=lambda p: (_depth(skeleton, p[0]), len(names[p[0]]), p[0]))
         out.extend([l, r])
     return out
 
