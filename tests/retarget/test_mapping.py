@@ -152,3 +152,40 @@ def test_ambiguous_chain_is_reported():
 
 def test_canonical_set_size():
     assert len(CANONICAL_JOINTS) == 22 and humanoid_skeleton().num_joints == 13
+
+
+_CMU_PARTS = {"Hips": ("C", "Hips"), "Spine": ("C", "Spine"), "Spine1": ("C", "Chest"), "Neck": ("C", "Neck"),
+              "Head": ("C", "Head"), "Shoulder": ("S", "Shoulder"), "Arm": ("S", "UpperArm"),
+              "ForeArm": ("S", "LowerArm"), "Hand": ("S", "Hand"), "UpLeg": ("S", "UpperLeg"),
+              "Leg": ("S", "LowerLeg"), "Foot": ("S", "Foot"), "ToeBase": ("S", "ToeBase")}  # fmt: skip
+_CONVENTIONS = {  # (centre name, side name) from a part's name in that convention and the side letter
+    "vrm": (lambda part: f"J_Bip_C_{part}", lambda side, part: f"J_Bip_{side}_{part}"),
+    "smpl fbx": (lambda part: f"m_avg_{part}", lambda side, part: f"m_avg_{side}_{part}"),
+    "optitrack": (lambda part: part, lambda side, part: side + {"UpperArm": "UArm", "LowerArm": "FArm",
+                                                                 "UpperLeg": "Thigh", "LowerLeg": "Shin"}.get(part, part)),
+    "daz": (lambda part: part, lambda side, part: side.lower() + {"UpperArm": "Shldr", "LowerArm": "ForeArm",
+                                                                   "UpperLeg": "Thigh", "LowerLeg": "Shin"}.get(part, part)),
+    "suffix -L": (lambda part: part, lambda side, part: f"{part}-{side}"),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("convention", list(_CONVENTIONS))
+def test_other_naming_conventions_map_as_their_source(clips, convention):
+    """VRM (J_Bip_L_UpperLeg, J_Bip_C_Hips), SMPL's FBX (m_avg_L_Hip), OptiTrack (LUArm, LFArm), Daz (lThigh,
+    lShldr) and Thigh-L names had failed to map ("no joint found for required canonical joint(s) chest, ...", an
+    audit's finding): CMU's skeleton renamed into each maps every canonical joint to the same joints."""
+    from skelanim.ops import rename
+
+    motion = clips["cmu_mb"]
+    centre, sided = _CONVENTIONS[convention]
+
+    def renamed(name: str) -> str:
+        for side, letter in (("Left", "L"), ("Right", "R")):
+            if name.startswith(side) and name[len(side):] in _CMU_PARTS:
+                return sided(letter, _CMU_PARTS[name[len(side):]][1])
+        return centre(_CMU_PARTS[name][1]) if name in _CMU_PARTS else name
+
+    skeleton = motion.skeleton
+    other = rename(motion, renamed).skeleton
+    assert other.names != skeleton.names
+    assert map_skeleton(other).joints == map_skeleton(skeleton).joints

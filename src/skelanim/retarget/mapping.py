@@ -84,8 +84,8 @@ REQUIRED: frozenset[str] = frozenset(
 #: Normalised base names (side removed) per limb part, best first.
 LIMB_ALIASES: dict[str, tuple[str, ...]] = {
     "clavicle": ("clavicle", "collar", "collarbone", "shoulder"),
-    "upperarm": ("upperarm", "arm", "uparm", "humerus", "shoulder"),
-    "forearm": ("forearm", "lowerarm", "elbow", "forarm"),
+    "upperarm": ("upperarm", "arm", "uparm", "humerus", "shoulder", "uarm", "shldr"),  # OptiTrack LUArm, Daz lShldr
+    "forearm": ("forearm", "lowerarm", "elbow", "forarm", "farm"),  # OptiTrack LFArm
     "hand": ("hand", "wrist"),
     "upleg": ("upleg", "upperleg", "thigh", "hip", "femur"),
     "leg": ("leg", "lowerleg", "calf", "knee", "shin", "tibia"),
@@ -96,13 +96,16 @@ _ARM = ("clavicle", "upperarm", "forearm", "hand")
 _LEG = ("upleg", "leg", "foot", "toe")
 _HIPS = ("hips", "hip", "pelvis", "root")
 _NECK = re.compile(r"(lower|upper)?neck(twist)?0?[12]?")
-_PREFIX = re.compile(r"^(mixamorig\d*[:_]?|cc_base_|bip0*1[ _]?|joint_|jnt_|def[-_]|b_)", re.IGNORECASE)
+_PREFIX = re.compile(r"^(mixamorig\d*[:_]?|cc_base_|bip0*1[ _]?|joint_|jnt_|def[-_]|b_|j_bip_(?:c_)?|[mf]_avg_)",
+                     re.IGNORECASE)  # VRM's J_Bip_L_UpperLeg and J_Bip_C_Hips, SMPL's m_avg_L_Hip
 # (regex on the prefix-free name, needs the mirrored name to exist): group "s" is the side marker
 _SIDES: tuple[tuple[str, bool], ...] = (
     (r"(?P<s>Left|Right|LEFT|RIGHT|left|right)", False),
-    (r"(?:^|[_.\s])(?P<s>[LRlr])(?=$|[_.\s\d])", False),
+    (r"(?:^|[-_.\s])(?P<s>[LRlr])(?=$|[-_.\s\d])", False),  # also Thigh-L
     (r"^(?P<s>[LR])(?=[A-Z])", True),
     (r"^(?P<s>[lr])(?=[a-z])", True),
+    (r"^(?P<s>[lr])(?=[A-Z])", True),  # Daz lThigh
+    (r"(?<=[a-z])(?P<s>[LR])$", True),  # ThighL
 )
 
 
