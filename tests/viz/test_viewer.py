@@ -12,20 +12,19 @@ import io
 import math
 import os
 import re
-import shutil
 import signal
 import subprocess
 import sys
 import threading
 import urllib.error
 import urllib.request
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pytest
 import torch
+from browser import VIEWPORT, ViewerPage, changed_fraction  # tests/helpers
 
 from skelanim import Motion, Skeleton
 from skelanim.core.rotations import rotvec_to_quat
@@ -33,19 +32,6 @@ from skelanim.data.samples import sample_path
 from skelanim.viz import viewer
 from skelanim.viz.viewer import ViewerError, build_viewer_html, viewer_positions
 
-CHROMIUM = os.environ.get("SKELANIM_CHROMIUM", "/usr/bin/chromium")
-REQUIRE_BROWSER = os.environ.get("SKELANIM_REQUIRE_BROWSER") == "1"
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
-VIEWPORT = {"width": 960, "height": 640}
 LARGE_RIG = "cmu_iclone_ccrig/001_01.bvh"
 BANDAI = "bandai_namco_1/dataset-1_bow_active_001.bvh"
 
@@ -315,85 +301,6 @@ def test_cli_serve_prints_the_url_and_stops_on_ctrl_c(tmp_path: Path) -> None:
 
 
 # =========================================================================== end to end in Chromium
-def _unavailable(reason: str) -> None:
-    if REQUIRE_BROWSER:
-        pytest.fail(f"SKELANIM_REQUIRE_BROWSER=1 but {reason}")
-    pytest.skip(reason)
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    """A headless Chromium (Debian's) driven by playwright, shared by the module's tests."""
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        _unavailable("the Python package playwright is not installed (pip install playwright)")
-    if not (os.path.isfile(CHROMIUM) and os.access(CHROMIUM, os.X_OK)):
-        _unavailable(f"no Chromium at {CHROMIUM} (apt-get install chromium, or set SKELANIM_CHROMIUM)")
-    with sync_playwright() as playwright:
-        instance = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
-        try:
-            yield instance
-        finally:
-            instance.close()
-
-
-class ViewerPage:
-    """An opened viewer page plus the console errors it produced."""
-
-    def __init__(self, page: Any, errors: list[str], shots: Path) -> None:
-        self.page = page
-        self.errors = errors
-        self.shots = shots
-
-    def js(self, expression: str, arg: Any = None) -> Any:
-        return self.page.evaluate(expression, arg)
-
-    def screenshot(self, name: str) -> np.ndarray:
-        """An RGB screenshot of the page as ``(H, W, 3)`` uint8 (kept under SKELANIM_SCREENSHOT_DIR)."""
-        from PIL import Image
-
-        path = self.shots / f"{name}.png"
-        self.page.screenshot(path=str(path))
-        keep = os.environ.get("SKELANIM_SCREENSHOT_DIR")
-        if keep:
-            Path(keep).mkdir(parents=True, exist_ok=True)
-            shutil.copy(path, Path(keep) / path.name)
-        return np.asarray(Image.open(path).convert("RGB"))
-
-
-@pytest.fixture
-def open_viewer(browser: Any, tmp_path: Path) -> Iterator[Callable[..., ViewerPage]]:
-    """``open_viewer(html_text, query="autoplay=0")`` writes the page, opens it from file:// and waits for
-    ``window.skelanimViewer.ready``."""
-    contexts: list[Any] = []
-
-    def _open(page_html: str, query: str = "autoplay=0", name: str = "viewer") -> ViewerPage:
-        path = tmp_path / f"{name}.html"
-        path.write_text(page_html, encoding="utf-8")
-        context = browser.new_context(viewport=VIEWPORT)
-        contexts.append(context)
-        page = context.new_page()
-        errors: list[str] = []
-        page.on("console", lambda msg: errors.append(msg.text) if msg.type == "error" else None)
-        page.on("pageerror", lambda exc: errors.append(f"uncaught: {exc}"))
-        page.on("requestfailed", lambda req: errors.append(f"request failed: {req.url}"))
-        page.goto(path.as_uri() + (f"?{query}" if query else ""))
-        page.wait_for_function("window.skelanimViewer && (window.skelanimViewer.ready || window.skelanimViewer.error)")
-        error = page.evaluate("window.skelanimViewer.error")
-        assert error is None, error
-        return ViewerPage(page, errors, tmp_path)
-
-    yield _open
-    for context in contexts:
-        context.close()
-
-
-def changed_fraction(a: np.ndarray, b: np.ndarray, threshold: int = 40) -> float:
-    """Fraction of pixels whose RGB values differ by more than ``threshold`` in sum."""
-    return float((np.abs(a.astype(np.int32) - b.astype(np.int32)).sum(-1) > threshold).mean())
-
-
 def test_page_loads_from_file_without_console_errors(open_viewer: Callable[..., ViewerPage]) -> None:
     view = open_viewer(build_viewer_html([synthetic_motion()], labels=["walk"]))
     assert view.js("location.protocol") == "file:"
