@@ -189,3 +189,23 @@ def test_other_naming_conventions_map_as_their_source(clips, convention):
     other = rename(motion, renamed).skeleton
     assert other.names != skeleton.names
     assert map_skeleton(other).joints == map_skeleton(skeleton).joints
+
+
+def test_a_rig_s_ground_control_named_root_is_not_the_hips(clips):
+    """Blender Rigify names its ground control ``root`` and the pelvis ``spine``: ``root`` was taken as the hips
+    (a Bandai walk so named retargeted 16 heights off, an audit's measure). A joint named root is the hips only
+    where it is the pelvis (the lowest joint above chest and legs, as the DeepMimic humanoid's)."""
+    from skelanim.ops import rename
+
+    motion = clips["bandai"]
+    names = {"joint_Root": "root", "Hips": "spine", "Spine": "spine.001", "Chest": "spine.002", "Neck": "spine.004",
+             "Head": "spine.006"}  # fmt: skip
+    for side in "LR":
+        names |= {f"Shoulder_{side}": f"shoulder.{side}", f"UpperArm_{side}": f"upper_arm.{side}",
+                  f"LowerArm_{side}": f"forearm.{side}", f"Hand_{side}": f"hand.{side}", f"UpperLeg_{side}": f"thigh.{side}",
+                  f"LowerLeg_{side}": f"shin.{side}", f"Foot_{side}": f"foot.{side}", f"Toes_{side}": f"toe.{side}"}  # fmt: skip
+    rigify = map_skeleton(rename(motion, names).skeleton).joints
+    usual = map_skeleton(motion.skeleton).joints
+    assert rigify["hips"] == motion.skeleton.index("Hips")
+    assert {k: v for k, v in usual.items() if k in rigify} == rigify and set(usual) - set(rigify) <= {"neck", "head"}
+    assert map_skeleton(clips["deepmimic"].skeleton).names()["hips"] == "root"

@@ -383,9 +383,12 @@ def map_skeleton(
                 del joints["chest"]
     if "hips" not in user and "chest" in joints:
         legs = [joints[c] for c in ("l_upleg", "r_upleg") if c in joints]
+        below = _lca(skeleton, [joints["chest"], *legs]) if len(legs) == 2 else None
         for alias in _HIPS:
             hits = [j for j, (s, b) in enumerate(parsed) if s is None and b == alias and j not in taken
-                    and all(_is_below(skeleton, k, j) for k in [joints["chest"], *legs])]  # fmt: skip
+                    and all(_is_below(skeleton, k, j) for k in [joints["chest"], *legs])
+                    and (alias != "root" or below is None or j == below)]  # fmt: skip
+            # a "root" above the pelvis is a rig's ground control (Blender Rigify's), not the hips
             if len(hits) > 1:
                 problems.append(f"ambiguous hips: {', '.join(skeleton.names[j] for j in hits)}")
             if hits:
