@@ -246,12 +246,12 @@ def note_trained_on(models: dict[str, Path | None], test, defaults: dict[str, st
     from skelanim.learn.common import pretrained_dir, training_files
     from skelanim.nn.checkpoint import CONFIG_NAME, read_model_config
 
-    tested = {f"{Path(c.path).parent.name}/{Path(c.path).name}": c for c in test.clips if c.path}
+    tested = {f"{Path(c.path).parent.name}/{Path(c.path).name}" for c in test.clips if c.path}
     for name, folder in models.items():
         where = folder if folder is not None else (pretrained_dir(defaults[name]) if defaults and name in defaults else None)
         if where is None or not (Path(where) / CONFIG_NAME).is_file():
             continue
-        seen = training_files(read_model_config(Path(where) / CONFIG_NAME)) & set(tested)
+        seen = training_files(read_model_config(Path(where) / CONFIG_NAME)) & tested
         if seen:
             typer.echo(f"note: {len(seen)} of the {len(tested)} test files were in the training data of {where} "
                        f"(e.g. {min(seen)}): give the --data and --split it was trained with", err=True)  # fmt: skip

@@ -125,7 +125,6 @@ def along_frames(fn: Callable[..., Tensor], x: Any, dim: int, name: str, *, vect
     return fn(t, **kwargs) if axis == 0 else fn(t.movedim(axis, 0), **kwargs).movedim(0, axis)
 
 
-
 def _check(x: Tensor, tail: tuple[int, ...], name: str) -> None:
     if x.ndim < len(tail) or tuple(x.shape[x.ndim - len(tail) :]) != tail:
         want = ", ".join(["..."] + [str(t) for t in tail])
