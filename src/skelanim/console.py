@@ -7,19 +7,11 @@ traceback.
 
 from __future__ import annotations
 
-import signal
 import sys
-
-
-def _terminated(signum: int, _frame: object) -> None:
-    """SIGTERM (a process manager, ``timeout``, ``kill``) as an exit that unwinds: the atomic writers remove their
-    temporary files (a terminated ``render`` had left a hidden ``.NAME.XXXX.mp4`` beside its output)."""
-    raise SystemExit(128 + signum)
 
 
 def entry_point() -> None:
     """Run the ``skelanim`` command line (:func:`skelanim.cli.entry_point`)."""
-    signal.signal(signal.SIGTERM, _terminated)
     try:
         from skelanim.cli import entry_point as run
     except KeyboardInterrupt:
