@@ -231,8 +231,9 @@ class IKModel:
 
     def _torch_chunk(self, x: Tensor) -> Tensor:
         """``(B, J, 3)`` float32 positions to ``(B, J, 4)`` float32 quaternions (on the network's device). A bone
-        within a fraction of a degree of the opposite of its start axis (random input; no capture here comes within
-        130 degrees of it) gives a swing that is no rotation: converted all the same, as the exported graph does."""
+        within a fraction of a degree of the opposite of its start axis (random input; no capture here turns one
+        more than 131 degrees from it) gives a swing that is no rotation: converted all the same, as the exported
+        graph does."""
         with torch.inference_mode():
             return matrix_to_quat(self.net.local_rotations(x), check=False)
 
