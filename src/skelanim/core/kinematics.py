@@ -130,6 +130,14 @@ def _table(name: torch.Tensor, like: torch.Tensor) -> torch.Tensor:
     return name if name.dtype == like.dtype and name.device == like.device else name.to(like)
 
 
+def _widened(rotations: torch.Tensor, translations: torch.Tensor) -> torch.Tensor:
+    """``rotations`` in the wider float dtype of the two, as the rotation functions compute mixed dtypes (float32
+    rotations with float64 offsets had given float32 positions); the translations follow the rotations' dtype."""
+    if translations.is_floating_point() and translations.dtype != rotations.dtype:
+        return rotations.to(torch.promote_types(rotations.dtype, translations.dtype))
+    return rotations
+
+
 def _normalized(q: torch.Tensor) -> torch.Tensor:
     """``(4, ...)`` quaternion components scaled to unit length; zero quaternions become the identity (the
     rule of :func:`~skelanim.core.rotations.quat_normalize`)."""
@@ -277,8 +285,7 @@ def _prepare(rotations: torch.Tensor, translations: torch.Tensor, parents: list[
                          f"{tuple(rotations.shape)} and {tuple(translations.shape)}")  # fmt: skip
     if not rotations.is_floating_point():
         rotations = rotations.to(torch.float64)
-    if translations.is_floating_point() and translations.dtype != rotations.dtype:  # the wider of the two, as the
-        rotations = rotations.to(torch.promote_types(rotations.dtype, translations.dtype))  # rotation functions
+    rotations = _widened(rotations, translations)
     try:  # numpy's broadcast_shapes: torch's imports sympy on first use (seconds of start-up)
         shape = np.broadcast_shapes(tuple(rotations.shape[:-1]), tuple(translations.shape[:-1]))
     except ValueError:
@@ -486,8 +493,7 @@ def forward_kinematics_joints(
     _tree_levels(parents_t)  # parents before their children (a cycle never reached the root)
     if any(not 0 <= int(j) < len(parents_t) for j in joints):
         raise ShapeError(f"joints {list(joints)} must lie in 0 .. {len(parents_t) - 1}")
-    if translations.is_floating_point() and translations.dtype != rotations.dtype:  # the wider of the two
-        rotations = rotations.to(torch.promote_types(rotations.dtype, translations.dtype))
+    rotations = _widened(rotations, translations)
     local = rotations if rotations.shape[-1] == 3 else quat_to_matrix(rotations)
     # numpy's broadcast_shapes (torch's imports sympy on first use): rotations and translations broadcast
     lead = np.broadcast_shapes(tuple(local.shape[:-3]), tuple(translations.shape[:-2]))

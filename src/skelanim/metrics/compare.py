@@ -142,7 +142,8 @@ def set_summary(
             **{k: (v / weights[k] if weights[k] else None) for k, v in sums.items()}}  # fmt: skip
 
 
-def _paired(a: Sequence[Motion], b: Sequence[Motion], height: float, notes: list[str]) -> dict[str, float] | None:
+def _paired(a: Sequence[Motion], b: Sequence[Motion], rest: dict[str, list[float]], height: float,
+            notes: list[str]) -> dict[str, float] | None:
     """The paired measures; a motion of B whose skeleton stands more than :data:`SAME_HEIGHT` taller or shorter at
     rest than its pair's (other units or another size) is scaled to its pair's first, with a note. The rest height,
     not the motion's: a dash's crouch against a bow had been read as another size, and scaled by 1.14."""
@@ -153,8 +154,7 @@ def _paired(a: Sequence[Motion], b: Sequence[Motion], height: float, notes: list
     totals = {"mpjpe": 0.0, "mpjpe_root_relative": 0.0, "angle_deg": 0.0}
     frames = 0
     retimed = rescaled = 0
-    for x, y in zip(a, b):
-        hx, hy = x.skeleton.height(), y.skeleton.height()
+    for x, y, hx, hy in zip(a, b, rest["a"], rest["b"]):
         if abs(y.fps / x.fps - 1) > 1e-6:  # pair frames by time, not by index
             y, retimed = resample(y, x.fps), retimed + 1
         n = min(x.num_frames, y.num_frames)
@@ -255,5 +255,5 @@ def compare_sets(a: Sequence[Motion], b: Sequence[Motion], *, embed: Embedder | 
         if contents is not None:
             out[key]["recognised"] = sum(p == c for p, c in zip(predicted, contents)) / len(contents)
     out["fid"] = fid(feats["a"], feats["b"]) if len(feats) == 2 and min(len(feats["a"]), len(feats["b"])) >= 2 else None
-    out["paired"] = _paired(a, b, height, notes)
+    out["paired"] = _paired(a, b, rest, height, notes)
     return out

@@ -241,10 +241,10 @@ def rotate(motion: Motion, rotation: ArrayLike, *, pivot: ArrayLike | None = Non
     if not torch.isfinite(r).all():
         raise ShapeError("the rotation holds NaN or infinite values")
     if r.shape == (3, 3):
-        gap = float((r.T @ r - torch.eye(3, dtype=r.dtype)).abs().max())
-        if gap > 1e-5 or float(torch.linalg.det(r)) < 0:
+        gap, det = float((r.T @ r - torch.eye(3, dtype=r.dtype)).abs().max()), float(torch.linalg.det(r))
+        if gap > 1e-5 or det < 0:
             raise ShapeError(f"the (3, 3) matrix is no rotation (R^T R is {gap:.3g} off the identity, determinant "
-                             f"{float(torch.linalg.det(r)):.3g})")  # fmt: skip
+                             f"{det:.3g})")  # fmt: skip
         q = matrix_to_quat(r)
     elif float(r.norm()) < 1e-9:
         raise ShapeError("a zero quaternion is no rotation")
