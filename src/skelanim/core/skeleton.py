@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from skelanim.core.joint_names import mirrored_name, side_marker
 from skelanim.errors import SkeletonError
 
 ROTATION_CHANNELS = ("Xrotation", "Yrotation", "Zrotation")
@@ -45,40 +46,6 @@ def up_sign(names: Sequence[str], positions: Any, axis: int) -> float:
     pos = np.asarray(positions.detach().cpu() if hasattr(positions, "detach") else positions, dtype=np.float64)
     gap = float((pos[:, heads, axis].mean(axis=1) - pos[:, feet, axis].mean(axis=1)).mean())
     return -1.0 if gap < 0 else 1.0
-
-
-# Side markers, tried in order. Each entry: (pattern matching the left marker, function giving the right name).
-_SIDE_PATTERNS: tuple[tuple[str, str, str], ...] = (
-    (r"Left", "Left", "Right"),
-    (r"left", "left", "right"),
-    (r"LEFT", "LEFT", "RIGHT"),
-    (r"_L(?=$|[_\d.])", "_L", "_R"),
-    (r"_l(?=$|[_\d.])", "_l", "_r"),
-    (r"(?<=[_:.\s])L_", "L_", "R_"),
-    (r"^L_", "L_", "R_"),
-    (r"^l_", "l_", "r_"),
-    (r"(?<=_)L(?=_)", "L", "R"),
-    (r"\.L$", ".L", ".R"),
-    (r"^L(?=[A-Z])", "L", "R"),
-    (r"(?<=[a-z:_])L(?=[A-Z])", "L", "R"),
-    (r"^l(?=[a-z])", "l", "r"),  # CMU 3dsMax-style "lhand"; a pair needs both names to exist
-    (r"(?<=\s)L(?=\s|$)", "L", "R"),  # 3ds Max Biped "Bip01 L Thigh", "Thigh L"
-    (r"\.l$", ".l", ".r"),  # Blender "thigh.l"
-    (r"^l(?=[A-Z])", "l", "r"),  # Daz "lThigh"
-    (r"-L$", "-L", "-R"),
-    (r"(?<=[a-z])L$", "L", "R"),  # "ThighL"
-)
-
-
-def _mirror_names(name: str) -> list[str]:
-    """The right-side names a left-side ``name`` may have, one per side marker it carries (none: no marker)."""
-    out = []
-    for pattern, left, right in _SIDE_PATTERNS:
-        match = re.search(pattern, name)
-        if match:
-            start, end = match.span()
-            out.append(name[:start] + match.group(0).replace(left, right) + name[end:])
-    return out
 
 
 @dataclass
@@ -215,15 +182,15 @@ class Skeleton:
         return [int(j) for j in np.nonzero(~has_child)[0]]
 
     def left_right_pairs(self) -> list[tuple[int, int]]:
-        """Pairs ``(left, right)`` of joint indices found from side markers in names (``Left``/``Right``,
-        ``_L``/``_R``, ``_l``/``_r``, ``L_``/``R_``, ``LeftX``/``RightX``, CMU ``LHip``/``RHip``, Biped ``Bip01 L
-        Thigh``, Blender ``thigh.l``, Daz ``lThigh``, ``Thigh-L``, ``ThighL``): the first marker whose right-side
-        name is a joint of the skeleton."""
+        """Pairs ``(left, right)`` of joint indices found from side markers in names
+        (:func:`~skelanim.core.joint_names.side_marker`: ``Left``/``Right``, ``_L``/``_R``, ``L_``/``R_``, CMU
+        ``LHip``/``RHip`` and ``lhand``/``rhand``, Biped ``Bip01 L Thigh``, Blender ``thigh.l``, Daz ``lThigh``,
+        ``Thigh-L``, ``ThighL``, behind exporter prefixes): each left joint whose mirrored name is a joint."""
         index = {name: j for j, name in enumerate(self.names)}
         pairs = []
         for j, name in enumerate(self.names):
-            right = next((r for r in _mirror_names(name) if r != name and r in index), None)
-            if right is not None:
+            marker = side_marker(name, index)
+            if marker is not None and marker.side == "l" and (right := mirrored_name(name, marker)) in index:
                 pairs.append((j, index[right]))
         return pairs
 

@@ -14,7 +14,8 @@ canonical parent.
 
 How joints are found (names first, the tree to settle what names cannot)
 ------------------------------------------------------------------------
-1. Every name is *normalised*: namespace and rig prefixes dropped (``mixamorig:``, ``CC_Base_``,
+1. Every name is *normalised* (:func:`skelanim.core.joint_names.normalize_name`, the side reader mirror pairs
+   and the foot finder use too): namespace and rig prefixes dropped (``mixamorig:``, ``CC_Base_``,
    ``Bip01``, ``joint_``, ``DEF-``), a side marker taken off and remembered (``Left``/``Right`` words,
    ``_L``/``_R``, ``L_``/``R_``, ``.L``, and the one-letter CMU forms ``LHipJoint``/``lhand`` when the
    mirrored name exists too), then lower case without separators: ``mixamorig:LeftUpLeg`` is
@@ -49,6 +50,7 @@ from typing import Any
 
 import numpy as np
 
+from skelanim.core.joint_names import normalize_name
 from skelanim.core.skeleton import Skeleton
 from skelanim.errors import FormatError, SkeletonError
 from skelanim.io.common import read_utf8_text
@@ -96,61 +98,8 @@ _ARM = ("clavicle", "upperarm", "forearm", "hand")
 _LEG = ("upleg", "leg", "foot", "toe")
 _HIPS = ("hips", "hip", "pelvis", "root")
 _NECK = re.compile(r"(lower|upper)?neck(twist)?0?[12]?")
-_PREFIX = re.compile(r"^(mixamorig\d*[:_]?|cc_base_|bip0*1[ _]?|joint_|jnt_|def[-_]|b_|j_bip_(?:c_)?|[mf]_avg_)",
-                     re.IGNORECASE)  # VRM's J_Bip_L_UpperLeg and J_Bip_C_Hips, SMPL's m_avg_L_Hip
-# (regex on the prefix-free name, needs the mirrored name to exist): group "s" is the side marker
-_SIDES: tuple[tuple[str, bool], ...] = (
-    (r"(?P<s>Left|Right|LEFT|RIGHT|left|right)", False),
-    (r"(?:^|[-_.\s])(?P<s>[LRlr])(?=$|[-_.\s\d])", False),  # also Thigh-L
-    (r"^(?P<s>[LR])(?=[A-Z])", True),
-    (r"^(?P<s>[lr])(?=[a-z])", True),
-    (r"^(?P<s>[lr])(?=[A-Z])", True),  # Daz lThigh
-    (r"(?<=[a-z])(?P<s>[LR])$", True),  # ThighL
-)
-
-
 class MappingError(SkeletonError):
     """A skeleton cannot be mapped onto the canonical joints (unmapped required or ambiguous joints)."""
-
-
-def _strip(name: str) -> str:
-    name = name.split(":")[-1] if ":" in name else name
-    while True:
-        new = _PREFIX.sub("", name)
-        if new == name:
-            return name
-        name = new
-
-
-def _swap(marker: str) -> str:
-    table = {"Left": "Right", "Right": "Left", "LEFT": "RIGHT", "RIGHT": "LEFT", "left": "right", "right": "left",
-             "L": "R", "R": "L", "l": "r", "r": "l"}  # fmt: skip
-    return table[marker]
-
-
-def normalize_name(name: str, names: frozenset[str] | None = None) -> tuple[str | None, str]:
-    """``(side, base)`` of a joint name: side ``"l"``, ``"r"`` or ``None``; base lower case, alphanumeric.
-
-    Parameters
-    ----------
-    name : str
-        A joint name, e.g. ``"mixamorig:LeftUpLeg"``.
-    names : frozenset of str, optional
-        All prefix-free names of the skeleton; one-letter side markers (``LHipJoint``, ``lhand``) count only
-        when the mirrored name is among them.
-    """
-    bare = _strip(name)
-    for pattern, needs_pair in _SIDES:
-        match = re.search(pattern, bare)
-        if not match:
-            continue
-        start, end = match.span("s")
-        if needs_pair and (names is None or bare[:start] + _swap(match.group("s")) + bare[end:] not in names):
-            continue
-        side = match.group("s")[0].lower()
-        base = re.sub(r"[^a-z0-9]", "", (bare[:start] + bare[end:]).lower())
-        return side, base
-    return None, re.sub(r"[^a-z0-9]", "", bare.lower())
 
 
 @dataclass
@@ -339,8 +288,7 @@ def map_skeleton(
         user_source = str(override)
         override = load_mapping_file(override)
     user = _validate_user(override or {}, skeleton, user_source)
-    bare = frozenset(_strip(n) for n in skeleton.names)
-    parsed = [normalize_name(n, bare) for n in skeleton.names]
+    parsed = [normalize_name(n, skeleton.names) for n in skeleton.names]
     joints: dict[str, int] = {c: j for c, j in user.items() if j is not None}
     how = {c: "user" for c in joints}
     taken = set(joints.values())
