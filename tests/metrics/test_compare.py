@@ -5,9 +5,12 @@ from __future__ import annotations
 import pytest
 import torch
 
+import skelanim
 from skelanim.core.motion import Motion
 from skelanim.core.skeleton import Skeleton
+from skelanim.data.samples import sample_path
 from skelanim.metrics.compare import compare_sets
+from skelanim.ops import rotate
 
 
 def _legs() -> Skeleton:
@@ -233,3 +236,18 @@ def test_one_skeleton_in_crouched_and_upright_motions_is_one_size(mocap_files):
     assert not [n for n in one["notes"] if "mixes" in n] and one["height"] == pytest.approx(walk.height, rel=0.2)
     two = compare_sets([bow], [dash])
     assert not [n for n in two["notes"] if "differ in skeleton" in n] and two["height"] is not None
+
+
+def test_an_upside_down_set_is_measured_upright():
+    """Camera-space poses have Y down: the floor is then the highest point along +Y. The sets turned upside down
+    (a half turn about Z) give the upright sets' numbers; the head had been taken for the floor."""
+    walk = skelanim.load(sample_path("walk"))
+    sunk = walk.copy(root_positions=walk.root_positions - torch.tensor([0.0, 0.05, 0.0], dtype=torch.float64))
+    half_turn = torch.tensor([0.0, 0.0, 0.0, 1.0], dtype=torch.float64)
+    upright = compare_sets([walk], [sunk])
+    flipped = compare_sets([rotate(walk, half_turn)], [rotate(sunk, half_turn)])
+    assert upright["b"]["ground_penetration"] > 0.01 and upright["a"]["foot_skating"] > 0.0
+    for side in ("a", "b"):
+        for key in ("foot_skating", "ground_penetration", "jerk", "bone_length_error"):
+            assert flipped[side][key] == pytest.approx(upright[side][key], rel=1e-6, abs=1e-12), (side, key)
+    assert flipped["floor"] == pytest.approx(upright["floor"], abs=1e-9)

@@ -118,6 +118,18 @@ def test_mirrored_world_keeps_hip_flexion_positive_forward(long_walk: Motion) ->
     assert b.cadence == pytest.approx(a.cadence) and b.stride_length == pytest.approx(a.stride_length)
 
 
+
+def test_upside_down_source_gives_the_upright_report(long_walk: Motion) -> None:
+    """A half turn about Z puts Y down (camera-space poses): the same gait, read with the signed up direction
+    (the ground had been taken at the head: no contacts, no cycles)."""
+    flipped = skelanim.ops.rotate(long_walk, torch.tensor([0.0, 0.0, 0.0, 1.0], dtype=torch.float64))
+    assert flipped.up_direction() == (1, -1.0)
+    a, b = gait_analysis(long_walk), gait_analysis(flipped)
+    np.testing.assert_array_equal(b.contacts, a.contacts)
+    assert b.num_cycles == a.num_cycles > 0 and b.stride_length == pytest.approx(a.stride_length)
+    np.testing.assert_allclose(b.curve("hip_flexion")[0], a.curve("hip_flexion")[0], atol=1e-6)
+    np.testing.assert_allclose(b.curve("knee_flexion")[0], a.curve("knee_flexion")[0], atol=1e-6)
+
 def test_units_do_not_change_normalised_values(long_walk: Motion) -> None:
     cm = long_walk.copy(skeleton=long_walk.skeleton.scaled(100.0), root_positions=long_walk.root_positions * 100.0)
     a, b = gait_analysis(long_walk).to_dict(), gait_analysis(cm).to_dict()

@@ -19,7 +19,8 @@ of another height at rest (other units or size, more than :data:`SAME_HEIGHT` ap
 with a note.
 
 Set A is the reference (real motion; B the generated, predicted or retargeted one): its floor (the median over
-its motions of the lowest body joint, a static dummy root left out) and its median :attr:`Motion.height` are
+its motions of the lowest body joint along the up direction, :meth:`Motion.up_direction`, so an upside-down
+source with Y down is measured upright; a static dummy root left out) and its median :attr:`Motion.height` are
 B's too, so that B is judged against the ground of the real motion it is compared with, and a B sunk below it
 shows its penetration. Sets on different skeletons, up axes or heights (more than :data:`SAME_HEIGHT` apart)
 cannot share them: each is then measured against its own, with a note; so is a set whose own motions differ in
@@ -74,9 +75,21 @@ def _median(values: Sequence[float]) -> float:
     return float(torch.tensor(values, dtype=torch.float64).quantile(0.5))
 
 
-def _ground(motions: Sequence[Motion], positions: list[Tensor], heights: list[float]) -> tuple[int, float, float]:
-    """Up axis, median height (of the motions' ``heights``) and floor (the median lowest body joint) of a set."""
-    up = motions[0].up_axis()
+def _upright_positions(motion: Motion, direction: tuple[int, float]) -> Tensor:
+    """``(F, J, 3)`` world positions of ``motion``, the up component negated where its up ``direction``
+    (:meth:`Motion.up_direction`) points down (an upside-down source, Y down), so the floor is the lowest point
+    along the up axis for every set. No measure of a set changes sign with it (speeds, jerk, bone lengths)."""
+    positions = motion.positions()
+    axis, sign = direction
+    if sign < 0:
+        positions = positions.clone()
+        positions[..., axis] *= -1.0
+    return positions
+
+
+def _ground(motions: Sequence[Motion], positions: list[Tensor], heights: list[float], up: int) -> tuple[int, float, float]:
+    """Up axis, median height (of the motions' ``heights``) and floor (the median lowest body joint, of the
+    upright ``positions``) of a set."""
     height = _median(heights)
     floor = _median([float(p[:, body_root(m) :, up].min()) for m, p in zip(motions, positions)])
     return up, height, floor
@@ -200,13 +213,16 @@ def compare_sets(a: Sequence[Motion], b: Sequence[Motion], *, embed: Embedder | 
     """
     if not a or not b:
         raise ValueError("both sets need at least one motion")
-    pos_a, pos_b = [m.positions() for m in a], [m.positions() for m in b]
+    directions = {"a": [m.up_direction() for m in a], "b": [m.up_direction() for m in b]}
+    pos_a = [_upright_positions(m, d) for m, d in zip(a, directions["a"])]
+    pos_b = [_upright_positions(m, d) for m, d in zip(b, directions["b"])]
     heights = {"a": [m.height for m in a], "b": [m.height for m in b]}  # each an FK of 64 frames: once
     for motion, height in zip([*a, *b], [*heights["a"], *heights["b"]]):
         if not height > 0:  # every length metric is a fraction of it
             raise SkeletonError("the motion has no height (all its joints at one level along its up axis): the "
                                 "metrics are fractions of it", path=motion.metadata.get("path"))  # fmt: skip
-    own = {"a": _ground(a, pos_a, heights["a"]), "b": _ground(b, pos_b, heights["b"])}
+    own = {"a": _ground(a, pos_a, heights["a"], directions["a"][0][0]),
+           "b": _ground(b, pos_b, heights["b"], directions["b"][0][0])}  # fmt: skip
     notes: list[str] = []
     # sizes compared at rest: a crouch or a bow is no other size (a set of one Bandai skeleton spans 119 to 175 cm
     # in its motions' heights, 184 to 194 cm at rest)
@@ -217,7 +233,7 @@ def compare_sets(a: Sequence[Motion], b: Sequence[Motion], *, embed: Embedder | 
         low, high = min(rest[key]), max(rest[key])
         notes.append(f"set {key} mixes skeletons of heights {low:.4g} to {high:.4g} at rest (other skeletons or "
                      f"units): its median motion height {own[key][1]:.4g} normalises them all; compare like with like")  # fmt: skip
-    shared = (own["a"][0] == own["b"][0] and a[0].skeleton.same_topology(b[0].skeleton) and not mixed
+    shared = (directions["a"][0] == directions["b"][0] and a[0].skeleton.same_topology(b[0].skeleton) and not mixed
               and size["b"] > 0 and abs(size["a"] / size["b"] - 1) <= SAME_HEIGHT)  # fmt: skip
     up, height, floor = own["a"]  # A is the reference
     out: dict[str, Any] = {"height": height if shared else None, "floor": floor if shared else None, "notes": notes}

@@ -37,7 +37,8 @@ Curves are time-normalised per cycle to 0-100 % in 101 samples (linear interpola
 Lengths are in the file's units; ``*_per_height`` values divide by the body height, and ``*_m`` / ``*_m_per_s``
 values are in metres (by the motion's ``metadata["units"]`` where known, else the unit guessed from the height,
 :func:`~skelanim.core.units.guess_unit`: CMU's files are in their own unit). Up axis and height
-come from :meth:`Motion.up_axis <skelanim.core.motion.Motion.up_axis>` and :attr:`Motion.height
+come from :meth:`Motion.up_direction <skelanim.core.motion.Motion.up_direction>` (an upside-down source, Y
+down, is read upright) and :attr:`Motion.height
 <skelanim.core.motion.Motion.height>` (the animated pose, not only the rest pose).
 """
 
@@ -201,13 +202,16 @@ def side_contacts(
     legs: dict[str, Leg] | None = None,
     *,
     min_phase: float = 0.1,
-    up_axis: int | None = None,
+    up_axis: int | str | None = None,
     height: float | None = None,
 ) -> np.ndarray:
     """``(F, 2)`` bool contact of the left and right foot (ankle or toe), cleaned as the module says.
-    ``up_axis`` and ``height`` default to :meth:`Motion.up_axis` and :attr:`Motion.height`."""
+    ``up_axis`` (``"-y"`` for Y down) and ``height`` default to :meth:`Motion.up_direction` and
+    :attr:`Motion.height`."""
     legs = find_legs(motion.skeleton) if legs is None else legs
-    up_axis = motion.up_axis() if up_axis is None else up_axis
+    if up_axis is None:
+        axis, sign = motion.up_direction()
+        up_axis = ("-" if sign < 0 else "") + "xyz"[axis]
     height = motion.height if height is None else height
     cols = []
     min_len = max(1, round(min_phase * motion.fps))
@@ -418,8 +422,9 @@ def gait_analysis(
         motion = repeat_loop(motion, plays)
     legs = find_legs(motion.skeleton)
     pos = motion.positions().numpy()
-    up, height = motion.up_axis(), motion.height
-    contacts = side_contacts(motion, legs, min_phase=min_phase, up_axis=up, height=height)
+    (up, sign), height = motion.up_direction(), motion.height
+    contacts = side_contacts(motion, legs, min_phase=min_phase, height=height)
+    pos[..., up] *= sign  # an upside-down source (Y down) read upright: flexion and forward need up along +up
     forward = _forward(pos, legs, up)
     horiz = [a for a in range(3) if a != up]
     root = 0.5 * (pos[:, legs["left"].hip, horiz] + pos[:, legs["right"].hip, horiz])  # pelvis centre
