@@ -6,8 +6,15 @@ import numpy as np
 import pytest
 from scipy.spatial.transform import Rotation
 
+import skelanim
 from skelanim.core.units import UNITS, canonical_unit, guess_unit, metres_per_unit, up_to_y_matrix
+from skelanim.data.samples import sample_path
 from skelanim.errors import ShapeError
+from skelanim.io.gltf import export_scale
+from skelanim.metrics.gait import gait_analysis
+from skelanim.ops import scale
+from skelanim.viz.video import overlay_frame
+from skelanim.viz.viewer import viewer_positions
 
 
 @pytest.mark.parametrize("axis", [0, 2])
@@ -64,3 +71,19 @@ def test_guess_unit_edges_and_names() -> None:
     assert guess_unit(106.0) == "in" and guess_unit(108.0) == "cm"
     assert guess_unit(537.0) == "cm" and guess_unit(539.0) == "mm"
     assert canonical_unit(" Inches ") == "in" and canonical_unit("cm") == "cm" and canonical_unit("feet") is None
+
+
+def test_every_consumer_reads_a_declared_unit_before_guessing() -> None:
+    """A child-sized figure in inches (0.6 units tall: a guess says metres): the glTF export, the browser viewer,
+    the video overlay and the gait report all take the declared inch. The last three had guessed metres."""
+    walk = skelanim.load(sample_path("walk"))  # DeepMimic, metres
+    small = scale(walk, 0.35)
+    small = small.copy(metadata={**small.metadata, "units": "inches"})
+    assert guess_unit(small.height) == "m"
+    assert export_scale(small) == (UNITS["in"], "in")
+    assert viewer_positions(small)[1] == UNITS["in"]
+    drawn, was = overlay_frame([walk, small])
+    assert drawn[1].height == pytest.approx(small.height * UNITS["in"]) and was[1].startswith("in,")
+    assert gait_analysis(small).metres_per_unit == UNITS["in"]
+    undeclared = small.copy(metadata={k: v for k, v in small.metadata.items() if k != "units"})
+    assert export_scale(undeclared)[1] == "m" and viewer_positions(undeclared)[1] == 1.0

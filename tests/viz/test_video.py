@@ -89,7 +89,9 @@ def test_an_overlay_of_files_in_other_units_or_axes_draws_them_alike(walk: Motio
     assert same[0] is walk and was == []
     z_up = ops.rotate(walk, up_to_y_matrix(2).T)
     assert z_up.up_direction() == (2, 1.0)
-    for other, said in ((ops.scale(walk, 100.0), "cm, +Y up"), (z_up, "m, +Z up")):
+    centimetres = ops.scale(walk, 100.0)  # a giant in metres, as ops.scale keeps the unit; a file in cm says cm
+    centimetres = centimetres.copy(metadata={**centimetres.metadata, "units": "cm"})
+    for other, said in ((centimetres, "cm, +Y up"), (z_up, "m, +Z up")):
         drawn, was = video.overlay_frame([walk, other])
         assert was == ["m, +Y up", said]
         torch.testing.assert_close(drawn[1].positions(), drawn[0].positions(), atol=1e-6, rtol=0)

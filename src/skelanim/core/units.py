@@ -39,6 +39,13 @@ def guess_unit(height: float) -> str:
     return min(UNITS, key=lambda unit: abs(math.log(height * UNITS[unit] / TYPICAL_HEIGHT_M)))
 
 
+def motion_unit(declared: object, height: float) -> str:
+    """The length unit of a motion (a key of :data:`UNITS`): ``declared`` (its ``metadata["units"]``) where it names
+    one (aliases such as ``"inches"`` allowed, :func:`canonical_unit`), else the unit guessed from the body
+    ``height`` (:func:`guess_unit`). Every exporter, viewer and metric that needs metres reads the unit here."""
+    return canonical_unit(str(declared if declared is not None else "")) or guess_unit(height)
+
+
 def metres_per_unit(height: float) -> float:
     """Metres per file unit for a human figure ``height`` units tall (see :func:`guess_unit`)."""
     return UNITS[guess_unit(height)]

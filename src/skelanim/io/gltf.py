@@ -63,7 +63,7 @@ import torch
 from skelanim.core import rotations as rt
 from skelanim.core.motion import MAX_FRAMES, Motion
 from skelanim.core.skeleton import DEFAULT_JOINT_CHANNELS, DEFAULT_ROOT_CHANNELS, Skeleton
-from skelanim.core.units import UNITS, canonical_unit, guess_unit, up_to_y_matrix
+from skelanim.core.units import UNITS, canonical_unit, guess_unit, motion_unit, up_to_y_matrix
 from skelanim.errors import FormatError, ShapeError, SkelanimError
 from skelanim.io.atomic import atomic_open
 from skelanim.io.common import require_finite_motion
@@ -93,10 +93,12 @@ def export_scale(motion: Motion, scale: float | str | None = None, *, path: Any 
     ``motion.metadata["units"]`` if it names a unit, else :func:`guess_scale` of the height. ``path``
     only goes into the :class:`ShapeError` raised for a bad ``scale``.
     """
-    if scale is None or isinstance(scale, str):
-        unit = canonical_unit(str(motion.metadata.get("units", "") if scale is None else scale))
-        if unit is not None or scale is None:
-            return (UNITS[unit], unit) if unit is not None else guess_scale(motion.height)
+    if scale is None:
+        unit = motion_unit(motion.metadata.get("units"), motion.height)
+        return UNITS[unit], unit
+    if isinstance(scale, str):
+        if (named := canonical_unit(scale)) is not None:
+            return UNITS[named], named
         raise ShapeError(f"unknown unit {scale!r}; expected a number or one of {', '.join(UNITS)}", path=path)
     if not (float(scale) > 0 and np.isfinite(float(scale))):
         raise ShapeError(f"scale must be a positive number of metres per unit, got {scale}", path=path)

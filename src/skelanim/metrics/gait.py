@@ -53,7 +53,7 @@ from scipy.ndimage import gaussian_filter1d
 
 from skelanim.core.motion import Motion
 from skelanim.core.skeleton import Skeleton
-from skelanim.core.units import UNITS, guess_unit
+from skelanim.core.units import UNITS, guess_unit, motion_unit
 from skelanim.errors import ShapeError, SkelanimError, SkeletonError
 from skelanim.ops.contacts import find_feet, foot_contacts
 from skelanim.ops.resample import repeat_loop
@@ -304,7 +304,7 @@ class GaitReport:
     def metres_per_unit(self) -> float:
         """Metres per length unit: the file's units where they are known (:data:`~skelanim.core.units.UNITS`),
         else the unit guessed from the height (:func:`~skelanim.core.units.guess_unit`)."""
-        return UNITS.get(str(self.units), UNITS[guess_unit(self.height)])
+        return UNITS[motion_unit(self.units, self.height)]
 
     @property
     def stride_length(self) -> float:

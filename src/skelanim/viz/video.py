@@ -43,7 +43,7 @@ from scipy.ndimage import gaussian_filter1d, maximum_filter1d
 from tqdm import tqdm
 
 from skelanim.core.motion import Motion
-from skelanim.core.units import UNITS, guess_unit, up_to_y_matrix
+from skelanim.core.units import UNITS, motion_unit, up_to_y_matrix
 from skelanim.errors import ShapeError, UnsupportedFormatError
 from skelanim.io.atomic import atomic_path
 from skelanim.ops import rotate, scale
@@ -252,21 +252,23 @@ def _font(size: int) -> ImageFont.ImageFont | ImageFont.FreeTypeFont:
 
 def overlay_frame(motions: Sequence[Motion]) -> tuple[list[Motion], list[str]]:
     """Motions to draw in one panel: unchanged where they share a length unit and an up direction, else each
-    turned Y up and scaled to metres (the unit of each guessed from its height, :func:`~skelanim.core.units.guess_unit`).
+    turned Y up and scaled to metres (the unit of each its ``metadata["units"]``, else guessed from its height,
+    :func:`~skelanim.core.units.motion_unit`).
 
     Returns
     -------
     tuple
         The motions, and for each what it was (``"cm, +Z up"``) when they were changed, else an empty list.
     """
-    units = [guess_unit(m.height) for m in motions]
+    units = [motion_unit(m.metadata.get("units"), m.height) for m in motions]
     ups = [m.up_direction() for m in motions]
     if len(set(units)) <= 1 and len(set(ups)) <= 1:
         return list(motions), []
     out, was = [], []
     for motion, unit, (axis, sign) in zip(motions, units, ups, strict=True):
         turned = motion if (axis, sign) == (1, 1.0) else rotate(motion, up_to_y_matrix(axis, sign))
-        out.append(turned if unit == "m" else scale(turned, UNITS[unit]))
+        metres = turned if unit == "m" else scale(turned, UNITS[unit])
+        out.append(metres.copy(metadata={**metres.metadata, "units": "m"}))  # converted: the unit it is in now
         was.append(f"{unit}, {'+' if sign > 0 else '-'}{'XYZ'[axis]} up")
     return out, was
 
