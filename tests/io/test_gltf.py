@@ -383,3 +383,23 @@ def test_convert_up_names_the_source_up_axis(tmp_path: Path) -> None:
     assert main(["convert", str(src), str(tmp_path / "z_up2.bvh"), "--up", "z"]) == 2
     assert main(["convert", str(src), str(tmp_path / "bad.glb"), "--up", "up"]) == 2
     assert not (tmp_path / "z_up2.bvh").exists() and not (tmp_path / "bad.glb").exists()
+
+
+@pytest.mark.parametrize("fps", [30.0, 24.0, 120.0, 30000 / 1001, 30.0012])
+def test_a_foreign_file_s_rate_comes_from_its_float32_keys(tmp_path: Path, fps: float) -> None:
+    """Without skelanim's extras the rate is read from the key times, stored as float32: a whole or NTSC rate is
+    read as that rate (keys at k / 30 had given 30.000029), any other as the keys' span says (not snapped)."""
+    motion = sample_motion().copy(fps=fps)
+    src = tmp_path / "walk.gltf"
+    gltf.save(motion, src, bone_mesh=False)
+    doc = json.loads(src.read_text())
+    for item in doc["nodes"] + doc["skins"] + doc["animations"]:
+        item.pop("extras", None)
+    foreign = tmp_path / "foreign.gltf"
+    foreign.write_text(json.dumps(doc))
+    back = gltf.load(foreign)
+    if fps == 30.0012:
+        assert back.fps == pytest.approx(fps, rel=1e-6) and back.fps != 30.0
+    else:
+        assert back.fps == fps
+    assert back.num_frames == motion.num_frames

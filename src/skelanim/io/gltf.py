@@ -66,7 +66,7 @@ from skelanim.core.skeleton import DEFAULT_JOINT_CHANNELS, DEFAULT_ROOT_CHANNELS
 from skelanim.core.units import UNITS, canonical_unit, guess_unit, motion_unit, up_to_y_matrix
 from skelanim.errors import FormatError, ShapeError, SkelanimError
 from skelanim.io.atomic import atomic_open
-from skelanim.io.common import require_finite_motion
+from skelanim.io.common import rate_within, require_finite_motion
 from skelanim.io.gltf_check import COMPONENT_TYPES as _COMPONENTS
 from skelanim.io.gltf_check import WIDTHS as _WIDTH
 from skelanim.io.gltf_check import check_document, check_track
@@ -103,6 +103,16 @@ def export_scale(motion: Motion, scale: float | str | None = None, *, path: Any 
     if not (float(scale) > 0 and np.isfinite(float(scale))):
         raise ShapeError(f"scale must be a positive number of metres per unit, got {scale}", path=path)
     return float(scale), None
+
+
+def _key_rate(keys: np.ndarray) -> float:
+    """The frame rate of ``(K,)`` sorted key times (``K >= 2``) stored as float32: the step is the span over the
+    frames of the median step's grid, known to two float32 spacings over that many frames, and read as a whole
+    (or NTSC) rate where it is one within that (:func:`~skelanim.io.common.rate_within`, the BVH rule), so keys
+    at ``k / 30`` give 30 fps, not 30.00003."""
+    frames = float(np.round((keys[-1] - keys[0]) / np.median(np.diff(keys))))
+    step = (keys[-1] - keys[0]) / max(frames, 1.0)
+    return rate_within(step, 2.0 * float(np.spacing(np.float32(np.abs(keys).max()))) / max(frames, 1.0))
 
 
 # ------------------------------------------------------------------------------------------------- save
@@ -526,7 +536,7 @@ def _motion(gltf: Any, a: int | None, path: Path, original_units: bool) -> Motio
                 raise FormatError(f"joint node {nodes[node].name!r} has animated scale", path=path)
             tracks[(index[node], kind)] = (keys, values, mode)
     keys = np.unique(np.concatenate([k for k, _, _ in tracks.values()])) if tracks else np.zeros(1)
-    fps = float(_extras(anim).get("fps") or (1 / np.median(np.diff(keys)) if len(keys) > 1 else 30.0))
+    fps = float(_extras(anim).get("fps") or (_key_rate(keys) if len(keys) > 1 else 30.0))
     count = (keys[-1] - keys[0]) * fps + 1
     if not count <= MAX_FRAMES:
         raise FormatError(f"animations[{a}]: keys from {keys[0]:g} s to {keys[-1]:g} s at {fps:g} fps give "
