@@ -51,6 +51,12 @@ def metres_per_unit(height: float) -> float:
     return UNITS[guess_unit(height)]
 
 
+def horizontal_axes(up: int) -> tuple[int, int]:
+    """The two horizontal axes ``(a, b)`` of up axis ``up``, in the cyclic order after it (right-handed:
+    ``(a, b, up)``): ``((up + 1) % 3, (up + 2) % 3)``."""
+    return (up + 1) % 3, (up + 2) % 3
+
+
 def up_to_y_matrix(axis: int, sign: float = 1.0) -> torch.Tensor:
     """The proper rotation (handedness kept) that turns the up direction ``sign * e[axis]`` onto +Y.
 

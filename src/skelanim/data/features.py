@@ -39,16 +39,12 @@ import torch
 from torch import Tensor
 
 from skelanim.core.rotations import matrix_to_rot6d, rot6d_to_matrix, rotvec_to_matrix
+from skelanim.core.units import horizontal_axes
 
 __all__ = [
     "from_heading_frame", "from_reference_frame", "heading_features", "horizontal_axes", "local_positions", "rot6d_features",
     "to_heading_frame", "to_reference_frame", "window_path", "wrap_angle", "yaw_from_directions", "yaw_matrix",
 ]  # fmt: skip
-
-
-def horizontal_axes(up: int) -> tuple[int, int]:
-    """The horizontal axes ``(a, b)`` for up axis ``up``: ``((up + 1) % 3, (up + 2) % 3)``."""
-    return (up + 1) % 3, (up + 2) % 3
 
 
 def wrap_angle(x: Tensor) -> Tensor:

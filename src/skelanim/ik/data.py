@@ -28,6 +28,7 @@ from skelanim.core.kinematics import forward_kinematics
 from skelanim.core.motion import Motion
 from skelanim.core.rotations import quat_geodesic, quat_normalize
 from skelanim.data.dataset import expand_paths
+from skelanim.data.features import yaw_matrix
 from skelanim.errors import SkeletonError
 from skelanim.ik.frames import IKRig
 
@@ -229,15 +230,6 @@ def mirror_world(world: Tensor, perm: Tensor, reflection: Tensor, right: Tensor)
     return world.index_select(-3, perm) * reflection.to(world.dtype)[:, None] * right.to(world.dtype)[:, None, :]
 
 
-def _heading(angle: Tensor, axis: int) -> Tensor:
-    c, s = torch.cos(angle), torch.sin(angle)
-    i, k = [(1, 2), (2, 0), (0, 1)][axis]
-    r = torch.zeros(angle.shape[0], 3, 3, dtype=angle.dtype)
-    r[:, axis, axis] = 1.0
-    r[:, i, i], r[:, i, k], r[:, k, i], r[:, k, k] = c, -s, s, c
-    return r
-
-
 def augment(
     positions: Tensor,
     world: Tensor,
@@ -287,7 +279,7 @@ def augment(
         m_positions[:, rig.fixed] = positions[:, rig.fixed]  # a dummy root stays where its child implies it
         positions = torch.where(flip[:, None, None], m_positions, positions)
         world = torch.where(flip[:, None, None, None], mirror_world(world, perm, m, right), world)
-    heading = _heading(torch.rand(b, generator=generator) * (2 * torch.pi), up)
+    heading = yaw_matrix(torch.rand(b, generator=generator) * (2 * torch.pi), up)
     positions = positions @ heading.transpose(1, 2)
     world = torch.where(rig.fixed[:, None, None], world, heading[:, None] @ world)
     clean = positions

@@ -36,7 +36,7 @@ from skelanim.data.cache import cache_dir, cache_key, read_cached, write_cached
 from skelanim.errors import SkelanimError
 from skelanim.ops.resample import resample
 from skelanim.retarget.baselines import FEET, causal_contacts
-from skelanim.retarget.rig import SLOT, CanonicalRig, calibrate_rig, canonical_fk, canonical_locals
+from skelanim.retarget.rig import SLOT, CanonicalRig, calibrate_rig, canonical_locals, leg_length
 
 __all__ = ["DEFAULT_FAMILIES", "TRAIN_FPS", "Family", "encode_clip", "leg_length", "load_families", "variant_offsets"]
 
@@ -186,13 +186,6 @@ def load_families(
                 family.clips.append(clip)
         families.append(family)
     return families
-
-
-def leg_length(offsets: Tensor) -> Tensor:
-    """``(...)`` leg lengths (hips height above the feet in the canonical T-pose) of ``(..., 22, 3)`` offsets."""
-    eye = torch.eye(3, dtype=offsets.dtype).expand(*offsets.shape[:-2], 22, 3, 3)
-    _, pos = canonical_fk(eye, torch.zeros(*offsets.shape[:-2], 3, dtype=offsets.dtype), offsets)
-    return pos[..., 0, 1] - pos[..., [SLOT["l_foot"], SLOT["r_foot"]], 1].mean(-1)
 
 
 def variant_offsets(offsets: Tensor, generator: torch.Generator, low: float = 0.7, high: float = 1.4) -> Tensor:

@@ -373,8 +373,7 @@ class CanonicalRig:
         self.offsets = offsets
         canon = canonical_skeleton(offsets).rest_positions()
         self.canonical_rest = canon
-        feet = [SLOT["l_foot"], SLOT["r_foot"]]
-        self.leg_length = float(canon[0, 1] - canon[feet, 1].mean())
+        self.leg_length = float(leg_length(offsets))
         lows = [SLOT[k] for k in ("l_foot", "r_foot", "l_toe", "r_toe")]
         self.height = float(canon[:, 1].max() - canon[lows, 1].min())
         self.sole = float(sole_height(offsets))
@@ -556,6 +555,13 @@ def canonical_fk(local: Tensor, hips: Tensor, offsets: Tensor) -> tuple[Tensor, 
     off = offsets.to(local.dtype).expand(*local.shape[:-3], -1, -1)
     trans = torch.cat([hips[..., None, :].to(local.dtype), off[..., 1:, :]], dim=-2)
     return forward_kinematics_joints(local, trans, CANONICAL_PARENTS, _ALL_SLOTS)
+
+
+def leg_length(offsets: Tensor) -> Tensor:
+    """``(...)`` leg lengths (hips height above the feet in the canonical T-pose) of ``(..., 22, 3)`` offsets."""
+    eye = torch.eye(3, dtype=offsets.dtype).expand(*offsets.shape[:-2], 22, 3, 3)
+    _, pos = canonical_fk(eye, torch.zeros(*offsets.shape[:-2], 3, dtype=offsets.dtype), offsets)
+    return pos[..., 0, 1] - pos[..., [SLOT["l_foot"], SLOT["r_foot"]], 1].mean(-1)
 
 
 def frames_from_locals(local: Tensor) -> Tensor:

@@ -20,6 +20,7 @@ import torch
 from skelanim.core.motion import Motion
 from skelanim.core.rotations import quat_to_rotvec
 from skelanim.core.skeleton import Skeleton
+from skelanim.core.units import horizontal_axes
 from skelanim.errors import ShapeError, SkeletonError
 from skelanim.metrics.gait import angle_between, bone_ancestor
 
@@ -151,11 +152,6 @@ def skeleton_figure(motion: Motion) -> Figure3D:
     carriers = skeleton.chain(0, skeleton.pelvis)[:-1]
     drawn = rigid & ~np.isin(edges[:, 0], carriers)
     return Figure3D(pos, edges[drawn], sides[drawn], up, height, float(pos[..., up].min()), centre)
-
-
-def horizontal_axes(up: int) -> tuple[int, int]:
-    """The two horizontal axes, in the cyclic order after ``up`` (right-handed: ``(a, b, up)``)."""
-    return (up + 1) % 3, (up + 2) % 3
 
 
 def travel_direction(path: np.ndarray, up: int) -> np.ndarray:
