@@ -356,7 +356,8 @@ def fit_corrector(
 ) -> PoseCorrector:
     """Fit a :class:`PoseCorrector` for ``model`` on the training files of ``data`` (split as in training:
     ``exclude`` dropped, ``val`` held for the report in ``info["validation"]``); it reads every joint the
-    model answers for and corrects all but the joints named in ``skip``."""
+    model answers for but the body root (whose local rotation is the body's world orientation, so the correction
+    turns with the input as the network's answer does) and corrects all but the joints named in ``skip``."""
     from tqdm import tqdm
 
     from skelanim.ik.data import expand_paths, load_motions, pose_set, split_files
@@ -364,14 +365,17 @@ def fit_corrector(
     started = time.perf_counter()
     train_files, val_files = split_files(expand_paths(data), val=val, exclude=exclude)
     rig = model.rig
-    inputs = [j for j in rig.evaluated if not bool(rig.fixed[j])]
+    answered = [j for j in rig.evaluated if not bool(rig.fixed[j])]
+    # a body root's local rotation is the body's world orientation: read, it would tie the correction to the
+    # heading and up axis of the training captures (the network's answer turns exactly with its input)
+    inputs = [j for j in answered if rig.parents[j] >= 0 and not bool(rig.fixed[rig.parents[j]])]
     unknown = [n for n in skip if n not in rig.skeleton.names]
     if unknown:
         raise ValueError(f"--skip: no joint {unknown[0]!r} in the model's skeleton ({', '.join(rig.skeleton.names)})")
     if not train_files:
         raise FileNotFoundError(2, f"no motion files to fit on ({len(val_files)} validate; an empty folder, or "
                                 "every file left out by --exclude or --val?)", ", ".join(map(str, data)))  # fmt: skip
-    joints = [j for j in inputs if rig.skeleton.names[j] not in skip]
+    joints = [j for j in answered if rig.skeleton.names[j] not in skip]
 
     def answers(files: list[Path], what: str) -> tuple[Tensor, Tensor]:
         poses = pose_set(load_motions(files), rig, files)
@@ -387,8 +391,8 @@ def fit_corrector(
     corrector = PoseCorrector.fit(predicted, truth, inputs, joints, ridge=ridge, info=info)
     if val_files:
         vp, vt = answers(val_files, "network on validation poses")
-        before = float(quat_geodesic(vp, vt)[:, inputs].mean().rad2deg())
-        after = float(quat_geodesic(corrector(vp), vt)[:, inputs].mean().rad2deg())
+        before = float(quat_geodesic(vp, vt)[:, answered].mean().rad2deg())
+        after = float(quat_geodesic(corrector(vp), vt)[:, answered].mean().rad2deg())
         corrector.info["validation"] = {"files": len(val_files), "frames": int(vp.shape[0]),
                                         "local_deg_network": before, "local_deg_corrected": after}  # fmt: skip
     corrector.info["seconds"] = round(time.perf_counter() - started, 1)
