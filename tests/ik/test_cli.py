@@ -366,6 +366,25 @@ def test_positions_in_another_joint_order_are_refused_and_another_size_warned(po
     assert motion.num_frames == len(positions)
 
 
+def test_left_and_right_swapped_are_warned(positions_file):
+    """Bone lengths are symmetric, so a walk with its left and right joints swapped passed every check and solved
+    with joints up to 8 % of the height off (an audit). The toes then point backwards of the body: a warning."""
+    import warnings
+
+    from skelanim.ik.solve import load_model, solve
+
+    data = np.load(positions_file)
+    positions, names = data["positions"], [str(n) for n in data["joints"]]
+    skeleton = load_model(None).skeleton
+    ordered = positions[:, [names.index(n) for n in skeleton.names]]
+    swapped = ordered[:, skeleton.mirror_permutation()]
+    with pytest.warns(UserWarning, match="left and right joints look swapped"):
+        solve(swapped, names=skeleton.names)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        solve(ordered, names=skeleton.names)
+
+
 def test_a_single_noisy_frame_is_solved_not_refused(positions_file):
     """One frame with 1 % of the height of Gaussian noise (the README's noise benchmark) was refused in 55 of 200
     draws: a short bone between two noisy joints read 2.1 times its length. Bones are refused only when their

@@ -123,7 +123,8 @@ def solve(
     out: Path = typer.Option(..., "-o", "--out", help="Output motion (.bvh, ...) on the model's skeleton."),
     model: Path | None = typer.Option(None, "--model", "-m", help="Model folder (default: the shipped Bandai model)."),
     refine: bool = typer.Option(
-        False, "--refine", help="Refine the network's answer: learned pose correction, then LM steps (positions within 0.5% of height)."
+        False, "--refine", help="Refine the network's answer: learned pose correction, then LM steps (positions within 0.5% of height "
+        "on a body of the model's proportions)."
     ),
     method: str | None = typer.Option(
         None,
