@@ -126,11 +126,17 @@ def test_demo_refuses_an_unknown_clip_and_a_file_for_its_folder(tmp_path: Path, 
 def test_empty_data_folders_are_named(tmp_path: Path, capsys):
     (tmp_path / "empty").mkdir()
     code, _, err = run(["ik", "eval", "--data", str(tmp_path / "empty")], capsys)
-    one_line_error(code, err, "empty", "no motion files")
+    one_line_error(code, err, "empty", "nothing to evaluate on: no .bvh files")
     model = tmp_path / "ik"
     shutil.copytree(Path(skelanim.__file__).parent / "ik" / "pretrained", model)
     code, _, err = run(["ik", "fit-corrector", str(model), "--data", str(tmp_path / "empty")], capsys)
-    one_line_error(code, err, "empty", "no motion files to fit on")
+    one_line_error(code, err, "empty", "nothing to fit on")
+    # a folder of clips in another format is no empty folder: it says what a folder is read for (an audit: a
+    # folder of DeepMimic clips was called "an empty folder?")
+    (tmp_path / "clips").mkdir()
+    shutil.copy(Path(skelanim.__file__).parent / "data" / "samples" / "deepmimic" / "walk.txt", tmp_path / "clips")
+    code, _, err = run(["ik", "eval", "--data", str(tmp_path / "clips")], capsys)
+    one_line_error(code, err, "clips", "a folder is read for BVH clips")
 
 
 def test_generate_bounds_its_length_and_temperature(tmp_path: Path, capsys):

@@ -36,7 +36,10 @@ __all__ = ["BANDAI_TEST_STYLES", "BANDAI_VAL_STYLES", "MotionDataset", "expand_p
 BANDAI_TEST_STYLES = ("angry", "childish", "elderly")
 #: Styles held out for validation (model selection) on the Bandai data.
 BANDAI_VAL_STYLES = ("proud", "youthful")
+#: What a folder given to the training and evaluation commands is read for (clips of one skeleton: BVH).
 MOTION_SUFFIXES = (".bvh",)
+#: The message where a folder held none of them.
+NO_MOTION_FILES = "no .bvh files (a folder is read for BVH clips; name a file of another format itself)"
 
 
 def expand_paths(paths: Sequence[str | os.PathLike], suffixes: Sequence[str] = MOTION_SUFFIXES) -> list[Path]:
@@ -47,8 +50,9 @@ def expand_paths(paths: Sequence[str | os.PathLike], suffixes: Sequence[str] = M
     list of Path
         Sorted by name, without duplicates: one file named twice (a folder and a pattern, a relative and an
         absolute path, a link to it) is kept once, under its first name in that order, so that no split can put
-        it on both sides. Raises ``FileNotFoundError`` for an entry that matches nothing. In a folder, a ``.txt``
-        file is a motion (a DeepMimic clip) only where it holds JSON: a notes or label file beside the clips
+        it on both sides. Raises ``FileNotFoundError`` for an entry that matches nothing. A folder is read for files
+        of ``suffixes`` (by default :data:`MOTION_SUFFIXES`, BVH alone); where ``.txt`` is among them, a ``.txt``
+        file in a folder is a motion (a DeepMimic clip) only where it holds JSON: a notes or label file beside the clips
         (Bandai-Namco's ``content_label.txt``) is left out; named or matched by a pattern it is taken as given.
     """
     out: set[Path] = set()
@@ -136,7 +140,7 @@ class MotionDataset:
             clips = [load_clip(p, fps=self.fps, cache=where, label_parser=label_parser) for p in bar]
         self.clips: list[Clip] = list(clips)
         if not self.clips:
-            raise FileNotFoundError(2, "no motion files", ", ".join(str(f) for f in files) or "(none given)")
+            raise FileNotFoundError(2, NO_MOTION_FILES, ", ".join(str(f) for f in files) or "(none given)")
         first = self.clips[0]
         for clip in self.clips[1:]:
             if not clip.skeleton.same_topology(first.skeleton):

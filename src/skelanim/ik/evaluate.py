@@ -28,6 +28,7 @@ from torch import Tensor
 
 from skelanim.core.kinematics import forward_kinematics
 from skelanim.core.rotations import matrix_geodesic, quat_geodesic
+from skelanim.data.dataset import NO_MOTION_FILES
 from skelanim.errors import SkeletonError
 from skelanim.ik.data import expand_paths, pose_set
 from skelanim.ik.solve import ALL_METHODS, METHODS, IKModel, run_method
@@ -133,7 +134,7 @@ def evaluate(
     rig = model.rig
     files = expand_paths(data)
     if not files:
-        raise FileNotFoundError(2, "no motion files to evaluate on (an empty folder?)", ", ".join(map(str, data)))
+        raise FileNotFoundError(2, f"nothing to evaluate on: {NO_MOTION_FILES}", ", ".join(map(str, data)))
     motions = []
     for f in files:
         motion = skelanim.load(f)

@@ -360,6 +360,7 @@ def fit_corrector(
     turns with the input as the network's answer does) and corrects all but the joints named in ``skip``."""
     from tqdm import tqdm
 
+    from skelanim.data.dataset import NO_MOTION_FILES
     from skelanim.ik.data import expand_paths, load_motions, pose_set, split_files
 
     started = time.perf_counter()
@@ -373,8 +374,8 @@ def fit_corrector(
     if unknown:
         raise ValueError(f"--skip: no joint {unknown[0]!r} in the model's skeleton ({', '.join(rig.skeleton.names)})")
     if not train_files:
-        raise FileNotFoundError(2, f"no motion files to fit on ({len(val_files)} validate; an empty folder, or "
-                                "every file left out by --exclude or --val?)", ", ".join(map(str, data)))  # fmt: skip
+        raise FileNotFoundError(2, f"nothing to fit on ({len(val_files)} files validate; every file left out by "
+                                f"--exclude or --val?): {NO_MOTION_FILES}", ", ".join(map(str, data)))  # fmt: skip
     joints = [j for j in answered if rig.skeleton.names[j] not in skip]
 
     def answers(files: list[Path], what: str) -> tuple[Tensor, Tensor]:
