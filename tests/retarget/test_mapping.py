@@ -138,6 +138,14 @@ def test_user_mapping_with_unknown_joint_is_named(clips):
         map_skeleton(clips["cmu_mb"].skeleton, {"belly": "Neck"})
 
 
+def test_a_given_joint_off_its_limb_is_named(clips):
+    """A mapping file that puts the left foot on the right leg: the error had listed the leg joints it could not
+    find and asked for a mapping file, which was given; it names the entry now (an audit)."""
+    with pytest.raises(MappingError, match="given mapping's l_foot = Foot_R is not on one chain with the left leg"):
+        map_skeleton(clips["bandai"].skeleton, {"l_foot": "Foot_R"})
+    assert map_skeleton(clips["bandai"].skeleton, {"l_foot": "Foot_L"}).names()["l_foot"] == "Foot_L"
+
+
 def test_ambiguous_chain_is_reported():
     # two equally good left forearms (same alias) below one upper arm, each with a hand
     tree = [("Hips", -1), ("Chest", 0), ("Head", 1)]

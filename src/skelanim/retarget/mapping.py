@@ -312,6 +312,11 @@ def map_skeleton(
                             priority[(p, j)] = rank
             required = {p for p in parts if f"{side}_{p}" in REQUIRED}
             chosen, ties = _match_chain(skeleton, parts, cands, required, priority)
+            limb = f"{'left' if side == 'l' else 'right'} {'arm' if parts is _ARM else 'leg'}"
+            for p in parts:  # a joint the user gave that no chain of this limb takes: say which entry
+                if user.get(f"{side}_{p}") is not None and p not in chosen:
+                    problems.append(f"the given mapping's {side}_{p} = {skeleton.names[user[f'{side}_{p}']]} is not "
+                                    f"on one chain with the {limb}'s other joints")  # fmt: skip
             if ties:
                 readings = "; ".join(" > ".join(t) for t in ties[:3])
                 problems.append(f"ambiguous {'left' if side == 'l' else 'right'} "
