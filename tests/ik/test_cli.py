@@ -366,6 +366,24 @@ def test_positions_in_another_joint_order_are_refused_and_another_size_warned(po
     assert motion.num_frames == len(positions)
 
 
+def test_shuffled_joints_are_called_shuffled_not_other_units(positions_file):
+    """Joints in a random order make the median bone several times the model's: that had been read as units ("look
+    like millimetres ... multiply by 0.306"), and following the advice gave the real error. Bones that disagree
+    among themselves are no unit: the order error comes first; a true change of units still names the factor."""
+    from skelanim.errors import ShapeError
+    from skelanim.ik.solve import load_model, solve
+
+    data = np.load(positions_file)
+    positions, names = data["positions"], [str(n) for n in data["joints"]]
+    ordered = positions[:, [names.index(n) for n in load_model(None).skeleton.names]]
+    rng = np.random.default_rng(0)
+    for _ in range(3):
+        with pytest.raises(ShapeError, match="bones are not the model's lengths"):
+            solve(ordered[:, rng.permutation(ordered.shape[1])])
+    with pytest.raises(ShapeError, match=r"look like millimetres.*--scale 0\.1\b"):
+        solve(ordered * 10.0)
+
+
 def test_left_and_right_swapped_are_warned(positions_file):
     """Bone lengths are symmetric, so a walk with its left and right joints swapped passed every check and solved
     with joints up to 8 % of the height off (an audit). The toes then point backwards of the body: a warning."""

@@ -88,7 +88,7 @@ def check_positions(
         f, j = (int(v) for v in torch.nonzero(bad)[0])
         raise ShapeError(f"position is not finite (NaN or inf); every frame needs all {skeleton.num_joints} joints",
                          path=source, where=f"frame {f}, joint {skeleton.names[j]}")  # fmt: skip
-    scale = check_units(x, skeleton, source=source)
+    scale = check_units(x, skeleton, ik_root=ik_root, source=source)
     check_proportions(x, skeleton, scale, ik_root=ik_root, source=source)
     check_sides(x, skeleton, source=source)
     return x
@@ -218,7 +218,8 @@ def body_scale(positions: Tensor, skeleton: Skeleton) -> float:
     return float((lengths.median(dim=0).values / rest[idx]).median())
 
 
-def check_units(positions: Tensor, skeleton: Skeleton, *, source: str | os.PathLike | None = None) -> float:
+def check_units(positions: Tensor, skeleton: Skeleton, *, ik_root: int | None = None,
+                source: str | os.PathLike | None = None) -> float:  # fmt: skip
     """Refuse positions whose bones are far longer or shorter than the skeleton's: other length units.
 
     Positions are never rescaled (files keep their own units, see :mod:`skelanim.core.units`): the network
@@ -230,6 +231,8 @@ def check_units(positions: Tensor, skeleton: Skeleton, *, source: str | os.PathL
         ``(F, J, 3)`` positions in the skeleton's joint order.
     skeleton : Skeleton
         The model's skeleton; its rest offsets are the bone lengths compared against.
+    ik_root : int, optional
+        As for :func:`check_proportions`, which settles bones that disagree among themselves first.
     source : str, optional
         File name for the error message.
 
@@ -256,6 +259,9 @@ def check_units(positions: Tensor, skeleton: Skeleton, *, source: str | os.PathL
     if not math.isfinite(scale):  # lengths beyond float range: no factor brings them back
         raise ShapeError(f"the bones between the joint positions are too long to measure (beyond float range); "
                          f"{expected}", path=source)  # fmt: skip
+    with warnings.catch_warnings():  # bones that disagree among themselves are no unit: joints in another order
+        warnings.simplefilter("ignore")
+        check_proportions(positions, skeleton, scale, ik_root=ik_root, source=source)
     from skelanim.core.units import metres_per_unit
 
     tall = height * scale * metres_per_unit(height * scale)  # metres, in the unit its size suggests
