@@ -314,8 +314,8 @@ def map_skeleton(
             chosen, ties = _match_chain(skeleton, parts, cands, required, priority)
             limb = f"{'left' if side == 'l' else 'right'} {'arm' if parts is _ARM else 'leg'}"
             for p in parts:  # a joint the user gave that no chain of this limb takes: say which entry
-                if user.get(f"{side}_{p}") is not None and p not in chosen:
-                    problems.append(f"the given mapping's {side}_{p} = {skeleton.names[user[f'{side}_{p}']]} is not "
+                if (given_joint := user.get(f"{side}_{p}")) is not None and p not in chosen:
+                    problems.append(f"the given mapping's {side}_{p} = {skeleton.names[given_joint]} is not "
                                     f"on one chain with the {limb}'s other joints")  # fmt: skip
             if ties:
                 readings = "; ".join(" > ".join(t) for t in ties[:3])
