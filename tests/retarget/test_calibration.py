@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import warnings
 
 import pytest
 import torch
@@ -76,6 +77,20 @@ def test_a_motion_given_for_a_skeleton_calibrates_it(clips, mocap_files):
     torch.testing.assert_close(given.rotations, explicit.rotations, atol=0, rtol=0)
     assert Retargeter(pymo, walk).target.calibration is not None  # a zero pose that is no body pose
     assert Retargeter(pymo, walk).source.calibration is None  # a T-pose: nothing to calibrate
+
+
+def test_nkn_warns_when_a_skeleton_needs_calibration_it_was_not_given(clips, mocap_files):
+    """A bare Bandai skeleton (a zero pose that is no body pose) given to the NKN, which was trained on calibrated
+    frames, is retargeted from guessed bone frames: a warning says so (an audit measured 5.8 times the skating);
+    given as a clip, or a T-posed skeleton, nothing is said."""
+    walk = skelanim.load(mocap_files([BANDAI_WALKS[0]])[0])
+    pymo = clips["pymo"]
+    with pytest.warns(UserWarning, match="target skeleton's zero pose is no body pose"):
+        Retargeter(pymo.skeleton, walk.skeleton, "nkn")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        Retargeter(pymo.skeleton, walk, "nkn")
+        Retargeter(pymo.skeleton, walk.skeleton, "copy")  # the warning is the NKN's, which learned calibrated frames
 
 
 def test_calibration_is_the_same_from_any_take(mocap_files):

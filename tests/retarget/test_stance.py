@@ -236,3 +236,28 @@ def test_a_toeless_skeleton_stands_on_the_floor_of_a_toed_one_and_back(mocap_fil
         stands = standing_level(pos[:, list(FEET), 1])
         assert retarget.target_floor is not None
         assert abs(stands - retarget.target_floor) < 0.015 * retarget.target.height, (source.skeleton.num_joints, stands)
+
+
+def test_copied_hips_travel_as_far_as_the_strides_allow():
+    """Two skeletons with the same thigh and shin, one with its legs hung 0.1 lower below the hips (CMU's hips sit
+    11 % of the leg above the thighs, Bandai-Namco's 2.7 %): the hips rise by the leg-length ratio, but they
+    travel as far as the source's, since the strides are as long. Scaled by the leg-length ratio, the travel had
+    outrun the target's strides and its planted feet slid."""
+    from skelanim.retarget.baselines import copy_hips
+    from skelanim.retarget.rig import leg_length, stride_leg
+
+    source_sk = canonical_tpose()
+    offsets = source_sk.offsets.clone()
+    for side in "lr":
+        offsets[source_sk.names.index(f"{side}_upleg"), 1] -= 0.1
+    target_sk = type(source_sk)(source_sk.names, source_sk.parents, offsets)
+    source, target = CanonicalRig(source_sk), CanonicalRig(target_sk)
+    assert float(stride_leg(target.offsets)) == pytest.approx(float(stride_leg(source.offsets)), abs=1e-12)
+    assert target.leg_length == pytest.approx(source.leg_length + 0.1, abs=1e-12)
+    assert float(leg_length(target.offsets)) == pytest.approx(target.leg_length, abs=1e-12)
+    f64 = {"dtype": torch.float64}
+    walk = torch.stack([torch.linspace(0.0, 3.0, 20, **f64), torch.full((20,), source.leg_length + source.sole, **f64),
+                        torch.linspace(0.0, -1.0, 20, **f64)], dim=-1)  # fmt: skip
+    copied = copy_hips(walk, source, target)
+    torch.testing.assert_close(copied[:, [0, 2]], walk[:, [0, 2]], atol=1e-12, rtol=0)
+    assert copied[:, 1].tolist() == pytest.approx([target.leg_length + target.sole] * 20, abs=1e-12)

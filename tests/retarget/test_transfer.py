@@ -273,3 +273,21 @@ def test_standing_toes_land_where_the_targets_own_captures_stand_theirs(mocap_fi
         for method in ("copy", "ik"):
             out = Retargeter(source, target, method)(source)
             assert abs(standing(out) - standing(target)) < 0.02 * target.height, (method, target.skeleton.names[0])
+
+
+def test_nkn_reads_a_clip_at_its_training_rate(mocap_files, clips):
+    """A 120 fps CMU walk is read by the NKN at 30 fps, its training rate, and answered at 120 fps: at every fourth
+    frame the answer is the one for the same walk resampled to 30 fps. Read at 120 fps, its recurrent steps had
+    run four times too fast (an audit: twice the foot skating)."""
+    from skelanim.core.rotations import quat_geodesic
+    from skelanim.ops import resample
+
+    fast = skelanim.load(mocap_files(["cmu_cgspeed_mb/01_01.bvh"])[0])[:241]
+    assert fast.fps == 120.0
+    retarget = Retargeter(fast, clips["bandai"], "nkn")
+    out, slow = retarget(fast), retarget(resample(fast, 30.0))
+    assert out.num_frames == fast.num_frames and out.fps == 120.0 and slow.num_frames == 61
+    assert float(quat_geodesic(out.rotations[::4], slow.rotations).max()) < 1e-9
+    torch.testing.assert_close(out.root_positions[::4], slow.root_positions, atol=1e-9, rtol=0)
+    between = quat_geodesic(out.rotations[1:-1:4], slow.rotations[:-1]).rad2deg()  # a quarter step on: moved
+    assert 0.0 < float(between.mean()) < 5.0

@@ -6,8 +6,8 @@ on frames ``<= t`` only, through an explicit state, so a stream processed frame 
 result as the whole clip at once.
 
 * **copy** (the NKN paper's "copy quaternions and velocities", made rest-pose aware): the target's bone
-  frames are the source's, ``Q^B = Q^A``; the hips position is the source's scaled by the leg-length ratio
-  ``l_B / l_A`` (so are its velocities).
+  frames are the source's, ``Q^B = Q^A``; the hips' height is the source's scaled by the leg-length ratio
+  ``l_B / l_A``, their travel (and velocity) by the ratio of the stride legs, thigh plus shin.
 * **IK retargeting**: the copy's joint positions on the target skeleton (source poses at target
   proportions), with feet held where they touched down during the source's contacts (:func:`pin_step`);
   while only the toe is planted (the heel rising), the ankle hangs from the toe's pin by the copy's foot
@@ -50,10 +50,14 @@ FEET: tuple[int, ...] = (SLOT["l_foot"], SLOT["r_foot"], SLOT["l_toe"], SLOT["r_
 
 
 def copy_hips(hips: Tensor, source: CanonicalRig, target: CanonicalRig) -> Tensor:
-    """``(..., 3)`` source hips positions above the floor scaled by the leg-length ratio ``l_B / l_A``, standing
-    on the target's own soles (:func:`~.stance.scaled_hips`)."""
+    """``(..., 3)`` source hips positions above the floor: their height scaled by the leg-length ratio ``l_B / l_A``
+    standing on the target's own soles, their travel by the ratio of the stride legs, thigh plus shin
+    (:func:`~.stance.scaled_hips`, :func:`~.rig.stride_leg`; by the leg-length ratio until 2026-12-05, which counts
+    the drop from the hips to the legs: a Bandai-Namco walk on a CMU skeleton travelled 10.5 % farther than its
+    strides and its feet slid)."""
     return scaled_hips(hips, source.leg_length, target.leg_length, source.sole, target.sole,
-                       source_toeless=toeless(source.offsets), target_toeless=toeless(target.offsets))  # fmt: skip
+                       source_toeless=toeless(source.offsets), target_toeless=toeless(target.offsets),
+                       stride_ratio=target.stride_leg / source.stride_leg)  # fmt: skip
 
 
 @dataclass

@@ -15,7 +15,7 @@ every family.
 Bone-length variants: the Bandai skeleton's canonical offsets with the spine, arms, hip width, thighs,
 shins and feet each scaled by a factor drawn from ``U(0.7, 1.4)`` (shin and thigh drawn apart, so legs
 change shape, not only size); a variant's "real" motion is Bandai motion with the hips scaled by the
-leg-length ratio.
+leg-length ratio (their travel by the stride legs').
 """
 
 from __future__ import annotations

@@ -29,7 +29,7 @@ from torch.func import functional_call
 
 from skelanim.retarget.baselines import FEET
 from skelanim.retarget.model import NKN, Discriminator, NKNConfig, skeleton_features
-from skelanim.retarget.rig import canonical_fk, canonical_frames
+from skelanim.retarget.rig import canonical_fk, canonical_frames, stride_leg
 from skelanim.retarget.stance import scaled_hips, sole_height, toeless
 
 __all__ = ["LossWeights", "NKNTrainer", "twist_angle"]
@@ -118,7 +118,8 @@ class NKNTrainer(nn.Module):
         parts["pen"] = (torch.relu(-feet[..., 1] / leg_b[:, None, None]) ** 2).mean()
         delta = la.transpose(-1, -2) @ lb
         copied = scaled_hips(ha, leg_a[:, None], leg_b[:, None], sole_height(oa)[:, None], sole_height(ob)[:, None],
-                             source_toeless=toeless(oa)[:, None], target_toeless=toeless(ob)[:, None])  # fmt: skip
+                             source_toeless=toeless(oa)[:, None], target_toeless=toeless(ob)[:, None],
+                             stride_ratio=(stride_leg(ob) / stride_leg(oa))[:, None])  # fmt: skip
         hips_off = (hb - copied) / leg_b[:, None, None]  # the network's own correction to the copy's hips
         parts["reg"] = ((lb - la) ** 2).sum((-1, -2)).mean() + (hips_off**2).sum(-1).mean()
         parts["twist"] = (twist_angle(delta[:, :, 1:], self.axis[1:], self.ref[1:]) ** 2).mean()

@@ -33,6 +33,7 @@ import torch
 from torch import Tensor, nn
 
 from skelanim.core.rotations import matrix_to_rot6d, quat_to_matrix
+from skelanim.retarget.rig import stride_leg
 from skelanim.retarget.stance import scaled_hips, sole_height, toeless
 
 __all__ = ["NKN", "Discriminator", "NKNConfig", "NKNState", "heading", "skeleton_features"]
@@ -131,6 +132,8 @@ class NKN(nn.Module):
     def __init__(self, config: NKNConfig | None = None) -> None:
         super().__init__()
         self.config = config or NKNConfig()
+        #: Frame rate of the training clips (``config.json``'s ``train_fps``): the rate its recurrent steps learned.
+        self.train_fps = 30.0
         h = self.config.hidden
         self.encoder_in = nn.Sequential(nn.Linear(F_IN, h), nn.ReLU())
         self.encoder = nn.GRU(h, h, batch_first=True)
@@ -197,7 +200,8 @@ class NKN(nn.Module):
         target_local = local @ quat_to_matrix(delta)  # quat_to_matrix normalises (a zero quaternion: identity)
         copied = scaled_hips(hips, src_leg[:, None], tgt_leg[:, None], sole_height(src_offsets)[:, None],
                              sole_height(tgt_offsets)[:, None], source_toeless=toeless(src_offsets)[:, None],
-                             target_toeless=toeless(tgt_offsets)[:, None])  # fmt: skip
+                             target_toeless=toeless(tgt_offsets)[:, None],
+                             stride_ratio=(stride_leg(tgt_offsets) / stride_leg(src_offsets))[:, None])  # fmt: skip
         target_hips = copied + _rotate(yaw, out[..., J * 4 :]) * tgt_leg[:, None, None]
         return target_local, target_hips, NKNState(h_enc, h_dec, hips[:, -1].detach())
 

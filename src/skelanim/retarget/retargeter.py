@@ -3,7 +3,7 @@
 Methods (:data:`METHODS`):
 
 =========  ======================================================================================
-``copy``   rest-pose-aware copy of world bone rotations, hips scaled by the leg-length ratio
+``copy``   rest-aware copy of bone rotations, hips by the leg-length ratio (travel: stride legs)
 ``ik``     copy positions at target proportions, feet held during contacts, two-bone + swing IK
 ``nkn``    the neural network of :mod:`.model` (the shipped model by default)
 ``naive``  local rotations copied joint to joint, ignoring rest poses (for contrast only)
@@ -23,6 +23,7 @@ from __future__ import annotations
 import copy
 import math
 import os
+import warnings
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -40,11 +41,12 @@ from skelanim.io.common import first_non_finite
 from skelanim.nn.checkpoint import config_error, load_model_files
 from skelanim.nn.device import module_device, to_device
 from skelanim.ops.normalize import rotate
+from skelanim.ops.resample import resample, sample_frames
 from skelanim.retarget.baselines import FEET, ContactState, IKRetarget, PinState, causal_contacts, copy_hips
 from skelanim.retarget.mapping import CANONICAL_JOINTS, map_skeleton
 from skelanim.retarget.model import NKN, NKNConfig, NKNState
 from skelanim.retarget.online import OnnxStep, onnx_available
-from skelanim.retarget.rig import CanonicalRig, calibrate_rig, canonical_locals, frames_from_locals
+from skelanim.retarget.rig import CanonicalRig, calibrate_rig, canonical_locals, frames_from_locals, physical_zero_pose
 from skelanim.retarget.stance import STANDING_QUANTILE
 
 __all__ = ["CLEARANCE", "DEFAULT_MODEL", "METHODS", "RUNTIMES", "RetargetError", "Retargeter", "floor_level", "load_nkn",
@@ -53,6 +55,8 @@ __all__ = ["CLEARANCE", "DEFAULT_MODEL", "METHODS", "RUNTIMES", "RetargetError",
 METHODS: tuple[str, ...] = ("copy", "ik", "nkn", "naive")
 #: How :meth:`Retargeter.step` runs.
 RUNTIMES: tuple[str, ...] = ("auto", "onnx", "torch")
+#: A clip whose rate differs from the NKN's training rate by more than this fraction is read at the training rate.
+NKN_RATE_TOLERANCE = 0.05
 #: The shipped NKN model folder.
 DEFAULT_MODEL = Path(__file__).resolve().parent / "pretrained"
 _LOADED: dict[str, NKN] = {}
@@ -133,6 +137,7 @@ def load_nkn(folder: str | os.PathLike | None = None) -> NKN:
         raise FormatError(f"not an NKN retargeting model (format {config.get('format')!r})", path=path / "config.json")
     try:
         net = NKN(NKNConfig.from_dict(config["architecture"]))
+        net.train_fps = float(config.get("train_fps", net.train_fps))
         weights = {k[4:]: v for k, v in tensors.items() if k.startswith("net.")} or tensors
         net.load_state_dict(weights)
     except (KeyError, TypeError, ValueError, AttributeError, RuntimeError) as err:
@@ -278,6 +283,13 @@ class Retargeter:
             if calibrated and not self.net.config.calibrated_frames:
                 raise RetargetError("this NKN model was trained on uncalibrated bone frames: retarget without "
                                     "calibration (--no-calibrate), or with a model trained since 2026-12-03")  # fmt: skip
+            if self.net.config.calibrated_frames:
+                for side, given, rig in (("source", source_skeleton, self.source), ("target", target_skeleton, self.target)):
+                    if isinstance(given, Skeleton) and rig.calibration is None and not physical_zero_pose(given, rig.mapping):
+                        warnings.warn(f"the {side} skeleton's zero pose is no body pose and its bone frames are not "
+                                      f"calibrated: give the NKN a clip of it (Retargeter(source_clip, target_clip)) "
+                                      f"or {side}_calibration=ROTATIONS; uncalibrated, its feet slide far more",
+                                      stacklevel=2)  # fmt: skip
         self._ik = IKRetarget(self.target) if method == "ik" else None
         s, t = self.source, self.target
         self._nkn_args = (s.offsets.float()[None], torch.tensor([s.leg_length]), t.offsets.float()[None],
@@ -554,7 +566,9 @@ class Retargeter:
         Returns
         -------
         Motion
-            ``F`` frames on the target's full skeleton at the clip's frame rate.
+            ``F`` frames on the target's full skeleton at the clip's frame rate. The NKN reads a clip whose rate
+            is more than :data:`NKN_RATE_TOLERANCE` off its training rate (30 fps) resampled to that rate, and its
+            answer is sampled back at the clip's frame times (slerp); a stream (:meth:`step`) runs at ``fps``.
         """
         if not motion.skeleton.same_topology(self.source.skeleton):
             raise RetargetError("the motion's skeleton is not the Retargeter's source skeleton")
@@ -566,6 +580,14 @@ class Retargeter:
             if bad is not None:
                 raise RetargetError(f"non-finite {label}", path=motion.metadata.get("path"),
                                     where=f"frame {bad[0]}, joint {motion.skeleton.names[bad[1]]}")  # fmt: skip
+        if self.net is not None and abs(motion.fps / self.net.train_fps - 1.0) > NKN_RATE_TOLERANCE:
+            # the NKN's recurrent steps learned the training rate: a 120 fps clip read at 120 fps skated twice as
+            # much as read at 30 (an audit: 0.066 against 0.033, copy 0.076 / 0.070); read at the training rate,
+            # then sampled back at the clip's own frame times
+            at_training_rate = self(resample(motion, self.net.train_fps))
+            times = torch.arange(motion.num_frames, dtype=torch.float64) * (self.net.train_fps / motion.fps)
+            times = times.clamp(max=float(at_training_rate.num_frames - 1))
+            return sample_frames(at_training_rate, times, motion.fps)
         rotations = motion.rotations.to(torch.float64)
         if self.source_turn is not None:  # the clip's world turned Y up, as the source rig was built
             turned = rotate(motion, self.source_turn)

@@ -21,7 +21,8 @@ The stance pitch is measured
 
 Level feet also say how high a standing skeleton's ankles are: its **sole height**, the ankle joint's height
 above the toe joint on a level foot (:func:`sole_height`; Bandai-Namco 5.5 % of the height, CMU 2 %). The copied
-hips (:func:`scaled_hips`) scale the leg above it by the leg-length ratio and stand on the target's own sole,
+hips (:func:`scaled_hips`) scale the leg above it by the leg-length ratio (their travel by the ratio of the stride
+legs, thigh plus shin, :func:`~.rig.stride_leg`) and stand on the target's own sole,
 instead of scaling the source's sole too: scaled, Bandai-Namco's high ankles would lift every other skeleton's
 level toes 3-4 % of its height off the floor.
 """
@@ -143,6 +144,7 @@ def scaled_hips(
     *,
     source_toeless: Tensor | bool = False,
     target_toeless: Tensor | bool = False,
+    stride_ratio: Tensor | float | None = None,
 ) -> Tensor:
     """``(..., 3)`` target hips from ``(..., 3)`` source hips above the floor (up +Y): scaled by the leg-length
     ratio ``l_B / l_A``, with the height's sole part each skeleton's own (module doc). The floor is where the
@@ -151,12 +153,14 @@ def scaled_hips(
     put a toeless target's ankles on its floor (until 2026-12-05 only pairs that both had toes kept their own
     soles: the DeepMimic humanoid's walk sank its full sole, 5 % of the height, into Bandai's floor). A toed
     skeleton without a positive sole (feet not level: a rig not calibrated on motion) keeps none on either side:
-    the whole height scales. Legs, soles and flags are floats (bools) or tensors that broadcast with
-    ``hips[..., 0]``."""
+    the whole height scales. ``stride_ratio`` (default: the leg ratio) scales the horizontal travel instead: the
+    ratio of the legs that make the strides (:func:`~.rig.stride_leg`). Legs, soles, flags and ratio are floats
+    (bools) or tensors that broadcast with ``hips[..., 0]``."""
     ratio = torch.as_tensor(target_leg, dtype=hips.dtype) / torch.as_tensor(source_leg, dtype=hips.dtype)
+    travel = ratio if stride_ratio is None else torch.as_tensor(stride_ratio, dtype=hips.dtype)
     source_sole = torch.as_tensor(source_sole, dtype=hips.dtype)
     target_sole = torch.as_tensor(target_sole, dtype=hips.dtype)
     kept = ((source_sole > 0) | torch.as_tensor(source_toeless)) & ((target_sole > 0) | torch.as_tensor(target_toeless))
     lift = torch.where(kept, target_sole - ratio * source_sole, torch.zeros_like(ratio))
-    out = hips * ratio[..., None]
-    return torch.cat([out[..., :1], out[..., 1:2] + lift[..., None], out[..., 2:]], dim=-1)
+    return torch.cat([hips[..., :1] * travel[..., None], hips[..., 1:2] * ratio[..., None] + lift[..., None],
+                      hips[..., 2:] * travel[..., None]], dim=-1)  # fmt: skip

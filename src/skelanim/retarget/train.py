@@ -24,6 +24,7 @@ from skelanim.nn.train import TrainConfig, fit, seeded_generator
 from skelanim.retarget.data import TRAIN_FPS, Family, leg_length, load_families, variant_offsets
 from skelanim.retarget.loss import LossWeights, NKNTrainer
 from skelanim.retarget.model import NKNConfig
+from skelanim.retarget.rig import stride_leg
 from skelanim.retarget.stance import scaled_hips, sole_height
 
 __all__ = ["RetargetTask", "train"]
@@ -105,7 +106,8 @@ class RetargetTask:
         local, hips = _turn(clip["local"][sl], clip["hips"][sl], angle)
         if offsets is not None:
             rig = family.rig
-            hips = scaled_hips(hips, rig.leg_length, leg_length(offsets), rig.sole, sole_height(offsets))
+            hips = scaled_hips(hips, rig.leg_length, leg_length(offsets), rig.sole, sole_height(offsets),
+                               stride_ratio=float(stride_leg(offsets)) / rig.stride_leg)  # fmt: skip
         return local, hips, clip["contacts"][sl]
 
     def _sample(self, g: torch.Generator) -> dict[str, Tensor]:
