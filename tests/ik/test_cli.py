@@ -482,3 +482,21 @@ def test_positions_beyond_float_range_get_no_factor_of_zero(positions_file, tmp_
     assert main(["ik", "solve", str(big), "-o", str(tmp_path / "x.bvh")]) == 2
     said = _error(capsys)
     assert "too long to measure" in said and "multiply" not in said
+
+
+def test_fps_gives_a_rate_to_positions_that_carry_none(positions_file, tmp_path, capsys):
+    """A bare .npy holds no frame rate: it was written at 30 fps whatever it was captured at. ``--fps`` gives it;
+    a file that says its rate keeps it, and ``--fps`` against it is a one-line error."""
+    data = np.load(positions_file)
+    names = [str(n) for n in data["joints"]]
+    bare = tmp_path / "bare.npy"
+    np.save(bare, data["positions"][:, [names.index(n) for n in skelanim.ik.load_model(None).skeleton.names]])
+    out = tmp_path / "out.bvh"
+    assert main(["ik", "solve", str(bare), "-o", str(out)]) == 0
+    assert skelanim.load(out).fps == 30.0
+    assert main(["ik", "solve", str(bare), "-o", str(out), "--fps", "120"]) == 0
+    assert skelanim.load(out).fps == 120.0
+    capsys.readouterr()
+    assert main(["ik", "solve", str(positions_file), "-o", str(tmp_path / "x.bvh"), "--fps", "60"]) == 2
+    text = _error(capsys)
+    assert "pos.npz says its rate itself (30 fps)" in text and not (tmp_path / "x.bvh").exists()

@@ -135,6 +135,9 @@ def solve(
     threads: int | None = typer.Option(None, "--threads", min=1, max=1024, help="Torch CPU threads."),
     scale: float | None = typer.Option(None, "--scale", help="Multiply the positions by this first (e.g. 100 for "
                                        "metres into the shipped model's centimetres)."),
+    fps: float | None = typer.Option(None, "--fps", min=0.01, max=10000.0,
+                                     help="Frame rate of positions whose file has none (.npy, a .csv without a time "
+                                     "column; default 30)."),
     device: str = run_device_option(),
 ) -> None:
     """Turn joint positions into joint rotations; OUT keeps the input's frame rate.
@@ -156,6 +159,11 @@ def solve(
     if scale is not None and not (math.isfinite(scale) and scale > 0):
         raise typer.BadParameter(f"a positive factor, not {scale:g}", param_hint="--scale")
     data = skelanim.load_positions(src)
+    if fps is not None and data.fps is not None and abs(fps / data.fps - 1.0) > 1e-6:
+        raise typer.BadParameter(f"{src} says its rate itself ({data.fps:g} fps); --fps {fps:g} is for files that "
+                                 "carry none", param_hint="--fps")  # fmt: skip
+    if fps is not None:
+        data = dataclasses.replace(data, fps=fps)
     if scale is not None:
         data = dataclasses.replace(data, positions=data.positions * scale)
     motion = run(data, ik_model, refine=refine, method=method, source=src)
