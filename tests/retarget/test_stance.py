@@ -138,8 +138,9 @@ def test_level_feet_turn_each_foot_and_its_toe_together(clips):
 
 
 def test_an_ankle_hangs_from_its_planted_toe():
-    """Closed form: while the toe alone is planted the ankle's target is the toe's pin minus the copy's foot
-    vector; once the toe lifts, the difference decays by ``0.6`` per 1/30 s."""
+    """Closed form: while the toe alone is planted the ankle eases onto the toe's pin minus the copy's foot vector
+    (the difference left shrinking by ``0.6`` per 1/30 s; it had jumped there at once, and the knee with it); once
+    the toe lifts, the offset decays by ``0.6`` per 1/30 s."""
     ankle = torch.tensor(
         [[[0.0, 0.1, 0.0]], [[0.1, 0.12, 0.0]], [[0.2, 0.14, 0.0]], [[0.3, 0.2, 0.0]]], dtype=torch.float64
     )
@@ -152,8 +153,13 @@ def test_an_ankle_hangs_from_its_planted_toe():
         row, offsets = hang_step(ankle[t], hung[t], toe_only[t], RELEASE_DECAY, offsets)
         rows.append(row)
     out = torch.stack(rows)
-    torch.testing.assert_close(out[:3], hung[:3], atol=1e-12, rtol=0)
-    torch.testing.assert_close(out[3], ankle[3] + 0.6 * (hung[2] - ankle[2]), atol=1e-12, rtol=0)
+    wanted = hung - ankle
+    first = 0.4 * wanted[1]  # from no offset, 40 % of the way in one 1/30 s
+    second = wanted[2] + 0.6 * (first - wanted[2])
+    torch.testing.assert_close(out[0], ankle[0], atol=1e-12, rtol=0)
+    torch.testing.assert_close(out[1], ankle[1] + first, atol=1e-12, rtol=0)
+    torch.testing.assert_close(out[2], ankle[2] + second, atol=1e-12, rtol=0)
+    torch.testing.assert_close(out[3], ankle[3] + 0.6 * second, atol=1e-12, rtol=0)
 
 
 def test_a_foot_is_pinned_where_it_touched_down_and_rejoins_the_copy():

@@ -189,6 +189,52 @@ def test_two_bone_reaches_and_keeps_lengths():
     torch.testing.assert_close((foot - knee).norm(dim=-1), torch.full((5,), 0.42, dtype=torch.float64))
 
 
+def test_a_soft_reach_eases_the_knee_straight():
+    """Soft reach (Nicholas's soft IK): a target within the leg minus the soft span is reached exactly; beyond, the
+    foot lies at ``L - s + s (1 - exp(-(d - L + s) / s))`` toward it, and the knee straightens ever more slowly
+    instead of locking straight at ``d = L`` (closed form; a hard reach's knee angle has an infinite slope there)."""
+    import math
+
+    upper, lower, soft = 0.45, 0.42, 0.02
+    length, span = upper + lower, soft * (upper + lower)
+    hip, knee0 = torch.zeros(1, 3, dtype=torch.float64), torch.tensor([[0.0, -0.4, 0.2]], dtype=torch.float64)
+    for d in (0.5, length - span - 1e-3, length - 0.5 * span, length, length + 0.05):
+        target = torch.tensor([[0.0, -d, 0.0]], dtype=torch.float64)
+        knee, foot = two_bone(hip, knee0, target, upper, lower, soft=soft)
+        reached = d if d <= length - span else length - span + span * (1 - math.exp(-(d - length + span) / span))
+        assert float(foot.norm()) == pytest.approx(reached, abs=1e-12)
+        assert float((knee - hip).norm()) == pytest.approx(upper) and float((foot - knee).norm()) == pytest.approx(lower)
+    bend = []  # knee bend near full reach: smooth (soft) against a hard lock at d = L
+    for d in torch.linspace(length - 2 * span, length + span, 31, dtype=torch.float64):
+        knee, foot = two_bone(hip, knee0, torch.tensor([[0.0, -float(d), 0.0]], dtype=torch.float64), upper, lower,
+                              soft=soft)  # fmt: skip
+        bend.append(float((knee[0] - 0.5 * foot[0]).norm()))
+    steps = torch.tensor(bend).diff().abs()
+    assert float(steps.max()) < 3 * float(steps.median()) and bend[-1] > 0.0
+
+
+def test_ik_knee_does_not_snap_when_a_toe_plants(mocap_files):
+    """An audit: a pymo walk onto the Bandai skeleton (``--method ik``) locked a knee straight for 5 frames, then
+    turned it 19 degrees in one 120 fps frame (the source's knee never turns 4.2): the ankle had jumped onto its
+    planted toe's hang, and the hard reach locked and unlocked. Each knee's largest turn in a frame is now within
+    twice the source's largest (it was 4.5 times)."""
+    import math
+
+    from skelanim.retarget.mapping import map_skeleton
+
+    walk, bandai = (skelanim.load(p) for p in mocap_files(["pymo_demo/AV_8Walk_Meredith_HVHA_Rep1.bvh",
+                                                               "bandai_namco_1/dataset-1_walk_normal_001.bvh"]))  # fmt: skip
+    walk = walk[:600]
+    out = Retargeter(walk, bandai, "ik")(walk)
+
+    def largest_turn(motion: Motion) -> float:
+        index = map_skeleton(motion.skeleton).joints
+        q = motion.rotations.double()[:, [index["l_leg"], index["r_leg"]]]
+        return float(2 * torch.acos((q[1:] * q[:-1]).sum(-1).abs().clamp(max=1)).max()) * 180 / math.pi
+
+    assert largest_turn(out) < 2 * largest_turn(walk)
+
+
 def test_retargeter_errors(clips):
     motion = clips["cmu_mb"]
     with pytest.raises(RetargetError, match="unknown method"):

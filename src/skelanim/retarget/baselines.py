@@ -42,7 +42,7 @@ from skelanim.ops.contacts import DEFAULT_HEIGHT_FRACTION, DEFAULT_SPEED_FRACTIO
 from skelanim.retarget.rig import SLOT, CanonicalRig, canonical_locals, canonical_skeleton, frames_from_locals
 from skelanim.retarget.stance import scaled_hips, toeless
 
-__all__ = ["FEET", "RELEASE_DECAY", "ContactState", "IKRetarget", "PinState", "causal_contacts", "copy_hips", "hang_step",
+__all__ = ["FEET", "RELEASE_DECAY", "SOFT_REACH", "ContactState", "IKRetarget", "PinState", "causal_contacts", "copy_hips", "hang_step",
            "pin_step", "two_bone"]
 
 #: Canonical slots whose contacts are tracked: left foot, right foot, left toe, right toe.
@@ -115,6 +115,10 @@ def causal_contacts(
 
 #: Per 1/30 s, the fraction of a released foot's offset from the copy that remains (:func:`pin_step`).
 RELEASE_DECAY = 0.6
+#: Soft reach of the legs' two-bone IK, a fraction of the leg (:func:`two_bone`): a target farther than the leg
+#: minus this is approached ever more slowly and never quite reached, so the knee does not lock straight and
+#: snap back (chosen on five pairs of other capture sources, see the retarget README).
+SOFT_REACH = 0.02
 
 
 @dataclass
@@ -184,8 +188,9 @@ def hang_step(given: Tensor, hung: Tensor, toe_only: Tensor, decay: float, offse
     A foot pivoting on its planted toe keeps the toe still and swings the ankle about it; the copy's ankle
     follows the source's instead, which pivots about the source's toe on the source's foot. So while a toe is
     planted and its ankle is not, the ankle's target is the toe's pin minus the copy's ankle-to-toe vector
-    (``hung``); after that the difference from the given target decays by ``decay`` per frame, as
-    :func:`pin_step`'s does.
+    (``hung``); the ankle eases onto that target and, after that, back onto the given one, the difference left
+    shrinking by ``decay`` per frame, as :func:`pin_step`'s does (it had jumped onto the hung target at once,
+    and the knee with it: 19 degrees in one frame of a 120 fps walk whose knee never turns 4.2).
 
     Parameters
     ----------
@@ -205,14 +210,20 @@ def hang_step(given: Tensor, hung: Tensor, toe_only: Tensor, decay: float, offse
     tuple of Tensor
         ``(S, 3)`` targets and the new offsets.
     """
-    offsets = torch.where(toe_only[..., None], hung - given, offsets * decay)
+    wanted = hung - given
+    offsets = torch.where(toe_only[..., None], wanted + (offsets - wanted) * decay, offsets * decay)
     return given + offsets, offsets
 
 
 def two_bone(
-    hip: Tensor, knee: Tensor, target: Tensor, upper: Tensor | float, lower: Tensor | float
+    hip: Tensor, knee: Tensor, target: Tensor, upper: Tensor | float, lower: Tensor | float, *, soft: float = 0.0
 ) -> tuple[Tensor, Tensor]:
     """Analytic two-bone IK: knee and foot positions reaching for ``target`` with fixed bone lengths.
+
+    With ``soft`` > 0 (a fraction of the limb, :data:`SOFT_REACH`) the reach is soft: a target at distance ``d``
+    beyond ``L - s`` (``L = upper + lower``, ``s = soft L``) is reached at ``L - s + s (1 - exp(-(d - L + s) / s))``,
+    which grows smoothly to ``L`` (Nicholas's soft IK): as a target runs out of reach the knee straightens ever
+    more slowly instead of locking straight, and bends back as smoothly.
 
     Parameters
     ----------
@@ -225,12 +236,16 @@ def two_bone(
     -------
     tuple of Tensor
         ``(..., 3)`` new knee and foot positions (the foot reaches the target when it is within reach,
-        else lies on the line towards it).
+        else, or softly out of reach, lies on the line towards it).
     """
     reach = target - hip
     dist = reach.norm(dim=-1, keepdim=True).clamp_min(1e-9)
     u = reach / dist
     a, b = torch.as_tensor(upper, dtype=hip.dtype)[..., None], torch.as_tensor(lower, dtype=hip.dtype)[..., None]
+    if soft > 0:
+        span = soft * (a + b)
+        near = a + b - span
+        dist = torch.where(dist > near, near + span * (1 - torch.exp(-(dist - near) / span)), dist)
     d = torch.minimum(torch.maximum(dist, (a - b).abs() + 1e-6 * (a + b)), (a + b) * (1 - 1e-6))
     along = (a * a - b * b + d * d) / (2 * d)
     side = torch.sqrt((a * a - along * along).clamp_min(0.0))
@@ -305,7 +320,8 @@ class IKRetarget:
         wanted = pos.clone()
         for k, s in enumerate("lr"):
             upper, lower = self.lengths[s]
-            knee, foot = two_bone(pos[:, SLOT[f"{s}_upleg"]], pos[:, SLOT[f"{s}_leg"]], targets[:, k], upper, lower)
+            knee, foot = two_bone(pos[:, SLOT[f"{s}_upleg"]], pos[:, SLOT[f"{s}_leg"]], targets[:, k], upper, lower,
+                                  soft=SOFT_REACH)  # fmt: skip
             wanted[:, SLOT[f"{s}_leg"]] = knee
             wanted[:, SLOT[f"{s}_foot"]] = foot
             if self.has_toe[k]:
