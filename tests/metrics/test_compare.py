@@ -251,3 +251,7 @@ def test_an_upside_down_set_is_measured_upright():
         for key in ("foot_skating", "ground_penetration", "jerk", "bone_length_error"):
             assert flipped[side][key] == pytest.approx(upright[side][key], rel=1e-6, abs=1e-12), (side, key)
     assert flipped["floor"] == pytest.approx(upright["floor"], abs=1e-9)
+    # an upside-down reference and an upright B share the ground as upright sets do
+    mixed = compare_sets([rotate(walk, half_turn)], [sunk])
+    assert mixed["floor"] == pytest.approx(upright["floor"], abs=1e-9)
+    assert mixed["b"]["ground_penetration"] == pytest.approx(upright["b"]["ground_penetration"], rel=1e-6)

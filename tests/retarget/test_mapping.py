@@ -144,6 +144,12 @@ def test_a_given_joint_off_its_limb_is_named(clips):
     with pytest.raises(MappingError, match="given mapping's l_foot = Foot_R is not on one chain with the left leg"):
         map_skeleton(clips["bandai"].skeleton, {"l_foot": "Foot_R"})
     assert map_skeleton(clips["bandai"].skeleton, {"l_foot": "Foot_L"}).names()["l_foot"] == "Foot_L"
+    # a right entry on a limb whose other joints are not found by name is not blamed
+    sk = clips["bandai"].skeleton
+    renamed = Skeleton([("Thingy" if n == "UpperLeg_L" else n) for n in sk.names], sk.parents, sk.offsets)
+    with pytest.raises(MappingError, match="l_upleg") as err:
+        map_skeleton(renamed, {"l_foot": "Foot_L"})
+    assert "given mapping" not in str(err.value)
 
 
 def test_ambiguous_chain_is_reported():

@@ -127,3 +127,21 @@ def test_shipped_model_is_small_and_loads():
     assert {"model.safetensors", "config.json"} <= set(files)  # part of the package: missing is a packaging fault
     assert sum(p.stat().st_size for p in files.values()) <= 5 * 2**20
     assert isinstance(load_nkn(), NKN)
+
+
+def test_a_model_keeps_the_hips_basis_it_was_trained_on(clips):
+    """The copied hips an NKN corrects travel by the stride legs since 2026-12-05; a model saved before (its config
+    without ``stride_travel``) keeps the leg-length basis it learned, new networks and the shipped model the new."""
+    assert NKNConfig().stride_travel and load_nkn(None).config.stride_travel
+    old = NKNConfig.from_dict({"hidden": 16, "disc_hidden": 8, "calibrated_frames": True})
+    assert not old.stride_travel and NKNConfig.from_dict(old.to_dict()) == old
+    source, target = clips["bandai"], clips["cmu_mb"].skeleton
+    torch.manual_seed(0)
+    net = NKN(old)  # untrained: its answer is its basis
+    hips = Retargeter(source.skeleton, target, "nkn", model=net)(source).root_positions
+    copy = Retargeter(source.skeleton, target, "copy")(source).root_positions
+    travel = (hips[-1] - hips[0])[[0, 2]].norm() / (copy[-1] - copy[0])[[0, 2]].norm()
+    rigs = Retargeter(source.skeleton, target, "copy")
+    rig_s, rig_t = rigs.source, rigs.target
+    expected = (rig_t.leg_length / rig_s.leg_length) / (rig_t.stride_leg / rig_s.stride_leg)
+    assert float(travel) == pytest.approx(expected, rel=1e-3) and abs(expected - 1) > 0.03

@@ -7,7 +7,7 @@ reads the side here, so a naming convention taught once is known everywhere.
 Conventions recognised (the marker may lead, trail or sit between separators): ``LeftArm`` / ``left_arm`` /
 ``LEFT_ARM``; ``Arm_L``, ``arm_l``, ``L_Arm``, ``Arm.L``, ``arm.l`` (Blender), ``Arm-L``, ``Bip01 L Thigh``
 (3ds Max Biped); and, only where the mirrored name is also a joint, ``LHipJoint`` / ``lhand`` (CMU),
-``lThigh`` (Daz), ``ThighL`` and ``RigLArm``. Exporter prefixes (``mixamorig:``, ``CC_Base_``, ``Bip01``,
+``lThigh`` (Daz), ``ThighL``, ``RigLArm`` and ``Skeleton_LThigh`` (OptiTrack Motive). Exporter prefixes (``mixamorig:``, ``CC_Base_``, ``Bip01``,
 ``joint_``, VRM's ``J_Bip_``, SMPL's ``m_avg_``, any ``namespace:``) are removed before the marker is sought.
 """
 
@@ -31,6 +31,7 @@ _SIDES: tuple[tuple[re.Pattern[str], bool], ...] = tuple((re.compile(p), pair) f
     (r"^(?P<s>[lr])(?=[a-z])", True),  # CMU lhand
     (r"^(?P<s>[lr])(?=[A-Z])", True),  # Daz lThigh
     (r"(?<=[a-z])(?P<s>[LR])(?=[A-Z])", True),  # RigLArm
+    (r"(?<=[_\s])(?P<s>[LR])(?=[A-Z])", True),  # OptiTrack Motive's Skeleton_LThigh
     (r"(?<=[a-z])(?P<s>[LR])$", True),  # ThighL
 ))  # fmt: skip
 _SWAP = {"Left": "Right", "Right": "Left", "LEFT": "RIGHT", "RIGHT": "LEFT", "left": "right", "right": "left",

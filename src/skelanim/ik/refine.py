@@ -3,7 +3,8 @@ r"""Refinement of the network's answer (``gat_refined``): a learned correction, 
 Two steps, after the network's forward pass:
 
 1. **Pose correction** (:class:`PoseCorrector`). A ridge regression from the network's own output (the
-   6D rotations of every joint it answers for, standardised) to a correction of each of those joints,
+   6D rotations of every joint it answers for but the body root, whose rotation is the body's world
+   orientation, standardised) to a correction of each of those joints and the body root,
    a rotation vector ``r_j`` applied on the right, ``L_j <- L_j exp(g r_j)``. It is fitted in closed form
    (seconds) on the network's answers on its training poses: ``r_j = log(L_net,j^T L_true,j)``. It
    mostly moves what positions cannot show (neck and head, the twist of the upper arms and forearms, the
@@ -374,8 +375,9 @@ def fit_corrector(
     if unknown:
         raise ValueError(f"--skip: no joint {unknown[0]!r} in the model's skeleton ({', '.join(rig.skeleton.names)})")
     if not train_files:
-        raise FileNotFoundError(2, f"nothing to fit on ({len(val_files)} files validate; every file left out by "
-                                f"--exclude or --val?): {NO_MOTION_FILES}", ", ".join(map(str, data)))  # fmt: skip
+        why = (f"{len(val_files)} files validate; every file left out by --exclude or --val?" if val_files
+               else NO_MOTION_FILES)  # fmt: skip
+        raise FileNotFoundError(2, f"nothing to fit on: {why}", ", ".join(map(str, data)))
     joints = [j for j in answered if rig.skeleton.names[j] not in skip]
 
     def answers(files: list[Path], what: str) -> tuple[Tensor, Tensor]:

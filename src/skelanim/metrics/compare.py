@@ -233,7 +233,7 @@ def compare_sets(a: Sequence[Motion], b: Sequence[Motion], *, embed: Embedder | 
         low, high = min(rest[key]), max(rest[key])
         notes.append(f"set {key} mixes skeletons of heights {low:.4g} to {high:.4g} at rest (other skeletons or "
                      f"units): its median motion height {own[key][1]:.4g} normalises them all; compare like with like")  # fmt: skip
-    shared = (directions["a"][0] == directions["b"][0] and a[0].skeleton.same_topology(b[0].skeleton) and not mixed
+    shared = (own["a"][0] == own["b"][0] and a[0].skeleton.same_topology(b[0].skeleton) and not mixed
               and size["b"] > 0 and abs(size["a"] / size["b"] - 1) <= SAME_HEIGHT)  # fmt: skip
     up, height, floor = own["a"]  # A is the reference
     out: dict[str, Any] = {"height": height if shared else None, "floor": floor if shared else None, "notes": notes}

@@ -119,7 +119,8 @@ class NKNTrainer(nn.Module):
         delta = la.transpose(-1, -2) @ lb
         copied = scaled_hips(ha, leg_a[:, None], leg_b[:, None], sole_height(oa)[:, None], sole_height(ob)[:, None],
                              source_toeless=toeless(oa)[:, None], target_toeless=toeless(ob)[:, None],
-                             stride_ratio=(stride_leg(ob) / stride_leg(oa))[:, None])  # fmt: skip
+                             stride_ratio=(stride_leg(ob) / stride_leg(oa))[:, None]
+                             if self.net.config.stride_travel else None)  # fmt: skip
         hips_off = (hb - copied) / leg_b[:, None, None]  # the network's own correction to the copy's hips
         parts["reg"] = ((lb - la) ** 2).sum((-1, -2)).mean() + (hips_off**2).sum(-1).mean()
         parts["twist"] = (twist_angle(delta[:, :, 1:], self.axis[1:], self.ref[1:]) ** 2).mean()

@@ -296,27 +296,28 @@ def map_skeleton(
 
     for side in "lr":
         for parts in (_ARM, _LEG):
-            cands: dict[str, list[int]] = {}
+            by_name: dict[str, list[int]] = {}  # candidates by name alone, the user's entries aside
             priority: dict[tuple[str, int], int] = {}
             for p in parts:
-                c = f"{side}_{p}"
-                if c in user:
-                    given = user[c]
-                    cands[p] = [] if given is None else [given]
-                    continue
-                cands[p] = []
+                by_name[p] = []
                 for rank, alias in enumerate(LIMB_ALIASES[p]):
                     for j, (s, b) in enumerate(parsed):
-                        if s == side and b == alias and j not in taken and j not in cands[p]:
-                            cands[p].append(j)
+                        if s == side and b == alias and j not in taken and j not in by_name[p]:
+                            by_name[p].append(j)
                             priority[(p, j)] = rank
+            given = {p: user[f"{side}_{p}"] for p in parts if f"{side}_{p}" in user}  # None: left out by the user
+            cands: dict[str, list[int]] = {p: by_name[p] for p in parts}
+            for p, entry in given.items():
+                cands[p] = [] if entry is None else [entry]
             required = {p for p in parts if f"{side}_{p}" in REQUIRED}
             chosen, ties = _match_chain(skeleton, parts, cands, required, priority)
             limb = f"{'left' if side == 'l' else 'right'} {'arm' if parts is _ARM else 'leg'}"
-            for p in parts:  # a joint the user gave that no chain of this limb takes: say which entry
-                if (given_joint := user.get(f"{side}_{p}")) is not None and p not in chosen:
-                    problems.append(f"the given mapping's {side}_{p} = {skeleton.names[given_joint]} is not "
-                                    f"on one chain with the {limb}'s other joints")  # fmt: skip
+            off = {p: entry for p, entry in given.items() if entry is not None and p not in chosen}
+            if off and _match_chain(skeleton, parts, {**cands, **{p: by_name[p] for p in off}}, required, priority)[0]:
+                # the names alone make a chain of this limb that the user's entries break: say which entries
+                for p, entry in off.items():
+                    problems.append(f"the given mapping's {side}_{p} = {skeleton.names[entry]} is not on one chain "
+                                    f"with the {limb}'s other joints")  # fmt: skip
             if ties:
                 readings = "; ".join(" > ".join(t) for t in ties[:3])
                 problems.append(f"ambiguous {'left' if side == 'l' else 'right'} "

@@ -7,7 +7,8 @@ canonical 22-joint layout of :mod:`.rig` so that one network serves every skelet
 * **decoder**: a GRU over the encoder state and the *target* skeleton (its canonical offsets divided by
   its leg length); it emits, per joint, a quaternion that multiplies the source's canonical local rotation
   (``q^B = q^A * delta``, ``delta = normalize(1 + out)``) and a hips offset in the heading frame (in target
-  leg lengths) added to the leg-ratio-scaled source hips (standing on the target's soles, :func:`.stance.scaled_hips`);
+  leg lengths) added to the copied source hips (their height scaled by the leg-length ratio, their travel by the
+  stride legs' where :attr:`NKNConfig.stride_travel`, standing on the target's soles, :func:`.stance.scaled_hips`);
 * the rotations then go through forward kinematics with the target's offsets (the FK layer,
   :meth:`.rig.CanonicalRig.canonical_fk`, in :mod:`.loss`).
 
@@ -58,11 +59,16 @@ class NKNConfig:
         Whether it was trained with the bone frames of skeletons whose zero pose is no body pose calibrated on
         their motion (:func:`~.rig.calibrate_rig`; every model trained since 2026-12-03); a model without them
         refuses calibrated rigs.
+    stride_travel : bool
+        Whether the copied hips it corrects travel by the ratio of the stride legs (:func:`~.rig.stride_leg`;
+        models trained since 2026-12-05, session f, and new networks); an older model's basis travelled by the
+        leg-length ratio, and it keeps that basis (it learned to correct it): a config without the key reads False.
     """
 
     hidden: int = 128
     disc_hidden: int = 64
     calibrated_frames: bool = False
+    stride_travel: bool = True
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-friendly copy."""
@@ -70,8 +76,9 @@ class NKNConfig:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> NKNConfig:
-        """Inverse of :meth:`to_dict` (unknown keys ignored)."""
-        return cls(**{k: v for k, v in data.items() if k in cls.__dataclass_fields__})
+        """Inverse of :meth:`to_dict` (unknown keys ignored; a config saved before ``stride_travel`` was its
+        attribute reads it False, as that model was trained)."""
+        return cls(**({"stride_travel": False} | {k: v for k, v in data.items() if k in cls.__dataclass_fields__}))
 
 
 @dataclass
@@ -201,7 +208,8 @@ class NKN(nn.Module):
         copied = scaled_hips(hips, src_leg[:, None], tgt_leg[:, None], sole_height(src_offsets)[:, None],
                              sole_height(tgt_offsets)[:, None], source_toeless=toeless(src_offsets)[:, None],
                              target_toeless=toeless(tgt_offsets)[:, None],
-                             stride_ratio=(stride_leg(tgt_offsets) / stride_leg(src_offsets))[:, None])  # fmt: skip
+                             stride_ratio=(stride_leg(tgt_offsets) / stride_leg(src_offsets))[:, None]
+                             if self.config.stride_travel else None)  # fmt: skip
         target_hips = copied + _rotate(yaw, out[..., J * 4 :]) * tgt_leg[:, None, None]
         return target_local, target_hips, NKNState(h_enc, h_dec, hips[:, -1].detach())
 

@@ -217,7 +217,8 @@ def train(
         :func:`~skelanim.nn.train.fit`'s result plus ``parameters`` and ``data_seconds``.
     """
     loop = loop or TrainConfig(epochs=20, batch_size=16, lr=1e-3, warmup_steps=100)
-    config = replace(config or NKNConfig(), calibrated_frames=True)  # the families' frames are (data.load_families)
+    # the families' frames are calibrated (data.load_families); the copied hips travel by the stride legs
+    config = replace(config or NKNConfig(), calibrated_frames=True, stride_travel=True)
     started = time.perf_counter()
     fams = load_families(mocap, families, max_files=max_files)
     val = []

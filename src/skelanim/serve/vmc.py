@@ -211,6 +211,8 @@ class AvatarEncoder:
         self.metres_per_unit = float(metres_per_unit)
         self.floor = float(floor)
         self.plan = HUMANOID_BONES if avatar is None else bone_plan(frozenset(avatar.offsets))
+        # one scale for the hips' height and travel: an avatar's bone table gives its leg length, not the thigh
+        # and shin apart as retargeting's stride legs (retarget.rig.stride_leg) would need
         self.hips_scale = 1.0 if avatar is None else avatar.leg_length / (self.rig.leg_length * self.metres_per_unit)
         if avatar is not None:
             self._rest_offsets = torch.tensor(np.stack([avatar.offsets[b] for b in self.plan]), dtype=torch.float64)
