@@ -29,6 +29,7 @@ from skelanim.serve.vmc import (
     AvatarStream,
     StreamError,
     avatar_frames,
+    loop_travel,
     mirror_x,
     vmc_bundle,
 )
@@ -184,10 +185,10 @@ def test_bone_directions_and_hips_arrive_as_the_clip_has_them(mocap_dir, name):
 
 # ------------------------------------------------------------------------------------------ the wire, the clock
 def _frames(count: int, fps: float = 10.0) -> AvatarFrames:
-    """``count`` frames whose hips x is the frame index (to tell them apart on arrival)."""
+    """``count`` frames whose hips height is the frame index (to tell them apart on arrival; no travel)."""
     rotations = torch.tensor([1.0, 0, 0, 0], dtype=torch.float64).expand(count, len(BONES), 4).clone()
     positions = torch.zeros(count, len(BONES), 3, dtype=torch.float64)
-    positions[:, 0, 0] = torch.arange(count, dtype=torch.float64)
+    positions[:, 0, 1] = torch.arange(count, dtype=torch.float64)
     return AvatarFrames(rotations, positions, fps)
 
 
@@ -203,7 +204,7 @@ def test_each_frame_is_one_bundle_of_vmc_messages():
         assert got["/VMC/Ext/Root/Pos"] == [["root", 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0]]
         assert [b[0] for b in got["/VMC/Ext/Bone/Pos"]] == BONES
         hips = got["/VMC/Ext/Bone/Pos"][0]
-        assert hips == ["Hips", float(index), 0.0, 0.0, 0.0, 0.0, 0.0, 1.0]  # position, then x y z w
+        assert hips == ["Hips", 0.0, float(index), 0.0, 0.0, 0.0, 0.0, 1.0]  # position, then x y z w
         assert all(len(b) == 8 and all(isinstance(v, float) for v in b[1:]) for b in got["/VMC/Ext/Bone/Pos"])
         assert got["/VMC/Ext/OK"] == [[1]]
         assert got["/VMC/Ext/T"][0][0] == pytest.approx(index / 10.0, abs=1e-6)
@@ -244,7 +245,7 @@ def _played(frames: AvatarFrames, clock: FakeClock, **options) -> list[int]:
     with AvatarStream("127.0.0.1", sock.getsockname()[1]) as sender:
         sent = sender.play(frames, clock=clock, sleep=clock.sleep, on_frame=shown.append, **options)
     assert sent == len(shown)
-    arrived = [int(b["/VMC/Ext/Bone/Pos"][0][1]) for b in _receive(sock, sent)]
+    arrived = [int(b["/VMC/Ext/Bone/Pos"][0][2]) for b in _receive(sock, sent)]
     assert arrived == shown
     return shown
 
@@ -343,6 +344,25 @@ def test_a_body_turning_round_keeps_its_quaternions_in_one_hemisphere():
     hips = torch.tensor(arrived, dtype=torch.float64)  # x y z w
     assert float((hips[1:] * hips[:-1]).sum(-1).min()) > 0.7
     assert float(hips[0, 3]) == pytest.approx(1.0) and float(hips[72, 3]) == pytest.approx(-1.0, abs=1e-6)
+
+
+def test_a_looped_walk_walks_on():
+    """``--loop`` had sent each play from the clip's start, so a looped walk's hips jumped back at every wrap; each
+    play now moves on by the clip's horizontal travel (hips height and the turn kept), as ``repeat_loop`` plays a
+    loop."""
+    frames = _frames(4)
+    frames.positions[:, 0, 0] = torch.tensor([0.0, 0.5, 1.0, 1.5])  # walks 1.5 m along x, 0.3 m along z
+    frames.positions[:, 0, 2] = torch.tensor([0.0, 0.1, 0.2, 0.3])
+    sock = _receiver()
+    clock = FakeClock()
+    with AvatarStream("127.0.0.1", sock.getsockname()[1]) as sender:
+        sent = sender.play(frames, clock=clock, sleep=clock.sleep, loop=True, max_frames=10)
+    hips = np.array([b["/VMC/Ext/Bone/Pos"][0][1:4] for b in _receive(sock, sent)])
+    plays = np.arange(10) // 4
+    np.testing.assert_allclose(hips[:, 0], np.tile([0.0, 0.5, 1.0, 1.5], 3)[:10] + 1.5 * plays, atol=1e-6)
+    np.testing.assert_allclose(hips[:, 2], np.tile([0.0, 0.1, 0.2, 0.3], 3)[:10] + 0.3 * plays, atol=1e-6)
+    np.testing.assert_allclose(hips[:, 1], np.tile([0, 1, 2, 3], 3)[:10], atol=1e-6)  # heights as in the clip
+    assert loop_travel(frames).tolist() == pytest.approx([1.5, 0.0, 0.3])
 
 
 def test_each_frame_is_stamped_with_its_own_moment():

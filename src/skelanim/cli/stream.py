@@ -26,7 +26,7 @@ def stream(
         39539, "--port", min=1, max=65535, help="Its VMC port (39539: what marionettes listen on)."
     ),
     speed: float = typer.Option(1.0, "--speed", min=0.01, max=100.0, help="Playback speed."),
-    loop: bool = typer.Option(False, "--loop", help="Start over at the end, until Ctrl-C."),
+    loop: bool = typer.Option(False, "--loop", help="Start over at the end, until Ctrl-C; each play moves on by the clip's travel (a walk walks on)."),
     frames: int | None = typer.Option(None, "--frames", min=1, help="Stop after sending this many frames."),
     mapping: Path | None = typer.Option(None, "--map", help="Joint mapping (JSON/YAML) for SRC's skeleton."),
     avatar: Path | None = typer.Option(

@@ -61,7 +61,7 @@ from skelanim.retarget.rig import CanonicalRig, canonical_locals, canonical_tpos
 from skelanim.serve.avatar import UNITY_PARENTS, AvatarRig
 
 __all__ = ["BONE_OF_JOINT", "DEFAULT_PORT", "HUMANOID_BONES", "AvatarEncoder", "AvatarFrames", "AvatarStream",
-           "StreamError", "avatar_frames", "bone_plan", "mirror_x", "vmc_bundle"]  # fmt: skip
+           "StreamError", "avatar_frames", "bone_plan", "loop_travel", "mirror_x", "vmc_bundle"]  # fmt: skip
 
 #: The port marionettes listen on by default.
 DEFAULT_PORT = 39539
@@ -165,6 +165,17 @@ class AvatarFrames:
     def num_frames(self) -> int:
         """``F``."""
         return int(self.rotations.shape[0])
+
+
+def loop_travel(frames: AvatarFrames) -> Tensor:
+    """``(3,)`` the horizontal travel of ``Hips`` from the first frame to the last (``y`` zero; zeros without a
+    ``Hips`` bone): how far a looped clip moves on at each play."""
+    travel = torch.zeros(3, dtype=frames.positions.dtype)
+    if "Hips" in frames.bones and frames.num_frames > 0:
+        hips = frames.bones.index("Hips")
+        travel = frames.positions[-1, hips] - frames.positions[0, hips]
+        travel[1] = 0.0
+    return travel
 
 
 class AvatarEncoder:
@@ -331,16 +342,20 @@ class AvatarStream:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def send(self, frames: AvatarFrames, index: int = 0, time_s: float = 0.0) -> int:
-        """Send frame ``index`` stamped ``time_s``; returns the bytes sent. Each bone's quaternion goes out in
-        the hemisphere of the one sent before it (the same rotation), so that a receiver that slerps without
-        checking does not spin a body turning through w = 0 a full turn; live frames sent one by one, skipped
-        frames and loops included."""
+    def send(self, frames: AvatarFrames, index: int = 0, time_s: float = 0.0, *, shift: Tensor | None = None) -> int:
+        """Send frame ``index`` stamped ``time_s``, ``Hips`` moved by ``shift`` ``(3,)`` if given (a loop's
+        travel); returns the bytes sent. Each bone's quaternion goes out in the hemisphere of the one sent before
+        it (the same rotation), so that a receiver that slerps without checking does not spin a body turning
+        through w = 0 a full turn; live frames sent one by one, skipped frames and loops included."""
         rotations = frames.rotations[index : index + 1]
         if self._sent is not None and self._sent[0] == frames.bones:
             rotations = quat_continuous(torch.cat([self._sent[1], rotations]))[1:]
         self._sent = (frames.bones, rotations)
-        frame = AvatarFrames(rotations, frames.positions[index : index + 1], frames.fps, frames.bones)
+        positions = frames.positions[index : index + 1]
+        if shift is not None and "Hips" in frames.bones:
+            positions = positions.clone()
+            positions[0, frames.bones.index("Hips")] += shift.to(positions.dtype)
+        frame = AvatarFrames(rotations, positions, frames.fps, frames.bones)
         try:
             return self._socket.sendto(vmc_bundle(frame, 0, time_s), self._address)
         except OSError as err:
@@ -360,14 +375,18 @@ class AvatarStream:
         """Play ``frames`` in real time: at each moment the frame its clip time falls in, so a slow receiver or
         a busy machine skips frames rather than falling behind. Returns the number of frames sent.
 
-        ``speed`` scales time; ``loop`` starts over at the end (until ``max_frames`` are sent or Ctrl-C);
-        ``clock``/``sleep`` are injectable for tests; ``on_frame(index)`` is called after each send."""
+        ``speed`` scales time; ``loop`` starts over at the end (until ``max_frames`` are sent or Ctrl-C), each play
+        moved on by the clip's horizontal travel (``Hips`` from the first frame to the last, as
+        :func:`~skelanim.ops.resample.repeat_loop` plays a loop; a turning clip is repeated without its turn), so a
+        looped walk walks on instead of jumping back to its start; ``clock``/``sleep`` are injectable for tests;
+        ``on_frame(index)`` is called after each send."""
         if not (math.isfinite(speed) and speed > 0):
             raise StreamError(f"speed must be a positive number, got {speed}")
         total = frames.num_frames
         if total == 0:
             return 0
         rate = frames.fps * speed
+        travel = loop_travel(frames)
         start, sent, last = clock(), 0, -1
         while max_frames is None or sent < max_frames:
             elapsed = clock() - start
@@ -375,7 +394,7 @@ class AvatarStream:
             if tick >= total and not loop:
                 break
             if tick != last:  # stamped with the frame's own moment (the sending moment was up to a frame late)
-                self.send(frames, tick % total, tick / rate)
+                self.send(frames, tick % total, tick / rate, shift=(tick // total) * travel if tick >= total else None)
                 sent, last = sent + 1, tick
                 if on_frame is not None:
                     on_frame(tick % total)
