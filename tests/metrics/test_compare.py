@@ -255,3 +255,24 @@ def test_an_upside_down_set_is_measured_upright():
     mixed = compare_sets([rotate(walk, half_turn)], [sunk])
     assert mixed["floor"] == pytest.approx(upright["floor"], abs=1e-9)
     assert mixed["b"]["ground_penetration"] == pytest.approx(upright["b"]["ground_penetration"], rel=1e-6)
+
+
+def test_a_set_mixing_up_axes_and_rates_is_measured_alike():
+    """An audit: a set holding a walk and its Z-up copy was measured along the first motion's axis (penetration
+    0.39 heights for the same motion, no note); foot skating, in heights per second, grew with the frame rate (a
+    CMU walk at 120 fps 20 % above itself at 30) while jerk was taken at the common rate. Now each motion is turned
+    Y up, with a note, and skating is taken at the common rate too."""
+    from skelanim.core.units import up_to_y_matrix
+    from skelanim.ops import resample
+
+    walk = skelanim.load(sample_path("walk"))
+    z_up = rotate(walk, up_to_y_matrix(2).T)
+    assert z_up.up_direction() == (2, 1.0)
+    mixed = compare_sets([walk], [walk, z_up])
+    assert mixed["b"]["ground_penetration"] == pytest.approx(0.0, abs=1e-12)
+    assert mixed["b"]["foot_skating"] == pytest.approx(mixed["a"]["foot_skating"], rel=1e-9)
+    assert any("mixes up directions (+Y, +Z)" in n for n in mixed["notes"])
+    assert any("no paired measures: the sets hold 1 and 2" in n for n in mixed["notes"])
+    fast = compare_sets([walk], [resample(walk, 120.0)])
+    assert fast["b"]["foot_skating"] == pytest.approx(fast["a"]["foot_skating"], rel=0.01)
+    assert fast["b"]["jerk"] == pytest.approx(fast["a"]["jerk"], rel=0.01)

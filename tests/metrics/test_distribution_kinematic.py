@@ -224,3 +224,22 @@ def test_pose_errors_refuse_a_pair_of_other_shapes():
     assert angle_error(rot, rot).abs().max() == 0
     with pytest.raises(ShapeError, match=r"\(\.\.\., T, J, 3, 3\) arrays of one shape"):
         angle_error(rot, rot[0])
+
+
+def test_guards_a_metric_audit_asked_for():
+    """A NaN position had made bone_length_error read 0.0 (a perfect score); a horizon past the predicted frames
+    was a bare IndexError; NaN features a torch linear-algebra error; 150 ms at 30 fps was taken as the fourth
+    frame (Python's round, half to even) where rounding up a half gives the fifth."""
+    p = np.zeros((10, 3, 3))
+    p[:, 1, 1], p[:, 2, 1], p[:, 2, 0] = 1.0, 2.0, np.linspace(0.0, 1.0, 10)
+    assert bone_length_error(p, [-1, 0, 1]) > 0.05
+    p[4, 2, 0] = np.nan
+    assert math.isnan(bone_length_error(p, [-1, 0, 1]))
+    with pytest.raises(ValueError, match="beyond the 20 predicted frames"):
+        mpjpe_at(np.zeros((2, 20, 3, 3)), np.zeros((2, 20, 3, 3)), [1000], 25.0)
+    assert horizon_frames([150, 80, 1000], 30.0) == [4, 1, 29] and horizon_frames([80, 1000], 25.0) == [1, 24]
+    features = torch.randn(10, 4, dtype=torch.float64)
+    bad = features.clone()
+    bad[3, 1] = float("nan")
+    with pytest.raises(ValueError, match="second feature set holds NaN"):
+        fid(features, bad)

@@ -4,12 +4,14 @@ Per set (frame-weighted means over its motions, lengths divided by the set's med
 ``jerk`` (heights/s^3; motions of 4 frames or more), ``foot_skating`` (heights/s; motions of 4 frames or more),
 ``ground_penetration`` (heights), ``bone_length_error`` (relative, against the skeleton's offsets, or each bone's
 mean measured length where joints carry translation channels, so bones stretched by them count; the link from a
-static dummy root to the body is no bone) and, with a feature extractor, ``diversity``; with expected contents,
-``recognised`` (share of motions whose predicted content is the expected one). A measure no motion of a set can
-give is ``None``, with a note.
+static dummy root to the body is no bone) and, with a feature extractor, ``diversity`` (the mean distance between
+feature vectors of the extractor's windows, 64 frames at stride 8 for the recogniser, not of whole motions: a long
+clip weighs as many windows as it holds); with expected contents, ``recognised`` (share of motions whose predicted
+content is the expected one). A measure no motion of a set can give is ``None``, with a note; a motion too short
+for jerk or foot skating in a set of longer ones is left out of that mean.
 
 Between the sets: ``fid`` (with a feature extractor) and, when the sets pair up (same count and skeleton
-topology; paired in the given order, over the common frames), ``mpjpe`` (with root motion),
+topology, else ``None`` with a note; paired in the given order, over the common frames), ``mpjpe`` (with root motion),
 ``mpjpe_root_relative`` (the body root subtracted per frame: joint 0, or its child where joint 0 is a static
 dummy such as Bandai-Namco's ``joint_Root``, :func:`~skelanim.data.rig.body_root`, which is then left out of
 the mean; both in heights) and
@@ -19,13 +21,15 @@ of another height at rest (other units or size, more than :data:`SAME_HEIGHT` ap
 with a note.
 
 Set A is the reference (real motion; B the generated, predicted or retargeted one): its floor (the median over
-its motions of the lowest body joint along the up direction, :meth:`Motion.up_direction`, so an upside-down
-source with Y down is measured upright; a static dummy root left out) and its median :attr:`Motion.height` are
+its motions of the lowest body joint, every motion turned so that its up direction, :meth:`Motion.up_direction`,
+is +Y, so an upside-down source with Y down, or a set that mixes Z-up and Y-up files (with a note), is measured
+upright; a static dummy root left out) and its median :attr:`Motion.height` are
 B's too, so that B is judged against the ground of the real motion it is compared with, and a B sunk below it
 shows its penetration. Sets on different skeletons, up axes or heights (more than :data:`SAME_HEIGHT` apart)
 cannot share them: each is then measured against its own, with a note; so is a set whose own motions differ in
-height that much. Jerk grows with the frame rate (finite differences of capture noise): where the sets' rates
-differ, the faster set's jerk is taken at the slower rate, with a note. Foot skating measures each foot joint
+height that much. Jerk and foot skating grow with the frame rate (finite differences of capture noise): where the
+motions' rates differ, the faster ones' are taken at the slowest rate, with a note. FID from fewer windows than
+feature dimensions is noted as biased. Foot skating measures each foot joint
 against its own lowest height in its motion, so a foot that hovers while it slides is not excused.
 """
 
@@ -39,6 +43,7 @@ from torch import Tensor
 
 from skelanim.core.motion import Motion
 from skelanim.core.rotations import quat_to_matrix
+from skelanim.core.units import up_to_y_matrix
 from skelanim.data.rig import body_root
 from skelanim.errors import SkeletonError
 from skelanim.metrics.distribution import diversity, fid
@@ -76,15 +81,14 @@ def _median(values: Sequence[float]) -> float:
 
 
 def _upright_positions(motion: Motion, direction: tuple[int, float]) -> Tensor:
-    """``(F, J, 3)`` world positions of ``motion``, the up component negated where its up ``direction``
-    (:meth:`Motion.up_direction`) points down (an upside-down source, Y down), so the floor is the lowest point
-    along the up axis for every set. No measure of a set changes sign with it (speeds, jerk, bone lengths)."""
+    """``(F, J, 3)`` world positions of ``motion`` turned so that its up ``direction`` (:meth:`Motion.up_direction`)
+    is +Y (:func:`~skelanim.core.units.up_to_y_matrix`, a proper rotation: the up coordinate keeps its value, an
+    upside-down source's is negated), so the floor is the lowest point along Y for every motion of every set, whatever
+    axis it was captured with. No measure changes with the turn (speeds, jerk, bone lengths)."""
     positions = motion.positions()
-    axis, sign = direction
-    if sign < 0:
-        positions = positions.clone()
-        positions[..., axis] *= -1.0
-    return positions
+    if tuple(direction) == (1, 1.0):
+        return positions
+    return positions @ up_to_y_matrix(*direction).to(positions.dtype).T
 
 
 def _ground(motions: Sequence[Motion], positions: list[Tensor], heights: list[float], up: int) -> tuple[int, float, float]:
@@ -103,6 +107,7 @@ def set_summary(
     floor: float,
     positions: list[Tensor] | None = None,
     jerk_fps: float | None = None,
+    directions: Sequence[tuple[int, float]] | None = None,
 ) -> dict[str, Any]:
     """Quality measures of one set (module docstring).
 
@@ -117,9 +122,13 @@ def set_summary(
     floor : float
         Ground level along ``up``.
     positions : list of Tensor, optional
-        ``(F, J, 3)`` world positions of each motion (computed when absent).
+        ``(F, J, 3)`` world positions of each motion (computed when absent), turned as ``directions`` say.
     jerk_fps : float, optional
-        Take the jerk of motions faster than this at this rate (resampled).
+        Take the jerk and the foot skating of motions faster than this at this rate (resampled): both grow with
+        the rate (a CMU walk at 120 fps skated 20 % more than the same walk at 30).
+    directions : sequence of (int, float), optional
+        Each motion's up direction its ``positions`` were turned Y up from (:func:`_upright_positions`; default:
+        none turned); a resampled motion is turned alike.
 
     Returns
     -------
@@ -130,19 +139,22 @@ def set_summary(
     from skelanim.ops.resample import resample
 
     positions = positions or [m.positions() for m in motions]
+    directions = list(directions) if directions is not None else [(1, 1.0)] * len(motions)
     sums = {"jerk": 0.0, "foot_skating": 0.0, "ground_penetration": 0.0, "bone_length_error": 0.0}
     weights = dict.fromkeys(sums, 0)
-    for m, p in zip(motions, positions):
+    for m, p, direction in zip(motions, positions, directions, strict=True):
         f = p.shape[0]
         if f >= 4:
             slow = jerk_fps if jerk_fps is not None and m.fps > jerk_fps * (1 + 1e-6) else None  # the rate to take
-            sums["jerk"] += f * jerk(resample(m, slow).positions() if slow is not None else p,
-                                     slow if slow is not None else m.fps, height=height)  # fmt: skip
+            at_rate = _upright_positions(resample(m, slow), direction) if slow is not None else p
+            rate = slow if slow is not None else m.fps
+            sums["jerk"] += f * jerk(at_rate, rate, height=height)
             weights["jerk"] += f
             feet = _feet(m)
             if feet:
                 threshold = FEET_THRESHOLD * height
-                sums["foot_skating"] += f * foot_skating(p, feet, m.fps, up=up, threshold=threshold, height=height)
+                sums["foot_skating"] += f * foot_skating(at_rate, feet, rate, up=up, threshold=threshold,
+                                                         height=height)  # fmt: skip
                 weights["foot_skating"] += f
         body = p[:, body_root(m) :]
         sums["ground_penetration"] += f * ground_penetration(body, up=up, floor=floor, height=height)
@@ -162,7 +174,11 @@ def _paired(a: Sequence[Motion], b: Sequence[Motion], rest: dict[str, list[float
     not the motion's: a dash's crouch against a bow had been read as another size, and scaled by 1.14."""
     from skelanim.ops.resample import resample
 
-    if len(a) != len(b) or not all(x.skeleton.same_topology(y.skeleton) for x, y in zip(a, b)):
+    if len(a) != len(b):
+        notes.append(f"no paired measures: the sets hold {len(a)} and {len(b)} motions")
+        return None
+    if not all(x.skeleton.same_topology(y.skeleton) for x, y in zip(a, b)):
+        notes.append("no paired measures: a pair's skeletons differ in their joints")
         return None
     totals = {"mpjpe": 0.0, "mpjpe_root_relative": 0.0, "angle_deg": 0.0}
     frames = 0
@@ -221,9 +237,12 @@ def compare_sets(a: Sequence[Motion], b: Sequence[Motion], *, embed: Embedder | 
         if not height > 0:  # every length metric is a fraction of it
             raise SkeletonError("the motion has no height (all its joints at one level along its up axis): the "
                                 "metrics are fractions of it", path=motion.metadata.get("path"))  # fmt: skip
-    own = {"a": _ground(a, pos_a, heights["a"], directions["a"][0][0]),
-           "b": _ground(b, pos_b, heights["b"], directions["b"][0][0])}  # fmt: skip
+    own = {"a": _ground(a, pos_a, heights["a"], 1), "b": _ground(b, pos_b, heights["b"], 1)}  # all turned Y up
     notes: list[str] = []
+    for key in ("a", "b"):
+        ups = sorted({f"{'+' if s > 0 else '-'}{'XYZ'[axis]}" for axis, s in directions[key]})
+        if len(ups) > 1:
+            notes.append(f"set {key} mixes up directions ({', '.join(ups)}): each motion is turned Y up first")
     # sizes compared at rest: a crouch or a bow is no other size (a set of one Bandai skeleton spans 119 to 175 cm
     # in its motions' heights, 184 to 194 cm at rest)
     rest = {k: [m.skeleton.height() for m in s] for k, s in (("a", a), ("b", b))}
@@ -233,7 +252,7 @@ def compare_sets(a: Sequence[Motion], b: Sequence[Motion], *, embed: Embedder | 
         low, high = min(rest[key]), max(rest[key])
         notes.append(f"set {key} mixes skeletons of heights {low:.4g} to {high:.4g} at rest (other skeletons or "
                      f"units): its median motion height {own[key][1]:.4g} normalises them all; compare like with like")  # fmt: skip
-    shared = (own["a"][0] == own["b"][0] and a[0].skeleton.same_topology(b[0].skeleton) and not mixed
+    shared = (directions["a"][0][0] == directions["b"][0][0] and a[0].skeleton.same_topology(b[0].skeleton) and not mixed
               and size["b"] > 0 and abs(size["a"] / size["b"] - 1) <= SAME_HEIGHT)  # fmt: skip
     up, height, floor = own["a"]  # A is the reference
     out: dict[str, Any] = {"height": height if shared else None, "floor": floor if shared else None, "notes": notes}
@@ -243,12 +262,13 @@ def compare_sets(a: Sequence[Motion], b: Sequence[Motion], *, embed: Embedder | 
     rates = [m.fps for m in [*a, *b]]
     jerk_fps = min(rates) if max(rates) > min(rates) * (1 + 1e-6) else None
     if jerk_fps is not None:
-        notes.append(f"the motions' frame rates differ: jerk, which grows with the rate, is taken at {jerk_fps:g} fps")
+        notes.append(f"the motions' frame rates differ: jerk and foot skating, which grow with the rate, are taken at "
+                     f"{jerk_fps:g} fps")  # fmt: skip
     feats: dict[str, Tensor] = {}
     for key, motions, pos, contents in (("a", a, pos_a, contents_a), ("b", b, pos_b, contents_b)):
         ground = (up, height, floor) if shared else own[key]
         out[key] = set_summary(motions, up=ground[0], height=ground[1], floor=ground[2], positions=pos,
-                               jerk_fps=jerk_fps)  # fmt: skip
+                               jerk_fps=jerk_fps, directions=directions[key])  # fmt: skip
         for measure in ("jerk", "foot_skating"):
             if out[key][measure] is None:
                 notes.append(f"set {key}: no {measure} (it needs motions of 4 frames or more"
@@ -264,6 +284,9 @@ def compare_sets(a: Sequence[Motion], b: Sequence[Motion], *, embed: Embedder | 
             out["notes"].append(f"set {key}: no recogniser features ({err})")
             continue
         feats[key] = f
+        if 2 <= len(f) <= f.shape[-1]:  # a covariance of lower rank than its size: FID is biased (Chong & Forsyth 2020)
+            notes.append(f"set {key}: {len(f)} recogniser windows for {f.shape[-1]} feature dimensions: fid from "
+                         "so few samples is biased upward; compare fids of sets of like size")  # fmt: skip
         if len(f) < 2:
             notes.append(f"set {key}: one recogniser window only, so no diversity and no fid")
         else:

@@ -87,7 +87,10 @@ def frechet_distance(mu_a: Tensor, sigma_a: Tensor, mu_b: Tensor, sigma_b: Tenso
 
 
 def fid(features_a: Tensor | np.ndarray, features_b: Tensor | np.ndarray) -> float:
-    """FID between two feature sets ``(N, D)`` and ``(M, D)``."""
+    """FID between two feature sets ``(N, D)`` and ``(M, D)``; a ``ValueError`` where a feature is not finite."""
+    for name, features in (("first", features_a), ("second", features_b)):
+        if not bool(torch.isfinite(_as64(features)).all()):
+            raise ValueError(f"the {name} feature set holds NaN or infinite values")
     return frechet_distance(*gaussian_stats(features_a), *gaussian_stats(features_b))
 
 

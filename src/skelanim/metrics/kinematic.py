@@ -27,6 +27,7 @@ Definitions
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import numpy as np
@@ -57,16 +58,19 @@ def _pair(pred: Tensor | np.ndarray, target: Tensor | np.ndarray, tail: tuple[in
     return a, b
 
 
-def horizon_frames(horizons_ms: Sequence[float], fps: float) -> list[int]:
-    """0-based indices into the predicted frames for horizons in milliseconds: ``round(h * fps / 1000) - 1``.
+def horizon_frames(horizons_ms: Sequence[float], fps: float, frames: int | None = None) -> list[int]:
+    """0-based indices into the predicted frames for horizons in milliseconds: ``round(h * fps / 1000) - 1``, halves
+    rounded up (150 ms at 30 fps is the fifth frame; Python's ``round`` had taken the fourth, half to even).
 
-    Raises ``ValueError`` for a horizon shorter than one frame.
+    Raises ``ValueError`` for a horizon shorter than one frame, or beyond ``frames`` predicted frames when given.
     """
     out = []
     for h in horizons_ms:
-        k = round(float(h) * fps / 1000.0)
+        k = math.floor(float(h) * fps / 1000.0 + 0.5 + 1e-9)
         if k < 1:
             raise ValueError(f"horizon {h} ms is shorter than one frame at {fps:g} fps")
+        if frames is not None and k > frames:
+            raise ValueError(f"horizon {h} ms is frame {k} at {fps:g} fps, beyond the {frames} predicted frames")
         out.append(k - 1)
     return out
 
@@ -111,7 +115,7 @@ def mpjpe_at(pred: Tensor | np.ndarray, target: Tensor | np.ndarray, horizons_ms
         One value per horizon.
     """
     err = mpjpe(pred, target, height=height)
-    return [float(err[..., k].mean()) for k in horizon_frames(horizons_ms, fps)]
+    return [float(err[..., k].mean()) for k in horizon_frames(horizons_ms, fps, err.shape[-1])]
 
 
 def angle_error(pred: Tensor | np.ndarray, target: Tensor | np.ndarray) -> Tensor:
@@ -125,7 +129,7 @@ def angle_error_at(
 ) -> list[float]:
     """Angle error (degrees) at horizons, averaged over sequences; rotations ``(N, T, J, 3, 3)``."""
     err = angle_error(pred, target)
-    return [float(err[..., k].mean()) for k in horizon_frames(horizons_ms, fps)]
+    return [float(err[..., k].mean()) for k in horizon_frames(horizons_ms, fps, err.shape[-1])]
 
 
 def jerk(positions: Tensor | np.ndarray, fps: float, *, height: float = 1.0) -> float:
@@ -213,7 +217,8 @@ def bone_length_error(positions: Tensor | np.ndarray, parents: Sequence[int], of
     Returns
     -------
     float
-        Mean relative error over bones (of non-zero reference length) and frames.
+        Mean relative error over bones (of non-zero reference length) and frames; ``nan`` where a position or
+        offset is not finite (a NaN had made every reference length fail its test, and read 0.0, a perfect score).
     """
     p = _t(positions)
     child = [j for j, q in enumerate(parents) if q >= 0 and (bones is None or j in set(bones))]
@@ -223,6 +228,8 @@ def bone_length_error(positions: Tensor | np.ndarray, parents: Sequence[int], of
         ref = _t(offsets)[child].norm(dim=-1)
     else:
         ref = lengths.reshape(-1, len(child)).mean(0)
+    if not (bool(torch.isfinite(lengths).all()) and bool(torch.isfinite(ref).all())):
+        return math.nan
     keep = ref > 1e-9 * max(float(ref.max()), 1e-300) if len(child) else ref > 0
     if not bool(keep.any()):
         return 0.0
