@@ -48,7 +48,7 @@ from skelanim.core.motion import Motion
 from skelanim.core.rotations import matrix_to_quat, quat_identity
 from skelanim.core.skeleton import Skeleton
 from skelanim.errors import FormatError, ShapeError
-from skelanim.ik.checks import OWN_SIZE, UNIT_TOLERANCE, body_scale, check_positions, check_units
+from skelanim.ik.checks import OWN_SIZE, UNIT_TOLERANCE, body_scale, check_positions, check_units, warn_proportions
 from skelanim.ik.classical import optimize_ik, solve_sequential, swing_ik
 from skelanim.ik.frames import IKRig
 from skelanim.ik.model import IKGAT, GATConfig
@@ -401,6 +401,8 @@ def solve(
     model = model if isinstance(model, IKModel) else load_model(model)
     fps = fps or getattr(positions, "fps", None) or 30.0
     x = check_positions(positions, model.skeleton, names, source=source, ik_root=model.rig.ik_root)
+    if chosen == "gat_refined":
+        warn_proportions(x, model.skeleton, ik_root=model.rig.ik_root, source=source)
     quats, trans = run_method(chosen, x, model)
     motion = to_motion(model, quats, trans, float(fps))
     motion.metadata["ik_method"] = chosen
