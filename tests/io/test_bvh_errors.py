@@ -77,7 +77,6 @@ ERRORS = [  # (name, mutate(text) -> text|bytes, message regex, line of the prob
     ("offset too short", lambda t: t.replace("OFFSET 0.0 10.0 0.0", "OFFSET 0.0 10.0", 1),
      r"OFFSET z of joint 'Spine'", None),
     ("second root", lambda t: t.replace("MOTION", "ROOT B\n{\nOFFSET 0 0 0\n}\nMOTION"), r"second ROOT", "ROOT B"),
-    ("duplicate joint", lambda t: t.replace("JOINT Head", "JOINT Spine"), r"duplicate joint name 'Spine'", None),
     ("no MOTION", lambda t: t[: t.index("MOTION")], r"expected MOTION", None),
     ("no Frames line", lambda t: re.sub(r"Frames: \d+\n", "", t), r"'Frames:'", "Frame Time"),
     ("Frames not a number", lambda t: t.replace("Frames: 3", "Frames: 3.5"), r"whole number of frames", "Frames:"),
@@ -174,3 +173,23 @@ def test_json_named_bvh_is_said_to_be_json() -> None:
     to rename the file."""
     err = _error('  {"Loop": "wrap", "Frames": [[0.03, 0, 0.9, 0]]}', "clip.bvh")
     assert err.line == 1 and "reads as JSON" in err.message and "name it .txt or .json" in err.message
+
+
+def test_a_joint_name_used_twice_is_read_with_a_suffix() -> None:
+    """A name an earlier joint had was refused ("duplicate joint name"), though pybvh, bvhio and three.js read such
+    files (an audit of exporters' files); it is read under the name with the first free suffix, as Blender
+    renames, with a warning naming the line, and the joints stand where their offsets put them."""
+    text = _GOOD.replace("JOINT Head", "JOINT Spine")
+    with pytest.warns(UserWarning, match=r"walk\.bvh:\d+: 1 joint name\(s\) used before .* 'Spine\.001'"):
+        motion = bvh.loads(text, "walk.bvh")
+    good = bvh.loads(_GOOD, "walk.bvh")
+    assert motion.skeleton.names == [("Spine.001" if n == "Head" else n) for n in good.skeleton.names]
+    assert motion.metadata["bvh_renamed_joints"] == {"Spine.001": _line_of(text, "JOINT Spine")}
+    np.testing.assert_array_equal(motion.positions().numpy(), good.positions().numpy())
+
+
+def test_a_utf16_file_is_told_so() -> None:
+    """A UTF-16 file (Windows tools write them) had been refused as an undecodable byte 0xff; the message says what
+    the file is and what to do."""
+    error = _error(_GOOD.encode("utf-16"))
+    assert error.line == 1 and "UTF-16" in str(error) and "save it as UTF-8" in str(error)

@@ -16,6 +16,8 @@ Reading
   channels stays at its ``OFFSET``.
 * ``End Site`` offsets go to :attr:`Skeleton.end_sites` (one per joint; a joint's further End Sites are
   counted in ``metadata["bvh_dropped_end_sites"]``).
+* A joint name an earlier joint had is read with the first free suffix ``.001``, ``.002`` ... (as Blender does),
+  with a warning; ``metadata["bvh_renamed_joints"]`` maps each new name to the line of the name's first use.
 * ``fps`` is the rate the ``Frame Time`` stands for (:func:`nominal_fps`): exporters round ``1 / 30`` to
   ``0.033333`` or ``0.0333333``, which is read as 30 fps, not 30.00003, so resampling to the file's own rate
   is the identity.
@@ -214,6 +216,11 @@ def _motion_from_parsed(parsed: ParsedBVH, name: str) -> Motion:
     }
     if parsed.extra_end_sites:
         metadata["bvh_dropped_end_sites"] = parsed.extra_end_sites
+    if parsed.renamed:
+        metadata["bvh_renamed_joints"] = {new: first for new, _, first in parsed.renamed}
+        new, line, first = parsed.renamed[0]
+        warn_at_caller(f"{name}:{line}: {len(parsed.renamed)} joint name(s) used before (the first at line {first}) "
+                       f"read with a suffix, e.g. {new!r}")  # fmt: skip
     if parsed.extra_frames:
         metadata["bvh_extra_frames"] = parsed.extra_frames
         warn_at_caller(

@@ -27,6 +27,7 @@ import numpy as np
 
 from skelanim.errors import FormatError
 from skelanim.io.bvh_numbers import NUMBER_RE, parse_motion_values
+from skelanim.io.common import UTF16_MESSAGE, is_utf16
 
 __all__ = ["CHANNEL_NAMES", "ParsedBVH", "normalize_bytes", "parse_bvh_bytes"]
 
@@ -69,6 +70,12 @@ class ParsedBVH:
         Number of further ``End Site`` blocks under a joint that already had one (not kept).
     extra_frames:
         Number of complete frame lines after the declared ``Frames:`` count (ignored).
+    end_site_names:
+        ``{joint: label}``: the ``End Site`` line as written (some exporters name it, ``End Site Head_End``).
+    renamed:
+        ``(new name, line, line of the first)`` for each joint whose name an earlier joint had: read under the
+        name with the first free suffix ``.001``, ``.002`` ... (as Blender renames; other readers read such
+        files too, where names were refused before).
     """
 
     names: list[str]
@@ -81,6 +88,7 @@ class ParsedBVH:
     extra_end_sites: int = 0
     extra_frames: int = 0
     end_site_names: dict[int, str] = field(default_factory=dict)
+    renamed: list[tuple[str, int, int]] = field(default_factory=list)
 
 
 class _Tokens:
@@ -180,7 +188,8 @@ def _expect(tokens: _Tokens, symbol: str, context: str) -> None:
 
 
 def _parse_hierarchy(tokens: _Tokens) -> tuple[list[str], list[int], list[np.ndarray], list[tuple[str, ...]],
-                                                 dict[int, np.ndarray], dict[int, str], int]:
+                                                 dict[int, np.ndarray], dict[int, str], int,
+                                                 list[tuple[str, int, int]]]:
     names: list[str] = []
     parents: list[int] = []
     offsets: list[np.ndarray] = []
@@ -188,6 +197,7 @@ def _parse_hierarchy(tokens: _Tokens) -> tuple[list[str], list[int], list[np.nda
     end_sites: dict[int, np.ndarray] = {}
     end_site_names: dict[int, str] = {}
     extra_end_sites = 0
+    renamed: list[tuple[str, int, int]] = []
     seen: dict[str, int] = {}
     tok, line = tokens.peek()
     if tok is not None and tok.upper() == "HIERARCHY":
@@ -213,8 +223,10 @@ def _parse_hierarchy(tokens: _Tokens) -> tuple[list[str], list[int], list[np.nda
             name = " ".join(tokens.rest_of_line(line))
             if not name:
                 raise tokens.error(f"expected a joint name after {tok}", line)
-            if name in seen:
-                raise tokens.error(f"duplicate joint name {name!r} (first at line {seen[name]})", line)
+            if name in seen:  # read, as other readers do, under a name of its own (as Blender renames)
+                first = seen[name]
+                name = next(f"{name}.{k:03d}" for k in range(1, len(seen) + 2) if f"{name}.{k:03d}" not in seen)
+                renamed.append((name, line, first))
             seen[name] = line
             owner = f"joint {name!r}"
             _expect(tokens, "{", f"after {tok} {name}")
@@ -264,7 +276,7 @@ def _parse_hierarchy(tokens: _Tokens) -> tuple[list[str], list[int], list[np.nda
         raise tokens.error("a second ROOT: only one skeleton per file is supported", line)
     if tok is not None:
         raise tokens.error(f"expected MOTION after the hierarchy, found {tok[:40]!r}", line)
-    return names, parents, offsets, channels, end_sites, end_site_names, extra_end_sites
+    return names, parents, offsets, channels, end_sites, end_site_names, extra_end_sites, renamed
 
 
 _CONTROL_RE = re.compile(rb"[\x00-\x08\x0e-\x1f\x7f]")
@@ -272,6 +284,8 @@ _CONTROL_RE = re.compile(rb"[\x00-\x08\x0e-\x1f\x7f]")
 
 def _decode_header(data: bytes, path: str) -> str:
     """The hierarchy as text; binary junk (control characters, non-UTF-8 bytes) is an error at its line."""
+    if is_utf16(data):
+        raise FormatError(UTF16_MESSAGE, path=path, line=1)
     control = _CONTROL_RE.search(data)
     end = control.start() if control else len(data)
     try:
@@ -342,7 +356,7 @@ def parse_bvh_bytes(data: bytes, path: str) -> ParsedBVH:
     header_text = _decode_header(data[: motion.start()], path)
     motion_line = data.count(b"\n", 0, motion.start()) + 1
     tokens = _Tokens(header_text, 1, path, motion_line)
-    names, parents, offsets, channels, end_sites, end_site_names, extra_end_sites = _parse_hierarchy(tokens)
+    names, parents, offsets, channels, end_sites, end_site_names, extra_end_sites, renamed = _parse_hierarchy(tokens)
 
     # "Frames:" and "Frame Time:" lines, skipping blank lines; the frames start on the next line
     pos, line = motion.end(), motion_line
@@ -395,4 +409,5 @@ def parse_bvh_bytes(data: bytes, path: str) -> ParsedBVH:
         extra_end_sites=extra_end_sites,
         extra_frames=extra_frames,
         end_site_names=end_site_names,
+        renamed=renamed,
     )

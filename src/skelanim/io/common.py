@@ -66,11 +66,22 @@ def rate_within(step: float, uncertainty: float) -> float:
     return exact
 
 
+#: What a UTF-16 file (it starts with a byte-order mark) is told, where UTF-8 text is read.
+UTF16_MESSAGE = "the file is UTF-16 text (it starts with a UTF-16 byte-order mark); save it as UTF-8"
+
+
+def is_utf16(data: bytes) -> bool:
+    """Whether ``data`` starts with a UTF-16 byte-order mark (``FF FE`` or ``FE FF``)."""
+    return data[:2] in (b"\xff\xfe", b"\xfe\xff")
+
+
 def read_utf8_text(path: str | os.PathLike) -> str:
     """The text of ``path`` (UTF-8, a leading byte-order mark dropped); :class:`FormatError` naming the line and
     byte of the first undecodable byte (OS errors pass through: the CLI names the file)."""
     with open(path, "rb") as handle:
         raw = handle.read()
+    if is_utf16(raw):
+        raise FormatError(UTF16_MESSAGE, path=path, line=1)
     try:
         return raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
