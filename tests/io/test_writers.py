@@ -95,6 +95,11 @@ def test_bvh_refuses_joint_names_it_cannot_hold(tmp_path: Path, name: str) -> No
     assert_refused(motion, target, "joint 2", repr(name), "rename the joint")
     with pytest.raises(SkeletonError, match="cannot be written to a BVH file"):
         bvh.dumps(motion)
+    # and before any work (skelanim predict checks its output so): io.check_save had looked for a public
+    # check_writable the BVH writer did not have, and let every .bvh output through
+    with pytest.raises(SkeletonError, match="cannot be written to a BVH file"):
+        skelanim.io.check_save(tmp_path / "checked.bvh", motion)
+    assert not (tmp_path / "checked.bvh").exists()
 
 
 @pytest.mark.parametrize("name", ["Left Arm", "é ü", "End Site", "a_b-c.d:1"])

@@ -73,7 +73,7 @@ from skelanim.io.atomic import atomic_open
 from skelanim.io.bvh_parse import _FRAME_TIME_RE, _MOTION_RE, ParsedBVH, normalize_bytes, parse_bvh_bytes
 from skelanim.io.common import nominal_fps, require_finite_motion, warn_at_caller
 
-__all__ = ["dumps", "load", "loads", "nominal_fps", "save"]
+__all__ = ["check_writable", "dumps", "load", "loads", "nominal_fps", "save"]
 
 _AXES = "XYZ"
 
@@ -442,7 +442,7 @@ def _name_problem(name: str) -> str | None:
     return None
 
 
-def _check_writable(motion: Motion, path: str | os.PathLike | None) -> None:
+def check_writable(motion: Motion, path: str | os.PathLike | None) -> None:
     """Refuse what a BVH file cannot hold (or its reader would reject): joint names that do not read back
     unchanged (:class:`SkeletonError` naming the joint) and non-finite values (:class:`ShapeError`
     naming the frame and joint)."""
@@ -479,12 +479,12 @@ def dumps(motion: Motion, *, precision: int = 6) -> str:
     ShapeError
         A non-finite offset, rotation or translation, or no frames (the reader would reject the file).
     """
-    _check_writable(motion, None)
+    check_writable(motion, None)
     return _text(motion, precision)
 
 
 def _text(motion: Motion, precision: int) -> str:
-    """The BVH text of a motion that passed :func:`_check_writable`."""
+    """The BVH text of a motion that passed :func:`check_writable`."""
     if not isinstance(precision, (int, np.integer)) or not 0 <= precision <= 17:
         raise ValueError(f"precision must be an integer in [0, 17], got {precision!r}")
     skeleton = motion.skeleton
@@ -532,7 +532,7 @@ def _text(motion: Motion, precision: int) -> str:
 def save(motion: Motion, path: str | os.PathLike, *, precision: int = 6) -> None:
     """Write ``motion`` as a BVH file, atomically (see :func:`dumps`, which lists the errors raised; they
     name ``path`` here, and nothing is written)."""
-    _check_writable(motion, path)
+    check_writable(motion, path)
     text = _text(motion, precision)
     with atomic_open(path, "w") as handle:
         handle.write(text)
