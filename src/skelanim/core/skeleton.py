@@ -338,30 +338,3 @@ class Skeleton:
             [tuple(c) for c in data.get("channels", [])],
             {int(k): torch.tensor(v, dtype=torch.float64) for k, v in data.get("end_sites", {}).items()},
         )
-
-
-def skeleton_from_parents(names: Sequence[str], parents: Sequence[int], offsets: np.ndarray | torch.Tensor) -> Skeleton:
-    """Build a :class:`Skeleton` from arrays, reordering joints parents-first if needed.
-
-    ``offsets`` is ``(J, 3)``. Raises :class:`SkeletonError` on cycles or missing roots.
-    """
-    parents = list(parents)
-    n = len(names)
-    roots = [j for j, p in enumerate(parents) if p < 0]
-    if len(roots) != 1:
-        raise SkeletonError(f"expected exactly one root joint, found {len(roots)}")
-    order: list[int] = []
-    stack = roots
-    while stack:
-        j = stack.pop(0)
-        order.append(j)
-        stack.extend(c for c in range(n) if parents[c] == j)
-    if len(order) != n:
-        raise SkeletonError("the parent indices do not form a tree (a cycle or unreachable joints)")
-    new_index = {old: new for new, old in enumerate(order)}
-    offsets_t = torch.as_tensor(np.asarray(offsets), dtype=torch.float64)
-    return Skeleton(
-        [names[j] for j in order],
-        np.array([-1 if parents[j] < 0 else new_index[parents[j]] for j in order]),
-        offsets_t[order],
-    )

@@ -38,11 +38,11 @@ import math
 import torch
 from torch import Tensor
 
-from skelanim.core.rotations import matrix_to_rot6d, rot6d_to_matrix, rotvec_to_matrix
+from skelanim.core.rotations import matrix_to_rot6d, rotvec_to_matrix
 from skelanim.core.units import horizontal_axes
 
 __all__ = [
-    "from_heading_frame", "from_reference_frame", "heading_features", "horizontal_axes", "local_positions", "rot6d_features",
+    "from_heading_frame", "from_reference_frame", "heading_features", "horizontal_axes", "local_positions",
     "to_heading_frame", "to_reference_frame", "window_path", "wrap_angle", "yaw_from_directions", "yaw_matrix",
 ]  # fmt: skip
 
@@ -291,16 +291,6 @@ def window_path(pelvis: Tensor, yaw: Tensor, *, up: int, height: float) -> Tenso
     r_mid = yaw_matrix(yaw[..., c], up)[..., None, :, :]  # (..., 1, 3, 3)
     offset = (r_mid.transpose(-1, -2) @ (pelvis - pelvis[..., c : c + 1, :])[..., None])[..., 0] / height
     return torch.stack([offset[..., a], offset[..., b], wrap_angle(yaw - yaw[..., c : c + 1])], dim=-1)
-
-
-def rot6d_features(rot: Tensor) -> Tensor:
-    """``(..., 3, 3)`` rotation matrices to ``(..., 6)`` 6D features (:func:`~skelanim.core.rotations.matrix_to_rot6d`)."""
-    return matrix_to_rot6d(rot)
-
-
-def rot6d_to_rot(d6: Tensor) -> Tensor:
-    """``(..., 6)`` 6D features to ``(..., 3, 3)`` matrices (Gram-Schmidt, :func:`~skelanim.core.rotations.rot6d_to_matrix`)."""
-    return rot6d_to_matrix(d6)
 
 
 def heading_features(rot: Tensor, pelvis: Tensor, yaw: Tensor, positions: Tensor, *, up: int, floor: float,

@@ -19,7 +19,7 @@ from skelanim.errors import FormatError
 from skelanim.nn.checkpoint import CONFIG_NAME, STATE_NAME, read_model_config, read_train_meta
 from skelanim.viz._draw import unit_color
 
-__all__ = ["TrainingRun", "confusion_matrix", "keeps_last_epoch", "plot_confusion", "plot_horizon_errors",
+__all__ = ["TrainingRun", "confusion_matrix", "plot_confusion", "plot_horizon_errors",
            "plot_training_history", "training_history", "training_run"]
 
 #: Panels of :func:`plot_horizon_errors`: result key, axis label, scale applied to the values.
@@ -209,15 +209,6 @@ def _training_record(folder: Path, member: int) -> dict[str, Any]:
 
 def _keeps_last(training: Mapping[str, Any]) -> bool:
     return (training.get("loop") or {}).get("keep") == "last"
-
-
-def keeps_last_epoch(folder: str | Path, member: int = 0) -> bool:
-    """Whether the run of a model folder (or of its ensemble member) kept its last epoch's weights (``--keep
-    last``) rather than its best-scoring one; ``False`` where no ``config.json`` says."""
-    folder = Path(folder)
-    if not (folder / CONFIG_NAME).is_file():
-        return False
-    return _keeps_last(_training_record(folder, member))
 
 
 def plot_training_history(history: Sequence[Mapping[str, Any]], *, best_epoch: float | None = None,
