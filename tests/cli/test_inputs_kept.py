@@ -90,7 +90,7 @@ def test_evaluate_names_a_motion_without_height(tmp_path, capsys):
 
 @pytest.mark.parametrize("args", [
     ["learn", "predict", "train", "--lr", "nan"], ["learn", "recognize", "train", "--lr", "-1"],
-    ["learn", "generate", "train", "--lr", "inf"], ["ik", "train", "--lr", "0"], ["retarget", "train", "--lr", "nan"],
+    ["learn", "generate", "train", "--lr", "inf"], ["learn", "generate", "train", "--gan-lr", "-1"], ["ik", "train", "--lr", "0"], ["retarget", "train", "--lr", "nan"],
     ["generate", "--content", "walk", "--seed", "99999999999999999999"], ["learn", "predict", "train", "--seed", "-1"],
     ["learn", "predict", "train", "--arch", "gcn", "--gcn-pad", "bogus"],
 ])  # fmt: skip

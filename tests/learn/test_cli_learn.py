@@ -129,6 +129,10 @@ def test_generate_seconds_writes_longer_motion_in_one_piece(shipped, tmp_path, c
     assert main(["generate", "--interpolate", "a.bvh", "--interpolate", "b.bvh", "--seconds", "6",
                  "-o", str(tmp_path / "x")]) == 2  # fmt: skip
     assert "--seconds" in capsys.readouterr().err and not (tmp_path / "x").exists()
+    for option, value in (("--seed", "3"), ("--temperature", "0.5")):  # ignored there, silently, before
+        assert main(["generate", "--interpolate", "a.bvh", "--interpolate", "b.bvh", option, value,
+                     "-o", str(tmp_path / "x")]) == 2  # fmt: skip
+        assert f"{option} applies to sampling, not to --interpolate" in capsys.readouterr().err
     for bad in ("inf", "0", "-2", "nan"):
         assert main(["generate", "--content", "walk", "--seconds", bad, "-o", str(tmp_path / "x")]) == 2
         err = capsys.readouterr().err

@@ -216,7 +216,7 @@ def generate_train(
     stride: int = typer.Option(8, "--stride", min=1),
     batch_size: int = typer.Option(64, "--batch-size", min=1),
     lr: float = typer.Option(1e-3, "--lr", callback=check_lr),
-    gan_lr: float = typer.Option(2e-4, "--gan-lr"),
+    gan_lr: float = typer.Option(2e-4, "--gan-lr", callback=check_lr),
     beta: float = typer.Option(2e-3, "--beta"),
     free_bits: float = typer.Option(0.25, "--free-bits", min=0.0, help="KL floor per latent dimension (nats)."),
     vel: float = typer.Option(2.0, "--vel", min=0.0, help="Weight of the L1 of FK position changes (limb motion)."),
@@ -440,8 +440,9 @@ def generate_cmd(
     interpolate: list[Path] | None = typer.Option(
         None, "--interpolate", help="Two motion files: interpolate between them (give twice)."
     ),
-    seed: int = typer.Option(0, "--seed", min=0, max=MAX_SEED),
-    temperature: float = typer.Option(1.0, "--temperature", min=0.0, max=100.0, help="Spread of the latent samples (1: the prior's)."),
+    seed: int | None = typer.Option(None, "--seed", min=0, max=MAX_SEED, help="Seed of the latent samples (default 0)."),
+    temperature: float | None = typer.Option(None, "--temperature", min=0.0, max=100.0,
+                                             help="Spread of the latent samples (default 1: the prior's)."),
     seconds: float | None = typer.Option(
         None, "--seconds", help="Length of each motion (default: the model's window, 2.56 s); longer "
         "motion chains windows by latent optimisation (skelanim.learn.generate_long).",
@@ -460,8 +461,11 @@ def generate_cmd(
     from skelanim.learn.generate_long import sample_plan
 
     gen = Generator.load(model).to(device)
-    if interpolate and seconds is not None:
-        raise typer.BadParameter("--seconds applies to sampling, not to --interpolate", param_hint="--seconds")
+    for given, option in ((seconds, "--seconds"), (seed, "--seed"), (temperature, "--temperature")):
+        if interpolate and given is not None:  # the path between two clips is drawn from neither
+            raise typer.BadParameter(f"{option} applies to sampling, not to --interpolate", param_hint=option)
+    seed = 0 if seed is None else seed
+    temperature = 1.0 if temperature is None else temperature
     if interpolate:
         if len(interpolate) != 2:
             raise typer.BadParameter("give --interpolate exactly twice (two files)", param_hint="--interpolate")
