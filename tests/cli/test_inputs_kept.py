@@ -93,6 +93,9 @@ def test_evaluate_names_a_motion_without_height(tmp_path, capsys):
     ["learn", "generate", "train", "--lr", "inf"], ["learn", "generate", "train", "--gan-lr", "-1"], ["ik", "train", "--lr", "0"], ["retarget", "train", "--lr", "nan"],
     ["generate", "--content", "walk", "--seed", "99999999999999999999"], ["learn", "predict", "train", "--seed", "-1"],
     ["learn", "predict", "train", "--arch", "gcn", "--gcn-pad", "bogus"],
+    # options of another architecture, dropped without a word before (an audit)
+    ["learn", "predict", "train", "--arch", "gcn", "--attention", "64"], ["learn", "predict", "train", "--arch", "mlp", "--anchor"],
+    ["learn", "predict", "train", "--arch", "rnn", "--gcn-observed", "25"], ["learn", "recognize", "train", "--arch", "cnn", "--adaptive"],
 ])  # fmt: skip
 def test_a_learning_rate_seed_or_pad_out_of_range_is_a_usage_error(tmp_path, capsys, args):
     """Each was a traceback (or, ``--lr inf``, a NaN model marked best) before any check; now one usage line."""

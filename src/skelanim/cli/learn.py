@@ -117,6 +117,10 @@ def recognize_train(
 
     if rescale and not centre:
         raise typer.BadParameter("needs --centre (it scales the motion about the window mean)", param_hint="--rescale")
+    stgcn_only = [o for o, v in (("--readout", readout != 128), ("--adaptive", adaptive), ("--joint-input", joint_input),
+                                 ("--joint-affine", joint_affine), ("--centre", centre), ("--rescale", rescale)) if v]  # fmt: skip
+    if arch == "cnn" and stgcn_only:  # these had been dropped without a word
+        raise typer.BadParameter(f"{stgcn_only[0]} is an ST-GCN option; --arch cnn has none", param_hint=stgcn_only[0])
     check_output_folders(out, resume=resume, overwrite=overwrite)
     flags = {"readout": readout, "adaptive": adaptive, "joint_input": joint_input, "joint_affine": joint_affine,
              "centre": centre, "rescale": rescale}  # fmt: skip

@@ -107,6 +107,11 @@ def predict_train(
         raise typer.BadParameter(f"expected 'velocity' or 'periodic', got {gcn_pad!r}", param_hint="--gcn-pad")
     if arch == "rnn" and blocks is not None:
         raise typer.BadParameter("the GRU has no --blocks", param_hint="--blocks")
+    for option, given, archs in (("--attention", attention is not None, ("rnn",)), ("--anchor", anchor, ("rnn",)),
+                                 ("--spring", spring, ("rnn",)), ("--gcn-pad", gcn_pad is not None, ("gcn",)),
+                                 ("--gcn-observed", observed_frames is not None, ("gcn", "mlp"))):  # fmt: skip
+        if given and arch not in archs:  # these had been dropped without a word
+            raise typer.BadParameter(f"{option} applies to --arch {' or '.join(archs)}, not {arch}", param_hint=option)
     check_output_folders(out, resume=resume, overwrite=overwrite)
     parts = split_parts(load_dataset(data, fps, threads, progress, labels=labels), split, seed)
     options = {"hidden": hidden, "blocks": blocks, "attention": attention if arch == "rnn" else None,
