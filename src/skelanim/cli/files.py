@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import contextlib
 import json
+import shlex
+import sys
 import warnings
 from collections import Counter
 from collections.abc import Iterator
@@ -35,6 +37,11 @@ def warnings_as_lines() -> Iterator[None]:
     with warnings.catch_warnings():
         warnings.showwarning = show
         yield
+
+
+def command_line() -> str:
+    """The command being run, as a shell would take it back (recorded with every trained model)."""
+    return "skelanim " + " ".join(shlex.quote(a) for a in sys.argv[1:])
 
 
 def require_between(value: float, option: str, low: float, high: float, unit: str) -> None:

@@ -6,14 +6,12 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
-import shlex
-import sys
 from pathlib import Path
 
 import typer
 
 from skelanim.cli import app
-from skelanim.cli.files import require_suffix
+from skelanim.cli.files import command_line, require_suffix
 from skelanim.cli.learn_common import (
     MAX_SEED,
     check_lr,
@@ -98,7 +96,7 @@ def train(
         loop=TrainConfig(epochs=epochs, batch_size=batch_size, lr=lr, seed=seed, max_steps=max_steps, progress=progress,
                          device=device),
         weights=LossWeights(noise=noise, noisy=noisy, mirror=mirror), max_frames_per_file=max_frames_per_file, resume=resume, init=init,
-        command="skelanim " + " ".join(shlex.quote(a) for a in sys.argv[1:]),
+        command=command_line(),
     )  # fmt: skip
     from skelanim.nn import distributed
 

@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import json
 import math
-import shlex
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -15,6 +13,7 @@ from typing import Any
 import typer
 
 from skelanim.cli import app
+from skelanim.cli.files import command_line
 
 learn_app = typer.Typer(help="Recognition (ST-GCN), prediction (GRU, DCT-GCN, MLP) and generation (CVAE + GAN) on labelled mocap.",
                         no_args_is_help=True)  # fmt: skip
@@ -30,10 +29,6 @@ DATA_HELP = "Motion files, folders or glob patterns (repeat); --labels says how 
 SPLIT_HELP = ("'style' (test styles angry/childish/elderly, validate on proud/youthful), 'style:S1,S2,...' (these test "
               "styles), 'style:S1,.../V1,...' (and these validation styles; none after a bare '/'), 'file' (20 % of "
               "files per content), 'none'.")
-
-
-def command_line() -> str:
-    return "skelanim " + " ".join(shlex.quote(a) for a in sys.argv[1:])
 
 
 LABELS_HELP = ("Labels in the file names: 'bandai' (dataset-N_CONTENT_STYLE_TAKE), 'generated' (CONTENT_STYLE_TAKE), "

@@ -4,8 +4,6 @@
 from __future__ import annotations
 
 import json
-import shlex
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +12,7 @@ from typer import _click as click
 from typer.core import TyperGroup
 
 from skelanim.cli import app
+from skelanim.cli.files import command_line
 from skelanim.cli.learn_common import (
     MAX_SEED,
     check_lr,
@@ -203,7 +202,7 @@ def train(
                                     max_steps=max_steps, progress=progress, device=device),
         config=NKNConfig(hidden=hidden), families=families.split(",") if families else None, max_files=max_files,
         window=window, samples=samples, resume=resume,
-        command="skelanim " + " ".join(shlex.quote(a) for a in sys.argv[1:]),
+        command=command_line(),
     )  # fmt: skip
     from skelanim.nn import distributed
 
