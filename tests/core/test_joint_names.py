@@ -30,7 +30,7 @@ CONVENTIONS = {
     "cmu lower": lambda s, p: f"{s}{p.lower()}",
     "namespaced cmu": lambda s, p: f"Skel:{s.upper()}{p}",
     "inner capital": lambda s, p: f"Rig{s.upper()}{p}",
-    "motive": lambda s, p: f"Skeleton_{s.upper()}{p}",  # OptiTrack Motive: a prefix the mapping does not strip
+    "motive": lambda s, p: f"Skeleton_{s.upper()}{p}",  # OptiTrack Motive (its asset's name, Skeleton by default)
 }
 
 
@@ -56,7 +56,7 @@ def test_pairs_and_mapping_read_the_same_sides(convention):
         assert (side_l, side_r) == ("l", "r") and base_l == base_r and base_l.endswith(PARTS[left - 5].lower())
     for centre in names[:5]:
         assert side_marker(centre, names) is None
-    if convention not in ("inner capital", "motive"):  # "RigLThigh": side l of "rigthigh", a name no alias has
+    if convention != "inner capital":  # "RigLThigh" reads as side l of "rigthigh", a name no alias has
         assert set(map_skeleton(skeleton).joints) >= {"l_upleg", "r_upleg", "l_foot", "r_hand", "l_forearm"}
 
 

@@ -7,8 +7,9 @@ reads the side here, so a naming convention taught once is known everywhere.
 Conventions recognised (the marker may lead, trail or sit between separators): ``LeftArm`` / ``left_arm`` /
 ``LEFT_ARM``; ``Arm_L``, ``arm_l``, ``L_Arm``, ``Arm.L``, ``arm.l`` (Blender), ``Arm-L``, ``Bip01 L Thigh``
 (3ds Max Biped); and, only where the mirrored name is also a joint, ``LHipJoint`` / ``lhand`` (CMU),
-``lThigh`` (Daz), ``ThighL``, ``RigLArm`` and ``Skeleton_LThigh`` (OptiTrack Motive). Exporter prefixes (``mixamorig:``, ``CC_Base_``, ``Bip01``,
-``joint_``, VRM's ``J_Bip_``, SMPL's ``m_avg_``, any ``namespace:``) are removed before the marker is sought.
+``lThigh`` (Daz), ``ThighL``, ``RigLArm`` and ``Skeleton_LThigh`` (OptiTrack Motive). Exporter prefixes
+(``mixamorig:``, ``CC_Base_``, ``Bip01``, ``joint_``, VRM's ``J_Bip_``, SMPL's ``m_avg_``, Motive's default
+``Skeleton_``, any ``namespace:``) are removed before the marker is sought.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from typing import NamedTuple
 __all__ = ["SideMarker", "mirrored_name", "normalize_name", "side_marker", "strip_prefix"]
 
 # VRM's J_Bip_L_UpperLeg and J_Bip_C_Hips, SMPL's m_avg_L_Hip, Blender Rigify's DEF-
-_PREFIX = re.compile(r"^(mixamorig\d*[:_]?|cc_base_|bip0*1[ _]?|joint_|jnt_|def[-_]|b_|j_bip_(?:c_)?|[mf]_avg_)",
+_PREFIX = re.compile(r"^(mixamorig\d*[:_]?|skeleton\d*_|cc_base_|bip0*1[ _]?|joint_|jnt_|def[-_]|b_|j_bip_(?:c_)?|[mf]_avg_)",
                      re.IGNORECASE)  # fmt: skip
 # Tried in order on the prefix-free name; group "s" is the marker. The flag: the marker counts only where the
 # mirrored name is a joint too (a single capital or small letter could be part of a word).
