@@ -195,3 +195,17 @@ def test_real_file_with_end_sites_writes_the_same_hierarchy(mocap_dir) -> None:
     assert sum(len(e["end_sites"]) for e in joints.values()) == len(parsed.end_sites)
     for j, end in parsed.end_sites.items():
         assert joints[parsed.names[j]]["end_sites"] == [tuple(end.tolist())]
+
+
+def test_a_named_end_site_keeps_its_name() -> None:
+    """Some exporters name End Sites (``End Site Head_End``); the name was read and then written back as a plain
+    ``End Site`` (an audit). It is kept now; a label that would not read back is written plain."""
+    text = ("HIERARCHY\nROOT Hips\n{\n OFFSET 0 0 0\n CHANNELS 6 Xposition Yposition Zposition Zrotation Xrotation "
+            "Yrotation\n JOINT Head\n {\n  OFFSET 0 1 0\n  CHANNELS 3 Zrotation Xrotation Yrotation\n  End Site Head_End\n"
+            "  {\n   OFFSET 0 1 0\n  }\n }\n}\nMOTION\nFrames: 1\nFrame Time: 0.0333333\n0 0 0 0 0 0 10 0 0\n")
+    motion = bvh.loads(text)
+    assert motion.metadata["bvh_end_site_labels"] == {"Head": "End Site Head_End"}
+    again = bvh.dumps(motion)
+    assert "\tEnd Site Head_End\n" in again and bvh.loads(again).metadata["bvh_end_site_labels"] == {"Head": "End Site Head_End"}
+    broken = motion.copy(metadata={**motion.metadata, "bvh_end_site_labels": {"Head": "End Site a{b"}})
+    assert "\tEnd Site\n" in bvh.dumps(broken)

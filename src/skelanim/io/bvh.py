@@ -15,7 +15,8 @@ Reading
   position channels, e.g. Bandai-Namco files with 6 channels on every joint). A root without position
   channels stays at its ``OFFSET``.
 * ``End Site`` offsets go to :attr:`Skeleton.end_sites` (one per joint; a joint's further End Sites are
-  counted in ``metadata["bvh_dropped_end_sites"]``).
+  counted in ``metadata["bvh_dropped_end_sites"]``); an End Site some exporters name (``End Site Head_End``) keeps
+  its name in ``metadata["bvh_end_site_labels"]`` (joint name to label), and is written back so.
 * A joint name an earlier joint had is read with the first free suffix ``.001``, ``.002`` ... (as Blender does),
   with a warning; ``metadata["bvh_renamed_joints"]`` maps each new name to the line of the name's first use.
 * ``fps`` is the rate the ``Frame Time`` stands for (:func:`nominal_fps`): exporters round ``1 / 30`` to
@@ -216,6 +217,9 @@ def _motion_from_parsed(parsed: ParsedBVH, name: str) -> Motion:
     }
     if parsed.extra_end_sites:
         metadata["bvh_dropped_end_sites"] = parsed.extra_end_sites
+    labels = {parsed.names[j]: label for j, label in parsed.end_site_names.items() if label.split() != ["End", "Site"]}
+    if labels:  # named End Sites (End Site Head_End), written back so
+        metadata["bvh_end_site_labels"] = labels
     if parsed.renamed:
         metadata["bvh_renamed_joints"] = {new: first for new, _, first in parsed.renamed}
         new, line, first = parsed.renamed[0]
@@ -483,6 +487,18 @@ def dumps(motion: Motion, *, precision: int = 6) -> str:
     return _text(motion, precision)
 
 
+def _end_site_label(label: object) -> str:
+    """The End Site line to write: a label read from a file (``End Site Head_End``) where it still reads back as
+    one, else ``End Site``."""
+    if not isinstance(label, str):
+        return "End Site"
+    words = label.split(" ")
+    name = " ".join(words[2:])
+    if [w.lower() for w in words[:2]] != ["end", "site"] or not name or _name_problem(name) is not None:
+        return "End Site"
+    return "End Site " + name
+
+
 def _text(motion: Motion, precision: int) -> str:
     """The BVH text of a motion that passed :func:`check_writable`."""
     if not isinstance(precision, (int, np.integer)) or not 0 <= precision <= 17:
@@ -495,6 +511,8 @@ def _text(motion: Motion, precision: int) -> str:
         depth[j] = depth[int(parents[j])] + 1
     offsets = skeleton.offsets.numpy()
     has_children = {int(p) for p in parents.tolist() if p >= 0}
+    labels = motion.metadata.get("bvh_end_site_labels")
+    labels = labels if isinstance(labels, dict) else {}
     lines = ["HIERARCHY"]
     open_joints: list[int] = []
     for j in order:
@@ -509,7 +527,8 @@ def _text(motion: Motion, precision: int) -> str:
         lines.append(f"{ind}\tCHANNELS {len(chans)}{''.join(' ' + c for c in chans)}")
         end = _end_site(skeleton, j, has_children)
         if end is not None:
-            lines += [f"{ind}\tEnd Site", f"{ind}\t{{", f"{ind}\t\tOFFSET {' '.join(_fmt(v) for v in end)}",
+            label = _end_site_label(labels.get(skeleton.names[j]))
+            lines += [f"{ind}\t{label}", f"{ind}\t{{", f"{ind}\t\tOFFSET {' '.join(_fmt(v) for v in end)}",
                       f"{ind}\t}}"]
         open_joints.append(j)
     while open_joints:
