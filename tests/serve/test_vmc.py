@@ -348,8 +348,7 @@ def test_a_body_turning_round_keeps_its_quaternions_in_one_hemisphere():
 
 def test_a_looped_walk_walks_on():
     """``--loop`` had sent each play from the clip's start, so a looped walk's hips jumped back at every wrap; each
-    play now moves on by the clip's horizontal travel (hips height and the turn kept), as ``repeat_loop`` plays a
-    loop."""
+    play now moves on by the clip's horizontal travel (hips height and the turn kept)."""
     frames = _frames(4)
     frames.positions[:, 0, 0] = torch.tensor([0.0, 0.5, 1.0, 1.5])  # walks 1.5 m along x, 0.3 m along z
     frames.positions[:, 0, 2] = torch.tensor([0.0, 0.1, 0.2, 0.3])

@@ -1,5 +1,7 @@
 """Checks of joint positions before IK: joint names and order, shapes, the units (bone lengths against the model
-skeleton's) and the proportions, each a typed error naming the file and what to do."""
+skeleton's) and the proportions, each a typed error naming the file and what to do; and warnings where left and
+right look swapped (:func:`check_sides`) or, for the refinement, a bone is off the model's proportions
+(:func:`warn_proportions`)."""
 
 from __future__ import annotations
 
@@ -16,7 +18,8 @@ from torch import Tensor
 from skelanim.core.skeleton import Skeleton
 from skelanim.errors import ShapeError, SkeletonError
 
-__all__ = ["UNIT_TOLERANCE", "body_scale", "check_positions", "check_proportions", "check_units"]
+__all__ = ["UNIT_TOLERANCE", "body_scale", "bone_ratios", "check_positions", "check_proportions", "check_sides",
+           "check_units", "facing_cosine", "warn_proportions"]  # fmt: skip
 
 #: Largest factor by which the input's bone lengths may differ from the model skeleton's (median over bones)
 #: before :func:`check_units` calls it a units mismatch: people's proportions differ by far less, units by 2.54

@@ -34,7 +34,8 @@ What :func:`load` reads
 -----------------------
 The first skin's joints (without skins: the animated nodes) up to their common root node; nodes above
 it add their rest transform (rotation, uniform scale, translation) to the root; joints must have unit
-scale. The animation is sampled at a uniform frame rate (``extras``, else the median key spacing) by
+scale. The animation is sampled at a uniform frame rate (``extras``, else the keys' span over the frames of their
+median spacing, read as a whole or NTSC rate where it is one, :func:`~skelanim.io.common.rate_within`) by
 STEP, LINEAR (slerp) or CUBICSPLINE; unanimated joints keep their rest pose. The Motion is in metres,
 Y up, unless ``original_units=True`` undoes a skelanim export's conversion.
 

@@ -8,7 +8,8 @@ Definitions
 -----------
 * **MPJPE** ``(..., T)``: the mean over joints of the Euclidean distance between predicted and true joint
   positions, per frame. At horizon ``h`` ms of a prediction sampled at ``fps`` it is read at future frame
-  ``round(h * fps / 1000)`` (1-based: frame 1 is the first predicted frame), averaged over sequences.
+  ``round(h * fps / 1000)``, halves rounded up (1-based: frame 1 is the first predicted frame), averaged over
+  sequences.
 * **Angle error** ``(..., T)``: the mean over joints of the geodesic angle between predicted and true rotations
   (:func:`~skelanim.core.rotations.matrix_geodesic`), degrees.
 * **Jerk**: the mean norm of the third time derivative of joint positions, by third finite differences

@@ -10,9 +10,11 @@ Methods (:data:`METHODS`):
 =========  ======================================================================================
 
 ``step(frame)`` advances a stream by one frame; ``__call__(motion)`` runs a whole clip from a fresh state.
-Every method is causal, so a clip equals stepping through it frame by frame given the same floors: a clip's
-default floor is where its feet stand over the whole clip (:func:`standing_level`), which a stream cannot know
-ahead, so a stream's default is 0; pass ``floor`` (and ``target_floor``) to have both agree (tested).
+Every method is causal, so a clip equals stepping through it frame by frame given the same floors and rate: a
+clip's default floor is where its feet stand over the whole clip (:func:`standing_level`), which a stream cannot
+know ahead, so a stream's default is 0; pass ``floor`` (and ``target_floor``) to have both agree (tested). The NKN
+reads a clip more than 5 % off its 30 fps training rate at that rate (resampled, the answer sampled back, which
+looks half a source frame ahead); a stream runs at the ``fps`` it is given, best the training rate.
 The output keeps the target's full skeleton; joints outside the canonical set hold their rest rotation.
 The NKN may run on a GPU (``device``, or a model already there): only the network runs there, its inputs moved in
 and its answers back, and streamed frames then run eagerly (the compiled step is onnxruntime's, on the CPU).

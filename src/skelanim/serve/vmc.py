@@ -376,9 +376,10 @@ class AvatarStream:
         a busy machine skips frames rather than falling behind. Returns the number of frames sent.
 
         ``speed`` scales time; ``loop`` starts over at the end (until ``max_frames`` are sent or Ctrl-C), each play
-        moved on by the clip's horizontal travel (``Hips`` from the first frame to the last, as
-        :func:`~skelanim.ops.resample.repeat_loop` plays a loop; a turning clip is repeated without its turn), so a
-        looped walk walks on instead of jumping back to its start; ``clock``/``sleep`` are injectable for tests;
+        moved on by the clip's horizontal travel (``Hips`` from the first frame to the last, :func:`loop_travel`; a
+        turning clip is repeated without its turn), so a looped walk walks on instead of jumping back to its start
+        (every frame is played, so the hips hold for a frame at the wrap, where the last and the moved first frame
+        meet); ``clock``/``sleep`` are injectable for tests;
         ``on_frame(index)`` is called after each send."""
         if not (math.isfinite(speed) and speed > 0):
             raise StreamError(f"speed must be a positive number, got {speed}")
