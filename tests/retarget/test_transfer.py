@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 import pytest
 import torch
 
@@ -337,3 +339,9 @@ def test_nkn_reads_a_clip_at_its_training_rate(mocap_files, clips):
     torch.testing.assert_close(out.root_positions[::4], slow.root_positions, atol=1e-9, rtol=0)
     between = quat_geodesic(out.rotations[1:-1:4], slow.rotations[:-1]).rad2deg()  # a quarter step on: moved
     assert 0.0 < float(between.mean()) < 5.0
+    # a stream cannot be resampled: one at another rate than the training rate is warned about (retarget export)
+    with pytest.warns(UserWarning, match="the NKN streams at 120 fps but learned 30 fps steps"):
+        Retargeter(fast, clips["bandai"], "nkn", fps=120.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        Retargeter(fast, clips["bandai"], "nkn", fps=30.0)

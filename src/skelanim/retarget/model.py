@@ -27,17 +27,25 @@ State for streaming: the two GRU hidden states and the previous hips position (:
 
 from __future__ import annotations
 
+import os
 from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import Any
 
 import torch
 from torch import Tensor, nn
 
 from skelanim.core.rotations import matrix_to_rot6d, quat_to_matrix
+from skelanim.errors import FormatError
+from skelanim.nn.checkpoint import config_error, load_model_files
 from skelanim.retarget.rig import stride_leg
 from skelanim.retarget.stance import scaled_hips, sole_height, toeless
 
-__all__ = ["NKN", "Discriminator", "NKNConfig", "NKNState", "heading", "skeleton_features"]
+__all__ = ["DEFAULT_MODEL", "NKN", "Discriminator", "NKNConfig", "NKNState", "heading", "load_nkn", "skeleton_features"]
+
+#: The shipped model's folder.
+DEFAULT_MODEL = Path(__file__).resolve().parent / "pretrained"
+_LOADED: dict[str, NKN] = {}
 
 
 J = 22
@@ -259,3 +267,30 @@ class Discriminator(nn.Module):
         x = torch.cat([rel.flatten(-2), vel, hips[..., 1:2] / leg[:, None, None],
                        skel[:, None, :].expand(-1, rel.shape[1], -1)], dim=-1)  # fmt: skip
         return self.out(self.net(x.transpose(1, 2)).mean(-1))[:, 0]
+
+
+def load_nkn(folder: str | os.PathLike | None = None) -> NKN:
+    """Load an NKN model folder (``model.safetensors`` + ``config.json``); ``None``: the shipped default.
+
+    Raises
+    ------
+    FormatError
+        Missing or corrupt folder, or not an NKN model.
+    """
+    path = Path(folder) if folder is not None else DEFAULT_MODEL
+    key = str(path.resolve())
+    if key in _LOADED:
+        return _LOADED[key]
+    tensors, config = load_model_files(path)
+    if config.get("format") != "skelanim-retarget-nkn":
+        raise FormatError(f"not an NKN retargeting model (format {config.get('format')!r})", path=path / "config.json")
+    try:
+        net = NKN(NKNConfig.from_dict(config["architecture"]))
+        net.train_fps = float(config.get("train_fps", net.train_fps))
+        weights = {k[4:]: v for k, v in tensors.items() if k.startswith("net.")} or tensors
+        net.load_state_dict(weights)
+    except (KeyError, TypeError, ValueError, AttributeError, RuntimeError) as err:
+        raise config_error(err, path) from None
+    net.eval()
+    _LOADED[key] = net
+    return net

@@ -27,7 +27,6 @@ import math
 import os
 import warnings
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -38,15 +37,14 @@ from skelanim.core.motion import Motion
 from skelanim.core.rotations import matrix_to_quat, quat_apply, quat_identity, quat_multiply, quat_to_matrix
 from skelanim.core.skeleton import Skeleton
 from skelanim.core.units import up_to_y_matrix
-from skelanim.errors import FormatError, SkelanimError
+from skelanim.errors import SkelanimError
 from skelanim.io.common import first_non_finite
-from skelanim.nn.checkpoint import config_error, load_model_files
 from skelanim.nn.device import module_device, to_device
 from skelanim.ops.normalize import rotate
 from skelanim.ops.resample import resample, sample_frames
 from skelanim.retarget.baselines import FEET, ContactState, IKRetarget, PinState, causal_contacts, copy_hips
 from skelanim.retarget.mapping import CANONICAL_JOINTS, map_skeleton
-from skelanim.retarget.model import NKN, NKNConfig, NKNState
+from skelanim.retarget.model import DEFAULT_MODEL, NKN, NKNState, load_nkn
 from skelanim.retarget.online import OnnxStep, onnx_available
 from skelanim.retarget.rig import CanonicalRig, calibrate_rig, canonical_locals, frames_from_locals, physical_zero_pose
 from skelanim.retarget.stance import STANDING_QUANTILE
@@ -60,8 +58,6 @@ RUNTIMES: tuple[str, ...] = ("auto", "onnx", "torch")
 #: A clip whose rate differs from the NKN's training rate by more than this fraction is read at the training rate.
 NKN_RATE_TOLERANCE = 0.05
 #: The shipped NKN model folder.
-DEFAULT_MODEL = Path(__file__).resolve().parent / "pretrained"
-_LOADED: dict[str, NKN] = {}
 
 
 #: How far a clip's lowest foot or toe joint may be from y = 0 (fraction of the source's height) for y = 0 to count
@@ -122,31 +118,6 @@ class RetargetError(SkelanimError):
     """Bad retargeting options (unknown method, wrong frame shape)."""
 
 
-def load_nkn(folder: str | os.PathLike | None = None) -> NKN:
-    """Load an NKN model folder (``model.safetensors`` + ``config.json``); ``None``: the shipped default.
-
-    Raises
-    ------
-    FormatError
-        Missing or corrupt folder, or not an NKN model.
-    """
-    path = Path(folder) if folder is not None else DEFAULT_MODEL
-    key = str(path.resolve())
-    if key in _LOADED:
-        return _LOADED[key]
-    tensors, config = load_model_files(path)
-    if config.get("format") != "skelanim-retarget-nkn":
-        raise FormatError(f"not an NKN retargeting model (format {config.get('format')!r})", path=path / "config.json")
-    try:
-        net = NKN(NKNConfig.from_dict(config["architecture"]))
-        net.train_fps = float(config.get("train_fps", net.train_fps))
-        weights = {k[4:]: v for k, v in tensors.items() if k.startswith("net.")} or tensors
-        net.load_state_dict(weights)
-    except (KeyError, TypeError, ValueError, AttributeError, RuntimeError) as err:
-        raise config_error(err, path) from None
-    net.eval()
-    _LOADED[key] = net
-    return net
 
 
 def make_rig(
@@ -285,6 +256,10 @@ class Retargeter:
             if calibrated and not self.net.config.calibrated_frames:
                 raise RetargetError("this NKN model was trained on uncalibrated bone frames: retarget without "
                                     "calibration (--no-calibrate), or with a model trained since 2026-12-03")  # fmt: skip
+            if abs(self.fps / self.net.train_fps - 1.0) > NKN_RATE_TOLERANCE:
+                warnings.warn(f"the NKN streams at {self.fps:g} fps but learned {self.net.train_fps:g} fps steps (a 120 fps "
+                              f"walk streamed at its rate skated twice as much): feed the stream {self.net.train_fps:g} "
+                              "fps frames where you can; a whole clip is resampled for it", stacklevel=2)  # fmt: skip
             if self.net.config.calibrated_frames:
                 for side, given, rig in (("source", source_skeleton, self.source), ("target", target_skeleton, self.target)):
                     if isinstance(given, Skeleton) and rig.calibration is None and not physical_zero_pose(given, rig.mapping):
