@@ -91,12 +91,12 @@ def _upright_positions(motion: Motion, direction: tuple[int, float]) -> Tensor:
     return positions @ up_to_y_matrix(*direction).to(positions.dtype).T
 
 
-def _ground(motions: Sequence[Motion], positions: list[Tensor], heights: list[float], up: int) -> tuple[int, float, float]:
-    """Up axis, median height (of the motions' ``heights``) and floor (the median lowest body joint, of the
-    upright ``positions``) of a set."""
+def _ground(motions: Sequence[Motion], positions: list[Tensor], heights: list[float]) -> tuple[int, float, float]:
+    """Up axis (Y: the ``positions`` are turned upright, :func:`_upright_positions`), median height (of the
+    motions' ``heights``) and floor (the median lowest body joint along Y) of a set."""
     height = _median(heights)
-    floor = _median([float(p[:, body_root(m) :, up].min()) for m, p in zip(motions, positions)])
-    return up, height, floor
+    floor = _median([float(p[:, body_root(m) :, 1].min()) for m, p in zip(motions, positions)])
+    return 1, height, floor
 
 
 def set_summary(
@@ -237,7 +237,7 @@ def compare_sets(a: Sequence[Motion], b: Sequence[Motion], *, embed: Embedder | 
         if not height > 0:  # every length metric is a fraction of it
             raise SkeletonError("the motion has no height (all its joints at one level along its up axis): the "
                                 "metrics are fractions of it", path=motion.metadata.get("path"))  # fmt: skip
-    own = {"a": _ground(a, pos_a, heights["a"], 1), "b": _ground(b, pos_b, heights["b"], 1)}  # all turned Y up
+    own = {"a": _ground(a, pos_a, heights["a"]), "b": _ground(b, pos_b, heights["b"])}
     notes: list[str] = []
     for key in ("a", "b"):
         ups = sorted({f"{'+' if s > 0 else '-'}{'XYZ'[axis]}" for axis, s in directions[key]})
