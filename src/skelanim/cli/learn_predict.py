@@ -212,7 +212,7 @@ def predict_eval(
     plot: Path | None = typer.Option(None, "--plot", help="Also draw the errors against the horizon (.png, .pdf, .svg)."),
     retarget: bool = typer.Option(
         False, "--retarget", help="--data is motion of another humanoid skeleton: every file is retargeted onto "
-        "the models' skeleton (copy) and tested there; --split is not used.",
+        "the models' skeleton (copy) and tested there, no split drawn: --split, --seed and --labels are not used.",
     ),
     mapping: Path | None = typer.Option(None, "--map", help=MAP_HELP),
     device: str = run_device_option(),
