@@ -276,3 +276,32 @@ def test_a_set_mixing_up_axes_and_rates_is_measured_alike():
     fast = compare_sets([walk], [resample(walk, 120.0)])
     assert fast["b"]["foot_skating"] == pytest.approx(fast["a"]["foot_skating"], rel=0.01)
     assert fast["b"]["jerk"] == pytest.approx(fast["a"]["jerk"], rel=0.01)
+
+
+def test_a_bandai_walk_and_its_z_up_copy_measure_alike_in_any_order(mocap_files):
+    """A review: sharing the ground was decided by the first motion's axis (the order of a set changed the numbers),
+    a Z-up copy's dummy root, turned, counted as a body joint at height 0, and the paired errors compared the
+    unturned positions (0.865 heights between a walk and its own Z-up copy). Every motion is turned upright first."""
+    from skelanim.core.units import up_to_y_matrix
+
+    walk = skelanim.load(mocap_files(["bandai_namco_1/dataset-1_walk_normal_001.bvh"])[0])
+    z_up = rotate(walk, up_to_y_matrix(2).T)
+    first, second = compare_sets([walk], [walk, z_up]), compare_sets([walk], [z_up, walk])
+    for res in (first, second):
+        assert res["b"]["ground_penetration"] == pytest.approx(0.0, abs=1e-9) and res["floor"] is None
+        assert res["b"]["floor"] == pytest.approx(res["a"]["floor"], abs=1e-6)
+    assert second["b"]["foot_skating"] == pytest.approx(first["b"]["foot_skating"], rel=1e-9)
+    paired = compare_sets([walk], [z_up])["paired"]
+    assert paired["mpjpe"] == pytest.approx(0.0, abs=1e-6) and paired["angle_deg"] == pytest.approx(0.0, abs=1e-6)
+
+
+def test_a_clip_too_short_at_the_common_rate_is_left_out_of_jerk():
+    """An 8-frame clip at 120 fps is 2 frames at 30: it had counted as zero jerk, weighted by its 8 frames."""
+    from skelanim.ops import resample
+
+    walk = skelanim.load(sample_path("walk"))
+    fast = resample(walk, 120.0)
+    alone = compare_sets([walk], [fast[8:]])
+    with_short = compare_sets([walk], [fast[:8], fast[8:]])
+    assert with_short["b"]["jerk"] == pytest.approx(alone["b"]["jerk"], rel=1e-9)
+    assert with_short["b"]["foot_skating"] == pytest.approx(alone["b"]["foot_skating"], rel=1e-9)

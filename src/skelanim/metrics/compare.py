@@ -80,20 +80,20 @@ def _median(values: Sequence[float]) -> float:
     return float(torch.tensor(values, dtype=torch.float64).quantile(0.5))
 
 
-def _upright_positions(motion: Motion, direction: tuple[int, float]) -> Tensor:
-    """``(F, J, 3)`` world positions of ``motion`` turned so that its up ``direction`` (:meth:`Motion.up_direction`)
-    is +Y (:func:`~skelanim.core.units.up_to_y_matrix`, a proper rotation: the up coordinate keeps its value, an
-    upside-down source's is negated), so the floor is the lowest point along Y for every motion of every set, whatever
-    axis it was captured with. No measure changes with the turn (speeds, jerk, bone lengths)."""
-    positions = motion.positions()
-    if tuple(direction) == (1, 1.0):
-        return positions
-    return positions @ up_to_y_matrix(*direction).to(positions.dtype).T
+def _upright(motion: Motion, direction: tuple[int, float]) -> Motion:
+    """``motion`` turned so that its up ``direction`` (:meth:`Motion.up_direction`) is +Y
+    (:func:`~skelanim.core.units.up_to_y_matrix`, a proper rotation about the origin: the up coordinate keeps its
+    value, an upside-down source's is negated), so the floor is the lowest point along Y for every motion of every
+    set, a static dummy root is the identity again, and a motion pairs with its copy in other axes. No measure of one
+    motion changes with the turn (speeds, jerk, bone lengths)."""
+    from skelanim.ops.normalize import rotate
+
+    return motion if tuple(direction) == (1, 1.0) else rotate(motion, up_to_y_matrix(*direction))
 
 
 def _ground(motions: Sequence[Motion], positions: list[Tensor], heights: list[float]) -> tuple[int, float, float]:
-    """Up axis (Y: the ``positions`` are turned upright, :func:`_upright_positions`), median height (of the
-    motions' ``heights``) and floor (the median lowest body joint along Y) of a set."""
+    """Up axis (Y: the motions are turned upright, :func:`_upright`), median height (of the motions' ``heights``)
+    and floor (the median lowest body joint along Y) of a set."""
     height = _median(heights)
     floor = _median([float(p[:, body_root(m) :, 1].min()) for m, p in zip(motions, positions)])
     return 1, height, floor
@@ -107,7 +107,6 @@ def set_summary(
     floor: float,
     positions: list[Tensor] | None = None,
     jerk_fps: float | None = None,
-    directions: Sequence[tuple[int, float]] | None = None,
 ) -> dict[str, Any]:
     """Quality measures of one set (module docstring).
 
@@ -122,13 +121,11 @@ def set_summary(
     floor : float
         Ground level along ``up``.
     positions : list of Tensor, optional
-        ``(F, J, 3)`` world positions of each motion (computed when absent), turned as ``directions`` say.
+        ``(F, J, 3)`` world positions of each motion (computed when absent).
     jerk_fps : float, optional
         Take the jerk and the foot skating of motions faster than this at this rate (resampled): both grow with
-        the rate (a CMU walk at 120 fps skated 20 % more than the same walk at 30).
-    directions : sequence of (int, float), optional
-        Each motion's up direction its ``positions`` were turned Y up from (:func:`_upright_positions`; default:
-        none turned); a resampled motion is turned alike.
+        the rate (a CMU walk at 120 fps skated 20 % more than the same walk at 30). A motion under 4 frames at
+        the rate they are taken at is left out of both.
 
     Returns
     -------
@@ -139,15 +136,14 @@ def set_summary(
     from skelanim.ops.resample import resample
 
     positions = positions or [m.positions() for m in motions]
-    directions = list(directions) if directions is not None else [(1, 1.0)] * len(motions)
     sums = {"jerk": 0.0, "foot_skating": 0.0, "ground_penetration": 0.0, "bone_length_error": 0.0}
     weights = dict.fromkeys(sums, 0)
-    for m, p, direction in zip(motions, positions, directions, strict=True):
+    for m, p in zip(motions, positions, strict=True):
         f = p.shape[0]
-        if f >= 4:
-            slow = jerk_fps if jerk_fps is not None and m.fps > jerk_fps * (1 + 1e-6) else None  # the rate to take
-            at_rate = _upright_positions(resample(m, slow), direction) if slow is not None else p
-            rate = slow if slow is not None else m.fps
+        slow = jerk_fps if jerk_fps is not None and m.fps > jerk_fps * (1 + 1e-6) else None  # the rate to take
+        at_rate = resample(m, slow).positions() if slow is not None and f >= 4 else p
+        rate = slow if slow is not None else m.fps
+        if at_rate.shape[0] >= 4:  # counted at the rate taken: 8 frames at 120 fps are 2 at 30
             sums["jerk"] += f * jerk(at_rate, rate, height=height)
             weights["jerk"] += f
             feet = _feet(m)
@@ -212,7 +208,7 @@ def compare_sets(a: Sequence[Motion], b: Sequence[Motion], *, embed: Embedder | 
     Parameters
     ----------
     a, b : sequence of Motion
-        The sets (non-empty, one up axis).
+        The sets (non-empty; each motion is turned Y up first, so a set may mix up directions, with a note).
     embed : callable, optional
         ``embed(motions) -> (features (W, D), predicted content per motion)``, e.g. a recogniser's; when it
         cannot handle a set (another skeleton) it should raise ``ValueError`` and the feature metrics are
@@ -230,8 +226,10 @@ def compare_sets(a: Sequence[Motion], b: Sequence[Motion], *, embed: Embedder | 
     if not a or not b:
         raise ValueError("both sets need at least one motion")
     directions = {"a": [m.up_direction() for m in a], "b": [m.up_direction() for m in b]}
-    pos_a = [_upright_positions(m, d) for m, d in zip(a, directions["a"])]
-    pos_b = [_upright_positions(m, d) for m, d in zip(b, directions["b"])]
+    originals = {"a": a, "b": b}  # for the feature extractor, which finds its own up axis
+    a = [_upright(m, d) for m, d in zip(a, directions["a"])]
+    b = [_upright(m, d) for m, d in zip(b, directions["b"])]
+    pos_a, pos_b = [m.positions() for m in a], [m.positions() for m in b]
     heights = {"a": [m.height for m in a], "b": [m.height for m in b]}  # each an FK of 64 frames: once
     for motion, height in zip([*a, *b], [*heights["a"], *heights["b"]]):
         if not height > 0:  # every length metric is a fraction of it
@@ -252,7 +250,8 @@ def compare_sets(a: Sequence[Motion], b: Sequence[Motion], *, embed: Embedder | 
         low, high = min(rest[key]), max(rest[key])
         notes.append(f"set {key} mixes skeletons of heights {low:.4g} to {high:.4g} at rest (other skeletons or "
                      f"units): its median motion height {own[key][1]:.4g} normalises them all; compare like with like")  # fmt: skip
-    shared = (directions["a"][0][0] == directions["b"][0][0] and a[0].skeleton.same_topology(b[0].skeleton) and not mixed
+    one_axis = len({axis for axis, _ in [*directions["a"], *directions["b"]]}) == 1  # of every motion: no order
+    shared = (one_axis and a[0].skeleton.same_topology(b[0].skeleton) and not mixed
               and size["b"] > 0 and abs(size["a"] / size["b"] - 1) <= SAME_HEIGHT)  # fmt: skip
     up, height, floor = own["a"]  # A is the reference
     out: dict[str, Any] = {"height": height if shared else None, "floor": floor if shared else None, "notes": notes}
@@ -268,7 +267,7 @@ def compare_sets(a: Sequence[Motion], b: Sequence[Motion], *, embed: Embedder | 
     for key, motions, pos, contents in (("a", a, pos_a, contents_a), ("b", b, pos_b, contents_b)):
         ground = (up, height, floor) if shared else own[key]
         out[key] = set_summary(motions, up=ground[0], height=ground[1], floor=ground[2], positions=pos,
-                               jerk_fps=jerk_fps, directions=directions[key])  # fmt: skip
+                               jerk_fps=jerk_fps)  # fmt: skip
         for measure in ("jerk", "foot_skating"):
             if out[key][measure] is None:
                 notes.append(f"set {key}: no {measure} (it needs motions of 4 frames or more"
@@ -279,7 +278,7 @@ def compare_sets(a: Sequence[Motion], b: Sequence[Motion], *, embed: Embedder | 
         if embed is None:
             continue
         try:
-            f, predicted = embed(motions)
+            f, predicted = embed(originals[key])
         except ValueError as err:
             out["notes"].append(f"set {key}: no recogniser features ({err})")
             continue

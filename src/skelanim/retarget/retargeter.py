@@ -57,7 +57,6 @@ METHODS: tuple[str, ...] = ("copy", "ik", "nkn", "naive")
 RUNTIMES: tuple[str, ...] = ("auto", "onnx", "torch")
 #: A clip whose rate differs from the NKN's training rate by more than this fraction is read at the training rate.
 NKN_RATE_TOLERANCE = 0.05
-#: The shipped NKN model folder.
 
 
 #: How far a clip's lowest foot or toe joint may be from y = 0 (fraction of the source's height) for y = 0 to count
