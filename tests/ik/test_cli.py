@@ -525,3 +525,8 @@ def test_refining_a_body_of_other_proportions_is_warned(positions_file):
         solve(pos, names=skeleton.names)  # the network alone
         exact = data["positions"][:, [names.index(n) for n in skeleton.names]]
         solve(exact * 1.1, names=skeleton.names, refine=True)  # another size, the model's proportions
+        # noise of 1 % of the height: a clip's bones stay within the threshold, a single frame is not judged
+        rng = np.random.default_rng(0)
+        height = skeleton.height()
+        solve(exact + rng.normal(0.0, 0.01 * height, exact.shape), names=skeleton.names, refine=True)
+        solve(exact[:1] + rng.normal(0.0, 0.01 * height, exact[:1].shape), names=skeleton.names, refine=True)
