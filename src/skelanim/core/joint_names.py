@@ -78,7 +78,7 @@ def side_marker(name: str, names: Iterable[str] | None = None) -> SideMarker | N
     SideMarker or None
         Side and span of the marker in ``name`` itself (not in its prefix-free form).
     """
-    known = frozenset(names) if names is not None else frozenset()
+    known = names if isinstance(names, (set, frozenset, dict)) else frozenset(names or ())  # built once by callers
     bare = strip_prefix(name)
     shift = len(name) - len(bare)
     fallback: SideMarker | None = None

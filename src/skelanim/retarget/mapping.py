@@ -288,7 +288,8 @@ def map_skeleton(
         user_source = str(override)
         override = load_mapping_file(override)
     user = _validate_user(override or {}, skeleton, user_source)
-    parsed = [normalize_name(n, skeleton.names) for n in skeleton.names]
+    known = frozenset(skeleton.names)
+    parsed = [normalize_name(n, known) for n in skeleton.names]
     joints: dict[str, int] = {c: j for c, j in user.items() if j is not None}
     how = {c: "user" for c in joints}
     taken = set(joints.values())
