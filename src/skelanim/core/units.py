@@ -51,6 +51,11 @@ def metres_per_unit(height: float) -> float:
     return UNITS[guess_unit(height)]
 
 
+def signed_axis_name(axis: int, sign: float) -> str:
+    """``"+y"``, ``"-z"``, ...: an up direction as the ``up_axis`` options take it (the inverse of reading one)."""
+    return ("-" if sign < 0 else "+") + "xyz"[axis]
+
+
 def horizontal_axes(up: int) -> tuple[int, int]:
     """The two horizontal axes ``(a, b)`` of up axis ``up``, in the cyclic order after it (right-handed:
     ``(a, b, up)``): ``((up + 1) % 3, (up + 2) % 3)``."""

@@ -53,7 +53,7 @@ from scipy.ndimage import gaussian_filter1d
 
 from skelanim.core.motion import Motion
 from skelanim.core.skeleton import Skeleton
-from skelanim.core.units import UNITS, guess_unit, motion_unit
+from skelanim.core.units import UNITS, guess_unit, motion_unit, signed_axis_name
 from skelanim.errors import ShapeError, SkelanimError, SkeletonError
 from skelanim.ops.contacts import find_feet, foot_contacts
 from skelanim.ops.resample import repeat_loop
@@ -210,8 +210,7 @@ def side_contacts(
     :attr:`Motion.height`."""
     legs = find_legs(motion.skeleton) if legs is None else legs
     if up_axis is None:
-        axis, sign = motion.up_direction()
-        up_axis = ("-" if sign < 0 else "") + "xyz"[axis]
+        up_axis = signed_axis_name(*motion.up_direction())
     height = motion.height if height is None else height
     cols = []
     min_len = max(1, round(min_phase * motion.fps))
@@ -423,7 +422,7 @@ def gait_analysis(
     legs = find_legs(motion.skeleton)
     pos = motion.positions().numpy()
     (up, sign), height = motion.up_direction(), motion.height
-    contacts = side_contacts(motion, legs, min_phase=min_phase, height=height)
+    contacts = side_contacts(motion, legs, min_phase=min_phase, up_axis=signed_axis_name(up, sign), height=height)
     pos[..., up] *= sign  # an upside-down source (Y down) read upright: flexion and forward need up along +up
     forward = _forward(pos, legs, up)
     horiz = [a for a in range(3) if a != up]

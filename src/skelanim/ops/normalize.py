@@ -27,7 +27,7 @@ from torch import Tensor
 from skelanim.core._tensor import ArrayLike, as_tensor, numpy_in_numpy_out
 from skelanim.core.motion import Motion
 from skelanim.core.rotations import axis_angle_to_quat, matrix_to_quat, quat_apply, quat_multiply
-from skelanim.core.units import canonical_unit, guess_unit, up_to_y_matrix
+from skelanim.core.units import canonical_unit, guess_unit, signed_axis_name, up_to_y_matrix
 from skelanim.errors import ShapeError, SkeletonError
 from skelanim.ops._common import direction_vector, signed_up
 
@@ -293,7 +293,7 @@ def face_forward(motion: Motion, *, forward: str | ArrayLike = "+z", up_axis: in
     if float(target.norm()) < 1e-9:
         raise ShapeError(f"forward {forward!r} is parallel to the up axis ({'XYZ'[axis]}); pick a horizontal one")
     target = target / target.norm()
-    signed = ("-" if sign < 0 else "+") + "xyz"[axis]
+    signed = signed_axis_name(axis, sign)
     current = facing_directions(motion[0:1], up_axis=signed)[0]
     up = sign * _unit(axis)
     angle = math.atan2(float(torch.dot(up, torch.linalg.cross(current, target))), float(torch.dot(current, target)))

@@ -49,7 +49,7 @@ import torch
 from torch import Tensor, nn
 
 from skelanim.core.rotations import quat_apply, quat_identity, quat_multiply
-from skelanim.core.units import guess_unit
+from skelanim.core.units import guess_unit, signed_axis_name
 from skelanim.io.atomic import atomic_path
 from skelanim.nn.device import module_device
 from skelanim.retarget.online import onnx_bytes
@@ -132,7 +132,7 @@ def _up_name(turn: Tensor | None) -> str:
         return "+y"
     up = turn[1]  # the row that takes the up direction onto +Y
     axis = int(up.abs().argmax())
-    return ("+" if float(up[axis]) > 0 else "-") + "xyz"[axis]
+    return signed_axis_name(axis, float(up[axis]))
 
 
 def export_step(retargeter: Retargeter, path: str | os.PathLike, *, dtype: str = "float32") -> Path:
