@@ -449,6 +449,22 @@ def test_save_is_atomic_on_failure(tmp_path: Path) -> None:
     assert [p.name for p in tmp_path.iterdir()] == ["keep.bvh"]
 
 
+@pytest.mark.parametrize("with_source", [True, False])
+def test_save_in_blocks_writes_what_one_block_writes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                     with_source: bool) -> None:
+    # the writer works out Euler angles a few joints at a time and writes frame lines in blocks (a long take's
+    # memory); blocks of 3 frames and joints one at a time must give the bytes of one block of everything
+    motion = bvh.loads(_make_bvh(STD, _values(STD, frames=11, seed=4)))
+    motion = motion if with_source else _strip(motion)
+    whole = bvh.dumps(motion)
+    monkeypatch.setattr(bvh, "FRAMES_PER_BLOCK", 3)
+    monkeypatch.setattr(bvh, "EULER_JOINTS_AT_ONCE", 1)
+    bvh.save(motion, tmp_path / "blocks.bvh")
+    assert (tmp_path / "blocks.bvh").read_text() == whole
+    assert bvh.dumps(motion) == whole
+    assert len(whole.splitlines()) == whole.splitlines().index("MOTION") + 3 + 11
+
+
 def test_bandai_style_translations_round_trip(mocap_dir: Path, tmp_path: Path) -> None:
     motion = bvh.load(mocap_dir / FAMILY_SAMPLES[0])
     edited = _strip(motion.copy(joint_translations=motion.joint_translations * 1.5))

@@ -61,6 +61,7 @@ with ``{`` or ``}``, control characters, tabs, line breaks, leading, trailing or
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -116,6 +117,11 @@ def _channel_layout(channels: list[tuple[str, ...]]) -> tuple[list[int], list[li
 #: The largest magnitude of a BVH position value or OFFSET (the file's length unit: 1,000 km in millimetres). Beyond it
 #: a finite number is a corrupt one, and forward kinematics would overflow. Angles are not bounded: any is a rotation.
 MAX_LENGTH = 1e9
+
+#: Joints whose Euler angles are worked out together when writing (each joint's continuity is its own).
+EULER_JOINTS_AT_ONCE = 4
+#: Frame lines formatted and written per block when writing.
+FRAMES_PER_BLOCK = 2048
 
 
 def _line_of(data: bytes, frame: int | None = None, joint: int | None = None) -> int | None:
@@ -392,17 +398,21 @@ def _frame_values(motion: Motion, order: list[int], precision: int) -> np.ndarra
             if missing and not np.allclose(translations[:, j, missing], skeleton.offsets[j, missing].numpy()):
                 warn_at_caller(f"joint {skeleton.names[j]!r} lacks position channels for its animated translation;"
                                " it is not written")
-    for key, joints in groups.items():
+    for key, group in groups.items():
         order_str, n_rot = key[:3], int(key[3:])
-        ref = None
-        if source is not None:
-            ref = np.zeros((n_frames, len(joints), 3))
+        # each joint's angles continue over its own frames only, so joints go a few at a time: the working
+        # arrays of a long take stay small (100k frames of 31 joints at once peaked near 0.8 GB)
+        for start in range(0, len(group), EULER_JOINTS_AT_ONCE):
+            joints = group[start:start + EULER_JOINTS_AT_ONCE]
+            ref = None
+            if source is not None:
+                ref = np.zeros((n_frames, len(joints), 3))
+                for i, j in enumerate(joints):
+                    ref[:, i, :n_rot] = source[:, rotations[j]]
+            degrees = _continuous_euler(motion.rotations[:, joints], order_str, n_rot, ref, precision)
             for i, j in enumerate(joints):
-                ref[:, i, :n_rot] = source[:, rotations[j]]
-        degrees = _continuous_euler(motion.rotations[:, joints], order_str, n_rot, ref, precision)
-        for i, j in enumerate(joints):
-            for k, col in enumerate(rotations[j]):
-                out[:, col] = degrees[:, i, k]
+                for k, col in enumerate(rotations[j]):
+                    out[:, col] = degrees[:, i, k]
     for j in range(skeleton.num_joints):
         for axis, col in positions[j]:
             out[:, col] = translations[:, j, axis]
@@ -501,6 +511,12 @@ def _end_site_label(label: object) -> str:
 
 def _text(motion: Motion, precision: int) -> str:
     """The BVH text of a motion that passed :func:`check_writable`."""
+    return "".join(_text_blocks(motion, precision))
+
+
+def _text_blocks(motion: Motion, precision: int) -> Iterator[str]:
+    """The BVH text of a motion that passed :func:`check_writable`, in blocks: the header, then the frames
+    :data:`FRAMES_PER_BLOCK` lines at a time (a long take is never held as one list of Python numbers)."""
     if not isinstance(precision, (int, np.integer)) or not 0 <= precision <= 17:
         raise ValueError(f"precision must be an integer in [0, 17], got {precision!r}")
     skeleton = motion.skeleton
@@ -540,18 +556,20 @@ def _text(motion: Motion, precision: int) -> str:
         frame_time = 1.0 / motion.fps
     lines += ["MOTION", f"Frames: {motion.num_frames}", f"Frame Time: {_fmt(frame_time)}"]
     values = _frame_values(motion, order, precision)
-    if values.shape[1]:
-        row = " ".join([f"%.{precision}f"] * values.shape[1])
-        lines += [row % tuple(r) for r in values.tolist()]
-    else:
-        lines += [""] * motion.num_frames
-    return "\n".join(lines) + "\n"
+    yield "\n".join(lines) + "\n"
+    row = " ".join([f"%.{precision}f"] * values.shape[1])
+    for start in range(0, motion.num_frames, FRAMES_PER_BLOCK):
+        block = values[start:start + FRAMES_PER_BLOCK]
+        yield "".join(row % tuple(r) + "\n" for r in block.tolist()) if values.shape[1] else "\n" * len(block)
 
 
 def save(motion: Motion, path: str | os.PathLike, *, precision: int = 6) -> None:
     """Write ``motion`` as a BVH file, atomically (see :func:`dumps`, which lists the errors raised; they
     name ``path`` here, and nothing is written)."""
     check_writable(motion, path)
-    text = _text(motion, precision)
+    blocks = _text_blocks(motion, precision)
+    header = next(blocks)  # checks the precision and computes every frame's values before the file is opened
     with atomic_open(path, "w") as handle:
-        handle.write(text)
+        handle.write(header)
+        for block in blocks:
+            handle.write(block)
