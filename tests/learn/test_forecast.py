@@ -47,6 +47,26 @@ def test_a_constant_velocity_continuation_is_sampled_evenly_at_the_input_rate(le
     assert float((first - steps.mean(dim=0)).norm()) < 0.2 * float(steps.mean(dim=0).norm())
 
 
+def test_a_method_the_model_cannot_run_or_a_length_that_is_not_positive_is_refused(learn_files):
+    # the model given runs whatever the method says: an unknown or mismatched method would label one network's
+    # continuation with another's name, and a negative length gave one frame
+    from skelanim.learn.predict import CombinedPredictor, Predictor
+
+    walk = skelanim.load(learn_files[0])[:60]
+    gcn = Predictor.load(None, default="predict_gcn")
+    for method, model, message in (("foo", gcn, "unknown prediction method 'foo'"),
+                                   ("rnn", gcn, "'rnn' needs a rnn Predictor as model, got a gcn predictor"),
+                                   ("gcn", None, "got none"),
+                                   ("combined", gcn, "needs a CombinedPredictor"),
+                                   ("mlp", CombinedPredictor([gcn, gcn]), "got a combined predictor")):
+        with pytest.raises(ValueError, match=message):
+            predict_motion(walk, method=method, model=model)
+    for seconds in (-1.0, 0.0, float("nan")):
+        with pytest.raises(ValueError, match="seconds must be a positive number"):
+            predict_motion(walk, method="zero_velocity", rig=_rig(walk), seconds=seconds)
+    assert predict_motion(walk, method="gcn", model=gcn, seconds=0.2).num_frames == 60 + 6
+
+
 def test_a_motion_shorter_than_one_model_frame_is_refused_naming_the_file(learn_files, tmp_path, capsys):
     from skelanim.cli import main
 

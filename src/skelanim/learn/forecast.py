@@ -21,12 +21,12 @@ from skelanim.data.features import from_reference_frame, to_reference_frame
 from skelanim.data.rig import Rig
 from skelanim.errors import FormatError, SkeletonError
 from skelanim.learn.common import skeleton_mismatch
-from skelanim.learn.predict import CombinedPredictor, Predictor
+from skelanim.learn.predict import LEARNED, METHODS, CombinedPredictor, Predictor
 from skelanim.learn.predictors import constant_velocity, zero_velocity
 from skelanim.ops.normalize import scale
 from skelanim.ops.resample import sample_frames
 
-__all__ = ["continuation_metadata", "lift_out_of_floor", "model_reference_motion", "predict_motion", "predict_retargeted",
+__all__ = ["check_method", "continuation_metadata", "lift_out_of_floor", "model_reference_motion", "predict_motion", "predict_retargeted",
            "retarget_onto_model"]
 
 #: Input continued on the model's skeleton beyond the second the prediction reads (seconds): the headings and
@@ -34,6 +34,21 @@ __all__ = ["continuation_metadata", "lift_out_of_floor", "model_reference_motion
 TAIL_MARGIN_S = 0.5
 #: The quantile of the input's per-frame lowest joint height that :func:`lift_out_of_floor` takes as its floor.
 FLOOR_QUANTILE = 0.01
+
+
+def check_method(method: str, model: Predictor | CombinedPredictor | None, seconds: float) -> None:
+    """Refuse a method that is not one of :data:`~skelanim.learn.predict.METHODS`, a model that is not the method's
+    (it would run one network and label the result with another's name), and a length that is not positive."""
+    if method not in METHODS:
+        raise ValueError(f"unknown prediction method {method!r}; choose from {', '.join(METHODS)}")
+    given = ("none" if model is None else "a combined predictor" if isinstance(model, CombinedPredictor)
+             else f"a {model.arch} predictor")
+    if method in LEARNED and not (isinstance(model, Predictor) and model.arch == method):
+        raise ValueError(f"method {method!r} needs a {method} Predictor as model, got {given}")
+    if method == "combined" and not isinstance(model, CombinedPredictor):
+        raise ValueError(f"method 'combined' needs a CombinedPredictor as model, got {given}")
+    if not (isinstance(seconds, (int, float)) and math.isfinite(seconds) and seconds > 0):
+        raise ValueError(f"seconds must be a positive number, got {seconds!r}")
 
 
 @torch.no_grad()
@@ -75,7 +90,11 @@ def predict_motion(motion: Motion, *, method: str = "rnn", model: Predictor | Co
         When the motion's skeleton is not the rig's.
     FormatError
         When it lasts less than one model frame, or has non-finite values (no path: the caller knows it).
+    ValueError
+        An unknown ``method``, a model that is not the method's, or ``seconds`` not positive
+        (:func:`check_method`).
     """
+    check_method(method, model, seconds)
     rig = model.rig if model is not None else rig
     if rig is None:
         raise ValueError("predict_motion needs a model or a rig")
@@ -122,10 +141,9 @@ def predict_motion(motion: Motion, *, method: str = "rnn", model: Predictor | Co
             p_rot, p_pel = zero_velocity(r_rot, r_pel, horizon)
         elif method == "constant_velocity":
             p_rot, p_pel = constant_velocity(r_rot, r_pel, horizon)
-        elif model is not None:
-            p_rot, p_pel = model.predict(r_rot, r_pel)
         else:
-            raise ValueError(f"method {method!r} needs a model")
+            assert model is not None  # check_method: a learned method has its model
+            p_rot, p_pel = model.predict(r_rot, r_pel)
         w_rot, w_pel = from_reference_frame(p_rot, p_pel, yaw[take][-1:], pelvis[take][-1:], up=rig.up,
                                             floor=rig.floor, height=rig.height)  # fmt: skip
         rot, pelvis = torch.cat([rot, w_rot[0].float()]), torch.cat([pelvis, w_pel[0].float()])
@@ -184,6 +202,7 @@ def predict_retargeted(motion: Motion, *, method: str = "combined", model: Predi
     """
     from skelanim.retarget import Retargeter
 
+    check_method(method, model, seconds)
     observed = model.observed / model.fps  # seconds the prediction reads
     start = max(0, motion.num_frames - math.ceil((observed + TAIL_MARGIN_S) * motion.fps))
     tail = motion[start:]
