@@ -29,6 +29,7 @@ from skelanim.metrics.kinematic import (
     ground_penetration,
     horizon_frames,
     jerk,
+    mpjpe,
     mpjpe_at,
 )  # fmt: skip
 
@@ -243,3 +244,36 @@ def test_guards_a_metric_audit_asked_for():
     bad[3, 1] = float("nan")
     with pytest.raises(ValueError, match="second feature set holds NaN"):
         fid(features, bad)
+
+
+def test_kinematic_measures_refuse_arguments_that_would_score_without_a_word():
+    """A review of the API: jerk at fps -1 read -0.44, skating at fps 0 or threshold 0 read 0.0, mpjpe at height 0
+    inf, bone_length_error of 22 joints against 2 parents 0.0; a foot index past the joints was a bare
+    IndexError. The same calls with good arguments still score."""
+    from skelanim.errors import ShapeError
+
+    p = np.zeros((6, 3, 3))
+    p[:, 1, 1], p[:, 2, 1], p[:, 2, 0] = 1.0, 2.0, np.linspace(0.0, 1.0, 6) ** 3
+    assert jerk(p, 10.0) > 0 and foot_skating(p, [2], 10.0, threshold=0.1) > 0
+    for fps in (-1.0, 0.0, float("nan")):
+        with pytest.raises(ValueError, match="fps must be a positive number"):
+            jerk(p, fps)
+        with pytest.raises(ValueError, match="fps must be a positive number"):
+            foot_skating(p, [2], fps, threshold=0.1)
+    with pytest.raises(ValueError, match="threshold must be a positive number, got 0"):
+        foot_skating(p, [2], 10.0, threshold=0)
+    with pytest.raises(ValueError, match="up must be an axis index 0, 1 or 2, got 3"):
+        foot_skating(p, [2], 10.0, threshold=0.1, up=3)
+    with pytest.raises(ShapeError, match=r"foot joints \[99\] not joints of the 3"):
+        foot_skating(p, [99], 10.0, threshold=0.1)
+    with pytest.raises(ShapeError, match="floor must be one height or one per foot joint"):
+        foot_skating(p, [1, 2], 10.0, threshold=0.1, floor=[0.0, 0.0, 0.0])
+    with pytest.raises(ValueError, match="height must be a positive number"):
+        mpjpe(p, p, height=0)
+    with pytest.raises(ValueError, match="height must be a positive number"):
+        ground_penetration(p, height=-1)
+    with pytest.raises(ShapeError, match="parents name 2 joints, the positions have 3"):
+        bone_length_error(p, [-1, 0])
+    with pytest.raises(ShapeError, match=r"bones \[5\] not joints"):
+        bone_length_error(p, [-1, 0, 1], bones=[5])
+    assert bone_length_error(p, [-1, 0, 1], bones=[1]) == 0.0 < bone_length_error(p, [-1, 0, 1], bones=[2])

@@ -59,6 +59,31 @@ def _pair(pred: Tensor | np.ndarray, target: Tensor | np.ndarray, tail: tuple[in
     return a, b
 
 
+def _positive(name: str, value: float) -> float:
+    """``value`` as a float, refused unless finite and above 0 (a rate, threshold or height of 0 or below had
+    given 0.0, inf or a negative score without a word)."""
+    number = float(value)
+    if not (math.isfinite(number) and number > 0):
+        raise ValueError(f"{name} must be a positive number, got {value!r}")
+    return number
+
+
+def _axis(up: int) -> int:
+    """``up`` as an axis index 0, 1 or 2."""
+    if isinstance(up, bool) or not isinstance(up, (int, np.integer)) or not 0 <= up <= 2:
+        raise ValueError(f"up must be an axis index 0, 1 or 2, got {up!r}")
+    return int(up)
+
+
+def _joints(what: str, indices: Sequence[int], num_joints: int) -> list[int]:
+    """``indices`` as a list, refused where one is not a joint of ``num_joints``."""
+    out = [int(j) for j in indices]
+    bad = [j for j in out if not 0 <= j < num_joints]
+    if bad:
+        raise ShapeError(f"{what} {bad} not joints of the {num_joints} in the positions")
+    return out
+
+
 def horizon_frames(horizons_ms: Sequence[float], fps: float, frames: int | None = None) -> list[int]:
     """0-based indices into the predicted frames for horizons in milliseconds: ``round(h * fps / 1000) - 1``, halves
     rounded up (150 ms at 30 fps is the fifth frame; Python's ``round`` had taken the fourth, half to even).
@@ -92,7 +117,7 @@ def mpjpe(pred: Tensor | np.ndarray, target: Tensor | np.ndarray, *, height: flo
         ``(..., T)`` float64.
     """
     a, b = _pair(pred, target, (3,), "predicted and true positions")
-    return (a - b).norm(dim=-1).mean(-1) / height
+    return (a - b).norm(dim=-1).mean(-1) / _positive("height", height)
 
 
 def mpjpe_at(pred: Tensor | np.ndarray, target: Tensor | np.ndarray, horizons_ms: Sequence[float], fps: float,
@@ -135,6 +160,7 @@ def angle_error_at(
 
 def jerk(positions: Tensor | np.ndarray, fps: float, *, height: float = 1.0) -> float:
     """Mean jerk magnitude of ``(..., F, J, 3)`` positions (``F >= 4``), lengths per s^3 (0 when ``F < 4``)."""
+    fps, height = _positive("fps", fps), _positive("height", height)
     p = _t(positions)
     if p.shape[-3] < 4:
         return 0.0
@@ -178,13 +204,18 @@ def foot_skating(
     float
         Mean weighted speed in lengths per second (divided by ``height``).
     """
-    p = _t(positions)[..., list(feet), :]
+    fps, threshold, height = _positive("fps", fps), _positive("threshold", threshold), _positive("height", height)
+    up = _axis(up)
+    p = _t(positions)
+    p = p[..., _joints("foot joints", feet, p.shape[-2]), :]
     if p.shape[-3] < 2:
         return 0.0
     if floor is None:
         rest = p[..., up].min(dim=-2, keepdim=True).values  # (..., 1, K)
     else:
         rest = torch.as_tensor(floor, dtype=torch.float64).reshape(-1)
+        if rest.numel() not in (1, p.shape[-2]):
+            raise ShapeError(f"floor must be one height or one per foot joint ({p.shape[-2]}), got {rest.numel()}")
     elevation = (p[..., :-1, :, up] + p[..., 1:, :, up]) / 2 - rest
     step = p[..., 1:, :, :] - p[..., :-1, :, :]
     horiz = torch.cat([step[..., :up], step[..., up + 1 :]], dim=-1).norm(dim=-1) * fps
@@ -196,8 +227,8 @@ def ground_penetration(
     positions: Tensor | np.ndarray, *, up: int = 1, floor: float = 0.0, height: float = 1.0
 ) -> float:
     """Mean over frames of the lowest joint's depth below ``floor``; positions ``(..., F, J, 3)``."""
-    p = _t(positions)
-    return float((floor - p[..., up].min(-1).values).clamp_min(0).mean()) / height
+    p, up = _t(positions), _axis(up)
+    return float((floor - p[..., up].min(-1).values).clamp_min(0).mean()) / _positive("height", height)
 
 
 def bone_length_error(positions: Tensor | np.ndarray, parents: Sequence[int], offsets: Tensor | np.ndarray | None = None,
@@ -222,7 +253,10 @@ def bone_length_error(positions: Tensor | np.ndarray, parents: Sequence[int], of
         offset is not finite (a NaN had made every reference length fail its test, and read 0.0, a perfect score).
     """
     p = _t(positions)
-    child = [j for j, q in enumerate(parents) if q >= 0 and (bones is None or j in set(bones))]
+    if len(parents) != p.shape[-2]:
+        raise ShapeError(f"parents name {len(parents)} joints, the positions have {p.shape[-2]}")
+    wanted = None if bones is None else set(_joints("bones", bones, p.shape[-2]))
+    child = [j for j, q in enumerate(parents) if q >= 0 and (wanted is None or j in wanted)]
     par = [int(parents[j]) for j in child]
     lengths = (p[..., child, :] - p[..., par, :]).norm(dim=-1)  # (..., F, B)
     if offsets is not None:
