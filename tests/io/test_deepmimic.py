@@ -287,6 +287,10 @@ def test_save_loop_option_and_fps_without_metadata(tmp_path):
     assert data["Loop"] == "wrap"
     assert data["Frames"][0][0] == 0.04 and data["Frames"][-1][0] == 0.0
     assert deepmimic.load(tmp_path / "x.txt").fps == 25.0
+    for bad in (True, "True", "loop"):  # True had been written as "True", which DeepMimic refuses
+        with pytest.raises(ValueError, match="loop must be one of 'none', 'wrap', 'mirror'"):
+            deepmimic.save(plain, tmp_path / "y.txt", loop=bad)  # type: ignore[arg-type]
+    assert not (tmp_path / "y.txt").exists()
 
 
 def test_single_frame_clips(tmp_path):

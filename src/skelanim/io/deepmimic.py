@@ -87,19 +87,8 @@ from skelanim.io.bundled import bundled_file
 from skelanim.io.common import nominal_fps, read_utf8_text
 from skelanim.io.urdf import parse_urdf
 
-__all__ = [
-    "BODY_NAMES",
-    "BUNDLED_URDF",
-    "DEFAULT_FPS",
-    "FRAME_LAYOUT",
-    "FRAME_SIZE",
-    "ONE_DOF_BODIES",
-    "URDF_SCALE",
-    "bundled_urdf_path",
-    "humanoid_skeleton",
-    "load",
-    "save",
-]
+__all__ = ["BODY_NAMES", "BUNDLED_URDF", "DEFAULT_FPS", "FRAME_LAYOUT", "FRAME_SIZE", "LOOP_MODES", "ONE_DOF_BODIES",
+           "URDF_SCALE", "bundled_urdf_path", "humanoid_skeleton", "load", "save"]  # fmt: skip
 
 #: The 13 bodies, in frame order (also the skeleton's joint order, parents first).
 BODY_NAMES: tuple[str, ...] = (
@@ -139,6 +128,8 @@ URDF_SCALE: float = 0.25
 #: The DeepMimic humanoid URDF shipped with the package (pybullet's, unmodified; zlib notice beside it),
 #: relative to the ``skelanim`` package folder (see :func:`skelanim.io.bundled.bundled_file`).
 BUNDLED_URDF: str = "io/assets/humanoid.urdf"
+#: The ``"Loop"`` modes DeepMimic reads.
+LOOP_MODES = ("none", "wrap", "mirror")
 #: Frame rate given to a one-frame clip whose only duration is 0.
 DEFAULT_FPS: float = 30.0
 _AXIS = (0.0, 0.0, 1.0)
@@ -561,7 +552,8 @@ def save(motion: Motion, path: str | os.PathLike, *, loop: str | None = None,
     path:
         Output file.
     loop:
-        The ``"Loop"`` value; default ``motion.metadata["loop"]``, else ``"none"``.
+        The ``"Loop"`` value, one of :data:`LOOP_MODES`; default ``motion.metadata["loop"]`` (as read), else
+        ``"none"``.
     urdf:
         The humanoid URDF whose bone offsets the skeleton must have; default
         ``motion.metadata["deepmimic_urdf"]`` (set by :func:`load` with ``urdf=``), else the bundled one.
@@ -574,7 +566,12 @@ def save(motion: Motion, path: str | os.PathLike, *, loop: str | None = None,
         motion (a clip stores no offsets, so it would read back with the URDF's: a different motion).
     FormatError
         The motion holds non-finite values (they cannot be written as JSON numbers).
+    ValueError
+        ``loop`` is not one of :data:`LOOP_MODES` (``loop=True`` had been written as ``"True"``, which DeepMimic
+        refuses).
     """
+    if loop is not None and loop not in LOOP_MODES:
+        raise ValueError(f"loop must be one of {', '.join(map(repr, LOOP_MODES))}, got {loop!r}")
     index = _require_humanoid(motion, path, urdf if urdf is not None else motion.metadata.get("deepmimic_urdf"))
     frames = _frames_from_motion(motion, index)
     bad = np.argwhere(~np.isfinite(frames))
