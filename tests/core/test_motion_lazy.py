@@ -214,3 +214,14 @@ def test_one_group_listing_every_joint_out_of_order_gives_each_joint_its_own_ang
         want = np.concatenate([want[:, 3:], want[:, :3]], 1)
         got = q[:, j].numpy()
         assert np.abs(np.abs((got * want).sum(1)) - 1.0).max() < 1e-12  # the same rotation (q or -q)
+
+
+def test_a_copys_metadata_is_its_own():
+    """A review of the API: ``m.copy().metadata[k] = v`` had changed ``m`` too (one dict shared)."""
+    motion, _, _ = _load("mixed", frames=3)
+    before = dict(motion.metadata)
+    changed = motion.copy()
+    changed.metadata["units"] = "m"
+    changed.metadata.pop("bvh_values")
+    assert motion.metadata.keys() == before.keys() and motion.metadata.get("units") == before.get("units")
+    assert motion.copy(metadata={"a": 1}).metadata == {"a": 1}

@@ -353,7 +353,9 @@ class Motion:
 
     # ------------------------------------------------------------------ editing
     def copy(self, **changes) -> Motion:
-        """A shallow copy with the given fields replaced (tensors are not cloned)."""
+        """A shallow copy with the given fields replaced (tensors are not cloned; the metadata dict is copied, so
+        setting a key on the copy's leaves this motion's as it was)."""
+        changes.setdefault("metadata", dict(self.metadata))
         return replace(self, **changes)
 
     def __getitem__(self, frames: int | slice | Sequence[int] | np.ndarray | torch.Tensor) -> Motion:
