@@ -150,3 +150,21 @@ def test_a_resample_too_large_to_hold_is_refused_before_it_is_made():
     motion = Motion.rest(skeleton, 2)
     with pytest.raises(ShapeError, match="joint-frames"):
         sample_frames(motion, torch.zeros(MAX_JOINT_FRAMES // 100 + 1), 30.0)
+
+
+def test_repeat_loop_moves_on_a_body_root_under_a_static_dummy_root(mocap_dir) -> None:
+    """Bandai's Hips travel in their own translation channels under a joint_Root that never moves: each play had
+    started back where the first did (a 146.6 cm jump at every boundary of a 40-frame walk). Against the same
+    loop with the travel moved into the root first (``simplify_channels``): the same world positions."""
+    import skelanim
+    from skelanim.ops import repeat_loop, simplify_channels
+
+    walk = skelanim.load(mocap_dir / "bandai_namco_1" / "dataset-1_walk_normal_001.bvh")[:40]
+    assert torch.equal(walk.root_positions[0], walk.root_positions[-1])  # the dummy stays put
+    played = repeat_loop(walk, 3)
+    hips = played.positions()[:, walk.skeleton.pelvis]
+    steps = (hips[1:] - hips[:-1]).norm(dim=-1)
+    assert float(steps.max()) < 2 * float(steps.median())
+    simple = repeat_loop(simplify_channels(walk), 3)  # the dummy root dropped, Hips the root
+    same = walk.skeleton.indices(simple.skeleton.names)
+    torch.testing.assert_close(played.positions()[:, same], simple.positions(), atol=1e-9 * walk.height, rtol=0)

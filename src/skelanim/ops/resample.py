@@ -153,17 +153,32 @@ def repeat_loop(motion: Motion, times: int) -> Motion:
     Returns
     -------
     Motion
-        The plays; rotations and joint translations as in the loop, root positions ``p + r * (p[-1] - p[0])``
-        in play ``r`` (a loop that turns is repeated without its turn).
+        The plays; rotations as in the loop, root positions ``p + r * (p[-1] - p[0])`` in play ``r``, and the
+        same for the translation channels of the body root (:attr:`~skelanim.core.skeleton.Skeleton.pelvis`) and
+        the joints above it, where it lies under the root (a loop that turns is repeated without its turn).
     """
     if times < 1 or motion.num_frames < 2:
         raise ShapeError(f"a loop of {motion.num_frames} frame(s) cannot play {times} time(s): 2 frames and 1 play at least")
-    travel = motion.root_positions[-1] - motion.root_positions[0]
     last = motion.num_frames - 1
     index = torch.cat([torch.arange(last).repeat(times), torch.tensor([last])])
     plays = torch.cat([torch.arange(times).repeat_interleave(last), torch.tensor([times - 1])])
-    root = motion.root_positions[index] + plays[:, None].to(motion.root_positions.dtype) * travel
-    jt = None if motion.joint_translations is None else motion.joint_translations[index]
+    plays = plays.to(motion.root_positions.dtype)
+
+    def moved_on(channel: torch.Tensor) -> torch.Tensor:
+        """``channel`` ``(F, ..., 3)`` over the plays, each moved on by its travel over the loop."""
+        travel = channel[-1] - channel[0]
+        return channel[index] + plays.reshape((-1,) + (1,) * (channel.ndim - 1)) * travel
+
+    root = moved_on(motion.root_positions)
+    jt = None
+    if motion.joint_translations is not None:
+        # a body root under a static dummy root (Bandai's Hips under joint_Root) travels in its own translation
+        # channels: they move on too, as do those of any joint between it and the root (a channel that stays put
+        # has no travel); the other joints' translations repeat as they are
+        jt = motion.joint_translations[index]
+        chain = motion.skeleton.path_to_root(motion.skeleton.pelvis)[:-1] if motion.skeleton.pelvis else []
+        if chain:
+            jt[:, chain] = moved_on(motion.joint_translations[:, chain])
     return motion.copy(rotations=motion.rotations[index], root_positions=root, joint_translations=jt,
                        metadata=dict(motion.metadata))  # fmt: skip
 
