@@ -64,6 +64,11 @@ def test_scale_keeps_the_unit_so_an_export_to_metres_scales_too(motion, factor):
     assert export_scale(scaled)[0] * scaled.height == pytest.approx(factor * metres * bare.height)
     named = scale(bare.copy(metadata={"units": "inch"}), factor)
     assert named.metadata["units"] == "inch"  # a unit the file names is kept
+    from skelanim.ops import normalize
+
+    tall = scale(normalize(bare), 170.0)  # had been labelled metres: a 170 m figure in glTF
+    assert tall.metadata["units"] == "height"
+    assert export_scale(tall)[0] * tall.height == pytest.approx(1.7, rel=1e-6)
 
 
 def test_scale_joint_translations(helpers):

@@ -54,14 +54,15 @@ def scale(motion: Motion, s: float) -> Motion:
         A new motion on ``motion.skeleton.scaled(s)``; rotations and fps are unchanged. The lengths stay in the
         motion's unit: ``metadata["units"]`` is kept, or, where the file named none, set to the unit guessed from
         the height before scaling (:func:`~skelanim.core.units.guess_unit`), so that an export to metres (glTF)
-        scales by ``s`` too instead of guessing again from the scaled height.
+        scales by ``s`` too instead of guessing again from the scaled height. A normalised motion's ``"height"``
+        (no length unit) is kept: ``scale(normalize(m), 170)`` had been labelled metres, a 170 m figure.
     """
     s = float(s)
     if not (s > 0 and math.isfinite(s)):
         raise ShapeError(f"scale factor must be a positive finite number, got {s}")
     jt = None if motion.joint_translations is None else motion.joint_translations * s
     metadata = dict(motion.metadata)
-    if canonical_unit(str(metadata.get("units", ""))) is None:
+    if canonical_unit(str(metadata.get("units", ""))) is None and metadata.get("units") != "height":
         metadata["units"] = guess_unit(motion.height)
     return motion.copy(
         skeleton=motion.skeleton.scaled(s),
