@@ -221,6 +221,22 @@ def test_turned_captures_whose_pelvis_moves_most_along_the_up_axis_are_read_up(m
         assert load(mocap_dir / lying).up_axis() == 1
 
 
+@pytest.mark.parametrize(("relative", "frames"), [("cmu_cgspeed_max/131_01.bvh", slice(825, 855)),
+                                                  ("cmu_cgspeed_max/131_02.bvh", slice(311, 341)),
+                                                  ("cmu_iclone_ccrig/001_01.bvh", slice(344, 359))])
+def test_a_turned_second_of_standing_is_read_up_along_its_body(mocap_dir, relative: str, frames: slice) -> None:
+    """A review of ops: a CMU stand of one second turned Z-up read Y-up, upside down (its pelvis bobs 0.34 along
+    its body and 0.11 across it, which the crawl rule took for travel along a lying body; a crawl travels a good
+    part of its length), so normalize made it 4.67 tall and foot_contacts found half the contacts."""
+    from skelanim.io import load
+
+    clip = load(mocap_dir / relative)[frames]
+    assert clip.up_direction() == (1, 1.0)
+    assert _turned(clip, [1.0, 0.0, 0.0], math.pi / 2).up_direction() == (2, 1.0)
+    assert _turned(clip, [1.0, 0.0, 0.0], -math.pi / 2).up_direction() == (2, -1.0)
+    assert _turned(clip, [0.0, 0.0, 1.0], -math.pi / 2).up_direction() == (0, 1.0)
+
+
 @pytest.mark.parametrize("relative", ["xia_style/neutral_01_000.bvh", "cmu_cgspeed_max/131_01.bvh",
                                       "pymo_demo/AV_8Walk_Meredith_HVHA_Rep1.bvh"])
 def test_a_z_up_capture_of_a_y_up_skeleton_is_z_up(mocap_dir, relative: str) -> None:
