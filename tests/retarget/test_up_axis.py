@@ -103,7 +103,10 @@ def test_rotate_turns_the_world_about_a_pivot_by_a_quaternion_or_its_matrix(clip
         back = up_to_y(rotate(cmu, turn))
         assert back.up_direction() == (1, 1.0), name
         assert torch.allclose(back.positions()[..., 1], cmu.positions()[..., 1], atol=1e-9), name
-    assert up_to_y(cmu) is cmu
+    same = up_to_y(cmu)  # a copy, as every op returns (it had been the input itself: its metadata shared)
+    assert same is not cmu and torch.equal(same.positions(), cmu.positions())
+    same.metadata["units"] = "m"
+    assert cmu.metadata.get("units") != "m"
 
 
 @pytest.mark.parametrize("method", ["copy", "nkn"])

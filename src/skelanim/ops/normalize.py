@@ -260,10 +260,10 @@ def rotate(motion: Motion, rotation: ArrayLike, *, pivot: ArrayLike | None = Non
 
 def up_to_y(motion: Motion, *, up_axis: int | str | None = None) -> Motion:
     """The motion turned so that its up direction is +Y (:func:`~skelanim.core.units.up_to_y_matrix` about the
-    origin; a Y-up motion comes back as it is). ``up_axis`` as :func:`rotate_about_up`'s, default
-    :meth:`Motion.up_direction`."""
+    origin; a Y-up motion comes back as a copy, its values untouched, as every op returns a new motion).
+    ``up_axis`` as :func:`rotate_about_up`'s, default :meth:`Motion.up_direction`."""
     axis, sign = signed_up(motion, up_axis)
-    return motion if (axis, sign) == (1, 1.0) else rotate(motion, up_to_y_matrix(axis, sign))
+    return motion.copy() if (axis, sign) == (1, 1.0) else rotate(motion, up_to_y_matrix(axis, sign))
 
 
 def face_forward(motion: Motion, *, forward: str | ArrayLike = "+z", up_axis: int | str | None = None) -> Motion:
