@@ -110,6 +110,11 @@ def test_constructors_refuse_bad_offsets_and_fps_by_name(motion):
     for fps in (None, "30", 0.0, float("nan")):
         with pytest.raises(ShapeError, match="fps must be a positive number"):
             motion.copy(fps=fps)
+    from skelanim.ops import resample
+
+    for fps in (0.0, -30.0):  # named as resample's caller knows it (it had said fps_out, sample_times' name)
+        with pytest.raises(ShapeError, match=r"^fps must be a positive number"):
+            resample(motion, fps)
 
 
 def test_wrong_joints_negative_costs_and_empty_averages_are_one_line_errors():

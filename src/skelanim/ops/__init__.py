@@ -1,7 +1,8 @@
 """Pure functions over :class:`~skelanim.core.motion.Motion` objects or arrays.
 
 Every function returns new objects and never modifies its inputs. Array functions take torch tensors or
-numpy arrays and return the same kind.
+numpy arrays and return the same kind (the filters, :func:`smooth_rotations`, :func:`foot_contacts`); the
+alignment path and cost of :func:`dtw` and :func:`dtw_from_cost` are NumPy whatever the input.
 
 ========================  ==============================================================================
 module                    functions

@@ -20,6 +20,7 @@ import torch
 from skelanim.core.motion import MAX_FRAMES, Motion
 from skelanim.core.rotations import quat_slerp
 from skelanim.errors import ShapeError
+from skelanim.ops.filters import check_fps
 
 #: The most joint-frames (frames x joints) a resample makes: float64 rotations and translations take 56 bytes
 #: each, so 2.8 GB at the cap. (:data:`~skelanim.core.motion.MAX_FRAMES` caps the frames.)
@@ -84,7 +85,7 @@ def resample(motion: Motion, fps: float) -> Motion:
         slerped along the shortest arc between the two neighbouring source frames; root positions and joint
         translations are interpolated linearly. Skeleton and metadata are copied.
     """
-    fps = float(fps)
+    fps = check_fps(fps)  # named as the caller knows it (sample_times names it fps_out)
     return sample_frames(motion, sample_times(motion.num_frames, motion.fps, fps), fps)
 
 
