@@ -11,6 +11,8 @@
 ========================  ====================================================================
 """
 
+from typing import TYPE_CHECKING
+
 from skelanim.data.cache import cache_dir
 from skelanim.data.clips import Clip, clip_from_motion, load_clip
 from skelanim.data.dataset import BANDAI_TEST_STYLES, BANDAI_VAL_STYLES, MotionDataset, expand_paths, feature_stats
@@ -21,3 +23,8 @@ __all__ = [
     "BANDAI_TEST_STYLES", "BANDAI_VAL_STYLES", "Clip", "LabelError", "MotionDataset", "Rig", "Vocabulary", "body_root",
     "cache_dir", "clip_from_motion", "expand_paths", "feature_stats", "load_clip", "parse_labels",
 ]  # fmt: skip
+
+if not TYPE_CHECKING:  # modules imported on first use (skelanim.data.<module> without an import)
+    from skelanim._modules import submodule_loader
+
+    __getattr__ = submodule_loader(__name__)

@@ -10,6 +10,8 @@
 See ``README.md`` in this folder for how the shipped model was trained and measured.
 """
 
+from typing import TYPE_CHECKING
+
 from skelanim.ik.classical import kabsch, optimize_ik, rotation_between, swing_ik
 from skelanim.ik.frames import IKRig, bone_frames_to_local, rest_bone_frames
 from skelanim.ik.model import IKGAT, GATConfig
@@ -32,3 +34,8 @@ __all__ = [
     "solve",
     "swing_ik",
 ]  # fmt: skip
+
+if not TYPE_CHECKING:  # modules imported on first use (skelanim.ik.<module> without an import)
+    from skelanim._modules import submodule_loader
+
+    __getattr__ = submodule_loader(__name__)

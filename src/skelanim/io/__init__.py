@@ -98,3 +98,8 @@ def load_positions(path: str | os.PathLike, **options):
         return _module_for(path, POSITION_FORMATS, "joint positions").load(path, **options)
     _module_for(path, {**MOTION_FORMATS, **POSITION_FORMATS}, "joint positions or a motion")  # names every suffix
     return JointPositions.from_motion(load(path, **options))
+
+if not TYPE_CHECKING:  # modules imported on first use (skelanim.io.<module> without an import)
+    from skelanim._modules import submodule_loader
+
+    __getattr__ = submodule_loader(__name__)

@@ -21,6 +21,8 @@ Every model trains with the shared loop :func:`skelanim.nn.fit` and is stored as
 provenance). Shipped defaults for the Bandai-Namco skeleton live in ``pretrained/`` (see ``README.md``).
 """
 
+from typing import TYPE_CHECKING
+
 from skelanim.learn.ensemble import combine_predictors, combine_recognizers
 from skelanim.learn.forecast import predict_motion
 from skelanim.learn.generate import Generator
@@ -53,3 +55,8 @@ __all__ = [
     "train_recognizer",
     "zero_velocity",
 ]  # fmt: skip
+
+if not TYPE_CHECKING:  # modules imported on first use (skelanim.learn.<module> without an import)
+    from skelanim._modules import submodule_loader
+
+    __getattr__ = submodule_loader(__name__)

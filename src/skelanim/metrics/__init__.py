@@ -8,6 +8,8 @@ the CLI (``skelanim evaluate``).
 * :mod:`~skelanim.metrics.compare`: all of them for two sets of motions.
 """
 
+from typing import TYPE_CHECKING
+
 from skelanim.metrics import compare, distribution, gait, kinematic
 from skelanim.metrics.compare import compare_sets, set_summary
 from skelanim.metrics.distribution import accuracy, diversity, fid, frechet_distance, multimodality, vote
@@ -28,3 +30,8 @@ __all__ = [
     "distribution", "diversity", "fid", "foot_skating", "frechet_distance", "gait", "gait_analysis",
     "ground_penetration", "jerk", "kinematic", "mpjpe", "mpjpe_at", "multimodality", "set_summary", "vote",
 ]  # fmt: skip
+
+if not TYPE_CHECKING:  # modules imported on first use (skelanim.metrics.<module> without an import)
+    from skelanim._modules import submodule_loader
+
+    __getattr__ = submodule_loader(__name__)

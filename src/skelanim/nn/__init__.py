@@ -10,6 +10,8 @@
 ========================  ====================================================================
 """
 
+from typing import TYPE_CHECKING
+
 from skelanim.nn.checkpoint import load_model_files, load_train_state, save_model_files, save_train_state
 from skelanim.nn.layers import ForwardKinematics, GATBlock, GraphAttention, grad_reverse, graph_mask, mask_bias
 from skelanim.nn.train import Task, TrainConfig, fit, seeded_generator
@@ -18,3 +20,8 @@ __all__ = [
     "ForwardKinematics", "GATBlock", "GraphAttention", "Task", "TrainConfig", "fit", "grad_reverse", "graph_mask",
     "load_model_files", "load_train_state", "mask_bias", "save_model_files", "save_train_state", "seeded_generator",
 ]  # fmt: skip
+
+if not TYPE_CHECKING:  # modules imported on first use (skelanim.nn.<module> without an import)
+    from skelanim._modules import submodule_loader
+
+    __getattr__ = submodule_loader(__name__)

@@ -20,6 +20,8 @@ module                    functions
 ========================  ==============================================================================
 """
 
+from typing import TYPE_CHECKING
+
 from skelanim.ops.align import align_motions, dtw, dtw_from_cost
 from skelanim.ops.contacts import find_feet, foot_contacts
 from skelanim.ops.filters import butterworth, one_euro, savgol
@@ -79,3 +81,8 @@ __all__ = [
     "smooth_rotations",
     "up_to_y",
 ]
+
+if not TYPE_CHECKING:  # modules imported on first use (skelanim.ops.<module> without an import)
+    from skelanim._modules import submodule_loader
+
+    __getattr__ = submodule_loader(__name__)

@@ -10,6 +10,8 @@
 See ``README.md`` in this folder for how the shipped model was trained and what it scores.
 """
 
+from typing import TYPE_CHECKING
+
 from skelanim.retarget.mapping import CANONICAL_JOINTS, JointMapping, MappingError, load_mapping_file, map_skeleton
 from skelanim.retarget.retargeter import DEFAULT_MODEL, METHODS, Retargeter, RetargetError, load_nkn
 from skelanim.retarget.rig import CanonicalRig
@@ -27,3 +29,8 @@ __all__ = [
     "load_nkn",
     "map_skeleton",
 ]  # fmt: skip
+
+if not TYPE_CHECKING:  # modules imported on first use (skelanim.retarget.<module> without an import)
+    from skelanim._modules import submodule_loader
+
+    __getattr__ = submodule_loader(__name__)
