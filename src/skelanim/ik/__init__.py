@@ -15,9 +15,10 @@ from typing import TYPE_CHECKING
 from skelanim.ik.classical import kabsch, optimize_ik, rotation_between, swing_ik
 from skelanim.ik.frames import IKRig, bone_frames_to_local, rest_bone_frames
 from skelanim.ik.model import IKGAT, GATConfig
-from skelanim.ik.solve import DEFAULT_MODEL, METHODS, IKModel, load_model, run_method, solve
+from skelanim.ik.solve import ALL_METHODS, DEFAULT_MODEL, METHODS, IKModel, load_model, run_method, solve
 
 __all__ = [
+    "ALL_METHODS",
     "DEFAULT_MODEL",
     "IKGAT",
     "METHODS",
