@@ -147,3 +147,41 @@ def test_recognition_and_generation_with_a_label_pattern_on_another_skeleton(xia
     assert main(["generate", "--model", str(gen), "--content", "13", "--style", "angry", "-n", "1", "-o", str(tmp_path / "g")]) == 0
     (sample,) = (tmp_path / "g").glob("*.bvh")
     assert skelanim.load(sample).skeleton.num_joints == 31
+
+
+def test_motion_in_other_units_is_refused_or_read_at_the_models_size(learn_files, tmp_path, capsys):
+    """A learning audit: a Bandai walk saved in metres scored 0 % in `learn recognize eval`, 11 times the error in
+    `learn predict eval`, trained beside centimetre files without a word, and `generate --interpolate` read its
+    stride as 524 cm where the centimetre original gave 306. Now the eval and train commands name the file and the
+    factor, and interpolation reads it at the generator's size: the same latent as the original."""
+    from skelanim.learn.generate import Generator
+    from skelanim.ops import scale
+
+    walk = skelanim.load(learn_files[0])
+    (tmp_path / "metres").mkdir()
+    (tmp_path / "mixed").mkdir()
+    skelanim.save(scale(walk, 0.01), tmp_path / "metres" / learn_files[0].name)
+    shutil.copy(learn_files[0], tmp_path / "mixed" / learn_files[0].name)
+    skelanim.save(scale(skelanim.load(learn_files[1]), 0.01), tmp_path / "mixed" / learn_files[1].name)
+    message = "times the {}'s size (another length unit?); scale it first: skelanim convert FILE OUT --scale 100"
+    for command, kind in (("recognize", "recogniser"), ("predict", "predictor")):
+        capsys.readouterr()
+        assert main(["learn", command, "eval", "--data", str(tmp_path / "metres"), "--split", "none", "--json"]) == 2
+        err = capsys.readouterr().err
+        assert str(tmp_path / "metres" / learn_files[0].name) in err and message.format(kind) in err
+    assert main(["learn", "predict", "train", "--data", str(tmp_path / "mixed"), "--split", "none",
+                 "-o", str(tmp_path / "out"), "--epochs", "1"]) == 2  # fmt: skip
+    err = capsys.readouterr().err
+    assert "times the first file's size (another length unit?)" in err and not (tmp_path / "out").exists()
+    gen = Generator.load(None)
+    content, style = "walk", "normal"
+    same = gen.encode_motion(walk, content, style)
+    torch.testing.assert_close(gen.encode_motion(scale(walk, 0.01), content, style), same, atol=1e-4, rtol=0)
+
+
+def test_predict_eval_on_clips_too_short_for_a_window_is_an_error(mocap_dir, capsys):
+    """It had printed ``"methods": {}`` and exited 0 (two DeepMimic clips under 2 s, through --retarget)."""
+    clips = [str(mocap_dir / "deepmimic" / f"humanoid3d_{name}.txt") for name in ("walk", "run")]
+    assert main(["learn", "predict", "eval", "--retarget", "--data", clips[0], "--data", clips[1], "--json"]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and "no test clip lasts the 2 s (50 frames at 25 fps) a window needs" in captured.err

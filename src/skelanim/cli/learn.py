@@ -176,6 +176,7 @@ def recognize_eval(
     # the shipped baseline is for the shipped model's skeleton
     base = loaded if baseline is not None or loaded.rig.skeleton.same_topology(net.rig.skeleton) else None
     ds = split_parts(load_dataset(data, net.fps, threads, not as_json, labels=labels, need=("content",)), split, seed, need="test")["test"]
+    require_skeleton("recogniser", net.rig.skeleton, ds)
     note_trained_on({"model": model, "baseline": baseline}, ds, {"model": "recognize", "baseline": "recognize_cnn"})
     main = evaluate_recognizer(net, ds, stride=stride)
     ref = evaluate_recognizer(base, ds, stride=stride) if base is not None else None

@@ -61,7 +61,27 @@ def load_dataset(data: list[str], fps: float, threads: int | None, progress: boo
     for clip in ds.clips:
         if missing := [key for key in need if not clip.labels.get(key)]:
             raise LabelError(f"the label pattern gives no {' or '.join(missing)} for this file (--labels)", path=clip.path)
+    if ds.clips:
+        require_size("the first file's", ds.clips[0].skeleton, ds)
     return ds
+
+
+#: Ratio of rest heights beyond which two skeletons of one topology are in different length units, not two actors.
+OTHER_UNIT = 1.5
+
+
+def require_size(whose: str, skeleton, ds) -> None:
+    """A one-line :class:`~skelanim.errors.SkeletonError` naming the first file of ``ds`` whose skeleton is more than
+    :data:`OTHER_UNIT` times larger or smaller than ``skeleton`` (``whose``: "the model's", ...): motion in other
+    length units (metres among centimetres) had been read as a giant or a doll without a word."""
+    from skelanim.errors import SkeletonError
+
+    reference = skeleton.height()
+    for clip in ds.clips:
+        ratio = clip.skeleton.height() / reference
+        if not 1.0 / OTHER_UNIT <= ratio <= OTHER_UNIT:
+            raise SkeletonError(f"its skeleton is {ratio:.3g} times {whose} size (another length unit?); scale it "
+                                f"first: skelanim convert FILE OUT --scale {1.0 / ratio:.3g}", path=clip.path)
 
 
 def require_skeleton(kind: str, skeleton, ds, hint: str = "") -> None:
@@ -73,6 +93,7 @@ def require_skeleton(kind: str, skeleton, ds, hint: str = "") -> None:
     for clip in ds.clips:
         if not clip.skeleton.same_topology(skeleton):
             raise SkeletonError(skeleton_mismatch(kind, skeleton, clip.skeleton) + hint, path=clip.path)
+    require_size(f"the {kind}'s", skeleton, ds)
 
 
 def split_parts(ds, split: str, seed: int = 0, *, need: str = "train") -> dict:

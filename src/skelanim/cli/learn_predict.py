@@ -254,6 +254,10 @@ def predict_eval(
         note_trained_on(folders, ds, {name: f"predict_{name}" for name in folders})
         where = f"{split} split"
     res = evaluate_prediction(models, ds, stride=stride)
+    if not res["windows"]:  # it had printed "methods": {} and exited 0
+        need = reference.observed + reference.horizon
+        raise typer.BadParameter(f"no test clip lasts the {need / reference.fps:g} s ({need} frames at "
+                                 f"{reference.fps:g} fps) a window needs", param_hint="--data")  # fmt: skip
     if plot is not None:
         from skelanim.viz.charts import plot_horizon_errors
         from skelanim.viz.plots import save_figure
