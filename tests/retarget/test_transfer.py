@@ -191,6 +191,27 @@ def test_two_bone_reaches_and_keeps_lengths():
     torch.testing.assert_close((foot - knee).norm(dim=-1), torch.full((5,), 0.42, dtype=torch.float64))
 
 
+def test_a_straight_leg_bends_in_the_same_plane_in_float32_and_float64():
+    """An audit: a straight-legged T-pose's knee, off the hip-foot line only by rounding noise, took the noise's
+    direction, which float32 and float64 resolve differently (the float32 ONNX export's knee 6.85 cm from the
+    Python step's). A knee within 1e-4 of the thigh off the line takes the fixed plane in both; a bent one keeps its
+    own plane."""
+    upper, lower = 0.45, 0.42
+    target = torch.tensor([[0.0, -0.80, 0.0]], dtype=torch.float64)
+    knees = []
+    for noise in ([3e-8, 0.0, -2e-8], [-4e-8, 0.0, 5e-8], [0.0, 0.0, 0.0]):
+        knee0 = torch.tensor([[0.0, -upper, 0.0]], dtype=torch.float64) + torch.tensor([noise], dtype=torch.float64)
+        for dtype in (torch.float64, torch.float32):
+            hip = torch.zeros(1, 3, dtype=dtype)
+            knee, _ = two_bone(hip, knee0.to(dtype), target.to(dtype), upper, lower)
+            knees.append(knee.double())
+    for knee in knees[1:]:
+        torch.testing.assert_close(knee, knees[0], atol=1e-6, rtol=0)
+    bent, _ = two_bone(torch.zeros(1, 3, dtype=torch.float64), torch.tensor([[1e-3, -upper, 0.0]], dtype=torch.float64),
+                       target, upper, lower)  # fmt: skip
+    assert float(bent[0, 0]) > 0.1 and abs(float(bent[0, 2])) < 1e-12  # a real bend: its own plane, x
+
+
 def test_a_soft_reach_eases_the_knee_straight():
     """Soft reach (Nicholas's soft IK): a target within the leg minus the soft span is reached exactly; beyond, the
     foot lies at ``L - s + s (1 - exp(-(d - L + s) / s))`` toward it, and the knee straightens ever more slowly

@@ -119,6 +119,9 @@ RELEASE_DECAY = 0.6
 #: minus this is approached ever more slowly and never quite reached, so the knee does not lock straight and
 #: snap back (chosen on five pairs of other capture sources, see the retarget README).
 SOFT_REACH = 0.02
+#: A knee off the hip-to-target line by less than this share of the thigh is a straight leg (:func:`two_bone`): it
+#: bends in the fixed fallback plane, not in the direction of rounding noise.
+STRAIGHT_KNEE = 1e-4
 
 
 @dataclass
@@ -258,7 +261,11 @@ def two_bone(
     pole = pole - (pole * u).sum(-1, keepdim=True) * u
     pole_n = pole.norm(dim=-1, keepdim=True)
     fallback = _cross(u, torch.tensor([1.0, 0.0, 0.0], dtype=hip.dtype).expand_as(u))
-    pole = torch.where(pole_n > 1e-9, pole / pole_n.clamp_min(1e-12), fallback / fallback.norm(dim=-1, keepdim=True).clamp_min(1e-12))
+    # a knee within STRAIGHT_KNEE of the thigh's length off the hip-target line is a straight leg: its bending
+    # plane is rounding noise, which float32 and float64 resolve differently (an audit's ONNX export put a
+    # straight-legged T-pose's knee 6.85 cm from the Python step's), so it takes the fixed fallback plane
+    bent = pole_n > STRAIGHT_KNEE * a
+    pole = torch.where(bent, pole / pole_n.clamp_min(1e-12), fallback / fallback.norm(dim=-1, keepdim=True).clamp_min(1e-12))
     return hip + u * along + pole * side, hip + u * d
 
 
