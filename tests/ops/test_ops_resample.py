@@ -168,3 +168,19 @@ def test_repeat_loop_moves_on_a_body_root_under_a_static_dummy_root(mocap_dir) -
     simple = repeat_loop(simplify_channels(walk), 3)  # the dummy root dropped, Hips the root
     same = walk.skeleton.indices(simple.skeleton.names)
     torch.testing.assert_close(played.positions()[:, same], simple.positions(), atol=1e-9 * walk.height, rtol=0)
+
+
+def test_resampling_drops_the_files_own_rate_numbers(mocap_dir, tmp_path) -> None:
+    """An export audit: a 120 fps BVH resampled to 30 fps kept ``frame_time`` 1/120 s, which glTF wrote into its
+    extras (a DeepMimic walk at 60 fps kept its 0.0333 s duration). At a new rate they go; at the same rate they
+    stay, and a BVH written from the resampled motion says its own rate."""
+    import skelanim
+
+    pymo = skelanim.load(mocap_dir / "pymo_demo" / "AV_8Walk_Meredith_HVHA_Rep1.bvh")
+    assert pymo.metadata["frame_time"] == pytest.approx(1 / 120, rel=1e-3)
+    slow = resample(pymo, 30.0)
+    assert "frame_time" not in slow.metadata and resample(pymo, pymo.fps).metadata["frame_time"] == pymo.metadata["frame_time"]
+    skelanim.save(slow, tmp_path / "slow.bvh")
+    assert "Frame Time: 0.0333333" in (tmp_path / "slow.bvh").read_text()
+    walk = skelanim.load(mocap_dir / "deepmimic" / "humanoid3d_walk.txt")
+    assert "frame_duration" in walk.metadata and "frame_duration" not in resample(walk, 60.0).metadata

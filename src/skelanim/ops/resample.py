@@ -131,9 +131,11 @@ def sample_frames(motion: Motion, indices: torch.Tensor, fps: float) -> Motion:
     rot = torch.where(at0, motion.rotations[i0], torch.where(at1, motion.rotations[i1], rot))
     root = _lerp(motion.root_positions, i0, i1, a)
     jt = None if motion.joint_translations is None else _lerp(motion.joint_translations, i0, i1, a)
-    return motion.copy(
-        rotations=rot, root_positions=root, joint_translations=jt, fps=float(fps), metadata=dict(motion.metadata)
-    )
+    # a file's own numbers for its rate (BVH Frame Time, DeepMimic's duration) go with a new rate, and its per-frame
+    # durations with any resampling (they had reached glTF's extras: a 30 fps copy carried 1/120 s)
+    stale = ("frame_durations",) + (("frame_time", "frame_duration") if float(fps) != motion.fps else ())
+    metadata = {key: value for key, value in motion.metadata.items() if key not in stale}
+    return motion.copy(rotations=rot, root_positions=root, joint_translations=jt, fps=float(fps), metadata=metadata)
 
 
 def repeat_loop(motion: Motion, times: int) -> Motion:
