@@ -5,6 +5,7 @@ The bundled DeepMimic clips need no external data; the real-data tests use the s
 
 from __future__ import annotations
 
+import itertools
 import os
 from pathlib import Path
 
@@ -185,6 +186,21 @@ def test_pose_strip_draws_every_bone_of_every_pose(walk: Motion, run: Motion, tm
     top, bottom = image[:half].reshape(-1, 3).astype(int), image[half:].reshape(-1, 3).astype(int)
     assert ((top[:, 2] - top[:, 0]) > 60).sum() > 100
     assert ((bottom[:, 0] - bottom[:, 2]) > 60).sum() > 100
+
+
+def test_each_pose_of_a_long_stride_stays_in_its_slot_and_in_view(mocap_dir: Path) -> None:
+    """An export audit: slots of 0.8 heights cut the Xia angry walk's back foot at the panel's edge (frame 0 reached
+    -0.45 heights, the x limits +-0.4) and frame 20 reached into its neighbour's slot. Every pose's bones now lie
+    inside the axes and apart from the next pose's."""
+    if not (mocap_dir / "xia_style").is_dir():
+        missing_data("no xia_style folder")
+    angry = skelanim.load(mocap_dir / "xia_style" / "angry_13_000.bvh")
+    ax = plots.plot_poses(angry, count=8).axes[0]
+    low, high = ax.get_xlim()
+    spans = [(float(np.min(np.asarray(c.get_segments())[..., 0])), float(np.max(np.asarray(c.get_segments())[..., 0])))
+             for c in ax.collections if isinstance(c, LineCollection)]  # fmt: skip
+    assert len(spans) == 8 and low < spans[0][0] and spans[-1][1] < high
+    assert all(left[1] < right[0] for left, right in itertools.pairwise(spans))
 
 
 def test_save_figure_is_atomic_and_checks_the_suffix(walk: Motion, tmp_path: Path) -> None:

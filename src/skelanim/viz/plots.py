@@ -251,11 +251,15 @@ def plot_poses(
         ax = axes[i, 0]
         fig3d = skeleton_figure(m)
         direction = travel_direction(fig3d.centre, fig3d.up)
-        slot = 0.8 * fig3d.height
         frames = np.unique(np.linspace(0, m.num_frames - 1, count).round().astype(int))
+        along = [(fig3d.positions[f] - fig3d.centre[f]) @ direction for f in frames]  # each pose about its root
+        behind = max(0.4 * fig3d.height, -min(float(x.min()) for x in along))
+        ahead = max(0.4 * fig3d.height, max(float(x.max()) for x in along))
+        gap = 0.05 * fig3d.height
+        slot = behind + ahead + gap  # a long stride widens every slot instead of reaching into its neighbour's
         for k, f in enumerate(frames):
             p = fig3d.positions[f]
-            x = (p - fig3d.centre[f]) @ direction + k * slot
+            x = along[k] + k * slot
             y = p[:, fig3d.up] - fig3d.floor
             segs = np.stack([np.stack([x[fig3d.bones[:, 0]], y[fig3d.bones[:, 0]]], -1),
                              np.stack([x[fig3d.bones[:, 1]], y[fig3d.bones[:, 1]]], -1)], axis=1)
@@ -263,7 +267,7 @@ def plot_poses(
             ax.add_collection(LineCollection(list(segs), colors=cols, linewidths=2.0, capstyle="round"))
             ax.text(k * slot, -0.08 * fig3d.height, f"{f / m.fps:.2f} s", ha="center", va="top", fontsize=7)
         ax.axhline(0.0, color="0.6", lw=0.8)
-        ax.set_xlim(-0.5 * slot, (len(frames) - 0.5) * slot)
+        ax.set_xlim(-behind - gap / 2, (len(frames) - 1) * slot + ahead + gap / 2)
         top = float((fig3d.positions[frames][..., fig3d.up] - fig3d.floor).max())  # a jump's head stays in
         ax.set_ylim(-0.2 * fig3d.height, max(1.15 * fig3d.height, top + 0.05 * fig3d.height))
         ax.set_aspect("equal")
