@@ -39,7 +39,7 @@ def test_from_motion_with_and_without_end_sites(walk):
     np.testing.assert_array_equal(plain.positions, walk.positions().numpy())
     assert plain.fps == walk.fps
     np.testing.assert_array_equal(plain.parents, walk.skeleton.parents)
-    assert plain.metadata == {"source_format": "deepmimic"}
+    assert plain.metadata == {"source_format": "deepmimic", "units": "m"}  # DeepMimic clips are in metres
 
     full = JointPositions.from_motion(walk, end_sites=True)
     assert full.names[-2:] == ["right_elbow_end", "left_elbow_end"]
@@ -77,13 +77,15 @@ def test_npz_round_trip_is_exact(walk, tmp_path):
     np.testing.assert_array_equal(back.positions, expected.positions)
     assert back.fps == expected.fps
     np.testing.assert_array_equal(back.parents, expected.parents)
+    assert back.metadata.get("units") == expected.metadata["units"] == "m"
 
 
 def test_npz_joints_is_a_plain_string_array(walk, tmp_path):
     path = tmp_path / "walk.npz"
     positions.save(walk, path)
     with np.load(path, allow_pickle=False) as archive:
-        assert set(archive.files) == {"positions", "joints", "fps", "parents"}
+        assert set(archive.files) == {"positions", "joints", "fps", "parents", "units"}
+        assert archive["units"].tolist() == "m"  # an export audit: a reader had to know the source's unit
         assert archive["joints"].dtype.kind == "U"
         assert archive["joints"].tolist() == list(deepmimic.BODY_NAMES)
         assert archive["positions"].shape == (walk.num_frames, 13, 3)

@@ -51,6 +51,7 @@ from typing import Any
 import numpy as np
 
 from skelanim.core.motion import Motion
+from skelanim.core.units import motion_unit
 from skelanim.errors import FormatError, ShapeError, UnsupportedFormatError
 from skelanim.io.atomic import atomic_open
 from skelanim.io.common import rate_within, read_utf8_text, require_finite_positions
@@ -155,7 +156,9 @@ class JointPositions:
         Returns
         -------
         JointPositions
-            ``positions`` ``(F, J, 3)`` or ``(F, J + E, 3)``; ``fps`` and ``parents`` from the motion.
+            ``positions`` ``(F, J, 3)`` or ``(F, J + E, 3)``; ``fps`` and ``parents`` from the motion;
+            ``metadata["units"]`` the length unit every exporter reads it in (:func:`~skelanim.core.units.motion_unit`:
+            the file's, else guessed from the height), which ``.npz`` files store.
         """
         positions = motion.positions(end_sites=end_sites).detach().cpu().numpy().astype(np.float64, copy=False)
         names = list(motion.skeleton.names)
@@ -164,6 +167,7 @@ class JointPositions:
             names += motion.end_site_names()
             parents += sorted(motion.skeleton.end_sites)
         metadata = {"source_format": motion.metadata["format"]} if "format" in motion.metadata else {}
+        metadata["units"] = motion_unit(motion.metadata.get("units"), motion.height)
         return cls(names, positions, float(motion.fps), np.array(parents, dtype=np.int64), metadata)
 
 
@@ -252,7 +256,7 @@ def _load_npz(path: str | os.PathLike) -> JointPositions:
                 raise FormatError(
                     f"missing array 'positions' (arrays found: {', '.join(sorted(keys)) or 'none'})", path=path
                 )
-            raw = {k: archive[k] for k in ("positions", "joints", "fps", "parents") if k in keys}
+            raw = {k: archive[k] for k in ("positions", "joints", "fps", "parents", "units") if k in keys}
         except (ValueError, OSError, EOFError, zipfile.BadZipFile) as exc:  # object arrays, truncated members
             raise FormatError(f"unreadable array in the archive ({_numpy_reason(exc)})", path=path) from None
 
@@ -309,7 +313,13 @@ def _load_npz(path: str | os.PathLike) -> JointPositions:
                 path=path,
             )
         parents = value.astype(np.int64)
-    return JointPositions(names, positions, fps, parents)
+    metadata: dict[str, Any] = {}
+    if "units" in raw:  # the length unit (positions files of skelanim store it)
+        value = raw["units"]
+        if value.dtype.kind != "U" or value.size != 1:
+            raise FormatError(f"units: expected one unit name, found dtype {value.dtype} shape {value.shape}", path=path)
+        metadata["units"] = str(value.reshape(()))
+    return JointPositions(names, positions, fps, parents, metadata)
 
 
 def _load_npy(path: str | os.PathLike) -> JointPositions:
@@ -331,6 +341,8 @@ def _save_npz(data: JointPositions, path: str | os.PathLike) -> None:
         arrays["fps"] = np.array(data.fps, dtype=np.float64)
     if data.parents is not None:
         arrays["parents"] = np.asarray(data.parents, dtype=np.int64)
+    if isinstance(data.metadata.get("units"), str):
+        arrays["units"] = np.array(data.metadata["units"], dtype=str)
     with atomic_open(path, "wb") as handle:
         # numpy's stub lets ``**kwds`` fill ``allow_pickle: bool``; these keys are array names only
         np.savez(handle, **arrays)  # type: ignore[arg-type]
