@@ -24,6 +24,7 @@ from skelanim.retarget.retargeter import make_rig
 from skelanim.retarget.rig import canonical_tpose
 from skelanim.serve.vmc import (
     HUMANOID_BONES,
+    MAX_DATAGRAM,
     AvatarEncoder,
     AvatarFrames,
     AvatarStream,
@@ -32,6 +33,7 @@ from skelanim.serve.vmc import (
     loop_travel,
     mirror_x,
     vmc_bundle,
+    vmc_bundles,
 )
 
 BONES = list(HUMANOID_BONES)
@@ -63,14 +65,21 @@ def _receiver() -> socket.socket:
     return sock
 
 
+#: The sizes of the datagrams :func:`_receive` read, in order.
+DATAGRAMS: list[int] = []
+
+
 def _receive(sock: socket.socket, count: int) -> list[dict[str, list]]:
-    """``count`` bundles as ``{address: [params, ...]}`` (python-osc's parser)."""
+    """``count`` frames as ``{address: [params, ...]}`` (python-osc's parser), each read from datagrams until its
+    time (``/VMC/Ext/T``, which ends a frame) arrives."""
     out = []
     for _ in range(count):
-        data, _ = sock.recvfrom(65536)
         got: dict[str, list] = {}
-        for timed in OscPacket(data).messages:
-            got.setdefault(timed.message.address, []).append(timed.message.params)
+        while "/VMC/Ext/T" not in got:
+            data, _ = sock.recvfrom(65536)
+            DATAGRAMS.append(len(data))
+            for timed in OscPacket(data).messages:
+                got.setdefault(timed.message.address, []).append(timed.message.params)
         out.append(got)
     return out
 
@@ -192,13 +201,22 @@ def _frames(count: int, fps: float = 10.0) -> AvatarFrames:
     return AvatarFrames(rotations, positions, fps)
 
 
-def test_each_frame_is_one_bundle_of_vmc_messages():
+def test_each_frame_is_the_vmc_messages_in_datagrams_that_need_no_fragmenting():
+    """A frame of 21 bones is 1,752 bytes, more than one Ethernet datagram carries unfragmented (an export audit):
+    it goes out as bundles of at most MAX_DATAGRAM bytes, its messages in order, OK and the time last."""
     sock = _receiver()
     clock = FakeClock()
+    DATAGRAMS.clear()
     with AvatarStream("127.0.0.1", sock.getsockname()[1]) as sender:
         sent = sender.play(_frames(3), clock=clock, sleep=clock.sleep)
     assert sent == 3
     bundles = _receive(sock, 3)
+    assert len(DATAGRAMS) == 6 and max(DATAGRAMS) <= MAX_DATAGRAM and sum(DATAGRAMS[:2]) > 1472
+    whole = _frames(1)
+    parts = vmc_bundles(whole, 0, 0.5)
+    assert [m.message.dgram for p in parts for m in OscPacket(p).messages] == \
+        [m.message.dgram for m in OscPacket(vmc_bundle(whole, 0, 0.5)).messages]  # fmt: skip
+    assert len(vmc_bundles(whole, 0, 0.5, max_bytes=1)) == len(BONES) + 3  # one message a bundle at least
     for index, got in enumerate(bundles):
         assert set(got) == {"/VMC/Ext/Root/Pos", "/VMC/Ext/Bone/Pos", "/VMC/Ext/OK", "/VMC/Ext/T"}
         assert got["/VMC/Ext/Root/Pos"] == [["root", 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0]]

@@ -60,11 +60,16 @@ from skelanim.retarget.retargeter import floor_level, make_rig
 from skelanim.retarget.rig import CanonicalRig, canonical_locals, canonical_tpose
 from skelanim.serve.avatar import UNITY_PARENTS, AvatarRig
 
-__all__ = ["BONE_OF_JOINT", "DEFAULT_PORT", "HUMANOID_BONES", "AvatarEncoder", "AvatarFrames", "AvatarStream",
-           "StreamError", "avatar_frames", "bone_plan", "loop_travel", "mirror_x", "vmc_bundle"]  # fmt: skip
+__all__ = ["BONE_OF_JOINT", "DEFAULT_PORT", "HUMANOID_BONES", "MAX_DATAGRAM", "AvatarEncoder", "AvatarFrames", "AvatarStream",
+           "StreamError", "avatar_frames", "bone_plan", "loop_travel", "mirror_x", "vmc_bundle", "vmc_bundles"]  # fmt: skip
 
 #: The port marionettes listen on by default.
 DEFAULT_PORT = 39539
+#: The largest datagram :class:`AvatarStream` sends (bytes): under Ethernet's 1,472-byte UDP payload (1,452 over
+#: IPv6), so that no frame is fragmented on the way (:func:`vmc_bundles`).
+MAX_DATAGRAM = 1400
+#: An OSC bundle's bytes before its elements: ``#bundle`` and the time tag.
+_BUNDLE_HEADER = 16
 
 #: The humanoid bone each canonical joint is (``spine1``/``chest``: ``Chest``/``UpperChest``).
 BONE_OF_JOINT: dict[str, str] = {"hips": "Hips", "spine": "Spine", "spine1": "Chest", "chest": "UpperChest",
@@ -295,16 +300,43 @@ def _message(address: str, *values: Any) -> Any:
     return builder.build()
 
 
-def vmc_bundle(frames: AvatarFrames, index: int, time_s: float) -> bytes:
-    """The OSC bundle (bytes) of frame ``index``: root, every bone, ``OK`` and the time ``time_s``."""
-    bundle = OscBundleBuilder(IMMEDIATELY)
-    bundle.add_content(_message("/VMC/Ext/Root/Pos", "root", 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0))
+def _frame_messages(frames: AvatarFrames, index: int, time_s: float) -> list[Any]:
+    """The OSC messages of frame ``index``: root, every bone, ``OK`` and the time ``time_s``."""
+    messages = [_message("/VMC/Ext/Root/Pos", "root", 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0)]
     rot, pos = frames.rotations[index].tolist(), frames.positions[index].tolist()
     for name, (w, x, y, z), p in zip(frames.bones, rot, pos):
-        bundle.add_content(_message("/VMC/Ext/Bone/Pos", name, *p, x, y, z, w))
-    bundle.add_content(_message("/VMC/Ext/OK", 1))
-    bundle.add_content(_message("/VMC/Ext/T", float(time_s)))
+        messages.append(_message("/VMC/Ext/Bone/Pos", name, *p, x, y, z, w))
+    return [*messages, _message("/VMC/Ext/OK", 1), _message("/VMC/Ext/T", float(time_s))]
+
+
+def _bundle(messages: list[Any]) -> bytes:
+    bundle = OscBundleBuilder(IMMEDIATELY)
+    for message in messages:
+        bundle.add_content(message)
     return bundle.build().dgram
+
+
+def vmc_bundle(frames: AvatarFrames, index: int, time_s: float) -> bytes:
+    """The OSC bundle (bytes) of frame ``index``: root, every bone, ``OK`` and the time ``time_s``."""
+    return _bundle(_frame_messages(frames, index, time_s))
+
+
+def vmc_bundles(frames: AvatarFrames, index: int, time_s: float, max_bytes: int = MAX_DATAGRAM) -> list[bytes]:
+    """Frame ``index`` as :func:`vmc_bundle`'s messages in order, cut into bundles of at most ``max_bytes`` each (one
+    message per bundle at least): a frame of 21 bones is 1,752 bytes, more than one Ethernet datagram carries
+    unfragmented, and a network that drops one fragment loses the whole frame. ``OK`` and the time end the last
+    bundle, so a receiver closes the frame there (:mod:`.record` does)."""
+    out: list[bytes] = []
+    part: list[Any] = []
+    size = _BUNDLE_HEADER
+    for message in _frame_messages(frames, index, time_s):
+        grown = size + 4 + len(message.dgram)  # each element is its size (4 bytes) and its bytes
+        if part and grown > max_bytes:
+            out.append(_bundle(part))
+            part, grown = [], _BUNDLE_HEADER + 4 + len(message.dgram)
+        part.append(message)
+        size = grown
+    return [*out, _bundle(part)]
 
 
 class AvatarStream:
@@ -357,7 +389,7 @@ class AvatarStream:
             positions[0, frames.bones.index("Hips")] += shift.to(positions.dtype)
         frame = AvatarFrames(rotations, positions, frames.fps, frames.bones)
         try:
-            return self._socket.sendto(vmc_bundle(frame, 0, time_s), self._address)
+            return sum(self._socket.sendto(datagram, self._address) for datagram in vmc_bundles(frame, 0, time_s))
         except OSError as err:
             raise StreamError(f"cannot send to {self.target}: {err.strerror or err}") from None
 
