@@ -2,7 +2,8 @@ r"""A live stream for avatars: motion as the VMC protocol (OSC over UDP) for VRM
 
 The `VMC protocol <https://protocol.vmc.info/english>`_ is how avatar applications pass motion to each other
 (Virtual Motion Capture, VSeeFace, Warudo; EVMC4U in Unity, VMC4UE in Unreal, VMC4B in Blender). A *performer*
-(this module) sends, per frame, one OSC bundle to a *marionette* (the avatar; UDP port 39539 by default):
+(this module) sends, per frame, OSC bundles of at most 1,400 bytes (:func:`vmc_bundles`) to a *marionette*
+(the avatar; UDP port 39539 by default):
 
 * ``/VMC/Ext/Root/Pos "root" p.x p.y p.z q.x q.y q.z q.w``: the model's root (here the origin, unturned);
 * ``/VMC/Ext/Bone/Pos NAME p.x p.y p.z q.x q.y q.z q.w`` for each bone of :data:`HUMANOID_BONES` (Unity's
