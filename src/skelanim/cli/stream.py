@@ -42,8 +42,8 @@ def stream(
     """Stream SRC to an avatar in real time (the VMC protocol, OSC over UDP).
 
     Sends the humanoid bones of a VRM model (Unity's names and axes, metres), in bundles that need no
-    fragmenting, for VSeeFace, Warudo, EVMC4U (Unity), VMC4UE (Unreal) or VMC4B (Blender). A slow network skips frames rather than falling
-    behind; Ctrl-C stops."""
+    fragmenting, for VSeeFace, Warudo, EVMC4U (Unity), VMC4UE (Unreal) or VMC4B (Blender). A slow network skips
+    frames rather than falling behind; Ctrl-C stops."""
     from tqdm import tqdm
 
     import skelanim
