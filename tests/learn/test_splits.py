@@ -85,10 +85,12 @@ def test_resume_refuses_other_arguments(learn_files, tmp_path, capsys):
     assert main([*base, "--arch", "mlp", "--batch-size", "16", "--max-steps", "1"]) == 0
     capsys.readouterr()
     for changed, said in ((["--batch-size", "32"], "batch_size 16 -> 32"), (["--batch-size", "16", "--seed", "5"],
-                          "seed 0 -> 5"), (["--batch-size", "16", "--arch", "rnn"], "another model")):  # fmt: skip
+                          "seed 0 -> 5"), (["--batch-size", "16", "--arch", "rnn"], "another model"),
+                          (["--batch-size", "16", "--mirror"], "task_options.mirror false -> true"),
+                          (["--batch-size", "16", "--reverse", "0.5"], "task_options.reverse 0.0 -> 0.5")):  # fmt: skip
         arch = [] if "--arch" in changed else ["--arch", "mlp"]
         assert main([*base, *arch, *changed, "--max-steps", "2", "--resume"]) == 2
-        err = capsys.readouterr().err.strip().splitlines()
+        err = [line for line in capsys.readouterr().err.strip().splitlines() if not line.startswith("note:")]
         assert len(err) == 1 and said in err[0], err
     assert main([*base, "--arch", "mlp", "--batch-size", "16", "--max-steps", "2", "--resume"]) == 0
     capsys.readouterr()  # generate train with nothing to resume from started afresh; it says so, as the others do
@@ -112,6 +114,7 @@ def test_a_predictor_trained_at_another_frame_rate_predicts_one_second_of_it(lea
         assert main(args) == 0, capsys.readouterr().err
         config = json.loads((out / "config.json").read_text())
         assert (config["observed"], config["horizon"], config["fps"]) == (30, 30, 30.0)
+    capsys.readouterr()  # the runs' notes (stderr)
     for bad in ("nan", "0"):
         assert main(["learn", "recognize", "train", *data, "--fps", bad, "-o", str(tmp_path / "r")]) == 2
         err = capsys.readouterr().err.strip().splitlines()

@@ -74,6 +74,40 @@ def test_resume_gives_identical_state(tmp_path):
     assert losses[0] == pytest.approx(losses[1], rel=1e-12, abs=0)
 
 
+class RecordedTask(ToyTask):
+    """The toy task with a config that records task options and data, as the learning tasks' do."""
+
+    def __init__(self, mirror: bool = False, data: tuple[str, ...] = ("a.bvh",), arch: dict | None = None) -> None:
+        super().__init__()
+        self.config = {"toy": True, "arch_options": arch or {"centre": False},
+                       "training": {"command": "toy", "date": "now", "data": list(data),
+                                    "augmentation": {"mirror": mirror, "amplitude": (0.9, 1.1)}}}  # fmt: skip
+
+    def model_config(self):
+        return self.config
+
+
+def test_resume_refuses_other_task_or_architecture_options_and_notes_other_data(tmp_path, capsys):
+    """``--resume`` compared the loop's settings only: a run resumed with ``--mirror`` or ``--centre`` went on and
+    its config recorded options the weights were partly trained without. Those are refused naming the option and
+    both values; other data passes, with a note on stderr; provenance (command, date) may differ."""
+    from skelanim.errors import FormatError
+
+    cfg = TrainConfig(epochs=2, batch_size=32, lr=1e-2, warmup_steps=5, progress=False)
+    fit(_model(), RecordedTask(), tmp_path, TrainConfig(**{**cfg.__dict__, "max_steps": 3}), log=lambda s: None)
+    for task, said in ((RecordedTask(mirror=True), "augmentation.mirror false -> true"),
+                       (RecordedTask(arch={"centre": True}), "arch_options.centre false -> true")):  # fmt: skip
+        with pytest.raises(FormatError, match=f"resume with the options the run was started with \\({said}\\)"):
+            fit(_model(), task, tmp_path, cfg, resume=True, log=lambda s: None)
+    capsys.readouterr()
+    again = RecordedTask(data=("a.bvh", "b.bvh"))
+    again.config["training"]["command"] = "toy --resume"
+    result = fit(_model(), again, tmp_path, cfg, resume=True, log=lambda s: None)
+    assert result["steps"] == 32
+    captured = capsys.readouterr()
+    assert captured.out == "" and "note:" in captured.err and "other data" in captured.err and "(data differ)" in captured.err
+
+
 def test_max_steps_inside_the_first_epoch_still_writes_the_model(tmp_path):
     """A run cut short by ``max_steps`` before any epoch ends leaves a usable folder (the weights at that step,
     validated), and it resumes from its step; a folder written by an earlier epoch is kept (``keep="best"``)."""

@@ -39,7 +39,9 @@ what to write beside the weights); :func:`fit` does the rest:
 from __future__ import annotations
 
 import hashlib
+import json
 import math
+import sys
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -251,6 +253,58 @@ def _check_same_loop(saved: dict[str, Any] | None, config: TrainConfig, path: Pa
         raise FormatError(f"resume with the arguments the run was started with ({', '.join(changed)})", path=path)
 
 
+#: Entries of a model config's ``training`` record that say what made the run, not how it trains: a resumed
+#: run records its own.
+RESUME_PROVENANCE = ("command", "date", "torch", "threads", "machine", "seed", "loop", "best", "history", "world_size",
+                     "stopped", "vae_history")  # fmt: skip
+#: Entries that describe the data (files, their measured rig and counts): a resume on other data gets a note.
+RESUME_DATA = ("rig", "skeleton", "height", "training.data", "training.validation", "training.train_files",
+               "training.val_files", "training.train_frames", "training.val_frames", "training.families",
+               "training.bone_stretch")  # fmt: skip
+
+
+def resume_settings(config: dict[str, Any]) -> dict[str, Any]:
+    """A model config (:meth:`Task.model_config`) as ``{dotted key: JSON value}`` of what a resumed run must share
+    with the run it continues (task and architecture options; the data too, checked more leniently), leaving out
+    :data:`RESUME_PROVENANCE`."""
+    flat: dict[str, Any] = {}
+
+    def visit(prefix: str, value: Any) -> None:
+        if isinstance(value, dict) and prefix not in RESUME_DATA:
+            for k, v in value.items():
+                key = f"{prefix}.{k}" if prefix else str(k)
+                if not (prefix == "training" and k in RESUME_PROVENANCE):
+                    visit(key, v)
+        else:
+            flat[prefix] = json.loads(json.dumps(value, default=str))  # tuples as lists, as the saved state has them
+
+    visit("", config)
+    return flat
+
+
+def _check_same_settings(saved: dict[str, Any] | None, settings: dict[str, Any], path: Path, emit_note: bool) -> None:
+    """Refuse to resume with other task or architecture options than the saved ones (``--mirror``, ``--centre``,
+    ... had been taken without a word, the config then recording options the weights were partly trained
+    without); other data passes with a note on stderr. A state saved before they were recorded passes."""
+    if saved is None:
+        return
+
+    def shown(value: Any) -> str:
+        text = json.dumps(value)
+        return text if len(text) <= 40 else text[:37] + "..."
+
+    changed = [k for k in sorted(set(saved) | set(settings)) if json.dumps(saved.get(k)) != json.dumps(settings.get(k))]
+    options = [k for k in changed if k not in RESUME_DATA]
+    if options:
+        said = "; ".join(f"{k.removeprefix('training.')} {shown(saved.get(k))} -> {shown(settings.get(k))}"
+                         for k in options[:3])  # fmt: skip
+        more = f" and {len(options) - 3} more" if len(options) > 3 else ""
+        raise FormatError(f"resume with the options the run was started with ({said}{more})", path=path)
+    if changed and emit_note:
+        tqdm.write(f"note: {path.parent}: the run resumes on other data than it was started with "
+                   f"({', '.join(k.removeprefix('training.') for k in changed)} differ)", file=sys.stderr)
+
+
 def _check_same_kind(out_dir: Path, made: str | None) -> None:
     """Refuse to train a ``made`` model into a folder that holds a model of another format (a recogniser's folder
     given to a predictor's training had been replaced without a word); an unreadable or format-less config passes."""
@@ -345,6 +399,7 @@ def fit(
     total_steps = steps_per_epoch * config.epochs
     meta: dict[str, Any] = {"epoch": 0, "step_in_epoch": 0, "global_step": 0, "best": None, "history": [],
                             "seconds": 0.0}  # fmt: skip
+    settings = resume_settings(task.model_config())
     if not resume:  # a model of another kind in the folder would be replaced by this run's (every rank checks)
         _check_same_kind(out_dir, task.model_config().get("format"))
         if main:  # a replaced run's state: a later resume would have gone on from it, had this run stopped early
@@ -360,6 +415,7 @@ def fit(
         except RuntimeError:  # another architecture or size: torch lists every key
             raise FormatError("the training state is of another model (architecture or size options differ): "
                               "resume with the arguments it was started with", path=out_dir / STATE_NAME) from None
+        _check_same_settings(meta.get("settings"), settings, out_dir / STATE_NAME, main)  # shape-neutral options
         optimizer.load_state_dict(optim_state)
         if averaged is not None:
             averaged.load_state_dict({k[len(AVERAGED_PREFIX) :]: v for k, v in model_state.items()
@@ -385,6 +441,7 @@ def fit(
     def save_state() -> None:
         meta["seconds"] = time.perf_counter() - started
         meta["loop"] = {k: getattr(config, k) for k in RESUME_SAME}
+        meta["settings"] = settings
         if main:
             state = plain.state_dict()
             if averaged is not None:
