@@ -489,6 +489,18 @@ def test_a_run_stopped_inside_the_vae_stage_resumes_to_the_uninterrupted_weights
         assert all(torch.equal(a[k], b[k]) for k in a), folder
 
 
+def test_too_few_windows_for_the_fid_validate_by_reconstruction(tiny_ds):
+    """One training window, or one reference window, cannot give a FID (it had failed after the first epoch:
+    "features must be (N >= 2, D), got (1, 256)"): the task validates by reconstruction instead."""
+    gen = _generator(tiny_ds)
+    def embed(*args):
+        return torch.zeros(1, 3), torch.zeros(1, 4)
+
+    assert GenerateTask(gen, tiny_ds, stride=16, embed=embed, reference=torch.randn(5, 4)).metric == "val_fid"
+    task = GenerateTask(gen, tiny_ds, stride=16, embed=embed, reference=torch.randn(1, 4))
+    assert task.metric == "val_rec" and set(task.validate(gen)) == {"val_rec"}
+
+
 def test_sampling_needs_one_style_per_content():
     """Two styles for one content had ended in torch's "Sizes of tensors must match"; now a plain error."""
     from skelanim.learn.common import pretrained_dir

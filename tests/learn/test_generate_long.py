@@ -77,6 +77,22 @@ def test_bad_lengths_are_refused(shipped):
         sample_long(shipped, ["walk"], ["normal"], 100, overlap=64)
 
 
+def test_a_short_window_generator_samples_one_window_and_chains_more(shipped):
+    """A generator trained with ``--window 16`` had refused every motion, one window too ("overlap must be
+    between 1 and 15 frames, got 16"): the default overlap is half such a window, and an overlap that cannot fit
+    is refused only where windows are chained."""
+    from skelanim.learn.generate_long import default_overlap
+
+    torch.manual_seed(0)
+    small = Generator(shipped.rig, ["walk"], ["normal"], length=16, options={"latent": 8, "hidden": 16, "embed": 4})
+    assert (default_overlap(64), default_overlap(16), default_overlap(8)) == (16, 8, 4)
+    assert sample_long(small, ["walk"], ["normal"], 16).shape == (1, 16, small.vae.dim)
+    assert sample_long(small, ["walk"], ["normal"], 12, overlap=16).shape[1] == 12  # one window: no overlap
+    assert sample_plan(small, [("walk", "normal", 40)], steps=2).shape == (1, 40, small.vae.dim)
+    with pytest.raises(ValueError, match="overlap must be between 1 and 15 frames .* got 16"):
+        sample_long(small, ["walk"], ["normal"], 40, overlap=16)
+
+
 def test_a_plan_plays_its_contents_in_turn(shipped):
     """walk for 100 frames, then run: the shipped recogniser reads the first window as a walk and the last as a
     run, and the pelvis speeds up where the plan says."""

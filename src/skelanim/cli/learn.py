@@ -4,7 +4,6 @@ helpers are :mod:`skelanim.cli.learn_common`'s)."""
 
 from __future__ import annotations
 
-import math
 import re
 from pathlib import Path
 from typing import Any
@@ -22,6 +21,8 @@ from skelanim.cli.learn_common import (
     SPLIT_HELP,
     TEST_SPEED_OPTION,
     check_content,
+    check_init,
+    check_init_data,
     check_keep,
     check_lr,
     check_plot,
@@ -30,13 +31,17 @@ from skelanim.cli.learn_common import (
     command_line,
     device_option,
     echo_json,
+    fid_reference,
     generate_app,
+    generation_plan,
+    generator_options,
     learn_app,
     load_dataset,
     note_trained_on,
     overwrite_option,
     range_option,
     recognize_app,
+    removed_if_empty,
     report_training,
     require_skeleton,
     resume_option,
@@ -112,9 +117,12 @@ def recognize_train(
     progress: bool = typer.Option(True, "--progress/--no-progress"),
 ) -> None:
     """Train a recogniser (ST-GCN or the CNN baseline); OUT gets model.safetensors + config.json."""
+    from skelanim.learn.recognize import ARCHITECTURES
     from skelanim.learn.recognize_train import train_recognizer
     from skelanim.nn.train import check_output_folders
 
+    if arch not in ARCHITECTURES:
+        raise typer.BadParameter(f"unknown architecture {arch!r}; choose from {', '.join(ARCHITECTURES)}", param_hint="--arch")
     if rescale and not centre:
         raise typer.BadParameter("needs --centre (it scales the motion about the window mean)", param_hint="--rescale")
     stgcn_only = [o for o, v in (("--readout", readout != 128), ("--adaptive", adaptive), ("--joint-input", joint_input),
@@ -217,7 +225,7 @@ def generate_train(
         "the last; the GAN stage validates every epoch.",
     ),
     gan_epochs: int = typer.Option(4, "--gan-epochs", min=0),
-    window: int = typer.Option(64, "--window", min=8),
+    window: int = typer.Option(64, "--window", min=8, help="Frames per window (a multiple of 8)."),
     stride: int = typer.Option(8, "--stride", min=1),
     batch_size: int = typer.Option(64, "--batch-size", min=1),
     lr: float = typer.Option(1e-3, "--lr", callback=check_lr),
@@ -225,9 +233,13 @@ def generate_train(
     beta: float = typer.Option(2e-3, "--beta"),
     free_bits: float = typer.Option(0.25, "--free-bits", min=0.0, help="KL floor per latent dimension (nats)."),
     vel: float = typer.Option(2.0, "--vel", min=0.0, help="Weight of the L1 of FK position changes (limb motion)."),
-    z_every: bool = typer.Option(True, "--z-every/--z-first", help="Feed z to every decoder layer (or the first only)."),
+    z_every: bool | None = typer.Option(
+        None, "--z-every/--z-first", help="Convolutional decoder: feed z to every layer (default) or the first only."
+    ),
     decoder: str = typer.Option("conv", "--decoder", help="VAE decoder: 'conv' or 'transformer' (ACTOR-style)."),
-    padding: str = typer.Option("zeros", "--padding", help="Convolutional decoder's padding: 'zeros' or 'replicate'."),
+    padding: str | None = typer.Option(
+        None, "--padding", help="Convolutional decoder's padding: 'zeros' (default) or 'replicate'."
+    ),
     adversarial: float = typer.Option(0.02, "--adversarial"),
     speed: float = typer.Option(
         0.0, "--speed-match", min=0.0, help="GAN stage: weight of matching the real per-joint limb speed."
@@ -263,26 +275,24 @@ def generate_train(
     from skelanim.learn.recognize import Recognizer
     from skelanim.nn.train import check_output_folders
 
+    options = generator_options(window, decoder, padding, z_every)  # before the data, as the other options
+    start = check_init(init, gan_epochs, window, fps, options)
     if resume and not any((f / "train_state.safetensors").is_file() for f in (out, out / "vae")):  # as the others do
         raise skelanim_errors.FormatError("no training state to resume from (train without --resume first)", path=out)
     check_output_folders(out, out / "vae", resume=resume, overwrite=overwrite)
-    rec: Recognizer | None = Recognizer.load(recognizer)
-    parts = split_parts(load_dataset(data, fps, threads, progress, labels=labels, need=("content",)), split, seed)
-    if recognizer is None and rec is not None and not rec.rig.skeleton.same_topology(parts["train"].rig.skeleton):
-        if recognition > 0:
-            raise typer.BadParameter("the shipped recogniser is for another skeleton: train one on this data "
-                                     "(skelanim learn recognize train) and name it", param_hint="--recognizer")  # fmt: skip
-        typer.echo("note: the shipped recogniser is for another skeleton, so epochs are chosen by reconstruction, "
-                   "not FID (--recognizer names one trained on this data)", err=True)  # fmt: skip
-        rec = None
-    reference = rec.embed_dataset(parts["train"], stride=8, length=window, speed_votes=False)["features"] if rec else None
-    result = train_generator(parts["train"], out, length=window, stride=stride, embed=rec.embed_arrays if rec else None, reference=reference,
-                             vae_loop=train_config(vae_epochs, batch_size, lr, seed, max_steps, progress, 100, validate_every=vae_validate_every, device=device),
-                             gan_loop=train_config(gan_epochs, batch_size, gan_lr, seed, max_steps, progress, 20, keep=keep, device=device) if gan_epochs else None,
-                             weights={"beta": beta, "free_bits": free_bits, "w_vel": vel, "adversarial": adversarial,
-                                      "w_speed": speed, "w_speed_frames": speed_frames, "w_contact": contact_match, "w_fake_skate": sample_skate,
-                                      "recognition": recognition}, options={"z_every": z_every, "decoder": decoder, "padding": padding},
-                             recognizer=rec, init=init, resume=resume, command=command_line())  # fmt: skip
+    with removed_if_empty(out, out / "vae"):  # a run that fails before writing anything leaves no empty folder
+        parts = split_parts(load_dataset(data, fps, threads, progress, labels=labels, need=("content",)), split, seed)
+        if start is not None and init is not None:
+            check_init_data(start, init, parts["train"])
+        rec, reference = fid_reference(Recognizer.load(recognizer), recognizer is None, recognition, parts["train"],
+                                       window, stride)  # fmt: skip
+        result = train_generator(parts["train"], out, length=window, stride=stride, embed=rec.embed_arrays if reference is not None else None, reference=reference,
+                                 vae_loop=train_config(vae_epochs, batch_size, lr, seed, max_steps, progress, 100, validate_every=vae_validate_every, device=device),
+                                 gan_loop=train_config(gan_epochs, batch_size, gan_lr, seed, max_steps, progress, 20, keep=keep, device=device) if gan_epochs else None,
+                                 weights={"beta": beta, "free_bits": free_bits, "w_vel": vel, "adversarial": adversarial,
+                                          "w_speed": speed, "w_speed_frames": speed_frames, "w_contact": contact_match, "w_fake_skate": sample_skate,
+                                          "recognition": recognition}, options=options,
+                                 recognizer=rec, init=init, resume=resume, command=command_line())  # fmt: skip
     last = result["gan"] or result["vae"]
     if gan_epochs and not result["vae_finished"]:
         typer.echo("note: the VAE stage stopped before its last epoch (--max-steps); --resume finishes it, then "
@@ -394,42 +404,6 @@ def ship(
 
 
 # ---------------------------------------------------------------------------------------------- top level
-#: The longest motion ``skelanim generate`` makes (as ``skelanim predict``: windows are chained one by one).
-MAX_GENERATED_SECONDS = 600.0
-
-
-def _generation_plan(content: str, seconds: float | None, fps: float, window: int) -> list[tuple[str, int]]:
-    """``--content`` and ``--seconds`` as ``(content, frames)`` segments: one content for ``seconds`` (default one
-    window), or a plan ``walk:4,run:3`` (seconds each; ``--seconds`` is then not given)."""
-    if ":" not in content and "," not in content:
-        if seconds is None:
-            return [(content, window)]
-        if not (math.isfinite(seconds) and seconds * fps >= 1):
-            raise typer.BadParameter(f"{seconds:g} s is not a length (at least one frame, {1 / fps:g} s)",
-                                     param_hint="--seconds")  # fmt: skip
-        if seconds > MAX_GENERATED_SECONDS:
-            raise typer.BadParameter(f"at most {MAX_GENERATED_SECONDS:g} s (10 minutes) per motion, got {seconds:g}",
-                                     param_hint="--seconds")  # fmt: skip
-        return [(content, round(seconds * fps))]
-    if seconds is not None:
-        raise typer.BadParameter("a plan gives each content its seconds (walk:4,run:3); leave out --seconds",
-                                 param_hint="--seconds")  # fmt: skip
-    plan = []
-    for part in content.split(","):
-        name, _, length = part.strip().partition(":")
-        try:
-            frames = round(float(length) * fps)
-        except (ValueError, OverflowError):  # not a number, nan, inf
-            frames = 0
-        if not name or frames < 1:
-            raise typer.BadParameter(f"{part.strip()!r} is not CONTENT:SECONDS with SECONDS > 0 (e.g. walk:4,run:3)",
-                                     param_hint="--content")  # fmt: skip
-        plan.append((name, frames))
-    if sum(frames for _, frames in plan) > MAX_GENERATED_SECONDS * fps:
-        raise typer.BadParameter(f"the plan lasts more than {MAX_GENERATED_SECONDS:g} s (10 minutes)", param_hint="--content")
-    return plan
-
-
 @app.command("generate")
 def generate_cmd(
     content: str | None = typer.Option(
@@ -437,7 +411,8 @@ def generate_cmd(
         "turn, e.g. walk:4,run:3,walk:2.", callback=check_content,
     ),
     style: str | None = typer.Option(
-        None, "--style", help="Style class (happy, angry, ...; default: normal).", callback=check_style
+        None, "--style", help="Style class (happy, angry, ...; default: normal; none for a generator trained "
+        "without styles).", callback=check_style
     ),
     n: int = typer.Option(4, "-n", min=1, help="Motions to write."),
     out: Path = typer.Option(..., "-o", "--out", help="Folder for the BVH files."),
@@ -466,6 +441,9 @@ def generate_cmd(
     from skelanim.learn.generate_long import sample_plan
 
     gen = Generator.load(model).to(device)
+    styleless = gen.styles.names == ("",)  # trained on names without a style (a content-only --labels pattern)
+    if styleless and style is not None:
+        raise typer.BadParameter("the generator was trained without styles: leave --style out", param_hint="--style")
     for given, option in ((seconds, "--seconds"), (seed, "--seed"), (temperature, "--temperature")):
         if interpolate and given is not None:  # the path between two clips is drawn from neither
             raise typer.BadParameter(f"{option} applies to sampling, not to --interpolate", param_hint=option)
@@ -481,7 +459,8 @@ def generate_cmd(
             if not motion.skeleton.same_topology(gen.rig.skeleton):
                 raise skelanim.errors.SkeletonError(skeleton_mismatch("generator", gen.rig.skeleton, motion.skeleton), path=p)
             # the command line wins
-            chosen = (lab.get("content") if content is None else content, lab.get("style") if style is None else style)
+            chosen = (lab.get("content") if content is None else content,
+                      "" if styleless else lab.get("style") if style is None else style)
             if None in chosen:
                 missing = " and ".join(k for k, v in zip(("--content", "--style"), chosen, strict=True) if v is None)
                 raise LabelError("the file name carries no content and style labels (dataset-N_CONTENT_STYLE_TAKE); "
@@ -494,14 +473,14 @@ def generate_cmd(
     else:
         if content is None:
             raise typer.BadParameter("--content is required (or use --interpolate)", param_hint="--content")
-        style = "normal" if style is None else style
-        plan = _generation_plan(content, seconds, gen.fps, gen.length)
+        style = "" if styleless else "normal" if style is None else style
+        plan = generation_plan(content, seconds, gen.fps, gen.length)
         x = sample_plan(
             gen, [(c, style, frames) for c, frames in plan], n=n, generator=torch.Generator().manual_seed(seed),
             temperature=temperature, progress=True,
         )
         results = gen.to_motions(x)
-        names = [f"{'-'.join(c for c, _ in plan)}_{style}_{i:02d}.bvh" for i in range(n)]
+        names = [f"{'-'.join(c for c, _ in plan)}_{style or 'nostyle'}_{i:02d}.bvh" for i in range(n)]
     created = not out.exists()
     try:
         with atomic_paths([out / name for name in names]) as temporary:  # all the files or none

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -277,6 +278,24 @@ def echo_json(obj: Any) -> None:
     typer.echo(json.dumps(obj, indent=1))
 
 
+def check_same_fps(models: list[Path]) -> None:
+    """Members of other frame rates, named as such (the first setting that differed had been named: "'rig'
+    differs"); a folder without a readable config is left to the combine's own checks."""
+    from skelanim.errors import FormatError, SkelanimError
+    from skelanim.nn.checkpoint import CONFIG_NAME, read_model_config
+
+    rates = []
+    for folder in models:
+        try:
+            rates.append(read_model_config(Path(folder) / CONFIG_NAME).get("fps"))
+        except (SkelanimError, OSError):
+            return
+    for folder, fps in zip(models[1:], rates[1:]):
+        if isinstance(fps, (int, float)) and isinstance(rates[0], (int, float)) and fps != rates[0]:
+            raise FormatError(f"its model runs at {fps:g} fps and {models[0]}'s at {rates[0]:g} fps: the members of an "
+                              "ensemble must share one frame rate (train them with one --fps)", path=folder)
+
+
 def combine_folders(models: list[Path], out: Path, combine: Callable[..., Any]) -> None:
     """The ``combine`` commands: at least two folders, then ``combine(models, out, command=...)``."""
     from skelanim.cli.files import check_not_an_input
@@ -285,9 +304,144 @@ def combine_folders(models: list[Path], out: Path, combine: Callable[..., Any]) 
     if len(models) < 2:
         raise typer.BadParameter("give two or more model folders", param_hint="MODELS")
     check_not_an_input(out, *models)  # a member would be replaced by the ensemble
+    check_same_fps(models)
     net = combine(models, out, command=command_line())
     stale = out / STATE_NAME  # a training run's state left in the folder: --resume would go on from it, not the ensemble
     if stale.is_file():
         stale.unlink()
         typer.echo(f"note: removed {stale}, a training state of the folder's earlier model", err=True)
     typer.echo(f"wrote {out} ({net.members} members, {sum(p.numel() for p in net.parameters())} parameters)")
+
+
+# ---------------------------------------------------------------------------------------------- generate
+#: The longest motion ``skelanim generate`` makes (as ``skelanim predict``: windows are chained one by one).
+MAX_GENERATED_SECONDS = 600.0
+
+
+def generation_plan(content: str, seconds: float | None, fps: float, window: int) -> list[tuple[str, int]]:
+    """``--content`` and ``--seconds`` as ``(content, frames)`` segments: one content for ``seconds`` (default one
+    window), or a plan ``walk:4,run:3`` (seconds each; ``--seconds`` is then not given)."""
+    if ":" not in content and "," not in content:
+        if seconds is None:
+            return [(content, window)]
+        if not (math.isfinite(seconds) and seconds * fps >= 1):
+            raise typer.BadParameter(f"{seconds:g} s is not a length (at least one frame, {1 / fps:g} s)",
+                                     param_hint="--seconds")  # fmt: skip
+        if seconds > MAX_GENERATED_SECONDS:
+            raise typer.BadParameter(f"at most {MAX_GENERATED_SECONDS:g} s (10 minutes) per motion, got {seconds:g}",
+                                     param_hint="--seconds")  # fmt: skip
+        return [(content, round(seconds * fps))]
+    if seconds is not None:
+        raise typer.BadParameter("a plan gives each content its seconds (walk:4,run:3); leave out --seconds",
+                                 param_hint="--seconds")  # fmt: skip
+    plan = []
+    for part in content.split(","):
+        name, _, length = part.strip().partition(":")
+        try:
+            frames = round(float(length) * fps)
+        except (ValueError, OverflowError):  # not a number, nan, inf
+            frames = 0
+        if not name or frames < 1:
+            raise typer.BadParameter(f"{part.strip()!r} is not CONTENT:SECONDS with SECONDS > 0 (e.g. walk:4,run:3)",
+                                     param_hint="--content")  # fmt: skip
+        plan.append((name, frames))
+    if sum(frames for _, frames in plan) > MAX_GENERATED_SECONDS * fps:
+        raise typer.BadParameter(f"the plan lasts more than {MAX_GENERATED_SECONDS:g} s (10 minutes)", param_hint="--content")
+    return plan
+
+
+#: ``learn generate train``'s decoders and the convolutional decoder's paddings (:class:`~skelanim.learn.cvae.MotionCVAE`).
+DECODERS, PADDINGS = ("conv", "transformer"), ("zeros", "replicate")
+#: The flags of the decoder options a generator records.
+DECODER_FLAGS = {"decoder": "--decoder", "padding": "--padding", "z_every": "--z-every/--z-first"}
+
+
+def generator_options(window: int, decoder: str, padding: str | None, z_every: bool | None) -> dict[str, Any]:
+    """``learn generate train``'s decoder options, checked before any data is read (they had ended in a
+    traceback after it): a known decoder and padding, a window the encoder can halve three times, and no
+    convolutional-decoder option given with ``--decoder transformer`` (it had been ignored)."""
+    if decoder not in DECODERS:
+        raise typer.BadParameter(f"expected {' or '.join(map(repr, DECODERS))}, got {decoder!r}", param_hint="--decoder")
+    if padding is not None and padding not in PADDINGS:
+        raise typer.BadParameter(f"expected {' or '.join(map(repr, PADDINGS))}, got {padding!r}", param_hint="--padding")
+    if window % 8:
+        raise typer.BadParameter(f"must be a multiple of 8 (the encoder halves the window three times), got {window}",
+                                 param_hint="--window")  # fmt: skip
+    given = [o for o, v in (("--padding", padding is not None), ("--z-every" if z_every else "--z-first", z_every is not None)) if v]
+    if decoder == "transformer" and given:
+        raise typer.BadParameter(f"{given[0]} is an option of the convolutional decoder (--decoder conv); the "
+                                 "transformer decoder has none", param_hint=given[0])  # fmt: skip
+    return {"z_every": True if z_every is None else z_every, "decoder": decoder, "padding": padding or "zeros"}
+
+
+def check_init(init: Path | None, gan_epochs: int, window: int, fps: float, options: dict[str, Any]):
+    """The generator ``--init`` names (``None`` without it), checked against this run's options before any data
+    is read: it starts the GAN stage, so ``--gan-epochs 0`` is refused, and its window, frame rate and decoder
+    options must be the run's (:func:`check_init_data` checks its classes and skeleton against the data)."""
+    if init is None:
+        return None
+    if gan_epochs == 0:
+        raise typer.BadParameter("starts the GAN stage from a trained generator, which --gan-epochs 0 leaves out",
+                                 param_hint="--init")  # fmt: skip
+    from skelanim.learn.common import resolved_options
+    from skelanim.learn.cvae import MotionCVAE
+    from skelanim.learn.generate import Generator
+
+    start = Generator.load(init)
+    wanted = resolved_options(MotionCVAE, options)
+    differ = [(DECODER_FLAGS.get(k, k), v, wanted.get(k)) for k, v in start.options.items() if wanted.get(k) != v]
+    differ[:0] = [(flag, a, b) for flag, a, b in (("--window", start.length, window), ("--fps", start.fps, fps)) if a != b]
+    if differ:
+        flag, theirs, ours = differ[0]
+        raise typer.BadParameter(f"{init} was trained with {flag} {theirs!r}, this run has {ours!r}: give the "
+                                 "generator's options", param_hint="--init")  # fmt: skip
+    return start
+
+
+def check_init_data(start, init: Path, ds) -> None:
+    """The ``--init`` generator ``start`` against the training data ``ds``: its skeleton and its content and
+    style classes (a mismatch had been "size mismatch for norm.mean" or a ValueError traceback)."""
+    require_skeleton("generator", start.rig.skeleton, ds, " (--init)")
+    for kind, have in (("content", start.contents.names), ("style", start.styles.names)):
+        found = tuple(sorted(set(ds.labels(kind))))
+        if found != tuple(have):
+            raise typer.BadParameter(f"{init} was trained on the {kind} classes {', '.join(have) or '(none)'}; "
+                                     f"the training data has {', '.join(found) or '(none)'}", param_hint="--init")  # fmt: skip
+
+
+def fid_reference(rec, shipped: bool, recognition: float, train, window: int, stride: int):
+    """``(recogniser, reference features)`` for ``learn generate train``'s validation FID; the reference is
+    ``None`` (epochs chosen by reconstruction, with a note) where the recogniser is the shipped one of another
+    skeleton or there are fewer than two windows to compare (the run had ended after its first epoch with
+    "features must be (N >= 2, D)")."""
+    if shipped and rec is not None and not rec.rig.skeleton.same_topology(train.rig.skeleton):
+        if recognition > 0:
+            raise typer.BadParameter("the shipped recogniser is for another skeleton: train one on this data "
+                                     "(skelanim learn recognize train) and name it", param_hint="--recognizer")  # fmt: skip
+        typer.echo("note: the shipped recogniser is for another skeleton, so epochs are chosen by reconstruction, "
+                   "not FID (--recognizer names one trained on this data)", err=True)  # fmt: skip
+        return None, None
+    if rec is None:
+        return None, None
+    reference = None
+    if len(train.windows(window, stride)) >= 2:
+        reference = rec.embed_dataset(train, stride=8, length=window, speed_votes=False)["features"]
+    if reference is None or len(reference) < 2:
+        typer.echo(f"note: the training data holds fewer than two {window}-frame windows, too few for the "
+                   "validation FID: epochs are chosen by reconstruction", err=True)  # fmt: skip
+        return rec, None
+    return rec, reference
+
+
+@contextmanager
+def removed_if_empty(*folders: Path) -> Iterator[None]:
+    """On an error, remove those of ``folders`` that did not exist before and are still empty (a run that
+    failed before writing anything had left its output folder behind, empty)."""
+    fresh = sorted((Path(f) for f in folders if not Path(f).exists()), key=lambda p: -len(p.parts))
+    try:
+        yield
+    except BaseException:
+        for folder in fresh:  # the deepest first
+            if folder.is_dir() and not any(folder.iterdir()):
+                folder.rmdir()
+        raise

@@ -112,6 +112,9 @@ def predict_train(
                                  ("--gcn-observed", observed_frames is not None, ("gcn", "mlp"))):  # fmt: skip
         if given and arch not in archs:  # these had been dropped without a word
             raise typer.BadParameter(f"{option} applies to --arch {' or '.join(archs)}, not {arch}", param_hint=option)
+    if half_period and not ((arch == "rnn" and anchor) or (arch == "gcn" and gcn_pad == "periodic")):
+        raise typer.BadParameter("halves the periodic continuation, which needs --anchor (rnn) or --gcn-pad periodic "
+                                 "(gcn); it had been stored and not used", param_hint="--half-period")  # fmt: skip
     check_output_folders(out, resume=resume, overwrite=overwrite)
     parts = split_parts(load_dataset(data, fps, threads, progress, labels=labels), split, seed)
     options = {"hidden": hidden, "blocks": blocks, "attention": attention if arch == "rnn" else None,

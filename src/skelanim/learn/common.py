@@ -8,6 +8,7 @@ from __future__ import annotations
 import inspect
 import os
 import platform
+import sys
 import time
 from collections.abc import Sequence
 from dataclasses import replace
@@ -111,10 +112,11 @@ def load_folder(
 
 
 def skeleton_mismatch(model: str, trained: Skeleton, given: Skeleton) -> str:
-    """The message for motion on another skeleton than a model's: what the ``model`` (``"predictor"``,
-    ``"recogniser"``, ...) was trained on and the first way ``given`` differs
-    (:meth:`~skelanim.core.skeleton.Skeleton.topology_difference`)."""
-    return (f"the {model} was trained on a {trained.num_joints}-joint skeleton ({', '.join(trained.names[:4])}, ...); "
+    """The message for motion on another skeleton than a model's: the skeleton the ``model`` (``"predictor"``,
+    ``"recogniser"``, ...) works on and the first way ``given`` differs
+    (:meth:`~skelanim.core.skeleton.Skeleton.topology_difference`). "Works on", not "was trained on": the
+    baselines of ``skelanim predict`` (constant velocity, ...) run on the predictors' rig and are not trained."""
+    return (f"the {model} works on a {trained.num_joints}-joint skeleton ({', '.join(trained.names[:4])}, ...); "
             f"this motion has {trained.topology_difference(given) or 'the same joints'}")
 
 
@@ -159,8 +161,12 @@ def keep_without_validation(loop: TrainConfig, validated: bool, log: Any = None)
     chosen as "best" by a score of the training windows (what the task reports instead, ``train_subset_*``)."""
     if validated or loop.keep != "best":
         return loop
-    (log or tqdm.write)("note: no validation windows (split none, or too few files to hold any out): the score is of "
-                   "training windows (train_subset_*) and the last epoch is kept")  # fmt: skip
+    note = ("note: no validation windows (split none, or too few files to hold any out): the score is of training "
+            "windows (train_subset_*) and the last epoch is kept")  # fmt: skip
+    if log is not None:
+        log(note)
+    else:  # a note, not a result: stderr (it had gone to stdout, into a --json reader's input)
+        tqdm.write(note, file=sys.stderr)
     return replace(loop, keep="last")
 
 

@@ -29,7 +29,16 @@ from tqdm import tqdm
 
 from skelanim.learn.generate import Generator
 
-__all__ = ["chain_windows", "crossfade_weights", "sample_long", "sample_plan", "seam_fit"]
+__all__ = ["chain_windows", "crossfade_weights", "default_overlap", "sample_long", "sample_plan", "seam_fit"]
+
+#: Frames two chained windows share, at most (half the window where that is less: :func:`default_overlap`).
+OVERLAP = 16
+
+
+def default_overlap(length: int) -> int:
+    """The overlap of chained windows of ``length`` frames: :data:`OVERLAP`, or half the window where that is
+    less (a generator trained with ``--window 16`` or 8 had refused every motion, even one of one window)."""
+    return max(1, min(OVERLAP, length // 2))
 
 
 def crossfade_weights(overlap: int) -> Tensor:
@@ -89,7 +98,7 @@ def sample_long(
     styles: Sequence[str],
     frames: int,
     *,
-    overlap: int = 16,
+    overlap: int | None = None,
     generator: torch.Generator | None = None,
     temperature: float = 1.0,
     steps: int = 150,
@@ -99,8 +108,9 @@ def sample_long(
     on a GPU generates there).
 
     Up to the model's window length this is :meth:`Generator.sample` (cropped). ``overlap`` frames of each
-    window (``1 <= overlap < length``) are fitted to the motion so far by ``steps`` gradient steps on ``z``;
-    ``progress`` shows a bar over the windows.
+    window (``1 <= overlap < length``; default :func:`default_overlap`, and only checked where windows are
+    chained) are fitted to the motion so far by ``steps`` gradient steps on ``z``; ``progress`` shows a bar
+    over the windows.
     """
     return _chain(model, lambda _: (list(contents), list(styles)), frames, overlap=overlap, generator=generator,
                   temperature=temperature, steps=steps, progress=progress)  # fmt: skip
@@ -112,7 +122,7 @@ def sample_plan(
     plan: Sequence[tuple[str, str, int]],
     *,
     n: int = 1,
-    overlap: int = 16,
+    overlap: int | None = None,
     generator: torch.Generator | None = None,
     temperature: float = 1.0,
     steps: int = 150,
@@ -140,7 +150,7 @@ def _chain(
     classes: Callable[[float], tuple[list[str], list[str]]],
     frames: int,
     *,
-    overlap: int,
+    overlap: int | None,
     generator: torch.Generator | None,
     temperature: float,
     steps: int,
@@ -151,8 +161,10 @@ def _chain(
     length = model.length
     if frames < 1:
         raise ValueError(f"frames must be at least 1, got {frames}")
-    if not 1 <= overlap < length:
-        raise ValueError(f"overlap must be between 1 and {length - 1} frames, got {overlap}")
+    overlap = default_overlap(length) if overlap is None else overlap
+    if frames > length and not 1 <= overlap < length:  # one window needs no overlap
+        raise ValueError(f"overlap must be between 1 and {length - 1} frames (the model's window is {length}), "
+                         f"got {overlap}")  # fmt: skip
     model.eval()
 
     def condition(middle: float) -> tuple[Tensor, Tensor]:
@@ -161,7 +173,7 @@ def _chain(
 
     content, cond = condition((min(frames, length) - 1) / 2)
     x = model.vae.decode(model.draw_latent(content, generator, temperature), cond)
-    more = max(0, math.ceil((frames - length) / (length - overlap)))
+    more = math.ceil((frames - length) / (length - overlap)) if frames > length else 0
     for _ in tqdm(range(more), desc="windows", unit="window", disable=not progress or more == 0):
         content, cond = condition(x.shape[1] + (length - overlap - 1) / 2)
         z0 = model.draw_latent(content, generator, temperature)

@@ -83,9 +83,11 @@ class GenerateTask:
         self.beta, self.w_pos, self.w_skate, self.adversarial = beta, w_pos, w_skate, adversarial
         self.w_vel, self.free_bits, self.w_speed, self.w_speed_frames = w_vel, free_bits, w_speed, w_speed_frames
         self.w_fake_skate, self.real_contacts, self.w_contact = w_fake_skate, real_contacts, w_contact
+        self.windows = train_ds.windows(model.length, stride)
+        if len(self.windows) < 2 or (reference is not None and len(reference) < 2):  # FID needs two of each
+            embed = reference = None  # (it had failed after the first epoch: "features must be (N >= 2, D)")
         self.embed, self.reference = embed, reference
         self.metric = "val_fid" if embed is not None and reference is not None else "val_rec"
-        self.windows = train_ds.windows(model.length, stride)
         self._real: tuple[Tensor, Tensor, Tensor] | None = None
         clip = self.windows[:, 0]
         self.content = torch.tensor(model.contents.indices(train_ds.labels("content")))[clip]
@@ -230,9 +232,10 @@ def train_generator(train_ds: MotionDataset, out: str | Path, *, length: int = 6
         if gan_loop is None:
             raise ValueError("init= needs a GAN stage (gan_loop)")
         start = Generator.load(init)
-        keys = ("contents", "styles", "length", "options")
-        if any(start.config()[k] != model.config()[k] for k in keys):
-            raise ValueError(f"{init}: the generator's classes, length or options differ from this run's")
+        keys = ("contents", "styles", "length", "fps", "options")
+        if differ := [k for k in keys if start.config()[k] != model.config()[k]]:
+            raise ValueError(f"{init}: the generator's {differ[0]} differ from this run's ({start.config()[differ[0]]} "
+                             f"against {model.config()[differ[0]]})")  # fmt: skip
         vae: dict[str, Any] = {"history": [], "init": str(init)}
     else:
         task = new_task(model, train_ds, adversarial=0.0, meta={**meta, "stage": "vae", "weights": w})

@@ -56,10 +56,12 @@ from skelanim.metrics.distribution import accuracy, group_means, vote
 from skelanim.nn.device import module_device, to_device
 from skelanim.ops.normalize import scale
 
-__all__ = ["FORMAT", "Recognizer", "content_log_probabilities", "evaluate_recognizer", "joint_features",
+__all__ = ["ARCHITECTURES", "FORMAT", "Recognizer", "content_log_probabilities", "evaluate_recognizer", "joint_features",
            "mirror_features", "mirror_labels"]
 
 FORMAT = "skelanim-recognizer"
+#: The recogniser architectures: the ST-GCN and the temporal-CNN baseline.
+ARCHITECTURES = ("stgcn", "cnn")
 
 
 def content_log_probabilities(logits: Tensor) -> Tensor:
@@ -135,8 +137,8 @@ class Recognizer(nn.Module):
         m = rig.num_joints
         self.in_channels = IN_CHANNELS + (PATH_CHANNELS if self.path else 0)
         self.norm = Normalizer((m, self.in_channels))
-        if arch not in ("stgcn", "cnn"):
-            raise ValueError(f"unknown recogniser architecture {arch!r}; expected 'stgcn' or 'cnn'")
+        if arch not in ARCHITECTURES:
+            raise ValueError(f"unknown recogniser architecture {arch!r}; expected {' or '.join(map(repr, ARCHITECTURES))}")
         self.arch_options = resolved_options(STGCN if arch == "stgcn" else TemporalCNN, arch_options)
         self.members = int(members)
         if self.members < 1:
