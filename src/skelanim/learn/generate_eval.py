@@ -69,7 +69,7 @@ def evaluate_generation(model: Generator, embed: Callable[..., tuple[Tensor, Ten
         for i in range(0, len(win), 256):
             g = ds.gather(win[i : i + 256], t, keys=("rot", "pelvis", "yaw", "positions"))
             feats.append(embed(g["rot"], g["pelvis"], g["yaw"], g["positions"])[1])
-            skate = foot_skating(g["positions"] / rig.height, rig.feet, model.fps, up=rig.up, threshold=SKATE_THRESHOLD)
+            skate = foot_skating(g["positions"] / rig.height, rig.feet, model.fps, up_axis=rig.up, threshold=SKATE_THRESHOLD)
             skates.append(skate * len(g["rot"]))
             moves += movement(g["positions"] / rig.height)
             poses.append(heading_poses(g["positions"] / rig.height, g["yaw"], rig.up))
@@ -90,7 +90,7 @@ def evaluate_generation(model: Generator, embed: Callable[..., tuple[Tensor, Ten
         probs, f = embed(rot, pelvis, yaw, pos * rig.height)
         feats.append(f)
         hits += float((probs.argmax(-1) == torch.tensor(model.contents.indices(contents[i : i + 256]))).sum())
-        skate += foot_skating(pos, rig.feet, model.fps, up=rig.up, threshold=SKATE_THRESHOLD) * len(x)
+        skate += foot_skating(pos, rig.feet, model.fps, up_axis=rig.up, threshold=SKATE_THRESHOLD) * len(x)
         move_g += movement(pos)
         pose_g.append(heading_poses(pos, yaw, rig.up))
     feat_g = torch.cat(feats)

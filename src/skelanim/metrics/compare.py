@@ -102,7 +102,7 @@ def _ground(motions: Sequence[Motion], positions: list[Tensor], heights: list[fl
 def set_summary(
     motions: Sequence[Motion],
     *,
-    up: int,
+    up_axis: int,
     height: float,
     floor: float,
     positions: list[Tensor] | None = None,
@@ -114,12 +114,12 @@ def set_summary(
     ----------
     motions : sequence of Motion
         The set.
-    up : int
-        Up axis.
+    up_axis : int
+        Up axis (0, 1 or 2).
     height : float
         Normalising length.
     floor : float
-        Ground level along ``up``.
+        Ground level along the up axis.
     positions : list of Tensor, optional
         ``(F, J, 3)`` world positions of each motion (computed when absent).
     jerk_fps : float, optional
@@ -149,11 +149,11 @@ def set_summary(
             feet = _feet(m)
             if feet:
                 threshold = FEET_THRESHOLD * height
-                sums["foot_skating"] += f * foot_skating(at_rate, feet, rate, up=up, threshold=threshold,
+                sums["foot_skating"] += f * foot_skating(at_rate, feet, rate, up_axis=up_axis, threshold=threshold,
                                                          height=height)  # fmt: skip
                 weights["foot_skating"] += f
         body = p[:, body_root(m) :]
-        sums["ground_penetration"] += f * ground_penetration(body, up=up, floor=floor, height=height)
+        sums["ground_penetration"] += f * ground_penetration(body, up_axis=up_axis, floor=floor, height=height)
         offsets = m.skeleton.offsets if m.joint_translations is None else None
         sums["bone_length_error"] += f * bone_length_error(p, m.skeleton.parents.tolist(), offsets, bones=_bones(m))
         weights["ground_penetration"] += f
@@ -266,7 +266,7 @@ def compare_sets(a: Sequence[Motion], b: Sequence[Motion], *, embed: Embedder | 
     feats: dict[str, Tensor] = {}
     for key, motions, pos, contents in (("a", a, pos_a, contents_a), ("b", b, pos_b, contents_b)):
         ground = (up, height, floor) if shared else own[key]
-        out[key] = set_summary(motions, up=ground[0], height=ground[1], floor=ground[2], positions=pos,
+        out[key] = set_summary(motions, up_axis=ground[0], height=ground[1], floor=ground[2], positions=pos,
                                jerk_fps=jerk_fps)  # fmt: skip
         for measure in ("jerk", "foot_skating"):
             if out[key][measure] is None:

@@ -68,11 +68,13 @@ def _positive(name: str, value: float) -> float:
     return number
 
 
-def _axis(up: int) -> int:
-    """``up`` as an axis index 0, 1 or 2."""
-    if isinstance(up, bool) or not isinstance(up, (int, np.integer)) or not 0 <= up <= 2:
-        raise ValueError(f"up must be an axis index 0, 1 or 2, got {up!r}")
-    return int(up)
+def _axis(up_axis: int | str) -> int:
+    """``up_axis`` (0, 1, 2 or ``"x"``, ``"y"``, ``"z"``) as an axis index."""
+    if isinstance(up_axis, str) and up_axis.strip().lower() in ("x", "y", "z", "+x", "+y", "+z"):
+        return "xyz".index(up_axis.strip().lower()[-1])
+    if isinstance(up_axis, bool) or not isinstance(up_axis, (int, np.integer)) or not 0 <= up_axis <= 2:
+        raise ValueError(f"up_axis must be 0, 1, 2 or 'x', 'y', 'z', got {up_axis!r}")
+    return int(up_axis)
 
 
 def _joints(what: str, indices: Sequence[int], num_joints: int) -> list[int]:
@@ -173,7 +175,7 @@ def foot_skating(
     feet: Sequence[int],
     fps: float,
     *,
-    up: int = 1,
+    up_axis: int | str = 1,
     floor: float | Sequence[float] | Tensor | None = None,
     threshold: float,
     height: float = 1.0,
@@ -188,10 +190,10 @@ def foot_skating(
         ``K`` foot joints.
     fps : float
         Frame rate.
-    up : int
-        Up axis.
+    up_axis : int or str
+        Up axis: 0, 1, 2 or ``"x"``, ``"y"``, ``"z"`` (the ops' keyword; positive direction).
     floor : float or sequence of float, optional
-        Resting height of each foot joint along ``up`` (one value for all, or ``K`` values). Default: each
+        Resting height of each foot joint along the up axis (one value for all, or ``K`` values). Default: each
         foot joint's lowest height over the frames of its own sequence, so a foot that hovers above the
         ground while it slides is not excused.
     threshold : float
@@ -205,7 +207,7 @@ def foot_skating(
         Mean weighted speed in lengths per second (divided by ``height``).
     """
     fps, threshold, height = _positive("fps", fps), _positive("threshold", threshold), _positive("height", height)
-    up = _axis(up)
+    up = _axis(up_axis)
     p = _t(positions)
     p = p[..., _joints("foot joints", feet, p.shape[-2]), :]
     if p.shape[-3] < 2:
@@ -224,10 +226,11 @@ def foot_skating(
 
 
 def ground_penetration(
-    positions: Tensor | np.ndarray, *, up: int = 1, floor: float = 0.0, height: float = 1.0
+    positions: Tensor | np.ndarray, *, up_axis: int | str = 1, floor: float = 0.0, height: float = 1.0
 ) -> float:
-    """Mean over frames of the lowest joint's depth below ``floor``; positions ``(..., F, J, 3)``."""
-    p, up = _t(positions), _axis(up)
+    """Mean over frames of the lowest joint's depth below ``floor`` along ``up_axis`` (as :func:`foot_skating`'s);
+    positions ``(..., F, J, 3)``."""
+    p, up = _t(positions), _axis(up_axis)
     return float((floor - p[..., up].min(-1).values).clamp_min(0).mean()) / _positive("height", height)
 
 
