@@ -102,6 +102,12 @@ def test_automatic_runtime_picks_by_batch_and_agrees(bandai_rig, bandai_poses, k
     one = model.predict(x[3:4])  # auto: onnxruntime, static batch-1 graph
     assert float((one * torch.sign((one * want[3:4]).sum(-1, keepdim=True)) - want[3:4]).abs().max()) < 1e-4
     assert model.ort_session() is model.ort_session()  # cached
+    from skelanim.errors import ShapeError
+
+    with pytest.raises(ValueError, match="runtime must be one of auto, torch, onnx, got 'foo'"):
+        model.predict(x[3:4], runtime="foo")  # it had been taken as auto
+    with pytest.raises(ShapeError, match=rf"positions must be \(F, {bandai_rig.num_joints}, 3\)"):
+        model.predict(x[3:4, :-1], runtime="onnx")  # it had been onnxruntime's InvalidArgument
 
 
 def test_load_model_is_cached_per_folder():

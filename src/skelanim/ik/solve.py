@@ -64,6 +64,8 @@ DEFAULT_MODEL = Path(__file__).resolve().parent / "pretrained"
 METHODS = ("gat", "gat_refined", "swing_rest", "swing_mean", "optimize_rest", "optimize_mean", "optimize_warm")
 #: Every method :func:`run_method` knows: :data:`METHODS` (what ``ik eval`` runs by default) and ``swing_warm``.
 ALL_METHODS = (*METHODS, "swing_warm")
+#: The runtimes :meth:`IKModel.predict` runs the network with.
+RUNTIMES = ("auto", "torch", "onnx")
 #: Largest batch that goes through onnxruntime under the automatic runtime.
 ORT_MAX_BATCH = 32
 #: Torch processes larger batches in chunks of this many poses.
@@ -206,6 +208,11 @@ class IKModel:
         Tensor
             ``(F, J, 4)`` float64 unit quaternions, on the CPU.
         """
+        if runtime is not None and runtime not in RUNTIMES:
+            raise ValueError(f"runtime must be one of {', '.join(RUNTIMES)}, got {runtime!r}")
+        shape, joints = tuple(positions.shape), self.rig.num_joints
+        if len(shape) != 3 or shape[1:] != (joints, 3):  # onnxruntime's own message names its graph's input
+            raise ShapeError(f"positions must be (F, {joints}, 3) for this model's {joints} joints, got {shape}")
         n = positions.shape[0]
         device = self.device
         choice = runtime if runtime and runtime != "auto" and device.type == "cpu" else self.choose_runtime(n)
