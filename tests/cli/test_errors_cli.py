@@ -47,3 +47,21 @@ def test_the_package_imports_without_torch_until_it_is_used():
             "skelanim.ops.normalize.__module__, hasattr(skelanim, 'nope'))")  # fmt: skip
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
     assert out == ["True", "True", "Motion", "skelanim.io", "skelanim.ops.normalize", "False"]
+
+
+def test_sigterm_ends_a_write_as_ctrl_c_does_and_leaves_no_temporary_file(mocap_dir, tmp_path):
+    """A CLI audit: ``kill -TERM`` of ``render`` left its hidden temporary GIF (552 KB, mode 0600) beside the output,
+    as Python killed by a signal runs no cleanup. SIGTERM now ends the command as Ctrl-C does: exit 143, nothing
+    left in the output folder, no traceback."""
+    out = tmp_path / "out"
+    script = [sys.executable, "-m", "skelanim", "render", str(mocap_dir / "cmu_cgspeed_mb" / "01_01.bvh"),
+              "-o", str(out / "r.gif"), "--fps", "120"]  # fmt: skip
+    proc = subprocess.Popen(script, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not (out.is_dir() and any(out.iterdir())):  # the temporary file exists
+        time.sleep(0.05)
+    assert out.is_dir() and any(out.iterdir()), "the render never started writing"
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 143, (proc.returncode, err[-500:])
+    assert "Traceback" not in err and list(out.iterdir()) == []

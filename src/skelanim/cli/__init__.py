@@ -10,7 +10,10 @@ error into one line ``error: COMMAND: MESSAGE (see COMMAND --help)``; a warning 
 from __future__ import annotations
 
 import contextlib
+import signal
 import sys
+import threading
+from collections.abc import Iterator
 
 import typer
 
@@ -91,12 +94,47 @@ def _error(message: str) -> None:
     print(f"error: {message}", file=sys.stderr)
 
 
+#: Signals that end a run as Ctrl-C does (:func:`_interrupt_on_termination`).
+TERMINATING = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGHUP") if hasattr(signal, name))
+
+
+@contextlib.contextmanager
+def _interrupt_on_termination() -> Iterator[list[int]]:
+    """SIGTERM and SIGHUP raise ``KeyboardInterrupt`` while the command runs, so that they end it as Ctrl-C does:
+    a half-written output's temporary file is removed (Python killed by a signal runs no cleanup: an audit's
+    ``kill -TERM`` of ``render`` left a 552 KB hidden GIF beside the output) and ``record`` writes what arrived.
+    Yields the signals received (the exit code is then ``128 + signal``). Outside the main thread, nothing changes."""
+    received: list[int] = []
+    if threading.current_thread() is not threading.main_thread():
+        yield received
+        return
+
+    def interrupt(signum: int, _frame: object) -> None:
+        received.append(signum)
+        raise KeyboardInterrupt
+
+    previous = {sig: signal.signal(sig, interrupt) for sig in TERMINATING}
+    try:
+        yield received
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
 def main(argv: list[str] | None = None) -> int:
-    """Run the CLI; returns the exit code (0 ok, 2 bad input or usage, 130 interrupted).
+    """Run the CLI; returns the exit code (0 ok, 2 bad input or usage, 130 interrupted, 143 terminated).
 
     Library errors on bad input and usage errors (an unknown option, a value out of range) each become one
-    ``error:`` line on stderr; a command called without arguments prints its help (exit 2).
+    ``error:`` line on stderr; a command called without arguments prints its help (exit 2). SIGTERM and SIGHUP
+    end a command as Ctrl-C does (:func:`_interrupt_on_termination`).
     """
+    with _interrupt_on_termination() as received:
+        code = _run(argv)
+    return 128 + received[0] if received else code
+
+
+def _run(argv: list[str] | None) -> int:
+    """:func:`main`'s run, its errors turned into exit codes."""
     from skelanim.cli.files import warnings_as_lines
 
     try:
