@@ -125,9 +125,21 @@ def test_cli_combine_and_its_one_line_errors(members, tmp_path, capsys):
     trained = tmp_path / "trained"
     shutil.copytree(members[2], trained)
     assert (trained / "train_state.safetensors").is_file()
-    assert main(["learn", "recognize", "combine", str(members[0]), str(members[1]), "-o", str(trained)]) == 0
+    (trained / "refine.json").write_text("{}")  # as an IK model's folder holds: another model's file
+    before = (trained / "model.safetensors").read_bytes()
+    # a folder holding a model is refused without --overwrite (it had been replaced without a word)
+    assert main(["learn", "recognize", "combine", str(members[0]), str(members[1]), "-o", str(trained)]) == 2
+    assert "which this would replace: --overwrite replaces it" in capsys.readouterr().err
+    assert (trained / "model.safetensors").read_bytes() == before
+    assert main(["learn", "recognize", "combine", str(members[0]), str(members[1]), "-o", str(trained),
+                 "--overwrite"]) == 0  # fmt: skip
     assert "removed" in capsys.readouterr().err and not (trained / "train_state.safetensors").exists()
-    assert Recognizer.load(trained).members == 2
+    assert not (trained / "refine.json").exists() and Recognizer.load(trained).members == 2
+    shipped = tmp_path / "shipped"  # learn ship likewise
+    assert main(["learn", "ship", str(trained), str(shipped)]) == 0
+    assert main(["learn", "ship", str(members[0]), str(shipped)]) == 2
+    assert "--overwrite" in capsys.readouterr().err and Recognizer.load(shipped).members == 2
+    assert main(["learn", "ship", str(members[0]), str(shipped), "--overwrite"]) == 0
 
 
 @pytest.fixture(scope="module")

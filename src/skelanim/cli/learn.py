@@ -25,6 +25,7 @@ from skelanim.cli.learn_common import (
     check_init_data,
     check_keep,
     check_lr,
+    check_model_folder,
     check_plot,
     check_style,
     combine_folders,
@@ -41,6 +42,7 @@ from skelanim.cli.learn_common import (
     overwrite_option,
     range_option,
     recognize_app,
+    remove_earlier_model_files,
     removed_if_empty,
     report_training,
     require_skeleton,
@@ -151,13 +153,14 @@ def recognize_combine(
     ),
     out: Path = typer.Option(..., "--out", "-o", help="Ensemble model folder to write."),
     test_speeds: list[float] = TEST_SPEED_OPTION,
+    overwrite: bool = typer.Option(False, "--overwrite", help="Replace the model OUT holds (without it, refused)."),
 ) -> None:
     """Combine separately trained recognisers into one ensemble (mean probabilities, concatenated features)."""
     from functools import partial
 
     from skelanim.learn.ensemble import combine_recognizers
 
-    combine_folders(models, out, partial(combine_recognizers, test_speeds=test_speeds or None))
+    combine_folders(models, out, partial(combine_recognizers, test_speeds=test_speeds or None), overwrite)
 
 
 @recognize_app.command("eval")
@@ -391,15 +394,16 @@ def ship(
     src: Path = typer.Argument(..., help="A trained model folder."),
     dest: Path = typer.Argument(..., help="Folder to write (e.g. src/skelanim/learn/pretrained/NAME)."),
     drop: list[str] | None = typer.Option(None, "--drop", help="Leave out tensors with this name prefix (repeat)."),
+    overwrite: bool = typer.Option(False, "--overwrite", help="Replace the model DEST holds (without it, refused)."),
 ) -> None:
     """Copy a model folder for shipping: float16 weights, statistics in float32, optional parts dropped."""
     from skelanim.cli.files import check_not_an_input
     from skelanim.learn.common import export_for_shipping
 
     check_not_an_input(dest, src)  # the trained weights would become their float16 copy
-    if dest.exists() and not dest.is_dir():
-        raise typer.BadParameter(f"{dest} is a file; a model is written as a folder", param_hint="DEST")
+    check_model_folder(dest, overwrite, "DEST")
     size = export_for_shipping(src, dest, drop=drop or ())
+    remove_earlier_model_files(dest)
     typer.echo(f"wrote {dest} ({size / 1e6:.2f} MB of weights)")
 
 

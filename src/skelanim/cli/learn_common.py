@@ -296,20 +296,45 @@ def check_same_fps(models: list[Path]) -> None:
                               "ensemble must share one frame rate (train them with one --fps)", path=folder)
 
 
-def combine_folders(models: list[Path], out: Path, combine: Callable[..., Any]) -> None:
+#: Files a model folder may hold beside its weights and config that belong to the model there before: an IK model's
+#: pose corrector, a training run's state (``--resume`` would go on from it, not from the new model).
+EARLIER_MODEL_FILES = ("refine.json", "refine.safetensors", "train_state.safetensors")
+
+
+def check_model_folder(out: Path, overwrite: bool, hint: str = "OUT") -> None:
+    """Refuse to write a model (``learn ship``, the ``combine`` commands) into ``out`` where it is a file, or holds a
+    model or a run's state and ``overwrite`` is not given (it had been replaced without a word, even a model of
+    another kind, whose other files then stayed beside the new one)."""
+    from skelanim.errors import FormatError
+    from skelanim.nn.checkpoint import CONFIG_NAME, STATE_NAME, WEIGHTS_NAME
+
+    if out.exists() and not out.is_dir():
+        raise typer.BadParameter(f"{out} is a file; a model is written as a folder", param_hint=hint)
+    held = [name for name in (CONFIG_NAME, WEIGHTS_NAME, STATE_NAME) if (out / name).is_file()]
+    if held and not overwrite:
+        raise FormatError(f"the folder holds a model ({', '.join(held)}), which this would replace: --overwrite "
+                          "replaces it, or choose another folder", path=out)  # fmt: skip
+
+
+def remove_earlier_model_files(out: Path) -> None:
+    """Remove :data:`EARLIER_MODEL_FILES` from a folder a new model was just written to, with a note each."""
+    for name in EARLIER_MODEL_FILES:
+        if (out / name).is_file():
+            (out / name).unlink()
+            typer.echo(f"note: removed {out / name}, a file of the folder's earlier model", err=True)
+
+
+def combine_folders(models: list[Path], out: Path, combine: Callable[..., Any], overwrite: bool = False) -> None:
     """The ``combine`` commands: at least two folders, then ``combine(models, out, command=...)``."""
     from skelanim.cli.files import check_not_an_input
-    from skelanim.nn.checkpoint import STATE_NAME
 
     if len(models) < 2:
         raise typer.BadParameter("give two or more model folders", param_hint="MODELS")
     check_not_an_input(out, *models)  # a member would be replaced by the ensemble
+    check_model_folder(out, overwrite, "--out")
     check_same_fps(models)
     net = combine(models, out, command=command_line())
-    stale = out / STATE_NAME  # a training run's state left in the folder: --resume would go on from it, not the ensemble
-    if stale.is_file():
-        stale.unlink()
-        typer.echo(f"note: removed {stale}, a training state of the folder's earlier model", err=True)
+    remove_earlier_model_files(out)
     typer.echo(f"wrote {out} ({net.members} members, {sum(p.numel() for p in net.parameters())} parameters)")
 
 

@@ -136,11 +136,12 @@ def predict_train(
 def predict_combine(
     models: list[Path] = typer.Argument(..., help="Two or more predictor folders of one recipe (other seeds); an ensemble counts member by member."),
     out: Path = typer.Option(..., "--out", "-o", help="Ensemble model folder to write."),
+    overwrite: bool = typer.Option(False, "--overwrite", help="Replace the model OUT holds (without it, refused)."),
 ) -> None:
     """Combine separately trained predictors into one ensemble (the mean of their predicted frames)."""
     from skelanim.learn.ensemble import combine_predictors
 
-    combine_folders(models, out, combine_predictors)
+    combine_folders(models, out, combine_predictors, overwrite)
 
 
 @predict_app.command("calibrate")
