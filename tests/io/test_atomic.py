@@ -177,3 +177,40 @@ def test_a_name_near_the_file_systems_limit_is_written(tmp_path):
     motion = skelanim.load(sample_path("walk"))
     skelanim.save(motion, target)
     assert skelanim.load(target).num_frames == motion.num_frames and sorted(p.name for p in tmp_path.iterdir()) == [target.name]
+
+
+def test_a_replaced_file_keeps_its_permissions_and_a_link_is_written_through(tmp_path: Path) -> None:
+    """A CLI audit: a private 0600 file came back 0644 (the rename put a new file with default permissions in its
+    place), and a symbolic link was replaced by a plain file instead of written through."""
+    private = tmp_path / "private.txt"
+    private.write_text("old")
+    private.chmod(0o600)
+    with atomic_open(private) as handle:
+        handle.write("new")
+    assert stat.S_IMODE(private.stat().st_mode) == 0o600 and private.read_text() == "new"
+    real, link = tmp_path / "real.txt", tmp_path / "link.txt"
+    real.write_text("old")
+    link.symlink_to(real)
+    with atomic_open(link) as handle:
+        handle.write("through")
+    assert link.is_symlink() and real.read_text() == "through" and sorted(os.listdir(tmp_path)) == [
+        "link.txt", "private.txt", "real.txt"]  # fmt: skip
+
+
+def test_a_read_only_file_is_refused_and_kept(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """As ``open`` refuses it (the rename had replaced a 0444 file); root may write it, so the check is shown with
+    ``os.access`` answering as for another user, and for real below when not root."""
+    from skelanim.io import atomic
+
+    target = tmp_path / "keep.txt"
+    target.write_text("kept")
+    target.chmod(0o444)
+    monkeypatch.setattr(atomic.os, "access", lambda path, mode: not (Path(path) == target and mode & os.W_OK))
+    with pytest.raises(PermissionError, match="the file is read-only") as info, atomic_open(target) as handle:
+        handle.write("lost")
+    assert info.value.filename == str(target) and target.read_text() == "kept" and os.listdir(tmp_path) == ["keep.txt"]
+    monkeypatch.undo()
+    if os.geteuid() != 0:
+        with pytest.raises(PermissionError), atomic_open(target) as handle:
+            handle.write("lost")
+        assert target.read_text() == "kept"

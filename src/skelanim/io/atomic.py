@@ -25,11 +25,34 @@ STEM_KEPT = 64
 
 
 def _publish(tmp: str, target: Path) -> None:
-    """Give the temporary file ordinary permissions (mkstemp makes it 0600) and rename it onto ``target``."""
-    umask = os.umask(0)
-    os.umask(umask)
-    os.chmod(tmp, (stat.S_IRUSR | stat.S_IWUSR | stat.S_IRGRP | stat.S_IWGRP | stat.S_IROTH | stat.S_IWOTH) & ~umask)
+    """Give the temporary file the permissions (and, where allowed, the owner) of the file it replaces, else
+    ordinary ones (mkstemp makes it 0600), and rename it onto ``target``: a private 0600 file had come back 0644."""
+    try:
+        before: os.stat_result | None = os.stat(target)
+    except OSError:
+        before = None
+    if before is not None:
+        os.chmod(tmp, stat.S_IMODE(before.st_mode))
+        with contextlib.suppress(OSError):  # only root may give a file away; others keep it as theirs
+            if (before.st_uid, before.st_gid) != (os.getuid(), os.getgid()):
+                os.chown(tmp, before.st_uid, before.st_gid)
+    else:
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, (stat.S_IRUSR | stat.S_IWUSR | stat.S_IRGRP | stat.S_IWGRP | stat.S_IROTH | stat.S_IWOTH) & ~umask)
     os.replace(tmp, target)
+
+
+def _written_through(target: Path) -> Path:
+    """The file a symbolic link ``target`` points to (a link is written through, as ``open`` would, not replaced
+    by a plain file); ``target`` itself otherwise."""
+    return Path(os.path.realpath(target)) if target.is_symlink() else target
+
+
+def _refuse_read_only(target: Path) -> None:
+    """Refuse an existing ``target`` its owner made read-only (as ``open`` would; the rename had replaced it)."""
+    if target.is_file() and not os.access(target, os.W_OK):
+        raise PermissionError(errno.EACCES, "Permission denied (the file is read-only)", str(target))
 
 
 def _about_target(exc: OSError, target: Path, what: str) -> OSError:
@@ -72,6 +95,7 @@ def _prepare(target: Path) -> str:
     """Create ``target``'s folder if needed and a temporary file beside it; return the temporary name.
     Errors name ``target``."""
     _refuse_misplaced(target)
+    _refuse_read_only(target)
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
@@ -95,8 +119,9 @@ def check_can_write(path: str | os.PathLike) -> None:
     OSError
         ``filename`` is ``path``.
     """
-    target = Path(path)
+    target = _written_through(Path(path))
     _refuse_misplaced(target)
+    _refuse_read_only(target)
     existing = next(p for p in (target.parent, *target.parent.parents) if p.exists())
     if not os.access(existing, os.W_OK | os.X_OK):
         raise PermissionError(errno.EACCES, f"Permission denied (cannot write in {existing})", str(target))
@@ -134,7 +159,7 @@ def atomic_paths(paths: Sequence[str | os.PathLike]) -> Iterator[list[Path]]:
         As :func:`atomic_path`, ``filename`` the target of the temporary file that failed (an error naming no
         file is about the target when there is one).
     """
-    targets = [Path(p) for p in paths]
+    targets = [_written_through(Path(p)) for p in paths]
     temps: list[str] = []
     try:
         for target in targets:
