@@ -58,7 +58,7 @@ def train(
     ffn_mult: int = typer.Option(2, "--ffn-mult", min=1),
     hops: int = typer.Option(2, "--hops", min=1),
     noise: float = typer.Option(
-        0.01, "--noise", help="Largest input noise sigma (fraction of height) for augmentation."
+        0.01, "--noise", min=0.0, max=1.0, help="Largest input noise sigma (fraction of height, 0 to 1) for augmentation."
     ),
     noisy: float = typer.Option(0.5, "--noisy", min=0.0, max=1.0, help="Fraction of samples that get input noise."),
     chain: bool = typer.Option(
@@ -239,6 +239,8 @@ def fit_corrector(
     refine.safetensors + refine.json (seconds; see ik/README.md, "Refinement")."""
     from skelanim.ik.refine import fit_corrector as run
 
+    if not math.isfinite(ridge):
+        raise typer.BadParameter(f"a finite weight, not {ridge:g}", param_hint="--ridge")
     _threads(threads)
     ik_model = _load_model(model)
     try:

@@ -32,8 +32,8 @@ from skelanim.data.features import yaw_matrix
 from skelanim.errors import SkeletonError
 from skelanim.ik.frames import IKRig
 
-__all__ = ["PoseSet", "augment", "detect_ik_root", "expand_paths", "load_motions", "mean_pose", "mirror_map",
-           "mirror_world", "pose_set", "split_files", "up_axis"]  # fmt: skip
+__all__ = ["PoseSet", "augment", "checked_split", "detect_ik_root", "expand_paths", "load_motions", "mean_pose",
+           "mirror_map", "mirror_world", "pose_set", "split_files", "up_axis"]  # fmt: skip
 
 
 def split_files(
@@ -50,6 +50,56 @@ def split_files(
     else:
         val_files = kept[5::10] if len(kept) > 5 else kept[-1:]
     train = [f for f in kept if f not in val_files]
+    return train, val_files
+
+
+def _patterns(patterns: Sequence[str]) -> str:
+    return ", ".join(repr(p) for p in patterns)
+
+
+def checked_split(
+    data: Sequence[str | Path],
+    *,
+    val: Sequence[str] = (),
+    exclude: Sequence[str] = (),
+    purpose: str = "train on",
+    need_val: bool = True,
+) -> tuple[list[Path], list[Path]]:
+    """:func:`split_files` of the files ``data`` names, refusing a split that leaves nothing to ``purpose`` (or,
+    with ``need_val``, nothing to validate on) with what went wrong.
+
+    Without ``need_val`` a lone file (which the default split keeps for validation) is the training file, with no
+    validation. With ``need_val`` a lone file is read first, so that one that cannot be read says so itself.
+
+    Raises
+    ------
+    FileNotFoundError
+        Naming ``data`` and why: no motion files, every file excluded, a ``val`` pattern that matched nothing (patterns
+        are globs), every file validating, or one file only.
+    """
+    from skelanim.data.dataset import NO_MOTION_FILES
+
+    files = expand_paths(data)
+    train, val_files = split_files(files, val=val, exclude=exclude)
+
+    def refuse(why: str) -> None:
+        raise FileNotFoundError(2, why, ", ".join(map(str, data)))
+
+    if not files:
+        refuse(f"nothing to {purpose}: {NO_MOTION_FILES}")
+    if not train and not val_files:
+        refuse(f"nothing to {purpose}: every file matches --exclude {_patterns(exclude)}")
+    if val and not val_files:
+        hint = val[0] if any(c in val[0] for c in "*?[") else f"*{val[0]}*"
+        refuse(f"no file matched --val {_patterns(val)} (patterns are globs on file names, such as {hint!r})")
+    if not train and val:
+        refuse(f"nothing to {purpose}: every file {'left ' if exclude else ''}matches --val {_patterns(val)}")
+    if not train and not need_val:
+        return val_files, []
+    if not train:
+        load_motions(val_files)  # a file that cannot be read is said as that
+        refuse("one motion file only: training needs another to validate on (of 5 files or fewer the last "
+               "validates; --val chooses)")
     return train, val_files
 
 

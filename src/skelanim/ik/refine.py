@@ -356,16 +356,15 @@ def fit_corrector(
     ridge: float = CORRECTOR_RIDGE,
 ) -> PoseCorrector:
     """Fit a :class:`PoseCorrector` for ``model`` on the training files of ``data`` (split as in training:
-    ``exclude`` dropped, ``val`` held for the report in ``info["validation"]``); it reads every joint the
+    ``exclude`` dropped, ``val`` held for the report in ``info["validation"]``, but a lone file, which training keeps
+    for validation, fitted on); it reads every joint the
     model answers for but the body root (whose local rotation is the body's world orientation, so the correction
     turns with the input as the network's answer does) and corrects all but the joints named in ``skip``."""
     from tqdm import tqdm
 
-    from skelanim.data.dataset import NO_MOTION_FILES
-    from skelanim.ik.data import expand_paths, load_motions, pose_set, split_files
+    from skelanim.ik.data import checked_split, load_motions, pose_set
 
     started = time.perf_counter()
-    train_files, val_files = split_files(expand_paths(data), val=val, exclude=exclude)
     rig = model.rig
     answered = [j for j in rig.evaluated if not bool(rig.fixed[j])]
     # a body root's local rotation is the body's world orientation: read, it would tie the correction to the
@@ -374,10 +373,7 @@ def fit_corrector(
     unknown = [n for n in skip if n not in rig.skeleton.names]
     if unknown:
         raise ValueError(f"--skip: no joint {unknown[0]!r} in the model's skeleton ({', '.join(rig.skeleton.names)})")
-    if not train_files:
-        why = (f"{len(val_files)} files validate; every file left out by --exclude or --val?" if val_files
-               else NO_MOTION_FILES)  # fmt: skip
-        raise FileNotFoundError(2, f"nothing to fit on: {why}", ", ".join(map(str, data)))
+    train_files, val_files = checked_split(data, val=val, exclude=exclude, purpose="fit on", need_val=False)
     joints = [j for j in answered if rig.skeleton.names[j] not in skip]
 
     def answers(files: list[Path], what: str) -> tuple[Tensor, Tensor]:

@@ -27,13 +27,12 @@ from skelanim.errors import FormatError
 from skelanim.ik.data import (
     PoseSet,
     augment,
+    checked_split,
     detect_ik_root,
-    expand_paths,
     load_motions,
     mean_pose,
     mirror_map,
     pose_set,
-    split_files,
     up_axis,
 )  # fmt: skip
 from skelanim.ik.frames import IKRig, world_to_local
@@ -196,6 +195,69 @@ def model_config(net: IKGAT, rig: IKRig, up: int, meta: dict[str, Any]) -> dict[
             "training": meta}  # fmt: skip
 
 
+def _options(arch: dict[str, Any], keys: Sequence[str]) -> str:
+    """The ``ik train`` options that give ``arch``'s values of ``keys`` (``--hidden 8 --no-chain``)."""
+    words = []
+    for k in keys:
+        flag, value = "--" + k.replace("_", "-"), arch.get(k)
+        if k == "joint_embedding":  # no option sets it
+            words.append(f"joint_embedding {value}")
+        elif isinstance(value, bool):
+            words.append(flag if value else "--no-" + flag[2:])
+        else:
+            words.append(f"{flag} {value}")
+    return " ".join(words)
+
+
+def _init_weights(init: str | Path, gat: GATConfig) -> tuple[dict[str, Tensor], dict[str, Any]]:
+    """The weights and config of the ``init`` model folder, refused (one line) where its architecture is not
+    ``gat``."""
+    from skelanim.nn.checkpoint import load_model_files
+
+    tensors, config = load_model_files(init)
+    if config.get("format", FORMAT) != FORMAT:
+        raise FormatError(f"--init needs an IK-GAT model folder ({FORMAT}), not {config.get('format')!r}", path=init)
+    theirs, ours = config.get("architecture"), gat.to_dict()
+    theirs = theirs if isinstance(theirs, dict) else {}
+    differ = [k for k in ours if k in theirs and theirs[k] != ours[k]]
+    if differ:
+        raise FormatError(f"--init weights do not fit this architecture: they were trained with {_options(theirs, differ)} "
+                          f"(this run: {_options(ours, differ)}); give the same options", path=init)  # fmt: skip
+    return tensors, config
+
+
+def _check_init_skeleton(init: str | Path, config: dict[str, Any], rig: IKRig) -> None:
+    """Refuse ``--init`` weights made for another skeleton than the data's, as one line that says how it differs."""
+    skeleton = config.get("skeleton")
+    names = skeleton.get("names") if isinstance(skeleton, dict) else None
+    if not isinstance(names, list) or names == rig.skeleton.names:
+        return
+    ours = rig.skeleton.names
+    why = (f"a skeleton of {len(names)} joints, the data's has {len(ours)}" if len(names) != len(ours) else
+           f"another skeleton (joint {next(a for a, b in zip(names, ours) if a != b)!r} where the data has "
+           f"{next(b for a, b in zip(names, ours) if a != b)!r})")  # fmt: skip
+    raise FormatError(f"--init weights do not fit this data: they are for {why}", path=init)
+
+
+def _load_init(net: IKGAT, init: str | Path, tensors: dict[str, Tensor]) -> None:
+    """Load ``--init`` weights into ``net``; a misfit is one line (the first that torch gives after its header)."""
+    try:
+        net.load_state_dict(tensors)
+    except RuntimeError as err:
+        lines = [line.strip() for line in str(err).splitlines()[1:] if line.strip()]
+        raise FormatError(f"--init weights do not fit this architecture: {lines[0] if lines else err}",
+                          path=init) from None  # fmt: skip
+    net.set_mean_pose(net.mean_pose.clone())
+
+
+def _check_weights(weights: LossWeights) -> None:
+    for name, value in asdict(weights).items():
+        if not (math.isfinite(value) and value >= 0):
+            raise ValueError(f"loss weight {name} must be a finite number >= 0, got {value}")
+    if weights.noisy > 1 or weights.mirror > 1:
+        raise ValueError(f"noisy and mirror are fractions (0 to 1), got {weights.noisy} and {weights.mirror}")
+
+
 def train(
     data: Sequence[str | Path],
     out: str | Path,
@@ -244,20 +306,21 @@ def train(
         :func:`skelanim.nn.fit`'s result plus ``"parameters"``, ``"train_frames"``, ``"val_frames"``.
     """
     gat, loop, weights = gat or GATConfig(), loop or TrainConfig(), weights or LossWeights()
+    _check_weights(weights)
+    init_files = None if init is None else _init_weights(init, gat)  # before the data: a misfit is said at once
     ddp.setup()
     say = log or (lambda line: print(line, file=sys.stderr, flush=True))
     say = say if ddp.is_main() else (lambda line: None)
     started = time.perf_counter()
-    train_files, val_files = split_files(expand_paths(data), val=val, exclude=exclude)
-    if not train_files or not val_files:
-        raise FileNotFoundError(2, f"need training and validation files, got {len(train_files)} and {len(val_files)}",
-                                ", ".join(map(str, data)))  # fmt: skip
+    train_files, val_files = checked_split(data, val=val, exclude=exclude)
     motions = load_motions(train_files + val_files)
     ik_root = detect_ik_root(motions)
     skeleton = motions[0].skeleton.copy()
     if ik_root:  # the IK root's OFFSET is free (its translation is animated); files disagree, take the median
         skeleton.offsets[ik_root] = torch.stack([m.skeleton.offsets[ik_root] for m in motions]).median(0).values
     rig = IKRig(skeleton, ik_root=ik_root)
+    if init is not None and init_files is not None:
+        _check_init_skeleton(init, init_files[1], rig)
     train_set = pose_set(motions[: len(train_files)], rig, train_files, max_frames=max_frames_per_file)
     val_set = pose_set(motions[len(train_files) :], rig, val_files, max_frames=max_frames_per_file)
     up = up_axis(train_set.positions[:: max(1, len(train_set) // 5000)])
@@ -267,17 +330,8 @@ def train(
     torch.manual_seed(loop.seed)
     net = IKGAT(rig, gat)
     net.set_mean_pose(mean_pose(train_set.local))
-    if init is not None:
-        from skelanim.nn.checkpoint import load_model_files
-
-        tensors, _ = load_model_files(init)
-        try:
-            net.load_state_dict(tensors)
-        except RuntimeError as err:
-            raise FormatError(
-                f"--init weights do not fit this architecture: {err}".splitlines()[0], path=init
-            ) from None
-        net.set_mean_pose(net.mean_pose.clone())
+    if init is not None and init_files is not None:
+        _load_init(net, init, init_files[0])
     meta = {"command": command, "seed": loop.seed, "train_files": [Path(f).name for f in train_files],
             "val_files": [Path(f).name for f in val_files], "excluded_patterns": list(exclude),
             "val_patterns": list(val), "train_frames": len(train_set), "val_frames": len(val_set),
