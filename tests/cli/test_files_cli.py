@@ -388,3 +388,12 @@ def test_convert_simple_channels_writes_root_positions_only(mocap_files, tmp_pat
     capsys.readouterr()
     assert main(["convert", str(src), str(tmp_path / "simple.glb"), "--simple-channels"]) == 2
     assert "channels are a BVH file's" in capsys.readouterr().err and not (tmp_path / "simple.glb").exists()
+
+
+@pytest.mark.parametrize("scale", ["0", "-2", "nan", "inf"])
+def test_convert_names_the_scale_option_it_refuses(tmp_path: Path, capsys, scale):
+    """``--scale 0`` said "scale factor must be a positive finite number" without naming the option."""
+    dst = tmp_path / "out.bvh"
+    code, out, err = run(["convert", str(sample_path("walk")), str(dst), "--scale", scale], capsys)
+    one_error_line(code, out, err, "--scale", "a positive finite factor")
+    assert list(tmp_path.iterdir()) == []

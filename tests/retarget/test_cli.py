@@ -214,3 +214,20 @@ def test_eval_names_a_missing_data_folder(tmp_path, capsys):
     assert main(["retarget", "eval", "--data", str(missing)]) == 2
     err = capsys.readouterr().err
     assert err.strip() == f"error: {missing}: no such folder (--data, or SKELANIM_DATA: the shared mocap folder)"
+
+
+@pytest.mark.parametrize("command, method", [("run", "copy"), ("run", "ik"), ("export", "copy")])
+def test_a_model_for_a_method_without_one_is_refused(short_files, tmp_path, capsys, command, method):
+    """``-m /nonexistent`` with ``--method copy`` was ignored (exit 0)."""
+    out = tmp_path / ("x.onnx" if command == "export" else "x.bvh")
+    code, _, err = run(["retarget", command, str(short_files["bandai"]), "--to", str(short_files["cmu_mb"]), "-o",
+                        str(out), "--method", method, "-m", str(tmp_path / "nonexistent")], capsys)  # fmt: skip
+    line = _one_line_error(code, err)
+    assert "-m/--model" in line and "--method nkn" in line and f"--method {method}" in line
+    assert not out.exists()
+
+
+def test_eval_refuses_a_model_when_no_method_uses_one(tmp_path, capsys):
+    code, _, err = run(["retarget", "eval", "--methods", "copy,ik", "-m", str(tmp_path / "nonexistent"),
+                        "--data", str(tmp_path)], capsys)  # fmt: skip
+    assert "-m/--model" in _one_line_error(code, err)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import shlex
 import sys
 import warnings
@@ -191,6 +192,8 @@ def convert(
 
     if fps is not None:
         require_between(fps, "--fps", 0.01, 10000, "frames per second")
+    if scale is not None and not (math.isfinite(scale) and scale > 0):
+        raise typer.BadParameter(f"a positive finite factor, not {scale:g}", param_hint="--scale")
     keeps_loop = dst.suffix.lower() in LOOPING_FORMATS
     if loop is not None and (loop not in ("wrap", "none") or not keeps_loop):
         raise typer.BadParameter(f"expected wrap or none, got {loop!r}" if loop not in ("wrap", "none") else

@@ -37,6 +37,13 @@ retarget_app = typer.Typer(cls=_DefaultRun, no_args_is_help=True,
 app.add_typer(retarget_app, name="retarget")
 
 
+def _model_for(method: str, model: Path | None) -> None:
+    """Refuse an NKN model folder given to a method that has no network (it would be ignored)."""
+    if model is not None and method != "nkn":
+        raise typer.BadParameter(f"a model is for --method nkn, not --method {method} (which uses none)",
+                                 param_hint="-m/--model")  # fmt: skip
+
+
 def _threads(threads: int | None) -> None:
     if threads:
         import torch
@@ -73,6 +80,7 @@ def run(
 
     if method not in METHODS:
         raise RetargetError(f"--method: unknown method {method!r}; choose from {', '.join(METHODS)}")
+    _model_for(method, model)
     check_output(out, src, to, source_map, target_map)
     motion = skelanim.load(src)
     if out.suffix.lower() in (".txt", ".json") and to.suffix.lower() not in (".txt", ".json", ".urdf"):
@@ -151,6 +159,7 @@ def export(
 
     if method not in METHODS:
         raise RetargetError(f"--method: {method!r} is no method; choose from {', '.join(METHODS)}")
+    _model_for(method, model)
     if dtype not in ("float32", "float64"):
         raise typer.BadParameter(f"float32 or float64, not {dtype!r}", param_hint="--dtype")
     require_suffix(out, (".onnx",), "a streamed retargeter")
@@ -237,6 +246,9 @@ def evaluate(
     unknown = [m for m in chosen if m not in METHODS]
     if unknown:
         raise RetargetError(f"--methods: unknown method {unknown[0]!r}; choose from {', '.join(METHODS)}")
+    if model is not None and "nkn" not in chosen:
+        raise typer.BadParameter(f"a model is for the nkn method, which --methods {','.join(chosen)} leaves out",
+                                 param_hint="-m/--model")  # fmt: skip
     if not data.is_dir():
         raise RetargetError(f"{data}: no such folder (--data, or SKELANIM_DATA: the shared mocap folder)")
     report: dict[str, Any] = run_eval(data, methods=chosen, model=model, clips=clips, max_frames=max_frames,
