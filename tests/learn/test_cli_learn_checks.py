@@ -44,6 +44,8 @@ def _generator(folder: Path, contents, styles, *, length: int = 16, options: dic
     (["--decoder", "transformer", "--padding", "replicate"], "--padding", "transformer decoder has none"),
     (["--decoder", "transformer", "--z-first"], "--z-first", "transformer decoder has none"),
     (["--decoder", "transformer", "--z-every"], "--z-every", "transformer decoder has none"),
+    (["--beta", "nan"], "--beta", "nan is not a number"),  # a CLI audit: NaN had reached config.json
+    (["--adversarial", "-1"], "--adversarial", "greater than or equal to 0"),
     (["--init", "INIT", "--gan-epochs", "0"], "--init", "--gan-epochs 0"),
     (["--init", "INIT", "--window", "16"], "--init", "--padding 'replicate', this run has 'zeros'"),
 ])  # fmt: skip

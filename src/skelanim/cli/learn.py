@@ -233,7 +233,7 @@ def generate_train(
     batch_size: int = typer.Option(64, "--batch-size", min=1),
     lr: float = typer.Option(1e-3, "--lr", callback=check_lr),
     gan_lr: float = typer.Option(2e-4, "--gan-lr", callback=check_lr),
-    beta: float = typer.Option(2e-3, "--beta"),
+    beta: float = typer.Option(2e-3, "--beta", min=0.0, help="Weight of the KL term (above the free bits)."),
     free_bits: float = typer.Option(0.25, "--free-bits", min=0.0, help="KL floor per latent dimension (nats)."),
     vel: float = typer.Option(2.0, "--vel", min=0.0, help="Weight of the L1 of FK position changes (limb motion)."),
     z_every: bool | None = typer.Option(
@@ -243,7 +243,7 @@ def generate_train(
     padding: str | None = typer.Option(
         None, "--padding", help="Convolutional decoder's padding: 'zeros' (default) or 'replicate'."
     ),
-    adversarial: float = typer.Option(0.02, "--adversarial"),
+    adversarial: float = typer.Option(0.02, "--adversarial", min=0.0, help="GAN stage: weight of the adversarial loss."),
     speed: float = typer.Option(
         0.0, "--speed-match", min=0.0, help="GAN stage: weight of matching the real per-joint limb speed."
     ),
