@@ -324,10 +324,9 @@ def _parse(path: str | os.PathLike) -> tuple[dict[str, Any], np.ndarray]:
     for key in ("Loop", "Frames"):
         if key not in data:
             raise FormatError(f"missing key {key!r} (keys found: {', '.join(map(repr, data)) or 'none'})", path=path)
-    if not isinstance(data["Loop"], str):
-        raise FormatError(
-            f'"Loop" must be a string such as "wrap" or "none", found {_json_type(data["Loop"])}', path=path
-        )
+    if data["Loop"] not in LOOP_MODES:  # DeepMimic reads no other (a CLI audit's "sometimes" had been copied on)
+        found = json.dumps(data["Loop"]) if isinstance(data["Loop"], str) else _json_type(data["Loop"])
+        raise FormatError(f'"Loop" must be "none", "wrap" or "mirror", found {found}', path=path)
     frames = data["Frames"]
     if not isinstance(frames, list) or not frames:
         found = "an empty list" if isinstance(frames, list) else _json_type(frames)
