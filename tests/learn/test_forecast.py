@@ -243,3 +243,16 @@ def test_a_long_prediction_shows_its_progress(learn_files, tmp_path, capsys):
     assert main(["predict", str(learn_files[0]), "--method", "zero_velocity", "--seconds", "3", "-o", str(out),
                  "--no-progress"]) == 0  # fmt: skip
     assert "predict:" not in capsys.readouterr().err
+
+
+def test_predict_names_a_missing_model_folder_and_refuses_a_map_it_would_not_read(learn_files, tmp_path, capsys):
+    """A CLI audit: `predict -m /nonexistent` said "combined averages two or more predictors: repeat --model", and
+    `--retarget --map MISSING` on motion of the model's own skeleton exited 0 (the map was never read)."""
+    from skelanim.cli import main
+
+    out = tmp_path / "p.bvh"
+    assert main(["predict", str(learn_files[0]), "-o", str(out), "-m", str(tmp_path / "nowhere")]) == 2
+    assert f"{tmp_path / 'nowhere'}: no such model folder" in capsys.readouterr().err
+    assert main(["predict", str(learn_files[0]), "-o", str(out), "--retarget", "--map", str(tmp_path / "m.json")]) == 2
+    assert "is on the model's skeleton, which needs no joint mapping" in capsys.readouterr().err
+    assert not out.exists()

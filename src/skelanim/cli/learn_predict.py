@@ -345,6 +345,9 @@ def predict_cmd(
     if method not in METHODS:
         raise typer.BadParameter(f"unknown method {method!r}; choose from {', '.join(METHODS)}", param_hint="--method")
     check_output(out, src, mapping)
+    for folder in model:  # before the method's count of them: a mistyped folder had been told to repeat --model
+        if not Path(folder).is_dir():
+            raise typer.BadParameter(f"{folder}: no such model folder", param_hint="--model")
     net: Predictor | CombinedPredictor
     if method == "combined":
         if len(model) == 1:
@@ -369,6 +372,8 @@ def predict_cmd(
     motion = skelanim.load(src)
     skelanim.io.check_save(out, motion)  # the output keeps IN's skeleton: a format that cannot hold it, before the work
     other = not motion.skeleton.same_topology(net.rig.skeleton)
+    if mapping is not None and not other:  # it had been ignored, a missing map file too
+        raise typer.BadParameter(f"{src} is on the model's skeleton, which needs no joint mapping", param_hint="--map")
     if other and not retarget:
         hint = " (--retarget predicts it through the model's skeleton)"
         raise skelanim.errors.SkeletonError(skeleton_mismatch("predictor", net.rig.skeleton, motion.skeleton) + hint, path=str(src))
