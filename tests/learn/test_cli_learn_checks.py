@@ -164,3 +164,11 @@ def test_predict_train_refuses_a_half_period_without_a_periodic_continuation(tmp
     code = main(["learn", "predict", "train", "--data", str(tmp_path / "none"), "-o", str(tmp_path / "out"), *args])
     _one_line(code, capsys, "--half-period", "needs --anchor (rnn) or --gcn-pad periodic (gcn)")
     assert not (tmp_path / "out").exists()
+
+
+def test_recognize_train_refuses_a_window_longer_than_every_clip(learn_files, tmp_path, capsys):
+    """A CLI audit: --window 100000 was padded out of every clip until memory ran out (2,000 frames took 1.67 GB)."""
+    code = main(["learn", "recognize", "train", "--data", str(learn_files[0]), "--data", str(learn_files[1]),
+                 "--split", "none", "-o", str(tmp_path / "r"), "--window", "100000", "--no-progress"])  # fmt: skip
+    _one_line(code, capsys, "--window", "100000 frames is longer than every training clip")
+    assert not (tmp_path / "r").exists()

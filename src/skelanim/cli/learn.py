@@ -136,6 +136,10 @@ def recognize_train(
              "centre": centre, "rescale": rescale}  # fmt: skip
     options = {k: v for k, v in flags.items() if v} if arch == "stgcn" else {}
     parts = split_parts(load_dataset(data, fps, threads, progress, labels=labels, need=("content",)), split, seed)
+    longest = max(clip.num_frames for clip in parts["train"].clips)
+    if window > longest:  # every window would be a padded clip (100,000 frames had run out of memory)
+        raise typer.BadParameter(f"{window} frames is longer than every training clip (the longest: {longest} frames "
+                                 f"at {fps:g} fps)", param_hint="--window")  # fmt: skip
     result = train_recognizer(parts["train"], parts["val"], out, arch=arch, window=window, stride=stride,
                               loop=train_config(epochs, batch_size, lr, seed, max_steps, progress, ema=ema, keep=keep, device=device), mirror=mirror, balance=balance,
                               file_balance=file_balance, amplitude=None if amplitude == (1.0, 1.0) else amplitude,
