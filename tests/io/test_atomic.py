@@ -214,3 +214,15 @@ def test_a_read_only_file_is_refused_and_kept(tmp_path: Path, monkeypatch: pytes
         with pytest.raises(PermissionError), atomic_open(target) as handle:
             handle.write("lost")
         assert target.read_text() == "kept"
+
+
+def test_a_nested_atomic_write_says_what_failed_once(tmp_path: Path) -> None:
+    """A CLI audit: `generate` on a full disk said "No space left on device (while writing) (while writing)" (a
+    batch of atomic paths, each written by an atomic save)."""
+    from skelanim.io.atomic import atomic_paths
+
+    with pytest.raises(OSError) as info, atomic_paths([tmp_path / "a.bvh"]) as (tmp,), atomic_open(tmp) as handle:
+        handle.write("x")
+        raise OSError(28, "No space left on device")
+    assert info.value.strerror == "No space left on device (while writing)" and info.value.filename == str(tmp_path / "a.bvh")
+    assert os.listdir(tmp_path) == []

@@ -63,7 +63,8 @@ def _about_target(exc: OSError, target: Path, what: str) -> OSError:
     code = exc.errno
     if code is None and _no_room(target.parent):
         code, reason = errno.ENOSPC, f"{os.strerror(errno.ENOSPC)}: {reason}"
-    return type(exc)(code, f"{reason} ({what})", str(target))
+    said = reason if reason.endswith(f"({what})") else f"{reason} ({what})"  # a nested atomic write said it already
+    return type(exc)(code, said, str(target))
 
 
 def _no_room(folder: Path) -> bool:
