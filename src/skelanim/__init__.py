@@ -1,6 +1,7 @@
 """skelanim: skeleton-based human animation with deep learning.
 
-The public API: :func:`load`, :func:`save`, :class:`Skeleton`, :class:`Motion`. They, and the subpackages
+The public API: :func:`load`, :func:`save`, :class:`Skeleton`, :class:`Motion`, and :func:`load_positions` with
+the :class:`JointPositions` it returns. They, and the subpackages
 (``skelanim.ops``, ...), are imported on first use (PEP 562), so that importing the package, and with it the
 ``skelanim`` console script (:mod:`skelanim.console`), does not wait for torch before it can answer Ctrl-C.
 """
@@ -14,11 +15,13 @@ if TYPE_CHECKING:
     from skelanim.core.motion import Motion
     from skelanim.core.skeleton import Skeleton
     from skelanim.io import load, load_positions, save
+    from skelanim.io.positions import JointPositions
 
 __version__ = "0.1.0"
-__all__ = ["Motion", "Skeleton", "__version__", "load", "load_positions", "save"]
+__all__ = ["JointPositions", "Motion", "Skeleton", "__version__", "load", "load_positions", "save"]
 
-_HOMES = {"Motion": "skelanim.core.motion", "Skeleton": "skelanim.core.skeleton", "load": "skelanim.io",
+_HOMES = {"JointPositions": "skelanim.io.positions", "Motion": "skelanim.core.motion",
+          "Skeleton": "skelanim.core.skeleton", "load": "skelanim.io",
           "load_positions": "skelanim.io", "save": "skelanim.io"}  # fmt: skip
 
 

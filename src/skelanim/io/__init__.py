@@ -17,7 +17,7 @@ import importlib
 import os
 from pathlib import Path
 from types import ModuleType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from skelanim.core.motion import Motion
 from skelanim.errors import FormatError, UnsupportedFormatError
@@ -88,7 +88,7 @@ def check_save(path: str | os.PathLike, motion: Motion | None = None) -> None:
         check(motion, path)
 
 
-def load_positions(path: str | os.PathLike, **options):
+def load_positions(path: str | os.PathLike, **options: Any) -> JointPositions:
     """Read joint positions (``.npy/.npz/.csv``, or any motion file through FK) as
     :class:`skelanim.io.positions.JointPositions`."""
     from skelanim.io.positions import JointPositions

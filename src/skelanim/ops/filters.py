@@ -70,10 +70,14 @@ def _whole(value: object, name: str) -> int:
 
 
 def check_fps(fps: float) -> float:
-    fps = float(fps)
-    if not (fps > 0 and math.isfinite(fps)):
-        raise ShapeError(f"fps must be a positive number, got {fps}")
-    return fps
+    """``fps`` as a float if it is a positive finite number; else :class:`ShapeError` (also for a non-number)."""
+    try:
+        value = float(fps)
+    except (TypeError, ValueError):
+        raise ShapeError(f"fps must be a positive number, got {fps!r}") from None
+    if not (value > 0 and math.isfinite(value)):
+        raise ShapeError(f"fps must be a positive number, got {value}")
+    return value
 
 
 def check_one_euro(fps: float, min_cutoff: float, beta: float, d_cutoff: float) -> float:

@@ -47,6 +47,7 @@ from skelanim.core.units import UNITS, motion_unit, up_to_y_matrix
 from skelanim.errors import ShapeError, UnsupportedFormatError
 from skelanim.io.atomic import atomic_path
 from skelanim.ops import rotate, scale
+from skelanim.ops.filters import check_fps
 from skelanim.viz._draw import (
     PALETTE,
     Camera,
@@ -62,7 +63,7 @@ from skelanim.viz._draw import (
 )
 
 __all__ = [
-    "VIDEO_SUFFIXES", "check_fps", "frame_count", "frame_indices", "gif_durations", "overlay_frame", "parse_size",
+    "VIDEO_SUFFIXES", "frame_count", "frame_indices", "gif_durations", "overlay_frame", "parse_size",
     "render_frames", "render_video",
 ]  # fmt: skip
 
@@ -95,17 +96,6 @@ def parse_size(text: str) -> tuple[int, int]:
     if not (16 <= w <= 7680 and 16 <= h <= 4320):
         raise ShapeError(f"size must be between 16x16 and 7680x4320, got {w}x{h}")
     return w, h
-
-
-def check_fps(fps: float) -> float:
-    """``fps`` as a float if it is a positive finite number; else :class:`ShapeError`."""
-    try:
-        value = float(fps)
-    except (TypeError, ValueError):
-        raise ShapeError(f"fps must be a positive number, got {fps!r}") from None
-    if not (value > 0 and np.isfinite(value)):
-        raise ShapeError(f"fps must be a positive number, got {fps}")
-    return value
 
 
 def frame_count(motions: Sequence[Motion], fps: float) -> int:
