@@ -60,20 +60,14 @@ from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
-
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO / "src"))
-
 import torch
+from _paths import mocap_dir  # puts the checkout's src first on the path
 
 from skelanim.io import bvh, bvh_numbers
 
 
 def default_file() -> Path:
-    configured = os.environ.get("SKELANIM_DATA")
-    root = Path(configured).expanduser() if configured else Path("..") / "shared" / "data" / "mocap"
-    root = root if root.is_absolute() else (REPO / root).resolve()
-    return root / "cmu_cgspeed_mb" / "01_01.bvh"
+    return mocap_dir() / "cmu_cgspeed_mb" / "01_01.bvh"
 
 
 def _positions_after_quaternions(path: Path) -> np.ndarray:

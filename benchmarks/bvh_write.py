@@ -41,15 +41,11 @@ import time
 import warnings
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO / "src"))
+from _paths import mocap_dir  # puts the checkout's src first on the path
 
 
 def default_file() -> Path:
-    configured = os.environ.get("SKELANIM_DATA")
-    root = Path(configured).expanduser() if configured else Path("..") / "shared" / "data" / "mocap"
-    root = root if root.is_absolute() else (REPO / root).resolve()
-    return root / "cmu_cgspeed_mb" / "01_01.bvh"
+    return mocap_dir() / "cmu_cgspeed_mb" / "01_01.bvh"
 
 
 def _status_kib(field: str) -> int:

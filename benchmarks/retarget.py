@@ -18,23 +18,14 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
-import sys
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO / "src"))
-
 import torch
+from _paths import mocap_dir  # puts the checkout's src first on the path
 
 import skelanim
 from skelanim.retarget import METHODS, Retargeter
-
-
-def _data() -> Path:
-    configured = os.environ.get("SKELANIM_DATA")
-    path = Path(configured) if configured else REPO.parent / "shared" / "data" / "mocap"
-    return path if path.is_absolute() else (REPO / path).resolve()
 
 
 def _online(retarget: Retargeter, motion: skelanim.Motion) -> tuple[float, float]:
@@ -68,7 +59,7 @@ def main() -> None:
     args = parser.parse_args()
     if args.torch_threads:
         torch.set_num_threads(args.torch_threads)
-    data = _data()
+    data = mocap_dir()
     cmu = skelanim.load(data / "cmu_cgspeed_mb/01_01.bvh")
     bandai = skelanim.load(data / "bandai_namco_1/dataset-1_walk_normal_001.bvh")
     cc = skelanim.load(data / "cmu_iclone_ccrig/001_01.bvh").skeleton

@@ -1,0 +1,20 @@
+"""What the benchmarks share: the repository's ``src`` first on the path (they run the checkout's code) and the
+shared mocap folder, ``$SKELANIM_DATA`` or ``<repo>/../shared/data/mocap`` (a relative setting is read from the
+repository's root)."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+if str(REPO / "src") not in sys.path:
+    sys.path.insert(0, str(REPO / "src"))
+
+
+def mocap_dir() -> Path:
+    """The shared mocap folder (it may not exist: each benchmark says so)."""
+    configured = os.environ.get("SKELANIM_DATA")
+    path = Path(configured).expanduser() if configured else REPO.parent / "shared" / "data" / "mocap"
+    return path if path.is_absolute() else (REPO / path).resolve()
