@@ -357,3 +357,79 @@ def test_an_upside_down_source_gets_the_contacts_of_the_upright_one(mocap_files)
     a, b = clip_from_motion(upright, fps=30), clip_from_motion(down, fps=30)
     assert 0.2 < float(a.contacts.float().mean()) < 0.8
     assert torch.equal(a.contacts, b.contacts)
+
+
+def test_the_cache_serves_no_stale_or_malformed_entry_and_works_around_an_unwritable_folder(bandai_few, tmp_path,
+                                                                                           monkeypatch):  # fmt: skip
+    """A data audit: a file edited with its size and modification time kept (cp -p, rsync -t) was served from the
+    stale entry; an entry without a tensor was a bare KeyError, one whose arrays disagree in frames was accepted;
+    a cache folder that cannot be written stopped the whole load."""
+    import os
+    import re
+    import shutil
+
+    from safetensors import safe_open
+    from safetensors.torch import load_file, save_file
+
+    from skelanim.data import cache as cache_module
+    from skelanim.errors import TrainingDataError
+
+    copy = tmp_path / "data" / bandai_few[0].name
+    copy.parent.mkdir()
+    shutil.copy(bandai_few[0], copy)
+    cache = tmp_path / "cache"
+    first = MotionDataset([copy], fps=25.0, cache=cache).clips[0]
+    st = copy.stat()
+    head, motion = copy.read_bytes().split(b"MOTION", 1)
+    copy.write_bytes(head + b"MOTION" + re.sub(rb"(\d)\.(\d)", rb"\1.7", motion, count=200))  # same size
+    os.utime(copy, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert copy.stat().st_size == st.st_size and copy.stat().st_mtime_ns == st.st_mtime_ns
+    served = MotionDataset([copy], fps=25.0, cache=cache).clips[0]
+    fresh = MotionDataset([copy], fps=25.0, cache=None).clips[0]
+    assert torch.equal(served.positions, fresh.positions) and not torch.equal(served.positions, first.positions)
+
+    for broken in ("without yaw", "misaligned"):  # each read as a miss: parsed anew and rewritten
+        entry = cache / "clips" / f"{cache_module.cache_key(copy, fps=25.0)}.safetensors"  # the file as it is now
+        with safe_open(str(entry), framework="pt") as handle:
+            meta = handle.metadata()
+        tensors = load_file(str(entry))
+        if broken == "without yaw":
+            del tensors["yaw"]
+        else:
+            tensors["positions"] = tensors["positions"][:5].clone()
+        save_file(tensors, str(entry), metadata=meta)
+        again = MotionDataset([copy], fps=25.0, cache=cache).clips[0]
+        assert torch.equal(again.positions, fresh.positions) and torch.equal(again.yaw, fresh.yaw)
+
+    def refuse(*args, **kwargs):
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr("skelanim.data.clips.write_cached", refuse)
+    with pytest.warns(UserWarning, match="cannot be written .*: clips are read without it; SKELANIM_CACHE"):
+        loaded = MotionDataset([bandai_few[1]], fps=25.0, cache=tmp_path / "other").clips[0]
+    assert loaded.num_frames > 2
+    (tmp_path / "a_file").write_text("x")
+    with pytest.raises(TrainingDataError, match="cannot create the clip cache folder .*SKELANIM_CACHE"):
+        cache_module.cache_dir(tmp_path / "a_file" / "sub")
+
+
+def test_windows_stats_and_splits_refuse_what_would_go_wrong_quietly(few_dataset, mocap_dir):
+    """A data audit: windows(64, 0) was a bare range() error, windows(0, 8) gave windows past the clip's end;
+    one sample's std was NaN; a bare style string matched every style it contains; a 2-frame 120 fps cut became a
+    1-frame clip at 25 fps."""
+    from skelanim.data.clips import clip_from_motion
+    from skelanim.data.dataset import feature_stats
+    from skelanim.errors import FormatError
+
+    for length, stride in ((64, 0), (64, -1), (0, 8), (-5, 8)):
+        with pytest.raises(ValueError, match="must be a whole number of frames, at least 1"):
+            few_dataset.windows(length, stride)
+    mean, std = feature_stats(torch.ones(1, 1, 3), (0, 1))
+    assert torch.equal(mean, torch.ones(1, 1, 3)) and bool(torch.isfinite(std).all())
+    with pytest.raises(TypeError, match="not one string"):
+        few_dataset.split_by_style("not-confident")
+    xia = skelanim.load(mocap_dir / "xia_style" / "angry_13_000.bvh")
+    for frames in (2, 3):
+        with pytest.raises(FormatError, match=f"{frames} frames at 120 fps are 1 at 25 fps; a clip needs at least 2"):
+            clip_from_motion(xia[:frames], fps=25.0)
+    assert clip_from_motion(xia[:5], fps=25.0).num_frames == 2

@@ -10,9 +10,11 @@ cache directory that lies within the folder of a file it would cache (the defaul
 What
 ----
 One safetensors file per (source file, settings) under ``clips/``: the tensors of a
-:class:`~skelanim.data.clips.Clip` plus JSON metadata. The key hashes the file's resolved path, size and
-modification time, the settings (fps, ...) and :data:`CACHE_VERSION`, so an edited file or a change to how
-clips are built misses the cache instead of reading stale data. Writes are atomic.
+:class:`~skelanim.data.clips.Clip` plus JSON metadata. The key hashes the file's resolved path, size,
+modification and change times and inode, the settings (fps, ...) and :data:`CACHE_VERSION`, so an edited file (its
+modification time restored or not) or a change to how clips are built misses the cache instead of reading stale
+data. Writes are atomic; a cache that cannot be written is read from where it can be, and clips are built without
+it otherwise (with a warning).
 """
 
 from __future__ import annotations
@@ -59,14 +61,14 @@ def cache_dir(override: str | os.PathLike | None = None) -> Path:
     Path
         A writable directory.
     """
-    if override is not None:
-        path = Path(override).expanduser()
-        path.mkdir(parents=True, exist_ok=True)
-        return path
-    env = os.environ.get("SKELANIM_CACHE")
-    if env:
-        path = Path(env).expanduser()
-        path.mkdir(parents=True, exist_ok=True)
+    chosen = override if override is not None else os.environ.get("SKELANIM_CACHE") or None
+    if chosen is not None:
+        path = Path(chosen).expanduser()
+        try:
+            path.mkdir(parents=True, exist_ok=True)
+        except OSError as err:  # it had been a bare PermissionError naming a subfolder
+            raise TrainingDataError(f"cannot create the clip cache folder {path} ({err.strerror or err}); name a "
+                                    "writable one (SKELANIM_CACHE)") from None  # fmt: skip
         return path
     base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "skelanim"
     if _writable(base):
@@ -120,8 +122,10 @@ def cache_key(path: str | os.PathLike, **settings: Any) -> str:
     """
     p = Path(path).resolve()
     st = p.stat()
-    blob = json.dumps({"path": str(p), "size": st.st_size, "mtime": st.st_mtime_ns, "version": CACHE_VERSION,
-                       "settings": settings}, sort_keys=True)  # fmt: skip
+    # the change time and inode too: a file edited with its size and mtime kept (cp -p, rsync -t, an archive) or
+    # replaced by another of the same size and mtime had been served from the stale entry
+    blob = json.dumps({"path": str(p), "size": st.st_size, "mtime": st.st_mtime_ns, "ctime": st.st_ctime_ns,
+                       "inode": st.st_ino, "version": CACHE_VERSION, "settings": settings}, sort_keys=True)  # fmt: skip
     return hashlib.sha1(blob.encode()).hexdigest()
 
 

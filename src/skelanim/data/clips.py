@@ -9,6 +9,7 @@ contacts (:func:`skelanim.ops.foot_contacts`). The result is cached on disk (:mo
 from __future__ import annotations
 
 import os
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -149,7 +150,11 @@ def clip_from_motion(motion: Motion, *, fps: float, name: str = "motion", path: 
     if motion.num_frames < 2:
         raise FormatError(f"{motion.num_frames} frame(s); a clip needs at least 2", path=where)
     if abs(motion.fps - fps) > 1e-6 * fps:
+        before, rate = motion.num_frames, motion.fps
         motion = resample(motion, fps)
+        if motion.num_frames < 2:  # 2 or 3 frames at 120 fps had become a 1-frame clip at 25
+            raise FormatError(f"{before} frames at {rate:g} fps are {motion.num_frames} at {fps:g} fps; a clip needs "
+                              "at least 2", path=where)  # fmt: skip
     motion = motion.normalized_rotations()
     up = motion.up_axis()
     height = motion.height
@@ -188,11 +193,10 @@ def load_clip(path: str | os.PathLike, *, fps: float, cache: Path | None = None,
     labels = label_parser(path) if label_parser is not None else {}
     key = cache_key(path, fps=float(fps)) if cache is not None else None
     if cache is not None and key is not None:
-        hit = read_cached(cache, key)
-        if hit is not None and all(bool(torch.isfinite(t).all()) for t in hit[0].values() if t.is_floating_point()):
-            clip = Clip.from_cache(*hit)  # a damaged entry (non-finite values) is parsed anew and rewritten
-            clip.name, clip.path, clip.labels = path.stem, str(path), labels  # this file's, not the first reader's
-            return clip
+        cached = _from_cache(read_cached(cache, key))
+        if cached is not None:
+            cached.name, cached.path, cached.labels = path.stem, str(path), labels  # this file's, not the first reader's
+            return cached
     try:
         motion = skelanim.load(path)
     except SkelanimError:
@@ -201,5 +205,26 @@ def load_clip(path: str | os.PathLike, *, fps: float, cache: Path | None = None,
         raise FormatError(f"could not read motion: {err}", path=path) from None
     clip = clip_from_motion(motion, fps=fps, name=path.stem, path=str(path), labels=labels)
     if cache is not None and key is not None:
-        write_cached(cache, key, clip.tensors(), clip.meta())
+        try:
+            write_cached(cache, key, clip.tensors(), clip.meta())
+        except OSError as err:  # a read-only cache: the clip is read without it (it had stopped the whole load)
+            warnings.warn(f"the clip cache {cache} cannot be written ({err.strerror or err}): clips are read without "
+                          "it; SKELANIM_CACHE names another folder", stacklevel=2)  # fmt: skip
+    return clip
+
+
+def _from_cache(hit: tuple[dict[str, Tensor], dict[str, Any]] | None) -> Clip | None:
+    """The clip of a cache entry, or ``None`` where the entry cannot be one (it is then parsed anew and rewritten):
+    a missing tensor or key, arrays of different frame counts, non-finite values (a bare KeyError, or misaligned
+    frames, had come out of such an entry)."""
+    if hit is None:
+        return None
+    tensors, _ = hit
+    try:
+        clip = Clip.from_cache(*hit)
+    except (KeyError, TypeError, ValueError, SkelanimError):
+        return None
+    frames = {int(t.shape[0]) for t in tensors.values() if t.ndim}
+    if len(frames) != 1 or not all(bool(torch.isfinite(t).all()) for t in tensors.values() if t.is_floating_point()):
+        return None
     return clip

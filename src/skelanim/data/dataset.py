@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import fnmatch
 import glob
+import math
+import numbers
 import os
 import random
 from collections.abc import Callable, Iterable, Sequence
@@ -101,7 +103,10 @@ def feature_stats(x: Tensor, dims: Sequence[int], min_std: float = 1e-3) -> tupl
         ``mean`` and ``std``, shaped like ``x`` with ``dims`` of size 1.
     """
     mean = x.mean(dim=tuple(dims), keepdim=True)
-    std = x.std(dim=tuple(dims), keepdim=True).clamp_min(min_std)
+    samples = math.prod(x.shape[d] for d in dims)
+    # one sample has no spread (torch's std is NaN there, with a warning): the floor
+    std = x.std(dim=tuple(dims), keepdim=True) if samples > 1 else torch.zeros_like(mean)
+    std = std.clamp_min(min_std)
     return mean, std
 
 
@@ -203,6 +208,8 @@ class MotionDataset:
         dict
             ``{"train", "val", "test"}`` datasets (``None`` where no clip falls in a part).
         """
+        if isinstance(test, str) or isinstance(val, str):  # a bare string had matched every style it contains
+            raise TypeError("test and val are sequences of style names (a list), not one string")
         styles = self.labels("style")
         parts = {"test": [i for i, s in enumerate(styles) if s in test],
                  "val": [i for i, s in enumerate(styles) if s in val and s not in test]}  # fmt: skip
@@ -292,6 +299,9 @@ class MotionDataset:
             ``(W, 2)`` long: clip index and start frame. The last window of a clip is aligned to its end, so
             no frame is left out.
         """
+        for name, value in (("length", length), ("stride", stride)):  # 0 or less had been a bare range() error,
+            if isinstance(value, bool) or not (isinstance(value, numbers.Integral) and value >= 1):  # or windows past the clip's end
+                raise ValueError(f"window {name} must be a whole number of frames, at least 1, got {value!r}")
         out: list[tuple[int, int]] = []
         for i in clips if clips is not None else range(len(self)):
             n = self.clips[i].num_frames
