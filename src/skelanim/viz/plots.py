@@ -252,14 +252,15 @@ def plot_poses(
         fig3d = skeleton_figure(m)
         direction = travel_direction(fig3d.centre, fig3d.up)
         frames = np.unique(np.linspace(0, m.num_frames - 1, count).round().astype(int))
-        along = [(fig3d.positions[f] - fig3d.centre[f]) @ direction for f in frames]  # each pose about its root
+        drawn = np.unique(fig3d.bones)  # a static dummy root far from the body (Bandai's joint_Root) is not drawn
+        along = [(fig3d.positions[f][drawn] - fig3d.centre[f]) @ direction for f in frames]  # each pose about its root
         behind = max(0.4 * fig3d.height, -min(float(x.min()) for x in along))
         ahead = max(0.4 * fig3d.height, max(float(x.max()) for x in along))
         gap = 0.05 * fig3d.height
         slot = behind + ahead + gap  # a long stride widens every slot instead of reaching into its neighbour's
         for k, f in enumerate(frames):
             p = fig3d.positions[f]
-            x = along[k] + k * slot
+            x = (p - fig3d.centre[f]) @ direction + k * slot
             y = p[:, fig3d.up] - fig3d.floor
             segs = np.stack([np.stack([x[fig3d.bones[:, 0]], y[fig3d.bones[:, 0]]], -1),
                              np.stack([x[fig3d.bones[:, 1]], y[fig3d.bones[:, 1]]], -1)], axis=1)
