@@ -36,10 +36,12 @@ run                             skelanim parse  pybvh parse  parse ratio (CPU)  
 3, unloaded (load 1.0)          4.8             18.9         3.93 (3.08)        17.1                3.86
 4, one core kept busy           5.5             18.9         3.45 (3.45)        17.7                3.70
 5, 2026-12-05 (load 0.3-0.8)    3.9             44.6         11.33 (8.93)       13.3                6.22
+6, 2026-12-05 night (load 0.5)  3.0             10.1         3.38 (2.66)        8.8                 4.46
 ==============================  ==============  ===========  =================  ==================  ===========
 
-Rows 1-4 are of 2026-11-30 on another VM, with a pybvh whose version was not recorded; row 5 is pybvh 0.9.0 on the
-VM of 2026-12-05, where pybvh itself takes twice as long, so the ratios of the two days do not compare.
+Rows 1-4 are of 2026-11-30 on another VM, with a pybvh whose version was not recorded; rows 5 and 6 are pybvh 0.9.0
+on VMs of 2026-12-05, where pybvh's own time ranged from 10.1 to 44.6 ms for the same parse while skelanim's stayed
+at 3-4 ms: the ratio follows pybvh, so compare the absolute times.
 
 History of the parse ratio on this file: 0.60x at the start, 1.88x after the C scanner, 2.70-3.17x once
 ``Motion`` kept the Euler angles read (converted to quaternions when ``motion.rotations`` is first read)
