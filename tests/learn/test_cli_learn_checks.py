@@ -172,3 +172,14 @@ def test_recognize_train_refuses_a_window_longer_than_every_clip(learn_files, tm
                  "--split", "none", "-o", str(tmp_path / "r"), "--window", "100000", "--no-progress"])  # fmt: skip
     _one_line(code, capsys, "--window", "100000 frames is longer than every training clip")
     assert not (tmp_path / "r").exists()
+
+
+def test_recognize_eval_notes_content_labels_the_model_does_not_know(learn_files, tmp_path, capsys):
+    """A learning audit: a label pattern that read the dataset name as the content scored every file 0 without a
+    word; they still count as wrong (as the library defines), and the command now says why."""
+    args = ["learn", "recognize", "eval", "--data", str(learn_files[0]), "--split", "none", "--json"]
+    assert main([*args, "--labels", "(?P<content>[^_]+)_(?P<style>[^_]+)"]) == 0
+    captured = capsys.readouterr()
+    assert json.loads(captured.out)["top1_files"] == 0.0
+    assert "note: 1 content label(s) of the test files are not the model's (dataset-1)" in captured.err
+    assert main(args) == 0 and "not the model's" not in capsys.readouterr().err

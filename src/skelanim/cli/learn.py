@@ -192,6 +192,10 @@ def recognize_eval(
     base = loaded if baseline is not None or loaded.rig.skeleton.same_topology(net.rig.skeleton) else None
     ds = split_parts(load_dataset(data, net.fps, threads, not as_json, labels=labels, need=("content",)), split, seed, need="test")["test"]
     require_skeleton("recogniser", net.rig.skeleton, ds)
+    unknown = sorted({clip.labels["content"] for clip in ds.clips} - set(net.contents.names))
+    if unknown:  # they count as errors; a label pattern that reads the wrong part of the name had scored 0 silently
+        typer.echo(f"note: {len(unknown)} content label(s) of the test files are not the model's ({', '.join(unknown[:4])}"
+                   f"{', ...' if len(unknown) > 4 else ''}): their files count as wrong (--labels?)", err=True)  # fmt: skip
     note_trained_on({"model": model, "baseline": baseline}, ds, {"model": "recognize", "baseline": "recognize_cnn"})
     main = evaluate_recognizer(net, ds, stride=stride)
     ref = evaluate_recognizer(base, ds, stride=stride) if base is not None else None
