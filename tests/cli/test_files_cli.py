@@ -137,6 +137,19 @@ def test_help_documents_every_command(capsys):
         assert command in out
 
 
+def test_a_commands_help_paragraphs_flow_instead_of_breaking_where_the_docstring_does(capsys, monkeypatch):
+    """A newcomer's walk through the docs: typer kept each docstring line break and wrapped at the terminal's
+    width too, so `convert --help` broke "retarget other skeletons. The other / formats keep ..." mid-sentence."""
+    from skelanim.cli import _flowing
+
+    monkeypatch.setenv("COLUMNS", "300")
+    code, out, _ = run(["convert", "--help"], capsys)
+    assert code == 0
+    assert "retarget other skeletons. The other formats keep the source's axes; glTF, which is +Y up," in out
+    doc = "First.\n\n    One\n    two.\n\n    - a\n    - b\n\n    Code:\n        indented\n    "  # as a docstring
+    assert _flowing(doc) == "First.\n\nOne two.\n\n- a\n- b\n\nCode:\n    indented"
+
+
 # ------------------------------------------------------------------- one-line errors on the output side too
 def one_error_line(code: int, out: str, err: str, *needles: str) -> str:
     """Exit 2, nothing on stdout, exactly one ``error:`` line on stderr holding every needle."""

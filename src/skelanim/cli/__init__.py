@@ -10,6 +10,7 @@ error into one line ``error: COMMAND: MESSAGE (see COMMAND --help)``; a warning 
 from __future__ import annotations
 
 import contextlib
+import inspect
 import signal
 import sys
 import threading
@@ -41,6 +42,32 @@ from skelanim.cli import learn as _learn  # noqa: F401
 from skelanim.cli import learn_predict as _learn_predict  # noqa: F401
 from skelanim.cli import recognize as _recognize  # noqa: F401
 # isort: on
+
+
+def _flowing(doc: str) -> str:
+    """A docstring as help text whose paragraphs flow: the lines of a paragraph joined by spaces (typer keeps a
+    docstring's line breaks and wraps at the terminal's width as well, so ``--help`` broke lines mid-sentence);
+    a paragraph whose lines are a list or indented (``-``, ``*``, leading spaces) keeps its lines."""
+    paragraphs = []
+    for paragraph in inspect.cleandoc(doc).split("\n\n"):
+        lines = paragraph.split("\n")
+        kept = any(line[:1] in (" ", "-", "*", "\b") for line in lines[1:])
+        paragraphs.append(paragraph if kept else " ".join(line.strip() for line in lines))
+    return "\n\n".join(paragraphs)
+
+
+def _flow_help(group: typer.Typer) -> None:
+    """:func:`_flowing` help text for every command of ``group`` and its sub-groups."""
+    for command in group.registered_commands:
+        doc = command.help or (command.callback.__doc__ if command.callback is not None else None)
+        if doc:
+            command.help = _flowing(doc)
+    for sub in group.registered_groups:
+        if sub.typer_instance is not None:
+            _flow_help(sub.typer_instance)
+
+
+_flow_help(app)
 
 
 #: click's exception base class, as typer vendors it (found through the one typer exports, not a private path).
