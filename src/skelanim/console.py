@@ -17,4 +17,8 @@ def entry_point() -> None:
     except KeyboardInterrupt:
         print(file=sys.stderr)  # end the line the terminal's ^C is on
         sys.exit(130)
-    run()
+    try:
+        run()
+    except KeyboardInterrupt:  # between the import and the command's own handling (a test's SIGINT once hit there)
+        print(file=sys.stderr)
+        sys.exit(130)

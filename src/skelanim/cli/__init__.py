@@ -155,8 +155,12 @@ def main(argv: list[str] | None = None) -> int:
     ``error:`` line on stderr; a command called without arguments prints its help (exit 2). SIGTERM and SIGHUP
     end a command as Ctrl-C does (:func:`_interrupt_on_termination`).
     """
-    with _interrupt_on_termination() as received:
-        code = _run(argv)
+    received: list[int] = []
+    try:
+        with _interrupt_on_termination() as received:
+            code = _run(argv)
+    except KeyboardInterrupt:  # one that lands outside the command (typer turns those inside into exit 130)
+        code = 130
     return 128 + received[0] if received else code
 
 
