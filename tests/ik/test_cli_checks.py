@@ -1,0 +1,92 @@
+"""``skelanim ik train`` and ``fit-corrector`` checks a CLI audit asked for: options refused before any training,
+each way a train/validation split fails said as such, ``--init`` weights of another architecture or skeleton
+named by the options that differ."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+import skelanim
+from skelanim.cli import main
+
+#: Options of a training run that stops at once (the checks under test come before or instead of training).
+TINY = ["--max-steps", "1", "--batch-size", "16", "--max-frames-per-file", "20", "--threads", "1", "--no-progress"]
+
+
+def _error(capsys) -> str:
+    """The one ``error:`` line the last command printed."""
+    err = capsys.readouterr().err
+    lines = [line for line in err.strip().splitlines() if line.startswith("error:")]
+    assert len(lines) == 1 and "Traceback" not in err, err
+    return lines[0]
+
+
+@pytest.mark.parametrize("option, value", [("--noise", "nan"), ("--noise", "-1"), ("--noise", "inf")])
+def test_train_refuses_a_bad_noise_before_training(bandai_files, tmp_path, capsys, option, value):
+    """``--noise nan`` trained and wrote a bare NaN into config.json (invalid JSON)."""
+    out = tmp_path / "m"
+    argv = ["ik", "train", *(a for f in bandai_files for a in ("--data", str(f))), "-o", str(out), *TINY]
+    assert main([*argv, option, value]) == 2
+    assert option in _error(capsys) and not out.exists()
+    from skelanim.ik.train import LossWeights, train
+
+    with pytest.raises(ValueError, match="noise"):  # the library refuses it too, before reading the data
+        train(["no-such-file.bvh"], out, weights=LossWeights(noise=float("nan")))
+
+
+def test_fit_corrector_refuses_an_infinite_ridge(tmp_path, capsys):
+    assert main(["ik", "fit-corrector", str(tmp_path / "m"), "--data", "x.bvh", "--ridge", "inf"]) == 2
+    assert "--ridge" in _error(capsys)
+
+
+def test_split_errors_say_what_went_wrong(bandai_files, tmp_path, capsys):
+    """One unreadable file is said as its parse error (not "got 0 and 1"); a --val pattern that matches nothing
+    says that patterns are globs; one file alone says that training validates on another; --val or --exclude
+    are not blamed when neither was given."""
+    out = tmp_path / "m"
+    text = bandai_files[0].read_text().splitlines()
+    text[-1] = "abc " + text[-1].split(" ", 1)[1]
+    broken = tmp_path / "broken.bvh"
+    broken.write_text("\n".join(text) + "\n")
+    assert main(["ik", "train", "--data", str(broken), "-o", str(out), *TINY]) == 2
+    line = _error(capsys)
+    assert f"{broken}:{len(text)}:" in line and "'abc'" in line
+    both = [a for f in bandai_files for a in ("--data", str(f))]
+    assert main(["ik", "train", *both, "--val", "walk", "-o", str(out), *TINY]) == 2
+    assert "no file matched --val 'walk' (patterns are globs on file names, such as '*walk*')" in _error(capsys)
+    assert main(["ik", "train", *both, "--val", "*", "-o", str(out), *TINY]) == 2
+    assert "nothing to train on: every file matches --val '*'" in _error(capsys)
+    assert main(["ik", "train", "--data", str(bandai_files[0]), "-o", str(out), *TINY]) == 2
+    line = _error(capsys)
+    assert "one motion file only" in line and "--exclude" not in line
+    assert not out.exists()
+    model = tmp_path / "ik"
+    shutil.copytree(Path(skelanim.__file__).parent / "ik" / "pretrained", model)
+    assert main(["ik", "fit-corrector", str(model), "--data", str(broken)]) == 2
+    assert f"{broken}:{len(text)}:" in _error(capsys)
+    # one file for the corrector is fitted on (the default split kept it for validation: "nothing to fit on")
+    assert main(["ik", "fit-corrector", str(model), "--data", str(bandai_files[0]), "--threads", "1"]) == 0
+    info = json.loads((model / "refine.json").read_text())
+    assert info["train_files"] == 1 and "validation" not in info
+
+
+def test_init_of_another_architecture_says_which_option(bandai_files, mocap_files, tmp_path, capsys):
+    """``--init`` of a --hidden 8 model stopped at "Error(s) in loading state_dict for IKGAT:"."""
+    data = [a for f in bandai_files for a in ("--data", str(f))]
+    small = tmp_path / "small"
+    assert main(["ik", "train", *data, "-o", str(small), "--hidden", "8", "--heads", "2", "--layers", "1", *TINY]) == 0
+    capsys.readouterr()
+    out = tmp_path / "m"
+    assert main(["ik", "train", *data, "-o", str(out), "--init", str(small), "--layers", "1", *TINY]) == 2
+    line = _error(capsys)
+    assert "trained with --hidden 8 --heads 2 (this run: --hidden 48 --heads 4)" in line and str(small) in line
+    cmu = mocap_files(["cmu_cgspeed_max/131_01.bvh", "cmu_cgspeed_max/131_02.bvh"])
+    shipped = Path(skelanim.__file__).parent / "ik" / "pretrained"
+    assert main(["ik", "train", *(a for f in cmu for a in ("--data", str(f))), "-o", str(out), "--init", str(shipped),
+                 *TINY]) == 2  # fmt: skip
+    assert "do not fit this data: they are for a skeleton of 22 joints, the data's has 31" in _error(capsys)
+    assert not out.exists()
