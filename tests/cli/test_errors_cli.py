@@ -65,3 +65,22 @@ def test_sigterm_ends_a_write_as_ctrl_c_does_and_leaves_no_temporary_file(mocap_
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 143, (proc.returncode, err[-500:])
     assert "Traceback" not in err and list(out.iterdir()) == []
+
+
+def test_a_termination_signal_the_process_ignores_stays_ignored():
+    """A review: the SIGTERM/SIGHUP handling had taken over a SIGHUP that nohup set to be ignored, so a detached
+    training run died when its terminal closed."""
+    from skelanim.cli import TERMINATING, _interrupt_on_termination
+
+    hup = [sig for sig in TERMINATING if sig != signal.SIGTERM]
+    before = {sig: signal.getsignal(sig) for sig in TERMINATING}
+    try:
+        for sig in hup:
+            signal.signal(sig, signal.SIG_IGN)
+        with _interrupt_on_termination():
+            assert all(signal.getsignal(sig) is signal.SIG_IGN for sig in hup)
+            assert signal.getsignal(signal.SIGTERM) not in (signal.SIG_IGN, signal.SIG_DFL)
+        assert all(signal.getsignal(sig) is signal.SIG_IGN for sig in hup)
+    finally:
+        for sig, handler in before.items():
+            signal.signal(sig, handler)

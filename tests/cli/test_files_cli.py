@@ -148,6 +148,7 @@ def test_a_commands_help_paragraphs_flow_instead_of_breaking_where_the_docstring
     assert "retarget other skeletons. The other formats keep the source's axes; glTF, which is +Y up," in out
     doc = "First.\n\n    One\n    two.\n\n    - a\n    - b\n\n    Code:\n        indented\n    "  # as a docstring
     assert _flowing(doc) == "First.\n\nOne two.\n\n- a\n- b\n\nCode:\n    indented"
+    assert _flowing("Stops and\n    --wait) writes.") == "Stops and --wait) writes."  # an option, not a list (record)
 
 
 # ------------------------------------------------------------------- one-line errors on the output side too

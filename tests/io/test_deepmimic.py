@@ -291,6 +291,9 @@ def test_save_loop_option_and_fps_without_metadata(tmp_path):
         with pytest.raises(ValueError, match="loop must be one of 'none', 'wrap', 'mirror'"):
             deepmimic.save(plain, tmp_path / "y.txt", loop=bad)  # type: ignore[arg-type]
     assert not (tmp_path / "y.txt").exists()
+    with pytest.warns(UserWarning, match="metadata loop True is no DeepMimic loop mode: written as 'none'"):
+        deepmimic.save(plain.copy(metadata={"loop": True}), tmp_path / "z.txt")  # e.g. glTF extras' loop=True
+    assert deepmimic.load(tmp_path / "z.txt").metadata["loop"] == "none"
 
 
 def test_single_frame_clips(tmp_path):

@@ -65,6 +65,9 @@ def test_a_method_the_model_cannot_run_or_a_length_that_is_not_positive_is_refus
         with pytest.raises(ValueError, match="seconds must be a positive number"):
             predict_motion(walk, method="zero_velocity", rig=_rig(walk), seconds=seconds)
     assert predict_motion(walk, method="gcn", model=gcn, seconds=0.2).num_frames == 60 + 6
+    import numpy as np
+
+    assert predict_motion(walk, method="zero_velocity", rig=_rig(walk), seconds=np.float32(0.5)).num_frames == 75
 
 
 def test_a_motion_shorter_than_one_model_frame_is_refused_naming_the_file(learn_files, tmp_path, capsys):

@@ -102,6 +102,8 @@ def test_resume_refuses_other_task_or_architecture_options_and_notes_other_data(
     capsys.readouterr()
     again = RecordedTask(data=("a.bvh", "b.bvh"))
     again.config["training"]["command"] = "toy --resume"
+    again.config["training"]["init"] = "/elsewhere/spelt/otherwise"  # a review: --init as typed had been compared
+    again.config["training"]["vae"] = {"init": None, "history": [1]}  # nested records too (the generator's stages)
     result = fit(_model(), again, tmp_path, cfg, resume=True, log=lambda s: None)
     assert result["steps"] == 32
     captured = capsys.readouterr()

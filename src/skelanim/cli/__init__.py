@@ -47,11 +47,11 @@ from skelanim.cli import recognize as _recognize  # noqa: F401
 def _flowing(doc: str) -> str:
     """A docstring as help text whose paragraphs flow: the lines of a paragraph joined by spaces (typer keeps a
     docstring's line breaks and wraps at the terminal's width as well, so ``--help`` broke lines mid-sentence);
-    a paragraph whose lines are a list or indented (``-``, ``*``, leading spaces) keeps its lines."""
+    a paragraph whose lines are a list or indented (``- ``, ``* ``, leading spaces) keeps its lines."""
     paragraphs = []
     for paragraph in inspect.cleandoc(doc).split("\n\n"):
         lines = paragraph.split("\n")
-        kept = any(line[:1] in (" ", "-", "*", "\b") for line in lines[1:])
+        kept = any(line[:1] in (" ", "\b") or line[:2] in ("- ", "* ") for line in lines[1:])  # not "--option"
         paragraphs.append(paragraph if kept else " ".join(line.strip() for line in lines))
     return "\n\n".join(paragraphs)
 
@@ -140,7 +140,8 @@ def _interrupt_on_termination() -> Iterator[list[int]]:
         received.append(signum)
         raise KeyboardInterrupt
 
-    previous = {sig: signal.signal(sig, interrupt) for sig in TERMINATING}
+    # a signal the process was told to ignore stays ignored (nohup's SIGHUP; a parent's ignored SIGTERM)
+    previous = {sig: signal.signal(sig, interrupt) for sig in TERMINATING if signal.getsignal(sig) is not signal.SIG_IGN}
     try:
         yield received
     finally:

@@ -67,8 +67,9 @@ def load_dataset(data: list[str], fps: float, threads: int | None, progress: boo
     return ds
 
 
-#: Ratio of rest heights beyond which two skeletons of one topology are in different length units, not two actors.
-OTHER_UNIT = 1.5
+#: Ratio of rest heights beyond which two skeletons of one topology are in different length units, not two actors
+#: (a child beside an adult is 0.6; inches against centimetres 2.54, metres 100).
+OTHER_UNIT = 2.0
 
 
 def require_size(whose: str, skeleton, ds) -> None:

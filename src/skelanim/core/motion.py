@@ -247,8 +247,9 @@ class Motion:
         lying flat: nothing in a still pose tells lying from standing). Windows of 15, 30 and 120 frames of 56
         of those files (500 windows per turn): all right unturned; turned, 18 of 1500 wrong (31 before the
         quarter-length rule), all but four in DeepMimic's spin, spinkick and kick, whose heads lean over their
-        feet by half their height (``up_axis`` on a short window of a turned acrobatic clip is a guess: pass the
-        axis where it is known).
+        feet by half their height. The rule costs short windows of the lying clips left out above: 12 windows of
+        0.25-0.5 s of the crawl and the get-up read Y before and X now (``up_axis`` on a short window of a lying or
+        turned acrobatic clip is a guess: pass the axis where it is known).
         """
         rest = self.skeleton.up_axis()
         heads, feet = head_and_feet(self.skeleton.names)

@@ -33,9 +33,10 @@ def _publish(tmp: str, target: Path) -> None:
         before = None
     if before is not None:
         os.chmod(tmp, stat.S_IMODE(before.st_mode))
-        with contextlib.suppress(OSError):  # only root may give a file away; others keep it as theirs
-            if (before.st_uid, before.st_gid) != (os.getuid(), os.getgid()):
-                os.chown(tmp, before.st_uid, before.st_gid)
+        if hasattr(os, "chown"):  # POSIX only; only root may give a file away, others keep it as theirs
+            with contextlib.suppress(OSError):
+                if (before.st_uid, before.st_gid) != (os.getuid(), os.getgid()):
+                    os.chown(tmp, before.st_uid, before.st_gid)
     else:
         umask = os.umask(0)
         os.umask(umask)

@@ -84,7 +84,7 @@ from skelanim.core.skeleton import Skeleton
 from skelanim.errors import FormatError, SkeletonError
 from skelanim.io.atomic import atomic_open
 from skelanim.io.bundled import bundled_file
-from skelanim.io.common import nominal_fps, read_utf8_text
+from skelanim.io.common import nominal_fps, read_utf8_text, warn_at_caller
 from skelanim.io.urdf import parse_urdf
 
 __all__ = ["BODY_NAMES", "BUNDLED_URDF", "DEFAULT_FPS", "FRAME_LAYOUT", "FRAME_SIZE", "LOOP_MODES", "ONE_DOF_BODIES",
@@ -584,6 +584,9 @@ def save(motion: Motion, path: str | os.PathLike, *, loop: str | None = None,
     if len(frames) > 1:
         frames[-1, 0] = 0.0
     loop_value = loop if loop is not None else motion.metadata.get("loop", "none")
+    if loop_value not in LOOP_MODES:  # metadata of another source (glTF extras kept loop=True): a clip DeepMimic reads
+        warn_at_caller(f"metadata loop {loop_value!r} is no DeepMimic loop mode: written as 'none' (loop= sets one)")
+        loop_value = "none"
     extra = motion.metadata.get("deepmimic_extra") or {}
 
     lines = ["{", f'"Loop": {json.dumps(str(loop_value))},']

@@ -5,6 +5,7 @@ does it for motion on another humanoid skeleton, through the model's (``skelanim
 from __future__ import annotations
 
 import math
+import numbers
 import os
 from collections.abc import Mapping
 from typing import Any
@@ -47,7 +48,7 @@ def check_method(method: str, model: Predictor | CombinedPredictor | None, secon
         raise ValueError(f"method {method!r} needs a {method} Predictor as model, got {given}")
     if method == "combined" and not isinstance(model, CombinedPredictor):
         raise ValueError(f"method 'combined' needs a CombinedPredictor as model, got {given}")
-    if not (isinstance(seconds, (int, float)) and math.isfinite(seconds) and seconds > 0):
+    if isinstance(seconds, bool) or not (isinstance(seconds, numbers.Real) and math.isfinite(seconds) and seconds > 0):
         raise ValueError(f"seconds must be a positive number, got {seconds!r}")
 
 

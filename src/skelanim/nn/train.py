@@ -254,13 +254,13 @@ def _check_same_loop(saved: dict[str, Any] | None, config: TrainConfig, path: Pa
 
 
 #: Entries of a model config's ``training`` record that say what made the run, not how it trains: a resumed
-#: run records its own.
+#: run records its own (``init`` too: a resume's weights come from its state, however ``--init`` is spelt).
 RESUME_PROVENANCE = ("command", "date", "torch", "threads", "machine", "seed", "loop", "best", "history", "world_size",
-                     "stopped", "vae_history")  # fmt: skip
+                     "stopped", "vae_history", "init")  # fmt: skip
 #: Entries that describe the data (files, their measured rig and counts): a resume on other data gets a note.
 RESUME_DATA = ("rig", "skeleton", "height", "training.data", "training.validation", "training.train_files",
                "training.val_files", "training.train_frames", "training.val_frames", "training.families",
-               "training.bone_stretch")  # fmt: skip
+               "training.bone_stretch", "training.max_frames_per_file")  # fmt: skip
 
 
 def resume_settings(config: dict[str, Any]) -> dict[str, Any]:
@@ -273,7 +273,7 @@ def resume_settings(config: dict[str, Any]) -> dict[str, Any]:
         if isinstance(value, dict) and prefix not in RESUME_DATA:
             for k, v in value.items():
                 key = f"{prefix}.{k}" if prefix else str(k)
-                if not (prefix == "training" and k in RESUME_PROVENANCE):
+                if not (prefix.partition(".")[0] == "training" and k in RESUME_PROVENANCE):
                     visit(key, v)
         else:
             flat[prefix] = json.loads(json.dumps(value, default=str))  # tuples as lists, as the saved state has them
