@@ -423,7 +423,7 @@ def generate_cmd(
         "turn, e.g. walk:4,run:3,walk:2.", callback=check_content,
     ),
     style: str | None = typer.Option(
-        None, "--style", help="Style class (happy, angry, ...; default: normal; none for a generator trained "
+        None, "--style", help="Style class (happy, angry, ...; default: normal; left out for a generator trained "
         "without styles).", callback=check_style
     ),
     n: int = typer.Option(4, "-n", min=1, help="Motions to write."),
