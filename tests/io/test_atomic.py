@@ -195,6 +195,12 @@ def test_a_replaced_file_keeps_its_permissions_and_a_link_is_written_through(tmp
         handle.write("through")
     assert link.is_symlink() and real.read_text() == "through" and sorted(os.listdir(tmp_path)) == [
         "link.txt", "private.txt", "real.txt"]  # fmt: skip
+    loop_a, loop_b = tmp_path / "loop_a", tmp_path / "loop_b"
+    loop_a.symlink_to(loop_b)
+    loop_b.symlink_to(loop_a)
+    with pytest.raises(OSError, match="link loop"), atomic_open(loop_a) as handle:  # as open() refuses it
+        handle.write("x")
+    assert loop_a.is_symlink() and loop_b.is_symlink()
 
 
 def test_a_read_only_file_is_refused_and_kept(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

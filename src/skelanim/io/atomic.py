@@ -47,7 +47,14 @@ def _publish(tmp: str, target: Path) -> None:
 def _written_through(target: Path) -> Path:
     """The file a symbolic link ``target`` points to (a link is written through, as ``open`` would, not replaced
     by a plain file); ``target`` itself otherwise."""
-    return Path(os.path.realpath(target)) if target.is_symlink() else target
+    if not target.is_symlink():
+        return target
+    try:
+        os.stat(target)
+    except OSError as exc:  # a link loop, as open() refuses it (it had been replaced by a plain file)
+        if exc.errno == errno.ELOOP:
+            raise OSError(errno.ELOOP, "Too many levels of symbolic links (a link loop)", str(target)) from None
+    return Path(os.path.realpath(target))
 
 
 def _refuse_read_only(target: Path) -> None:
