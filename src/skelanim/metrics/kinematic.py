@@ -37,6 +37,7 @@ from torch import Tensor
 
 from skelanim.core.rotations import matrix_geodesic
 from skelanim.errors import ShapeError
+from skelanim.ops._common import axis_index
 
 __all__ = [
     "angle_error", "angle_error_at", "bone_length_error", "foot_skating", "ground_penetration", "horizon_frames",
@@ -69,12 +70,11 @@ def _positive(name: str, value: float) -> float:
 
 
 def _axis(up_axis: int | str) -> int:
-    """``up_axis`` (0, 1, 2 or ``"x"``, ``"y"``, ``"z"``) as an axis index."""
-    if isinstance(up_axis, str) and up_axis.strip().lower() in ("x", "y", "z", "+x", "+y", "+z"):
-        return "xyz".index(up_axis.strip().lower()[-1])
-    if isinstance(up_axis, bool) or not isinstance(up_axis, (int, np.integer)) or not 0 <= up_axis <= 2:
-        raise ValueError(f"up_axis must be 0, 1, 2 or 'x', 'y', 'z', got {up_axis!r}")
-    return int(up_axis)
+    """``up_axis`` as an index (the ops' :func:`~skelanim.ops._common.axis_index`); a downward one is refused, as
+    these measures take the floor below the body."""
+    if isinstance(up_axis, str) and up_axis.strip().startswith("-"):
+        raise ValueError(f"up_axis must point up (0, 1, 2 or 'x', 'y', 'z'), got {up_axis!r}")
+    return axis_index(up_axis)
 
 
 def _joints(what: str, indices: Sequence[int], num_joints: int) -> list[int]:
