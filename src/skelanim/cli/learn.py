@@ -493,15 +493,9 @@ def generate_cmd(
         )
         results = gen.to_motions(x)
         names = [f"{'-'.join(c for c, _ in plan)}_{style or 'nostyle'}_{i:02d}.bvh" for i in range(n)]
-    created = not out.exists()
-    try:
-        with atomic_paths([out / name for name in names]) as temporary:  # all the files or none
-            for motion, path in zip(results, temporary, strict=True):
-                skelanim.save(motion, path)
-    except BaseException:
-        if created and out.is_dir() and not any(out.iterdir()):
-            out.rmdir()
-        raise
+    with removed_if_empty(out), atomic_paths([out / name for name in names]) as temporary:  # all the files or none
+        for motion, path in zip(results, temporary, strict=True):
+            skelanim.save(motion, path)
     typer.echo(f"wrote {len(results)} BVH files ({results[0].num_frames} frames at {gen.fps:g} fps) to {out}")
 
 

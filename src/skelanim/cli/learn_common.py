@@ -376,8 +376,6 @@ def generation_plan(content: str, seconds: float | None, fps: float, window: int
     return plan
 
 
-#: ``learn generate train``'s decoders and the convolutional decoder's paddings (:class:`~skelanim.learn.cvae.MotionCVAE`).
-DECODERS, PADDINGS = ("conv", "transformer"), ("zeros", "replicate")
 #: The flags of the decoder options a generator records.
 DECODER_FLAGS = {"decoder": "--decoder", "padding": "--padding", "z_every": "--z-every/--z-first"}
 
@@ -386,6 +384,8 @@ def generator_options(window: int, decoder: str, padding: str | None, z_every: b
     """``learn generate train``'s decoder options, checked before any data is read (they had ended in a
     traceback after it): a known decoder and padding, a window the encoder can halve three times, and no
     convolutional-decoder option given with ``--decoder transformer`` (it had been ignored)."""
+    from skelanim.learn.cvae import DECODERS, PADDINGS
+
     if decoder not in DECODERS:
         raise typer.BadParameter(f"expected {' or '.join(map(repr, DECODERS))}, got {decoder!r}", param_hint="--decoder")
     if padding is not None and padding not in PADDINGS:

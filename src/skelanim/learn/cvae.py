@@ -31,6 +31,8 @@ __all__ = ["MotionCVAE", "TemporalDiscriminator"]
 
 #: ``padding_mode`` of :class:`torch.nn.Conv1d`.
 PaddingMode = Literal["zeros", "reflect", "replicate", "circular"]
+#: The decoders :class:`MotionCVAE` builds, and the paddings ``learn generate train --padding`` offers.
+DECODERS, PADDINGS = ("conv", "transformer"), ("zeros", "replicate")
 
 
 class _CondConv(nn.Module):
@@ -91,7 +93,7 @@ class MotionCVAE(nn.Module):
         super().__init__()
         if length % 8:
             raise ValueError(f"window length {length} must be a multiple of 8")
-        if decoder not in ("conv", "transformer"):
+        if decoder not in DECODERS:
             raise ValueError(f"decoder must be 'conv' or 'transformer', got {decoder!r}")
         self.dim, self.length, self.latent, self.hidden, self.z_every = dim, length, latent, hidden, z_every
         self.decoder = decoder
