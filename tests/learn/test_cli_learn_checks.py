@@ -143,7 +143,7 @@ def test_combining_predictors_of_other_frame_rates_names_the_rates(tmp_path, cap
     config = json.loads((b / "config.json").read_text())
     (b / "config.json").write_text(json.dumps({**config, "fps": 120.0}))
     _one_line(main(["learn", "predict", "combine", str(a), str(b), "-o", str(tmp_path / "c")]), capsys,
-              str(b), "120 fps", "25 fps", "frame rate")  # fmt: skip
+              str(b), "'fps' differs", "(120.0 against 25.0)")  # fmt: skip
     assert not (tmp_path / "c").exists()
 
 

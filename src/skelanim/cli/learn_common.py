@@ -279,24 +279,6 @@ def echo_json(obj: Any) -> None:
     typer.echo(json.dumps(obj, indent=1))
 
 
-def check_same_fps(models: list[Path]) -> None:
-    """Members of other frame rates, named as such (the first setting that differed had been named: "'rig'
-    differs"); a folder without a readable config is left to the combine's own checks."""
-    from skelanim.errors import FormatError, SkelanimError
-    from skelanim.nn.checkpoint import CONFIG_NAME, read_model_config
-
-    rates = []
-    for folder in models:
-        try:
-            rates.append(read_model_config(Path(folder) / CONFIG_NAME).get("fps"))
-        except (SkelanimError, OSError):
-            return
-    for folder, fps in zip(models[1:], rates[1:]):
-        if isinstance(fps, (int, float)) and isinstance(rates[0], (int, float)) and fps != rates[0]:
-            raise FormatError(f"its model runs at {fps:g} fps and {models[0]}'s at {rates[0]:g} fps: the members of an "
-                              "ensemble must share one frame rate (train them with one --fps)", path=folder)
-
-
 #: Files a model folder may hold beside its weights and config that belong to the model there before: an IK model's
 #: pose corrector, a training run's state (``--resume`` would go on from it, not from the new model).
 EARLIER_MODEL_FILES = ("refine.json", "refine.safetensors", "train_state.safetensors")
@@ -333,7 +315,6 @@ def combine_folders(models: list[Path], out: Path, combine: Callable[..., Any], 
         raise typer.BadParameter("give two or more model folders", param_hint="MODELS")
     check_not_an_input(out, *models)  # a member would be replaced by the ensemble
     check_model_folder(out, overwrite, "--out")
-    check_same_fps(models)
     net = combine(models, out, command=command_line())
     remove_earlier_model_files(out)
     typer.echo(f"wrote {out} ({net.members} members, {sum(p.numel() for p in net.parameters())} parameters)")

@@ -105,9 +105,12 @@ def _combine(kind: type[Model], shared_keys: Sequence[str], folders: Sequence[st
     statistics = {k: v for k, v in models[0].state_dict().items() if not k.startswith("net.")}
     for folder, model in zip(sources, models):
         config = model.config()
-        for key in shared_keys:
+        for key in sorted(shared_keys, key=lambda k: k != "fps"):  # a rate also changes the rig: name the rate
             if config.get(key) != first.get(key):
-                raise FormatError(f"{key!r} differs from {folders[0]}'s; members must share one recipe", path=folder)
+                values = (config.get(key), first.get(key))
+                said = f" ({values[0]} against {values[1]})" if all(isinstance(v, (int, float, str)) for v in values) else ""
+                raise FormatError(f"{key!r} differs from {folders[0]}'s{said}; members must share one recipe",
+                                  path=folder)  # fmt: skip
         for name, stat in model.state_dict().items():
             if name in statistics and not torch.allclose(stat, statistics[name], rtol=1e-5, atol=1e-6):
                 raise FormatError(f"training-data statistics ({name}) differ from {folders[0]}'s: members must "
