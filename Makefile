@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test tools bench clean
+.PHONY: demo test tools bench docs clean
 
 $(STAMP): pyproject.toml setup.py src/skelanim/io/_bvh_numbers.c
 	$(PYTHON) -m venv $(VENV)
@@ -27,6 +27,9 @@ demo: $(STAMP)
 
 test: $(STAMP) tools
 	$(PY) -m pytest -n 2 -q
+
+docs: $(STAMP)
+	$(PY) docs/api.py out/docs/api
 
 bench: $(STAMP)
 	$(PY) benchmarks/bvh_io.py
