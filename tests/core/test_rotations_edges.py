@@ -149,6 +149,41 @@ def test_matrix_geodesic_gradcheck(rng: np.random.Generator) -> None:
     assert torch.autograd.gradcheck(matrix_geodesic, (m0.requires_grad_(True), m1.requires_grad_(True)))
 
 
+@pytest.mark.parametrize("rotvecs", [
+    [[0.3, 0.2, 0.1]] * 4,  # a joint that holds still: three equal singular values
+    [[0.3, 0.2, 0.1]],  # one rotation
+    [[0.0, 0.0, 0.5], [0.0, 0.0, -0.5]],  # symmetric about z: two equal singular values
+    [[3.0, 0.0, 0.0], [0.0, 3.0, 0.0], [0.0, 0.0, 3.0]],  # a mean matrix with det < 0
+    [[0.4, -1.1, 0.2], [0.9, 0.3, -0.5], [-0.2, 0.6, 1.3]],  # generic
+])
+def test_mean_rotations_gradient_is_finite_and_right_where_singular_values_repeat(rotvecs: list[list[float]]) -> None:
+    stack = rot.rotvec_to_matrix(torch.tensor(rotvecs, dtype=torch.float64)).requires_grad_(True)
+    assert torch.autograd.gradcheck(rot.mean_rotations, (stack,))  # against finite differences
+    weights = torch.randn(3, 3, generator=torch.Generator().manual_seed(1), dtype=torch.float64)
+    (grad,) = torch.autograd.grad((rot.mean_rotations(stack) * weights).sum(), stack)
+    assert torch.isfinite(grad).all()
+
+
+def test_mean_rotations_gradient_matches_the_svd_gradient_where_that_one_is_defined(rng: np.random.Generator) -> None:
+    stack = quat_to_matrix(torch.from_numpy(random_quats(rng, (6, 2)))).requires_grad_(True)
+    weights = torch.from_numpy(rng.normal(size=(2, 3, 3)))
+    (ours,) = torch.autograd.grad((rot.mean_rotations(stack) * weights).sum(), stack)
+    u, _, vh = torch.linalg.svd(stack.mean(0))  # the plain SVD route, generic singular values
+    d = torch.sign(torch.linalg.det(u @ vh))
+    nearest = torch.cat([u[..., :2], u[..., 2:] * d[..., None, None]], -1) @ vh
+    (svd,) = torch.autograd.grad((nearest * weights).sum(), stack)
+    assert torch.allclose(ours, svd, atol=1e-12)
+
+
+def test_nan_stays_nan_in_axis_angle_and_the_mean() -> None:
+    q = axis_angle_to_quat(torch.tensor([float("nan"), 0.0, 0.0]), 0.3)
+    assert torch.isnan(q).all()  # w was 1: a NaN axis read as a zero axis
+    assert torch.isnan(rot.mean_rotations(torch.full((2, 3, 3), float("nan")))).all()  # the SVD had raised
+    mixed = torch.stack([torch.eye(3).expand(2, 3, 3), torch.full((2, 3, 3), float("nan"))], 1)  # (2, 2, 3, 3)
+    mean = rot.mean_rotations(mixed)
+    assert torch.equal(mean[0], torch.eye(3)) and torch.isnan(mean[1]).all()  # one NaN joint spoils only itself
+
+
 # ------------------------------------------------------------------------------------- NumPy and dtypes
 
 

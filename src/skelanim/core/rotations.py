@@ -309,7 +309,9 @@ def axis_angle_to_quat(axis: Tensor, angle: Tensor | float) -> Tensor:
     _check(axis, (3,), "axis")
     half = _like(angle, axis)[..., None] / 2
     n = _safe_normalize(axis, torch.zeros_like(axis))
-    w = torch.where(_sum_sq(n) > 0, torch.cos(half), torch.ones_like(half))  # zero axis: identity
+    sq = _sum_sq(n)
+    w = torch.where(sq > 0, torch.cos(half), torch.ones_like(half))  # zero axis: identity
+    w = torch.where(torch.isnan(sq), sq, w)  # a NaN axis stays NaN (not the identity's w = 1)
     return torch.cat([w, n * torch.sin(half)], -1)  # both (broadcast(axis, angle), k)
 
 
@@ -405,7 +407,8 @@ def mean_rotations(rot: Tensor, dim: int = 0) -> Tensor:
     Returns
     -------
     Tensor
-        ``rot`` without ``dim``: ``(M, 3, 3)``, ``(B, M, 3, 3)``.
+        ``rot`` without ``dim``: ``(M, 3, 3)``, ``(B, M, 3, 3)``; NaN where a mean has a NaN. The gradient is finite
+        also for equal rotations (see :class:`_NearestRotation`).
     """
     rot = as_tensor(rot)
     _check(rot, (3, 3), "rot")
@@ -413,10 +416,38 @@ def mean_rotations(rot: Tensor, dim: int = 0) -> Tensor:
         raise ShapeError(f"mean_rotations averages over a leading dim of (..., 3, 3), not dim {dim} of {tuple(rot.shape)}")
     if rot.shape[dim] == 0:
         raise ShapeError(f"mean_rotations has no rotations to average over dim {dim} of {tuple(rot.shape)}")
-    u, _, vh = torch.linalg.svd(rot.double().mean(dim))
-    d = torch.sign(torch.linalg.det(u @ vh))
-    u = torch.cat([u[..., :2], u[..., 2:] * d[..., None, None]], dim=-1)
-    return (u @ vh).to(rot.dtype)
+    mean = rot.double().mean(dim)
+    finite = torch.isfinite(mean).all(-1).all(-1)[..., None, None]
+    eye = torch.eye(3, dtype=mean.dtype, device=mean.device)
+    nearest = _NearestRotation.apply(torch.where(finite, mean, eye))  # the SVD refuses NaN: it is put back below
+    return torch.where(finite, nearest, torch.nan).to(rot.dtype)
+
+
+class _NearestRotation(torch.autograd.Function):
+    """The rotation nearest ``(..., 3, 3)`` matrices ``M = U S V^T``: ``U diag(1, 1, d) V^T``, ``d = det(U V^T)``.
+
+    Its gradient is the polar factor's, ``dL/dM = U [(B - B^T) / (s_i + s_j)] V^T`` with ``B = U^T (dL/dR) V``
+    and ``s = S diag(1, 1, d)``: finite wherever ``M`` is not singular, also where singular values repeat (a joint
+    that holds still, rotations symmetric about an axis), where torch's SVD gradient divides by ``s_i^2 - s_j^2``.
+    """
+
+    @staticmethod
+    def forward(ctx, mean: Tensor) -> Tensor:
+        u, s, vh = torch.linalg.svd(mean)
+        d = torch.sign(torch.linalg.det(u @ vh))
+        u = torch.cat([u[..., :2], u[..., 2:] * d[..., None, None]], dim=-1)
+        nearest = u @ vh
+        ctx.save_for_backward(nearest, vh, torch.cat([s[..., :2], s[..., 2:] * d[..., None]], -1))
+        return nearest
+
+    @staticmethod
+    def backward(ctx, grad: Tensor) -> Tensor:
+        nearest, vh, signed = ctx.saved_tensors
+        v = vh.transpose(-1, -2)
+        b = vh @ nearest.transpose(-1, -2) @ grad @ v  # U^T G V, as R^T = V U^T
+        sums = signed[..., :, None] + signed[..., None, :]
+        c = b / torch.where(sums != 0, sums, torch.ones_like(sums))
+        return nearest @ v @ (c - c.transpose(-1, -2)) @ vh
 
 
 @numpy_in_numpy_out
