@@ -233,7 +233,8 @@ class Skeleton:
 
     # ------------------------------------------------------------------ geometry
     def rest_positions(self, *, end_sites: bool = False) -> torch.Tensor:
-        """``(J, 3)`` (or ``(J+E, 3)`` with End Sites appended) world positions of the rest pose."""
+        """``(J, 3)`` (or ``(J+E, 3)`` with End Sites appended) world positions of the rest pose, the root at the
+        origin: its own offset is left out (``Motion.rest(skeleton).positions()`` puts the root at ``offsets[0]``)."""
         pos = torch.zeros(self.num_joints, 3, dtype=torch.float64)
         for j in range(1, self.num_joints):
             pos[j] = pos[self.parents[j]] + self.offsets[j]
