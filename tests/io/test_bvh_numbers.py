@@ -182,6 +182,34 @@ def test_errors_are_the_same_on_both_paths(body: bytes, message: str | None) -> 
     assert result.startswith("t.bvh:")
 
 
+@pytest.mark.parametrize("body, line, message", [
+    (b"1 2 3-4x5678\n1 2\n", 7, "'3-4x5678'"),
+    (b"1 2 3-4x56789\n1 2\n", 7, "'3-4x56789'"),  # a 9-character token: checked after the counts, line 8's, had been
+    (b"1 2 1e400\n1 2\n", 7, "out of range"),
+    (b"1 2 1e400\n1 2 x\n", 7, "out of range"),
+    (b"1 2 3\n1 2 123456789012345678x\n4 5\n", 8, "'123456789012345678x'"),
+    (b"1 2 3\n4 5\n1 2 1e400\n", 8, "found 2"),  # the count error is the first now
+])
+def test_the_first_bad_line_is_named_whatever_is_wrong_with_it(body: bytes, line: int, message: str) -> None:
+    result = _both(body, 3, 2)
+    assert isinstance(result, str) and result.startswith(f"t.bvh:{line}:") and message in result, result
+
+
+def test_bad_arguments_are_refused_alike_on_both_paths() -> None:
+    for native in (True, False):
+        for kwargs in ({"start": 7}, {"start": -1}, {"frames": -1}, {"channels": -3}):
+            arguments = {"first_line": 1, "channels": 3, "frames": 1, "path": "t.bvh", **kwargs}
+            saved = bvh_numbers.NATIVE
+            bvh_numbers.NATIVE = NATIVE if native else None
+            try:
+                with pytest.raises(ValueError, match="start|negative"):
+                    bvh_numbers.parse_motion_values(b"1 2 3\n", **arguments)  # type: ignore[arg-type]
+            finally:
+                bvh_numbers.NATIVE = saved
+    result = _both(b"1 2 3\n", 10**12, 1)  # no room for a row of 10^12 in 6 bytes: none allocated (a MemoryError had been)
+    assert isinstance(result, str) and "expected 1000000000000 channel values on frame 0, found 3" in result
+
+
 def test_extra_frames_and_blank_lines() -> None:
     result = _both(b"\n1 2 3\n \t\r\n4 5 6\n7 8 9\n10 11 12\n\n", 3, 2)
     assert not isinstance(result, str)

@@ -2,4 +2,6 @@
 
 from typing import Any
 
-def parse_motion(text: bytes, start: int, out: Any, channels: int, /) -> tuple[int, int] | None: ...
+def parse_motion(
+    text: bytes, start: int, out: Any, channels: int, stop: int = ..., /
+) -> tuple[int, int] | None: ...

@@ -34,6 +34,7 @@ large block (≥ :data:`THREAD_CHUNK_BYTES` a CPU) is cut at newlines into one c
 from __future__ import annotations
 
 import itertools
+import math
 import os
 import re
 import threading
@@ -65,6 +66,7 @@ _CHUNK = 1 << 18  # bytes of text per chunk: the temporaries of one chunk fit in
 _FRONT = 16  # spaces before a chunk so that every 16-byte window ending at a token is in bounds
 _U8 = np.uint8
 _U64 = np.uint64
+_LE64 = np.dtype("<u8")  # the text's bytes as words (``_Scan.words``), whatever the host's byte order
 
 
 def _bit_tables(bits: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -266,9 +268,9 @@ def _fast_chunk(scan: _Scan, start: int, stop: int
     before = scan.raw[ends - 9]
     nonws8 = np.packbits(ch > 32)
     if np.count_nonzero((nonws8 == 255) & (before > 32)) > ends.size // 4:  # many tokens of 9+ characters
-        wide = np.empty((ends.size, 2), _U64)
+        wide = np.empty((ends.size, 2), _LE64)  # little-endian as the words: its bytes are the text's on any host
         wide[:, 0] = scan.words[ends - 16]
-        wide[:, 1] = ch.view(_U64).reshape(-1)
+        wide[:, 1] = ch.view(_LE64).reshape(-1)
         result = _windows_to_values(wide.view(_U8).reshape(-1, 16), None, scan.has_e, scan.has_plus)
     else:
         result = _windows_to_values(ch, before, scan.has_e, scan.has_plus, nonws8)
@@ -293,7 +295,7 @@ def _fill_long_tokens(scan: _Scan, values: np.ndarray, rows: np.ndarray, ends: n
     """
     if not rows.size:
         return True
-    wide = np.empty((rows.size, 2), _U64)
+    wide = np.empty((rows.size, 2), _LE64)
     wide[:, 0] = scan.words[ends - 16]
     wide[:, 1] = scan.words[ends - 8]
     result = _windows_to_values(wide.view(_U8).reshape(-1, 16), None, scan.has_e, scan.has_plus)
@@ -303,8 +305,10 @@ def _fill_long_tokens(scan: _Scan, values: np.ndarray, rows: np.ndarray, ends: n
     wide_values[longer] = np.nan
     values[rows] = wide_values
     for i in np.flatnonzero(np.isnan(wide_values)).tolist():  # rare: parsed one by one
-        end = int(ends[i])
-        token = scan.buf[:end].rsplit(None, 1)[-1]
+        end = begin = int(ends[i])
+        while begin > 0 and scan.buf[begin - 1] > 32:  # back to the token's start (not a copy of all before it)
+            begin -= 1
+        token = scan.buf[begin:end]
         if NUMBER_RE.fullmatch(token) is None:
             return False
         value = float(token)
@@ -322,22 +326,21 @@ def _slow_chunk(chunk: bytes, first_line: int, path: str, channels: int, frames_
     if chunk.endswith(b"\n"):
         lines.pop()
     counts = np.empty(len(lines), np.int64)
-    tokens: list[bytes] = []
-    for i, text in enumerate(lines):
+    values: list[float] = []
+    for i, text in enumerate(lines):  # the first bad line is reported, whatever is wrong with it
         words = text.split()
         for w in words:
             if NUMBER_RE.fullmatch(w) is None:
                 raise FormatError(f"expected a number, found {_show(w)}", path=path, line=first_line + i)
+        numbers = [float(w) for w in words]
+        for w, number in zip(words, numbers):
+            if not math.isfinite(number):
+                raise FormatError(f"number out of range: {_show(w)}", path=path, line=first_line + i)
         counts[i] = len(words)
         if words and len(words) != channels:
             _check_counts(counts[: i + 1], channels, first_line, frames_before, path)
-        tokens.extend(words)
-    values = np.array([float(t) for t in tokens], dtype=np.float64)
-    bad = np.flatnonzero(~np.isfinite(values))
-    if bad.size:
-        row = int(np.searchsorted(np.cumsum(counts), bad[0], side="right"))
-        raise FormatError(f"number out of range: {_show(tokens[bad[0]])}", path=path, line=first_line + row)
-    return values, counts
+        values.extend(numbers)
+    return np.array(values, dtype=np.float64), counts
 
 
 def _check_counts(counts: np.ndarray, channels: int, first_line: int, frames_before: int, path: str) -> None:
@@ -368,7 +371,6 @@ def _parse_fast(scan: _Scan, chunks: list[tuple[int, int]], channels: int, first
         if result is None:
             return None
         values, counts, odd, ends = result
-        _check_counts(counts, channels, line, frames, path)
         parts.append(values)
         line_counts.append(counts)
         if odd.size:
@@ -379,8 +381,9 @@ def _parse_fast(scan: _Scan, chunks: list[tuple[int, int]], channels: int, first
         frames += int(np.count_nonzero(counts))
     values = np.concatenate(parts) if len(parts) > 1 else (parts[0] if parts else np.zeros(0))
     if odd_rows and not _fill_long_tokens(scan, values, np.concatenate(odd_rows), np.concatenate(odd_ends)):
-        return None
+        return None  # a bad long token: the exact path names the first bad line, which may come before a count error
     counts = np.concatenate(line_counts) if line_counts else np.zeros(0, np.int64)
+    _check_counts(counts, channels, first_line, 0, path)
     return values, counts
 
 
@@ -517,9 +520,13 @@ def parse_motion_values(
         A token that is not a finite number, a frame line with the wrong number of values, or fewer
         frame lines than declared: the message names the file, the line and what was expected.
     """
+    if not 0 <= start <= len(body) or frames < 0 or channels < 0:
+        raise ValueError(f"parse_motion_values: start {start} outside the {len(body)} bytes, or a negative count "
+                         f"(frames {frames}, channels {channels})")
     if channels and NATIVE is not None:
-        # at most as many rows as the text can hold ("0 0 ... 0\n": 2C bytes a line), whatever 'Frames:' says
-        rows = min(frames, (len(body) - start + 1) // (2 * channels) + 1)
+        # at most as many rows as the text can hold ("0 0 ... 0\n": 2C bytes a line, the last without its "\n"),
+        # whatever 'Frames:' says
+        rows = min(frames, (len(body) - start + 1) // (2 * channels))
         out = np.empty((rows, channels))
         scanned = _scan_native(body, start, out, channels)
         if scanned is not None:  # a valid block; otherwise the paths below find and report the problem
