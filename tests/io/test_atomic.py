@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from skelanim.io.atomic import atomic_open, atomic_path
+from skelanim.io.atomic import atomic_open, atomic_path, atomic_paths, removed_if_empty
 
 
 def test_text_and_binary_writes_replace_the_target(tmp_path: Path) -> None:
@@ -132,8 +132,6 @@ def test_real_read_only_folder(tmp_path: Path) -> None:
 
 
 def test_a_batch_is_published_whole_or_not_at_all(tmp_path: Path) -> None:
-    from skelanim.io.atomic import atomic_paths
-
     targets = [tmp_path / f"f{i}.txt" for i in range(3)]
     targets[1].write_text("old")
     with pytest.raises(OSError) as caught, atomic_paths(targets) as temps:  # the third write fails: a full disk
@@ -232,3 +230,32 @@ def test_a_nested_atomic_write_says_what_failed_once(tmp_path: Path) -> None:
         raise OSError(28, "No space left on device")
     assert info.value.strerror == "No space left on device (while writing)" and info.value.filename == str(tmp_path / "a.bvh")
     assert os.listdir(tmp_path) == []
+
+
+def test_a_failed_write_removes_the_folders_it_made_and_only_those(tmp_path: Path) -> None:
+    with pytest.raises(RuntimeError), atomic_open(tmp_path / "new" / "sub" / "a.txt") as f:
+        f.write("half")
+        raise RuntimeError("interrupted")
+    assert list(tmp_path.iterdir()) == []  # new/sub had been left behind, empty
+    (tmp_path / "kept").mkdir()
+    with pytest.raises(RuntimeError), atomic_paths([tmp_path / "kept" / "x" / "a.npz", tmp_path / "y" / "b.npz"]):
+        (tmp_path / "kept" / "note.txt").write_text("someone else's")
+        raise RuntimeError("interrupted")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["kept"]  # it existed: kept, with what was put there
+    assert [p.name for p in (tmp_path / "kept").iterdir()] == ["note.txt"]
+    with atomic_open(tmp_path / "made" / "deep" / "c.txt") as f:
+        f.write("whole")
+    assert (tmp_path / "made" / "deep" / "c.txt").read_text() == "whole"  # a success keeps its folders
+
+
+def test_removed_if_empty_leaves_a_folder_that_got_a_file(tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    with pytest.raises(KeyboardInterrupt), removed_if_empty(out, out / "vae"):
+        (out / "vae").mkdir(parents=True)
+        raise KeyboardInterrupt
+    assert not out.exists()
+    with pytest.raises(KeyboardInterrupt), removed_if_empty(out):
+        out.mkdir()
+        (out / "log.txt").write_text("x")
+        raise KeyboardInterrupt
+    assert (out / "log.txt").exists()

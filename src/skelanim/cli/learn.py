@@ -43,7 +43,6 @@ from skelanim.cli.learn_common import (
     range_option,
     recognize_app,
     remove_earlier_model_files,
-    removed_if_empty,
     report_training,
     require_skeleton,
     resume_option,
@@ -51,6 +50,7 @@ from skelanim.cli.learn_common import (
     split_parts,
     train_config,
 )
+from skelanim.io.atomic import removed_if_empty
 
 
 # ---------------------------------------------------------------------------------------------- recognize

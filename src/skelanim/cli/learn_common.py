@@ -6,8 +6,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -438,17 +437,3 @@ def fid_reference(rec, shipped: bool, recognition: float, train, window: int, st
                    "validation FID: epochs are chosen by reconstruction", err=True)  # fmt: skip
         return rec, None
     return rec, reference
-
-
-@contextmanager
-def removed_if_empty(*folders: Path) -> Iterator[None]:
-    """On an error, remove those of ``folders`` that did not exist before and are still empty (a run that
-    failed before writing anything had left its output folder behind, empty)."""
-    fresh = sorted((Path(f) for f in folders if not Path(f).exists()), key=lambda p: -len(p.parts))
-    try:
-        yield
-    except BaseException:
-        for folder in fresh:  # the deepest first
-            if folder.is_dir() and not any(folder.iterdir()):
-                folder.rmdir()
-        raise

@@ -170,6 +170,7 @@ def atomic_paths(paths: Sequence[str | os.PathLike]) -> Iterator[list[Path]]:
     """
     targets = [_written_through(Path(p)) for p in paths]
     temps: list[str] = []
+    made = {folder for target in targets for folder in (target.parent, *target.parent.parents) if not folder.exists()}
     try:
         for target in targets:
             temps.append(_prepare(target))
@@ -190,7 +191,28 @@ def atomic_paths(paths: Sequence[str | os.PathLike]) -> Iterator[list[Path]]:
         for tmp in temps:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(tmp)
+        _remove_empty(made)  # the folders made for the output, if nothing else was put there
         raise
+
+
+@contextlib.contextmanager
+def removed_if_empty(*folders: str | os.PathLike) -> Iterator[None]:
+    """On an error, remove those of ``folders`` that did not exist before and are still empty (a run that
+    failed before writing anything had left its output folder behind, empty)."""
+    fresh = {Path(f) for f in folders if not Path(f).exists()}
+    try:
+        yield
+    except BaseException:
+        _remove_empty(fresh)
+        raise
+
+
+def _remove_empty(folders: set[Path]) -> None:
+    """Remove those of ``folders`` that are empty directories, the deepest first (so a chain made at once goes)."""
+    for folder in sorted(folders, key=lambda p: -len(p.parts)):
+        if folder.is_dir() and not folder.is_symlink() and not any(folder.iterdir()):
+            with contextlib.suppress(OSError):  # another process put something there, or it is not ours to remove
+                folder.rmdir()
 
 
 @contextlib.contextmanager
