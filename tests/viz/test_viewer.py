@@ -123,7 +123,9 @@ def test_page_is_self_contained() -> None:
     assert "{{" not in page.split('id="skelanim-data"')[0], "a template placeholder was left unfilled"
     # Nothing is fetched: no script/link/img with a URL, no module imported from the network.
     assert not re.search(r"<script[^>]*\ssrc\s*=", page, re.IGNORECASE)
-    assert not re.search(r"<link[^>]*\shref\s*=", page, re.IGNORECASE)
+    # (but a data: URL, fetched from nowhere: the empty favicon that keeps a served page from asking for one)
+    assert not re.search(r"""<link[^>]*\shref\s*=\s*(?!["']?data:)""", page, re.IGNORECASE)
+    assert '<link rel="icon" href="data:,">' in page.split("</head>", 1)[0]
     assert not re.search(r"""(?:src|href)\s*=\s*["']?(?:https?:)?//""", page, re.IGNORECASE)
     assert not re.search(r"""(?:\bfrom|\bimport\s*\()\s*["'](?:https?:)?//""", page)
     assert not re.search(r"""url\(\s*["']?(?:https?:)?//""", page, re.IGNORECASE)

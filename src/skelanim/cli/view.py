@@ -36,7 +36,7 @@ def view(
     Lengths are shown in metres (the unit is guessed from the rest height), Y up, over a 1 m grid.
     """
     from skelanim.io.atomic import atomic_open
-    from skelanim.viz.viewer import ViewerError, build_viewer_html, load_for_viewer
+    from skelanim.viz.viewer import ViewerError, build_viewer_html, load_for_viewer, make_server
     from skelanim.viz.viewer import serve as serve_page
 
     # Checked here (not with typer's min/max) so a bad value is one ``error:`` line and exit code 2.
@@ -59,15 +59,22 @@ def view(
         max_frames=max_frames,
     )
     target = out if out is not None else (None if serve else DEFAULT_OUTPUT)
+    # the port is bound before the page is written: a busy port is refused with nothing written
+    server = make_server(page, port=port) if serve else None
     if target is not None:
-        with atomic_open(target, "w") as handle:
-            handle.write(page)
-        count = f"{len(motions)} motion{'s' * (len(motions) > 1)}"
+        try:
+            with atomic_open(target, "w") as handle:
+                handle.write(page)
+        except BaseException:
+            if server is not None:
+                server.server_close()
+            raise
+        count = f"{len(motions)} motion{'s' * (len(motions) != 1)}"
         typer.echo(f"wrote {target} ({count}, {_megabytes(len(page.encode('utf-8')))})")
-    if serve:
+    if server is not None:
         serve_page(
             page,
-            port=port,
+            server=server,
             announce=lambda url: typer.echo(f"serving the viewer at {url} (Ctrl-C stops)"),
         )
         typer.echo("stopped")

@@ -34,10 +34,16 @@ def plot(
     out: Path = typer.Option(..., "-o", "--out", help="Output image; the suffix picks the format (.png, .pdf, .svg)."),
     kind: str = typer.Option("trajectories", "--kind", "-k", help="trajectories | angles | contacts | poses."),
     joints: list[str] | None = typer.Option(
-        None, "--joints", "-j", help="Joint names (repeat, or comma-separated); default: root and feet / knees."
+        None,
+        "--joints",
+        "-j",
+        help="For --kind trajectories and angles: joint names (repeat, or comma-separated); default: root and feet "
+        "/ knees.",
     ),
-    angle: str = typer.Option("flexion", "--angle", help="For --kind angles: flexion (between bones) or rotation (local)."),
-    count: int = typer.Option(8, "--count", min=1, help="For --kind poses: number of poses per motion."),
+    angle: str | None = typer.Option(
+        None, "--angle", help="For --kind angles: flexion (between bones, the default) or rotation (local)."
+    ),
+    count: int | None = typer.Option(None, "--count", min=1, help="For --kind poses: number of poses per motion (8)."),
     dpi: int = typer.Option(100, "--dpi", help="Resolution of raster output (dots per inch, 1 to 1200)."),
 ) -> None:
     """Plot joint trajectories, joint angles, foot contacts or a strip of poses of FILES into OUT."""
@@ -46,9 +52,15 @@ def plot(
 
     if kind not in plots.KINDS:
         raise ShapeError(f"unknown --kind {kind!r}; expected one of {', '.join(plots.KINDS)}")
-    if angle not in ("flexion", "rotation"):
+    # an option the kind does not use is refused, not ignored (-j NoSuchJoint with --kind poses had passed)
+    given = {"--joints": joints is not None, "--angle": angle is not None, "--count": count is not None}
+    for option, used_by in plots.OPTION_KINDS.items():
+        if given[f"--{option}"] and kind not in used_by:
+            raise ShapeError(f"--{option} is not used by --kind {kind}; only by --kind {' and '.join(used_by)}")
+    if angle is not None and angle not in ("flexion", "rotation"):
         raise ShapeError(f"unknown --angle {angle!r}; expected flexion or rotation")
     require_between(dpi, "--dpi", 1, 1200, "dots per inch")
+    plots.check_figure_path(out)  # before the files are read and drawn
     motions, labels = _load_all(files)
     try:  # kind and angle are plain strings checked above against what the Literals of plot_motions name
         fig = plots.plot_motions(motions, kind, _split_joints(joints), labels=labels, angle=angle, count=count)  # type: ignore[arg-type]
@@ -63,7 +75,9 @@ def plot(
 def render(
     files: list[Path] = typer.Argument(..., help="One or more motion files."),
     out: Path = typer.Option(..., "-o", "--out", help="Output video: .mp4 (H.264) or .gif."),
-    fps: float = typer.Option(30.0, "--fps", help="Output frame rate (motions are sampled at the nearest frame)."),
+    fps: float = typer.Option(
+        30.0, "--fps", help="Output frame rate (motions are sampled at the nearest frame); at most 50 for a .gif."
+    ),
     size: str = typer.Option("640x480", "--size", help="WIDTHxHEIGHT of the whole video in pixels."),
     overlay: bool = typer.Option(False, "--overlay", help="Draw all motions in one panel (different colours)."),
     progress: bool = typer.Option(True, "--progress/--no-progress", help="Show a progress bar on stderr."),
@@ -77,6 +91,7 @@ def render(
         dims = video.parse_size(size)
     except ShapeError as err:
         raise ShapeError(f"--size: {err.message}") from None
+    out = video.check_video_path(out, fps=fps, size=dims, fps_option="--fps")  # before the files are read and drawn
     motions, labels = _load_all(files)
     if overlay:  # converted here once, to say so (render_frames then finds them in one unit and up)
         motions, was = video.overlay_frame(motions)
@@ -85,4 +100,4 @@ def render(
                    + "; ".join(f"{name} ({what})" for name, what in zip(labels, was, strict=True)), err=True)  # fmt: skip
     video.render_video(motions, out, fps=fps, size=dims, overlay=overlay, labels=labels, progress=progress)
     frames = video.frame_count(motions, fps)
-    typer.echo(f"wrote {out} ({frames} frames, {dims[0]}x{dims[1]} at {fps:g} fps)")
+    typer.echo(f"wrote {out} ({frames} frame{'s' * (frames != 1)}, {dims[0]}x{dims[1]} at {fps:g} fps)")

@@ -47,12 +47,14 @@ from skelanim.viz._draw import (
 )
 
 __all__ = [
-    "KINDS", "check_figure_path", "plot_angles", "plot_contacts", "plot_gait_report", "plot_motions", "plot_poses",
+    "KINDS", "OPTION_KINDS", "check_figure_path", "plot_angles", "plot_contacts", "plot_gait_report", "plot_motions", "plot_poses",
     "plot_trajectories", "save_figure",
 ]  # fmt: skip
 
 Kind = Literal["trajectories", "angles", "contacts", "poses"]
 KINDS: tuple[str, ...] = ("trajectories", "angles", "contacts", "poses")
+#: The kinds that use each option of :func:`plot_motions` (giving it with another kind is an error).
+OPTION_KINDS: dict[str, tuple[str, ...]] = {"joints": ("trajectories", "angles"), "angle": ("angles",), "count": ("poses",)}
 AXES = "XYZ"
 Rows = list[tuple[str, list[int]]]
 Defaults = list[tuple[str, int]]
@@ -109,6 +111,19 @@ def _default_angle_joints(m: Motion) -> Defaults:
     return rows
 
 
+def _marker(m: Motion) -> str | None:
+    """A dot for each sample of a one-frame motion, whose line of one point draws nothing; else no marker."""
+    return "o" if m.num_frames == 1 else None
+
+
+def _axis_title(a: int, up: tuple[int, float] | None) -> str:
+    """``"Y (up)"`` for the up axis ``(axis, sign)`` pointing up, ``"Y (down; up is −Y)"`` when the file's up is
+    the axis's negative direction, the bare axis name for the others."""
+    if up is None or a != up[0]:
+        return AXES[a]
+    return f"{AXES[a]} (up)" if up[1] > 0 else f"{AXES[a]} (down; up is \u2212{AXES[a]})"
+
+
 def _new_figure(nrows: int, ncols: int, *, width: float, row_height: float, sharex: bool = False) -> tuple[Figure, np.ndarray]:
     fig = Figure(figsize=(width, max(2.2, row_height * nrows) + 0.6), layout="constrained")
     FigureCanvasAgg(fig)
@@ -140,7 +155,7 @@ def plot_trajectories(
     fig, axes = _new_figure(len(rows), 3, width=12, row_height=2.0, sharex=True)
     frames = [(m.up_direction(), export_scale(m)) for m in ms]  # ((axis, sign), (metres per unit, unit))
     shared = len({(d, round(f, 12)) for d, (f, _) in frames}) == 1
-    up, unit = (frames[0][0][0], frames[0][1][1] or "file units") if shared else (1, "m")
+    up, unit = (frames[0][0], frames[0][1][1] or "file units") if shared else ((1, 1.0), "m")
     for i, (m, name) in enumerate(zip(ms, names)):
         pos = m.positions().numpy()
         if not shared:  # files that differ in up axis or unit: all turned Y-up, in metres
@@ -150,8 +165,8 @@ def plot_trajectories(
         for r, (row_label, idx) in enumerate(rows):
             for a in range(3):
                 ax = axes[r, a]
-                ax.plot(t, pos[:, idx[i], a], color=unit_color(i), lw=1.3, label=name)
-                ax.set_title(f"{row_label}: {AXES[a]}{' (up)' if a == up else ''}", fontsize=9)
+                ax.plot(t, pos[:, idx[i], a], color=unit_color(i), lw=1.3, label=name, marker=_marker(m))
+                ax.set_title(f"{row_label}: {_axis_title(a, up)}", fontsize=9)
     for ax in axes[:, 0]:
         ax.set_ylabel(unit, fontsize=8)
     if not shared:
@@ -184,7 +199,7 @@ def plot_angles(
             values = local_rotation_angle(m, idx)
         t = np.arange(m.num_frames) / m.fps
         for r, (row_label, _) in enumerate(rows):
-            axes[r, 0].plot(t, values[:, r], color=unit_color(i), lw=1.3, label=name)
+            axes[r, 0].plot(t, values[:, r], color=unit_color(i), lw=1.3, label=name, marker=_marker(m))
             axes[r, 0].set_ylabel(f"{row_label}\n{angle} (deg)", fontsize=8)
     axes[-1, 0].set_xlabel("time (s)")
     axes[0, 0].legend(fontsize=8, loc="best")
@@ -284,19 +299,28 @@ def plot_motions(
     joints: Sequence[str | int] | None = None,
     *,
     labels: Sequence[str] | None = None,
-    angle: Literal["flexion", "rotation"] = "flexion",
-    count: int = 8,
+    angle: Literal["flexion", "rotation"] | None = None,
+    count: int | None = None,
 ) -> Figure:
-    """Dispatch to the ``plot_<kind>`` function (``joints`` is only used by trajectories and angles)."""
+    """Dispatch to the ``plot_<kind>`` function.
+
+    ``joints`` is used by trajectories and angles, ``angle`` (default ``"flexion"``) by angles and ``count``
+    (default 8) by poses (:data:`OPTION_KINDS`): one given to a kind that does not use it is a :class:`ShapeError`
+    rather than ignored.
+    """
+    if kind not in KINDS:
+        raise ShapeError(f"unknown plot kind {kind!r}; expected one of {', '.join(KINDS)}")
+    given = {"joints": joints is not None, "angle": angle is not None, "count": count is not None}
+    for option, used_by in OPTION_KINDS.items():
+        if given[option] and kind not in used_by:
+            raise ShapeError(f"{option} is not used by plot kind {kind!r}; only by {' and '.join(used_by)}")
     if kind == "trajectories":
         return plot_trajectories(motions, joints, labels=labels)
     if kind == "angles":
-        return plot_angles(motions, joints, labels=labels, angle=angle)
+        return plot_angles(motions, joints, labels=labels, angle=angle or "flexion")
     if kind == "contacts":
         return plot_contacts(motions, labels=labels)
-    if kind == "poses":
-        return plot_poses(motions, count=count, labels=labels)
-    raise ShapeError(f"unknown plot kind {kind!r}; expected one of {', '.join(KINDS)}")
+    return plot_poses(motions, count=8 if count is None else count, labels=labels)
 
 
 def plot_gait_report(report: GaitReport, *, label: str | None = None) -> Figure:

@@ -27,7 +27,11 @@ frame is never more than half an output frame past the end (where the nearest fr
 
 GIF stores frame durations in whole centiseconds: frame ``k`` lasts ``round(100 (k + 1) / fps) - round(100 k
 / fps)`` cs (30 fps: 30, 40, 30, 30, 40, 30 ... ms), so the time at every frame, and the total, is right to one
-centisecond (for ``fps`` up to 100; faster GIFs get 1 cs a frame, and most viewers slow anything under 2 cs).
+centisecond. A GIF is written at :data:`MAX_GIF_FPS` (50) frames per second at most: browsers play a delay of
+1 cs (or 0) as 10 cs, so a 60 fps GIF (delays of 20, 10, 20, 20, 10 ms) played 2.7 times slow.
+
+Labels: each panel names its motions as ``frame 123  label``, the frame number first and the label shortened
+with an ellipsis to the panel's width (:func:`fit_text`), so that no text runs into the next panel.
 """
 
 from __future__ import annotations
@@ -63,11 +67,13 @@ from skelanim.viz._draw import (
 )
 
 __all__ = [
-    "VIDEO_SUFFIXES", "frame_count", "frame_indices", "gif_durations", "overlay_frame", "parse_size",
-    "render_frames", "render_video",
+    "MAX_GIF_FPS", "VIDEO_SUFFIXES", "check_video_path", "fit_text", "frame_count", "frame_indices", "gif_durations",
+    "overlay_frame", "parse_size", "render_frames", "render_video",
 ]  # fmt: skip
 
 VIDEO_SUFFIXES = (".mp4", ".gif")
+#: The fastest GIF: 2 cs a frame (browsers play a frame delay of 1 cs as 10 cs).
+MAX_GIF_FPS = 50.0
 BACKGROUND = (246, 246, 244)
 GRID = (200, 200, 196)
 SHADOW = (214, 214, 210)
@@ -96,6 +102,43 @@ def parse_size(text: str) -> tuple[int, int]:
     if not (16 <= w <= 7680 and 16 <= h <= 4320):
         raise ShapeError(f"size must be between 16x16 and 7680x4320, got {w}x{h}")
     return w, h
+
+
+def check_video_path(
+    path: str | os.PathLike, *, fps: float = 30.0, size: tuple[int, int] = (640, 480), fps_option: str = "fps"
+) -> Path:
+    """``path`` as a :class:`~pathlib.Path` if a video of ``size`` at ``fps`` can be written there, checked before
+    any motion is loaded or drawn: the suffix is ``.mp4`` or ``.gif``
+    (:class:`~skelanim.errors.UnsupportedFormatError` otherwise), an MP4 has an even width and height, a GIF at
+    most :data:`MAX_GIF_FPS` frames per second (:class:`~skelanim.errors.ShapeError`, naming ``fps_option``).
+
+    Parameters
+    ----------
+    path:
+        The output file.
+    fps:
+        Output frame rate (already checked to be a positive number).
+    size:
+        ``(width, height)`` in pixels.
+    fps_option:
+        What the frame rate is called in the message (``"--fps"`` on the command line).
+    """
+    target = Path(path)
+    suffix = target.suffix.lower()
+    if suffix not in VIDEO_SUFFIXES:
+        raise UnsupportedFormatError(
+            f"cannot write video as {suffix or '(no suffix)'!r}; expected one of {', '.join(VIDEO_SUFFIXES)}",
+            path=target,
+        )
+    if suffix == ".mp4" and (size[0] % 2 or size[1] % 2):
+        raise ShapeError(f"an MP4 (H.264, yuv420p) needs an even width and height, got {size[0]}x{size[1]}", path=target)
+    if suffix == ".gif" and fps > MAX_GIF_FPS:
+        raise ShapeError(
+            f"a GIF plays at most {MAX_GIF_FPS:g} frames per second (browsers slow shorter frame delays to 100 ms), "
+            f"got {fps_option} {fps:g}; use {fps_option} {MAX_GIF_FPS:g} or write an .mp4",
+            path=target,
+        )
+    return target
 
 
 def frame_count(motions: Sequence[Motion], fps: float) -> int:
@@ -233,11 +276,46 @@ def _draw_panel(draw: ImageDraw.ImageDraw, panel: _Panel, k: int, box: tuple[int
             draw.ellipse([c[0] - r, c[1] - r, c[0] + r, c[1] + r], fill=rgb)
 
 
-def _font(size: int) -> ImageFont.ImageFont | ImageFont.FreeTypeFont:
+Font = ImageFont.ImageFont | ImageFont.FreeTypeFont
+
+
+def _font(size: int) -> Font:
     try:
         return ImageFont.load_default(size=size)
     except (TypeError, OSError):  # Pillow without FreeType
         return ImageFont.load_default()
+
+
+def _text_right(font: Font, text: str) -> float:
+    """How far right of its origin ``text`` reaches in pixels: its advance or its ink, whichever is further."""
+    return max(float(font.getlength(text)), float(font.getbbox(text)[2])) if text else 0.0
+
+
+def fit_text(text: str, font: Font, width: float) -> str:
+    """``text`` if it fits in ``width`` pixels, else its longest start that fits with an ellipsis after it
+    (``"…"``; ``"..."`` in Pillow's bitmap font, which has no such glyph), else ``""``.
+
+    Parameters
+    ----------
+    text:
+        One line of text.
+    font:
+        The font it is drawn in (measured with ``getlength`` and ``getbbox``).
+    width:
+        Pixels available to the right of where the text starts.
+    """
+    if _text_right(font, text) <= width:
+        return text
+    ellipsis = "\u2026" if isinstance(font, ImageFont.FreeTypeFont) else "..."
+    lo, hi = 0, len(text) - 1  # the longest start (in characters) that fits with the ellipsis: a binary search
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if _text_right(font, text[:mid].rstrip() + ellipsis) <= width:
+            lo = mid
+        else:
+            hi = mid - 1
+    short = text[:lo].rstrip() + ellipsis
+    return short if _text_right(font, short) <= width else ""
 
 
 def overlay_frame(motions: Sequence[Motion]) -> tuple[list[Motion], list[str]]:
@@ -311,9 +389,16 @@ def render_frames(
                 draw.line([(box[0], 0), (box[0], height * ss)], fill=DIVIDER, width=ss)
             for row, (colour_index, _, idx, label) in enumerate(panel.items):
                 y = 6 * ss + row * 16 * ss
-                draw.rectangle([box[0] + 6 * ss, y + 2 * ss, box[0] + 16 * ss, y + 12 * ss], fill=color(colour_index))
-                draw.text((box[0] + 20 * ss, y), f"{label}  frame {int(idx[k])}", fill=INK, font=font)
-        draw.text((6 * ss, height * ss - 20 * ss), f"t = {k / fps:.3f} s", fill=INK, font=font)
+                if box[2] >= 20 * ss:  # the swatch, where the panel has room for it
+                    draw.rectangle([box[0] + 6 * ss, y + 2 * ss, box[0] + 16 * ss, y + 12 * ss],
+                                   fill=color(colour_index))  # fmt: skip
+                # the frame number first, the label cut to the panel (a long name had hidden the next one's digits)
+                text = fit_text(f"frame {int(idx[k])}  {label}", font, box[2] - 24 * ss)
+                if text:
+                    draw.text((box[0] + 20 * ss, y), text, fill=INK, font=font)
+        clock = fit_text(f"t = {k / fps:.3f} s", font, int(edges[1]) - 10 * ss)
+        if clock:
+            draw.text((6 * ss, height * ss - 20 * ss), clock, fill=INK, font=font)
         if ss > 1:
             image = image.reduce(ss)
         yield np.asarray(image)
@@ -415,18 +500,13 @@ def render_video(
 ) -> Path:
     """Render ``motions`` (see :func:`render_frames`) to ``path`` (``.mp4`` or ``.gif``), atomically.
 
-    MP4 is H.264 (yuv420p), which needs an even width and height. Returns the path written.
+    MP4 is H.264 (yuv420p), which needs an even width and height; a GIF plays at most :data:`MAX_GIF_FPS`
+    frames per second (:func:`check_video_path`: a faster ``fps`` is a :class:`ShapeError`, before any drawing).
+    Returns the path written.
     """
-    target = Path(path)
     fps = check_fps(fps)
+    target = check_video_path(path, fps=fps, size=size)
     suffix = target.suffix.lower()
-    if suffix not in VIDEO_SUFFIXES:
-        raise UnsupportedFormatError(
-            f"cannot write video as {suffix or '(no suffix)'!r}; expected one of {', '.join(VIDEO_SUFFIXES)}",
-            path=target,
-        )
-    if suffix == ".mp4" and (size[0] % 2 or size[1] % 2):
-        raise ShapeError(f"an MP4 (H.264, yuv420p) needs an even width and height, got {size[0]}x{size[1]}", path=target)
     frames = render_frames(motions, fps=fps, size=size, overlay=overlay, labels=labels, progress=progress)
     first = next(frames)  # bad motions or labels raise here, before an output file or an encoder is started
     frames = itertools.chain([first], frames)

@@ -347,27 +347,31 @@ def load_for_viewer(paths: Sequence[str | os.PathLike]) -> tuple[list[Motion], l
 
 # ---------------------------------------------------------------------------------------------- serving
 class _PageHandler(http.server.BaseHTTPRequestHandler):
-    """Answers ``GET /`` (and ``/index.html``, ``/viewer.html``) with the page; 404 otherwise."""
+    """Answers ``GET /`` (and ``/index.html``, ``/viewer.html``) with the page, ``HEAD`` of them with its
+    headers; 404 otherwise (to both)."""
 
     page: bytes = b""
     server_version = "skelanim-viewer"
+    PATHS = ("/", "/index.html", "/viewer.html")
 
-    def do_GET(self) -> None:
-        if self.path.split("?", 1)[0] not in ("/", "/index.html", "/viewer.html"):
+    def _headers(self) -> bool:
+        """Send the status and headers of this request's path; ``True`` when the page follows (a served path)."""
+        if self.path.split("?", 1)[0] not in self.PATHS:
             self.send_error(404, "only / is served")
-            return
+            return False
         self.send_response(200)
         self.send_header("Content-Type", "text/html; charset=utf-8")
         self.send_header("Content-Length", str(len(self.page)))
         self.send_header("Cache-Control", "no-store")
         self.end_headers()
-        self.wfile.write(self.page)
+        return True
+
+    def do_GET(self) -> None:
+        if self._headers():
+            self.wfile.write(self.page)
 
     def do_HEAD(self) -> None:
-        self.send_response(200)
-        self.send_header("Content-Type", "text/html; charset=utf-8")
-        self.send_header("Content-Length", str(len(self.page)))
-        self.end_headers()
+        self._headers()  # send_error leaves out the body of a HEAD answer
 
     def log_message(self, format: str, *args: object) -> None:
         """Quiet: a viewer server has nothing to log per request."""
@@ -400,24 +404,25 @@ def serve(
     port: int = 8000,
     announce: Callable[[str], None] = print,
     stop: threading.Event | None = None,
+    server: http.server.HTTPServer | None = None,
 ) -> None:
     """Serve ``page`` until Ctrl-C (or until ``stop`` is set); ``announce`` gets the URL first.
 
-    Opens no browser. Ctrl-C ends it quietly.
+    Opens no browser. Ctrl-C ends it quietly. ``server``: one from :func:`make_server` (bound before, e.g. so that
+    a busy port is refused before anything is written; ``page``, ``host`` and ``port`` are then not used); it is
+    closed on return either way.
     """
-    server = make_server(page, host=host, port=port)
-    announce(server_url(server))
-    watcher: threading.Thread | None = None
-    if stop is not None:
-        def shut_down_when_stopped() -> None:
-            stop.wait()
-            server.shutdown()
-
-        watcher = threading.Thread(target=shut_down_when_stopped, daemon=True)
-        watcher.start()
+    httpd = server if server is not None else make_server(page, host=host, port=port)
     try:
-        server.serve_forever(poll_interval=0.2)
+        announce(server_url(httpd))
+        if stop is not None:
+            def shut_down_when_stopped() -> None:
+                stop.wait()
+                httpd.shutdown()
+
+            threading.Thread(target=shut_down_when_stopped, daemon=True).start()
+        httpd.serve_forever(poll_interval=0.2)
     except KeyboardInterrupt:
         pass
     finally:
-        server.server_close()
+        httpd.server_close()
