@@ -300,3 +300,16 @@ def test_concatenating_the_same_skeleton_in_other_units_keeps_each_clips_joints(
     assert float((joined.positions()[:50] - a.positions()).abs().max()) < 1e-9
     assert float((joined.positions()[50:] - b.positions()).abs().max()) < 1e-9
     assert Motion.concatenate([a, a]).joint_translations is None  # one skeleton: no translations added
+
+
+def test_stature_is_the_bone_path_from_head_to_foot() -> None:
+    names = ["Hips", "Spine", "Head", "LeftUpLeg", "LeftLeg", "LeftFoot", "RightUpLeg", "RightLeg"]
+    offsets = [[0, 0, 0], [0, 10, 0], [0, 5, 0], [3, -1, 0], [0, -8, 0], [0, -8, 1], [-3, -1, 0], [0, -8, 0]]
+    sk = Skeleton(names, np.array([-1, 0, 1, 0, 3, 4, 0, 6]), torch.tensor(offsets, dtype=torch.float64))
+    by_hand = 5 + 10 + math.sqrt(10) + 8 + math.sqrt(65)  # Head, Spine up to the hips; LeftUpLeg, LeftLeg, LeftFoot
+    assert sk.stature() == pytest.approx(by_hand)  # RightLeg is not named like a foot: the left path only
+    assert sk.scaled(2.5).stature() == pytest.approx(2.5 * by_hand)
+    headless = Skeleton(["A", "B", "C"], np.array([-1, 0, 1]), torch.ones(3, 3))
+    assert headless.stature() is None
+    motion = Motion.rest(headless)
+    assert motion.stature == motion.height  # no head or foot by name: the posed height

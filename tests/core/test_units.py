@@ -87,3 +87,35 @@ def test_every_consumer_reads_a_declared_unit_before_guessing() -> None:
     assert gait_analysis(small).metres_per_unit == UNITS["in"]
     undeclared = small.copy(metadata={k: v for k, v in small.metadata.items() if k != "units"})
     assert export_scale(undeclared)[1] == "m" and viewer_positions(undeclared)[1] == 1.0
+
+
+def test_a_crawl_gets_the_unit_of_its_standing_body(mocap_dir) -> None:
+    """A viz audit: a DeepMimic crawl written in centimetres is 41 units tall on all fours, which the posed height
+    reads as CMU units (`skelanim info`, the video overlay) or, its tallest frame, inches (the viewer: drawn 2.54 times
+    too large beside a walk). The bones say centimetres."""
+    from skelanim.cli.files import describe
+    from skelanim.io.positions import JointPositions
+
+    crawl = skelanim.load(mocap_dir / "deepmimic" / "humanoid3d_crawl.txt")
+    in_cm = scale(crawl, 100.0)
+    in_cm = in_cm.copy(metadata={k: v for k, v in in_cm.metadata.items() if k != "units"})  # undeclared
+    assert guess_unit(in_cm.height) == "cmu"
+    assert in_cm.stature == pytest.approx(100 * crawl.stature) and guess_unit(in_cm.stature) == "cm"
+    assert export_scale(in_cm) == (UNITS["cm"], "cm")
+    assert describe(in_cm, "crawl.bvh")["units_guess"] == "cm"
+    assert JointPositions.from_motion(in_cm).metadata["units"] == "cm"
+    assert scale(in_cm, 1.0).metadata["units"] == "cm"
+
+
+def test_the_viewer_and_the_overlay_draw_a_crawl_at_its_size(mocap_dir) -> None:
+    """The same viz audit: beside a Bandai walk the cm crawl was drawn 2.54 times too large by the viewer and
+    5.6 times by the video overlay; the two also disagreed with each other."""
+    crawl = skelanim.load(mocap_dir / "deepmimic" / "humanoid3d_crawl.txt")
+    in_cm = scale(crawl, 100.0)
+    in_cm = in_cm.copy(metadata={k: v for k, v in in_cm.metadata.items() if k != "units"})
+    assert viewer_positions(in_cm)[1] == UNITS["cm"]
+    np.testing.assert_allclose(viewer_positions(in_cm)[0], viewer_positions(crawl)[0], atol=1e-9)
+    walk = skelanim.load(mocap_dir / "bandai_namco_1" / "dataset-1_walk_normal_001.bvh")
+    drawn, _ = overlay_frame([walk, in_cm])
+    true_ratio = crawl.height / (walk.height * UNITS["cm"])  # the crawl's height (m) over the walk's (cm -> m)
+    assert drawn[1].height / drawn[0].height == pytest.approx(true_ratio, rel=1e-9)

@@ -135,7 +135,7 @@ def describe(motion: Motion, path: str) -> dict:
         "channels_per_joint": {str(k): v for k, v in sorted(channel_counts.items())},
         "animated_joint_translations": motion.joint_translations is not None,
         "height": height,
-        "units_guess": guess_unit(height),
+        "units_guess": guess_unit(motion.stature),  # from the bones: a crawl is as tall as it stands
         "up_axis": AXES[motion.up_axis()],
         "left_right_pairs": len(skeleton.left_right_pairs()),
     }

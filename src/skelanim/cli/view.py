@@ -33,7 +33,7 @@ def view(
 
     The page inlines three.js and the motions, so it works offline from file://.
 
-    Lengths are shown in metres (the unit is guessed from the rest height), Y up, over a 1 m grid.
+    Lengths are shown in metres (the unit is the file's where it says, else guessed from the body's bone lengths, which no pose changes), Y up, over a 1 m grid.
     """
     from skelanim.io.atomic import atomic_open
     from skelanim.viz.viewer import ViewerError, build_viewer_html, load_for_viewer, make_server

@@ -306,6 +306,14 @@ class Motion:
         of joints and End Sites along :meth:`up_axis`. Falls back to the rest pose for an empty motion."""
         return self.height_along(self.up_axis())
 
+    @property
+    def stature(self) -> float:
+        """Body size for guessing the length unit, in the motion's units: :meth:`Skeleton.stature` (bone lengths
+        from head to foot, which no pose changes), or :attr:`height` where the joint names find no head or foot.
+        A crawl's :attr:`height` is a third of the body's; its stature is the standing body's."""
+        size = self.skeleton.stature()
+        return self.height if size is None else size
+
     def height_along(self, axis: int) -> float:
         """:attr:`height` measured along ``axis`` (0, 1 or 2) instead of the guessed up axis."""
         if self.num_frames == 0:

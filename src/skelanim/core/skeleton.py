@@ -275,6 +275,37 @@ class Skeleton:
         axis = self.up_axis()
         return float(pos[:, axis].max() - pos[:, axis].min())
 
+    def stature(self) -> float | None:
+        """Body size that no pose changes, in the file's units: the longest path along the bones from a joint named
+        like a head or neck to one named like a foot, ankle or toe (:func:`head_and_feet`), the lengths of the
+        offsets on it summed; ``None`` where the names find no head or no foot.
+
+        On a standing figure it is 1.0-1.2 times the height the pose shows (the path turns through the hips and
+        along the foot); unlike that height it does not shrink when the body crouches, crawls or lies down, so the
+        length unit is guessed from it (:attr:`Motion.stature`).
+        """
+        heads, feet = head_and_feet(self.names)
+        if not heads or not feet:
+            return None
+        lengths = np.linalg.norm(self.offsets.detach().to(torch.float64).numpy(), axis=1)
+        depth = np.zeros(self.num_joints, np.int64)
+        for j in range(1, self.num_joints):
+            depth[j] = depth[self.parents[j]] + 1 if self.parents[j] >= 0 else 0
+
+        def path_length(a: int, b: int) -> float:
+            total = 0.0
+            while a != b:  # climb from the deeper of the two until they meet (or both pass a root)
+                if depth[a] < depth[b]:
+                    a, b = b, a
+                total += float(lengths[a])
+                a = int(self.parents[a])
+                if a < 0:
+                    return float("nan")  # different roots: no path
+            return total
+
+        best = max((path_length(h, f) for h in heads for f in feet), default=float("nan"))
+        return best if np.isfinite(best) and best > 0 else None
+
     # ------------------------------------------------------------------ derived skeletons
     def scaled(self, factor: float) -> Skeleton:
         """A copy with every offset (and End Site) multiplied by ``factor``."""

@@ -91,11 +91,12 @@ def export_scale(motion: Motion, scale: float | str | None = None, *, path: Any 
     """Metres per unit of ``motion`` and the unit's name (``None`` for a bare number), as :func:`save` uses.
 
     ``scale`` is a number, a unit name in :data:`UNITS` (or spelled out, ``"inches"``), or ``None``:
-    ``motion.metadata["units"]`` if it names a unit, else :func:`guess_scale` of the height. ``path``
+    ``motion.metadata["units"]`` if it names a unit, else :func:`guess_scale` of the body's size
+    (:attr:`Motion.stature`: a crawl's posed height is a third of it). ``path``
     only goes into the :class:`ShapeError` raised for a bad ``scale``.
     """
     if scale is None:
-        unit = motion_unit(motion.metadata.get("units"), motion.height)
+        unit = motion_unit(motion.metadata.get("units"), motion.stature)
         return UNITS[unit], unit
     if isinstance(scale, str):
         if (named := canonical_unit(scale)) is not None:

@@ -158,7 +158,7 @@ class JointPositions:
         JointPositions
             ``positions`` ``(F, J, 3)`` or ``(F, J + E, 3)``; ``fps`` and ``parents`` from the motion;
             ``metadata["units"]`` the length unit every exporter reads it in (:func:`~skelanim.core.units.motion_unit`:
-            the file's, else guessed from the height), which ``.npz`` files store.
+            the file's, else guessed from the body's :attr:`~skelanim.core.motion.Motion.stature`), which ``.npz`` files store.
         """
         positions = motion.positions(end_sites=end_sites).detach().cpu().numpy().astype(np.float64, copy=False)
         names = list(motion.skeleton.names)
@@ -167,7 +167,7 @@ class JointPositions:
             names += motion.end_site_names()
             parents += sorted(motion.skeleton.end_sites)
         metadata = {"source_format": motion.metadata["format"]} if "format" in motion.metadata else {}
-        metadata["units"] = motion_unit(motion.metadata.get("units"), motion.height)
+        metadata["units"] = motion_unit(motion.metadata.get("units"), motion.stature)
         return cls(names, positions, float(motion.fps), np.array(parents, dtype=np.int64), metadata)
 
 

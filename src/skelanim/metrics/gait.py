@@ -365,7 +365,7 @@ class GaitReport:
             "num_heel_strikes": int(sum(len(v) for v in self.heel_strikes.values())),
             "height": h,
             "units": self.units,
-            "units_guess": guess_unit(h),  # from the height, as `skelanim info` guesses it
+            "units_guess": guess_unit(h),  # from the walk's height (`skelanim info` reads the bones' stature)
             # the lengths in metres, by the file's units where known, else by the guess
             "stride_length_m": num(self.stride_length * self.metres_per_unit),
             "step_width_m": num(self.step_width * self.metres_per_unit),

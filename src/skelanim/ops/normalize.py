@@ -63,7 +63,7 @@ def scale(motion: Motion, s: float) -> Motion:
     jt = None if motion.joint_translations is None else motion.joint_translations * s
     metadata = dict(motion.metadata)
     if canonical_unit(str(metadata.get("units", ""))) is None and metadata.get("units") != "height":
-        metadata["units"] = guess_unit(motion.height)
+        metadata["units"] = guess_unit(motion.stature)
     return motion.copy(
         skeleton=motion.skeleton.scaled(s),
         rotations=motion.rotations.clone(),

@@ -320,15 +320,15 @@ def fit_text(text: str, font: Font, width: float) -> str:
 
 def overlay_frame(motions: Sequence[Motion]) -> tuple[list[Motion], list[str]]:
     """Motions to draw in one panel: unchanged where they share a length unit and an up direction, else each
-    turned Y up and scaled to metres (the unit of each its ``metadata["units"]``, else guessed from its height,
-    :func:`~skelanim.core.units.motion_unit`).
+    turned Y up and scaled to metres (the unit of each its ``metadata["units"]``, else guessed from its
+    :attr:`~skelanim.core.motion.Motion.stature`, :func:`~skelanim.core.units.motion_unit`).
 
     Returns
     -------
     tuple
         The motions, and for each what it was (``"cm, +Z up"``) when they were changed, else an empty list.
     """
-    units = [motion_unit(m.metadata.get("units"), m.height) for m in motions]
+    units = [motion_unit(m.metadata.get("units"), m.stature) for m in motions]
     ups = [m.up_direction() for m in motions]
     if len(set(units)) <= 1 and len(set(ups)) <= 1:
         return list(motions), []

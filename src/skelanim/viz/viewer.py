@@ -9,8 +9,8 @@ from :meth:`skelanim.core.motion.Motion.positions`, turned into the viewer's fra
 
 - **Y up**: the up direction (heads above feet in the animated pose, see :func:`up_direction`) is
   turned onto +Y by a proper rotation (handedness kept);
-- **metres**: the length unit is the motion's ``metadata["units"]``, else guessed from the figure's height
-  (:func:`skelanim.core.units.motion_unit`);
+- **metres**: the length unit is the motion's ``metadata["units"]``, else guessed from the body's bone lengths
+  (:attr:`skelanim.core.motion.Motion.stature`, :func:`skelanim.core.units.motion_unit`), which no pose changes;
 - **grounded and centred**: the lowest point over all frames sits on the floor ``y = 0`` and frame 0's
   body (:attr:`Skeleton.pelvis <skelanim.Skeleton.pelvis>`) is above the origin (so clips from different
   captures overlay);
@@ -134,7 +134,7 @@ def viewer_positions(motion: Motion, *, source: str | None = None) -> tuple[np.n
     pos = pos @ up_to_y_matrix(*up_direction(names, pos, motion.up_axis())).numpy().T
     pos = pos[:, body_points(motion)]
     height_units = float((pos[..., 1].max(axis=1) - pos[..., 1].min(axis=1)).max())
-    scale = UNITS[motion_unit(motion.metadata.get("units"), height_units)]
+    scale = UNITS[motion_unit(motion.metadata.get("units"), motion.stature)]  # not the pose's extent: a crawl's
     pos *= scale
     pos[..., 1] -= pos[..., 1].min()
     pos[..., 0] -= pos[0, 0, 0]
