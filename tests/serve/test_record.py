@@ -10,6 +10,7 @@ import socket
 import threading
 import time
 
+import numpy as np
 import pytest
 import torch
 from pythonosc.osc_bundle_builder import IMMEDIATELY, OscBundleBuilder
@@ -213,6 +214,32 @@ def test_irregular_sender_times_are_resampled_hand_checked():
     torch.testing.assert_close(motion.skeleton.offsets[1], torch.tensor([0.0, 0.1, 0.0], dtype=torch.float64))
 
 
+def test_every_take_keeps_its_last_frame_on_float32_sender_times():
+    """``/VMC/Ext/T`` is an OSC float32 (127/30 arrives as 4.2333331), and the resampling grid had stopped 1e-9 s
+    past the first stamp's span, short of the last frame for ~45 % of take lengths (an audit's measure): every
+    length of 2-200 frames at 30 fps comes back whole, at 24 fps as many frames as its span holds, also on a
+    sender's clock an hour on (float32 stamps 0.24 ms apart from the true times), and on arrival times."""
+    for start in (0.0, 3600.0):
+        tolerance = 1e-4 if start == 0.0 else 0.02  # hips x moves 1 a frame; an hour on, float32 is 0.24 ms coarse
+        for n in range(2, 201):
+            frames = [_frame(float(np.float32(start + k / 30)), float(k)) for k in range(n)]
+            motion = frames_to_motion(frames, fps=30.0)
+            assert motion.num_frames == n, (start, n, motion.num_frames)
+            assert float(motion.root_positions[-1, 0]) == pytest.approx(-(n - 1), abs=tolerance)  # X mirrored
+            assert frames_to_motion(frames, fps=24.0).num_frames == 4 * (n - 1) // 5 + 1, (start, n)
+    for n in (2, 7, 128):  # arrival times (float64), a monotonic clock a day on
+        frames = [_frame(None, float(k), arrival=86400.0 + k / 30) for k in range(n)]
+        assert frames_to_motion(frames, fps=30.0).num_frames == n
+
+
+def test_the_grid_gains_no_frame_past_the_last_stamp():
+    """The slack covers the stamps' rounding, not half a period: a take that ends short of a grid point by more than
+    that gains no (held) frame that was not sent."""
+    for last, expected in [(0.16, 2), (0.1999, 2), (0.2, 3), (float(np.float32(0.2)), 3), (0.23, 3)]:
+        frames = [_frame(0.0, 0.0), _frame(0.1, 1.0), _frame(last, 2.0)]
+        assert frames_to_motion(frames, fps=10.0).num_frames == expected, last
+
+
 def test_a_root_transform_moves_and_turns_the_body():
     turn = (0.0, math.sin(math.pi / 4), 0.0, math.cos(math.pi / 4))  # 90 degrees about +Y, Unity's axes
     frame = ReceivedFrame({"Hips": (1.0, 1.0, 0.0, *IDENTITY[3:])}, (0.0, 0.0, 5.0, *turn), 0.0, 0.0)
@@ -323,6 +350,10 @@ def test_record_listens_on_ipv6_and_stream_may_broadcast():
         sender.send(avatar_frames(walk[:1]))
         received = recorder.receive(frames=1, wait=10)
     assert len(received) == 1 and "Hips" in received[0].bones
+    # written as an address is read: `[::1]:PORT`, not `::1:PORT`
+    assert recorder.target == sender.target == f"[::1]:{recorder.port}"
+    with VMCRecorder("::1", 0) as taken, pytest.raises(StreamError, match=rf"cannot listen on \[::1\]:{taken.port}: "):
+        VMCRecorder("::1", taken.port)
 
 
 def test_a_message_with_a_word_or_a_nan_where_numbers_go_is_skipped_not_the_take():
@@ -385,3 +416,25 @@ def test_writing_a_take_ignores_ctrl_c_on_the_main_thread_only():
     worker.start()
     worker.join()
     assert seen == [before]
+
+
+def test_cli_says_an_ipv6_address_in_brackets(tmp_path, capsys):
+    try:
+        with VMCRecorder("::1", 0) as probe:  # a free port
+            port = probe.port
+    except StreamError as err:  # a machine without IPv6
+        pytest.skip(f"no IPv6 loopback here: {err}")
+    frames = avatar_frames(skelanim.load(sample_path("walk"))[:3])
+    codes: list[int] = []
+    args = ["record", str(tmp_path / "x.bvh"), "--host", "::1", "--port", str(port), "--frames", "2", "--no-progress"]
+    listener = threading.Thread(target=lambda: codes.append(main(args)))
+    listener.start()
+    with AvatarStream("::1", port) as sender:
+        for k in range(600):  # until the listener has its frames (it may start listening late)
+            if not listener.is_alive():
+                break
+            sender.send(frames, k % frames.num_frames, k / 30)
+            time.sleep(0.05)
+    listener.join(60)
+    said = capsys.readouterr().out
+    assert codes == [0] and f"listening on [::1]:{port} for VMC" in said, said  # it had said ::1:40199

@@ -20,9 +20,12 @@ from skelanim.cli import main
 from skelanim.core.motion import Motion
 from skelanim.core.rotations import axis_angle_to_quat, quat_to_matrix
 from skelanim.core.units import up_to_y_matrix
+from skelanim.io.gltf import export_scale
+from skelanim.retarget.mapping import CANONICAL_JOINTS
 from skelanim.retarget.retargeter import make_rig
 from skelanim.retarget.rig import canonical_tpose
 from skelanim.serve.vmc import (
+    BONE_OF_JOINT,
     HUMANOID_BONES,
     MAX_DATAGRAM,
     AvatarEncoder,
@@ -30,6 +33,7 @@ from skelanim.serve.vmc import (
     AvatarStream,
     StreamError,
     avatar_frames,
+    host_port,
     loop_travel,
     mirror_x,
     vmc_bundle,
@@ -150,6 +154,34 @@ def _world_rotations(received: torch.Tensor) -> dict[str, torch.Tensor]:
     return world
 
 
+def _sent_and_received(av: AvatarFrames, indices: list[int] | None = None) -> torch.Tensor:
+    """``(F, B, 7)`` what arrives over UDP (python-osc's parser) for frames ``indices`` of ``av`` (default all),
+    per bone of :data:`BONES`: local position x y z, rotation x y z w, Unity's axes, float32 on the wire."""
+    indices = list(range(av.num_frames)) if indices is None else indices
+    sock = _receiver()
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 22)  # a burst of frames (the OS may cap it)
+    with AvatarStream("127.0.0.1", sock.getsockname()[1]) as sender:
+        for i in indices:
+            sender.send(av, i, i / av.fps)
+    bundles = _receive(sock, len(indices))
+    sock.close()
+    bones = [{params[0]: params[1:] for params in b["/VMC/Ext/Bone/Pos"]} for b in bundles]
+    return torch.tensor([[bones[f][n] for n in BONES] for f in range(len(indices))], dtype=torch.float64)
+
+
+def _world_positions(received: torch.Tensor) -> dict[str, torch.Tensor]:
+    """``(F, 3)`` world position per bone, right-handed again (X mirrored back), from ``(F, B, 7)`` received local
+    positions and rotations: each bone at its parent's position plus the parent's world rotation of its offset."""
+    world = _world_rotations(received[..., 3:])
+    local = received[..., :3] @ MIRROR
+    placed: dict[str, torch.Tensor] = {}
+    for b, name in enumerate(BONES):
+        parent = PARENT[name]
+        offset = local[:, b] if parent is None else (world[parent] @ local[:, b, :, None])[..., 0]
+        placed[name] = offset if parent is None else placed[parent] + offset
+    return placed
+
+
 @pytest.mark.parametrize("name", CLIPS)
 def test_bone_directions_and_hips_arrive_as_the_clip_has_them(mocap_dir, name):
     """What a marionette receives, through the humanoid hierarchy, points every limb bone (and the neck, through
@@ -157,13 +189,7 @@ def test_bone_directions_and_hips_arrive_as_the_clip_has_them(mocap_dir, name):
     motion = skelanim.load(mocap_dir / name)
     motion = motion[:: max(1, motion.num_frames // 40)]  # ~40 frames across the clip
     av = avatar_frames(motion)
-    sock = _receiver()
-    with AvatarStream("127.0.0.1", sock.getsockname()[1]) as sender:
-        for i in range(av.num_frames):
-            sender.send(av, i, i / av.fps)
-    bundles = _receive(sock, av.num_frames)
-    bones = [{params[0]: params[1:] for params in b["/VMC/Ext/Bone/Pos"]} for b in bundles]
-    received = torch.tensor([[bones[f][n] for n in BONES] for f in range(av.num_frames)], dtype=torch.float64)
+    received = _sent_and_received(av)
     pos = received[..., :3] @ MIRROR
     world = _world_rotations(received[..., 3:])
 
@@ -190,6 +216,39 @@ def test_bone_directions_and_hips_arrive_as_the_clip_has_them(mocap_dir, name):
     floor = hips[:, 1] - got_hips[:, 1] / scale
     assert float(floor.max() - floor.min()) < 1e-4 * float(hips[:, 1].abs().max())
     assert 0.7 < float(got_hips[:, 1].median()) < 1.2  # a standing human's hips, in metres
+
+
+#: Clips without a ``spine1`` joint (Bandai; DeepMimic also lacks the spine, clavicles, head and hands; pymo the spine
+#: and the neck), whose ``Chest`` bone carries the chest joint's turn alone.
+NO_SPINE1 = ["bandai_namco_1/dataset-1_bow_active_001.bvh", "deepmimic/humanoid3d_spinkick.txt",
+             "pymo_demo/AV_8Walk_Meredith_HVHA_Rep1.bvh"]  # fmt: skip
+
+
+@pytest.mark.parametrize("name", NO_SPINE1)
+def test_the_upper_body_arrives_where_the_clip_has_it_without_a_spine1(mocap_dir, name):
+    """Rebuilt through the humanoid hierarchy from what arrives, the neck, head, arms and hands the clip has sit
+    where its own forward kinematics puts them (metres, from the hips). ``Chest`` had been placed at a made-up
+    ``spine1`` point below the chest joint while turning by the chest joint's rotation alone, so the whole upper
+    body bent about the wrong point: 12-50 mm off (an audit's measure); now a bone sits at the first of its joints
+    the clip has."""
+    motion = skelanim.load(mocap_dir / name)
+    av = avatar_frames(motion)  # calibrated on the whole clip, as `skelanim stream` does
+    frames = list(range(0, motion.num_frames, -(-motion.num_frames // 40)))  # at most 40 frames across the clip
+    placed = _world_positions(_sent_and_received(av, frames))
+    rig = make_rig(motion)
+    assert not bool(rig.present[CANONICAL_JOINTS.index("spine1")])
+    joints = rig.mapping.joints
+    metres = export_scale(motion)[0]
+    src = (motion.positions()[frames] @ up_to_y_matrix(*motion.up_direction()).T) * metres  # the clip's FK, Y-up
+    upper = ["neck", "head", "l_upperarm", "l_forearm", "l_hand", "r_upperarm", "r_forearm", "r_hand"]
+    checked = [j for j in upper if j in joints]
+    assert {"neck", "head", "l_forearm", "r_forearm"} & set(checked) and len(checked) >= 5, checked
+    for joint in checked:
+        bone = BONE_OF_JOINT[joint]
+        want = src[:, joints[joint]] - src[:, joints["hips"]]
+        got = placed[bone] - placed["Hips"]
+        error = float((got - want).norm(dim=-1).max())
+        assert error < 1e-4, (bone, f"{error * 1000:.3f} mm")  # under 0.1 mm (float32 on the wire)
 
 
 # ------------------------------------------------------------------------------------------ the wire, the clock
@@ -290,6 +349,21 @@ def test_bad_stream_options_are_stream_errors():
         AvatarStream("127.0.0.1", 70000)
     with AvatarStream("127.0.0.1", 39539) as sender, pytest.raises(StreamError, match="speed"):
         sender.play(_frames(2), speed=0.0)
+
+
+def test_an_ipv6_target_is_written_in_brackets():
+    """``stream --host ::1`` had printed its target as ``::1:40199`` (where the address ends and the port begins
+    is unreadable); an IPv6 address is now bracketed, ``[::1]:40199``, as in a URL."""
+    assert host_port("::1", 40199) == "[::1]:40199" and host_port("fe80::1%lo", 5) == "[fe80::1%lo]:5"
+    assert host_port("127.0.0.1", 39539) == "127.0.0.1:39539" and host_port("localhost", 1) == "localhost:1"
+    with AvatarStream("127.0.0.1", 39539) as sender:
+        assert sender.target == "127.0.0.1:39539"
+    try:
+        sender = AvatarStream("::1", 40199)
+    except StreamError as err:  # a machine without IPv6
+        pytest.skip(f"no IPv6 loopback here: {err}")
+    with sender:
+        assert sender.target == "[::1]:40199"
 
 
 # ------------------------------------------------------------------------------------------------------- CLI

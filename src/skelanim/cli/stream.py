@@ -114,7 +114,7 @@ def record(
     require_suffix(out, (".bvh", ".glb", ".gltf", *POSITION_FORMATS), "a recording")
     check_can_write(out)  # before the take, not after it
     with VMCRecorder(host, port) as recorder:
-        typer.echo(f"listening on {host}:{recorder.port} for VMC; " +
+        typer.echo(f"listening on {recorder.target} for VMC; " +
                    ("Ctrl-C stops" if seconds is None and frames is None and wait is None else "stops by itself"))  # fmt: skip
         with tqdm(total=frames, unit="frame", disable=not progress, leave=False) as bar:
             received = recorder.receive(seconds=seconds, frames=frames, wait=wait, on_frame=lambda _: bar.update())

@@ -34,7 +34,7 @@ from skelanim.core.skeleton import Skeleton
 from skelanim.io.bvh import MAX_LENGTH
 from skelanim.ops.resample import sample_frames
 from skelanim.serve.avatar import UNITY_PARENTS
-from skelanim.serve.vmc import DEFAULT_PORT, StreamError, mirror_x
+from skelanim.serve.vmc import DEFAULT_PORT, StreamError, host_port, mirror_x
 
 __all__ = ["GRACE", "ReceivedFrame", "VMCRecorder", "frames_to_motion"]
 
@@ -65,24 +65,33 @@ class VMCRecorder:
         The address to listen on (``"0.0.0.0"``: every interface).
     port : int
         The UDP port (:data:`~.vmc.DEFAULT_PORT`; 0 picks a free one, see :attr:`port`).
+
+    Attributes
+    ----------
+    port : int
+        The port listened on (the one picked for 0).
+    target : str
+        ``host:port`` listened on, for messages (an IPv6 address in brackets: ``[::1]:39539``).
     """
 
     def __init__(self, host: str = "127.0.0.1", port: int = DEFAULT_PORT) -> None:
         if not (isinstance(port, int) and 0 <= port < 65536):
             raise StreamError(f"port must be 0-65535, got {port!r}")
+        where = host_port(host, port)
         try:  # the host's own family: IPv6 (::1, ::) as well as IPv4
             family, kind, proto, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_DGRAM,
                                                                  flags=socket.AI_PASSIVE)[0]  # fmt: skip
             self._socket = socket.socket(family, kind, proto)
         except (OSError, UnicodeError) as err:
-            raise StreamError(f"cannot listen on {host}:{port}: {getattr(err, 'strerror', None) or err}") from None
+            raise StreamError(f"cannot listen on {where}: {getattr(err, 'strerror', None) or err}") from None
         self._socket.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 22)  # room for bursts (the OS may cap it)
         try:
             self._socket.bind(address)
         except (OSError, UnicodeError) as err:
             self._socket.close()
-            raise StreamError(f"cannot listen on {host}:{port}: {getattr(err, 'strerror', None) or err}") from None
+            raise StreamError(f"cannot listen on {where}: {getattr(err, 'strerror', None) or err}") from None
         self.port: int = self._socket.getsockname()[1]
+        self.target = host_port(host, self.port)  # for messages: ``[::1]:39539`` for an IPv6 address
         self.ignored = 0  # datagrams that were not OSC, and messages with a non-number or a NaN where numbers go
         self._reset()
 
@@ -260,16 +269,47 @@ def frames_to_motion(frames: list[ReceivedFrame], fps: float = 30.0) -> Motion:
     skeleton = Skeleton(names, np.array(parents), offsets)
     raw = Motion(skeleton, rotations, root_positions, fps=1.0, metadata={"units": "m"})
     stamps = np.array([f.time if f.time is not None else math.nan for f in frames], dtype=np.float64)
+    precision = float(np.finfo(np.float32).eps)  # /VMC/Ext/T is an OSC float32: 127/30 arrives as 4.2333331
     if not (np.all(np.isfinite(stamps)) and np.all(np.diff(stamps) > 0)):
         if timed:
             warnings.warn("the sender's times (/VMC/Ext/T) are missing, repeated or run back; frames are placed "
                           "by their arrival", stacklevel=2)  # fmt: skip
         stamps = np.array([f.arrival for f in frames], dtype=np.float64)
+        precision = float(np.finfo(np.float64).eps)
     order = np.arange(len(frames), dtype=np.float64)
-    grid = np.arange(0.0, stamps[-1] - stamps[0] + 1e-9, 1.0 / fps) + stamps[0]
+    magnitude = max(abs(float(stamps[0])), abs(float(stamps[-1])))
+    grid = stamps[0] + np.arange(_grid_length(float(stamps[-1] - stamps[0]), magnitude, precision, fps)) / fps
     unique, first_index = np.unique(stamps, return_index=True)  # repeated stamps: the first frame of each
     indices = np.interp(grid, unique, order[first_index]) if len(unique) > 1 else np.zeros(1)
     return sample_frames(raw, torch.from_numpy(indices), fps)
+
+
+def _grid_length(span: float, magnitude: float, precision: float, fps: float) -> int:
+    """How many frames at ``fps`` a take holds: one per whole frame period of its span, its first frame included.
+
+    Stamps are only as precise as their type: a span that falls short of a whole number of periods by less than
+    their rounding is that number (a sender's 128 frames at 30 fps span 4.2333331 s on float32 stamps, not 127/30,
+    and had come back as 127 frames). No more slack than that, and never half a period: a grid point past the last
+    stamp would be a frame that was not sent.
+
+    Parameters
+    ----------
+    span : float
+        Seconds from the first stamp to the last.
+    magnitude : float
+        The largest stamp's size (seconds): the rounding of a stamp grows with it.
+    precision : float
+        Machine epsilon of the stamps' type (float32's for the sender's ``/VMC/Ext/T``, float64's for arrivals).
+    fps : float
+        The grid's frame rate.
+
+    Returns
+    -------
+    int
+        The number of grid frames, at least 1.
+    """
+    slack = min(max(4.0 * precision * max(magnitude, 1.0), 1e-9), 0.5 / fps)  # both ends' rounding, a margin
+    return math.floor((span + slack) * fps) + 1
 
 
 def _finite(params: Any) -> tuple[float, ...] | None:

@@ -30,7 +30,9 @@ retargeting); the other bones carry their T-pose offset from their parent bone. 
 bone to the offset received (EVMC4U, by default), so these should be the avatar's own: given its ``.vrm``
 (:mod:`.avatar`) they are, and the bones sent are the avatar's (``UpperChest`` where it has one, a joint whose
 bone it lacks folded into a neighbour, :func:`bone_plan`), the hips' travel scaled to its legs. Without it the
-source's proportions go out, a joint the source lacks at the canonical T-pose's offset (never zero).
+source's proportions go out, a joint the source lacks at the canonical T-pose's offset (never zero), and a bone
+that carries several joints sits at the first of them the source has (``Chest`` at the chest joint of a clip
+without ``spine1``), the point its rotation turns about.
 """
 
 from __future__ import annotations
@@ -62,7 +64,8 @@ from skelanim.retarget.rig import CanonicalRig, canonical_locals, canonical_tpos
 from skelanim.serve.avatar import UNITY_PARENTS, AvatarRig
 
 __all__ = ["BONE_OF_JOINT", "DEFAULT_PORT", "HUMANOID_BONES", "MAX_DATAGRAM", "AvatarEncoder", "AvatarFrames", "AvatarStream",
-           "StreamError", "avatar_frames", "bone_plan", "loop_travel", "mirror_x", "vmc_bundle", "vmc_bundles"]  # fmt: skip
+           "StreamError", "avatar_frames", "bone_plan", "host_port", "loop_travel", "mirror_x", "vmc_bundle",
+           "vmc_bundles"]  # fmt: skip
 
 #: The port marionettes listen on by default.
 DEFAULT_PORT = 39539
@@ -134,6 +137,11 @@ def _filled_rest(rig: CanonicalRig) -> Tensor:
         share = lengths[0] / max(sum(lengths), 1e-12)
         rest[s] = rest[ancestor] + (rig.canonical_rest[below] - rest[ancestor]) * share
     return rest
+
+
+def host_port(host: str, port: int) -> str:
+    """``host:port`` as a person writes it: an IPv6 address in brackets (``[::1]:39539``, not ``::1:39539``)."""
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
 
 class StreamError(SkelanimError):
@@ -238,9 +246,20 @@ class AvatarEncoder:
 
     def _source_offsets(self) -> Tensor:
         """``(B, 3)`` each bone's T-pose offset from its parent bone, Unity's axes, metres, in the source's
-        proportions; a bone sits at the joint it is named for (:func:`_filled_rest`)."""
+        proportions.
+
+        A bone sits at the first of its joints the source has: a joint it lacks turns with its parent (its local
+        rotation is the identity), so the product a bone carries turns about that joint. ``Chest`` carries
+        ``spine1`` and ``chest``; a clip without ``spine1`` (Bandai, DeepMimic, pymo) bends its upper body at its
+        chest joint, and a ``Chest`` at a made-up ``spine1`` point below it had put the neck, head and arms 12-50 mm
+        off. A bone none of whose joints the source has sits at the joint it is named for (:func:`_filled_rest`
+        places it)."""
         rest = _filled_rest(self.rig) * self.metres_per_unit
-        at = {b: next((j for j in joints if BONE_OF_JOINT[j] == b), joints[0]) for b, joints in self.plan.items()}
+        present = self.rig.present.tolist()
+        at: dict[str, str] = {}
+        for bone, joints in self.plan.items():
+            have = [j for j in joints if present[_SLOT[j]]]
+            at[bone] = have[0] if have else next((j for j in joints if BONE_OF_JOINT[j] == bone), joints[0])
         bone_of_joint = {j: b for b, joints in self.plan.items() for j in joints}
         rows = []
         for bone, joints in self.plan.items():
@@ -349,6 +368,11 @@ class AvatarStream:
         The marionette's host name or address.
     port : int
         Its UDP port (:data:`DEFAULT_PORT`).
+
+    Attributes
+    ----------
+    target : str
+        ``host:port`` sent to, for messages (an IPv6 address in brackets: ``[::1]:39539``).
     """
 
     def __init__(self, host: str = "127.0.0.1", port: int = DEFAULT_PORT) -> None:
@@ -358,7 +382,7 @@ class AvatarStream:
             family, kind, proto, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_DGRAM)[0]
         except (OSError, UnicodeError) as err:
             raise StreamError(f"cannot resolve host {host!r}: {getattr(err, 'strerror', None) or err}") from None
-        self.target = f"{host}:{port}"
+        self.target = host_port(host, port)  # for messages: ``[::1]:39539`` for an IPv6 address
         self._address = address
         self._socket = socket.socket(family, kind, proto)
         if family == socket.AF_INET:  # a LAN's broadcast address (x.x.x.255) is refused without it
