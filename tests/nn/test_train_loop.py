@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import pytest
 import torch
 from torch import nn
@@ -239,6 +241,28 @@ def test_weight_average_follows_the_ema_recurrence(tmp_path):
     assert ToyTask().validate(probe)["val_mse"] == config["training"]["best"]["val_mse"]
 
 
+def test_the_weight_average_keeps_infinite_buffers_infinite():
+    """A fixer's finding: a predictor's input range is +-inf until set; lerped, inf - inf made the average's range
+    NaN, and the clamp of validation passed NaN through. Infinite values are copied; finite ones still lerped."""
+    from torch.optim.swa_utils import AveragedModel
+
+    from skelanim.nn.train import ema_update
+
+    model = nn.Linear(3, 2)
+    model.register_buffer("low", torch.tensor([-math.inf, 0.0]))
+    averaged = AveragedModel(model, multi_avg_fn=ema_update(0.9), use_buffers=True)
+    start = model.weight.detach().clone()
+    for _ in range(3):
+        with torch.no_grad():
+            model.weight.add_(1.0)
+            model.low[1] += 1.0
+        averaged.update_parameters(model)
+    low = averaged.module.low
+    assert low[0].item() == -math.inf and torch.isfinite(low[1]) and 0.0 < low[1].item() < 3.0
+    weight = averaged.module.weight
+    assert torch.all(weight > start) and torch.all(weight < model.weight)  # the average, between start and now
+
+
 def test_resume_carries_the_weight_average(tmp_path):
     cfg = TrainConfig(epochs=3, batch_size=32, lr=1e-2, warmup_steps=5, progress=False, ema=0.95)
     fit(_bn_model(), ToyTask(), tmp_path / "a", cfg, log=lambda s: None)
@@ -288,3 +312,18 @@ def test_validate_every_validates_those_epochs_and_the_last_and_keeps_the_best_o
         assert torch.equal(saved[key], value), key
     with pytest.raises(ValueError, match="validate_every must be >= 1"):
         TrainConfig(validate_every=0)
+
+
+def test_the_result_says_where_max_steps_stopped_the_run_when_the_folder_holds_those_weights(tmp_path):
+    """``fit`` returns ``stopped`` (step and epoch) where the model folder holds the weights of a stop inside an epoch,
+    so that the summary line does not call them the last (or best) epoch's; a resume that stops at once says it too."""
+    cfg = TrainConfig(epochs=2, batch_size=32, lr=1e-2, warmup_steps=5, progress=False, keep="last")
+    cut = TrainConfig(**{**cfg.__dict__, "max_steps": 20})  # 16 steps an epoch: inside epoch 2
+    assert fit(_model(), ToyTask(), tmp_path / "a", cut, log=lambda s: None)["stopped"] == {"step": 20, "epoch": 1.25}
+    again = fit(_model(), ToyTask(), tmp_path / "a", cut, resume=True, log=lambda s: None)  # nothing left to do
+    assert again["stopped"] == {"step": 20, "epoch": 1.25} and again["steps"] == 20
+    assert "stopped" not in fit(_model(), ToyTask(), tmp_path / "a", cfg, resume=True, log=lambda s: None)
+    best = TrainConfig(**{**cut.__dict__, "keep": "best"})  # the folder holds epoch 1's weights
+    assert "stopped" not in fit(_model(), ToyTask(), tmp_path / "b", best, log=lambda s: None)
+    early = TrainConfig(**{**best.__dict__, "max_steps": 5})  # no epoch yet: the folder holds step 5's
+    assert fit(_model(), ToyTask(), tmp_path / "c", early, log=lambda s: None)["stopped"] == {"step": 5, "epoch": 0.3125}

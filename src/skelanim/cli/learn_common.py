@@ -233,13 +233,21 @@ def range_option(flag: str, help_text: str) -> Any:
 
 
 def report_training(out: Path, result: dict[str, Any], metric: str) -> None:
+    """The summary line of a training command (rank 0): the folder, its size, the steps and time, and which weights
+    the folder holds: the best epoch's, the last epoch's (``keep="last"``), or those of the step where ``--max-steps``
+    stopped the run inside an epoch (``result["stopped"]`` from :func:`skelanim.nn.train.fit`)."""
     from skelanim.nn import distributed
 
     if distributed.is_main():
         best = result.get("best") or {}
         metric = result.get("metric", metric)  # train_subset_* where there was no validation
         score = f"{metric} {best.get(metric, float('nan')):.4g}"
-        if result.get("keep") == "last":
+        stopped = result.get("stopped")
+        if stopped:  # the folder holds neither a whole epoch's weights nor the best epoch's
+            kept = f"the weights at step {stopped['step']} (epoch {stopped['epoch']:.4g}, where --max-steps stopped) kept"
+            same = best.get("epoch") == stopped["epoch"]
+            kept += f"; {score}" if same else f"; lowest {score} at epoch {best.get('epoch')}"
+        elif result.get("keep") == "last":
             epochs = len(result.get("history") or [])
             kept = f"the last epoch ({epochs}) kept; lowest {score} at epoch {best.get('epoch')}"
         else:

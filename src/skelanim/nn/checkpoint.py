@@ -16,19 +16,22 @@ import errno
 import json
 import os
 import shutil
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import torch
 from safetensors import SafetensorError
 from safetensors.torch import load_file, safe_open, save_file
+from torch import nn
 
 from skelanim.errors import FormatError
 from skelanim.io.atomic import atomic_open, atomic_path
 
 __all__ = [
-    "CONFIG_NAME", "STATE_NAME", "WEIGHTS_NAME", "config_error", "load_model_files", "load_train_state", "read_model_config",
-    "read_train_meta", "save_model_files", "save_train_state", "update_model_config",
+    "CONFIG_NAME", "STATE_NAME", "WEIGHTS_NAME", "check_finite_weights", "check_optimizer_state", "config_error",
+    "load_model_files", "load_train_state", "read_model_config", "read_train_meta", "save_model_files", "save_train_state",
+    "update_model_config",
 ]  # fmt: skip
 
 WEIGHTS_NAME = "model.safetensors"
@@ -179,13 +182,25 @@ def save_train_state(
         save_file(_contiguous(tensors), str(tmp), metadata={"state": json.dumps(info)})
 
 
+def _corrupt(what: str, path: Path) -> FormatError:
+    return FormatError(f"corrupt training state: {what}".splitlines()[0], path=path)
+
+
 def _state_info(path: Path) -> dict[str, Any]:
-    """The JSON metadata of a training state (``meta``, ``param_groups``, ``optim_scalars``)."""
+    """The JSON metadata of a training state (``meta``, ``param_groups``, ``optim_scalars``): an object whose
+    ``meta`` is an object (its entries are checked by :func:`_check_info`)."""
     try:
         with safe_open(str(path), framework="pt") as handle:
-            return json.loads((handle.metadata() or {})["state"])
-    except (SafetensorError, OSError, KeyError, ValueError, RuntimeError) as err:
-        raise FormatError(f"corrupt training state: {err}", path=path) from None
+            info = json.loads((handle.metadata() or {})["state"])
+    except KeyError:
+        raise _corrupt("no 'state' metadata (the loop's position and the optimizer's settings)", path) from None
+    except (SafetensorError, OSError, ValueError, RuntimeError) as err:
+        raise _corrupt(str(err), path) from None
+    if not isinstance(info, dict):
+        raise _corrupt(f"its metadata is a JSON {type(info).__name__}, not an object", path)
+    if not isinstance(info.get("meta"), dict):
+        raise _corrupt("its metadata has no 'meta' object (the loop's position)", path)
+    return info
 
 
 def read_train_meta(path: str | os.PathLike) -> dict[str, Any]:
@@ -194,6 +209,122 @@ def read_train_meta(path: str | os.PathLike) -> dict[str, Any]:
     if not path.is_file():
         raise FormatError("no training state", path=path)
     return dict(_state_info(path)["meta"])
+
+
+def _is_count(value: Any) -> bool:
+    return type(value) is int and value >= 0
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+#: Entries of a training state's ``meta`` and what each must be: a count (an integer >= 0), a number, a list, an
+#: object; ``None`` allowed where the name ends in ``?``; the first six are always written.
+_META_KINDS = {"epoch": "count", "step_in_epoch": "count", "global_step": "count", "seconds": "number",
+               "history": "list", "best": "object?", "epoch_sums": "object?", "epoch_count": "count?",
+               "loop": "object?", "settings": "object?"}  # fmt: skip
+_KIND_TESTS = {"count": _is_count, "number": _is_number, "list": lambda v: isinstance(v, list),
+               "object": lambda v: isinstance(v, dict)}  # fmt: skip
+
+
+def _check_info(info: dict[str, Any], path: Path) -> None:
+    """Refuse a training state's metadata whose entries are missing or of the wrong kind (they had ended in a
+    traceback, or in a loop that went on from a nonsense position)."""
+    meta = info["meta"]
+    for number, (key, kind) in enumerate(_META_KINDS.items()):
+        if key not in meta:
+            if number < 6:
+                raise _corrupt(f"meta has no {key!r} entry", path)
+            continue
+        value, optional = meta[key], kind.endswith("?")
+        if not ((optional and value is None) or _KIND_TESTS[kind.rstrip("?")](value)):
+            raise _corrupt(f"meta.{key} is {json.dumps(value)[:40]}, not a{'n' * (kind[0] == 'o')} {kind.rstrip('?')}",
+                           path)  # fmt: skip
+    if not all(isinstance(r, dict) for r in meta["history"]):
+        raise _corrupt("meta.history holds an entry that is not an object", path)
+    if not all(_is_number(v) for v in (meta.get("epoch_sums") or {}).values()):
+        raise _corrupt("meta.epoch_sums holds a value that is not a number", path)
+    groups = info.get("param_groups")
+    if not isinstance(groups, list) or not all(
+        isinstance(g, dict) and isinstance(g.get("params"), list) and all(_is_count(i) for i in g["params"])
+        for g in groups
+    ):
+        raise _corrupt("no 'param_groups' list of objects with 'params' lists of indices (optimizer groups)", path)
+    scalars = info.get("optim_scalars")
+    if not isinstance(scalars, dict) or not all(k.isdigit() and isinstance(v, dict) for k, v in scalars.items()):
+        raise _corrupt("no 'optim_scalars' object of objects by parameter index (the optimizer's numbers)", path)
+
+
+#: What AdamW (the optimizer of :func:`skelanim.nn.train.fit`) keeps for each parameter it has stepped.
+ADAM_STATE = frozenset({"step", "exp_avg", "exp_avg_sq"})
+
+
+def _like(saved: Any, value: Any) -> bool:
+    """Whether a saved optimizer hyper-parameter is of the kind of the optimizer's own ``value``: numbers and
+    sequences of numbers (``betas``) are checked, flags and the like pass (torch fills in the missing)."""
+    if _is_number(value):
+        return _is_number(saved)
+    if isinstance(value, (list, tuple)) and all(map(_is_number, value)):
+        return isinstance(saved, (list, tuple)) and len(saved) == len(value) and all(map(_is_number, saved))
+    return True
+
+
+def _entry_fits(name: str, value: Any, param: torch.Tensor) -> bool:
+    """Whether one optimizer entry of ``param`` has its shape (``step``: one number)."""
+    if isinstance(value, torch.Tensor):
+        return value.numel() == 1 if name == "step" else value.shape == param.shape
+    return name != "step" or _is_number(value)
+
+
+def check_optimizer_state(state: dict[str, Any], optimizer: torch.optim.Optimizer, steps: int, path: Path) -> None:
+    """Refuse an optimizer state (from :func:`load_train_state`) that does not fit ``optimizer``, before it is loaded.
+
+    Refused: parameter groups of other sizes or with hyper-parameters of the wrong kind, entries of parameters the
+    groups lack or without AdamW's ``step``, ``exp_avg`` and ``exp_avg_sq``, tensors of another shape than their
+    parameter, and no entry at all after ``steps`` > 0 steps (such a resume had gone on with fresh moments). A
+    parameter without an entry passes: one that has had no gradient yet (a discriminator during a VAE stage) has none.
+
+    Raises
+    ------
+    FormatError
+        Naming ``path`` and what is wrong.
+    """
+    saved, current = state["param_groups"], optimizer.param_groups
+    sizes = [len(g["params"]) for g in saved], [len(g["params"]) for g in current]
+    if sizes[0] != sizes[1]:
+        raise _corrupt(f"its optimizer groups hold {sizes[0]} parameters, the model's {sizes[1]}", path)
+    for group, now in zip(saved, current):
+        for key, value in now.items():
+            if key != "params" and key in group and not _like(group[key], value):
+                raise _corrupt(f"the optimizer's {key} is {json.dumps(group[key])[:40]}, not like {value}", path)
+    params = {i: p for group, now in zip(saved, current) for i, p in zip(group["params"], now["params"])}
+    entries = state["state"]
+    if steps > 0 and not entries:
+        raise _corrupt(f"no optimizer state (the Adam moments) after {steps} steps", path)
+    for index, entry in entries.items():
+        if index not in params:
+            raise _corrupt(f"optimizer state of parameter {index}, which its groups do not hold", path)
+        lacks = ", ".join(sorted(ADAM_STATE - set(entry)))
+        if lacks:
+            raise _corrupt(f"parameter {index}'s optimizer state lacks {lacks}", path)
+        for name, value in entry.items():
+            if not _entry_fits(name, value, params[index]):
+                shape = list(value.shape) if isinstance(value, torch.Tensor) else json.dumps(value)[:40]
+                raise _corrupt(f"optimizer entry optim/{index}/{name} is {shape}, its parameter "
+                               f"{list(params[index].shape)}", path)  # fmt: skip
+
+
+def check_finite_weights(modules: Sequence[nn.Module | None], path: Path) -> None:
+    """Refuse loaded parameters of ``modules`` (``None`` entries skipped) that hold NaN or infinite values. Buffers
+    are left alone: one may hold an infinite bound not yet measured (a predictor's input range), which the weight
+    average (:func:`skelanim.nn.train.ema_update`) even turns into NaN."""
+    for module in modules:
+        if module is None:
+            continue
+        bad = [n for n, p in module.named_parameters() if not bool(torch.isfinite(p).all())]
+        if bad:
+            raise _corrupt(f"the weights hold NaN or infinite values ({bad[0]})", path)
 
 
 def load_train_state(path: str | os.PathLike) -> tuple[dict[str, torch.Tensor], dict[str, Any], dict[str, Any]]:
@@ -212,24 +343,33 @@ def load_train_state(path: str | os.PathLike) -> tuple[dict[str, torch.Tensor], 
     Raises
     ------
     FormatError
-        When the file is missing or corrupt.
+        When the file is missing or corrupt: unreadable, metadata missing or of the wrong kind (see
+        :data:`_META_KINDS`), no random-number state or one torch refuses. :func:`check_optimizer_state` and
+        :func:`check_finite_weights` check the rest once the model is known.
     """
     path = Path(path)
     if not path.is_file():
         raise FormatError("no training state to resume from (train without --resume first)", path=path)
     info = _state_info(path)
+    _check_info(info, path)
     try:
         tensors = load_file(str(path))
     except (SafetensorError, OSError, KeyError, ValueError, RuntimeError) as err:
-        raise FormatError(f"corrupt training state: {err}", path=path) from None
+        raise _corrupt(str(err), path) from None
     model_state = {k[len("model/") :]: v for k, v in tensors.items() if k.startswith("model/")}
     state: dict[int, dict[str, Any]] = {}
     for key, value in tensors.items():
         if key.startswith("optim/"):
-            _, index, name = key.split("/", 2)
+            _, index, name = (key.split("/", 2) + ["", ""])[:3]
+            if not index.isdigit() or not name:
+                raise _corrupt(f"a tensor named {key!r} (expected optim/<parameter index>/<name>)", path)
             state.setdefault(int(index), {})[name] = value
     for index, entry in info["optim_scalars"].items():
         state.setdefault(int(index), {}).update(entry)
-    if "rng/torch" in tensors:
+    if "rng/torch" not in tensors:
+        raise _corrupt("no random-number state (rng/torch)", path)
+    try:
         torch.set_rng_state(tensors["rng/torch"])
+    except (RuntimeError, TypeError, ValueError) as err:
+        raise _corrupt(f"its random-number state (rng/torch) does not fit this torch: {err}", path) from None
     return model_state, {"state": state, "param_groups": info["param_groups"]}, info["meta"]

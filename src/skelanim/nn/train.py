@@ -58,6 +58,8 @@ from skelanim.nn.checkpoint import (
     CONFIG_NAME,
     STATE_NAME,
     WEIGHTS_NAME,
+    check_finite_weights,
+    check_optimizer_state,
     load_train_state,
     read_model_config,
     save_model_files,
@@ -181,7 +183,8 @@ def ema_update(decay: float):
 
     After ``n`` updates the average moves toward the model by ``max(1 - decay, 9 / (10 + n))`` (the warm-up
     of TensorFlow's ``ExponentialMovingAverage`` with ``num_updates``), so the first steps' weights are soon
-    forgotten. Integer buffers (batch-norm step counters) are copied.
+    forgotten. Integer buffers (batch-norm step counters) are copied, and so are infinite values (a predictor's
+    input range is +-inf until it is set: lerped, inf - inf had made the average's range NaN, which a clamp passes).
     """
 
     def update(averaged: list[Tensor], current: list[Tensor], num_averaged: Tensor) -> None:
@@ -190,6 +193,9 @@ def ema_update(decay: float):
                 avg.copy_(cur)
             return
         torch._foreach_lerp_(averaged, current, max(1.0 - decay, 9.0 / (10.0 + float(num_averaged))))
+        for avg, cur in zip(averaged, current):
+            if not bool(torch.isfinite(avg).all()):
+                avg.copy_(torch.where(torch.isfinite(avg), avg, cur))
 
     return update
 
@@ -374,7 +380,14 @@ def fit(
     Returns
     -------
     dict
-        ``{"best": {metric: value, ...}, "history": [per-epoch dicts], "steps": int, "seconds": float}``.
+        ``{"best": {metric: value, ...}, "history": [per-epoch dicts], "steps": int, "seconds": float}``, and
+        ``"stopped": {"step": int, "epoch": float}`` where the model folder holds the weights of a stop by
+        ``max_steps`` inside an epoch (on rank 0).
+
+    Raises
+    ------
+    FormatError
+        When ``resume`` finds no training state, a corrupt one, or one of another run (model, loop or options).
     """
     out_dir = Path(out_dir)
     distributed = ddp.setup()
@@ -408,18 +421,24 @@ def fit(
     if config.ema > 0:
         averaged = AveragedModel(model, multi_avg_fn=ema_update(config.ema), use_buffers=True)
     if resume:
-        model_state, optim_state, meta = load_train_state(out_dir / STATE_NAME)
-        _check_same_loop(meta.get("loop"), config, out_dir / STATE_NAME)
+        state_path = out_dir / STATE_NAME
+        model_state, optim_state, meta = load_train_state(state_path)
+        _check_same_loop(meta.get("loop"), config, state_path)
         try:
             model.load_state_dict({k: v for k, v in model_state.items() if not k.startswith(AVERAGED_PREFIX)})
         except RuntimeError:  # another architecture or size: torch lists every key
             raise FormatError("the training state is of another model (architecture or size options differ): "
-                              "resume with the arguments it was started with", path=out_dir / STATE_NAME) from None
-        _check_same_settings(meta.get("settings"), settings, out_dir / STATE_NAME, main)  # shape-neutral options
-        optimizer.load_state_dict(optim_state)
-        if averaged is not None:
-            averaged.load_state_dict({k[len(AVERAGED_PREFIX) :]: v for k, v in model_state.items()
-                                      if k.startswith(AVERAGED_PREFIX)})  # fmt: skip
+                              "resume with the arguments it was started with", path=state_path) from None
+        _check_same_settings(meta.get("settings"), settings, state_path, main)  # shape-neutral options
+        check_optimizer_state(optim_state, optimizer, meta["global_step"], state_path)
+        try:
+            optimizer.load_state_dict(optim_state)
+            if averaged is not None:
+                averaged.load_state_dict({k[len(AVERAGED_PREFIX) :]: v for k, v in model_state.items()
+                                          if k.startswith(AVERAGED_PREFIX)})  # fmt: skip
+        except (ValueError, KeyError, RuntimeError) as err:
+            raise FormatError(f"corrupt training state: {err}".splitlines()[0], path=state_path) from None
+        check_finite_weights([model, averaged], state_path)
     find_unused = config.find_unused_parameters
     if distributed:
         if find_unused is None:
@@ -454,6 +473,8 @@ def fit(
                            "history": meta["history"], "world_size": world, **training}  # fmt: skip
         save_model_files(out_dir, evaluated.state_dict(), cfg)
 
+    stop: dict[str, Any] = {}  # where save_partial_epoch stopped: the step and epoch of the folder's weights
+
     def save_partial_epoch(epochs_done: float) -> None:
         """Validate and write the model folder when ``max_steps`` ends the run inside an epoch that no
         folder holds yet (or ``keep="last"``); the run stays resumable from its step."""
@@ -464,6 +485,7 @@ def fit(
         if meta["best"] is None:
             meta["best"] = {k: v for k, v in record.items() if isinstance(v, (int, float))}
         write_model_folder(stopped=record)
+        stop.update(step=meta["global_step"], epoch=record["epoch"])
         emit(f"stopped by max_steps at step {meta['global_step']} (epoch {record['epoch']:.4g}): wrote the model folder")
 
     def stop_now() -> bool:
@@ -551,6 +573,9 @@ def fit(
         training = kept.get("training")
         if isinstance(training, dict) and len(training.get("history") or []) < len(meta["history"]):
             update_model_config(out_dir, {**kept, "training": {**training, "history": meta["history"]}})
+        held = training.get("stopped") if isinstance(training, dict) else None  # weights of a stop inside an epoch
+        if not stop and isinstance(held, dict) and isinstance(held.get("epoch"), (int, float)):  # an earlier call's
+            stop.update(step=round(held["epoch"] * steps_per_epoch), epoch=held["epoch"])
     ddp.barrier()
     fingerprint = parameter_fingerprint(plain)
     if distributed:
@@ -563,5 +588,5 @@ def fit(
     plain.to("cpu")  # the averaged copy (with ema) is this function's own and goes with it
     result = {"best": meta["best"], "history": meta["history"], "steps": meta["global_step"],
               "seconds": time.perf_counter() - started, "world_size": world, "weights_sha256": fingerprint,
-              "find_unused_parameters": find_unused}  # fmt: skip
+              "find_unused_parameters": find_unused, **({"stopped": stop} if stop else {})}  # fmt: skip
     return result
