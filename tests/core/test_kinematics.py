@@ -170,6 +170,8 @@ def test_selected_joint_fk_checks_its_parents_as_full_fk_does() -> None:
         kinematics.forward_kinematics_joints(rot, trans, [-1, 0], [1])
     with pytest.raises(ShapeError, match="must lie in 0 .. 2"):
         kinematics.forward_kinematics_joints(rot, trans, [-1, 0, 1], [3])
+    with pytest.raises(ValueError, match="joint 1 has parent -5"):  # a core audit: it had been read as a root
+        kinematics.forward_kinematics(rot, trans, [-1, -5, 1])
     _, pos = kinematics.forward_kinematics_joints(rot, trans, [-1, 0, 1], [2])
     assert torch.equal(pos[0], torch.tensor([3.0, 3.0, 3.0], dtype=torch.float64))  # a chain of unit steps
 

@@ -46,6 +46,8 @@ def _tree_levels(parents: tuple[int, ...]) -> list[tuple[list[int], int, list[in
     for j, p in enumerate(parents):
         if p >= j:
             raise ValueError(f"parents must come before their children: joint {j} has parent {p}")
+        if p < -1:
+            raise ValueError(f"a parent index is a joint's or -1 for a root: joint {j} has parent {p}")
         depth.append(0 if p < 0 else depth[p] + 1)
         if p >= 0:
             has_children[p] = True
