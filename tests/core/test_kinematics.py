@@ -192,3 +192,20 @@ def test_mixed_dtypes_compute_in_the_wider_one() -> None:
         want_j = forward_kinematics_joints(rot.double(), off.double(), parents, [3, 11])
         got_j = forward_kinematics_joints(rot, off, parents, [3, 11])
         assert got_j[1].dtype == torch.float64 and all(torch.equal(a, b) for a, b in zip(got_j, want_j, strict=True))
+
+
+def test_end_sites_of_a_motion_on_a_device_are_computed_there(mocap_dir) -> None:
+    """A core audit: ``end_site_positions`` left the skeleton's End Site offsets on the CPU beside device tensors."""
+    from virtual_device import DEVICE, VirtualDevice  # tests/helpers
+
+    import skelanim
+
+    motion = skelanim.load(mocap_dir / "cmu_cgspeed_mb" / "01_01.bvh")[:4]
+    world_rot, world_pos = (t.float() for t in motion.world())
+    joints = sorted(motion.skeleton.end_sites)
+    offsets = torch.stack([motion.skeleton.end_sites[j] for j in joints])
+    expected = kinematics.end_site_positions(world_rot, world_pos, joints, offsets)
+    with VirtualDevice():
+        on_device = kinematics.end_site_positions(world_rot.to(DEVICE), world_pos.to(DEVICE), joints, offsets)
+        assert on_device.device == DEVICE
+        assert torch.equal(on_device.cpu(), expected)

@@ -437,8 +437,8 @@ def end_site_positions(
     -------
     ``(..., E, 3)`` End Site world positions.
     """
-    idx = torch.as_tensor(joints, dtype=torch.long)
-    offsets = offsets.to(world_positions.dtype)
+    idx = torch.as_tensor(joints, dtype=torch.long, device=world_positions.device)
+    offsets = offsets.to(device=world_positions.device, dtype=world_positions.dtype)  # a skeleton's, on the CPU
     return world_positions[..., idx, :] + (world_rotations[..., idx, :, :] @ offsets[..., None])[..., 0]
 
 
