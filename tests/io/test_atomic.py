@@ -259,3 +259,35 @@ def test_removed_if_empty_leaves_a_folder_that_got_a_file(tmp_path: Path) -> Non
         (out / "log.txt").write_text("x")
         raise KeyboardInterrupt
     assert (out / "log.txt").exists()
+
+
+def test_only_the_folders_this_write_made_are_removed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A review: the folders to remove had been the spellings that did not exist at the start, so an interrupted
+    write to ``new/../results/a.gif`` removed the user's ``results`` too, ``../new/../<cwd>/out.bvh`` the working
+    directory, and a folder another process made meanwhile was removed as if it were ours."""
+    results = tmp_path / "results"
+    results.mkdir()
+    with pytest.raises(RuntimeError), atomic_open(tmp_path / "new" / ".." / "results" / "a.gif", "wb"):
+        raise RuntimeError("interrupted")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["results"]  # 'new' (made for the path) removed, not results
+    work = tmp_path / "work"
+    work.mkdir()
+    monkeypatch.chdir(work)
+    with pytest.raises(RuntimeError), atomic_open(Path("..") / "new2" / ".." / "work" / "out.bvh"):
+        raise RuntimeError("interrupted")
+    assert work.is_dir() and os.getcwd() == str(work)
+    real_mkdir = os.mkdir
+
+    def someone_else_first(path, *args, **kwargs):  # another process makes the folder between our look and mkdir
+        real_mkdir(path, *args, **kwargs)
+        raise FileExistsError(17, "File exists", str(path))
+
+    monkeypatch.setattr(os, "mkdir", someone_else_first)
+    with pytest.raises(RuntimeError), atomic_open(tmp_path / "theirs" / "b.txt"):
+        raise RuntimeError("interrupted")
+    assert (tmp_path / "theirs").is_dir()
+    monkeypatch.setattr(os, "mkdir", real_mkdir)
+    with pytest.raises(KeyboardInterrupt), removed_if_empty(tmp_path / "new3" / ".." / "results"):
+        (tmp_path / "new3").mkdir()
+        raise KeyboardInterrupt
+    assert results.is_dir()

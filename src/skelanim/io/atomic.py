@@ -100,13 +100,29 @@ def _refuse_misplaced(target: Path) -> None:
         raise NotADirectoryError(errno.ENOTDIR, f"Not a directory ({blocker} is a file, not a folder)", str(target))
 
 
-def _prepare(target: Path) -> str:
-    """Create ``target``'s folder if needed and a temporary file beside it; return the temporary name.
-    Errors name ``target``."""
+def _make_folders(folder: Path) -> list[Path]:
+    """Create ``folder`` and its missing ancestors, one level at a time as spelled (``new/../out`` makes ``new``);
+    return the folders this call created, outermost first: not one that existed, nor one another process made
+    meanwhile (its ``mkdir`` fails), so that removing them on failure removes nothing else."""
+    created = []
+    for level in reversed([folder, *folder.parents]):
+        if level.is_dir():
+            continue
+        try:
+            os.mkdir(level)
+        except FileExistsError:
+            continue
+        created.append(level)
+    return created
+
+
+def _prepare(target: Path, made: list[Path]) -> str:
+    """Create ``target``'s folder if needed (appending what was created to ``made``) and a temporary file beside
+    it; return the temporary name. Errors name ``target``."""
     _refuse_misplaced(target)
     _refuse_read_only(target)
     try:
-        target.parent.mkdir(parents=True, exist_ok=True)
+        made += _make_folders(target.parent)
     except OSError as exc:
         raise _about_target(exc, target, f"cannot create the folder {exc.filename or target.parent}") from exc
     try:
@@ -170,10 +186,10 @@ def atomic_paths(paths: Sequence[str | os.PathLike]) -> Iterator[list[Path]]:
     """
     targets = [_written_through(Path(p)) for p in paths]
     temps: list[str] = []
-    made = {folder for target in targets for folder in (target.parent, *target.parent.parents) if not folder.exists()}
+    made: list[Path] = []  # the folders created for the outputs, outermost first
     try:
         for target in targets:
-            temps.append(_prepare(target))
+            temps.append(_prepare(target, made))
         try:
             yield [Path(tmp) for tmp in temps]
         except OSError as exc:
@@ -191,15 +207,17 @@ def atomic_paths(paths: Sequence[str | os.PathLike]) -> Iterator[list[Path]]:
         for tmp in temps:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(tmp)
-        _remove_empty(made)  # the folders made for the output, if nothing else was put there
+        _remove_empty(made[::-1])  # the folders made for the outputs, innermost first, if nothing was put there
         raise
 
 
 @contextlib.contextmanager
 def removed_if_empty(*folders: str | os.PathLike) -> Iterator[None]:
     """On an error, remove those of ``folders`` that did not exist before and are still empty (a run that
-    failed before writing anything had left its output folder behind, empty)."""
-    fresh = {Path(f) for f in folders if not Path(f).exists()}
+    failed before writing anything had left its output folder behind, empty). Paths are read with ``..`` collapsed
+    (``new/../results`` is ``results``), so a folder that existed is never taken for a new one."""
+    absolute = [Path(os.path.abspath(f)) for f in folders]
+    fresh = sorted((f for f in absolute if not f.exists()), key=lambda p: -len(p.parts))  # the deepest first
     try:
         yield
     except BaseException:
@@ -207,9 +225,9 @@ def removed_if_empty(*folders: str | os.PathLike) -> Iterator[None]:
         raise
 
 
-def _remove_empty(folders: set[Path]) -> None:
-    """Remove those of ``folders`` that are empty directories, the deepest first (so a chain made at once goes)."""
-    for folder in sorted(folders, key=lambda p: -len(p.parts)):
+def _remove_empty(folders: Sequence[Path]) -> None:
+    """Remove those of ``folders`` that are empty directories, in the order given (children before parents)."""
+    for folder in folders:
         if folder.is_dir() and not folder.is_symlink() and not any(folder.iterdir()):
             with contextlib.suppress(OSError):  # another process put something there, or it is not ours to remove
                 folder.rmdir()
