@@ -309,6 +309,12 @@ def test_stature_is_the_bone_path_from_head_to_foot() -> None:
     by_hand = 5 + 10 + math.sqrt(10) + 8 + math.sqrt(65)  # Head, Spine up to the hips; LeftUpLeg, LeftLeg, LeftFoot
     assert sk.stature() == pytest.approx(by_hand)  # RightLeg is not named like a foot: the left path only
     assert sk.scaled(2.5).stature() == pytest.approx(2.5 * by_hand)
+    # a review: the longest pair had let one prop decide (an axe's tip named Axe_Head, 100 units from the hand)
+    with_axe = Skeleton(["Hips", "Spine", "Neck", "Head", "Arm", "Axe_Head", "LeftUpLeg", "LeftFoot", "RightUpLeg",
+                         "RightFoot"], np.array([-1, 0, 1, 2, 1, 4, 0, 6, 0, 8]),
+                        torch.tensor([[0, 0, 0], [0, 10, 0], [0, 4, 0], [0, 2, 0], [5, 0, 0], [100, 0, 0],
+                                      [3, 0, 0], [0, -16, 0], [-3, 0, 0], [0, -16, 0]], dtype=torch.float64))
+    assert with_axe.stature() == pytest.approx(10 + 4 + 2 + 3 + 16)  # Head to a foot (Neck to a foot: 2 less)
     headless = Skeleton(["A", "B", "C"], np.array([-1, 0, 1]), torch.ones(3, 3))
     assert headless.stature() is None
     motion = Motion.rest(headless)

@@ -119,3 +119,18 @@ def test_the_viewer_and_the_overlay_draw_a_crawl_at_its_size(mocap_dir) -> None:
     drawn, _ = overlay_frame([walk, in_cm])
     true_ratio = crawl.height / (walk.height * UNITS["cm"])  # the crawl's height (m) over the walk's (cm -> m)
     assert drawn[1].height / drawn[0].height == pytest.approx(true_ratio, rel=1e-9)
+
+
+def test_gait_guesses_the_unit_as_info_does(mocap_dir) -> None:
+    """A review: gait still guessed from the posed height while info and the exporters read the stature. A pymo walk
+    (inches) scaled by 0.75 stands 43.7 units tall (CMU units by the height) with 46.1 of stature (inches): gait's
+    stride in metres had been 2.2 times info's."""
+    from skelanim.cli.files import describe
+
+    walk = skelanim.load(mocap_dir / "pymo_demo" / "AV_8Walk_Meredith_HVHA_Rep1.bvh")
+    child = scale(walk, 0.75)
+    child = child.copy(metadata={k: v for k, v in child.metadata.items() if k != "units"})
+    report = gait_analysis(child)
+    assert guess_unit(child.height) == "cmu" and guess_unit(child.stature) == "in"
+    assert describe(child, "child.bvh")["units_guess"] == "in"
+    assert report.metres_per_unit == UNITS["in"] and report.to_dict()["units_guess"] == "in"

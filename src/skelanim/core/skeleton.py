@@ -276,11 +276,12 @@ class Skeleton:
         return float(pos[:, axis].max() - pos[:, axis].min())
 
     def stature(self) -> float | None:
-        """Body size that no pose changes, in the file's units: the longest path along the bones from a joint named
-        like a head or neck to one named like a foot, ankle or toe (:func:`head_and_feet`), the lengths of the
-        offsets on it summed; ``None`` where the names find no head or no foot.
+        """Body size that no pose changes, in the file's units: the length along the bones from a joint named like a
+        head or neck to one named like a foot, ankle or toe (:func:`head_and_feet`), the offsets on the path summed,
+        the median over all such pairs (so that one stray match, an axe's ``Axe_Head`` or a foot IK effector under a
+        far dummy root, does not decide it); ``None`` where the names find no head or no foot.
 
-        On a standing figure it is 1.0-1.2 times the height the pose shows (the path turns through the hips and
+        On a standing figure it is 0.9-1.2 times the height the pose shows (the path turns through the hips and
         along the foot); unlike that height it does not shrink when the body crouches, crawls or lies down, so the
         length unit is guessed from it (:attr:`Motion.stature`).
         """
@@ -294,17 +295,15 @@ class Skeleton:
 
         def path_length(a: int, b: int) -> float:
             total = 0.0
-            while a != b:  # climb from the deeper of the two until they meet (or both pass a root)
+            while a != b:  # climb from the deeper of the two until they meet (one root: they do)
                 if depth[a] < depth[b]:
                     a, b = b, a
                 total += float(lengths[a])
                 a = int(self.parents[a])
-                if a < 0:
-                    return float("nan")  # different roots: no path
             return total
 
-        best = max((path_length(h, f) for h in heads for f in feet), default=float("nan"))
-        return best if np.isfinite(best) and best > 0 else None
+        size = float(np.median([path_length(h, f) for h in heads for f in feet]))
+        return size if np.isfinite(size) and size > 0 else None
 
     # ------------------------------------------------------------------ derived skeletons
     def scaled(self, factor: float) -> Skeleton:

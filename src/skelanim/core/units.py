@@ -1,8 +1,10 @@
-"""Length units and up axes of motion files: the guess of a file's unit from a human body's height, and
+"""Length units and up axes of motion files: the guess of a file's unit from a human body's size, and
 the turn that stands a file's up axis on +Y.
 
 Files keep their own units and axes in memory (see the README's *Conventions*); exporters and viewers
-that need metres, Y up, ask here. The guess picks the unit that brings the body height ``h`` closest, in ratio, to a
+that need metres, Y up, ask here, with the body's size in file units: callers pass a motion's
+:attr:`~skelanim.core.motion.Motion.stature` (its bone lengths from head to foot, which no pose changes), or a
+rig's height. The guess picks the unit that brings that size ``h`` closest, in ratio, to a
 typical adult's 1.7 m: ``h < 7.2`` metres; ``7.2 <= h < 45`` CMU units (the ASF length unit, ``1/0.45``
 inch, kept by the CMU BVH conversions); ``45 <= h < 107`` inches; ``107 <= h < 538`` centimetres; above,
 millimetres.

@@ -35,8 +35,9 @@ Definitions (all computed from world joint positions, :meth:`Motion.positions`)
 
 Curves are time-normalised per cycle to 0-100 % in 101 samples (linear interpolation between frames).
 Lengths are in the file's units; ``*_per_height`` values divide by the body height, and ``*_m`` / ``*_m_per_s``
-values are in metres (by the motion's ``metadata["units"]`` where known, else the unit guessed from the height,
-:func:`~skelanim.core.units.guess_unit`: CMU's files are in their own unit). Up axis and height
+values are in metres (by the motion's ``metadata["units"]`` where known, else the unit guessed from its
+:attr:`~skelanim.core.motion.Motion.stature`, :func:`~skelanim.core.units.guess_unit`: CMU's files are in their own
+unit). Up axis and height
 come from :meth:`Motion.up_direction <skelanim.core.motion.Motion.up_direction>` (an upside-down source, Y
 down, is read upright) and :attr:`Motion.height
 <skelanim.core.motion.Motion.height>` (the animated pose, not only the rest pose).
@@ -269,6 +270,9 @@ class GaitReport:
     loop_plays:
         How many times a looping clip was played in a row to be analysed (1: as it is); frames, strikes, cycles
         and ``duration`` are of the played motion.
+    stature:
+        The motion's :attr:`~skelanim.core.motion.Motion.stature` (file units), from which the unit is guessed
+        where the file does not name it, as every exporter guesses it; ``None``: from ``height``.
     """
 
     fps: float
@@ -283,6 +287,7 @@ class GaitReport:
     hip_flexion: np.ndarray
     extra: dict[str, Any] = field(default_factory=dict)
     loop_plays: int = 1
+    stature: float | None = None
 
     @property
     def num_cycles(self) -> int:
@@ -302,8 +307,13 @@ class GaitReport:
     @property
     def metres_per_unit(self) -> float:
         """Metres per length unit: the file's units where they are known (:data:`~skelanim.core.units.UNITS`),
-        else the unit guessed from the height (:func:`~skelanim.core.units.guess_unit`)."""
-        return UNITS[motion_unit(self.units, self.height)]
+        else the unit guessed from the stature (:func:`~skelanim.core.units.guess_unit`), as ``skelanim info`` and
+        the exporters guess it."""
+        return UNITS[motion_unit(self.units, self._unit_size)]
+
+    @property
+    def _unit_size(self) -> float:
+        return self.height if self.stature is None else self.stature
 
     @property
     def stride_length(self) -> float:
@@ -365,7 +375,7 @@ class GaitReport:
             "num_heel_strikes": int(sum(len(v) for v in self.heel_strikes.values())),
             "height": h,
             "units": self.units,
-            "units_guess": guess_unit(h),  # from the walk's height (`skelanim info` reads the bones' stature)
+            "units_guess": guess_unit(self._unit_size),  # from the stature, as `skelanim info` guesses it
             # the lengths in metres, by the file's units where known, else by the guess
             "stride_length_m": num(self.stride_length * self.metres_per_unit),
             "step_width_m": num(self.step_width * self.metres_per_unit),
@@ -485,4 +495,5 @@ def gait_analysis(
         hip_flexion=np.stack(hips)[order],
         extra={"legs": {s: asdict(legs[s]) for s in SIDES}, "joint_names": motion.skeleton.names},
         loop_plays=plays,
+        stature=motion.stature,
     )

@@ -53,8 +53,8 @@ def scale(motion: Motion, s: float) -> Motion:
     Motion
         A new motion on ``motion.skeleton.scaled(s)``; rotations and fps are unchanged. The lengths stay in the
         motion's unit: ``metadata["units"]`` is kept, or, where the file named none, set to the unit guessed from
-        the height before scaling (:func:`~skelanim.core.units.guess_unit`), so that an export to metres (glTF)
-        scales by ``s`` too instead of guessing again from the scaled height. A normalised motion's ``"height"``
+        the stature before scaling (:attr:`~skelanim.core.motion.Motion.stature`, as every exporter guesses it), so
+        that an export to metres (glTF) scales by ``s`` too instead of guessing again from the scaled body. A normalised motion's ``"height"``
         (no length unit) is kept: ``scale(normalize(m), 170)`` had been labelled metres, a 170 m figure.
     """
     s = float(s)
@@ -103,7 +103,7 @@ def normalize(motion: Motion, *, height: float | None = None, ground: bool = Tru
     if not (h > 0 and math.isfinite(h)):
         raise ShapeError(f"cannot normalise a motion of height {h}")
     out = scale(motion, 1.0 / h)
-    out.metadata["units"] = "height"  # no length unit: an export (glTF) guesses from the height, 1 m, not 1 cm
+    out.metadata["units"] = "height"  # no length unit: an export (glTF) guesses from the size, 1 m, not 1 cm
     if out.num_frames == 0:
         return out
     pos0 = out[0:1].positions(end_sites=True)[0]

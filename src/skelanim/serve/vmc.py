@@ -205,7 +205,7 @@ class AvatarEncoder:
     up : (int, float), optional
         The source's up axis and sign (default: ``motion.up_direction()``, or +Y for a bare skeleton).
     metres_per_unit : float, optional
-        Default: from the motion's unit, else guessed from its height (:func:`~skelanim.io.gltf.export_scale`).
+        Default: from the motion's unit, else guessed from its stature (:func:`~skelanim.io.gltf.export_scale`).
     floor : float
         Height of the floor along the up axis, in the source's units (``avatar_frames`` finds a clip's).
     avatar : AvatarRig, optional
