@@ -193,8 +193,9 @@ def ema_update(decay: float):
                 avg.copy_(cur)
             return
         torch._foreach_lerp_(averaged, current, max(1.0 - decay, 9.0 / (10.0 + float(num_averaged))))
-        for avg, cur in zip(averaged, current):
-            if not bool(torch.isfinite(avg).all()):
+        finite = torch.stack([torch.isfinite(avg).all() for avg in averaged])  # one host sync on a GPU, not one each
+        if not bool(finite.all()):
+            for avg, cur in zip(averaged, current):
                 avg.copy_(torch.where(torch.isfinite(avg), avg, cur))
 
     return update
