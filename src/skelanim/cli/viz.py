@@ -53,10 +53,10 @@ def plot(
     if kind not in plots.KINDS:
         raise ShapeError(f"unknown --kind {kind!r}; expected one of {', '.join(plots.KINDS)}")
     # an option the kind does not use is refused, not ignored (-j NoSuchJoint with --kind poses had passed)
-    given = {"--joints": joints is not None, "--angle": angle is not None, "--count": count is not None}
-    for option, used_by in plots.OPTION_KINDS.items():
-        if given[f"--{option}"] and kind not in used_by:
-            raise ShapeError(f"--{option} is not used by --kind {kind}; only by --kind {' and '.join(used_by)}")
+    unused = plots.unused_option(kind, {"joints": joints is not None, "angle": angle is not None,
+                                        "count": count is not None})  # fmt: skip
+    if unused is not None:
+        raise ShapeError(f"--{unused[0]} is not used by --kind {kind}; only by --kind {' and '.join(unused[1])}")
     if angle is not None and angle not in ("flexion", "rotation"):
         raise ShapeError(f"unknown --angle {angle!r}; expected flexion or rotation")
     require_between(dpi, "--dpi", 1, 1200, "dots per inch")

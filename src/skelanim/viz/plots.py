@@ -47,8 +47,8 @@ from skelanim.viz._draw import (
 )
 
 __all__ = [
-    "KINDS", "OPTION_KINDS", "check_figure_path", "plot_angles", "plot_contacts", "plot_gait_report", "plot_motions", "plot_poses",
-    "plot_trajectories", "save_figure",
+    "KINDS", "OPTION_KINDS", "check_figure_path", "plot_angles", "plot_contacts", "plot_gait_report", "plot_motions",
+    "plot_poses", "plot_trajectories", "save_figure", "unused_option",
 ]  # fmt: skip
 
 Kind = Literal["trajectories", "angles", "contacts", "poses"]
@@ -109,6 +109,15 @@ def _default_angle_joints(m: Motion) -> Defaults:
         inner = [j for j in range(1, m.skeleton.num_joints) if m.skeleton.children(j)][:4]
         rows = [(m.skeleton.names[j], j) for j in inner]
     return rows
+
+
+def unused_option(kind: str, given: dict[str, bool]) -> tuple[str, tuple[str, ...]] | None:
+    """The first option of :data:`OPTION_KINDS` that ``given`` says was given (``{"joints": True, ...}``) and
+    ``kind`` does not use, with the kinds that use it; ``None`` if every given option is used."""
+    for option, used_by in OPTION_KINDS.items():
+        if given.get(option) and kind not in used_by:
+            return option, used_by
+    return None
 
 
 def _marker(m: Motion) -> str | None:
@@ -310,10 +319,9 @@ def plot_motions(
     """
     if kind not in KINDS:
         raise ShapeError(f"unknown plot kind {kind!r}; expected one of {', '.join(KINDS)}")
-    given = {"joints": joints is not None, "angle": angle is not None, "count": count is not None}
-    for option, used_by in OPTION_KINDS.items():
-        if given[option] and kind not in used_by:
-            raise ShapeError(f"{option} is not used by plot kind {kind!r}; only by {' and '.join(used_by)}")
+    unused = unused_option(kind, {"joints": joints is not None, "angle": angle is not None, "count": count is not None})
+    if unused is not None:
+        raise ShapeError(f"{unused[0]} is not used by plot kind {kind!r}; only by {' and '.join(unused[1])}")
     if kind == "trajectories":
         return plot_trajectories(motions, joints, labels=labels)
     if kind == "angles":
