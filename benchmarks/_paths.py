@@ -1,6 +1,6 @@
-"""What the benchmarks share: the repository's ``src`` first on the path (they run the checkout's code) and the
+"""What the benchmarks share: the repository's ``src`` first on the path (they run the checkout's code), the
 shared mocap folder, ``$SKELANIM_DATA`` or ``<repo>/../shared/data/mocap`` (a relative setting is read from the
-repository's root)."""
+repository's root), and the BVH file the BVH benchmarks read by default."""
 
 from __future__ import annotations
 
@@ -18,3 +18,9 @@ def mocap_dir() -> Path:
     configured = os.environ.get("SKELANIM_DATA")
     path = Path(configured).expanduser() if configured else REPO.parent / "shared" / "data" / "mocap"
     return path if path.is_absolute() else (REPO / path).resolve()
+
+
+def default_file() -> Path:
+    """``cmu_cgspeed_mb/01_01.bvh`` (2752 frames, 31 joints, 2 MB) in :func:`mocap_dir`: what ``bvh_io.py`` and
+    ``bvh_write.py`` read unless given ``--file``."""
+    return mocap_dir() / "cmu_cgspeed_mb" / "01_01.bvh"

@@ -1,6 +1,7 @@
 """Time BVH parsing, and parsing + forward kinematics, for skelanim against pybvh and bvhio, in one process.
 
     python benchmarks/bvh_io.py [--file PATH] [--repeats N] [--slow-repeats N] [--torch-threads T] [--quaternions]
+                                [--allow-missing-peers]
 
 Default file: ``cmu_cgspeed_mb/01_01.bvh`` (2752 frames, 31 joints, 2 MB) under ``$SKELANIM_DATA`` or
 ``<repo>/../shared/data/mocap``. Every library gets the same file, the runs are interleaved (so a
@@ -17,6 +18,12 @@ What is timed
 * parse + FK: the above, then world positions of every joint in every frame (skelanim:
   ``Motion.positions()``; pybvh: ``Bvh.joint_positions()``; bvhio: ``loadPose(f)`` and
   ``PositionWorld`` of every joint, frame by frame, as its API offers).
+
+Checked before timing: every library's world positions (and skelanim's through the quaternions, with
+``--quaternions``) must agree with skelanim's to within ``POSITION_TOLERANCE`` (1e-5) of the skeleton's height
+(``motion.height``), with the same shape; else the script prints the differences and exits with status 1
+without timing. A peer that is not installed is an error (exit status 2) unless ``--allow-missing-peers`` is
+given, which leaves it out with a note.
 
 The MOTION numbers are parsed by skelanim's optional C extension when it is built (``pip install -e .``
 compiles ``src/skelanim/io/_bvh_numbers.c``), else by its NumPy path; the script prints which.
@@ -63,13 +70,18 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from _paths import mocap_dir  # puts the checkout's src first on the path
+from _paths import default_file  # puts the checkout's src first on the path
 
 from skelanim.io import bvh, bvh_numbers
 
+#: Largest difference of a library's world joint positions from skelanim's, as a fraction of the skeleton's height,
+#: that the check before timing accepts (pybvh agrees to ~1e-15, bvhio, in float32, to ~5e-7).
+POSITION_TOLERANCE = 1e-5
+PEERS = ("pybvh", "bvhio")
 
-def default_file() -> Path:
-    return mocap_dir() / "cmu_cgspeed_mb" / "01_01.bvh"
+
+class MissingPeer(Exception):
+    """A peer library is not installed (and ``--allow-missing-peers`` was not given)."""
 
 
 def _positions_after_quaternions(path: Path) -> np.ndarray:
@@ -78,8 +90,10 @@ def _positions_after_quaternions(path: Path) -> np.ndarray:
     return motion.positions().numpy()
 
 
-def peers(path: Path, quaternions: bool = False) -> dict[str, tuple[Callable[[], object], Callable[[], np.ndarray]]]:
-    """``{name: (parse, parse_and_fk)}``; the second returns ``(F, J, 3)`` world joint positions."""
+def peers(path: Path, quaternions: bool = False, allow_missing: bool = True,
+          ) -> dict[str, tuple[Callable[[], object], Callable[[], np.ndarray]]]:  # fmt: skip
+    """``{name: (parse, parse_and_fk)}``; the second returns ``(F, J, 3)`` world joint positions. A peer that
+    is not installed is left out with a note, or raises :class:`MissingPeer` unless ``allow_missing``."""
     runs: dict[str, tuple[Callable[[], object], Callable[[], np.ndarray]]] = {
         "skelanim": (lambda: bvh.load(path), lambda: bvh.load(path).positions().numpy()),
     }
@@ -88,6 +102,8 @@ def peers(path: Path, quaternions: bool = False) -> dict[str, tuple[Callable[[],
     try:
         import pybvh
     except ImportError:
+        if not allow_missing:
+            raise MissingPeer("pybvh") from None
         print("note: pybvh is not installed (pip install pybvh); skipped")
     else:
         runs["pybvh"] = (
@@ -97,6 +113,8 @@ def peers(path: Path, quaternions: bool = False) -> dict[str, tuple[Callable[[],
     try:
         import bvhio
     except ImportError:
+        if not allow_missing:
+            raise MissingPeer("bvhio") from None
         print("note: bvhio is not installed (pip install bvhio); skipped")
     else:
 
@@ -129,6 +147,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--torch-threads", type=int, default=1, help="0 keeps torch's default")
     parser.add_argument("--quaternions", action="store_true",
                         help="also time skelanim with motion.rotations read (Euler -> quaternions) after loading")
+    parser.add_argument("--allow-missing-peers", action="store_true",
+                        help="leave out a peer that is not installed, with a note (default: exit status 2)")
     args = parser.parse_args(argv)
     if not args.file.is_file():
         print(f"error: {args.file}: no such file (set SKELANIM_DATA or pass --file)", file=sys.stderr)
@@ -136,7 +156,12 @@ def main(argv: list[str] | None = None) -> int:
     if args.torch_threads > 0:
         torch.set_num_threads(args.torch_threads)
     warnings.simplefilter("ignore")
-    runs = peers(args.file, args.quaternions)
+    try:
+        runs = peers(args.file, args.quaternions, allow_missing=args.allow_missing_peers)
+    except MissingPeer as missing:
+        print(f"error: peer {missing} is not installed (pip install {missing}, or pass --allow-missing-peers to "
+              "leave it out)", file=sys.stderr)  # fmt: skip
+        return 2
     size = args.file.stat().st_size
     motion = bvh.load(args.file)
     print(f"{args.file} ({size / 1e6:.1f} MB, {motion.num_frames} frames, {motion.skeleton.num_joints} joints); "
@@ -146,16 +171,26 @@ def main(argv: list[str] | None = None) -> int:
           + ("" if bvh_numbers.NATIVE else " (the C extension is not built: pip install -e . with a C compiler)"))
 
     ours = runs["skelanim"][1]()
-    for name, (_, fk) in runs.items():  # warm up, and check everybody computes the same positions
-        if name.startswith("skelanim"):
+    failed = []
+    for name, (parse, fk) in runs.items():  # warm up, and check everybody computes the same positions
+        if name == "skelanim":
             continue
-        theirs = fk()
+        theirs = np.asarray(fk())
         if theirs.shape == ours.shape:
             err = float(np.abs(theirs - ours).max()) / motion.height
-            print(f"  {name}: max |positions - skelanim| = {err:.1e} of skeleton height")
+            ok = err <= POSITION_TOLERANCE  # False for NaN too
+            print(f"  {name}: max |positions - skelanim| = {err:.1e} of skeleton height"
+                  + ("" if ok else f", above the tolerance {POSITION_TOLERANCE:g}"))  # fmt: skip
         else:
+            ok = False
             print(f"  {name}: positions {theirs.shape} vs skelanim {ours.shape}")
-        runs[name][0]()
+        if not ok:
+            failed.append(name)
+        parse()
+    if failed:
+        print(f"error: positions of {', '.join(failed)} differ from skelanim's (tolerance {POSITION_TOLERANCE:g} of the "
+              "skeleton's height, same shape); not timed", file=sys.stderr)  # fmt: skip
+        return 1
 
     results: dict[tuple[str, str], list[tuple[float, float]]] = {}
     for r in range(max(args.repeats, args.slow_repeats)):

@@ -1,15 +1,20 @@
 """Time and memory of writing a long BVH take: skelanim against pybvh (and bvhio), each write in a fresh process.
 
-    python benchmarks/bvh_write.py [--file PATH] [--frames N] [--repeats N] [--bvhio]
+    python benchmarks/bvh_write.py [--file PATH] [--frames N] [--repeats N] [--bvhio] [--allow-missing-peers]
 
 The source (default ``cmu_cgspeed_mb/01_01.bvh`` under ``$SKELANIM_DATA`` or ``<repo>/../shared/data/mocap``) is
 tiled to ``--frames`` frames (default 100,000: 14 minutes at 120 fps) and written once, untimed, to a temporary
 folder. Then, for each library in turn (interleaved, ``--repeats`` rounds), a new Python process reads that file
 with the library (untimed), resets its peak-memory mark (``/proc/self/clear_refs``), writes the motion back
-(skelanim: ``skelanim.io.bvh.save``; pybvh: ``pybvh.write_bvh_file``; bvhio: ``bvhio.writeHierarchy``) and
-reports the wall time of the write and the peak resident memory it added (``VmHWM`` after the write minus
-``VmRSS`` before it). Medians are printed with the ratio peer / skelanim: above 1 means skelanim is faster or
-leaner. Every output is read back with skelanim and its joint positions compared with the source's.
+(skelanim: ``skelanim.io.bvh.save``; pybvh: ``pybvh.write_bvh_file``; bvhio: ``bvhio.writeHierarchy``, given the
+frame time of the file's header) and reports the wall time of the write and the peak resident memory it added
+(``VmHWM`` after the write minus ``VmRSS`` before it). Medians are printed with the ratio peer / skelanim: above 1 means skelanim is faster or
+leaner. Every output is read back with skelanim and compared with the source as skelanim reads it: the same
+number of frames and frame rate, and world joint positions equal to within ``WRITE_TOLERANCE`` of the skeleton's
+height (0 for skelanim and pybvh: both write back the numbers they read, and so far their outputs have read back
+bit for bit; 1e-5 for bvhio, which computes in float32). A difference beyond it is printed and the script exits
+with status 1 (after the table). A peer that is not installed is an error (exit status 2) unless
+``--allow-missing-peers`` is given, which leaves it out with a note.
 
 bvhio reads a long take slowly (minutes for 100k frames), so it runs only with ``--bvhio``.
 
@@ -41,11 +46,20 @@ import time
 import warnings
 from pathlib import Path
 
-from _paths import mocap_dir  # puts the checkout's src first on the path
+from _paths import default_file  # puts the checkout's src first on the path
+
+#: Largest difference of an output's world joint positions (read back by skelanim) from the source's, as a fraction
+#: of the skeleton's height.
+WRITE_TOLERANCE = {"skelanim": 0.0, "pybvh": 0.0, "bvhio": 1e-5}
 
 
-def default_file() -> Path:
-    return mocap_dir() / "cmu_cgspeed_mb" / "01_01.bvh"
+def frame_time(path: Path) -> float:
+    """The ``Frame Time:`` of a BVH file's MOTION header (read as text, without a BVH library)."""
+    with path.open() as lines:
+        for line in lines:
+            if line.strip().lower().startswith("frame time:"):
+                return float(line.split(":", 1)[1])
+    raise ValueError(f"{path}: no 'Frame Time:' line")
 
 
 def _status_kib(field: str) -> int:
@@ -81,9 +95,10 @@ def child(library: str, source: Path, target: Path) -> None:
         import bvhio
 
         root = bvhio.readAsHierarchy(str(source))
+        seconds_per_frame = frame_time(source)
 
         def write() -> None:
-            bvhio.writeHierarchy(str(target), root, 1.0 / 120.0)
+            bvhio.writeHierarchy(str(target), root, seconds_per_frame)
     else:
         raise SystemExit(f"unknown library {library!r}")
     Path("/proc/self/clear_refs").write_text("5")  # reset VmHWM to the current resident size
@@ -96,7 +111,10 @@ def child(library: str, source: Path, target: Path) -> None:
 
 def run_child(library: str, source: Path, target: Path) -> dict[str, float]:
     done = subprocess.run([sys.executable, __file__, "--child", library, str(source), str(target)],
-                          capture_output=True, text=True, check=True)
+                          check=False, capture_output=True, text=True)  # fmt: skip
+    if done.returncode != 0:
+        why = (done.stderr.strip().splitlines() or ["no message"])[-1]
+        raise SystemExit(f"error: {library} could not read or write the take (exit status {done.returncode}): {why}")
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
@@ -106,6 +124,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--frames", type=int, default=100_000)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--bvhio", action="store_true", help="also time bvhio (slow to read a long take)")
+    parser.add_argument("--allow-missing-peers", action="store_true",
+                        help="leave out a peer that is not installed, with a note (default: exit status 2)")
     parser.add_argument("--child", nargs=3, metavar=("LIBRARY", "SOURCE", "TARGET"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
@@ -128,13 +148,18 @@ def main(argv: list[str] | None = None) -> int:
         try:
             __import__(peer)
         except ImportError:
+            if not args.allow_missing_peers:
+                print(f"error: peer {peer} is not installed (pip install {peer}, or pass --allow-missing-peers to "
+                      "leave it out)", file=sys.stderr)  # fmt: skip
+                return 2
             print(f"note: {peer} is not installed; skipped")
         else:
             libraries.append(peer)
     with tempfile.TemporaryDirectory(prefix="skelanim-bench-") as folder:
         source = Path(folder) / "take.bvh"
         bvh.save(take, source)
-        expected = bvh.load(source).positions().numpy()
+        written = bvh.load(source)
+        expected = written.positions().numpy()
         print(f"{args.file} tiled to {take.num_frames} frames, {take.skeleton.num_joints} joints "
               f"({source.stat().st_size / 1e6:.0f} MB as BVH); {os.cpu_count()} CPUs, load average "
               f"{os.getloadavg()[0]:.1f}, {args.repeats} rounds")
@@ -143,10 +168,18 @@ def main(argv: list[str] | None = None) -> int:
             for name in libraries:
                 target = Path(folder) / f"out_{name}.bvh"
                 results[name].append(run_child(name, source, target))
+        failed = []
         for name in libraries:
-            again = bvh.load(Path(folder) / f"out_{name}.bvh").positions().numpy()
+            back = bvh.load(Path(folder) / f"out_{name}.bvh")
+            again = back.positions().numpy()
             error = float(np.abs(again - expected).max()) / take.height if again.shape == expected.shape else np.inf
-            print(f"  {name}: output read back, max |positions - source| = {error:.1e} of skeleton height")
+            same_rate = abs(back.fps - written.fps) <= 1e-6 * written.fps
+            print(f"  {name}: output read back, {back.num_frames} frames at {back.fps:g} fps, max |positions - source| "
+                  f"= {error:.1e} of skeleton height")  # fmt: skip
+            if not (error <= WRITE_TOLERANCE[name] and same_rate):  # not (NaN <= tolerance) fails too
+                failed.append(f"{name} ({back.num_frames} frames at {back.fps:g} fps, positions off by {error:.1e} of "
+                              f"the height; the source: {written.num_frames} at {written.fps:g} fps, tolerance "
+                              f"{WRITE_TOLERANCE[name]:g})")  # fmt: skip
     seconds = {name: statistics.median(r["seconds"] for r in rows) for name, rows in results.items()}
     added = {name: statistics.median(r["added_mib"] for r in rows) for name, rows in results.items()}
     print(f"\n{'library':10s} {'median s':>9s} {'peer/ours':>10s} {'added MiB':>10s} {'peer/ours':>10s}")
@@ -154,6 +187,9 @@ def main(argv: list[str] | None = None) -> int:
         ratios = ("", "") if name == "skelanim" else (f"{seconds[name] / seconds['skelanim']:.2f}",
                                                       f"{added[name] / added['skelanim']:.2f}")
         print(f"{name:10s} {seconds[name]:9.2f} {ratios[0]:>10s} {added[name]:10.0f} {ratios[1]:>10s}")
+    if failed:
+        print(f"error: an output does not read back as the source: {'; '.join(failed)}", file=sys.stderr)
+        return 1
     return 0
 
 
