@@ -90,7 +90,8 @@ def test_a_take_that_cannot_be_written_is_kept(tmp_path: Path, capsys, monkeypat
     take = skelanim.load(sample_path("walk"))
     monkeypatch.setattr(record.VMCRecorder, "__enter__", lambda self: self)
     monkeypatch.setattr(record.VMCRecorder, "__exit__", lambda self, *exc: None)
-    monkeypatch.setattr(record.VMCRecorder, "__init__", lambda self, host, port: setattr(self, "port", port))
+    monkeypatch.setattr(record.VMCRecorder, "__init__",
+                        lambda self, host, port: self.__dict__.update(port=port, target=f"{host}:{port}"))
     monkeypatch.setattr(record.VMCRecorder, "receive", lambda self, **kw: ["frames"])
     monkeypatch.setattr(record, "frames_to_motion", lambda received, fps: take)
     real_save = skelanim.save
