@@ -14,37 +14,13 @@ import torch
 from safetensors import safe_open
 from safetensors.torch import load_file, save_file
 from torch import nn
+from toy_task import ToyTask  # tests/helpers
 
 from skelanim.errors import FormatError
 from skelanim.nn.checkpoint import STATE_NAME, load_train_state, read_train_meta
 from skelanim.nn.train import TrainConfig, fit
 
 CFG = TrainConfig(epochs=2, batch_size=32, lr=1e-2, warmup_steps=5, progress=False)
-
-
-class ToyTask:
-    metric = "val_mse"
-
-    def __init__(self) -> None:
-        g = torch.Generator().manual_seed(0)
-        self.x = torch.randn(512, 4, generator=g)
-        self.y = self.x @ torch.tensor([[1.0], [-2.0], [0.5], [3.0]])
-
-    def num_samples(self) -> int:
-        return 512
-
-    def batch(self, indices, generator):
-        return {"x": self.x[indices], "y": self.y[indices] + 0.01 * torch.randn(len(indices), 1, generator=generator)}
-
-    def loss(self, model, batch):
-        return ((model(batch["x"]) - batch["y"]) ** 2).mean(), {}
-
-    @torch.no_grad()
-    def validate(self, model):
-        return {"val_mse": float(((model(self.x) - self.y) ** 2).mean())}
-
-    def model_config(self):
-        return {"toy": True}
 
 
 class WithUnused(nn.Module):

@@ -7,36 +7,10 @@ import math
 import pytest
 import torch
 from torch import nn
+from toy_task import ToyTask  # tests/helpers
 
 from skelanim.nn.checkpoint import load_model_files
 from skelanim.nn.train import TrainConfig, fit
-
-
-class ToyTask:
-    metric = "val_mse"
-
-    def __init__(self) -> None:
-        g = torch.Generator().manual_seed(0)
-        self.x = torch.randn(512, 4, generator=g)
-        self.y = self.x @ torch.tensor([[1.0], [-2.0], [0.5], [3.0]]) + 0.1
-
-    def num_samples(self) -> int:
-        return 512
-
-    def batch(self, indices, generator):
-        noise = 0.01 * torch.randn(len(indices), 1, generator=generator)
-        return {"x": self.x[indices], "y": self.y[indices] + noise}
-
-    def loss(self, model, batch):
-        loss = ((model(batch["x"]) - batch["y"]) ** 2).mean()
-        return loss, {}
-
-    @torch.no_grad()
-    def validate(self, model):
-        return {"val_mse": float(((model(self.x) - self.y) ** 2).mean())}
-
-    def model_config(self):
-        return {"toy": True}
 
 
 def _model() -> nn.Module:

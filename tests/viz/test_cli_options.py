@@ -7,23 +7,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from cli_output import one_line_error  # tests/helpers
 from PIL import Image
 
 from skelanim.cli import main
 from skelanim.data.samples import sample_path
 
 WALK = str(sample_path("walk"))
-
-
-def one_line_error(capfd: pytest.CaptureFixture[str], code: int, *needles: str) -> str:
-    out, err = capfd.readouterr()
-    assert code == 2, (out, err)
-    lines = err.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("error: "), err
-    assert "Traceback" not in err and out == ""
-    for needle in needles:
-        assert needle in lines[0], (needle, lines[0])
-    return lines[0]
 
 
 def test_plot_dpi_must_be_in_range(capfd: pytest.CaptureFixture[str], tmp_path: Path) -> None:

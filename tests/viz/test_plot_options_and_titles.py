@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from cli_output import one_line_error  # tests/helpers
 from matplotlib.colors import to_rgb
 
 import skelanim
@@ -23,17 +24,6 @@ from skelanim.viz._draw import unit_color
 WALK = str(sample_path("walk"))
 BANDAI_WALK = "bandai_namco_1/dataset-1_walk_normal_001.bvh"
 BANDAI_RUN = "bandai_namco_1/dataset-1_run_happy_001.bvh"
-
-
-def one_line_error(capfd: pytest.CaptureFixture[str], code: int, *needles: str) -> str:
-    out, err = capfd.readouterr()
-    assert code == 2, (out, err)
-    lines = err.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("error: "), err
-    assert "Traceback" not in err and out == ""
-    for needle in needles:
-        assert needle in lines[0], (needle, lines[0])
-    return lines[0]
 
 
 # --------------------------------------------------------------------------- options the kind does not use

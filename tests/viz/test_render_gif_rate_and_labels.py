@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from cli_output import one_line_error  # tests/helpers
 from PIL import Image
 
 import skelanim
@@ -24,17 +25,6 @@ CMU_60FPS = "cmu_iclone_ccrig/002_03.bvh"  # 60 fps, 86 frames
 @pytest.fixture(scope="module")
 def walk() -> Motion:
     return skelanim.load(WALK)
-
-
-def one_line_error(capfd: pytest.CaptureFixture[str], code: int, *needles: str) -> str:
-    out, err = capfd.readouterr()
-    assert code == 2, (out, err)
-    lines = err.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("error: "), err
-    assert "Traceback" not in err and out == ""
-    for needle in needles:
-        assert needle in lines[0], (needle, lines[0])
-    return lines[0]
 
 
 def gif_durations_read_back(path: Path) -> list[int]:

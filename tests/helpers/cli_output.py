@@ -1,0 +1,17 @@
+"""What a refused command prints: exit code 2, one line ``error: ...`` on stderr, nothing on stdout, no traceback."""
+
+from __future__ import annotations
+
+import pytest
+
+
+def one_line_error(capfd: pytest.CaptureFixture[str], code: int, *needles: str) -> str:
+    """The one error line of a refused command (checked as the module docstring says), holding every needle."""
+    out, err = capfd.readouterr()
+    assert code == 2, (out, err)
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), err
+    assert "Traceback" not in err and out == ""
+    for needle in needles:
+        assert needle in lines[0], (needle, lines[0])
+    return lines[0]
