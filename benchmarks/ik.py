@@ -108,6 +108,10 @@ def held_out_positions(data: list[str], model: IKModel, max_frames: int) -> torc
     return pos
 
 
+#: Poses timed one call at a time by ``--speed-only``: 10 groups of 30.
+SINGLE_POSES = 300
+
+
 class _InProcess:
     """One side of :func:`speed_against_reference` run in this process: ``run_method`` of a ``solve`` module
     (today's, or :func:`reference_solve`'s) on ``model``. Each timing returns wall and CPU seconds."""
@@ -115,7 +119,7 @@ class _InProcess:
     def __init__(self, solve: ModuleType, model: object, positions: torch.Tensor) -> None:
         self.fn = lambda x: solve.run_method("gat", x, model)
         self.positions = positions
-        self.single = [positions[i : i + 1] for i in range(300)]
+        self.single = [positions[i : i + 1] for i in range(SINGLE_POSES)]
         self.fn(positions[:1])  # builds the onnxruntime sessions
 
     def quaternions(self) -> torch.Tensor:
@@ -388,6 +392,9 @@ def main() -> None:
         return
     if args.speed_only:
         positions = held_out_positions(args.data, model, args.max_frames)
+        if positions.shape[0] < SINGLE_POSES:  # the batch-1 groups would time empty calls (or fail on them)
+            raise SystemExit(f"--speed-only times {SINGLE_POSES} single poses one call at a time: it needs at least "
+                             f"{SINGLE_POSES} held-out frames, got {positions.shape[0]} (raise --max-frames)")
         new = _InProcess(sys.modules[run_method.__module__], model, positions)
         if args.reference_tree:
             old: _InProcess | _TreeWorker = _TreeWorker(args.reference, model, positions)

@@ -291,3 +291,10 @@ def test_only_the_folders_this_write_made_are_removed(tmp_path: Path, monkeypatc
         (tmp_path / "new3").mkdir()
         raise KeyboardInterrupt
     assert results.is_dir()
+
+
+def test_the_folders_made_before_a_level_that_cannot_be_made_are_removed(tmp_path: Path) -> None:
+    """A review: a name too long for the file system one level down left the folder made above it."""
+    with pytest.raises(OSError, match="cannot create the folder"), atomic_open(tmp_path / "keep1" / ("x" * 300) / "a.txt"):
+        pass
+    assert list(tmp_path.iterdir()) == []

@@ -100,11 +100,11 @@ def _refuse_misplaced(target: Path) -> None:
         raise NotADirectoryError(errno.ENOTDIR, f"Not a directory ({blocker} is a file, not a folder)", str(target))
 
 
-def _make_folders(folder: Path) -> list[Path]:
-    """Create ``folder`` and its missing ancestors, one level at a time as spelled (``new/../out`` makes ``new``);
-    return the folders this call created, outermost first: not one that existed, nor one another process made
-    meanwhile (its ``mkdir`` fails), so that removing them on failure removes nothing else."""
-    created = []
+def _make_folders(folder: Path, created: list[Path]) -> None:
+    """Create ``folder`` and its missing ancestors, one level at a time as spelled (``new/../out`` makes ``new``),
+    appending each folder this call creates to ``created`` as it goes (so those made before a failing level are
+    known too): not one that existed, nor one another process made meanwhile (its ``mkdir`` fails), so that
+    removing them on failure removes nothing else."""
     for level in reversed([folder, *folder.parents]):
         if level.is_dir():
             continue
@@ -113,7 +113,6 @@ def _make_folders(folder: Path) -> list[Path]:
         except FileExistsError:
             continue
         created.append(level)
-    return created
 
 
 def _prepare(target: Path, made: list[Path]) -> str:
@@ -122,7 +121,7 @@ def _prepare(target: Path, made: list[Path]) -> str:
     _refuse_misplaced(target)
     _refuse_read_only(target)
     try:
-        made += _make_folders(target.parent)
+        _make_folders(target.parent, made)
     except OSError as exc:
         raise _about_target(exc, target, f"cannot create the folder {exc.filename or target.parent}") from exc
     try:
