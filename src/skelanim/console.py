@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import signal
 import sys
+import threading
 from typing import NoReturn
 
 
@@ -23,7 +24,8 @@ def entry_point() -> None:
     """Run the ``skelanim`` command line (:func:`skelanim.cli.entry_point`)."""
     noted: list[int] = []
     previous = signal.getsignal(signal.SIGINT)
-    deferred = previous is signal.default_int_handler  # Python's own handler; an ignored SIGINT stays ignored
+    # Python's own handler only (an ignored SIGINT stays ignored), and only where handlers can be set (the main thread)
+    deferred = previous is signal.default_int_handler and threading.current_thread() is threading.main_thread()
     if deferred:
         signal.signal(signal.SIGINT, lambda signum, frame: noted.append(signum))
     try:

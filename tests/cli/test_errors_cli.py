@@ -84,3 +84,26 @@ def test_a_termination_signal_the_process_ignores_stays_ignored():
     finally:
         for sig, handler in before.items():
             signal.signal(sig, handler)
+
+
+def test_the_console_script_runs_outside_the_main_thread(monkeypatch, capsys):
+    """A review: deferring Ctrl-C during the import sets a signal handler, which only the main thread may do."""
+    import threading
+
+    from skelanim import console
+
+    monkeypatch.setattr(sys, "argv", ["skelanim", "info", "no-such-file.bvh"])
+    codes: list[object] = []
+
+    def run() -> None:
+        try:
+            console.entry_point()
+        except SystemExit as done:
+            codes.append(done.code)
+        except Exception as err:  # noqa: BLE001 - what the test is about
+            codes.append(err)
+
+    worker = threading.Thread(target=run)
+    worker.start()
+    worker.join(60)
+    assert codes == [2], codes  # the command's own one-line error, not a ValueError from signal.signal
