@@ -23,7 +23,8 @@ dispatch), larger ones through torch under ``inference_mode`` in chunks of :data
 chunks run on T threads side by side, torch set to one intra-op thread for the duration of the call (most
 ops of a chunk are too small for intra-op parallelism: 1.3-1.4x the poses/s of T intra-op threads on the
 2-core VM). The network's inference path is :meth:`IKGAT.local_rotations` (no bone frames). The crossover was measured with
-``benchmarks/ik.py`` (its runtime table); the onnxruntime session is built on first use (an in-memory ONNX
+``benchmarks/ik.py --runtime-only --threads-list 1 2`` (torch and onnxruntime alternated, 2026-12-06: onnxruntime
+faster at every batch on one torch thread, up to 256 on two, torch from 1024 on two); the onnxruntime session is built on first use (an in-memory ONNX
 export, about a second) and cached on the model, and :func:`load_model` caches loaded models per folder.
 A network moved to a GPU (:meth:`IKModel.to`) runs there through torch, chunk after chunk; its inputs and
 answers, and all around it (the checks, the refinement's LM fit), stay on the CPU.
@@ -67,7 +68,7 @@ ALL_METHODS = (*METHODS, "swing_warm")
 #: The runtimes :meth:`IKModel.predict` runs the network with.
 RUNTIMES = ("auto", "torch", "onnx")
 #: Largest batch that goes through onnxruntime under the automatic runtime.
-ORT_MAX_BATCH = 32
+ORT_MAX_BATCH = 256
 #: Torch processes larger batches in chunks of this many poses.
 TORCH_CHUNK = 256
 
