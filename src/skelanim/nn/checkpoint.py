@@ -220,10 +220,11 @@ def _is_number(value: Any) -> bool:
 
 
 #: Entries of a training state's ``meta`` and what each must be: a count (an integer >= 0), a number, a list, an
-#: object; ``None`` allowed where the name ends in ``?``; the first six are always written.
+#: object; ``None`` allowed where the kind ends in ``?``. :data:`_META_WRITTEN` are always written.
 _META_KINDS = {"epoch": "count", "step_in_epoch": "count", "global_step": "count", "seconds": "number",
                "history": "list", "best": "object?", "epoch_sums": "object?", "epoch_count": "count?",
                "loop": "object?", "settings": "object?"}  # fmt: skip
+_META_WRITTEN = frozenset({"epoch", "step_in_epoch", "global_step", "seconds", "history", "best"})
 _KIND_TESTS = {"count": _is_count, "number": _is_number, "list": lambda v: isinstance(v, list),
                "object": lambda v: isinstance(v, dict)}  # fmt: skip
 
@@ -232,9 +233,9 @@ def _check_info(info: dict[str, Any], path: Path) -> None:
     """Refuse a training state's metadata whose entries are missing or of the wrong kind (they had ended in a
     traceback, or in a loop that went on from a nonsense position)."""
     meta = info["meta"]
-    for number, (key, kind) in enumerate(_META_KINDS.items()):
+    for key, kind in _META_KINDS.items():
         if key not in meta:
-            if number < 6:
+            if key in _META_WRITTEN:
                 raise _corrupt(f"meta has no {key!r} entry", path)
             continue
         value, optional = meta[key], kind.endswith("?")
