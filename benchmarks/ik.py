@@ -54,6 +54,7 @@ from types import ModuleType
 
 import torch
 from _paths import REPO, mocap_dir  # puts the checkout's src first on the path
+from safetensors.torch import save_file
 
 from skelanim.ik.evaluate import evaluate, format_table, select_frames
 from skelanim.ik.model import IKGAT, GATConfig
@@ -147,7 +148,7 @@ class _InProcess:
 
 _TREE_WORKER = """
 import json, sys, time
-src, model_path, positions_path = sys.argv[1:4]
+src, model_path, positions_path, single_poses = sys.argv[1:5]
 sys.path.insert(0, src)
 import torch
 import skelanim
@@ -155,8 +156,9 @@ if not skelanim.__file__.startswith(src):
     raise SystemExit(f"the reference tree's worker imported skelanim from {skelanim.__file__}, not {src}")
 from skelanim.ik.solve import IKModel, run_method
 model = IKModel.load(model_path)
-positions = torch.load(positions_path)
-single = [positions[i : i + 1] for i in range(300)]
+from safetensors.torch import load_file
+positions = load_file(positions_path)["positions"]
+single = [positions[i : i + 1] for i in range(int(single_poses))]
 fn = lambda x: run_method("gat", x, model)
 fn(positions[:1])
 def timed(xs):
@@ -194,9 +196,10 @@ class _TreeWorker:
                              capture_output=True).stdout  # fmt: skip
         with tarfile.open(fileobj=io.BytesIO(tar)) as archive:
             archive.extractall(temp, filter="data")
-        torch.save(positions, Path(temp) / "positions.pt")
+        save_file({"positions": positions.contiguous()}, str(Path(temp) / "positions.safetensors"))
         self.proc = subprocess.Popen([sys.executable, "-c", _TREE_WORKER, str(Path(temp) / "src"), str(model.path),
-                                      str(Path(temp) / "positions.pt")], cwd=temp, stdin=subprocess.PIPE,
+                                      str(Path(temp) / "positions.safetensors"), str(SINGLE_POSES)], cwd=temp,
+                                     stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, text=True)  # fmt: skip
         atexit.register(self.proc.kill)
         self._read()
