@@ -92,7 +92,13 @@ def test_automatic_runtime_picks_by_batch_and_agrees(bandai_rig, bandai_poses, k
     from skelanim.ik.solve import ORT_MAX_BATCH, TORCH_CHUNK, IKModel
 
     model = IKModel(_net(bandai_rig, bandai_poses, **kw), bandai_rig, {})
-    assert model.choose_runtime(1) == "onnx" and model.choose_runtime(ORT_MAX_BATCH + 1) == "torch"
+    assert model.choose_runtime(1) == "onnx" and model.choose_runtime(ORT_MAX_BATCH) == "onnx"
+    assert torch.get_num_threads() == 1 and model.choose_runtime(4 * ORT_MAX_BATCH) == "onnx"  # faster on one thread
+    torch.set_num_threads(2)
+    try:
+        assert model.choose_runtime(ORT_MAX_BATCH) == "onnx" and model.choose_runtime(ORT_MAX_BATCH + 1) == "torch"
+    finally:
+        torch.set_num_threads(1)
     x = _rel(bandai_rig, bandai_poses).double()
     big = torch.cat([x] * (TORCH_CHUNK // len(x) + 2))  # more than one torch chunk
     want = model.predict(big, runtime="torch")

@@ -16,9 +16,9 @@ Methods (all return local quaternions on the model's skeleton):
 ``optimize_warm``         100 LM iterations from the previous frame's answer
 ========================  =======================================================================
 
-Runtime (``IKModel.runtime = "auto"``): batches up to :data:`ORT_MAX_BATCH` poses go through onnxruntime
-(one intra-op thread, a static-shape graph for single poses: per call it costs a fraction of torch's
-dispatch), larger ones through torch under ``inference_mode`` in chunks of :data:`TORCH_CHUNK` poses
+Runtime (``IKModel.runtime = "auto"``): batches up to :data:`ORT_MAX_BATCH` poses, and every batch when torch has
+one thread, go through onnxruntime (one intra-op thread, a static-shape graph for single poses: per call it costs
+a fraction of torch's dispatch; larger batches in chunks of :data:`TORCH_CHUNK`), larger ones through torch under ``inference_mode`` in chunks of :data:`TORCH_CHUNK` poses
 (the attention tensors of bigger chunks fall out of cache). With ``torch.get_num_threads()`` = T > 1 the
 chunks run on T threads side by side, torch set to one intra-op thread for the duration of the call (most
 ops of a chunk are too small for intra-op parallelism: 1.3-1.4x the poses/s of T intra-op threads on the
@@ -186,12 +186,15 @@ class IKModel:
         return self._ort or None
 
     def choose_runtime(self, batch: int) -> str:
-        """``"onnx"`` or ``"torch"`` for a batch of ``batch`` poses under :attr:`runtime` (``auto``: by size)."""
+        """``"onnx"`` or ``"torch"`` for a batch of ``batch`` poses under :attr:`runtime` (``auto``: by size, and
+        above :data:`ORT_MAX_BATCH` by torch's thread count: on one thread onnxruntime is faster at every batch)."""
         if self.device.type != "cpu":
             return "torch"
         if self.runtime != "auto":
             return self.runtime
-        return "onnx" if batch <= ORT_MAX_BATCH and self._ort is not False else "torch"
+        if self._ort is False:
+            return "torch"
+        return "onnx" if batch <= ORT_MAX_BATCH or torch.get_num_threads() == 1 else "torch"
 
     def predict(self, positions: Tensor, *, runtime: str | None = None) -> Tensor:
         """Network local rotations for positions of the model's skeleton.
