@@ -315,6 +315,13 @@ def test_stature_is_the_bone_path_from_head_to_foot() -> None:
                         torch.tensor([[0, 0, 0], [0, 10, 0], [0, 4, 0], [0, 2, 0], [5, 0, 0], [100, 0, 0],
                                       [3, 0, 0], [0, -16, 0], [-3, 0, 0], [0, -16, 0]], dtype=torch.float64))
     assert with_axe.stature() == pytest.approx(10 + 4 + 2 + 3 + 16)  # Head to a foot (Neck to a foot: 2 less)
+    # an audit: two figures under one scene root, 300 units apart, had paired each head with the other's feet too
+    one = ["Hips", "Spine", "Head", "LeftUpLeg", "LeftFoot", "RightUpLeg", "RightFoot"]
+    body = [[0, 10, 0], [0, 5, 0], [3, 0, 0], [0, -16, 0], [-3, 0, 0], [0, -16, 0]]
+    two = Skeleton(["Scene", *one, *[f"B_{n}" for n in one]],
+                   np.array([-1, 0, 1, 2, 1, 4, 1, 6, 0, 8, 9, 8, 11, 8, 13]),
+                   torch.tensor([[0, 0, 0], [0, 0, 0], *body, [300, 0, 0], *body], dtype=torch.float64))
+    assert two.stature() == pytest.approx(5 + 10 + 3 + 16)
     headless = Skeleton(["A", "B", "C"], np.array([-1, 0, 1]), torch.ones(3, 3))
     assert headless.stature() is None
     motion = Motion.rest(headless)

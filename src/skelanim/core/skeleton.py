@@ -279,7 +279,9 @@ class Skeleton:
         """Body size that no pose changes, in the file's units: the length along the bones from a joint named like a
         head or neck to one named like a foot, ankle or toe (:func:`head_and_feet`), the offsets on the path summed,
         the median over all such pairs (so that one stray match, an axe's ``Axe_Head`` or a foot IK effector under a
-        far dummy root, does not decide it); ``None`` where the names find no head or no foot.
+        far dummy root, does not decide it); each head is paired only with the feet of the smallest subtree above it
+        that holds any, so two figures under one scene root are measured each on its own;
+        ``None`` where the names find no head or no foot.
 
         On a standing figure it is 0.9-1.2 times the height the pose shows (the path turns through the hips and
         along the foot); unlike that height it does not shrink when the body crouches, crawls or lies down, so the
@@ -302,8 +304,28 @@ class Skeleton:
                 a = int(self.parents[a])
             return total
 
-        size = float(np.median([path_length(h, f) for h in heads for f in feet]))
+        def nearest_feet(head: int) -> list[int]:
+            """The feet of the smallest subtree above ``head`` that holds any: its own body's, not those of a
+            second figure (or a far effector) under the same scene root."""
+            a = head
+            while a >= 0:
+                under = [f for f in feet if ancestors[f][a]]
+                if under:
+                    return under
+                a = int(self.parents[a])
+            return feet
+
+        ancestors = {f: self._ancestor_mask(f) for f in feet}
+        size = float(np.median([path_length(h, f) for h in heads for f in nearest_feet(h)]))
         return size if np.isfinite(size) and size > 0 else None
+
+    def _ancestor_mask(self, joint: int) -> np.ndarray:
+        """``(J,)`` bool: ``joint`` and every joint above it."""
+        mask = np.zeros(self.num_joints, bool)
+        while joint >= 0:
+            mask[joint] = True
+            joint = int(self.parents[joint])
+        return mask
 
     # ------------------------------------------------------------------ derived skeletons
     def scaled(self, factor: float) -> Skeleton:
