@@ -383,12 +383,11 @@ def test_truncated_file(tmp_path):
     ("content", "pattern"),
     [
         ('{"Loop": "wrap"}', r"missing key 'Frames' \(keys found: 'Loop'\)"),
-        ('{"Frames": [[0.1]]}', r"missing key 'Loop'"),
         ('{"Loop": "wrap", "Frames": []}', r"\"Frames\" must be a non-empty list of frames, found an empty list"),
         ('{"Loop": "wrap", "Frames": 3}', r"\"Frames\" must be a non-empty list of frames, found 3"),
         ('{"Loop": 1, "Frames": [[0.1]]}', r"\"Loop\" must be \"none\", \"wrap\" or \"mirror\", found 1"),
         ('{"Loop": "sometimes", "Frames": [[0.1]]}', r"\"Loop\" must be .*, found \"sometimes\""),
-        ("[1, 2]", r"expected a JSON object with \"Loop\" and \"Frames\", found list"),
+        ("[1, 2]", r"expected a JSON object with \"Frames\", found list"),
         ("", r"x\.txt:1: invalid JSON"),
     ],
 )
@@ -474,3 +473,49 @@ def test_negative_duration_is_printed_as_a_plain_number(tmp_path):
     with pytest.raises(FormatError) as info:
         deepmimic.load(path)
     assert info.value.one_line().endswith("frame 3: value 0 (frame duration): must not be negative, found -0.03")
+
+
+# ---------------------------------------------------------------------------------------- an audit of 2026-12-06
+
+
+def test_a_clip_without_loop_reads_as_none_as_deepmimic_reads_it(tmp_path):
+    """DeepMimic's ``cMotion::LoadJson`` reads ``Loop`` only where present (else ``eLoopNone``); it had been refused."""
+    path = tmp_path / "x.txt"
+    path.write_text(json.dumps({"Frames": walk_frames()[:3]}))
+    motion = deepmimic.load(path)
+    assert motion.metadata["loop"] == "none" and motion.metadata["deepmimic_extra"] == {}
+    assert motion.num_frames == 3
+
+
+def test_nan_and_infinity_are_not_json(tmp_path):
+    """Python's reader takes ``NaN``; strict readers (and DeepMimic's jsoncpp) do not, and the writer wrote it back."""
+    path = tmp_path / "x.txt"
+    frames = json.dumps(walk_frames()[:2])
+    path.write_text('{"Loop": "wrap",\n"Note": "NaN",\n"Bad": [1, {"a": -Infinity}],\n"Frames": ' + frames + "}")
+    with pytest.raises(FormatError, match=r'x\.txt: invalid JSON: "Bad"\[1\]\["a"\] is not a finite number'):
+        deepmimic.load(path)
+    motion = deepmimic.load(sample_path("walk"))
+    target = tmp_path / "out.txt"
+    for extra, pattern in (({"Bad": float("nan")}, r"deepmimic_extra\['Bad'\] as JSON: Out of range float"),
+                           ("abc", r"metadata deepmimic_extra must be an object of top-level keys, found \"abc\"")):
+        with pytest.raises(FormatError, match=pattern):
+            deepmimic.save(motion.copy(metadata={**motion.metadata, "deepmimic_extra": extra}), target)
+        assert not target.exists()
+
+
+def test_frame_durations_outside_the_bvh_range_are_refused(tmp_path):
+    """A first duration of 1e300 had been read as 1e-300 fps (and a glTF export then called that rate too fast)."""
+    for bad in (1e300, 1e-9):
+        path = corrupt(tmp_path, lambda f, d=bad: f[0].__setitem__(0, d))
+        with pytest.raises(FormatError, match=rf"frame 0: value 0 \(frame duration\): expected 1e-06 to 3600 seconds"
+                                              rf" \(a million frames a second to one an hour\), found {re.escape(str(bad))}"):
+            deepmimic.load(path)
+
+
+def test_huge_quaternions_keep_their_rotation(tmp_path):
+    """The norm of ``[1e300, 1e300, 0, 0]`` overflowed to inf: the root turned into a zero (identity) quaternion."""
+    half = math.sqrt(0.5)
+    for scale in (1e300, 1e160):
+        path = corrupt(tmp_path, lambda f, s=scale: f[1].__setitem__(slice(4, 8), [s, s, 0.0, 0.0]))
+        q = deepmimic.load(path).rotations[1, 0]
+        assert torch.allclose(q, torch.tensor([half, half, 0.0, 0.0], dtype=torch.float64), atol=1e-15)

@@ -27,7 +27,7 @@ import numpy as np
 
 from skelanim.errors import FormatError
 from skelanim.io.bvh_numbers import NUMBER_RE, parse_motion_values
-from skelanim.io.common import UTF16_MESSAGE, is_utf16
+from skelanim.io.common import MAX_FRAME_TIME, MIN_FRAME_TIME, UTF16_MESSAGE, is_utf16
 
 __all__ = ["CHANNEL_NAMES", "ParsedBVH", "normalize_bytes", "parse_bvh_bytes"]
 
@@ -39,9 +39,6 @@ CHANNEL_NAMES: dict[str, str] = {
 
 _MOTION_RE = re.compile(rb"(?im)^[ \t]*MOTION[ \t]*\r?$")
 _FRAMES_RE = re.compile(rb"(?i)^[ \t]*Frames[ \t]*:[ \t]*(\S*)[ \t\r]*$")
-#: The shortest and longest ``Frame Time`` a file may give (seconds): beyond them a resample or a video of a few
-#: frames would need millions of frames (a 1e4 s frame resampled to 30 fps: 300,000 a frame), and a stream none.
-MIN_FRAME_TIME, MAX_FRAME_TIME = 1e-6, 3600.0
 _FRAME_TIME_RE = re.compile(rb"(?i)^[ \t]*Frame[ \t]*Time[ \t]*:[ \t]*(\S*)[ \t\r]*$")
 _BOM = b"\xef\xbb\xbf"
 

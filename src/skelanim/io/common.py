@@ -25,11 +25,15 @@ import torch
 from skelanim.core.motion import Motion
 from skelanim.errors import FormatError, ShapeError
 
-__all__ = ["first_non_finite", "nominal_fps", "read_utf8_text", "require_finite_motion", "require_finite_positions", "warn_at_caller"]
+__all__ = ["MAX_FRAME_TIME", "MIN_FRAME_TIME", "first_non_finite", "nominal_fps", "read_utf8_text", "require_finite_motion", "require_finite_positions", "warn_at_caller"]
 
 _IO_DIR = os.path.dirname(os.path.realpath(__file__))
 _PACKAGE_INIT = os.path.join(os.path.dirname(_IO_DIR), "__init__.py")
 _AXES = "xyz"
+#: The shortest and longest frame duration a file may give (a BVH ``Frame Time``, a DeepMimic frame's duration; seconds):
+#: beyond them a resample or a video of a few frames would need millions of frames (a 1e4 s frame resampled to 30 fps:
+#: 300,000 a frame), and a stream none.
+MIN_FRAME_TIME, MAX_FRAME_TIME = 1e-6, 3600.0
 
 
 def nominal_fps(frame_time: float) -> float:

@@ -1,8 +1,9 @@
 """DeepMimic humanoid motion clips (``.txt``/``.json``): ``load`` and ``save``.
 
-A clip is a JSON object ``{"Loop": "wrap" | "none", "Frames": [[44 numbers], ...]}`` (other top-level
-keys, such as ``RightJoints``/``LeftJoints`` in ``run.txt``, are kept in ``metadata["deepmimic_extra"]``
-and written back). Each frame is laid out as
+A clip is a JSON object ``{"Loop": "wrap" | "none", "Frames": [[44 numbers], ...]}`` (``"Loop"`` may be left out,
+as DeepMimic's own reader allows: ``"none"``; other top-level keys, such as ``RightJoints``/``LeftJoints`` in
+``run.txt``, are kept in ``metadata["deepmimic_extra"]`` and written back). Strict JSON: ``NaN`` and ``Infinity``
+are refused on reading and never written. Each frame is laid out as
 
 ======  =============================================================================
 index   value
@@ -70,7 +71,6 @@ from __future__ import annotations
 
 import functools
 import json
-import math
 import os
 from pathlib import Path
 from typing import Any
@@ -84,30 +84,24 @@ from skelanim.core.skeleton import Skeleton
 from skelanim.errors import FormatError, SkeletonError
 from skelanim.io.atomic import atomic_open
 from skelanim.io.bundled import bundled_file
-from skelanim.io.common import nominal_fps, read_utf8_text, warn_at_caller
+from skelanim.io.common import nominal_fps, warn_at_caller
+from skelanim.io.deepmimic_format import (
+    BODY_NAMES,
+    DEFAULT_FPS,
+    FRAME_LAYOUT,
+    FRAME_SIZE,
+    LOOP_MODES,
+    ONE_DOF_BODIES,
+    VALUE_NAMES,
+    frame_rate,
+    json_type,
+    parse_clip,
+)
 from skelanim.io.urdf import parse_urdf
 
 __all__ = ["BODY_NAMES", "BUNDLED_URDF", "DEFAULT_FPS", "FRAME_LAYOUT", "FRAME_SIZE", "LOOP_MODES", "ONE_DOF_BODIES",
            "URDF_SCALE", "bundled_urdf_path", "humanoid_skeleton", "load", "save"]  # fmt: skip
 
-#: The 13 bodies, in frame order (also the skeleton's joint order, parents first).
-BODY_NAMES: tuple[str, ...] = (
-    "root",
-    "chest",
-    "neck",
-    "right_hip",
-    "right_knee",
-    "right_ankle",
-    "right_shoulder",
-    "right_elbow",
-    "left_hip",
-    "left_knee",
-    "left_ankle",
-    "left_shoulder",
-    "left_elbow",
-)
-#: Bodies stored as one angle about local +z.
-ONE_DOF_BODIES: frozenset[str] = frozenset({"right_knee", "right_elbow", "left_knee", "left_elbow"})
 #: The tree the frame layout assumes: body -> parent body.
 _EXPECTED_PARENT: dict[str, str] = {
     "chest": "root",
@@ -128,42 +122,8 @@ URDF_SCALE: float = 0.25
 #: The DeepMimic humanoid URDF shipped with the package (pybullet's, unmodified; zlib notice beside it),
 #: relative to the ``skelanim`` package folder (see :func:`skelanim.io.bundled.bundled_file`).
 BUNDLED_URDF: str = "io/assets/humanoid.urdf"
-#: The ``"Loop"`` modes DeepMimic reads.
-LOOP_MODES = ("none", "wrap", "mirror")
-#: Frame rate given to a one-frame clip whose only duration is 0.
-DEFAULT_FPS: float = 30.0
 _AXIS = (0.0, 0.0, 1.0)
 
-
-def _frame_layout() -> dict[str, slice]:
-    layout = {"duration": slice(0, 1), "root_position": slice(1, 4), "root": slice(4, 8)}
-    start = 8
-    for body in BODY_NAMES[1:]:
-        width = 1 if body in ONE_DOF_BODIES else 4
-        layout[body] = slice(start, start + width)
-        start += width
-    return layout
-
-
-#: Where each quantity lies in a frame: ``"duration"``, ``"root_position"``, then one entry per body
-#: (``"root"`` is the root orientation); quaternion bodies span 4 values, 1-DoF bodies 1.
-FRAME_LAYOUT: dict[str, slice] = _frame_layout()
-#: Values per frame (44).
-FRAME_SIZE: int = FRAME_LAYOUT[BODY_NAMES[-1]].stop
-
-
-def _value_names() -> list[str]:
-    names = ["frame duration", "root position x", "root position y", "root position z"]
-    for body in BODY_NAMES:
-        if body in ONE_DOF_BODIES:
-            names.append(f"{body} angle")
-        else:
-            names.extend(f"{body} quaternion {c}" for c in "wxyz")
-    return names
-
-
-_VALUE_NAMES: list[str] = _value_names()
-assert FRAME_SIZE == 44 and len(_VALUE_NAMES) == FRAME_SIZE
 
 # Documented fallback, used only when the bundled URDF cannot be found (a broken installation): the
 # joint origins of pybullet's humanoid.urdf, unscaled (multiply by URDF_SCALE), and the wrist End Sites.
@@ -304,90 +264,6 @@ def humanoid_skeleton(urdf: str | os.PathLike | None = None) -> Skeleton:
 # ---------------------------------------------------------------------------------------- reading
 
 
-def _json_type(value: Any) -> str:
-    text = json.dumps(value) if not isinstance(value, float) else repr(value)
-    return text if len(text) <= 40 else text[:37] + "..."
-
-
-def _parse(path: str | os.PathLike) -> tuple[dict[str, Any], np.ndarray]:
-    """Read and validate a clip: the JSON object and the ``(F, 44)`` float64 frame array."""
-    text = read_utf8_text(path)
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        hint = " (it reads as a BVH file: name it .bvh)" if text.lstrip().upper().startswith("HIERARCHY") else ""
-        raise FormatError(f"invalid JSON: {exc.msg} (column {exc.colno}){hint}", path=path, line=exc.lineno) from None
-    except RecursionError:
-        raise FormatError("invalid JSON: nested too deeply", path=path) from None
-    if not isinstance(data, dict):
-        raise FormatError(f'expected a JSON object with "Loop" and "Frames", found {type(data).__name__}', path=path)
-    for key in ("Loop", "Frames"):
-        if key not in data:
-            raise FormatError(f"missing key {key!r} (keys found: {', '.join(map(repr, data)) or 'none'})", path=path)
-    if data["Loop"] not in LOOP_MODES:  # DeepMimic reads no other (a CLI audit's "sometimes" had been copied on)
-        found = json.dumps(data["Loop"]) if isinstance(data["Loop"], str) else _json_type(data["Loop"])
-        raise FormatError(f'"Loop" must be "none", "wrap" or "mirror", found {found}', path=path)
-    frames = data["Frames"]
-    if not isinstance(frames, list) or not frames:
-        found = "an empty list" if isinstance(frames, list) else _json_type(frames)
-        raise FormatError(f'"Frames" must be a non-empty list of frames, found {found}', path=path)
-    for i, frame in enumerate(frames):
-        where = f"frame {i}"
-        if not isinstance(frame, list):
-            raise FormatError(
-                f"expected a list of {FRAME_SIZE} values, found {_json_type(frame)}", path=path, where=where
-            )
-        if len(frame) != FRAME_SIZE:
-            raise FormatError(f"expected {FRAME_SIZE} values, found {len(frame)}", path=path, where=where)
-        for k, value in enumerate(frame):
-            if isinstance(value, bool) or not isinstance(value, (int, float)):
-                raise FormatError(
-                    f"value {k} ({_VALUE_NAMES[k]}): expected a number, found {_json_type(value)}",
-                    path=path,
-                    where=where,
-                )
-            try:
-                finite = math.isfinite(value)
-            except OverflowError:  # an integer beyond float range
-                finite = False
-            if not finite:
-                raise FormatError(
-                    f"value {k} ({_VALUE_NAMES[k]}): not a finite number ({value})", path=path, where=where
-                )
-    return data, np.array(frames, dtype=np.float64)
-
-
-def _frame_rate(durations: np.ndarray, path: str | os.PathLike) -> tuple[float, dict[str, Any]]:
-    """fps and the metadata that records how it was found."""
-    negative = np.flatnonzero(durations < 0)
-    if negative.size:
-        i = int(negative[0])
-        raise FormatError(
-            f"value 0 (frame duration): must not be negative, found {float(durations[i])}",
-            path=path,
-            where=f"frame {i}",
-        )
-    timed = durations[:-1] if len(durations) > 1 else durations
-    if len(durations) == 1 and durations[0] == 0:
-        return DEFAULT_FPS, {"fps_assumed": True}
-    zero = np.flatnonzero(timed == 0)
-    if zero.size:
-        raise FormatError(
-            "value 0 (frame duration): must be positive (only the last frame may have 0)",
-            path=path,
-            where=f"frame {int(zero[0])}",
-        )
-    first = float(timed[0])
-    meta: dict[str, Any] = {}
-    if np.all(np.abs(timed - first) <= 1e-6 * first):
-        duration = first
-    else:
-        duration = float(np.median(timed))
-        meta["frame_durations"] = durations.tolist()
-    meta["frame_duration"] = duration
-    return nominal_fps(duration), meta
-
-
 def load(path: str | os.PathLike, *, urdf: str | os.PathLike | None = None) -> Motion:
     """Read a DeepMimic humanoid clip.
 
@@ -413,13 +289,15 @@ def load(path: str | os.PathLike, *, urdf: str | os.PathLike | None = None) -> M
     Raises
     ------
     FormatError
-        Not UTF-8, malformed JSON (with its line), missing ``Loop``/``Frames``, a frame without 44
-        numbers, a non-finite value, a negative or zero frame duration, a zero quaternion, or a bad URDF.
+        Not UTF-8, malformed JSON (with its line; ``NaN`` and ``Infinity`` too), missing ``Frames``, a frame
+        without 44 numbers, a non-finite value, a negative or zero frame duration or one outside
+        :data:`~skelanim.io.common.MIN_FRAME_TIME` to :data:`~skelanim.io.common.MAX_FRAME_TIME`, a zero
+        quaternion, or a bad URDF.
     """
     skeleton = humanoid_skeleton(urdf)
-    data, frames = _parse(path)
+    data, frames = parse_clip(path)
     num_frames = frames.shape[0]
-    fps, time_meta = _frame_rate(frames[:, 0], path)
+    fps, time_meta = frame_rate(frames[:, 0], path)
 
     rotations = torch.empty(num_frames, len(BODY_NAMES), 4, dtype=torch.float64)
     table = torch.from_numpy(frames)
@@ -438,7 +316,7 @@ def load(path: str | os.PathLike, *, urdf: str | os.PathLike | None = None) -> M
                 path=path,
                 where=f"frame {i}",
             )
-        rotations[:, j] = quat_normalize(values)
+        rotations[:, j] = quat_normalize(values / values.abs().amax(-1, keepdim=True))  # no overflow in the norm
 
     metadata: dict[str, Any] = {
         "format": "deepmimic",
@@ -576,7 +454,7 @@ def save(motion: Motion, path: str | os.PathLike, *, loop: str | None = None,
     bad = np.argwhere(~np.isfinite(frames))
     if bad.size:
         i, k = (int(v) for v in bad[0])
-        raise FormatError(f"cannot write a non-finite {_VALUE_NAMES[k]}", path=path, where=f"frame {i}")
+        raise FormatError(f"cannot write a non-finite {VALUE_NAMES[k]}", path=path, where=f"frame {i}")
     duration = motion.metadata.get("frame_duration")
     if not (isinstance(duration, float) and duration > 0 and abs(nominal_fps(duration) - motion.fps) <= 1e-9 * motion.fps):
         duration = 1.0 / motion.fps  # the file's own number only while it stands for the motion's rate
@@ -588,9 +466,17 @@ def save(motion: Motion, path: str | os.PathLike, *, loop: str | None = None,
         warn_at_caller(f"metadata loop {loop_value!r} is no DeepMimic loop mode: written as 'none' (loop= sets one)")
         loop_value = "none"
     extra = motion.metadata.get("deepmimic_extra") or {}
-
+    if not isinstance(extra, dict):
+        raise FormatError(f"metadata deepmimic_extra must be an object of top-level keys, found {json_type(extra)}",
+                          path=path)
     lines = ["{", f'"Loop": {json.dumps(str(loop_value))},']
-    lines += [f"{json.dumps(str(k))}: {json.dumps(v)}," for k, v in extra.items() if k not in ("Loop", "Frames")]
+    for key, value in extra.items():
+        if key in ("Loop", "Frames"):
+            continue
+        try:  # strict JSON: a NaN read by a lenient reader (or carried in glTF extras) is no value DeepMimic reads
+            lines.append(f"{json.dumps(str(key))}: {json.dumps(value, allow_nan=False)},")
+        except (TypeError, ValueError) as exc:
+            raise FormatError(f"cannot write metadata deepmimic_extra[{str(key)!r}] as JSON: {exc}", path=path) from None
     lines += ['"Frames":', "["]
     rows = ["[" + ", ".join(repr(v) for v in row) + "]" for row in frames.tolist()]
     lines += [",\n".join(rows), "]", "}", ""]
