@@ -111,6 +111,22 @@ CASES: list[tuple[str, Callable[[dict[str, Any]], None], str]] = [
      "is already a child of nodes[0]; a node has at most one parent"),
     ("cycle", lambda d: d["nodes"][1].setdefault("children", []).append(0),
      "the nodes form a cycle (nodes[0] -> nodes[1] -> nodes[0]); expected a tree"),
+    # an audit (2026-12-06): the version was not read, and skelanim's own extras were taken as they came, so a
+    # later save crashed (nine channels, a text deepmimic_extra) or failed without naming the file (XXY)
+    ("glTF 1", lambda d: d["asset"].__setitem__("version", "1.0"), 'asset.version: expected a glTF 2 version such as "2.0", found \'1.0\''),
+    ("no asset", lambda d: d.pop("asset"), "asset: expected an object with the glTF version"),
+    ("nine channels", lambda d: d["nodes"][1]["extras"]["skelanim"].__setitem__("channels", ["Xrotation"] * 9),
+     "nodes[1].extras.skelanim.channels: expected at most 6 channels, found 9"),
+    ("axis twice in a row", lambda d: d["nodes"][1]["extras"]["skelanim"].__setitem__(
+        "channels", ["Xrotation", "Xrotation", "Yrotation"]),
+     "nodes[1].extras.skelanim.channels: expected at most 3 rotation channels, no axis twice in a row"),
+    ("unknown channel", lambda d: d["nodes"][1]["extras"]["skelanim"].__setitem__("channels", ["Wrotation"]),
+     "nodes[1].extras.skelanim.channels: expected channel names (X/Y/Z + position/rotation), found 'Wrotation'"),
+    ("carried extra not an object", lambda d: d["animations"][0]["extras"]["skelanim"].__setitem__(
+        "metadata", {"deepmimic_extra": "abc"}),
+     "animations[0].extras.skelanim.metadata.deepmimic_extra: expected an object of top-level keys, found 'abc'"),
+    ("carried frame time", lambda d: d["animations"][0]["extras"]["skelanim"].__setitem__(
+        "metadata", {"frame_time": -1}), "animations[0].extras.skelanim.metadata.frame_time: expected a positive number"),
 ]
 
 

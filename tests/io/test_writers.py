@@ -122,6 +122,34 @@ def test_writer_warnings_point_at_the_caller(tmp_path: Path) -> None:
     assert "has no rotation channels" in str(caught[0].message)
 
 
+def test_a_rotation_its_channels_cannot_hold_is_warned_about(tmp_path: Path) -> None:
+    """An audit: a joint with two rotation channels (a glTF's extras can say so) lost its third axis silently."""
+    motion = walk()
+    sk = motion.skeleton
+    j = next(j for j in range(1, sk.num_joints) if float(motion.rotations[:, j, 1:].abs().max()) > 0.1)
+    channels = list(sk.channels)
+    channels[j] = ("Xrotation", "Yrotation")
+    two = motion.copy(skeleton=Skeleton(sk.names, sk.parents, sk.offsets, channels, sk.end_sites))
+    with pytest.warns(UserWarning, match=rf"joint {sk.names[j]!r} turns about an axis its channels \(Xrotation "
+                                         r"Yrotation\) lack, by up to [0-9.]+ degrees; that part is not written"):
+        skelanim.save(two, tmp_path / "two.bvh")
+    back = skelanim.load(tmp_path / "two.bvh")  # what was written: the X and Y part only
+    k = back.skeleton.names.index(sk.names[j])  # the writer orders joints depth first
+    from skelanim.core.euler import euler_to_quat, quat_to_euler
+
+    xy = quat_to_euler(motion.rotations[:, j], "XYZ")
+    xy[..., 2] = 0.0
+    expected = euler_to_quat(xy, "XYZ")
+    sign = torch.sign((back.rotations[:, k] * expected).sum(-1, keepdim=True))
+    assert float((back.rotations[:, k] * sign - expected).abs().max()) < 1e-5
+    rotations = motion.rotations.clone()
+    rotations[:, j] = back.rotations[:, k]
+    held = two.copy(rotations=rotations)  # already within its channels: no warning
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        skelanim.save(held, tmp_path / "again.bvh")
+
+
 def test_finite_motions_still_write_everywhere(tmp_path: Path) -> None:
     motion = walk()
     for suffix in SUFFIXES:

@@ -410,6 +410,12 @@ def _frame_values(motion: Motion, order: list[int], precision: int) -> np.ndarra
                 for i, j in enumerate(joints):
                     ref[:, i, :n_rot] = source[:, rotations[j]]
             degrees = _continuous_euler(motion.rotations[:, joints], order_str, n_rot, ref, precision)
+            if n_rot < 3 and n_frames:  # the padding axes' angles are what the joint's channels cannot hold
+                lost = np.abs(_wrap(degrees[..., n_rot:])).max(axis=(0, 2))
+                for i in np.flatnonzero(lost > 0.5 * 10.0**-precision).tolist():
+                    held = " ".join(c for c in skeleton.channels[joints[i]] if c.endswith("rotation"))
+                    warn_at_caller(f"joint {skeleton.names[joints[i]]!r} turns about an axis its channels ({held}) "
+                                   f"lack, by up to {float(lost[i]):.3g} degrees; that part is not written")
             for i, j in enumerate(joints):
                 for k, col in enumerate(rotations[j]):
                     out[:, col] = degrees[:, i, k]

@@ -21,7 +21,9 @@ from __future__ import annotations
 import itertools
 import math
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -29,7 +31,7 @@ from skelanim.errors import FormatError
 from skelanim.io.bvh_numbers import NUMBER_RE, parse_motion_values
 from skelanim.io.common import MAX_FRAME_TIME, MIN_FRAME_TIME, UTF16_MESSAGE, is_utf16
 
-__all__ = ["CHANNEL_NAMES", "ParsedBVH", "normalize_bytes", "parse_bvh_bytes"]
+__all__ = ["CHANNEL_NAMES", "ParsedBVH", "channel_list_problem", "normalize_bytes", "parse_bvh_bytes", "rotation_axes_allowed"]
 
 #: Canonical channel names, keyed by their lower-case spelling.
 CHANNEL_NAMES: dict[str, str] = {
@@ -144,6 +146,32 @@ def _offset(tokens: _Tokens, owner: str) -> np.ndarray:
     return np.array(xyz, dtype=np.float64)
 
 
+def rotation_axes_allowed(channels: Sequence[str]) -> bool:
+    """Whether the rotation channels among ``channels`` (canonical names) make an Euler order BVH can hold: at most
+    three, no axis twice in a row (``ZXY`` and ``ZXZ`` are orders, ``ZZX`` is none)."""
+    rotations = [c[0] for c in channels if c.endswith("rotation")]
+    return len(rotations) <= 3 and not any(a == b for a, b in itertools.pairwise(rotations))
+
+
+def channel_list_problem(channels: Sequence[Any]) -> str | None:
+    """Why a joint's list of channel names is no BVH layout (its names in any case), or ``None`` where it is one:
+    the rules :func:`parse_bvh_bytes` reads ``CHANNELS`` lines by, for layouts that come from elsewhere (a glTF
+    file's extras)."""
+    if len(channels) > 6:
+        return f"expected at most 6 channels, found {len(channels)}"
+    canonical: list[str] = []
+    for name in channels:
+        found = CHANNEL_NAMES.get(name.lower()) if isinstance(name, str) else None
+        if found is None:
+            return f"expected channel names (X/Y/Z + position/rotation), found {name!r}"
+        if found in canonical and found.endswith("position"):
+            return f"channel {found} is listed twice"
+        canonical.append(found)
+    if not rotation_axes_allowed(canonical):
+        return f"expected at most 3 rotation channels, no axis twice in a row (like ZXY or ZXZ), found {' '.join(canonical)}"
+    return None
+
+
 def _channels(tokens: _Tokens, owner: str) -> tuple[str, ...]:
     _, line = tokens.next("CHANNELS")  # errors about the list are reported at this line
     tok, ln = tokens.next(f"the channel count of {owner}")
@@ -168,8 +196,7 @@ def _channels(tokens: _Tokens, owner: str) -> tuple[str, ...]:
             raise tokens.error(f"channel {canonical} is listed twice for {owner}", ln)
         names.append(canonical)
         tokens.pos += 1
-    rotations = [c[0] for c in names if c.endswith("rotation")]
-    if len(rotations) > 3 or any(a == b for a, b in itertools.pairwise(rotations)):
+    if not rotation_axes_allowed(names):
         raise tokens.error(
             f"expected at most 3 rotation channels for {owner}, no axis twice in a row (like ZXY or ZXZ), "
             f"found {' '.join(names)}",

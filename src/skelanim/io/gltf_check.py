@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from skelanim.errors import FormatError
+from skelanim.io.bvh_parse import channel_list_problem
 
 __all__ = ["COMPONENT_TYPES", "INTERPOLATIONS", "MAX_ZERO_VALUES", "WIDTHS", "check_document", "check_track"]
 
@@ -159,6 +160,12 @@ def check_document(doc: Any, path: str | os.PathLike) -> None:
     c = _Checker(path)
     if not isinstance(doc, dict):
         raise c.fail("top level", f"expected a JSON object, found {_show(doc)}")
+    asset = doc.get("asset")
+    if not isinstance(asset, dict):
+        raise c.fail("asset", f"expected an object with the glTF version (every glTF file has one), found {_show(asset)}")
+    version = asset.get("version")
+    if not isinstance(version, str) or version.partition(".")[0] != "2":
+        raise c.fail("asset.version", f"expected a glTF 2 version such as \"2.0\", found {_show(version)}")
     buffers, views, accessors = c.items(doc, "buffers"), c.items(doc, "bufferViews"), c.items(doc, "accessors")
     nodes, skins, animations = c.items(doc, "nodes"), c.items(doc, "skins"), c.items(doc, "animations")
 
@@ -207,6 +214,9 @@ def check_document(doc: Any, path: str | os.PathLike) -> None:
         if channels is not None and (not isinstance(channels, list) or not all(isinstance(x, str) for x in channels)):
             raise c.fail(f"{place}.extras.skelanim.channels",
                          f"expected a list of channel names, found {_show(channels)}")
+        problem = channel_list_problem(channels) if channels is not None else None
+        if problem is not None:  # a layout no BVH file could hold would fail (or mislead) a later save
+            raise c.fail(f"{place}.extras.skelanim.channels", problem)
     _check_tree(c, nodes)
 
     for i, skin in enumerate(skins):
@@ -241,6 +251,23 @@ def check_document(doc: Any, path: str | os.PathLike) -> None:
         info = _extras(anim)
         if info is not None and info.get("fps") is not None:
             c.positive(info, "fps", f"{place}.extras.skelanim")
+        if info is not None and info.get("metadata") is not None:
+            _check_carried_metadata(c, info["metadata"], f"{place}.extras.skelanim.metadata")
+
+
+def _check_carried_metadata(c: _Checker, metadata: Any, place: str) -> None:
+    """The take's metadata a skelanim export carries (``gltf.CLIP_METADATA``): the types the writers rely on."""
+    if not isinstance(metadata, dict):
+        raise c.fail(place, f"expected an object, found {_show(metadata)}")
+    for key in ("frame_time", "frame_duration"):
+        if metadata.get(key) is not None:
+            c.positive(metadata, key, place)
+    extra = metadata.get("deepmimic_extra")
+    if extra is not None and not isinstance(extra, dict):
+        raise c.fail(f"{place}.deepmimic_extra", f"expected an object of top-level keys, found {_show(extra)}")
+    loop = metadata.get("loop")
+    if loop is not None and not isinstance(loop, (str, bool)):
+        raise c.fail(f"{place}.loop", f"expected a string or true/false, found {_show(loop)}")
 
 
 def check_track(keys: np.ndarray, values: np.ndarray, *, kind: str, mode: str, place: str,
