@@ -318,6 +318,10 @@ def test_what_float32_cannot_hold_is_refused_before_writing(tmp_path: Path) -> N
     fast = motion.copy(fps=1e46)
     with pytest.raises(ShapeError, match="too fast for glTF's 32-bit key times: frame 1"):
         gltf.save(fast, out)
+    with warnings.catch_warnings():  # an audit: 1e-300 fps had been called too fast, with a numpy warning
+        warnings.simplefilter("error")
+        with pytest.raises(ShapeError, match="1e-300 fps is too slow for glTF's 32-bit key times: frame 1 lies beyond"):
+            gltf.save(motion.copy(fps=1e-300), out)
     assert list(tmp_path.iterdir()) == []
     gltf.save(motion.copy(fps=1e6), out)  # fast but representable: still written, and read back
     assert gltf.load(out).num_frames == motion.num_frames

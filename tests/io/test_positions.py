@@ -208,6 +208,9 @@ GOOD = np.zeros((2, 2, 3))
         ({"positions": GOOD, "fps": np.array(-1.0)}, r"fps: expected one positive number"),
         ({"positions": GOOD, "parents": np.array([-1, 5])}, r"parents: joint 'joint_1' has parent 5"),
         ({"positions": GOOD, "parents": np.array([-1.0, 0.0])}, r"parents: expected \(2,\) integers"),
+        # an audit: no frames read from .npz, which the .csv writer then failed on with a bare numpy error
+        ({"positions": np.zeros((0, 2, 3))}, r"bad\.npz: positions: expected at least one frame, found shape \(0, 2, 3\)"),
+        ({"positions": np.zeros((2, 0, 3))}, r"positions: expected at least one joint, found shape \(2, 0, 3\)"),
     ],
 )
 def test_bad_npz(tmp_path, arrays, pattern):
@@ -311,3 +314,11 @@ def test_csv_not_utf8(tmp_path):
     path.write_bytes(b"a_x,a_y,a_z\n\xff,1,2\n")
     with pytest.raises(FormatError, match=r"bad\.csv:2: not UTF-8 text \(byte 12: 0xff\)"):
         positions.load(path)
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".npz", ".npy"])
+def test_positions_without_frames_are_not_written(tmp_path, suffix):
+    empty = JointPositions(["a", "b"], np.zeros((0, 2, 3)), fps=30.0)
+    with pytest.raises(ShapeError, match=r"positions of shape \(0, 2, 3\) cannot be written: no frames or no joints"):
+        positions.save(empty, tmp_path / f"x{suffix}")
+    assert list(tmp_path.iterdir()) == []

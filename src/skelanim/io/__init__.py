@@ -1,4 +1,5 @@
-"""File formats, one module each, every module with ``load(path) -> Motion`` and ``save(motion, path)``.
+"""File formats, one module each, every module with ``load(path)`` and ``save(obj, path)``: a :class:`Motion` for the
+motion formats; joint positions (:class:`~skelanim.io.positions.JointPositions`) for the position arrays.
 
 :func:`load` and :func:`save` pick the module from the file suffix:
 
@@ -6,8 +7,8 @@
 ``.bvh``                  :mod:`skelanim.io.bvh` (BVH of any exporter)
 ``.txt`` / ``.json``      :mod:`skelanim.io.deepmimic` (DeepMimic humanoid clips)
 ``.glb`` / ``.gltf``      :mod:`skelanim.io.gltf` (skinned skeleton + animation for game engines)
-``.npy .npz .csv``        :mod:`skelanim.io.positions` (joint-position arrays; save only from a Motion,
-                          load with :func:`load_positions`)
+``.npy .npz .csv``        :mod:`skelanim.io.positions` (joint-position arrays: save a Motion (its FK positions)
+                          or JointPositions; load with :func:`load_positions`)
 ========================  ==========================================================
 """
 

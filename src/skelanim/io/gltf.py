@@ -228,7 +228,12 @@ def _document(motion: Motion, name: str, scale: float, unit: str | None, up: int
         _add_bone_mesh(doc, buf, edges, rest, height, len(nodes))
         nodes.append({"name": f"{name}_bones", "mesh": 0, "skin": 0})
 
-    key_times = (np.arange(motion.num_frames) / motion.fps).astype(np.float32)
+    with np.errstate(over="ignore"):
+        key_times = (np.arange(motion.num_frames) / motion.fps).astype(np.float32)
+    if not np.isfinite(key_times).all():
+        beyond = int(np.argmin(np.isfinite(key_times)))
+        raise ShapeError(f"{motion.fps:g} fps is too slow for glTF's 32-bit key times: frame {beyond} lies beyond "
+                         "their range")
     if motion.num_frames > 1 and not (np.diff(key_times) > 0).all():
         stuck = int(np.argmin(np.diff(key_times) > 0)) + 1
         raise ShapeError(f"{motion.fps:g} fps is too fast for glTF's 32-bit key times: frame {stuck} gets the time "

@@ -195,6 +195,9 @@ def _check_positions(array: Any, path: str | os.PathLike, key: str, names: list[
         raise FormatError(f"{key}: expected a real number array, found dtype {array.dtype}", path=path)
     if array.ndim != 3 or array.shape[2] != 3:
         raise FormatError(f"{key}: expected shape (F, J, 3), found {array.shape}", path=path)
+    if array.shape[0] == 0 or array.shape[1] == 0:  # as every motion reader: the CSV writer could not write it back
+        what = "frame" if array.shape[0] == 0 else "joint"
+        raise FormatError(f"{key}: expected at least one {what}, found shape {array.shape}", path=path)
     array = array.astype(np.float64, copy=False)
     bad = np.argwhere(~np.isfinite(array))
     if bad.size:
@@ -580,11 +583,14 @@ def save(obj: Motion | JointPositions, path: str | os.PathLike, *, end_sites: bo
     TypeError
         ``obj`` is neither a Motion nor JointPositions.
     ShapeError
-        A non-finite position (naming the frame, joint and axis); nothing is written, as the readers
-        would refuse the file.
+        A non-finite position (naming the frame, joint and axis), or no frames or joints; nothing is written, as
+        the readers would refuse the file.
     """
     suffix = _suffix(path)
     data = _as_joint_positions(obj, end_sites)
+    if data.positions.shape[0] == 0 or data.positions.shape[1] == 0:
+        raise ShapeError(f"positions of shape {tuple(data.positions.shape)} cannot be written: no frames or no joints "
+                         "(the readers would refuse the file)", path=path)
     require_finite_positions(data.positions, data.names, path)
     if suffix == ".npz":
         _save_npz(data, path)
