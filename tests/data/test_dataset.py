@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import os
 import tempfile
 from pathlib import Path
 
@@ -166,6 +167,42 @@ def test_a_damaged_cache_entry_is_parsed_anew_and_a_hit_keeps_this_files_name(ba
     assert (linked.name, linked.path, linked.labels["style"]) == ("dataset-1_walk_sad_009", str(link), "sad")
 
 
+def test_an_entry_changed_after_writing_is_rebuilt(bandai_few, tmp_path):
+    """An audit: an entry whose positions were changed but stayed finite (bits flipped, header intact) was served."""
+    from safetensors import safe_open
+    from safetensors.torch import load_file, save_file
+
+    fresh = MotionDataset(bandai_few[:1], fps=25.0, cache=tmp_path).clips[0]
+    (entry,) = (tmp_path / "clips").glob("*.safetensors")
+    with safe_open(str(entry), framework="pt") as handle:
+        meta = handle.metadata()
+    tensors = load_file(str(entry))
+    tensors["positions"] *= 0.5
+    save_file(tensors, str(entry), metadata=meta)
+    again = MotionDataset(bandai_few[:1], fps=25.0, cache=tmp_path).clips[0]
+    assert torch.equal(again.positions, fresh.positions)
+    assert torch.equal(load_file(str(entry))["positions"], fresh.positions)  # rewritten
+
+
+def test_a_shared_temporary_cache_folder_is_not_trusted(tmp_path, monkeypatch):
+    """An audit: ``<tmp>/skelanim-cache`` had one name for every user, so whoever made it first could plant entries
+    under another user's (predictable) keys. The folder is now the user's own; one others may write to is not used."""
+    from skelanim.data.cache import temporary_cache
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    own = temporary_cache()
+    assert own == tmp_path / f"skelanim-cache-{os.getuid()}" and (own.stat().st_mode & 0o777) == 0o700
+    own.chmod(0o777)
+    with pytest.warns(UserWarning, match=r"is not this user's own \(or others may write to it\), so it is not used"):
+        fresh = temporary_cache()
+    assert fresh != own and fresh.parent == tmp_path and (fresh.stat().st_mode & 0o777) == 0o700
+    if os.getuid() == 0:  # root can give the folder to another user
+        own.chmod(0o700)
+        os.chown(own, 65534, 65534)
+        with pytest.warns(UserWarning, match="is not this user's own"):
+            assert temporary_cache() != own
+
+
 def test_one_file_named_twice_is_one_clip(bandai_few, tmp_path):
     """A folder and a pattern through another spelling of it (a link) that name the same files: one clip each
     (they were two, and a file split could put the copies on both sides)."""
@@ -294,7 +331,7 @@ def test_missing_files_raise(tmp_path):
 
 def test_data_in_the_home_folder_caches_in_the_temp_folder(bandai_few, tmp_path, monkeypatch, capsys):
     """Files kept in the home folder put the default cache, ``~/.cache/skelanim``, inside their folder: every
-    learning command stopped with a traceback. The default cache now gives way to ``<tmp>/skelanim-cache``; a
+    learning command stopped with a traceback. The default cache now gives way to ``<tmp>/skelanim-cache-<uid>``; a
     cache chosen inside the data is still refused, in one line at the command line."""
     import shutil
 
@@ -309,9 +346,10 @@ def test_data_in_the_home_folder_caches_in_the_temp_folder(bandai_few, tmp_path,
     monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
     (tmp_path / "tmp").mkdir()
-    assert cache_outside(files) == tmp_path / "tmp" / "skelanim-cache"
+    own = tmp_path / "tmp" / f"skelanim-cache-{os.getuid()}"
+    assert cache_outside(files) == own and (own.stat().st_mode & 0o777) == 0o700
     ds = MotionDataset(files)
-    assert len(ds) == 2 and any((tmp_path / "tmp" / "skelanim-cache" / "clips").iterdir())
+    assert len(ds) == 2 and any((own / "clips").iterdir())
     monkeypatch.setenv("SKELANIM_CACHE", str(home / "mine"))
     args = ["learn", "predict", "eval", "--data", str(files[0]), "--split", "none"]
     assert main(args) == 2

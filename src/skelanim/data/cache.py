@@ -3,9 +3,11 @@
 Where
 -----
 ``$SKELANIM_CACHE`` when set, else ``$XDG_CACHE_HOME/skelanim`` (``~/.cache/skelanim``), else, when that is
-not writable, ``<tempdir>/skelanim-cache``. Never inside a data folder: :func:`check_outside` refuses a
+not writable, ``<tempdir>/skelanim-cache-<uid>`` (:func:`temporary_cache`: the user's own, mode 0700; one owned by
+another user or writable by others, whose entries anyone could have planted, is not used: a fresh private folder
+for the process instead, with a warning). Never inside a data folder: :func:`check_outside` refuses a
 cache directory that lies within the folder of a file it would cache (the default one then gives way to
-``<tempdir>/skelanim-cache``, :func:`cache_outside`).
+the temporary one, :func:`cache_outside`).
 
 What
 ----
@@ -13,7 +15,8 @@ One safetensors file per (source file, settings) under ``clips/``: the tensors o
 :class:`~skelanim.data.clips.Clip` plus JSON metadata. The key hashes the file's resolved path, size,
 modification and change times and inode, the settings (fps, ...) and :data:`CACHE_VERSION`, so an edited file (its
 modification time restored or not) or a change to how clips are built misses the cache instead of reading stale
-data. Writes are atomic; a cache that cannot be written is read from where it can be, and clips are built without
+data. Each entry's metadata holds a digest of its tensors' bytes, checked on reading: a damaged entry (or one written
+before the digest) is rebuilt, never used. Writes are atomic; a cache that cannot be written is read from where it can be, and clips are built without
 it otherwise (with a warning).
 """
 
@@ -22,7 +25,9 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import stat
 import tempfile
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +38,8 @@ from safetensors.torch import load_file, safe_open, save_file
 from skelanim.errors import TrainingDataError
 from skelanim.io.atomic import atomic_path
 
-__all__ = ["CACHE_VERSION", "cache_dir", "cache_key", "cache_outside", "check_outside", "read_cached", "write_cached"]
+__all__ = ["CACHE_VERSION", "cache_dir", "cache_key", "cache_outside", "check_outside", "read_cached", "temporary_cache",
+           "write_cached"]  # fmt: skip
 
 #: Bump when the content of cached clips changes.
 CACHE_VERSION = 6  # 3: BVH frame rates read as the rate a rounded Frame Time stands for (io.common.nominal_fps); 4: DeepMimic durations too; 5: the up axis of turned captures (Motion.up_axis); 6: an upside-down source's foot contacts and facing (its signed up direction)
@@ -73,9 +79,29 @@ def cache_dir(override: str | os.PathLike | None = None) -> Path:
     base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "skelanim"
     if _writable(base):
         return base
-    fallback = Path(tempfile.gettempdir()) / "skelanim-cache"
-    fallback.mkdir(parents=True, exist_ok=True)
-    return fallback
+    return temporary_cache()
+
+
+def temporary_cache() -> Path:
+    """``<tempdir>/skelanim-cache-<uid>``, the user's own (created with mode 0700). The temporary folder is shared by
+    every user: a folder of that name that another user owns, or that others may write to, could hold entries planted
+    under this user's keys (they are predictable), so it is not used; a fresh private folder is, for this process,
+    with a warning."""
+    user = os.getuid() if hasattr(os, "getuid") else os.environ.get("USERNAME", "user")
+    path = Path(tempfile.gettempdir()) / f"skelanim-cache-{user}"
+    try:
+        path.mkdir(mode=0o700, exist_ok=True)
+        info = path.lstat()
+    except OSError:
+        info = None
+    own = hasattr(os, "getuid") and info is not None and info.st_uid == os.getuid()
+    if info is not None and stat.S_ISDIR(info.st_mode) and (own or not hasattr(os, "getuid")) and not (
+            info.st_mode & (stat.S_IWGRP | stat.S_IWOTH)):
+        return path
+    fresh = Path(tempfile.mkdtemp(prefix="skelanim-cache-"))
+    warnings.warn(f"the clip cache folder {path} is not this user's own (or others may write to it), so it is not "
+                  f"used; caching in {fresh} for this run (set SKELANIM_CACHE to keep a cache)", stacklevel=2)
+    return fresh
 
 
 def check_outside(cache: Path, files: list[Path]) -> None:
@@ -92,15 +118,14 @@ def check_outside(cache: Path, files: list[Path]) -> None:
 def cache_outside(files: list[Path], override: str | os.PathLike | None = None) -> Path:
     """:func:`cache_dir`, checked to lie outside the data (:func:`check_outside`). The default one that does not
     (data files kept in the home folder, whose ``~/.cache`` then lies in their folder) gives way to
-    ``<tempdir>/skelanim-cache``; one chosen (``override``, ``$SKELANIM_CACHE``) is refused."""
+    :func:`temporary_cache`; one chosen (``override``, ``$SKELANIM_CACHE``) is refused."""
     where = cache_dir(override)
     try:
         check_outside(where, files)
     except TrainingDataError:
         if override is not None or os.environ.get("SKELANIM_CACHE"):
             raise
-        where = Path(tempfile.gettempdir()) / "skelanim-cache"
-        where.mkdir(parents=True, exist_ok=True)
+        where = temporary_cache()
         check_outside(where, files)
     return where
 
@@ -133,21 +158,35 @@ def _entry(cache: Path, key: str) -> Path:
     return cache / "clips" / f"{key}.safetensors"
 
 
+def _digest(tensors: dict[str, torch.Tensor]) -> str:
+    """BLAKE2b of the tensors' names, dtypes, shapes and bytes, in name order."""
+    h = hashlib.blake2b(digest_size=20)
+    for name in sorted(tensors):
+        t = tensors[name].detach().cpu().contiguous()
+        h.update(json.dumps([name, str(t.dtype), list(t.shape)]).encode())
+        h.update(t.view(torch.uint8).numpy().tobytes() if t.numel() else b"")
+    return h.hexdigest()
+
+
 def read_cached(cache: Path, key: str) -> tuple[dict[str, torch.Tensor], dict[str, Any]] | None:
-    """The tensors and metadata stored under ``key``, or ``None`` when absent or unreadable."""
+    """The tensors and metadata stored under ``key``, or ``None`` when absent, unreadable, or not what was written
+    (their digest differs from the one stored beside them, or there is none)."""
     path = _entry(cache, key)
     if not path.is_file():
         return None
     try:
         with safe_open(str(path), framework="pt") as handle:
-            meta = json.loads((handle.metadata() or {})["meta"])
-        return load_file(str(path)), meta
+            stored = handle.metadata() or {}
+            meta = json.loads(stored["meta"])
+        tensors = load_file(str(path))
     except (SafetensorError, OSError, KeyError, ValueError, RuntimeError):
         return None
+    return (tensors, meta) if stored.get("digest") == _digest(tensors) else None
 
 
 def write_cached(cache: Path, key: str, tensors: dict[str, torch.Tensor], meta: dict[str, Any]) -> None:
-    """Store ``tensors`` and JSON ``meta`` under ``key`` (atomically)."""
+    """Store ``tensors`` and JSON ``meta`` under ``key`` (atomically), with the digest :func:`read_cached` checks."""
     path = _entry(cache, key)
+    tensors = {k: v.contiguous() for k, v in tensors.items()}
     with atomic_path(path) as tmp:
-        save_file({k: v.contiguous() for k, v in tensors.items()}, str(tmp), metadata={"meta": json.dumps(meta)})
+        save_file(tensors, str(tmp), metadata={"meta": json.dumps(meta), "digest": _digest(tensors)})
