@@ -203,6 +203,20 @@ def test_a_shared_temporary_cache_folder_is_not_trusted(tmp_path, monkeypatch):
             assert temporary_cache() != own
 
 
+def test_hidden_files_of_a_folder_are_left_out(bandai_few, tmp_path):
+    """An audit: a write killed outright leaves its hidden temporary file (``.walk.tmp-x.bvh``, empty or partial)
+    beside the output; listing the folder had taken it as a motion, and every later command failed on it."""
+    import shutil
+
+    from skelanim.data.dataset import expand_paths
+
+    shutil.copy(bandai_few[0], tmp_path / "walk.bvh")
+    (tmp_path / ".walk.tmp-k2j4.bvh").write_text("")
+    assert [f.name for f in expand_paths([tmp_path])] == ["walk.bvh"]
+    assert [f.name for f in expand_paths([tmp_path / "*.bvh"])] == ["walk.bvh"]  # as a pattern (and a shell) reads it
+    assert [f.name for f in expand_paths([tmp_path / ".walk.tmp-k2j4.bvh"])] == [".walk.tmp-k2j4.bvh"]  # named: kept
+
+
 def test_one_file_named_twice_is_one_clip(bandai_few, tmp_path):
     """A folder and a pattern through another spelling of it (a link) that name the same files: one clip each
     (they were two, and a file split could put the copies on both sides)."""

@@ -41,6 +41,7 @@ def test_atomic_path_keeps_the_suffix_for_writers_that_want_a_name(tmp_path: Pat
     target = tmp_path / "arrays.npz"
     with atomic_path(target) as tmp:
         assert tmp.suffix == ".npz" and tmp.parent == tmp_path
+        assert tmp.name.startswith(".arrays.tmp-")  # hidden and marked: folder listings skip a killed write's file
         np.savez(tmp, a=np.arange(3))  # np.savez would add .npz to a name without it
     assert np.load(target)["a"].tolist() == [0, 1, 2]
     assert os.listdir(tmp_path) == ["arrays.npz"]
@@ -175,6 +176,19 @@ def test_a_name_near_the_file_systems_limit_is_written(tmp_path):
     motion = skelanim.load(sample_path("walk"))
     skelanim.save(motion, target)
     assert skelanim.load(target).num_frames == motion.num_frames and sorted(p.name for p in tmp_path.iterdir()) == [target.name]
+
+
+def test_a_long_name_of_wide_characters_is_written(tmp_path):
+    """An audit: 61 four-byte emoji (244 bytes) + ``.bvh`` is a legal name, but the temporary name kept 64
+    characters (256 bytes) of it and was refused as "File name too long"; it now keeps 64 bytes."""
+    import skelanim
+    from skelanim.data.samples import sample_path
+
+    target = tmp_path / ("\U0001F600" * 61 + ".bvh")
+    assert len(target.name.encode()) == 248
+    motion = skelanim.load(sample_path("walk"))
+    skelanim.save(motion, target)
+    assert skelanim.load(target).num_frames == motion.num_frames and [p.name for p in tmp_path.iterdir()] == [target.name]
 
 
 def test_a_replaced_file_keeps_its_permissions_and_a_link_is_written_through(tmp_path: Path) -> None:

@@ -55,13 +55,15 @@ def expand_paths(paths: Sequence[str | os.PathLike], suffixes: Sequence[str] = M
         it on both sides. Raises ``FileNotFoundError`` for an entry that matches nothing. A folder is read for files
         of ``suffixes`` (by default :data:`MOTION_SUFFIXES`, BVH alone); where ``.txt`` is among them, a ``.txt``
         file in a folder is a motion (a DeepMimic clip) only where it holds JSON: a notes or label file beside the clips
-        (Bandai-Namco's ``content_label.txt``) is left out; named or matched by a pattern it is taken as given.
+        (Bandai-Namco's ``content_label.txt``) is left out; named or matched by a pattern it is taken as given. Hidden
+        files (``.name``: a killed write's temporary file) are left out of a folder, as a shell's ``DIR/*.bvh`` leaves them.
     """
     out: set[Path] = set()
     for entry in paths:
         p = Path(entry).expanduser()
         if p.is_dir():
-            out.update(f for f in p.iterdir() if f.suffix.lower() in suffixes and (f.suffix.lower() != ".txt" or _holds_json(f)))
+            out.update(f for f in p.iterdir() if not f.name.startswith(".") and f.suffix.lower() in suffixes
+                       and (f.suffix.lower() != ".txt" or _holds_json(f)))  # fmt: skip
         elif p.is_file():
             out.add(p)
         else:

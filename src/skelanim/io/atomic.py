@@ -19,9 +19,19 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import IO, Any
 
-#: Characters of the target's name kept in its temporary file's name (hidden, a random part and the suffix added):
-#: a target name near the file system's 255-byte limit must not make the temporary one too long.
+#: Bytes (UTF-8) of the target's name kept in its temporary file's name (hidden, ``.tmp-``, a random part and the
+#: suffix added): a target name near the file system's 255-byte limit must not make the temporary one too long.
 STEM_KEPT = 64
+#: What marks a temporary file's name: ``.<stem>.tmp-<random><suffix>`` (the suffix kept: writers pick their format
+#: by it). A process killed outright leaves one; folder listings skip hidden files (``data.expand_paths``).
+TEMP_MARK = ".tmp-"
+
+
+def _temporary_prefix(target: Path) -> str:
+    """``.<stem>`` + :data:`TEMP_MARK`, the stem cut to :data:`STEM_KEPT` bytes of UTF-8 (at a character's end): 61
+    four-byte characters had made a valid name's temporary file too long."""
+    stem = target.stem.encode("utf-8", "surrogateescape")[:STEM_KEPT].decode("utf-8", "ignore")
+    return f".{stem}{TEMP_MARK}"
 
 
 def _publish(tmp: str, target: Path) -> None:
@@ -125,7 +135,7 @@ def _prepare(target: Path, made: list[Path]) -> str:
     except OSError as exc:
         raise _about_target(exc, target, f"cannot create the folder {exc.filename or target.parent}") from exc
     try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{target.stem[:STEM_KEPT]}.", suffix=target.suffix, dir=target.parent)
+        fd, tmp = tempfile.mkstemp(prefix=_temporary_prefix(target), suffix=target.suffix, dir=target.parent)
     except OSError as exc:
         raise _about_target(exc, target, f"cannot create a file in {target.parent}{os.sep}") from exc
     os.close(fd)
@@ -150,7 +160,7 @@ def check_can_write(path: str | os.PathLike) -> None:
     if not os.access(existing, os.W_OK | os.X_OK):
         raise PermissionError(errno.EACCES, f"Permission denied (cannot write in {existing})", str(target))
     try:  # the one true test (a read-only mount, /proc, a quota): a temporary file made and removed at once
-        fd, probe = tempfile.mkstemp(prefix=f".{target.stem[:STEM_KEPT]}.", suffix=".probe", dir=existing)
+        fd, probe = tempfile.mkstemp(prefix=_temporary_prefix(target), suffix=".probe", dir=existing)
     except OSError as exc:
         raise _about_target(exc, target, f"cannot create a file in {existing}{os.sep}") from exc
     os.close(fd)
