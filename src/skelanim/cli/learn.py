@@ -565,22 +565,23 @@ def evaluate_cmd(
     if as_json:
         echo_json(res)
         return
-    typer.echo(f"{'':>20} {'A':>12} {'B':>12}")
-    for key in (
-        "motions",
-        "frames",
-        "jerk",
-        "foot_skating",
-        "ground_penetration",
-        "bone_length_error",
-        "diversity",
-        "recognised",
-    ):
-        cells = [res[s][key] for s in ("a", "b")]
-        typer.echo(f"{key:>20} " + " ".join(f"{c:12.4g}" if isinstance(c, float) else f"{c!s:>12}" for c in cells))
-    typer.echo(f"{'fid':>20} {res['fid'] if res['fid'] is None else format(res['fid'], '.4g')}")
-    if res["paired"]:
-        for key, value in res["paired"].items():
-            typer.echo(f"{key:>20} {value:.4g}")
+    # each row with what its numbers are in: h = the set's height (row "height"), u = its files' length unit
+    rows = (("motions", ""), ("frames", ""), ("units", ""), ("height", "u"), ("floor", "u"), ("jerk", "h/s^3"),
+            ("jerk_raw", "u/s^3"), ("foot_skating", "h/s"), ("foot_skating_raw", "u/s"), ("ground_penetration", "h"),
+            ("ground_penetration_raw", "u"), ("bone_length_error", "relative"), ("diversity", "features"),
+            ("recognised", "share"))  # fmt: skip
+    typer.echo(f"{'':>36} {'A':>12} {'B':>12}")
+    for key, unit in rows:
+        cells = [("mixed" if key == "units" and res[s][key] is None else res[s][key]) for s in ("a", "b")]
+        label = f"{key} [{unit}]" if unit else key
+        typer.echo(f"{label:>36} " + " ".join(f"{c:12.4g}" if isinstance(c, float) else f"{c!s:>12}" for c in cells))
+    typer.echo(f"{'fid [features]':>36} {res['fid'] if res['fid'] is None else format(res['fid'], '.4g')}")
+    paired_units = {"mpjpe": "h of A", "mpjpe_root_relative": "h of A", "angle_deg": "degrees"}
+    paired = [(f"{k} [{paired_units.get(k, '')}]", v) for k, v in (res["paired"] or {}).items()]
+    paired += [(f"{k}_raw [u of A]", v) for k, v in (res["paired_raw"] or {}).items()]
+    for label, value in paired:
+        typer.echo(f"{label:>36} {value:.4g}")
+    typer.echo("h: heights (lengths divided by the set's height); u: the set's file units (row units); a set "
+               "mixing units has no raw values")  # fmt: skip
     for note in res["notes"]:
         typer.echo(f"note: {note}")

@@ -16,7 +16,7 @@ from tqdm import tqdm
 
 from skelanim.core.motion import Motion
 from skelanim.core.rotations import quat_apply, quat_inverse, quat_multiply
-from skelanim.data.clips import clip_from_motion
+from skelanim.data.clips import clip_from_motion, turned_up
 from skelanim.data.dataset import MotionDataset
 from skelanim.data.features import from_reference_frame, to_reference_frame
 from skelanim.data.rig import Rig
@@ -24,7 +24,7 @@ from skelanim.errors import FormatError, SkeletonError
 from skelanim.learn.common import skeleton_mismatch
 from skelanim.learn.predict import LEARNED, METHODS, CombinedPredictor, Predictor
 from skelanim.learn.predictors import constant_velocity, zero_velocity
-from skelanim.ops.normalize import scale
+from skelanim.ops.normalize import rotate, scale
 from skelanim.ops.resample import sample_frames
 
 __all__ = ["check_method", "continuation_metadata", "lift_out_of_floor", "model_reference_motion", "predict_motion", "predict_retargeted",
@@ -62,7 +62,9 @@ def predict_motion(motion: Motion, *, method: str = "rnn", model: Predictor | Co
     ----------
     motion : Motion
         Input on the model's skeleton topology (any fps: resampled to the model's and back; in other units or
-        at another size, :meth:`~skelanim.data.rig.Rig.size_factor`: scaled to the rig's and back).
+        at another size, :meth:`~skelanim.data.rig.Rig.size_factor`: scaled to the rig's and back; up along
+        another direction than the rig's, a Z-up file: turned onto it and back, :func:`~skelanim.data.clips.turned_up`,
+        so a Z-up copy's continuation is the Y-up original's, turned).
     method : str
         One of :data:`~skelanim.learn.predict.METHODS`.
     model : Predictor or CombinedPredictor, optional
@@ -101,6 +103,12 @@ def predict_motion(motion: Motion, *, method: str = "rnn", model: Predictor | Co
         raise ValueError("predict_motion needs a model or a rig")
     if not motion.skeleton.same_topology(rig.skeleton):
         raise SkeletonError(skeleton_mismatch("predictor", rig.skeleton, motion.skeleton))
+    upright, turn = turned_up(motion, rig.up)
+    if turn is not None:  # up along another axis than the rig's (a Z-up file): predicted turned onto it, turned back
+        out = predict_motion(upright, method=method, model=model, seconds=seconds, rig=rig, ground=ground,
+                             progress=progress)  # fmt: skip
+        back = rotate(out[motion.num_frames :], turn.T)
+        return Motion.concatenate([motion.copy(metadata=out.metadata), back])
     factor = rig.size_factor(motion.skeleton)
     if factor != 1.0:  # the rig's joints in other units or at another size: predicted at the rig's, scaled back
         out = predict_motion(scale(motion, factor), method=method, model=model, seconds=seconds, rig=rig, ground=ground,

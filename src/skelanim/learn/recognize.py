@@ -35,7 +35,7 @@ from torch import Tensor, nn
 
 from skelanim.core.motion import Motion
 from skelanim.core.rotations import rot6d_to_matrix
-from skelanim.data.clips import clip_from_motion
+from skelanim.data.clips import clip_from_motion, turned_up
 from skelanim.data.dataset import MotionDataset
 from skelanim.data.labels import Vocabulary, known_labels
 from skelanim.data.rig import Rig
@@ -287,14 +287,16 @@ class Recognizer(nn.Module):
         return {"windows": win, "probs": self.within_label_spaces(torch.cat(probs), spaces), "features": torch.cat(feats)}
 
     def motions_dataset(self, motions: Sequence[Motion]) -> MotionDataset:
-        """Motions resampled to the model's frame rate (and scaled to the rig's size where they are in other units
-        or of another size, :meth:`~skelanim.data.rig.Rig.size_factor`) as a dataset on its rig; ``ValueError``
-        naming the first motion on a skeleton other than the rig's (by its position, and its file where the motion
-        has one)."""
+        """Motions resampled to the model's frame rate, turned so that their up direction is the rig's
+        (:func:`~skelanim.data.clips.turned_up`: a Z-up copy of a Y-up capture gets the original's features), and
+        scaled to the rig's size where they are in other units or of another size
+        (:meth:`~skelanim.data.rig.Rig.size_factor`), as a dataset on its rig; ``ValueError`` naming the first
+        motion on a skeleton other than the rig's (by its position, and its file where the motion has one)."""
         for i, m in enumerate(motions):
             if not m.skeleton.same_topology(self.rig.skeleton):
                 where = m.metadata.get("path") or f"motion {i}"
                 raise ValueError(f"{where}: {skeleton_mismatch('recogniser', self.rig.skeleton, m.skeleton)}")
+        motions = [turned_up(m, self.rig.up)[0] for m in motions]  # the features are read along the rig's up axis
         motions = [m if (f := self.rig.size_factor(m.skeleton)) == 1.0 else scale(m, f) for m in motions]  # rig's size
         clips = [clip_from_motion(m, fps=self.fps, name=f"motion{i}", path=str(m.metadata.get("path", "")),
                                   labels=known_labels(m.metadata["path"]) if m.metadata.get("path") else None)

@@ -1,13 +1,17 @@
 """Compare two sets of motions with every metric of :mod:`skelanim.metrics` (``skelanim evaluate A B``).
 
-Per set (frame-weighted means over its motions, lengths divided by the set's median height):
+Per set (means over its motions weighted by their duration, as their frame counts at the common rate: a clip at
+120 fps weighs as much as the same clip at 30; lengths divided by the set's median height):
 ``jerk`` (heights/s^3; motions of 4 frames or more), ``foot_skating`` (heights/s; motions of 4 frames or more),
-``ground_penetration`` (heights), ``bone_length_error`` (relative, against the skeleton's offsets, or each bone's
-mean measured length where joints carry translation channels, so bones stretched by them count; the link from a
-static dummy root to the body is no bone) and, with a feature extractor, ``diversity`` (the mean distance between
-feature vectors of the extractor's windows, 64 frames at stride 8 for the recogniser, not of whole motions: a long
-clip weighs as many windows as it holds); with expected contents, ``recognised`` (share of motions whose predicted
-content is the expected one). A measure no motion of a set can give is ``None``, with a note; a motion too short
+``ground_penetration`` (heights), each also raw, in the set's file units (``jerk_raw`` in units/s^3,
+``foot_skating_raw`` in units/s, ``ground_penetration_raw`` in units: the normalised value times the set's
+``height``; ``units`` names the unit, :func:`~skelanim.core.units.motion_unit`, and a set whose motions are in
+different units has no raw values, ``None`` with a note), ``bone_length_error`` (relative, against the
+skeleton's offsets, or each bone's mean measured length where joints carry translation channels, so bones
+stretched by them count; the link from a static dummy root to the body is no bone) and, with a feature
+extractor, ``diversity`` (the mean distance between feature vectors of the extractor's windows, 64 frames at
+stride 8 for the recogniser, not of whole motions: a long clip weighs as many windows as it holds); with
+expected contents, ``recognised`` (share of motions whose predicted content is the expected one). A measure no motion of a set can give is ``None``, with a note; a motion too short
 for jerk or foot skating in a set of longer ones is left out of that mean.
 
 Between the sets: ``fid`` (with a feature extractor) and, when the sets pair up (same count and skeleton
@@ -18,7 +22,7 @@ the mean; both in heights) and
 ``angle_deg`` (local rotations), all over the body's joints (a static dummy root left out). A motion of B at
 another frame rate than its pair is resampled to it first (frames are paired by time), and one whose skeleton is
 of another height at rest (other units or size, more than :data:`SAME_HEIGHT` apart) is scaled to its pair's, each
-with a note.
+with a note. ``paired_raw`` holds ``mpjpe`` and ``mpjpe_root_relative`` in A's file units (``units``).
 
 Set A is the reference (real motion; B the generated, predicted or retargeted one): its floor (the median over
 its motions of the lowest body joint, every motion turned so that its up direction, :meth:`Motion.up_direction`,
@@ -43,18 +47,20 @@ from torch import Tensor
 
 from skelanim.core.motion import Motion
 from skelanim.core.rotations import quat_to_matrix
-from skelanim.core.units import up_to_y_matrix
+from skelanim.core.units import motion_unit, up_to_y_matrix
 from skelanim.data.rig import body_root
 from skelanim.errors import SkeletonError
 from skelanim.metrics.distribution import diversity, fid
 from skelanim.metrics.kinematic import angle_error, bone_length_error, foot_skating, ground_penetration, jerk, mpjpe
 
-__all__ = ["FEET_THRESHOLD", "SAME_HEIGHT", "compare_sets", "set_summary"]
+__all__ = ["FEET_THRESHOLD", "RAW", "SAME_HEIGHT", "compare_sets", "set_summary"]
 
 #: Foot-contact threshold ``H`` of :func:`~skelanim.metrics.kinematic.foot_skating`, fraction of the height.
 FEET_THRESHOLD = 0.02
 #: Relative difference of the two sets' median heights up to which they share height and floor.
 SAME_HEIGHT = 0.1
+#: The measures of :func:`set_summary` that are lengths (per time): they come normalised and raw (``<name>_raw``).
+RAW = ("jerk", "foot_skating", "ground_penetration")
 
 Embedder = Callable[[Sequence[Motion]], tuple[Tensor, list[str]]]
 
@@ -125,42 +131,50 @@ def set_summary(
     jerk_fps : float, optional
         Take the jerk and the foot skating of motions faster than this at this rate (resampled): both grow with
         the rate (a CMU walk at 120 fps skated 20 % more than the same walk at 30). A motion under 4 frames at
-        the rate they are taken at is left out of both.
+        the rate they are taken at is left out of both. Also the common rate of the weights (default the set's
+        slowest).
 
     Returns
     -------
     dict of str to float or None
-        ``motions``, ``frames``, ``jerk``, ``foot_skating``, ``ground_penetration``, ``bone_length_error``
-        (``None`` where no motion can give it: jerk and foot skating need 4 frames, foot skating named feet).
+        ``motions``, ``frames`` (their own, summed), ``jerk``, ``foot_skating``, ``ground_penetration``,
+        ``bone_length_error`` (``None`` where no motion can give it: jerk and foot skating need 4 frames, foot
+        skating named feet), each mean weighted by the motions' durations (a motion of ``F`` frames at ``fps``
+        weighs ``(F - 1) * rate / fps + 1``, its frame count at the common ``rate``: 1 for a single frame, and a
+        clip at 120 fps no more than itself at 30, where its frame count had weighed 4 times as much); and the
+        :data:`RAW` measures times ``height`` as ``<name>_raw`` (in ``height``'s units).
     """
     from skelanim.ops.resample import resample
 
     positions = positions or [m.positions() for m in motions]
+    common = jerk_fps if jerk_fps is not None else min((m.fps for m in motions), default=1.0)
     sums = {"jerk": 0.0, "foot_skating": 0.0, "ground_penetration": 0.0, "bone_length_error": 0.0}
-    weights = dict.fromkeys(sums, 0)
+    weights = dict.fromkeys(sums, 0.0)
     for m, p in zip(motions, positions, strict=True):
         f = p.shape[0]
+        w = (f - 1) * common / m.fps + 1 if f else 0.0  # its duration, in frames at the common rate
         slow = jerk_fps if jerk_fps is not None and m.fps > jerk_fps * (1 + 1e-6) else None  # the rate to take
         at_rate = resample(m, slow).positions() if slow is not None and f >= 4 else p
         rate = slow if slow is not None else m.fps
         if at_rate.shape[0] >= 4:  # counted at the rate taken: 8 frames at 120 fps are 2 at 30
-            sums["jerk"] += f * jerk(at_rate, rate, height=height)
-            weights["jerk"] += f
+            sums["jerk"] += w * jerk(at_rate, rate, height=height)
+            weights["jerk"] += w
             feet = _feet(m)
             if feet:
                 threshold = FEET_THRESHOLD * height
-                sums["foot_skating"] += f * foot_skating(at_rate, feet, rate, up_axis=up_axis, threshold=threshold,
+                sums["foot_skating"] += w * foot_skating(at_rate, feet, rate, up_axis=up_axis, threshold=threshold,
                                                          height=height)  # fmt: skip
-                weights["foot_skating"] += f
+                weights["foot_skating"] += w
         body = p[:, body_root(m) :]
-        sums["ground_penetration"] += f * ground_penetration(body, up_axis=up_axis, floor=floor, height=height)
+        sums["ground_penetration"] += w * ground_penetration(body, up_axis=up_axis, floor=floor, height=height)
         offsets = m.skeleton.offsets if m.joint_translations is None else None
-        sums["bone_length_error"] += f * bone_length_error(p, m.skeleton.parents.tolist(), offsets, bones=_bones(m))
-        weights["ground_penetration"] += f
-        weights["bone_length_error"] += f
+        sums["bone_length_error"] += w * bone_length_error(p, m.skeleton.parents.tolist(), offsets, bones=_bones(m))
+        weights["ground_penetration"] += w
+        weights["bone_length_error"] += w
     frames = sum(p.shape[0] for p in positions)
-    return {"motions": len(motions), "frames": frames,
-            **{k: (v / weights[k] if weights[k] else None) for k, v in sums.items()}}  # fmt: skip
+    means = {k: (v / weights[k] if weights[k] else None) for k, v in sums.items()}
+    raw = {f"{k}_raw": (None if (v := means[k]) is None else v * height) for k in RAW}
+    return {"motions": len(motions), "frames": frames, **means, **raw}
 
 
 def _paired(a: Sequence[Motion], b: Sequence[Motion], rest: dict[str, list[float]], height: float,
@@ -219,14 +233,17 @@ def compare_sets(a: Sequence[Motion], b: Sequence[Motion], *, embed: Embedder | 
     Returns
     -------
     dict
-        ``{"a": {...}, "b": {...}, "fid": float | None, "paired": {...} | None, "height": h, "floor": f,
-        "notes": [...]}``; each set's dict has the ``height`` and ``floor`` it was measured with, and the
-        top-level ones are ``None`` when the sets did not share them.
+        ``{"a": {...}, "b": {...}, "fid": float | None, "paired": {...} | None, "paired_raw": {...} | None,
+        "height": h, "floor": f, "units": u, "notes": [...]}``; each set's dict has the ``height`` and ``floor`` it
+        was measured with and its ``units`` (the length unit of its files, ``None`` where they differ), and the
+        top-level ones are ``None`` when the sets did not share them. ``paired_raw`` is ``mpjpe`` and
+        ``mpjpe_root_relative`` in A's units (``None`` without paired measures or where A mixes units).
     """
     if not a or not b:
         raise ValueError("both sets need at least one motion")
     directions = {"a": [m.up_direction() for m in a], "b": [m.up_direction() for m in b]}
-    originals = {"a": a, "b": b}  # for the feature extractor, which finds its own up axis
+    originals = {"a": a, "b": b}  # for the feature extractor, which finds its own up axis (the recogniser turns
+    # each motion onto its rig's up, Recognizer.motions_dataset)
     a = [_upright(m, d) for m, d in zip(a, directions["a"])]
     b = [_upright(m, d) for m, d in zip(b, directions["b"])]
     pos_a, pos_b = [m.positions() for m in a], [m.positions() for m in b]
@@ -250,11 +267,18 @@ def compare_sets(a: Sequence[Motion], b: Sequence[Motion], *, embed: Embedder | 
         low, high = min(rest[key]), max(rest[key])
         notes.append(f"set {key} mixes skeletons of heights {low:.4g} to {high:.4g} at rest (other skeletons or "
                      f"units): its median motion height {own[key][1]:.4g} normalises them all; compare like with like")  # fmt: skip
+    units = {k: {motion_unit(m.metadata.get("units"), m.stature) for m in s} for k, s in (("a", a), ("b", b))}
+    for key in ("a", "b"):
+        if len(units[key]) > 1:
+            notes.append(f"set {key} mixes length units ({', '.join(sorted(units[key]))}): no raw values, only "
+                         "height-normalised ones")  # fmt: skip
     one_axis = len({axis for axis, _ in [*directions["a"], *directions["b"]]}) == 1  # of every motion: no order
     shared = (one_axis and a[0].skeleton.same_topology(b[0].skeleton) and not mixed
               and size["b"] > 0 and abs(size["a"] / size["b"] - 1) <= SAME_HEIGHT)  # fmt: skip
     up, height, floor = own["a"]  # A is the reference
-    out: dict[str, Any] = {"height": height if shared else None, "floor": floor if shared else None, "notes": notes}
+    unit = {k: next(iter(v)) if len(v) == 1 else None for k, v in units.items()}
+    out: dict[str, Any] = {"height": height if shared else None, "floor": floor if shared else None,
+                           "units": unit["a"] if shared else None, "notes": notes}  # fmt: skip
     if not shared and not mixed:
         notes.append(f"the sets differ in skeleton, up axis or height at rest ({size['a']:.4g} against "
                      f"{size['b']:.4g}): each is measured against its own height and floor")  # fmt: skip
@@ -272,7 +296,9 @@ def compare_sets(a: Sequence[Motion], b: Sequence[Motion], *, embed: Embedder | 
             if out[key][measure] is None:
                 notes.append(f"set {key}: no {measure} (it needs motions of 4 frames or more"
                              + (" with named feet)" if measure == "foot_skating" else ")"))  # fmt: skip
-        out[key]["height"], out[key]["floor"] = ground[1], ground[2]
+        out[key]["height"], out[key]["floor"], out[key]["units"] = ground[1], ground[2], unit[key]
+        if unit[key] is None:  # the set's motions in other units: a raw mean would add centimetres to metres
+            out[key].update(dict.fromkeys([f"{k}_raw" for k in RAW]))
         out[key]["diversity"] = None
         out[key]["recognised"] = None
         if embed is None:
@@ -294,4 +320,6 @@ def compare_sets(a: Sequence[Motion], b: Sequence[Motion], *, embed: Embedder | 
             out[key]["recognised"] = sum(p == c for p, c in zip(predicted, contents)) / len(contents)
     out["fid"] = fid(feats["a"], feats["b"]) if len(feats) == 2 and min(len(feats["a"]), len(feats["b"])) >= 2 else None
     out["paired"] = _paired(a, b, rest, height, notes)
+    keep = out["paired"] is not None and unit["a"] is not None  # in A's heights: A's units times its height
+    out["paired_raw"] = {k: out["paired"][k] * height for k in ("mpjpe", "mpjpe_root_relative")} if keep else None
     return out

@@ -10,8 +10,10 @@ Definitions
   ``|mu_a - mu_b|^2 + Tr(S_a + S_b - 2 (S_a S_b)^{1/2})``. ``Tr((S_a S_b)^{1/2})`` is computed as the sum of
   square roots of the eigenvalues of the symmetric ``S_a^{1/2} S_b S_a^{1/2}`` (clamped at 0), which is
   stable where ``sqrtm`` of a non-symmetric product is not.
-* **Diversity**: the mean Euclidean distance between ``pairs`` random pairs of feature vectors (drawn with a
-  seeded generator, two independent index draws, as in Action2Motion).
+* **Diversity**: the mean Euclidean distance between ``pairs`` random pairs of distinct feature vectors (drawn
+  with a seeded generator: the first index uniformly, the second uniformly among the other ``N - 1`` rows, so no
+  row is paired with itself; Action2Motion draws the two independently, which pairs a row with itself about
+  ``1 / N`` of the time and pulls the mean down by as much).
 * **Multimodality**: the same within each class, averaged over classes with at least two samples.
 * **Accuracy**: the share of predictions equal to the targets.
 * **Outlier share** (poses no real motion has): the share of query rows whose Euclidean distance to their
@@ -29,12 +31,25 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from skelanim.errors import ShapeError
+
 __all__ = ["accuracy", "diversity", "fid", "frechet_distance", "gaussian_stats", "group_means", "multimodality",
            "nearest_distances", "outlier_share", "vote"]
 
 
 def _as64(x: Tensor | np.ndarray) -> Tensor:
     return torch.as_tensor(np.asarray(x) if not isinstance(x, Tensor) else x.detach().cpu(), dtype=torch.float64)
+
+
+def _rows(name: str, x: Tensor | np.ndarray, dims: int | None = None) -> Tensor:
+    """``x`` as a float64 ``(N, D)`` tensor (``D == dims`` when given), else a :class:`~skelanim.errors.ShapeError`
+    naming ``name`` (a 1-D array had been read as N rows of one feature each, or failed in a matrix product)."""
+    t = _as64(x)
+    if t.ndim != 2:
+        raise ShapeError(f"{name} must be (N, D) feature vectors, one per row, got shape {tuple(t.shape)}")
+    if dims is not None and t.shape[1] != dims:
+        raise ShapeError(f"{name} must be (N, {dims}) like the other feature set, got {tuple(t.shape)}")
+    return t
 
 
 def gaussian_stats(features: Tensor | np.ndarray) -> tuple[Tensor, Tensor]:
@@ -50,9 +65,9 @@ def gaussian_stats(features: Tensor | np.ndarray) -> tuple[Tensor, Tensor]:
     tuple of Tensor
         ``(D,)`` mean and ``(D, D)`` unbiased covariance, float64.
     """
-    x = _as64(features)
-    if x.ndim != 2 or x.shape[0] < 2:
-        raise ValueError(f"features must be (N >= 2, D), got {tuple(x.shape)}")
+    x = _rows("features", features)
+    if x.shape[0] < 2:
+        raise ShapeError(f"features must be (N >= 2, D), got {tuple(x.shape)}")
     mu = x.mean(0)
     centred = x - mu
     return mu, centred.T @ centred / (x.shape[0] - 1)
@@ -79,6 +94,12 @@ def frechet_distance(mu_a: Tensor, sigma_a: Tensor, mu_b: Tensor, sigma_b: Tenso
         ``>= 0`` (tiny negative round-off is clamped).
     """
     mu_a, mu_b, sigma_a, sigma_b = (_as64(t) for t in (mu_a, mu_b, sigma_a, sigma_b))
+    if mu_a.ndim != 1:
+        raise ShapeError(f"mu_a must be a (D,) mean, got {tuple(mu_a.shape)}")
+    d = mu_a.shape[0]
+    for name, t, want in (("mu_b", mu_b, (d,)), ("sigma_a", sigma_a, (d, d)), ("sigma_b", sigma_b, (d, d))):
+        if tuple(t.shape) != want:
+            raise ShapeError(f"{name} must be {want} (D = {d}, mu_a's size), got {tuple(t.shape)}")
     root_a = _sqrt_psd(sigma_a)
     middle = root_a @ sigma_b @ root_a
     cross = torch.linalg.eigvalsh((middle + middle.T) / 2).clamp_min(0).sqrt().sum()
@@ -87,17 +108,21 @@ def frechet_distance(mu_a: Tensor, sigma_a: Tensor, mu_b: Tensor, sigma_b: Tenso
 
 
 def fid(features_a: Tensor | np.ndarray, features_b: Tensor | np.ndarray) -> float:
-    """FID between two feature sets ``(N, D)`` and ``(M, D)``; a ``ValueError`` where a feature is not finite."""
-    for name, features in (("first", features_a), ("second", features_b)):
-        if not bool(torch.isfinite(_as64(features)).all()):
+    """FID between two feature sets ``(N, D)`` and ``(M, D)``, ``N, M >= 2``; a ``ValueError`` where a feature is not
+    finite, a :class:`~skelanim.errors.ShapeError` where a set is not 2-D or the sets differ in ``D``."""
+    a = _rows("features_a", features_a)
+    b = _rows("features_b", features_b, a.shape[1])
+    for name, features in (("first", a), ("second", b)):
+        if not bool(torch.isfinite(features).all()):
             raise ValueError(f"the {name} feature set holds NaN or infinite values")
-    return frechet_distance(*gaussian_stats(features_a), *gaussian_stats(features_b))
+    return frechet_distance(*gaussian_stats(a), *gaussian_stats(b))
 
 
 def diversity(features: Tensor | np.ndarray, *, pairs: int = 300, seed: int = 0) -> float:
     """Mean distance between ``pairs`` random pairs of distinct rows of ``features`` ``(N, D)`` (0 when ``N < 2``;
-    a row paired with itself, as draws with replacement allowed, pulled the mean down by about ``1 / N``)."""
-    x = _as64(features)
+    a row paired with itself, as draws with replacement allowed, pulled the mean down by about ``1 / N``); a
+    :class:`~skelanim.errors.ShapeError` for an array that is not 2-D (a 1-D one had been read as one vector)."""
+    x = _rows("features", features)
     if x.shape[0] < 2:
         return 0.0
     g = torch.Generator().manual_seed(seed)
@@ -126,9 +151,18 @@ def multimodality(
     -------
     float
         ``nan`` when no class has two samples.
+
+    Raises
+    ------
+    ShapeError
+        Where ``features`` is not 2-D or ``labels`` does not hold one label per row.
     """
-    x = _as64(features)
-    lab = torch.as_tensor(labels).reshape(-1)
+    x = _rows("features", features)
+    given = torch.as_tensor(labels)
+    lab = given.reshape(-1)
+    if lab.shape[0] != x.shape[0]:
+        raise ShapeError(f"labels must be ({x.shape[0]},), one per row of features {tuple(x.shape)}, got "
+                         f"{tuple(given.shape)}")  # fmt: skip
     values = []
     for k, c in enumerate(torch.unique(lab).tolist()):
         rows = x[lab == c]
@@ -140,7 +174,8 @@ def multimodality(
 def nearest_distances(query: Tensor | np.ndarray, reference: Tensor | np.ndarray, *, chunk: int = 2048) -> Tensor:
     """``(N,)`` Euclidean distance from each row of ``query`` ``(N, D)`` to its nearest row of ``reference``
     ``(M, D)`` (exact, in chunks of ``chunk`` query rows)."""
-    q, r = _as64(query), _as64(reference)
+    q = _rows("query", query)
+    r = _rows("reference", reference, q.shape[1])
     if r.shape[0] == 0:
         raise ValueError("nearest_distances needs at least one reference row")
     return torch.cat([torch.cdist(q[i : i + chunk], r).min(dim=1).values for i in range(0, q.shape[0], chunk)])

@@ -49,6 +49,16 @@ def _t(x: Tensor | np.ndarray) -> Tensor:
     return x.detach().double() if isinstance(x, Tensor) else torch.as_tensor(np.asarray(x), dtype=torch.float64)
 
 
+def _positions(x: Tensor | np.ndarray, name: str = "positions") -> Tensor:
+    """``x`` as a float64 ``(..., F, J, 3)`` tensor, else a :class:`~skelanim.errors.ShapeError` naming ``name`` (an
+    ``(F, 3)`` trajectory had failed with a bare IndexError, or been read as one frame of ``F`` joints)."""
+    t = _t(x)
+    if t.ndim < 3 or t.shape[-1] != 3:
+        raise ShapeError(f"{name} must be (..., F, J, 3) joint positions, got {tuple(t.shape)} (a single joint's "
+                         "(F, 3) path is (F, 1, 3))")  # fmt: skip
+    return t
+
+
 def _pair(pred: Tensor | np.ndarray, target: Tensor | np.ndarray, tail: tuple[int, ...],
           what: str) -> tuple[Tensor, Tensor]:  # fmt: skip
     """``pred`` and ``target`` as float64 tensors of one shape ending in ``tail`` (a target that broadcast against
@@ -161,9 +171,10 @@ def angle_error_at(
 
 
 def jerk(positions: Tensor | np.ndarray, fps: float, *, height: float = 1.0) -> float:
-    """Mean jerk magnitude of ``(..., F, J, 3)`` positions (``F >= 4``), lengths per s^3 (0 when ``F < 4``)."""
+    """Mean jerk magnitude of ``(..., F, J, 3)`` positions (``F >= 4``), lengths per s^3 (0 when ``F < 4``); a
+    :class:`~skelanim.errors.ShapeError` for another shape (an ``(F, 3)`` path is ``(F, 1, 3)``)."""
     fps, height = _positive("fps", fps), _positive("height", height)
-    p = _t(positions)
+    p = _positions(positions)
     if p.shape[-3] < 4:
         return 0.0
     d3 = p[..., 3:, :, :] - 3 * p[..., 2:-1, :, :] + 3 * p[..., 1:-2, :, :] - p[..., :-3, :, :]
@@ -208,7 +219,7 @@ def foot_skating(
     """
     fps, threshold, height = _positive("fps", fps), _positive("threshold", threshold), _positive("height", height)
     up = _axis(up_axis)
-    p = _t(positions)
+    p = _positions(positions)
     p = p[..., _joints("foot joints", feet, p.shape[-2]), :]
     if p.shape[-3] < 2:
         return 0.0
@@ -230,7 +241,7 @@ def ground_penetration(
 ) -> float:
     """Mean over frames of the lowest joint's depth below ``floor`` along ``up_axis`` (as :func:`foot_skating`'s);
     positions ``(..., F, J, 3)``."""
-    p, up = _t(positions), _axis(up_axis)
+    p, up = _positions(positions), _axis(up_axis)
     return float((floor - p[..., up].min(-1).values).clamp_min(0).mean()) / _positive("height", height)
 
 
@@ -255,7 +266,7 @@ def bone_length_error(positions: Tensor | np.ndarray, parents: Sequence[int], of
         Mean relative error over bones (of non-zero reference length) and frames; ``nan`` where a position or
         offset is not finite (a NaN had made every reference length fail its test, and read 0.0, a perfect score).
     """
-    p = _t(positions)
+    p = _positions(positions)
     if len(parents) != p.shape[-2]:
         raise ShapeError(f"parents name {len(parents)} joints, the positions have {p.shape[-2]}")
     wanted = None if bones is None else set(_joints("bones", bones, p.shape[-2]))
