@@ -6,9 +6,13 @@ STAMP := $(VENV)/.installed
 
 .PHONY: demo test tools bench docs clean
 
+# Where torch comes from: pip's own settings by default; on a plain PyPI machine, Linux gets torch's CUDA build
+# (gigabytes), so `make test TORCH_INDEX=https://download.pytorch.org/whl/cpu` asks for the CPU one.
+TORCH_INDEX ?=
+
 $(STAMP): pyproject.toml setup.py src/skelanim/io/_bvh_numbers.c
 	$(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet torch==2.13.0
+	$(PY) -m pip install --quiet torch==2.13.0 $(if $(TORCH_INDEX),--index-url $(TORCH_INDEX))
 	$(PY) -m pip install --quiet -e '.[test]'
 	touch $(STAMP)
 
