@@ -223,7 +223,8 @@ def test_evaluate_refuses_a_label_pattern_without_content(tmp_path, capsys):
 )
 def test_a_training_run_does_not_replace_a_trained_model_or_an_interrupted_run(tmp_path, capsys, command, folders):
     """Every training command refuses, before it reads any data, a new run into a folder holding a model or a run's
-    state (a stage folder of a two-stage run too), naming ``--resume`` and ``--overwrite``; the folder is kept."""
+    state (a stage folder of a two-stage run too), naming ``--overwrite``, and ``--resume`` where a state is there to
+    resume from (a model alone: a run stopped before its first state, which ``--resume`` refuses); the folder is kept."""
     for held in ("config.json", "train_state.safetensors"):
         for folder in folders:
             out = tmp_path / held / folder
@@ -232,6 +233,7 @@ def test_a_training_run_does_not_replace_a_trained_model_or_an_interrupted_run(t
             args = [*command, "--data", str(tmp_path / "no such data"), "-o", str(tmp_path / held)]
             assert main(args) == 2
             lines = capsys.readouterr().err.strip().splitlines()
-            assert len(lines) == 1 and "--resume continues" in lines[0] and "--overwrite replaces" in lines[0], lines
+            assert len(lines) == 1 and "--overwrite replaces" in lines[0], lines
+            assert ("--resume continues" in lines[0]) == (held == "train_state.safetensors"), lines
             assert (out / held).read_bytes() == b"kept"
             shutil.rmtree(tmp_path / held)

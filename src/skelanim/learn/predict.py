@@ -59,6 +59,7 @@ from skelanim.learn.common import (
     file_balance_weights,
     keep_without_validation,
     load_model,
+    load_weights,
     provenance,
     resolved_options,
     rig_fk,
@@ -75,7 +76,6 @@ from skelanim.learn.predictors import (
     vectors_to_frames,
     window_amplitude,
 )  # fmt: skip
-from skelanim.nn.checkpoint import read_model_config, save_model_files
 from skelanim.nn.device import module_device, to_device
 from skelanim.nn.train import TrainConfig, fit
 
@@ -512,10 +512,16 @@ def train_predictor(train_ds: MotionDataset, val_ds: MotionDataset | None, out: 
     meta["task_options"] = {"stride": stride, **(task_options or {})}
     task = PredictTask(model, train_ds, val_ds, stride=stride, meta=meta, **(task_options or {}))
     loop = keep_without_validation(loop, task.validated, log)
-    result = fit(model, task, out, loop, resume=resume, log=log)
+
+    def with_input_range(tensors: dict[str, Tensor], config: dict[str, Any]) -> dict[str, Tensor]:
+        """The weights fit kept (best or last) with the training windows' input range, measured while fit still
+        holds the folder: read after it, the folder may already hold another run's files."""
+        kept = Predictor.from_config(config)
+        load_weights(kept, tensors, Path(out), optional=("input_low", "input_high"))
+        calibrate_input_range(kept.eval(), train_ds, stride=stride, mirror=bool((task_options or {}).get("mirror")))
+        return kept.state_dict()
+
+    result = fit(model, task, out, loop, resume=resume, log=log, finish=with_input_range)
     result.update(metric=task.metric, keep=loop.keep)
-    kept = Predictor.load(out)  # the weights fit kept (best or last), with the training windows' input range
-    calibrate_input_range(kept, train_ds, stride=stride, mirror=bool((task_options or {}).get("mirror")))
-    save_model_files(out, kept.state_dict(), read_model_config(Path(out) / "config.json"))
     result["parameters"] = sum(p.numel() for p in model.parameters())
     return result

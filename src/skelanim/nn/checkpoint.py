@@ -2,8 +2,9 @@
 
 A **model folder** holds ``model.safetensors`` (the weights and persistent buffers) and ``config.json``
 (everything needed to rebuild the module: architecture, skeleton, metrics, provenance). ``model.safetensors``
-is written first, then ``config.json``; each is written to a temporary file and renamed, so a kill leaves
-either the previous pair or the new one (the loader checks that they agree).
+is written first, then ``config.json``; each is written to a temporary file and renamed. ``config.json`` records
+the SHA-256 of the weights file (``weights_file_sha256``), so the loader refuses new weights beside the previous
+config (a kill between the two renames); folders written before it was recorded load unchecked.
 
 A **training state** (for ``--resume``) is one file, ``train_state.safetensors``: the model's tensors under
 ``model/``, the optimizer's under ``optim/<param index>/<name>``, the torch RNG under ``rng/torch``, and a
@@ -13,6 +14,7 @@ JSON string (epoch, step, best metric, history, optimizer hyper-parameters) in t
 from __future__ import annotations
 
 import errno
+import hashlib
 import json
 import os
 import shutil
@@ -29,7 +31,7 @@ from skelanim.errors import FormatError
 from skelanim.io.atomic import atomic_open, atomic_path
 
 __all__ = [
-    "CONFIG_NAME", "STATE_NAME", "WEIGHTS_NAME", "check_finite_weights", "check_optimizer_state", "config_error",
+    "CONFIG_NAME", "DIGEST_KEY", "STATE_NAME", "WEIGHTS_NAME", "check_finite_weights", "check_optimizer_state", "config_error",
     "load_model_files", "load_train_state", "read_model_config", "read_train_meta", "save_model_files", "save_train_state",
     "update_model_config",
 ]  # fmt: skip
@@ -37,6 +39,16 @@ __all__ = [
 WEIGHTS_NAME = "model.safetensors"
 CONFIG_NAME = "config.json"
 STATE_NAME = "train_state.safetensors"
+#: The entry of ``config.json`` holding the SHA-256 (hex) of ``model.safetensors``'s bytes.
+DIGEST_KEY = "weights_file_sha256"
+
+
+def _file_sha256(path: str | os.PathLike) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
 
 
 def _contiguous(tensors: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
@@ -53,8 +65,8 @@ def save_model_files(folder: str | os.PathLike, tensors: dict[str, torch.Tensor]
     tensors : dict of str to Tensor
         Weights and buffers (a ``state_dict``).
     config : dict
-        JSON-serialisable description; ``config["tensors"]`` is set to the tensor names and shapes so the
-        loader can tell a mismatched pair.
+        JSON-serialisable description; ``config["tensors"]`` is set to the tensor names and shapes and
+        ``config["weights_file_sha256"]`` to the weights file's digest, so the loader can tell a mismatched pair.
     """
     folder = Path(folder)
     created = not folder.exists()
@@ -69,6 +81,7 @@ def save_model_files(folder: str | os.PathLike, tensors: dict[str, torch.Tensor]
                 full = "No space left" in str(err)
                 raise OSError(errno.ENOSPC if full else errno.EIO, f"cannot write the weights: {err}",
                               str(folder / WEIGHTS_NAME)) from None  # fmt: skip
+            config[DIGEST_KEY] = _file_sha256(tmp)
         with atomic_open(folder / CONFIG_NAME) as handle:
             json.dump(config, handle, indent=1)
             handle.write("\n")
@@ -80,9 +93,10 @@ def save_model_files(folder: str | os.PathLike, tensors: dict[str, torch.Tensor]
 
 def update_model_config(folder: str | os.PathLike, config: dict[str, Any]) -> None:
     """Rewrite the ``config.json`` of a model folder written by :func:`save_model_files` (atomically), its
-    weights untouched: ``config`` must keep their ``"tensors"`` entry."""
+    weights untouched: ``config`` must keep their ``"tensors"`` and ``"weights_file_sha256"`` entries."""
     path = Path(folder) / CONFIG_NAME
-    if read_model_config(path).get("tensors") != config.get("tensors"):
+    held = read_model_config(path)
+    if any(held.get(key) != config.get(key) for key in ("tensors", DIGEST_KEY)):
         raise ValueError(f"{path}: the new config does not describe the folder's weights")
     with atomic_open(path) as handle:
         json.dump(config, handle, indent=1)
@@ -129,7 +143,9 @@ def load_model_files(folder: str | os.PathLike) -> tuple[dict[str, torch.Tensor]
     Raises
     ------
     FormatError
-        When the folder or a file is missing, unreadable or corrupt, or the two files disagree.
+        When the folder or a file is missing, unreadable or corrupt, or the two files disagree: tensor names or
+        shapes other than ``config.json`` lists, or a weights file other than the one whose digest it records
+        (written by different runs: a write was interrupted between the two files).
     """
     folder = Path(folder)
     expected = f"expected a model folder with {WEIGHTS_NAME} and {CONFIG_NAME}"
@@ -146,6 +162,10 @@ def load_model_files(folder: str | os.PathLike) -> tuple[dict[str, torch.Tensor]
     shapes = {k: list(v.shape) for k, v in sorted(tensors.items())}
     if "tensors" in config and config["tensors"] != shapes:
         raise FormatError(f"weights do not match {CONFIG_NAME} (tensor names or shapes differ)", path=folder)
+    recorded = config.get(DIGEST_KEY)
+    if recorded is not None and recorded != _file_sha256(folder / WEIGHTS_NAME):
+        raise FormatError(f"{WEIGHTS_NAME} does not match {CONFIG_NAME}: written by different runs (a write was "
+                          "interrupted)", path=folder)  # fmt: skip
     return tensors, config
 
 
@@ -349,6 +369,10 @@ def load_train_state(path: str | os.PathLike) -> tuple[dict[str, torch.Tensor], 
         :func:`check_finite_weights` check the rest once the model is known.
     """
     path = Path(path)
+    if not path.is_file() and (path.parent / CONFIG_NAME).is_file():  # a run stopped before it saved a state
+        raise FormatError("no training state to resume from: the run that wrote the model here stopped before it "
+                          "saved one, so it cannot be continued; --overwrite trains anew into this folder, or choose "
+                          "another output folder", path=path)  # fmt: skip
     if not path.is_file():
         raise FormatError("no training state to resume from (train without --resume first)", path=path)
     info = _state_info(path)

@@ -11,7 +11,9 @@ what to write beside the weights); :func:`fit` does the rest:
   the model folder (``model.safetensors`` + ``config.json``) is rewritten (after every epoch with
   ``keep="last"``, so the folder ends with the final weights). ``train_state.safetensors``
   (weights, optimizer, position in the data) is written at each epoch end and every ``save_every_s``
-  seconds; ``resume=True`` continues from it. All writes are atomic.
+  seconds; ``resume=True`` continues from it. All writes are atomic, and the run holds a lock on the folder from
+  start to end (:mod:`skelanim.nn.outdir`): a second run into it is refused, and one that fails before writing
+  anything leaves no empty folder.
 * **DDP.** Under ``torchrun`` (see :mod:`skelanim.nn.distributed`) the model is wrapped in
   ``DistributedDataParallel``; each rank takes its slice of every global batch; rank 0 validates, prints
   and writes. Models whose loss leaves some parameters without a gradient (a GAN's discriminator during a
@@ -43,6 +45,7 @@ import json
 import math
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -60,6 +63,7 @@ from skelanim.nn.checkpoint import (
     WEIGHTS_NAME,
     check_finite_weights,
     check_optimizer_state,
+    load_model_files,
     load_train_state,
     read_model_config,
     save_model_files,
@@ -67,8 +71,10 @@ from skelanim.nn.checkpoint import (
     update_model_config,
 )
 from skelanim.nn.device import rank_device, to_device
+from skelanim.nn.outdir import check_output_folders, check_same_kind, training_folder
 
-__all__ = ["Task", "TrainConfig", "fit", "parameter_fingerprint", "seeded_generator", "unused_parameters"]
+__all__ = ["Task", "TrainConfig", "check_output_folders", "fit", "parameter_fingerprint", "seeded_generator",
+           "unused_parameters"]  # fmt: skip
 
 
 @dataclass
@@ -161,6 +167,10 @@ class Task(Protocol):
 
     # Optional: ``to_device(self, device: torch.device) -> None`` moves the tensors the loss and validation use
     # (called once by :func:`fit` before training when the task has it).
+
+
+#: ``finish(tensors, config) -> tensors`` of :func:`fit`: the kept weights to write, from those the folder holds.
+Finish = Callable[[dict[str, Tensor], dict[str, Any]], dict[str, Tensor]]
 
 
 def seeded_generator(*keys: int) -> torch.Generator:
@@ -312,44 +322,6 @@ def _check_same_settings(saved: dict[str, Any] | None, settings: dict[str, Any],
                    f"({', '.join(k.removeprefix('training.') for k in changed)} differ)", file=sys.stderr)
 
 
-def _check_same_kind(out_dir: Path, made: str | None) -> None:
-    """Refuse to train a ``made`` model into a folder that holds a model of another format (a recogniser's folder
-    given to a predictor's training had been replaced without a word); an unreadable or format-less config passes."""
-    path = out_dir / CONFIG_NAME
-    if made is None or not path.is_file():
-        return
-    try:
-        held = read_model_config(path).get("format")
-    except SkelanimError:
-        return
-    if isinstance(held, str) and held != made:
-        raise FormatError(f"the folder holds a {held} model, which this run's {made} would replace: choose another "
-                          "output folder", path=out_dir)  # fmt: skip
-
-
-def check_output_folders(*folders: str | Path, resume: bool, overwrite: bool) -> None:
-    """Before a training command loads its data: refuse a new run (neither ``resume`` nor ``overwrite``) into a
-    folder that holds a trained model or a run's training state, which the run would replace (:func:`fit` itself
-    replaces them, and refuses a model of another kind even so). ``resume`` with ``overwrite`` is refused as
-    contradictory.
-
-    Parameters
-    ----------
-    folders : path
-        The folders the run writes model files into (the output folder; a two-stage run's stage folders too).
-    """
-    if resume and overwrite:
-        raise SkelanimError("--resume continues the run in the output folder and --overwrite replaces it: give one")
-    if resume:
-        return
-    paths = [Path(f) for f in folders]
-    held = [p for p in paths if (p / CONFIG_NAME).is_file() or (p / STATE_NAME).is_file()]
-    if held and not overwrite:
-        raise FormatError("the folder holds a trained model or an interrupted run, which this run would replace: "
-                          "--resume continues an interrupted run, --overwrite replaces it, or choose another "
-                          "output folder", path=held[0])  # fmt: skip
-
-
 def fit(
     model: nn.Module,
     task: Task,
@@ -358,6 +330,7 @@ def fit(
     *,
     resume: bool = False,
     log: Any = None,
+    finish: Finish | None = None,
 ) -> dict[str, Any]:
     """Train ``model`` on ``task``; write the best model folder and a resumable state into ``out_dir``.
 
@@ -377,6 +350,11 @@ def fit(
         the run this one replaces) and a model of another kind there is refused.
     log : callable, optional
         ``log(str)`` for one line per epoch (default: ``tqdm.write`` on rank 0).
+    finish : callable, optional
+        ``finish(tensors, config)`` on rank 0 at the end, while the folder is still locked: given the weights and
+        config the model folder holds, it returns the weights to write there instead (a predictor's input range,
+        measured with the kept weights). The folder is not read again after :func:`fit` returns, so what another
+        run writes there later cannot be mixed in.
 
     Returns
     -------
@@ -389,8 +367,20 @@ def fit(
     ------
     FormatError
         When ``resume`` finds no training state, a corrupt one, or one of another run (model, loop or options).
+    SkelanimError
+        When another training is writing ``out_dir`` (rank 0 holds a lock on it for the whole run: see
+        :func:`skelanim.nn.outdir.training_folder`, which also removes a folder this created that stays empty).
     """
     out_dir = Path(out_dir)
+    ddp.setup()
+    rank_device(torch.device(config.device))  # the GPU of this rank, current before the ranks agree on the folder
+    with training_folder(out_dir, main=ddp.is_main()):
+        return _fit(model, task, out_dir, config, resume=resume, log=log, finish=finish)
+
+
+def _fit(model: nn.Module, task: Task, out_dir: Path, config: TrainConfig, *, resume: bool, log: Any,
+         finish: Finish | None) -> dict[str, Any]:
+    """:func:`fit` in its locked folder."""
     distributed = ddp.setup()
     main = ddp.is_main()
     world, rank = ddp.world_size(), ddp.rank()
@@ -415,7 +405,7 @@ def fit(
                             "seconds": 0.0}  # fmt: skip
     settings = resume_settings(task.model_config())
     if not resume:  # a model of another kind in the folder would be replaced by this run's (every rank checks)
-        _check_same_kind(out_dir, task.model_config().get("format"))
+        check_same_kind(out_dir, task.model_config().get("format"))
         if main:  # a replaced run's state: a later resume would have gone on from it, had this run stopped early
             (out_dir / STATE_NAME).unlink(missing_ok=True)
     averaged = None
@@ -492,8 +482,6 @@ def fit(
     def stop_now() -> bool:
         return config.max_steps is not None and meta["global_step"] >= config.max_steps
 
-    if main:
-        out_dir.mkdir(parents=True, exist_ok=True)
     while meta["epoch"] < config.epochs and not stop_now():
         epoch = meta["epoch"]
         order = torch.randperm(n, generator=seeded_generator(config.seed, epoch))
@@ -570,10 +558,15 @@ def fit(
     if not stop_now() or meta["step_in_epoch"]:
         save_state()
     if main and (out_dir / WEIGHTS_NAME).exists():  # the folder's config gets the epochs after the one it holds
-        kept = read_model_config(out_dir / CONFIG_NAME)
+        tensors, kept = load_model_files(out_dir) if finish else ({}, read_model_config(out_dir / CONFIG_NAME))
         training = kept.get("training")
-        if isinstance(training, dict) and len(training.get("history") or []) < len(meta["history"]):
-            update_model_config(out_dir, {**kept, "training": {**training, "history": meta["history"]}})
+        longer = isinstance(training, dict) and len(training.get("history") or []) < len(meta["history"])
+        if isinstance(training, dict) and longer:
+            kept = {**kept, "training": {**training, "history": meta["history"]}}
+        if finish is not None:  # still locked: the folder holds this run's files
+            save_model_files(out_dir, finish(tensors, kept), kept)
+        elif longer:
+            update_model_config(out_dir, kept)
         held = training.get("stopped") if isinstance(training, dict) else None  # weights of a stop inside an epoch
         if not stop and isinstance(held, dict) and isinstance(held.get("epoch"), (int, float)):  # an earlier call's
             stop.update(step=round(held["epoch"] * steps_per_epoch), epoch=held["epoch"])
