@@ -187,15 +187,21 @@ def test_an_entry_changed_after_writing_is_rebuilt(bandai_few, tmp_path):
 def test_a_shared_temporary_cache_folder_is_not_trusted(tmp_path, monkeypatch):
     """An audit: ``<tmp>/skelanim-cache`` had one name for every user, so whoever made it first could plant entries
     under another user's (predictable) keys. The folder is now the user's own; one others may write to is not used."""
+    import skelanim.data.cache as cache_module
     from skelanim.data.cache import temporary_cache
 
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    at_exit: list = []
+    monkeypatch.setattr(cache_module.atexit, "register", lambda f, *a, **k: at_exit.append((f, a, k)))
     own = temporary_cache()
     assert own == tmp_path / f"skelanim-cache-{os.getuid()}" and (own.stat().st_mode & 0o777) == 0o700
     own.chmod(0o777)
     with pytest.warns(UserWarning, match=r"is not this user's own \(or others may write to it\), so it is not used"):
         fresh = temporary_cache()
     assert fresh != own and fresh.parent == tmp_path and (fresh.stat().st_mode & 0o777) == 0o700
+    ((func, args, kwargs),) = at_exit  # what the process does when it ends: the fresh folder goes (they piled up)
+    func(*args, **kwargs)
+    assert not fresh.exists()
     if os.getuid() == 0:  # root can give the folder to another user
         own.chmod(0o700)
         os.chown(own, 65534, 65534)

@@ -23,7 +23,7 @@ import skelanim.io
 from skelanim import Motion, Skeleton
 from skelanim.core.rotations import axis_angle_to_quat, quat_multiply
 from skelanim.data.samples import sample_path
-from skelanim.errors import FormatError, SkeletonError
+from skelanim.errors import FormatError, ShapeError, SkeletonError
 from skelanim.io import deepmimic
 from skelanim.io.positions import JointPositions
 
@@ -519,3 +519,16 @@ def test_huge_quaternions_keep_their_rotation(tmp_path):
         path = corrupt(tmp_path, lambda f, s=scale: f[1].__setitem__(slice(4, 8), [s, s, 0.0, 0.0]))
         q = deepmimic.load(path).rotations[1, 0]
         assert torch.allclose(q, torch.tensor([half, half, 0.0, 0.0], dtype=torch.float64), atol=1e-15)
+
+
+def test_a_rate_the_reader_refuses_is_not_written(tmp_path):
+    """A review: 1e-4 fps (a frame of 10,000 s) and 2e6 fps were written to .txt and .bvh, which then could not be read."""
+    motion = deepmimic.load(sample_path("walk"))
+    for fps in (1e-4, 2e6):
+        for name in ("x.txt", "x.bvh"):
+            with pytest.raises(ShapeError, match=rf"x\.{name[-3:]}: {re.escape(f'{fps:g}')} fps cannot be written: a "
+                                                 "frame lasts 1e-06 to 3600 seconds"):
+                skelanim.io.save(motion.copy(fps=fps), tmp_path / name)
+    assert list(tmp_path.iterdir()) == []
+    skelanim.io.save(motion.copy(fps=1 / 3600), tmp_path / "slow.txt")  # the bounds themselves are readable
+    assert deepmimic.load(tmp_path / "slow.txt").fps == pytest.approx(1 / 3600)

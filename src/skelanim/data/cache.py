@@ -22,9 +22,11 @@ it otherwise (with a warning).
 
 from __future__ import annotations
 
+import atexit
 import hashlib
 import json
 import os
+import shutil
 import stat
 import tempfile
 import warnings
@@ -85,20 +87,21 @@ def cache_dir(override: str | os.PathLike | None = None) -> Path:
 def temporary_cache() -> Path:
     """``<tempdir>/skelanim-cache-<uid>``, the user's own (created with mode 0700). The temporary folder is shared by
     every user: a folder of that name that another user owns, or that others may write to, could hold entries planted
-    under this user's keys (they are predictable), so it is not used; a fresh private folder is, for this process,
-    with a warning."""
-    user = os.getuid() if hasattr(os, "getuid") else os.environ.get("USERNAME", "user")
-    path = Path(tempfile.gettempdir()) / f"skelanim-cache-{user}"
+    under this user's keys (they are predictable), so it is not used; a fresh private folder is, for this process
+    (removed when it exits), with a warning. Without POSIX user ids (Windows) the folder is ``skelanim-cache-user``
+    in the user's own temporary folder, used as it is."""
+    posix = hasattr(os, "getuid")  # elsewhere (Windows) the temporary folder is the user's own, and modes say nothing
+    path = Path(tempfile.gettempdir()) / f"skelanim-cache-{os.getuid() if posix else 'user'}"
     try:
         path.mkdir(mode=0o700, exist_ok=True)
         info = path.lstat()
     except OSError:
         info = None
-    own = hasattr(os, "getuid") and info is not None and info.st_uid == os.getuid()
-    if info is not None and stat.S_ISDIR(info.st_mode) and (own or not hasattr(os, "getuid")) and not (
-            info.st_mode & (stat.S_IWGRP | stat.S_IWOTH)):
+    if info is not None and stat.S_ISDIR(info.st_mode) and (not posix or (
+            info.st_uid == os.getuid() and not info.st_mode & (stat.S_IWGRP | stat.S_IWOTH))):
         return path
     fresh = Path(tempfile.mkdtemp(prefix="skelanim-cache-"))
+    atexit.register(shutil.rmtree, fresh, ignore_errors=True)  # a cache for this process alone: not left behind
     warnings.warn(f"the clip cache folder {path} is not this user's own (or others may write to it), so it is not "
                   f"used; caching in {fresh} for this run (set SKELANIM_CACHE to keep a cache)", stacklevel=2)
     return fresh

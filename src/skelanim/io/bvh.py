@@ -73,7 +73,7 @@ from skelanim.core.skeleton import Skeleton
 from skelanim.errors import FormatError, ShapeError, SkelanimError, SkeletonError
 from skelanim.io.atomic import atomic_open
 from skelanim.io.bvh_parse import _FRAME_TIME_RE, _MOTION_RE, ParsedBVH, normalize_bytes, parse_bvh_bytes
-from skelanim.io.common import nominal_fps, require_finite_motion, warn_at_caller
+from skelanim.io.common import nominal_fps, require_finite_motion, require_readable_rate, warn_at_caller
 
 __all__ = ["check_writable", "dumps", "load", "loads", "nominal_fps", "save"]
 
@@ -473,6 +473,7 @@ def check_writable(motion: Motion, path: str | os.PathLike | None) -> None:
                                 path=path, where=f"joint {j}")
     if motion.num_frames == 0:  # the reader, as most others, refuses "Frames: 0"
         raise ShapeError("a motion without frames cannot be written to a BVH file", path=path)
+    require_readable_rate(motion.fps, path)
     require_finite_motion(motion, path)
 
 

@@ -25,7 +25,8 @@ import torch
 from skelanim.core.motion import Motion
 from skelanim.errors import FormatError, ShapeError
 
-__all__ = ["MAX_FRAME_TIME", "MIN_FRAME_TIME", "first_non_finite", "nominal_fps", "read_utf8_text", "require_finite_motion", "require_finite_positions", "warn_at_caller"]
+__all__ = ["MAX_FRAME_TIME", "MIN_FRAME_TIME", "first_non_finite", "nominal_fps", "read_utf8_text", "require_finite_motion",
+           "require_finite_positions", "require_readable_rate", "warn_at_caller"]  # fmt: skip
 
 _IO_DIR = os.path.dirname(os.path.realpath(__file__))
 _PACKAGE_INIT = os.path.join(os.path.dirname(_IO_DIR), "__init__.py")
@@ -110,6 +111,16 @@ def require_finite_positions(positions: Any, names: Sequence[str], path: str | o
         f, j, a = bad
         raise ShapeError(f"cannot write a non-finite position ({_AXES[a]}); nothing was written", path=path,
                          where=f"frame {f}, joint {names[j]}")
+
+
+def require_readable_rate(fps: float, path: str | os.PathLike | None) -> None:
+    """Raise :class:`ShapeError` where ``1 / fps`` is outside :data:`MIN_FRAME_TIME` to :data:`MAX_FRAME_TIME`:
+    a file written with it would be refused by the readers (BVH, DeepMimic)."""
+    frame_time = 1.0 / fps if fps > 0 else math.inf
+    if not MIN_FRAME_TIME <= frame_time <= MAX_FRAME_TIME:
+        raise ShapeError(f"{fps:g} fps cannot be written: a frame lasts {MIN_FRAME_TIME:g} to {MAX_FRAME_TIME:g} "
+                         "seconds in a file the readers take (a million frames a second to one an hour); resample "
+                         "it first", path=path)  # fmt: skip
 
 
 def require_finite_motion(motion: Motion, path: str | os.PathLike | None) -> None:

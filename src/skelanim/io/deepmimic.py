@@ -84,7 +84,7 @@ from skelanim.core.skeleton import Skeleton
 from skelanim.errors import FormatError, SkeletonError
 from skelanim.io.atomic import atomic_open
 from skelanim.io.bundled import bundled_file
-from skelanim.io.common import nominal_fps, warn_at_caller
+from skelanim.io.common import nominal_fps, require_readable_rate, warn_at_caller
 from skelanim.io.deepmimic_format import (
     BODY_NAMES,
     DEFAULT_FPS,
@@ -410,8 +410,10 @@ def _frames_from_motion(motion: Motion, index: list[int]) -> np.ndarray:
 
 def check_writable(motion: Motion, path: str | os.PathLike) -> None:
     """Raise the :class:`SkeletonError` :func:`save` would raise for ``motion``'s skeleton (not the DeepMimic
-    humanoid), before any work is done on it."""
+    humanoid) and the :class:`ShapeError` of a rate whose frame duration the reader refuses, before any work is done
+    on it."""
     _require_humanoid(motion, path, motion.metadata.get("deepmimic_urdf"))
+    require_readable_rate(motion.fps, path)
 
 
 def save(motion: Motion, path: str | os.PathLike, *, loop: str | None = None,
@@ -450,6 +452,7 @@ def save(motion: Motion, path: str | os.PathLike, *, loop: str | None = None,
     if loop is not None and loop not in LOOP_MODES:
         raise ValueError(f"loop must be one of {', '.join(map(repr, LOOP_MODES))}, got {loop!r}")
     index = _require_humanoid(motion, path, urdf if urdf is not None else motion.metadata.get("deepmimic_urdf"))
+    require_readable_rate(motion.fps, path)
     frames = _frames_from_motion(motion, index)
     bad = np.argwhere(~np.isfinite(frames))
     if bad.size:

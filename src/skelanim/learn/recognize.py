@@ -35,7 +35,7 @@ from torch import Tensor, nn
 
 from skelanim.core.motion import Motion
 from skelanim.core.rotations import rot6d_to_matrix
-from skelanim.data.clips import clip_from_motion, turned_up
+from skelanim.data.clips import clip_from_motion
 from skelanim.data.dataset import MotionDataset
 from skelanim.data.labels import Vocabulary, known_labels
 from skelanim.data.rig import Rig
@@ -54,7 +54,7 @@ from skelanim.learn.mirror import rig_mirror
 from skelanim.learn.stgcn import STGCN, Members, TemporalCNN
 from skelanim.metrics.distribution import accuracy, group_means, vote
 from skelanim.nn.device import module_device, to_device
-from skelanim.ops.normalize import scale
+from skelanim.ops.normalize import scale, turned_up
 
 __all__ = ["ARCHITECTURES", "FORMAT", "Recognizer", "content_log_probabilities", "evaluate_recognizer", "joint_features",
            "mirror_features", "mirror_labels"]
@@ -288,7 +288,7 @@ class Recognizer(nn.Module):
 
     def motions_dataset(self, motions: Sequence[Motion]) -> MotionDataset:
         """Motions resampled to the model's frame rate, turned so that their up direction is the rig's
-        (:func:`~skelanim.data.clips.turned_up`: a Z-up copy of a Y-up capture gets the original's features), and
+        (:func:`~skelanim.ops.normalize.turned_up`: a Z-up copy of a Y-up capture gets the original's features), and
         scaled to the rig's size where they are in other units or of another size
         (:meth:`~skelanim.data.rig.Rig.size_factor`), as a dataset on its rig; ``ValueError`` naming the first
         motion on a skeleton other than the rig's (by its position, and its file where the motion has one)."""

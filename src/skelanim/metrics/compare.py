@@ -47,7 +47,7 @@ from torch import Tensor
 
 from skelanim.core.motion import Motion
 from skelanim.core.rotations import quat_to_matrix
-from skelanim.core.units import motion_unit, up_to_y_matrix
+from skelanim.core.units import motion_unit
 from skelanim.data.rig import body_root
 from skelanim.errors import SkeletonError
 from skelanim.metrics.distribution import diversity, fid
@@ -92,9 +92,10 @@ def _upright(motion: Motion, direction: tuple[int, float]) -> Motion:
     value, an upside-down source's is negated), so the floor is the lowest point along Y for every motion of every
     set, a static dummy root is the identity again, and a motion pairs with its copy in other axes. No measure of one
     motion changes with the turn (speeds, jerk, bone lengths)."""
-    from skelanim.ops.normalize import rotate
+    from skelanim.ops.normalize import turned_up
 
-    return motion if tuple(direction) == (1, 1.0) else rotate(motion, up_to_y_matrix(*direction))
+    axis, sign = direction
+    return turned_up(motion, 1, up_axis=("-" if sign < 0 else "") + "xyz"[axis])[0]
 
 
 def _ground(motions: Sequence[Motion], positions: list[Tensor], heights: list[float]) -> tuple[int, float, float]:

@@ -32,7 +32,7 @@ from skelanim.errors import ShapeError, SkeletonError
 from skelanim.ops._common import direction_vector, signed_up
 
 __all__ = ["face_forward", "facing_directions", "normalize", "root_relative", "rotate", "rotate_about_up", "scale",
-           "up_to_y"]
+           "turned_up", "up_to_y"]
 
 _HIP = re.compile(r"hip|thigh|upleg|up_leg|upperleg|upper_leg", re.IGNORECASE)
 _SHOULDER = re.compile(r"shoulder|clavicle|collar|upperarm|upper_arm|leftarm|rightarm", re.IGNORECASE)
@@ -262,8 +262,36 @@ def up_to_y(motion: Motion, *, up_axis: int | str | None = None) -> Motion:
     """The motion turned so that its up direction is +Y (:func:`~skelanim.core.units.up_to_y_matrix` about the
     origin; a Y-up motion comes back as a copy, its values untouched, as every op returns a new motion).
     ``up_axis`` as :func:`rotate_about_up`'s, default :meth:`Motion.up_direction`."""
+    turned, _ = turned_up(motion, 1, up_axis=up_axis)
+    return motion.copy() if turned is motion else turned
+
+
+def turned_up(motion: Motion, target: int, *, up_axis: int | str | None = None) -> tuple[Motion, torch.Tensor | None]:
+    """``motion`` turned about the origin so that its up direction is ``+e[target]`` (a model rig's up axis), and the
+    turn: ``R = up_to_y_matrix(target).T @ up_to_y_matrix(axis, sign)`` (:func:`~skelanim.core.units.up_to_y_matrix`,
+    a proper rotation through +Y and on to ``+e[target]``; the up coordinate keeps its value), so a Z-up copy of a
+    Y-up capture comes back as the original, to rounding.
+
+    Parameters
+    ----------
+    motion : Motion
+        The motion (not modified).
+    target : int
+        The up axis to turn onto (0, 1 or 2; its positive direction).
+    up_axis : int or str, optional
+        As :func:`rotate_about_up`'s; default :meth:`Motion.up_direction`, its sign included.
+
+    Returns
+    -------
+    tuple of Motion and Tensor or None
+        The turned motion (``motion`` itself where it is up along ``+e[target]`` already) and the ``(3, 3)`` float64
+        rotation applied (``v' = R @ v``; ``R.T`` turns back), or ``None`` where none was.
+    """
     axis, sign = signed_up(motion, up_axis)
-    return motion.copy() if (axis, sign) == (1, 1.0) else rotate(motion, up_to_y_matrix(axis, sign))
+    if (axis, sign) == (target, 1.0):
+        return motion, None
+    turn = up_to_y_matrix(axis, sign) if target == 1 else up_to_y_matrix(target).T @ up_to_y_matrix(axis, sign)
+    return rotate(motion, turn), turn
 
 
 def face_forward(motion: Motion, *, forward: str | ArrayLike = "+z", up_axis: int | str | None = None) -> Motion:
