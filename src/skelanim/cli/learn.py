@@ -281,15 +281,20 @@ def generate_train(
     progress: bool = typer.Option(True, "--progress/--no-progress"),
 ) -> None:
     """Train the conditional VAE, then refine it with the temporal GAN."""
-    from skelanim import errors as skelanim_errors
     from skelanim.learn.generate_train import train_generator
     from skelanim.learn.recognize import Recognizer
+    from skelanim.nn.checkpoint import CONFIG_NAME, STATE_NAME, load_train_state
     from skelanim.nn.train import check_output_folders
 
     options = generator_options(window, decoder, padding, z_every)  # before the data, as the other options
     start = check_init(init, gan_epochs, window, fps, options)
-    if resume and not any((f / "train_state.safetensors").is_file() for f in (out, out / "vae")):  # as the others do
-        raise skelanim_errors.FormatError("no training state to resume from (train without --resume first)", path=out)
+    if resume:  # refused as fit refuses the other trainings (train_generator starts a stage without a state afresh)
+        stages = (out, out / "vae")
+        stopped = [f for f in stages if (f / CONFIG_NAME).is_file() and not (f / STATE_NAME).is_file()]
+        if stopped or not any((f / STATE_NAME).is_file() for f in stages):
+            # nn.checkpoint's own refusal of a missing state: a model alone is a run stopped before it saved one
+            # (--overwrite trains anew), no model either is nothing to resume (train without --resume first)
+            load_train_state((stopped or [out])[0] / STATE_NAME)
     check_output_folders(out, out / "vae", resume=resume, overwrite=overwrite)
     with removed_if_empty(out, out / "vae"):  # a run that fails before writing anything leaves no empty folder
         parts = split_parts(load_dataset(data, fps, threads, progress, labels=labels, need=("content",)), split, seed)

@@ -18,14 +18,15 @@ Formats
     One row per frame after a header ``frame,time,<joint>_x,<joint>_y,<joint>_z,...``. The ``time``
     column (seconds, ``frame / fps``) is written when fps is known and optional on reading. Read back,
     the times must step uniformly (each step within the rounding of the written times, see
-    :func:`_time_rounding`, of the median step), and fps is the rate the mean step stands for: a whole
-    rate ``n`` (or an NTSC rate ``n * 1000 / 1001``) when ``1 / n`` is the only one within that rounding
-    (the rule of :func:`~skelanim.io.common.nominal_fps`), so 24, 30, 60, 120 and 30000/1001 fps come
-    back exactly, else ``1 / step``. A one-frame file has no step: its fps is not stored (the format has
+    :func:`~skelanim.io.positions_csv._time_rounding`, of the median step), and fps is the rate the mean
+    step stands for: a whole rate ``n`` (or an NTSC rate ``n * 1000 / 1001``) when ``1 / n`` is the only one
+    within that rounding (the rule of :func:`~skelanim.io.common.nominal_fps`), so 24, 30, 60, 120 and
+    30000/1001 fps come back exactly, else ``1 / step``. A one-frame file has no step: its fps is not stored (the format has
     no place for it) and reads back as ``None``. The ``frame`` column is optional on reading too; when
     present it must count up by 1 from its first value (a skipped, repeated or earlier frame number is an
     error at its line). Values are written with ``repr`` (shortest exact form), so float64 round trips are
-    exact. Parents are not stored.
+    exact. Parents are not stored. Reading and writing live in :mod:`skelanim.io.positions_csv` (numpy's
+    reader for well-formed files, a row-by-row one that names the first bad cell).
 
 Saving accepts a :class:`~skelanim.core.motion.Motion` (its forward-kinematics positions, optionally
 with End Sites) or a :class:`JointPositions`, refuses non-finite positions (which the readers reject) and
@@ -39,8 +40,6 @@ and column, the array key and its shape, or the frame and joint of a non-finite 
 
 from __future__ import annotations
 
-import csv
-import io
 import math
 import os
 import zipfile
@@ -54,7 +53,8 @@ from skelanim.core.motion import Motion
 from skelanim.core.units import motion_unit
 from skelanim.errors import FormatError, ShapeError, UnsupportedFormatError
 from skelanim.io.atomic import atomic_open
-from skelanim.io.common import rate_within, read_utf8_text, require_finite_positions
+from skelanim.io.common import require_finite_positions
+from skelanim.io.positions_csv import read_csv, write_csv
 
 __all__ = ["SUFFIXES", "JointPositions", "load", "save"]
 
@@ -356,181 +356,6 @@ def _save_npy(data: JointPositions, path: str | os.PathLike) -> None:
         np.save(handle, np.ascontiguousarray(data.positions, dtype=np.float64), allow_pickle=False)
 
 
-# ---------------------------------------------------------------------------------------- csv
-
-
-def _digits(cell: str) -> tuple[int, int]:
-    """``(decimals, significant digits)`` a number is written with: ``"0.0333"`` is (4, 3), ``"91.70"``
-    (2, 4), ``"1.5e-05"`` (6, 2); ``"0.0"`` has no significant digit."""
-    mantissa, _, exponent = cell.strip().lower().lstrip("+-").partition("e")
-    whole, _, fraction = mantissa.partition(".")
-    return len(fraction) - int(exponent or 0), len((whole + fraction).lstrip("0"))
-
-
-def _time_rounding(cells: list[str], times: np.ndarray) -> np.ndarray:
-    """``(F,)`` how far each written time may be from the value it stands for: half a unit of the column's
-    precision, the finest number of decimals ``D`` or of significant digits ``S`` any of its cells shows
-    (a writer rounds to fixed decimals or to fixed significant digits; shortest-``repr`` times show ~17
-    digits and so are exact to float64 rounding): ``0.5 * max(10**-D, 10**(floor(log10|t|) - S + 1))``."""
-    digits = [_digits(cell) for cell in cells]
-    decimals = max(d for d, _ in digits)
-    significant = max(max(s for _, s in digits), 1)
-    magnitude = np.floor(np.log10(np.maximum(np.abs(times), 1e-300)))
-    written = 0.5 * np.maximum(10.0**-decimals, np.where(times == 0, 0.0, 10.0 ** (magnitude - significant + 1)))
-    return np.maximum(written, 2.0 * np.spacing(np.abs(times)))  # a float64 time is itself rounded (frame / fps)
-
-
-def _csv_fps(
-    path: str | os.PathLike, column: int, cells: list[str], times: list[float], lines: list[int]
-) -> float | None:
-    """The frame rate of the CSV time column ``column`` (0-based; ``cells`` its ``F`` texts, ``times`` their values,
-    ``lines`` the rows' 1-based lines; see the module docstring), or ``None`` for a single frame.
-
-    A :class:`FormatError` when some step differs from the mean step by more than the rounding of the written
-    times allows (a dropped or inserted frame, or a variable rate), at the line of the first row whose step
-    is off the median step (else of the row whose step is farthest from it)."""
-    if len(times) < 2:
-        return None
-    t = np.asarray(times, dtype=np.float64)
-    steps = np.diff(t)  # (F - 1,), all > 0 (checked row by row)
-    rounding = _time_rounding(cells, t)
-    own = rounding[1:] + rounding[:-1]  # how far each step may be from the true one
-    step = (times[-1] - times[0]) / (len(times) - 1)  # the mean step, known to +- uncertainty
-    uncertainty = float(rounding[0] + rounding[-1]) / (len(times) - 1) + 4 * float(np.spacing(step))
-    if np.any(np.abs(steps - step) > own + uncertainty):  # no uniform rate rounds to these times
-        median = float(np.median(steps))
-        off = np.abs(steps - median) - own - 2.0 * float(rounding.max())  # the median is a step (or two's mean)
-        k = int(np.flatnonzero(off > 0)[0] if np.any(off > 0) else np.argmax(off)) + 1
-        raise FormatError(
-            f"column {column + 1} (time): non-uniform time step {float(steps[k - 1])!r} s from "
-            f"{times[k - 1]!r} to {times[k]!r}, expected {median!r} s (the median step) for a fixed frame "
-            "rate: a dropped or repeated frame? (resample the data to a fixed rate)",
-            path=path,
-            line=lines[k],
-        )
-    return rate_within(step, uncertainty)
-
-
-def _load_csv(path: str | os.PathLike) -> JointPositions:
-    text = read_utf8_text(path)
-    reader = csv.reader(io.StringIO(text, newline=""))
-    try:
-        header = next(reader, None)
-        while header is not None and not any(cell.strip() for cell in header):
-            header = next(reader, None)
-        if header is None:
-            raise FormatError("empty file: expected a header frame,<joint>_x,<joint>_y,<joint>_z,...", path=path)
-        header_line = reader.line_num
-        header = [cell.strip() for cell in header]
-        column = 0
-        frame_col = time_col = None
-        if header and header[0].lower() == "frame":
-            frame_col, column = 0, 1
-        if len(header) > column and header[column].lower() == "time":
-            time_col, column = column, column + 1
-        coordinates = header[column:]
-        if not coordinates or len(coordinates) % 3:
-            raise FormatError(
-                "header: expected [frame,][time,] then 3 columns per joint (<joint>_x,<joint>_y,<joint>_z), "
-                f"found {len(coordinates)} coordinate columns",
-                path=path,
-                line=header_line,
-            )
-        names: list[str] = []
-        for k in range(0, len(coordinates), 3):
-            triple = coordinates[k : k + 3]
-            stem = triple[0][:-2]
-            if not all(cell.lower() == f"{stem}_{axis}".lower() and len(cell) > 2 for cell, axis in zip(triple, _AXES)):
-                raise FormatError(
-                    f"header column {column + k + 1}: expected <joint>_x,<joint>_y,<joint>_z, found {','.join(triple)}",
-                    path=path,
-                    line=header_line,
-                )
-            names.append(stem)
-        if len(set(names)) != len(names):
-            raise FormatError(
-                f"header: duplicate joints {sorted({n for n in names if names.count(n) > 1})}",
-                path=path,
-                line=header_line,
-            )
-
-        width = len(header)
-        rows: list[list[float]] = []
-        times: list[float] = []
-        time_cells: list[str] = []
-        lines: list[int] = []
-        first_frame: int | None = None
-        for record in reader:
-            if not any(cell.strip() for cell in record):
-                continue
-            line = reader.line_num
-            if len(record) != width:
-                raise FormatError(f"expected {width} values, found {len(record)}", path=path, line=line)
-            values: list[float] = []
-            for c, cell in enumerate(record):
-                try:
-                    value = float(cell)
-                except ValueError:
-                    raise FormatError(
-                        f"column {c + 1} ({header[c]}): expected a number, found {cell.strip()[:40]!r}",
-                        path=path,
-                        line=line,
-                    ) from None
-                if not math.isfinite(value):
-                    raise FormatError(
-                        f"column {c + 1} ({header[c]}): not a finite number ({cell.strip()})", path=path, line=line
-                    )
-                values.append(value)
-            if frame_col is not None:
-                if values[frame_col] != int(values[frame_col]):
-                    raise FormatError(
-                        f"column 1 (frame): expected an integer frame number, found {record[0].strip()!r}",
-                        path=path,
-                        line=line,
-                    )
-                if first_frame is None:
-                    first_frame = int(values[frame_col])
-                elif int(values[frame_col]) != first_frame + len(rows):
-                    raise FormatError(
-                        f"column 1 (frame): expected frame {first_frame + len(rows)} after frame "
-                        f"{first_frame + len(rows) - 1}, found {record[0].strip()} (frames must count up by 1: "
-                        "a skipped, repeated or out-of-order frame)",
-                        path=path,
-                        line=line,
-                    )
-            if time_col is not None:
-                if times and values[time_col] <= times[-1]:
-                    raise FormatError(
-                        f"column {time_col + 1} (time): times must increase, {values[time_col]} after {times[-1]}",
-                        path=path,
-                        line=line,
-                    )
-                times.append(values[time_col])
-                time_cells.append(record[time_col])
-            rows.append(values[column:])
-            lines.append(line)
-    except csv.Error as exc:
-        raise FormatError(f"malformed CSV ({exc})", path=path, line=reader.line_num) from None
-    if not rows:
-        raise FormatError("no frames after the header", path=path)
-    positions = np.array(rows, dtype=np.float64).reshape(len(rows), len(names), 3)
-    fps = _csv_fps(path, time_col, time_cells, times, lines) if time_col is not None else None
-    return JointPositions(names, positions, fps)
-
-
-def _save_csv(data: JointPositions, path: str | os.PathLike) -> None:
-    fps = data.fps
-    with_time = fps is not None
-    header = ["frame"] + (["time"] if with_time else []) + [f"{name}_{axis}" for name in data.names for axis in _AXES]
-    flat = data.positions.reshape(data.num_frames, -1).tolist()
-    with atomic_open(path, "w", newline="") as handle:
-        writer = csv.writer(handle, lineterminator="\n")
-        writer.writerow(header)
-        for f, row in enumerate(flat):
-            lead = [str(f)] + ([repr(f / fps)] if fps is not None else [])
-            writer.writerow(lead + [repr(v) for v in row])
-
-
 # ---------------------------------------------------------------------------------------- public
 
 
@@ -560,7 +385,8 @@ def load(path: str | os.PathLike) -> JointPositions:
         return _load_npz(path)
     if suffix == ".npy":
         return _load_npy(path)
-    return _load_csv(path)
+    names, array, fps = read_csv(path)
+    return JointPositions(names, array, fps)
 
 
 def save(obj: Motion | JointPositions, path: str | os.PathLike, *, end_sites: bool = False) -> None:
@@ -597,4 +423,4 @@ def save(obj: Motion | JointPositions, path: str | os.PathLike, *, end_sites: bo
     elif suffix == ".npy":
         _save_npy(data, path)
     else:
-        _save_csv(data, path)
+        write_csv(path, data.names, data.positions, data.fps)

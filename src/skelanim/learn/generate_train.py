@@ -1,5 +1,9 @@
 """Training the generator (:mod:`skelanim.learn.generate` describes the two stages and their losses): the
-:class:`~skelanim.nn.train.Task` of both stages, :func:`train_generator` and :func:`refit_latent`."""
+:class:`~skelanim.nn.train.Task` of both stages, :func:`train_generator` and :func:`refit_latent`.
+
+Each stage's latent prior is fitted inside :func:`~skelanim.nn.train.fit` (its ``finish``, while the loop still holds
+the output folder), and the GAN stage starts from the weights the VAE stage's ``finish`` wrote, kept in memory: no
+folder is read back after its training let go of it."""
 
 from __future__ import annotations
 
@@ -12,15 +16,17 @@ import torch
 from torch import Tensor, nn
 
 from skelanim.data.dataset import MotionDataset
+from skelanim.errors import SkelanimError
 from skelanim.learn.common import load_weights, provenance, spread_sample
 from skelanim.learn.generate import OPTIONAL_TENSORS, Generator
 from skelanim.learn.recognize import Recognizer, content_log_probabilities
 from skelanim.metrics.distribution import fid
+from skelanim.nn import distributed as ddp
 from skelanim.nn.checkpoint import load_model_files, save_model_files
 from skelanim.nn.device import module_device, to_device
-from skelanim.nn.train import TrainConfig, fit
+from skelanim.nn.train import Finish, TrainConfig, fit
 
-__all__ = ["GenerateTask", "refit_latent", "train_generator"]
+__all__ = ["GenerateTask", "refit_latent", "train_generator", "with_fitted_prior"]
 
 
 class GenerateTask:
@@ -96,9 +102,10 @@ class GenerateTask:
             sample = self._vectors(spread_sample(self.windows, 3000))
             model.norm.set(sample.mean(dim=(0, 1)), sample.std(dim=(0, 1)).clamp_min(1e-3))
 
-    def _vectors(self, windows: Tensor) -> Tensor:
-        g = self.ds.gather(windows, self.model.length, keys=("rot", "pelvis", "yaw"))
-        return self.model.to_vectors(g["rot"], g["pelvis"], g["yaw"])
+    def _vectors(self, windows: Tensor, model: Generator | None = None) -> Tensor:
+        model = self.model if model is None else model
+        g = self.ds.gather(windows, model.length, keys=("rot", "pelvis", "yaw"))
+        return model.to_vectors(g["rot"], g["pelvis"], g["yaw"])
 
     def _contacts(self, windows: Tensor) -> Tensor:
         return self.ds.gather(windows, self.model.length, keys=("contacts",))["contacts"]
@@ -185,10 +192,12 @@ class GenerateTask:
             out["val_recognised"] = float((probs.argmax(-1).cpu() == self.content[pick]).float().mean())
         return out
 
-    def fit_latent(self, sample: int = 3000) -> None:
-        """Fit the model's latent prior (:meth:`Generator.fit_latent`) on at most ``sample`` training windows."""
+    def fit_latent(self, sample: int = 3000, model: Generator | None = None) -> None:
+        """Fit the latent prior of ``model`` (default: the task's; one with the same classes and window length) on at
+        most ``sample`` training windows (:meth:`Generator.fit_latent`)."""
+        model = self.model if model is None else model
         pick = spread_sample(torch.arange(len(self.windows)), sample)
-        self.model.fit_latent(self.model.norm(self._vectors(self.windows[pick])), self.content[pick], self.style[pick])
+        model.fit_latent(model.norm(self._vectors(self.windows[pick], model)), self.content[pick], self.style[pick])
 
     def model_config(self) -> dict[str, Any]:
         """The model's config plus provenance."""
@@ -239,13 +248,19 @@ def train_generator(train_ds: MotionDataset, out: str | Path, *, length: int = 6
         vae: dict[str, Any] = {"history": [], "init": str(init)}
     else:
         task = new_task(model, train_ds, adversarial=0.0, meta={**meta, "stage": "vae", "weights": w})
-        vae = fit(model, task, stage1, vae_loop, resume=resume and (stage1 / "train_state.safetensors").exists(), log=log)
-        if fit_prior:
-            refit_latent(stage1, task)
+        written: dict[str, dict[str, Tensor]] = {}  # the weights the VAE folder ends with, kept by fit's finish
+        vae = fit(model, task, stage1, vae_loop, resume=resume and (stage1 / "train_state.safetensors").exists(),
+                  log=log, finish=_finish_stage(task, stage1, fit_prior, written) if fit_prior or gan_loop else None)
     vae_finished = init is not None or len(vae["history"]) >= vae_loop.epochs
     gan = None
     if gan_loop is not None and vae_finished:
-        tensors, _ = load_model_files(stage1)
+        if init is not None:
+            tensors, _ = load_model_files(stage1)  # the given start, not a folder this run wrote
+        else:  # never the folder read back: another run may have written it since fit let go of it
+            held = ddp.broadcast_object(written.get("tensors"))  # rank 0 ran finish
+            if held is None:
+                raise SkelanimError("the VAE stage ended without writing a model", path=stage1)
+            tensors = held
         load_weights(model, {k: v.float() for k, v in tensors.items()}, stage1, optional=OPTIONAL_TENSORS)
         task = new_task(model, train_ds, adversarial=w["adversarial"], recognizer=recognizer, w_recog=w["recognition"],
                         w_speed=w["w_speed"], w_speed_frames=w["w_speed_frames"],
@@ -254,21 +269,45 @@ def train_generator(train_ds: MotionDataset, out: str | Path, *, length: int = 6
                               "init": None if init is None else str(init)})  # fmt: skip
         if fit_prior and "latent_chol" not in tensors:
             task.fit_latent()  # a folder from before the fitted prior: fit it before the GAN draws from it
-        gan = fit(model, task, out, gan_loop, resume=resume and (out / "train_state.safetensors").exists(), log=log)
-        if fit_prior:
-            refit_latent(out, task)
+        gan = fit(model, task, out, gan_loop, resume=resume and (out / "train_state.safetensors").exists(), log=log,
+                  finish=_finish_stage(task, out, True, {}) if fit_prior else None)
     return {"vae": vae, "gan": gan, "parameters": sum(p.numel() for p in model.parameters()),
             "vae_finished": vae_finished}
 
 
+def with_fitted_prior(task: GenerateTask, tensors: dict[str, Tensor], config: dict[str, Any],
+                      folder: str | Path) -> dict[str, Tensor]:  # fmt: skip
+    """The weights ``tensors`` of a model folder (its ``config``; ``folder`` is named in errors) with their latent
+    prior fitted on the task's windows (:meth:`GenerateTask.fit_latent`, on a generator of their own: ``task.model``
+    is left as it is): the tensors given in their own dtypes (a shipped float16 folder stays one, a missing
+    discriminator stays missing), the prior in float32."""
+    with torch.random.fork_rng(devices=[]):  # the fresh module's initialisation draws nothing from the run's stream
+        kept = Generator.from_config(config)
+    load_weights(kept, {k: v.float() for k, v in tensors.items()}, Path(folder), optional=OPTIONAL_TENSORS)
+    task.fit_latent(model=kept)
+    return {k: (v.to(tensors[k].dtype) if k in tensors else v) for k, v in kept.state_dict().items()
+            if k in tensors or k.startswith(("latent_mean", "latent_chol"))}  # fmt: skip
+
+
+def _finish_stage(task: GenerateTask, folder: Path, fit_prior: bool, written: dict[str, dict[str, Tensor]]) -> Finish:
+    """:func:`~skelanim.nn.train.fit`'s ``finish`` of a stage: while fit still holds the folder, the kept weights
+    with their latent prior fitted (``fit_prior``), also left in ``written["tensors"]`` for the next stage. After
+    fit the folder is not read again: another run may be writing it by then (two runs into one ``--out`` had mixed
+    one's weights with the other's prior)."""
+
+    def finish(tensors: dict[str, Tensor], config: dict[str, Any]) -> dict[str, Tensor]:
+        state = with_fitted_prior(task, tensors, config, folder) if fit_prior else dict(tensors)
+        written["tensors"] = state
+        return state
+
+    return finish
+
+
 def refit_latent(folder: str | Path, task: GenerateTask, out: str | Path | None = None) -> None:
-    """Load the weights of the model folder ``folder`` into ``task.model``, fit their latent prior on the task's
-    windows (:meth:`GenerateTask.fit_latent`) and write the folder again to ``out`` (default: ``folder``) with
-    the same config, the tensors it held in their own dtypes (a shipped float16 folder stays one, a missing
-    discriminator stays missing) and the prior in float32."""
+    """Fit the latent prior of the weights of the model folder ``folder`` on the task's windows
+    (:func:`with_fitted_prior`) and write the folder again to ``out`` (default: ``folder``) with the same config, the
+    tensors it held in their own dtypes (a shipped float16 folder stays one, a missing discriminator stays missing)
+    and the prior in float32: ``skelanim learn generate fit-prior``. Training fits each stage's prior inside
+    :func:`~skelanim.nn.train.fit` instead, while the loop still holds its folder."""
     tensors, config = load_model_files(folder)
-    load_weights(task.model, {k: v.float() for k, v in tensors.items()}, Path(folder), optional=OPTIONAL_TENSORS)
-    task.fit_latent()
-    state = {k: (v.to(tensors[k].dtype) if k in tensors else v) for k, v in task.model.state_dict().items()
-             if k in tensors or k.startswith(("latent_mean", "latent_chol"))}  # fmt: skip
-    save_model_files(out if out is not None else folder, state, config)
+    save_model_files(out if out is not None else folder, with_fitted_prior(task, tensors, config, folder), config)

@@ -1,0 +1,97 @@
+"""``learn generate train --resume`` refuses what cannot be resumed with the words every other training uses
+(:func:`skelanim.nn.checkpoint.load_train_state`'s): a model without its training state is a run stopped before it
+saved one, which ``--overwrite`` trains anew; nothing at all is a run to start without ``--resume``."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from skelanim.cli import main
+from skelanim.learn.generate import Generator
+from skelanim.nn.checkpoint import CONFIG_NAME, STATE_NAME, WEIGHTS_NAME, save_model_files
+
+NAMES = [f"bandai_namco_1/dataset-1_{c}_{s}_001.bvh" for c in ("walk", "bow") for s in ("happy", "angry")]
+SMALL = {"latent": 8, "hidden": 16, "embed": 4}
+
+
+@pytest.fixture
+def train_args(mocap_files):
+    data = [arg for f in mocap_files(NAMES) for arg in ("--data", str(f))]
+
+    def args(out) -> list[str]:
+        return ["learn", "generate", "train", *data, "--split", "none", "--window", "16", "--stride", "16",
+                "--vae-epochs", "1", "--gan-epochs", "1", "--batch-size", "8", "--threads", "1", "--no-progress",
+                "-o", str(out)]  # fmt: skip
+
+    return args
+
+
+def _error(capsys) -> str:
+    err = capsys.readouterr().err
+    errors = [line for line in err.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and "Traceback" not in err, err
+    return errors[0]
+
+
+def _model_alone(folder) -> None:
+    """A generator folder without a training state (as a run leaves it when stopped before its first state)."""
+    torch.manual_seed(0)
+    gen = Generator(Generator.load().rig, ["walk", "bow"], ["happy", "angry"], length=16, options=SMALL)
+    save_model_files(folder, gen.state_dict(), gen.config())
+
+
+def _says_overwrite(said: str, state) -> None:
+    assert said.startswith(f"error: {state}: no training state to resume from: the run that wrote the model here "
+                           "stopped before it saved one"), said  # fmt: skip
+    assert "--overwrite" in said and "without --resume" not in said
+
+
+def test_a_run_stopped_before_its_first_state_is_told_to_overwrite(train_args, tmp_path, capsys, monkeypatch):
+    """The audit's Ctrl-C between the VAE folder's write and its state's: ``--resume`` had said "train without
+    --resume first", and the plain run then said the folder holds a model; now ``--resume`` says the run cannot be
+    continued and ``--overwrite`` trains anew, as the other trainings say, and ``--overwrite`` works."""
+    import skelanim.nn.train as train_module
+
+    out = tmp_path / "gen"
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(train_module, "save_train_state", interrupted)
+    assert main(train_args(out)) == 130
+    monkeypatch.undo()
+    assert (out / "vae" / CONFIG_NAME).is_file() and not (out / "vae" / STATE_NAME).exists()
+    capsys.readouterr()
+    assert main([*train_args(out), "--resume"]) == 2
+    _says_overwrite(_error(capsys), out / "vae" / STATE_NAME)
+    assert main(train_args(out)) == 2
+    said = _error(capsys)
+    assert "--overwrite replaces it" in said and "--resume continues" not in said
+    assert main([*train_args(out), "--overwrite"]) == 0
+    for folder in (out / "vae", out):
+        assert {CONFIG_NAME, WEIGHTS_NAME, STATE_NAME} <= {p.name for p in folder.iterdir()}
+
+
+@pytest.mark.parametrize("alone", ["out", "vae"])
+def test_a_model_without_its_state_is_named(train_args, tmp_path, capsys, alone):
+    """Either stage's folder holding a model without its state, the other stage's state there or not: the stage
+    without a state would have been trained afresh under ``--resume`` (replacing its model without a word)."""
+    out = tmp_path / "gen"
+    folder = out if alone == "out" else out / "vae"
+    _model_alone(folder)
+    assert main([*train_args(out), "--resume"]) == 2
+    _says_overwrite(_error(capsys), folder / STATE_NAME)
+    if alone == "out":  # the VAE stage's state is there, the GAN stage's model has none
+        (out / "vae").mkdir()
+        (out / "vae" / STATE_NAME).write_bytes(b"")
+        assert main([*train_args(out), "--resume"]) == 2
+        _says_overwrite(_error(capsys), folder / STATE_NAME)
+
+
+def test_nothing_to_resume_says_to_train_first(train_args, tmp_path, capsys):
+    out = tmp_path / "gen"
+    assert main([*train_args(out), "--resume"]) == 2
+    said = _error(capsys)
+    assert said == f"error: {out / STATE_NAME}: no training state to resume from (train without --resume first)"
+    assert not out.exists()
