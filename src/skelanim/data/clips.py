@@ -6,7 +6,7 @@ world joint positions (FK of the file itself), the heading (:func:`skelanim.ops.
 contacts (:func:`skelanim.ops.foot_contacts`). The result is cached on disk (:mod:`skelanim.data.cache`).
 
 A clip keeps its file's up axis. A model given motions (recognition, prediction) turns each onto its rig's up
-first (:func:`turned_up`): a Z-up copy of a Y-up capture is the same motion to it.
+first (:func:`skelanim.ops.normalize.turned_up`): a Z-up copy of a Y-up capture is the same motion to it.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from skelanim.data.labels import parse_labels
 from skelanim.data.rig import body_root
 from skelanim.errors import FormatError, SkelanimError
 
-__all__ = ["Clip", "clip_from_motion", "load_clip", "turned_up"]
+__all__ = ["Clip", "clip_from_motion", "load_clip"]
 
 
 @dataclass
@@ -169,37 +169,6 @@ def clip_from_motion(motion: Motion, *, fps: float, name: str = "motion", path: 
     assert isinstance(contacts, torch.Tensor)  # a motion's contacts are a tensor
     return Clip(name, path, dict(labels or {}), float(fps), motion.skeleton, quat_normalize(motion.rotations).float(),
                 positions.float(), yaw.float(), contacts.bool(), feet, up, float(height), body_root(motion))  # fmt: skip
-
-
-def turned_up(motion: Motion, up: int) -> tuple[Motion, Tensor | None]:
-    """``motion`` turned about the origin so that its up direction (:meth:`Motion.up_direction`, its sign included)
-    is ``+e[up]`` (a model rig's up axis), and the turn.
-
-    The turn is ``up_to_y_matrix(up).T @ up_to_y_matrix(axis, sign)`` (:func:`~skelanim.core.units.up_to_y_matrix`,
-    a proper rotation: through +Y and on to ``+e[up]``), so a Z-up copy made by the inverse of that turn comes back
-    as the Y-up original, to rounding. The up coordinate keeps its value (a floor at 4 along +Z is at 4 along +Y).
-
-    Parameters
-    ----------
-    motion : Motion
-        The motion (not modified).
-    up : int
-        The up axis to turn onto (0, 1 or 2; positive direction).
-
-    Returns
-    -------
-    tuple of Motion and Tensor or None
-        The turned motion (``motion`` itself where it is up along ``+e[up]`` already) and the ``(3, 3)`` float64
-        rotation ``R`` applied (``v' = R @ v``; ``R.T`` turns back), or ``None`` where none was.
-    """
-    from skelanim.core.units import up_to_y_matrix
-    from skelanim.ops.normalize import rotate
-
-    axis, sign = motion.up_direction()
-    if (axis, sign) == (up, 1.0):
-        return motion, None
-    turn = up_to_y_matrix(up).T @ up_to_y_matrix(axis, sign)
-    return rotate(motion, turn), turn
 
 
 def load_clip(path: str | os.PathLike, *, fps: float, cache: Path | None = None,

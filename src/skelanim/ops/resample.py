@@ -22,9 +22,21 @@ from skelanim.core.rotations import quat_slerp
 from skelanim.errors import ShapeError
 from skelanim.ops.filters import check_fps
 
-#: The most joint-frames (frames x joints) a resample makes: float64 rotations and translations take 56 bytes
-#: each, so 2.8 GB at the cap. (:data:`~skelanim.core.motion.MAX_FRAMES` caps the frames.)
+#: The most joint-frames (frames x joints) a resample makes: the result's float64 rotations take 32 bytes each
+#: and joint translations 24 more, so 1.6 GB at the cap (2.8 GB with translations). The work beside the result is
+#: done :data:`CHUNK_JOINT_FRAMES` at a time, so a resample's peak memory is the result plus a fixed ~100-150 MB:
+#: measured at the cap (1.6 M frames of 31 joints), 1.77 GB (2.99 GB with translations). One pass over all frames
+#: had taken ~270 bytes per joint-frame (13.5 GB at the cap); ``benchmarks/scaling.py`` measures both.
+#: (:data:`~skelanim.core.motion.MAX_FRAMES` caps the frames.)
 MAX_JOINT_FRAMES = 50_000_000
+#: Joint-frames sampled at a time into the preallocated result (8,192 frames of 32 joints): the slerp's temporaries
+#: (~300 bytes per joint-frame) are one chunk's. A chunk is a whole number of 64 frames, so that every chunk but the
+#: last spans whole SIMD blocks of torch's kernels in every per-joint array (their leftover elements take a scalar
+#: path, whose ``atan2`` can differ from the vectorised one by an ulp): the chunks give the same bits as one pass
+#: over all frames (chunks of 33 frames of 21 joints did not). That holds at one intra-op thread; with several,
+#: torch splits each kernel's elements between threads unaligned, and one pass too changed by an ulp in a few
+#: joint-frames with the thread count.
+CHUNK_JOINT_FRAMES = 262_144
 
 __all__ = ["repeat_loop", "resample", "sample_frames", "sample_times"]
 
@@ -107,11 +119,13 @@ def sample_frames(motion: Motion, indices: torch.Tensor, fps: float) -> Motion:
     Motion
         ``F'`` frames: rotations slerped along the shortest arc between the two neighbouring source frames
         (exactly a source frame at a whole index), root positions and joint translations interpolated linearly.
+        Computed :data:`CHUNK_JOINT_FRAMES` joint-frames at a time into the result (see :data:`MAX_JOINT_FRAMES`).
     """
     s = torch.as_tensor(indices, dtype=torch.float64)
     if len(s) * motion.skeleton.num_joints > MAX_JOINT_FRAMES:
+        per_joint_frame = 32 if motion.joint_translations is None else 56  # float64 rotations (and translations)
         raise ShapeError(f"{len(s):,} frames of {motion.skeleton.num_joints} joints would take "
-                         f"{len(s) * motion.skeleton.num_joints * 56 / 1e9:.3g} GB; at most {MAX_JOINT_FRAMES:,} "
+                         f"{len(s) * motion.skeleton.num_joints * per_joint_frame / 1e9:.3g} GB; at most {MAX_JOINT_FRAMES:,} "
                          "joint-frames are made at once (a lower frame rate, or a part of the clip)")  # fmt: skip
     last = motion.num_frames - 1
     if s.ndim != 1 or (len(s) and (not bool(torch.isfinite(s).all()) or float(s.min()) < -1e-9
@@ -126,11 +140,20 @@ def sample_frames(motion: Motion, indices: torch.Tensor, fps: float) -> Motion:
         i0 = torch.floor(s).long().clamp(max=motion.num_frames - 2)
         i1 = i0 + 1
         a = s - i0.to(torch.float64)
-    rot = quat_slerp(motion.rotations[i0], motion.rotations[i1], a[:, None].expand(-1, motion.skeleton.num_joints))
-    at0, at1 = (a == 0)[:, None, None], (a == 1)[:, None, None]
-    rot = torch.where(at0, motion.rotations[i0], torch.where(at1, motion.rotations[i1], rot))
-    root = _lerp(motion.root_positions, i0, i1, a)
-    jt = None if motion.joint_translations is None else _lerp(motion.joint_translations, i0, i1, a)
+    source, translations = motion.rotations, motion.joint_translations
+    rot = source.new_empty((len(s), *source.shape[1:]))  # (F', J, 4)
+    root = motion.root_positions.new_empty((len(s), 3))
+    jt = None if translations is None else translations.new_empty((len(s), *translations.shape[1:]))  # (F', J, 3)
+    step = max(1, CHUNK_JOINT_FRAMES // (64 * source.shape[1])) * 64  # frames per chunk: see CHUNK_JOINT_FRAMES
+    for first in range(0, len(s), step):
+        part = slice(first, first + step)
+        p0, p1, pa = i0[part], i1[part], a[part]
+        q0, q1 = source[p0], source[p1]  # (C, J, 4)
+        slerped = quat_slerp(q0, q1, pa[:, None].expand(-1, source.shape[1]))
+        rot[part] = torch.where((pa == 0)[:, None, None], q0, torch.where((pa == 1)[:, None, None], q1, slerped))
+        root[part] = _lerp(motion.root_positions, p0, p1, pa)
+        if jt is not None and translations is not None:
+            jt[part] = _lerp(translations, p0, p1, pa)
     # a file's own numbers for its rate (BVH Frame Time, DeepMimic's duration) go with a new rate, and its per-frame
     # durations with any resampling (they had reached glTF's extras: a 30 fps copy carried 1/120 s)
     stale = ("frame_durations",) + (("frame_time", "frame_duration") if float(fps) != motion.fps else ())
