@@ -332,7 +332,8 @@ def runtime_table(model: IKModel, batches: tuple[int, ...] = BATCHES, *, repeats
 def print_runtime(rows: list[dict[str, float]]) -> None:
     """The rows of :func:`runtime_table`."""
     print(f"\nruntime (poses/s of IKModel.predict, torch threads {rows[0]['threads']}; torch and onnxruntime timed "
-          f"alternately, median of {rows[0]['rounds']} each; auto = onnxruntime up to batch {ORT_MAX_BATCH}; load "
+          f"alternately, median of {rows[0]['rounds']} each; auto = onnxruntime up to batch {ORT_MAX_BATCH}, any batch on "
+          f"one torch thread; load "
           f"average now {os.getloadavg()[0]:.2f})")  # fmt: skip
     head = f"{'batch':>6}{'torch':>10}{'onnx':>10}{'onnx/torch':>11}{'onnx wins':>10}{'auto picks':>12}"
     print(head + "\n" + "-" * len(head))
