@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 import torch
+from cli_output import error_line  # tests/helpers
 
 from skelanim.cli import main
 from skelanim.learn.generate import Generator
@@ -25,13 +26,6 @@ def train_args(mocap_files):
                 "-o", str(out)]  # fmt: skip
 
     return args
-
-
-def _error(capsys) -> str:
-    err = capsys.readouterr().err
-    errors = [line for line in err.splitlines() if line.startswith("error:")]
-    assert len(errors) == 1 and "Traceback" not in err, err
-    return errors[0]
 
 
 def _model_alone(folder) -> None:
@@ -64,9 +58,9 @@ def test_a_run_stopped_before_its_first_state_is_told_to_overwrite(train_args, t
     assert (out / "vae" / CONFIG_NAME).is_file() and not (out / "vae" / STATE_NAME).exists()
     capsys.readouterr()
     assert main([*train_args(out), "--resume"]) == 2
-    _says_overwrite(_error(capsys), out / "vae" / STATE_NAME)
+    _says_overwrite(error_line(capsys), out / "vae" / STATE_NAME)
     assert main(train_args(out)) == 2
-    said = _error(capsys)
+    said = error_line(capsys)
     assert "--overwrite replaces it" in said and "--resume continues" not in said
     assert main([*train_args(out), "--overwrite"]) == 0
     for folder in (out / "vae", out):
@@ -81,17 +75,17 @@ def test_a_model_without_its_state_is_named(train_args, tmp_path, capsys, alone)
     folder = out if alone == "out" else out / "vae"
     _model_alone(folder)
     assert main([*train_args(out), "--resume"]) == 2
-    _says_overwrite(_error(capsys), folder / STATE_NAME)
+    _says_overwrite(error_line(capsys), folder / STATE_NAME)
     if alone == "out":  # the VAE stage's state is there, the GAN stage's model has none
         (out / "vae").mkdir()
         (out / "vae" / STATE_NAME).write_bytes(b"")
         assert main([*train_args(out), "--resume"]) == 2
-        _says_overwrite(_error(capsys), folder / STATE_NAME)
+        _says_overwrite(error_line(capsys), folder / STATE_NAME)
 
 
 def test_nothing_to_resume_says_to_train_first(train_args, tmp_path, capsys):
     out = tmp_path / "gen"
     assert main([*train_args(out), "--resume"]) == 2
-    said = _error(capsys)
+    said = error_line(capsys)
     assert said == f"error: {out / STATE_NAME}: no training state to resume from (train without --resume first)"
     assert not out.exists()

@@ -8,6 +8,7 @@ import fcntl
 
 import pytest
 import torch
+from cli_output import error_line  # tests/helpers
 
 from skelanim.cli import main
 from skelanim.nn.checkpoint import CONFIG_NAME, STATE_NAME, WEIGHTS_NAME, load_model_files, save_model_files
@@ -27,20 +28,13 @@ def train_args(mocap_files):
     return args
 
 
-def _error(capsys) -> str:
-    err = capsys.readouterr().err
-    errors = [line for line in err.splitlines() if line.startswith("error:")]
-    assert len(errors) == 1 and "Traceback" not in err, err
-    return errors[0]
-
-
 def test_a_training_into_a_folder_another_training_holds_is_one_line(train_args, tmp_path, capsys):
     out = tmp_path / "m"
     out.mkdir()
     with open(out / LOCK_NAME, "w") as held:  # another `learn ... train -o m` running
         fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
         assert main(train_args(out)) == 2
-        assert _error(capsys) == f"error: {out}: another training is writing this folder: wait for it to end, or " \
+        assert error_line(capsys) == f"error: {out}: another training is writing this folder: wait for it to end, or " \
                                  "choose another output folder"  # fmt: skip
         assert [p.name for p in out.iterdir()] == [LOCK_NAME]
     assert main(train_args(out)) == 0
@@ -63,10 +57,10 @@ def test_a_run_stopped_before_its_first_state_has_a_way_out(train_args, tmp_path
     assert (out / CONFIG_NAME).is_file() and not (out / STATE_NAME).exists()
     capsys.readouterr()
     assert main([*train_args(out), "--resume"]) == 2
-    said = _error(capsys)
+    said = error_line(capsys)
     assert "no training state to resume from" in said and "--overwrite" in said and "without --resume" not in said
     assert main(train_args(out)) == 2
-    said = _error(capsys)
+    said = error_line(capsys)
     assert "--overwrite replaces it" in said and "--resume continues" not in said
     assert main([*train_args(out), "--overwrite"]) == 0
 

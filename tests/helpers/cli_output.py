@@ -15,3 +15,12 @@ def one_line_error(capfd: pytest.CaptureFixture[str], code: int, *needles: str) 
     for needle in needles:
         assert needle in lines[0], (needle, lines[0])
     return lines[0]
+
+
+def error_line(capsys: pytest.CaptureFixture[str]) -> str:
+    """The one ``error: ...`` line on stderr of a command that may print other lines (progress, notes) beside it;
+    no traceback."""
+    err = capsys.readouterr().err
+    errors = [line for line in err.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and "Traceback" not in err, err
+    return errors[0]
