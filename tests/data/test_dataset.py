@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import os
 import tempfile
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -196,15 +197,20 @@ def test_a_shared_temporary_cache_folder_is_not_trusted(tmp_path, monkeypatch):
     own = temporary_cache()
     assert own == tmp_path / f"skelanim-cache-{os.getuid()}" and (own.stat().st_mode & 0o777) == 0o700
     own.chmod(0o777)
+    monkeypatch.setattr(cache_module, "_PRIVATE", {})
     with pytest.warns(UserWarning, match=r"is not this user's own \(or others may write to it\), so it is not used"):
         fresh = temporary_cache()
     assert fresh != own and fresh.parent == tmp_path and (fresh.stat().st_mode & 0o777) == 0o700
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a review: every call had made (and warned about) another folder
+        assert temporary_cache() == fresh
     ((func, args, kwargs),) = at_exit  # what the process does when it ends: the fresh folder goes (they piled up)
     func(*args, **kwargs)
     assert not fresh.exists()
     if os.getuid() == 0:  # root can give the folder to another user
         own.chmod(0o700)
         os.chown(own, 65534, 65534)
+        monkeypatch.setattr(cache_module, "_PRIVATE", {})
         with pytest.warns(UserWarning, match="is not this user's own"):
             assert temporary_cache() != own
 

@@ -61,8 +61,8 @@ def test_train_generator_writes_the_weights_it_trained_and_reads_nothing_back(ti
 
 @pytest.mark.parametrize("fit_prior", [True, False])
 def test_the_stages_end_as_before_with_or_without_the_prior(tiny_ds, tmp_path, fit_prior):
-    """The VAE folder holds the weights the GAN stage started from; with ``fit_prior`` each stage's prior is fitted,
-    without it the folders hold the loop's weights as written."""
+    """With ``fit_prior`` each stage's prior is fitted, without it the folders hold the loop's weights as written
+    (that the GAN stage starts from the VAE folder's weights is the first test's)."""
     loop = TrainConfig(epochs=1, batch_size=8, lr=1e-3, warmup_steps=1, progress=False)
     out = tmp_path / "gen"
     train_generator(tiny_ds, out, length=16, stride=16, vae_loop=loop, gan_loop=loop, options=SMALL, command="t",

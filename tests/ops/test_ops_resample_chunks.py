@@ -92,7 +92,7 @@ def test_a_resample_longer_than_the_default_chunk_keeps_its_whole_frames(real):
     its chunks, still takes whole source frames exactly."""
     assert resample_module.CHUNK_JOINT_FRAMES >= 1024 * 32
     walk = real("cmu_cgspeed_mb/01_01.bvh")
-    up = resample(walk, 1000.0)  # 22,926 frames: three chunks of 8,456; frame 25 k is source frame 3 k
+    up = resample(walk, 1000.0)  # 22,926 frames: three chunks of 8,448; frame 25 k is source frame 3 k
     assert up.num_frames == 22_926 and up.num_frames * 31 > 2 * resample_module.CHUNK_JOINT_FRAMES
     assert torch.equal(up.rotations[::25], walk.rotations[::3])
     assert torch.equal(up.root_positions[::25], walk.root_positions[::3])

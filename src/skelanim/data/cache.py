@@ -100,11 +100,16 @@ def temporary_cache() -> Path:
     if info is not None and stat.S_ISDIR(info.st_mode) and (not posix or (
             info.st_uid == os.getuid() and not info.st_mode & (stat.S_IWGRP | stat.S_IWOTH))):
         return path
-    fresh = Path(tempfile.mkdtemp(prefix="skelanim-cache-"))
-    atexit.register(shutil.rmtree, fresh, ignore_errors=True)  # a cache for this process alone: not left behind
-    warnings.warn(f"the clip cache folder {path} is not this user's own (or others may write to it), so it is not "
-                  f"used; caching in {fresh} for this run (set SKELANIM_CACHE to keep a cache)", stacklevel=2)
-    return fresh
+    if path not in _PRIVATE:  # one folder (and one warning) per process, removed when it exits
+        _PRIVATE[path] = fresh = Path(tempfile.mkdtemp(prefix="skelanim-cache-"))
+        atexit.register(shutil.rmtree, fresh, ignore_errors=True)
+        warnings.warn(f"the clip cache folder {path} is not this user's own (or others may write to it), so it is not "
+                      f"used; caching in {fresh} for this run (set SKELANIM_CACHE to keep a cache)", stacklevel=2)
+    return _PRIVATE[path]
+
+
+#: The private cache folder this process uses in place of each refused temporary one (:func:`temporary_cache`).
+_PRIVATE: dict[Path, Path] = {}
 
 
 def check_outside(cache: Path, files: list[Path]) -> None:
