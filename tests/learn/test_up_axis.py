@@ -109,3 +109,19 @@ def test_a_retargeted_prediction_of_a_z_up_copy_is_the_turned_one(mocap_dir, lea
     n = cmu.num_frames
     gap = (got.positions()[n:] - want.positions()[n:] @ turn.T).norm(dim=-1).max()
     assert float(gap) < 1e-3 * cmu.height
+
+
+@pytest.mark.parametrize("command", ["recognize", "predict"])
+def test_a_data_folder_of_z_up_files_is_refused_by_the_eval_commands(clips, tmp_path, capfd, command):
+    """A review: ``learn recognize|predict eval --data`` read a Z-up folder's clips as they lie and scored them
+    against a Y-up model without a word; a dataset is not turned (the files are), so it is refused, naming the file."""
+    from cli_output import error_line  # tests/helpers
+
+    from skelanim.cli import main
+
+    folder = tmp_path / "zup"
+    folder.mkdir()
+    skelanim.save(rotate(clips[0], TURNS["+z"]), folder / "dataset-1_walk_normal_001.bvh")
+    code = main(["learn", command, "eval", "--data", str(folder), "--split", "none", "--threads", "1"])
+    line = error_line(capfd)  # (beside the data loading's progress bar)
+    assert code == 2 and "dataset-1_walk_normal_001.bvh: its up axis is Z, the " in line and "'s Y" in line, line

@@ -23,14 +23,14 @@ from tqdm import tqdm
 from skelanim.core.skeleton import Skeleton
 from skelanim.data.dataset import BANDAI_TEST_STYLES, BANDAI_VAL_STYLES, MotionDataset
 from skelanim.data.rig import Rig
-from skelanim.errors import FormatError
+from skelanim.errors import FormatError, SkeletonError
 from skelanim.nn.checkpoint import config_error, load_model_files, save_model_files
 from skelanim.nn.layers import ForwardKinematics
 from skelanim.nn.train import TrainConfig
 
 __all__ = ["Normalizer", "export_for_shipping", "file_balance_weights", "load_folder", "load_model", "load_weights",
-           "pretrained_dir",
-           "provenance", "resolved_options", "rig_fk", "set_threads", "skeleton_mismatch", "split_dataset", "spread_sample"]  # fmt: skip
+           "pretrained_dir", "provenance", "require_rig_up", "resolved_options", "rig_fk", "set_threads",
+           "skeleton_mismatch", "split_dataset", "spread_sample"]  # fmt: skip
 
 #: Tensors kept in float32 by :func:`export_for_shipping` (statistics, not weights).
 KEEP_FLOAT32 = ("norm.mean", "norm.std", "step_scale", "latent_mean", "latent_chol", "input_low", "input_high")
@@ -118,6 +118,23 @@ def skeleton_mismatch(model: str, trained: Skeleton, given: Skeleton) -> str:
     baselines of ``skelanim predict`` (constant velocity, ...) run on the predictors' rig and are not trained."""
     return (f"the {model} works on a {trained.num_joints}-joint skeleton ({', '.join(trained.names[:4])}, ...); "
             f"this motion has {trained.topology_difference(given) or 'the same joints'}")
+
+
+def require_rig_up(ds: MotionDataset, rig: Rig, model: str) -> None:
+    """Refuse a dataset whose clips lie along another up axis than the ``model``'s rig: a dataset's windows are read as
+    its files lie (a Z-up file's windows would be scored as a Y-up model's input, silently wrong), while
+    ``skelanim recognize``/``predict``/``evaluate`` turn each motion they are given onto the rig's up.
+
+    Raises
+    ------
+    SkeletonError
+        Naming the first such clip's file.
+    """
+    for clip in ds.clips:
+        if clip.up != rig.up:
+            raise SkeletonError(f"its up axis is {'XYZ'[clip.up]}, the {model}'s {'XYZ'[rig.up]}: files in a data folder "
+                                "are read as they lie; turn them first (skelanim.ops.normalize.turned_up)",
+                                path=clip.path or clip.name)  # fmt: skip
 
 
 def split_dataset(ds: MotionDataset, split: str, *, seed: int = 0) -> dict[str, MotionDataset | None]:

@@ -12,7 +12,7 @@ from torch import Tensor, nn
 
 from skelanim.data.dataset import MotionDataset
 from skelanim.data.rig import Rig
-from skelanim.learn.common import rig_fk
+from skelanim.learn.common import require_rig_up, rig_fk
 from skelanim.learn.predict import (
     BASELINES,
     HORIZONS_MS,
@@ -76,6 +76,7 @@ def evaluate_prediction(models: dict[str, Predictor | CombinedPredictor], ds: Mo
         rig, observed, horizon = first.rig, first.observed, first.horizon
     if rig is None:
         raise ValueError("evaluate_prediction needs a rig when no model is given")
+    require_rig_up(ds, rig, "predictor")
     fps = fps or ds.fps
     methods = [*models, *BASELINES] if methods is None else methods
     length = observed + horizon

@@ -40,7 +40,7 @@ from skelanim.data.dataset import MotionDataset
 from skelanim.data.labels import Vocabulary, known_labels
 from skelanim.data.rig import Rig
 from skelanim.errors import SkeletonError
-from skelanim.learn.common import Normalizer, load_model, resolved_options, skeleton_mismatch
+from skelanim.learn.common import Normalizer, load_model, require_rig_up, resolved_options, skeleton_mismatch
 from skelanim.learn.joints import (
     IN_CHANNELS,
     PATH_CHANNELS,
@@ -264,6 +264,7 @@ class Recognizer(nn.Module):
         """
         if not ds.rig.skeleton.same_topology(self.rig.skeleton):
             raise SkeletonError(skeleton_mismatch("recogniser", self.rig.skeleton, ds.rig.skeleton), path=ds.clips[0].path)
+        require_rig_up(ds, self.rig, "recogniser")
         length = length or self.window
         win = ds.windows(length, stride)
         keys = ("rot", "pelvis", "yaw", "positions")
