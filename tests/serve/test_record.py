@@ -438,3 +438,35 @@ def test_cli_says_an_ipv6_address_in_brackets(tmp_path, capsys):
     listener.join(60)
     said = capsys.readouterr().out
     assert codes == [0] and f"listening on [::1]:{port} for VMC" in said, said  # it had said ::1:40199
+
+
+def test_give_up_ends_a_take_that_never_started(tmp_path, capsys):
+    """The last note: with nothing arriving, ``record --seconds/--wait`` waited forever (both count from the first
+    frame) while saying it "stops by itself". ``--give-up S`` ends it S seconds after the start, in one line, with
+    nothing written; a sender that starts in time is recorded as before."""
+    from skelanim.cli import main
+
+    with VMCRecorder("127.0.0.1", 0) as recorder:
+        start = time.monotonic()
+        assert recorder.receive(wait=0.2, give_up=0.4) == []
+        assert 0.35 < time.monotonic() - start < 5
+    target = tmp_path / "new" / "x.bvh"
+    assert main(["record", str(target), "--port", "0", "--seconds", "1", "--give-up", "0.3", "--no-progress"]) == 2
+    captured = capsys.readouterr()
+    assert "stops by itself once frames arrive; gives up if none has arrived in 0.3 s" in captured.out
+    err = captured.err.strip().splitlines()
+    assert len(err) == 1 and "nothing arrived" in err[0] and not (tmp_path / "new").exists()
+    frames = [_bundle(_hips(k), _spine(), ("/VMC/Ext/T", [k / 10])) for k in range(3)]
+    with VMCRecorder("127.0.0.1", 0) as recorder:
+
+        def sender() -> None:
+            time.sleep(0.2)
+            with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as out:
+                for d in frames:
+                    out.sendto(d, ("127.0.0.1", recorder.port))
+
+        thread = threading.Thread(target=sender)
+        thread.start()
+        received = recorder.receive(wait=0.3, give_up=5.0)
+        thread.join()
+    assert [f.bones["Hips"][0] for f in received] == pytest.approx([0.0, 1.0, 2.0])

@@ -95,6 +95,8 @@ def record(
     seconds: float | None = typer.Option(None, "--seconds", min=0.001, help="Stop this long after the first frame."),
     frames: int | None = typer.Option(None, "--frames", min=1, help="Stop after this many frames."),
     wait: float | None = typer.Option(None, "--wait", min=0.001, help="Stop when nothing arrives for this long after the first frame."),
+    give_up: float | None = typer.Option(
+        None, "--give-up", min=0.001, help="Stop with an error if no frame has arrived this long after the start (default: wait for it)."),
     fps: float = typer.Option(30.0, "--fps", min=1.0, max=1000.0, help="Frame rate of the written motion."),
     progress: bool = typer.Option(True, "--progress/--no-progress"),
 ) -> None:
@@ -114,10 +116,12 @@ def record(
     require_suffix(out, (".bvh", ".glb", ".gltf", *POSITION_FORMATS), "a recording")
     check_can_write(out)  # before the take, not after it
     with VMCRecorder(host, port) as recorder:
-        typer.echo(f"listening on {recorder.target} for VMC; " +
-                   ("Ctrl-C stops" if seconds is None and frames is None and wait is None else "stops by itself"))  # fmt: skip
+        ends = "Ctrl-C stops" if seconds is None and frames is None and wait is None else "stops by itself once frames arrive"
+        typer.echo(f"listening on {recorder.target} for VMC; {ends}" + (
+            "" if give_up is None else f"; gives up if none has arrived in {give_up:g} s"))  # fmt: skip
         with tqdm(total=frames, unit="frame", disable=not progress, leave=False) as bar:
-            received = recorder.receive(seconds=seconds, frames=frames, wait=wait, on_frame=lambda _: bar.update())
+            received = recorder.receive(seconds=seconds, frames=frames, wait=wait, give_up=give_up,
+                                        on_frame=lambda _: bar.update())  # fmt: skip
     with _no_interrupt():  # a second Ctrl-C had cut the save short: the take was lost
         motion = frames_to_motion(received, fps)
         try:

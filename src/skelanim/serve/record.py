@@ -175,21 +175,24 @@ class VMCRecorder:
         seconds: float | None = None,
         frames: int | None = None,
         wait: float | None = None,
+        give_up: float | None = None,
         clock: Callable[[], float] = time.monotonic,
         on_frame: Callable[[ReceivedFrame], None] | None = None,
     ) -> list[ReceivedFrame]:
         """Collect frames until ``frames`` have arrived, ``seconds`` have passed since the first one, or nothing
         has arrived for ``wait`` seconds after the first one (a recorder started before its sender waits for it;
-        with none of the three: until Ctrl-C, which returns what arrived)."""
+        with none of the three: until Ctrl-C, which returns what arrived); ``give_up``: return empty-handed when no
+        frame has arrived that many seconds after the call (else it waits for the first frame as long as it takes)."""
         out: list[ReceivedFrame] = []
         first: float | None = None
         self._reset()
-        last = clock()  # when something last arrived
+        last = start = clock()  # when something last arrived
         try:
             while frames is None or len(out) < frames:
                 now = clock()
                 deadlines = ([] if wait is None or first is None else [last + wait]) + (
-                    [] if seconds is None or first is None else [first + seconds])  # fmt: skip
+                    [] if seconds is None or first is None else [first + seconds]) + (
+                    [] if give_up is None or first is not None else [start + give_up])  # fmt: skip
                 if deadlines and now >= min(deadlines):
                     break
                 timeout = min(deadlines) - now if deadlines else None
