@@ -210,6 +210,19 @@ def test_conjugate_inverse_normalize_canonical(rng: np.random.Generator) -> None
     np.testing.assert_allclose(quat_apply(np.zeros(4), np.array([1.0, 2, 3])), [1.0, 2, 3])
 
 
+def test_normalize_scales_quaternions_past_the_floats_square_root() -> None:
+    """An audit: in float32 the squared length of |q| > 1.8e19 overflows, and such a quaternion became zeros (or the
+    identity); it is scaled down first now, in float64 too (1e300), and NaN stays NaN."""
+    half = np.sqrt(0.5)
+    for dtype, big in ((torch.float32, 1e20), (torch.float32, 3e38), (torch.float64, 1e300)):
+        q = torch.tensor([[big, big, 0.0, 0.0], [0.0, 0.0, 0.6, 0.8], [big, 0.0, 0.0, float("nan")]], dtype=dtype)
+        out = quat_normalize(q)
+        assert out.dtype == dtype
+        np.testing.assert_allclose(out[0].double().numpy(), [half, half, 0, 0], atol=1e-6)
+        np.testing.assert_array_equal(out[1].numpy(), q[1].numpy())  # an ordinary one as before
+        assert bool(torch.isnan(out[2]).any())
+
+
 def test_quat_identity() -> None:
     q = quat_identity((2, 3))
     assert q.shape == (2, 3, 4) and q.dtype == torch.float64

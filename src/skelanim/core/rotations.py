@@ -119,7 +119,12 @@ def quat_normalize(q: Tensor) -> Tensor:
     """
     q = as_tensor(q)
     _check(q, (4,), "q")
-    ok, norm = _norm_guard(_sum_sq(q))
+    sq = _sum_sq(q)
+    overflow = torch.isinf(sq) & torch.isfinite(q).all(-1, keepdim=True)
+    if bool(overflow.any()):  # |q| past the float's square root (1.8e19 in float32): scaled down first, not zeroed
+        q = torch.where(overflow, q / q.abs().amax(-1, keepdim=True), q)
+        sq = _sum_sq(q)
+    ok, norm = _norm_guard(sq)
     return torch.where(ok, q / norm, _quat_id_like(q))  # on whole quaternions: few ops (ONNX graphs)
 
 

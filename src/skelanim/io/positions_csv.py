@@ -88,7 +88,8 @@ def _time_rounding(cells: Sequence[str], times: np.ndarray) -> np.ndarray:
     significant = max(significant, 1)
     magnitude = np.floor(np.log10(np.maximum(np.abs(times), 1e-300)))
     written = 0.5 * np.maximum(10.0**-decimals, np.where(times == 0, 0.0, 10.0 ** (magnitude - significant + 1)))
-    return np.maximum(written, 2.0 * np.spacing(np.abs(times)))  # a float64 time is itself rounded (frame / fps)
+    with np.errstate(over="ignore"):  # the spacing of the largest floats is infinite: no warning for a user to read
+        return np.maximum(written, 2.0 * np.spacing(np.abs(times)))  # a float64 time is itself rounded (frame / fps)
 
 
 def _csv_fps(
