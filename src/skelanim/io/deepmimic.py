@@ -316,7 +316,7 @@ def load(path: str | os.PathLike, *, urdf: str | os.PathLike | None = None) -> M
                 path=path,
                 where=f"frame {i}",
             )
-        rotations[:, j] = quat_normalize(values / values.abs().amax(-1, keepdim=True))  # no overflow in the norm
+        rotations[:, j] = quat_normalize(values)
 
     metadata: dict[str, Any] = {
         "format": "deepmimic",
