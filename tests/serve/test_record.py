@@ -316,23 +316,29 @@ def test_wait_counts_from_the_first_frame():
     """``--wait`` ends a take when its sender goes quiet, not before it starts: a recorder told to wait 0.3 s keeps
     listening for a sender that starts 0.8 s later (it gave up at 0.3 s and lost the take), then stops 0.3 s
     after its last frame."""
+    start = time.monotonic()
+    received = _three_frames_sent_late(0.8, wait=0.3)
+    elapsed = time.monotonic() - start
+    assert [f.bones["Hips"][0] for f in received] == pytest.approx([0.0, 1.0, 2.0])
+    assert 0.8 < elapsed < 10
+
+
+def _three_frames_sent_late(delay: float, **options: float) -> list:
+    """What ``receive(**options)`` returns when a sender starts ``delay`` seconds after it and sends three frames."""
     frames = [_bundle(_hips(k), _spine(), ("/VMC/Ext/T", [k / 10])) for k in range(3)]
     with VMCRecorder("127.0.0.1", 0) as recorder:
 
         def late_sender() -> None:
-            time.sleep(0.8)
+            time.sleep(delay)
             with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as out:
                 for d in frames:
                     out.sendto(d, ("127.0.0.1", recorder.port))
 
         thread = threading.Thread(target=late_sender)
-        start = time.monotonic()
         thread.start()
-        received = recorder.receive(wait=0.3)
-        elapsed = time.monotonic() - start
+        received = recorder.receive(**options)
         thread.join()
-    assert [f.bones["Hips"][0] for f in received] == pytest.approx([0.0, 1.0, 2.0])
-    assert 0.8 < elapsed < 10
+    return received
 
 
 def test_record_listens_on_ipv6_and_stream_may_broadcast():
@@ -456,17 +462,5 @@ def test_give_up_ends_a_take_that_never_started(tmp_path, capsys):
     assert "stops by itself once frames arrive; gives up if none has arrived in 0.3 s" in captured.out
     err = captured.err.strip().splitlines()
     assert len(err) == 1 and "nothing arrived" in err[0] and not (tmp_path / "new").exists()
-    frames = [_bundle(_hips(k), _spine(), ("/VMC/Ext/T", [k / 10])) for k in range(3)]
-    with VMCRecorder("127.0.0.1", 0) as recorder:
-
-        def sender() -> None:
-            time.sleep(0.2)
-            with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as out:
-                for d in frames:
-                    out.sendto(d, ("127.0.0.1", recorder.port))
-
-        thread = threading.Thread(target=sender)
-        thread.start()
-        received = recorder.receive(wait=0.3, give_up=5.0)
-        thread.join()
+    received = _three_frames_sent_late(0.2, wait=0.3, give_up=5.0)
     assert [f.bones["Hips"][0] for f in received] == pytest.approx([0.0, 1.0, 2.0])
