@@ -210,6 +210,19 @@ def test_bad_arguments_are_refused_alike_on_both_paths() -> None:
     assert isinstance(result, str) and "expected 1000000000000 channel values on frame 0, found 3" in result
 
 
+@needs_native
+def test_the_scanner_writes_only_into_an_aligned_float64_buffer() -> None:
+    """An audit: the compiled scanner wrote doubles into whatever writable buffer it was given (float32 values came
+    out as garbage; a misaligned one is undefined behaviour on strict platforms); it refuses them now."""
+    body = b"1 2 3\n4 5 6\n"
+    good = np.empty((2, 3))
+    assert NATIVE.parse_motion(body, 0, good, 3) == (2, 2) and good.tolist() == [[1, 2, 3], [4, 5, 6]]
+    misaligned = np.frombuffer(bytearray(8 * 6 + 1), dtype=np.float64, offset=1, count=6)
+    for bad in (np.empty((2, 3), np.float32), np.empty(48, np.uint8), misaligned):
+        with pytest.raises(ValueError, match="out must be an aligned float64 buffer"):
+            NATIVE.parse_motion(body, 0, bad, 3)
+
+
 def test_extra_frames_and_blank_lines() -> None:
     result = _both(b"\n1 2 3\n \t\r\n4 5 6\n7 8 9\n10 11 12\n\n", 3, 2)
     assert not isinstance(result, str)

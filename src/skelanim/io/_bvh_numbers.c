@@ -230,6 +230,11 @@ static PyObject *parse_motion(PyObject *self, PyObject *args) {
         PyErr_SetString(PyExc_ValueError, "parse_motion: out must be contiguous");
         goto done;
     }
+    /* the values are written as doubles: a buffer of other items, or one not aligned for them, is refused */
+    if (out.itemsize != (Py_ssize_t)sizeof(double) || ((uintptr_t)out.buf % sizeof(double)) != 0) {
+        PyErr_SetString(PyExc_ValueError, "parse_motion: out must be an aligned float64 buffer");
+        goto done;
+    }
     {
         const Py_ssize_t length = stop - start;
         const unsigned char *p = (const unsigned char *)PyBytes_AS_STRING(text) + start;
