@@ -24,6 +24,7 @@ from typing import Any
 
 import torch
 from safetensors import SafetensorError
+from safetensors.torch import load as load_bytes
 from safetensors.torch import load_file, safe_open, save_file
 from torch import nn
 
@@ -155,15 +156,16 @@ def load_model_files(folder: str | os.PathLike) -> tuple[dict[str, torch.Tensor]
         if not (folder / name).is_file():
             raise FormatError(f"{name} is missing ({expected})", path=folder)
     config = read_model_config(folder / CONFIG_NAME)
-    try:
-        tensors = load_file(str(folder / WEIGHTS_NAME))
+    try:  # the bytes read once: the tensors and the digest come from the same file, even if it is replaced meanwhile
+        data = (folder / WEIGHTS_NAME).read_bytes()
+        tensors = load_bytes(data)
     except (SafetensorError, OSError, ValueError, RuntimeError) as err:
         raise FormatError(f"corrupt weights file: {err}", path=folder / WEIGHTS_NAME) from None
     shapes = {k: list(v.shape) for k, v in sorted(tensors.items())}
     if "tensors" in config and config["tensors"] != shapes:
         raise FormatError(f"weights do not match {CONFIG_NAME} (tensor names or shapes differ)", path=folder)
     recorded = config.get(DIGEST_KEY)
-    if recorded is not None and recorded != _file_sha256(folder / WEIGHTS_NAME):
+    if recorded is not None and recorded != hashlib.sha256(data).hexdigest():
         raise FormatError(f"{WEIGHTS_NAME} does not match {CONFIG_NAME}: written by different runs (a write was "
                           "interrupted)", path=folder)  # fmt: skip
     return tensors, config
