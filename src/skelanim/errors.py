@@ -67,3 +67,7 @@ class ShapeError(SkelanimError, ValueError):
 
 class TrainingDataError(SkelanimError, ValueError):
     """The data cannot train the requested model: too few samples for one batch, a missing split part."""
+
+
+class TrainingError(SkelanimError, RuntimeError):
+    """A training run failed as it went: a loss, gradient or validation metric that is not finite (it diverged)."""

@@ -23,6 +23,9 @@ def test_graph_mask_hops():
     assert bool(one[3, 2]) and not bool(one[3, 1])
     two = graph_mask(PARENTS, hops=2)
     assert bool(two[3, 1]) and not bool(two[3, 0])
+    assert torch.equal(graph_mask(PARENTS, hops=0), torch.eye(len(PARENTS), dtype=torch.bool))  # had been hops 1
+    with pytest.raises(ValueError, match="hops is a radius"):
+        graph_mask(PARENTS, hops=-1)
 
 
 def test_attention_only_sees_neighbours():
@@ -69,13 +72,15 @@ def test_fk_layer_matches_core():
     offsets = torch.randn(len(PARENTS), 3, dtype=torch.float64)
     q = quat_normalize(torch.randn(4, len(PARENTS), 4, dtype=torch.float64))
     root = torch.randn(4, 3, dtype=torch.float64)
-    layer = ForwardKinematics(PARENTS, offsets)
-    layer.offsets = offsets  # keep float64 for the comparison
+    layer = ForwardKinematics(PARENTS, offsets.numpy() * 123.456789)  # float64 offsets no float32 holds exactly
     _, pos = layer(q, root)
-    trans = offsets.expand(4, -1, -1).clone()
+    trans = offsets.expand(4, -1, -1).clone() * 123.456789
     trans[:, 0] = root
     _, ref = forward_kinematics(q, trans, PARENTS)
-    assert torch.allclose(pos, ref, atol=1e-12)
+    assert pos.dtype == torch.float64
+    assert torch.allclose(pos, ref, rtol=0, atol=1e-12)  # the offsets had been rounded to float32: 1e-5 off
+    _, pos32 = layer(q.float(), root.float())  # float32 rotations: float32 FK of the rounded offsets
+    assert pos32.dtype == torch.float32 and torch.allclose(pos32.double(), ref, rtol=0, atol=1e-3)
 
 
 def test_model_files_roundtrip_and_corruption(tmp_path):

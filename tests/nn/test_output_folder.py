@@ -125,8 +125,8 @@ def test_weights_of_another_write_beside_the_config_are_refused(tmp_path):
     shutil.copy(tmp_path / "one" / WEIGHTS_NAME, mixed / WEIGHTS_NAME)  # epoch 1's weights, epoch 2's config
     with pytest.raises(FormatError) as caught:
         load_model_files(mixed)
-    assert str(caught.value) == f"{mixed}: model.safetensors does not match config.json: written by different runs " \
-                                "(a write was interrupted)"  # fmt: skip
+    assert str(caught.value) == f"{mixed}: model.safetensors's SHA-256 is not the one config.json records: the file " \
+                                "was damaged or replaced, or a write was interrupted between the two files"  # fmt: skip
     for name in ("one", "two"):
         tensors, config = load_model_files(tmp_path / name)  # normal folders load (the history update kept it)
         assert len(config[DIGEST_KEY]) == 64

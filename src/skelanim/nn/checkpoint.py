@@ -146,7 +146,7 @@ def load_model_files(folder: str | os.PathLike) -> tuple[dict[str, torch.Tensor]
     FormatError
         When the folder or a file is missing, unreadable or corrupt, or the two files disagree: tensor names or
         shapes other than ``config.json`` lists, or a weights file other than the one whose digest it records
-        (written by different runs: a write was interrupted between the two files).
+        (damaged, replaced, or a write interrupted between the two files).
     """
     folder = Path(folder)
     expected = f"expected a model folder with {WEIGHTS_NAME} and {CONFIG_NAME}"
@@ -166,8 +166,8 @@ def load_model_files(folder: str | os.PathLike) -> tuple[dict[str, torch.Tensor]
         raise FormatError(f"weights do not match {CONFIG_NAME} (tensor names or shapes differ)", path=folder)
     recorded = config.get(DIGEST_KEY)
     if recorded is not None and recorded != hashlib.sha256(data).hexdigest():
-        raise FormatError(f"{WEIGHTS_NAME} does not match {CONFIG_NAME}: written by different runs (a write was "
-                          "interrupted)", path=folder)  # fmt: skip
+        raise FormatError(f"{WEIGHTS_NAME}'s SHA-256 is not the one {CONFIG_NAME} records: the file was damaged or "
+                          "replaced, or a write was interrupted between the two files", path=folder)  # fmt: skip
     return tensors, config
 
 

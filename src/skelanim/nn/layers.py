@@ -68,21 +68,23 @@ def graph_mask(parents: list[int] | np.ndarray, *, hops: int = 1) -> Tensor:
     parents : list of int or ndarray
         ``(J,)`` parent indices, ``-1`` for the root.
     hops : int
-        Neighbourhood radius in tree edges (1 = parent and children).
+        Neighbourhood radius in tree edges (0 = the joint alone, 1 = parent and children).
 
     Returns
     -------
     Tensor
         ``(J, J)`` bool, symmetric, ``True`` on the diagonal.
     """
+    if hops < 0:
+        raise ValueError(f"hops is a radius in tree edges (>= 0), got {hops}")
     parents = [int(p) for p in parents]
     n = len(parents)
     adj = torch.eye(n, dtype=torch.bool)
     for j, p in enumerate(parents):
         if p >= 0:
             adj[j, p] = adj[p, j] = True
-    reach = adj.clone()
-    for _ in range(max(hops, 1) - 1):
+    reach = torch.eye(n, dtype=torch.bool)  # hops 0 (it had been read as 1)
+    for _ in range(hops):
         reach = reach | ((reach.float() @ adj.float()) > 0)
     return reach
 
@@ -209,15 +211,19 @@ class ForwardKinematics(nn.Module):
     parents : list of int or ndarray
         ``(J,)`` parent indices, parents first, ``-1`` for the root.
     offsets : Tensor
-        ``(J, 3)`` rest offsets (bone vectors in the parent's frame).
+        ``(J, 3)`` rest offsets (bone vectors in the parent's frame). The module's buffer is float32, what every
+        device runs (MPS has no float64); float64 offsets are also kept as given, for float64 rotations, whose FK
+        then has its full precision (they had used the float32 offsets: 1.9e-6 off on a 123.46-unit bone).
     """
 
     offsets: Tensor  # buffer
 
-    def __init__(self, parents: list[int] | np.ndarray, offsets: Tensor) -> None:
+    def __init__(self, parents: list[int] | np.ndarray, offsets: Tensor | np.ndarray) -> None:
         super().__init__()
         self.parents = [int(p) for p in parents]
-        self.register_buffer("offsets", torch.as_tensor(offsets, dtype=torch.float32).clone(), persistent=False)
+        given = torch.as_tensor(offsets)
+        self.register_buffer("offsets", given.float().clone(), persistent=False)
+        self.offsets64 = given.clone() if given.dtype == torch.float64 else None  # not a buffer: stays off devices
 
     def forward(self, rotations: Tensor, root_position: Tensor) -> tuple[Tensor, Tensor]:
         """World rotations and positions.
@@ -235,7 +241,10 @@ class ForwardKinematics(nn.Module):
             ``(..., J, 3, 3)`` world rotation matrices and ``(..., J, 3)`` world positions.
         """
         quats = matrix_to_quat(rotations) if rotations.shape[-1] == 3 else rotations
-        offsets = self.offsets.to(quats.dtype)
+        if quats.dtype == torch.float64 and self.offsets64 is not None:
+            offsets = self.offsets64.to(quats.device)
+        else:
+            offsets = self.offsets.to(quats.dtype)
         trans = offsets.expand(*quats.shape[:-1], 3)
         trans = torch.cat([root_position[..., None, :].to(quats.dtype), trans[..., 1:, :]], dim=-2)
         return forward_kinematics(quats, trans, self.parents)

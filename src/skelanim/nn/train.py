@@ -28,7 +28,11 @@ what to write beside the weights); :func:`fit` does the rest:
   CPU copies, so they load anywhere, and the model is back on the CPU when :func:`fit` returns. The training state
   holds the CPU's random state only: on a GPU, what the model draws itself in its forward (dropout masks) comes
   from the GPU's generator, so there a resumed run is not bit-identical to an uninterrupted one.
-* **Schedule.** AdamW, linear warm-up then cosine decay over all planned steps, gradient clipping.
+* **Schedule.** AdamW, linear warm-up then cosine decay over all planned steps down to 2 % of the peak rate
+  (``0.02 + 0.98 * (1 + cos(pi * progress)) / 2``), gradient clipping.
+* **Failures.** A training loss or gradient that is not finite, or a validation metric that is not, stops the run
+  with :class:`~skelanim.errors.TrainingError` before anything of that step is written: the folder keeps the
+  last finished epoch's model and state (a diverged run had ended with exit 0 and NaN weights).
 * **Weight averaging.** With :attr:`TrainConfig.ema` > 0 an exponential moving average of the weights and
   buffers (``torch.optim.swa_utils.AveragedModel``) follows the trained model; it is what validation sees
   and what the model folder holds, and it travels in the training state, so a resumed run averages on.
@@ -55,7 +59,7 @@ from torch import Tensor, nn
 from torch.optim.swa_utils import AveragedModel
 from tqdm import tqdm
 
-from skelanim.errors import FormatError, SkelanimError, TrainingDataError
+from skelanim.errors import FormatError, SkelanimError, TrainingDataError, TrainingError
 from skelanim.nn import distributed as ddp
 from skelanim.nn.checkpoint import (
     CONFIG_NAME,
@@ -415,6 +419,10 @@ def _fit(model: nn.Module, task: Task, out_dir: Path, config: TrainConfig, *, re
         state_path = out_dir / STATE_NAME
         model_state, optim_state, meta = load_train_state(state_path)
         _check_same_loop(meta.get("loop"), config, state_path)
+        started_on = meta.get("world_size")
+        if started_on is not None and started_on != world:  # it sets the steps per epoch and each rank's slices
+            raise FormatError(f"resume with the {started_on} process(es) the run was started with, not {world} "
+                              "(torchrun --nproc-per-node)", path=state_path)  # fmt: skip
         try:
             model.load_state_dict({k: v for k, v in model_state.items() if not k.startswith(AVERAGED_PREFIX)})
         except RuntimeError:  # another architecture or size: torch lists every key
@@ -447,11 +455,14 @@ def _fit(model: nn.Module, task: Task, out_dir: Path, config: TrainConfig, *, re
     plain = _unwrap(model)
     evaluated = plain if averaged is None else averaged.module  # what validation sees and the folder holds
     started, last_save = time.perf_counter() - float(meta["seconds"]), time.perf_counter()
+    wrote = [resume]  # whether the folder holds anything of this run's (or of the run it resumes)
 
     def save_state() -> None:
         meta["seconds"] = time.perf_counter() - started
         meta["loop"] = {k: getattr(config, k) for k in RESUME_SAME}
         meta["settings"] = settings
+        meta["world_size"] = world
+        wrote[0] = True
         if main:
             state = plain.state_dict()
             if averaged is not None:
@@ -463,6 +474,18 @@ def _fit(model: nn.Module, task: Task, out_dir: Path, config: TrainConfig, *, re
         cfg["training"] = {**cfg.get("training", {}), "loop": asdict(config), "best": meta["best"],
                            "history": meta["history"], "world_size": world, **training}  # fmt: skip
         save_model_files(out_dir, evaluated.state_dict(), cfg)
+        wrote[0] = True
+
+    forked = [device] if device.type == "cuda" else []  # the random generators a validation outside the plan restores
+
+    def kept_note() -> str:
+        return "the folder keeps what was written before" if wrote[0] else "nothing was written"
+
+    def check_finite_metric(record: dict[str, Any], metric: str, epoch_done: float) -> None:
+        value = record.get(metric)
+        if isinstance(value, (int, float)) and not math.isfinite(value):
+            raise TrainingError(f"the validation {metric} is {value:g} at epoch {epoch_done:g}: the model's outputs are "
+                                f"not finite (try a lower --lr); {kept_note()}")  # fmt: skip
 
     stop: dict[str, Any] = {}  # where save_partial_epoch stopped: the step and epoch of the folder's weights
 
@@ -471,10 +494,12 @@ def _fit(model: nn.Module, task: Task, out_dir: Path, config: TrainConfig, *, re
         folder holds yet (or ``keep="last"``); the run stays resumable from its step."""
         model.eval()
         evaluated.eval()
-        with torch.no_grad():
+        with torch.no_grad(), torch.random.fork_rng(devices=forked):  # an uninterrupted run does not validate here
             record = {"epoch": round(epochs_done, 4), **task.validate(evaluated)}
-        if meta["best"] is None:
-            meta["best"] = {k: v for k, v in record.items() if isinstance(v, (int, float))}
+        check_finite_metric(record, task.metric, record["epoch"])
+        if meta["best"] is None:  # provisional: the end of the epoch replaces it whatever its score, as it would
+            meta["best"] = {k: v for k, v in record.items() if isinstance(v, (int, float))}  # have done unstopped
+            meta["best_partial"] = True
         write_model_folder(stopped=record)
         stop.update(step=meta["global_step"], epoch=record["epoch"])
         emit(f"stopped by max_steps at step {meta['global_step']} (epoch {record['epoch']:.4g}): wrote the model folder")
@@ -505,8 +530,13 @@ def _fit(model: nn.Module, task: Task, out_dir: Path, config: TrainConfig, *, re
             loss, parts = task.loss(model, batch)
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
-            if config.grad_clip > 0:
-                nn.utils.clip_grad_norm_(model.parameters(), config.grad_clip)
+            # the norm of the gradients every rank shares (DDP averaged them): all ranks stop together, or none
+            norm = nn.utils.clip_grad_norm_(model.parameters(), config.grad_clip if config.grad_clip > 0 else math.inf)
+            if not (math.isfinite(float(loss.detach())) and math.isfinite(float(norm))):
+                where = f"step {meta['global_step'] + 1} (epoch {epoch + 1})"
+                bad = f"the training loss is {float(loss.detach()):g}" if not math.isfinite(float(loss.detach())) \
+                    else f"the gradient norm is {float(norm):g}"  # fmt: skip
+                raise TrainingError(f"{bad} at {where}: the run diverged (try a lower --lr); {kept_note()}")
             optimizer.step()
             if averaged is not None:
                 averaged.update_parameters(plain)
@@ -545,9 +575,13 @@ def _fit(model: nn.Module, task: Task, out_dir: Path, config: TrainConfig, *, re
         meta["epoch_sums"], meta["epoch_count"] = {}, 0
         record["seconds"] = time.perf_counter() - started
         meta["history"].append(record)
-        improved = validated and (meta["best"] is None or float(record[task.metric]) < meta["best"][task.metric])
+        if validated:
+            check_finite_metric(record, task.metric, epoch + 1)
+        improved = validated and (meta["best"] is None or bool(meta.get("best_partial"))
+                                  or float(record[task.metric]) < meta["best"][task.metric])  # fmt: skip
         if improved:
             meta["best"] = {k: v for k, v in record.items() if isinstance(v, (int, float))}
+            meta["best_partial"] = False
         if main:
             if improved or (validated and config.keep == "last"):
                 write_model_folder()
