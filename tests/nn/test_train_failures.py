@@ -125,3 +125,13 @@ def test_a_resume_on_another_number_of_processes_is_refused(tmp_path):
     with pytest.raises(FormatError, match=r"resume with the 2 process\(es\) the run was started with, not 1"):
         fit(_model(), ToyTask(), tmp_path, CFG, resume=True, log=_quiet)
     assert (tmp_path / WEIGHTS_NAME).is_file()
+
+
+def test_a_nan_best_left_in_a_state_by_an_older_run_is_replaced_on_resume(tmp_path):
+    """States saved before validation scores were checked could hold a NaN best (``--ema`` predictors), which no
+    later epoch beat: the resumed run then never rewrote its folder."""
+    fit(_model(), ToyTask(), tmp_path, TrainConfig(**{**CFG.__dict__, "max_steps": 20}), log=_quiet)
+    state, optim, meta = load_train_state(tmp_path / STATE_NAME)
+    save_train_state(tmp_path / STATE_NAME, state, optim, {**meta, "best": {**meta["best"], "val_mse": math.nan}})
+    result = fit(_model(), ToyTask(), tmp_path, CFG, resume=True, log=_quiet)
+    assert result["best"]["epoch"] == 2 and math.isfinite(result["best"]["val_mse"])

@@ -577,7 +577,8 @@ def _fit(model: nn.Module, task: Task, out_dir: Path, config: TrainConfig, *, re
         meta["history"].append(record)
         if validated:
             check_finite_metric(record, task.metric, epoch + 1)
-        improved = validated and (meta["best"] is None or bool(meta.get("best_partial"))
+        improved = validated and (meta["best"] is None or bool(meta.get("best_partial"))  # a NaN best of a state saved
+                                  or not math.isfinite(float(meta["best"][task.metric]))  # before this check: replaced
                                   or float(record[task.metric]) < meta["best"][task.metric])  # fmt: skip
         if improved:
             meta["best"] = {k: v for k, v in record.items() if isinstance(v, (int, float))}
