@@ -49,6 +49,30 @@ def test_info_guesses(mocap_dir: Path, capsys, relative, up, units):
     assert code == 0 and facts["up_axis"] == up and facts["units_guess"] == units
 
 
+def test_info_signs_the_up_axis_as_convert_up_takes_it(tmp_path: Path, capsys):
+    """An audit: ``info`` said ``up_axis: Y`` for a copy turned head down, although the library knows the sign and
+    ``convert --help`` sends users to info's up_axis to choose ``--up``: it says ``-Y``, which ``--up`` takes and which
+    writes the same glTF as the guess."""
+    import torch
+
+    from skelanim import ops
+
+    walk = skelanim.load(sample_path("walk"))
+    down = tmp_path / "down.bvh"
+    skelanim.save(ops.rotate(walk, torch.tensor([0.0, 0.0, 0.0, 1.0], dtype=torch.float64)), down)  # Y down
+    code, out, _ = run(["info", str(down), "--json"], capsys)
+    assert code == 0 and json.loads(out)["up_axis"] == "-Y"
+    code, out, _ = run(["info", str(down)], capsys)
+    assert code == 0 and "up_axis: -Y" in out
+    code, out, _ = run(["info", str(sample_path("walk")), "--json"], capsys)
+    assert json.loads(out)["up_axis"] == "Y"  # an upright file: unchanged
+    code, _, err = run(["convert", str(down), str(tmp_path / "told.glb"), "--up", "-Y"], capsys)
+    assert code == 0, err
+    assert main(["convert", str(down), str(tmp_path / "guessed.glb")]) == 0
+    told, guessed = skelanim.load(tmp_path / "told.glb"), skelanim.load(tmp_path / "guessed.glb")
+    np.testing.assert_allclose(told.positions().numpy(), guessed.positions().numpy(), atol=1e-6)
+
+
 def test_convert_resample_and_scale(tmp_path: Path, mocap_dir: Path, capsys):
     src = mocap_dir / "cmu_cgspeed_mb" / "01_01.bvh"
     dst = tmp_path / "out.bvh"
@@ -402,6 +426,23 @@ def test_convert_simple_channels_writes_root_positions_only(mocap_files, tmp_pat
     capsys.readouterr()
     assert main(["convert", str(src), str(tmp_path / "simple.glb"), "--simple-channels"]) == 2
     assert "channels are a BVH file's" in capsys.readouterr().err and not (tmp_path / "simple.glb").exists()
+
+
+def test_convert_simple_channels_names_the_file_whose_joint_moves(mocap_files, tmp_path: Path, capsys):
+    """An audit: ``--simple-channels`` on a file whose spine's translation is animated said "joint Spine's translation
+    is animated ..." without the file, as every other convert error names it; nothing is written."""
+    import torch
+
+    (src,) = mocap_files(["bandai_namco_1/dataset-1_walk_normal_001.bvh"])
+    motion = skelanim.load(src)[:30]
+    moved = motion.joint_translations.clone()
+    moved[:, 2, 1] += torch.linspace(0, 5, 30, dtype=moved.dtype)
+    spine = tmp_path / "spine.bvh"
+    skelanim.save(motion.copy(joint_translations=moved), spine)
+    out = tmp_path / "simple.bvh"
+    code, stdout, err = run(["convert", str(spine), str(out), "--simple-channels"], capsys)
+    one_error_line(code, stdout, err, f"error: {spine}: joint Spine's translation is animated")
+    assert not out.exists()
 
 
 @pytest.mark.parametrize("scale", ["0", "-2", "nan", "inf"])

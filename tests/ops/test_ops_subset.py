@@ -8,7 +8,7 @@ import torch
 from skelanim import Motion
 from skelanim.core.rotations import matrix_geodesic
 from skelanim.errors import SkeletonError
-from skelanim.ops import collapse, rename
+from skelanim.ops import collapse, rename, simplify_channels
 
 UPPER = ["Chest", "Neck", "Head", "LeftArm", "LeftHand", "RightArm", "RightHand"]
 MAIN = [
@@ -159,3 +159,17 @@ def test_collapse_ccrig_to_main_joints(real):
     assert float(matrix_geodesic(rot1, rot0[:, idx]).max()) < 1e-6
     # CC_Base_NeckTwist02 (removed, between NeckTwist01 and Head) is animated: Head's translation varies
     assert out.joint_translations is not None
+
+
+def test_simplify_channels_of_a_motion_without_frames(helpers):
+    """An audit: ``simplify_channels(m[:0])`` raised torch's untyped "max(): Expected reduction dim" where mirror,
+    normalize and collapse return a motion without frames. Nothing is animated in no frames: every joint is kept, on
+    its rest offset, the root's zero, with the simple layout's channels."""
+    for translations in (False, True):
+        m = helpers.random_motion(helpers.body_skeleton(), 12, translations=translations)
+        out = simplify_channels(m[:0])
+        assert out.num_frames == 0 and out.joint_translations is None
+        assert out.skeleton.names == m.skeleton.names
+        assert torch.equal(out.skeleton.offsets[1:], m.skeleton.offsets[1:]) and not out.skeleton.offsets[0].any()
+        assert [len(c) for c in out.skeleton.channels] == [6] + [3] * (m.skeleton.num_joints - 1)
+        assert out.positions().shape == (0, m.skeleton.num_joints, 3)

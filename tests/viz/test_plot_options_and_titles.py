@@ -30,8 +30,7 @@ BANDAI_RUN = "bandai_namco_1/dataset-1_run_happy_001.bvh"
 @pytest.mark.parametrize(
     "kind, option, value, users",
     [
-        ("contacts", "--joints", "NoSuchJoint", "trajectories and angles"),
-        ("poses", "-j", "left_knee", "trajectories and angles"),
+        ("poses", "-j", "left_knee", "trajectories, angles and contacts"),
         ("trajectories", "--angle", "rotation", "angles"),
         ("contacts", "--angle", "flexion", "angles"),
         ("trajectories", "--count", "3", "poses"),
@@ -41,7 +40,7 @@ BANDAI_RUN = "bandai_namco_1/dataset-1_run_happy_001.bvh"
 def test_plot_refuses_an_option_its_kind_does_not_use(
     capfd: pytest.CaptureFixture[str], tmp_path: Path, kind: str, option: str, value: str, users: str
 ) -> None:
-    """``-j`` with contacts or poses (an unknown joint name then passed), ``--angle`` or ``--count`` with trajectories
+    """``-j`` with poses (an unknown joint name then passed), ``--angle`` or ``--count`` with trajectories
     were silently ignored: now one line naming the option, the kind, and the kinds that use it; nothing written."""
     out = tmp_path / "x.png"
     code = main(["plot", WALK, "--kind", kind, option, value, "-o", str(out)])
@@ -52,7 +51,8 @@ def test_plot_refuses_an_option_its_kind_does_not_use(
 
 def test_plot_options_of_their_own_kind_still_work(capfd: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     for args in (["--kind", "poses", "--count", "3"], ["--kind", "angles", "--angle", "rotation", "-j", "left_knee"],
-                 ["--kind", "trajectories", "-j", "left_knee"], ["--kind", "contacts"]):  # fmt: skip
+                 ["--kind", "trajectories", "-j", "left_knee"], ["--kind", "contacts"],
+                 ["--kind", "contacts", "-j", "left_ankle,right_ankle"]):  # fmt: skip
         out = tmp_path / "x.png"
         assert main(["plot", WALK, *args, "-o", str(out)]) == 0, capfd.readouterr()
         assert out.stat().st_size > 1000
@@ -61,8 +61,9 @@ def test_plot_options_of_their_own_kind_still_work(capfd: pytest.CaptureFixture[
 
 def test_plot_motions_refuses_an_option_its_kind_does_not_use() -> None:
     walk = skelanim.load(WALK)[:10]
-    with pytest.raises(ShapeError, match="joints is not used by plot kind 'contacts'; only by trajectories and angles"):
-        plots.plot_motions(walk, "contacts", ["NoSuchJoint"])
+    with pytest.raises(ShapeError, match="joints is not used by plot kind 'poses'; only by trajectories, angles and "
+                                         "contacts"):  # fmt: skip
+        plots.plot_motions(walk, "poses", ["NoSuchJoint"])
     with pytest.raises(ShapeError, match="count is not used by plot kind 'trajectories'"):
         plots.plot_motions(walk, "trajectories", count=3)
     with pytest.raises(ShapeError, match="angle is not used by plot kind 'poses'"):
@@ -139,3 +140,46 @@ def test_plot_refuses_a_bad_output_before_reading_the_files(capfd: pytest.Captur
 def test_plot_of_one_motion_says_1_motion(capfd: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     assert main(["plot", WALK, "-o", str(tmp_path / "x.png")]) == 0
     assert "(trajectories, 1 motion)" in capfd.readouterr().out
+
+
+# --------------------------------------------------------------------------- skeletons without named feet, one joint
+def stick_bvh(path: Path, joints: int, frames: int = 30) -> Path:
+    """A BVH of a chain of ``joints`` joints ``A``, ``B``, ... (no End Site: one joint has no bone at all), its
+    root sliding along X and its other joints swinging about Z; no joint is named like a foot."""
+    names = [chr(ord("A") + k) for k in range(joints)]
+    head = ["HIERARCHY", f"ROOT {names[0]}", "{", " OFFSET 0 0 0",
+            " CHANNELS 6 Xposition Yposition Zposition Zrotation Xrotation Yrotation"]  # fmt: skip
+    for k, name in enumerate(names[1:], start=1):
+        head += [" " * k + f"JOINT {name}", " " * k + "{", " " * k + " OFFSET 0 10 0",
+                 " " * k + " CHANNELS 3 Zrotation Xrotation Yrotation"]  # fmt: skip
+    head += [" " * k + "}" for k in range(joints - 1, -1, -1)]
+    rows = [" ".join([f"{0.5 * f:g}", "0", "0", "0", "0", "0"] + [f"{10 * math.sin(f / 5):.4f}", "0", "0"] * (joints - 1))
+            for f in range(frames)]  # fmt: skip
+    path.write_text("\n".join([*head, "MOTION", f"Frames: {frames}", "Frame Time: 0.0333333", *rows]) + "\n")
+    return path
+
+
+def test_contacts_of_a_skeleton_without_named_feet_take_joints(capfd: pytest.CaptureFixture[str], tmp_path: Path):
+    """``-k contacts`` on a file whose feet are not found by name said "name them with --joints", and ``-j`` was then
+    refused with contacts: ``--joints`` now picks the joints whose contacts are drawn."""
+    stick = stick_bvh(tmp_path / "stick.bvh", 3)
+    out = tmp_path / "c.png"
+    one_line_error(capfd, main(["plot", str(stick), "-k", "contacts", "-o", str(out)]), str(stick), "--joints")
+    assert main(["plot", str(stick), "-k", "contacts", "-j", "A,C", "-o", str(out)]) == 0, capfd.readouterr()
+    assert out.stat().st_size > 1000 and "(contacts, 1 motion)" in capfd.readouterr().out
+    line = one_line_error(capfd, main(["plot", str(stick), "-k", "contacts", "-j", "Z", "-o", str(tmp_path / "d.png")]))
+    assert "unknown joint 'Z'" in line and str(stick) in line and not (tmp_path / "d.png").exists()
+    assert main(["plot", "--help"]) == 0  # the help says which kinds take --joints
+    assert "For --kind trajectories, angles and contacts" in " ".join(capfd.readouterr().out.replace("│", " ").split())
+
+
+def test_a_one_joint_skeleton_is_a_dot_in_the_pose_strip(capfd: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """A one-joint file (no bone) crashed the pose strip with numpy's "zero-size array to reduction operation": its
+    joint is now drawn as a dot per pose, and the command writes the figure."""
+    one = stick_bvh(tmp_path / "one.bvh", 1)
+    ax = plots.plot_poses(skelanim.load(one), count=4).axes[0]
+    dots = [line for line in ax.get_lines() if line.get_marker() == "o"]
+    assert len(dots) == 4 and all(len(line.get_xdata()) == 1 for line in dots)
+    out = tmp_path / "poses.png"
+    assert main(["plot", str(one), "-k", "poses", "-o", str(out)]) == 0, capfd.readouterr()
+    assert out.stat().st_size > 1000 and "(poses, 1 motion)" in capfd.readouterr().out

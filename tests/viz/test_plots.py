@@ -172,6 +172,51 @@ def test_contact_bars_match_the_contact_labels(walk: Motion) -> None:
     assert "planted: low and under 0.25 heights/s; gait's stance allows 1" in ax.get_title()
 
 
+def bar_spans(fig) -> list[list[tuple[float, float]]]:
+    """Per bar row of the first panel, the ``(start, end)`` times of its bars."""
+    rows = [c for c in fig.axes[0].collections if len(c.get_paths())]
+    return [sorted((float(p.vertices[:, 0].min()), float(p.vertices[:, 0].max())) for p in c.get_paths()) for c in rows]
+
+
+def test_an_upside_down_sources_contacts_are_those_of_the_upright_one(walk: Motion) -> None:
+    """An audit: a copy turned head down (up -Y) had no contact bar at all: the plot passed the unsigned up axis,
+    so the feet were looked for at the top of the figure (``ops.foot_contacts`` itself, with the signed one, agreed
+    with the upright copy)."""
+    import torch
+
+    from skelanim.ops import rotate
+
+    down = rotate(walk, torch.tensor([0.0, 0.0, 0.0, 1.0], dtype=torch.float64))  # a half turn about Z
+    assert down.up_direction() == (1, -1.0)
+    upright = bar_spans(plots.plot_contacts(walk))
+    assert len(upright) == 2 and all(upright)  # both feet plant
+    turned = bar_spans(plots.plot_contacts(down))
+    assert [len(row) for row in turned] == [len(row) for row in upright]
+    flat = lambda rows: np.array([span for row in rows for span in row])
+    np.testing.assert_allclose(flat(turned), flat(upright), atol=1e-9)
+
+
+def test_contacts_of_named_joints(walk: Motion) -> None:
+    """``joints`` picks the rows (a skeleton whose feet are not found by name can be plotted), in every motion; an
+    unknown name is a SkeletonError naming the motion; with precomputed contacts they name the columns."""
+    from skelanim.ops.contacts import foot_contacts
+
+    ax = plots.plot_contacts(walk, ["right_ankle"]).axes[0]
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["right_ankle"]
+    labels = np.asarray(foot_contacts(walk, joints=["right_ankle"]))
+    widths = [p.vertices[:, 0].max() - p.vertices[:, 0].min() for c in ax.collections for p in c.get_paths()]
+    assert labels.any() and sum(widths) == pytest.approx(labels.sum() / walk.fps)
+    with pytest.raises(SkeletonError, match="unknown joint 'nope'") as err:
+        plots.plot_contacts([walk, walk], ["nope"], labels=["a", "b"])
+    assert err.value.where == "a"
+    given = [np.zeros((walk.num_frames, 2), dtype=bool)]
+    ax = plots.plot_contacts(walk, ["left_ankle", "right_ankle"], contacts=given).axes[0]
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["left_ankle", "right_ankle"]
+    with pytest.raises(ShapeError, match="1 joints name the rows of 2 contact columns"):
+        plots.plot_contacts(walk, ["left_ankle"], contacts=given)
+    assert plots.plot_motions(walk, "contacts", ["left_ankle"]).axes[0].get_yticklabels()[0].get_text() == "left_ankle"
+
+
 def test_pose_strip_draws_every_bone_of_every_pose(walk: Motion, run: Motion, tmp_path: Path) -> None:
     fig = plots.plot_poses([walk, run], count=5, labels=["walk", "run"])
     for ax in fig.axes:

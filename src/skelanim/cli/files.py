@@ -117,6 +117,12 @@ def with_option_hint(err: Exception, files: list[Path], hint: str) -> None:
         err.args = (err.one_line(),)
 
 
+def up_name(axis: int, sign: float) -> str:
+    """The up direction ``(axis, sign)`` as ``skelanim info`` prints it and ``--up`` takes it (:func:`check_up`):
+    ``"Y"`` for +Y, ``"-Y"`` for an upside-down source whose heads lie below its feet along Y."""
+    return ("-" if sign < 0 else "") + AXES[axis]
+
+
 def describe(motion: Motion, path: str) -> dict:
     """The facts ``skelanim info`` prints, as a JSON-friendly dict."""
     skeleton = motion.skeleton
@@ -136,7 +142,7 @@ def describe(motion: Motion, path: str) -> dict:
         "animated_joint_translations": motion.joint_translations is not None,
         "height": height,
         "units_guess": guess_unit(motion.stature),  # from the bones: a crawl is as tall as it stands
-        "up_axis": AXES[motion.up_axis()],
+        "up_axis": up_name(*motion.up_direction()),
         "left_right_pairs": len(skeleton.left_right_pairs()),
     }
 
@@ -146,7 +152,8 @@ def info(
     file: Path = typer.Argument(..., help="A motion file (.bvh, DeepMimic .txt/.json, .glb/.gltf)."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object instead of text."),
 ) -> None:
-    """Show joints, frames, fps, duration, channel orders, height and the up axis guess of FILE."""
+    """Show joints, frames, fps, duration, channel orders, height and the up axis guess of FILE (signed: -Y for a
+    source whose heads lie below its feet along Y, as --up takes it)."""
     import skelanim
 
     motion = skelanim.load(file)
@@ -189,6 +196,7 @@ def convert(
 
     import skelanim
     from skelanim import ops
+    from skelanim.errors import SkeletonError
 
     if fps is not None:
         require_between(fps, "--fps", 0.01, 10000, "frames per second")
@@ -217,7 +225,12 @@ def convert(
     if fps is not None:
         motion = ops.resample(motion, fps)
     if simple_channels:
-        motion = ops.simplify_channels(motion)
+        try:
+            motion = ops.simplify_channels(motion)
+        except SkeletonError as err:  # a joint's animated translation: the file is the source's
+            err.path = err.path or str(src)
+            err.args = (err.one_line(),)
+            raise
     skelanim.save(motion, dst, **({} if up_axis is None else {"up_axis": up_axis}))
     typer.echo(f"wrote {dst} ({motion.num_frames} frames at {motion.fps:g} fps)")
     if motion.metadata.get("loop") == "wrap" and not keeps_loop:

@@ -37,8 +37,8 @@ def plot(
         None,
         "--joints",
         "-j",
-        help="For --kind trajectories and angles: joint names (repeat, or comma-separated); default: root and feet "
-        "/ knees.",
+        help="For --kind trajectories, angles and contacts: joint names (repeat, or comma-separated); default: the "
+        "root and feet, the knees, the feet (each found by name).",
     ),
     angle: str | None = typer.Option(
         None, "--angle", help="For --kind angles: flexion (between bones, the default) or rotation (local)."
@@ -56,7 +56,7 @@ def plot(
     unused = plots.unused_option(kind, {"joints": joints is not None, "angle": angle is not None,
                                         "count": count is not None})  # fmt: skip
     if unused is not None:
-        raise ShapeError(f"--{unused[0]} is not used by --kind {kind}; only by --kind {' and '.join(unused[1])}")
+        raise ShapeError(f"--{unused[0]} is not used by --kind {kind}; only by --kind {plots.kinds_text(unused[1])}")
     if angle is not None and angle not in ("flexion", "rotation"):
         raise ShapeError(f"unknown --angle {angle!r}; expected flexion or rotation")
     require_between(dpi, "--dpi", 1, 1200, "dots per inch")
@@ -65,7 +65,8 @@ def plot(
     try:  # kind and angle are plain strings checked above against what the Literals of plot_motions name
         fig = plots.plot_motions(motions, kind, _split_joints(joints), labels=labels, angle=angle, count=count)  # type: ignore[arg-type]
     except SkeletonError as err:
-        with_option_hint(err, files, "; name them with --joints")
+        # the library's "pass joints=" becomes the option, for the kinds that take it (the others have no such advice)
+        with_option_hint(err, files, "; name them with --joints" if kind in plots.OPTION_KINDS["joints"] else "")
         raise
     plots.save_figure(fig, out, dpi=dpi)
     typer.echo(f"wrote {out} ({kind}, {len(motions)} motion{'s' if len(motions) > 1 else ''})")

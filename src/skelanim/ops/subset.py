@@ -158,7 +158,8 @@ def simplify_channels(motion: Motion, *, tol: float = 1e-6) -> Motion:
     Returns
     -------
     Motion
-        One joint fewer where a root was folded; no ``joint_translations``.
+        One joint fewer where a root was folded; no ``joint_translations``. A motion without frames keeps its
+        joints (nothing is animated in it) and its rest offsets.
 
     Raises
     ------
@@ -166,8 +167,9 @@ def simplify_channels(motion: Motion, *, tol: float = 1e-6) -> Motion:
         A joint other than the root whose translation is animated (the layout cannot hold it).
     """
     skel = motion.skeleton
+    frames = motion.num_frames  # none: nothing is animated, the rest offsets are the translations
     children = [j for j in range(skel.num_joints) if int(skel.parents[j]) == 0]
-    if len(children) == 1 and motion.joint_translations is not None:
+    if len(children) == 1 and motion.joint_translations is not None and frames > 0:
         child_t = motion.local_translations()[:, children[0]]
         if float((child_t - child_t[:1]).abs().max()) > 0:  # the animated joint below a root of one child: the root
             motion = collapse(motion, [j for j in range(1, skel.num_joints)])
@@ -175,14 +177,18 @@ def simplify_channels(motion: Motion, *, tol: float = 1e-6) -> Motion:
     height = motion.height
     scale = max(height, 1.0) if np.isfinite(height) else 1.0
     local_t = motion.local_translations()  # (F, J, 3)
-    spread = (local_t - local_t[:1]).norm(dim=-1).amax(0)  # (J,)
+    if frames > 0:
+        spread = (local_t - local_t[:1]).norm(dim=-1).amax(0)  # (J,)
+        offsets = local_t[0].clone()  # (J, 3)
+    else:
+        spread = torch.zeros(skel.num_joints, dtype=local_t.dtype)
+        offsets = skel.offsets.clone()
     moving = [j for j in range(1, skel.num_joints) if float(spread[j]) > tol * scale]
     if moving:
         j = moving[0]
         raise SkeletonError(f"joint {skel.names[j]}'s translation is animated (it moves by up to "
                             f"{float(spread[j]):.4g}), which a BVH file holds only in position channels: keep them "
                             f"({len(moving)} joint(s) move)")  # fmt: skip
-    offsets = local_t[0].clone()
     offsets[0] = 0.0
     channels = [POSITION_CHANNELS + (tuple(c for c in skel.channels[0] if c.endswith("rotation"))
                                              or DEFAULT_JOINT_CHANNELS)]  # fmt: skip

@@ -29,7 +29,7 @@ from matplotlib.collections import LineCollection
 from matplotlib.figure import Figure
 
 from skelanim.core.motion import Motion
-from skelanim.core.units import up_to_y_matrix
+from skelanim.core.units import signed_axis_name, up_to_y_matrix
 from skelanim.errors import ShapeError, SkeletonError, UnsupportedFormatError
 from skelanim.io.atomic import atomic_path
 from skelanim.io.gltf import export_scale
@@ -47,14 +47,16 @@ from skelanim.viz._draw import (
 )
 
 __all__ = [
-    "KINDS", "OPTION_KINDS", "check_figure_path", "plot_angles", "plot_contacts", "plot_gait_report", "plot_motions",
-    "plot_poses", "plot_trajectories", "save_figure", "unused_option",
+    "KINDS", "OPTION_KINDS", "check_figure_path", "kinds_text", "plot_angles", "plot_contacts", "plot_gait_report",
+    "plot_motions", "plot_poses", "plot_trajectories", "save_figure", "unused_option",
 ]  # fmt: skip
 
 Kind = Literal["trajectories", "angles", "contacts", "poses"]
 KINDS: tuple[str, ...] = ("trajectories", "angles", "contacts", "poses")
 #: The kinds that use each option of :func:`plot_motions` (giving it with another kind is an error).
-OPTION_KINDS: dict[str, tuple[str, ...]] = {"joints": ("trajectories", "angles"), "angle": ("angles",), "count": ("poses",)}
+OPTION_KINDS: dict[str, tuple[str, ...]] = {
+    "joints": ("trajectories", "angles", "contacts"), "angle": ("angles",), "count": ("poses",),
+}  # fmt: skip
 AXES = "XYZ"
 Rows = list[tuple[str, list[int]]]
 Defaults = list[tuple[str, int]]
@@ -109,6 +111,11 @@ def _default_angle_joints(m: Motion) -> Defaults:
         inner = [j for j in range(1, m.skeleton.num_joints) if m.skeleton.children(j)][:4]
         rows = [(m.skeleton.names[j], j) for j in inner]
     return rows
+
+
+def kinds_text(kinds: Sequence[str]) -> str:
+    """``"a"``, ``"a and b"``, ``"a, b and c"``: kinds named in a sentence."""
+    return " and ".join([", ".join(kinds[:-1]), kinds[-1]] if len(kinds) > 1 else list(kinds))
 
 
 def unused_option(kind: str, given: dict[str, bool]) -> tuple[str, tuple[str, ...]] | None:
@@ -226,30 +233,54 @@ def _contact_rows(ax: Axes, t0: float, dt: float, contacts: np.ndarray, names: l
     ax.set_ylim(-0.6, contacts.shape[1] - 0.4)
 
 
+def _contact_joints(ms: list[Motion], labels: list[str], joints: Sequence[str | int] | None) -> list[list[int]]:
+    """``K`` joint indices per motion: ``joints`` (names or indices, checked in every motion) or the feet found by
+    name (:func:`~skelanim.ops.contacts.find_feet`); an error names the motion when there are several."""
+    found = []
+    for m, label in zip(ms, labels):
+        try:
+            found.append(resolve_joints(m.skeleton, list(joints)) if joints else find_feet(m.skeleton))
+        except SkeletonError as err:
+            err.where = err.where or (label if len(ms) > 1 else None)
+            raise
+    return found
+
+
 def plot_contacts(
     motions: Motion | Sequence[Motion],
+    joints: Sequence[str | int] | None = None,
     *,
     labels: Sequence[str] | None = None,
     contacts: Sequence[np.ndarray] | None = None,
 ) -> Figure:
-    """Foot-contact timeline: one panel per motion, one bar row per foot joint (found by name with
+    """Foot-contact timeline: one panel per motion, one bar row per foot joint (``joints``, else found by name with
     :func:`skelanim.ops.contacts.find_feet`), bars where :func:`~skelanim.ops.contacts.foot_contacts` is True: a
     joint planted, low and still (what retargeting pins and foot skating measures), stricter than the stance of
     ``skelanim gait`` (:data:`~skelanim.metrics.gait.SPEED_FRACTION`), which runs from heel strike to toe-off:
-    the title says so (a walk's ankles showed no double support here against gait's, an audit found).
+    the title says so (a walk's ankles showed no double support here against gait's, an audit found). Up is the
+    motion's signed :meth:`~skelanim.Motion.up_direction` (an upside-down source's feet are found on its floor).
 
-    ``contacts`` may give precomputed ``(F, K)`` labels per motion (then rows are named ``foot k``).
+    ``joints`` names (or indexes) the ``K`` joints to label, the same in every motion, for a skeleton whose feet
+    are not found by name. ``contacts`` may give precomputed ``(F, K)`` labels per motion (then rows are named
+    ``foot k``, or after ``joints`` when given: one per column).
     """
     ms, names = labelled_motions(motions, labels)
+    chosen = _contact_joints(ms, names, joints) if contacts is None or joints else None
     fig, axes = _new_figure(len(ms), 1, width=10, row_height=1.4, sharex=True)
     for i, (m, name) in enumerate(zip(ms, names)):
         if contacts is not None:
             c = np.asarray(contacts[i], dtype=bool).reshape(m.num_frames, -1)
             rows = [f"foot {k}" for k in range(c.shape[1])]
+            if chosen is not None:
+                if len(chosen[i]) != c.shape[1]:
+                    raise ShapeError(f"{len(chosen[i])} joints name the rows of {c.shape[1]} contact columns"
+                                     + (f" ({name})" if len(ms) > 1 else ""))  # fmt: skip
+                rows = [m.skeleton.names[j] for j in chosen[i]]
         else:
-            feet = find_feet(m.skeleton)
-            c = np.asarray(foot_contacts(m, joints=feet, up_axis=m.up_axis(), height=m.height))
-            rows = [m.skeleton.names[j] for j in feet]
+            assert chosen is not None
+            up = signed_axis_name(*m.up_direction())  # "-y" for a Y-down file: its floor is at the top
+            c = np.asarray(foot_contacts(m, joints=chosen[i], up_axis=up, height=m.height))
+            rows = [m.skeleton.names[j] for j in chosen[i]]
         _contact_rows(axes[i, 0], 0.0, 1.0 / m.fps, c, rows, unit_color(i))
         axes[i, 0].set_title(f"{name}: foot contacts" + ("" if contacts is not None else
                              f" (planted: low and under {DEFAULT_SPEED_FRACTION:g} heights/s; gait's stance allows "
@@ -266,7 +297,8 @@ def plot_poses(
 ) -> Figure:
     """A strip of ``count`` stick figures at evenly spaced frames per motion (one row per motion), in
     side view: orthographic projection onto the plane of the up axis and the main direction of travel.
-    Each pose is centred on its own root; left limbs lighter, right limbs darker."""
+    Each pose is centred on its own root; left limbs lighter, right limbs darker; a skeleton without bones (one
+    joint) is drawn as dots."""
     if count < 1:
         raise ShapeError(f"count must be at least 1, got {count}")
     ms, names = labelled_motions(motions, labels)
@@ -276,7 +308,9 @@ def plot_poses(
         fig3d = skeleton_figure(m)
         direction = travel_direction(fig3d.centre, fig3d.up)
         frames = np.unique(np.linspace(0, m.num_frames - 1, count).round().astype(int))
-        drawn = np.unique(fig3d.bones)  # a static dummy root far from the body (Bandai's joint_Root) is not drawn
+        # a static dummy root far from the body (Bandai's joint_Root) is not drawn; with no bone (one joint) every
+        # joint is, as a dot
+        drawn = np.unique(fig3d.bones) if len(fig3d.bones) else np.arange(fig3d.positions.shape[1])
         along = [(fig3d.positions[f][drawn] - fig3d.centre[f]) @ direction for f in frames]  # each pose about its root
         behind = max(0.4 * fig3d.height, -min(float(x.min()) for x in along))
         ahead = max(0.4 * fig3d.height, max(float(x.max()) for x in along))
@@ -290,6 +324,8 @@ def plot_poses(
                              np.stack([x[fig3d.bones[:, 1]], y[fig3d.bones[:, 1]]], -1)], axis=1)
             cols = [unit_color(i, 0.45) if s > 0 else unit_color(i, -0.3) if s < 0 else unit_color(i) for s in fig3d.sides]
             ax.add_collection(LineCollection(list(segs), colors=cols, linewidths=2.0, capstyle="round"))
+            if not len(fig3d.bones):
+                ax.plot(x[drawn], y[drawn], "o", color=unit_color(i), ms=5)
             ax.text(k * slot, -0.08 * fig3d.height, f"{f / m.fps:.2f} s", ha="center", va="top", fontsize=7)
         ax.axhline(0.0, color="0.6", lw=0.8)
         ax.set_xlim(-behind - gap / 2, (len(frames) - 1) * slot + ahead + gap / 2)
@@ -313,7 +349,7 @@ def plot_motions(
 ) -> Figure:
     """Dispatch to the ``plot_<kind>`` function.
 
-    ``joints`` is used by trajectories and angles, ``angle`` (default ``"flexion"``) by angles and ``count``
+    ``joints`` is used by trajectories, angles and contacts, ``angle`` (default ``"flexion"``) by angles and ``count``
     (default 8) by poses (:data:`OPTION_KINDS`): one given to a kind that does not use it is a :class:`ShapeError`
     rather than ignored.
     """
@@ -321,13 +357,13 @@ def plot_motions(
         raise ShapeError(f"unknown plot kind {kind!r}; expected one of {', '.join(KINDS)}")
     unused = unused_option(kind, {"joints": joints is not None, "angle": angle is not None, "count": count is not None})
     if unused is not None:
-        raise ShapeError(f"{unused[0]} is not used by plot kind {kind!r}; only by {' and '.join(unused[1])}")
+        raise ShapeError(f"{unused[0]} is not used by plot kind {kind!r}; only by {kinds_text(unused[1])}")
     if kind == "trajectories":
         return plot_trajectories(motions, joints, labels=labels)
     if kind == "angles":
         return plot_angles(motions, joints, labels=labels, angle=angle or "flexion")
     if kind == "contacts":
-        return plot_contacts(motions, labels=labels)
+        return plot_contacts(motions, joints, labels=labels)
     return plot_poses(motions, count=8 if count is None else count, labels=labels)
 
 
