@@ -60,6 +60,44 @@ def test_a_right_answer_stays_right(tiny_ds):
     assert (after & ~before).sum() > 50  # and answers from the other dataset's classes are put right
 
 
+def test_a_files_right_answer_stays_right_when_windows_disagree(tiny_ds):
+    """Restricting each window before the file's vote could turn a file right without label spaces wrong: one
+    window sure of `walk`, two spread over the other dataset's contents with a little `run`, became a `run` file."""
+    from types import SimpleNamespace
+
+    model = _model(tiny_ds.rig, {"1": ["run", "walk"], "2": ["bow", "bye", "wave-right-hand"]})
+    walk, run, bow = (CONTENTS.index(c) for c in ("walk", "run", "bow"))
+    others = [CONTENTS.index(c) for c in ("bow", "bye", "wave-right-hand")]  # not dataset 1's
+    probs = torch.zeros(3, len(CONTENTS))
+    probs[0, walk], probs[0, bow] = 0.9, 0.1
+    probs[1:, run] = 0.1
+    probs[1:, others] = 0.3
+    ds = SimpleNamespace(clips=[SimpleNamespace(labels={"dataset": "1"})])
+    out = {"windows": torch.zeros(3, 2, dtype=torch.long), "unrestricted": probs,
+           "probs": model.within_label_spaces(probs, ["1"] * 3)}  # fmt: skip
+    assert int(probs.mean(0).argmax()) == walk  # right without label spaces
+    assert int(out["probs"].mean(0).argmax()) == run  # each window restricted before the vote: wrong
+    ids, files = model.file_probabilities(out, ds)  # type: ignore[arg-type]
+    assert ids.tolist() == [0] and int(files[0].argmax()) == walk and float(files[0].sum()) == pytest.approx(1.0)
+
+
+def test_test_time_mirror_probabilities_sum_to_one(tiny_ds):
+    """Classes with a mirror image were averaged with the mirrored window's, the others (handed contents such as
+    `bye`) kept the window's own: rows summed to 1.25-1.29 on the shipped networks."""
+    torch.manual_seed(0)
+    contents = ["bye", "walk", "walk-left", "walk-right", "wave-right-hand"]
+    model = Recognizer("stgcn", tiny_ds.rig, contents, [], window=32, arch_options=TINY, test_mirror=True).eval()
+    windows = tiny_ds.windows(32, 16)
+    keys = ("rot", "pelvis", "yaw", "positions")
+    g = tiny_ds.gather(windows, 32, keys=keys)
+    x = model.inputs(*(g[k].float() for k in keys))
+    probs, _ = model.classify(x)
+    assert torch.allclose(probs.sum(-1), torch.ones(len(probs)), atol=1e-6)
+    model.test_mirror = False
+    plain, _ = model.classify(x)
+    assert not torch.allclose(probs, plain)  # the mirror image did vote
+
+
 def test_saved_checked_and_refused_when_bad(tiny_ds, tmp_path):
     with pytest.raises(ValueError, match="label space '2'"):
         _model(tiny_ds.rig, {"1": ["walk"], "2": ["swim"]})

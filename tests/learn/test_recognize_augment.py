@@ -87,7 +87,9 @@ def test_test_mirror_votes_are_mirror_consistent(tiny_ds):
     model.test_mirror = True
     p, pm = model.classify(x)[0], model.classify(xm)[0]
     assert torch.allclose(p[:, 1:], pm[:, to[1:]], atol=1e-5)  # walk, walk-left <-> walk-right
-    assert torch.allclose(p[:, 0], torch.softmax(model(x)[0], -1)[:, 0])  # bye has no mirror: its own
+    own, seen = torch.softmax(model(x)[0], -1)[:, 0], torch.softmax(model(xm)[0], -1)[:, 0]
+    assert torch.allclose(p[:, 0], 0.5 * (own + seen))  # bye, the one class without a mirror: the images' mean mass
+    assert torch.allclose(p.sum(-1), torch.ones(3))
     assert Recognizer.from_config(model.config()).test_mirror
 
 
@@ -155,6 +157,17 @@ def test_cli_rejects_rescale_without_centre(tmp_path, capsys):
     assert main(["learn", "recognize", "train", "--data", str(tmp_path), "--out", str(out), "--rescale"]) == 2
     err = capsys.readouterr().err
     assert "--rescale" in err and "--centre" in err and "Traceback" not in err and not out.exists()
+
+
+def test_cli_rejects_turn_relabelling_with_path_features_in_one_line(tmp_path, capsys):
+    """The pair was refused inside training with a bare ValueError: a traceback and exit 1."""
+    from skelanim.cli import main
+
+    out = tmp_path / "rec"
+    args = ["learn", "recognize", "train", "--data", str(tmp_path), "--out", str(out), "--turn", "0.5", "--path"]
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert "--turn" in err and "--path" in err and "Traceback" not in err and not out.exists()
 
 
 def test_cli_rejects_an_unknown_keep(tmp_path, capsys):

@@ -127,6 +127,8 @@ def recognize_train(
         raise typer.BadParameter(f"unknown architecture {arch!r}; choose from {', '.join(ARCHITECTURES)}", param_hint="--arch")
     if rescale and not centre:
         raise typer.BadParameter("needs --centre (it scales the motion about the window mean)", param_hint="--rescale")
+    if turn and path:  # relabelled turns would keep the path features of the straight walk they came from
+        raise typer.BadParameter("cannot be combined with --path (the window path features)", param_hint="--turn")
     stgcn_only = [o for o, v in (("--readout", readout != 128), ("--adaptive", adaptive), ("--joint-input", joint_input),
                                  ("--joint-affine", joint_affine), ("--centre", centre), ("--rescale", rescale)) if v]  # fmt: skip
     if arch == "cnn" and stgcn_only:  # these had been dropped without a word

@@ -171,8 +171,8 @@ class Generator(nn.Module):
     def fit_latent(self, x: Tensor, content: Tensor, style: Tensor, *, shrink: float | None = None,
                    batch: int = 512) -> None:  # fmt: skip
         """Fit each content's latent prior to its aggregate posterior over standardised windows ``x`` ``(N, T, D)``
-        of classes ``(N,)``: the mean of its posterior means, and the mixture's covariance (of the posterior
-        means, plus the mean posterior variance) shrunk toward all windows' one, ``(n S_c + k S) / (n + k)``
+        of classes ``(N,)``: the mean of its posterior means, and the mixture's covariance (the sample covariance of
+        the posterior means, with Bessel's ``n - 1``, plus the mean posterior variance) shrunk toward all windows' one, ``(n S_c + k S) / (n + k)``
         for ``n`` windows of the content and ``k = shrink`` (default: the latent size), so that a content of a
         few windows gets a usable covariance. A content without windows keeps ``N(0, I)``."""
         was_training = self.training

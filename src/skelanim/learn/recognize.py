@@ -17,9 +17,9 @@ statistics of the training windows stored in the model
 Files
 -----
 A file is classified by averaging the class probabilities of its windows (stride ``stride``) and taking the
-arg-max (:func:`skelanim.metrics.distribution.vote`). A model trained on both Bandai-Namco datasets, which
-name their classes each in its own way, classifies a file that names its dataset among that dataset's
-contents (:meth:`Recognizer.within_label_spaces`). The pooled features of the last block are what
+arg-max (:meth:`Recognizer.file_probabilities`). A model trained on both Bandai-Namco datasets, which
+name their classes each in its own way, classifies a window or a file that names its dataset among that dataset's
+contents (:meth:`Recognizer.within_label_spaces`; a file's mean is restricted, not each window before it). The pooled features of the last block are what
 :meth:`Recognizer.embed` returns for FID and diversity.
 """
 
@@ -52,7 +52,7 @@ from skelanim.learn.joints import (
 )
 from skelanim.learn.mirror import rig_mirror
 from skelanim.learn.stgcn import STGCN, Members, TemporalCNN
-from skelanim.metrics.distribution import accuracy, group_means, vote
+from skelanim.metrics.distribution import accuracy, group_means
 from skelanim.nn.device import module_device, to_device
 from skelanim.ops.normalize import scale, turned_up
 
@@ -90,13 +90,16 @@ class Recognizer(nn.Module):
         Keyword arguments of :class:`~skelanim.learn.stgcn.STGCN` / :class:`~skelanim.learn.stgcn.TemporalCNN`.
     test_mirror : bool
         :meth:`classify` averages each window's content probabilities with those of its mirror image (classes
-        mapped by :func:`mirror_labels`; classes without a mirror keep the window's own probability).
+        mapped by :func:`mirror_labels`); the classes without a mirror share the two images' mean mass on them in
+        the window's own proportions, so a window's probabilities sum to 1 (they had kept the window's own
+        probabilities, and rows summed to up to 1.29) and mirrored classes stay mirror-consistent.
     path : bool
         Inputs include the window path features (:func:`joint_features`).
     test_speeds : sequence of float
         :meth:`embed_dataset` averages each window's content probabilities over these playback speeds: the
-        window read ``s`` times faster from its first frame and resampled (:func:`resample_features`), where
-        frames past a clip's end repeat its last frame, as in the training speed augmentation. The features
+        window read ``s`` times faster from its first frame and resampled (:func:`resample_features`); a read that
+        would run past its clip's end is moved back to end there (:meth:`~skelanim.data.MotionDataset.gather`), as
+        in the training speed augmentation. The features
         are always the window's own; :meth:`classify` and :meth:`embed_arrays`, given fixed-length windows,
         do not vote. ``(1.0,)``: none.
     members : int
@@ -216,6 +219,8 @@ class Recognizer(nn.Module):
                 pm = content_log_probabilities(self(xm)[0]).exp()
                 p = p.clone()
                 p[:, has] = 0.5 * (p[:, has] + pm[:, to[has]])
+                own, seen = p[:, ~has].sum(-1, keepdim=True), pm[:, ~has].sum(-1, keepdim=True)
+                p[:, ~has] *= 0.5 * (own + seen) / own.clamp_min(torch.finfo(p.dtype).tiny)  # sums to 1 again
             probs.append(p.to(x.device))
             feats.append(f.to(x.device))
         return torch.cat(probs), torch.cat(feats)
@@ -260,7 +265,8 @@ class Recognizer(nn.Module):
         Returns
         -------
         dict of str to Tensor
-            ``windows`` ``(W, 2)``, ``probs`` ``(W, C)``, ``features`` ``(W, D)``.
+            ``windows`` ``(W, 2)``, ``probs`` ``(W, C)`` (within label spaces), ``unrestricted`` ``(W, C)`` (before
+            them; :meth:`file_probabilities` votes with these), ``features`` ``(W, D)``.
         """
         if not ds.rig.skeleton.same_topology(self.rig.skeleton):
             raise SkeletonError(skeleton_mismatch("recogniser", self.rig.skeleton, ds.rig.skeleton), path=ds.clips[0].path)
@@ -285,7 +291,23 @@ class Recognizer(nn.Module):
                 p = votes / len(self.test_speeds)
             probs.append(p)
         spaces = [ds.clips[int(i)].labels.get("dataset") for i in win[:, 0]]
-        return {"windows": win, "probs": self.within_label_spaces(torch.cat(probs), spaces), "features": torch.cat(feats)}
+        unrestricted = torch.cat(probs)
+        return {"windows": win, "probs": self.within_label_spaces(unrestricted, spaces), "unrestricted": unrestricted,
+                "features": torch.cat(feats)}  # fmt: skip
+
+    def file_probabilities(self, out: dict[str, Tensor], ds: MotionDataset) -> tuple[Tensor, Tensor]:
+        """The vote of each clip of ``ds`` from :meth:`embed_dataset`'s ``out``: the mean of its windows'
+        probabilities, then restricted to its dataset's contents (:meth:`within_label_spaces`). Restricting the
+        mean, not each window before it, keeps a file answer that is right without label spaces right (per window
+        first, three windows voting `walk` had become a `run`).
+
+        Returns
+        -------
+        tuple of Tensor
+            Clip indices ``(N,)`` (sorted) and their content probabilities ``(N, C)``.
+        """
+        ids, means = group_means(out["unrestricted"].float(), out["windows"][:, 0])
+        return ids, self.within_label_spaces(means, [ds.clips[int(i)].labels.get("dataset") for i in ids])
 
     def motions_dataset(self, motions: Sequence[Motion]) -> MotionDataset:
         """Motions resampled to the model's frame rate, turned so that their up direction is the rig's
@@ -307,9 +329,10 @@ class Recognizer(nn.Module):
     def embed_motions(self, motions: Sequence[Motion], *, stride: int = 8) -> tuple[Tensor, list[str]]:
         """Window features ``(W, D)`` of motions and each motion's voted content (for
         :func:`skelanim.metrics.compare.compare_sets`); ``ValueError`` for a skeleton other than the rig's."""
-        out = self.embed_dataset(self.motions_dataset(motions), stride=stride)
-        _, pred = vote(out["probs"], out["windows"][:, 0])
-        return out["features"], [self.contents.names[int(p)] for p in pred]
+        ds = self.motions_dataset(motions)
+        out = self.embed_dataset(ds, stride=stride)
+        _, probs = self.file_probabilities(out, ds)
+        return out["features"], [self.contents.names[int(p)] for p in probs.argmax(-1)]
 
     def recognize_motions(self, motions: Sequence[Motion], *, stride: int = 8) -> dict[str, Tensor]:
         """Content probabilities of motions, per motion and per window (with the model's mirror and speed votes).
@@ -323,8 +346,9 @@ class Recognizer(nn.Module):
             ``probs`` ``(N, C)`` per motion; ``windows`` ``(W, 2)`` (motion index, first frame at the model's
             frame rate, stride ``stride``) and ``window_probs`` ``(W, C)``. Class names: :attr:`contents`.
         """
-        out = self.embed_dataset(self.motions_dataset(motions), stride=stride)
-        _, means = group_means(out["probs"].float(), out["windows"][:, 0])  # every motion has a window
+        ds = self.motions_dataset(motions)
+        out = self.embed_dataset(ds, stride=stride)
+        _, means = self.file_probabilities(out, ds)  # every motion has a window
         return {"probs": means, "windows": out["windows"], "window_probs": out["probs"]}
 
 
@@ -353,7 +377,8 @@ def evaluate_recognizer(model: Recognizer, ds: MotionDataset, *, stride: int = 8
     probs = out["probs"]
     truth = torch.tensor([model.contents.names.index(n) if n in model.contents else -1 for n in names])
     pred_w = probs.argmax(-1)
-    ids, pred_f = vote(probs, clip)
+    ids, file_probs = model.file_probabilities(out, ds)
+    pred_f = file_probs.argmax(-1)
     per_class: dict[str, dict[str, float]] = {}
     for c in sorted(set(names)):
         fmask = torch.tensor([names[int(i)] == c for i in ids])

@@ -9,8 +9,9 @@ convolution, with batch norm, ReLU and a residual::
     y = Conv(k_t x 1)(y)          (temporal, optionally strided)
 
 The partitions are the *spatial configuration* of the paper: each joint's neighbours split into itself,
-the neighbour nearer the body root (centripetal) and those farther away (centrifugal); each ``A_k`` is
-column-normalised and scaled by a learnable edge-importance mask. For speed on a CPU the ``K`` graph
+the neighbour nearer the body root (centripetal) and those farther away (centrifugal); the three together are
+normalised by each joint's degree (``sum_k A_k`` has unit column sums; a single ``A_k`` does not) and each is
+scaled by a learnable edge-importance mask. For speed on a CPU the ``K`` graph
 products are **one dense matmul**: the ``1 x 1`` convolution gives ``K * C`` channels, which are laid out as
 ``(B, C, T, K * V)`` and multiplied by the stacked ``(K * V, V)`` adjacency; no gather/scatter, no per-edge
 loop. The temporal convolutions do most of the work, so channels stay small (32-96) and time is halved
