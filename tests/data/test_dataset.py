@@ -497,3 +497,21 @@ def test_windows_stats_and_splits_refuse_what_would_go_wrong_quietly(few_dataset
         with pytest.raises(FormatError, match=f"{frames} frames at 120 fps are 1 at 25 fps; a clip needs at least 2"):
             clip_from_motion(xia[:frames], fps=25.0)
     assert clip_from_motion(xia[:5], fps=25.0).num_frames == 2
+
+
+def test_a_dataset_of_clips_along_different_up_axes_is_refused_naming_the_clip(mocap_files, tmp_path):
+    """A Z-up copy beside Y-up files had been read into one dataset (the rig took the first clip's axis, the
+    other clips' windows were read along it), silently wrong features and heights for a training run."""
+    from skelanim.errors import SkeletonError
+    from skelanim.ops import rotate
+
+    (path,) = mocap_files(["bandai_namco_1/dataset-1_walk_normal_001.bvh"])
+    upright = skelanim.load(path)[:60]
+    z_up = rotate(upright, [2**-0.5, 2**-0.5, 0.0, 0.0])  # a quarter turn about X: Y up becomes Z up
+    assert z_up.up_axis() == 2
+    skelanim.save(upright, tmp_path / "a_upright.bvh")
+    skelanim.save(z_up, tmp_path / "b_z_up.bvh")
+    with pytest.raises(SkeletonError) as caught:
+        MotionDataset([tmp_path], fps=30, cache=False, label_parser=None)
+    assert str(caught.value).startswith(f"{tmp_path / 'b_z_up.bvh'}: its up axis is Z, {tmp_path / 'a_upright.bvh'}'s Y")
+    assert MotionDataset([tmp_path / "a_upright.bvh"], fps=30, cache=False, label_parser=None).rig.up == 1

@@ -181,10 +181,17 @@ class MotionDataset:
 
     def measure_rig(self) -> Rig:
         """The :class:`Rig` of these clips: body root 1 only when every clip's joint 0 is a dummy; median
-        height; median over clips of the lowest joint height as the floor."""
+        height; median over clips of the lowest joint height as the floor; their up axis, which they must share
+        (:class:`SkeletonError` naming the first clip along another: its windows would be read along the wrong
+        axis, silently; the clips are read as their files lie, see :func:`skelanim.ops.normalize.turned_up`)."""
         first = self.clips[0]
         root = min(c.root for c in self.clips)
         up = first.up
+        for clip in self.clips[1:]:
+            if clip.up != up:
+                raise SkeletonError(f"its up axis is {'XYZ'[clip.up]}, {first.path or first.name}'s {'XYZ'[up]}: the clips "
+                                    "of a dataset must stand along one axis; turn them first (skelanim.ops.up_to_y)",
+                                    path=clip.path or clip.name)  # fmt: skip
         heights = torch.tensor([c.height for c in self.clips])
         floors = torch.stack([c.positions[:, root:, up].min() for c in self.clips])
         feet = [f - root for f in first.feet]
