@@ -23,6 +23,7 @@ SCRIPT = textwrap.dedent(
     from torch import nn
     from safetensors.torch import save_file
     from skelanim.nn import distributed as ddp
+    from skelanim.errors import TrainingError
     from skelanim.nn.train import TrainConfig, fit
 
     torch.set_num_threads(1)
@@ -76,9 +77,30 @@ SCRIPT = textwrap.dedent(
         caught = ""
     except RuntimeError as err:
         caught = str(err)
+
+    class Diverging(ToyTask):  # rank 1's loss turns NaN at its third step
+        steps = 0
+
+        def loss(self, model, batch):
+            loss, parts = super().loss(model, batch)
+            self.steps += 1
+            return (loss * float("nan") if self.steps >= 3 and ddp.rank() == 1 else loss), parts
+
+    class NanValidation(ToyTask):  # validated by rank 0 alone, at a max_steps stop inside the first epoch
+        def validate(self, model):
+            return {"val_mse": float("nan")}
+
+    stopped = []
+    for name, task, steps in (("diverged", Diverging(), None), ("nan_val", NanValidation(), 3)):
+        try:
+            fit(Toy(), task, os.path.join(out, name), TrainConfig(**{**cfg.__dict__, "max_steps": steps}), log=print)
+            stopped.append("")
+        except TrainingError as err:  # every rank, or one rank had waited for the other for ever
+            stopped.append(str(err))
     with open(os.path.join(out, f"rank{ddp.rank()}.json"), "w") as f:
         json.dump({"before": before, "best": result["best"]["val_mse"], "world": result["world_size"],
-                   "find_unused": result["find_unused_parameters"], "steps": result["steps"], "caught": caught}, f)
+                   "find_unused": result["find_unused_parameters"], "steps": result["steps"], "caught": caught,
+                   "stopped": stopped}, f)
     ddp.exit_worker(0)  # leave the group and skip finalization (what the CLI does)
     """
 )
@@ -98,6 +120,9 @@ def test_two_ranks_average_gradients_and_agree(tmp_path):
         # 512 samples / (16 x 2 ranks) = 16 steps per epoch
         assert report["steps"] == 48
         assert "different weights" in report["caught"]
+        # a NaN on one rank, or in rank 0's validation, stops both ranks (one had raised while the other hung)
+        assert "the gradient norm is nan at step 2 (epoch 1" in report["stopped"][0]  # the probe took a loss
+        assert "the validation val_mse is nan at epoch 0.1875" in report["stopped"][1]
     assert reports[0]["best"] < 0.5 * reports[0]["before"]
     assert (tmp_path / "good" / "model.safetensors").is_file()
     assert done.stdout.count("ranks hold identical weights") == 1  # printed by rank 0 only

@@ -81,6 +81,11 @@ def test_fk_layer_matches_core():
     assert torch.allclose(pos, ref, rtol=0, atol=1e-12)  # the offsets had been rounded to float32: 1e-5 off
     _, pos32 = layer(q.float(), root.float())  # float32 rotations: float32 FK of the rounded offsets
     assert pos32.dtype == torch.float32 and torch.allclose(pos32.double(), ref, rtol=0, atol=1e-3)
+    layer.offsets = (offsets * 2).float()  # a buffer changed afterwards: float64 FK follows it, not the old copy
+    _, moved = layer(q, root)
+    trans = (offsets * 2).float().double().expand(4, -1, -1).clone()
+    trans[:, 0] = root
+    assert torch.allclose(moved, forward_kinematics(q, trans, PARENTS)[1], rtol=0, atol=1e-12)
 
 
 def test_model_files_roundtrip_and_corruption(tmp_path):

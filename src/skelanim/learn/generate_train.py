@@ -169,7 +169,10 @@ class GenerateTask:
         assert rec is not None
         pos, rot, pelvis, yaw = gen.positions(gen.norm.inverse(fake))
         x = rec.inputs(rot, pelvis, yaw, pos * gen.rig.height)
-        return nn.functional.nll_loss(content_log_probabilities(rec(x)[0]), self.recog_label[content], ignore_index=-100)
+        log_p, labels = content_log_probabilities(rec(x)[0]), self.recog_label[content]
+        if not bool((labels >= 0).any()):  # no content the recogniser knows: nll_loss's mean over none is NaN
+            return 0.0 * log_p.sum()
+        return nn.functional.nll_loss(log_p, labels, ignore_index=-100)
 
     def validate(self, model: nn.Module) -> dict[str, float]:
         """Reconstruction error on training windows and, with a recogniser, FID of prior samples to the reference."""

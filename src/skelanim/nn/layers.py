@@ -29,7 +29,7 @@ learns to make them indistinguishable (domain-adversarial training).
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import torch
@@ -241,8 +241,9 @@ class ForwardKinematics(nn.Module):
             ``(..., J, 3, 3)`` world rotation matrices and ``(..., J, 3)`` world positions.
         """
         quats = matrix_to_quat(rotations) if rotations.shape[-1] == 3 else rotations
-        if quats.dtype == torch.float64 and self.offsets64 is not None:
-            offsets = self.offsets64.to(quats.device)
+        exact = self.offsets64 is not None and torch.equal(self.offsets64.to(self.offsets), self.offsets)
+        if quats.dtype == torch.float64 and exact:  # the buffer still holds the float64 offsets' rounding
+            offsets = cast(Tensor, self.offsets64).to(quats.device)
         else:
             offsets = self.offsets.to(quats.dtype)
         trans = offsets.expand(*quats.shape[:-1], 3)

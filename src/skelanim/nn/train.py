@@ -30,9 +30,11 @@ what to write beside the weights); :func:`fit` does the rest:
   from the GPU's generator, so there a resumed run is not bit-identical to an uninterrupted one.
 * **Schedule.** AdamW, linear warm-up then cosine decay over all planned steps down to 2 % of the peak rate
   (``0.02 + 0.98 * (1 + cos(pi * progress)) / 2``), gradient clipping.
-* **Failures.** A training loss or gradient that is not finite, or a validation metric that is not, stops the run
-  with :class:`~skelanim.errors.TrainingError` before anything of that step is written: the folder keeps the
-  last finished epoch's model and state (a diverged run had ended with exit 0 and NaN weights).
+* **Failures.** A gradient norm that is not finite (the same on every rank: DDP averaged the gradients), or a
+  validation metric that is not, stops every rank with :class:`~skelanim.errors.TrainingError` before anything of
+  that step is written: the folder keeps what was written before (the model folder as ``keep`` chose it, the
+  training state of the last save), and a failed run that wrote nothing leaves no folder. A diverged run had ended
+  with exit 0, NaN weights and a NaN best. A loss that is NaN with a zero gradient (a mean over no labels) trains on.
 * **Weight averaging.** With :attr:`TrainConfig.ema` > 0 an exponential moving average of the weights and
   buffers (``torch.optim.swa_utils.AveragedModel``) follows the trained model; it is what validation sees
   and what the model folder holds, and it travels in the training state, so a resumed run averages on.
@@ -479,30 +481,34 @@ def _fit(model: nn.Module, task: Task, out_dir: Path, config: TrainConfig, *, re
     forked = [device] if device.type == "cuda" else []  # the random generators a validation outside the plan restores
 
     def kept_note() -> str:
-        return "the folder keeps what was written before" if wrote[0] else "nothing was written"
+        return "it keeps the files written before (model folder and training state)" if wrote[0] else "nothing was written"
 
     def check_finite_metric(record: dict[str, Any], metric: str, epoch_done: float) -> None:
         value = record.get(metric)
         if isinstance(value, (int, float)) and not math.isfinite(value):
             raise TrainingError(f"the validation {metric} is {value:g} at epoch {epoch_done:g}: the model's outputs are "
-                                f"not finite (try a lower --lr); {kept_note()}")  # fmt: skip
+                                f"not finite (try a lower --lr); {kept_note()}", path=out_dir)  # fmt: skip
 
     stop: dict[str, Any] = {}  # where save_partial_epoch stopped: the step and epoch of the folder's weights
 
     def save_partial_epoch(epochs_done: float) -> None:
-        """Validate and write the model folder when ``max_steps`` ends the run inside an epoch that no
-        folder holds yet (or ``keep="last"``); the run stays resumable from its step."""
-        model.eval()
-        evaluated.eval()
-        with torch.no_grad(), torch.random.fork_rng(devices=forked):  # an uninterrupted run does not validate here
-            record = {"epoch": round(epochs_done, 4), **task.validate(evaluated)}
+        """Validate (rank 0; every rank gets the record) and write the model folder when ``max_steps`` ends the run
+        inside an epoch that no folder holds yet (or ``keep="last"``); the run stays resumable from its step."""
+        record: dict[str, Any] = {"epoch": round(epochs_done, 4)}
+        if main:
+            model.eval()
+            evaluated.eval()
+            with torch.no_grad(), torch.random.fork_rng(devices=forked):  # an uninterrupted run does not validate here
+                record.update(task.validate(evaluated))
+        record = ddp.broadcast_object(record)  # so that a non-finite score stops every rank, not rank 0 alone
         check_finite_metric(record, task.metric, record["epoch"])
         if meta["best"] is None:  # provisional: the end of the epoch replaces it whatever its score, as it would
             meta["best"] = {k: v for k, v in record.items() if isinstance(v, (int, float))}  # have done unstopped
             meta["best_partial"] = True
-        write_model_folder(stopped=record)
-        stop.update(step=meta["global_step"], epoch=record["epoch"])
-        emit(f"stopped by max_steps at step {meta['global_step']} (epoch {record['epoch']:.4g}): wrote the model folder")
+        if main:
+            write_model_folder(stopped=record)
+            stop.update(step=meta["global_step"], epoch=record["epoch"])
+            emit(f"stopped by max_steps at step {meta['global_step']} (epoch {record['epoch']:.4g}): wrote the model folder")
 
     def stop_now() -> bool:
         return config.max_steps is not None and meta["global_step"] >= config.max_steps
@@ -530,13 +536,13 @@ def _fit(model: nn.Module, task: Task, out_dir: Path, config: TrainConfig, *, re
             loss, parts = task.loss(model, batch)
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
-            # the norm of the gradients every rank shares (DDP averaged them): all ranks stop together, or none
-            norm = nn.utils.clip_grad_norm_(model.parameters(), config.grad_clip if config.grad_clip > 0 else math.inf)
-            if not (math.isfinite(float(loss.detach())) and math.isfinite(float(norm))):
-                where = f"step {meta['global_step'] + 1} (epoch {epoch + 1})"
-                bad = f"the training loss is {float(loss.detach()):g}" if not math.isfinite(float(loss.detach())) \
-                    else f"the gradient norm is {float(norm):g}"  # fmt: skip
-                raise TrainingError(f"{bad} at {where}: the run diverged (try a lower --lr); {kept_note()}")
+            # the norm of the gradients every rank shares (DDP averaged them), so all ranks stop together or none; a
+            # loss that is NaN with a zero gradient (a mean over no labels) trains on, as it did
+            norm = float(nn.utils.clip_grad_norm_(model.parameters(), config.grad_clip if config.grad_clip > 0 else math.inf))
+            if not math.isfinite(norm):
+                raise TrainingError(f"the gradient norm is {norm:g} at step {meta['global_step'] + 1} (epoch {epoch + 1}; "
+                                    f"training loss {float(loss.detach()):g}): the run diverged (try a lower --lr); "
+                                    f"{kept_note()}", path=out_dir)  # fmt: skip
             optimizer.step()
             if averaged is not None:
                 averaged.update_parameters(plain)
@@ -553,7 +559,7 @@ def _fit(model: nn.Module, task: Task, out_dir: Path, config: TrainConfig, *, re
                 last_save = time.perf_counter()
         bar.close()
         if meta["step_in_epoch"] < steps_per_epoch:  # stopped by max_steps inside the epoch
-            if main and (config.keep == "last" or meta["best"] is None):  # no folder of this run's yet: a stale
+            if config.keep == "last" or meta["best"] is None:  # no folder of this run's yet: a stale
                 # one (another run's, in the same folder) must not stay behind a message that this run wrote it
                 save_partial_epoch(epoch + meta["step_in_epoch"] / steps_per_epoch)
             break
