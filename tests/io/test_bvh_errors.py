@@ -76,7 +76,7 @@ ERRORS = [  # (name, mutate(text) -> text|bytes, message regex, line of the prob
     ("offset nan", lambda t: t.replace("OFFSET 0.0 10.0 0.0", "OFFSET 0.0 nan 0.0", 1), r"found 'nan'", "nan"),
     ("offset too short", lambda t: t.replace("OFFSET 0.0 10.0 0.0", "OFFSET 0.0 10.0", 1),
      r"OFFSET z of joint 'Spine'", None),
-    ("second root", lambda t: t.replace("MOTION", "ROOT B\n{\nOFFSET 0 0 0\n}\nMOTION"), r"second ROOT", "ROOT B"),
+    ("root inside a joint", lambda t: t.replace("JOINT Spine", "ROOT Spine", 1), r"ROOT inside another joint", "ROOT Spine"),
     ("no MOTION", lambda t: t[: t.index("MOTION")], r"expected MOTION", None),
     ("no Frames line", lambda t: re.sub(r"Frames: \d+\n", "", t), r"'Frames:'", "Frame Time"),
     ("Frames not a number", lambda t: t.replace("Frames: 3", "Frames: 3.5"), r"whole number of frames", "Frames:"),

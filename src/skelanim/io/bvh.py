@@ -174,7 +174,7 @@ def _refuse_huge(parsed: ParsedBVH, name: str, data: bytes) -> None:
     if huge.size:
         joint = int(huge[0][0])
         raise FormatError(f"OFFSET of {parsed.names[joint]} beyond +-{MAX_LENGTH:g}: not a length (a corrupt number?)",
-                          path=name, line=_line_of(data, joint=joint))  # fmt: skip
+                          path=name, line=_line_of(data, joint=joint - (parsed.scene_root is not None)))  # fmt: skip
 
 
 def _motion_from_parsed(parsed: ParsedBVH, name: str) -> Motion:
@@ -221,6 +221,8 @@ def _motion_from_parsed(parsed: ParsedBVH, name: str) -> Motion:
         "frame_time": parsed.frame_time,
         "bvh_values": values,
     }
+    if parsed.scene_root is not None:  # several ROOTs, under a joint the file does not have
+        metadata["bvh_scene_root"] = parsed.scene_root
     if parsed.extra_end_sites:
         metadata["bvh_dropped_end_sites"] = parsed.extra_end_sites
     labels = {parsed.names[j]: label for j, label in parsed.end_site_names.items() if label.split() != ["End", "Site"]}
@@ -529,7 +531,11 @@ def _text_blocks(motion: Motion, precision: int) -> Iterator[str]:
     skeleton = motion.skeleton
     parents = skeleton.parents
     order = _dfs_order(parents)
-    depth = [0] * skeleton.num_joints
+    # a file's several ROOTs read under a scene joint (bvh_parse.SCENE_ROOT) are written as ROOTs again, where the
+    # joint is still at the origin, unturned (a glTF gives it channels, an op may move it: then it is written)
+    scene = (motion.metadata.get("bvh_scene_root") == skeleton.names[0] and not skeleton.offsets[0].any()
+             and not motion.root_positions.any() and bool((motion.rotations[:, 0, 0].abs() == 1).all()))  # fmt: skip
+    depth = [-1 if scene else 0] * skeleton.num_joints
     for j in order[1:]:
         depth[j] = depth[int(parents[j])] + 1
     offsets = skeleton.offsets.numpy()
@@ -538,12 +544,12 @@ def _text_blocks(motion: Motion, precision: int) -> Iterator[str]:
     labels = labels if isinstance(labels, dict) else {}
     lines = ["HIERARCHY"]
     open_joints: list[int] = []
-    for j in order:
+    for j in order[1:] if scene else order:
         while open_joints and open_joints[-1] != int(parents[j]):
             k = open_joints.pop()
             lines.append("\t" * depth[k] + "}")
         ind = "\t" * depth[j]
-        lines.append(f"{ind}{'ROOT' if j == 0 else 'JOINT'} {skeleton.names[j]}")
+        lines.append(f"{ind}{'ROOT' if depth[j] == 0 else 'JOINT'} {skeleton.names[j]}")
         lines.append(ind + "{")
         lines.append(f"{ind}\tOFFSET {' '.join(_fmt(v) for v in offsets[j])}")
         chans = skeleton.channels[j]

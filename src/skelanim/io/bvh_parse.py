@@ -10,7 +10,9 @@ What is accepted (everything seen from real exporters):
   or ``CHANNELS 0``); channel names in any case (``XROTATION``), stored in canonical case;
 * ``End Site`` blocks under any name (``End Site``, ``End site``, ``End``, ``End Site LeftToe_End``);
 * joint names with spaces (the rest of the ``JOINT`` line);
-* numbers as ``1``, ``-0.5``, ``.5``, ``5.``, ``1e-06``, ``+2E3``; a ``Frame Time`` from 1e-6 to 3600 s.
+* numbers as ``1``, ``-0.5``, ``.5``, ``5.``, ``1e-06``, ``+2E3``; a ``Frame Time`` from 1e-6 to 3600 s;
+* several ``ROOT`` blocks one after another (figures: actors, props), read as one tree under a joint without
+  channels (:data:`SCENE_ROOT`), which :mod:`skelanim.io.bvh`'s writer leaves out again.
 
 Anything else raises :class:`~skelanim.errors.FormatError` with the file, the 1-based line and what was
 expected. The hierarchy is parsed with an explicit stack, so nesting depth is unbounded.
@@ -22,7 +24,7 @@ import itertools
 import math
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -75,6 +77,9 @@ class ParsedBVH:
         ``(new name, line, line of the first)`` for each joint whose name an earlier joint had: read under the
         name with the first free suffix ``.001``, ``.002`` ... (as Blender renames; other readers read such
         files too, where names were refused before).
+    scene_root:
+        For a file of several ``ROOT`` s (figures), the name of the joint without channels put at index 0 above them
+        (:func:`_under_one_root`; the file's joints follow, one index later); ``None`` for one figure.
     """
 
     names: list[str]
@@ -88,6 +93,7 @@ class ParsedBVH:
     extra_frames: int = 0
     end_site_names: dict[int, str] = field(default_factory=dict)
     renamed: list[tuple[str, int, int]] = field(default_factory=list)
+    scene_root: str | None = None
 
 
 class _Tokens:
@@ -238,8 +244,6 @@ def _parse_hierarchy(tokens: _Tokens) -> tuple[list[str], list[int], list[np.nda
         tokens.pos += 1
         key = tok.upper()
         if key in ("ROOT", "JOINT"):
-            if key == "ROOT" and names:
-                raise tokens.error("a second ROOT: only one skeleton per file is supported", line)
             if key == "JOINT" and not stack:
                 raise tokens.error("JOINT outside the ROOT's braces", line)
             if key == "ROOT" and stack:
@@ -290,17 +294,38 @@ def _parse_hierarchy(tokens: _Tokens) -> tuple[list[str], list[int], list[np.nda
             if not stack:
                 raise tokens.error("unmatched '}'", line)
             stack.pop()
-            if not stack:
+            following, _ = tokens.peek()
+            if not stack and (following is None or following.upper() != "ROOT"):  # another ROOT: another figure
                 break
         else:
             expected = "ROOT" if not names else "JOINT, End Site or '}'"
             raise tokens.error(f"expected {expected}, found {tok[:40]!r}", line)
     tok, line = tokens.peek()
-    if tok is not None and tok.upper() == "ROOT":
-        raise tokens.error("a second ROOT: only one skeleton per file is supported", line)
     if tok is not None:
         raise tokens.error(f"expected MOTION after the hierarchy, found {tok[:40]!r}", line)
     return names, parents, offsets, channels, end_sites, end_site_names, extra_end_sites, renamed
+
+
+#: Name of the joint that :func:`parse_bvh_bytes` puts above the ROOTs of a file of several figures (``.001`` ...
+#: appended where a joint of the file has it).
+SCENE_ROOT = "Scene"
+
+
+def _under_one_root(parsed: ParsedBVH) -> ParsedBVH:
+    """A file of several ROOTs (figures: actors, props) as one tree: a joint without channels at the origin above
+    them (:data:`SCENE_ROOT`), as Blender's importer puts them in one armature. The figures' roots keep their
+    channels, now read as the animated translation of a joint whose parent stays at the origin, unturned: their
+    world positions are those of the file. ``scene_root`` names the joint, and the writer leaves it out."""
+    roots = int((parsed.parents < 0).sum())
+    if roots < 2:
+        return parsed
+    taken = set(parsed.names)
+    scene = next(n for n in (SCENE_ROOT, *(f"{SCENE_ROOT}.{k:03d}" for k in range(1, len(taken) + 2))) if n not in taken)
+    parents = np.concatenate([[-1], np.where(parsed.parents < 0, 0, parsed.parents + 1)]).astype(np.int64)
+    return replace(parsed, names=[scene, *parsed.names], parents=parents,
+                   offsets=np.concatenate([np.zeros((1, 3)), parsed.offsets]), channels=[(), *parsed.channels],
+                   end_sites={j + 1: v for j, v in parsed.end_sites.items()},
+                   end_site_names={j + 1: v for j, v in parsed.end_site_names.items()}, scene_root=scene)  # fmt: skip
 
 
 _CONTROL_RE = re.compile(rb"[\x00-\x08\x0e-\x1f\x7f]")
@@ -422,7 +447,7 @@ def parse_bvh_bytes(data: bytes, path: str) -> ParsedBVH:
         data, first_line=time_line + 1, channels=n_channels, frames=frames, path=path, frames_line=frames_line,
         start=min(pos, len(data)),
     )
-    return ParsedBVH(
+    return _under_one_root(ParsedBVH(
         names=names,
         parents=np.array(parents, dtype=np.int64),
         offsets=np.stack(offsets),
@@ -434,4 +459,4 @@ def parse_bvh_bytes(data: bytes, path: str) -> ParsedBVH:
         extra_frames=extra_frames,
         end_site_names=end_site_names,
         renamed=renamed,
-    )
+    ))

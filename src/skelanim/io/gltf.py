@@ -76,7 +76,7 @@ __all__ = ["CLIP_METADATA", "UNITS", "export_scale", "guess_scale", "load", "nod
 
 _CODES = {np.dtype(v).type: k for k, v in _COMPONENTS.items()}
 #: ``Motion.metadata`` keys about the take that a glTF file carries in its animation's extras and gives back.
-CLIP_METADATA = ("loop", "deepmimic_extra", "frame_time", "frame_duration")
+CLIP_METADATA = ("loop", "deepmimic_extra", "frame_time", "frame_duration", "bvh_scene_root")
 _ARRAY_BUFFER, _ELEMENT_ARRAY_BUFFER = 34962, 34963
 
 

@@ -268,6 +268,9 @@ def _check_carried_metadata(c: _Checker, metadata: Any, place: str) -> None:
     loop = metadata.get("loop")
     if loop is not None and not isinstance(loop, (str, bool)):
         raise c.fail(f"{place}.loop", f"expected a string or true/false, found {_show(loop)}")
+    scene = metadata.get("bvh_scene_root")
+    if scene is not None and not isinstance(scene, str):
+        raise c.fail(f"{place}.bvh_scene_root", f"expected a joint name, found {_show(scene)}")
 
 
 def check_track(keys: np.ndarray, values: np.ndarray, *, kind: str, mode: str, place: str,

@@ -1,0 +1,138 @@
+"""BVH files of several figures (``ROOT`` blocks one after another: actors, props), which had been refused ("a second
+ROOT: only one skeleton per file is supported"): read as one tree under a scene joint without channels, each figure
+where the file puts it, and written back as separate ROOTs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from needs import peer_library  # tests/helpers
+
+import skelanim
+from skelanim.errors import FormatError
+from skelanim.io import bvh
+from skelanim.io.bvh_parse import SCENE_ROOT
+
+FILES = ["xia_style/angry_13_000.bvh", "cmu_cgspeed_mb/01_01.bvh"]  # files pybvh reads (no position channels below the root)
+
+
+def _parts(text: str) -> tuple[str, str, list[str]]:
+    """The hierarchy (without ``HIERARCHY``), the frame time line and the frame lines of a BVH text."""
+    head, _, motion = text.partition("MOTION")
+    lines = [ln for ln in motion.splitlines() if ln.strip()]
+    return head.replace("HIERARCHY", "", 1), lines[1], lines[2:]
+
+
+def _two_figures(a: str, b: str, frames: int) -> str:
+    """One file holding figure ``a`` then figure ``b``: their hierarchies one after the other, each frame line the
+    two files' lines joined (the first ``frames``)."""
+    (head_a, time_a, rows_a), (head_b, _, rows_b) = _parts(a), _parts(b)
+    rows = [f"{x.strip()} {y.strip()}" for x, y in zip(rows_a[:frames], rows_b[:frames], strict=True)]
+    return "HIERARCHY\n" + head_a + head_b + f"MOTION\nFrames: {frames}\n{time_a}\n" + "\n".join(rows) + "\n"
+
+
+def _pybvh_positions(path: Path, names: list[str]) -> np.ndarray:
+    peer = peer_library("pybvh").read_bvh_file(path, world_up="+y")
+    return np.asarray(peer.joint_positions())[:, [peer.joint_index[n] for n in names]]
+
+
+def test_two_real_figures_are_read_where_their_own_files_put_them(mocap_files, tmp_path):
+    """Xia's angry walk and CMU's 01_01 in one file (frames paired): every joint of each figure where pybvh, reading
+    its own file, puts it; the scene joint at the origin; the second figure's names the first has get ``.001``."""
+    paths = mocap_files(FILES)
+    texts = [p.read_text() for p in paths]
+    frames = 40
+    both = tmp_path / "two.bvh"
+    both.write_text(_two_figures(*texts, frames))
+    with pytest.warns(UserWarning, match=r"joint name\(s\) used before .* e.g. 'Hips.001'"):
+        motion = skelanim.load(both)
+    alone = [bvh.load(p) for p in paths]
+    names = [m.skeleton.names for m in alone]
+    second = [f"{n}.001" if n in names[0] else n for n in names[1]]
+    assert motion.skeleton.names == [SCENE_ROOT, *names[0], *second]
+    assert motion.metadata["bvh_scene_root"] == SCENE_ROOT
+    assert motion.skeleton.channels[0] == () and motion.skeleton.parents[1] == 0
+    assert motion.skeleton.parents[1 + len(names[0])] == 0  # the second figure's root hangs from the scene joint
+    positions = motion.positions().numpy()
+    assert not positions[:, 0].any()
+    start = 1
+    for path, own, m in zip(paths, names, alone, strict=True):
+        got = positions[:, start : start + len(own)]
+        np.testing.assert_allclose(got, _pybvh_positions(path, own)[:frames], rtol=0, atol=1e-5 * m.height)
+        np.testing.assert_allclose(got, m.positions().numpy()[:frames], rtol=0, atol=1e-9 * m.height)
+        start += len(own)
+
+
+def test_figures_are_written_back_as_roots(mocap_files, tmp_path):
+    texts = [p.read_text() for p in mocap_files(FILES)]
+    with pytest.warns(UserWarning, match="read with a suffix"):  # Hips, Spine, ... in both
+        motion = bvh.loads(_two_figures(*texts, 12), "two.bvh")
+    text = bvh.dumps(motion)
+    assert text.count("\nROOT ") == 2 and SCENE_ROOT not in text
+    again = bvh.loads(text)
+    assert again.skeleton.names == motion.skeleton.names
+    np.testing.assert_allclose(again.positions().numpy(), motion.positions().numpy(), rtol=0, atol=1e-5)
+
+
+SMALL = """HIERARCHY
+ROOT {a}
+{{
+  OFFSET 0 0 0
+  CHANNELS 6 Xposition Yposition Zposition Zrotation Xrotation Yrotation
+  JOINT {a}_arm
+  {{
+    OFFSET 0 10 0
+    CHANNELS 3 Zrotation Xrotation Yrotation
+    End Site
+    {{
+      OFFSET 0 5 0
+    }}
+  }}
+}}
+ROOT {b}
+{{
+  OFFSET 1 0 0
+  CHANNELS 3 Xposition Yposition Zposition
+}}
+MOTION
+Frames: 2
+Frame Time: 0.04
+1 2 3 10 20 30 5 6 7 100 0 0
+1 2 3 11 21 31 5 6 7 101 0 0
+"""
+
+
+def test_a_scene_joint_name_the_file_has_is_not_taken_and_repeated_names_are_renamed():
+    motion = bvh.loads(SMALL.format(a=SCENE_ROOT, b="Ball"))
+    assert motion.skeleton.names == [f"{SCENE_ROOT}.001", SCENE_ROOT, f"{SCENE_ROOT}_arm", "Ball"]
+    assert motion.positions()[0, 3].tolist() == [100.0, 0.0, 0.0]  # a prop's position channels replace its OFFSET
+    with pytest.warns(UserWarning, match="read with a suffix, e.g. 'A.001'"):
+        twice = bvh.loads(SMALL.format(a="A", b="A"))
+    assert twice.skeleton.names == [SCENE_ROOT, "A", "A_arm", "A.001"]
+    assert bvh.dumps(twice).count("\nROOT ") == 2
+
+
+def test_a_root_inside_a_joint_is_still_an_error():
+    bad = SMALL.format(a="A", b="B").replace("    End Site", "    ROOT C\n    {\n      OFFSET 0 0 0\n    }\n    End Site")
+    with pytest.raises(FormatError, match="ROOT inside another joint"):
+        bvh.loads(bad, "bad.bvh")
+
+
+def test_figures_survive_a_gltf_round_trip_and_a_moved_scene_joint_is_written(mocap_files, tmp_path):
+    """The scene joint's name travels in the glTF's extras; once an op turns or moves it, it is written as the one
+    ROOT (dropping it would lose that motion)."""
+    from skelanim.ops import rotate
+
+    texts = [p.read_text() for p in mocap_files(FILES)]
+    with pytest.warns(UserWarning, match="read with a suffix"):
+        motion = bvh.loads(_two_figures(*texts, 8), "two.bvh")
+    skelanim.save(motion, tmp_path / "two.glb")
+    again = skelanim.load(tmp_path / "two.glb")
+    assert again.metadata["bvh_scene_root"] == SCENE_ROOT and bvh.dumps(again).count("\nROOT ") == 2
+    assert len(again.skeleton.channels[0]) == 6  # the glTF's root node has a transform: channels to hold it
+    turned = rotate(again, [0.9238795325, 0.0, 0.3826834324, 0.0])  # 45 degrees about Y, on the scene joint
+    text = bvh.dumps(turned)
+    assert text.count("\nROOT ") == 1 and f"\nROOT {SCENE_ROOT}\n" in text
+    np.testing.assert_allclose(bvh.loads(text).positions().numpy(), turned.positions().numpy(), rtol=0, atol=1e-5)
