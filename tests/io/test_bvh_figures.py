@@ -131,6 +131,8 @@ def test_figures_survive_a_gltf_round_trip_and_a_moved_scene_joint_is_written(mo
     skelanim.save(motion, tmp_path / "two.glb")
     again = skelanim.load(tmp_path / "two.glb")
     assert again.metadata["bvh_scene_root"] == SCENE_ROOT and bvh.dumps(again).count("\nROOT ") == 2
+    back = bvh.loads(bvh.dumps(again))  # the scene joint's channels (a glTF gives it 6) had stayed in each frame line
+    np.testing.assert_allclose(back.positions().numpy(), again.positions().numpy(), rtol=0, atol=1e-6)
     assert len(again.skeleton.channels[0]) == 6  # the glTF's root node has a transform: channels to hold it
     turned = rotate(again, [0.9238795325, 0.0, 0.3826834324, 0.0])  # 45 degrees about Y, on the scene joint
     text = bvh.dumps(turned)

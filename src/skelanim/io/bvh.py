@@ -568,7 +568,7 @@ def _text_blocks(motion: Motion, precision: int) -> Iterator[str]:
                                               and nominal_fps(frame_time) != motion.fps):  # fmt: skip
         frame_time = 1.0 / motion.fps
     lines += ["MOTION", f"Frames: {motion.num_frames}", f"Frame Time: {_fmt(frame_time)}"]
-    values = _frame_values(motion, order, precision)
+    values = _frame_values(motion, order[1:] if scene else order, precision)  # a scene joint's channels: not written
     yield "\n".join(lines) + "\n"
     row = " ".join([f"%.{precision}f"] * values.shape[1])
     for start in range(0, motion.num_frames, FRAMES_PER_BLOCK):
