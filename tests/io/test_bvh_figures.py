@@ -138,3 +138,40 @@ def test_figures_survive_a_gltf_round_trip_and_a_moved_scene_joint_is_written(mo
     text = bvh.dumps(turned)
     assert text.count("\nROOT ") == 1 and f"\nROOT {SCENE_ROOT}\n" in text
     np.testing.assert_allclose(bvh.loads(text).positions().numpy(), turned.positions().numpy(), rtol=0, atol=1e-5)
+
+
+def test_figures_are_split_into_their_own_motions_with_their_names(mocap_files):
+    """``ops.figures``: each figure alone, as its own file reads (names without the reader's suffix)."""
+    from skelanim.ops import figures
+
+    paths = mocap_files(FILES)
+    with pytest.warns(UserWarning, match="read with a suffix"):
+        motion = bvh.loads(_two_figures(*(p.read_text() for p in paths), 20), "two.bvh")
+    parts = figures(motion)
+    assert len(parts) == 2
+    for part, path in zip(parts, paths, strict=True):
+        own = bvh.load(path)[:20]
+        assert part.skeleton.names == own.skeleton.names and "bvh_scene_root" not in part.metadata
+        np.testing.assert_allclose(part.positions().numpy(), own.positions().numpy(), rtol=0, atol=1e-9 * own.height)
+        assert bvh.dumps(part).count("\nROOT ") == 1
+    single = bvh.load(paths[0])
+    assert figures(single) == [single]
+
+
+@pytest.mark.parametrize("command", [["gait"], ["predict", "-o", "{out}/p.bvh"], ["retarget", "--to", "{one}", "-o",
+                                     "{out}/r.bvh"], ["evaluate", "{one}"], ["stream", "--frames", "1"]])  # fmt: skip
+def test_single_body_commands_refuse_several_figures_in_one_line(command, tmp_path, capsys):
+    """gait, retarget, predict, stream had used the first figure alone (or measured the scene as one body, evaluate)
+    and exited 0; now they say so and name the option that picks one."""
+    from skelanim.cli import main
+
+    two, one = tmp_path / "two.bvh", tmp_path / "one.bvh"
+    two.write_text(SMALL.format(a="A", b="B"))
+    assert main(["convert", str(two), str(one), "--figure", "1"]) == 0
+    assert bvh.load(one).skeleton.names == ["A", "A_arm"]
+    capsys.readouterr()
+    args = [a.format(out=tmp_path, one=one) for a in command]
+    where = 2 if command[0] == "evaluate" else 1
+    assert main([*args[:where], str(two), *args[where:]]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "2 figures (ROOTs A, B)" in err and "--figure N" in err and "Traceback" not in err

@@ -117,6 +117,22 @@ def with_option_hint(err: Exception, files: list[Path], hint: str) -> None:
         err.args = (err.one_line(),)
 
 
+def load_one_figure(path: str | Path, command: str) -> Motion:
+    """``skelanim.load(path)``, refused in one line when the file holds several figures (a BVH file of several
+    ROOTs, :func:`skelanim.ops.figures`): ``command`` works on one body, and had used the first figure alone or
+    measured the scene as one body."""
+    import skelanim
+    from skelanim.errors import SkeletonError
+
+    motion = skelanim.load(path)
+    if motion.metadata.get("bvh_scene_root") == motion.skeleton.names[0]:
+        roots = [motion.skeleton.names[j] for j in motion.skeleton.children(0)]
+        if len(roots) > 1:
+            raise SkeletonError(f"{len(roots)} figures (ROOTs {', '.join(roots)}); {command} takes one: pick it with "
+                                f"skelanim convert {shlex.quote(str(path))} ONE.bvh --figure N", path=str(path))  # fmt: skip
+    return motion
+
+
 def up_name(axis: int, sign: float) -> str:
     """The up direction ``(axis, sign)`` as ``skelanim info`` prints it and ``--up`` takes it (:func:`check_up`):
     ``"Y"`` for +Y, ``"-Y"`` for an upside-down source whose heads lie below its feet along Y."""
@@ -186,6 +202,8 @@ def convert(
     simple_channels: bool = typer.Option(False, "--simple-channels", help="BVH output: position channels on the "
                                          "root alone, zero root offset (a static root of one child folded away), "
                                          "as pybvh, three.js and engine importers all read alike."),
+    figure: int | None = typer.Option(None, "--figure", min=1, help="A BVH source of several ROOTs (actors, props): "
+                                      "write its N-th figure alone (1 = the first ROOT)."),
 ) -> None:
     """Convert SRC to DST between the supported formats, optionally resampling and scaling.
 
@@ -215,6 +233,11 @@ def convert(
                                  param_hint="--simple-channels")  # fmt: skip
     check_output(dst, src)
     motion = skelanim.load(src)
+    if figure is not None:
+        parts = ops.figures(motion)
+        if figure > len(parts):
+            raise typer.BadParameter(f"{src} holds {len(parts)} figure(s), not {figure}", param_hint="--figure")
+        motion = parts[figure - 1]
     if loop is not None:
         motion = motion.copy(metadata={**motion.metadata, "loop": loop})
     if scale is not None:

@@ -8,7 +8,7 @@ from pathlib import Path
 import typer
 
 from skelanim.cli import app
-from skelanim.cli.files import with_option_hint
+from skelanim.cli.files import load_one_figure, with_option_hint
 
 
 @app.command()
@@ -18,11 +18,10 @@ def gait(
     out: Path | None = typer.Option(None, "-o", "--out", help="Also write a report figure (.png, .pdf, .svg)."),
 ) -> None:
     """Gait analysis of FILE: cadence, stride length, step width, speed, stance/swing, flexion curves."""
-    import skelanim
     from skelanim.errors import SkelanimError
     from skelanim.metrics.gait import gait_analysis
 
-    motion = skelanim.load(file)
+    motion = load_one_figure(file, "gait")
     try:
         report = gait_analysis(motion)
     except SkelanimError as err:

@@ -11,6 +11,7 @@ from typing import Any
 import typer
 
 from skelanim.cli import app
+from skelanim.cli.files import load_one_figure
 from skelanim.cli.learn_common import (
     DATA_HELP,
     EMA_HELP,
@@ -551,7 +552,7 @@ def evaluate_cmd(
     for k, p in (("a", set_a), ("b", set_b)):
         if not files[k]:
             raise skelanim.errors.FormatError(f"no motion files ({', '.join(suffixes)}) in this set", path=p)
-    motions = {k: [skelanim.load(f) for f in v] for k, v in files.items()}
+    motions = {k: [load_one_figure(f, "evaluate") for f in v] for k, v in files.items()}
     for k, v in files.items():
         for f, motion in zip(v, motions[k]):
             motion.metadata.setdefault("path", str(f))  # every format's motion names its file in errors

@@ -9,6 +9,7 @@ from typing import Any
 import typer
 
 from skelanim.cli import app
+from skelanim.cli.files import load_one_figure
 from skelanim.cli.learn_common import (
     DATA_HELP,
     EMA_HELP,
@@ -300,7 +301,7 @@ def retargeted_dataset(data: list[str], model, threads: int | None, mapping: Pat
     clips, reference = [], model_reference_motion(model)
     for path in files:
         try:
-            onto = retarget_onto_model(skelanim.load(path), reference, mapping)
+            onto = retarget_onto_model(load_one_figure(path, "predict"), reference, mapping)
         except skelanim.errors.SkelanimError as err:
             err.path = err.path or str(path)
             raise
@@ -369,7 +370,7 @@ def predict_cmd(
         raise typer.BadParameter("a joint mapping is for --retarget", param_hint="--map")
     for member in net.models if isinstance(net, CombinedPredictor) else [net]:
         member.to(device)
-    motion = skelanim.load(src)
+    motion = load_one_figure(src, "predict")
     skelanim.io.check_save(out, motion)  # the output keeps IN's skeleton: a format that cannot hold it, before the work
     other = not motion.skeleton.same_topology(net.rig.skeleton)
     if mapping is not None and not other:  # it had been ignored, a missing map file too

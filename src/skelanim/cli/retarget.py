@@ -12,7 +12,7 @@ from typer import _click as click
 from typer.core import TyperGroup
 
 from skelanim.cli import app
-from skelanim.cli.files import command_line
+from skelanim.cli.files import command_line, load_one_figure
 from skelanim.cli.learn_common import (
     MAX_SEED,
     check_lr,
@@ -82,7 +82,7 @@ def run(
         raise RetargetError(f"--method: unknown method {method!r}; choose from {', '.join(METHODS)}")
     _model_for(method, model)
     check_output(out, src, to, source_map, target_map)
-    motion = skelanim.load(src)
+    motion = load_one_figure(src, "retarget")
     if out.suffix.lower() in (".txt", ".json") and to.suffix.lower() not in (".txt", ".json", ".urdf"):
         raise RetargetError(f"{out}: DeepMimic output needs a DeepMimic target (--to a .txt clip or humanoid.urdf)")
     if to.suffix.lower() in (".urdf", ".txt", ".json"):  # the DeepMimic humanoid, however the target is named
@@ -105,7 +105,7 @@ def run(
             skelanim.save(robot, out)
         typer.echo(f"wrote {out} ({robot.num_frames} frames at {robot.fps:g} fps, method {method}, DeepMimic humanoid)")
         return
-    target_motion = skelanim.load(to)
+    target_motion = load_one_figure(to, "retarget")
     target = target_motion.skeleton
     (source_y, source_turn), (target_y, target_turn) = upright(motion), upright(target_motion)
     source_rig, target_rig = _rigs(source_y, target_y, src, to, source_map, target_map, calibrate)
@@ -151,7 +151,6 @@ def export(
     """Write the streaming retargeter from SRC's skeleton onto TARGET's as an ONNX file for engine runtimes: one
     frame in, one out, the stream state in and out (src/skelanim/retarget/export.py says what each input is).
     SRC's frames also fix where its floor lies (where its feet stand), so a live source must stand where SRC does."""
-    import skelanim
     from skelanim.cli.files import check_not_an_input, require_suffix
     from skelanim.retarget import METHODS, Retargeter, RetargetError
     from skelanim.retarget.export import export_step
@@ -167,7 +166,7 @@ def export(
     if to.suffix.lower() in (".urdf", ".txt", ".json"):
         raise RetargetError("the DeepMimic humanoid's robot fix (hinge joints, feet on the ground) is not part of a "
                             "streamed step: export onto a BVH skeleton", path=to)  # fmt: skip
-    motion, target_motion = skelanim.load(src), skelanim.load(to)
+    motion, target_motion = load_one_figure(src, "retarget export"), load_one_figure(to, "retarget export")
     (source_y, source_turn), (target_y, target_turn) = upright(motion), upright(target_motion)
     source_rig, target_rig = _rigs(source_y, target_y, src, to, source_map, target_map, calibrate)
     retargeter = Retargeter(source_rig, target_rig, method, model=model, fps=fps or motion.fps,

@@ -12,7 +12,7 @@ from pathlib import Path
 import typer
 
 from skelanim.cli import app
-from skelanim.cli.files import UP_HELP, check_up
+from skelanim.cli.files import UP_HELP, check_up, load_one_figure
 
 SRC_HELP = ("A motion file (.bvh, DeepMimic .txt, .glb/.gltf), or joint positions (.npy/.npz/.csv) solved to "
             "rotations by the shipped IK model first.")  # fmt: skip
@@ -55,7 +55,7 @@ def stream(
     rig = load_vrm(avatar) if avatar is not None else None
     sender = AvatarStream(host, port)  # an unknown host is refused before the work
     if src.suffix.lower() in skelanim.io.MOTION_FORMATS:
-        motion = skelanim.load(src)
+        motion = load_one_figure(src, "stream")
     else:  # joint positions; an unknown suffix is refused there, in one line naming every suffix stream takes
         from skelanim.ik.solve import solve
 

@@ -32,7 +32,7 @@ from skelanim.core.rotations import quat_apply, quat_multiply, quat_normalize
 from skelanim.core.skeleton import DEFAULT_JOINT_CHANNELS, POSITION_CHANNELS, Skeleton
 from skelanim.errors import SkeletonError
 
-__all__ = ["collapse", "rename", "simplify_channels"]
+__all__ = ["collapse", "figures", "rename", "simplify_channels"]
 
 
 def _kept_parents(skeleton: Skeleton, keep: list[int]) -> dict[int, int]:
@@ -134,6 +134,32 @@ def collapse(motion: Motion, keep: Sequence[int | str], *, tol: float = 1e-9) ->
         joint_translations=new_t if animated else None,
         metadata=dict(motion.metadata),
     )
+
+
+def figures(motion: Motion) -> list[Motion]:
+    """The figures of a motion read from a BVH file of several ``ROOT`` s (actors, props; under the scene joint that
+    ``metadata["bvh_scene_root"]`` names, :data:`skelanim.io.bvh_parse.SCENE_ROOT`): one motion per ROOT, in file
+    order, on that figure's joints alone with their world transforms unchanged (:func:`collapse`), the names the
+    reader suffixed (``Hips.001``: an earlier figure had it) given back. ``[motion]`` for a motion of one figure.
+    """
+    skel = motion.skeleton
+    if motion.metadata.get("bvh_scene_root") != skel.names[0] or len(skel.children(0)) < 2:
+        return [motion]
+    suffixed = motion.metadata.get("bvh_renamed_joints")
+    suffixed = suffixed if isinstance(suffixed, dict) else {}
+    out = []
+    for root in skel.children(0):
+        joints = [root]
+        for j in range(root + 1, skel.num_joints):  # parents come first: a joint below the figure follows it
+            if int(skel.parents[j]) in joints:
+                joints.append(j)
+        figure = collapse(motion, joints)
+        figure = figure.copy(metadata={k: v for k, v in figure.metadata.items()
+                                       if k not in ("bvh_scene_root", "bvh_values", "bvh_renamed_joints")})  # fmt: skip
+        names = set(figure.skeleton.names)
+        back = {n: n.rsplit(".", 1)[0] for n in names if n in suffixed and n.rsplit(".", 1)[0] not in names}
+        out.append(rename(figure, back) if back else figure)
+    return out
 
 
 def simplify_channels(motion: Motion, *, tol: float = 1e-6) -> Motion:
