@@ -175,3 +175,14 @@ def test_single_body_commands_refuse_several_figures_in_one_line(command, tmp_pa
     assert main([*args[:where], str(two), *args[where:]]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "2 figures (ROOTs A, B)" in err and "--figure N" in err and "Traceback" not in err
+
+
+def test_simple_channels_of_several_figures_say_why_they_are_refused(tmp_path, capsys):
+    from skelanim.cli import main
+
+    two = tmp_path / "two.bvh"
+    two.write_text(SMALL.format(a="A", b="B"))
+    assert main(["convert", str(two), str(tmp_path / "s.bvh"), "--simple-channels"]) == 2
+    err = capsys.readouterr().err
+    assert f"{two}: 2 figures, each with its own root: simplify one at a time" in err  # it had blamed an animated joint
+    assert main(["convert", str(two), str(tmp_path / "s.bvh"), "--simple-channels", "--figure", "2"]) == 0

@@ -190,9 +190,14 @@ def simplify_channels(motion: Motion, *, tol: float = 1e-6) -> Motion:
     Raises
     ------
     SkeletonError
-        A joint other than the root whose translation is animated (the layout cannot hold it).
+        A joint other than the root whose translation is animated (the layout cannot hold it); a motion of several
+        figures (:func:`figures`: each has a root of its own).
     """
     skel = motion.skeleton
+    parts = figures(motion)
+    if len(parts) > 1:  # their roots' position channels had been called an animated joint translation
+        raise SkeletonError(f"{len(parts)} figures, each with its own root: simplify one at a time (ops.figures, or "
+                            "skelanim convert --figure N)")  # fmt: skip
     frames = motion.num_frames  # none: nothing is animated, the rest offsets are the translations
     children = [j for j in range(skel.num_joints) if int(skel.parents[j]) == 0]
     if len(children) == 1 and motion.joint_translations is not None and frames > 0:
