@@ -109,6 +109,31 @@ def test_a_standing_foot_lands_as_the_target_stands(mocap_files, source, target)
     assert abs(_standing_pitch(src) - own) > 20.0  # what a copy of the bone's direction would have given
 
 
+def test_a_target_clip_of_one_frame_does_not_take_a_lifted_foot_for_a_standing_one(mocap_files):
+    """In a clip of one frame every frame is among the lowest: a lifted foot's pitch (70-80 degrees) had become the
+    stance pitch, and the CMU walk landed on the Bandai skeleton's toes (69.9 / 75.0 degrees against 39.2 / 44.5
+    from the whole take). Frame 60 lifts both feet past 60 degrees in the lowest-quarter sense of each foot."""
+    src, tgt = (skelanim.load(p) for p in mocap_files(["cmu_cgspeed_max/131_01.bvh",
+                                                       "bandai_namco_1/dataset-1_walk_normal_001.bvh"]))  # fmt: skip
+    src = src[: int(4 * src.fps)]
+    whole = _standing_pitch(Retargeter(src, tgt, "copy")(src))
+    one = _standing_pitch(Retargeter(src, tgt[60:61], "copy")(src))
+    assert abs(one - whole) < 6.0
+
+
+def test_a_motion_of_the_same_joints_but_other_bones_is_refused(mocap_files):
+    """``Retargeter.__call__`` checked the joints only: the same walk in metres through a Retargeter of the cm clip
+    put the hips at 0.37 instead of 18.2 and the lowest joint 65 % of the height under the floor, silently."""
+    from skelanim.ops import scale
+    from skelanim.retarget import RetargetError
+
+    walk = skelanim.load(mocap_files(["bandai_namco_1/dataset-1_walk_normal_001.bvh"])[0])[:60]
+    retarget = Retargeter(walk, walk, "copy")
+    assert retarget(walk).num_frames == walk.num_frames
+    with pytest.raises(RetargetError, match=r"its size not \(0.01 times its rest height"):
+        retarget(scale(walk, 0.01))
+
+
 def test_level_feet_turn_each_foot_and_its_toe_together(clips):
     """Levelling turns a foot's and its toe's frames by one rotation about the foot's lateral axis and leaves every
     other frame alone, so the toe's rotation against the foot is what it was; on the same skeleton a retarget is

@@ -159,7 +159,7 @@ def load_families(
     use_cache : bool
         Read and write the clip cache.
     max_files : int, optional
-        At most this many files per family (quick runs and tests).
+        At most this many clips per family (quick runs and tests), counted among the files it can read.
 
     Returns
     -------
@@ -179,9 +179,11 @@ def load_families(
         files = [f for f in files if f.name not in excluded and not any(Path(f).match(e) for e in exclude)]
         family = Family(name, rig, variants=name == "bandai")
         fingerprint = _fingerprint(rig)
-        for path in files[:max_files]:
+        for path in files:
+            if max_files is not None and len(family.clips) >= max_files:
+                break
             clip = _load_clip(path, rig, cache, fingerprint)
-            if clip is not None:
+            if clip is not None:  # a file the family cannot read (another skeleton) does not count against max_files
                 clip["name"] = path.name  # type: ignore[assignment]  # the name rides beside the tensors
                 family.clips.append(clip)
         families.append(family)

@@ -57,6 +57,9 @@ METHODS: tuple[str, ...] = ("copy", "ik", "nkn", "naive")
 RUNTIMES: tuple[str, ...] = ("auto", "onnx", "torch")
 #: A clip whose rate differs from the NKN's training rate by more than this fraction is read at the training rate.
 NKN_RATE_TOLERANCE = 0.05
+#: A motion retargeted by a :class:`Retargeter` of another clip of its skeleton may have a rest height this far (a
+#: fraction) from that clip's; further (other units, another body) is refused.
+SIZE_TOLERANCE = 0.01
 
 
 #: How far a clip's lowest foot or toe joint may be from y = 0 (fraction of the source's height) for y = 0 to count
@@ -548,6 +551,11 @@ class Retargeter:
         """
         if not motion.skeleton.same_topology(self.source.skeleton):
             raise RetargetError("the motion's skeleton is not the Retargeter's source skeleton")
+        size = motion.skeleton.height() / self.source.skeleton.height()
+        if abs(size - 1.0) > SIZE_TOLERANCE:  # the rig's leg lengths and calibration are the source's
+            raise RetargetError(f"the motion's joints are those of the Retargeter's source, its size not ({size:.4g} "
+                                "times its rest height: other units, or another body): build a Retargeter for it",
+                                path=motion.metadata.get("path"))  # fmt: skip
         if motion.num_frames == 0:
             raise RetargetError("the motion has no frames", path=motion.metadata.get("path"))
         local = motion.local_translations()  # computed once: checked, then retargeted

@@ -14,8 +14,9 @@ The stance pitch is measured
   in that pose, which stands flat-footed (CMU 10.5 degrees; the built-in canonical T-pose 19.7);
 * on a skeleton calibrated on its own motion (Bandai-Namco's, the production rig's zero poses are no body
   pose): the most common pitch of the motion's standing frames, those where the foot's ankle and toe joints are
-  both in their lowest quarter relative to the root, both feet pooled (Bandai-Namco: 39.6 degrees in every
-  standing take, walks included; 38.5-39.6 from its runs and dashes);
+  both in their lowest quarter relative to the root, both feet pooled, no more than 60 degrees off level
+  (Bandai-Namco: 39.7 degrees from its normal walk; the take decides, 24.7-48.1 over dataset 1's runs and dashes,
+  51.4 from a punch, so a retarget follows the feet of the take it is given);
 * nowhere else: a zero pose that is no body pose and no motion leave the frames as the bone lies (a foot whose
   bone points more than 45 degrees off level in a body pose is not standing, and is left as well).
 
@@ -44,6 +45,10 @@ __all__ = ["STANDING_QUANTILE", "level_feet", "scaled_hips", "sole_height", "toe
 STANDING_QUANTILE = 0.25
 #: A rest-pose foot bone further than this from level (degrees) is not a standing foot.
 _MAX_REST_PITCH = 45.0
+#: A foot bone further than this from level (degrees) in a calibration motion's frame is not standing there
+#: (Bandai-Namco's stands at 25-51 degrees in its takes; its lifted feet reach 70-80 in the lowest frames of a
+#: clip of one or two frames).
+_MAX_STANCE_PITCH = 60.0
 #: Width (degrees) of the kernel whose mode is the stance pitch measured in motion.
 _MODE_WIDTH = 2.0
 _SLOT = {n: i for i, n in enumerate(CANONICAL_JOINTS)}
@@ -99,6 +104,7 @@ def level_feet(
         return out
     world, pos = posed
     pitches, axes = [], []
+    flat = math.radians(_MAX_STANCE_PITCH)
     for s in sides:
         ankle, toe = int(index[_SLOT[f"{s}_foot"]]), int(index[_SLOT[f"{s}_toe"]])
         low_ankle, low_toe = pos[:, ankle, 1], pos[:, toe, 1]
@@ -109,12 +115,18 @@ def level_feet(
         pitches.append(pitch)
         axes.append((world[standing, ankle].transpose(-1, -2) @ axis.unsqueeze(-1)).squeeze(-1))  # ankle's own axes
     # the most common pitch (a Gaussian kernel's mode): a foot that stands flat holds one pitch, and heel strikes
-    # and toe-offs among the lowest frames of a run spread on either side of it
+    # and toe-offs among the lowest frames of a run spread on either side of it. A foot bone more than
+    # _MAX_STANCE_PITCH off level is not standing, whatever its frame: in a clip of one or two frames every frame is
+    # among the lowest, and a lifted foot's 79 degrees had become the stance pitch (toes 0.15 heights out of place)
     pooled = torch.cat(pitches)
+    pooled = pooled[pooled.abs() <= flat]
+    if len(pooled) == 0:  # no foot stands in this motion: the rest pose's feet, as without one
+        return level_feet(frames, index, rest_world, rest_pos, up)
     near = ((pooled[:, None] - pooled[None, :]) / math.radians(_MODE_WIDTH)).square()
     pitch = pooled[torch.exp(-0.5 * near).sum(1).argmax()]
     for s, side_pitch, local in zip(sides, pitches, axes):
-        held = (side_pitch - pitch).abs() <= math.radians(2 * _MODE_WIDTH)
+        held = (side_pitch - pitch).abs() <= math.radians(2 * _MODE_WIDTH)  # the frames at the stance pitch, else
+        held = held if bool(held.any()) else side_pitch.abs() <= flat  # those near level, else all (its axis only)
         mean = (local[held] if bool(held.any()) else local).mean(0)
         axes_rest = rest_world[int(index[_SLOT[f"{s}_foot"]])] @ (mean / mean.norm().clamp_min(1e-12))
         turn = rotvec_to_matrix(axes_rest * pitch)
