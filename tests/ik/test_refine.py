@@ -167,19 +167,22 @@ def test_refinement_fits_positions_and_improves_on_the_network(shipped, bandai_p
     assert local_deg(plain) < local_deg(net)
 
 
-@pytest.mark.parametrize("scale", [0.99, 1.025])
-def test_a_clean_body_a_little_off_the_models_size_is_refined_at_the_models_size(shipped, bandai_poses, scale,
-                                                                                 torch_threads):  # fmt: skip
+@pytest.mark.parametrize(("scale", "noise"), [(0.99, 0.0), (1.025, 0.0), (1.025, 0.0015)])
+def test_a_body_a_little_off_the_models_size_is_refined_at_the_models_size(shipped, bandai_poses, scale, noise,
+                                                                           torch_threads):  # fmt: skip
     """Within 3 % of the model's size a body had been fitted as it was: its size read as noise, and the refinement
-    was worse than the network alone (5.4 degrees against 4.4 for a body 2.5 % larger, an audit's measure)."""
+    was worse than the network alone (5.4 degrees against 4.4 for a body 2.5 % larger, an audit's measure; with
+    0.15 % of the height of noise 6.6 against 5.6). Only a size within what the noise makes of the bones is not."""
     q, _, pos = bandai_poses
     root = pos[:, shipped.rig.ik_root : shipped.rig.ik_root + 1]
     joints = shipped.rig.evaluated
     err = lambda x: float(quat_geodesic(x, q)[:, joints].rad2deg().mean())
-    sized = root + (pos - root) * scale
+    gen = torch.Generator().manual_seed(1)
+    shake = noise * shipped.rig.height * torch.randn(pos.shape, generator=gen, dtype=pos.dtype)
+    sized = root + (pos - root) * scale + shake
     refined = err(run_method("gat_refined", sized, shipped)[0])
-    assert refined < err(shipped.predict(sized)) - 0.3
-    assert refined == pytest.approx(err(run_method("gat_refined", pos, shipped)[0]), abs=0.1)
+    assert refined < err(shipped.predict(sized)) - 0.1
+    assert refined == pytest.approx(err(run_method("gat_refined", pos + shake, shipped)[0]), abs=0.15)
 
 
 def test_noisy_sequences_are_smoothed(shipped, bandai_poses, torch_threads):

@@ -142,10 +142,13 @@ BONE_TOLERANCE = 2.0
 #: ... and by more than this fraction of the height: a short bone between two noisy joints (1 % of the height of
 #: noise on a single frame) can read 2.1 times its length, though no joint is out of place.
 BONE_SLACK = 0.05
-#: A body within this fraction of the model's size is refined as it is; a larger or smaller one at the model's
-#: size (the position fit pulled the model's bones toward joints they cannot reach: 5.2-5.9 degrees of error for
-#: a body 10 % off, against 2.3-2.6 so; noise lengthens bones by about 1 %).
+#: A body further than this fraction from the model's size is refined at the model's size (the position fit pulled
+#: the model's bones toward joints they cannot reach: 5.2-5.9 degrees of error for a body 10 % off, against 2.3-2.6
+#: so); a nearer one too, unless its measured size is within :data:`NOISE_SIZES` times what its noise alone makes
+#: of the bones (:func:`noise_lengthening`; 1 % of the height of noise lengthens them by about 1 %).
 OWN_SIZE = 0.03
+#: See :data:`OWN_SIZE`.
+NOISE_SIZES = 3.0
 #: An overall scale further than this factor from 1 solves, with a warning: the pose will not reach the joints.
 SCALE_WARNING = 1.25
 
@@ -247,6 +250,16 @@ def _unit_name(height: float) -> tuple[str, str]:
     from skelanim.core.units import guess_unit
 
     return _UNIT_NAMES[guess_unit(height)]
+
+
+def noise_lengthening(sigma: float, skeleton: Skeleton) -> float:
+    """How much longer position noise makes bones look, as :func:`body_scale` measures them: the median over its
+    bones of ``2 sigma^2 / l^2`` (a bone of length ``l`` between two joints with independent noise ``sigma`` per
+    axis, both in heights, reads ``l + 2 sigma^2 / l`` on average: the noise across the bone lengthens it)."""
+    height = skeleton.height()
+    rest = skeleton.offsets.to(torch.float64).norm(dim=-1) / height if height > 0 else torch.zeros(0)
+    bones = [j for j, p in enumerate(skeleton.parents.tolist()) if p >= 0 and float(rest[j]) > 1e-3]
+    return float((2.0 * sigma**2 / rest[bones].square()).median()) if bones else 0.0
 
 
 def body_scale(positions: Tensor, skeleton: Skeleton) -> float:

@@ -49,7 +49,16 @@ from skelanim.core.motion import Motion
 from skelanim.core.rotations import matrix_to_quat, quat_identity
 from skelanim.core.skeleton import Skeleton
 from skelanim.errors import FormatError, ShapeError
-from skelanim.ik.checks import OWN_SIZE, UNIT_TOLERANCE, body_scale, check_positions, check_units, warn_proportions
+from skelanim.ik.checks import (
+    NOISE_SIZES,
+    OWN_SIZE,
+    UNIT_TOLERANCE,
+    body_scale,
+    check_positions,
+    check_units,
+    noise_lengthening,
+    warn_proportions,
+)
 from skelanim.ik.classical import optimize_ik, solve_sequential, swing_ik
 from skelanim.ik.frames import IKRig
 from skelanim.ik.model import IKGAT, GATConfig
@@ -59,10 +68,6 @@ from skelanim.nn.device import module_device
 
 __all__ = ["ALL_METHODS", "DEFAULT_MODEL", "METHODS", "UNIT_TOLERANCE", "IKModel", "check_positions", "check_units",
            "load_model", "refine_prior", "run_method", "solve", "to_motion"]  # fmt: skip
-
-#: Position noise (a fraction of the height, :func:`~skelanim.ik.refine.noise_sigma`) up to which a body brought to the
-#: model's size counts as clean for ``gat_refined``: its measured size is then its own, however close to 1.
-CLEAN_NOISE = 1e-3
 
 #: The pretrained Bandai-Namco model shipped inside the package.
 DEFAULT_MODEL = Path(__file__).resolve().parent / "pretrained"
@@ -330,11 +335,10 @@ def run_method(
     if method == "gat_refined":  # a body of another size is fitted at the model's (about the IK root): its bones
         scale, root = body_scale(positions, rig.skeleton), positions[:, rig.ik_root : rig.ik_root + 1]  # reach
         rescaled = root + (positions - root) / scale
-        # within OWN_SIZE the measured size may be noise's (it lengthens bones), unless the body at the model's size
-        # is clean: then the size is real, and fitted as it was, it read as noise (a body 2.5 % larger: 5.4 degrees
-        # against the network's 4.4; at the model's size 3.65)
-        clean = float(noise_sigma(rescaled, rig).median()) <= CLEAN_NOISE
-        fitted = rescaled if abs(scale - 1) > OWN_SIZE or clean else positions
+        # a measured size may be the noise's (it lengthens bones): fitted as it was, a real one read as noise (a
+        # body 2.5 % larger: 5.4 degrees against the network's 4.4; at the model's size 3.65)
+        lengthened = noise_lengthening(float(noise_sigma(rescaled, rig).median()), rig.skeleton)
+        fitted = rescaled if abs(scale - 1) > min(OWN_SIZE, NOISE_SIZES * lengthened) else positions
         return refine(fitted, model, model.predict(positions), starts=starts, iterations=refine_iterations)
     if method == "swing_rest":
         return swing_ik(positions, rig, rest)
