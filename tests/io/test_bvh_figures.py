@@ -4,6 +4,7 @@ where the file puts it, and written back as separate ROOTs."""
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -148,7 +149,7 @@ def test_figures_are_split_into_their_own_motions_with_their_names(mocap_files):
     with pytest.warns(UserWarning, match="read with a suffix"):
         motion = bvh.loads(_two_figures(*(p.read_text() for p in paths), 20), "two.bvh")
     parts = figures(motion)
-    assert len(parts) == 2
+    assert [part.metadata["bvh_figure"] for part in parts] == [1, 2]
     for part, path in zip(parts, paths, strict=True):
         own = bvh.load(path)[:20]
         assert part.skeleton.names == own.skeleton.names and "bvh_scene_root" not in part.metadata
@@ -186,3 +187,21 @@ def test_simple_channels_of_several_figures_say_why_they_are_refused(tmp_path, c
     err = capsys.readouterr().err
     assert f"{two}: 2 figures, each with its own root: simplify one at a time" in err  # it had blamed an animated joint
     assert main(["convert", str(two), str(tmp_path / "s.bvh"), "--simple-channels", "--figure", "2"]) == 0
+    capsys.readouterr()
+    assert main(["convert", str(two), str(tmp_path / "f2.txt"), "--figure", "2"]) == 2  # not the DeepMimic humanoid
+    err = capsys.readouterr().err  # the hint had been to retarget the file of two figures, which retarget refuses
+    assert f"skelanim convert {two} FIGURE.bvh --figure 2, then skelanim retarget FIGURE.bvh --to " in err
+
+
+def test_a_scene_joint_an_op_moved_is_written_with_channels_that_hold_its_motion():
+    """Read from a BVH file the scene joint has no channels: turned (``ops.rotate``) or moved (``ops.normalize``),
+    it had been written as ``ROOT Scene ... CHANNELS 0``, the turn lost with a warning and the move silently."""
+    from skelanim.ops import normalize, rotate
+
+    two = bvh.loads(SMALL.format(a="A", b="B"))
+    for moved in (rotate(two, [0.9238795325, 0.0, 0.3826834324, 0.0]), normalize(two)):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            text = bvh.dumps(moved)
+        assert text.count("\nROOT ") == 1 and f"ROOT {SCENE_ROOT}\n{{\n\tOFFSET 0 0 0\n\tCHANNELS 6 " in text
+        np.testing.assert_allclose(bvh.loads(text).positions().numpy(), moved.positions().numpy(), rtol=0, atol=1e-5)

@@ -127,10 +127,14 @@ def test_a_motion_of_the_same_joints_but_other_bones_is_refused(mocap_files):
     from skelanim.ops import scale
     from skelanim.retarget import RetargetError
 
-    walk = skelanim.load(mocap_files(["bandai_namco_1/dataset-1_walk_normal_001.bvh"])[0])[:60]
+    walk, other = (skelanim.load(p)[:60] for p in mocap_files(["bandai_namco_1/dataset-1_walk_normal_001.bvh",
+                                                                "bandai_namco_1/dataset-1_walk_normal_002.bvh"]))  # fmt: skip
     retarget = Retargeter(walk, walk, "copy")
     assert retarget(walk).num_frames == walk.num_frames
-    with pytest.raises(RetargetError, match=r"its size not \(0.01 times its rest height"):
+    # another take of the actor: other End Sites and Hips offset (its rest height 5 % more), the same bones
+    assert other.skeleton.height() / walk.skeleton.height() > 1.04
+    assert retarget(other).num_frames == other.num_frames
+    with pytest.raises(RetargetError, match=r"its bones not \(0.01 times as long: other units"):
         retarget(scale(walk, 0.01))
 
 

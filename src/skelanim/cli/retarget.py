@@ -189,7 +189,8 @@ def train(
     hidden: int = typer.Option(128, "--hidden", min=4),
     window: int = typer.Option(48, "--window", min=8, help="Frames per training window (30 fps)."),
     families: str | None = typer.Option(None, "--families", help="Comma-separated subset of the families."),
-    max_files: int | None = typer.Option(None, "--max-files", min=1, help="Files per family (quick runs)."),
+    max_files: int | None = typer.Option(None, "--max-files", min=1, help="Clips per family, counted among the files "
+                                         "it can read (quick runs)."),
     max_steps: int | None = typer.Option(None, "--max-steps", min=1),
     seed: int = typer.Option(0, "--seed", min=0, max=MAX_SEED),
     threads: int | None = typer.Option(None, "--threads", min=1, max=1024),

@@ -69,7 +69,7 @@ import torch
 
 from skelanim.core.motion import EulerRotations, Motion
 from skelanim.core.rotations import euler_to_quat, quat_to_euler
-from skelanim.core.skeleton import Skeleton
+from skelanim.core.skeleton import DEFAULT_ROOT_CHANNELS, Skeleton
 from skelanim.errors import FormatError, ShapeError, SkelanimError, SkeletonError
 from skelanim.io.atomic import atomic_open
 from skelanim.io.bvh_parse import _FRAME_TIME_RE, _MOTION_RE, ParsedBVH, normalize_bytes, parse_bvh_bytes
@@ -532,9 +532,16 @@ def _text_blocks(motion: Motion, precision: int) -> Iterator[str]:
     parents = skeleton.parents
     order = _dfs_order(parents)
     # a file's several ROOTs read under a scene joint (bvh_parse.SCENE_ROOT) are written as ROOTs again, where the
-    # joint is still at the origin, unturned (a glTF gives it channels, an op may move it: then it is written)
-    scene = (motion.metadata.get("bvh_scene_root") == skeleton.names[0] and not skeleton.offsets[0].any()
-             and not motion.root_positions.any() and bool((motion.rotations[:, 0, 0].abs() == 1).all()))  # fmt: skip
+    # joint is still at the origin, unturned; one an op moved (rotate, normalize) is written as the one ROOT, with
+    # the channels that hold its motion (its own had none: the turn and the move had been lost)
+    named = motion.metadata.get("bvh_scene_root") == skeleton.names[0]
+    scene = named and (not skeleton.offsets[0].any() and not motion.root_positions.any()
+                       and bool((motion.rotations[:, 0, 0].abs() == 1).all()))  # fmt: skip
+    held = [c[1:] for c in skeleton.channels[0]]  # "position" / "rotation" per channel
+    if named and not scene and (held.count("position") < 3 or held.count("rotation") < 3):
+        skeleton = Skeleton(skeleton.names, skeleton.parents, skeleton.offsets,
+                            [DEFAULT_ROOT_CHANNELS, *skeleton.channels[1:]], skeleton.end_sites)  # fmt: skip
+        motion = motion.copy(skeleton=skeleton, metadata={k: v for k, v in motion.metadata.items() if k != "bvh_values"})
     depth = [-1 if scene else 0] * skeleton.num_joints
     for j in order[1:]:
         depth[j] = depth[int(parents[j])] + 1

@@ -339,6 +339,10 @@ def _retarget_hint(motion: Motion, path: str | os.PathLike) -> str:
     """The command that puts another skeleton's motion on the humanoid and writes it to ``path``."""
     source = motion.metadata.get("path") or "SRC"
     urdf = bundled_urdf_path() or "humanoid.urdf"
+    figure = motion.metadata.get("bvh_figure")  # one figure of a file of several (ops.figures): retarget takes one
+    if isinstance(figure, int) and not isinstance(figure, bool):
+        return (f"skelanim convert {source} FIGURE.bvh --figure {figure}, then skelanim retarget FIGURE.bvh --to {urdf} "
+                f"-o {path}")  # fmt: skip
     return f"skelanim retarget {source} --to {urdf} -o {path}"
 
 

@@ -140,7 +140,8 @@ def figures(motion: Motion) -> list[Motion]:
     """The figures of a motion read from a BVH file of several ``ROOT`` s (actors, props; under the scene joint that
     ``metadata["bvh_scene_root"]`` names, :data:`skelanim.io.bvh_parse.SCENE_ROOT`): one motion per ROOT, in file
     order, on that figure's joints alone with their world transforms unchanged (:func:`collapse`), the names the
-    reader suffixed (``Hips.001``: an earlier figure had it) given back. ``[motion]`` for a motion of one figure.
+    reader suffixed (``Hips.001``: an earlier figure had it) given back, ``metadata["bvh_figure"]`` its number (from
+    1, as ``skelanim convert --figure`` takes it). ``[motion]`` for a motion of one figure.
     """
     skel = motion.skeleton
     if motion.metadata.get("bvh_scene_root") != skel.names[0] or len(skel.children(0)) < 2:
@@ -148,14 +149,14 @@ def figures(motion: Motion) -> list[Motion]:
     suffixed = motion.metadata.get("bvh_renamed_joints")
     suffixed = suffixed if isinstance(suffixed, dict) else {}
     out = []
-    for root in skel.children(0):
+    for number, root in enumerate(skel.children(0), start=1):
         joints = [root]
         for j in range(root + 1, skel.num_joints):  # parents come first: a joint below the figure follows it
             if int(skel.parents[j]) in joints:
                 joints.append(j)
         figure = collapse(motion, joints)
-        figure = figure.copy(metadata={k: v for k, v in figure.metadata.items()
-                                       if k not in ("bvh_scene_root", "bvh_values", "bvh_renamed_joints")})  # fmt: skip
+        kept = {k: v for k, v in figure.metadata.items() if k not in ("bvh_scene_root", "bvh_values", "bvh_renamed_joints")}
+        figure = figure.copy(metadata={**kept, "bvh_figure": number})  # its place among the file's ROOTs, from 1
         names = set(figure.skeleton.names)
         back = {n: n.rsplit(".", 1)[0] for n in names if n in suffixed and n.rsplit(".", 1)[0] not in names}
         out.append(rename(figure, back) if back else figure)

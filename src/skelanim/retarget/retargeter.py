@@ -57,9 +57,20 @@ METHODS: tuple[str, ...] = ("copy", "ik", "nkn", "naive")
 RUNTIMES: tuple[str, ...] = ("auto", "onnx", "torch")
 #: A clip whose rate differs from the NKN's training rate by more than this fraction is read at the training rate.
 NKN_RATE_TOLERANCE = 0.05
-#: A motion retargeted by a :class:`Retargeter` of another clip of its skeleton may have a rest height this far (a
-#: fraction) from that clip's; further (other units, another body) is refused.
+#: A motion retargeted by a :class:`Retargeter` of another clip of its skeleton may have bones this far (a fraction,
+#: :func:`bone_size`) from that clip's; further (other units, another body) is refused.
 SIZE_TOLERANCE = 0.01
+
+
+def bone_size(skeleton: Skeleton, reference: Skeleton) -> float:
+    """How long ``skeleton``'s bones are against ``reference``'s (the same joints): the median ratio of the rest
+    offsets of the joints below the root's children (longer than 0.1 % of the reference's height). End Sites and a
+    root child's offset (Bandai-Namco's Hips under a static ``joint_Root``: where the body stands) are left out:
+    they differ between takes of one actor (10 units of End Site and the Hips offset, 5 % of the rest height)."""
+    mine, theirs = (s.offsets.to(torch.float64).norm(dim=-1) for s in (skeleton, reference))
+    floor = 1e-3 * reference.height()
+    bones = [j for j, p in enumerate(reference.parents.tolist()) if p > 0 and float(theirs[j]) > floor]
+    return float((mine[bones] / theirs[bones]).median()) if bones else 1.0
 
 
 #: How far a clip's lowest foot or toe joint may be from y = 0 (fraction of the source's height) for y = 0 to count
@@ -551,10 +562,10 @@ class Retargeter:
         """
         if not motion.skeleton.same_topology(self.source.skeleton):
             raise RetargetError("the motion's skeleton is not the Retargeter's source skeleton")
-        size = motion.skeleton.height() / self.source.skeleton.height()
+        size = bone_size(motion.skeleton, self.source.skeleton)
         if abs(size - 1.0) > SIZE_TOLERANCE:  # the rig's leg lengths and calibration are the source's
-            raise RetargetError(f"the motion's joints are those of the Retargeter's source, its size not ({size:.4g} "
-                                "times its rest height: other units, or another body): build a Retargeter for it",
+            raise RetargetError(f"the motion's joints are those of the Retargeter's source, its bones not ({size:.4g} "
+                                "times as long: other units, or another body): build a Retargeter for it",
                                 path=motion.metadata.get("path"))  # fmt: skip
         if motion.num_frames == 0:
             raise RetargetError("the motion has no frames", path=motion.metadata.get("path"))
