@@ -5,6 +5,7 @@
                           :func:`graph_mask`, :func:`mask_bias`, :func:`grad_reverse`
 :mod:`.train`             :func:`fit`, :class:`TrainConfig`, :class:`Task`, :func:`seeded_generator`
 :mod:`.checkpoint`        model folders (safetensors + JSON) and resumable training states
+:mod:`.resume`            what a resumed run must share with the run it continues
 :mod:`.distributed`       torchrun/DDP helpers (gloo on CPU)
 :mod:`.device`            where training and inference run (``--device``: CPU, CUDA, MPS)
 ========================  ====================================================================

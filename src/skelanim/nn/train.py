@@ -47,9 +47,7 @@ what to write beside the weights); :func:`fit` does the rest:
 from __future__ import annotations
 
 import hashlib
-import json
 import math
-import sys
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
@@ -78,6 +76,7 @@ from skelanim.nn.checkpoint import (
 )
 from skelanim.nn.device import rank_device, to_device
 from skelanim.nn.outdir import check_output_folders, check_same_kind, training_folder
+from skelanim.nn.resume import RESUME_SAME, check_same_loop, check_same_settings, check_same_world, resume_settings
 
 __all__ = ["Task", "TrainConfig", "check_output_folders", "fit", "parameter_fingerprint", "seeded_generator",
            "unused_parameters"]  # fmt: skip
@@ -262,72 +261,6 @@ def parameter_fingerprint(model: nn.Module) -> str:
     return digest.hexdigest()
 
 
-#: Loop settings a resumed run must share with the run it continues (they shape its trajectory).
-RESUME_SAME = ("epochs", "batch_size", "lr", "weight_decay", "warmup_steps", "grad_clip", "seed", "ema")
-
-
-def _check_same_loop(saved: dict[str, Any] | None, config: TrainConfig, path: Path) -> None:
-    """Refuse to resume with loop settings other than the saved ones (a state saved before they were recorded
-    passes)."""
-    if saved is None:
-        return
-    changed = [f"{k} {saved[k]} -> {getattr(config, k)}" for k in RESUME_SAME if k in saved and saved[k] != getattr(config, k)]
-    if changed:
-        raise FormatError(f"resume with the arguments the run was started with ({', '.join(changed)})", path=path)
-
-
-#: Entries of a model config's ``training`` record that say what made the run, not how it trains: a resumed
-#: run records its own (``init`` too: a resume's weights come from its state, however ``--init`` is spelt).
-RESUME_PROVENANCE = ("command", "date", "torch", "threads", "machine", "seed", "loop", "best", "history", "world_size",
-                     "stopped", "vae_history", "init")  # fmt: skip
-#: Entries that describe the data (files, their measured rig and counts): a resume on other data gets a note.
-RESUME_DATA = ("rig", "skeleton", "height", "training.data", "training.validation", "training.train_files",
-               "training.val_files", "training.train_frames", "training.val_frames", "training.families",
-               "training.bone_stretch", "training.max_frames_per_file")  # fmt: skip
-
-
-def resume_settings(config: dict[str, Any]) -> dict[str, Any]:
-    """A model config (:meth:`Task.model_config`) as ``{dotted key: JSON value}`` of what a resumed run must share
-    with the run it continues (task and architecture options; the data too, checked more leniently), leaving out
-    :data:`RESUME_PROVENANCE`."""
-    flat: dict[str, Any] = {}
-
-    def visit(prefix: str, value: Any) -> None:
-        if isinstance(value, dict) and prefix not in RESUME_DATA:
-            for k, v in value.items():
-                key = f"{prefix}.{k}" if prefix else str(k)
-                if not (prefix.partition(".")[0] == "training" and k in RESUME_PROVENANCE):
-                    visit(key, v)
-        else:
-            flat[prefix] = json.loads(json.dumps(value, default=str))  # tuples as lists, as the saved state has them
-
-    visit("", config)
-    return flat
-
-
-def _check_same_settings(saved: dict[str, Any] | None, settings: dict[str, Any], path: Path, emit_note: bool) -> None:
-    """Refuse to resume with other task or architecture options than the saved ones (``--mirror``, ``--centre``,
-    ... had been taken without a word, the config then recording options the weights were partly trained
-    without); other data passes with a note on stderr. A state saved before they were recorded passes."""
-    if saved is None:
-        return
-
-    def shown(value: Any) -> str:
-        text = json.dumps(value)
-        return text if len(text) <= 40 else text[:37] + "..."
-
-    changed = [k for k in sorted(set(saved) | set(settings)) if json.dumps(saved.get(k)) != json.dumps(settings.get(k))]
-    options = [k for k in changed if k not in RESUME_DATA]
-    if options:
-        said = "; ".join(f"{k.removeprefix('training.')} {shown(saved.get(k))} -> {shown(settings.get(k))}"
-                         for k in options[:3])  # fmt: skip
-        more = f" and {len(options) - 3} more" if len(options) > 3 else ""
-        raise FormatError(f"resume with the options the run was started with ({said}{more})", path=path)
-    if changed and emit_note:
-        tqdm.write(f"note: {path.parent}: the run resumes on other data than it was started with "
-                   f"({', '.join(k.removeprefix('training.') for k in changed)} differ)", file=sys.stderr)
-
-
 def fit(
     model: nn.Module,
     task: Task,
@@ -420,17 +353,14 @@ def _fit(model: nn.Module, task: Task, out_dir: Path, config: TrainConfig, *, re
     if resume:
         state_path = out_dir / STATE_NAME
         model_state, optim_state, meta = load_train_state(state_path)
-        _check_same_loop(meta.get("loop"), config, state_path)
-        started_on = meta.get("world_size")
-        if started_on is not None and started_on != world:  # it sets the steps per epoch and each rank's slices
-            raise FormatError(f"resume with the {started_on} process(es) the run was started with, not {world} "
-                              "(torchrun --nproc-per-node)", path=state_path)  # fmt: skip
+        check_same_loop(meta.get("loop"), config, state_path)
+        check_same_world(meta.get("world_size"), world, state_path)
         try:
             model.load_state_dict({k: v for k, v in model_state.items() if not k.startswith(AVERAGED_PREFIX)})
         except RuntimeError:  # another architecture or size: torch lists every key
             raise FormatError("the training state is of another model (architecture or size options differ): "
                               "resume with the arguments it was started with", path=state_path) from None
-        _check_same_settings(meta.get("settings"), settings, state_path, main)  # shape-neutral options
+        check_same_settings(meta.get("settings"), settings, state_path, main)  # shape-neutral options
         check_optimizer_state(optim_state, optimizer, meta["global_step"], state_path)
         try:
             optimizer.load_state_dict(optim_state)
