@@ -123,13 +123,13 @@ def load_one_figure(path: str | Path, command: str) -> Motion:
     measured the scene as one body."""
     import skelanim
     from skelanim.errors import SkeletonError
+    from skelanim.ops.subset import figure_roots
 
     motion = skelanim.load(path)
-    if motion.metadata.get("bvh_scene_root") == motion.skeleton.names[0]:
-        roots = [motion.skeleton.names[j] for j in motion.skeleton.children(0)]
-        if len(roots) > 1:
-            raise SkeletonError(f"{len(roots)} figures (ROOTs {', '.join(roots)}); {command} takes one: pick it with "
-                                f"skelanim convert {shlex.quote(str(path))} ONE.bvh --figure N", path=str(path))  # fmt: skip
+    roots = [motion.skeleton.names[j] for j in figure_roots(motion)]
+    if len(roots) > 1:
+        raise SkeletonError(f"{len(roots)} figures (ROOTs {', '.join(roots)}); {command} takes one: pick it with "
+                            f"skelanim convert {shlex.quote(str(path))} ONE.bvh --figure N", path=str(path))  # fmt: skip
     return motion
 
 

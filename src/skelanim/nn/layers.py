@@ -29,7 +29,7 @@ learns to make them indistinguishable (domain-adversarial training).
 from __future__ import annotations
 
 import math
-from typing import Any, cast
+from typing import Any
 
 import numpy as np
 import torch
@@ -241,9 +241,9 @@ class ForwardKinematics(nn.Module):
             ``(..., J, 3, 3)`` world rotation matrices and ``(..., J, 3)`` world positions.
         """
         quats = matrix_to_quat(rotations) if rotations.shape[-1] == 3 else rotations
-        exact = self.offsets64 is not None and torch.equal(self.offsets64.to(self.offsets), self.offsets)
-        if quats.dtype == torch.float64 and exact:  # the buffer still holds the float64 offsets' rounding
-            offsets = cast(Tensor, self.offsets64).to(quats.device)
+        fine = self.offsets64
+        if quats.dtype == torch.float64 and fine is not None and torch.equal(fine.to(self.offsets), self.offsets):
+            offsets = fine.to(quats.device)  # the buffer still holds these offsets' rounding: not changed since
         else:
             offsets = self.offsets.to(quats.dtype)
         trans = offsets.expand(*quats.shape[:-1], 3)

@@ -16,7 +16,8 @@ module                    functions
                           :func:`lateral_axis`, :func:`joint_reflections` (the mirror on the same rig)
 :mod:`.contacts`          :func:`foot_contacts`, :func:`find_feet`
 :mod:`.align`             :func:`dtw`, :func:`dtw_from_cost`, :func:`align_motions`
-:mod:`.subset`            :func:`collapse`, :func:`figures`, :func:`rename`, :func:`simplify_channels`
+:mod:`.subset`            :func:`collapse`, :func:`figures`, :func:`figure_roots`, :func:`rename`,
+                          :func:`simplify_channels`
 ========================  ==============================================================================
 """
 
@@ -45,7 +46,7 @@ from skelanim.ops.normalize import (
 )
 from skelanim.ops.resample import repeat_loop, resample, sample_frames, sample_times
 from skelanim.ops.smoothing import quat_continuous, smooth, smooth_rotations
-from skelanim.ops.subset import collapse, figures, rename, simplify_channels
+from skelanim.ops.subset import collapse, figure_roots, figures, rename, simplify_channels
 
 __all__ = [
     "align_motions",
@@ -55,6 +56,7 @@ __all__ = [
     "dtw_from_cost",
     "face_forward",
     "facing_directions",
+    "figure_roots",
     "figures",
     "find_feet",
     "foot_contacts",

@@ -32,7 +32,7 @@ from skelanim.core.rotations import quat_apply, quat_multiply, quat_normalize
 from skelanim.core.skeleton import DEFAULT_JOINT_CHANNELS, POSITION_CHANNELS, Skeleton
 from skelanim.errors import SkeletonError
 
-__all__ = ["collapse", "figures", "rename", "simplify_channels"]
+__all__ = ["collapse", "figure_roots", "figures", "rename", "simplify_channels"]
 
 
 def _kept_parents(skeleton: Skeleton, keep: list[int]) -> dict[int, int]:
@@ -136,6 +136,13 @@ def collapse(motion: Motion, keep: Sequence[int | str], *, tol: float = 1e-9) ->
     )
 
 
+def figure_roots(motion: Motion) -> list[int]:
+    """The joints that were the ``ROOT`` s of a BVH file of several figures (the children of the scene joint that
+    ``metadata["bvh_scene_root"]`` names); ``[]`` for a motion that is no such scene."""
+    skel = motion.skeleton
+    return skel.children(0) if motion.metadata.get("bvh_scene_root") == skel.names[0] else []
+
+
 def figures(motion: Motion) -> list[Motion]:
     """The figures of a motion read from a BVH file of several ``ROOT`` s (actors, props; under the scene joint that
     ``metadata["bvh_scene_root"]`` names, :data:`skelanim.io.bvh_parse.SCENE_ROOT`): one motion per ROOT, in file
@@ -144,12 +151,13 @@ def figures(motion: Motion) -> list[Motion]:
     1, as ``skelanim convert --figure`` takes it). ``[motion]`` for a motion of one figure.
     """
     skel = motion.skeleton
-    if motion.metadata.get("bvh_scene_root") != skel.names[0] or len(skel.children(0)) < 2:
+    roots = figure_roots(motion)
+    if len(roots) < 2:
         return [motion]
     suffixed = motion.metadata.get("bvh_renamed_joints")
     suffixed = suffixed if isinstance(suffixed, dict) else {}
     out = []
-    for number, root in enumerate(skel.children(0), start=1):
+    for number, root in enumerate(roots, start=1):
         joints = [root]
         for j in range(root + 1, skel.num_joints):  # parents come first: a joint below the figure follows it
             if int(skel.parents[j]) in joints:
@@ -195,9 +203,9 @@ def simplify_channels(motion: Motion, *, tol: float = 1e-6) -> Motion:
         figures (:func:`figures`: each has a root of its own).
     """
     skel = motion.skeleton
-    parts = figures(motion)
-    if len(parts) > 1:  # their roots' position channels had been called an animated joint translation
-        raise SkeletonError(f"{len(parts)} figures, each with its own root: simplify one at a time (ops.figures, or "
+    count = len(figure_roots(motion))
+    if count > 1:  # their roots' position channels had been called an animated joint translation
+        raise SkeletonError(f"{count} figures, each with its own root: simplify one at a time (ops.figures, or "
                             "skelanim convert --figure N)")  # fmt: skip
     frames = motion.num_frames  # none: nothing is animated, the rest offsets are the translations
     children = [j for j in range(skel.num_joints) if int(skel.parents[j]) == 0]
