@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import tempfile
@@ -515,3 +516,63 @@ def test_a_dataset_of_clips_along_different_up_axes_is_refused_naming_the_clip(m
         MotionDataset([tmp_path], fps=30, cache=False, label_parser=None)
     assert str(caught.value).startswith(f"{tmp_path / 'b_z_up.bvh'}: its up axis is Z, {tmp_path / 'a_upright.bvh'}'s Y")
     assert MotionDataset([tmp_path / "a_upright.bvh"], fps=30, cache=False, label_parser=None).rig.up == 1
+
+
+def test_a_split_measures_the_rig_on_its_training_part_alone(few_dataset):
+    """An audit: the rig (height, floor) a model is trained with and stores was the median over every clip, the
+    held-out ones too, so adding test files changed the trained model. A split now measures it on the training part
+    (the median of an even count is the mean of the middle two); a rig given at construction (a model's) is kept."""
+    parts = few_dataset.split_by_style(test=["angry", "elderly"], val=["normal"])
+    train = parts["train"].clips
+    want = float(np.median([c.height for c in train]))
+    want_floor = float(np.median([float(c.positions[:, 1:, c.up].min()) for c in train]))
+    assert len(train) == 2  # an even count: numpy's median is the mean of the middle two
+    for part in parts.values():
+        assert part.rig.height == pytest.approx(want, rel=1e-12) and part.rig.floor == pytest.approx(want_floor, rel=1e-6)
+    assert abs(few_dataset.rig.height - want) > 1e-3  # all six clips measure otherwise
+    by_file = few_dataset.split_by_file(test_fraction=0.5, val_fraction=0.0, seed=3)
+    assert by_file["test"].rig is by_file["train"].rig
+    assert by_file["train"].rig.height == pytest.approx(np.median([c.height for c in by_file["train"].clips]), rel=1e-12)
+    model = MotionDataset(fps=few_dataset.fps, rig=few_dataset.rig, clips=few_dataset.clips)
+    assert all(p.rig is few_dataset.rig for p in model.split_by_style(test=["angry"]).values() if p is not None)
+
+
+def test_a_cache_entry_whose_metadata_was_changed_is_rebuilt(bandai_few, tmp_path):
+    """An audit: the digest covered the tensors only, so an entry whose metadata (height, frame rate, up axis, joint
+    names) was changed in place was served as it was."""
+    from safetensors import safe_open
+    from safetensors.torch import load_file, save_file
+
+    fresh = MotionDataset(bandai_few[:1], fps=25.0, cache=tmp_path).clips[0]
+    (entry,) = (tmp_path / "clips").glob("*.safetensors")
+    with safe_open(str(entry), framework="pt") as handle:
+        stored = handle.metadata()
+    tensors = load_file(str(entry))
+    meta = json.loads(stored["meta"])
+    meta["height"] = meta["height"] + 100.0
+    save_file(tensors, str(entry), metadata={**stored, "meta": json.dumps(meta)})
+    again = MotionDataset(bandai_few[:1], fps=25.0, cache=tmp_path).clips[0]
+    assert again.height == fresh.height
+
+
+def test_a_refused_cache_folder_is_not_made_inside_the_data(bandai_few, tmp_path, monkeypatch):
+    """An audit: a cache folder chosen inside the data folder was refused, but only after it had been made there; the
+    default one (``~/.cache`` with data kept in the home folder) was made, and probed with a file, before giving way."""
+    import shutil
+
+    from skelanim.data.cache import cache_outside
+    from skelanim.errors import TrainingDataError
+
+    home = tmp_path / "home"
+    home.mkdir()
+    files = [Path(shutil.copy(bandai_few[0], home))]
+    with pytest.raises(TrainingDataError, match="inside the data folder"):
+        cache_outside(files, home / "mycache")
+    assert not (home / "mycache").exists()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.delenv("SKELANIM_CACHE", raising=False)
+    monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
+    (tmp_path / "tmp").mkdir()
+    assert cache_outside(files) == tmp_path / "tmp" / f"skelanim-cache-{os.getuid()}"
+    assert sorted(p.name for p in home.iterdir()) == [files[0].name]

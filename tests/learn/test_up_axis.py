@@ -125,3 +125,32 @@ def test_a_data_folder_of_z_up_files_is_refused_by_the_eval_commands(clips, tmp_
     code = main(["learn", command, "eval", "--data", str(folder), "--split", "none", "--threads", "1"])
     line = error_line(capfd)  # (beside the data loading's progress bar)
     assert code == 2 and "dataset-1_walk_normal_001.bvh: its up axis is Z, the " in line and "'s Y" in line, line
+
+
+@pytest.mark.parametrize("command", ["recognize", "predict"])
+def test_the_eval_commands_score_a_folder_turned_with_its_dummy_root_as_the_original(clips, tmp_path, capsys, command):
+    """An audit: Bandai clips turned about the up axis by ``ops.rotate_about_up`` (which turns the static dummy root,
+    ``joint_Root``) were measured as a rig rooted at the dummy, 22 joints against the model's 21: ``learn recognize
+    eval`` and ``learn predict eval`` stopped with a traceback. The eval data now take the model's rig; a turn about
+    the up axis changes none of the scores, which are read in each frame's heading."""
+    import math
+
+    from skelanim.cli import main
+    from skelanim.ops.normalize import rotate_about_up
+
+    scores = {}
+    for name, turn in (("original", 0.0), ("turned", 30.0)):
+        folder = tmp_path / name
+        folder.mkdir()
+        for clip, label in zip(clips, ("walk", "bow", "run")):
+            skelanim.save(rotate_about_up(clip, math.radians(turn)), folder / f"dataset-1_{label}_normal_001.bvh")
+        assert main(["learn", command, "eval", "--data", str(folder), "--split", "none", "--threads", "1", "--json"]) == 0
+        scores[name] = json.loads(capsys.readouterr().out)
+    turned_root = skelanim.load(tmp_path / "turned" / "dataset-1_walk_normal_001.bvh").rotations[:, 0]
+    assert float((turned_root[:, 0].abs() - 1).abs().max()) > 1e-3  # the dummy root itself was turned
+    if command == "recognize":
+        assert scores["turned"] == scores["original"]
+    else:
+        for method, got in scores["turned"]["methods"].items():
+            for key, values in got.items():
+                assert values == pytest.approx(scores["original"]["methods"][method][key], rel=1e-3, abs=1e-6), (method, key)

@@ -193,7 +193,7 @@ def recognize_eval(
     net, loaded = Recognizer.load(model).to(device), Recognizer.load(baseline, default="recognize_cnn").to(device)
     # the shipped baseline is for the shipped model's skeleton
     base = loaded if baseline is not None or loaded.rig.skeleton.same_topology(net.rig.skeleton) else None
-    ds = split_parts(load_dataset(data, net.fps, threads, not as_json, labels=labels, need=("content",)), split, seed, need="test")["test"]
+    ds = split_parts(load_dataset(data, net.fps, threads, not as_json, labels=labels, need=("content",), rig=net.rig), split, seed, need="test")["test"]
     require_skeleton("recogniser", net.rig.skeleton, ds)
     unknown = sorted({clip.labels["content"] for clip in ds.clips} - set(net.contents.names))
     if unknown:  # they count as errors; a label pattern that reads the wrong part of the name had scored 0 silently
@@ -339,7 +339,7 @@ def generate_fit_prior(
     from skelanim.learn.generate_train import GenerateTask, refit_latent
 
     gen = Generator.load(model)
-    parts = split_parts(load_dataset(data, gen.fps, threads, True, labels=labels, need=("content",)), split, seed)
+    parts = split_parts(load_dataset(data, gen.fps, threads, True, labels=labels, need=("content",), rig=gen.rig), split, seed)
     refit_latent(model, GenerateTask(gen, parts["train"], stride=8), out)
     typer.echo(f"wrote {out} (latent prior of {len(gen.contents.names)} contents fitted)")
 
@@ -370,7 +370,7 @@ def generate_eval(
         raise typer.BadParameter(f"the {'shipped ' if recognizer is None else ''}recogniser is for another skeleton than the "
                                  "generator's: name one trained on its data (skelanim learn recognize train)",
                                  param_hint="--recognizer")  # fmt: skip
-    loaded = load_dataset(data, gen.fps, threads, not as_json, labels=labels, need=("content",))
+    loaded = load_dataset(data, gen.fps, threads, not as_json, labels=labels, need=("content",), rig=gen.rig)
     require_skeleton("generator", gen.rig.skeleton, loaded)
     parts = split_parts(loaded, split, seed)
     if parts["test"] is None:

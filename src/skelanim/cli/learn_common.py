@@ -38,9 +38,11 @@ LABELS_OPTION: Any = typer.Option("bandai", "--labels", help=LABELS_HELP)
 
 
 def load_dataset(data: list[str], fps: float, threads: int | None, progress: bool = True, *, labels: str = "bandai",
-                 need: tuple[str, ...] = ()):  # fmt: skip
+                 need: tuple[str, ...] = (), rig=None):  # fmt: skip
     """The motion of ``data`` with the labels ``labels`` names (``--labels``); every file must have the labels
-    ``need`` (e.g. ``("content",)`` for recognition)."""
+    ``need`` (e.g. ``("content",)`` for recognition). A model's ``rig`` is the dataset's (scoring or calibrating a
+    model): the data's own would be measured, and its body root could differ from the model's (a clip whose dummy
+    root had been turned made the windows one joint wider than the model's, a traceback)."""
     from skelanim.data import LabelError, MotionDataset
     from skelanim.data.labels import label_parser
     from skelanim.learn.common import set_threads
@@ -54,7 +56,7 @@ def load_dataset(data: list[str], fps: float, threads: int | None, progress: boo
                                  "name a label scheme or pattern", param_hint="--labels")  # fmt: skip
     set_threads(threads)
     try:
-        ds = MotionDataset(data, fps=fps, progress=progress, label_parser=parser)
+        ds = MotionDataset(data, fps=fps, progress=progress, label_parser=parser, rig=rig)
     except LabelError as err:
         hint = " (--labels none reads files of any name, for prediction)" if not need else ""
         raise LabelError(f"{err.message}; --labels names the scheme{hint}", path=err.path) from None

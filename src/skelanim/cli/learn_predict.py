@@ -176,7 +176,7 @@ def predict_calibrate(
     trained = (training.get("members") or [training])[0]  # an ensemble's first member: they share data and split
     seed = int(trained.get("seed", 0)) if seed is None else seed
     stride = int(trained.get("task_options", {}).get("stride", 4)) if stride is None else stride
-    loaded = load_dataset(data, net.fps, threads, progress=False, labels=labels)
+    loaded = load_dataset(data, net.fps, threads, progress=False, labels=labels, rig=net.rig)
     require_skeleton("predictor", net.rig.skeleton, loaded)  # it calibrates on the model's own skeleton's motion
     parts = split_parts(loaded, split, seed)
     try:
@@ -253,7 +253,7 @@ def predict_eval(
         ds = retargeted_dataset(data, reference, threads, mapping)
         where = "every file, retargeted onto the model's skeleton"
     else:
-        loaded = load_dataset(data, reference.fps, threads, not as_json, labels=labels)
+        loaded = load_dataset(data, reference.fps, threads, not as_json, labels=labels, rig=reference.rig)
         require_skeleton("predictor", reference.rig.skeleton, loaded, " (--retarget tests it through the model's skeleton)")
         ds = split_parts(loaded, split, seed, need="test")["test"]
         note_trained_on(folders, ds, {name: f"predict_{name}" for name in folders})

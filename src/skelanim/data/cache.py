@@ -15,7 +15,7 @@ One safetensors file per (source file, settings) under ``clips/``: the tensors o
 :class:`~skelanim.data.clips.Clip` plus JSON metadata. The key hashes the file's resolved path, size,
 modification and change times and inode, the settings (fps, ...) and :data:`CACHE_VERSION`, so an edited file (its
 modification time restored or not) or a change to how clips are built misses the cache instead of reading stale
-data. Each entry's metadata holds a digest of its tensors' bytes, checked on reading: a damaged entry (or one written
+data. Each entry holds a digest of its metadata and its tensors' bytes, checked on reading: a damaged entry (or one written
 before the digest) is rebuilt, never used. Writes are atomic; a cache that cannot be written is read from where it can be, and clips are built without
 it otherwise (with a warning).
 """
@@ -44,7 +44,7 @@ __all__ = ["CACHE_VERSION", "cache_dir", "cache_key", "cache_outside", "check_ou
            "write_cached"]  # fmt: skip
 
 #: Bump when the content of cached clips changes.
-CACHE_VERSION = 6  # 3: BVH frame rates read as the rate a rounded Frame Time stands for (io.common.nominal_fps); 4: DeepMimic durations too; 5: the up axis of turned captures (Motion.up_axis); 6: an upside-down source's foot contacts and facing (its signed up direction)
+CACHE_VERSION = 7  # 3: BVH frame rates read as the rate a rounded Frame Time stands for (io.common.nominal_fps); 4: DeepMimic durations too; 5: the up axis of turned captures (Motion.up_axis); 6: an upside-down source's foot contacts and facing (its signed up direction); 7: the digest covers the metadata too
 
 
 def _writable(path: Path) -> bool:
@@ -54,6 +54,25 @@ def _writable(path: Path) -> bool:
             return True
     except OSError:
         return False
+
+
+def _chosen(override: str | os.PathLike | None) -> Path | None:
+    """The cache folder ``override`` or ``$SKELANIM_CACHE`` names (not created), ``None`` for the default lookup."""
+    chosen = override if override is not None else os.environ.get("SKELANIM_CACHE") or None
+    return None if chosen is None else Path(chosen).expanduser()
+
+
+def _default_base() -> Path:
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "skelanim"
+
+
+def _created(path: Path) -> Path:
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as err:  # it had been a bare PermissionError naming a subfolder
+        raise TrainingDataError(f"cannot create the clip cache folder {path} ({err.strerror or err}); name a "
+                                "writable one (SKELANIM_CACHE)") from None  # fmt: skip
+    return path
 
 
 def cache_dir(override: str | os.PathLike | None = None) -> Path:
@@ -69,19 +88,11 @@ def cache_dir(override: str | os.PathLike | None = None) -> Path:
     Path
         A writable directory.
     """
-    chosen = override if override is not None else os.environ.get("SKELANIM_CACHE") or None
+    chosen = _chosen(override)
     if chosen is not None:
-        path = Path(chosen).expanduser()
-        try:
-            path.mkdir(parents=True, exist_ok=True)
-        except OSError as err:  # it had been a bare PermissionError naming a subfolder
-            raise TrainingDataError(f"cannot create the clip cache folder {path} ({err.strerror or err}); name a "
-                                    "writable one (SKELANIM_CACHE)") from None  # fmt: skip
-        return path
-    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "skelanim"
-    if _writable(base):
-        return base
-    return temporary_cache()
+        return _created(chosen)
+    base = _default_base()
+    return base if _writable(base) else temporary_cache()
 
 
 def temporary_cache() -> Path:
@@ -127,14 +138,20 @@ def cache_outside(files: list[Path], override: str | os.PathLike | None = None) 
     """:func:`cache_dir`, checked to lie outside the data (:func:`check_outside`). The default one that does not
     (data files kept in the home folder, whose ``~/.cache`` then lies in their folder) gives way to
     :func:`temporary_cache`; one chosen (``override``, ``$SKELANIM_CACHE``) is refused."""
-    where = cache_dir(override)
+    chosen = _chosen(override)
+    if chosen is not None:
+        check_outside(chosen, files)  # before it is made: a refused folder had been left behind in the data
+        return _created(chosen)
+    base = _default_base()
     try:
-        check_outside(where, files)
+        check_outside(base, files)
     except TrainingDataError:
-        if override is not None or os.environ.get("SKELANIM_CACHE"):
-            raise
-        where = temporary_cache()
-        check_outside(where, files)
+        pass
+    else:
+        if _writable(base):
+            return base
+    where = temporary_cache()
+    check_outside(where, files)
     return where
 
 
@@ -166,9 +183,11 @@ def _entry(cache: Path, key: str) -> Path:
     return cache / "clips" / f"{key}.safetensors"
 
 
-def _digest(tensors: dict[str, torch.Tensor]) -> str:
-    """BLAKE2b of the tensors' names, dtypes, shapes and bytes, in name order."""
+def _digest(tensors: dict[str, torch.Tensor], meta: str) -> str:
+    """BLAKE2b of the JSON metadata ``meta`` and the tensors' names, dtypes, shapes and bytes, in name order (the
+    metadata too: an entry whose height, frame rate or joint names had been changed was served as it was)."""
     h = hashlib.blake2b(digest_size=20)
+    h.update(meta.encode())
     for name in sorted(tensors):
         t = tensors[name].detach().cpu().contiguous()
         h.update(json.dumps([name, str(t.dtype), list(t.shape)]).encode())
@@ -189,12 +208,13 @@ def read_cached(cache: Path, key: str) -> tuple[dict[str, torch.Tensor], dict[st
         tensors = load_file(str(path))
     except (SafetensorError, OSError, KeyError, ValueError, RuntimeError):
         return None
-    return (tensors, meta) if stored.get("digest") == _digest(tensors) else None
+    return (tensors, meta) if stored.get("digest") == _digest(tensors, stored["meta"]) else None
 
 
 def write_cached(cache: Path, key: str, tensors: dict[str, torch.Tensor], meta: dict[str, Any]) -> None:
     """Store ``tensors`` and JSON ``meta`` under ``key`` (atomically), with the digest :func:`read_cached` checks."""
     path = _entry(cache, key)
     tensors = {k: v.contiguous() for k, v in tensors.items()}
+    text = json.dumps(meta)
     with atomic_path(path) as tmp:
-        save_file(tensors, str(tmp), metadata={"meta": json.dumps(meta), "digest": _digest(tensors)})
+        save_file(tensors, str(tmp), metadata={"meta": text, "digest": _digest(tensors, text)})

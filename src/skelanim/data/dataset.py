@@ -154,7 +154,13 @@ class MotionDataset:
                 raise SkeletonError(
                     f"skeleton differs from {first.path} ({first.skeleton.num_joints} joints)", path=clip.path
                 )
+        if rig is not None:  # a model's: its clips must stand along its up axis, and the splits keep it
+            for clip in self.clips:
+                if clip.up != rig.up:
+                    raise SkeletonError(f"its up axis is {'XYZ'[clip.up]}, the model's {'XYZ'[rig.up]}: files are read "
+                                        "as they lie; turn them first (skelanim.ops.up_to_y)", path=clip.path or clip.name)  # fmt: skip
         self.rig = rig if rig is not None else self.measure_rig()
+        self._rig_given = rig is not None  # a measured rig is measured again on a split's training part
         self._frames: dict[str, Tensor] | None = None
 
     # ------------------------------------------------------------------ basics
@@ -192,15 +198,27 @@ class MotionDataset:
                 raise SkeletonError(f"its up axis is {'XYZ'[clip.up]}, {first.path or first.name}'s {'XYZ'[up]}: the clips "
                                     "of a dataset must stand along one axis; turn them first (skelanim.ops.up_to_y)",
                                     path=clip.path or clip.name)  # fmt: skip
-        heights = torch.tensor([c.height for c in self.clips])
-        floors = torch.stack([c.positions[:, root:, up].min() for c in self.clips])
+        heights = torch.tensor([c.height for c in self.clips], dtype=torch.float64)
+        floors = torch.stack([c.positions[:, root:, up].min() for c in self.clips]).double()
         feet = [f - root for f in first.feet]
-        return Rig(first.skeleton, root, up, float(heights.median()), float(floors.median()), feet)
+        # quantile, not torch.median: the mean of the two middle values of an even count, not the lower one
+        return Rig(first.skeleton, root, up, float(heights.quantile(0.5)), float(floors.quantile(0.5)), feet)
 
     def subset(self, indices: Iterable[int]) -> MotionDataset:
         """A dataset of the clips ``indices`` (same rig, fps and loaded clips)."""
-        chosen = [self.clips[i] for i in indices]
-        return MotionDataset(fps=self.fps, rig=self.rig, clips=chosen)
+        part = MotionDataset(fps=self.fps, rig=self.rig, clips=[self.clips[i] for i in indices])
+        part._rig_given = self._rig_given  # a subset's split measures its own training part, unless a model's rig is kept
+        return part
+
+    def _parts(self, parts: dict[str, list[int]]) -> dict[str, MotionDataset | None]:
+        """The datasets of a split, ``None`` where a part is empty. They share the training part's rig, measured on
+        it alone (:meth:`measure_rig`): the held-out clips' heights and floors had shaped the rig a model is
+        trained with and stores. A rig given at construction (a model's) is kept."""
+        rig = self.rig
+        if parts["train"] and not self._rig_given:
+            rig = MotionDataset(fps=self.fps, clips=[self.clips[i] for i in parts["train"]]).rig
+        return {k: (MotionDataset(fps=self.fps, rig=rig, clips=[self.clips[i] for i in v]) if v else None)
+                for k, v in parts.items()}  # fmt: skip
 
     # ------------------------------------------------------------------ splits
     def select(self, patterns: Sequence[str], *, invert: bool = False) -> MotionDataset:
@@ -224,7 +242,7 @@ class MotionDataset:
                  "val": [i for i, s in enumerate(styles) if s in val and s not in test]}  # fmt: skip
         taken = set(parts["test"]) | set(parts["val"])
         parts["train"] = [i for i in range(len(self)) if i not in taken]
-        return {k: (self.subset(v) if v else None) for k, v in parts.items()}
+        return self._parts(parts)
 
     def split_by_file(self, *, test_fraction: float = 0.2, val_fraction: float = 0.1, seed: int = 0,
                       stratify: str | None = "content") -> dict[str, MotionDataset | None]:  # fmt: skip
@@ -253,7 +271,7 @@ class MotionDataset:
             parts["test"] += members[:n_test]
             parts["val"] += members[n_test : n_test + n_val]
             parts["train"] += members[n_test + n_val :]
-        return {k: (self.subset(sorted(v)) if v else None) for k, v in parts.items()}
+        return self._parts({k: sorted(v) for k, v in parts.items()})
 
     # ------------------------------------------------------------------ frames and windows
     def frames(self) -> dict[str, Tensor]:
