@@ -2,7 +2,8 @@
 
 Per set (means over its motions weighted by their duration, as their frame counts at the common rate: a clip at
 120 fps weighs as much as the same clip at 30; lengths divided by the set's median height):
-``jerk`` (heights/s^3; motions of 4 frames or more), ``foot_skating`` (heights/s; motions of 4 frames or more),
+``jerk`` (heights/s^3, the mean over the body's joints: a static dummy root, :func:`~skelanim.data.rig.body_root`,
+left out; motions of 4 frames or more), ``foot_skating`` (heights/s; motions of 4 frames or more),
 ``ground_penetration`` (heights), each also raw, in the set's file units (``jerk_raw`` in units/s^3,
 ``foot_skating_raw`` in units/s, ``ground_penetration_raw`` in units: the normalised value times the set's
 ``height``; ``units`` names the unit, :func:`~skelanim.core.units.motion_unit`, and a set whose motions are in
@@ -30,11 +31,14 @@ is +Y, so an upside-down source with Y down, or a set that mixes Z-up and Y-up f
 upright; a static dummy root left out) and its median :attr:`Motion.height` are
 B's too, so that B is judged against the ground of the real motion it is compared with, and a B sunk below it
 shows its penetration. Sets on different skeletons, up axes or heights (more than :data:`SAME_HEIGHT` apart)
-cannot share them: each is then measured against its own, with a note; so is a set whose own motions differ in
-height that much. Jerk and foot skating grow with the frame rate (finite differences of capture noise): where the
-motions' rates differ, the faster ones' are taken at the slowest rate, with a note. FID from fewer windows than
-feature dimensions is noted as biased. Foot skating measures each foot joint
-against its own lowest height in its motion, so a foot that hovers while it slides is not excused.
+cannot share them: each is then measured against its own, with a note naming the difference; so is a set whose
+own motions differ in height that much. Jerk and foot skating grow with the frame rate (finite differences of
+capture noise): where the motions' rates differ, the faster ones' are taken at the slowest rate, with a note, at
+the sample times within each clip's duration only (not the held last frame of
+:func:`~skelanim.ops.resample.resample`). FID from fewer windows than feature dimensions is noted as biased; a set
+the feature extractor cannot take (another skeleton, a clip too short for it) has ``None`` feature metrics, with a
+note. Foot skating measures each foot joint against its own lowest height in its motion, so a foot that hovers
+while it slides is not excused.
 """
 
 from __future__ import annotations
@@ -49,7 +53,7 @@ from skelanim.core.motion import Motion
 from skelanim.core.rotations import quat_to_matrix
 from skelanim.core.units import motion_unit
 from skelanim.data.rig import body_root
-from skelanim.errors import SkeletonError
+from skelanim.errors import SkelanimError, SkeletonError
 from skelanim.metrics.distribution import diversity, fid
 from skelanim.metrics.kinematic import angle_error, bone_length_error, foot_skating, ground_penetration, jerk, mpjpe
 
@@ -79,6 +83,18 @@ def _bones(motion: Motion) -> list[int]:
     (its link to the dummy is the root's travel, not a bone)."""
     first = body_root(motion)
     return [j for j in range(1, motion.skeleton.num_joints) if j > first]
+
+
+def _within(motion: Motion, fps: float) -> Tensor:
+    """``(F', J, 3)`` positions of ``motion`` taken at ``fps`` (:func:`~skelanim.ops.resample.sample_frames`) at the
+    sample times within its duration only: :func:`~skelanim.ops.resample.resample` holds the last frame where the
+    last sample time falls past the end, a frame at the wrong time (a cubic path with jerk 6 at 120 fps read 231 at
+    30 fps from 43 frames)."""
+    from skelanim.ops.resample import sample_frames, sample_times
+
+    times = sample_times(motion.num_frames, motion.fps, fps)  # (F',), clamped to the last frame
+    unclamped = torch.arange(len(times), dtype=torch.float64) * (motion.fps / fps)
+    return sample_frames(motion, times[unclamped <= motion.num_frames - 1 + 1e-9], fps).positions()
 
 
 def _median(values: Sequence[float]) -> float:
@@ -130,23 +146,22 @@ def set_summary(
     positions : list of Tensor, optional
         ``(F, J, 3)`` world positions of each motion (computed when absent).
     jerk_fps : float, optional
-        Take the jerk and the foot skating of motions faster than this at this rate (resampled): both grow with
-        the rate (a CMU walk at 120 fps skated 20 % more than the same walk at 30). A motion under 4 frames at
-        the rate they are taken at is left out of both. Also the common rate of the weights (default the set's
-        slowest).
+        Take the jerk and the foot skating of motions faster than this at this rate (resampled, at the sample
+        times within the clip's duration only): both grow with the rate (a CMU walk at 120 fps skated 20 % more
+        than the same walk at 30). A motion under 4 frames at the rate they are taken at is left out of both.
+        Also the common rate of the weights (default the set's slowest).
 
     Returns
     -------
     dict of str to float or None
         ``motions``, ``frames`` (their own, summed), ``jerk``, ``foot_skating``, ``ground_penetration``,
         ``bone_length_error`` (``None`` where no motion can give it: jerk and foot skating need 4 frames, foot
-        skating named feet), each mean weighted by the motions' durations (a motion of ``F`` frames at ``fps``
-        weighs ``(F - 1) * rate / fps + 1``, its frame count at the common ``rate``: 1 for a single frame, and a
-        clip at 120 fps no more than itself at 30, where its frame count had weighed 4 times as much); and the
-        :data:`RAW` measures times ``height`` as ``<name>_raw`` (in ``height``'s units).
+        skating named feet; jerk over the body's joints, a static dummy root left out), each mean weighted by the
+        motions' durations (a motion of ``F`` frames at ``fps`` weighs ``(F - 1) * rate / fps + 1``, its frame
+        count at the common ``rate``: 1 for a single frame, and a clip at 120 fps no more than itself at 30, where
+        its frame count had weighed 4 times as much); and the :data:`RAW` measures times ``height`` as
+        ``<name>_raw`` (in ``height``'s units).
     """
-    from skelanim.ops.resample import resample
-
     positions = positions or [m.positions() for m in motions]
     common = jerk_fps if jerk_fps is not None else min((m.fps for m in motions), default=1.0)
     sums = {"jerk": 0.0, "foot_skating": 0.0, "ground_penetration": 0.0, "bone_length_error": 0.0}
@@ -155,10 +170,10 @@ def set_summary(
         f = p.shape[0]
         w = (f - 1) * common / m.fps + 1 if f else 0.0  # its duration, in frames at the common rate
         slow = jerk_fps if jerk_fps is not None and m.fps > jerk_fps * (1 + 1e-6) else None  # the rate to take
-        at_rate = resample(m, slow).positions() if slow is not None and f >= 4 else p
+        at_rate = _within(m, slow) if slow is not None and f >= 4 else p
         rate = slow if slow is not None else m.fps
         if at_rate.shape[0] >= 4:  # counted at the rate taken: 8 frames at 120 fps are 2 at 30
-            sums["jerk"] += w * jerk(at_rate, rate, height=height)
+            sums["jerk"] += w * jerk(at_rate[:, body_root(m) :], rate, height=height)  # a static dummy is no body joint
             weights["jerk"] += w
             feet = _feet(m)
             if feet:
@@ -226,8 +241,9 @@ def compare_sets(a: Sequence[Motion], b: Sequence[Motion], *, embed: Embedder | 
         The sets (non-empty; each motion is turned Y up first, so a set may mix up directions, with a note).
     embed : callable, optional
         ``embed(motions) -> (features (W, D), predicted content per motion)``, e.g. a recogniser's; when it
-        cannot handle a set (another skeleton) it should raise ``ValueError`` and the feature metrics are
-        left out (``null``) with the reason under ``"notes"``.
+        cannot handle a set (another skeleton, a clip too short for it) it should raise ``ValueError`` or a
+        :class:`~skelanim.errors.SkelanimError` and the feature metrics are left out (``null``) with the reason
+        under ``"notes"``.
     contents_a, contents_b : sequence of str, optional
         Expected content of each motion (for ``recognised``).
 
@@ -274,15 +290,19 @@ def compare_sets(a: Sequence[Motion], b: Sequence[Motion], *, embed: Embedder | 
             notes.append(f"set {key} mixes length units ({', '.join(sorted(units[key]))}): no raw values, only "
                          "height-normalised ones")  # fmt: skip
     one_axis = len({axis for axis, _ in [*directions["a"], *directions["b"]]}) == 1  # of every motion: no order
-    shared = (one_axis and a[0].skeleton.same_topology(b[0].skeleton) and not mixed
-              and size["b"] > 0 and abs(size["a"] / size["b"] - 1) <= SAME_HEIGHT)  # fmt: skip
+    joints = a[0].skeleton.topology_difference(b[0].skeleton)  # None for the same skeleton
+    same_size = size["b"] > 0 and abs(size["a"] / size["b"] - 1) <= SAME_HEIGHT
+    shared = one_axis and joints is None and not mixed and same_size
     up, height, floor = own["a"]  # A is the reference
     unit = {k: next(iter(v)) if len(v) == 1 else None for k, v in units.items()}
     out: dict[str, Any] = {"height": height if shared else None, "floor": floor if shared else None,
                            "units": unit["a"] if shared else None, "notes": notes}  # fmt: skip
-    if not shared and not mixed:
-        notes.append(f"the sets differ in skeleton, up axis or height at rest ({size['a']:.4g} against "
-                     f"{size['b']:.4g}): each is measured against its own height and floor")  # fmt: skip
+    if not shared and not mixed:  # name what differs, with its values
+        axes = {k: ", ".join(sorted({"XYZ"[axis] for axis, _ in directions[k]})) for k in ("a", "b")}
+        differ = [] if one_axis else [f"up axis ({axes['a']} in set a, {axes['b']} in set b)"]
+        differ += [] if joints is None else [f"skeleton (set b's first motion: {joints})"]
+        differ += [] if same_size else [f"height at rest ({size['a']:.4g} against {size['b']:.4g})"]
+        notes.append(f"the sets differ in {' and '.join(differ)}: each is measured against its own height and floor")
     rates = [m.fps for m in [*a, *b]]
     jerk_fps = min(rates) if max(rates) > min(rates) * (1 + 1e-6) else None
     if jerk_fps is not None:
@@ -306,7 +326,7 @@ def compare_sets(a: Sequence[Motion], b: Sequence[Motion], *, embed: Embedder | 
             continue
         try:
             f, predicted = embed(originals[key])
-        except ValueError as err:
+        except (ValueError, SkelanimError) as err:  # another skeleton, or a clip too short for it (a 1-frame file)
             out["notes"].append(f"set {key}: no recogniser features ({err})")
             continue
         feats[key] = f

@@ -118,10 +118,20 @@ def fid(features_a: Tensor | np.ndarray, features_b: Tensor | np.ndarray) -> flo
     return frechet_distance(*gaussian_stats(a), *gaussian_stats(b))
 
 
+def _pairs(pairs: int) -> int:
+    """``pairs`` as an int, refused with a ``ValueError`` unless a whole number of 1 or more (0 pairs had given a
+    mean of nothing, ``nan``, without a word, and a negative count a bare RuntimeError of torch's)."""
+    if isinstance(pairs, (bool, np.bool_)) or not isinstance(pairs, (int, np.integer)) or pairs < 1:
+        raise ValueError(f"pairs must be a whole number of 1 or more, got {pairs!r}")
+    return int(pairs)
+
+
 def diversity(features: Tensor | np.ndarray, *, pairs: int = 300, seed: int = 0) -> float:
     """Mean distance between ``pairs`` random pairs of distinct rows of ``features`` ``(N, D)`` (0 when ``N < 2``;
     a row paired with itself, as draws with replacement allowed, pulled the mean down by about ``1 / N``); a
-    :class:`~skelanim.errors.ShapeError` for an array that is not 2-D (a 1-D one had been read as one vector)."""
+    :class:`~skelanim.errors.ShapeError` for an array that is not 2-D (a 1-D one had been read as one vector), a
+    ``ValueError`` unless ``pairs`` is a whole number of 1 or more."""
+    pairs = _pairs(pairs)
     x = _rows("features", features)
     if x.shape[0] < 2:
         return 0.0
@@ -143,7 +153,7 @@ def multimodality(
     labels : sequence of int
         ``(N,)`` class of each row.
     pairs : int
-        Random pairs per class.
+        Random pairs per class (a whole number of 1 or more).
     seed : int
         Seed of the pair draws.
 
@@ -156,7 +166,10 @@ def multimodality(
     ------
     ShapeError
         Where ``features`` is not 2-D or ``labels`` does not hold one label per row.
+    ValueError
+        Where ``pairs`` is not a whole number of 1 or more.
     """
+    pairs = _pairs(pairs)
     x = _rows("features", features)
     given = torch.as_tensor(labels)
     lab = given.reshape(-1)
