@@ -10,6 +10,7 @@ hierarchy and skinning) compared with :meth:`Motion.positions`, and by reading b
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import warnings
 from pathlib import Path
@@ -23,7 +24,7 @@ from needs import node_tool  # tests/helpers
 import skelanim
 from skelanim import Motion
 from skelanim.core.rotations import matrix_to_quat, quat_multiply
-from skelanim.core.units import up_to_y_matrix
+from skelanim.core.units import UNITS, guess_unit, up_to_y_matrix
 from skelanim.errors import FormatError, ShapeError
 from skelanim.io import deepmimic, gltf
 
@@ -269,6 +270,27 @@ def test_scale_option_and_guess(tmp_path: Path) -> None:
     with pytest.raises(ShapeError, match="up_axis"):
         gltf.save(cm, tmp_path / "bad.glb", up_axis="w")
     assert not (tmp_path / "bad.glb").exists()
+
+
+def test_documented_unit_boundaries_are_guess_unit_s(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The unit-guess boundaries that the module docstring and docs/engines.md state are where ``guess_unit``
+    switches (they once said 7.2 / 45 / 107 / 538, rounded), and the size guessed from is ``Motion.stature``,
+    which :func:`gltf.export_scale` uses (they once said the posed height)."""
+    engines = (Path(__file__).resolve().parents[2] / "docs" / "engines.md").read_text()
+    stated = {
+        "gltf.py": re.findall(r"``h < ([\d.]+)``|``[\d.]+ <= h < ([\d.]+)``", gltf.__doc__ or ""),
+        "engines.md": re.findall(r"`h < ([\d.]+)`|`[\d.]+–([\d.]+)`", engines),
+    }
+    names = list(UNITS)
+    for where, found in stated.items():
+        bounds = [float(first or second) for first, second in found]
+        assert len(bounds) == len(names) - 1, (where, bounds)
+        for k, bound in enumerate(bounds):
+            assert (guess_unit(bound * 0.9995), guess_unit(bound * 1.0005)) == (names[k], names[k + 1]), (where, bound)
+    assert "Motion.stature" in (gltf.__doc__ or "") and "Motion.stature" in engines
+    crawl = sample_motion().copy(metadata={})  # metres, no declared unit
+    monkeypatch.setattr(Motion, "height", property(lambda self: 40.0))  # a posed height that alone reads as CMU units
+    assert 1.0 < crawl.stature < 2.0 and gltf.export_scale(crawl) == (1.0, "m")
 
 
 def test_bad_input_and_atomic_writes(tmp_path: Path) -> None:

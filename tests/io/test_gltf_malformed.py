@@ -12,9 +12,11 @@ from typing import Any
 
 import numpy as np
 import pytest
+from cli_output import one_line_error  # tests/helpers
 from time_limit import within  # tests/helpers
 
 import skelanim
+from skelanim.cli import main
 from skelanim.data.samples import sample_path
 from skelanim.errors import FormatError
 from skelanim.io import gltf
@@ -56,6 +58,10 @@ def set_times(doc: dict[str, Any], accessor: int, times: np.ndarray) -> None:
 
 def rotation_input(d: dict[str, Any]) -> int:
     return sampler_of(d, "rotation")[1]["input"]
+
+
+def translation_output(d: dict[str, Any]) -> int:
+    return sampler_of(d, "translation")[1]["output"]
 
 
 CASES: list[tuple[str, Callable[[dict[str, Any]], None], str]] = [
@@ -127,6 +133,19 @@ CASES: list[tuple[str, Callable[[dict[str, Any]], None], str]] = [
      "animations[0].extras.skelanim.metadata.deepmimic_extra: expected an object of top-level keys, found 'abc'"),
     ("carried frame time", lambda d: d["animations"][0]["extras"]["skelanim"].__setitem__(
         "metadata", {"frame_time": -1}), "animations[0].extras.skelanim.metadata.frame_time: expected a positive number"),
+    # an audit (2026-12): data moved off its 4-byte grid read as garbage (a joint 6e7 m away), and an
+    # extras.skelanim that is no object was "could not read (AttributeError ...)"
+    ("view moved 2 bytes", lambda d: d["bufferViews"][d["accessors"][translation_output(d)]["bufferView"]].__setitem__(
+        "byteOffset", d["bufferViews"][d["accessors"][translation_output(d)]["bufferView"]]["byteOffset"] - 2),
+     "accessors[{out}]: its data starts at byte"),
+    ("accessor offset 2", lambda d: d["accessors"][rotation_input(d)].__setitem__("byteOffset", 2),
+     "accessors[{acc}].byteOffset: expected a multiple of 4 (the size of its components), found 2"),
+    ("node extras not an object", lambda d: d["nodes"][1]["extras"].__setitem__("skelanim", 2),
+     "nodes[1].extras.skelanim: expected an object (skelanim's record), found 2"),
+    ("skin extras not an object", lambda d: d["skins"][0]["extras"].__setitem__("skelanim", "x"),
+     "skins[0].extras.skelanim: expected an object (skelanim's record), found 'x'"),
+    ("animation extras empty list", lambda d: d["animations"][0]["extras"].__setitem__("skelanim", []),
+     "animations[0].extras.skelanim: expected an object (skelanim's record), found []"),
 ]
 
 
@@ -135,7 +154,7 @@ def test_malformed_gltf_is_one_format_error_at_its_place(tmp_path: Path, base_do
                                                         change: Callable[[dict[str, Any]], None],
                                                         expected: str) -> None:
     doc = json.loads(json.dumps(base_doc))
-    place = {"acc": rotation_input(doc), "sampler": sampler_of(doc, "rotation")[0]}
+    place = {"acc": rotation_input(doc), "sampler": sampler_of(doc, "rotation")[0], "out": translation_output(doc)}
     place["sampler"] = doc["animations"][0]["channels"][place["sampler"]]["sampler"]
     change(doc)
     path = tmp_path / "bad.gltf"
@@ -165,6 +184,26 @@ def test_cycle_in_a_glb_is_refused(tmp_path: Path, base_doc: dict[str, Any]) -> 
     path.write_bytes(struct.pack("<4sII", b"glTF", 2, 12 + 8 + len(text) + 8 + len(blob))
                      + struct.pack("<I4s", len(text), b"JSON") + text + struct.pack("<I4s", len(blob), b"BIN\0") + blob)
     assert "the nodes form a cycle" in load_error(path)
+
+
+def test_a_nan_bit_pattern_is_one_error_line_at_the_command_line(tmp_path: Path, base_doc: dict[str, Any],
+                                                                capfd: pytest.CaptureFixture[str]) -> None:
+    """A signalling NaN in a rotation output used to print numpy's ``warning: invalid value encountered in cast``
+    before the error."""
+    doc = json.loads(json.dumps(base_doc))
+    sampler, found = sampler_of(doc, "rotation")
+    sampler = doc["animations"][0]["channels"][sampler]["sampler"]
+    head, data = doc["buffers"][0]["uri"].split(",", 1)
+    blob = bytearray(base64.b64decode(data))
+    acc = doc["accessors"][found["output"]]
+    start = doc["bufferViews"][acc["bufferView"]].get("byteOffset", 0) + acc.get("byteOffset", 0)
+    blob[start : start + 4] = struct.pack("<I", 0x7F800001)  # float32 signalling NaN
+    doc["buffers"][0]["uri"] = head + "," + base64.b64encode(bytes(blob)).decode()
+    path = tmp_path / "snan.gltf"
+    path.write_text(json.dumps(doc))
+    capfd.readouterr()
+    one_line_error(capfd, main(["info", str(path)]), str(path),
+                   f"animations[0].samplers[{sampler}].output: value 0 is not finite")
 
 
 def test_the_unchanged_document_still_loads(tmp_path: Path, base_doc: dict[str, Any]) -> None:

@@ -17,10 +17,13 @@ Quaternions: skelanim ``(w, x, y, z)``, glTF ``(x, y, z, w)``, both Hamilton, ac
 glTF is metres, +Y up, right-handed, facing +Z; a :class:`Motion` keeps its source's units and axes, so:
 
 * **units**: ``scale`` is metres per source unit, a number or a name in :data:`UNITS`. By default it is
-  ``UNITS[motion.metadata["units"]]`` when that names a unit, else it is guessed from the body height
-  ``h`` (:attr:`Motion.height`): the unit that brings ``h`` closest, in ratio, to 1.7 m. That is,
-  ``h < 7.2``: metres; ``7.2 <= h < 45``: CMU units (the ASF length unit, ``1/0.45`` inch, kept by the
-  CMU BVH conversions); ``45 <= h < 107``: inches; ``107 <= h < 538``: centimetres; above: millimetres.
+  ``UNITS[motion.metadata["units"]]`` when that names a unit, else it is guessed from the body's size ``h``,
+  :attr:`Motion.stature` (the bone lengths from head to foot, or :attr:`Motion.height` where the joint names find
+  no head or foot; not the posed height, since a crawl's is a third of the body's): the unit that brings ``h``
+  closest, in ratio, to 1.7 m (:func:`~skelanim.core.units.guess_unit`). The boundaries lie halfway, in ratio,
+  between neighbouring units' 1.7 m: ``h < 7.155``: metres; ``7.155 <= h < 44.90``: CMU units (the ASF length
+  unit, ``1/0.45`` inch, kept by the CMU BVH conversions); ``44.90 <= h < 106.67``: inches;
+  ``106.67 <= h < 537.6``: centimetres; above: millimetres.
 * **up axis**: ``up_axis`` is ``"x"``, ``"y"`` or ``"z"``, or ``"-x"``, ``"-y"``, ``"-z"`` for a source whose
   heads point down its axis (default :meth:`Motion.up_direction`). A Z-up source is turned -90 degrees about X,
   ``(x, y, z) -> (x, z, -y)``; an X-up source +90 degrees about Z, ``(x, y, z) -> (-y, x, z)``; a -Y-up one a
@@ -32,19 +35,19 @@ glTF is metres, +Y up, right-handed, facing +Z; a :class:`Motion` keeps its sour
 
 What :func:`load` reads
 -----------------------
-The first skin's joints (without skins: the animated nodes) up to their common root node; nodes above
-it add their rest transform (rotation, uniform scale, translation) to the root; joints must have unit
-scale. The animation is sampled at a uniform frame rate (``extras``, else the keys' span over the frames of their
-median spacing, read as a whole or NTSC rate where it is one, :func:`~skelanim.io.common.rate_within`) by
-STEP, LINEAR (slerp) or CUBICSPLINE; unanimated joints keep their rest pose. The Motion is in metres,
-Y up, unless ``original_units=True`` undoes a skelanim export's conversion.
+The first skin's joints (without skins: the animated nodes) up to their common root node; nodes above it add
+their rest transform (rotation, uniform scale, translation) to the root; joints must have unit scale. The
+animation is sampled at a uniform frame rate (``extras``, else the keys' span over the frames of their median
+spacing, read as a whole or NTSC rate where it is one, :func:`~skelanim.io.common.rate_within`) by STEP, LINEAR
+(slerp) or CUBICSPLINE; unanimated joints keep their rest pose. The Motion is in metres, Y up, unless
+``original_units=True`` undoes a skelanim export's conversion.
 
-Before anything is read, the JSON is checked by :func:`skelanim.io.gltf_check.check_document`: a malformed
-file (a negative or non-integer count, a null sampler or target, an index out of range, a node transform
-of the wrong length, nodes that form a cycle or share a child, ...) raises
-:class:`~skelanim.errors.FormatError` naming the file and the JSON place, e.g.
-``walk.gltf: accessors[6].count: expected a whole number >= 1, found -1``; so does an animation
-channel whose data does not fit (wrong value type or count, key times that do not increase).
+Before anything is read, the JSON is checked by :func:`skelanim.io.gltf_check.check_document`: a malformed file
+(a negative or non-integer count, a null sampler or target, an index out of range, accessor data not aligned to
+its components, a node transform of the wrong length, nodes that form a cycle or share a child, an
+``extras.skelanim`` that is no object, ...) raises :class:`~skelanim.errors.FormatError` naming the file and the
+JSON place, e.g. ``walk.gltf: accessors[6].count: expected a whole number >= 1, found -1``; so does an animation
+channel whose data does not fit (wrong value type or count, key times that do not increase, values not finite).
 """
 
 from __future__ import annotations
@@ -70,7 +73,7 @@ from skelanim.io.atomic import atomic_open
 from skelanim.io.common import rate_within, require_finite_motion
 from skelanim.io.gltf_check import COMPONENT_TYPES as _COMPONENTS
 from skelanim.io.gltf_check import WIDTHS as _WIDTH
-from skelanim.io.gltf_check import check_document, check_track
+from skelanim.io.gltf_check import check_document, check_track, json_document
 
 __all__ = ["CLIP_METADATA", "UNITS", "export_scale", "guess_scale", "load", "node_trs", "save"]
 
@@ -370,8 +373,9 @@ def _read(gltf: Any, buffers: list[bytes], index: int, path: Path) -> np.ndarray
         raise FormatError(f"{acc.count} elements from byte {start} read past the end of bufferViews[{acc.bufferView}]"
                           f" (bytes {view.byteOffset or 0} to {(view.byteOffset or 0) + view.byteLength}) or of its"
                           f" buffer ({len(buffers[view.buffer])} bytes)", path=path, where=f"accessors[{index}]")
-    values = np.ndarray((acc.count, width), dtype, buffer=buffers[view.buffer], offset=start,
-                        strides=(stride, dtype.itemsize)).astype(np.float64)
+    with np.errstate(invalid="ignore"):  # a NaN bit pattern casts without a warning; check_track refuses it
+        values = np.ndarray((acc.count, width), dtype, buffer=buffers[view.buffer], offset=start,
+                            strides=(stride, dtype.itemsize)).astype(np.float64)
     return np.maximum(values / np.iinfo(dtype).max, -1.0) if acc.normalized and dtype.kind in "iu" else values
 
 
@@ -469,7 +473,7 @@ def load(path: str | os.PathLike, *, animation: int | str = 0, original_units: b
     path = Path(path)
     try:
         raw = path.read_bytes()
-        check_document(_json_document(raw), path)  # names the place of a problem, and rules out loops
+        check_document(json_document(raw), path)  # names the place of a problem, and rules out loops
         gltf = pygltflib.GLTF2.load_from_bytes(raw) if raw[:4] == b"glTF" else pygltflib.GLTF2.from_json(raw.decode())
         anims = gltf.animations or []
     except OSError as exc:
@@ -490,26 +494,6 @@ def load(path: str | os.PathLike, *, animation: int | str = 0, original_units: b
     except (ValueError, KeyError, IndexError, TypeError, AttributeError, ZeroDivisionError, OverflowError,
             MemoryError, RuntimeError, struct.error) as exc:  # a bug if reached: keep the one-error-type promise
         raise FormatError(f"could not read ({type(exc).__name__}: {exc})", path=path) from exc
-
-
-def _json_document(raw: bytes) -> Any:
-    """The JSON document of a ``.glb`` (its first chunk) or ``.gltf`` file, as plain Python values; ``ValueError``
-    saying what the bytes are not."""
-    if not raw.strip():
-        raise ValueError("the file is empty")
-    if raw[:4] == b"glTF":
-        if len(raw) < 20:
-            raise ValueError(f"a binary glTF cut short: {len(raw)} bytes, not even its 20-byte header")
-        length, kind = struct.unpack_from("<I4s", raw, 12)
-        if kind != b"JSON":
-            raise ValueError(f"the first chunk is {kind!r}, expected JSON")
-        if len(raw) < 20 + length:
-            raise ValueError(f"a binary glTF cut short: {len(raw)} bytes, its JSON chunk alone says {20 + length} "
-                             f"(with the header)")  # fmt: skip
-        return json.loads(raw[20 : 20 + length])
-    if raw.lstrip()[:1] != b"{":
-        raise ValueError("neither a binary glTF (it would start with 'glTF') nor a JSON glTF (it would start with '{')")
-    return json.loads(raw.decode())
 
 
 def _motion(gltf: Any, a: int | None, path: Path, original_units: bool) -> Motion:

@@ -3,16 +3,20 @@
 :func:`check_document` looks at every property the reader uses, in the raw JSON (before any library
 interprets it), and raises :class:`~skelanim.errors.FormatError` naming the file and the place as a
 JSON path, e.g. ``walk.gltf: accessors[6].count: expected a whole number >= 1, found -1``. After it
-passes, indices point at existing items, counts are sane whole numbers, node transforms are finite
-numbers of the right length, and the nodes form trees (no node is its own ancestor, none has two
-parents), so the reader neither crashes nor loops. :func:`check_track` does the same for the sampled
-data of one animation channel.
+passes, indices point at existing items, counts are sane whole numbers, accessor data starts at a multiple of
+its component size (as glTF requires: data that does not was moved, and reads as garbage), node transforms are
+finite numbers of the right length, skelanim's own ``extras.skelanim`` records are objects, and the nodes form
+trees (no node is its own ancestor, none has two parents), so the reader neither crashes nor loops.
+:func:`check_track` does the same for the sampled data of one animation channel. :func:`json_document` takes
+the JSON document out of a file's bytes.
 """
 
 from __future__ import annotations
 
+import json
 import math
 import os
+import struct
 from typing import Any
 
 import numpy as np
@@ -20,7 +24,8 @@ import numpy as np
 from skelanim.errors import FormatError
 from skelanim.io.bvh_parse import channel_list_problem
 
-__all__ = ["COMPONENT_TYPES", "INTERPOLATIONS", "MAX_ZERO_VALUES", "WIDTHS", "check_document", "check_track"]
+__all__ = ["COMPONENT_TYPES", "INTERPOLATIONS", "MAX_ZERO_VALUES", "WIDTHS", "check_document", "check_track",
+           "json_document"]
 
 #: componentType -> little-endian NumPy dtype.
 COMPONENT_TYPES: dict[int, str] = {5120: "<i1", 5121: "<u1", 5122: "<i2", 5123: "<u2", 5125: "<u4", 5126: "<f4"}
@@ -118,10 +123,28 @@ class _Checker:
             raise self.fail(f"{place}.{key}", f"expected a positive number, found {_show(value)}")
 
 
-def _extras(item: dict[str, Any]) -> dict[str, Any] | None:
+def _extras(c: _Checker, item: dict[str, Any], place: str) -> dict[str, Any] | None:
+    """``item.extras.skelanim`` (skelanim's own record), ``None`` when absent; an object, or :class:`FormatError`."""
     extras = item.get("extras")
     info = extras.get("skelanim") if isinstance(extras, dict) else None
-    return info if isinstance(info, dict) else None
+    if info is not None and not isinstance(info, dict):
+        raise c.fail(f"{place}.extras.skelanim", f"expected an object (skelanim's record), found {_show(info)}")
+    return info
+
+
+def _check_alignment(c: _Checker, place: str, offset: int, view: dict[str, Any], view_index: int,
+                     component: np.dtype) -> None:
+    """glTF 2.0 (3.6.2.4): an accessor's ``byteOffset``, and its start in the buffer (plus the bufferView's), are
+    multiples of its component size; data that starts elsewhere was moved or cut, and reads as garbage (the
+    Khronos validator's ACCESSOR_TOTAL_OFFSET_ALIGNMENT)."""
+    item = component.itemsize
+    if offset % item:
+        raise c.fail(f"{place}.byteOffset", f"expected a multiple of {item} (the size of its components), found {offset}")
+    start = offset + (view.get("byteOffset") or 0)
+    if start % item:
+        raise c.fail(place, f"its data starts at byte {start} of the buffer (bufferViews[{view_index}].byteOffset "
+                     f"{view.get('byteOffset') or 0} + byteOffset {offset}), not a multiple of its {item}-byte "
+                     "components as glTF requires: the data is misplaced")
 
 
 def _check_tree(c: _Checker, nodes: list[dict[str, Any]]) -> None:
@@ -155,6 +178,26 @@ def _check_tree(c: _Checker, nodes: list[dict[str, Any]]) -> None:
         done.update(seen)
 
 
+def json_document(raw: bytes) -> Any:
+    """The JSON document of a ``.glb`` (its first chunk) or ``.gltf`` file, as plain Python values; ``ValueError``
+    saying what the bytes are not."""
+    if not raw.strip():
+        raise ValueError("the file is empty")
+    if raw[:4] == b"glTF":
+        if len(raw) < 20:
+            raise ValueError(f"a binary glTF cut short: {len(raw)} bytes, not even its 20-byte header")
+        length, kind = struct.unpack_from("<I4s", raw, 12)
+        if kind != b"JSON":
+            raise ValueError(f"the first chunk is {kind!r}, expected JSON")
+        if len(raw) < 20 + length:
+            raise ValueError(f"a binary glTF cut short: {len(raw)} bytes, its JSON chunk alone says {20 + length} "
+                             f"(with the header)")  # fmt: skip
+        return json.loads(raw[20 : 20 + length])
+    if raw.lstrip()[:1] != b"{":
+        raise ValueError("neither a binary glTF (it would start with 'glTF') nor a JSON glTF (it would start with '{')")
+    return json.loads(raw.decode())
+
+
 def check_document(doc: Any, path: str | os.PathLike) -> None:
     """Check the glTF JSON ``doc`` (see the module docstring); raise :class:`FormatError` at the first problem."""
     c = _Checker(path)
@@ -182,7 +225,7 @@ def check_document(doc: Any, path: str | os.PathLike) -> None:
     for i, acc in enumerate(accessors):
         place = f"accessors[{i}]"
         view_index = c.whole(acc, "bufferView", place, below=len(views), of="bufferViews")
-        c.whole(acc, "byteOffset", place)
+        offset = c.whole(acc, "byteOffset", place) or 0
         component = acc.get("componentType")
         if isinstance(component, bool) or component not in COMPONENT_TYPES:
             raise c.fail(f"{place}.componentType", f"expected one of {', '.join(map(str, COMPONENT_TYPES))}, "
@@ -196,6 +239,8 @@ def check_document(doc: Any, path: str | os.PathLike) -> None:
         if view_index is None and acc.get("sparse") is None and count * WIDTHS[kind] > MAX_ZERO_VALUES:
             raise c.fail(f"{place}.count", f"{count} {kind} values without a bufferView: more than "
                          f"{MAX_ZERO_VALUES} zeros, expected a bufferView holding the data")
+        if view_index is not None:
+            _check_alignment(c, place, offset, views[view_index], view_index, np.dtype(COMPONENT_TYPES[component]))
         stride = views[view_index].get("byteStride") if view_index is not None else None
         if stride is not None and stride < size:
             raise c.fail(f"bufferViews[{view_index}].byteStride", f"{stride} bytes is less than one element of "
@@ -209,7 +254,7 @@ def check_document(doc: Any, path: str | os.PathLike) -> None:
         rotation = c.numbers(node, "rotation", place, 4)
         if rotation is not None and math.hypot(*rotation) < 1e-12:
             raise c.fail(f"{place}.rotation", "expected a unit quaternion (x, y, z, w), found zero")
-        info = _extras(node)
+        info = _extras(c, node, place)
         channels = info.get("channels") if info else None
         if channels is not None and (not isinstance(channels, list) or not all(isinstance(x, str) for x in channels)):
             raise c.fail(f"{place}.extras.skelanim.channels",
@@ -225,7 +270,7 @@ def check_document(doc: Any, path: str | os.PathLike) -> None:
             raise c.fail(f"skins[{i}].joints", f"expected a non-empty list of node indices, found {_show(joints)}")
         for k in range(len(joints)):
             c.whole_value(joints[k], f"skins[{i}].joints[{k}]", below=len(nodes), of="nodes")
-        info = _extras(skin)
+        info = _extras(c, skin, f"skins[{i}]")
         if info is not None and i == 0:
             c.positive(info, "scale", f"skins[{i}].extras.skelanim")
             c.text(info, "up_axis", f"skins[{i}].extras.skelanim", required=True, choices=("x", "y", "z", "-x", "-y", "-z"))
@@ -248,7 +293,7 @@ def check_document(doc: Any, path: str | os.PathLike) -> None:
                 raise c.fail(f"{where}.target", f"expected an object with node and path, found {_show(target)}")
             c.whole(target, "node", f"{where}.target", below=len(nodes), of="nodes")
             c.text(target, "path", f"{where}.target", required=True)
-        info = _extras(anim)
+        info = _extras(c, anim, place)
         if info is not None and info.get("fps") is not None:
             c.positive(info, "fps", f"{place}.extras.skelanim")
         if info is not None and info.get("metadata") is not None:
