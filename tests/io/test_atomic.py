@@ -132,6 +132,39 @@ def test_real_read_only_folder(tmp_path: Path) -> None:
         folder.chmod(0o755)
 
 
+def test_a_read_only_file_system_is_called_so_not_permission_denied(tmp_path: Path, monkeypatch) -> None:
+    """An audit: ``check_can_write`` (the CLI's check before any work) asked ``os.access``, which says no on a read-only
+    mount too, and said "Permission denied" there, where ``save`` said "Read-only file system". Simulated as the
+    kernel answers: ``access`` no, making a file EROFS, the file system's flags ST_RDONLY."""
+    import errno
+
+    from skelanim.io import atomic
+    from skelanim.io.atomic import check_can_write
+
+    def read_only(*args, **kwargs):
+        raise OSError(errno.EROFS, "Read-only file system")
+
+    monkeypatch.setattr(atomic.os, "access", lambda path, mode: not mode & os.W_OK)
+    monkeypatch.setattr(tempfile, "mkstemp", read_only)
+
+    def errors(target: Path) -> list[OSError]:  # what the CLI's check and what a save raise
+        with pytest.raises(OSError) as info:
+            check_can_write(target)
+        return [info.value, _one_error(target)]
+
+    target = tmp_path / "sub" / "out.bvh"
+    for error in errors(target):
+        assert (error.errno, error.filename) == (errno.EROFS, str(target))
+        assert error.strerror.startswith("Read-only file system (cannot create a file in")
+    existing = tmp_path / "old.bvh"  # a file there, which the rename would replace
+    existing.write_text("old")
+    flags = os.statvfs(tmp_path)
+    monkeypatch.setattr(atomic.os, "statvfs", lambda path: type("F", (), {"f_flag": flags.f_flag | os.ST_RDONLY})())
+    for error in errors(existing):
+        assert (error.errno, error.strerror) == (errno.EROFS, "Read-only file system (cannot replace it)")
+    assert existing.read_text() == "old" and sorted(os.listdir(tmp_path)) == ["old.bvh"]
+
+
 def test_a_batch_is_published_whole_or_not_at_all(tmp_path: Path) -> None:
     targets = [tmp_path / f"f{i}.txt" for i in range(3)]
     targets[1].write_text("old")

@@ -155,6 +155,19 @@ def test_a_position_or_offset_too_large_to_be_one_is_refused_at_its_line() -> No
     bvh.loads(_GOOD.replace("OFFSET 0.0 10.0 0.0", "OFFSET 0.0 999999999 0.0", 1))  # below the bound: read
 
 
+def test_an_end_site_offset_too_large_to_be_one_is_refused_at_its_line() -> None:
+    """An audit: an End Site ``OFFSET 1.7e308 1.7e308 0`` escaped the check joints' OFFSETs get; it was read, and the
+    overflow surfaced later, blamed on an output file. Now refused at the End Site's OFFSET line."""
+    lines = _GOOD.split("\n")
+    end = next(i for i, line in enumerate(lines) if line.strip() == "End Site") + 2  # 0-based: its OFFSET line
+    lines[end] = lines[end].split("OFFSET")[0] + "OFFSET 1.7e308 1.7e308 0"
+    err = _error("\n".join(lines))  # the first End Site is Head's (joint 2)
+    assert err.line == end + 1
+    assert err.message == "OFFSET of the End Site of Head beyond +-1e+09: not a length (a corrupt number?)"
+    lines[end] = lines[end].split("OFFSET")[0] + "OFFSET 0 -999999999 0"  # within the bound: read
+    assert float(bvh.loads("\n".join(lines)).skeleton.end_sites[2][1]) == -999999999.0
+
+
 @pytest.mark.parametrize("token", ["12345678901234567", "0.000000000000000001", "1" * 30, "-123456.78901234",
                                    "1e-30", "2.5E+30", "-1234567", "12345678"])
 def test_long_and_extreme_numbers_parse_exactly(token: str) -> None:

@@ -335,6 +335,11 @@ def corrupt(tmp_path: Path, change) -> Path:
             r"walk\.txt: frame 2: value 5 \(root quaternion x\): not a finite number \(nan\)",
         ),
         (lambda f: f[4].__setitem__(2, float("inf")), r"frame 4: value 2 \(root position y\): not a finite number"),
+        (  # an audit: read, then written into a BVH file the BVH reader refused (as it refuses it: a corrupt number)
+            lambda f: f[3].__setitem__(1, 1e300),
+            r"walk\.txt: frame 3: value 1 \(root position x\): 1e\+300 is beyond \+-1e\+09: not a position",
+        ),
+        (lambda f: f[5].__setitem__(3, -2e9), r"frame 5: value 3 \(root position z\): -2e\+09 is beyond \+-1e\+09"),
         (
             lambda f: f[1].__setitem__(20, "0.5"),
             r"frame 1: value 20 \(right_knee angle\): expected a number, found \"0\.5\"",
@@ -532,3 +537,20 @@ def test_a_rate_the_reader_refuses_is_not_written(tmp_path):
     assert list(tmp_path.iterdir()) == []
     skelanim.io.save(motion.copy(fps=1 / 3600), tmp_path / "slow.txt")  # the bounds themselves are readable
     assert deepmimic.load(tmp_path / "slow.txt").fps == pytest.approx(1 / 3600)
+
+
+def test_a_root_position_the_reader_refuses_is_not_written(tmp_path):
+    """An audit's follow-up: the reader refuses a root position beyond ``MAX_LENGTH`` (1e9) as a corrupt number, but
+    the writer wrote one (root x 2e9), and the file then did not read back; refused before anything is written, also
+    by ``check_writable``, which the command line runs before any work."""
+    motion = deepmimic.load(sample_path("walk"))
+    roots = motion.root_positions.clone()
+    roots[3, 0] = 2e9
+    huge = motion.copy(root_positions=roots)
+    for check in (lambda: deepmimic.save(huge, tmp_path / "x.txt"), lambda: deepmimic.check_writable(huge, tmp_path / "x.txt")):
+        with pytest.raises(FormatError, match=r"x\.txt: frame 3: cannot write a root position x of 2e\+09, beyond \+-1e\+09"):
+            check()
+    assert list(tmp_path.iterdir()) == []
+    roots[3, 0] = 1e9  # the bound itself reads back
+    deepmimic.save(motion.copy(root_positions=roots), tmp_path / "edge.txt")
+    assert float(deepmimic.load(tmp_path / "edge.txt").root_positions[3, 0]) == 1e9

@@ -13,7 +13,7 @@ import torch
 import skelanim
 from skelanim import Motion, Skeleton
 from skelanim.data.samples import sample_path
-from skelanim.errors import SkelanimError, SkeletonError, UnsupportedFormatError
+from skelanim.errors import ShapeError, SkelanimError, SkeletonError, UnsupportedFormatError
 from skelanim.io import bvh
 from skelanim.io.positions import JointPositions
 
@@ -168,3 +168,63 @@ def test_a_motion_without_frames_is_refused_before_a_file_is_written(tmp_path):
     with pytest.raises(ShapeError, match="without frames"):
         skelanim.save(empty, tmp_path / "empty.bvh")
     assert not (tmp_path / "empty.bvh").exists()
+
+
+def _huge(motion: Motion, what: str) -> Motion:
+    """``motion`` with one length of kind ``what`` at 2e9, beyond :data:`bvh.MAX_LENGTH` (the reader refuses it)."""
+    sk = motion.skeleton
+    if what == "root position":
+        roots = motion.root_positions.clone()
+        roots[4, 0] = 2e9
+        return motion.copy(root_positions=roots)
+    if what == "joint translation":
+        translations = motion.local_translations().clone()
+        translations[4, 3, 1] = -2e9
+        channels = [*sk.channels[:3], ("Xposition", "Yposition", "Zposition", *sk.channels[3]), *sk.channels[4:]]
+        return motion.copy(skeleton=Skeleton(sk.names, sk.parents, sk.offsets, channels, sk.end_sites),
+                           joint_translations=translations)  # fmt: skip
+    offsets, ends = sk.offsets.clone(), dict(sk.end_sites)
+    if what == "bone offset":
+        offsets[3, 2] = 2e9
+    else:
+        ends[12] = torch.tensor([0.0, 2e9, 0.0], dtype=offsets.dtype)
+    return motion.copy(skeleton=Skeleton(sk.names, sk.parents, offsets, sk.channels, ends))
+
+
+@pytest.mark.parametrize(("what", "where"), [("root position", "frame 4, joint root"),
+                                             ("joint translation", "frame 4, joint right_hip"),
+                                             ("bone offset", "joint right_hip"), ("End Site offset", "joint left_elbow")])
+def test_bvh_refuses_lengths_its_reader_refuses(tmp_path: Path, what: str, where: str) -> None:
+    """An audit: ``bvh.save`` wrote a root x of 2e9 (``convert --scale 1e8`` exited 0) into a file ``bvh.load`` then
+    refused, every value beyond ``MAX_LENGTH`` being a corrupt number to the reader; now refused before writing."""
+    motion = _huge(walk(), what)
+    assert_refused(motion, tmp_path / "big.bvh", where, f"cannot write a {what} of 2e+09", "beyond +-1e+09")
+    with pytest.raises(ShapeError, match=f"{where}: cannot write a {what}"):
+        skelanim.io.check_save(tmp_path / "checked.bvh", motion)  # before any work, as the CLI checks
+    assert not (tmp_path / "checked.bvh").exists()
+    at_bound = walk()
+    roots = at_bound.root_positions.clone()
+    roots[4, 0] = bvh.MAX_LENGTH  # at the bound: written, and read back
+    bvh.save(at_bound.copy(root_positions=roots), tmp_path / "ok.bvh")
+    assert float(bvh.load(tmp_path / "ok.bvh").root_positions[4, 0]) == bvh.MAX_LENGTH
+
+
+@pytest.mark.parametrize(("name", "said"), [(" Hips", "it would read back as 'Hips'"),
+                                            ("\xa0Hips", "it would read back as 'Hips'"),
+                                            ("", "the name is empty"), ("a\rb", "would not read back"),
+                                            ("a\udcff", "not valid Unicode text")])  # fmt: skip
+def test_csv_refuses_joint_names_its_header_does_not_give_back(tmp_path: Path, name: str, said: str) -> None:
+    """An audit: a leading space was lost on reading (the header's cells are stripped) and an empty name wrote
+    ``_x,_y,_z``, which the reader refuses; now refused before writing, naming the joint. ``.npz`` keeps them."""
+    data = JointPositions(["Spine", name], np.zeros((2, 2, 3)), 30.0)
+    assert_refused(data, tmp_path / "p.csv", "joint 1", repr(name), said, "cannot be written to a CSV file")
+    if name != "a\udcff":  # (numpy's npz stores unicode names as UTF-32)
+        skelanim.save(data, tmp_path / "p.npz")
+        assert skelanim.load_positions(tmp_path / "p.npz").names == ["Spine", name]
+
+
+@pytest.mark.parametrize("name", ["Hips ", "a,b", 'q"uote', "line\nbreak", "two  spaces", "{a}", "x_x", "time"])
+def test_csv_joint_names_that_read_back_are_still_written(tmp_path: Path, name: str) -> None:
+    data = JointPositions([name, "b"], np.arange(12.0).reshape(2, 2, 3), 30.0)
+    skelanim.save(data, tmp_path / "p.csv")
+    assert skelanim.load_positions(tmp_path / "p.csv").names == [name, "b"]

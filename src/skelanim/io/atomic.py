@@ -68,9 +68,20 @@ def _written_through(target: Path) -> Path:
 
 
 def _refuse_read_only(target: Path) -> None:
-    """Refuse an existing ``target`` its owner made read-only (as ``open`` would; the rename had replaced it)."""
+    """Refuse an existing ``target`` its owner made read-only (as ``open`` would; the rename had replaced it), or
+    one on a read-only file system (``os.access`` answers no for both: the file system's flag tells them apart)."""
     if target.is_file() and not os.access(target, os.W_OK):
+        if _read_only_mount(target):
+            raise OSError(errno.EROFS, f"{os.strerror(errno.EROFS)} (cannot replace it)", str(target))
         raise PermissionError(errno.EACCES, "Permission denied (the file is read-only)", str(target))
+
+
+def _read_only_mount(path: Path) -> bool:
+    """Whether ``path`` lies on a file system mounted read-only (unknown, e.g. on Windows: no)."""
+    try:
+        return bool(os.statvfs(path).f_flag & os.ST_RDONLY)
+    except (AttributeError, OSError):
+        return False
 
 
 def _about_target(exc: OSError, target: Path, what: str) -> OSError:
@@ -157,9 +168,9 @@ def check_can_write(path: str | os.PathLike) -> None:
     _refuse_misplaced(target)
     _refuse_read_only(target)
     existing = next(p for p in (target.parent, *target.parent.parents) if p.exists())
-    if not os.access(existing, os.W_OK | os.X_OK):
-        raise PermissionError(errno.EACCES, f"Permission denied (cannot write in {existing})", str(target))
-    try:  # the one true test (a read-only mount, /proc, a quota): a temporary file made and removed at once
+    # the one true test (a folder of another user, a read-only mount, /proc, a quota), with the system's own reason
+    # (os.access had answered every refusal as "Permission denied", a read-only file system too)
+    try:  # a temporary file made and removed at once
         fd, probe = tempfile.mkstemp(prefix=_temporary_prefix(target), suffix=".probe", dir=existing)
     except OSError as exc:
         raise _about_target(exc, target, f"cannot create a file in {existing}{os.sep}") from exc

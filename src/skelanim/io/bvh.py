@@ -53,9 +53,10 @@ also come back with their own numbers. :func:`save` writes atomically (temporary
 
 Joint names are written as they are, never altered: a name that would not read back unchanged (empty,
 with ``{`` or ``}``, control characters, tabs, line breaks, leading, trailing or repeated spaces) is refused with a
-:class:`~skelanim.errors.SkeletonError` naming the joint, as is a non-finite value
-(:class:`~skelanim.errors.ShapeError` naming the frame and joint). Rename such joints
-(:meth:`Motion.copy` with a new skeleton) before saving; names with single spaces between words are fine.
+:class:`~skelanim.errors.SkeletonError` naming the joint, as is a non-finite value or a length (offset, End Site,
+root position, translation) beyond :data:`MAX_LENGTH` (:class:`~skelanim.errors.ShapeError` naming the frame and
+joint). Rename such joints (:meth:`Motion.copy` with a new skeleton) before saving; names with single spaces between
+words are fine.
 """
 
 from __future__ import annotations
@@ -72,10 +73,10 @@ from skelanim.core.rotations import euler_to_quat, quat_to_euler
 from skelanim.core.skeleton import DEFAULT_ROOT_CHANNELS, Skeleton
 from skelanim.errors import FormatError, ShapeError, SkelanimError, SkeletonError
 from skelanim.io.atomic import atomic_open
-from skelanim.io.bvh_parse import _FRAME_TIME_RE, _MOTION_RE, ParsedBVH, normalize_bytes, parse_bvh_bytes
+from skelanim.io.bvh_parse import _FRAME_TIME_RE, _MOTION_RE, MAX_LENGTH, ParsedBVH, normalize_bytes, parse_bvh_bytes
 from skelanim.io.common import nominal_fps, require_finite_motion, require_readable_rate, warn_at_caller
 
-__all__ = ["check_writable", "dumps", "load", "loads", "nominal_fps", "save"]
+__all__ = ["MAX_LENGTH", "check_writable", "dumps", "load", "loads", "nominal_fps", "save"]
 
 _AXES = "XYZ"
 
@@ -114,52 +115,31 @@ def _channel_layout(channels: list[tuple[str, ...]]) -> tuple[list[int], list[li
     return first, positions, rotations, axes
 
 
-#: The largest magnitude of a BVH position value or OFFSET (the file's length unit: 1,000 km in millimetres). Beyond it
-#: a finite number is a corrupt one, and forward kinematics would overflow. Angles are not bounded: any is a rotation.
-MAX_LENGTH = 1e9
-
 #: Joints whose Euler angles are worked out together when writing (each joint's continuity is its own).
 EULER_JOINTS_AT_ONCE = 4
 #: Frame lines formatted and written per block when writing.
 FRAMES_PER_BLOCK = 2048
 
 
-def _line_of(data: bytes, frame: int | None = None, joint: int | None = None) -> int | None:
-    """1-based line of MOTION frame ``frame`` (its non-blank line after ``Frame Time``) or of joint ``joint``'s
-    ``OFFSET`` (joints counted as ``ROOT``/``JOINT`` appear); for error messages only. Lines and keywords as the
-    parser sees them: any case, ``\\n``, ``\\r\\n`` or classic Mac ``\\r`` line ends, braces anywhere."""
+def _line_of(data: bytes, frame: int) -> int | None:
+    """1-based line of MOTION frame ``frame`` (its non-blank line after ``Frame Time``); for error messages only.
+    Lines as the parser sees them: ``\\n``, ``\\r\\n`` or classic Mac ``\\r`` line ends."""
     data = normalize_bytes(data)
     motion = _MOTION_RE.search(data)
-    motion_line = data.count(b"\n", 0, motion.start()) if motion is not None else None  # 0-based
+    if motion is None:
+        return None
     lines = data.split(b"\n")
-    if frame is not None:
-        if motion_line is None:
-            return None
-        start = next((i for i in range(motion_line + 1, len(lines)) if _FRAME_TIME_RE.match(lines[i])), None)
-        if start is None:
-            return None
-        rows = (i for i in range(start + 1, len(lines)) if lines[i].strip())
-        return next((i + 1 for k, i in enumerate(rows) if k == frame), None)
-    seen, pending = -1, False
-    for i, text in enumerate(lines[:motion_line]):
-        words = text.replace(b"{", b" { ").replace(b"}", b" } ").split()
-        while words:
-            word = words.pop(0).upper()
-            if word in (b"ROOT", b"JOINT"):
-                seen, pending = seen + 1, True
-                while words and words[0] not in (b"{", b"}"):  # the name, which may be any word
-                    words.pop(0)
-            elif word == b"END":
-                pending = False
-            elif word == b"OFFSET" and pending:
-                pending = False
-                if seen == joint:
-                    return i + 1
-    return None
+    motion_line = data.count(b"\n", 0, motion.start())  # 0-based
+    start = next((i for i in range(motion_line + 1, len(lines)) if _FRAME_TIME_RE.match(lines[i])), None)
+    if start is None:
+        return None
+    rows = (i for i in range(start + 1, len(lines)) if lines[i].strip())
+    return next((i + 1 for k, i in enumerate(rows) if k == frame), None)
 
 
 def _refuse_huge(parsed: ParsedBVH, name: str, data: bytes) -> None:
-    """A :class:`FormatError` at the first position value or OFFSET beyond :data:`MAX_LENGTH`."""
+    """A :class:`FormatError` at the first position value beyond :data:`MAX_LENGTH` (the parser refuses such an
+    OFFSET, a joint's or an End Site's, at its line)."""
     first, positions, _, _ = _channel_layout(parsed.channels)
     columns = [col for pos in positions for _, col in pos]
     huge = np.argwhere(np.abs(parsed.values[:, columns]) > MAX_LENGTH) if columns else np.zeros((0, 2))
@@ -170,11 +150,6 @@ def _refuse_huge(parsed: ParsedBVH, name: str, data: bytes) -> None:
         raise FormatError(f"{channel} of {parsed.names[joint]} on frame {frame} is {parsed.values[frame, col]:g}, "
                           f"beyond +-{MAX_LENGTH:g}: not a position (a corrupt number?)", path=name,
                           line=_line_of(data, frame=frame))  # fmt: skip
-    huge = np.argwhere(np.abs(parsed.offsets) > MAX_LENGTH)
-    if huge.size:
-        joint = int(huge[0][0])
-        raise FormatError(f"OFFSET of {parsed.names[joint]} beyond +-{MAX_LENGTH:g}: not a length (a corrupt number?)",
-                          path=name, line=_line_of(data, joint=joint - (parsed.scene_root is not None)))  # fmt: skip
 
 
 def _motion_from_parsed(parsed: ParsedBVH, name: str) -> Motion:
@@ -466,8 +441,8 @@ def _name_problem(name: str) -> str | None:
 
 def check_writable(motion: Motion, path: str | os.PathLike | None) -> None:
     """Refuse what a BVH file cannot hold (or its reader would reject): joint names that do not read back
-    unchanged (:class:`SkeletonError` naming the joint) and non-finite values (:class:`ShapeError`
-    naming the frame and joint)."""
+    unchanged (:class:`SkeletonError` naming the joint), non-finite values and lengths beyond :data:`MAX_LENGTH`
+    (:class:`ShapeError` naming the frame and joint)."""
     for j, name in enumerate(motion.skeleton.names):
         problem = _name_problem(name)
         if problem is not None:
@@ -477,6 +452,18 @@ def check_writable(motion: Motion, path: str | os.PathLike | None) -> None:
         raise ShapeError("a motion without frames cannot be written to a BVH file", path=path)
     require_readable_rate(motion.fps, path)
     require_finite_motion(motion, path)
+    sk, beyond = motion.skeleton, f"beyond +-{MAX_LENGTH:g}, which the reader refuses as a corrupt number"
+    for j, what, xyz in [*((j, "bone offset", v) for j, v in enumerate(sk.offsets)),
+                         *((j, "End Site offset", v) for j, v in sorted(sk.end_sites.items()))]:  # fmt: skip
+        if float(xyz.abs().max()) > MAX_LENGTH:
+            raise ShapeError(f"cannot write a {what} of {float(xyz.abs().max()):g}, {beyond}; nothing was written",
+                             path=path, where=f"joint {sk.names[j]}")  # fmt: skip
+    lengths = motion.local_translations().detach().abs().amax(-1).cpu()  # (F, J); joint 0's: the root position
+    if float(lengths.max()) > MAX_LENGTH:
+        f, j = np.argwhere(lengths.numpy() > MAX_LENGTH)[0].tolist()
+        what = "joint translation" if j else "root position"
+        raise ShapeError(f"cannot write a {what} of {float(lengths[f, j]):g}, {beyond}; nothing was written", path=path,
+                         where=f"frame {f}, joint {sk.names[j]}")
 
 
 def dumps(motion: Motion, *, precision: int = 6) -> str:
@@ -500,7 +487,8 @@ def dumps(motion: Motion, *, precision: int = 6) -> str:
         A joint name that a BVH file cannot hold: empty, with braces or control characters, or with
         whitespace other than single spaces between words (it would read back changed, or not at all).
     ShapeError
-        A non-finite offset, rotation or translation, or no frames (the reader would reject the file).
+        A non-finite offset, rotation or translation, a length beyond :data:`MAX_LENGTH`, or no frames (the
+        reader would reject the file).
     """
     check_writable(motion, None)
     return _text(motion, precision)

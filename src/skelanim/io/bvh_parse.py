@@ -10,7 +10,8 @@ What is accepted (everything seen from real exporters):
   or ``CHANNELS 0``); channel names in any case (``XROTATION``), stored in canonical case;
 * ``End Site`` blocks under any name (``End Site``, ``End site``, ``End``, ``End Site LeftToe_End``);
 * joint names with spaces (the rest of the ``JOINT`` line);
-* numbers as ``1``, ``-0.5``, ``.5``, ``5.``, ``1e-06``, ``+2E3``; a ``Frame Time`` from 1e-6 to 3600 s;
+* numbers as ``1``, ``-0.5``, ``.5``, ``5.``, ``1e-06``, ``+2E3``; a ``Frame Time`` from 1e-6 to 3600 s; an
+  ``OFFSET`` (a joint's or an End Site's) within +-:data:`MAX_LENGTH`;
 * several ``ROOT`` blocks one after another (figures: actors, props), read as one tree under a joint without
   channels (:data:`SCENE_ROOT`), which :mod:`skelanim.io.bvh`'s writer leaves out again.
 
@@ -33,7 +34,8 @@ from skelanim.errors import FormatError
 from skelanim.io.bvh_numbers import NUMBER_RE, parse_motion_values
 from skelanim.io.common import MAX_FRAME_TIME, MIN_FRAME_TIME, UTF16_MESSAGE, is_utf16
 
-__all__ = ["CHANNEL_NAMES", "ParsedBVH", "channel_list_problem", "normalize_bytes", "parse_bvh_bytes", "rotation_axes_allowed"]
+__all__ = ["CHANNEL_NAMES", "MAX_LENGTH", "ParsedBVH", "channel_list_problem", "normalize_bytes", "parse_bvh_bytes",
+           "rotation_axes_allowed"]  # fmt: skip
 
 #: Canonical channel names, keyed by their lower-case spelling.
 CHANNEL_NAMES: dict[str, str] = {
@@ -45,6 +47,10 @@ _MOTION_RE = re.compile(rb"(?im)^[ \t]*MOTION[ \t]*\r?$")
 _FRAMES_RE = re.compile(rb"(?i)^[ \t]*Frames[ \t]*:[ \t]*(\S*)[ \t\r]*$")
 _FRAME_TIME_RE = re.compile(rb"(?i)^[ \t]*Frame[ \t]*Time[ \t]*:[ \t]*(\S*)[ \t\r]*$")
 _BOM = b"\xef\xbb\xbf"
+
+#: The largest magnitude of a BVH position value or OFFSET (the file's length unit: 1,000 km in millimetres). Beyond it
+#: a finite number is a corrupt one, and forward kinematics would overflow. Angles are not bounded: any is a rotation.
+MAX_LENGTH = 1e9
 
 
 @dataclass
@@ -141,7 +147,9 @@ def _number(tok: str, line: int, what: str, tokens: _Tokens) -> float:
     return value
 
 
-def _offset(tokens: _Tokens, owner: str) -> np.ndarray:
+def _offset(tokens: _Tokens, owner: str, label: str) -> np.ndarray:
+    """The ``OFFSET x y z`` of ``owner`` (``label`` names it in the error for a length beyond :data:`MAX_LENGTH`,
+    at the OFFSET's line: a joint's or an End Site's)."""
     tok, line = tokens.next(f"OFFSET of {owner}")
     if tok.upper() != "OFFSET":
         raise tokens.error(f"expected OFFSET x y z for {owner}, found {tok[:40]!r}", line)
@@ -149,6 +157,8 @@ def _offset(tokens: _Tokens, owner: str) -> np.ndarray:
     for axis in "xyz":
         t, ln = tokens.next(f"the OFFSET {axis} of {owner}")
         xyz.append(_number(t, ln, f"the OFFSET {axis} of {owner} (a number)", tokens))
+    if max(map(abs, xyz)) > MAX_LENGTH:
+        raise tokens.error(f"OFFSET of {label} beyond +-{MAX_LENGTH:g}: not a length (a corrupt number?)", line)
     return np.array(xyz, dtype=np.float64)
 
 
@@ -264,7 +274,7 @@ def _parse_hierarchy(tokens: _Tokens) -> tuple[list[str], list[int], list[np.nda
                 t, ln = tokens.peek()
                 up = None if t is None else t.upper()
                 if up == "OFFSET" and offset is None:
-                    offset = _offset(tokens, owner)
+                    offset = _offset(tokens, owner, name)
                 elif up == "CHANNELS" and chans is None:
                     chans = _channels(tokens, owner)
                 else:
@@ -283,7 +293,7 @@ def _parse_hierarchy(tokens: _Tokens) -> tuple[list[str], list[int], list[np.nda
                 raise tokens.error("End Site outside any joint", line)
             label = " ".join([tok, *tokens.rest_of_line(line)])
             _expect(tokens, "{", f"after {label}")
-            offset = _offset(tokens, f"the End Site of {names[stack[-1]]!r}")
+            offset = _offset(tokens, f"the End Site of {names[stack[-1]]!r}", f"the End Site of {names[stack[-1]]}")
             _expect(tokens, "}", "to close the End Site (an End Site holds only an OFFSET)")
             if stack[-1] in end_sites:
                 extra_end_sites += 1

@@ -84,6 +84,7 @@ from skelanim.core.skeleton import Skeleton
 from skelanim.errors import FormatError, SkeletonError
 from skelanim.io.atomic import atomic_open
 from skelanim.io.bundled import bundled_file
+from skelanim.io.bvh_parse import MAX_LENGTH
 from skelanim.io.common import nominal_fps, require_readable_rate, warn_at_caller
 from skelanim.io.deepmimic_format import (
     BODY_NAMES,
@@ -414,10 +415,25 @@ def _frames_from_motion(motion: Motion, index: list[int]) -> np.ndarray:
 
 def check_writable(motion: Motion, path: str | os.PathLike) -> None:
     """Raise the :class:`SkeletonError` :func:`save` would raise for ``motion``'s skeleton (not the DeepMimic
-    humanoid) and the :class:`ShapeError` of a rate whose frame duration the reader refuses, before any work is done
-    on it."""
+    humanoid), the :class:`ShapeError` of a rate whose frame duration the reader refuses and the :class:`FormatError`
+    of a root position it refuses, before any work is done on it."""
     _require_humanoid(motion, path, motion.metadata.get("deepmimic_urdf"))
     require_readable_rate(motion.fps, path)
+    root = np.zeros((motion.num_frames, FRAME_SIZE))
+    root[:, FRAME_LAYOUT["root_position"]] = motion.root_positions.detach().to("cpu", torch.float64).numpy()
+    _require_readable_root(root, path)
+
+
+def _require_readable_root(frames: np.ndarray, path: str | os.PathLike) -> None:
+    """A :class:`FormatError` at the first root position of the frame rows ``(F, FRAME_SIZE)`` beyond
+    :data:`~skelanim.io.bvh_parse.MAX_LENGTH`, which the reader refuses as a corrupt number (such a clip had been
+    written, and then not read back)."""
+    columns = FRAME_LAYOUT["root_position"]
+    huge = np.argwhere(np.abs(frames[:, columns]) > MAX_LENGTH)
+    if huge.size:
+        i, k = int(huge[0][0]), int(huge[0][1]) + columns.start
+        raise FormatError(f"cannot write a {VALUE_NAMES[k]} of {frames[i, k]:g}, beyond +-{MAX_LENGTH:g}, which the "
+                          "reader refuses as a corrupt number", path=path, where=f"frame {i}")  # fmt: skip
 
 
 def save(motion: Motion, path: str | os.PathLike, *, loop: str | None = None,
@@ -462,6 +478,7 @@ def save(motion: Motion, path: str | os.PathLike, *, loop: str | None = None,
     if bad.size:
         i, k = (int(v) for v in bad[0])
         raise FormatError(f"cannot write a non-finite {VALUE_NAMES[k]}", path=path, where=f"frame {i}")
+    _require_readable_root(frames, path)
     duration = motion.metadata.get("frame_duration")
     if not (isinstance(duration, float) and duration > 0 and abs(nominal_fps(duration) - motion.fps) <= 1e-9 * motion.fps):
         duration = 1.0 / motion.fps  # the file's own number only while it stands for the motion's rate

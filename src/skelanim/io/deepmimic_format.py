@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from skelanim.errors import FormatError
+from skelanim.io.bvh_parse import MAX_LENGTH
 from skelanim.io.common import MAX_FRAME_TIME, MIN_FRAME_TIME, nominal_fps, read_utf8_text
 
 __all__ = ["BODY_NAMES", "DEFAULT_FPS", "FRAME_LAYOUT", "FRAME_SIZE", "LOOP_MODES", "ONE_DOF_BODIES", "VALUE_NAMES",
@@ -92,7 +93,7 @@ def _non_finite_in(value: Any, where: str) -> str | None:
 
 def parse_clip(path: str | os.PathLike) -> tuple[dict[str, Any], np.ndarray]:
     """Read and validate a clip: the JSON object (``"Loop"`` filled in where left out) and the ``(F, 44)`` float64
-    frame array."""
+    frame array. A root position beyond :data:`~skelanim.io.bvh_parse.MAX_LENGTH` is refused as a corrupt number."""
     text = read_utf8_text(path)
     try:
         data = json.loads(text)
@@ -140,7 +141,13 @@ def parse_clip(path: str | os.PathLike) -> tuple[dict[str, Any], np.ndarray]:
                 raise FormatError(
                     f"value {k} ({VALUE_NAMES[k]}): not a finite number ({value})", path=path, where=where
                 )
-    return data, np.array(frames, dtype=np.float64)
+    array = np.array(frames, dtype=np.float64)
+    huge = np.argwhere(np.abs(array[:, FRAME_LAYOUT["root_position"]]) > MAX_LENGTH)
+    if huge.size:  # as the BVH reader refuses it: forward kinematics would overflow
+        i, k = int(huge[0][0]), FRAME_LAYOUT["root_position"].start + int(huge[0][1])
+        raise FormatError(f"value {k} ({VALUE_NAMES[k]}): {array[i, k]:g} is beyond +-{MAX_LENGTH:g}: not a position "
+                          "(a corrupt number?)", path=path, where=f"frame {i}")  # fmt: skip
+    return data, array
 
 
 def frame_rate(durations: np.ndarray, path: str | os.PathLike) -> tuple[float, dict[str, Any]]:

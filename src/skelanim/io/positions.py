@@ -25,8 +25,10 @@ Formats
     no place for it) and reads back as ``None``. The ``frame`` column is optional on reading too; when
     present it must count up by 1 from its first value (a skipped, repeated or earlier frame number is an
     error at its line). Values are written with ``repr`` (shortest exact form), so float64 round trips are
-    exact. Parents are not stored. Reading and writing live in :mod:`skelanim.io.positions_csv` (numpy's
-    reader for well-formed files, a row-by-row one that names the first bad cell).
+    exact. Parents are not stored. A joint name the header would not give back (empty, with leading whitespace,
+    which a header cell loses) is refused when writing. Reading and writing live in
+    :mod:`skelanim.io.positions_csv` (numpy's reader for well-formed files, a row-by-row one that names the first
+    bad cell).
 
 Saving accepts a :class:`~skelanim.core.motion.Motion` (its forward-kinematics positions, optionally
 with End Sites) or a :class:`JointPositions`, refuses non-finite positions (which the readers reject) and
@@ -411,6 +413,9 @@ def save(obj: Motion | JointPositions, path: str | os.PathLike, *, end_sites: bo
     ShapeError
         A non-finite position (naming the frame, joint and axis), or no frames or joints; nothing is written, as
         the readers would refuse the file.
+    SkeletonError
+        ``.csv``: a joint name its header would not give back (empty, leading whitespace, a carriage return, not
+        Unicode text), naming the joint; nothing is written. ``.npz`` keeps any name.
     """
     suffix = _suffix(path)
     data = _as_joint_positions(obj, end_sites)

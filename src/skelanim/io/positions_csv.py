@@ -26,7 +26,7 @@ from typing import Protocol
 
 import numpy as np
 
-from skelanim.errors import FormatError, SkelanimError
+from skelanim.errors import FormatError, SkelanimError, SkeletonError
 from skelanim.io.atomic import atomic_open
 from skelanim.io.common import rate_within, read_utf8_text
 
@@ -369,9 +369,36 @@ def read_csv(path: str | os.PathLike) -> tuple[list[str], np.ndarray, float | No
 # ---------------------------------------------------------------------------------------- writing
 
 
+def _name_problem(name: str) -> str | None:
+    """Why joint ``name`` would not read back from a CSV header unchanged, or ``None`` if it would: its header cells
+    are written and read back by :func:`_read_header` itself (the reader's own rule: a cell's leading whitespace is
+    not kept, an empty name leaves ``_x``, a carriage return the CSV writer does not quote ends the line)."""
+    if not name:
+        return "the name is empty (its columns would be _x, _y, _z)"
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return "the name is not valid Unicode text"
+    line = io.StringIO()
+    csv.writer(line, lineterminator="\n").writerow(["frame", *(f"{name}_{axis}" for axis in _AXES)])
+    try:
+        back = _read_header(csv.reader(io.StringIO(line.getvalue(), newline="")), "").names
+    except FormatError:
+        return "the header would not read back (a line break the CSV writer leaves unquoted)"
+    if back != [name]:
+        return f"it would read back as {back[0]!r} (the reader strips a header cell's whitespace)"
+    return None
+
+
 def write_csv(path: str | os.PathLike, names: Sequence[str], positions: np.ndarray, fps: float | None) -> None:
     """Write ``positions`` ``(F, J, 3)`` of joints ``names`` (with a time column when ``fps`` is known) atomically;
-    values as ``repr`` (exact round trips)."""
+    values as ``repr`` (exact round trips). A name that would not read back unchanged (:func:`_name_problem`) is
+    refused, before anything is written, with a :class:`SkeletonError` naming the joint."""
+    for j, name in enumerate(names):
+        problem = _name_problem(name)
+        if problem is not None:
+            raise SkeletonError(f"joint name {name!r} cannot be written to a CSV file: {problem}; rename the joint or "
+                                "write .npz, which keeps any name", path=path, where=f"joint {j}")  # fmt: skip
     header = ["frame"] + (["time"] if fps is not None else []) + [f"{name}_{axis}" for name in names for axis in _AXES]
     flat = positions.reshape(positions.shape[0], -1).tolist()
     with atomic_open(path, "w", newline="") as handle:
