@@ -53,7 +53,7 @@ from pathlib import Path
 from types import ModuleType
 
 import torch
-from _paths import REPO, mocap_dir  # puts the checkout's src first on the path
+from _paths import REPO, mocap_dir, require_data  # puts the checkout's src first on the path
 from safetensors.torch import save_file
 
 from skelanim.ik.evaluate import evaluate, format_table, select_frames
@@ -394,6 +394,7 @@ def main() -> None:
         if args.json:
             print(json.dumps(tables, indent=1))
         return
+    require_data(*args.data)
     if args.speed_only:
         positions = held_out_positions(args.data, model, args.max_frames)
         if positions.shape[0] < SINGLE_POSES:  # the batch-1 groups would time empty calls (or fail on them)

@@ -50,7 +50,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
-from _paths import mocap_dir  # puts the checkout's src first on the path
+from _paths import mocap_dir, require_data  # puts the checkout's src first on the path
 
 from skelanim.io import bvh, positions, positions_csv
 from skelanim.io.positions import JointPositions
@@ -135,6 +135,7 @@ def main(argv: list[str] | None = None) -> int:
         _child(args.child, args.file)
         return 0
 
+    require_data(args.file if args.file is not None else mocap_dir() / "cmu_cgspeed_mb" / "01_01.bvh")
     with tempfile.TemporaryDirectory() as scratch:
         path = args.file
         if path is None:

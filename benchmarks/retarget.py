@@ -31,7 +31,7 @@ import time
 from pathlib import Path
 
 import torch
-from _paths import mocap_dir  # puts the checkout's src first on the path
+from _paths import mocap_dir, require_data  # puts the checkout's src first on the path
 
 import skelanim
 from skelanim import ops
@@ -79,6 +79,8 @@ def main() -> None:
     if args.torch_threads:
         torch.set_num_threads(args.torch_threads)
     data = mocap_dir()
+    require_data(*(data / f for f in ("cmu_cgspeed_mb/01_01.bvh", "bandai_namco_1/dataset-1_walk_normal_001.bvh",
+                                      "cmu_iclone_ccrig/001_01.bvh")))  # fmt: skip
     cmu = skelanim.load(data / "cmu_cgspeed_mb/01_01.bvh")
     bandai = skelanim.load(data / "bandai_namco_1/dataset-1_walk_normal_001.bvh")
     cc = skelanim.load(data / "cmu_iclone_ccrig/001_01.bvh")

@@ -221,7 +221,8 @@ def main() -> int:
         print(json.dumps(child(name, int(size), impl, int(repeats))))
         return 0
     if any(c in args.only for c in ("predict", "resample")) and not mocap_dir().is_dir():
-        print(f"mocap data not found at {mocap_dir()} (set SKELANIM_DATA): predict and resample need it")
+        print(f"error: {mocap_dir()}: no such folder (set SKELANIM_DATA to the mocap folder): predict and resample "
+              "need it", file=sys.stderr)  # fmt: skip
         return 2
     sizes = QUICK if args.quick else SIZES
     print(f"load average {os.getloadavg()[0]:.2f}, {os.cpu_count()} CPUs; CPU seconds, medians of {args.repeats}")

@@ -140,7 +140,10 @@ def test_recognition_and_generation_with_a_label_pattern_on_another_skeleton(xia
     assert code == 2 and "--recognizer" in err and len(err.strip().splitlines()) == 1
     code, out, err = _run(capsys, ["learn", "generate", "eval", *scored, "--model", str(gen), "--recognizer", str(rec), "--json"])
     assert code == 0, err
-    assert 0 <= json.loads(out)["recognised"] <= 1
+    scores = json.loads(out)
+    assert 0 <= scores["recognised"] <= 1
+    # an audit: --json had left out the checks the README quotes from it (the text output printed them)
+    assert {"limb_speed", "limb_speed_real", "contact_share", "contact_share_real", "diversity_real"} <= scores.keys()
     # '--split none' made real set B real set A: fid_real 0 and pose_outliers 1 for any generator
     code, _, err = _run(capsys, ["learn", "generate", "eval", *data, "--model", str(gen), "--recognizer", str(rec), "--json"])
     assert code == 2 and "--split" in err and len(err.strip().splitlines()) == 1

@@ -377,12 +377,14 @@ def generate_eval(
         raise typer.BadParameter("the split leaves no test files", param_hint="--split")
     note_trained_on({"model": model}, parts["test"], {"model": "generate"})
     res = evaluate_generation(gen, rec.embed_arrays, parts["train"], parts["test"], seed=seed)
-    keys = ("fid", "fid_real", "recognised", "diversity", "foot_skating", "foot_skating_real", "pose_outliers")
+    # the same keys both ways (--json had left out the checks the README quotes from it: limb speed, contact share)
+    keys = ("fid", "fid_real", "recognised", "diversity", "foot_skating", "foot_skating_real", "pose_outliers",
+            "diversity_real", "limb_speed", "limb_speed_real", "contact_share", "contact_share_real", "samples",
+            "real_windows")  # fmt: skip
     if as_json:
         echo_json({k: res[k] for k in keys})
         return
-    for k in (*keys, "diversity_real", "limb_speed", "limb_speed_real", "contact_share", "contact_share_real", "samples",
-              "real_windows"):  # fmt: skip
+    for k in keys:
         typer.echo(f"{k:>18}: {res[k]:.4g}" if isinstance(res[k], float) else f"{k:>18}: {res[k]}")
 
 
