@@ -12,7 +12,8 @@ Methods (:data:`METHODS`):
 ``step(frame)`` advances a stream by one frame; ``__call__(motion)`` runs a whole clip from a fresh state.
 Every method is causal, so a clip equals stepping through it frame by frame given the same floors and rate: a
 clip's default floor is where its feet stand over the whole clip (:func:`standing_level`), which a stream cannot
-know ahead, so a stream's default is 0; pass ``floor`` (and ``target_floor``) to have both agree (tested). The NKN
+know ahead, so a stream's is where the source clip the Retargeter was built from stands, else 0 (as the exported
+step's, :mod:`.export`); pass ``floor`` (and ``target_floor``) to have both agree (tested). The NKN
 reads a clip more than 5 % off its 30 fps training rate at that rate (resampled, the answer sampled back, which
 looks half a source frame ahead); a stream runs at the ``fps`` it is given, best the training rate.
 The output keeps the target's full skeleton; joints outside the canonical set hold their rest rotation.
@@ -190,7 +191,8 @@ class Retargeter:
         :func:`world_turn`; the result is turned back into a Z-up target clip's world). Default: for a clip,
         :func:`standing_level` of its
         foot and toe joints (files differ: the production rig's floor lies a metre below its origin, CMU's toe
-        joints stand above its y = 0); for a stream, 0. Hips heights are scaled from there up.
+        joints stand above its y = 0); for a stream, that of the source clip given (its feet had streamed 5 cm
+        above the clip's result, a CMU walk onto Bandai), else 0. Hips heights are scaled from there up.
     target_floor : float, optional
         Height the result's feet stand on in the target's canonical space (up +Y). Default: when the target is
         given as a clip, that clip's (:func:`target_floor_of`), so that a take retargeted onto its own skeleton
@@ -260,6 +262,9 @@ class Retargeter:
         self.method = method
         self.fps = float(fps)
         self.floor = floor
+        #: Where streamed frames' feet stand (:meth:`step`): ``floor``, else where a source clip's stand, else 0.
+        clip = source_skeleton if isinstance(source_skeleton, Motion) and source_skeleton.num_frames > 0 else None
+        self.stream_floor = float(floor if floor is not None else target_floor_of(self.source, clip) if clip is not None else 0.0)
         self.net: NKN | None = None
         if method == "nkn":
             self.net = model if isinstance(model, NKN) else load_nkn(model)
@@ -409,7 +414,7 @@ class Retargeter:
         """:meth:`_core` for one frame as a module of tensors only (stream state in and out): what
         :class:`~.online.OnnxStep` exports."""
         outer = self
-        floor = 0.0 if self.floor is None else self.floor
+        floor = self.stream_floor
 
         class _Step(nn.Module):
             def __init__(self) -> None:
@@ -530,7 +535,7 @@ class Retargeter:
             return torch.from_numpy(q_np), torch.from_numpy(root_np), jt_out
         trans = offsets.clone()
         trans[0] = root
-        q, root2, jt = self._run(rot[None], trans[None], self.fps, 0.0 if self.floor is None else self.floor)
+        q, root2, jt = self._run(rot[None], trans[None], self.fps, self.stream_floor)
         return q[0], root2[0], None if jt is None else jt[0]
 
     def _turned_in(self, rot: Tensor, root: Tensor) -> tuple[Tensor, Tensor]:
