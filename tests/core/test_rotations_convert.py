@@ -97,6 +97,49 @@ def test_rot6d_to_matrix_matches_qr(rng: np.random.Generator, scale: float) -> N
     np.testing.assert_allclose(rot6d_to_matrix(d6), _qr_gram_schmidt(d6), rtol=0, atol=1e-12)
 
 
+@pytest.mark.parametrize(("dtype", "scales"), [
+    (np.float32, [1e-37, 1e-30, 1e-8, 1e20, 1e30, 1e37]),
+    (np.float64, [1e-307, 1e-200, 1e-17, 1e155, 1e300, 1e307]),
+])  # fmt: skip
+def test_rot6d_to_matrix_takes_any_finite_scale(rng: np.random.Generator, dtype: type, scales: list[float]) -> None:
+    """Each column is first scaled by a power of two that brings its largest |entry| into [1, 2): float32 columns
+    times 1e20 had squared norms of inf (det 0, not a rotation), of norm 1e-8 been taken as zero (the identity's
+    columns); float64 past 1e154 and below 1e-17 alike. Each column at its own scale too (a1 tiny, a2 huge and the
+    reverse). The scaling is exact: a column times a power of two gives the same matrix to the last bit (callers
+    compare rest frames built from it exactly)."""
+    d6 = rng.normal(size=(200, 6))
+    want = _qr_gram_schmidt(d6)
+    atol = 1e-6 if dtype == np.float32 else 1e-12
+    for s in scales:
+        got = rot6d_to_matrix((d6 * s).astype(dtype)).astype(np.float64)
+        np.testing.assert_allclose(got, want, rtol=0, atol=atol, err_msg=f"scale {s:g}")
+    low, high = scales[0], scales[-1]
+    for s1, s2 in ((low, high), (high, low)):
+        mixed = np.concatenate([d6[:, :3] * s1, d6[:, 3:] * s2], -1).astype(dtype)
+        np.testing.assert_allclose(rot6d_to_matrix(mixed).astype(np.float64), want, rtol=0, atol=atol)
+    for k in (-60, -3, 5, 60):
+        np.testing.assert_array_equal(rot6d_to_matrix((d6 * 2.0**k).astype(dtype)), rot6d_to_matrix(d6.astype(dtype)))
+    zero = np.zeros((1, 6), dtype)  # only an exactly zero column is zero: the identity
+    np.testing.assert_array_equal(rot6d_to_matrix(zero)[0], np.eye(3, dtype=dtype))
+
+
+def test_rot6d_to_matrix_gradient_scales_as_the_columns_do(rng: np.random.Generator) -> None:
+    """The result does not change with a column's scale, so the gradient at ``s d6`` is the one at ``d6`` over ``s``:
+    the rescaling by a power of two adds nothing to it, at 1e-100 and 1e100 too."""
+    d6 = torch.from_numpy(rng.normal(size=(50, 6)))
+    weights = torch.from_numpy(rng.normal(size=(50, 3, 3)))
+
+    def grad(x: torch.Tensor) -> torch.Tensor:
+        x = x.clone().requires_grad_(True)
+        (rot6d_to_matrix(x) * weights).sum().backward()
+        assert x.grad is not None
+        return x.grad
+
+    base = grad(d6)
+    for s in (1e-100, 1e-3, 1e3, 1e100):
+        torch.testing.assert_close(grad(d6 * s) * s, base, rtol=1e-9, atol=1e-12)
+
+
 def test_rot6d_to_matrix_unguarded_matches_qr_and_stays_finite(rng: np.random.Generator) -> None:
     d6 = rng.normal(size=(3000, 6))
     np.testing.assert_allclose(rot6d_to_matrix(d6, guarded=False), _qr_gram_schmidt(d6), rtol=0, atol=1e-12)

@@ -134,3 +134,22 @@ def test_gait_guesses_the_unit_as_info_does(mocap_dir) -> None:
     assert guess_unit(child.height) == "cmu" and guess_unit(child.stature) == "in"
     assert describe(child, "child.bvh")["units_guess"] == "in"
     assert report.metres_per_unit == UNITS["in"] and report.to_dict()["units_guess"] == "in"
+
+
+def test_documented_unit_boundaries_are_guess_unit_s() -> None:
+    """The boundaries the module docstring states are where ``guess_unit`` switches, to the three decimals it gives
+    (it said 7.2 / 45 / 107 / 538, rounded so far that 7.18 read as metres there and CMU units here); the approach of
+    tests/io/test_gltf.py's test of the glTF docs."""
+    import math
+    import re
+
+    from skelanim.core import units
+
+    found = re.findall(r"``h < ([\d.]+)``|``[\d.]+ <= h < ([\d.]+)``", units.__doc__ or "")
+    bounds = [float(first or second) for first, second in found]
+    names = list(UNITS)
+    assert len(bounds) == len(names) - 1, bounds
+    for k, bound in enumerate(bounds):
+        exact = units.TYPICAL_HEIGHT_M / math.sqrt(UNITS[names[k]] * UNITS[names[k + 1]])
+        assert abs(bound - exact) <= 0.0005, (bound, exact)
+        assert (guess_unit(bound * 0.9999), guess_unit(bound * 1.0001)) == (names[k], names[k + 1]), bound

@@ -66,6 +66,10 @@ def test_scaled_hips_stand_on_the_target_soles():
     assert out.tolist() == pytest.approx([0.1 * ratio, leg_t + ratio * c, -0.3 * ratio], abs=1e-12)
     for unlevel in ((0.0, sole_t), (sole_s, 0.0)):  # toes, but feet not level (no sole): the whole height scales
         assert scaled_hips(hips, leg_s, leg_t, *unlevel).tolist() == pytest.approx((hips * ratio).tolist(), abs=1e-12)
+    # a review: a sole of a rounding's size (6.5e-16, Bandai's uncalibrated feet) is none, as 0 is (it had kept both
+    # soles and moved the hips by 3 %)
+    for rounding in ((6.5e-16, sole_t), (sole_s, -6.5e-16), (sole_s, 6.5e-16)):
+        assert scaled_hips(hips, leg_s, leg_t, *rounding).tolist() == pytest.approx((hips * ratio).tolist(), abs=1e-12)
     # batched: (B, T, 3) hips with (B, 1) legs and soles, one pair of skeletons per row
     batch = hips.expand(2, 5, 3)
     legs = torch.tensor([[leg_s], [leg_s]], dtype=torch.float64)

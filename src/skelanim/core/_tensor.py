@@ -33,7 +33,9 @@ def as_tensor(x: Any, dtype: torch.dtype | None = None, device: torch.device | s
     Parameters
     ----------
     x : Tensor | np.ndarray | float | list
-        Input data. A floating tensor is returned as is (no copy) unless ``dtype``/``device`` ask otherwise.
+        Input data. A floating tensor is returned as is (no copy) unless ``dtype``/``device`` ask otherwise; a
+        NumPy array shares its memory unless it is read-only, reversed (a negative stride) or byte-swapped
+        (then it is copied: :func:`_torch_layout`).
     dtype : torch.dtype, optional
         Target dtype. Default: keep a floating dtype, make anything else float64.
     device : torch.device | str, optional
@@ -45,11 +47,21 @@ def as_tensor(x: Any, dtype: torch.dtype | None = None, device: torch.device | s
         Same shape as ``x``.
     """
     if not isinstance(x, Tensor):
-        arr = np.asarray(x)
-        x = torch.from_numpy(arr.copy() if not arr.flags.writeable else arr)
+        x = torch.from_numpy(_torch_layout(np.asarray(x)))
     if dtype is None and not x.is_floating_point():
         dtype = torch.float64
     return x if dtype is None and device is None else x.to(dtype=dtype, device=device)
+
+
+def _torch_layout(arr: np.ndarray) -> np.ndarray:
+    """``arr`` itself where ``torch.from_numpy`` can share its memory, else a C-contiguous copy in native byte
+    order: for a read-only array, a view with a negative stride (``a[::-1]``, ``np.flip``) or a stride that is not
+    a multiple of the item size, or a non-native byte order (``astype(">f8")``). Looks at the flags, dtype and
+    strides only (O(ndim)); copies only where torch could not take the array."""
+    size = arr.itemsize or 1
+    if arr.flags.writeable and arr.dtype.isnative and all(s >= 0 and s % size == 0 for s in arr.strides):
+        return arr
+    return np.array(arr, dtype=arr.dtype.newbyteorder("="), order="C")
 
 
 def to_numpy(out: Any) -> Any:
@@ -123,6 +135,18 @@ def along_frames(fn: Callable[..., Tensor], x: Any, dim: int, name: str, *, vect
         what = "a frame axis" if 0 <= axis < t.ndim else "an axis"
         raise ShapeError(f"dim={dim} is not {what} of {name} with shape {tuple(t.shape)}")
     return fn(t, **kwargs) if axis == 0 else fn(t.movedim(axis, 0), **kwargs).movedim(0, axis)
+
+
+def _check_broadcast(*args: tuple[str, Tensor, int], over: str = "leading dims") -> tuple[int, ...]:
+    """The broadcast shape of the arguments' leading dims, each given as ``(name, tensor, tail)``: all but its
+    last ``tail`` dims (its components). Where they do not broadcast, a one-line :class:`ShapeError` naming
+    every argument and its shape (torch's error names "tensor a" and "tensor b"). Shapes only: O(ndim). NumPy's
+    ``broadcast_shapes``: torch's imports sympy on first use (a fifth of a second) and is slower per call."""
+    try:
+        return np.broadcast_shapes(*(tuple(x.shape[: x.ndim - tail]) for _, x, tail in args))
+    except ValueError:
+        named = [f"{name} {tuple(x.shape)}" for name, x, _ in args]
+        raise ShapeError(f"{', '.join(named[:-1])} and {named[-1]} do not broadcast over their {over}") from None
 
 
 def _check(x: Tensor, tail: tuple[int, ...], name: str) -> None:

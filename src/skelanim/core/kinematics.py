@@ -23,16 +23,15 @@ import functools
 import math
 from collections.abc import Callable, Sequence
 
-import numpy as np
 import torch
 
-from skelanim.core._tensor import numpy_in_numpy_out
+from skelanim.core._tensor import _check_broadcast, as_tensor, numpy_in_numpy_out
 from skelanim.core.rotations import (
     _quat_product_parts,
     _unit_quat_matrix_parts,
     quat_to_matrix,
 )
-from skelanim.errors import ShapeError
+from skelanim.errors import ShapeError, SkeletonError
 
 
 @functools.lru_cache(maxsize=256)
@@ -45,9 +44,9 @@ def _tree_levels(parents: tuple[int, ...]) -> list[tuple[list[int], int, list[in
     has_children = [False] * len(parents)
     for j, p in enumerate(parents):
         if p >= j:
-            raise ValueError(f"parents must come before their children: joint {j} has parent {p}")
+            raise SkeletonError(f"parents must come before their children: joint {j} has parent {p}")
         if p < -1:
-            raise ValueError(f"a parent index is a joint's or -1 for a root: joint {j} has parent {p}")
+            raise SkeletonError(f"a parent index is a joint's or -1 for a root: joint {j} has parent {p}")
         depth.append(0 if p < 0 else depth[p] + 1)
         if p >= 0:
             has_children[p] = True
@@ -288,11 +287,8 @@ def _prepare(rotations: torch.Tensor, translations: torch.Tensor, parents: list[
     if not rotations.is_floating_point():
         rotations = rotations.to(torch.float64)
     rotations = _widened(rotations, translations)
-    try:  # numpy's broadcast_shapes: torch's imports sympy on first use (seconds of start-up)
-        shape = np.broadcast_shapes(tuple(rotations.shape[:-1]), tuple(translations.shape[:-1]))
-    except ValueError:
-        raise ShapeError(f"rotations {tuple(rotations.shape)} and translations {tuple(translations.shape)} do not "
-                         "broadcast over their leading dims and joints") from None  # fmt: skip
+    shape = _check_broadcast(("rotations", rotations, 1), ("translations", translations, 1),
+                             over="leading dims and joints")
     lead, n_joints = shape[:-1], shape[-1]
     if n_joints != len(parents_t):
         raise ShapeError(f"rotations/translations have {n_joints} joints, parents {len(parents_t)}")
@@ -409,11 +405,12 @@ def forward_kinematics_components(local: torch.Tensor | LocalBlock, num_poses: i
     """
     parents_t = tuple(int(p) for p in parents)
     if translations.shape[1] != len(parents_t):
-        raise ValueError(f"translations have {translations.shape[1]} joints, parents {len(parents_t)}")
+        raise ShapeError(f"translations have {translations.shape[1]} joints, parents {len(parents_t)}")
     world_r, world_p = _fk_blocks(local, num_poses, translations, root, parents_t, rotations, unit)
     return None if world_r is None else world_r.unflatten(-1, (3, 3)), world_p
 
 
+@numpy_in_numpy_out
 def end_site_positions(
     world_rotations: torch.Tensor,
     world_positions: torch.Tensor,
@@ -431,14 +428,14 @@ def end_site_positions(
     joints:
         ``E`` joint indices carrying the End Sites.
     offsets:
-        ``(E, 3)`` End Site offsets in their joint's frame.
+        ``(E, 3)`` End Site offsets in their joint's frame (a tensor, an array or a list).
 
     Returns
     -------
     ``(..., E, 3)`` End Site world positions.
     """
-    idx = torch.as_tensor(joints, dtype=torch.long, device=world_positions.device)
-    offsets = offsets.to(device=world_positions.device, dtype=world_positions.dtype)  # a skeleton's, on the CPU
+    idx = as_tensor(joints, dtype=torch.long, device=world_positions.device)
+    offsets = as_tensor(offsets, dtype=world_positions.dtype, device=world_positions.device)  # a skeleton's: CPU
     return world_positions[..., idx, :] + (world_rotations[..., idx, :, :] @ offsets[..., None])[..., 0]
 
 
@@ -489,21 +486,29 @@ def forward_kinematics_joints(
         ``(..., S, 3)``.
     """
     parents_t = tuple(int(p) for p in (parents.tolist() if isinstance(parents, torch.Tensor) else parents))
-    if len(parents_t) != rotations.shape[-3 if rotations.shape[-1] == 3 else -2]:
-        raise ShapeError(f"rotations have {rotations.shape[-3 if rotations.shape[-1] == 3 else -2]} joints, parents "
-                         f"{len(parents_t)}")  # fmt: skip
+    matrices = rotations.ndim >= 3 and tuple(rotations.shape[-2:]) == (3, 3)
+    if (not matrices and (rotations.ndim < 2 or rotations.shape[-1] != 4)) or translations.ndim < 2 \
+            or translations.shape[-1] != 3:
+        raise ShapeError(f"forward_kinematics_joints needs rotations (..., J, 4) or (..., J, 3, 3) and translations "
+                         f"(..., J, 3), got {tuple(rotations.shape)} and {tuple(translations.shape)}")  # fmt: skip
+    n_joints = rotations.shape[-3 if matrices else -2]
+    if len(parents_t) != n_joints:
+        raise ShapeError(f"rotations have {n_joints} joints, parents {len(parents_t)}")
     _tree_levels(parents_t)  # parents before their children (a cycle never reached the root)
     if any(not 0 <= int(j) < len(parents_t) for j in joints):
         raise ShapeError(f"joints {list(joints)} must lie in 0 .. {len(parents_t) - 1}")
+    # as forward_kinematics' _prepare: rotations and translations broadcast over their leading dims and joints
+    *lead, n_joints = _check_broadcast(("rotations", rotations, 2 if matrices else 1),
+                                       ("translations", translations, 1), over="leading dims and joints")
+    if n_joints != len(parents_t):
+        raise ShapeError(f"translations have {translations.shape[-2]} joints, parents {len(parents_t)}")
     rotations = _widened(rotations, translations)
-    local = rotations if rotations.shape[-1] == 3 else quat_to_matrix(rotations)
-    # numpy's broadcast_shapes (torch's imports sympy on first use): rotations and translations broadcast
-    lead = np.broadcast_shapes(tuple(local.shape[:-3]), tuple(translations.shape[:-2]))
+    local = rotations if matrices else quat_to_matrix(rotations)
     if not joints:
         return local.new_zeros(*lead, 0, 3, 3), local.new_zeros(*lead, 0, 3)
     paths = _root_paths(parents_t, tuple(int(j) for j in joints)).to(local.device)
     local = local.expand(*lead, -1, -1, -1)
-    translations = translations.to(local.dtype).expand(*lead, -1, -1)
+    translations = translations.to(local.dtype).expand(*lead, n_joints, 3)
     top = torch.cat([local, translations[..., None]], dim=-1)  # (..., J, 3, 4)
     bottom = local.new_tensor([0.0, 0.0, 0.0, 1.0]).expand(*lead, local.shape[-3], 1, 4)
     pad = torch.eye(4, dtype=local.dtype, device=local.device).expand(*lead, 1, 4, 4)  # index J: the identity

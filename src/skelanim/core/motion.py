@@ -21,6 +21,7 @@ from typing import Any, cast
 import numpy as np
 import torch
 
+from skelanim.core._tensor import as_tensor
 from skelanim.core.euler import euler_quat_components, euler_to_quat, parse_order
 from skelanim.core.kinematics import end_site_positions, forward_kinematics_components
 from skelanim.core.rotations import quat_normalize
@@ -133,6 +134,30 @@ def _identity(n_frames: int, n_joints: int) -> torch.Tensor:
     return quats
 
 
+def _frame_index(frames: Any) -> Any:
+    """``frames`` as :meth:`Motion.__getitem__` takes it: an int, a slice or an integer (or boolean) array or
+    tensor as it is, a list or tuple as an array (the one conversion indexing would make anyway); a one-line
+    :class:`ShapeError` saying what is accepted for anything else. Types and dtypes only, not the values."""
+    if isinstance(frames, (int, np.integer, slice)):
+        return frames
+    given = frames
+    if isinstance(frames, (list, tuple)):
+        try:
+            frames = np.asarray(frames) if len(frames) else np.zeros(0, np.int64)
+        except ValueError:  # ragged
+            pass
+    if isinstance(frames, torch.Tensor):
+        ok = frames.dtype == torch.bool or not (frames.is_floating_point() or frames.is_complex())
+    else:
+        ok = isinstance(frames, np.ndarray) and frames.dtype.kind in "iub"
+    if ok and frames.ndim <= 1:
+        return frames
+    what = (f"a {frames.ndim}-d {type(given).__name__} of {frames.dtype}" if hasattr(frames, "dtype")
+            else repr(given)[:40])
+    raise ShapeError(f"a motion's frames are selected by an int, a slice or a sequence or array of ints (or "
+                     f"booleans), not {what}")
+
+
 class _Rotations:
     """The :attr:`Motion.rotations` field: a float64 tensor, or an :class:`EulerRotations` turned into one on
     first access (stored, so that in-place edits of the returned tensor are edits of the motion)."""
@@ -147,8 +172,23 @@ class _Rotations:
         return value
 
     def __set__(self, obj: Motion, value: Any) -> None:
-        obj.__dict__["_rotations"] = (value if isinstance(value, EulerRotations)
-                                      else torch.as_tensor(value, dtype=torch.float64))
+        """Store ``value`` (``(F, J, 4)``, as float64; :class:`EulerRotations` as it is) after the constructor's
+        shape check: ``J`` the skeleton's joints, ``F`` the root positions' frames once they are set."""
+        value = value if isinstance(value, EulerRotations) else as_tensor(value, dtype=torch.float64)
+        _check_rotations(obj, value.shape)
+        obj.__dict__["_rotations"] = value
+
+
+def _check_rotations(motion: Motion, shape: torch.Size) -> None:
+    """:class:`ShapeError` unless rotations of ``shape`` fit ``motion``: ``(F, J, 4)`` with ``J`` its skeleton's
+    joints and, once its root positions are set (not yet while the constructor runs), ``F`` their frames. Shapes
+    only: O(1)."""
+    root = motion.__dict__.get("root_positions")
+    frames = root.shape[0] if isinstance(root, torch.Tensor) and root.ndim else None
+    n_joints = motion.skeleton.num_joints
+    if len(shape) != 3 or shape[1:] != (n_joints, 4) or frames not in (None, shape[0]):
+        want = "F" if frames is None else frames
+        raise ShapeError(f"rotations must be ({want}, {n_joints}, 4), got {tuple(shape)}")
 
 
 #: The most frames the library makes of a motion (a resample, a glTF animation sampled into frames): a guard
@@ -187,13 +227,10 @@ class Motion:
     metadata: dict = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        self.root_positions = torch.as_tensor(self.root_positions, dtype=torch.float64)
+        self.root_positions = as_tensor(self.root_positions, dtype=torch.float64)
         if self.joint_translations is not None:
-            self.joint_translations = torch.as_tensor(self.joint_translations, dtype=torch.float64)
-        shape = self._rotation_shape()
-        f, j = shape[:2] if len(shape) == 3 else (-1, -1)
-        if len(shape) != 3 or shape[2] != 4 or j != self.skeleton.num_joints:
-            raise ShapeError(f"rotations must be (F, {self.skeleton.num_joints}, 4), got {tuple(shape)}")
+            self.joint_translations = as_tensor(self.joint_translations, dtype=torch.float64)
+        f, j = self._rotation_shape()[:2]  # (F, J, 4): checked as they were set (_Rotations.__set__)
         if tuple(self.root_positions.shape) != (f, 3):
             raise ShapeError(f"root_positions must be ({f}, 3), got {tuple(self.root_positions.shape)}")
         if self.joint_translations is not None and tuple(self.joint_translations.shape) != (f, j, 3):
@@ -380,7 +417,8 @@ class Motion:
     def __getitem__(self, frames: int | slice | Sequence[int] | np.ndarray | torch.Tensor) -> Motion:
         """Frames selected by an index (a one-frame motion; ``IndexError`` outside ``-F <= i < F``), a slice (a
         negative step too: ``motion[::-1]`` plays it backwards) or an index array, as a new Motion (same skeleton
-        and fps)."""
+        and fps). Anything else (a float, a string, a float array) is a one-line :class:`ShapeError`."""
+        frames = _frame_index(frames)
         if isinstance(frames, (int, np.integer)) or (isinstance(frames, (np.ndarray, torch.Tensor)) and frames.ndim == 0):
             index = int(frames)  # also a NumPy integer or a 0-d array, e.g. from argmax
             if not -self.num_frames <= index < self.num_frames:

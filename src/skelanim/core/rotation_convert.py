@@ -137,19 +137,25 @@ def matrix_to_rot6d(m: Tensor) -> Tensor:
 def rot6d_to_matrix(d6: Tensor, *, guarded: bool = True) -> Tensor:
     """6D representation to rotation matrices by Gram-Schmidt (Zhou et al. 2019).
 
-    ``b1 = a1 / |a1|``, ``b2`` = normalised part of ``a2`` orthogonal to ``b1``, ``b3 = b1 x b2``. A zero
-    first column is taken as the x axis; a second column that is zero or parallel to the first is replaced
-    by the y axis (the z axis if ``b1`` is close to y) made orthogonal to ``b1``, so the output is always a
-    rotation.
+    ``b1 = a1 / |a1|``, ``b2`` = normalised part of ``a2`` orthogonal to ``b1``, ``b3 = b1 x b2``. Each column
+    is first scaled by the power of two that brings its largest absolute entry into ``[1, 2)`` (exactly: the
+    result is unchanged where no square overflowed or underflowed), so any finite scale works, from the dtype's
+    smallest normal number (``1.2e-38`` in float32) to its largest, and the two columns' scales need not match.
+    A zero first column is taken as the x axis; a second column that is zero or parallel to the first (its part
+    orthogonal to ``b1`` at most 9 to 32 ``eps`` of its length) is replaced by the y axis (the z axis if ``b1``
+    is close to y) made orthogonal to ``b1``, so the output is always a rotation; only an exactly zero column
+    counts as zero. NaN or infinite entries give NaN.
 
     Parameters
     ----------
     d6 : Tensor
-        ``(..., 6)`` two 3D columns ``a1, a2``, any scale.
+        ``(..., 6)`` two 3D columns ``a1, a2``, any finite scale.
     guarded : bool
-        ``False`` drops the fallbacks above and the second projection (half the graph nodes, for a network's
-        single-pose ONNX call): the same rotation wherever ``a1`` and ``a2`` are far from zero and from
-        parallel, finite but not a rotation (zero columns) where they are not.
+        ``False`` drops the fallbacks and the rescaling above and the second projection (half the graph nodes,
+        for a network's single-pose ONNX call): the same rotation wherever ``a1`` and ``a2`` are far from zero
+        and from parallel and their norms lie between ``1e-12`` (the clamp of the divisions) and the square root
+        of the dtype's largest number (about ``1.8e19`` in float32, ``1.3e154`` in float64); finite but not a
+        rotation (zero columns, or zero matrix entries past that root) where they do not.
 
     Returns
     -------
@@ -164,16 +170,26 @@ def rot6d_to_matrix(d6: Tensor, *, guarded: bool = True) -> Tensor:
         u = a2 - (b1 * a2).sum(-1, keepdim=True) * b1
         b2 = u / u.norm(dim=-1, keepdim=True).clamp_min(1e-12)
         return torch.stack([b1, b2, _cross(b1, b2)], -1)
+    # each column times the power of two 2^-e that brings its largest |entry| into [1, 2) (a zero column stays
+    # zero, a NaN stays NaN): its squared norm is 0 or in [1, 12), so squares neither overflow nor underflow, and
+    # every test below is of directions, not sizes. A power of two scales exactly, so where the columns were of
+    # a fine size already the result is the same to the last bit as without it (callers compare rest frames
+    # exactly). The largest |entry| by two maximums: half the time of amax.
+    cols = d6.unflatten(-1, (2, 3))
+    size = cols.abs()
+    size = torch.maximum(torch.maximum(size[..., :1], size[..., 1:2]), size[..., 2:])  # (..., 2, 1)
+    a1, a2 = (cols * torch.exp2(-torch.floor(torch.log2(size.clamp_min(torch.finfo(d6.dtype).tiny))))).unbind(-2)
     eye = torch.eye(3, dtype=d6.dtype, device=d6.device)
     b1 = _safe_normalize(a1, eye[0])  # unit
-    # Fallback for b2: y (or z when b1 is near y) made orthogonal to b1; its squared norm 1 - (b1.e)^2 is
-    # >= 1/2, so it needs no guard.
-    e = torch.where(b1[..., 1:2] ** 2 < 0.5, eye[1], eye[2])
-    v = e - (b1 * e).sum(-1, keepdim=True) * b1
-    fallback = v / torch.sqrt(_sum_sq(v))
+    # Fallback for b2: e = y (or z when b1 is near y) made orthogonal to b1, v = e - (b1.e) b1; its squared norm
+    # 1 - (b1.e)^2 is >= 1/2, so it needs no guard, and b1.e is a component of b1: no sums (their cost pays for
+    # the rescaling above)
+    far_y = b1[..., 1:2] ** 2 < 0.5
+    be = torch.where(far_y, b1[..., 1:2], b1[..., 2:])  # b1.e
+    fallback = (torch.where(far_y, eye[1], eye[2]) - be * b1) * torch.rsqrt(1 - be * be)
     u = a2 - (b1 * a2).sum(-1, keepdim=True) * b1
     u = u - (b1 * u).sum(-1, keepdim=True) * b1  # project twice: keeps b2 orthogonal when a2 is nearly parallel
-    b2 = _safe_normalize(u, fallback, ref_sq=_sum_sq(a2), rel=16.0)
+    b2 = _safe_normalize(u, fallback, ref_sq=3.0, rel=16.0)  # |u| <= 32 eps (|a2| in [1, 3.5)): a2 ~ b1
     return torch.stack([b1, b2, _cross(b1, b2)], -1)
 
 

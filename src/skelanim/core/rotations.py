@@ -45,6 +45,7 @@ from torch import Tensor
 
 from skelanim.core._tensor import (
     _check,
+    _check_broadcast,
     _cross,
     _eps2,
     _like,
@@ -182,6 +183,7 @@ def quat_multiply(a: Tensor, b: Tensor) -> Tensor:
     a, b = as_tensor(a), as_tensor(b)
     _check(a, (4,), "a")
     _check(b, (4,), "b")
+    _check_broadcast(("a", a, 1), ("b", b, 1))
     return torch.stack(_quat_product_parts(a.unbind(-1), b.unbind(-1)), -1)
 
 
@@ -257,6 +259,7 @@ def quat_apply(q: Tensor, v: Tensor) -> Tensor:
     """
     q, v = quat_normalize(q), as_tensor(v)
     _check(v, (3,), "v")
+    _check_broadcast(("q", q, 1), ("v", v, 1))
     w, u = q[..., :1], q[..., 1:]
     t = 2.0 * _cross(u, v)
     return v + w * t + _cross(u, t)
@@ -312,7 +315,9 @@ def axis_angle_to_quat(axis: Tensor, angle: Tensor | float) -> Tensor:
     """
     axis = as_tensor(axis)
     _check(axis, (3,), "axis")
-    half = _like(angle, axis)[..., None] / 2
+    angle = _like(angle, axis)
+    _check_broadcast(("axis", axis, 1), ("angle", angle, 0))
+    half = angle[..., None] / 2
     n = _safe_normalize(axis, torch.zeros_like(axis))
     sq = _sum_sq(n)
     w = torch.where(sq > 0, torch.cos(half), torch.ones_like(half))  # zero axis: identity
@@ -349,6 +354,15 @@ def quat_continuous(q: Tensor, *, dim: int = 0) -> Tensor:
     return q * torch.cat([torch.ones_like(q[:1, ..., :1]), torch.cumprod(flips, dim=0)], dim=0)
 
 
+def _quat_pair(q0: Tensor, q1: Tensor) -> tuple[Tensor, Tensor]:
+    """``q0`` and ``q1`` normalised, their shapes checked under their own names."""
+    q0, q1 = as_tensor(q0), as_tensor(q1)
+    _check(q0, (4,), "q0")
+    _check(q1, (4,), "q1")
+    _check_broadcast(("q0", q0, 1), ("q1", q1, 1))
+    return quat_normalize(q0), quat_normalize(q1)
+
+
 @numpy_in_numpy_out
 def quat_slerp(q0: Tensor, q1: Tensor, t: Tensor | float) -> Tensor:
     """Spherical linear interpolation along the shortest path.
@@ -369,8 +383,10 @@ def quat_slerp(q0: Tensor, q1: Tensor, t: Tensor | float) -> Tensor:
     Tensor
         ``(..., 4)`` unit quaternions.
     """
-    q0, q1 = quat_normalize(q0), quat_normalize(q1)
-    t = _like(t, q0)[..., None]
+    q0, q1 = _quat_pair(q0, q1)
+    t = _like(t, q0)
+    _check_broadcast(("q0", q0, 1), ("q1", q1, 1), ("t", t, 0))
+    t = t[..., None]
     q1 = torch.where((q0 * q1).sum(-1, keepdim=True) < 0, -q1, q1)
     theta = 2 * _safe_atan2(_safe_norm(q1 - q0), _safe_norm(q1 + q0))  # angle between the 4-vectors
     small = theta < 1e-5
@@ -394,7 +410,8 @@ def quat_geodesic(q0: Tensor, q1: Tensor) -> Tensor:
     Tensor
         ``(...)`` angles in radians; finite gradient at 0 and pi.
     """
-    r = quat_multiply(quat_conjugate(quat_normalize(q0)), quat_normalize(q1))
+    q0, q1 = _quat_pair(q0, q1)
+    r = quat_multiply(quat_conjugate(q0), q1)
     return 2 * _safe_atan2(_safe_norm(r[..., 1:], keepdim=False), r[..., 0].abs())
 
 
@@ -472,6 +489,10 @@ def matrix_geodesic(r0: Tensor, r1: Tensor) -> Tensor:
     r0, r1 = as_tensor(r0), as_tensor(r1)
     _check(r0, (3, 3), "r0")
     _check(r1, (3, 3), "r1")
+    _check_broadcast(("r0", r0, 2), ("r1", r1, 2))
+    if r0.dtype != r1.dtype:  # mixed floating dtypes: the wider one (as every rotation function)
+        dtype = torch.promote_types(r0.dtype, r1.dtype)
+        r0, r1 = r0.to(dtype), r1.to(dtype)
     r = r0.transpose(-1, -2) @ r1
     skew = torch.stack([r[..., 2, 1] - r[..., 1, 2], r[..., 0, 2] - r[..., 2, 0], r[..., 1, 0] - r[..., 0, 1]], -1)
     trace = r[..., 0, 0] + r[..., 1, 1] + r[..., 2, 2]

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from skelanim.core._tensor import as_tensor
 from skelanim.core.joint_names import mirrored_name, side_marker
 from skelanim.errors import SkeletonError
 
@@ -48,6 +49,26 @@ def up_sign(names: Sequence[str], positions: Any, axis: int) -> float:
     return -1.0 if gap < 0 else 1.0
 
 
+def _end_site_joint(key: Any, n_joints: int) -> int:
+    """An ``end_sites`` key as a joint index ``0 .. n_joints - 1``, else a :class:`SkeletonError`."""
+    try:
+        joint = int(key)  # an int, a NumPy integer, a numeric string (a JSON key)
+        whole = isinstance(key, str) or joint == key  # not 1.5
+    except (TypeError, ValueError):
+        joint, whole = -1, False
+    if not whole or not 0 <= joint < n_joints:
+        raise SkeletonError(f"end_sites key {key!r} is not a joint index 0 .. {n_joints - 1}")
+    return joint
+
+
+def _end_site_offset(key: Any, value: Any) -> torch.Tensor:
+    """An ``end_sites`` value as a ``(3,)`` float64 tensor, else a :class:`SkeletonError`."""
+    offset = as_tensor(value, dtype=torch.float64)
+    if offset.numel() != 3:
+        raise SkeletonError(f"end_sites[{key!r}] must be 3 values (an offset), got shape {tuple(offset.shape)}")
+    return offset.reshape(3)
+
+
 @dataclass
 class Skeleton:
     """A joint hierarchy with its rest pose.
@@ -59,12 +80,16 @@ class Skeleton:
     parents:
         ``(J,)`` int64 array of parent indices, ``-1`` for the root.
     offsets:
-        ``(J, 3)`` float64 tensor, rest translation of each joint in its parent's frame.
+        ``(J, 3)`` float64 tensor, rest translation of each joint in its parent's frame. Given as a ``(J, 3)``
+        tensor, array or nested list, or flat, ``(3J,)``: ``x, y, z`` of joint 0, then of joint 1, ... Any other
+        shape is a :class:`SkeletonError`, a transposed ``(3, J)`` one too (it used to be reshaped to ``(J, 3)``,
+        its numbers scrambled).
     channels:
         Per joint, the BVH channel names in file order (e.g. ``("Zrotation", "Xrotation", "Yrotation")``),
         kept so a file can be written back as it was read. Empty tuple for a joint with no channels.
     end_sites:
-        ``{joint index: (3,) offset}`` for joints that carry a BVH ``End Site``.
+        ``{joint index: (3,) offset}`` for joints that carry a BVH ``End Site``: indices ``0 .. J-1``, three
+        values each.
     """
 
     names: list[str]
@@ -76,15 +101,18 @@ class Skeleton:
     def __post_init__(self) -> None:
         self.names = list(self.names)
         self.parents = np.asarray(self.parents, dtype=np.int64).reshape(-1)
-        offsets = torch.as_tensor(self.offsets, dtype=torch.float64)
-        if offsets.shape[-1:] != (3,) and offsets.numel() != 3 * len(self.names):
-            raise SkeletonError(f"offsets must be (J, 3), got {tuple(offsets.shape)}")
-        self.offsets = offsets.reshape(-1, 3)
         n = len(self.names)
+        offsets = as_tensor(self.offsets, dtype=torch.float64)
+        if offsets.ndim == 1 and offsets.shape[0] == 3 * n:  # flat: x, y, z per joint
+            offsets = offsets.reshape(n, 3)
+        if offsets.ndim != 2 or offsets.shape[1] != 3:  # not reshaped: a (3, J) array is a mistake, not offsets
+            raise SkeletonError(f"offsets must be (J, 3), got {tuple(offsets.shape)} ({n} joints: ({n}, 3), or flat "
+                                f"({3 * n},))")  # fmt: skip
+        self.offsets = offsets
         if not self.channels:
             self.channels = [DEFAULT_ROOT_CHANNELS if j == 0 else DEFAULT_JOINT_CHANNELS for j in range(n)]
         self.channels = [tuple(c) for c in self.channels]
-        self.end_sites = {int(k): torch.as_tensor(v, dtype=torch.float64).reshape(3) for k, v in self.end_sites.items()}
+        self.end_sites = {_end_site_joint(k, n): _end_site_offset(k, v) for k, v in self.end_sites.items()}
         if len(self.parents) != n or self.offsets.shape[0] != n or len(self.channels) != n:
             raise SkeletonError(
                 f"inconsistent skeleton: {n} names, {len(self.parents)} parents, "

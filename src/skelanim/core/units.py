@@ -4,10 +4,11 @@ the turn that stands a file's up axis on +Y.
 Files keep their own units and axes in memory (see the README's *Conventions*); exporters and viewers
 that need metres, Y up, ask here, with the body's size in file units: callers pass a motion's
 :attr:`~skelanim.core.motion.Motion.stature` (its bone lengths from head to foot, which no pose changes), or a
-rig's height. The guess picks the unit that brings that size ``h`` closest, in ratio, to a
-typical adult's 1.7 m: ``h < 7.2`` metres; ``7.2 <= h < 45`` CMU units (the ASF length unit, ``1/0.45``
-inch, kept by the CMU BVH conversions); ``45 <= h < 107`` inches; ``107 <= h < 538`` centimetres; above,
-millimetres.
+rig's height. The guess picks the unit that brings that size ``h`` closest, in ratio, to a typical adult's
+1.7 m, so it switches between neighbouring units ``a`` and ``b`` (``u`` metres per unit) at
+``h = 1.7 / sqrt(u_a u_b)``, the geometric mean of a 1.7 m body's sizes in the two. To three decimals:
+``h < 7.155`` metres; ``7.155 <= h < 44.897`` CMU units (the ASF length unit, ``1/0.45`` inch, kept by the CMU
+BVH conversions); ``44.897 <= h < 106.667`` inches; ``106.667 <= h < 537.587`` centimetres; above, millimetres.
 """
 
 from __future__ import annotations

@@ -51,6 +51,9 @@ _MAX_REST_PITCH = 45.0
 _MAX_STANCE_PITCH = 60.0
 #: Width (degrees) of the kernel whose mode is the stance pitch measured in motion.
 _MODE_WIDTH = 2.0
+#: A sole (ankle above toes, :func:`sole_height`) at most this fraction of the leg's length is none (feet not level):
+#: the test had been ``> 0``, which a rounding of 6.5e-16 on Bandai's uncalibrated feet crossed, moving hips 3 %.
+MIN_SOLE = 1e-3
 _SLOT = {n: i for i, n in enumerate(CANONICAL_JOINTS)}
 _TOES = [_SLOT["l_toe"], _SLOT["r_toe"]]
 _UP = torch.tensor([0.0, 1.0, 0.0], dtype=torch.float64)
@@ -164,15 +167,17 @@ def scaled_hips(
     so a toeless source's ankles land where a toed target's ankles stand over its toes, and a toed source's toes
     put a toeless target's ankles on its floor (until 2026-12-05 only pairs that both had toes kept their own
     soles: the DeepMimic humanoid's walk sank its full sole, 5 % of the height, into Bandai's floor). A toed
-    skeleton without a positive sole (feet not level: a rig not calibrated on motion) keeps none on either side:
-    the whole height scales. ``stride_ratio`` (default: the leg ratio) scales the horizontal travel instead: the
-    ratio of the legs that make the strides (:func:`~.rig.stride_leg`). Legs, soles, flags and ratio are floats
-    (bools) or tensors that broadcast with ``hips[..., 0]``."""
+    skeleton without a sole (at most :data:`MIN_SOLE` of its leg: feet not level, a rig not calibrated on motion)
+    keeps none on either side: the whole height scales. ``stride_ratio`` (default: the leg ratio) scales the
+    horizontal travel instead: the ratio of the legs that make the strides (:func:`~.rig.stride_leg`). Legs, soles,
+    flags and ratio are floats (bools) or tensors that broadcast with ``hips[..., 0]``."""
     ratio = torch.as_tensor(target_leg, dtype=hips.dtype) / torch.as_tensor(source_leg, dtype=hips.dtype)
     travel = ratio if stride_ratio is None else torch.as_tensor(stride_ratio, dtype=hips.dtype)
     source_sole = torch.as_tensor(source_sole, dtype=hips.dtype)
     target_sole = torch.as_tensor(target_sole, dtype=hips.dtype)
-    kept = ((source_sole > 0) | torch.as_tensor(source_toeless)) & ((target_sole > 0) | torch.as_tensor(target_toeless))
+    has_sole = (source_sole > MIN_SOLE * torch.as_tensor(source_leg, dtype=hips.dtype),
+                target_sole > MIN_SOLE * torch.as_tensor(target_leg, dtype=hips.dtype))  # fmt: skip
+    kept = (has_sole[0] | torch.as_tensor(source_toeless)) & (has_sole[1] | torch.as_tensor(target_toeless))
     lift = torch.where(kept, target_sole - ratio * source_sole, torch.zeros_like(ratio))
     return torch.cat([hips[..., :1] * travel[..., None], hips[..., 1:2] * ratio[..., None] + lift[..., None],
                       hips[..., 2:] * travel[..., None]], dim=-1)  # fmt: skip
