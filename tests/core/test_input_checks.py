@@ -241,6 +241,13 @@ def test_motion_frames_accepted_indices() -> None:
                          ((1, 2), 2), ([], 0), (np.array([3, 1]), 2), (torch.tensor([0]), 1),
                          (np.array([True, False, True, False]), 2)):  # fmt: skip
         assert motion[good].num_frames == frames, good
+    # a review: a range, ... and () had been taken before the check and were refused or read as no frame; a uint8
+    # array or tensor is indices, not a mask (torch reads uint8 as one)
+    picked = motion.copy(root_positions=torch.arange(12.0, dtype=torch.float64).reshape(4, 3))
+    for good, rows in ((range(1, 4), [1, 2, 3]), (..., [0, 1, 2, 3]), ((), [0, 1, 2, 3]),
+                       (np.array([1, 0, 1], np.uint8), [1, 0, 1]), (torch.tensor([3, 1], dtype=torch.uint8), [3, 1]),
+                       (np.array([2, 2], np.uint16), [2, 2])):  # fmt: skip
+        assert picked[good].root_positions[:, 0].tolist() == [3.0 * r for r in rows], good
 
 
 def test_assigned_rotations_get_the_constructors_shape_check() -> None:
@@ -267,11 +274,12 @@ def test_end_site_positions_takes_numpy_offsets() -> None:
     assert isinstance(out, np.ndarray) and out.tolist() == [[[0.0, 0.0, 1.0]]]
 
 
-def test_parents_out_of_order_are_a_skeleton_error() -> None:
-    """_tree_levels raised a plain ValueError."""
+def test_parents_out_of_order_are_the_librarys_value_error() -> None:
+    """_tree_levels raised a plain ValueError; now a ShapeError, which still is one (callers catching ValueError)."""
     q = np.tile([1.0, 0, 0, 0], (3, 1))
     for parents, match in (([-1, 2, 0], "joint 1 has parent 2"), ([-1, -5, 1], "joint 1 has parent -5")):
         for fk in (kinematics.forward_kinematics, kinematics.forward_kinematics_positions,
                    lambda r, t, p: kinematics.forward_kinematics_joints(r, t, p, [0])):  # fmt: skip
-            with pytest.raises(SkeletonError, match=match):
+            with pytest.raises(ShapeError, match=match) as info:
                 fk(q, np.zeros((3, 3)), parents)
+            assert isinstance(info.value, ValueError)

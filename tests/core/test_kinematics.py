@@ -11,7 +11,7 @@ from scipy.spatial.transform import Rotation
 
 from skelanim.core import kinematics
 from skelanim.core.kinematics import forward_kinematics
-from skelanim.errors import SkeletonError
+from skelanim.errors import ShapeError
 
 
 def _random_tree(rng: np.random.Generator, n_joints: int, roots: int = 1) -> list[int]:
@@ -87,7 +87,7 @@ def test_gradients_are_exact_and_finite() -> None:
 
 def test_bad_trees_are_rejected() -> None:
     q, t = torch.zeros(2, 3, 4), torch.zeros(2, 3, 3)
-    with pytest.raises(SkeletonError, match="before their children"):  # the library's error (a ValueError before)
+    with pytest.raises(ShapeError, match="before their children"):  # the library's error, still a ValueError
         forward_kinematics(q, t, [-1, 2, 0])
     with pytest.raises(ValueError, match="3 joints, parents 2"):
         forward_kinematics(q, t, [-1, 0])
@@ -165,13 +165,13 @@ def test_selected_joint_fk_checks_its_parents_as_full_fk_does() -> None:
     rot = torch.zeros(3, 4, dtype=torch.float64)
     rot[:, 0] = 1.0
     trans = torch.ones(3, 3, dtype=torch.float64)
-    with pytest.raises(SkeletonError, match="parents must come before their children"):
+    with pytest.raises(ShapeError, match="parents must come before their children"):
         kinematics.forward_kinematics_joints(rot, trans, [-1, 2, 1], [2])
     with pytest.raises(ShapeError, match="parents 2"):
         kinematics.forward_kinematics_joints(rot, trans, [-1, 0], [1])
     with pytest.raises(ShapeError, match="must lie in 0 .. 2"):
         kinematics.forward_kinematics_joints(rot, trans, [-1, 0, 1], [3])
-    with pytest.raises(SkeletonError, match="joint 1 has parent -5"):  # a core audit: it had been read as a root
+    with pytest.raises(ShapeError, match="joint 1 has parent -5"):  # a core audit: it had been read as a root
         kinematics.forward_kinematics(rot, trans, [-1, -5, 1])
     _, pos = kinematics.forward_kinematics_joints(rot, trans, [-1, 0, 1], [2])
     assert torch.equal(pos[0], torch.tensor([3.0, 3.0, 3.0], dtype=torch.float64))  # a chain of unit steps

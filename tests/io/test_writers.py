@@ -198,8 +198,9 @@ def test_bvh_refuses_lengths_its_reader_refuses(tmp_path: Path, what: str, where
     """An audit: ``bvh.save`` wrote a root x of 2e9 (``convert --scale 1e8`` exited 0) into a file ``bvh.load`` then
     refused, every value beyond ``MAX_LENGTH`` being a corrupt number to the reader; now refused before writing."""
     motion = _huge(walk(), what)
-    assert_refused(motion, tmp_path / "big.bvh", where, f"cannot write a {what} of 2e+09", "beyond +-1e+09")
-    with pytest.raises(ShapeError, match=f"{where}: cannot write a {what}"):
+    article = "an" if what[0] in "aeiouAEIOU" else "a"
+    assert_refused(motion, tmp_path / "big.bvh", where, f"cannot write {article} {what} of 2e+09", "beyond +-1e+09")
+    with pytest.raises(ShapeError, match=f"{where}: cannot write {article} {what}"):
         skelanim.io.check_save(tmp_path / "checked.bvh", motion)  # before any work, as the CLI checks
     assert not (tmp_path / "checked.bvh").exists()
     at_bound = walk()

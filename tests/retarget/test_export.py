@@ -171,3 +171,28 @@ def test_the_default_file_is_float32_throughout_and_close_to_the_float64_step(cl
         assert (translations is None) == (want[2] is None)
         if translations is not None:
             np.testing.assert_allclose(translations, want[2].numpy(), atol=1e-5 * height, rtol=0)
+
+
+def test_a_retargeter_built_from_a_source_clip_records_the_floor_its_graph_stands_on(clips, tmp_path, monkeypatch):
+    """A review: a Retargeter built from a source clip streams on that clip's floor, but its exported file said
+    ``skelanim.source_floor`` 0 (the graph stood 5.3 cm elsewhere than its metadata); and the clip's floor, an FK
+    pass over the whole clip, was measured on building even when nothing was streamed (7 times the building of a
+    33k-frame clip): now on first use."""
+    import skelanim.retarget.retargeter as module
+
+    measured = []
+    measure = module.target_floor_of
+    monkeypatch.setattr(module, "target_floor_of", lambda *a: measured.append(1) or measure(*a))
+    source = clips["cmu_mb"]
+    retarget = Retargeter(source, clips["bandai"].skeleton, "copy", fps=source.fps)
+    retarget(source)
+    assert measured == []  # built and run on a clip: the stream's floor is not needed
+    export_step(retarget, tmp_path / "step.onnx", dtype="float64")
+    meta = onnx.load(str(tmp_path / "step.onnx")).metadata_props
+    floor = json.loads({p.key: p.value for p in meta}["skelanim.source_floor"])
+    assert floor == retarget.stream_floor == measure(retarget.source, source) and abs(floor) > 1e-3 * source.height
+    assert measured == [1]  # measured once, on first use
+    stream = Retargeter(source, clips["bandai"].skeleton, "copy", fps=source.fps, floor=floor)  # as an engine reads it
+    got = _stream_file(tmp_path / "step.onnx", source)
+    want = [stream.step(source.rotations[f], source.root_positions[f]) for f in range(source.num_frames)]
+    assert float(np.abs(np.stack([g[1] for g in got]) - torch.stack([w[1] for w in want]).numpy()).max()) < 1e-6

@@ -31,7 +31,7 @@ from skelanim.core.rotations import (
     _unit_quat_matrix_parts,
     quat_to_matrix,
 )
-from skelanim.errors import ShapeError, SkeletonError
+from skelanim.errors import ShapeError
 
 
 @functools.lru_cache(maxsize=256)
@@ -44,9 +44,9 @@ def _tree_levels(parents: tuple[int, ...]) -> list[tuple[list[int], int, list[in
     has_children = [False] * len(parents)
     for j, p in enumerate(parents):
         if p >= j:
-            raise SkeletonError(f"parents must come before their children: joint {j} has parent {p}")
+            raise ShapeError(f"parents must come before their children: joint {j} has parent {p}")
         if p < -1:
-            raise SkeletonError(f"a parent index is a joint's or -1 for a root: joint {j} has parent {p}")
+            raise ShapeError(f"a parent index is a joint's or -1 for a root: joint {j} has parent {p}")
         depth.append(0 if p < 0 else depth[p] + 1)
         if p >= 0:
             has_children[p] = True

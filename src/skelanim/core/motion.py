@@ -135,21 +135,28 @@ def _identity(n_frames: int, n_joints: int) -> torch.Tensor:
 
 
 def _frame_index(frames: Any) -> Any:
-    """``frames`` as :meth:`Motion.__getitem__` takes it: an int, a slice or an integer (or boolean) array or
-    tensor as it is, a list or tuple as an array (the one conversion indexing would make anyway); a one-line
-    :class:`ShapeError` saying what is accepted for anything else. Types and dtypes only, not the values."""
+    """``frames`` as :meth:`Motion.__getitem__` takes it: an int, a slice or a boolean array or tensor as it is,
+    ``...`` and ``()`` as every frame, a list, tuple or range as an array (the one conversion indexing would make
+    anyway), and an integer array or tensor of another integer type as int64 (torch reads a uint8 one as a mask);
+    a one-line :class:`ShapeError` saying what is accepted for anything else. Types and dtypes only, not the values."""
     if isinstance(frames, (int, np.integer, slice)):
         return frames
+    if frames is Ellipsis or (isinstance(frames, tuple) and not frames):
+        return slice(None)
     given = frames
-    if isinstance(frames, (list, tuple)):
+    if isinstance(frames, (list, tuple, range)):
         try:
             frames = np.asarray(frames) if len(frames) else np.zeros(0, np.int64)
         except ValueError:  # ragged
             pass
     if isinstance(frames, torch.Tensor):
         ok = frames.dtype == torch.bool or not (frames.is_floating_point() or frames.is_complex())
+        if ok and frames.dtype not in (torch.bool, torch.int64):
+            frames = frames.long()
     else:
         ok = isinstance(frames, np.ndarray) and frames.dtype.kind in "iub"
+        if ok and frames.dtype.kind == "u":
+            frames = frames.astype(np.int64)
     if ok and frames.ndim <= 1:
         return frames
     what = (f"a {frames.ndim}-d {type(given).__name__} of {frames.dtype}" if hasattr(frames, "dtype")

@@ -29,7 +29,7 @@ from skelanim.core.rotations import quat_multiply, quat_to_matrix
 from skelanim.data.cache import cache_outside
 from skelanim.data.clips import Clip, load_clip
 from skelanim.data.labels import Vocabulary, parse_labels
-from skelanim.data.rig import Rig
+from skelanim.data.rig import Rig, require_up
 from skelanim.errors import SkeletonError
 
 __all__ = ["BANDAI_TEST_STYLES", "BANDAI_VAL_STYLES", "MotionDataset", "expand_paths", "feature_stats"]
@@ -155,10 +155,7 @@ class MotionDataset:
                     f"skeleton differs from {first.path} ({first.skeleton.num_joints} joints)", path=clip.path
                 )
         if rig is not None:  # a model's: its clips must stand along its up axis, and the splits keep it
-            for clip in self.clips:
-                if clip.up != rig.up:
-                    raise SkeletonError(f"its up axis is {'XYZ'[clip.up]}, the model's {'XYZ'[rig.up]}: files are read "
-                                        "as they lie; turn them first (skelanim.ops.up_to_y)", path=clip.path or clip.name)  # fmt: skip
+            require_up(self.clips, rig.up)
         self.rig = rig if rig is not None else self.measure_rig()
         self._rig_given = rig is not None  # a measured rig is measured again on a split's training part
         self._frames: dict[str, Tensor] | None = None

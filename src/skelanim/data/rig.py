@@ -24,7 +24,7 @@ from skelanim.core.rotations import matrix_to_quat, quat_normalize
 from skelanim.core.skeleton import Skeleton
 from skelanim.errors import SkeletonError
 
-__all__ = ["Rig", "body_root"]
+__all__ = ["Rig", "body_root", "require_up"]
 
 
 def body_root(motion: Motion, tol: float = 1e-6) -> int:
@@ -158,3 +158,20 @@ class Rig:
             return Motion(skeleton, full, held[0].expand(frames, 3).clone(), float(fps), translations,
                           dict(metadata or {}))  # fmt: skip
         return Motion(skeleton, full, pelvis - skeleton.offsets[self.root], float(fps), None, dict(metadata or {}))
+
+
+def require_up(clips: Any, up: int, whose: str = "the model's") -> None:
+    """Refuse clips (each with ``up`` and ``path``/``name``) that lie along another up axis than ``up`` (``whose``
+    it is, for the message): a dataset's windows are read as its files lie (a Z-up file's windows would be read as a
+    Y-up model's input, silently wrong), while the commands given motions turn each onto the rig's up.
+
+    Raises
+    ------
+    SkeletonError
+        Naming the first such clip's file.
+    """
+    for clip in clips:
+        if clip.up != up:
+            raise SkeletonError(f"its up axis is {'XYZ'[clip.up]}, {whose} {'XYZ'[up]}: files in a data folder are "
+                                "read as they lie; turn them first (skelanim.ops.normalize.turned_up)",
+                                path=clip.path or clip.name)  # fmt: skip

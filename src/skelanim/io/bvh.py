@@ -453,10 +453,10 @@ def check_writable(motion: Motion, path: str | os.PathLike | None) -> None:
     require_readable_rate(motion.fps, path)
     require_finite_motion(motion, path)
     sk, beyond = motion.skeleton, f"beyond +-{MAX_LENGTH:g}, which the reader refuses as a corrupt number"
-    for j, what, xyz in [*((j, "bone offset", v) for j, v in enumerate(sk.offsets)),
-                         *((j, "End Site offset", v) for j, v in sorted(sk.end_sites.items()))]:  # fmt: skip
+    for j, what, xyz in [*((j, "a bone offset", v) for j, v in enumerate(sk.offsets)),
+                         *((j, "an End Site offset", v) for j, v in sorted(sk.end_sites.items()))]:  # fmt: skip
         if float(xyz.abs().max()) > MAX_LENGTH:
-            raise ShapeError(f"cannot write a {what} of {float(xyz.abs().max()):g}, {beyond}; nothing was written",
+            raise ShapeError(f"cannot write {what} of {float(xyz.abs().max()):g}, {beyond}; nothing was written",
                              path=path, where=f"joint {sk.names[j]}")  # fmt: skip
     lengths = motion.local_translations().detach().abs().amax(-1).cpu()  # (F, J); joint 0's: the root position
     if float(lengths.max()) > MAX_LENGTH:

@@ -22,8 +22,8 @@ from tqdm import tqdm
 
 from skelanim.core.skeleton import Skeleton
 from skelanim.data.dataset import BANDAI_TEST_STYLES, BANDAI_VAL_STYLES, MotionDataset
-from skelanim.data.rig import Rig
-from skelanim.errors import FormatError, SkeletonError
+from skelanim.data.rig import Rig, require_up
+from skelanim.errors import FormatError
 from skelanim.nn.checkpoint import config_error, load_model_files, save_model_files
 from skelanim.nn.layers import ForwardKinematics
 from skelanim.nn.train import TrainConfig
@@ -121,20 +121,9 @@ def skeleton_mismatch(model: str, trained: Skeleton, given: Skeleton) -> str:
 
 
 def require_rig_up(ds: MotionDataset, rig: Rig, model: str) -> None:
-    """Refuse a dataset whose clips lie along another up axis than the ``model``'s rig: a dataset's windows are read as
-    its files lie (a Z-up file's windows would be scored as a Y-up model's input, silently wrong), while
-    ``skelanim recognize``/``predict``/``evaluate`` turn each motion they are given onto the rig's up.
-
-    Raises
-    ------
-    SkeletonError
-        Naming the first such clip's file.
-    """
-    for clip in ds.clips:
-        if clip.up != rig.up:
-            raise SkeletonError(f"its up axis is {'XYZ'[clip.up]}, the {model}'s {'XYZ'[rig.up]}: files in a data folder "
-                                "are read as they lie; turn them first (skelanim.ops.normalize.turned_up)",
-                                path=clip.path or clip.name)  # fmt: skip
+    """:func:`~skelanim.data.rig.require_up` of a dataset's clips against the ``model``'s rig (``skelanim
+    recognize``/``predict``/``evaluate`` turn each motion they are given onto the rig's up instead)."""
+    require_up(ds.clips, rig.up, f"the {model}'s")
 
 
 def split_dataset(ds: MotionDataset, split: str, *, seed: int = 0) -> dict[str, MotionDataset | None]:

@@ -61,7 +61,7 @@ from skelanim.learn.common import (
 )
 from skelanim.learn.cvae import MotionCVAE, TemporalDiscriminator
 from skelanim.nn.device import module_device
-from skelanim.ops.normalize import scale
+from skelanim.ops.normalize import scale, turned_up
 
 __all__ = [
     "FORMAT",
@@ -340,9 +340,11 @@ class Generator(nn.Module):
         """Posterior mean ``(latent,)`` of a motion's first ``length`` frames (held at its end when shorter), on the
         model's device; motion in other units or at another size is read at the rig's
         (:meth:`~skelanim.data.rig.Rig.size_factor`; a metres copy of a walk had interpolated toward a 524 cm
-        stride where its centimetre original gave 306)."""
+        stride where its centimetre original gave 306), and along another up axis is turned onto the rig's
+        (:func:`~skelanim.ops.normalize.turned_up`)."""
         if (factor := self.rig.size_factor(motion.skeleton)) != 1.0:
             motion = scale(motion, factor)
+        motion = turned_up(motion, self.rig.up)[0]  # a Z-up copy reads as its original (as the recogniser's motions)
         ds = MotionDataset(clips=[clip_from_motion(motion, fps=self.fps)], rig=self.rig, fps=self.fps)
         g = ds.gather(torch.zeros(1, 2, dtype=torch.long), self.length, keys=("rot", "pelvis", "yaw"))
         x = self.norm(self.to_vectors(g["rot"], g["pelvis"], g["yaw"]).to(module_device(self)))

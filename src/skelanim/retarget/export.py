@@ -194,7 +194,7 @@ def export_step(retargeter: Retargeter, path: str | os.PathLike, *, dtype: str =
         "skelanim.target_units": guess_unit(float(retargeter.target.height)),
         "skelanim.source_up": _up_name(retargeter.source_turn),
         "skelanim.target_up": _up_name(retargeter.target_turn),
-        "skelanim.source_floor": json.dumps(retargeter.floor if retargeter.floor is not None else 0.0),
+        "skelanim.source_floor": json.dumps(retargeter.stream_floor),  # what the graph stands on (a review)
         "skelanim.target_floor": json.dumps(retargeter.target_floor),
         "skelanim.dtype": dtype,
         "skelanim.inputs": json.dumps(kept),

@@ -48,7 +48,7 @@ from skelanim.retarget.mapping import CANONICAL_JOINTS, map_skeleton
 from skelanim.retarget.model import DEFAULT_MODEL, NKN, NKNState, load_nkn
 from skelanim.retarget.online import OnnxStep, onnx_available
 from skelanim.retarget.rig import CanonicalRig, calibrate_rig, canonical_locals, frames_from_locals, physical_zero_pose
-from skelanim.retarget.stance import STANDING_QUANTILE
+from skelanim.retarget.stance import CLEARANCE, floor_level, standing_level
 
 __all__ = ["CLEARANCE", "DEFAULT_MODEL", "METHODS", "RUNTIMES", "RetargetError", "Retargeter", "floor_level", "load_nkn",
            "make_rig", "standing_level", "target_floor_of", "upright", "world_turn"]  # fmt: skip
@@ -72,32 +72,6 @@ def bone_size(skeleton: Skeleton, reference: Skeleton) -> float:
     floor = 1e-3 * reference.height()
     bones = [j for j, p in enumerate(reference.parents.tolist()) if p > 0 and float(theirs[j]) > floor]
     return float((mine[bones] / theirs[bones]).median()) if bones else 1.0
-
-
-#: How far a clip's lowest foot or toe joint may be from y = 0 (fraction of the source's height) for y = 0 to count
-#: as its floor in :func:`floor_level` (CMU's toe joints stand 2.6 % above it, Xia's dip 1.5 % below); farther (the
-#: production rig's floor is a metre below its origin), that joint is the floor.
-CLEARANCE = 0.1
-
-
-def floor_level(feet_heights: Tensor, height: float) -> float:
-    """A clip's floor from the heights ``(F, 4)`` of its :data:`~.baselines.FEET` joints (up +Y) and its height:
-    0 where their lowest point is within :data:`CLEARANCE` of the height of it, else that point."""
-    level = float(feet_heights.min())
-    return 0.0 if abs(level) <= CLEARANCE * height else level
-
-
-def standing_level(feet_heights: Tensor) -> float:
-    """The height a clip's feet stand on, from the heights ``(F, 4)`` of its :data:`~.baselines.FEET` joints (up
-    +Y): the :data:`~.stance.STANDING_QUANTILE` quantile of each frame's lowest one.
-
-    What retargeting maps from and to: skeletons put their toe joints at different heights above the ground (the
-    production rig's stand on its floor, CMU's 2.6-5 % of the height above it), so a source's standing toes land
-    where the target's own captures stand theirs (a floor guess with the toe joints' clearance scaled instead sank
-    the production rig's walk 3 % of CMU's height into CMU's floor, and floated CMU's above the production rig's).
-    A quantile, not the minimum: a few frames sunk by the capture do not lift the rest."""
-    lowest = feet_heights.min(dim=-1).values
-    return float(torch.quantile(lowest.to(torch.float64), STANDING_QUANTILE))
 
 
 def target_floor_of(rig: CanonicalRig, motion: Motion) -> float:
@@ -262,9 +236,9 @@ class Retargeter:
         self.method = method
         self.fps = float(fps)
         self.floor = floor
-        #: Where streamed frames' feet stand (:meth:`step`): ``floor``, else where a source clip's stand, else 0.
         clip = source_skeleton if isinstance(source_skeleton, Motion) and source_skeleton.num_frames > 0 else None
-        self.stream_floor = float(floor if floor is not None else target_floor_of(self.source, clip) if clip is not None else 0.0)
+        #: ``floor``, or the source clip whose standing level :attr:`stream_floor` measures on first use, or 0
+        self._floor_of: Motion | float = clip if floor is None and clip is not None else float(floor or 0.0)
         self.net: NKN | None = None
         if method == "nkn":
             self.net = model if isinstance(model, NKN) else load_nkn(model)
@@ -298,6 +272,14 @@ class Retargeter:
         self._varying = t.varying_joints(None if self._extra_joints is None else self._extra_joints[0].tolist())
         self._compiled: OnnxStep | bool | None = None
         self.reset()
+
+    @property
+    def stream_floor(self) -> float:
+        """Where streamed frames' feet stand (:meth:`step`): ``floor``, else where the source clip's stand (measured
+        on first use: a clip only retargeted had paid for it, 7 times the building of a 33k-frame one), else 0."""
+        if isinstance(self._floor_of, Motion):
+            self._floor_of = target_floor_of(self.source, self._floor_of)
+        return self._floor_of
 
     @property
     def source_skeleton(self) -> Skeleton:

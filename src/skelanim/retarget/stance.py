@@ -25,7 +25,8 @@ above the toe joint on a level foot (:func:`sole_height`; Bandai-Namco 5.5 % of 
 hips (:func:`scaled_hips`) scale the leg above it by the leg-length ratio (their travel by the ratio of the stride
 legs, thigh plus shin, :func:`~.rig.stride_leg`) and stand on the target's own sole,
 instead of scaling the source's sole too: scaled, Bandai-Namco's high ankles would lift every other skeleton's
-level toes 3-4 % of its height off the floor.
+level toes 3-4 % of its height off the floor. Where a clip's feet stand (:func:`standing_level`) and where its floor
+lies (:func:`floor_level`) are measured here too.
 """
 
 from __future__ import annotations
@@ -39,7 +40,8 @@ from torch import Tensor
 from skelanim.core.rotation_convert import rotvec_to_matrix
 from skelanim.retarget.mapping import CANONICAL_JOINTS
 
-__all__ = ["STANDING_QUANTILE", "level_feet", "scaled_hips", "sole_height", "toeless"]
+__all__ = ["CLEARANCE", "MIN_SOLE", "STANDING_QUANTILE", "floor_level", "level_feet", "scaled_hips", "sole_height",
+           "standing_level", "toeless"]
 
 #: The share of frames, lowest first, in which a calibration motion's foot counts as standing.
 STANDING_QUANTILE = 0.25
@@ -181,3 +183,29 @@ def scaled_hips(
     lift = torch.where(kept, target_sole - ratio * source_sole, torch.zeros_like(ratio))
     return torch.cat([hips[..., :1] * travel[..., None], hips[..., 1:2] * ratio[..., None] + lift[..., None],
                       hips[..., 2:] * travel[..., None]], dim=-1)  # fmt: skip
+
+
+#: How far a clip's lowest foot or toe joint may be from y = 0 (fraction of the source's height) for y = 0 to count
+#: as its floor in :func:`floor_level` (CMU's toe joints stand 2.6 % above it, Xia's dip 1.5 % below); farther (the
+#: production rig's floor is a metre below its origin), that joint is the floor.
+CLEARANCE = 0.1
+
+
+def floor_level(feet_heights: Tensor, height: float) -> float:
+    """A clip's floor from the heights ``(F, 4)`` of its :data:`~.baselines.FEET` joints (up +Y) and its height:
+    0 where their lowest point is within :data:`CLEARANCE` of the height of it, else that point."""
+    level = float(feet_heights.min())
+    return 0.0 if abs(level) <= CLEARANCE * height else level
+
+
+def standing_level(feet_heights: Tensor) -> float:
+    """The height a clip's feet stand on, from the heights ``(F, 4)`` of its :data:`~.baselines.FEET` joints (up
+    +Y): the :data:`STANDING_QUANTILE` quantile of each frame's lowest one.
+
+    What retargeting maps from and to: skeletons put their toe joints at different heights above the ground (the
+    production rig's stand on its floor, CMU's 2.6-5 % of the height above it), so a source's standing toes land
+    where the target's own captures stand theirs (a floor guess with the toe joints' clearance scaled instead sank
+    the production rig's walk 3 % of CMU's height into CMU's floor, and floated CMU's above the production rig's).
+    A quantile, not the minimum: a few frames sunk by the capture do not lift the rest."""
+    lowest = feet_heights.min(dim=-1).values
+    return float(torch.quantile(lowest.to(torch.float64), STANDING_QUANTILE))
