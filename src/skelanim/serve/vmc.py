@@ -25,8 +25,10 @@ Unity is left-handed (Y up, +Z forward, +X right); skelanim is right-handed. Mir
 positions ``(x, y, z) -> (-x, y, z)``, rotations ``M R M`` with ``M = diag(-1, 1, 1)``, which for a quaternion
 is ``(w, x, y, z) -> (w, x, -y, -z)`` (:func:`mirror_x`). Positions are in metres. ``Hips`` carries the
 body's position over the floor (y = 0 is the floor; a clip whose feet are farther from y = 0 than
-:data:`~skelanim.retarget.stance.CLEARANCE` of its height stands on its lowest foot joint, as in
-retargeting); the other bones carry their T-pose offset from their parent bone. Some marionettes move every
+:data:`~skelanim.retarget.stance.CLEARANCE` of its height stands on its lowest foot joint,
+:func:`~skelanim.retarget.stance.floor_level`: the ground under the feet, which the avatar's own feet then stand
+on, not where the source's toe joints stand, :func:`~skelanim.retarget.stance.standing_level`, which retargeting
+onto another skeleton's toe joints maps from); the other bones carry their T-pose offset from their parent bone. Some marionettes move every
 bone to the offset received (EVMC4U, by default), so these should be the avatar's own: given its ``.vrm``
 (:mod:`.avatar`) they are, and the bones sent are the avatar's (``UpperChest`` where it has one, a joint whose
 bone it lacks folded into a neighbour, :func:`bone_plan`), the hips' travel scaled to its legs. Without it the
