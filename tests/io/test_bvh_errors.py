@@ -64,6 +64,8 @@ ERRORS = [  # (name, mutate(text) -> text|bytes, message regex, line of the prob
      r"unknown channel 'Wrotation'", "Wrotation"),
     ("channel count too high", lambda t: t.replace("CHANNELS 3", "CHANNELS 4", 1),
      r"expected 4 channel names .* found 3 then 'JOINT'", "CHANNELS 4"),
+    ("channel count too low", lambda t: t.replace("CHANNELS 3", "CHANNELS 2", 1),
+     r"found 'Yrotation' \(a channel name: does the CHANNELS count above match the names it lists\?\)", "CHANNELS 2"),
     ("channel count not a number", lambda t: t.replace("CHANNELS 3", "CHANNELS three", 1),
      r"number of channels", "CHANNELS three"),
     ("too many channels", lambda t: t.replace("CHANNELS 3", "CHANNELS 9", 1), r"at most 6 channels", "CHANNELS 9"),

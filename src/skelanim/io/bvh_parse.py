@@ -309,7 +309,9 @@ def _parse_hierarchy(tokens: _Tokens) -> tuple[list[str], list[int], list[np.nda
                 break
         else:
             expected = "ROOT" if not names else "JOINT, End Site or '}'"
-            raise tokens.error(f"expected {expected}, found {tok[:40]!r}", line)
+            hint = " (a channel name: does the CHANNELS count above match the names it lists?)" if (
+                names and tok.lower() in CHANNEL_NAMES) else ""  # fmt: skip
+            raise tokens.error(f"expected {expected}, found {tok[:40]!r}{hint}", line)
     tok, line = tokens.peek()
     if tok is not None:
         raise tokens.error(f"expected MOTION after the hierarchy, found {tok[:40]!r}", line)
