@@ -157,7 +157,8 @@ def test_matrix_geodesic_mixed_dtypes_give_the_wider_one() -> None:
 NOT_BROADCASTING: list[tuple[str, Callable[[], Any], str]] = [
     ("quat_multiply", lambda: sr.quat_multiply(np.zeros((3, 4)), np.zeros((5, 4))), r"a \(3, 4\) and b \(5, 4\)"),
     ("quat_apply", lambda: sr.quat_apply(np.zeros((3, 4)), np.zeros((5, 3))), r"q \(3, 4\) and v \(5, 3\)"),
-    ("quat_slerp q", lambda: sr.quat_slerp(np.zeros((3, 4)), np.zeros((5, 4)), 0.5), r"q0 \(3, 4\) and q1 \(5, 4\)"),
+    ("quat_slerp q", lambda: sr.quat_slerp(np.zeros((3, 4)), np.zeros((5, 4)), 0.5),
+     r"q0 \(3, 4\), q1 \(5, 4\) and t \(\)"),
     ("quat_slerp t", lambda: sr.quat_slerp(np.zeros((3, 4)), np.zeros((3, 4)), np.zeros(5)),
      r"q0 \(3, 4\), q1 \(3, 4\) and t \(5,\)"),
     ("quat_geodesic", lambda: sr.quat_geodesic(np.zeros((3, 4)), np.zeros((5, 4))), r"q0 \(3, 4\) and q1 \(5, 4\)"),

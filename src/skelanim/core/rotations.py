@@ -354,13 +354,15 @@ def quat_continuous(q: Tensor, *, dim: int = 0) -> Tensor:
     return q * torch.cat([torch.ones_like(q[:1, ..., :1]), torch.cumprod(flips, dim=0)], dim=0)
 
 
-def _quat_pair(q0: Tensor, q1: Tensor) -> tuple[Tensor, Tensor]:
-    """``q0`` and ``q1`` normalised, their shapes checked under their own names."""
+def _quat_pair(q0: Tensor, q1: Tensor, t: Tensor | float | None = None) -> tuple[Tensor, Tensor, Tensor | None]:
+    """``q0`` and ``q1`` normalised and ``t`` (optional) as a tensor like them, their shapes checked under their
+    own names (leading dims broadcasting, ``t`` with them)."""
     q0, q1 = as_tensor(q0), as_tensor(q1)
     _check(q0, (4,), "q0")
     _check(q1, (4,), "q1")
-    _check_broadcast(("q0", q0, 1), ("q1", q1, 1))
-    return quat_normalize(q0), quat_normalize(q1)
+    t = None if t is None else _like(t, q0)
+    _check_broadcast(("q0", q0, 1), ("q1", q1, 1), *(() if t is None else (("t", t, 0),)))
+    return quat_normalize(q0), quat_normalize(q1), t
 
 
 @numpy_in_numpy_out
@@ -383,10 +385,9 @@ def quat_slerp(q0: Tensor, q1: Tensor, t: Tensor | float) -> Tensor:
     Tensor
         ``(..., 4)`` unit quaternions.
     """
-    q0, q1 = _quat_pair(q0, q1)
-    t = _like(t, q0)
-    _check_broadcast(("q0", q0, 1), ("q1", q1, 1), ("t", t, 0))
-    t = t[..., None]
+    q0, q1, at = _quat_pair(q0, q1, t)
+    assert at is not None
+    t = at[..., None]
     q1 = torch.where((q0 * q1).sum(-1, keepdim=True) < 0, -q1, q1)
     theta = 2 * _safe_atan2(_safe_norm(q1 - q0), _safe_norm(q1 + q0))  # angle between the 4-vectors
     small = theta < 1e-5
@@ -410,7 +411,7 @@ def quat_geodesic(q0: Tensor, q1: Tensor) -> Tensor:
     Tensor
         ``(...)`` angles in radians; finite gradient at 0 and pi.
     """
-    q0, q1 = _quat_pair(q0, q1)
+    q0, q1, _ = _quat_pair(q0, q1)
     r = quat_multiply(quat_conjugate(q0), q1)
     return 2 * _safe_atan2(_safe_norm(r[..., 1:], keepdim=False), r[..., 0].abs())
 

@@ -88,11 +88,7 @@ def cache_dir(override: str | os.PathLike | None = None) -> Path:
     Path
         A writable directory.
     """
-    chosen = _chosen(override)
-    if chosen is not None:
-        return _created(chosen)
-    base = _default_base()
-    return base if _writable(base) else temporary_cache()
+    return cache_outside([], override)  # outside no data: the same lookup
 
 
 def temporary_cache() -> Path:
