@@ -30,9 +30,9 @@ the prediction shifted back by what that moved the last observed frame.
 Scores (:func:`evaluate_prediction`): MPJPE at the horizons root-relative (``mpjpe``: pelvis at the origin
 in every frame, so the body's travel is removed; the body's rotation relative to the last observed heading
 is kept; the body root, at zero error, counts as one of the joints), pose only (``mpjpe_pose``: the body
-root's translation *and* rotation removed in every frame, Mao et al. 2019's protocol, whose code zeroes the
-global translation and rotation before FK and leaves out the joints this makes constant, the body root and its
-children) and with root motion (``mpjpe_global``), all as fractions of the rig height, and the mean angle
+root's translation *and* rotation removed in every frame, Mao et al. 2019's protocol: their code zeroes the
+global translation and rotation before FK and its test averages over every joint, those this holds still, the
+body root and its children here, at zero error) and with root motion (``mpjpe_global``), all as fractions of the rig height, and the mean angle
 error of the joint rotations (``angle_deg``; the body root's rotation relative to the reference heading
 counts as one of them). The ``combined`` method
 (:class:`CombinedPredictor`) averages the learned predictors' frame vectors.

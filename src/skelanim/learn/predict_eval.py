@@ -27,15 +27,14 @@ from skelanim.metrics.kinematic import angle_error_at, horizon_frames, mpjpe_at
 __all__ = ["evaluate_prediction", "pose_positions"]
 
 
-def pose_positions(fk: nn.Module, rot: Tensor, parents: Sequence[int]) -> Tensor:
-    """Positions ``(..., T, K, 3)`` of the joints a pose moves, from rotations ``(..., T, M, 3, 3)``: FK with the
-    body root at the origin and its rotation set to the identity, without the body root and its children
-    (``parents``: the ``M`` model joints' parents), which that leaves in place: what :func:`evaluate_prediction`
-    scores as ``mpjpe_pose``, as Mao et al.'s H3.6M protocol leaves out the joints it makes constant. A rig with
-    no joint below the root's children keeps them all (nothing moves: zero error)."""
+def pose_positions(fk: nn.Module, rot: Tensor) -> Tensor:
+    """Positions ``(..., T, M, 3)`` of every joint from rotations ``(..., T, M, 3, 3)`` with the body root at the
+    origin and its rotation set to the identity: what :func:`evaluate_prediction` scores as ``mpjpe_pose``.
+    The body root and its children stay where the rest pose puts them, so they count at zero error in the
+    mean, as in Mao et al.'s H3.6M test (``main_3d.py``, ``test``: the mean over all 32 joints, those the
+    protocol holds still copied from the ground truth) and siMLPe's."""
     local = torch.cat([torch.eye(3, dtype=rot.dtype).expand_as(rot[..., :1, :, :]), rot[..., 1:, :, :]], dim=-3)
-    moving = [j for j, parent in enumerate(parents) if parent > 0] or list(range(len(parents)))
-    return fk(local, torch.zeros(rot.shape[:-3] + (3,), dtype=rot.dtype))[1][..., moving, :]
+    return fk(local, torch.zeros(rot.shape[:-3] + (3,), dtype=rot.dtype))[1]
 
 
 @torch.no_grad()
@@ -94,7 +93,7 @@ def evaluate_prediction(models: dict[str, Predictor | CombinedPredictor], ds: Mo
         zero = torch.zeros_like(gt_pel)
         _, gt_rr = fk(gt_rot, zero)
         gt_glob = gt_rr + gt_pel[..., None, :]
-        gt_pose = pose_positions(fk, gt_rot, rig.parents)
+        gt_pose = pose_positions(fk, gt_rot)
         for name in methods:
             if name == "zero_velocity":
                 p_rot, p_pel = zero_velocity(obs_rot, obs_pel, horizon)
@@ -108,7 +107,7 @@ def evaluate_prediction(models: dict[str, Predictor | CombinedPredictor], ds: Mo
             n = float(rot.shape[0])
             acc = sums.setdefault(name, {})
             for key, value in (("mpjpe", mpjpe_at(rr, gt_rr, HORIZONS_MS, fps)),
-                               ("mpjpe_pose", mpjpe_at(pose_positions(fk, p_rot, rig.parents), gt_pose, HORIZONS_MS, fps)),
+                               ("mpjpe_pose", mpjpe_at(pose_positions(fk, p_rot), gt_pose, HORIZONS_MS, fps)),
                                ("mpjpe_global", mpjpe_at(rr + p_pel[..., None, :], gt_glob, HORIZONS_MS, fps)),
                                ("angle_deg", angle_error_at(p_rot, gt_rot, HORIZONS_MS, fps))):  # fmt: skip
                 acc[key] = acc.get(key, torch.zeros(len(HORIZONS_MS), dtype=torch.float64)) + n * torch.tensor(value)
