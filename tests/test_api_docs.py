@@ -66,3 +66,47 @@ def test_a_name_in_all_that_does_not_exist_fails_the_build_and_keeps_the_old_pag
     monkeypatch.delitem(sys.modules, "brokenpkg", raising=False)
     assert api.build(out, root=package) == ["brokenpkg"]
     assert 'id="ok"' in (out / "brokenpkg.html").read_text(encoding="utf-8")
+
+
+def _public_packages() -> list[ModuleType]:
+    import skelanim
+
+    names = ["skelanim"] + [f"skelanim.{p.name}" for p in Path(skelanim.__file__).parent.iterdir()
+                            if (p / "__init__.py").is_file() and not p.name.startswith("_") and p.name != "cli"]  # fmt: skip
+    return [importlib.import_module(n) for n in sorted(names)]
+
+
+def test_a_name_a_package_exports_is_in_the_all_of_the_module_that_defines_it() -> None:
+    """``from skelanim.ops.mirror import *`` and the module's API page give what ``skelanim.ops`` exports from it."""
+    missing = []
+    for package in _public_packages():
+        for name in getattr(package, "__all__", ()):
+            obj = getattr(package, name)
+            home = getattr(obj, "__module__", None)
+            if isinstance(obj, ModuleType) or not home or not home.startswith("skelanim.") or "._" in home:
+                continue
+            module = importlib.import_module(home)
+            if hasattr(module, "__all__") and name not in module.__all__ and getattr(module, name, None) is obj:
+                missing.append(f"{home}.{name}")
+    assert missing == []
+
+
+def test_the_module_tables_of_package_docstrings_name_what_each_module_holds() -> None:
+    """A package docstring's table row ``:mod:`.x`  :func:`f`, :class:`C` ...`` names objects of ``x`` (or of the
+    module a parenthesis names: ``(:mod:`.y`: :func:`g`)``)."""
+    wrong = []
+    for package in _public_packages():
+        for line in (package.__doc__ or "").splitlines():
+            row = re.match(r"\s*:mod:`\.(\w+)`\s+(.*)", line)
+            if not row:
+                continue
+            module = importlib.import_module(f"{package.__name__}.{row.group(1)}")
+            rest = row.group(2)
+            for group in re.findall(r"\((:mod:[^)]*)\)", rest):
+                for inner, names in (re.match(r"\s*:mod:`\.(\w+)`:(.*)", part).groups() for part in group.split(";")):
+                    other = importlib.import_module(f"{package.__name__}.{inner}")
+                    wrong += [f"{other.__name__}.{n}" for n in re.findall(r":(?:func|class):`(\w+)`", names)
+                              if not hasattr(other, n)]  # fmt: skip
+            rest = re.sub(r"\(:mod:[^)]*\)", "", rest)
+            wrong += [f"{module.__name__}.{n}" for n in re.findall(r":(?:func|class):`(\w+)`", rest) if not hasattr(module, n)]
+    assert wrong == []

@@ -249,6 +249,9 @@ def test_solve_refuses_positions_in_other_units(positions_file, tmp_path, capsys
     line = _error(capsys)
     assert line.startswith(f"error: {src}: the joint positions look like {looks_like}")
     assert "the model expects centimetres" in line and f"multiply the positions by {factor} (ik solve --scale {factor})" in line
+    said = float(re.search(r"its skeleton is ([0-9.]+) cm tall", line).group(1))
+    standing = data.positions[0, :, 1].max() - data.positions[0, :, 1].min()  # Y up: the body's height in frame 0
+    assert abs(said / float(standing) - 1) < 0.12  # a body's size (the rest pose's extent, 183.7, is 25 % over)
     assert not out.exists()
     assert main(["ik", "solve", str(src), "-o", str(out), "--scale", factor]) == 0  # what the message says works
     direct = tmp_path / "direct.bvh"

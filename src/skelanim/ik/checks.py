@@ -307,10 +307,10 @@ def check_units(positions: Tensor, skeleton: Skeleton, *, ik_root: int | None = 
         When that scale is outside ``[1 / UNIT_TOLERANCE, UNIT_TOLERANCE]``; the message names the units the
         model expects and the factor that converts the input.
     """
-    height = skeleton.height()
     scale = body_scale(positions, skeleton)
     if 1.0 / UNIT_TOLERANCE <= scale <= UNIT_TOLERANCE:
         return scale
+    height = skeleton.stature() or skeleton.height()  # a rest pose may lie down (Bandai's): its extent is no height
     name, symbol = _unit_name(height)
     expected = f"the model expects {name} (its skeleton is {height:.4g} {symbol} tall)"
     if not scale > 0:

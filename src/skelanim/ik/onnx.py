@@ -4,8 +4,8 @@ The exported graph is :class:`~skelanim.ik.model.IKGATExport`: input ``positions
 float32 in the skeleton's units, output ``rotations`` ``(batch, J, 4)`` local unit quaternions
 (w, x, y, z), batch size dynamic. A file written by :func:`export_onnx` says so in its metadata
 (``metadata_props``, readable in any ONNX runtime: ``skelanim.joints``, ``skelanim.parents``,
-``skelanim.offsets``, ``skelanim.ik_root``, ``skelanim.units``, ``skelanim.up_axis``, ``skelanim.height``, ``skelanim.input``,
-``skelanim.output``), so an engine can feed it without skelanim (:class:`OrtRunner` also keeps a static batch-1 graph for single
+``skelanim.offsets``, ``skelanim.ik_root``, ``skelanim.units``, ``skelanim.height``, ``skelanim.input``,
+``skelanim.output``, and ``skelanim.up_axis`` where ``up_axis`` is given: ``skelanim ik export`` gives the model's), so an engine can feed it without skelanim (:class:`OrtRunner` also keeps a static batch-1 graph for single
 poses: onnxruntime's overhead of about a microsecond per node is most of a single pose's time, so the
 rotation formulas it exports are written with few, large operations, see :mod:`skelanim.core.rotation_convert`).
 Export uses the TorchScript-based exporter
@@ -94,7 +94,8 @@ def described(data: bytes, rig: IKRig, up_axis: int | str | None = None) -> byte
 
 def export_onnx(net: IKGAT, path: str | os.PathLike, *, rig: IKRig | None = None,
                 up_axis: int | str | None = None) -> Path:  # fmt: skip
-    """Write ``net`` as ONNX to ``path`` (atomically); with ``rig``, :func:`described` by it."""
+    """Write ``net`` as ONNX to ``path`` (atomically); with ``rig``, :func:`described` by it and ``up_axis`` (the
+    model config's ``up_axis``; the rig's rest pose need not stand up, so it is not guessed from it)."""
     data = onnx_bytes(net)
     if rig is not None:
         data = described(data, rig, up_axis)

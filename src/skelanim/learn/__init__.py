@@ -1,13 +1,13 @@
-"""Learning motion: recognition (ST-GCN), prediction (seq2seq GRU, DCT-GCN) and generation (CVAE + GAN).
+"""Learning motion: recognition (ST-GCN), prediction (seq2seq GRU, DCT-GCN, MLP) and generation (CVAE + GAN).
 
 ========================  ==============================================================================
 :mod:`.stgcn`             :class:`STGCN`, the :class:`TemporalCNN` baseline, :class:`Members` (ensembles)
-:mod:`.recognize`         :class:`Recognizer`, :func:`train_recognizer`, :func:`evaluate_recognizer`
+:mod:`.recognize`         :class:`Recognizer`, :func:`evaluate_recognizer` (:mod:`.recognize_train`: :func:`train_recognizer`)
 :mod:`.joints`            the recogniser's per-joint input features and their mirror image
 :mod:`.augment`           mean pose, amplitude scaling, turn relabelling (training augmentation)
 :mod:`.ensemble`          :func:`combine_recognizers`, :func:`combine_predictors` (trained models into one ensemble)
-:mod:`.predictors`        :class:`Seq2SeqGRU`, :class:`DCTGCN`, :func:`zero_velocity`, :func:`constant_velocity`
-:mod:`.predict`           :class:`Predictor`, :func:`train_predictor`, :func:`evaluate_prediction`
+:mod:`.predictors`        :class:`Seq2SeqGRU`, :class:`DCTGCN`, :class:`MotionMLP`, :func:`zero_velocity`, :func:`constant_velocity`
+:mod:`.predict`           :class:`Predictor`, :func:`train_predictor` (:mod:`.predict_eval`: :func:`evaluate_prediction`)
 :mod:`.calibrate`         :func:`~.calibrate.calibrate_amplitude`, :func:`~.calibrate.calibrate_input_range`
 :mod:`.forecast`          :func:`predict_motion` (continue a motion file), :func:`predict_retargeted` (of another skeleton)
 :mod:`.mirror`            left/right mirror images of frames on a rig with its own joint axes

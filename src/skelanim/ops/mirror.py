@@ -35,7 +35,7 @@ from skelanim.core.skeleton import Skeleton
 from skelanim.errors import SkeletonError
 from skelanim.ops._common import axis_index
 
-__all__ = ["joint_reflections", "lateral_axis", "mirror", "mirror_quat", "mirror_skeleton"]
+__all__ = ["joint_reflections", "lateral_axis", "mirror", "mirror_permutation", "mirror_quat", "mirror_skeleton"]
 
 
 def _sign(axis: int, dtype: torch.dtype = torch.float64) -> torch.Tensor:
