@@ -137,12 +137,22 @@ def test_weights_of_another_write_beside_the_config_are_refused(tmp_path):
     assert set(tensors) == set(load_model_files(tmp_path / "one")[0])
 
 
-def test_the_shipped_models_load_without_a_digest():
+def test_a_model_folder_written_before_digests_loads_without_one(tmp_path):
+    """Most shipped models (and users' older folders) predate the weights digest: their config has none, and
+    they load; a shipped one written since carries it, and it matches."""
+    import shutil
+
     from skelanim.learn.common import pretrained_dir
 
-    folder = pretrained_dir("predict_mlp")
-    _, config = load_model_files(folder)
-    assert DIGEST_KEY not in config
+    folder = tmp_path / "old"
+    shutil.copytree(pretrained_dir("predict_mlp"), folder)
+    config = json.loads((folder / CONFIG_NAME).read_text())
+    assert config.pop(DIGEST_KEY, None) is not None  # shipped 2026-12-06, after digests came in
+    (folder / CONFIG_NAME).write_text(json.dumps(config))
+    tensors, loaded = load_model_files(folder)
+    assert DIGEST_KEY not in loaded and tensors
+    assert set(tensors) == set(load_model_files(pretrained_dir("predict_mlp"))[0])
+    assert DIGEST_KEY not in load_model_files(pretrained_dir("predict_gcn"))[1]
 
 
 def test_after_a_stop_between_the_model_and_the_state_write_each_message_names_the_way_out(tmp_path, monkeypatch):
