@@ -164,6 +164,13 @@ def test_generate_interpolates_files_named_anyhow_and_refuses_another_skeleton(s
     assert err.startswith(f"error: {walk}") and "give --content and --style" in err
     assert main([*args, "--content", "walk", "--style", "happy"]) == 0
     assert len(list((tmp_path / "i").glob("interp_*.bvh"))) == 2
+    xia_named = tmp_path / "neutral_01_000.bvh"  # CONTENT_STYLE_TAKE reads content 'neutral', style '01'
+    shutil.copy(learn_files[0], xia_named)
+    assert main(["generate", "--interpolate", str(xia_named), "--interpolate", str(bow), "--style", "happy", "-n", "2",
+                 "-o", str(tmp_path / "k")]) == 2  # fmt: skip
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {xia_named}: content 'neutral' read from the file name is not one of the generator's")
+    assert err.strip().endswith("give --content") and len(err.strip().splitlines()) == 1 and not (tmp_path / "k").exists()
     cmu = mocap_files(["cmu_cgspeed_mb/01_01.bvh"])[0]
     assert main(["generate", "--interpolate", str(cmu), "--interpolate", str(learn_files[0]), "--content", "walk",
                  "-n", "2", "-o", str(tmp_path / "j")]) == 2  # fmt: skip
@@ -246,11 +253,34 @@ def test_evaluate_two_sets(shipped, learn_files, tmp_path, capsys):
     obj = _json(capsys, ["evaluate", str(a), str(unnamed), "--json"])
     assert obj["b"]["recognised"] is None
     assert any("set b: its file names carry no content label" in n for n in obj["notes"])
+    misread = tmp_path / "misread"  # a Xia-style name fits CONTENT_STYLE_TAKE: content 'sexy', which no model knows
+    misread.mkdir()
+    shutil.copy(learn_files[0], misread / "sexy_01_000.bvh")
+    obj = _json(capsys, ["evaluate", str(a), str(misread), "--json"])
+    assert obj["b"]["recognised"] == 0.0 and not any("set a:" in n and "recogniser's" in n for n in obj["notes"])
+    assert any("set b: 1 content label(s) read from its file names are not the recogniser's (sexy)" in n
+               for n in obj["notes"])  # fmt: skip
     empty = tmp_path / "empty"
     empty.mkdir()
     assert main(["evaluate", str(a), str(empty)]) == 2
     err = capsys.readouterr().err
     assert err.startswith(f"error: {empty}") and "no motion files" in err and len(err.strip().splitlines()) == 1
+
+
+def test_generate_fit_prior_refuses_motion_of_another_skeleton(shipped, mocap_files, tmp_path, capsys):
+    """``learn generate fit-prior`` read the files on the generator's rig without checking them: another
+    skeleton gave a traceback (or, with its joint count, a prior fitted to it), as ``generate eval`` refuses."""
+    cmu = mocap_files(["cmu_cgspeed_mb/01_01.bvh"])[0]
+    named = tmp_path / "data" / "dataset-1_walk_normal_001.bvh"  # a Bandai name, another skeleton
+    named.parent.mkdir()
+    shutil.copy(cmu, named)
+    out = tmp_path / "fitted"
+    assert main(["learn", "generate", "fit-prior", str(pretrained_dir("generate")), "--data", str(named.parent),
+                 "--split", "none", "-o", str(out)]) == 2  # fmt: skip
+    err = capsys.readouterr().err.replace("\r", "\n")  # the loading bar comes first
+    errors = [line for line in err.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and errors[0].startswith(f"error: {named}: the generator works on a 22-joint skeleton")
+    assert "Traceback" not in err and not out.exists()
 
 
 def test_generate_fit_prior_fits_the_contents_of_the_training_files(shipped, data_args, tmp_path, capsys):

@@ -101,3 +101,16 @@ def test_an_evaluation_on_files_the_model_was_trained_on_says_so(learn_files, tm
         notes = [line for line in err.splitlines() if "test files were in the training data of" in line]
         assert len(notes) == len(noted) and all(any(str(n) in line for line in notes) for n in noted), err
         assert all(line.startswith("note: 2 of the 2 test files") for line in notes)
+
+
+def test_predict_eval_retarget_says_a_folder_is_read_for_bvh_files(mocap_files, tmp_path: Path, capsys):
+    """A folder of DeepMimic clips with ``--retarget`` had been called one without motion files; the message is
+    the one without ``--retarget``: folders are read for BVH, other formats are named one by one."""
+    folder = tmp_path / "deepmimic"
+    folder.mkdir()
+    clip = mocap_files(["deepmimic/humanoid3d_walk.txt"])[0]
+    (folder / clip.name).write_bytes(clip.read_bytes())
+    assert main(["learn", "predict", "eval", "--data", str(folder), "--labels", "none", "--retarget", "--json"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {folder}: no .bvh files") and "name a file of another format" in err
+    assert len(err.strip().splitlines()) == 1

@@ -39,6 +39,7 @@ from skelanim.cli import ik as _ik  # noqa: F401
 from skelanim.cli import retarget as _retarget  # noqa: F401
 from skelanim.cli import stream as _stream  # noqa: F401
 from skelanim.cli import learn as _learn  # noqa: F401
+from skelanim.cli import evaluate as _evaluate  # noqa: F401
 from skelanim.cli import learn_predict as _learn_predict  # noqa: F401
 from skelanim.cli import recognize as _recognize  # noqa: F401
 # isort: on

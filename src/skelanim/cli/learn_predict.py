@@ -290,14 +290,14 @@ def retargeted_dataset(data: list[str], model, threads: int | None, mapping: Pat
     that cannot be read or mapped is a one-line error naming it."""
     import skelanim
     from skelanim.data.clips import clip_from_motion
-    from skelanim.data.dataset import MotionDataset, expand_paths
+    from skelanim.data.dataset import NO_MOTION_FILES, MotionDataset, expand_paths
     from skelanim.learn.common import set_threads
     from skelanim.learn.forecast import model_reference_motion, retarget_onto_model
 
     set_threads(threads)
     files = expand_paths(data)
-    if not files:
-        raise typer.BadParameter(f"no motion files in {', '.join(data)}", param_hint="--data")
+    if not files:  # as without --retarget: a folder of DeepMimic clips had been called one without motion files
+        raise FileNotFoundError(2, NO_MOTION_FILES, ", ".join(data))
     clips, reference = [], model_reference_motion(model)
     for path in files:
         try:
