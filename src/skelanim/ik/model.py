@@ -10,7 +10,9 @@ Animation" (arXiv 2604.16629). One pass, no iteration:
    that bone and the next (zero for leaves). A dummy root's observed position is replaced by the one its
    child implies. An optional learned per-joint embedding is added after the input projection.
    Every observed vector is expressed in the **observed root frame** ``C`` (Gram-Schmidt of the IK root's
-   directions to its primary child and to a second child), so the network never sees the heading.
+   directions to its primary child and to a second child; where its children sit on it in the rest pose, as
+   ``Hips``' on CMU rigs, to their first descendants that do not, see :func:`_root_axes`), so the network
+   never sees the heading.
 2. **Graph attention** over the tree (:class:`skelanim.nn.GATBlock`: multi-head, residual, LayerNorm),
    ``layers`` blocks; each joint attends to its ``hops``-neighbourhood.
 3. **Output**: 6D per joint = the posed **bone frame** ``G_j`` (Gram-Schmidt,
@@ -41,7 +43,7 @@ from torch import Tensor, nn
 from skelanim.core.kinematics import forward_kinematics
 from skelanim.core.rotations import matrix_to_quat, quat_to_matrix, rot6d_to_matrix
 from skelanim.ik.classical import _cross, rotation_between, rotation_onto, swing_polynomial
-from skelanim.ik.frames import IKRig, bone_frames_to_local, primary_children
+from skelanim.ik.frames import _EPS, IKRig, bone_frames_to_local, primary_children
 from skelanim.nn.layers import GATBlock, graph_mask, mask_bias
 
 __all__ = ["F_IN", "IKGAT", "GATConfig", "IKGATExport"]
@@ -74,6 +76,11 @@ class GATConfig:
     flat : bool
         No chain: every joint with a bone starts from the mean pose's bone frame swung onto the observed
         axis (all joints at once), leaves from their parent's corrected frame and the mean local rotation.
+    root_frame_descendants : bool
+        Where the IK root's children with a bone give no root frame (CMU rigs: ``Hips``' children all sit at
+        zero offset), build it from the first descendants away from the root (:func:`_root_axes`); ``False``:
+        world axes there, so the answers do not turn with the input (models saved before this option, whose
+        configs lack it: :meth:`from_dict` reads them so). Rigs whose root has such children are unaffected.
     """
 
     hidden: int = 64
@@ -84,12 +91,14 @@ class GATConfig:
     joint_embedding: bool = True
     chain: bool = False
     flat: bool = False
+    root_frame_descendants: bool = True
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> GATConfig:
-        """Build from a dict, ignoring unknown keys."""
+        """Build from a dict, ignoring unknown keys; one without ``root_frame_descendants`` (a model saved
+        before it, trained on world-axis features where its root's children gave no frame) reads ``False``."""
         names = {f.name for f in fields(cls)}
-        return cls(**{k: v for k, v in data.items() if k in names})
+        return cls(**{"root_frame_descendants": False, **{k: v for k, v in data.items() if k in names}})
 
     def to_dict(self) -> dict[str, Any]:
         """Plain dict for JSON."""
@@ -158,7 +167,7 @@ class IKGAT(nn.Module):
         primary = primary_children(rig.skeleton)
         self.register_buffer("primary", torch.tensor([c if c >= 0 else i for i, c in enumerate(primary)]))
         self.register_buffer("has_bone", torch.tensor([c >= 0 for c in primary]))
-        self.root_axes = _root_axes(rig, primary)
+        self.root_axes = _root_axes(rig, primary, descendants=config.root_frame_descendants)
         self.register_buffer("base_frames", rig.rest_frames.float().clone())  # (J, 3, 3) mean pose in the root frame
         self.register_buffer("mean_local", torch.eye(3).expand(j, 3, 3).clone())  # (J, 3, 3) mean local rotations
         self.register_buffer("identity_6d", torch.tensor([1.0, 0.0, 0.0, 0.0, 1.0, 0.0]), persistent=False)
@@ -256,7 +265,8 @@ class IKGAT(nn.Module):
         Returns
         -------
         tuple of Tensor
-            ``(B, J, 18)`` features and ``(B, 3, 3)`` the root frame ``C`` (columns in world axes).
+            ``(B, J, 18)`` features and ``(B, 3, 3)`` the root frame ``C`` (columns in world axes; the
+            identity where :attr:`root_axes` is ``None``).
         """
         rel = self.centre @ positions  # (B, J, 3) relative to the IK root, in heights
         if self.root_axes is not None:
@@ -483,17 +493,63 @@ def _chain_levels(rig: IKRig) -> tuple[list[list[int]], list[int]]:
     return [lv for lv in levels if lv], tips
 
 
-def _root_axes(rig: IKRig, primary: list[int]) -> tuple[int, int] | None:
-    """Joints whose directions from the IK root span the observed root frame: its primary child and a
-    second child not collinear with it (``None`` when the root has no such pair)."""
+def _root_axes(rig: IKRig, primary: list[int], *, descendants: bool = True) -> tuple[int, int] | None:
+    """Joints whose directions from the IK root span the observed root frame.
+
+    The IK root's primary child and its first child with a bone (by index) not collinear with it (unit
+    directions' cross product above 0.1). Where the root has no such pair and ``descendants`` is set, the
+    same rule on the joints found by looking through those that coincide with the root in the rest pose
+    (CMU rigs: ``Hips``' children ``LHipJoint``, ``RHipJoint``, ``LowerBack`` at zero offset) to their first
+    descendants that do not, with directions from rest positions relative to the root: the farthest first
+    (ties by index), then the first by index not collinear with it.
+
+    Parameters
+    ----------
+    rig : IKRig
+        The skeleton.
+    primary : list of int
+        ``(J,)`` primary child per joint (:func:`~skelanim.ik.frames.primary_children`).
+    descendants : bool
+        Look through coinciding joints where the direct children give no pair.
+
+    Returns
+    -------
+    tuple of int or None
+        The two joints, or ``None`` (the frame is then the world axes).
+    """
     r = rig.ik_root
     first = primary[r]
-    if first < 0:
+    if first >= 0:
+        a = rig.offsets[first] / rig.offsets[first].norm()
+        for c in rig.bone_children[r]:
+            b = rig.offsets[c] / rig.offsets[c].norm()
+            if c != first and float(torch.linalg.cross(a, b).norm()) > 0.1:
+                return first, c
+    return _descendant_axes(rig) if descendants else None
+
+
+def _descendant_axes(rig: IKRig) -> tuple[int, int] | None:
+    """:func:`_root_axes` through the joints that coincide with the IK root in the rest pose (distance at most
+    ``_EPS`` times the height): the first joints below it that do not, the farthest and the first by index
+    not collinear with it (``None`` when there is no such pair)."""
+    r, sk = rig.ik_root, rig.skeleton
+    rest = sk.rest_positions()
+    rel = rest - rest[r]  # (J, 3) rest positions relative to the IK root
+    distance = rel.norm(dim=-1)
+    found, stack = [], sk.children(r)
+    while stack:
+        j = stack.pop()
+        if float(distance[j]) > _EPS * rig.height:
+            found.append(j)
+        else:
+            stack.extend(sk.children(j))
+    found.sort()
+    if not found:
         return None
-    a = rig.offsets[first] / rig.offsets[first].norm()
-    for c in rig.bone_children[r]:
-        b = rig.offsets[c] / rig.offsets[c].norm()
-        if c != first and float(torch.linalg.cross(a, b).norm()) > 0.1:
+    first = min(found, key=lambda c: (-float(distance[c]), c))
+    a = rel[first] / distance[first]
+    for c in found:
+        if c != first and float(torch.linalg.cross(a, rel[c] / distance[c]).norm()) > 0.1:
             return first, c
     return None
 
