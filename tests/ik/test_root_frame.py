@@ -53,7 +53,7 @@ def _turn(kind: str, up: int) -> torch.Tensor:
 
 
 @pytest.mark.parametrize("kind", ["up", "any"])
-@pytest.mark.parametrize("kw", [{}, {"chain": True}])  # flat: its leaf rule fails where the IK root has no bone
+@pytest.mark.parametrize("kw", [{}, {"chain": True}, {"flat": True}])  # flat had failed: the boneless root a leaf
 def test_cmu_answers_turn_with_the_input(cmu, kind, kw, torch_threads):
     rig, q, pos = cmu
     r = rig.ik_root

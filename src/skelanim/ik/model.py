@@ -183,7 +183,8 @@ class IKGAT(nn.Module):
         self.register_buffer("pick_primary", pick_primary, persistent=False)
         self.register_buffer("differences", torch.cat([(eye - pick_parent) * rig.has_parent[:, None], pick_primary - eye]),
                              persistent=False)  # fmt: skip
-        leaves = [i for i in range(j) if not bool(self.has_bone[i]) and i >= rig.ik_root]
+        # leaves take their parent's frame; an IK root without a bone (CMU's hips) has none and keeps its own
+        leaves = [i for i in range(j) if not bool(self.has_bone[i]) and i > rig.ik_root]
         self.register_buffer("leaf_joints", torch.tensor(leaves, dtype=torch.long), persistent=False)
         self.register_buffer("leaf_parents", torch.tensor([rig.parents[i] for i in leaves], dtype=torch.long),
                              persistent=False)  # fmt: skip
