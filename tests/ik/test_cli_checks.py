@@ -90,3 +90,24 @@ def test_init_of_another_architecture_says_which_option(bandai_files, mocap_file
                  *TINY]) == 2  # fmt: skip
     assert "do not fit this data: they are for a skeleton of 22 joints, the data's has 31" in _error(capsys)
     assert not out.exists()
+
+
+def test_init_keeps_the_root_frame_its_weights_were_trained_on(mocap_files, tmp_path, capsys):
+    """A model saved before the root frame looked through CMU's zero-offset hip joints has world-axis features;
+    fine-tuning it (``--init``) keeps them, and one saved since keeps its own."""
+    cmu = [a for f in mocap_files(["cmu_cgspeed_max/131_01.bvh", "cmu_cgspeed_max/131_02.bvh"]) for a in ("--data", str(f))]
+    new = tmp_path / "new"
+    assert main(["ik", "train", *cmu, "-o", str(new), "--hidden", "8", "--heads", "2", "--layers", "1", *TINY]) == 0
+    config = json.loads((new / "config.json").read_text())
+    assert config["architecture"]["root_frame_descendants"] is True
+    old = tmp_path / "old"  # as saved before the option: no key
+    shutil.copytree(new, old)
+    del config["architecture"]["root_frame_descendants"]
+    config.pop("weights_file_sha256", None)
+    (old / "config.json").write_text(json.dumps(config))
+    small = ["--hidden", "8", "--heads", "2", "--layers", "1", *TINY]
+    for init, kept in ((old, False), (new, True)):
+        out = tmp_path / f"from_{init.name}"
+        assert main(["ik", "train", *cmu, "-o", str(out), "--init", str(init), *small]) == 0
+        assert json.loads((out / "config.json").read_text())["architecture"]["root_frame_descendants"] is kept
+    capsys.readouterr()

@@ -15,7 +15,7 @@ import math
 import sys
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any, cast
 
@@ -219,7 +219,8 @@ def _init_weights(init: str | Path, gat: GATConfig) -> tuple[dict[str, Tensor], 
         raise FormatError(f"--init needs an IK-GAT model folder ({FORMAT}), not {config.get('format')!r}", path=init)
     theirs, ours = config.get("architecture"), gat.to_dict()
     theirs = theirs if isinstance(theirs, dict) else {}
-    differ = [k for k in ours if k in theirs and theirs[k] != ours[k]]
+    # the root frame is not an option: fine-tuning keeps the one the weights were trained on (train_ik)
+    differ = [k for k in ours if k in theirs and theirs[k] != ours[k] and k != "root_frame_descendants"]
     if differ:
         raise FormatError(f"--init weights do not fit this architecture: they were trained with {_options(theirs, differ)} "
                           f"(this run: {_options(ours, differ)}); give the same options", path=init)  # fmt: skip
@@ -308,6 +309,10 @@ def train(
     gat, loop, weights = gat or GATConfig(), loop or TrainConfig(), weights or LossWeights()
     _check_weights(weights)
     init_files = None if init is None else _init_weights(init, gat)  # before the data: a misfit is said at once
+    if init_files is not None:  # its weights saw features in their root frame (a config without the key: world axes)
+        architecture = init_files[1].get("architecture")
+        gat = replace(gat, root_frame_descendants=GATConfig.from_dict(
+            architecture if isinstance(architecture, dict) else {}).root_frame_descendants)  # fmt: skip
     ddp.setup()
     say = log or (lambda line: print(line, file=sys.stderr, flush=True))
     say = say if ddp.is_main() else (lambda line: None)
