@@ -151,6 +151,7 @@ def test_the_angles_read_cannot_be_edited_behind_the_lazy_rotations() -> None:
 def test_positions_only_and_component_major_fk_equal_forward_kinematics(
         frames: int, block: int, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(kinematics, "_BLOCK", block)
+    monkeypatch.setattr(kinematics, "_MIN_POSES", 1)
     rng = np.random.default_rng(frames)
     parents = [-1, 0, 1, 1, 0, 4, 5]
     q = torch.from_numpy(rng.normal(size=(frames, 7, 4)))
@@ -187,6 +188,7 @@ def test_positions_only_and_component_major_fk_equal_forward_kinematics(
 @pytest.mark.parametrize("block", [32768, 5 * 2])  # one block; blocks of 2 poses (joined out of place)
 def test_positions_only_gradients_are_exact(block: int, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(kinematics, "_BLOCK", block)
+    monkeypatch.setattr(kinematics, "_MIN_POSES", 1)
     rng = np.random.default_rng(5)
     parents = [-1, 0, 1, 0, 3]
     q = torch.from_numpy(rng.normal(size=(3, 5, 4))).requires_grad_()

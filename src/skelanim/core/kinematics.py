@@ -210,6 +210,9 @@ def _fk_levels(local: torch.Tensor, translations: torch.Tensor, root: torch.Tens
 
 
 _BLOCK = 49152  # joint-poses per block: the temporaries of a block stay in cache and are reused by the next
+#: Poses per block at least: each block pays every tree level's operations once, so a deep chain (hundreds of
+#: levels of one joint) in blocks of _BLOCK // J poses had paid them F J / _BLOCK times (time ~ F J^2)
+_MIN_POSES = 1024
 
 #: Local quaternion components of poses ``[start, stop)`` and of the given joints (in their order):
 #: ``(start, stop, joints) -> (4, len(joints), stop - start)``.
@@ -235,7 +238,7 @@ def _fk_blocks(local: torch.Tensor | LocalBlock, n: int, translations: torch.Ten
     n_joints = len(parents)
     inverse = _index_tensors(parents, translations.device)[1]
     needed = _rotated_joints(parents, rotations, translations.device)
-    step = max(1, _BLOCK // max(n_joints, 1))
+    step = max(_MIN_POSES, _BLOCK // max(n_joints, 1))
 
     def block(x: torch.Tensor, i: int) -> torch.Tensor:
         return (x if x.shape[-1] == 1 else x[..., i : i + step]).contiguous()
