@@ -109,7 +109,7 @@ def test_convert_says_when_a_loop_is_lost_and_puts_it_back(tmp_path: Path, capsy
     code, _, err = run(["convert", str(src), str(tmp_path / "x.bvh"), "--loop", "wrap"], capsys)
     assert code == 2 and "a .bvh file has no loop field" in err and not (tmp_path / "x.bvh").exists()
     code, _, err = run(["convert", str(src), str(tmp_path / "x.txt"), "--loop", "yes"], capsys)
-    assert code == 2 and "expected wrap or none" in err and not (tmp_path / "x.txt").exists()
+    assert code == 2 and "--loop: expected wrap or none" in err and not (tmp_path / "x.txt").exists()
 
 
 def test_positions_npz_loads_without_pickle(tmp_path: Path, capsys):

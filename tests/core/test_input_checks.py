@@ -249,6 +249,10 @@ def test_motion_frames_accepted_indices() -> None:
                        (np.array([1, 0, 1], np.uint8), [1, 0, 1]), (torch.tensor([3, 1], dtype=torch.uint8), [3, 1]),
                        (np.array([2, 2], np.uint16), [2, 2])):  # fmt: skip
         assert picked[good].root_positions[:, 0].tolist() == [3.0 * r for r in rows], good
+    # a step beyond torch's index range (skelanim view --stride 2**63 - 1) had overflowed step x stride in torch
+    for step in (5, 2**62, 2**63 - 1, 2**70):
+        assert picked[1::step].root_positions[:, 0].tolist() == [3.0], step
+        assert picked[::step].num_frames == 1
 
 
 def test_assigned_rotations_get_the_constructors_shape_check() -> None:

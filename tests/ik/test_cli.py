@@ -533,3 +533,11 @@ def test_refining_a_body_of_other_proportions_is_warned(positions_file):
         height = skeleton.height()
         solve(exact + rng.normal(0.0, 0.01 * height, exact.shape), names=skeleton.names, refine=True)
         solve(exact[:1] + rng.normal(0.0, 0.01 * height, exact[:1].shape), names=skeleton.names, refine=True)
+
+
+def test_solve_says_a_scale_that_overflows_is_the_scale(positions_file, tmp_path, capsys):
+    """``--scale 1e308`` printed numpy's overflow warning and blamed the file ("position is not finite")."""
+    out = tmp_path / "x.bvh"
+    assert main(["ik", "solve", str(positions_file), "-o", str(out), "--scale", "1e308"]) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and "--scale" in err and "overflows" in err and not out.exists()

@@ -117,6 +117,13 @@ def test_generate_leaves_no_part_of_a_batch_when_a_write_fails(shipped, tmp_path
     assert not out.exists() and len(calls) == 2
 
 
+def test_generate_refuses_a_count_beyond_any_use(shipped, tmp_path, capsys):
+    """``-n`` above 2**63 reached numpy's index conversion (an OverflowError traceback)."""
+    assert main(["generate", "--content", "walk", "-n", str(2**64), "-o", str(tmp_path / "g")]) == 2
+    err = capsys.readouterr().err
+    assert "'-n'" in err and len(err.strip().splitlines()) == 1 and not (tmp_path / "g").exists()
+
+
 def test_generate_seconds_writes_longer_motion_in_one_piece(shipped, tmp_path, capsys):
     assert main(["generate", "--content", "walk", "--seconds", "6", "-n", "1", "-o", str(tmp_path / "long")]) == 0
     motion = skelanim.load(tmp_path / "long" / "walk_normal_00.bvh")

@@ -223,7 +223,8 @@ def convert(
     keeps_loop = dst.suffix.lower() in LOOPING_FORMATS
     if loop is not None and (loop not in ("wrap", "none") or not keeps_loop):
         raise typer.BadParameter(f"expected wrap or none, got {loop!r}" if loop not in ("wrap", "none") else
-                                 f"a {dst.suffix or 'suffix-less'} file has no loop field ({', '.join(LOOPING_FORMATS)} do)")  # fmt: skip
+                                 f"a {dst.suffix or 'suffix-less'} file has no loop field ({', '.join(LOOPING_FORMATS)} do)",
+                                 param_hint="--loop")  # fmt: skip
     up_axis = check_up(up)
     if up_axis is not None and dst.suffix.lower() not in (".glb", ".gltf"):
         raise typer.BadParameter(f"a {dst.suffix or 'suffix-less'} file keeps the source's axes; --up is for .glb/.gltf",

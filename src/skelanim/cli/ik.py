@@ -142,6 +142,8 @@ def solve(
 
     Positions must be in the model's units (the shipped model: centimetres; --scale converts); other units are
     refused."""
+    import numpy as np
+
     import skelanim
     from skelanim.cli.files import check_output
     from skelanim.ik.solve import ALL_METHODS
@@ -163,7 +165,10 @@ def solve(
     if fps is not None:
         data = dataclasses.replace(data, fps=fps)
     if scale is not None:
-        data = dataclasses.replace(data, positions=data.positions * scale)
+        with np.errstate(over="ignore"):  # an overflow is said below, in one line
+            data = dataclasses.replace(data, positions=data.positions * scale)
+        if not np.isfinite(np.asarray(data.positions)).all():  # the input check would blame the file
+            raise typer.BadParameter(f"{scale:g} times the positions of {src} overflows", param_hint="--scale")
     motion = run(data, ik_model, refine=refine, method=method, source=src)
     skelanim.save(motion, out)
     typer.echo(f"wrote {out} ({motion.num_frames} frames at {motion.fps:g} fps, method {motion.metadata['ik_method']})")

@@ -435,7 +435,7 @@ def generate_cmd(
         None, "--style", help="Style class (happy, angry, ...; default: normal; left out for a generator trained "
         "without styles).", callback=check_style
     ),
-    n: int = typer.Option(4, "-n", min=1, help="Motions to write."),
+    n: int = typer.Option(4, "-n", min=1, max=1_000_000, help="Motions to write."),
     out: Path = typer.Option(..., "-o", "--out", help="Folder for the BVH files."),
     model: Path | None = typer.Option(None, "--model", "-m", help="Generator folder (default: the shipped one)."),
     interpolate: list[Path] | None = typer.Option(

@@ -433,6 +433,8 @@ class Motion:
             frames = slice(index, index + 1 if index != -1 else None)
         elif isinstance(frames, slice) and frames.step is not None and frames.step < 0:  # torch slices step forward
             frames = torch.tensor(range(self.num_frames)[frames], dtype=torch.long)  # e.g. motion[::-1], played back
+        elif isinstance(frames, slice) and frames.step is not None and frames.step > self.num_frames:
+            frames = slice(frames.start, frames.stop, max(self.num_frames, 1))  # the same frame; torch's step x stride overflowed
         jt = None if self.joint_translations is None else self.joint_translations[frames]
         source = self.__dict__["_rotations"]  # Euler angles stay unconverted
         return replace(

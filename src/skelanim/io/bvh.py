@@ -61,6 +61,7 @@ words are fine.
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -474,7 +475,8 @@ def dumps(motion: Motion, *, precision: int = 6) -> str:
     motion:
         Any :class:`Motion`; each joint is written with the channels in ``motion.skeleton.channels``.
     precision:
-        Decimals of the channel values (offsets are written exactly).
+        Decimals of the channel values (offsets are written exactly); more for a figure under 1 unit tall,
+        whose positions are kept to 1e-6 of its rest height.
 
     Returns
     -------
@@ -517,6 +519,9 @@ def _text_blocks(motion: Motion, precision: int) -> Iterator[str]:
     if not isinstance(precision, (int, np.integer)) or not 0 <= precision <= 17:
         raise ValueError(f"precision must be an integer in [0, 17], got {precision!r}")
     skeleton = motion.skeleton
+    height = skeleton.height()
+    if 0 < height < 1:  # positions kept to 1e-6 of a figure under 1 unit tall (convert --scale 1e-9 had written 0s)
+        precision = min(17, max(int(precision), math.ceil(6 - math.log10(height))))
     parents = skeleton.parents
     order = _dfs_order(parents)
     # a file's several ROOTs read under a scene joint (bvh_parse.SCENE_ROOT) are written as ROOTs again, where the
