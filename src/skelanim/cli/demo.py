@@ -22,6 +22,7 @@ def demo(
     from skelanim import ops
     from skelanim.cli.files import describe
     from skelanim.data.samples import CLIPS, sample_path
+    from skelanim.io.atomic import atomic_open
 
     if clip not in CLIPS:
         raise typer.BadParameter(f"expected one of {', '.join(CLIPS)}, got {clip!r}", param_hint="--clip")
@@ -33,7 +34,8 @@ def demo(
     motion = skelanim.load(source)
     typer.echo(f"loaded {source.name}: {motion.skeleton.num_joints} joints, {motion.num_frames} frames at {motion.fps:g} fps")
 
-    (out / "info.json").write_text(json.dumps(describe(motion, str(source)), indent=2))
+    with atomic_open(out / "info.json") as handle:  # a failure (a full disk) leaves no info.json, and names it
+        handle.write(json.dumps(describe(motion, str(source)), indent=2))
     skelanim.save(motion, out / f"{clip}.bvh")
     back = skelanim.load(out / f"{clip}.bvh")
     order = [back.skeleton.index(name) for name in motion.skeleton.names]  # BVH stores joints depth-first

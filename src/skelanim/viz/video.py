@@ -65,6 +65,7 @@ from skelanim.viz._draw import (
     skeleton_figure,
     travel_direction,
 )
+from skelanim.viz.mp4 import write_mp4
 
 __all__ = [
     "MAX_GIF_FPS", "VIDEO_SUFFIXES", "check_video_path", "fit_text", "frame_count", "frame_indices", "gif_durations",
@@ -404,14 +405,6 @@ def render_frames(
         yield np.asarray(image)
 
 
-def _encoder_error(exc: OSError, tmp: Path) -> OSError:
-    """ffmpeg stopped (its pipe broke): the first line of the encoder's message as an OS error about ``tmp``
-    without an errno, so the atomic write names the output and says when the disk is full
-    (:mod:`skelanim.io.atomic`)."""
-    first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-    return OSError(None, f"the video encoder (ffmpeg) stopped: {first}", str(tmp))
-
-
 def _gif_steps(fps: float) -> Iterator[int]:
     """GIF durations (ms) one frame at a time, for a stream whose length is not known in advance: whole
     centiseconds whose running sum tracks ``(k + 1) / fps``, at least 1 cs a frame (:func:`gif_durations`)."""
@@ -512,21 +505,7 @@ def render_video(
     frames = itertools.chain([first], frames)
     with atomic_path(target) as tmp:
         if suffix == ".mp4":
-            import imageio_ffmpeg
-
-            writer = imageio_ffmpeg.write_frames(  # ffmpeg quiet: its failure becomes one error below
-                str(tmp), (int(size[0]), int(size[1])), fps=float(fps), codec="libx264", pix_fmt_out="yuv420p",
-                quality=6, macro_block_size=1, ffmpeg_log_level="quiet", output_params=["-preset", "veryfast"],
-            )
-            try:
-                writer.send(None)
-                try:
-                    for frame in frames:
-                        writer.send(np.ascontiguousarray(frame))
-                finally:
-                    writer.close()
-            except OSError as exc:
-                raise _encoder_error(exc, tmp) from None
+            write_mp4(frames, tmp, target, size, fps)
         else:
             _write_gif(frames, tmp, fps)
     return target
