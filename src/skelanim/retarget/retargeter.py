@@ -9,7 +9,8 @@ Methods (:data:`METHODS`):
 ``naive``  local rotations copied joint to joint, ignoring rest poses (for contrast only)
 =========  ======================================================================================
 
-``step(frame)`` advances a stream by one frame; ``__call__(motion)`` runs a whole clip from a fresh state.
+``step(frame)`` advances a stream by one frame; ``__call__(motion)`` runs a whole clip from a fresh state, in
+blocks of frames that carry the stream state (:mod:`.blocks`: memory grows with the result only, the same bits).
 Every method is causal, so a clip equals stepping through it frame by frame given the same floors and rate: a
 clip's default floor is where its feet stand over the whole clip (:func:`standing_level`), which a stream cannot
 know ahead, so a stream's is where the source clip the Retargeter was built from stands, else 0 (as the exported
@@ -44,6 +45,7 @@ from skelanim.nn.device import module_device, to_device
 from skelanim.ops.normalize import rotate
 from skelanim.ops.resample import resample, sample_frames
 from skelanim.retarget.baselines import FEET, ContactState, IKRetarget, PinState, causal_contacts, copy_hips
+from skelanim.retarget.blocks import clip_levels, first_non_finite_translation, run_clip
 from skelanim.retarget.mapping import CANONICAL_JOINTS, map_skeleton
 from skelanim.retarget.model import DEFAULT_MODEL, NKN, NKNState, load_nkn
 from skelanim.retarget.online import OnnxStep, onnx_available
@@ -328,24 +330,21 @@ class Retargeter:
 
     def _core(
         self, rotations: Tensor, translations: Tensor, fps: float, floor: float | None,
-        contacts: ContactState, state: NKNState, pins: PinState,
+        contacts: ContactState, state: NKNState, pins: PinState, lift: float | None = None,
     ) -> tuple[Tensor, Tensor, Tensor | None, ContactState, NKNState, PinState]:  # fmt: skip
         """Target local quaternions ``(F, J_B, 4)``, root positions ``(F, 3)``, joint translations (or
         ``None``) and the new stream states (contacts, the NKN's, the IK's foot pins) for ``F`` source frames
-        (``floor`` ``None``: the frames' :func:`standing_level`). A pure function of its inputs (what :meth:`step`
-        traces)."""
+        (``floor`` ``None``: the frames' :func:`standing_level`, lifted as :func:`~.blocks.clip_levels` says; else
+        lifted by ``lift``, default onto ``target_floor``). A pure function of its inputs (what :meth:`step` traces)."""
         s, t = self.source, self.target
         local = quat_to_matrix(rotations)
         extras = self._extra_joints
         frames, pos, extra_world = s.encode_matrices(local, translations, None if extras is None else extras[1])
-        lift = self.target_floor or 0.0
         if floor is None:  # a clip: from where its feet stand; onto where the target's do, else as high above y = 0
-            feet = pos[:, list(FEET), 1]
-            level = standing_level(feet)
-            if self.target_floor is None:
-                lift = (level - floor_level(feet, s.height)) * t.leg_length / s.leg_length
+            level, lift = clip_levels(s, t, pos[:, list(FEET), 1], self.target_floor)
         else:
             level = floor
+            lift = (self.target_floor or 0.0) if lift is None else lift
         if level != 0.0:
             pos = pos - torch.tensor([0.0, level, 0.0], dtype=pos.dtype)
         hips = copy_hips(pos[:, 0], s, t)
@@ -384,12 +383,12 @@ class Retargeter:
         return self.net(*inputs, fps, state)
 
     def _run(
-        self, rotations: Tensor, translations: Tensor, fps: float, floor: float | None
+        self, rotations: Tensor, translations: Tensor, fps: float, floor: float | None, lift: float | None = None
     ) -> tuple[Tensor, Tensor, Tensor | None]:
         """:meth:`_core` on the Retargeter's own stream state (updated)."""
         with torch.inference_mode():
             q, root, trans, self._contacts, self._nkn_state, self._pins = self._core(
-                rotations, translations, fps, floor, self._contacts, self._nkn_state, self._pins)  # fmt: skip
+                rotations, translations, fps, floor, self._contacts, self._nkn_state, self._pins, lift)  # fmt: skip
         return q, root, trans
 
     def _step_module(self) -> nn.Module:
@@ -556,12 +555,11 @@ class Retargeter:
                                 path=motion.metadata.get("path"))  # fmt: skip
         if motion.num_frames == 0:
             raise RetargetError("the motion has no frames", path=motion.metadata.get("path"))
-        local = motion.local_translations()  # computed once: checked, then retargeted
-        for label, values in (("rotation", motion.rotations), ("position", local)):
-            bad = first_non_finite(values)
-            if bad is not None:
-                raise RetargetError(f"non-finite {label}", path=motion.metadata.get("path"),
-                                    where=f"frame {bad[0]}, joint {motion.skeleton.names[bad[1]]}")  # fmt: skip
+        bad = first_non_finite(motion.rotations)  # then the local translations, never whole (.blocks)
+        label, bad = ("rotation", bad) if bad is not None else ("position", first_non_finite_translation(motion))
+        if bad is not None:
+            raise RetargetError(f"non-finite {label}", path=motion.metadata.get("path"),
+                                where=f"frame {bad[0]}, joint {motion.skeleton.names[bad[1]]}")  # fmt: skip
         if self.net is not None and abs(motion.fps / self.net.train_fps - 1.0) > NKN_RATE_TOLERANCE:
             # the NKN's recurrent steps learned the training rate: a 120 fps clip read at 120 fps skated twice as
             # much as read at 30 (an audit: 0.066 against 0.033, copy 0.076 / 0.070); read at the training rate,
@@ -570,12 +568,12 @@ class Retargeter:
             times = torch.arange(motion.num_frames, dtype=torch.float64) * (self.net.train_fps / motion.fps)
             times = times.clamp(max=float(at_training_rate.num_frames - 1))
             return sample_frames(at_training_rate, times, motion.fps)
-        rotations = motion.rotations.to(torch.float64)
+        rotations, clip = motion.rotations.to(torch.float64), motion
         if self.source_turn is not None:  # the clip's world turned Y up, as the source rig was built
-            turned = rotate(motion, self.source_turn)
-            rotations, local = turned.rotations, turned.local_translations()
+            clip = rotate(motion, self.source_turn)
+            rotations = clip.rotations
         self.reset()
-        q, root, trans = self._run(rotations, local, motion.fps, self.floor)
+        q, root, trans = run_clip(self, rotations, clip, motion.fps, self.floor)  # in blocks of frames (.blocks)
         self.reset()
         meta = {"retarget_method": self.method, "retarget_source": str(motion.metadata.get("path", ""))}
         out = Motion(self.target.skeleton, q, root, motion.fps, joint_translations=trans, metadata=meta)

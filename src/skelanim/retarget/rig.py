@@ -448,6 +448,12 @@ class CanonicalRig:
         frames = world[..., :n, :, :] @ k
         return frames, pos[..., :n, :], (None if extra is None else world[..., n:, :, :])
 
+    def slot_positions(self, local: Tensor, translations: Tensor, slots: list[int]) -> Tensor:
+        """``(F, S, 3)`` positions of the canonical ``slots`` only, as :meth:`encode_matrices` gives them (the same
+        products along their root paths): what a clip's feet need (:mod:`.blocks`)."""
+        joints = [int(self.joint_of_slot[s]) for s in slots]
+        return forward_kinematics_joints(local, translations.to(local.dtype), self.parents, joints)[1]
+
     def encode(self, rotations: Tensor, translations: Tensor) -> tuple[Tensor, Tensor]:
         """Bone frames ``(F, 22, 3, 3)`` and positions ``(F, 22, 3)`` from ``(F, J, 4)`` local quaternions
         (see :meth:`encode_matrices`)."""
