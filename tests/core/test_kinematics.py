@@ -216,18 +216,22 @@ def test_end_sites_of_a_motion_on_a_device_are_computed_there(mocap_dir) -> None
 
 def test_a_deep_chain_is_not_cut_into_more_blocks_than_poses_need(monkeypatch: pytest.MonkeyPatch) -> None:
     """Each block runs every tree level once: a 400-joint chain in blocks of _BLOCK // J = 122 poses had paid
-    its 400 levels' operations 17 times for 2,000 poses (0.76 s for an 800-joint chain, now 0.20 s); blocks hold
-    at least _MIN_POSES poses, and the bits do not change."""
-    parents = [-1, *range(399)]
+    its 400 levels' operations 17 times for 2,000 poses (0.76 s for an 800-joint chain, now 0.18 s); a deep tree's
+    blocks hold at least _POSES_PER_LEVEL poses a level (up to _MIN_POSES), a shallow one's keep _BLOCK // J poses
+    (bigger blocks had made a 100-joint rig 1.6-3 times slower), and the bits do not change."""
     rng = np.random.default_rng(4)
-    q = torch.from_numpy(rng.normal(size=(2000, 400, 4)))
-    t = torch.from_numpy(rng.normal(size=(2000, 400, 3)) * 0.01)
     calls = []
     levels = kinematics._fk_levels
     monkeypatch.setattr(kinematics, "_fk_levels", lambda *a, **k: calls.append(1) or levels(*a, **k))
-    rot, pos = forward_kinematics(q, t, parents)
-    assert len(calls) == -(-2000 // max(kinematics._MIN_POSES, kinematics._BLOCK // 400)) <= 2
+    chain, star = [-1, *range(399)], [-1] + [0] * 399
+    q = torch.from_numpy(rng.normal(size=(2000, 400, 4)))
+    t = torch.from_numpy(rng.normal(size=(2000, 400, 3)) * 0.01)
+    rot, pos = forward_kinematics(q, t, chain)
+    assert len(calls) == -(-2000 // kinematics._MIN_POSES) == 2
+    calls.clear()
+    forward_kinematics(q, t, star)  # two levels: blocks of _BLOCK // 400 poses
+    assert len(calls) == -(-2000 // (kinematics._BLOCK // 400)) == 17
     monkeypatch.setattr(kinematics, "_MIN_POSES", 1)
     calls.clear()
-    small = forward_kinematics(q, t, parents)
-    assert len(calls) == -(-2000 // (kinematics._BLOCK // 400)) and torch.equal(small[1], pos) and torch.equal(small[0], rot)
+    small = forward_kinematics(q, t, chain)
+    assert len(calls) == 17 and torch.equal(small[1], pos) and torch.equal(small[0], rot)

@@ -210,8 +210,10 @@ def _fk_levels(local: torch.Tensor, translations: torch.Tensor, root: torch.Tens
 
 
 _BLOCK = 49152  # joint-poses per block: the temporaries of a block stay in cache and are reused by the next
-#: Poses per block at least: each block pays every tree level's operations once, so a deep chain (hundreds of
-#: levels of one joint) in blocks of _BLOCK // J poses had paid them F J / _BLOCK times (time ~ F J^2)
+#: Poses per block per tree level, at least (up to :data:`_MIN_POSES`): each block pays every level's operations
+#: once, so a deep chain (hundreds of levels of one joint) in blocks of _BLOCK // J poses had paid them F J / _BLOCK
+#: times (time ~ F J^2); a shallow rig keeps blocks of _BLOCK // J poses, whose temporaries stay in cache
+_POSES_PER_LEVEL = 16
 _MIN_POSES = 1024
 
 #: Local quaternion components of poses ``[start, stop)`` and of the given joints (in their order):
@@ -238,7 +240,8 @@ def _fk_blocks(local: torch.Tensor | LocalBlock, n: int, translations: torch.Ten
     n_joints = len(parents)
     inverse = _index_tensors(parents, translations.device)[1]
     needed = _rotated_joints(parents, rotations, translations.device)
-    step = max(_MIN_POSES, _BLOCK // max(n_joints, 1))
+    levels = len(_tree_levels(parents))
+    step = max(_BLOCK // max(n_joints, 1), min(_MIN_POSES, _POSES_PER_LEVEL * levels), 1)
 
     def block(x: torch.Tensor, i: int) -> torch.Tensor:
         return (x if x.shape[-1] == 1 else x[..., i : i + step]).contiguous()
