@@ -109,5 +109,29 @@ def test_init_keeps_the_root_frame_its_weights_were_trained_on(mocap_files, tmp_
     for init, kept in ((old, False), (new, True)):
         out = tmp_path / f"from_{init.name}"
         assert main(["ik", "train", *cmu, "-o", str(out), "--init", str(init), *small]) == 0
-        assert json.loads((out / "config.json").read_text())["architecture"]["root_frame_descendants"] is kept
+        architecture = json.loads((out / "config.json").read_text())["architecture"]
+        assert architecture.get("root_frame_descendants", False) is kept  # written only where set
     capsys.readouterr()
+
+
+def test_a_run_started_before_the_root_frame_option_resumes(mocap_files, tmp_path, monkeypatch, capsys):
+    """A run started before ``root_frame_descendants`` recorded no such key; resuming it had been refused
+    ("architecture.root_frame_descendants null -> true") with advice no option could follow. It resumes with the
+    frame it started with, and its folder reads as before."""
+    from dataclasses import asdict
+
+    from skelanim.ik.model import GATConfig
+
+    cmu = [a for f in mocap_files(["cmu_cgspeed_max/131_01.bvh", "cmu_cgspeed_max/131_02.bvh"]) for a in ("--data", str(f))]
+    args = ["ik", "train", *cmu, "-o", str(tmp_path / "run"), "--hidden", "8", "--heads", "2", "--layers", "1",
+            "--batch-size", "16", "--max-frames-per-file", "20", "--threads", "1", "--no-progress", "--epochs", "2"]  # fmt: skip
+    with monkeypatch.context() as old:  # the code of before: no key written, every rig on the old frame
+        old.setattr(GATConfig, "to_dict", lambda self: {k: v for k, v in asdict(self).items() if k != "root_frame_descendants"})
+        old.setattr(GATConfig, "root_frame_descendants", False)
+        assert main([*args, "--max-steps", "1"]) == 0
+    config = json.loads((tmp_path / "run" / "config.json").read_text())
+    assert "root_frame_descendants" not in config["architecture"]
+    capsys.readouterr()
+    assert main([*args, "--resume"]) == 0, capsys.readouterr().err
+    config = json.loads((tmp_path / "run" / "config.json").read_text())
+    assert "root_frame_descendants" not in config["architecture"]  # read back as the world axes it trained on

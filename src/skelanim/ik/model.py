@@ -101,8 +101,12 @@ class GATConfig:
         return cls(**{"root_frame_descendants": False, **{k: v for k, v in data.items() if k in names}})
 
     def to_dict(self) -> dict[str, Any]:
-        """Plain dict for JSON."""
-        return asdict(self)
+        """Plain dict for JSON; ``root_frame_descendants`` only where set, so a model or run of before it (which
+        :meth:`from_dict` reads as unset) is written, resumed and compared as it was."""
+        out = asdict(self)
+        if not out["root_frame_descendants"]:
+            del out["root_frame_descendants"]
+        return out
 
 
 class IKGAT(nn.Module):

@@ -209,6 +209,18 @@ def _options(arch: dict[str, Any], keys: Sequence[str]) -> str:
     return " ".join(words)
 
 
+def _started_architecture(out: str | Path, resume: bool) -> dict[str, Any] | None:
+    """The architecture recorded in ``out``'s ``config.json`` when resuming a run there (None otherwise): its
+    root frame is not an option (a run started before it records none, and the resume check had refused it)."""
+    config = Path(out) / "config.json"
+    if not resume or not config.is_file():
+        return None
+    from skelanim.nn.checkpoint import read_model_config
+
+    architecture = read_model_config(config).get("architecture")
+    return architecture if isinstance(architecture, dict) else None
+
+
 def _init_weights(init: str | Path, gat: GATConfig) -> tuple[dict[str, Tensor], dict[str, Any]]:
     """The weights and config of the ``init`` model folder, refused (one line) where its architecture is not
     ``gat``."""
@@ -309,10 +321,9 @@ def train(
     gat, loop, weights = gat or GATConfig(), loop or TrainConfig(), weights or LossWeights()
     _check_weights(weights)
     init_files = None if init is None else _init_weights(init, gat)  # before the data: a misfit is said at once
-    if init_files is not None:  # its weights saw features in their root frame (a config without the key: world axes)
-        architecture = init_files[1].get("architecture")
-        gat = replace(gat, root_frame_descendants=GATConfig.from_dict(
-            architecture if isinstance(architecture, dict) else {}).root_frame_descendants)  # fmt: skip
+    started = _started_architecture(out, resume) if init_files is None else init_files[1].get("architecture")
+    if isinstance(started, dict):  # its weights saw features in that run's root frame (no key: world axes)
+        gat = replace(gat, root_frame_descendants=GATConfig.from_dict(started).root_frame_descendants)
     ddp.setup()
     say = log or (lambda line: print(line, file=sys.stderr, flush=True))
     say = say if ddp.is_main() else (lambda line: None)
