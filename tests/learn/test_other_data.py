@@ -150,6 +150,13 @@ def test_recognition_and_generation_with_a_label_pattern_on_another_skeleton(xia
     assert main(["generate", "--model", str(gen), "--content", "13", "--style", "angry", "-n", "1", "-o", str(tmp_path / "g")]) == 0
     (sample,) = (tmp_path / "g").glob("*.bvh")
     assert skelanim.load(sample).skeleton.num_joints == 31
+    # the generator keeps its --labels, so --interpolate reads Xia's names by it (they had read as content 'angry')
+    assert json.loads((gen / "config.json").read_text())["labels"] == XIA_LABELS
+    a, b = sorted(xia.glob("*_13_*.bvh"))
+    code, _, err = _run(capsys, ["generate", "--model", str(gen), "--interpolate", str(a), "--interpolate", str(b),
+                                 "-n", "2", "-o", str(tmp_path / "i")])  # fmt: skip
+    assert code == 0, err
+    assert len(list((tmp_path / "i").glob("interp_*.bvh"))) == 2
 
 
 def test_motion_in_other_units_is_refused_or_read_at_the_models_size(learn_files, tmp_path, capsys):

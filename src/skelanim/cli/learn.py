@@ -308,7 +308,7 @@ def generate_train(
                                  weights={"beta": beta, "free_bits": free_bits, "w_vel": vel, "adversarial": adversarial,
                                           "w_speed": speed, "w_speed_frames": speed_frames, "w_contact": contact_match, "w_fake_skate": sample_skate,
                                           "recognition": recognition}, options=options,
-                                 recognizer=rec, init=init, resume=resume, command=command_line())  # fmt: skip
+                                 recognizer=rec, init=init, resume=resume, command=command_line(), labels=labels)  # fmt: skip
     last = result["gan"] or result["vae"]
     if gan_epochs and not result["vae_finished"]:
         typer.echo("note: the VAE stage stopped before its last epoch (--max-steps); --resume finishes it, then "
@@ -455,7 +455,7 @@ def generate_cmd(
 
     import skelanim
     from skelanim.cli.files import check_not_an_input
-    from skelanim.data.labels import LabelError, known_labels
+    from skelanim.data.labels import LabelError, known_labels, label_parser
     from skelanim.io.atomic import atomic_paths
     from skelanim.learn.common import skeleton_mismatch
     from skelanim.learn.generate import Generator
@@ -474,9 +474,13 @@ def generate_cmd(
         if len(interpolate) != 2:
             raise typer.BadParameter("give --interpolate exactly twice (two files)", param_hint="--interpolate")
         motions = [skelanim.load(p) for p in interpolate]
+        parse = label_parser(gen.labels) if gen.labels is not None else None  # the scheme it was trained with
         labels = []
         for p, motion in zip(interpolate, motions):
-            lab = known_labels(p)
+            try:
+                lab = parse(p) if parse is not None else known_labels(p)
+            except LabelError:  # a name the scheme does not match: the known ones, else --content and --style
+                lab = known_labels(p)
             if not motion.skeleton.same_topology(gen.rig.skeleton):
                 raise skelanim.errors.SkeletonError(skeleton_mismatch("generator", gen.rig.skeleton, motion.skeleton), path=p)
             # the command line wins

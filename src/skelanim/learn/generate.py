@@ -138,15 +138,18 @@ class Generator(nn.Module):
         Frame rate.
     options : dict, optional
         :class:`~skelanim.learn.cvae.MotionCVAE` options.
+    labels : str, optional
+        How its training files' names carried their labels (``--labels``: a preset or a regular expression), so
+        that ``skelanim generate --interpolate`` reads other files' names alike; ``None``: the known schemes.
     """
 
     latent_mean: Tensor  # buffers
     latent_chol: Tensor
 
     def __init__(self, rig: Rig, contents: Sequence[str], styles: Sequence[str], *, length: int = 64, fps: float = 25.0,
-                 options: dict[str, Any] | None = None) -> None:  # fmt: skip
+                 options: dict[str, Any] | None = None, labels: str | None = None) -> None:  # fmt: skip
         super().__init__()
-        self.rig, self.length, self.fps = rig, int(length), float(fps)
+        self.rig, self.length, self.fps, self.labels = rig, int(length), float(fps), labels
         self.options = resolved_options(MotionCVAE, options)
         self.contents, self.styles = Vocabulary("content", tuple(contents)), Vocabulary("style", tuple(styles))
         dim = 6 * rig.num_joints + 4
@@ -199,13 +202,14 @@ class Generator(nn.Module):
         """JSON description to rebuild the module."""
         return {"format": FORMAT, "rig": self.rig.to_dict(), "contents": list(self.contents.names),
                 "styles": list(self.styles.names), "length": self.length, "fps": self.fps,
-                "options": self.options}  # fmt: skip
+                "options": self.options, **({"labels": self.labels} if self.labels is not None else {})}  # fmt: skip
 
     @classmethod
     def from_config(cls, config: dict[str, Any]) -> Generator:
         """Untrained module from :meth:`config` output."""
+        labels = config.get("labels")
         return cls(Rig.from_dict(config["rig"]), config["contents"], config["styles"], length=config["length"],
-                   fps=config["fps"], options=config.get("options"))  # fmt: skip
+                   fps=config["fps"], options=config.get("options"), labels=labels if isinstance(labels, str) else None)  # fmt: skip
 
     @classmethod
     def load(cls, folder: str | Path | None = None, *, default: str = "generate") -> Generator:

@@ -212,7 +212,8 @@ def train_generator(train_ds: MotionDataset, out: str | Path, *, length: int = 6
                     embed: Callable[..., tuple[Tensor, Tensor]] | None = None, reference: Tensor | None = None,
                     options: dict[str, Any] | None = None, weights: dict[str, float] | None = None,
                     recognizer: Recognizer | None = None, init: str | Path | None = None, resume: bool = False,
-                    command: str | None = None, log: Any = None, fit_prior: bool = True) -> dict[str, Any]:  # fmt: skip
+                    command: str | None = None, log: Any = None, fit_prior: bool = True,
+                    labels: str | None = None) -> dict[str, Any]:  # fmt: skip
     """Train the CVAE (``out/vae``), then refine it with the GAN (``out``); ``gan_loop=None`` skips stage 2
     and writes the VAE to ``out``. With ``recognizer`` and ``weights["recognition"] > 0`` the GAN stage adds
     the frozen recogniser's cross-entropy on the prior samples (:meth:`GenerateTask.recognition`). With
@@ -221,7 +222,8 @@ def train_generator(train_ds: MotionDataset, out: str | Path, *, length: int = 6
     ``fit_prior`` each stage's folder ends with its latent prior fitted to the aggregate posterior
     (:meth:`Generator.fit_latent`), and the GAN stage draws from it. A VAE stage stopped before its last epoch
     (``max_steps``) leaves the GAN stage for a ``resume`` that finishes it (the GAN stage had started from the
-    unfinished VAE, and a resume then went on from that stale start).
+    unfinished VAE, and a resume then went on from that stale start). ``labels`` (the ``--labels`` the data was
+    read with) is recorded in the model (:class:`Generator`).
 
     Returns
     -------
@@ -234,7 +236,7 @@ def train_generator(train_ds: MotionDataset, out: str | Path, *, length: int = 6
     w = {"beta": 2e-3, "w_pos": 2.0, "w_vel": 0.0, "w_skate": 1.0, "free_bits": 0.0, "w_fake_skate": 0.0,
          "w_speed": 0.0, "w_speed_frames": 0.0, "w_contact": 0.0, "adversarial": 0.02, "recognition": 0.0, **(weights or {})}
     model = Generator(train_ds.rig, sorted(set(train_ds.labels("content"))), sorted(set(train_ds.labels("style"))),
-                      length=length, fps=train_ds.fps, options=options)  # fmt: skip
+                      length=length, fps=train_ds.fps, options=options, labels=labels)  # fmt: skip
     meta = provenance(command, [c.path for c in train_ds.clips], vae_loop.seed)
     new_task = partial(GenerateTask, stride=stride, beta=w["beta"], w_pos=w["w_pos"], w_vel=w["w_vel"],
                        w_skate=w["w_skate"], free_bits=w["free_bits"], w_fake_skate=w["w_fake_skate"], embed=embed,
