@@ -4,6 +4,7 @@ names: one line naming the file or the option, exit 2, nothing written (a user-w
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -114,3 +115,13 @@ def test_predict_eval_retarget_says_a_folder_is_read_for_bvh_files(mocap_files, 
     err = capsys.readouterr().err
     assert err.startswith(f"error: {folder}: no .bvh files") and "name a file of another format" in err
     assert len(err.strip().splitlines()) == 1
+
+
+def test_predict_eval_retargets_a_lying_clip_in_the_models_frame(mocap_files, capsys):
+    """A crawl retargeted onto Bandai-Namco (whose rest pose lies along X) was guessed X-up and refused ("its up
+    axis is X, the model's Y"), though retargeting had put it in the model's frame: its up is the model's."""
+    crawl = mocap_files(["deepmimic/humanoid3d_crawl.txt"])[0]
+    assert main(["learn", "predict", "eval", "--data", str(crawl), "--labels", "none", "--retarget", "--stride", "25",
+                 "--json"]) == 0, capsys.readouterr().err  # fmt: skip
+    out = capsys.readouterr().out
+    assert json.loads(out)["methods"]["zero_velocity"]["mpjpe"][0] > 0

@@ -305,7 +305,7 @@ def retargeted_dataset(data: list[str], model, threads: int | None, mapping: Pat
         except skelanim.errors.SkelanimError as err:
             err.path = err.path or str(path)
             raise
-        clips.append(clip_from_motion(onto, fps=model.fps, name=path.stem, path=str(path)))
+        clips.append(clip_from_motion(onto, fps=model.fps, name=path.stem, path=str(path), up=model.rig.up))  # its frame
     return MotionDataset(clips=clips, rig=model.rig, fps=model.fps)
 
 

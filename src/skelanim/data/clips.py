@@ -121,7 +121,7 @@ def _check_finite(motion: Motion, path: str) -> None:
 
 
 def clip_from_motion(motion: Motion, *, fps: float, name: str = "motion", path: str = "",
-                     labels: dict[str, str] | None = None) -> Clip:  # fmt: skip
+                     labels: dict[str, str] | None = None, up: int | None = None) -> Clip:  # fmt: skip
     """Build a :class:`Clip` from a loaded motion.
 
     Parameters
@@ -134,6 +134,10 @@ def clip_from_motion(motion: Motion, *, fps: float, name: str = "motion", path: 
         Identification.
     labels : dict, optional
         Labels of the clip.
+    up : int, optional
+        Its up axis where it is known (a motion turned onto a rig's, or retargeted onto it); by default
+        :meth:`Motion.up_axis`'s guess, which reads a lying clip on a rig whose rest pose lies down (a crawl
+        retargeted onto Bandai-Namco's) as up along its length.
 
     Returns
     -------
@@ -159,7 +163,7 @@ def clip_from_motion(motion: Motion, *, fps: float, name: str = "motion", path: 
             raise FormatError(f"{before} frames at {rate:g} fps are {motion.num_frames} at {fps:g} fps; a clip needs "
                               "at least 2", path=where)  # fmt: skip
     motion = motion.normalized_rotations()
-    up = motion.up_axis()
+    up = motion.up_axis() if up is None else int(up)
     height = motion.height
     positions = motion.positions()
     # the motion's own up direction, signed: an upside-down source (Y down) had been given no foot contacts

@@ -133,7 +133,7 @@ def predict_motion(motion: Motion, *, method: str = "rnn", model: Predictor | Co
         raise FormatError(f"{motion.num_frames} frame(s) over {span:.3f} s; prediction needs at least {1 / fps:g} s")
     before = torch.arange(math.floor(span * fps + 1e-9), -1, -1, dtype=torch.float64) / fps  # seconds before the end
     on_model_rate = sample_frames(motion, (span - before) * motion.fps, fps)
-    ds = MotionDataset(clips=[clip_from_motion(on_model_rate, fps=fps, name="")], rig=rig, fps=fps)  # errors: no path
+    ds = MotionDataset(clips=[clip_from_motion(on_model_rate, fps=fps, name="", up=rig.up)], rig=rig, fps=fps)  # errors: no path
     fr = ds.frames()
     rot, pelvis = fr["rot"], fr["pelvis"]
     last = motion_frames(ds) - 1  # the input's last frame

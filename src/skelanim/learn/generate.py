@@ -349,7 +349,7 @@ class Generator(nn.Module):
         if (factor := self.rig.size_factor(motion.skeleton)) != 1.0:
             motion = scale(motion, factor)
         motion = turned_up(motion, self.rig.up)[0]  # a Z-up copy reads as its original (as the recogniser's motions)
-        ds = MotionDataset(clips=[clip_from_motion(motion, fps=self.fps)], rig=self.rig, fps=self.fps)
+        ds = MotionDataset(clips=[clip_from_motion(motion, fps=self.fps, up=self.rig.up)], rig=self.rig, fps=self.fps)
         g = ds.gather(torch.zeros(1, 2, dtype=torch.long), self.length, keys=("rot", "pelvis", "yaw"))
         x = self.norm(self.to_vectors(g["rot"], g["pelvis"], g["yaw"]).to(module_device(self)))
         return self.vae.encode(x, self.condition([content], [style]))[0][0]

@@ -322,7 +322,8 @@ class Recognizer(nn.Module):
         motions = [turned_up(m, self.rig.up)[0] for m in motions]  # the features are read along the rig's up axis
         motions = [m if (f := self.rig.size_factor(m.skeleton)) == 1.0 else scale(m, f) for m in motions]  # rig's size
         clips = [clip_from_motion(m, fps=self.fps, name=f"motion{i}", path=str(m.metadata.get("path", "")),
-                                  labels=known_labels(m.metadata["path"]) if m.metadata.get("path") else None)
+                                  labels=known_labels(m.metadata["path"]) if m.metadata.get("path") else None,
+                                  up=self.rig.up)
                  for i, m in enumerate(motions)]  # fmt: skip
         return MotionDataset(clips=clips, rig=self.rig, fps=self.fps)
 
