@@ -135,3 +135,28 @@ def test_a_run_started_before_the_root_frame_option_resumes(mocap_files, tmp_pat
     assert main([*args, "--resume"]) == 0, capsys.readouterr().err
     config = json.loads((tmp_path / "run" / "config.json").read_text())
     assert "root_frame_descendants" not in config["architecture"]  # read back as the world axes it trained on
+
+
+def test_a_model_of_a_cmu_rig_saved_before_the_look_through_rule_is_said_to_see_the_heading(mocap_files, tmp_path):
+    """Such a model keeps its world-axis features (its weights were trained on them), and its answers do not turn
+    with the input: loading it says so, once, and a model trained since loads without a word."""
+    import warnings
+
+    from skelanim.ik.solve import IKModel
+
+    cmu = [a for f in mocap_files(["cmu_cgspeed_max/131_01.bvh", "cmu_cgspeed_max/131_02.bvh"]) for a in ("--data", str(f))]
+    new = tmp_path / "new"
+    assert main(["ik", "train", *cmu, "-o", str(new), "--hidden", "8", "--heads", "2", "--layers", "1", *TINY]) == 0
+    old = tmp_path / "old"
+    shutil.copytree(new, old)
+    config = json.loads((old / "config.json").read_text())
+    del config["architecture"]["root_frame_descendants"]
+    config.pop("weights_file_sha256", None)
+    (old / "config.json").write_text(json.dumps(config))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        IKModel.load(new)
+        assert not [w for w in caught if "turn with the input" in str(w.message)]
+        IKModel.load(old)
+    said = [str(w.message) for w in caught if "turn with the input" in str(w.message)]
+    assert len(said) == 1 and said[0].startswith(f"{old}: this model was trained before")

@@ -134,6 +134,12 @@ class IKModel:
         if config.get("up_axis") not in (None, 0, 1, 2):  # read by export and the units check
             raise FormatError(f"corrupt model config: up_axis {config.get('up_axis')!r} (0, 1 or 2)",
                               path=folder / "config.json")  # fmt: skip
+        if net.outdated_frame:  # its weights are for world-axis features: keep them, but say what that costs
+            import warnings
+
+            warnings.warn(f"{folder}: this model was trained before its root frame looked through the joints that sit "
+                          "on its root (CMU-like hips): its answers do not turn with the input; retrain it "
+                          "(skelanim ik train) for heading invariance", stacklevel=2)  # fmt: skip
         net.eval()
         return cls(net, rig, config, folder)
 
