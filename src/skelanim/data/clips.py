@@ -163,13 +163,14 @@ def clip_from_motion(motion: Motion, *, fps: float, name: str = "motion", path: 
             raise FormatError(f"{before} frames at {rate:g} fps are {motion.num_frames} at {fps:g} fps; a clip needs "
                               "at least 2", path=where)  # fmt: skip
     motion = motion.normalized_rotations()
-    up = motion.up_axis() if up is None else int(up)
-    height = motion.height
+    known = None if up is None else int(up)  # a known up is the rig's, pointing up: no sign to find
+    up = motion.up_axis() if known is None else known
+    height = motion.height_along(up)
     positions = motion.positions()
-    # the motion's own up direction, signed: an upside-down source (Y down) had been given no foot contacts
-    yaw = yaw_from_directions(facing_directions(motion), up)
+    # else the motion's own up direction, signed: an upside-down source (Y down) had been given no foot contacts
+    yaw = yaw_from_directions(facing_directions(motion, up_axis=known), up)
     feet = find_feet(motion.skeleton)
-    contacts = foot_contacts(motion, joints=feet, height=height)
+    contacts = foot_contacts(motion, joints=feet, height=height, up_axis=known)
     assert isinstance(contacts, torch.Tensor)  # a motion's contacts are a tensor
     return Clip(name, path, dict(labels or {}), float(fps), motion.skeleton, quat_normalize(motion.rotations).float(),
                 positions.float(), yaw.float(), contacts.bool(), feet, up, float(height), body_root(motion))  # fmt: skip

@@ -173,7 +173,8 @@ class IKGAT(nn.Module):
         self.register_buffer("has_bone", torch.tensor([c >= 0 for c in primary]))
         self.root_axes = _root_axes(rig, primary, descendants=config.root_frame_descendants)
         #: a model saved before the look-through rule, on a rig where it finds a frame: it sees the heading
-        self.outdated_frame = self.root_axes is None and _root_axes(rig, primary) is not None
+        self.outdated_frame = (self.root_axes is None and not config.root_frame_descendants
+                               and _descendant_axes(rig) is not None)  # fmt: skip
         self.register_buffer("base_frames", rig.rest_frames.float().clone())  # (J, 3, 3) mean pose in the root frame
         self.register_buffer("mean_local", torch.eye(3).expand(j, 3, 3).clone())  # (J, 3, 3) mean local rotations
         self.register_buffer("identity_6d", torch.tensor([1.0, 0.0, 0.0, 0.0, 1.0, 0.0]), persistent=False)
