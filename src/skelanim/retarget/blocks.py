@@ -67,10 +67,7 @@ def clip_levels(source: CanonicalRig, target: CanonicalRig, feet: Tensor, target
 
 def block_translations(clip: Motion, start: int, stop: int) -> Tensor:
     """``clip.local_translations()[start:stop]`` without the whole clip's: ``(stop - start, J, 3)``."""
-    jt = clip.joint_translations
-    t = (clip.skeleton.offsets.expand(stop - start, -1, -1) if jt is None else jt[start:stop]).clone()
-    t[:, 0] = clip.root_positions[start:stop]
-    return t
+    return clip[start:stop].local_translations()
 
 
 def first_non_finite_translation(clip: Motion) -> tuple[int, ...] | None:
