@@ -1,4 +1,4 @@
-"""Recognition options: amplitude augmentation (checked against quaternion slerp and FK), file-balanced window
+"""Recognition options: amplitude augmentation (checked against quaternion slerp and FK), ground travel scaling, file-balanced window
 weights, test-time mirror votes (a property of the mirror map), the adaptive adjacency."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import torch
 from torch import nn
 
 from skelanim.core.rotations import matrix_to_quat, mean_rotations, quat_slerp, quat_to_matrix, rotvec_to_matrix
-from skelanim.learn.augment import scale_amplitude
+from skelanim.learn.augment import scale_amplitude, scale_travel
 from skelanim.learn.recognize import Recognizer, mirror_features, mirror_labels
 from skelanim.learn.recognize_train import RecognizeTask
 from skelanim.learn.stgcn import STGCN
@@ -300,3 +300,35 @@ def test_frame_jitter_in_the_task_moves_only_the_jittered_joints_children(tiny_d
     leaf = task._features(w, 32, jitter=offset)
     assert torch.allclose(leaf[..., :6], plain[..., :6], atol=1e-4)  # positions and their change
     assert not torch.allclose(leaf[:, :, hand, 6:12], plain[:, :, hand, 6:12], atol=1e-3)  # its rotation
+
+
+def test_scale_travel_scales_the_ground_covered_and_keeps_height_and_pose():
+    g = torch.Generator().manual_seed(0)
+    pelvis = torch.randn(2, 6, 3, generator=g, dtype=torch.float64)
+    positions = pelvis[:, :, None] + torch.randn(2, 6, 4, 3, generator=g, dtype=torch.float64)
+    factor = torch.tensor([0.5, 2.0])
+    moved, moved_positions = scale_travel(pelvis, positions, factor, up=1)
+    floor = [0, 2]
+    travel = (pelvis - pelvis[:, :1])[..., floor]
+    assert torch.allclose((moved - moved[:, :1])[..., floor], travel * factor[:, None, None].double(), atol=1e-12)
+    assert torch.equal(moved[:, 0], pelvis[:, 0]) and torch.equal(moved[..., 1], pelvis[..., 1])  # start, height
+    assert torch.allclose(moved_positions - moved[:, :, None], positions - pelvis[:, :, None], atol=1e-12)  # the pose
+
+
+def test_travel_augmentation_scales_only_the_pelvis_steps_of_the_features(tiny_ds):
+    """In the heading frame the pelvis step along and across the heading (channels 12, 13) is linear in the
+    ground travel; the joints relative to the pelvis, their changes, rotations, turning and height are not
+    touched."""
+    model = Recognizer("stgcn", tiny_ds.rig, ["bow", "run", "walk"], [], window=32, arch_options=TINY)
+    task = RecognizeTask(model, tiny_ds, None, stride=16, travel=(0.4, 1.5))
+    w = task.windows[:4]
+    plain = task._features(w, 32)
+    factor = torch.tensor([0.4, 0.7, 1.0, 1.5])
+    moved = task._features(w, 32, travel=factor)
+    steps = [12, 13]
+    assert float(plain[..., steps].abs().max()) > 1e-3  # the windows travel
+    assert torch.allclose(moved[..., steps], plain[..., steps] * factor[:, None, None, None], atol=1e-5)
+    rest = [c for c in range(plain.shape[-1]) if c not in steps]
+    assert torch.allclose(moved[..., rest], plain[..., rest], atol=1e-5)
+    batch = task.batch(torch.arange(4), torch.Generator().manual_seed(0))  # the option is drawn in the batches
+    assert batch["x"].shape == plain.shape

@@ -112,6 +112,7 @@ def recognize_train(
     frame_jitter: float = typer.Option(
         0.0, "--frame-jitter", min=0.0, help="Turn each joint's frame at random, children compensated (std, degrees)."
     ),
+    travel: tuple[float, float] = range_option("--travel", "Scale each window's ground travel by LO-HI (steps kept)."),
     resume: bool = resume_option(),
     overwrite: bool = overwrite_option(),
     progress: bool = typer.Option(True, "--progress/--no-progress"),
@@ -146,6 +147,7 @@ def recognize_train(
                               test_mirror=test_mirror, test_speeds=tuple(test_speeds) or (1.0,), path=path, posture=posture, arch_options=options or None,
                               style_weight=style_weight, style_adversary=style_adversary, turn=turn, std_floor=std_floor,
                               rotations=rotations, frame_jitter=frame_jitter, resume=resume,
+                              travel=None if travel == (1.0, 1.0) else travel,
                               command=command_line())  # fmt: skip
     report_training(out, result, "val_error")
 

@@ -1,5 +1,5 @@
 """Augmentation for training: the chordal mean pose of a data set, amplitude scaling about it, frame jitter,
-and turn relabelling (a walk's heading made to sweep, or a turn's heading held)."""
+ground travel scaling, and turn relabelling (a walk's heading made to sweep, or a turn's heading held)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from torch import Tensor
 
 from skelanim.core.rotations import matrix_to_rotvec, rotvec_to_matrix
 
-__all__ = ["TurnClasses", "jitter_frames", "log_uniform", "scale_amplitude", "turn_classes", "turn_relabel"]
+__all__ = ["TurnClasses", "jitter_frames", "log_uniform", "scale_amplitude", "scale_travel", "turn_classes", "turn_relabel"]
 
 TURN_DEGREES = (40.0, 100.0)
 """Range of the heading sweep, in degrees per window, given to a window relabelled as a turn (the Bandai
@@ -55,6 +55,34 @@ def scale_amplitude(rot: Tensor, mean: Tensor, factor: Tensor) -> Tensor:
     m = mean[..., 1:, :, :] if mean.dim() == 3 else mean[:, None, 1:]
     rel = matrix_to_rotvec(m.transpose(-1, -2) @ rot[:, :, 1:]) * factor[:, None, None, None]
     return torch.cat([rot[:, :, :1], m @ rotvec_to_matrix(rel)], dim=2)
+
+
+def scale_travel(pelvis: Tensor, positions: Tensor, factor: Tensor, up: int) -> tuple[Tensor, Tensor]:
+    """Windows whose body covers ``factor`` times as much ground, the limbs' motion unchanged: the pelvis's
+    displacement from the window's first frame across the floor (the two axes other than ``up``) is scaled, its
+    height kept, and every joint moved with it. The same steps at another ground speed: Bandai's elderly style
+    jogs at a walk's speed (0.86 body heights a second against 1.2-2.8 for the other styles' runs), so a
+    recogniser that told a run by its travel alone calls it a walk.
+
+    Parameters
+    ----------
+    pelvis : Tensor
+        ``(B, T, 3)`` body-root positions.
+    positions : Tensor
+        ``(B, T, M, 3)`` joint positions.
+    factor : Tensor
+        ``(B,)`` travel factors.
+    up : int
+        The up axis.
+
+    Returns
+    -------
+    tuple of Tensor
+        The moved ``pelvis`` ``(B, T, 3)`` and ``positions`` ``(B, T, M, 3)``.
+    """
+    shift = (pelvis - pelvis[:, :1]) * (factor.to(pelvis)[:, None, None] - 1.0)
+    shift[..., up] = 0.0
+    return pelvis + shift, positions + shift[:, :, None]
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,8 @@ of the samples whose mirror has a label (:func:`mirror_features`, :func:`mirror_
 becomes ``walk-right``, ``walk`` stays ``walk``, and ``bye``, waved with the right hand, is never
 mirrored). Options, off by default: window weights ``∝ (windows of its file)^-file_balance`` (short files
 count more), amplitude augmentation (:func:`~skelanim.learn.augment.scale_amplitude`: joint rotations moved toward or away from the
-training mean pose, positions by FK), turn relabelling (``turn``, :func:`~skelanim.learn.augment.turn_relabel`:
+training mean pose, positions by FK), ground travel scaling (:func:`~skelanim.learn.augment.scale_travel`: the
+pelvis covers more or less ground per step), turn relabelling (``turn``, :func:`~skelanim.learn.augment.turn_relabel`:
 a walk made to turn, a turn held straight, labels to match) and test-time mirror votes
 (``Recognizer(test_mirror=True)``). Model selection: the window error on the validation styles, or the last
 epoch (``TrainConfig(keep="last")``, the shipped recipe, with a moving average of the weights). The shipped
@@ -33,7 +34,7 @@ from skelanim.core.rotations import mean_rotations, rotvec_to_matrix
 from skelanim.data.dataset import MotionDataset
 from skelanim.data.features import wrap_angle
 from skelanim.data.labels import label_spaces
-from skelanim.learn.augment import jitter_frames, log_uniform, scale_amplitude, turn_classes, turn_relabel
+from skelanim.learn.augment import jitter_frames, log_uniform, scale_amplitude, scale_travel, turn_classes, turn_relabel
 from skelanim.learn.common import file_balance_weights, keep_without_validation, provenance, rig_fk, spread_sample
 from skelanim.learn.joints import TURN_CHANNEL, mirror_features, mirror_labels, resample_features
 from skelanim.learn.recognize import Recognizer, evaluate_recognizer
@@ -83,7 +84,7 @@ class RecognizeTask:
                  style_weight: float = 0.5, mirror: bool = True, balance: float = 0.0, file_balance: float = 0.0,
                  amplitude: tuple[float, float] | None = None, posture: float = 0.0, style_adversary: float = 0.0,
                  turn: float = 0.0, std_floor: float = 0.0, frame_jitter: float = 0.0,
-                 meta: dict[str, Any] | None = None) -> None:  # fmt: skip
+                 travel: tuple[float, float] | None = None, meta: dict[str, Any] | None = None) -> None:  # fmt: skip
         self.model, self.train_ds, self.val_ds, self.meta = model, train_ds, val_ds, dict(meta or {})
         self.validated = val_ds is not None
         if not self.validated:  # scored on training windows: not a validation score
@@ -100,7 +101,7 @@ class RecognizeTask:
         counts = torch.bincount(self.content, minlength=len(model.contents)).float().clamp_min(1.0)
         weight = counts.pow(-balance)[self.content] * file_balance_weights(clip, len(train_ds), file_balance)
         self.sample_weight = weight / weight.mean()  # the average training window weighs 1
-        self.amplitude = amplitude
+        self.amplitude, self.travel = amplitude, travel
         if amplitude is not None or posture > 0 or frame_jitter > 0:  # they re-make the positions by FK
             self.fk = rig_fk(model.rig)
         if amplitude is not None:
@@ -126,9 +127,10 @@ class RecognizeTask:
         self.reflections = (left, right)
 
     def _features(self, windows: Tensor, length: int | None = None, amplitude: Tensor | None = None,
-                  posture: Tensor | None = None, jitter: Tensor | None = None) -> Tensor:  # fmt: skip
+                  posture: Tensor | None = None, jitter: Tensor | None = None,
+                  travel: Tensor | None = None) -> Tensor:  # fmt: skip
         g = self.train_ds.gather(windows, length or self.model.window, keys=("rot", "pelvis", "yaw", "positions"))
-        rot, positions = g["rot"], g["positions"]
+        rot, pelvis, positions = g["rot"], g["pelvis"], g["positions"]
         if amplitude is not None:  # move the joints toward / away from the mean pose
             rot = scale_amplitude(rot, self.mean_pose, amplitude)
         if posture is not None:  # a constant offset of each joint's local rotation (body root kept)
@@ -137,8 +139,10 @@ class RecognizeTask:
             rot = jitter_frames(rot, jitter, self.rig.parents)
         if amplitude is not None or posture is not None or jitter is not None:  # positions by FK
             h = self.rig.height
-            positions = self.fk(rot, g["pelvis"] / h)[1] * h
-        return self.model.inputs(rot, g["pelvis"], g["yaw"], positions)
+            positions = self.fk(rot, pelvis / h)[1] * h
+        if travel is not None:  # the same steps over more or less ground
+            pelvis, positions = scale_travel(pelvis, positions, travel, self.rig.up)
+        return self.model.inputs(rot, pelvis, g["yaw"], positions)
 
     def num_samples(self) -> int:
         """Training windows."""
@@ -158,7 +162,8 @@ class RecognizeTask:
         if self.frame_jitter > 0:
             vec = torch.randn(len(indices), self.rig.num_joints, 3, generator=generator) * self.frame_jitter
             jitter = rotvec_to_matrix(vec)
-        x = self._features(self.windows[indices], length, amplitude, posture, jitter)
+        travel = log_uniform(self.travel, (len(indices),), generator) if self.travel is not None else None
+        x = self._features(self.windows[indices], length, amplitude, posture, jitter, travel)
         if length != t:
             x = resample_features(x, t)
         content = self.content[indices]
@@ -214,7 +219,7 @@ def train_recognizer(train_ds: MotionDataset, val_ds: MotionDataset | None, out:
                      test_speeds: Sequence[float] = (1.0,),
                      path: bool = False, posture: float = 0.0, style_weight: float = 0.5, style_adversary: float = 0.0,
                      turn: float = 0.0, std_floor: float = 0.0, rotations: bool = True, frame_jitter: float = 0.0,
-                     resume: bool = False, command: str | None = None, log: Any = None) -> dict[str, Any]:  # fmt: skip
+                     travel: tuple[float, float] | None = None, resume: bool = False, command: str | None = None, log: Any = None) -> dict[str, Any]:  # fmt: skip
     """Train a recogniser; writes ``out/model.safetensors`` + ``config.json`` (best validation epoch).
 
     Parameters
@@ -263,6 +268,10 @@ def train_recognizer(train_ds: MotionDataset, val_ds: MotionDataset | None, out:
     frame_jitter : float
         Frame jitter (:func:`~skelanim.learn.augment.jitter_frames`): rotation vectors ``~ N(0, frame_jitter^2)``
         per axis (degrees), one per sample and joint; positions by FK.
+    travel : (float, float), optional
+        Ground travel augmentation: each sample's pelvis covers ground at a factor drawn log-uniformly from this
+        range (:func:`~skelanim.learn.augment.scale_travel`), its steps unchanged, so that a run is not told from a
+        walk by its speed over the ground alone.
     resume : bool
         Continue an interrupted run in ``out``.
     command : str, optional
@@ -286,11 +295,12 @@ def train_recognizer(train_ds: MotionDataset, val_ds: MotionDataset | None, out:
     meta["augmentation"] = {"speed": list(SPEED), "mirror": mirror, "balance": balance, "file_balance": file_balance,
                             "amplitude": list(amplitude) if amplitude is not None else None, "posture": posture,
                             "style_weight": style_weight, "style_adversary": style_adversary, "turn": turn,
-                            "std_floor": std_floor, "frame_jitter": frame_jitter}  # fmt: skip
+                            "std_floor": std_floor, "frame_jitter": frame_jitter,
+                            "travel": list(travel) if travel is not None else None}  # fmt: skip
     task = RecognizeTask(model, train_ds, val_ds, stride=stride, mirror=mirror, balance=balance,
                          file_balance=file_balance, amplitude=amplitude, posture=posture, style_weight=style_weight,
                          style_adversary=style_adversary, turn=turn, std_floor=std_floor, frame_jitter=frame_jitter,
-                         meta=meta)  # fmt: skip
+                         travel=travel, meta=meta)  # fmt: skip
     loop = keep_without_validation(loop, task.validated, log)
     result = fit(model, task, out, loop, resume=resume, log=log)
     result.update(metric=task.metric, keep=loop.keep)
