@@ -108,14 +108,14 @@ def test_adaptive_adjacency_starts_at_the_tree_and_learns():
     assert grad is not None and bool((grad[:, 2, 3] != 0).any())  # two siblings, not neighbours in the tree
 
 
-def test_cli_rejects_a_reversed_amplitude_range(tmp_path, capsys):
+@pytest.mark.parametrize("flag", ["--amplitude", "--travel"])
+def test_cli_rejects_a_reversed_range(tmp_path, capsys, flag):
     from skelanim.cli import main
 
     out = tmp_path / "rec"
-    assert main(["learn", "recognize", "train", "--data", str(tmp_path), "--out", str(out),
-                 "--amplitude", "1.2", "0.5"]) == 2  # fmt: skip
+    assert main(["learn", "recognize", "train", "--data", str(tmp_path), "--out", str(out), flag, "1.2", "0.5"]) == 2
     err = capsys.readouterr().err
-    assert "--amplitude" in err and "Traceback" not in err and not out.exists()
+    assert flag in err and "Traceback" not in err and not out.exists()
 
 
 def _offset_task(tiny_ds, option: str):
