@@ -330,5 +330,8 @@ def test_travel_augmentation_scales_only_the_pelvis_steps_of_the_features(tiny_d
     assert torch.allclose(moved[..., steps], plain[..., steps] * factor[:, None, None, None], atol=1e-5)
     rest = [c for c in range(plain.shape[-1]) if c not in steps]
     assert torch.allclose(moved[..., rest], plain[..., rest], atol=1e-5)
-    batch = task.batch(torch.arange(4), torch.Generator().manual_seed(0))  # the option is drawn in the batches
-    assert batch["x"].shape == plain.shape
+    # in the training batches: a fixed factor (LO == HI draws nothing) changes the steps and nothing else
+    fixed = RecognizeTask(model, tiny_ds, None, stride=16, travel=(0.5, 0.5))
+    without = RecognizeTask(model, tiny_ds, None, stride=16)
+    a, b = (t.batch(torch.arange(4), torch.Generator().manual_seed(0))["x"] for t in (fixed, without))
+    assert torch.allclose(a[..., rest], b[..., rest], atol=1e-5) and not torch.allclose(a[..., steps], b[..., steps], atol=1e-3)
