@@ -326,3 +326,13 @@ def test_stature_is_the_bone_path_from_head_to_foot() -> None:
     assert headless.stature() is None
     motion = Motion.rest(headless)
     assert motion.stature == motion.height  # no head or foot by name: the posed height
+
+
+def test_motion_height_is_the_lower_middle_extent_of_an_even_count_of_frames():
+    """:attr:`Motion.height` is one frame's extent (its docstring): with two frames, the smaller, not their mean."""
+    sk = Skeleton(["root", "top"], np.array([-1, 0]), torch.tensor([[0.0, 0.0, 0.0], [0.0, 1.0, 0.0]]))
+    motion = Motion.rest(sk, num_frames=2)
+    quats = motion.rotations.clone()
+    quats[1, 0] = torch.tensor([math.cos(math.pi / 6), 0.0, 0.0, math.sin(math.pi / 6)])  # frame 1: tilted 60° about z
+    tilted = motion.copy(rotations=quats)
+    assert tilted.height == pytest.approx(0.5)  # cos 60°, not the mean 0.75 of the two frames' 1 and 0.5

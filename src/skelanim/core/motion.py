@@ -347,7 +347,8 @@ class Motion:
     @property
     def height(self) -> float:
         """Body height in the motion's units: the median over up to 64 evenly spaced frames of the extent
-        of joints and End Sites along :meth:`up_axis`. Falls back to the rest pose for an empty motion."""
+        of joints and End Sites along :meth:`up_axis` (the lower of the two middle values for an even count,
+        ``torch.median``'s rule: always one frame's extent). Falls back to the rest pose for an empty motion."""
         return self.height_along(self.up_axis())
 
     @property
