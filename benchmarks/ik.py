@@ -117,11 +117,15 @@ class _InProcess:
     """One side of :func:`speed_against_reference` run in this process: ``run_method`` of a ``solve`` module
     (today's, or :func:`reference_solve`'s) on ``model``. Each timing returns wall and CPU seconds."""
 
-    def __init__(self, solve: ModuleType, model: object, positions: torch.Tensor) -> None:
+    def __init__(self, solve: ModuleType, model: object, positions: torch.Tensor, side: str = "today's code") -> None:
         self.fn = lambda x: solve.run_method("gat", x, model)
         self.positions = positions
         self.single = [positions[i : i + 1] for i in range(SINGLE_POSES)]
         self.fn(positions[:1])  # builds the onnxruntime sessions
+        if model.ort_session() is None:  # type: ignore[attr-defined]
+            # the solver falls back to torch without a word; a benchmark of its ONNX path must not
+            raise SystemExit(f"{side}: the network could not be exported to ONNX here, so batch 1 would time torch "
+                             "instead; with --reference, try --reference-tree (the reference's own core/)")
 
     def quaternions(self) -> torch.Tensor:
         """Local quaternions of the first 64 poses."""
@@ -406,7 +410,7 @@ def main() -> None:
             what = f"the src tree of {args.reference} (git archive) in a worker process"
         else:
             ref = reference_solve(args.reference)
-            old = _InProcess(ref, ref.IKModel.load(model.path), positions)
+            old = _InProcess(ref, ref.IKModel.load(model.path), positions, f"the ik/ modules of {args.reference}")
             what = f"the ik/ modules of {args.reference} on today's core/ and nn/, in this process"
         rows = speed_against_reference(new, old, positions, args.threads_list, args.runs)
         if args.json_out:
