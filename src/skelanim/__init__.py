@@ -25,7 +25,7 @@ _HOMES = {"JointPositions": "skelanim.io.positions", "Motion": "skelanim.core.mo
           "load_positions": "skelanim.io", "save": "skelanim.io"}  # fmt: skip
 
 
-#: The subpackages and modules, imported on first use too (``skelanim.ops.normalize`` without an import).
+#: The subpackages and modules, imported on first use too (``skelanim.ops.filters`` without an import).
 _SUBMODULES = ("core", "data", "errors", "ik", "io", "learn", "metrics", "nn", "ops", "retarget", "serve", "viz")
 
 

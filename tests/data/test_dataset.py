@@ -576,3 +576,25 @@ def test_a_refused_cache_folder_is_not_made_inside_the_data(bandai_few, tmp_path
     (tmp_path / "tmp").mkdir()
     assert cache_outside(files) == tmp_path / "tmp" / f"skelanim-cache-{os.getuid()}"
     assert sorted(p.name for p in home.iterdir()) == [files[0].name]
+
+
+def test_the_up_axis_refusal_names_a_function_reachable_as_written():
+    """An API review: the refusal of a clip along another up axis told the user to call
+    ``skelanim.ops.normalize.turned_up``, which is not reachable (``skelanim.ops.normalize`` is the function
+    ``normalize``, not its module); the name it gives must resolve by attribute access from ``skelanim`` to the
+    function that turns a motion onto an up axis."""
+    import re
+    from types import SimpleNamespace
+
+    from skelanim.data.rig import require_up
+    from skelanim.errors import SkeletonError
+    from skelanim.ops.normalize import turned_up
+
+    with pytest.raises(SkeletonError) as caught:
+        require_up([SimpleNamespace(up=2, path="zup.bvh", name="zup")], 1)
+    dotted = re.search(r"\((skelanim(?:\.\w+)+)\)", str(caught.value))
+    assert dotted is not None, str(caught.value)
+    target: object = skelanim
+    for part in dotted.group(1).split(".")[1:]:
+        target = getattr(target, part)
+    assert target is turned_up

@@ -173,5 +173,5 @@ def require_up(clips: Any, up: int, whose: str = "the model's") -> None:
     for clip in clips:
         if clip.up != up:
             raise SkeletonError(f"its up axis is {'XYZ'[clip.up]}, {whose} {'XYZ'[up]}: files in a data folder are "
-                                "read as they lie; turn them first (skelanim.ops.normalize.turned_up)",
+                                "read as they lie; turn them first (skelanim.ops.turned_up)",
                                 path=clip.path or clip.name)  # fmt: skip

@@ -4,11 +4,16 @@ Every function returns new objects and never modifies its inputs. Array function
 numpy arrays and return the same kind (the filters, :func:`smooth_rotations`, :func:`foot_contacts`); the
 alignment path and cost of :func:`dtw` and :func:`dtw_from_cost` are NumPy whatever the input.
 
+The package's names are its functions: ``skelanim.ops.normalize`` is the function :func:`normalize`, not the module
+of the same name (likewise ``mirror`` and ``resample``); reach a module's other names from the module
+(``from skelanim.ops.mirror import joint_reflections``) or from here where listed.
+
 ========================  ==============================================================================
 module                    functions
 ========================  ==============================================================================
 :mod:`.normalize`         :func:`normalize`, :func:`scale`, :func:`root_relative`, :func:`face_forward`,
-                          :func:`facing_directions`, :func:`rotate_about_up`, :func:`rotate`, :func:`up_to_y`
+                          :func:`facing_directions`, :func:`rotate_about_up`, :func:`rotate`, :func:`up_to_y`,
+                          :func:`turned_up`
 :mod:`.filters`           :func:`savgol`, :func:`butterworth`, :func:`one_euro` (positions, any array)
 :mod:`.smoothing`         :func:`smooth`, :func:`smooth_rotations`, :func:`quat_continuous` (manifold)
 :mod:`.resample`          :func:`resample`, :func:`sample_times`, :func:`sample_frames`, :func:`repeat_loop`
@@ -42,6 +47,7 @@ from skelanim.ops.normalize import (
     rotate,
     rotate_about_up,
     scale,
+    turned_up,
     up_to_y,
 )
 from skelanim.ops.resample import repeat_loop, resample, sample_frames, sample_times
@@ -82,6 +88,7 @@ __all__ = [
     "simplify_channels",
     "smooth",
     "smooth_rotations",
+    "turned_up",
     "up_to_y",
 ]
 
