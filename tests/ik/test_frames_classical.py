@@ -53,6 +53,26 @@ def test_rotation_between_and_kabsch():
     assert torch.allclose(kabsch(src, src @ true.T), true, atol=1e-10)
 
 
+def test_rotation_between_and_kabsch_take_and_return_numpy():
+    """An API review: both crashed on NumPy arrays (``linalg_svd`` on an ndarray; ``ndarray.norm``), against the
+    convention that NumPy is accepted and returned at the edges. NumPy in gives NumPy out, the tensor answers' values,
+    and the answers are checked on a closed form: ``R u`` points along ``v``; the Kabsch rotation of points turned by
+    a known rotation is that rotation."""
+    rng = np.random.default_rng(3)
+    u, v = rng.normal(size=(4, 3)), rng.normal(size=(4, 3))
+    r = rotation_between(u, v)
+    assert isinstance(r, np.ndarray) and r.shape == (4, 3, 3)
+    turned = np.einsum("kij,kj->ki", r, u)
+    np.testing.assert_allclose(turned / np.linalg.norm(turned, axis=-1, keepdims=True),
+                               v / np.linalg.norm(v, axis=-1, keepdims=True), atol=1e-12)  # fmt: skip
+    true = quat_to_matrix(torch.tensor([0.8, 0.1, -0.5, 0.3], dtype=torch.float64)).numpy()
+    src = rng.normal(size=(6, 3))
+    got = kabsch(src, src @ true.T)
+    assert isinstance(got, np.ndarray)
+    np.testing.assert_allclose(got, true, atol=1e-10)
+    np.testing.assert_array_equal(got, kabsch(torch.from_numpy(src), torch.from_numpy(src @ true.T)).numpy())
+
+
 def test_swing_polynomial_is_rodrigues():
     """The chain's polynomial form of the swing equals Rodrigues' formula (``rotation_between``) and
     scipy's minimal rotation (``align_vectors`` of one pair), and is the identity for a zero target."""

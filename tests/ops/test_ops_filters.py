@@ -387,3 +387,14 @@ def test_a_batch_of_clips_filtered_along_dim_is_each_clip_filtered_alone(name):
     if name not in ("savgol", "butterworth", "one_euro per component"):  # the last axis holds each sample
         with pytest.raises(ShapeError, match="not a frame axis"):
             fn(x, dim=-1)
+
+
+def test_smooth_one_euro_rotations_are_smooth_rotations_at_its_own_beta_default(motion):
+    """An API review: ``smooth(m, "one_euro")`` and ``smooth_rotations(m.rotations, "one_euro")`` gave rotations 25°
+    apart with their defaults (``beta`` 1.0 against 0); the docstrings now say so. Pinned: the motion-level call is
+    the rotation-level one at ``beta=1.0``, and not at the rotation-level default."""
+    got = smooth(motion, "one_euro", positions=False).rotations
+    same = smooth_rotations(motion.rotations, method="one_euro", fps=motion.fps, beta=1.0)
+    assert torch.equal(got, same)
+    default = smooth_rotations(motion.rotations, method="one_euro", fps=motion.fps)
+    assert not torch.allclose(got, default, atol=1e-6)

@@ -37,7 +37,7 @@ from collections.abc import Callable, Sequence
 import torch
 from torch import Tensor
 
-from skelanim.core._tensor import _cross
+from skelanim.core._tensor import _cross, numpy_in_numpy_out
 from skelanim.core.kinematics import forward_kinematics
 from skelanim.core.rotations import (
     matrix_to_quat,
@@ -65,6 +65,7 @@ def _skew(v: Tensor) -> Tensor:
     return (v @ _LEVI.to(v.dtype)).unflatten(-1, (3, 3))
 
 
+@numpy_in_numpy_out
 def rotation_between(u: Tensor, v: Tensor, *, half_turn: bool = True) -> Tensor:
     """The smallest rotation carrying direction ``u`` onto direction ``v`` (Rodrigues' formula).
 
@@ -72,8 +73,8 @@ def rotation_between(u: Tensor, v: Tensor, *, half_turn: bool = True) -> Tensor:
 
     Parameters
     ----------
-    u, v : Tensor
-        ``(..., 3)`` vectors (any length; broadcast).
+    u, v : Tensor or ndarray
+        ``(..., 3)`` vectors (any length; broadcast); NumPy in, NumPy out.
     half_turn : bool
         Handle exactly opposite vectors (``u . v < -1 + 1e-7``) with a half turn; ``False`` saves a dozen
         graph nodes and returns a finite but arbitrary matrix there (the network's swing chain, where the
@@ -167,14 +168,15 @@ def rotation_onto(v: Tensor, linear: Tensor, constant: Tensor) -> Tensor:
     return (n[..., :9] / n[..., 9:].clamp_min(1e-9)).unflatten(-1, (3, 3))[..., 0, :, :]
 
 
+@numpy_in_numpy_out
 def kabsch(source: Tensor, target: Tensor) -> Tensor:
     """Rotation ``R`` minimising ``sum_k |R source_k - target_k|^2`` (proper, det +1).
 
     Parameters
     ----------
-    source : Tensor
-        ``(..., K, 3)`` vectors.
-    target : Tensor
+    source : Tensor or ndarray
+        ``(..., K, 3)`` vectors; NumPy in, NumPy out.
+    target : Tensor or ndarray
         ``(..., K, 3)`` vectors (broadcast with ``source``).
 
     Returns

@@ -23,26 +23,31 @@ provenance). Shipped defaults for the Bandai-Namco skeleton live in ``pretrained
 
 from typing import TYPE_CHECKING
 
+from skelanim.learn.cvae import MotionCVAE, TemporalDiscriminator
 from skelanim.learn.ensemble import combine_predictors, combine_recognizers
-from skelanim.learn.forecast import predict_motion
+from skelanim.learn.forecast import predict_motion, predict_retargeted
 from skelanim.learn.generate import Generator
 from skelanim.learn.generate_eval import evaluate_generation
 from skelanim.learn.generate_train import train_generator
 from skelanim.learn.predict import Predictor, train_predictor
 from skelanim.learn.predict_eval import evaluate_prediction
-from skelanim.learn.predictors import DCTGCN, Seq2SeqGRU, constant_velocity, zero_velocity
+from skelanim.learn.predictors import DCTGCN, MotionMLP, Seq2SeqGRU, constant_velocity, zero_velocity
 from skelanim.learn.recognize import Recognizer, evaluate_recognizer
 from skelanim.learn.recognize_train import train_recognizer
-from skelanim.learn.stgcn import STGCN, TemporalCNN
+from skelanim.learn.stgcn import STGCN, Members, TemporalCNN
 
 __all__ = [
     "DCTGCN",
     "STGCN",
     "Generator",
+    "Members",
+    "MotionCVAE",
+    "MotionMLP",
     "Predictor",
     "Recognizer",
     "Seq2SeqGRU",
     "TemporalCNN",
+    "TemporalDiscriminator",
     "combine_predictors",
     "combine_recognizers",
     "constant_velocity",
@@ -50,6 +55,7 @@ __all__ = [
     "evaluate_prediction",
     "evaluate_recognizer",
     "predict_motion",
+    "predict_retargeted",
     "train_generator",
     "train_predictor",
     "train_recognizer",

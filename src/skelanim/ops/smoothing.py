@@ -93,7 +93,10 @@ def smooth_rotations(
     cutoff, order:
         Butterworth options (Hz, single-pass order).
     min_cutoff, beta, d_cutoff:
-        One-Euro options; ``beta`` in Hz per (rad/s) of angular speed.
+        One-Euro options; ``beta`` in Hz per (rad/s) of angular speed. Its default, 0 (a fixed low-pass at
+        ``min_cutoff``, where Casiez et al.'s tuning starts, as in :func:`~skelanim.ops.filters.one_euro`), is not
+        :func:`smooth`'s 1.0: ``smooth(motion, "one_euro")`` calls this with ``beta=1.0`` unless told otherwise,
+        so pass ``beta`` explicitly to get the same rotations from both.
     dim:
         The frame axis (``1`` for a ``(B, F, J, 4)`` batch of clips); the result keeps ``q``'s layout.
 
@@ -157,8 +160,10 @@ def smooth(
     window, polyorder, cutoff, order, min_cutoff, d_cutoff:
         As in :func:`savgol`, :func:`butterworth`, :func:`one_euro`.
     beta:
-        One-Euro speed coefficient (default 1.0). For positions it is in Hz per (body heights per
-        second), so one value suits any unit; for rotations in Hz per (rad/s).
+        One-Euro speed coefficient (default 1.0, where :func:`smooth_rotations` and
+        :func:`~skelanim.ops.filters.one_euro` default to 0: a whole motion is smoothed with less lag unless told
+        otherwise). For positions it is in Hz per (body heights per second), so one value suits any unit; for
+        rotations in Hz per (rad/s).
     positions, rotations:
         Which parts to smooth.
 
