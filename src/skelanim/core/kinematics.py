@@ -33,6 +33,11 @@ from skelanim.core.rotations import (
 )
 from skelanim.errors import ShapeError
 
+__all__ = [
+    "LocalBlock", "end_site_positions", "forward_kinematics", "forward_kinematics_components",
+    "forward_kinematics_joints", "forward_kinematics_positions",
+]  # fmt: skip
+
 
 @functools.lru_cache(maxsize=256)
 def _tree_levels(parents: tuple[int, ...]) -> list[tuple[list[int], int, list[int]]]:

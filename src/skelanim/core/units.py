@@ -19,6 +19,11 @@ import torch
 
 from skelanim.errors import ShapeError
 
+__all__ = [
+    "TYPICAL_HEIGHT_M", "UNITS", "UNIT_ALIASES", "canonical_unit", "guess_unit", "horizontal_axes", "metres_per_unit",
+    "motion_unit", "signed_axis_name", "up_to_y_matrix",
+]  # fmt: skip
+
 #: Metres per unit.
 UNITS: dict[str, float] = {"m": 1.0, "cmu": 0.0254 / 0.45, "in": 0.0254, "cm": 0.01, "mm": 0.001}
 #: Spelled-out names accepted for the keys of :data:`UNITS`.

@@ -1,5 +1,6 @@
-"""File formats, one module each, every module with ``load(path)`` and ``save(obj, path)``: a :class:`Motion` for the
-motion formats; joint positions (:class:`~skelanim.io.positions.JointPositions`) for the position arrays.
+"""File formats, one module each, every module with ``load(path)`` and ``save(obj, path)``: a
+:class:`~skelanim.core.motion.Motion` for the motion formats; joint positions
+(:class:`~skelanim.io.positions.JointPositions`) for the position arrays.
 
 :func:`load` and :func:`save` pick the module from the file suffix:
 
@@ -25,6 +26,9 @@ from skelanim.errors import FormatError, UnsupportedFormatError
 
 if TYPE_CHECKING:
     from skelanim.io.positions import JointPositions
+
+# the format modules (skelanim.io.bvh, ...) are not listed: they are reached as attributes, imported on first use
+__all__ = ["MOTION_FORMATS", "POSITION_FORMATS", "check_save", "load", "load_positions", "save"]
 
 MOTION_FORMATS: dict[str, str] = {
     ".bvh": "skelanim.io.bvh",
@@ -89,16 +93,26 @@ def check_save(path: str | os.PathLike, motion: Motion | None = None) -> None:
         check(motion, path)
 
 
-def load_positions(path: str | os.PathLike, **options: Any) -> JointPositions:
+def load_positions(path: str | os.PathLike, *, end_sites: bool = False, **options: Any) -> JointPositions:
     """Read joint positions (``.npy/.npz/.csv``, or any motion file through FK) as
-    :class:`skelanim.io.positions.JointPositions`."""
+    :class:`skelanim.io.positions.JointPositions`.
+
+    ``end_sites``: for a motion file, append its End Sites (as :meth:`JointPositions.from_motion
+    <skelanim.io.positions.JointPositions.from_motion>` and ``save(motion, "x.npz", end_sites=True)`` do); a
+    positions file holds what was written, so ``end_sites=True`` is refused for it. Other ``options`` go to the
+    format's ``load``.
+    """
     from skelanim.io.positions import JointPositions
 
     suffix = Path(path).suffix.lower()
     if suffix in POSITION_FORMATS:
+        if end_sites:
+            raise UnsupportedFormatError(f"end_sites=True needs a motion file: a {suffix} file holds the points it "
+                                         "was saved with (save(motion, path, end_sites=True) writes End Sites)",
+                                         path=path)  # fmt: skip
         return _module_for(path, POSITION_FORMATS, "joint positions").load(path, **options)
     _module_for(path, {**MOTION_FORMATS, **POSITION_FORMATS}, "joint positions or a motion")  # names every suffix
-    return JointPositions.from_motion(load(path, **options))
+    return JointPositions.from_motion(load(path, **options), end_sites=end_sites)
 
 if not TYPE_CHECKING:  # modules imported on first use (skelanim.io.<module> without an import)
     from skelanim._modules import submodule_loader

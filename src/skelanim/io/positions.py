@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import math
 import os
+import warnings
 import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -145,7 +146,7 @@ class JointPositions:
             raise KeyError(f"unknown joint {name!r} (joints: {', '.join(self.names)})") from None
 
     @classmethod
-    def from_motion(cls, motion: Motion, end_sites: bool = False) -> JointPositions:
+    def from_motion(cls, motion: Motion, *args: bool, end_sites: bool = False) -> JointPositions:
         """Forward-kinematics positions of ``motion``.
 
         Parameters
@@ -153,7 +154,8 @@ class JointPositions:
         motion:
             The motion.
         end_sites:
-            Append the skeleton's End Sites (named ``<joint>_end``, parent = their joint).
+            Keyword only: append the skeleton's End Sites (named ``<joint>_end``, parent = their joint). Given
+            positionally (``from_motion(motion, True)``, deprecated) it still works, with a ``DeprecationWarning``.
 
         Returns
         -------
@@ -162,6 +164,13 @@ class JointPositions:
             ``metadata["units"]`` the length unit every exporter reads it in (:func:`~skelanim.core.units.motion_unit`:
             the file's, else guessed from the body's :attr:`~skelanim.core.motion.Motion.stature`), which ``.npz`` files store.
         """
+        if args:  # the old positional form, from_motion(motion, True)
+            if len(args) > 1 or end_sites:
+                raise TypeError(f"JointPositions.from_motion() takes the motion and the keyword end_sites=, got "
+                                f"{1 + len(args)} positional arguments{' and end_sites=' if end_sites else ''}")  # fmt: skip
+            warnings.warn("JointPositions.from_motion(motion, end_sites): pass end_sites= as a keyword; the positional "
+                          "form is deprecated", DeprecationWarning, stacklevel=2)  # fmt: skip
+            end_sites = bool(args[0])
         positions = motion.positions(end_sites=end_sites).detach().cpu().numpy().astype(np.float64, copy=False)
         names = list(motion.skeleton.names)
         parents = [int(p) for p in motion.skeleton.parents]

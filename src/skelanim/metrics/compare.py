@@ -122,8 +122,14 @@ def _ground(motions: Sequence[Motion], positions: list[Tensor], heights: list[fl
     return 1, height, floor
 
 
+def _as_set(motions: Motion | Sequence[Motion]) -> list[Motion]:
+    """``motions`` as a list: one bare :class:`Motion` is a set of one, as the plots and the viewer take it (iterated,
+    a Motion gives its frames as one-frame motions)."""
+    return [motions] if isinstance(motions, Motion) else list(motions)
+
+
 def set_summary(
-    motions: Sequence[Motion],
+    motions: Motion | Sequence[Motion],
     *,
     up_axis: int,
     height: float,
@@ -135,8 +141,8 @@ def set_summary(
 
     Parameters
     ----------
-    motions : sequence of Motion
-        The set.
+    motions : Motion or sequence of Motion
+        The set (one bare Motion is a set of one).
     up_axis : int
         Up axis (0, 1 or 2).
     height : float
@@ -162,6 +168,7 @@ def set_summary(
         its frame count had weighed 4 times as much); and the :data:`RAW` measures times ``height`` as
         ``<name>_raw`` (in ``height``'s units).
     """
+    motions = _as_set(motions)
     positions = positions or [m.positions() for m in motions]
     common = jerk_fps if jerk_fps is not None else min((m.fps for m in motions), default=1.0)
     sums = {"jerk": 0.0, "foot_skating": 0.0, "ground_penetration": 0.0, "bone_length_error": 0.0}
@@ -231,14 +238,15 @@ def _paired(a: Sequence[Motion], b: Sequence[Motion], rest: dict[str, list[float
     return {k: v / max(frames, 1) for k, v in totals.items()}
 
 
-def compare_sets(a: Sequence[Motion], b: Sequence[Motion], *, embed: Embedder | None = None,
+def compare_sets(a: Motion | Sequence[Motion], b: Motion | Sequence[Motion], *, embed: Embedder | None = None,
                  contents_a: Sequence[str] | None = None, contents_b: Sequence[str] | None = None) -> dict[str, Any]:  # fmt: skip
     """All metrics for two sets of motions (module docstring).
 
     Parameters
     ----------
-    a, b : sequence of Motion
-        The sets (non-empty; each motion is turned Y up first, so a set may mix up directions, with a note).
+    a, b : Motion or sequence of Motion
+        The sets (non-empty; one bare Motion is a set of one; each motion is turned Y up first, so a set may mix up
+        directions, with a note).
     embed : callable, optional
         ``embed(motions) -> (features (W, D), predicted content per motion)``, e.g. a recogniser's; when it
         cannot handle a set (another skeleton, a clip too short for it) it should raise ``ValueError`` or a
@@ -256,6 +264,7 @@ def compare_sets(a: Sequence[Motion], b: Sequence[Motion], *, embed: Embedder | 
         top-level ones are ``None`` when the sets did not share them. ``paired_raw`` is ``mpjpe`` and
         ``mpjpe_root_relative`` in A's units (``None`` without paired measures or where A mixes units).
     """
+    a, b = _as_set(a), _as_set(b)
     if not a or not b:
         raise ValueError("both sets need at least one motion")
     directions = {"a": [m.up_direction() for m in a], "b": [m.up_direction() for m in b]}

@@ -198,7 +198,8 @@ def foot_skating(
     positions : Tensor or ndarray
         ``(..., F, J, 3)`` world joint positions, ``F >= 2``.
     feet : sequence of int
-        ``K`` foot joints.
+        ``K`` foot joint indices (positions carry no names: ``skeleton.indices(names)`` gives them, as does
+        :func:`~skelanim.ops.contacts.find_feet`).
     fps : float
         Frame rate.
     up_axis : int or str
@@ -220,6 +221,11 @@ def foot_skating(
     fps, threshold, height = _positive("fps", fps), _positive("threshold", threshold), _positive("height", height)
     up = _axis(up_axis)
     p = _positions(positions)
+    feet = [feet] if isinstance(feet, str) else list(feet)  # once: an iterator of indices is read once
+    named = [j for j in feet if isinstance(j, str)]
+    if named:  # positions carry no joint names
+        raise ShapeError(f"feet must be joint indices into the positions, got names {named}: "
+                         "pass skeleton.indices(names) (Skeleton.indices) instead")  # fmt: skip
     p = p[..., _joints("foot joints", feet, p.shape[-2]), :]
     if p.shape[-3] < 2:
         return 0.0

@@ -251,7 +251,7 @@ def check_size(motions: Sequence[Motion], *, max_samples: int, sources: Sequence
 
 
 def build_viewer_html(
-    motions: Sequence[Motion],
+    motions: Motion | Sequence[Motion],
     *,
     labels: Sequence[str] | None = None,
     sources: Sequence[str | None] | None = None,
@@ -267,7 +267,8 @@ def build_viewer_html(
     Parameters
     ----------
     motions:
-        The motions to show, side by side (or overlaid with ``overlay``) on one timeline.
+        The motions to show, side by side (or overlaid with ``overlay``) on one timeline; one bare
+        :class:`Motion` is one motion (not its frames).
     labels:
         Names shown in the legend and tooltips (default ``motion 1``, ``motion 2``, ...).
     sources:
@@ -288,6 +289,7 @@ def build_viewer_html(
     str
         The page; it references no external script, style or font.
     """
+    motions = [motions] if isinstance(motions, Motion) else list(motions)  # a Motion iterates as its frames
     names = _labels(len(motions), labels)
     srcs = list(sources) if sources is not None else [None] * len(motions)
     options = ViewerOptions(stride=stride, max_frames=max_frames, max_samples=max_samples)
@@ -323,11 +325,16 @@ def render_page(data: dict, *, title: str) -> str:
     return _PLACEHOLDER.sub(lambda match: values[match.group(1)], assets["viewer.html"])
 
 
-def write_viewer(path: str | os.PathLike, motions: Sequence[Motion], **options) -> Path:
-    """Write :func:`build_viewer_html` of ``motions`` to ``path`` atomically; returns the path.
+def write_viewer(path: str | os.PathLike, motions: Motion | Sequence[Motion], **options) -> Path:
+    """Write :func:`build_viewer_html` of ``motions`` (one :class:`Motion` or several) to ``path`` atomically;
+    returns the path.
 
-    ``options`` are those of :func:`build_viewer_html`.
+    ``options`` are those of :func:`build_viewer_html`. The path comes first (unlike ``render_video(motions, path)``
+    and ``skelanim.save(motion, path)``): the motions first and a path second raise ``TypeError`` saying so.
     """
+    if isinstance(motions, (str, os.PathLike)):  # a path is never motions: write_viewer([m], "v.html")
+        raise TypeError(f"write_viewer(path, motions) takes the path first; got {type(path).__name__} for the path "
+                        f"and {type(motions).__name__} {str(motions)!r} for the motions")  # fmt: skip
     page = build_viewer_html(motions, **options)
     with atomic_open(path, "w") as handle:
         handle.write(page)
