@@ -125,6 +125,11 @@ def test_accuracy_and_vote():
     assert pred.tolist() == [0, 1]  # group 3: 1.15 vs 0.85; group 7: 1.4 vs 1.6
     groups, means = group_means(probs, [7, 7, 7, 3, 3])
     torch.testing.assert_close(means, torch.tensor([[0.575, 0.425], [1.4 / 3, 1.6 / 3]]))  # by hand
+    # an API review: NumPy probabilities had crashed (a NumPy dtype given to torch.zeros); the same answers
+    groups_np, pred_np = vote(probs.numpy(), np.array([7, 7, 7, 3, 3]))
+    assert groups_np.tolist() == [3, 7] and pred_np.tolist() == [0, 1]
+    torch.testing.assert_close(group_means(probs.double().numpy(), [7, 7, 7, 3, 3])[1],
+                               torch.tensor([[0.575, 0.425], [1.4 / 3, 1.6 / 3]], dtype=torch.float64))  # fmt: skip
 
 
 # ------------------------------------------------------------------------------------------- kinematic

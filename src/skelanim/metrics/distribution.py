@@ -222,12 +222,12 @@ def accuracy(predicted: Sequence[int] | Tensor, target: Sequence[int] | Tensor) 
     return float((p == t).double().mean()) if p.numel() else float("nan")
 
 
-def group_means(probabilities: Tensor, groups: Sequence[int] | Tensor) -> tuple[Tensor, Tensor]:
+def group_means(probabilities: Tensor | np.ndarray, groups: Sequence[int] | Tensor) -> tuple[Tensor, Tensor]:
     """Mean class probabilities of each group's windows.
 
     Parameters
     ----------
-    probabilities : Tensor
+    probabilities : Tensor or ndarray
         ``(W, C)`` class probabilities per window.
     groups : sequence of int
         ``(W,)`` group (file) of each window.
@@ -237,6 +237,7 @@ def group_means(probabilities: Tensor, groups: Sequence[int] | Tensor) -> tuple[
     tuple of Tensor
         The sorted distinct groups ``(G,)`` and their mean probabilities ``(G, C)``.
     """
+    probabilities = torch.as_tensor(probabilities)  # an ndarray too: its dtype is not a torch dtype
     g = torch.as_tensor(groups).reshape(-1)
     ids, inverse = torch.unique(g, return_inverse=True)
     sums = torch.zeros(len(ids), probabilities.shape[1], dtype=probabilities.dtype).index_add_(
@@ -245,7 +246,7 @@ def group_means(probabilities: Tensor, groups: Sequence[int] | Tensor) -> tuple[
     return ids, sums / torch.bincount(inverse, minlength=len(ids)).to(sums.dtype)[:, None]
 
 
-def vote(probabilities: Tensor, groups: Sequence[int] | Tensor) -> tuple[Tensor, Tensor]:
+def vote(probabilities: Tensor | np.ndarray, groups: Sequence[int] | Tensor) -> tuple[Tensor, Tensor]:
     """Per-group decision by averaging class probabilities over the group's windows (:func:`group_means`).
 
     Returns
