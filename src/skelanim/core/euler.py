@@ -150,10 +150,10 @@ _BLOCK = 8192  # Euler triples per block of euler_to_quat
 def _euler_to_quat_block(angles: Tensor, axes: tuple[int, int, int], degrees: bool) -> Tensor:
     """:func:`euler_to_quat` of ``(..., 3)`` angles in one go."""
     # components first and contiguous (one copy), so the products below run on contiguous rows
-    return torch.stack(euler_quat_components(angles.movedim(-1, 0).contiguous(), axes, degrees), -1)
+    return torch.stack(euler_quat_components(angles.movedim(-1, 0).contiguous(), axes, degrees=degrees), -1)
 
 
-def euler_quat_components(angles: Tensor, axes: tuple[int, int, int], degrees: bool) -> list[Tensor]:
+def euler_quat_components(angles: Tensor, axes: tuple[int, int, int], *, degrees: bool) -> list[Tensor]:
     """The closed form behind :func:`euler_to_quat`, on components: ``(3, ...)`` angles (``angles[i]`` about
     axis ``axes[i]``, 0/1/2 for X/Y/Z; radians, or degrees with ``degrees=True``) -> the four ``(...)``
     components ``w, x, y, z`` (for callers that keep components apart, like forward kinematics)."""

@@ -26,6 +26,7 @@ from skelanim.core.euler import euler_quat_components, euler_to_quat, parse_orde
 from skelanim.core.kinematics import end_site_positions, forward_kinematics_components
 from skelanim.core.rotations import quat_normalize
 from skelanim.core.skeleton import Skeleton, head_and_feet, up_sign
+from skelanim.core.units import axis_index
 from skelanim.errors import ShapeError
 
 #: How much larger a body's largest extent must be than the next for it to name the up axis, where joint names do not.
@@ -115,7 +116,7 @@ class EulerRotations:
                 columns = torch.cat([columns, columns.new_zeros(1, n_frames)])
                 index = torch.where(index < 0, columns.shape[0] - 1, index)
             angles = columns.index_select(0, index.reshape(-1)).view(3, len(mine), n_frames)
-            q = torch.stack(euler_quat_components(angles, parse_order(order), self.degrees))
+            q = torch.stack(euler_quat_components(angles, parse_order(order), degrees=self.degrees))
             if out is None and len(mine) == len(rows):
                 return q
             if out is None:
@@ -265,6 +266,11 @@ class Motion:
         return self.num_frames
 
     @property
+    def num_joints(self) -> int:
+        """Number of joints ``J``: the skeleton's (:attr:`Skeleton.num_joints`)."""
+        return self.skeleton.num_joints
+
+    @property
     def duration(self) -> float:
         """Seconds from the first to the last frame, ``(F - 1) / fps``."""
         return max(self.num_frames - 1, 0) / self.fps
@@ -348,22 +354,32 @@ class Motion:
     def height(self) -> float:
         """Body height in the motion's units: the median over up to 64 evenly spaced frames of the extent
         of joints and End Sites along :meth:`up_axis` (the lower of the two middle values for an even count,
-        ``torch.median``'s rule: always one frame's extent). Falls back to the rest pose for an empty motion."""
+        ``torch.median``'s rule: always one frame's extent). Falls back to the rest pose for an empty motion.
+        A property here (``motion.height``); on a skeleton a method (``skeleton.height()``, the rest pose's)."""
         return self.height_along(self.up_axis())
 
     @property
     def stature(self) -> float:
         """Body size for guessing the length unit, in the motion's units: :meth:`Skeleton.stature` (bone lengths
         from head to foot, which no pose changes), or :attr:`height` where the joint names find no head or foot.
-        A crawl's :attr:`height` is a third of the body's; its stature is the standing body's."""
+        A crawl's :attr:`height` is a third of the body's; its stature is the standing body's.
+        A property here (``motion.stature``); on a skeleton a method (``skeleton.stature()``, ``None`` without names)."""
         size = self.skeleton.stature()
         return self.height if size is None else size
 
-    def height_along(self, axis: int) -> float:
-        """:attr:`height` measured along ``axis`` (0, 1 or 2) instead of the guessed up axis."""
+    def height_along(self, axis: int | str) -> float:
+        """:attr:`height` measured along ``axis`` instead of the guessed up axis (an empty motion: the rest pose's
+        extent along it).
+
+        ``axis`` is spelt as the ops spell it (:func:`~skelanim.core.units.axis_index`): ``0``, ``1``, ``2`` or
+        ``"x"``, ``"y"``, ``"z"`` in either case, with an optional sign. An extent is the same either way along an
+        axis, so a sign changes nothing: ``height_along("-y") == height_along("y")``.
+        """
+        index = axis_index(axis)
         if self.num_frames == 0:
-            return self.skeleton.height()
-        extent = self._sample_positions(end_sites=True)[..., axis]
+            rest = self.skeleton.rest_positions(end_sites=True)[:, index]
+            return float((rest.max() - rest.min()).detach())
+        extent = self._sample_positions(end_sites=True)[..., index]
         return float((extent.max(-1).values - extent.min(-1).values).median().detach())  # a number: no gradient
 
     def _sample_positions(self, *, end_sites: bool = False, count: int = 64) -> torch.Tensor:

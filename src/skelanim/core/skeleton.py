@@ -298,7 +298,10 @@ class Skeleton:
         return int((pos.max(0) - pos.min(0)).argmax())
 
     def height(self) -> float:
-        """Rest-pose height along :meth:`up_axis`, End Sites included, in the file's units."""
+        """Rest-pose height along :meth:`up_axis`, End Sites included, in the file's units.
+
+        A method here (``skeleton.height()``); on a motion a property (``motion.height``, the height the poses show).
+        """
         pos = self._rest_array(end_sites=True)
         axis = self.up_axis()
         return float(pos[:, axis].max() - pos[:, axis].min())
@@ -314,6 +317,8 @@ class Skeleton:
         On a standing figure it is 0.9-1.2 times the height the pose shows (the path turns through the hips and
         along the foot); unlike that height it does not shrink when the body crouches, crawls or lies down, so the
         length unit is guessed from it (:attr:`Motion.stature`).
+
+        A method here (``skeleton.stature()``); on a motion a property (``motion.stature``, never ``None``).
         """
         heads, feet = head_and_feet(self.names)
         if not heads or not feet:

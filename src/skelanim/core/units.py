@@ -15,13 +15,14 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import torch
 
 from skelanim.errors import ShapeError
 
 __all__ = [
-    "TYPICAL_HEIGHT_M", "UNITS", "UNIT_ALIASES", "canonical_unit", "guess_unit", "horizontal_axes", "metres_per_unit",
-    "motion_unit", "signed_axis_name", "up_to_y_matrix",
+    "TYPICAL_HEIGHT_M", "UNITS", "UNIT_ALIASES", "axis_index", "canonical_unit", "guess_unit", "horizontal_axes",
+    "metres_per_unit", "motion_unit", "signed_axis_name", "up_to_y_matrix",
 ]  # fmt: skip
 
 #: Metres per unit.
@@ -57,6 +58,21 @@ def motion_unit(declared: object, height: float) -> str:
 def metres_per_unit(height: float) -> float:
     """Metres per file unit for a human figure ``height`` units tall (see :func:`guess_unit`)."""
     return UNITS[guess_unit(height)]
+
+
+_AXIS_NAMES = {"x": 0, "y": 1, "z": 2}
+
+
+def axis_index(axis: int | str) -> int:
+    """An axis given as ``0/1/2`` or ``"x"/"y"/"z"`` (case-insensitive, an optional sign is ignored)."""
+    if isinstance(axis, (int, np.integer)):
+        if not 0 <= int(axis) <= 2:
+            raise ShapeError(f"axis must be 0, 1 or 2, got {axis}")
+        return int(axis)
+    key = str(axis).strip().lower().lstrip("+-")
+    if key not in _AXIS_NAMES:
+        raise ShapeError(f"axis must be one of x, y, z (or 0, 1, 2), got {axis!r}")
+    return _AXIS_NAMES[key]
 
 
 def signed_axis_name(axis: int, sign: float) -> str:

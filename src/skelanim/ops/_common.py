@@ -1,4 +1,5 @@
-"""Small helpers shared by the ops modules: axis names and directions.
+"""Small helpers shared by the ops modules: axis names and directions (:func:`axis_index` lives in
+:mod:`skelanim.core.units`, where :class:`~skelanim.core.motion.Motion` reads axes too).
 
 Not public: the ops modules re-export what users need. Conversion between numpy and torch lives in
 :mod:`skelanim.core._tensor` (:func:`~skelanim.core._tensor.numpy_in_numpy_out`).
@@ -11,21 +12,10 @@ import torch
 
 from skelanim.core._tensor import ArrayLike, to_numpy
 from skelanim.core.motion import Motion
+from skelanim.core.units import axis_index
 from skelanim.errors import ShapeError
 
-_AXIS_NAMES = {"x": 0, "y": 1, "z": 2}
-
-
-def axis_index(axis: int | str) -> int:
-    """An axis given as ``0/1/2`` or ``"x"/"y"/"z"`` (case-insensitive, an optional sign is ignored)."""
-    if isinstance(axis, (int, np.integer)):
-        if not 0 <= int(axis) <= 2:
-            raise ShapeError(f"axis must be 0, 1 or 2, got {axis}")
-        return int(axis)
-    key = str(axis).strip().lower().lstrip("+-")
-    if key not in _AXIS_NAMES:
-        raise ShapeError(f"axis must be one of x, y, z (or 0, 1, 2), got {axis!r}")
-    return _AXIS_NAMES[key]
+__all__ = ["axis_index", "direction_vector", "signed_up"]  # axis_index: core.units', here for the ops
 
 
 def signed_up(motion: Motion | None, up_axis: int | str | None) -> tuple[int, float]:

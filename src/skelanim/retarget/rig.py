@@ -57,7 +57,7 @@ from torch import Tensor
 from skelanim.core.kinematics import forward_kinematics, forward_kinematics_joints
 from skelanim.core.rotations import matrix_to_quat, mean_rotations, quat_identity, quat_to_matrix, rot6d_to_matrix
 from skelanim.core.skeleton import Skeleton
-from skelanim.retarget.mapping import CANONICAL_JOINTS, CANONICAL_PARENTS, JointMapping, map_skeleton
+from skelanim.retarget.mapping import CANONICAL_JOINTS, CANONICAL_PARENTS, JointMapping, MappingError, map_skeleton
 from skelanim.retarget.stance import level_feet, sole_height
 
 __all__ = [
@@ -318,7 +318,8 @@ class CanonicalRig:
     skeleton : Skeleton
         The skeleton (``J`` joints).
     mapping : JointMapping, optional
-        Its canonical mapping (default: :func:`~.mapping.map_skeleton`).
+        Its canonical mapping, made for this skeleton (default: :func:`~.mapping.map_skeleton`, which also makes
+        one from a user mapping or its file; :func:`~.retargeter.make_rig` takes those directly).
     rest : Tensor, optional
         ``(J, 4)`` local quaternions of the rest (bind) pose the frames are measured in; default the
         identity (the file's zero pose).
@@ -339,6 +340,12 @@ class CanonicalRig:
         sk = self.skeleton
         if self.mapping is None:
             self.mapping = map_skeleton(sk)
+        elif not isinstance(self.mapping, JointMapping):
+            raise TypeError(f"CanonicalRig's mapping is a JointMapping (map_skeleton(skeleton, mapping) makes one from "
+                            f"a dict or a mapping file), got {type(self.mapping).__name__}")  # fmt: skip
+        elif list(self.mapping.skeleton.names) != list(sk.names):
+            raise MappingError("the joint mapping given to CanonicalRig was made for another skeleton (its joint "
+                               "names differ): map this skeleton with map_skeleton")  # fmt: skip
         n = sk.num_joints
         rest = quat_identity((n,)) if self.rest is None else torch.as_tensor(self.rest, dtype=torch.float64)
         self.rest = rest

@@ -57,12 +57,13 @@ from skelanim.core.motion import Motion
 from skelanim.core.rotations import matrix_to_quat, quat_continuous, quat_normalize
 from skelanim.core.skeleton import Skeleton
 from skelanim.core.units import up_to_y_matrix
-from skelanim.errors import SkelanimError
+from skelanim.errors import ShapeError, SkelanimError
 from skelanim.io.gltf import export_scale
+from skelanim.ops._common import signed_up
 from skelanim.retarget.baselines import FEET
-from skelanim.retarget.mapping import CANONICAL_JOINTS, CANONICAL_PARENTS
+from skelanim.retarget.mapping import CANONICAL_JOINTS, CANONICAL_PARENTS, JointMapping
 from skelanim.retarget.retargeter import floor_level, make_rig
-from skelanim.retarget.rig import CanonicalRig, canonical_locals, canonical_tpose
+from skelanim.retarget.rig import CanonicalRig, calibrate_rig, canonical_locals, canonical_tpose
 from skelanim.serve.avatar import UNITY_PARENTS, AvatarRig
 
 __all__ = ["BONE_OF_JOINT", "DEFAULT_PORT", "HUMANOID_BONES", "MAX_DATAGRAM", "AvatarEncoder", "AvatarFrames", "AvatarStream",
@@ -183,6 +184,37 @@ class AvatarFrames:
         return int(self.rotations.shape[0])
 
 
+def _up_direction(motion: Motion | None, up: Any, up_axis: int | str | None) -> tuple[int, float]:
+    """The source's up axis and sign from ``up`` (an ``(axis, sign)`` pair) or ``up_axis`` (``0/1/2``, ``"y"``,
+    ``"-z"``: :func:`~skelanim.ops._common.signed_up`, as every ops function reads it), at most one of them given;
+    neither: ``motion.up_direction()``, +Y for a bare skeleton."""
+    if up is None:
+        return signed_up(motion, up_axis)
+    if up_axis is not None:
+        raise StreamError(f"give the up axis once, up={up!r} or up_axis={up_axis!r}, not both")
+    axis, sign = up if isinstance(up, (tuple, list)) and len(up) == 2 else (None, None)
+    if (not isinstance(axis, (int, np.integer)) or isinstance(axis, bool) or not 0 <= axis <= 2
+            or not isinstance(sign, (int, float, np.integer, np.floating)) or isinstance(sign, bool)
+            or not math.isfinite(sign) or sign == 0):  # fmt: skip
+        raise StreamError(f"up is an (axis, sign) pair such as (1, 1.0) or (2, -1.0), axis 0, 1 or 2, got {up!r} "
+                          "(or give up_axis=1, 'y' or '-z')")  # fmt: skip
+    return int(axis), 1.0 if sign > 0 else -1.0
+
+
+def _rig(
+    skeleton: Skeleton | Motion | CanonicalRig, mapping: JointMapping | Mapping[str, Any] | str | os.PathLike | None
+) -> CanonicalRig:
+    """:func:`~skelanim.retarget.retargeter.make_rig`, which also takes a ready :class:`JointMapping` here (of the
+    skeleton's joints; a motion calibrates on itself as there, :func:`~skelanim.retarget.rig.calibrate_rig`)."""
+    if isinstance(mapping, JointMapping):
+        if isinstance(skeleton, Motion):
+            return calibrate_rig(CanonicalRig(skeleton.skeleton, mapping), skeleton.rotations)
+        if isinstance(skeleton, Skeleton):
+            return CanonicalRig(skeleton, mapping)
+        mapping = None  # a CanonicalRig keeps its own mapping (as make_rig does); anything else is refused there
+    return make_rig(skeleton, mapping)
+
+
 def loop_travel(frames: AvatarFrames) -> Tensor:
     """``(3,)`` the horizontal travel of ``Hips`` from the first frame to the last (``y`` zero; zeros without a
     ``Hips`` bone): how far a looped clip moves on at each play."""
@@ -202,10 +234,15 @@ class AvatarEncoder:
     skeleton : Skeleton, Motion or CanonicalRig
         The source skeleton; a motion also calibrates the bone frames on itself where its zero pose is no body
         pose (:func:`~skelanim.retarget.retargeter.make_rig`), which a live source should do on a recorded clip.
-    mapping : mapping or path, optional
-        A user joint mapping (:func:`~skelanim.retarget.mapping.map_skeleton`).
+    mapping : JointMapping, mapping or path, optional
+        The source's joint mapping: a user mapping or its file, as :func:`~skelanim.retarget.mapping.map_skeleton`
+        takes it, or the :class:`~skelanim.retarget.mapping.JointMapping` it returns for this skeleton.
     up : (int, float), optional
-        The source's up axis and sign (default: ``motion.up_direction()``, or +Y for a bare skeleton).
+        The source's up axis and sign, ``(1, 1.0)`` for +Y (default: ``motion.up_direction()``, or +Y for a bare
+        skeleton).
+    up_axis : int or str, optional
+        The same as the ops take it: ``0``, ``1``, ``2`` or ``"x"``, ``"y"``, ``"z"`` with an optional sign (``"-y"``:
+        Y down). Give ``up`` or ``up_axis``, not both.
     metres_per_unit : float, optional
         Default: from the motion's unit, else guessed from its stature (:func:`~skelanim.io.gltf.export_scale`).
     floor : float
@@ -221,16 +258,17 @@ class AvatarEncoder:
         self,
         skeleton: Skeleton | Motion | CanonicalRig,
         *,
-        mapping: Mapping[str, Any] | str | os.PathLike | None = None,
+        mapping: JointMapping | Mapping[str, Any] | str | os.PathLike | None = None,
         up: tuple[int, float] | None = None,
+        up_axis: int | str | None = None,
         metres_per_unit: float | None = None,
         floor: float = 0.0,
         avatar: AvatarRig | None = None,
     ) -> None:
-        self.rig = make_rig(skeleton, mapping)
         motion = skeleton if isinstance(skeleton, Motion) else None
-        up = up if up is not None else (motion.up_direction() if motion is not None else (1, 1.0))
-        self.turn = up_to_y_matrix(*up)
+        direction = _up_direction(motion, up, up_axis)  # checked before the rig's work
+        self.rig = _rig(skeleton, mapping)
+        self.turn = up_to_y_matrix(*direction)
         if metres_per_unit is None:
             metres_per_unit = export_scale(motion if motion is not None else Motion.rest(self.rig.skeleton))[0]
         if not (math.isfinite(metres_per_unit) and metres_per_unit > 0):
@@ -273,13 +311,22 @@ class AvatarEncoder:
     def canonical(self, rotations: Tensor, translations: Tensor) -> tuple[Tensor, Tensor]:
         """Y-up canonical bone frames ``(F, 22, 3, 3)`` and joint positions ``(F, 22, 3)`` (source units) from
         ``(F, J, 4)`` local quaternions and ``(F, J, 3)`` local translations (row 0 the root position, as
-        :meth:`Motion.local_translations` gives them)."""
-        frames, pos = self.rig.encode(torch.as_tensor(rotations, dtype=torch.float64),
-                                      torch.as_tensor(translations, dtype=torch.float64))  # fmt: skip
+        :meth:`Motion.local_translations` gives them), or one frame, ``(J, 4)`` and ``(J, 3)`` (``F`` = 1)."""
+        rot = torch.as_tensor(rotations, dtype=torch.float64)
+        trans = torch.as_tensor(translations, dtype=torch.float64)
+        given = f"{tuple(rot.shape)} and {tuple(trans.shape)}"
+        rot, trans = (rot[None] if rot.ndim == 2 else rot), (trans[None] if trans.ndim == 2 else trans)
+        n = self.rig.skeleton.num_joints
+        if rot.ndim != 3 or rot.shape[1:] != (n, 4) or trans.shape != (rot.shape[0], n, 3):
+            raise ShapeError(f"AvatarEncoder: rotations must be (F, {n}, 4) or ({n}, 4) and translations (F, {n}, 3) "
+                             f"or ({n}, 3), got {given}")  # fmt: skip
+        frames, pos = self.rig.encode(rot, trans)
         return self.turn @ frames, pos @ self.turn.T
 
     def encode(self, rotations: Tensor, translations: Tensor, fps: float = 30.0) -> AvatarFrames:
-        """Avatar frames from ``(F, J, 4)`` local quaternions and ``(F, J, 3)`` local translations."""
+        """Avatar frames (``F`` of them) from ``(F, J, 4)`` local quaternions and ``(F, J, 3)`` local translations,
+        or from one live frame, ``(J, 4)`` and ``(J, 3)`` as :meth:`~skelanim.retarget.Retargeter.step` gives it
+        (``F`` = 1: what ``(1, J, 4)`` and ``(1, J, 3)`` give)."""
         return self.from_canonical(*self.canonical(rotations, translations), fps)
 
     def from_canonical(self, frames: Tensor, positions: Tensor, fps: float) -> AvatarFrames:
@@ -302,13 +349,14 @@ class AvatarEncoder:
 def avatar_frames(
     motion: Motion,
     *,
-    mapping: Mapping[str, Any] | str | os.PathLike | None = None,
+    mapping: JointMapping | Mapping[str, Any] | str | os.PathLike | None = None,
     up: tuple[int, float] | None = None,
+    up_axis: int | str | None = None,
     avatar: AvatarRig | None = None,
 ) -> AvatarFrames:
     """A whole clip as avatar frames (its floor found as the retargeter finds it; see the module docstring and
     :class:`AvatarEncoder` for the options)."""
-    encoder = AvatarEncoder(motion, mapping=mapping, up=up, avatar=avatar)
+    encoder = AvatarEncoder(motion, mapping=mapping, up=up, up_axis=up_axis, avatar=avatar)
     frames, positions = encoder.canonical(motion.rotations, motion.local_translations())
     if motion.num_frames:
         encoder.floor = floor_level(positions[:, list(FEET), 1], encoder.rig.height)
