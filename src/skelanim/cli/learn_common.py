@@ -177,6 +177,24 @@ def overwrite_option() -> Any:
                         "(without it, a new run into such a folder is refused).")  # fmt: skip
 
 
+def threads_option() -> Any:
+    """The ``--threads`` option (torch's CPU threads; default torch's own), the same on every command that computes
+    (pass its value to :func:`apply_threads`)."""
+    return typer.Option(None, "--threads", min=1, max=1024, help="Torch CPU threads (default: torch's).")
+
+
+def apply_threads(threads: int | None) -> None:
+    """Set torch's CPU threads when ``--threads`` was given (:func:`skelanim.learn.common.set_threads`)."""
+    from skelanim.learn.common import set_threads
+
+    set_threads(threads)
+
+
+def progress_option() -> Any:
+    """The ``--progress/--no-progress`` option: progress bars on stderr (on by default)."""
+    return typer.Option(True, "--progress/--no-progress", help="Progress bars on stderr.")
+
+
 def run_device_option() -> Any:
     """The ``--device`` option of the inference commands (solve, retarget, predict, generate, recognize): the CPU
     unless asked, so that a file written on a machine with a GPU is the one written without (GPU kernels round
