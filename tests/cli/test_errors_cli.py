@@ -107,3 +107,39 @@ def test_the_console_script_runs_outside_the_main_thread(monkeypatch, capsys):
     worker.start()
     worker.join(60)
     assert codes == [2], codes  # the command's own one-line error, not a ValueError from signal.signal
+
+
+def test_an_error_after_a_progress_bar_starts_its_own_line_in_a_log(capsys):
+    """A CLI review: a bar that clears itself on closing (``leave=False``) left ``\\r<spaces>\\r`` on its line, and in a
+    log the error line followed it on the same line, so ``grep '^error:'`` found nothing."""
+    import sys
+
+    from tqdm import tqdm
+
+    from skelanim.cli import _error
+
+    bar = tqdm(total=10, desc="loading clips", leave=False, file=sys.stderr)
+    bar.update(3)
+    _error("the split 'styel' names no style")
+    lines = capsys.readouterr().err.split("\n")  # a log's lines (str.splitlines would split at the bar's \r too)
+    assert "error: the split 'styel' names no style" in lines
+    assert not [line for line in lines if "error:" in line and not line.startswith("error:")]
+
+
+def test_a_usage_error_before_the_command_runs_names_the_command(capsys):
+    """A CLI review: an option given without its value (``convert IN OUT --fps``) was the only usage error without
+    the ``skelanim CMD:`` prefix and the ``(see ... --help)`` pointer."""
+    assert main(["convert", "in.bvh", "out.bvh", "--fps"]) == 2
+    assert capsys.readouterr().err.strip() == ("error: skelanim convert: Option '--fps' requires an argument. "
+                                               "(see skelanim convert --help)")  # fmt: skip
+    assert main(["ik", "solve", "in.npz", "-o"]) == 2
+    assert capsys.readouterr().err.strip().startswith("error: skelanim ik solve: Option '-o' requires an argument.")
+
+
+def test_dash_h_is_help_on_every_level(capsys):
+    """A CLI review: ``-h`` was 'No such option' everywhere (``retarget``'s default-command shim already counted it a
+    help word)."""
+    for argv in (["-h"], ["info", "-h"], ["retarget", "-h"], ["ik", "solve", "-h"], ["learn", "predict", "eval", "-h"]):
+        assert main(argv) == 0, argv
+        out = capsys.readouterr().out
+        assert "Usage: skelanim " + " ".join(argv[:-1]) in " ".join(out.split()), argv

@@ -452,3 +452,24 @@ def test_convert_names_the_scale_option_it_refuses(tmp_path: Path, capsys, scale
     code, out, err = run(["convert", str(sample_path("walk")), str(dst), "--scale", scale], capsys)
     one_error_line(code, out, err, "--scale", "a positive finite factor")
     assert list(tmp_path.iterdir()) == []
+
+
+def test_the_output_is_taken_as_the_positional_or_as_dash_o(tmp_path: Path, capsys):
+    """A CLI review: ``convert IN -o OUT`` and ``record -o OUT`` were 'No such option' (every other writing command
+    takes -o) and ``positions IN OUT`` an unexpected extra argument. Either form writes the same file; both or
+    neither is one usage line naming the two."""
+    src = str(sample_path("walk"))
+    assert run(["convert", src, str(tmp_path / "a.bvh")], capsys)[0] == 0
+    assert run(["convert", src, "-o", str(tmp_path / "b.bvh")], capsys)[0] == 0
+    assert (tmp_path / "a.bvh").read_bytes() == (tmp_path / "b.bvh").read_bytes()
+    assert run(["positions", src, str(tmp_path / "a.npz")], capsys)[0] == 0
+    assert run(["positions", src, "--out", str(tmp_path / "b.npz")], capsys)[0] == 0
+    np.testing.assert_array_equal(np.load(tmp_path / "a.npz")["positions"], np.load(tmp_path / "b.npz")["positions"])
+    for argv in (["convert", src, str(tmp_path / "c.bvh"), "-o", str(tmp_path / "d.bvh")], ["convert", src],
+                 ["positions", src], ["record", "--give-up", "0.1"]):  # fmt: skip
+        code, out, err = run(argv, capsys)
+        assert code == 2 and out == "" and len(err.strip().splitlines()) == 1, (argv, err)
+        assert "-o/--out" in err and ("DST" in err or "OUT" in err), err
+    assert not (tmp_path / "c.bvh").exists() and not (tmp_path / "d.bvh").exists()
+    code, _, err = run(["record", "-o", str(tmp_path / "r.bvh"), "--port", "0", "--give-up", "0.1"], capsys)
+    assert code == 2 and "nothing arrived" in err  # -o taken: it listened, and nothing came

@@ -26,6 +26,7 @@ app = typer.Typer(
     add_completion=False,
     no_args_is_help=True,
     pretty_exceptions_enable=False,
+    context_settings={"help_option_names": ["-h", "--help"]},  # inherited by every sub-command's context
 )
 
 # Command modules register themselves on ``app`` when imported (in this order: the order of ``--help``).
@@ -97,9 +98,22 @@ def _usage_line(err: Exception, argv: list[str] | None = None) -> str:
     given = _given_value(err, sys.argv[1:] if argv is None else argv)
     if given is not None and given.strip().lower() in ("nan", "+nan", "-nan") and "Input should be" in message:
         message = message[: message.index("Input should be")] + f"{given} is not a number"
-    if ctx is None:
-        return message
-    return f"{ctx.command_path}: {message} (see {ctx.command_path} --help)"
+    path = ctx.command_path if ctx is not None else _command_path(sys.argv[1:] if argv is None else argv)
+    return f"{path}: {message} (see {path} --help)"
+
+
+def _command_path(argv: list[str]) -> str:
+    """``skelanim ik solve``: the command the words of ``argv`` name, for a usage error click raised before the
+    command's context existed (an option given without its value: ``convert IN OUT --fps``)."""
+    command: object = typer.main.get_command(app)
+    path = ["skelanim"]
+    for word in argv:
+        commands = getattr(command, "commands", None)  # a group's sub-commands (typer vendors click's classes)
+        if not isinstance(commands, dict) or word not in commands:
+            break
+        command = commands[word]
+        path.append(word)
+    return " ".join(path)
 
 
 _NO_MEMORY = "not enough memory for this (a smaller --fps, --dpi, --seconds, -n or input?)"
@@ -116,10 +130,14 @@ def _error(message: str) -> None:
     first (its last state ends with a newline instead of running into the error)."""
     from tqdm import tqdm
 
-    for bar in list(getattr(tqdm, "_instances", ())):
+    bars = list(getattr(tqdm, "_instances", ()))
+    for bar in bars:
         with contextlib.suppress(Exception):  # a bar that cannot close must not hide the error
             bar.close()
-    print(f"error: {message}", file=sys.stderr)
+    # a bar that clears itself on closing leaves "\r<spaces>\r" on its line: on a terminal the error overwrites it,
+    # in a log it would share the bar's line (grep '^error:' would miss it)
+    ended = bars and not (hasattr(sys.stderr, "isatty") and sys.stderr.isatty())
+    print(f"{chr(10) if ended else ''}error: {message}", file=sys.stderr)
 
 
 #: Signals that end a run as Ctrl-C does (:func:`_interrupt_on_termination`).

@@ -16,7 +16,7 @@ import warnings
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TextIO
+from typing import TextIO, cast
 
 import typer
 
@@ -163,6 +163,16 @@ def describe(motion: Motion, path: str) -> dict:
     }
 
 
+def one_output(positional: Path | None, option: Path | None, name: str) -> Path:
+    """The output file given either way, as the positional ``name`` or ``-o/--out`` (exactly one): commands differ in
+    which they show first, and a user types either."""
+    if positional is not None and option is not None:
+        raise typer.BadParameter(f"give the output once, as {name} or with -o/--out, not both", param_hint="-o/--out")
+    if positional is None and option is None:
+        raise typer.BadParameter(f"missing: give the output as {name} or with -o/--out", param_hint="-o/--out")
+    return positional if positional is not None else cast(Path, option)
+
+
 @app.command()
 def info(
     file: Path = typer.Argument(..., help="A motion file (.bvh, DeepMimic .txt/.json, .glb/.gltf)."),
@@ -192,7 +202,9 @@ LOOPING_FORMATS = (".txt", ".json", ".glb", ".gltf")
 @app.command()
 def convert(
     src: Path = typer.Argument(..., help="Input motion file."),
-    dst: Path = typer.Argument(..., help="Output file; its suffix picks the format (.bvh, .txt, .npz, .csv, ...)."),
+    dst_arg: Path | None = typer.Argument(None, metavar="DST", show_default=False,
+                                          help="Output file; its suffix picks the format (.bvh, .txt, .npz, .csv, ...)."),
+    dst_opt: Path | None = typer.Option(None, "-o", "--out", help="The output, if not given as DST."),
     fps: float | None = typer.Option(None, "--fps", help="Resample to this frame rate (slerp)."),
     scale: float | None = typer.Option(None, "--scale", help="Multiply all lengths by this factor (a .glb/.gltf output "
                                                             "is in metres already: --scale 0.01 makes a cm figure 100 times smaller)."),
@@ -216,6 +228,7 @@ def convert(
     from skelanim import ops
     from skelanim.errors import SkeletonError
 
+    dst = one_output(dst_arg, dst_opt, "DST")
     if fps is not None:
         require_between(fps, "--fps", 0.01, 10000, "frames per second")
     if scale is not None and not (math.isfinite(scale) and scale > 0):
@@ -265,13 +278,16 @@ def convert(
 @app.command()
 def positions(
     src: Path = typer.Argument(..., help="Input motion file."),
-    out: Path = typer.Option(..., "-o", "--out", help="Output .npz (or .npy/.csv)."),
+    out_arg: Path | None = typer.Argument(None, metavar="OUT", show_default=False,
+                                          help="Output .npz (or .npy/.csv), if not given with -o."),
+    out_opt: Path | None = typer.Option(None, "-o", "--out", help="Output .npz (or .npy/.csv)."),
     end_sites: bool = typer.Option(False, "--end-sites", help="Append End Site positions (named <joint>_end)."),
 ) -> None:
     """Write world joint positions of SRC: `positions` (F, J, 3) in the file's units and `joints` (names)."""
     import skelanim
     from skelanim.io.positions import JointPositions
 
+    out = one_output(out_arg, out_opt, "OUT")
     data = JointPositions.from_motion(skelanim.load(src), end_sites=end_sites)
     skelanim.save(data, out)
     typer.echo(f"wrote {out} ({len(data.names)} joints, {data.positions.shape[0]} frames)")

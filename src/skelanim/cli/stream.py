@@ -89,7 +89,9 @@ def stream(
 
 @app.command()
 def record(
-    out: Path = typer.Argument(..., help="The motion file to write (.bvh, .glb/.gltf, .npz positions, ...)."),
+    out_arg: Path | None = typer.Argument(None, metavar="OUT", show_default=False,
+                                          help="The motion file to write (.bvh, .glb/.gltf, .npz positions, ...)."),
+    out_opt: Path | None = typer.Option(None, "-o", "--out", help="The motion file to write, if not given as OUT."),
     port: int = typer.Option(39539, "--port", min=0, max=65535, help="The UDP port to listen on."),
     host: str = typer.Option("127.0.0.1", "--host", help="The address to listen on (0.0.0.0: every interface)."),
     seconds: float | None = typer.Option(None, "--seconds", min=0.001, help="Stop this long after the first frame."),
@@ -108,11 +110,12 @@ def record(
     from tqdm import tqdm
 
     import skelanim
-    from skelanim.cli.files import require_suffix
+    from skelanim.cli.files import one_output, require_suffix
     from skelanim.io import POSITION_FORMATS
     from skelanim.io.atomic import check_can_write
     from skelanim.serve.record import VMCRecorder, frames_to_motion
 
+    out = one_output(out_arg, out_opt, "OUT")
     require_suffix(out, (".bvh", ".glb", ".gltf", *POSITION_FORMATS), "a recording")
     check_can_write(out)  # before the take, not after it
     with VMCRecorder(host, port) as recorder:
