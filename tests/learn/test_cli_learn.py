@@ -62,7 +62,7 @@ def test_recognize_eval_json_keys(shipped, data_args, capsys, tmp_path):
     obj = _json(capsys, ["learn", "recognize", "eval", *data_args, "--split", "none", "--json", "--plot", str(plot)])
     with Image.open(plot) as image:  # the JSON stays the only thing printed
         assert image.format == "PNG"
-    assert set(obj) == {"top1_files", "top1_windows", "per_class", "baseline_cnn"}
+    assert set(obj) == {"top1_files", "top1_windows", "per_class", "baseline_cnn", "files", "windows"}  # #5's + counts
     assert set(obj["baseline_cnn"]) == {"top1_files", "top1_windows"}
     assert set(obj["per_class"]) == {"walk", "bow"} and 0.0 <= obj["top1_files"] <= 1.0
 
@@ -72,7 +72,7 @@ def test_predict_eval_json_keys(shipped, data_args, capsys, tmp_path):
     obj = _json(capsys, ["learn", "predict", "eval", *data_args, "--split", "none", "--stride", "25", "--json",
                          "--plot", str(plot)])  # fmt: skip
     assert plot.read_text().lstrip().startswith("<?xml") and "horizon (ms)" in plot.read_text()
-    assert set(obj) == {"horizons_ms", "horizons_ms_measured", "methods"}
+    assert set(obj) == {"horizons_ms", "horizons_ms_measured", "methods", "windows"}
     assert obj["horizons_ms"] == obj["horizons_ms_measured"] == [80, 160, 320, 400, 560, 1000]  # 25 fps: exact
     assert set(obj["methods"]) == {"rnn", "gcn", "mlp", "combined", "zero_velocity", "constant_velocity"}
     for scores in obj["methods"].values():

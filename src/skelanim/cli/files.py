@@ -16,7 +16,7 @@ import warnings
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TextIO, cast
+from typing import TextIO
 
 import typer
 
@@ -163,16 +163,6 @@ def describe(motion: Motion, path: str) -> dict:
     }
 
 
-def one_output(positional: Path | None, option: Path | None, name: str) -> Path:
-    """The output file given either way, as the positional ``name`` or ``-o/--out`` (exactly one): commands differ in
-    which they show first, and a user types either."""
-    if positional is not None and option is not None:
-        raise typer.BadParameter(f"give the output once, as {name} or with -o/--out, not both", param_hint="-o/--out")
-    if positional is None and option is None:
-        raise typer.BadParameter(f"missing: give the output as {name} or with -o/--out", param_hint="-o/--out")
-    return positional if positional is not None else cast(Path, option)
-
-
 @app.command()
 def info(
     file: Path = typer.Argument(..., help="A motion file (.bvh, DeepMimic .txt/.json, .glb/.gltf)."),
@@ -226,9 +216,10 @@ def convert(
 
     import skelanim
     from skelanim import ops
+    from skelanim.cli.learn_common import one_of  # it imports this module
     from skelanim.errors import SkeletonError
 
-    dst = one_output(dst_arg, dst_opt, "DST")
+    dst = one_of(dst_arg, dst_opt, "DST", "-o/--out", "the output")
     if fps is not None:
         require_between(fps, "--fps", 0.01, 10000, "frames per second")
     if scale is not None and not (math.isfinite(scale) and scale > 0):
@@ -285,9 +276,10 @@ def positions(
 ) -> None:
     """Write world joint positions of SRC: `positions` (F, J, 3) in the file's units and `joints` (names)."""
     import skelanim
+    from skelanim.cli.learn_common import one_of  # it imports this module
     from skelanim.io.positions import JointPositions
 
-    out = one_output(out_arg, out_opt, "OUT")
+    out = one_of(out_arg, out_opt, "OUT", "-o/--out", "the output")
     data = JointPositions.from_motion(skelanim.load(src), end_sites=end_sites)
     skelanim.save(data, out)
     typer.echo(f"wrote {out} ({len(data.names)} joints, {data.positions.shape[0]} frames)")

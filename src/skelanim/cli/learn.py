@@ -18,6 +18,7 @@ from skelanim.cli.learn_common import (
     MAX_SEED,
     SPLIT_HELP,
     TEST_SPEED_OPTION,
+    apply_threads,
     check_content,
     check_init,
     check_init_data,
@@ -25,6 +26,7 @@ from skelanim.cli.learn_common import (
     check_lr,
     check_model_folder,
     check_plot,
+    check_split,
     check_style,
     combine_folders,
     command_line,
@@ -37,7 +39,9 @@ from skelanim.cli.learn_common import (
     learn_app,
     load_dataset,
     note_trained_on,
+    one_of,
     overwrite_option,
+    progress_option,
     range_option,
     recognize_app,
     remove_earlier_model_files,
@@ -46,6 +50,7 @@ from skelanim.cli.learn_common import (
     resume_option,
     run_device_option,
     split_parts,
+    threads_option,
     train_config,
 )
 from skelanim.io.atomic import removed_if_empty
@@ -58,7 +63,7 @@ def recognize_train(
     labels: str = LABELS_OPTION,
     out: Path = typer.Option(..., "--out", "-o", help="Model folder to write."),
     arch: str = typer.Option("stgcn", "--arch", help="stgcn or cnn (the temporal-CNN baseline)."),
-    split: str = typer.Option("style", "--split", help=SPLIT_HELP),
+    split: str = typer.Option("style", "--split", help=SPLIT_HELP, callback=check_split),
     window: int = typer.Option(64, "--window", min=8),
     stride: int = typer.Option(8, "--stride", min=1),
     fps: float = FPS_OPTION,
@@ -175,11 +180,14 @@ def recognize_eval(
     labels: str = LABELS_OPTION,
     model: Path | None = typer.Option(None, "--model", "-m", help="ST-GCN folder (default: the shipped one)."),
     baseline: Path | None = typer.Option(None, "--baseline", help="CNN baseline folder (default: the shipped one)."),
-    split: str = typer.Option("style", "--split", help=SPLIT_HELP + " Evaluates the test part."),
+    split: str = typer.Option("style", "--split", help=SPLIT_HELP + " Evaluates the test part.", callback=check_split),
     seed: int = typer.Option(0, "--seed", min=0, max=MAX_SEED, help="The split's seed (the one given to train; matters for 'file')."),
     stride: int = typer.Option(8, "--stride", min=1),
     threads: int | None = typer.Option(None, "--threads", min=1, max=1024),
-    as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
+    as_json: bool = typer.Option(
+        False, "--json", help="Print one JSON object: top1_files, top1_windows (fractions), per_class, baseline_cnn, "
+        "and the counts scored, files and windows.",
+    ),
     plot: Path | None = typer.Option(None, "--plot", help="Also draw the ST-GCN's confusion matrices (files, windows)."),
     device: str = run_device_option(),
 ) -> None:
@@ -207,7 +215,8 @@ def recognize_eval(
 
         save_figure(plot_confusion(main["predicted"], title=f"ST-GCN, content, {split} split"), plot)
     obj = {"top1_files": main["top1_files"], "top1_windows": main["top1_windows"], "per_class": main["per_class"],
-           "baseline_cnn": ref and {"top1_files": ref["top1_files"], "top1_windows": ref["top1_windows"]}}  # fmt: skip
+           "baseline_cnn": ref and {"top1_files": ref["top1_files"], "top1_windows": ref["top1_windows"]},
+           "files": main["files"], "windows": main["windows"]}  # the counts the text's first line gives  # fmt: skip
     if as_json:
         echo_json(obj)
         return
@@ -228,7 +237,7 @@ def generate_train(
     data: list[str] = typer.Option(..., "--data", help=DATA_HELP),
     labels: str = LABELS_OPTION,
     out: Path = typer.Option(..., "--out", "-o", help="Model folder to write (the VAE stage goes to OUT/vae)."),
-    split: str = typer.Option("file", "--split", help=SPLIT_HELP),
+    split: str = typer.Option("file", "--split", help=SPLIT_HELP, callback=check_split),
     recognizer: Path | None = typer.Option(
         None, "--recognizer", help="Recogniser for the validation FID (default: the shipped one)."
     ),
@@ -324,24 +333,35 @@ def generate_train(
 
 @generate_app.command("fit-prior")
 def generate_fit_prior(
-    model: Path = typer.Argument(..., help="Generator folder (e.g. one trained before the fitted prior)."),
+    model: Path | None = typer.Argument(
+        None, help="Generator folder (e.g. one trained before the fitted prior); or give it with -m/--model."
+    ),
+    model_option: Path | None = typer.Option(None, "--model", "-m", help="MODEL, named as the other commands name it."),
     data: list[str] = typer.Option(..., "--data", help=DATA_HELP),
     labels: str = LABELS_OPTION,
     out: Path = typer.Option(..., "--out", "-o", help="Folder to write (may be MODEL itself)."),
-    split: str = typer.Option("file", "--split", help=SPLIT_HELP + " The train part is used."),
+    split: str = typer.Option("file", "--split", help=SPLIT_HELP + " The train part is used.", callback=check_split),
     seed: int = typer.Option(0, "--seed", min=0, max=MAX_SEED, help="Seed of the split (the one given to train)."),
     threads: int | None = typer.Option(None, "--threads", min=1, max=1024),
+    overwrite: bool = overwrite_option(),
+    progress: bool = progress_option(),
 ) -> None:
     """Fit each content's latent prior to the aggregate posterior of the training windows (what train does
     after each stage) and write the model with it."""
     from skelanim.learn.generate import Generator
     from skelanim.learn.generate_train import GenerateTask, refit_latent
 
+    model = one_of(model, model_option, "MODEL", "-m/--model", "the generator folder")
+    into_model = out.resolve() == model.resolve()
+    if not into_model:  # another model there had been replaced without a word
+        check_model_folder(out, overwrite, "--out")
     gen = Generator.load(model)
-    loaded = load_dataset(data, gen.fps, threads, True, labels=labels, need=("content",), rig=gen.rig)
+    loaded = load_dataset(data, gen.fps, threads, progress, labels=labels, need=("content",), rig=gen.rig)
     require_skeleton("generator", gen.rig.skeleton, loaded)  # another skeleton or unit had been fitted, or a traceback
     parts = split_parts(loaded, split, seed)
     refit_latent(model, GenerateTask(gen, parts["train"], stride=8), out)
+    if not into_model:
+        remove_earlier_model_files(out)
     typer.echo(f"wrote {out} (latent prior of {len(gen.contents.names)} contents fitted)")
 
 
@@ -351,7 +371,9 @@ def generate_eval(
     labels: str = LABELS_OPTION,
     model: Path | None = typer.Option(None, "--model", "-m", help="Generator folder (default: the shipped one)."),
     recognizer: Path | None = typer.Option(None, "--recognizer", help="Recogniser folder (default: the shipped one)."),
-    split: str = typer.Option("file", "--split", help=SPLIT_HELP + " Train part = real set A, test part = B."),
+    split: str = typer.Option(
+        "file", "--split", help=SPLIT_HELP + " Train part = real set A, test part = B.", callback=check_split
+    ),
     seed: int = typer.Option(0, "--seed", min=0, max=MAX_SEED, help="Seed of the samples and of the split (the one given to train)."),
     threads: int | None = typer.Option(None, "--threads", min=1, max=1024),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
@@ -411,7 +433,10 @@ def curves(
 @learn_app.command("ship")
 def ship(
     src: Path = typer.Argument(..., help="A trained model folder."),
-    dest: Path = typer.Argument(..., help="Folder to write (e.g. src/skelanim/learn/pretrained/NAME)."),
+    dest: Path | None = typer.Argument(
+        None, help="Folder to write (e.g. src/skelanim/learn/pretrained/NAME); or give it with -o/--out."
+    ),
+    out: Path | None = typer.Option(None, "--out", "-o", help="DEST, named as the other commands name it."),
     drop: list[str] | None = typer.Option(None, "--drop", help="Leave out tensors with this name prefix (repeat)."),
     overwrite: bool = typer.Option(False, "--overwrite", help="Replace the model DEST holds (without it, refused)."),
 ) -> None:
@@ -419,8 +444,10 @@ def ship(
     from skelanim.cli.files import check_not_an_input
     from skelanim.learn.common import export_for_shipping
 
+    hint = "DEST" if dest is not None else "--out"
+    dest = one_of(dest, out, "DEST", "-o/--out", "the folder to write")
     check_not_an_input(dest, src)  # the trained weights would become their float16 copy
-    check_model_folder(dest, overwrite, "DEST")
+    check_model_folder(dest, overwrite, hint)
     size = export_for_shipping(src, dest, drop=drop or ())
     remove_earlier_model_files(dest)
     typer.echo(f"wrote {dest} ({size / 1e6:.2f} MB of weights)")
@@ -451,6 +478,8 @@ def generate_cmd(
         "motion chains windows by latent optimisation (skelanim.learn.generate_long).",
     ),
     device: str = run_device_option(),
+    threads: int | None = threads_option(),
+    progress: bool = progress_option(),
 ) -> None:
     """Write N generated BVH files of a content and style (or N steps between two clips with --interpolate)."""
     import torch
@@ -463,6 +492,7 @@ def generate_cmd(
     from skelanim.learn.generate import Generator
     from skelanim.learn.generate_long import sample_plan
 
+    apply_threads(threads)
     gen = Generator.load(model).to(device)
     styleless = gen.styles.names == ("",)  # trained on names without a style (a content-only --labels pattern)
     if styleless and style is not None:
@@ -510,7 +540,7 @@ def generate_cmd(
         plan = generation_plan(content, seconds, gen.fps, gen.length)
         x = sample_plan(
             gen, [(c, style, frames) for c, frames in plan], n=n, generator=torch.Generator().manual_seed(seed),
-            temperature=temperature, progress=True,
+            temperature=temperature, progress=progress,
         )
         results = gen.to_motions(x)
         names = [f"{'-'.join(c for c, _ in plan)}_{style or 'nostyle'}_{i:02d}.bvh" for i in range(n)]

@@ -8,7 +8,7 @@ import json
 import math
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import typer
 
@@ -97,6 +97,53 @@ def require_skeleton(kind: str, skeleton, ds, hint: str = "") -> None:
         if not clip.skeleton.same_topology(skeleton):
             raise SkeletonError(skeleton_mismatch(kind, skeleton, clip.skeleton) + hint, path=clip.path)
     require_size(f"the {kind}'s", skeleton, ds)
+
+
+class _SplitParsed(Exception):
+    """Raised by :class:`_SplitProbe` where :func:`~skelanim.learn.common.split_dataset` has parsed the split and
+    turns to the data."""
+
+
+class _SplitProbe:
+    """A dataset without clips for :func:`check_split`: each step of :func:`~skelanim.learn.common.split_dataset`
+    that needs the data (the styles the files have, a split by style or by file) ends the parse, so only the
+    split's spelling is checked, by the parser that later splits the data."""
+
+    clips: tuple[()] = ()
+
+    def labels(self, kind: str) -> list[str]:
+        raise _SplitParsed
+
+    def split_by_style(self, **kwargs: Any) -> dict:
+        raise _SplitParsed
+
+    def split_by_file(self, **kwargs: Any) -> dict:
+        raise _SplitParsed
+
+
+def check_split(value: str) -> str:
+    """``--split``: a spelling :func:`~skelanim.learn.common.split_dataset` does not know is a usage error before any
+    file is read (``--split styel`` had been refused after loading every ``--data`` file); what depends on the
+    data (styles no file has, a part left empty) is :func:`split_parts`'s."""
+    from skelanim.learn.common import split_dataset
+
+    try:
+        split_dataset(cast(Any, _SplitProbe()), value)
+    except _SplitParsed:
+        pass
+    except ValueError as err:
+        raise typer.BadParameter(str(err)) from None
+    return value
+
+
+def one_of(positional: Path | None, option: Path | None, name: str, flags: str, what: str) -> Path:
+    """The folder given as the positional argument ``name`` or with the option ``flags`` (the other commands'
+    spelling, e.g. ``-o/--out``), ``what`` it is in the errors: exactly one of the two, else a usage error."""
+    if positional is not None and option is not None:
+        raise typer.BadParameter(f"give {what} once: as {name} or with {flags}, not both", param_hint=flags)
+    if positional is None and option is None:
+        raise typer.BadParameter(f"missing: give {what} as {name} or with {flags}", param_hint=name)
+    return positional if positional is not None else cast(Path, option)
 
 
 def split_parts(ds, split: str, seed: int = 0, *, need: str = "train") -> dict:
@@ -312,7 +359,8 @@ EARLIER_MODEL_FILES = ("refine.json", "refine.safetensors", "train_state.safeten
 
 
 def check_model_folder(out: Path, overwrite: bool, hint: str = "OUT") -> None:
-    """Refuse to write a model (``learn ship``, the ``combine`` commands) into ``out`` where it is a file, or holds a
+    """Refuse to write a model (``learn ship``, the ``combine`` commands, ``learn predict calibrate`` and ``learn
+    generate fit-prior`` into another folder than their model's) into ``out`` where it is a file, or holds a
     model or a run's state and ``overwrite`` is not given (it had been replaced without a word, even a model of
     another kind, whose other files then stayed beside the new one)."""
     from skelanim.errors import FormatError

@@ -18,23 +18,29 @@ from skelanim.cli.learn_common import (
     LABELS_OPTION,
     MAX_SEED,
     SPLIT_HELP,
+    apply_threads,
     check_keep,
     check_lr,
+    check_model_folder,
     check_plot,
+    check_split,
     combine_folders,
     command_line,
     device_option,
     echo_json,
     load_dataset,
     note_trained_on,
+    one_of,
     overwrite_option,
     predict_app,
     range_option,
+    remove_earlier_model_files,
     report_training,
     require_skeleton,
     resume_option,
     run_device_option,
     split_parts,
+    threads_option,
     train_config,
 )
 
@@ -45,7 +51,7 @@ def predict_train(
     labels: str = LABELS_OPTION,
     out: Path = typer.Option(..., "--out", "-o", help="Model folder to write."),
     arch: str = typer.Option("rnn", "--arch", help="rnn (seq2seq GRU), gcn (DCT-GCN) or mlp (siMLPe-style MLP)."),
-    split: str = typer.Option("style", "--split", help=SPLIT_HELP),
+    split: str = typer.Option("style", "--split", help=SPLIT_HELP, callback=check_split),
     stride: int = typer.Option(4, "--stride", min=1),
     hidden: int | None = typer.Option(None, "--hidden", min=4, help="GRU width / GCN node features."),
     blocks: int | None = typer.Option(None, "--blocks", min=1, help="GCN or MLP residual blocks."),
@@ -147,10 +153,13 @@ def predict_combine(
 
 @predict_app.command("calibrate")
 def predict_calibrate(
-    model: Path = typer.Argument(..., help="A trained predictor folder."),
+    model: Path | None = typer.Argument(None, help="A trained predictor folder; or give it with -m/--model."),
+    model_option: Path | None = typer.Option(None, "--model", "-m", help="MODEL, named as the other commands name it."),
     data: list[str] = typer.Option(..., "--data", help=DATA_HELP),
     labels: str = LABELS_OPTION,
-    split: str = typer.Option("style", "--split", help=SPLIT_HELP + " Calibrates on the training part."),
+    split: str = typer.Option(
+        "style", "--split", help=SPLIT_HELP + " Calibrates on the training part.", callback=check_split
+    ),
     stride: int | None = typer.Option(None, "--stride", min=1, help="The training window stride (default: MODEL's)."),
     seed: int | None = typer.Option(None, "--seed", min=0, max=MAX_SEED, help="The split's seed (default: MODEL's training seed)."),
     out: Path = typer.Option(..., "--out", "-o", help="Model folder to write (may be MODEL)."),
@@ -162,6 +171,7 @@ def predict_calibrate(
         "frame, scale back and average (repeat, e.g. 0.85 and 1.1765; default: as MODEL).",
     ),
     threads: int | None = typer.Option(None, "--threads", min=1, max=1024),
+    overwrite: bool = overwrite_option(),
 ) -> None:
     """Turn on amplitude normalisation: a window that moves less than the median training window is enlarged
     about its mean frame to that size before the network sees it, and the prediction shrunk back. Also store
@@ -171,6 +181,10 @@ def predict_calibrate(
     from skelanim.learn.predict import Predictor
     from skelanim.nn.checkpoint import read_model_config, save_model_files
 
+    model = one_of(model, model_option, "MODEL", "-m/--model", "the predictor folder")
+    into_model = out.resolve() == model.resolve()
+    if not into_model:  # another model there had been replaced without a word
+        check_model_folder(out, overwrite, "--out")
     net = Predictor.load(model)
     training = read_model_config(model / "config.json").get("training", {})
     trained = (training.get("members") or [training])[0]  # an ensemble's first member: they share data and split
@@ -195,10 +209,16 @@ def predict_calibrate(
     earlier = training.get("earlier_calibrations", []) + [training[k] for k in ("amplitude_calibration",) if k in training]
     training = {**training, "amplitude_calibration": record, **({"earlier_calibrations": earlier} if earlier else {})}
     save_model_files(out, net.state_dict(), {**net.config(), "training": training})
+    if not into_model:
+        remove_earlier_model_files(out)
     typer.echo(f"wrote {out} (amplitude reference {reference:.4g} and input range from {len(parts['train'].clips)} training files, "
                f"test mirror {'on' if net.test_mirror else 'off'}, amplitude votes {list(net.amplitude_votes) or 'none'})")  # fmt: skip
 
 
+EVAL_JSON_HELP = ("Print one JSON object: horizons_ms, horizons_ms_measured, windows (the count scored) and methods: per "
+                  "method, lists over the horizons of mpjpe (root-relative), mpjpe_pose (body root at the origin, "
+                  "unturned) and mpjpe_global (with root motion), each a fraction of the skeleton height (0.0183 "
+                  "is the table's 1.83 %), and angle_deg in degrees.")  # fmt: skip
 MAP_HELP = "With --retarget: a joint mapping (JSON/YAML, as skelanim retarget's --map) where the joint names do not tell."
 
 
@@ -209,11 +229,11 @@ def predict_eval(
     rnn: Path | None = typer.Option(None, "--rnn", help="GRU folder (default: the shipped one)."),
     gcn: Path | None = typer.Option(None, "--gcn", help="DCT-GCN folder (default: the shipped one)."),
     mlp: Path | None = typer.Option(None, "--mlp", help="MLP predictor folder (default: the shipped one)."),
-    split: str = typer.Option("style", "--split", help=SPLIT_HELP + " Evaluates the test part."),
+    split: str = typer.Option("style", "--split", help=SPLIT_HELP + " Evaluates the test part.", callback=check_split),
     seed: int = typer.Option(0, "--seed", min=0, max=MAX_SEED, help="The split's seed (the one given to train; matters for 'file')."),
     stride: int = typer.Option(10, "--stride", min=1),
     threads: int | None = typer.Option(None, "--threads", min=1, max=1024),
-    as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
+    as_json: bool = typer.Option(False, "--json", help=EVAL_JSON_HELP),
     plot: Path | None = typer.Option(None, "--plot", help="Also draw the errors against the horizon (.png, .pdf, .svg)."),
     retarget: bool = typer.Option(
         False, "--retarget", help="--data is motion of another humanoid skeleton: every file is retargeted onto "
@@ -222,9 +242,10 @@ def predict_eval(
     mapping: Path | None = typer.Option(None, "--map", help=MAP_HELP),
     device: str = run_device_option(),
 ) -> None:
-    """MPJPE (root-relative and global, fraction of height) and angle error at 80-1000 ms: the GRU, the DCT-GCN,
-    the MLP, the three averaged (combined) and the zero- and constant-velocity baselines. A predictor not named
-    is the shipped one, left out when the named ones work on another skeleton."""
+    """MPJPE at 80-1000 ms, root-relative (mpjpe) and with root motion (mpjpe_global), in % of the skeleton height
+    (the models' rig height; --json gives the same as fractions of it: 0.0183 for 1.83 %), and the angle error in
+    degrees: the GRU, the DCT-GCN, the MLP, the three averaged (combined) and the zero- and constant-velocity
+    baselines. A predictor not named is the shipped one, left out when the named ones work on another skeleton."""
     from skelanim.learn.predict import LEARNED, CombinedPredictor, Predictor, same_setting
     from skelanim.learn.predict_eval import evaluate_prediction
 
@@ -270,7 +291,8 @@ def predict_eval(
         save_figure(plot_horizon_errors(res, title=f"{res['windows']} windows, {where}"), plot)
     measured = res["horizons_ms_measured"]
     if as_json:
-        echo_json({"horizons_ms": res["horizons_ms"], "horizons_ms_measured": measured, "methods": res["methods"]})
+        echo_json({"horizons_ms": res["horizons_ms"], "horizons_ms_measured": measured, "methods": res["methods"],
+                   "windows": res["windows"]})  # fmt: skip
         return
     typer.echo(f"{res['windows']} windows; % of skeleton height (angles in degrees)")
     if any(abs(m - h) > 1e-6 for m, h in zip(measured, res["horizons_ms"])):
@@ -325,18 +347,19 @@ def predict_cmd(
         "repeat it for each predictor to average (default: the shipped rnn, gcn and mlp).",
     ),
     retarget: bool = typer.Option(
-        False, "--retarget", help="IN is on another humanoid skeleton: retarget it onto the model's (copy), predict "
-        "there and retarget the prediction back onto IN's skeleton.",
+        False, "--retarget", help="SRC is on another humanoid skeleton: retarget it onto the model's (copy), predict "
+        "there and retarget the prediction back onto SRC's skeleton.",
     ),
     mapping: Path | None = typer.Option(None, "--map", help=MAP_HELP),
     ground: bool = typer.Option(
-        True, "--ground/--no-ground", help="Lift predicted frames that would sink below IN's floor (where its lowest "
+        True, "--ground/--no-ground", help="Lift predicted frames that would sink below SRC's floor (where its lowest "
         "joint is in all but 1 % of its frames; default) or keep them as predicted.",
     ),
     progress: bool = typer.Option(True, "--progress/--no-progress", help="Show a progress bar on stderr."),
     device: str = run_device_option(),
+    threads: int | None = threads_option(),
 ) -> None:
-    """Continue IN by SECONDS of predicted motion (from its last second): OUT is IN unchanged, then the prediction."""
+    """Continue SRC by SECONDS of predicted motion (from its last second): OUT is SRC unchanged, then the prediction."""
     import skelanim
     from skelanim.cli.files import check_output
     from skelanim.learn.common import skeleton_mismatch
@@ -346,6 +369,7 @@ def predict_cmd(
     if method not in METHODS:
         raise typer.BadParameter(f"unknown method {method!r}; choose from {', '.join(METHODS)}", param_hint="--method")
     check_output(out, src, mapping)
+    apply_threads(threads)
     for folder in model:  # before the method's count of them: a mistyped folder had been told to repeat --model
         if not Path(folder).is_dir():
             raise typer.BadParameter(f"{folder}: no such model folder", param_hint="--model")
@@ -371,7 +395,7 @@ def predict_cmd(
     for member in net.models if isinstance(net, CombinedPredictor) else [net]:
         member.to(device)
     motion = load_one_figure(src, "predict")
-    skelanim.io.check_save(out, motion)  # the output keeps IN's skeleton: a format that cannot hold it, before the work
+    skelanim.io.check_save(out, motion)  # the output keeps SRC's skeleton: a format that cannot hold it, before the work
     other = not motion.skeleton.same_topology(net.rig.skeleton)
     if mapping is not None and not other:  # it had been ignored, a missing map file too
         raise typer.BadParameter(f"{src} is on the model's skeleton, which needs no joint mapping", param_hint="--map")

@@ -110,12 +110,13 @@ def record(
     from tqdm import tqdm
 
     import skelanim
-    from skelanim.cli.files import one_output, require_suffix
+    from skelanim.cli.files import require_suffix
+    from skelanim.cli.learn_common import one_of
     from skelanim.io import POSITION_FORMATS
     from skelanim.io.atomic import check_can_write
     from skelanim.serve.record import VMCRecorder, frames_to_motion
 
-    out = one_output(out_arg, out_opt, "OUT")
+    out = one_of(out_arg, out_opt, "OUT", "-o/--out", "the output")
     require_suffix(out, (".bvh", ".glb", ".gltf", *POSITION_FORMATS), "a recording")
     check_can_write(out)  # before the take, not after it
     with VMCRecorder(host, port) as recorder:
