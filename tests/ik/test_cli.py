@@ -144,7 +144,7 @@ def test_a_config_that_cannot_build_the_model_says_which_entry(positions_file, t
 def test_eval_json_has_exactly_the_documented_keys(bandai_files, capsys, torch_threads):
     assert main(["ik", "eval", "--data", str(bandai_files[0]), "--max-frames", "16", "--json"]) == 0
     report = json.loads(capsys.readouterr().out)
-    assert set(report) == {"frames", "methods"} and report["frames"] == 16
+    assert set(report) == {"frames", "methods", "height", "noise"} and report["frames"] == 16 and report["noise"] == 0.0
     names = {"gat", "gat_refined", "swing_rest", "swing_mean", "optimize_rest", "optimize_mean", "optimize_warm"}
     assert set(report["methods"]) == names
     keys = {"local_geodesic_deg", "global_geodesic_deg", "mpjpe", "mpjpe_pct_height", "poses_per_s_batch1",

@@ -10,7 +10,7 @@ import typer
 
 from skelanim.cli import app
 from skelanim.cli.files import load_one_figure
-from skelanim.cli.learn_common import echo_json, run_device_option
+from skelanim.cli.learn_common import apply_threads, echo_json, run_device_option, threads_option
 
 
 @app.command("evaluate")
@@ -26,6 +26,7 @@ def evaluate_cmd(
     ),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
     device: str = run_device_option(),
+    threads: int | None = threads_option(),
 ) -> None:
     """Compare two sets of motion files with every metric (FID, diversity, recognition, jerk, foot skating, ...)."""
     import skelanim
@@ -71,6 +72,7 @@ def evaluate_cmd(
             scheme = "--labels" if labels is not None else "dataset-N_CONTENT_STYLE_TAKE or CONTENT_STYLE_TAKE"
             unlabelled.append(f"set {k}: its file names carry no content label ({scheme}), so 'recognised' is "
                               "left out")  # fmt: skip
+    apply_threads(threads)
     rec = Recognizer.load(recognizer).to(device)
     res = compare_sets(
         motions["a"], motions["b"], embed=rec.embed_motions, contents_a=contents["a"], contents_b=contents["b"]

@@ -14,11 +14,14 @@ from skelanim.cli import app
 from skelanim.cli.files import command_line, require_suffix
 from skelanim.cli.learn_common import (
     MAX_SEED,
+    apply_threads,
     check_lr,
     device_option,
     overwrite_option,
     resume_option,
     run_device_option,
+    split_values,
+    threads_option,
 )
 
 ik_app = typer.Typer(help="Inverse kinematics: joint positions to joint rotations (IK-GAT and classical baselines).",
@@ -26,15 +29,22 @@ ik_app = typer.Typer(help="Inverse kinematics: joint positions to joint rotation
 app.add_typer(ik_app, name="ik")
 
 
-def _threads(threads: int | None) -> None:
-    if threads:
-        import torch
+#: click's usage error, as typer vendors it (found through the class typer exports, not a private path).
+_USAGE_ERROR: type[Exception] = next(c for c in typer.BadParameter.__mro__ if c.__name__ == "UsageError")
 
-        torch.set_num_threads(threads)
+#: ``-m/--model`` of the commands that also take the model folder as their argument MODEL.
+MODEL_OPTION_HELP = "The model folder, as MODEL gives it (the spelling of the other ik commands); give one of the two."
 
 
-def _split(values: list[str] | None) -> list[str]:
-    return [v for item in values or [] for v in item.split(",") if v]
+def _model_folder(positional: Path | None, option: Path | None, *, required: bool) -> Path | None:
+    """The model folder given as the argument MODEL or as ``-m/--model`` (one of the two; ``None``: neither, where
+    that means the shipped model)."""
+    if positional is not None and option is not None:
+        raise _USAGE_ERROR(f"the model folder is given twice, as MODEL ({positional}) and as -m/--model ({option}): "
+                           "give one")  # fmt: skip
+    if required and positional is None and option is None:
+        raise _USAGE_ERROR("Missing argument 'model': give the model folder as MODEL or -m/--model")
+    return positional if positional is not None else option
 
 
 @ik_app.command()
@@ -70,7 +80,7 @@ def train(
     seed: int = typer.Option(0, "--seed", min=0, max=MAX_SEED),
     max_frames_per_file: int | None = typer.Option(None, "--max-frames-per-file", min=1),
     max_steps: int | None = typer.Option(None, "--max-steps", min=1, help="Stop after this many steps (quick runs)."),
-    threads: int | None = typer.Option(None, "--threads", min=1, max=1024, help="Torch CPU threads."),
+    threads: int | None = threads_option(),
     device: str = device_option(),
     resume: bool = resume_option(),
     overwrite: bool = overwrite_option(),
@@ -89,9 +99,9 @@ def train(
         raise typer.BadParameter(f"{hidden} features cannot be split over {heads} attention heads (--heads): "
                                  "give a multiple of it", param_hint="--hidden")  # fmt: skip
     check_output_folders(out, resume=resume, overwrite=overwrite)
-    _threads(threads)
+    apply_threads(threads)
     result = run(
-        data, out, val=_split(val), exclude=_split(exclude),
+        data, out, val=split_values(val), exclude=split_values(exclude),
         gat=GATConfig(hidden=hidden, layers=layers, heads=heads, ffn_mult=ffn_mult, hops=hops, chain=chain, flat=flat),
         loop=TrainConfig(epochs=epochs, batch_size=batch_size, lr=lr, seed=seed, max_steps=max_steps, progress=progress,
                          device=device),
@@ -130,7 +140,7 @@ def solve(
         help="Another method: gat, gat_refined, swing_rest, swing_mean, swing_warm, optimize_rest, "
         "optimize_mean or optimize_warm (overrides --refine).",
     ),
-    threads: int | None = typer.Option(None, "--threads", min=1, max=1024, help="Torch CPU threads."),
+    threads: int | None = threads_option(),
     scale: float | None = typer.Option(None, "--scale", help="Multiply the positions by this first (e.g. 100 for "
                                        "metres into the shipped model's centimetres)."),
     fps: float | None = typer.Option(None, "--fps", min=0.01, max=10000.0,
@@ -154,7 +164,7 @@ def solve(
             f"unknown method {method!r}; choose from {', '.join(ALL_METHODS)}", param_hint="--method"
         )
     check_output(out, src)
-    _threads(threads)
+    apply_threads(threads)
     ik_model = _load_model(model).to(device)
     if scale is not None and not (math.isfinite(scale) and scale > 0):
         raise typer.BadParameter(f"a positive factor, not {scale:g}", param_hint="--scale")
@@ -178,6 +188,7 @@ def solve(
 def export(
     model: Path | None = typer.Argument(None, help="Model folder (default: the shipped Bandai model)."),
     out: Path = typer.Option(..., "-o", "--out", help="The .onnx file to write."),
+    model_option: Path | None = typer.Option(None, "--model", "-m", help=MODEL_OPTION_HELP),
 ) -> None:
     """Export the network to ONNX: world positions (batch, J, 3) in the skeleton's units -> local quaternions
     (batch, J, 4), w x y z. The file's metadata (skelanim.joints, .parents, .offsets, .units, .up_axis) gives
@@ -186,6 +197,7 @@ def export(
 
     from skelanim.ik.onnx import OrtRunner, export_onnx
 
+    model = _model_folder(model, model_option, required=False)
     require_suffix(out, (".onnx",), "the network")
     ik_model = _load_model(model)
     export_onnx(ik_model.net, out, rig=ik_model.rig, up_axis=ik_model.config.get("up_axis"))
@@ -204,19 +216,24 @@ def evaluate(
     noise: float = typer.Option(0.0, "--noise", min=0.0, max=1.0, help="Gaussian input noise, fraction of height (0 to 1)."),
     max_frames: int | None = typer.Option(None, "--max-frames", min=1, help="Frames sampled evenly across the files."),
     seed: int = typer.Option(0, "--seed", min=0, max=MAX_SEED),
-    threads: int | None = typer.Option(None, "--threads", min=1, max=1024, help="Torch CPU threads."),
+    threads: int | None = threads_option(),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
     device: str = run_device_option(),
 ) -> None:
-    """Accuracy and speed of IK methods side by side, on files held out from training."""
+    """Accuracy and speed of IK methods side by side, on files held out from training.
+
+    MPJPE (``mpjpe``) is in the skeleton's units (the shipped model's: centimetres), the mean over frames and joints
+    of the distance of each joint from its clean true position; ``% height`` (``mpjpe_pct_height``) is it in percent
+    of the skeleton's height (``height``, in its units); ``local deg``/``global deg`` are degrees. ``--json`` gives
+    ``noise`` as ``--noise`` does, a fraction of the height (the text: percent)."""
     from skelanim.ik.evaluate import evaluate as run
     from skelanim.ik.evaluate import format_table
     from skelanim.ik.solve import ALL_METHODS, METHODS
 
-    _threads(threads)
-    if methods is not None and not _split(methods):
+    apply_threads(threads)
+    if methods is not None and not split_values(methods):
         raise typer.BadParameter("no method named (an empty list)", param_hint="--methods")
-    chosen = _split(methods) or list(METHODS)
+    chosen = split_values(methods) or list(METHODS)
     unknown = [m for m in chosen if m not in ALL_METHODS]
     if unknown:
         raise typer.BadParameter(
@@ -224,32 +241,36 @@ def evaluate(
         )
     report = run(data, _load_model(model).to(device), methods=chosen, noise=noise, max_frames=max_frames, seed=seed)
     if as_json:
-        typer.echo(json.dumps({"frames": report["frames"], "methods": report["methods"]}, indent=1))
+        typer.echo(json.dumps({"frames": report["frames"], "height": report["height"], "noise": noise,
+                               "methods": report["methods"]}, indent=1))  # fmt: skip
     else:
         typer.echo(format_table(report, noise=noise))
 
 
 @ik_app.command("fit-corrector")
 def fit_corrector(
-    model: Path = typer.Argument(..., help="Model folder to fit for and write into (named even for the shipped "
-                                           "one, src/skelanim/ik/pretrained, so that nothing rewrites it by default)."),
+    model: Path | None = typer.Argument(None, help="Model folder to fit for and write into (named even for the "
+                                        "shipped one, src/skelanim/ik/pretrained, so that nothing rewrites it by "
+                                        "default; or -m/--model)."),
     data: list[str] = typer.Option(..., "--data", help="The model's training files, folders or patterns (repeat)."),
     val: list[str] | None = typer.Option(None, "--val", help="Validation file patterns (reported, not fitted)."),
     exclude: list[str] | None = typer.Option(None, "--exclude", help="Held-out file patterns (left out)."),
     skip: list[str] | None = typer.Option(None, "--skip", help="Joints left as the network answers them."),
     ridge: float = typer.Option(100.0, "--ridge", min=0.0, help="Ridge weight of the regression."),
-    threads: int | None = typer.Option(None, "--threads", min=1, max=1024, help="Torch CPU threads."),
+    threads: int | None = threads_option(),
+    model_option: Path | None = typer.Option(None, "--model", "-m", help=MODEL_OPTION_HELP),
 ) -> None:
     """Fit the refinement's pose correction (``gat_refined``) for a model and store it in its folder as
     refine.safetensors + refine.json (seconds; see ik/README.md, "Refinement")."""
     from skelanim.ik.refine import fit_corrector as run
 
+    folder = _model_folder(model, model_option, required=True)
     if not math.isfinite(ridge):
         raise typer.BadParameter(f"a finite weight, not {ridge:g}", param_hint="--ridge")
-    _threads(threads)
-    ik_model = _load_model(model)
+    apply_threads(threads)
+    ik_model = _load_model(folder)
     try:
-        corrector = run(ik_model, data, val=_split(val), exclude=_split(exclude), skip=_split(skip), ridge=ridge)
+        corrector = run(ik_model, data, val=split_values(val), exclude=split_values(exclude), skip=split_values(skip), ridge=ridge)
     except ValueError as err:
         typer.echo(f"error: {err}", err=True)
         raise typer.Exit(2) from None

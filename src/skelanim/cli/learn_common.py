@@ -224,6 +224,11 @@ def overwrite_option() -> Any:
                         "(without it, a new run into such a folder is refused).")  # fmt: skip
 
 
+def split_values(values: list[str] | None) -> list[str]:
+    """A repeatable, comma-separated option's values: ``-x a,b`` and ``-x a -x b`` both give ``[a, b]``."""
+    return [v for item in values or [] for v in item.split(",") if v]
+
+
 def threads_option() -> Any:
     """The ``--threads`` option (torch's CPU threads; default torch's own), the same on every command that computes
     (pass its value to :func:`apply_threads`)."""

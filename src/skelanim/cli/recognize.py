@@ -9,18 +9,20 @@ from typing import Any
 import typer
 
 from skelanim.cli import app
-from skelanim.cli.learn_common import run_device_option
+from skelanim.cli.learn_common import apply_threads, run_device_option, threads_option
 
 
 @app.command("recognize")
 def recognize_cmd(
-    files: list[Path] = typer.Argument(..., help="Motion files (or folders of them) on the model's skeleton."),
+    files: list[Path] = typer.Argument(..., help="Motion files (or folders of them, or glob patterns) on the model's "
+                                       "skeleton, reported in the order given (a folder's files sorted by name)."),
     model: Path | None = typer.Option(None, "--model", "-m", help="Recogniser folder (default: the shipped ST-GCN)."),
     top: int = typer.Option(3, "--top", min=1, help="Contents listed per file, most probable first."),
     windows: bool = typer.Option(False, "--windows", help="Also list each window's content (a timeline)."),
     stride: int = typer.Option(8, "--stride", min=1, help="Frames between windows, at the model's frame rate."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
     device: str = run_device_option(),
+    threads: int | None = threads_option(),
 ) -> None:
     """Classify the content of motion files (walk, run, bow, wave, ...): the mean of the class probabilities of
     their windows, as in `skelanim learn recognize eval`."""
@@ -29,11 +31,20 @@ def recognize_cmd(
     from skelanim.data.dataset import expand_paths
     from skelanim.learn.recognize import Recognizer
 
-    paths = expand_paths(files, suffixes=tuple(skelanim.io.MOTION_FORMATS))
-    if not paths:
-        raise skelanim.errors.FormatError("no motion files here", path=files[0])
+    # one entry per argument, in the order given (a file named twice, twice); a folder's or pattern's files in place
+    paths: list[Path] = []
+    for given in files:
+        found = expand_paths([given], suffixes=tuple(skelanim.io.MOTION_FORMATS))
+        if not found:
+            raise skelanim.errors.FormatError("no motion files here", path=given)
+        paths.extend(found)
+    apply_threads(threads)
     rec = Recognizer.load(model).to(device)
-    motions = [skelanim.load(p) for p in paths]
+    loaded: dict[Path, Any] = {}  # a file named twice is read once
+    for p in paths:
+        if p not in loaded:
+            loaded[p] = skelanim.load(p)
+    motions = [loaded[p] for p in paths]
     for p, motion in zip(paths, motions, strict=True):
         motion.metadata.setdefault("path", str(p))  # every format's motion names its file in errors
     try:
@@ -47,6 +58,7 @@ def recognize_cmd(
         probs = out["probs"][i]
         order = probs.argsort(descending=True)[:top].tolist()
         entry: dict[str, Any] = {
+            "file": str(p),  # as info --json and gait --json name it
             "path": str(p),
             "content": names[order[0]],
             "probability": round(float(probs[order[0]]), 4),

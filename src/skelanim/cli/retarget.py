@@ -15,11 +15,14 @@ from skelanim.cli import app
 from skelanim.cli.files import command_line, load_one_figure
 from skelanim.cli.learn_common import (
     MAX_SEED,
+    apply_threads,
     check_lr,
     device_option,
     overwrite_option,
     resume_option,
     run_device_option,
+    split_values,
+    threads_option,
 )
 
 
@@ -44,11 +47,27 @@ def _model_for(method: str, model: Path | None) -> None:
                                  param_hint="-m/--model")  # fmt: skip
 
 
-def _threads(threads: int | None) -> None:
-    if threads:
-        import torch
+#: ``--data`` of ``retarget train`` and ``eval``: the shared mocap folder, whose layout (families, the reference pair)
+#: they read; repeatable so that a second one is refused rather than taking the first's place without a word.
+DATA_OPTION: Any = typer.Option([Path("../shared/data/mocap")], "--data", envvar="SKELANIM_DATA",
+                                help="The shared mocap folder (one).")  # fmt: skip
 
-        torch.set_num_threads(threads)
+
+def _mocap_folder(data: list[Path]) -> Path:
+    """The one ``--data`` folder (or ``SKELANIM_DATA``), checked up front: more than one, a missing folder or a file
+    is one line (a file had been reported as a path inside it, "FILE.bvh/bandai_namco_1/...: Not a directory")."""
+    from skelanim.retarget import RetargetError
+
+    if len(data) != 1:
+        given = ", ".join(map(str, data))
+        raise RetargetError(f"--data (or SKELANIM_DATA): one shared mocap folder, not {len(data)} ({given}); the "
+                            "command reads that folder's layout, not a list of clips")  # fmt: skip
+    (folder,) = data
+    if folder.exists() and not folder.is_dir():
+        raise RetargetError("a file, not a folder (--data, or SKELANIM_DATA: the shared mocap folder)", path=folder)
+    if not folder.is_dir():
+        raise RetargetError(f"{folder}: no such folder (--data, or SKELANIM_DATA: the shared mocap folder)")
+    return folder
 
 
 @retarget_app.command("run")
@@ -69,8 +88,9 @@ def run(
         "by up to a half turn (positions are right); NKN models trained before 2026-12-03 need --no-calibrate.",
     ),
     device: str = run_device_option(),
+    threads: int | None = threads_option(),
 ) -> None:
-    """Retarget SRC onto the skeleton of TARGET. Onto the DeepMimic humanoid (--to humanoid.urdf or a DeepMimic
+    """Retarget SRC onto the skeleton of the --to file. Onto the DeepMimic humanoid (--to humanoid.urdf or a DeepMimic
     .txt/.json clip) the result goes through the robot fix (hinge knees and elbows, feet on the ground) and is
     written in the output's format: a DeepMimic clip for .txt/.json, a BVH of the humanoid for .bvh."""
     import skelanim
@@ -82,6 +102,7 @@ def run(
         raise RetargetError(f"--method: unknown method {method!r}; choose from {', '.join(METHODS)}")
     _model_for(method, model)
     check_output(out, src, to, source_map, target_map)
+    apply_threads(threads)
     motion = load_one_figure(src, "retarget")
     if out.suffix.lower() in (".txt", ".json") and to.suffix.lower() not in (".txt", ".json", ".urdf"):
         raise RetargetError(f"{out}: DeepMimic output needs a DeepMimic target (--to a .txt clip or humanoid.urdf)")
@@ -139,7 +160,8 @@ def export(
     src: Path = typer.Argument(..., help="A motion file of the source skeleton (its frames calibrate its bone frames)."),
     to: Path = typer.Option(..., "--to", help="A motion file of the target skeleton (its frames calibrate it)."),
     out: Path = typer.Option(..., "-o", "--out", help="The .onnx file to write."),
-    method: str = typer.Option("nkn", "--method", help="nkn, copy, ik or naive."),
+    method: str = typer.Option("nkn", "--method", help="nkn, copy, ik or naive (default nkn, the streaming network; "
+                               "skelanim retarget run's default is copy)."),
     fps: float | None = typer.Option(None, "--fps", min=1.0, max=1000.0, help="The stream's frame rate (default: SRC's)."),
     source_map: Path | None = typer.Option(None, "--map", help="Joint mapping (JSON/YAML) for the source."),
     target_map: Path | None = typer.Option(None, "--target-map", help="Joint mapping (JSON/YAML) for the target."),
@@ -147,9 +169,11 @@ def export(
     calibrate: bool = typer.Option(True, "--calibrate/--no-calibrate", help="As for skelanim retarget."),
     dtype: str = typer.Option("float32", "--dtype", help="float32 (engines take no float64) or float64 (exactly the "
                               "Retargeter's step)."),
+    threads: int | None = threads_option(),
 ) -> None:
-    """Write the streaming retargeter from SRC's skeleton onto TARGET's as an ONNX file for engine runtimes: one
-    frame in, one out, the stream state in and out (src/skelanim/retarget/export.py says what each input is).
+    """Write the streaming retargeter of --method (default nkn) from SRC's skeleton onto the --to file's as an ONNX
+    file for engine runtimes: one frame in, one out, the stream state in and out (src/skelanim/retarget/export.py says
+    what each input is).
     SRC's frames also fix where its floor lies (where its feet stand), so a live source must stand where SRC does."""
     from skelanim.cli.files import check_not_an_input, require_suffix
     from skelanim.retarget import METHODS, Retargeter, RetargetError
@@ -163,6 +187,7 @@ def export(
         raise typer.BadParameter(f"float32 or float64, not {dtype!r}", param_hint="--dtype")
     require_suffix(out, (".onnx",), "a streamed retargeter")
     check_not_an_input(out, src, to, source_map, target_map)
+    apply_threads(threads)
     if to.suffix.lower() in (".urdf", ".txt", ".json"):
         raise RetargetError("the DeepMimic humanoid's robot fix (hinge joints, feet on the ground) is not part of a "
                             "streamed step: export onto a BVH skeleton", path=to)  # fmt: skip
@@ -174,13 +199,13 @@ def export(
                             target_floor=target_floor_of(target_rig, target_y),
                             source_turn=source_turn, target_turn=target_turn)  # fmt: skip
     export_step(retargeter, out, dtype=dtype)
-    typer.echo(f"wrote {out} ({method}, {dtype}, {motion.skeleton.num_joints} joints in, {target_motion.skeleton.num_joints} out, "
+    typer.echo(f"wrote {out} (method {method}, {dtype}, {motion.skeleton.num_joints} joints in, {target_motion.skeleton.num_joints} out, "
                f"{retargeter.fps:g} fps; {out.stat().st_size / 1e6:.2f} MB)")
 
 
 @retarget_app.command()
 def train(
-    data: Path = typer.Option(Path("../shared/data/mocap"), "--data", envvar="SKELANIM_DATA", help="The shared mocap folder."),
+    data: list[Path] = DATA_OPTION,
     out: Path = typer.Option(..., "--out", "-o", help="Model folder to write."),
     epochs: int = typer.Option(30, "--epochs", min=1),
     samples: int = typer.Option(800, "--samples", min=1, help="Samples per epoch."),
@@ -193,7 +218,7 @@ def train(
                                          "it can read (quick runs)."),
     max_steps: int | None = typer.Option(None, "--max-steps", min=1),
     seed: int = typer.Option(0, "--seed", min=0, max=MAX_SEED),
-    threads: int | None = typer.Option(None, "--threads", min=1, max=1024),
+    threads: int | None = threads_option(),
     device: str = device_option(),
     resume: bool = resume_option(),
     overwrite: bool = overwrite_option(),
@@ -205,9 +230,10 @@ def train(
     from skelanim.retarget.train import train as run_training
 
     check_output_folders(out, resume=resume, overwrite=overwrite)
-    _threads(threads)
+    mocap = _mocap_folder(data)
+    apply_threads(threads)
     result = run_training(
-        data, out, loop=TrainConfig(epochs=epochs, batch_size=batch_size, lr=lr, warmup_steps=100, seed=seed,
+        mocap, out, loop=TrainConfig(epochs=epochs, batch_size=batch_size, lr=lr, warmup_steps=100, seed=seed,
                                     max_steps=max_steps, progress=progress, device=device),
         config=NKNConfig(hidden=hidden), families=families.split(",") if families else None, max_files=max_files,
         window=window, samples=samples, resume=resume,
@@ -221,14 +247,19 @@ def train(
                    f"best epoch {best.get('epoch')}: val_total {best.get('val_total', float('nan')):.4g})")  # fmt: skip
 
 
+#: ``retarget eval``'s methods without ``--methods``.
+DEFAULT_EVAL_METHODS = ("copy", "ik", "nkn", "naive")
+
+
 @retarget_app.command("eval")
 def evaluate(
-    data: Path = typer.Option(Path("../shared/data/mocap"), "--data", envvar="SKELANIM_DATA", help="The shared mocap folder."),
+    data: list[Path] = DATA_OPTION,
     model: Path | None = typer.Option(None, "--model", "-m", help="NKN model folder (default: the shipped model)."),
-    methods: str = typer.Option("copy,ik,nkn,naive", "--methods", help="Comma-separated methods."),
+    methods: list[str] | None = typer.Option(None, "--methods", help="Comma-separated or repeated (default: "
+                                             f"{','.join(DEFAULT_EVAL_METHODS)})."),
     clips: int = typer.Option(14, "--clips", min=1, help="Bandai dataset-2 clips for the proportion targets."),
     max_frames: int | None = typer.Option(None, "--max-frames", min=1, help="Frames per clip (quick runs)."),
-    threads: int | None = typer.Option(None, "--threads", min=1, max=1024),
+    threads: int | None = threads_option(),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
     calibrate: bool = typer.Option(True, "--calibrate/--no-calibrate",
                                    help="Calibrated bone frames where a zero pose is no body pose (as retarget run)."),
@@ -239,8 +270,8 @@ def evaluate(
     from skelanim.retarget.evaluate import evaluate as run_eval
     from skelanim.retarget.evaluate import format_table
 
-    _threads(threads)
-    chosen = [m for m in methods.split(",") if m]
+    apply_threads(threads)
+    chosen = split_values(methods) if methods is not None else list(DEFAULT_EVAL_METHODS)
     if not chosen:
         raise RetargetError(f"--methods: name one or more of {', '.join(METHODS)}")
     unknown = [m for m in chosen if m not in METHODS]
@@ -249,8 +280,7 @@ def evaluate(
     if model is not None and "nkn" not in chosen:
         raise typer.BadParameter(f"a model is for the nkn method, which --methods {','.join(chosen)} leaves out",
                                  param_hint="-m/--model")  # fmt: skip
-    if not data.is_dir():
-        raise RetargetError(f"{data}: no such folder (--data, or SKELANIM_DATA: the shared mocap folder)")
-    report: dict[str, Any] = run_eval(data, methods=chosen, model=model, clips=clips, max_frames=max_frames,
+    mocap = _mocap_folder(data)
+    report: dict[str, Any] = run_eval(mocap, methods=chosen, model=model, clips=clips, max_frames=max_frames,
                                       calibrate=calibrate)
     typer.echo(json.dumps(report, indent=1) if as_json else format_table(report))

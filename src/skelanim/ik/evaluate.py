@@ -124,7 +124,7 @@ def evaluate(
     -------
     dict
         ``{"frames": N, "methods": {name: {metric: value}}, "per_joint": {name: {joint: deg}},
-        "joints": [...], "height": h}``; the CLI's ``--json`` prints the first two keys.
+        "joints": [...], "height": h}``; the CLI's ``--json`` prints ``frames``, ``methods`` and ``height``, with the ``noise`` asked for.
     """
     import skelanim
 
