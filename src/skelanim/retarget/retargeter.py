@@ -46,7 +46,7 @@ from skelanim.ops.normalize import rotate
 from skelanim.ops.resample import resample, sample_frames
 from skelanim.retarget.baselines import FEET, ContactState, IKRetarget, PinState, causal_contacts, copy_hips
 from skelanim.retarget.blocks import clip_levels, first_non_finite_translation, run_clip
-from skelanim.retarget.mapping import CANONICAL_JOINTS, map_skeleton
+from skelanim.retarget.mapping import CANONICAL_JOINTS, JointMapping, map_skeleton
 from skelanim.retarget.model import DEFAULT_MODEL, NKN, NKNState, load_nkn
 from skelanim.retarget.online import OnnxStep, onnx_available
 from skelanim.retarget.rig import CanonicalRig, calibrate_rig, canonical_locals, frames_from_locals, physical_zero_pose
@@ -112,7 +112,7 @@ class RetargetError(SkelanimError):
 
 def make_rig(
     skeleton: Skeleton | CanonicalRig | Motion,
-    mapping: Mapping[str, Any] | str | os.PathLike | None = None,
+    mapping: JointMapping | Mapping[str, Any] | str | os.PathLike | None = None,
     rest: Tensor | None = None,
     *,
     source: str | None = None,
@@ -122,19 +122,25 @@ def make_rig(
     """A :class:`CanonicalRig` from a skeleton, an optional user mapping, an optional rest pose and optional
     frames of the skeleton's own motion to calibrate its bone frames on. A :class:`Motion` stands for its
     skeleton, calibrated on the motion itself where its zero pose is no body pose (:func:`~.rig.calibrate_rig`),
-    unless ``calibration`` is given. ``option``: the command-line option an unmappable skeleton's error names."""
+    unless ``calibration`` is given. ``mapping``: a user mapping or its file (:func:`~.mapping.map_skeleton`), or the
+    :class:`JointMapping` that function made for this skeleton. ``option``: the command-line option an unmappable
+    skeleton's error names."""
     if isinstance(skeleton, CanonicalRig):
+        if mapping is not None:  # a rig's mapping is its own: the one given had been ignored without a word
+            raise RetargetError("a CanonicalRig carries its own joint mapping: give the skeleton (or motion) with the "
+                                "mapping, or the rig alone", path=source)  # fmt: skip
         return skeleton
     if not isinstance(skeleton, (Skeleton, Motion)):
         raise RetargetError(f"expected a Skeleton, a Motion or a CanonicalRig, got {type(skeleton).__name__} "
                             "(load a file with skelanim.load first)")  # fmt: skip
-    if mapping is not None and not isinstance(mapping, (Mapping, str, os.PathLike)):
-        raise RetargetError(f"a joint mapping is a dict or a mapping file's path, got {type(mapping).__name__}",
-                            path=source)  # fmt: skip
+    if mapping is not None and not isinstance(mapping, (JointMapping, Mapping, str, os.PathLike)):
+        raise RetargetError(f"a joint mapping is a JointMapping, a dict or a mapping file's path, got "
+                            f"{type(mapping).__name__}", path=source)  # fmt: skip
     if isinstance(skeleton, Motion):
         rig = make_rig(skeleton.skeleton, mapping, rest, source=source, calibration=calibration, option=option)
         return rig if calibration is not None else calibrate_rig(rig, skeleton.rotations)
-    return CanonicalRig(skeleton, map_skeleton(skeleton, mapping, source=source, option=option), rest, calibration)
+    joints = mapping if isinstance(mapping, JointMapping) else map_skeleton(skeleton, mapping, source=source, option=option)
+    return CanonicalRig(skeleton, joints, rest, calibration)
 
 
 class Retargeter:

@@ -63,7 +63,7 @@ from skelanim.ops._common import signed_up
 from skelanim.retarget.baselines import FEET
 from skelanim.retarget.mapping import CANONICAL_JOINTS, CANONICAL_PARENTS, JointMapping
 from skelanim.retarget.retargeter import floor_level, make_rig
-from skelanim.retarget.rig import CanonicalRig, calibrate_rig, canonical_locals, canonical_tpose
+from skelanim.retarget.rig import CanonicalRig, canonical_locals, canonical_tpose
 from skelanim.serve.avatar import UNITY_PARENTS, AvatarRig
 
 __all__ = ["BONE_OF_JOINT", "DEFAULT_PORT", "HUMANOID_BONES", "MAX_DATAGRAM", "AvatarEncoder", "AvatarFrames", "AvatarStream",
@@ -201,20 +201,6 @@ def _up_direction(motion: Motion | None, up: Any, up_axis: int | str | None) -> 
     return int(axis), 1.0 if sign > 0 else -1.0
 
 
-def _rig(
-    skeleton: Skeleton | Motion | CanonicalRig, mapping: JointMapping | Mapping[str, Any] | str | os.PathLike | None
-) -> CanonicalRig:
-    """:func:`~skelanim.retarget.retargeter.make_rig`, which also takes a ready :class:`JointMapping` here (of the
-    skeleton's joints; a motion calibrates on itself as there, :func:`~skelanim.retarget.rig.calibrate_rig`)."""
-    if isinstance(mapping, JointMapping):
-        if isinstance(skeleton, Motion):
-            return calibrate_rig(CanonicalRig(skeleton.skeleton, mapping), skeleton.rotations)
-        if isinstance(skeleton, Skeleton):
-            return CanonicalRig(skeleton, mapping)
-        mapping = None  # a CanonicalRig keeps its own mapping (as make_rig does); anything else is refused there
-    return make_rig(skeleton, mapping)
-
-
 def loop_travel(frames: AvatarFrames) -> Tensor:
     """``(3,)`` the horizontal travel of ``Hips`` from the first frame to the last (``y`` zero; zeros without a
     ``Hips`` bone): how far a looped clip moves on at each play."""
@@ -267,7 +253,7 @@ class AvatarEncoder:
     ) -> None:
         motion = skeleton if isinstance(skeleton, Motion) else None
         direction = _up_direction(motion, up, up_axis)  # checked before the rig's work
-        self.rig = _rig(skeleton, mapping)
+        self.rig = make_rig(skeleton, mapping)
         self.turn = up_to_y_matrix(*direction)
         if metres_per_unit is None:
             metres_per_unit = export_scale(motion if motion is not None else Motion.rest(self.rig.skeleton))[0]
