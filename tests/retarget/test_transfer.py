@@ -338,7 +338,7 @@ def test_wrong_types_are_retarget_errors(clips):
     src, dst = clips["cmu_mb"], clips["bandai"]
     with pytest.raises(RetargetError, match="load a file with skelanim.load first"):
         Retargeter("a.bvh", dst.skeleton)
-    with pytest.raises(RetargetError, match="a joint mapping is a dict or a mapping file's path, got int"):
+    with pytest.raises(RetargetError, match="a joint mapping is a JointMapping, a dict or a mapping file's path, got int"):
         Retargeter(src.skeleton, dst.skeleton, source_map=5)
 
 
