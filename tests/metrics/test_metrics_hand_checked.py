@@ -267,3 +267,24 @@ def test_evaluate_foot_skating_weighs_a_lifted_foot_at_two_percent_of_the_height
     assert out["foot_skating"] == pytest.approx((frames - 2) / (frames - 1) * weight, abs=1e-12)
     if lift >= 0.02:
         assert out["foot_skating"] == 0.0
+
+
+def test_the_metrics_take_reversed_and_strided_numpy_views():
+    """A test audit: a NumPy view with a negative stride (``x[::-1]``, ``np.flip``) reached torch.as_tensor, which
+    refuses it with its own ValueError; every metric now reads it as the contiguous copy it equals."""
+    from skelanim.metrics import diversity, fid, foot_skating, jerk, mpjpe
+    from skelanim.metrics.distribution import gaussian_stats
+
+    rng = np.random.default_rng(5)
+    feats, other = rng.normal(size=(12, 3)), rng.normal(size=(9, 3))
+    view = feats[::-1]
+    same = np.ascontiguousarray(view)
+    assert fid(view, other) == fid(same, other)
+    assert diversity(view, pairs=20) == diversity(same, pairs=20)
+    assert all(torch.equal(a, b) for a, b in zip(gaussian_stats(view), gaussian_stats(same), strict=True))
+    walk = np.cumsum(rng.normal(size=(8, 3, 3)), axis=0)
+    flipped = np.flip(walk, axis=0)
+    assert jerk(flipped, 30.0) == jerk(np.ascontiguousarray(flipped), 30.0)
+    assert float(mpjpe(flipped, walk[::-1][:, ::-1][:, ::-1]).abs().max()) == 0.0
+    skating = [foot_skating(p, [0, 2], 30.0, threshold=0.5) for p in (flipped, np.ascontiguousarray(flipped))]
+    assert skating[0] == skating[1]

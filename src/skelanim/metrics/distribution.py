@@ -31,6 +31,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from skelanim.core._tensor import as_tensor
 from skelanim.errors import ShapeError
 
 __all__ = ["accuracy", "diversity", "fid", "frechet_distance", "gaussian_stats", "group_means", "multimodality",
@@ -38,7 +39,7 @@ __all__ = ["accuracy", "diversity", "fid", "frechet_distance", "gaussian_stats",
 
 
 def _as64(x: Tensor | np.ndarray) -> Tensor:
-    return torch.as_tensor(np.asarray(x) if not isinstance(x, Tensor) else x.detach().cpu(), dtype=torch.float64)
+    return x.detach().cpu().double() if isinstance(x, Tensor) else as_tensor(x, dtype=torch.float64)  # any numpy layout
 
 
 def _rows(name: str, x: Tensor | np.ndarray, dims: int | None = None) -> Tensor:

@@ -35,6 +35,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from skelanim.core._tensor import as_tensor
 from skelanim.core.rotations import matrix_geodesic
 from skelanim.errors import ShapeError
 from skelanim.ops._common import axis_index
@@ -46,7 +47,7 @@ __all__ = [
 
 
 def _t(x: Tensor | np.ndarray) -> Tensor:
-    return x.detach().double() if isinstance(x, Tensor) else torch.as_tensor(np.asarray(x), dtype=torch.float64)
+    return x.detach().double() if isinstance(x, Tensor) else as_tensor(x, dtype=torch.float64)  # any numpy layout
 
 
 def _positions(x: Tensor | np.ndarray, name: str = "positions") -> Tensor:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from skelanim.core._tensor import ArrayLike, to_numpy
+from skelanim.core._tensor import ArrayLike, as_tensor, to_numpy
 from skelanim.core.motion import Motion
 from skelanim.core.units import axis_index
 from skelanim.errors import ShapeError
@@ -35,7 +35,7 @@ def direction_vector(direction: int | str | ArrayLike) -> torch.Tensor:
         sign = -1.0 if isinstance(direction, str) and direction.strip().startswith("-") else 1.0
         v[axis_index(direction)] = sign
         return v
-    v = torch.as_tensor(np.asarray(to_numpy(direction)), dtype=torch.float64).reshape(-1)
+    v = as_tensor(to_numpy(direction), dtype=torch.float64).reshape(-1)
     if v.shape != (3,) or not torch.isfinite(v).all() or float(v.norm()) == 0.0:
         raise ShapeError(f"a direction must be a non-zero 3-vector, got {v.tolist()}")
     return v / v.norm()
