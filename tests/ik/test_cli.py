@@ -336,7 +336,7 @@ def test_fit_corrector_never_writes_into_the_shipped_model_by_default(bandai_fil
 
     before = {p.name: p.stat().st_mtime_ns for p in Path(DEFAULT_MODEL).iterdir()}
     assert main(["ik", "fit-corrector", "--data", str(bandai_files[0])]) == 2
-    assert "Missing argument 'model'" in _error(capsys)
+    assert "missing: give the model folder as MODEL or with -m/--model" in _error(capsys)
     assert {p.name: p.stat().st_mtime_ns for p in Path(DEFAULT_MODEL).iterdir()} == before
 
 

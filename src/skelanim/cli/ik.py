@@ -17,6 +17,7 @@ from skelanim.cli.learn_common import (
     apply_threads,
     check_lr,
     device_option,
+    one_of,
     overwrite_option,
     resume_option,
     run_device_option,
@@ -29,22 +30,8 @@ ik_app = typer.Typer(help="Inverse kinematics: joint positions to joint rotation
 app.add_typer(ik_app, name="ik")
 
 
-#: click's usage error, as typer vendors it (found through the class typer exports, not a private path).
-_USAGE_ERROR: type[Exception] = next(c for c in typer.BadParameter.__mro__ if c.__name__ == "UsageError")
-
 #: ``-m/--model`` of the commands that also take the model folder as their argument MODEL.
 MODEL_OPTION_HELP = "The model folder, as MODEL gives it (the spelling of the other ik commands); give one of the two."
-
-
-def _model_folder(positional: Path | None, option: Path | None, *, required: bool) -> Path | None:
-    """The model folder given as the argument MODEL or as ``-m/--model`` (one of the two; ``None``: neither, where
-    that means the shipped model)."""
-    if positional is not None and option is not None:
-        raise _USAGE_ERROR(f"the model folder is given twice, as MODEL ({positional}) and as -m/--model ({option}): "
-                           "give one")  # fmt: skip
-    if required and positional is None and option is None:
-        raise _USAGE_ERROR("Missing argument 'model': give the model folder as MODEL or -m/--model")
-    return positional if positional is not None else option
 
 
 @ik_app.command()
@@ -197,7 +184,8 @@ def export(
 
     from skelanim.ik.onnx import OrtRunner, export_onnx
 
-    model = _model_folder(model, model_option, required=False)
+    if model is not None or model_option is not None:  # neither: the shipped model
+        model = one_of(model, model_option, "MODEL", "-m/--model", "the model folder")
     require_suffix(out, (".onnx",), "the network")
     ik_model = _load_model(model)
     export_onnx(ik_model.net, out, rig=ik_model.rig, up_axis=ik_model.config.get("up_axis"))
@@ -264,7 +252,7 @@ def fit_corrector(
     refine.safetensors + refine.json (seconds; see ik/README.md, "Refinement")."""
     from skelanim.ik.refine import fit_corrector as run
 
-    folder = _model_folder(model, model_option, required=True)
+    folder = one_of(model, model_option, "MODEL", "-m/--model", "the model folder")
     if not math.isfinite(ridge):
         raise typer.BadParameter(f"a finite weight, not {ridge:g}", param_hint="--ridge")
     apply_threads(threads)
