@@ -74,7 +74,7 @@ def recognize_train(
     ema: float = typer.Option(0.0, "--ema", min=0.0, max=0.99999, help=EMA_HELP),
     keep: str = typer.Option("best", "--keep", help=KEEP_HELP, callback=check_keep),
     max_steps: int | None = typer.Option(None, "--max-steps", min=1),
-    threads: int | None = typer.Option(None, "--threads", min=1, max=1024),
+    threads: int | None = threads_option(),
     device: str = device_option(),
     mirror: bool = typer.Option(True, "--mirror/--no-mirror", help="Left/right mirror augmentation (labels swap sides)."),
     balance: float = typer.Option(0.0, "--balance", min=0.0, help="Class weights ∝ (training windows)^-BALANCE."),
@@ -183,7 +183,7 @@ def recognize_eval(
     split: str = typer.Option("style", "--split", help=SPLIT_HELP + " Evaluates the test part.", callback=check_split),
     seed: int = typer.Option(0, "--seed", min=0, max=MAX_SEED, help="The split's seed (the one given to train; matters for 'file')."),
     stride: int = typer.Option(8, "--stride", min=1),
-    threads: int | None = typer.Option(None, "--threads", min=1, max=1024),
+    threads: int | None = threads_option(),
     as_json: bool = typer.Option(
         False, "--json", help="Print one JSON object: top1_files, top1_windows (fractions), per_class, baseline_cnn, "
         "and the counts scored, files and windows.",
@@ -285,7 +285,7 @@ def generate_train(
     fps: float = FPS_OPTION,
     seed: int = typer.Option(0, "--seed", min=0, max=MAX_SEED),
     max_steps: int | None = typer.Option(None, "--max-steps", min=1),
-    threads: int | None = typer.Option(None, "--threads", min=1, max=1024),
+    threads: int | None = threads_option(),
     device: str = device_option(),
     resume: bool = resume_option(),
     overwrite: bool = overwrite_option(),
@@ -342,7 +342,7 @@ def generate_fit_prior(
     out: Path = typer.Option(..., "--out", "-o", help="Folder to write (may be MODEL itself)."),
     split: str = typer.Option("file", "--split", help=SPLIT_HELP + " The train part is used.", callback=check_split),
     seed: int = typer.Option(0, "--seed", min=0, max=MAX_SEED, help="Seed of the split (the one given to train)."),
-    threads: int | None = typer.Option(None, "--threads", min=1, max=1024),
+    threads: int | None = threads_option(),
     overwrite: bool = overwrite_option(),
     progress: bool = progress_option(),
 ) -> None:
@@ -375,7 +375,7 @@ def generate_eval(
         "file", "--split", help=SPLIT_HELP + " Train part = real set A, test part = B.", callback=check_split
     ),
     seed: int = typer.Option(0, "--seed", min=0, max=MAX_SEED, help="Seed of the samples and of the split (the one given to train)."),
-    threads: int | None = typer.Option(None, "--threads", min=1, max=1024),
+    threads: int | None = threads_option(),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
     device: str = run_device_option(),
 ) -> None:

@@ -92,7 +92,7 @@ def predict_train(
     ema: float = typer.Option(0.0, "--ema", min=0.0, max=0.99999, help=EMA_HELP),
     keep: str = typer.Option("best", "--keep", help=KEEP_HELP, callback=check_keep),
     max_steps: int | None = typer.Option(None, "--max-steps", min=1),
-    threads: int | None = typer.Option(None, "--threads", min=1, max=1024),
+    threads: int | None = threads_option(),
     device: str = device_option(),
     resume: bool = resume_option(),
     overwrite: bool = overwrite_option(),
@@ -170,7 +170,7 @@ def predict_calibrate(
         None, "--amplitude-vote", min=0.01, help="Also predict the observed second scaled by this about its mean "
         "frame, scale back and average (repeat, e.g. 0.85 and 1.1765; default: as MODEL).",
     ),
-    threads: int | None = typer.Option(None, "--threads", min=1, max=1024),
+    threads: int | None = threads_option(),
     overwrite: bool = overwrite_option(),
 ) -> None:
     """Turn on amplitude normalisation: a window that moves less than the median training window is enlarged
@@ -232,7 +232,7 @@ def predict_eval(
     split: str = typer.Option("style", "--split", help=SPLIT_HELP + " Evaluates the test part.", callback=check_split),
     seed: int = typer.Option(0, "--seed", min=0, max=MAX_SEED, help="The split's seed (the one given to train; matters for 'file')."),
     stride: int = typer.Option(10, "--stride", min=1),
-    threads: int | None = typer.Option(None, "--threads", min=1, max=1024),
+    threads: int | None = threads_option(),
     as_json: bool = typer.Option(False, "--json", help=EVAL_JSON_HELP),
     plot: Path | None = typer.Option(None, "--plot", help="Also draw the errors against the horizon (.png, .pdf, .svg)."),
     retarget: bool = typer.Option(
