@@ -225,6 +225,23 @@ def test_ik_fit_corrector_takes_the_model_as_m_or_positional(other_ik_model, sho
         assert "-m/--model" in line
 
 
+def test_ik_fit_corrector_no_progress_draws_no_bar(other_ik_model, short, tmp_path, capsys):
+    """A CLI review: ``ik fit-corrector`` drew its bars on stderr with no way to switch them off; ``--no-progress``
+    leaves stderr empty and fits the same corrector."""
+    from safetensors.torch import load_file
+
+    fitted = {}
+    for flag in ("--progress", "--no-progress"):
+        folder = tmp_path / flag.strip("-")
+        shutil.copytree(other_ik_model, folder)
+        (folder / "refine.safetensors").unlink()
+        code, _, err = _run(["ik", "fit-corrector", str(folder), "--data", short["walk"], flag], capsys)
+        assert code == 0, err
+        assert (err.strip() == "") == (flag == "--no-progress"), err[-300:]
+        fitted[flag] = load_file(folder / "refine.safetensors")
+    assert all(torch.equal(fitted["--progress"][k], fitted["--no-progress"][k]) for k in fitted["--progress"])
+
+
 # ------------------------------------------------------------------ 5. --threads on the inference commands
 @pytest.fixture
 def thread_calls(monkeypatch) -> list[int]:

@@ -19,6 +19,7 @@ from skelanim.cli.learn_common import (
     device_option,
     one_of,
     overwrite_option,
+    progress_option,
     resume_option,
     run_device_option,
     split_values,
@@ -247,6 +248,7 @@ def fit_corrector(
     ridge: float = typer.Option(100.0, "--ridge", min=0.0, help="Ridge weight of the regression."),
     threads: int | None = threads_option(),
     model_option: Path | None = typer.Option(None, "--model", "-m", help=MODEL_OPTION_HELP),
+    progress: bool = progress_option(),
 ) -> None:
     """Fit the refinement's pose correction (``gat_refined``) for a model and store it in its folder as
     refine.safetensors + refine.json (seconds; see ik/README.md, "Refinement")."""
@@ -258,7 +260,8 @@ def fit_corrector(
     apply_threads(threads)
     ik_model = _load_model(folder)
     try:
-        corrector = run(ik_model, data, val=split_values(val), exclude=split_values(exclude), skip=split_values(skip), ridge=ridge)
+        corrector = run(ik_model, data, val=split_values(val), exclude=split_values(exclude), skip=split_values(skip), ridge=ridge,
+                        progress=progress)
     except ValueError as err:
         typer.echo(f"error: {err}", err=True)
         raise typer.Exit(2) from None

@@ -354,12 +354,14 @@ def fit_corrector(
     exclude: Sequence[str] = (),
     skip: Sequence[str] = (),
     ridge: float = CORRECTOR_RIDGE,
+    progress: bool = True,
 ) -> PoseCorrector:
     """Fit a :class:`PoseCorrector` for ``model`` on the training files of ``data`` (split as in training:
     ``exclude`` dropped, ``val`` held for the report in ``info["validation"]``, but a lone file, which training keeps
     for validation, fitted on); it reads every joint the
     model answers for but the body root (whose local rotation is the body's world orientation, so the correction
-    turns with the input as the network's answer does) and corrects all but the joints named in ``skip``."""
+    turns with the input as the network's answer does) and corrects all but the joints named in ``skip``.
+    ``progress``: a bar on stderr for each pass of the network over the poses."""
     from tqdm import tqdm
 
     from skelanim.ik.data import checked_split, load_motions, pose_set
@@ -380,7 +382,7 @@ def fit_corrector(
         poses = pose_set(load_motions(files), rig, files)
         chunks = range(0, len(poses), 4096)
         pred = [
-            model.predict(poses.positions[i : i + 4096], runtime="torch") for i in tqdm(chunks, desc=what, leave=False)
+            model.predict(poses.positions[i : i + 4096], runtime="torch") for i in tqdm(chunks, desc=what, leave=False, disable=not progress)
         ]
         return torch.cat(pred), poses.local
 
