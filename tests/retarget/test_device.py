@@ -62,3 +62,18 @@ def test_retargeting_on_a_device_gives_the_cpu_clip_and_stream(clips):
         dots = (q * q_cpu).sum(-1).abs()  # the CPU stream ran through onnxruntime: float32 rounding
         assert float(dots.min()) > 1 - 1e-6
         torch.testing.assert_close(root, root_cpu, rtol=1e-5, atol=1e-3)
+
+
+def test_eval_runs_the_nkn_on_the_device_it_is_given(mocap_dir):
+    """``evaluate(device=)`` (``retarget eval --device``): the NKN's scores on the device equal the CPU run's,
+    and the cached shipped model stays on the CPU."""
+    from skelanim.retarget.evaluate import evaluate
+
+    options = {"methods": ["nkn"], "clips": 1, "max_frames": 12}
+    on_cpu = evaluate(mocap_dir, **options)
+    with VirtualDevice():
+        on_device = evaluate(mocap_dir, **options, device="meta")
+    assert load_nkn().head[0].weight.device.type == "cpu"
+    assert on_device["reference"]["nkn"]["overall"] == pytest.approx(on_cpu["reference"]["nkn"]["overall"], rel=1e-4)
+    for key, value in on_cpu["proportions"]["nkn"].items():
+        assert on_device["proportions"]["nkn"][key] == pytest.approx(value, rel=1e-4, abs=1e-6), key

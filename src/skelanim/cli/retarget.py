@@ -263,6 +263,7 @@ def evaluate(
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
     calibrate: bool = typer.Option(True, "--calibrate/--no-calibrate",
                                    help="Calibrated bone frames where a zero pose is no body pose (as retarget run)."),
+    device: str = run_device_option(),
 ) -> None:
     """Every method side by side: the reference pair, foot skating, penetration, end-effector similarity
     and joint limits on changed proportions."""
@@ -282,5 +283,5 @@ def evaluate(
                                  param_hint="-m/--model")  # fmt: skip
     mocap = _mocap_folder(data)
     report: dict[str, Any] = run_eval(mocap, methods=chosen, model=model, clips=clips, max_frames=max_frames,
-                                      calibrate=calibrate)
+                                      calibrate=calibrate, device=device)
     typer.echo(json.dumps(report, indent=1) if as_json else format_table(report))

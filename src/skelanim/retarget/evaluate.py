@@ -33,6 +33,7 @@ reference (``calibrate=False``: the rest-pose frames, for models trained before 
 
 from __future__ import annotations
 
+import copy
 import glob
 import os
 from pathlib import Path
@@ -147,6 +148,7 @@ def evaluate(
     clips: int = 14,
     max_frames: int | None = None,
     calibrate: bool = True,
+    device: str | None = None,
 ) -> dict[str, Any]:
     """Run the evaluation (see the module docstring).
 
@@ -164,6 +166,8 @@ def evaluate(
         Frames per clip (quick runs).
     calibrate : bool
         Calibrate the bone frames of skeletons whose zero pose is no body pose (module docstring).
+    device : str, optional
+        Where the NKN runs (``"cuda"``, ...; default: the CPU); the other methods and the metrics run on the CPU.
 
     Returns
     -------
@@ -173,6 +177,8 @@ def evaluate(
     """
     root = Path(mocap)
     net = load_nkn(model) if "nkn" in methods else None
+    if net is not None and device is not None:
+        net = copy.deepcopy(net).to(device)  # once, not load_nkn's cached model
     src = skelanim.load(root / "cmu_cgspeed_mb/01_01.bvh")
     ref = skelanim.load(root / "cmu_iclone_ccrig/001_01.bvh")
     src = resample(src, ref.fps)
