@@ -32,6 +32,28 @@ def test_info_json_on_bundled_sample(capsys):
     assert facts["duration_s"] == pytest.approx((motion.num_frames - 1) / motion.fps)
 
 
+def test_info_takes_several_files_in_order(tmp_path: Path, capsys):
+    """``skelanim info a.bvh b.bvh``: one block (text) or one object (a JSON list) per file, in the order given, each
+    the one-file answer; a bad file among them stops the command before anything is printed, naming it."""
+    walk, run_clip = sample_path("walk"), sample_path("run")
+    singles = []
+    for path in (run_clip, walk):
+        code, out, _ = run(["info", str(path), "--json"], capsys)
+        assert code == 0
+        singles.append(json.loads(out))
+    code, out, _ = run(["info", str(run_clip), str(walk), "--json"], capsys)
+    assert code == 0 and json.loads(out) == singles
+    code, out, _ = run(["info", str(run_clip), str(walk)], capsys)
+    blocks = out.split("\n\n")
+    assert code == 0 and len(blocks) == 2
+    for block, facts in zip(blocks, singles, strict=True):
+        assert f"file: {facts['file']}" in block and f"frames: {facts['frames']}" in block
+    bad = tmp_path / "broken.bvh"
+    bad.write_text("HIERARCHY\nROOT Hips\n{\n")
+    code, out, err = run(["info", str(walk), str(bad)], capsys)
+    assert code == 2 and out == "" and "broken.bvh" in err and len(err.strip().splitlines()) == 1
+
+
 def test_info_text_on_real_bvh(mocap_dir: Path, capsys):
     code, out, _ = run(["info", str(mocap_dir / "pymo_demo" / "AV_8Walk_Meredith_HVHA_Rep1.bvh")], capsys)
     assert code == 0

@@ -165,24 +165,27 @@ def describe(motion: Motion, path: str) -> dict:
 
 @app.command()
 def info(
-    file: Path = typer.Argument(..., help="A motion file (.bvh, DeepMimic .txt/.json, .glb/.gltf)."),
-    as_json: bool = typer.Option(False, "--json", help="Print one JSON object instead of text."),
+    files: list[Path] = typer.Argument(..., help="Motion files (.bvh, DeepMimic .txt/.json, .glb/.gltf)."),
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON object (a list of them for several files)."),
 ) -> None:
-    """Show joints, frames, fps, duration, channel orders, height and the up axis guess of FILE (signed: -Y for a
-    source whose heads lie below its feet along Y, as --up takes it)."""
+    """Show joints, frames, fps, duration, channel orders, height and the up axis guess of each FILE (signed: -Y for
+    a source whose heads lie below its feet along Y, as --up takes it). Every file is read before anything is
+    printed, so a bad one stops the command with its name and nothing else."""
     import skelanim
 
-    motion = skelanim.load(file)
-    facts = describe(motion, str(file))
+    described = [describe(skelanim.load(file), str(file)) for file in files]
     if as_json:
-        typer.echo(json.dumps(facts, indent=2))
+        typer.echo(json.dumps(described[0] if len(described) == 1 else described, indent=2))
         return
-    for key, value in facts.items():
-        if key == "joint_names":
-            value = " ".join(value)
-        elif isinstance(value, float):
-            value = f"{value:.4g}"
-        typer.echo(f"{key:>28}: {value}")
+    for number, facts in enumerate(described):
+        if number:
+            typer.echo("")
+        for key, value in facts.items():
+            if key == "joint_names":
+                value = " ".join(value)
+            elif isinstance(value, float):
+                value = f"{value:.4g}"
+            typer.echo(f"{key:>28}: {value}")
 
 
 #: Output suffixes that record whether a clip loops.
