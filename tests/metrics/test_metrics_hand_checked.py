@@ -197,6 +197,22 @@ def test_foot_skating_takes_each_foot_s_own_lowest_height_as_its_floor() -> None
     assert foot_skating(batch.numpy(), [1], fps, threshold=0.02) == pytest.approx(2.0, abs=1e-12)
 
 
+
+def test_foot_skating_weighs_each_step_by_its_midpoint_elevation() -> None:
+    """The docstring's rule: a step from frame t to t + 1 weighs by the elevation at its midpoint. A foot rising
+    0.01 a frame from the floor (threshold 0.02) while it slides 0.1 a frame at 10 fps: the three steps' midpoints
+    lie at 0.005, 0.015 and 0.025, weights 2 - 2^(e / 0.02) clipped to [0, 1], each times the speed 1 unit/s. Read
+    at a step's end (0.01, 0.02, 0.03) the weights would be 0.586, 0 and 0, a score of 0.195 instead of 0.376."""
+    fps, threshold = 10.0, 0.02
+    p = torch.zeros(4, 1, 3, dtype=torch.float64)
+    p[:, 0, 0] = 0.1 * torch.arange(4, dtype=torch.float64)
+    p[:, 0, 1] = 0.01 * torch.arange(4, dtype=torch.float64)
+    weights = [min(1.0, max(0.0, 2 - 2 ** (e / threshold))) for e in (0.005, 0.015, 0.025)]
+    expected = sum(weights) / 3 * 1.0
+    assert expected == pytest.approx(0.3763, abs=1e-4)  # (0.811 + 0.318 + 0) / 3
+    assert foot_skating(p, [0], fps, threshold=threshold, floor=0.0) == pytest.approx(expected, abs=1e-12)
+
+
 # ------------------------------------------------------------------------------------------ horizons
 def test_a_horizon_one_frame_past_the_predicted_frames_is_refused() -> None:
     """``round(h * fps / 1000)`` is the 1-based frame; beyond ``frames`` predicted frames is a ValueError:

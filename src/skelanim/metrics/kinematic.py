@@ -14,10 +14,11 @@ Definitions
   (:func:`~skelanim.core.rotations.matrix_geodesic`), degrees.
 * **Jerk**: the mean norm of the third time derivative of joint positions, by third finite differences
   ``(p[t+3] - 3 p[t+2] + 3 p[t+1] - p[t]) * fps^3`` (exact for cubics), in lengths per s^3.
-* **Foot skating** (after Zhang et al. 2018, *Mode-adaptive neural networks*): per foot joint and frame the
-  horizontal speed weighted by ``clip(2 - 2^(e / H), 0, 1)``, where ``e`` is the joint's elevation above its
-  resting height (by default its lowest height in the sequence; or ``floor``, per joint) and ``H`` the
-  contact threshold; the mean over joints and frames, in
+* **Foot skating** (after Zhang et al. 2018, *Mode-adaptive neural networks*): per foot joint and step from
+  frame ``t`` to ``t + 1`` the horizontal speed ``|Δp_horizontal| * fps`` weighted by ``clip(2 - 2^(e / H), 0,
+  1)``, where ``e`` is the joint's elevation at the step's midpoint (the mean of its heights at ``t`` and
+  ``t + 1``) above its resting height (by default its lowest height in the sequence; or ``floor``, per joint)
+  and ``H`` the contact threshold; the mean over joints and the ``F - 1`` steps, in
   lengths per second. A foot planted on the floor scores its full sliding speed, one lifted ``H`` or more
   scores nothing.
 * **Ground penetration**: per frame the depth of the lowest joint below ``floor`` (0 when above), averaged.
