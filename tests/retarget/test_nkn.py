@@ -13,7 +13,7 @@ from skelanim.retarget import DEFAULT_MODEL, Retargeter, load_nkn
 from skelanim.retarget.data import Family, encode_clip, leg_length, variant_offsets
 from skelanim.retarget.loss import LossWeights, NKNTrainer, twist_angle
 from skelanim.retarget.model import NKN, NKNConfig
-from skelanim.retarget.rig import CanonicalRig
+from skelanim.retarget.rig import SLOT, CanonicalRig, canonical_tpose
 from skelanim.retarget.train import RetargetTask
 
 TINY = NKNConfig(hidden=16, disc_hidden=8)
@@ -76,15 +76,26 @@ def test_a_few_steps_lower_the_loss(task):
 
 
 def test_fit_writes_a_loadable_model(task, tmp_path, clips):
+    """``fit`` trains (four steps) and writes a model that loads with the weights it trained to: on the task's
+    fixed validation batches the loaded network scores better than the untrained one (the copy) did."""
     from skelanim.nn.train import fit
 
     torch.manual_seed(0)
     model = NKNTrainer(TINY)
+    with torch.no_grad():
+        untrained = task.validate(model)["val_total"]
     result = fit(model, task, tmp_path / "m", TrainConfig(epochs=1, batch_size=4, warmup_steps=1, progress=False),
                  log=lambda line: None)  # fmt: skip
     assert result["steps"] == 4 and (tmp_path / "m" / "model.safetensors").is_file()
     net = load_nkn(tmp_path / "m")
     assert net.config.hidden == 16
+    trained = model.net.state_dict()
+    assert all(torch.equal(value, trained[key]) for key, value in net.state_dict().items())
+    judge = NKNTrainer(TINY)
+    judge.net = net
+    with torch.no_grad():
+        loaded = task.validate(judge)["val_total"]  # val_total leaves the discriminator out
+    assert loaded < 0.95 * untrained, (untrained, loaded)
     motion = clips["xia"]
     out = Retargeter(motion.skeleton, clips["bandai"].skeleton, "nkn", model=tmp_path / "m")(motion)
     assert torch.isfinite(out.rotations).all()
@@ -105,10 +116,26 @@ def test_nkn_step_equals_whole_clip(clips):
     assert float(dots.min()) > 1 - 1e-6
 
 
+def _ankle_drop(offsets: torch.Tensor) -> float:
+    """The hips' height over the ankles in the canonical T-pose worked out by hand: every rotation is the identity
+    there, so an ankle sits at the sum of the offsets down its leg (hip joint, knee, ankle); mean of the sides."""
+    return -sum(float(offsets[SLOT[f"{s}_{part}"], 1]) for s in "lr" for part in ("upleg", "leg", "foot")) / 2
+
+
 def test_variants_and_leg_length(clips):
+    """The leg length is the hips' height over the ankles in the canonical T-pose: 0.05 + 0.42 + 0.40 = 0.87 on the
+    canonical skeleton, the rest pose's own hips-over-ankles on the DeepMimic humanoid (which stands straight-legged
+    in it), the offsets summed down the legs on Bandai-Namco (whose zero pose lies its legs flat) and its variants."""
+    assert float(leg_length(canonical_tpose().offsets)) == pytest.approx(0.87, abs=1e-12)
+    humanoid = clips["deepmimic"].skeleton
+    rest = humanoid.rest_positions().numpy()
+    names = list(humanoid.names)
+    ankles = [rest[names.index(f"{s}_ankle"), 1] for s in ("left", "right")]
+    assert CanonicalRig(humanoid).leg_length == pytest.approx(rest[0, 1] - sum(ankles) / 2, abs=1e-9)
     rig = CanonicalRig(clips["bandai"].skeleton)
-    assert abs(float(leg_length(rig.offsets)) - rig.leg_length) < 1e-9
+    assert rig.leg_length == pytest.approx(_ankle_drop(rig.offsets), rel=1e-12)
     off = variant_offsets(rig.offsets, torch.Generator().manual_seed(0))
+    assert float(leg_length(off)) == pytest.approx(_ankle_drop(off), rel=1e-12)
     ratio = (off.norm(dim=-1) / rig.offsets.norm(dim=-1).clamp_min(1e-9))[rig.present]
     assert float(ratio[1:].min()) >= 0.7 - 1e-9 and float(ratio.max()) <= 1.4 + 1e-9 and float(ratio.std()) > 0.01
 
