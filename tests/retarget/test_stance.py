@@ -42,7 +42,11 @@ def test_the_canonical_tpose_stands_on_level_feet():
     rig = CanonicalRig(canonical_tpose())
     assert rig.sole == pytest.approx(0.05, abs=1e-12)
     toes = [SLOT["l_toe"], SLOT["r_toe"]]
-    assert float(sole_height(rig.offsets)) == pytest.approx(-float(rig.offsets[toes, 1].mean()), abs=1e-12)
+    assert float(sole_height(rig.offsets)) == pytest.approx(0.05, abs=1e-12)
+    # by hand: toes 0.03 and 0.07 below their ankles stand on a sole of 0.05, a batch row by row; no toes, none
+    offsets = torch.zeros(2, len(CANONICAL_JOINTS), 3, dtype=torch.float64)
+    offsets[0, toes] = torch.tensor([[0.0, -0.03, 0.1], [0.0, -0.07, 0.12]], dtype=torch.float64)
+    assert sole_height(offsets).tolist() == pytest.approx([0.05, 0.0], abs=1e-12)
     # level frames: the toe's offset seen in the foot's canonical frame drops by exactly the sole height
     assert rig.offsets[toes, 1].tolist() == pytest.approx([-0.05, -0.05], abs=1e-12)
     assert rig.offsets[toes, 2].tolist() == pytest.approx([0.14, 0.14], abs=1e-12)
@@ -293,7 +297,10 @@ def test_copied_hips_travel_as_far_as_the_strides_allow():
     source, target = CanonicalRig(source_sk), CanonicalRig(target_sk)
     assert float(stride_leg(target.offsets)) == pytest.approx(float(stride_leg(source.offsets)), abs=1e-12)
     assert target.leg_length == pytest.approx(source.leg_length + 0.1, abs=1e-12)
-    assert float(leg_length(target.offsets)) == pytest.approx(target.leg_length, abs=1e-12)
+    # by hand: the T-pose's hips stand 0.05 (to the thighs) + 0.42 + 0.4 above its ankles, the target's 0.1 more
+    assert float(leg_length(source.offsets)) == pytest.approx(0.87, abs=1e-12)
+    assert float(leg_length(target.offsets)) == pytest.approx(0.97, abs=1e-12)
+    assert float(stride_leg(target.offsets)) == pytest.approx(0.82, abs=1e-12)  # thigh 0.42 + shin 0.4
     f64 = {"dtype": torch.float64}
     walk = torch.stack([torch.linspace(0.0, 3.0, 20, **f64), torch.full((20,), source.leg_length + source.sole, **f64),
                         torch.linspace(0.0, -1.0, 20, **f64)], dim=-1)  # fmt: skip

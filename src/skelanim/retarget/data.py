@@ -94,10 +94,10 @@ def encode_clip(motion: Motion, rig: CanonicalRig, fps: float = TRAIN_FPS) -> di
 
 
 def _fingerprint(rig: CanonicalRig) -> str:
-    """Hex digest of what a family's rig encodes clips with: its skeleton's joint names, its canonical offsets and
-    its rest bone frames (calibration included)."""
+    """Hex digest of what a family's rig encodes clips with: its skeleton's joint names, its canonical offsets, its
+    rest bone frames (calibration included) and its rest pose (a twist about a bone moves neither of the others)."""
     digest = hashlib.sha1("\n".join(rig.skeleton.names).encode())
-    for values in (rig.offsets, rig.rest_frames):
+    for values in (rig.offsets, rig.rest_frames, torch.as_tensor(rig.rest)):
         digest.update(values.to(torch.float64).contiguous().numpy().tobytes())
     return digest.hexdigest()
 
