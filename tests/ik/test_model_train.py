@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 import torch
 
-from skelanim.core.rotations import matrix_to_quat, quat_geodesic, quat_to_matrix
+from skelanim.core.rotations import matrix_to_quat, quat_conjugate, quat_geodesic, quat_multiply, quat_to_matrix
 from skelanim.ik.data import mean_pose
 from skelanim.ik.model import IKGAT, GATConfig
 from skelanim.ik.train import IKTask, LossWeights, ik_loss
@@ -31,17 +33,59 @@ def _inputs(bandai_rig, bandai_poses):
     return rel, world.float()
 
 
-def test_loss_geodesic_matches_core(net, bandai_rig, bandai_poses):
-    rel, world = _inputs(bandai_rig, bandai_poses)
-    joints = torch.tensor(bandai_rig.evaluated)
-    _, parts = ik_loss(
-        net, ForwardKinematics(bandai_rig.parents, bandai_rig.offsets), rel, rel, world, joints, LossWeights()
-    )
+def _expected_parts(net, rig, inputs, clean, world):
+    """The loss terms of the module docstring, worked out apart from ``ik_loss``: the network's local rotations as
+    quaternions, their world rotations and positions by the core forward kinematics (IK root at the origin), each
+    compared with the true ones (quaternion geodesics in degrees; positions in percent of the height)."""
+    from skelanim.core.kinematics import forward_kinematics
+
+    joints = rig.evaluated
     with torch.no_grad():
-        _, local = net(rel)
+        _, local = net(inputs)
+    q = matrix_to_quat(local.double())
+    g_world, g_pos = forward_kinematics(q, rig.translations(torch.zeros(len(q), 3, dtype=torch.float64)), rig.parents)
+    q_true = matrix_to_quat(world.double())
+    gt_local = torch.cat([q_true[:, :1], quat_multiply(quat_conjugate(q_true[:, rig.parents[1:]]), q_true[:, 1:])], 1)
+    return {"local_deg": float(quat_geodesic(q, gt_local)[:, joints].mean().rad2deg()),
+            "frame_deg": float(quat_geodesic(matrix_to_quat(g_world), q_true)[:, joints].mean().rad2deg()),
+            "pos_pct": 100.0 * float((g_pos - clean.double())[:, joints].norm(dim=-1).mean()) / rig.height}  # fmt: skip
+
+
+def test_loss_is_its_documented_formula_on_noisy_inputs(net, bandai_rig, bandai_poses):
+    """``L = geo(L) + w_frame geo(G) + w_pos |FK(L) - p_clean| / h``: each term against its own working-out (the
+    network sees noisy positions, the position term compares with the clean ones), and the loss the weighted sum."""
+    rel, world = _inputs(bandai_rig, bandai_poses)
+    noisy = rel + 0.02 * bandai_rig.height * torch.randn(rel.shape, generator=torch.Generator().manual_seed(0))
+    weights = LossWeights(frame=0.3, position=7.0)
+    loss, parts = ik_loss(net, ForwardKinematics(bandai_rig.parents, bandai_rig.offsets), noisy, rel, world,
+                          torch.tensor(bandai_rig.evaluated), weights)  # fmt: skip
     q_true = bandai_poses[0].float()
-    expected = quat_geodesic(matrix_to_quat(local), q_true)[:, joints].mean().rad2deg()
-    assert parts["local_deg"] == pytest.approx(float(expected), abs=1e-3)
+    with torch.no_grad():
+        _, local = net(noisy)
+    assert parts["local_deg"] == pytest.approx(
+        float(quat_geodesic(matrix_to_quat(local), q_true)[:, bandai_rig.evaluated].mean().rad2deg()), abs=1e-3
+    )
+    expected = _expected_parts(net, bandai_rig, noisy, rel, world)
+    assert parts == pytest.approx(expected, abs=2e-3)
+    formula = (
+        math.radians(expected["local_deg"])
+        + weights.frame * math.radians(expected["frame_deg"])
+        + weights.position * expected["pos_pct"] / 100
+    )
+    assert float(loss.detach()) == pytest.approx(formula, rel=1e-4)
+
+
+def test_validation_scores_the_clean_poses_as_the_loss_terms_do(net, bandai_rig, bandai_poses):
+    """``validate`` reports the loss terms' measures on the validation poses (clean positions)."""
+    from skelanim.ik.data import PoseSet
+
+    rel, world = _inputs(bandai_rig, bandai_poses)
+    poses = PoseSet(bandai_rig, rel, world, bandai_poses[0], torch.zeros(len(rel), dtype=torch.bool))
+    got = IKTask(poses, poses, net, LossWeights(), up=1, meta={}).validate(net)
+    expected = _expected_parts(net, bandai_rig, rel, rel, world)
+    assert got["val_local_deg"] == pytest.approx(expected["local_deg"], abs=2e-3)
+    assert got["val_global_deg"] == pytest.approx(expected["frame_deg"], abs=2e-3)
+    assert got["val_mpjpe_pct"] == pytest.approx(expected["pos_pct"], abs=2e-3)
 
 
 def test_prediction_turns_with_the_input(net, bandai_rig, bandai_poses):

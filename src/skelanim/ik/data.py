@@ -42,7 +42,8 @@ def split_files(
     """Train/validation split by file name patterns (``fnmatch`` on the file name).
 
     Files matching ``exclude`` are dropped (held out for evaluation); files matching ``val`` validate. With no
-    ``val`` pattern every tenth file (sorted) validates.
+    ``val`` pattern every tenth of the kept files validates, in the order given (``expand_paths`` sorts), from the
+    sixth: the 6th, 16th, 26th, ...; of five or fewer, the last.
     """
     kept = [f for f in files if not any(fnmatch.fnmatch(f.name, pat) for pat in exclude)]
     if val:
