@@ -41,6 +41,41 @@ def _reference(net, positions):
     return bone_frames_to_local(frames, net.rest_frames, net.parent_index, net.has_parent, net.fixed)
 
 
+def _chain_by_hand(net, positions) -> np.ndarray:
+    """The chain's local rotations from its documented formula, one joint at a time in NumPy (float64), with scipy's
+    smallest rotation for the swing: an independent route from the network's corrections to the answer.
+
+    In the root frame ``C``, joint ``j``'s start is ``X_j = L_mean,j B_j D_j B_j^T`` (the IK root's ``M_r D_r B_r^T``,
+    ``M_r`` its mean bone frame); a joint with children turns it by the smallest rotation ``S_j`` carrying its start
+    axis ``W_p L_mean,j a_j`` onto the observed bone axis ``v_j``: ``W_j = S_j W_p X_j``, ``L_j = W_p^T W_j``; a joint
+    without children keeps ``L_j = X_j``; the IK root's local rotation is ``C X_r``, a dummy root's the identity."""
+    from scipy.spatial.transform import Rotation
+
+    with torch.no_grad():
+        feats, canon, correction = net._corrections(positions)
+    axes, canon, d = feats[..., 12:15].double().numpy(), canon.double().numpy(), correction.double().numpy()
+    rest, mean = net.rest_frames.double().numpy(), net.mean_local.double().numpy()
+    parents, r = net._rig.parents, net.ik_root
+    has_children = {p for p in parents if p >= 0}
+    out = np.tile(np.eye(3), (*axes.shape[:2], 1, 1))
+    for b in range(axes.shape[0]):
+        world = {}
+        for j in range(r, net.num_joints):
+            if j == r:
+                world[j] = net.base_frames.double().numpy()[r] @ d[b, j] @ rest[j].T
+                out[b, j] = canon[b] @ world[j]
+                continue
+            start = mean[j] @ rest[j] @ d[b, j] @ rest[j].T
+            local = start
+            if j in has_children and np.linalg.norm(axes[b, j]) > 0.5:
+                source = world[parents[j]] @ mean[j] @ rest[j][:, 0]
+                swing = Rotation.align_vectors(axes[b, j][None], source[None])[0].as_matrix()
+                local = world[parents[j]].T @ swing @ world[parents[j]] @ start
+            world[j] = world[parents[j]] @ local
+            out[b, j] = local
+    return out
+
+
 def _quat_close(got, want, tol):
     sign = torch.sign((got * want).sum(-1, keepdim=True))
     return float((got * sign - want).abs().max()) <= tol
@@ -53,7 +88,9 @@ def test_fast_path_equals_the_reference_forward_on_real_poses(shipped, real_posi
         fast = net.local_rotations(real_positions)
         _, train_local = net(real_positions)  # the training forward's own local rotations (same chain)
     assert float((fast - want).abs().max()) < 1e-5
-    assert torch.equal(fast, train_local)
+    assert torch.equal(fast, train_local)  # training and inference call the same chain
+    by_hand = _chain_by_hand(net, real_positions[::6])  # the chain itself, against its formula
+    assert float(np.abs(fast[::6].double().numpy() - by_hand).max()) < 1e-4
     # the rotations are proper and the comparison can fail: a 1e-3 rad turn of one joint is caught
     eye = torch.eye(3).expand_as(fast)
     assert float((fast.transpose(-1, -2) @ fast - eye).abs().max()) < 1e-5

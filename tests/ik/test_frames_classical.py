@@ -19,14 +19,29 @@ from skelanim.ik.frames import primary_children, rest_bone_frames, world_to_loca
 
 
 def test_rest_frames_are_rotations_along_bones(bandai_rig):
+    """Every column against the documented construction (NumPy): the primary bone's unit direction (a leaf's own
+    incoming offset), the next longest child's direction not collinear with it made orthogonal to it (else the
+    coordinate axis least parallel to it), their cross product."""
     frames = rest_bone_frames(bandai_rig.skeleton)
     eye = torch.eye(3, dtype=torch.float64)
     assert torch.allclose(frames.transpose(-1, -2) @ frames, eye.expand_as(frames), atol=1e-12)
     assert torch.allclose(torch.linalg.det(frames), torch.ones(len(frames), dtype=torch.float64))
-    offsets = bandai_rig.offsets
-    for j, c in enumerate(primary_children(bandai_rig.skeleton)):
-        if c >= 0:
-            assert torch.allclose(frames[j, :, 0], offsets[c] / offsets[c].norm(), atol=1e-12)
+    sk = bandai_rig.skeleton
+    offsets = sk.offsets.numpy()
+    unit = [o / np.linalg.norm(o) if np.linalg.norm(o) > 0 else o for o in offsets]
+    second_child = 0
+    for j, c in enumerate(primary_children(sk)):
+        axis = unit[c] if c >= 0 else unit[j] if j > 0 else np.array([1.0, 0, 0])
+        others = [k for k in sk.children(j) if k != c and np.linalg.norm(offsets[k]) > 0]
+        others.sort(key=lambda k: (-np.linalg.norm(offsets[k]), k))  # children by length, as for the primary
+        refs = [unit[k] for k in others if np.linalg.norm(np.cross(axis, unit[k])) > 0.1]
+        ref = refs[0] if refs else np.eye(3)[np.argmin(np.abs(axis))]
+        second_child += bool(refs)
+        ref = ref - (ref @ axis) * axis
+        ref = ref / np.linalg.norm(ref)
+        want = np.stack([axis, ref, np.cross(axis, ref)], 1)
+        np.testing.assert_allclose(frames[j].numpy(), want, atol=1e-12, err_msg=sk.names[j])
+    assert second_child >= 2  # the hips and the chest branch: the second-child rule is exercised
 
 
 def test_bone_frames_to_local_is_exact_on_ground_truth(bandai_rig, bandai_poses):
