@@ -47,11 +47,13 @@ def test_plot_horizon_errors_draws_the_given_values():
               "methods": {"rnn": {"mpjpe": [0.01, 0.04], "mpjpe_global": [0.02, 0.08], "angle_deg": [3.0, 9.0]},
                           "zero_velocity": {"mpjpe": [0.02, 0.03], "mpjpe_global": [0.05, 0.5], "angle_deg": [4.0, 7.0]}}}  # fmt: skip
     fig = plot_horizon_errors(result)
-    rr, _, angle = fig.axes[:3]
+    rr, glob, angle = fig.axes[:3]
     lines = {line.get_label(): line for line in rr.get_lines()}
     assert np.allclose(lines["rnn"].get_xdata(), [80, 1000]) and np.allclose(lines["rnn"].get_ydata(), [1.0, 4.0])
     assert np.allclose(lines["zero_velocity"].get_ydata(), [2.0, 3.0])  # percent of height
     assert np.allclose(angle.get_lines()[0].get_ydata(), [3.0, 9.0])  # degrees, unscaled
+    assert glob.get_ylabel() == "MPJPE with root motion (% of height)"
+    assert np.allclose([line.get_ydata() for line in glob.get_lines()], [[2.0, 8.0], [5.0, 50.0]])  # % of height
     with_pose = plot_horizon_errors(
         {"horizons_ms": [80, 1000], "methods": {"x": {"mpjpe": [0.01, 0.04], "mpjpe_pose": [0.02, 0.03]}}}
     )

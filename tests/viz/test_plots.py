@@ -129,9 +129,16 @@ def test_flexion_angle_is_the_angle_between_bones(walk: Motion) -> None:
 
 
 def test_rotation_angles_cover_the_root(walk: Motion) -> None:
-    fig = plots.plot_angles(walk, ["root"], angle="rotation")
+    from scipy.spatial.transform import Rotation
+
+    fig = plots.plot_angles(walk, ["root", "left_knee"], angle="rotation")
     values = fig.axes[0].lines[0].get_ydata()
     assert values.shape == (walk.num_frames,) and np.all((values >= 0) & (values <= 180))
+    # the local rotation's angle in degrees, as scipy measures it (quaternions are w first)
+    for row, joint in enumerate((0, walk.skeleton.index("left_knee"))):
+        by_scipy = np.degrees(Rotation.from_quat(walk.rotations[:, joint].numpy(), scalar_first=True).magnitude())
+        np.testing.assert_allclose(fig.axes[row].lines[0].get_ydata(), by_scipy, atol=1e-6)
+    assert by_scipy.max() > 30  # a walking knee bends: degrees, not radians
     with pytest.raises(SkeletonError, match="no parent bone"):
         plots.plot_angles(walk, ["root"])  # flexion needs a bone on both sides
 
@@ -168,8 +175,25 @@ def test_contact_bars_match_the_contact_labels(walk: Motion) -> None:
         # total bar length in seconds equals the number of contact frames / fps
         widths = [p.vertices[:, 0].max() - p.vertices[:, 0].min() for p in bar.get_paths()]
         assert sum(widths) == pytest.approx(labels[:, k].sum() / walk.fps)
+    # and each bar starts and ends where a run of contact frames does (frame s to past-last e: s / fps to e / fps)
+    expected = [[(s / walk.fps, e / walk.fps) for s, e in contact_runs(labels[:, k])] for k in range(len(feet))]
+    assert all(expected)
+    for got, want in zip(bar_spans(fig), expected):
+        np.testing.assert_allclose(got, want, atol=1e-9)
     # the title names the rule: planted joints, not gait's looser stance (a walk showed no double support)
     assert "planted: low and under 0.25 heights/s; gait's stance allows 1" in ax.get_title()
+
+
+def contact_runs(flags: np.ndarray) -> list[tuple[int, int]]:
+    """``(first, past-last)`` frame of each run of True, by a plain loop."""
+    out, start = [], None
+    for k, flag in enumerate([*map(bool, flags), False]):
+        if flag and start is None:
+            start = k
+        elif not flag and start is not None:
+            out.append((start, k))
+            start = None
+    return out
 
 
 def bar_spans(fig) -> list[list[tuple[float, float]]]:
@@ -206,6 +230,8 @@ def test_contacts_of_named_joints(walk: Motion) -> None:
     labels = np.asarray(foot_contacts(walk, joints=["right_ankle"]))
     widths = [p.vertices[:, 0].max() - p.vertices[:, 0].min() for c in ax.collections for p in c.get_paths()]
     assert labels.any() and sum(widths) == pytest.approx(labels.sum() / walk.fps)
+    spans = [(s / walk.fps, e / walk.fps) for s, e in contact_runs(labels[:, 0])]
+    np.testing.assert_allclose(bar_spans(ax.figure)[0], spans, atol=1e-9)
     with pytest.raises(SkeletonError, match="unknown joint 'nope'") as err:
         plots.plot_contacts([walk, walk], ["nope"], labels=["a", "b"])
     assert err.value.where == "a"
@@ -351,6 +377,10 @@ def test_an_upside_down_source_is_drawn_upright(walk: Motion) -> None:
     assert (drawn.positions[:, heads, 1] - drawn.floor).min() > 0.5 * drawn.height
     heights = lambda f: f.positions[..., f.up] - f.floor
     np.testing.assert_allclose(heights(drawn), heights(original), atol=1e-6 * original.height)
+    # the pose itself, all three coordinates: turned back by a half turn (a flip of the up axis alone is a mirror
+    # image, its left limbs on the right), so the drawn copy is the original
+    np.testing.assert_allclose(drawn.positions, original.positions, atol=1e-6 * original.height)
+    np.testing.assert_allclose(drawn.centre, original.centre, atol=1e-6 * original.height)
 
 
 def test_the_rig_elbow_is_read_past_its_twist_bones_and_its_floor_carrier_is_not_drawn(mocap_dir) -> None:

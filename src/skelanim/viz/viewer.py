@@ -27,6 +27,7 @@ Pages larger than :data:`DEFAULT_MAX_SAMPLES` joint-frames are refused with a me
 from __future__ import annotations
 
 import base64
+import bisect
 import functools
 import html
 import http.server
@@ -227,21 +228,34 @@ def _labels(count: int, labels: Sequence[str] | None) -> list[str]:
     return [str(label) for label in labels]
 
 
+def _first(lo: int, hi: int, holds: Callable[[int], bool]) -> int:
+    """The least ``n`` in ``[lo, hi]`` for which ``holds`` (monotone: false, then true) is true; ``hi + 1`` if none."""
+    return lo + bisect.bisect_left(range(lo, hi + 1), True, key=holds)
+
+
 def check_size(motions: Sequence[Motion], *, max_samples: int, sources: Sequence[str | None] | None = None) -> None:
     """Raise :class:`ViewerError` when the motions hold more joint-frames than ``max_samples``.
 
-    The message names the largest file and suggests ``--max-frames`` and a ``--stride`` that would fit.
+    The message names the largest file and suggests the most ``--max-frames`` and the least ``--stride`` that fit
+    (each cuts every motion).
     """
-    sizes = [m.num_frames * (m.skeleton.num_joints + len(m.skeleton.end_sites)) for m in motions]
+    frames = [m.num_frames for m in motions]
+    counts = [m.skeleton.num_joints + len(m.skeleton.end_sites) for m in motions]
+    sizes = [f * p for f, p in zip(frames, counts)]
     total = sum(sizes)
     if total <= max_samples:
         return
     biggest = int(np.argmax(sizes))
     source = sources[biggest] if sources else None
     m = motions[biggest]
-    points = m.skeleton.num_joints + len(m.skeleton.end_sites)
-    stride = math.ceil(total / max_samples)
-    fit_frames = max(1, (max_samples - (total - sizes[biggest])) // points)
+    points = counts[biggest]
+    longest = max(frames)
+    # both options cut every motion: --max-frames n keeps min(F, n) frames of each (the most that fits; the room the
+    # other motions left whole had suggested 1 frame where 10 of each fitted), --stride s keeps ceil(F / s) of
+    # each (the least that fits: 201 frames at stride 2 are 101, not 100.5, and had not fitted)
+    fit_frames = _first(1, longest, lambda n: sum(min(f, n + 1) * p for f, p in zip(frames, counts)) > max_samples)
+    stride = min(longest, _first(math.ceil(total / max_samples), longest,
+                                 lambda s: sum(-(-f // s) * p for f, p in zip(frames, counts)) <= max_samples))  # fmt: skip
     raise ViewerError(
         f"too large for the browser viewer: {total:,} joint-frames in all "
         f"({m.num_frames:,} frames x {points} joints and End Sites here), the limit is {max_samples:,}; "
