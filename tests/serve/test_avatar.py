@@ -177,3 +177,107 @@ def test_cli_avatar_and_up_errors_are_one_line(mocap_dir, tmp_path, capsys):
         assert main([*args, "--no-progress"]) == 2
         err = capsys.readouterr().err.strip().splitlines()
         assert len(err) == 1 and err[0].startswith("error:") and expected in err[0], err
+
+
+def test_a_vrm_without_chest_and_upper_chest_hangs_the_neck_and_shoulders_from_the_spine(tmp_path):
+    """VRM 1.0 makes ``Chest`` and ``UpperChest`` optional: the neck and the shoulders then hang from the spine,
+    their offsets the sum of the bones between (hand-checked from AVATAR, Unity's axes: X mirrored)."""
+    bones = {b: v for b, v in AVATAR.items() if b not in ("Chest", "UpperChest")}
+    bones["Neck"] = ("Spine", (0.0, 0.10 + 0.12 + 0.12, 0.01 + 0.0 - 0.01))
+    for side, x in (("Left", 0.03), ("Right", -0.03)):
+        bones[f"{side}Shoulder"] = ("Spine", (x, 0.10 + 0.12 + 0.09, 0.01))
+    rig = load_vrm(_write_vrm(tmp_path / "no_chest.vrm", 1, bones))
+    assert rig.parents["Neck"] == rig.parents["LeftShoulder"] == rig.parents["RightShoulder"] == "Spine"
+    assert "Chest" not in rig.offsets and "UpperChest" not in rig.offsets
+    np.testing.assert_allclose(rig.offsets["Neck"], [0.0, 0.34, 0.0], atol=1e-12)
+    np.testing.assert_allclose(rig.offsets["LeftShoulder"], [-0.03, 0.31, 0.01], atol=1e-12)
+    assert bone_plan(frozenset(rig.offsets))["Spine"] == ("spine", "spine1", "chest")
+
+
+def test_the_leg_length_is_the_hips_over_the_mean_of_the_feet(tmp_path):
+    """The right foot 0.1 m higher than the left (a shin of 0.24 m): the feet are at 0.05 and 0.15 m, the hips at
+    0.80 m, the leg length 0.80 - 0.10 = 0.70 m."""
+    bones = {**AVATAR, "RightFoot": ("RightLowerLeg", (0.0, -0.24, 0.0))}
+    assert load_vrm(_write_vrm(tmp_path / "uneven.vrm", 1, bones)).leg_length == pytest.approx(0.70)
+
+
+@pytest.mark.parametrize("rise", [0.75, 0.0])
+def test_hips_not_above_the_feet_is_a_format_error(tmp_path, rise):
+    """Legs that go up from the hips (feet 0.75 m above them) or lie level with them are no standing humanoid."""
+    bones = dict(AVATAR)
+    for side, x in (("Left", 0.08), ("Right", -0.08)):
+        bones[f"{side}UpperLeg"] = ("Hips", (x, 0.05 * rise / 0.75, 0.0))
+        bones[f"{side}LowerLeg"] = (f"{side}UpperLeg", (0.0, 0.36 * rise / 0.75, 0.0))
+        bones[f"{side}Foot"] = (f"{side}LowerLeg", (0.0, 0.34 * rise / 0.75, 0.0))
+    with pytest.raises(FormatError, match="hips are not above its feet") as err:
+        load_vrm(_write_vrm(tmp_path / "upside.vrm", 1, bones))
+    assert "\n" not in str(err.value)
+
+
+def _under_armature(path: Path, armature: Node, translation_scale: float = 1.0) -> Path:
+    """The VRM 1.0 AVATAR, its translations times ``translation_scale``, under one more (root) node ``armature``."""
+    gltf = GLTF2().load_binary(str(_write_vrm(path, 1)))
+    for node in gltf.nodes:
+        node.translation = [v * translation_scale for v in node.translation]
+    armature.children = [0]
+    gltf.nodes.append(armature)
+    gltf.scenes = [Scene(nodes=[len(gltf.nodes) - 1])]
+    gltf.save_binary(str(path))
+    return path
+
+
+def _by_hand(gltf: GLTF2) -> dict[str, np.ndarray]:
+    """Each humanoid bone's world position (Unity's axes, VRM 1.0: X negated), its node's matrix composed by hand
+    down its chain of nodes as glTF defines it: ``parent @ T @ R @ S`` for each node from the scene's root."""
+    parent = {c: i for i, node in enumerate(gltf.nodes) for c in node.children or []}
+
+    def local(node: Node) -> np.ndarray:
+        x, y, z, w = node.rotation or [0.0, 0.0, 0.0, 1.0]
+        rotation = np.array([[1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)],
+                             [2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)],
+                             [2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)]])  # fmt: skip
+        m = np.eye(4)
+        m[:3, :3] = rotation @ np.diag(node.scale or [1.0, 1.0, 1.0])
+        m[:3, 3] = node.translation or [0.0, 0.0, 0.0]
+        return m
+
+    out = {}
+    for entry_name, entry in gltf.extensions["VRMC_vrm"]["humanoid"]["humanBones"].items():
+        i, world = entry["node"], np.eye(4)
+        chain = [i]
+        while chain[-1] in parent:
+            chain.append(parent[chain[-1]])
+        for k in reversed(chain):  # from the scene's root down
+            world = world @ local(gltf.nodes[k])
+        out[entry_name[0].upper() + entry_name[1:]] = world[:3, 3] * np.array([-1.0, 1.0, 1.0])
+    return out
+
+
+def test_a_turned_and_moved_armature_node_composes_as_gltf_says(tmp_path):
+    """An armature node above the hips turned 90 degrees about +Y and moved by (0.2, 0, 0.5) (glTF: a child's world
+    matrix is its parent's times its own). By hand: the turn takes (x, y, z) to (z, y, -x), so the left upper arm's
+    (0.09, 0, 0) becomes (0, 0, -0.09) and the toes' (0, -0.05, 0.1) become (0.1, -0.05, 0); the hips land at
+    (0.2, 0.8, 0.5); Unity's axes negate X. The legs keep their length."""
+    s = float(np.sqrt(0.5))
+    path = _under_armature(tmp_path / "turned.vrm", Node(name="Armature", rotation=[0.0, s, 0.0, s],
+                                                         translation=[0.2, 0.0, 0.5]))  # fmt: skip
+    rig = load_vrm(path)
+    np.testing.assert_allclose(rig.offsets["LeftUpperArm"], [0.0, 0.0, -0.09], atol=1e-12)
+    np.testing.assert_allclose(rig.offsets["LeftToes"], [-0.1, -0.05, 0.0], atol=1e-12)
+    np.testing.assert_allclose(rig.offsets["Hips"], [-0.2, 0.8, 0.5], atol=1e-12)
+    assert rig.leg_length == pytest.approx(0.75)
+    world = _by_hand(GLTF2().load_binary(str(path)))
+    for bone, parent in rig.parents.items():
+        want = world[bone] - (world[parent] if parent is not None else 0.0)
+        np.testing.assert_allclose(rig.offsets[bone], want, atol=1e-12, err_msg=bone)
+
+
+def test_an_armature_scaled_to_centimetres_gives_metres(tmp_path):
+    """Translations in centimetres under a node scaled 0.01 (as Blender exports an armature) are the same avatar in
+    metres: every offset and the leg length as in the unscaled file."""
+    plain = load_vrm(_write_vrm(tmp_path / "plain.vrm", 1))
+    scaled = load_vrm(_under_armature(tmp_path / "cm.vrm", Node(name="Armature", scale=[0.01, 0.01, 0.01]), 100.0))
+    assert scaled.parents == plain.parents and scaled.leg_length == pytest.approx(0.75)
+    for bone, offset in plain.offsets.items():
+        np.testing.assert_allclose(scaled.offsets[bone], offset, atol=1e-12, err_msg=bone)
+    np.testing.assert_allclose(scaled.offsets["LeftUpperArm"], [-0.09, 0.0, 0.0], atol=1e-12)

@@ -19,6 +19,7 @@ from pythonosc.udp_client import SimpleUDPClient
 
 import skelanim
 from skelanim.cli import main
+from skelanim.core.rotations import quat_to_matrix
 from skelanim.core.units import up_to_y_matrix
 from skelanim.data.samples import sample_path
 from skelanim.retarget.retargeter import make_rig
@@ -242,9 +243,22 @@ def test_the_grid_gains_no_frame_past_the_last_stamp():
 
 def test_a_root_transform_moves_and_turns_the_body():
     turn = (0.0, math.sin(math.pi / 4), 0.0, math.cos(math.pi / 4))  # 90 degrees about +Y, Unity's axes
+    pitch = (math.sin(math.pi / 4), 0.0, 0.0, math.cos(math.pi / 4))  # 90 degrees about +X, Unity's axes
     frame = ReceivedFrame({"Hips": (1.0, 1.0, 0.0, *IDENTITY[3:])}, (0.0, 0.0, 5.0, *turn), 0.0, 0.0)
     motion = frames_to_motion([frame])
     # Unity: the root at z = 5 turns the hips' (1, 1, 0) onto (0, 1, -1): hips at (0, 1, 4); X mirrored: the same
+    torch.testing.assert_close(motion.root_positions[0], torch.tensor([0.0, 1.0, 4.0], dtype=torch.float64))
+    # the hips pitched under the turned root: the hips' world rotation is the root's times the hips' (parent
+    # first), as matrices in Unity's axes, then mirrored (M R M, M = diag(-1, 1, 1))
+    frame = ReceivedFrame({"Hips": (1.0, 1.0, 0.0, *pitch)}, (0.0, 0.0, 5.0, *turn), 0.0, 0.0)
+    motion = frames_to_motion([frame])
+    unity = [quat_to_matrix(torch.tensor([q[3], q[0], q[1], q[2]], dtype=torch.float64)) for q in (turn, pitch)]
+    mirror = torch.diag(torch.tensor([-1.0, 1.0, 1.0], dtype=torch.float64))
+    torch.testing.assert_close(quat_to_matrix(motion.rotations[0, 0]), mirror @ unity[0] @ unity[1] @ mirror)
+    # by hand, right-handed: 90 degrees about X, then -90 degrees about Y (mirroring turns a Y turn round) take the
+    # hips' +Y onto +Z and then onto -X
+    up = quat_to_matrix(motion.rotations[0, 0]) @ torch.tensor([0.0, 1.0, 0.0], dtype=torch.float64)
+    torch.testing.assert_close(up, torch.tensor([-1.0, 0.0, 0.0], dtype=torch.float64))
     torch.testing.assert_close(motion.root_positions[0], torch.tensor([0.0, 1.0, 4.0], dtype=torch.float64))
 
 

@@ -251,6 +251,38 @@ def test_the_upper_body_arrives_where_the_clip_has_it_without_a_spine1(mocap_dir
         assert error < 1e-4, (bone, f"{error * 1000:.3f} mm")  # under 0.1 mm (float32 on the wire)
 
 
+#: Clips with a ``spine1`` and a ``chest`` joint, both carried by ``Chest``.
+WITH_SPINE1 = ["cmu_cgspeed_mb/01_01.bvh"]
+
+
+@pytest.mark.parametrize("name", WITH_SPINE1)
+def test_a_bone_of_two_joints_arrives_at_the_first_of_them(mocap_dir, name):
+    """``Chest`` carries ``spine1`` and ``chest`` (their product) and turns about ``spine1``: rebuilt through the
+    humanoid hierarchy from what arrives, it sits where the clip's own forward kinematics has its spine1 joint (and
+    ``Spine`` at its spine joint), metres from the hips, not at the chest joint above it (which a clip without
+    spine1 has it at). The bones above turn about that point too, so the neck, head and arms are off by the merge's
+    own error only: the spine1 -> chest bone turned by the chest joint's local turn (2 sin(angle / 2) of its length,
+    17-34 mm on CMU 01_01; under its length for turns under 60 degrees). An avatar with ``UpperChest`` gets the
+    two apart."""
+    motion = skelanim.load(mocap_dir / name)[:120]
+    av = avatar_frames(motion)
+    frames = list(range(0, motion.num_frames, 4))
+    placed = _world_positions(_sent_and_received(av, frames))
+    rig = make_rig(motion)
+    assert bool(rig.present[CANONICAL_JOINTS.index("spine1")]) and bool(rig.present[CANONICAL_JOINTS.index("chest")])
+    joints = rig.mapping.joints
+    src = (motion.positions()[frames] @ up_to_y_matrix(*motion.up_direction()).T) * export_scale(motion)[0]
+    for joint, bone in [("spine", "Spine"), ("spine1", "Chest")]:
+        want = src[:, joints[joint]] - src[:, joints["hips"]]
+        error = float((placed[bone] - placed["Hips"] - want).norm(dim=-1).max())
+        assert error < 1e-4, (bone, f"{error * 1000:.3f} mm")  # under 0.1 mm (float32 on the wire)
+    chest = float((src[:, joints["chest"]] - src[:, joints["spine1"]]).norm(dim=-1).max())
+    for joint in ["neck", "head", "l_upperarm", "l_hand", "r_upperarm", "r_hand"]:
+        want = src[:, joints[joint]] - src[:, joints["hips"]]
+        error = float((placed[BONE_OF_JOINT[joint]] - placed["Hips"] - want).norm(dim=-1).max())
+        assert error < chest, (joint, f"{error * 1000:.3f} mm", f"{chest * 1000:.3f} mm")
+
+
 # ------------------------------------------------------------------------------------------ the wire, the clock
 def _frames(count: int, fps: float = 10.0) -> AvatarFrames:
     """``count`` frames whose hips height is the frame index (to tell them apart on arrival; no travel)."""
@@ -285,6 +317,38 @@ def test_each_frame_is_the_vmc_messages_in_datagrams_that_need_no_fragmenting():
         assert all(len(b) == 8 and all(isinstance(v, float) for v in b[1:]) for b in got["/VMC/Ext/Bone/Pos"])
         assert got["/VMC/Ext/OK"] == [[1]]
         assert got["/VMC/Ext/T"][0][0] == pytest.approx(index / 10.0, abs=1e-6)
+
+
+def _elements(bundle: bytes) -> list[bytes]:
+    """A bundle's elements, its bytes counted by hand: ``#bundle\\0``, an 8-byte time tag, then each element as
+    its size (a big-endian int32) and that many bytes, to the bundle's last byte."""
+    assert bundle[:8] == b"#bundle\x00"
+    elements, at = [], 16
+    while at < len(bundle):
+        size = int.from_bytes(bundle[at : at + 4], "big")
+        elements.append(bundle[at + 4 : at + 4 + size])
+        at += 4 + size
+    assert at == len(bundle)
+    return elements
+
+
+def test_every_bundle_fits_the_datagram_size_asked_for():
+    """For every ``max_bytes`` from 200 to 1,800, each bundle of a 21-bone frame is at most that many bytes (counted
+    on the bytes), its messages are the frame's in order, and no bundle is cut before it had to be: the next
+    bundle's first message (4 + its bytes) would not have fitted."""
+    g = torch.Generator().manual_seed(2)
+    rotations = torch.nn.functional.normalize(torch.randn(1, len(BONES), 4, generator=g, dtype=torch.float64), dim=-1)
+    frames = AvatarFrames(rotations, torch.randn(1, len(BONES), 3, generator=g, dtype=torch.float64), 30.0)
+    whole = _elements(vmc_bundle(frames, 0, 0.75))
+    assert len(whole) == len(BONES) + 3
+    for max_bytes in range(200, 1801, 7):
+        bundles = vmc_bundles(frames, 0, 0.75, max_bytes=max_bytes)
+        parts = [_elements(b) for b in bundles]
+        assert [e for p in parts for e in p] == whole, max_bytes
+        assert max(len(b) for b in bundles) <= max_bytes, (max_bytes, [len(b) for b in bundles])
+        for bundle, after in zip(bundles, parts[1:]):
+            assert len(bundle) + 4 + len(after[0]) > max_bytes, (max_bytes, [len(b) for b in bundles])
+        assert (len(bundles) == 1) == (len(vmc_bundle(frames, 0, 0.75)) <= max_bytes), max_bytes
 
 
 def test_messages_match_a_peer_vmc_library():

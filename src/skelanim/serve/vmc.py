@@ -412,7 +412,8 @@ class AvatarStream:
     """
 
     def __init__(self, host: str = "127.0.0.1", port: int = DEFAULT_PORT) -> None:
-        if not (isinstance(port, int) and 0 < port < 65536):
+        port = int(port) if isinstance(port, np.integer) else port  # numpy's integers are ports; a bool is not
+        if not (isinstance(port, int) and not isinstance(port, bool) and 0 < port < 65536):
             raise StreamError(f"port must be 1-65535, got {port!r}")
         try:
             family, kind, proto, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_DGRAM)[0]
