@@ -100,3 +100,23 @@ def test_predict_retarget_keeps_a_cmu_walk_out_of_its_floor_and_says_so(mocap_di
         lowest[flag] = float(skelanim.load(out).positions(end_sites=True)[n:, :, 1].min()) - floor
     assert lowest["--no-ground"] < -0.01 * h  # the defect the default removes
     assert lowest["--ground"] > -1e-6 * h
+
+
+def test_the_up_axis_is_the_inputs_however_the_continuation_lies():
+    """Hand-built: the body stands for ten frames (+Y up, foot on y = 0), then lies along X for thirty, sunk to
+    y = -2 (the foot 10 along +X, the head 8 along -X): the whole clip's up guess is X (its long extent), the input's is
+    Y. The lift is along Y, by the depth: 2 each frame (the foot, the hips and the head all at y = -2)."""
+    lie = torch.tensor([math.cos(math.pi / 4), 0.0, 0.0, math.sin(math.pi / 4)], dtype=torch.float64)  # 90° about Z
+    rot = torch.zeros(40, 3, 4, dtype=torch.float64)
+    rot[..., 0] = 1.0
+    rot[10:, 0] = lie
+    root = torch.tensor([[0.0, 10.0, 0.0]] * 10 + [[0.0, -2.0, 0.0]] * 30, dtype=torch.float64)
+    motion = Motion(_body(), rot, root, 30.0)
+    assert motion.up_direction()[0] == 0 and motion[:10].up_direction() == (1, 1.0)
+    lifted, lift = lift_out_of_floor(motion, 10)
+    torch.testing.assert_close(lift, torch.full((30,), 2.0, dtype=torch.float64), rtol=0, atol=1e-12)
+    moved = lifted.positions()[10:]
+    assert abs(float(moved[..., 1].min())) < 1e-12
+    torch.testing.assert_close(moved[..., 0].amin(-1), torch.full((30,), -8.0, dtype=torch.float64), rtol=0, atol=1e-12)
+    same, along_y = lift_out_of_floor(motion, 10, up=1)  # as predict_motion passes its rig's
+    assert along_y.tolist() == lift.tolist() and torch.equal(same.root_positions, lifted.root_positions)

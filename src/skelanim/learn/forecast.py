@@ -176,7 +176,7 @@ def predict_motion(motion: Motion, *, method: str = "rnn", model: Predictor | Co
     predicted = sample_frames(continuation, times * fps, motion.fps)
     metadata = continuation_metadata(motion, predicted_from_frame=motion.num_frames, method=method)
     result = Motion.concatenate([motion.copy(metadata=metadata), predicted])
-    return _grounded(result, motion.num_frames) if ground else result
+    return _grounded(result, motion.num_frames, rig.up) if ground else result
 
 
 def continuation_metadata(motion: Motion, **updates: Any) -> dict[str, Any]:
@@ -251,7 +251,7 @@ def predict_retargeted(motion: Motion, *, method: str = "combined", model: Predi
     return result
 
 
-def lift_out_of_floor(motion: Motion, first: int) -> tuple[Motion, Tensor]:
+def lift_out_of_floor(motion: Motion, first: int, *, up: int | None = None) -> tuple[Motion, Tensor]:
     """Raise frames ``first:`` of ``motion`` (a continuation) along its up direction wherever their lowest joint
     (End Sites included) would sink below the input's floor: the :data:`FLOOR_QUANTILE` quantile of the lowest
     joint's height over frames ``:first``, a low point the input reaches again and again (a minimum would be a
@@ -271,6 +271,10 @@ def lift_out_of_floor(motion: Motion, first: int) -> tuple[Motion, Tensor]:
         Input frames followed by the continuation.
     first : int
         The first frame of the continuation (``1 <= first <= F``).
+    up : int, optional
+        The up axis (0, 1 or 2, its positive direction), as a model's rig has it (:func:`predict_motion` passes its
+        rig's: the frame the prediction was made in). Default: :meth:`~skelanim.core.motion.Motion.up_direction`
+        of the input frames ``:first``, so that predicted frames do not move the guess.
 
     Returns
     -------
@@ -281,7 +285,7 @@ def lift_out_of_floor(motion: Motion, first: int) -> tuple[Motion, Tensor]:
     """
     if not 1 <= first <= motion.num_frames:
         raise ValueError(f"the continuation starts at frame {first}, outside 1..{motion.num_frames}")
-    axis, sign = motion.up_direction()
+    axis, sign = motion[:first].up_direction() if up is None else (up, 1.0)
     heights = sign * motion.positions(end_sites=True)[..., axis]  # (F, J'), up positive
     moving = (heights[:first] - heights[:1]).abs().amax(0) > 1e-9 * max(motion.height, 1e-12)
     if not bool(moving.any()):
@@ -307,9 +311,9 @@ def lift_out_of_floor(motion: Motion, first: int) -> tuple[Motion, Tensor]:
     return lifted, lift
 
 
-def _grounded(motion: Motion, first: int) -> Motion:
+def _grounded(motion: Motion, first: int, up: int | None = None) -> Motion:
     """:func:`lift_out_of_floor` with the lift recorded in ``metadata["lift"]``."""
-    lifted, lift = lift_out_of_floor(motion, first)
+    lifted, lift = lift_out_of_floor(motion, first, up=up)
     lifted.metadata["lift"] = lift.tolist()
     return lifted
 
