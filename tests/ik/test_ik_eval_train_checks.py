@@ -241,3 +241,22 @@ def test_noise_lengthening_matches_a_simulation():
     simulated = float(np.median(gains))
     assert simulated == pytest.approx(2 * sigma**2 * 3**2, rel=0.05)  # the middle bone: l = 1/3
     assert noise_lengthening(sigma, skeleton) == pytest.approx(simulated, rel=0.1)
+
+
+def test_select_frames_scores_no_frame_twice():
+    """One file of 10 frames, 9 asked in windows of 8: windows start at frames 0 and (shifted back from 9 to end in
+    the file) 2. The second adds only frames 8 and 9, which go on from the first window: frames 0-8 once each, one
+    sequence. Two files of 10: the second window, in the other file, starts its own sequence."""
+    from skelanim.ik.evaluate import select_frames
+
+    starts = torch.zeros(10, dtype=torch.bool)
+    starts[0] = True
+    idx, first = select_frames(starts, 9, window=8)
+    assert idx.tolist() == list(range(9))
+    assert first.tolist() == [True] + [False] * 8
+    starts = torch.zeros(20, dtype=torch.bool)
+    starts[[0, 10]] = True
+    idx, first = select_frames(starts, 16, window=8)
+    assert idx.tolist() == list(range(8)) + list(range(12, 20))
+    assert first.tolist() == [True] + [False] * 7 + [True] + [False] * 7
+    assert len(set(idx.tolist())) == len(idx)

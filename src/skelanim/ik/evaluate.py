@@ -56,7 +56,7 @@ def select_frames(starts: Tensor, max_frames: int | None, window: int = WINDOW) 
     Returns
     -------
     tuple of Tensor
-        ``(M,)`` long indices and ``(M,)`` bool sequence starts.
+        ``(M,)`` long indices (each frame at most once, increasing) and ``(M,)`` bool sequence starts.
     """
     n = starts.shape[0]
     if max_frames is None or max_frames >= n:
@@ -66,13 +66,17 @@ def select_frames(starts: Tensor, max_frames: int | None, window: int = WINDOW) 
     ends = torch.cat([torch.nonzero(starts)[:, 0][1:], torch.tensor([n])])
     file_end[:] = ends[torch.cumsum(starts.long(), 0) - 1]
     count = max(1, math.ceil(max_frames / window))
-    picked, first = [], []
+    picked: list[int] = []
+    first: list[bool] = []
     for s in torch.linspace(0, n - 1, count).round().long().tolist():
         lo = max(int(file_start[s]), min(s, int(file_end[s]) - window))
-        idx = list(range(lo, min(lo + window, int(file_end[s]))))
+        # a window shifted back into the one before it (near a file's end) adds only its new frames, which go on
+        # from there: no frame is scored twice
+        follows = bool(picked) and lo <= picked[-1] and int(file_start[s]) <= picked[-1]
+        idx = list(range(picked[-1] + 1 if follows else lo, min(lo + window, int(file_end[s]))))
         picked.extend(idx)
-        first.extend([True] + [False] * (len(idx) - 1))
-    return torch.tensor(picked[:max_frames]), torch.tensor(first[:max_frames])
+        first.extend([not follows] + [False] * (len(idx) - 1) if idx else [])
+    return torch.tensor(picked[:max_frames], dtype=torch.long), torch.tensor(first[:max_frames], dtype=torch.bool)
 
 
 def _time_batch1(method: str, positions: Tensor, model: IKModel, count: int, groups: int = 9) -> float:
