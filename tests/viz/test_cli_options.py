@@ -19,7 +19,7 @@ WALK = str(sample_path("walk"))
 def test_plot_dpi_must_be_in_range(capfd: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     for dpi in ("0", "-2", "20000"):  # the last would need gigabytes of raster
         code = main(["plot", WALK, "--dpi", dpi, "-o", str(tmp_path / "x.png")])
-        one_line_error(capfd, code, "--dpi", "between 1 and 1200", dpi)
+        one_line_error(capfd, code, "--dpi", "between 10 and 1200", dpi)
     assert list(tmp_path.iterdir()) == []
 
 

@@ -204,14 +204,14 @@ def _run(argv: list[str] | None) -> int:
     except MemoryError:
         _error(_NO_MEMORY)
         return 2
+    except typer.Abort:  # before RuntimeError: typer's Abort is one
+        print("error: aborted", file=sys.stderr)
+        return 1
     except RuntimeError as err:  # torch reports an allocation it cannot make as a RuntimeError
         if not _out_of_memory(err):
             raise
         _error(_NO_MEMORY)
         return 2
-    except typer.Abort:
-        print("error: aborted", file=sys.stderr)
-        return 1
     except _CLICK_ERROR as err:
         if type(err).__name__ != "NoArgsIsHelpError":  # that one has printed the help already
             _error(_usage_line(err, argv))

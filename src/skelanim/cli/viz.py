@@ -44,7 +44,7 @@ def plot(
         None, "--angle", help="For --kind angles: flexion (between bones, the default) or rotation (local)."
     ),
     count: int | None = typer.Option(None, "--count", min=1, help="For --kind poses: number of poses per motion (8)."),
-    dpi: int = typer.Option(100, "--dpi", help="Resolution of raster output (dots per inch, 1 to 1200)."),
+    dpi: int = typer.Option(100, "--dpi", help="Resolution of raster output (dots per inch, 10 to 1200)."),
 ) -> None:
     """Plot joint trajectories, joint angles, foot contacts or a strip of poses of FILES into OUT."""
     from skelanim.errors import ShapeError, SkeletonError
@@ -59,7 +59,7 @@ def plot(
         raise ShapeError(f"--{unused[0]} is not used by --kind {kind}; only by --kind {plots.kinds_text(unused[1])}")
     if angle is not None and angle not in ("flexion", "rotation"):
         raise ShapeError(f"unknown --angle {angle!r}; expected flexion or rotation")
-    require_between(dpi, "--dpi", 1, 1200, "dots per inch")
+    require_between(dpi, "--dpi", plots.MIN_DPI, 1200, "dots per inch")
     plots.check_figure_path(out)  # before the files are read and drawn
     motions, labels = _load_all(files)
     try:  # kind and angle are plain strings checked above against what the Literals of plot_motions name

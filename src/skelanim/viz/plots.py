@@ -430,11 +430,17 @@ def check_figure_path(path: str | os.PathLike) -> Path:
     return target
 
 
+#: The least resolution :func:`save_figure` takes: below about 8 dots per inch matplotlib's font renderer fails on
+#: the labels (FreeType's "invalid ppem value") after the figure is drawn.
+MIN_DPI = 10
+
+
 def save_figure(fig: Figure, path: str | os.PathLike, *, dpi: int = 100) -> Path:
-    """Write ``fig`` to ``path`` atomically; the suffix picks the format (png, pdf, svg, jpg, ...)."""
+    """Write ``fig`` to ``path`` atomically; the suffix picks the format (png, pdf, svg, jpg, ...); ``dpi`` at least
+    :data:`MIN_DPI`."""
     target = check_figure_path(path)
-    if not (isinstance(dpi, (int, float, np.integer, np.floating)) and dpi > 0 and np.isfinite(dpi)):
-        raise ShapeError(f"dpi must be a positive number, got {dpi!r}", path=target)
+    if not (isinstance(dpi, (int, float, np.integer, np.floating)) and np.isfinite(dpi) and dpi >= MIN_DPI):
+        raise ShapeError(f"dpi must be a number of at least {MIN_DPI}, got {dpi!r}", path=target)
     if FigureCanvasAgg is not type(fig.canvas):
         FigureCanvasAgg(fig)
     with atomic_path(target) as tmp:
