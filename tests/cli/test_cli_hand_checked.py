@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from bvh_text import POS, ROT, make_bvh, random_values  # tests/helpers
+from vmc_take import record_while_sending  # tests/helpers
 
 import skelanim
 from skelanim.cli import main
@@ -687,28 +688,12 @@ def test_ik_solve_refine_is_the_refined_solve(mocap_dir: Path, tmp_path: Path, c
 def test_record_writes_at_the_fps_asked_for(mocap_dir: Path, tmp_path: Path, capsys):
     """``record --fps 60``: the written BVH's ``Frame Time`` is 1/60 s (read from its text) and the summary says 60
     fps; the sender's clock runs at 30 fps."""
-    import threading
-    import time
-
-    from skelanim.serve.record import VMCRecorder
-    from skelanim.serve.vmc import AvatarStream, avatar_frames
+    from skelanim.serve.vmc import avatar_frames
 
     out = tmp_path / "take.bvh"
     frames = avatar_frames(skelanim.load(mocap_dir / "deepmimic" / "humanoid3d_walk.txt"))
-    with VMCRecorder("127.0.0.1", 0) as probe:  # a free port
-        port = probe.port
-    codes: list[int] = []
-    args = ["record", str(out), "--port", str(port), "--frames", "6", "--wait", "30", "--fps", "60", "--no-progress"]
-    listener = threading.Thread(target=lambda: codes.append(main(args)))
-    listener.start()
-    with AvatarStream("127.0.0.1", port) as sender:
-        for k in range(600):  # until the listener has its frames (it may start listening late)
-            if not listener.is_alive():
-                break
-            sender.send(frames, k % frames.num_frames, k / 30)
-            time.sleep(0.02)
-    listener.join(60)
-    assert codes == [0]
+    options = ["--frames", "6", "--wait", "30", "--fps", "60", "--no-progress"]
+    assert record_while_sending(main, out, frames, options, pause=0.02) == 0
     frame_time = float(re.search(r"^Frame Time:\s*(\S+)", out.read_text(), flags=re.MULTILINE).group(1))
     assert frame_time == pytest.approx(1 / 60, rel=1e-5)
     assert " at 60 fps from " in capsys.readouterr().out

@@ -22,6 +22,29 @@ def model():
     return IKModel.load()
 
 
+def _catch_poses_and_frames(monkeypatch: pytest.MonkeyPatch) -> dict[str, torch.Tensor]:
+    """Let ``evaluate`` read its poses and pick its frames as it does, catching the true local rotations
+    (``"local"``) and the picked frames (``"idx"``) on the way, for a stand-in method to answer with."""
+    from skelanim.ik import evaluate as ik_evaluate
+
+    caught: dict[str, torch.Tensor] = {}
+    pose_set, select_frames = ik_evaluate.pose_set, ik_evaluate.select_frames
+
+    def catch_poses(*args, **kwargs):
+        poses = pose_set(*args, **kwargs)
+        caught["local"] = poses.local
+        return poses
+
+    def catch_frames(*args, **kwargs):
+        idx, starts = select_frames(*args, **kwargs)
+        caught["idx"] = idx
+        return idx, starts
+
+    monkeypatch.setattr(ik_evaluate, "pose_set", catch_poses)
+    monkeypatch.setattr(ik_evaluate, "select_frames", catch_frames)
+    return caught
+
+
 def test_a_known_turn_is_scored_in_degrees_and_its_chord_in_percent_of_the_height(bandai_files, model, monkeypatch,
                                                                                    torch_threads):  # fmt: skip
     """Two stand-in solvers answer with the true rotations of the evaluated frames (caught on their way into the
@@ -37,18 +60,8 @@ def test_a_known_turn_is_scored_in_degrees_and_its_chord_in_percent_of_the_heigh
     axis = axis / axis.norm()  # across the bone: the hand sweeps a chord of 2 L sin(5°)
     half = math.radians(10.0) / 2
     turn = torch.cat([torch.tensor([math.cos(half)], dtype=torch.float64), math.sin(half) * axis])
-    caught: dict[str, torch.Tensor] = {}
-    pose_set, select_frames, solve = ik_evaluate.pose_set, ik_evaluate.select_frames, ik_evaluate.run_method
-
-    def catch_poses(*args, **kwargs):
-        poses = pose_set(*args, **kwargs)
-        caught["local"] = poses.local
-        return poses
-
-    def catch_frames(*args, **kwargs):
-        idx, starts = select_frames(*args, **kwargs)
-        caught["idx"] = idx
-        return idx, starts
+    solve = ik_evaluate.run_method
+    caught = _catch_poses_and_frames(monkeypatch)
 
     def true_rotations(method, inputs, model, *, starts=None):
         caught[f"starts {method}"] = starts
@@ -58,8 +71,6 @@ def test_a_known_turn_is_scored_in_degrees_and_its_chord_in_percent_of_the_heigh
             quats[:, forearm] = quat_multiply(quats[:, forearm], turn.to(quats.dtype))
         return quats, trans
 
-    monkeypatch.setattr(ik_evaluate, "pose_set", catch_poses)
-    monkeypatch.setattr(ik_evaluate, "select_frames", catch_frames)
     monkeypatch.setattr(ik_evaluate, "run_method", true_rotations)
     report = ik_evaluate.evaluate([str(bandai_files[0])], model, methods=("swing_mean", "swing_rest"), max_frames=12,
                                   timing=False)  # fmt: skip
@@ -102,26 +113,13 @@ def test_noise_is_a_fraction_of_the_height_per_axis_and_scores_use_the_clean_pos
     from skelanim.ik import evaluate as ik_evaluate
 
     rig = model.rig
-    caught: dict[str, torch.Tensor] = {}
-    pose_set, select_frames = ik_evaluate.pose_set, ik_evaluate.select_frames
-
-    def catch_poses(*args, **kwargs):
-        poses = pose_set(*args, **kwargs)
-        caught["local"] = poses.local
-        return poses
-
-    def catch_frames(*args, **kwargs):
-        idx, starts = select_frames(*args, **kwargs)
-        caught["idx"] = idx
-        return idx, starts
+    caught = _catch_poses_and_frames(monkeypatch)
 
     def true_rotations(method, inputs, model, *, starts=None):
         caught["inputs"] = inputs
         quats = caught["local"][caught["idx"]].clone()
         return quats, rig.translations(torch.zeros(quats.shape[0], 3, dtype=torch.float64))
 
-    monkeypatch.setattr(ik_evaluate, "pose_set", catch_poses)
-    monkeypatch.setattr(ik_evaluate, "select_frames", catch_frames)
     monkeypatch.setattr(ik_evaluate, "run_method", true_rotations)
     noise = 0.01
     report = ik_evaluate.evaluate([str(bandai_files[0])], model, methods=("swing_mean",), max_frames=64, timing=False,

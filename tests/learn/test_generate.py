@@ -8,6 +8,7 @@ import math
 
 import pytest
 import torch
+from replaying import replaying  # tests/helpers
 
 import skelanim
 from skelanim.learn.generate import Generator
@@ -189,22 +190,6 @@ def test_evaluate_generation_keys(tiny_ds):
     assert task.num_samples() > 0
 
 
-def _replaying(gen: Generator, ds, windows: torch.Tensor) -> Generator:
-    """``gen`` made to 'sample' the given real windows of ``ds`` in turn (their raw frame vectors, as a perfect model
-    would draw them), whatever content and style is asked for."""
-    g = ds.gather(windows, gen.length, keys=("rot", "pelvis", "yaw"))
-    vectors = gen.to_vectors(g["rot"].double(), g["pelvis"].double(), g["yaw"].double()).float()
-    drawn = [0]
-
-    def sample(contents, styles, generator=None):
-        start = drawn[0]
-        drawn[0] += len(contents)
-        return vectors[torch.arange(start, start + len(contents)) % len(vectors)]
-
-    gen.sample = sample  # type: ignore[method-assign]
-    return gen
-
-
 def _shape_features(rot, pelvis, yaw, positions):
     """Recogniser stand-in: every window's mean and spread of its hand-to-foot and hand-to-hand distances (the same
     wherever and whichever way the body stands, as generated windows start at the origin facing +Z), and a
@@ -225,14 +210,14 @@ def test_evaluate_generation_scores_a_perfect_and_a_frozen_generator_by_hand(tin
     windows = real.windows(16, 16)
     gen = _generator(tiny_ds)
     GenerateTask(gen, tiny_ds, stride=8)  # sets the normaliser
-    perfect = evaluate_generation(_replaying(gen, real, windows), _shape_features, real, real, stride=16)
+    perfect = evaluate_generation(replaying(gen, real, windows), _shape_features, real, real, stride=16)
     asked = [real.clips[i].labels["content"] for i in windows[:, 0].tolist()]
     first = min(tiny_ds.labels("content"))  # the generator's vocabulary is sorted: its first content
     share = asked.count(first) / len(asked)
     assert perfect["samples"] == perfect["real_windows"] == len(windows) and 0 < share < 1
     assert abs(perfect["recognised"] - share) < 1e-12
     assert perfect["fid_real"] < 1e-6 and perfect["fid"] < 1e-6
-    frozen = evaluate_generation(_replaying(_generator(tiny_ds), real, windows[:1]), _shape_features, real, real, stride=16)
+    frozen = evaluate_generation(replaying(_generator(tiny_ds), real, windows[:1]), _shape_features, real, real, stride=16)
     assert frozen["fid_real"] < 1e-6 and frozen["fid"] > 100.0  # squared distances in the rig's units (cm): far apart
     assert frozen["diversity"] < 1e-4 < frozen["diversity_real"]  # one window again and again
 

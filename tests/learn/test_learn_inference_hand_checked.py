@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from replaying import replaying  # tests/helpers
 
 import skelanim.learn
 from skelanim.data.clips import clip_from_motion
@@ -325,18 +326,7 @@ def _replaying_generator(rig: Rig, ds: MotionDataset, length: int):
     from skelanim.learn.generate import Generator
 
     gen = Generator(rig, ["walk"], ["happy"], length=length, options={"latent": 4, "hidden": 8, "embed": 2})
-    g = ds.gather(ds.windows(length, 8), length, keys=("rot", "pelvis", "yaw"))
-    vectors = gen.to_vectors(g["rot"].double(), g["pelvis"].double(), g["yaw"].double()).float()
-    drawn = [0]
-
-    def sample(contents, styles, generator=None):
-        start = drawn[0]
-        drawn[0] += len(contents)
-        return vectors[torch.arange(start, start + len(contents)) % len(vectors)]
-
-    gen.sample = sample  # type: ignore[method-assign]
-    return gen
-
+    return replaying(gen, ds, ds.windows(length, 8))
 
 def _distances(rot, pelvis, yaw, positions):
     """Recogniser stand-in: each window's mean hand-to-foot distances, and always the first content."""

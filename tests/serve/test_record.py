@@ -16,6 +16,7 @@ import torch
 from pythonosc.osc_bundle_builder import IMMEDIATELY, OscBundleBuilder
 from pythonosc.osc_message_builder import OscMessageBuilder
 from pythonosc.udp_client import SimpleUDPClient
+from vmc_take import record_while_sending  # tests/helpers
 
 import skelanim
 from skelanim.cli import main
@@ -283,21 +284,8 @@ def test_junk_datagrams_are_counted_not_fatal():
 def test_cli_records_a_stream(mocap_dir, tmp_path, capsys):
     out = tmp_path / "recorded.bvh"
     frames = avatar_frames(skelanim.load(mocap_dir / "deepmimic" / "humanoid3d_walk.txt"))
-    with VMCRecorder("127.0.0.1", 0) as probe:  # a free port
-        port = probe.port
-    codes: list[int] = []
-    args = ["record", str(out), "--port", str(port), "--frames", "5", "--wait", "30", "--fps", "30", "--no-progress"]
-    listener = threading.Thread(target=lambda: codes.append(main(args)))
-    listener.start()
-    with AvatarStream("127.0.0.1", port) as sender:
-        for k in range(600):  # until the listener has its five frames (it may start listening late)
-            if not listener.is_alive():
-                break
-            sender.send(frames, k % frames.num_frames, k / 30)
-            sender._socket.sendto(b"not osc", ("127.0.0.1", port))  # said in the summary line, not fatal
-            time.sleep(0.05)
-    listener.join(60)
-    assert codes == [0]
+    options = ["--frames", "5", "--wait", "30", "--fps", "30", "--no-progress"]
+    assert record_while_sending(main, out, frames, options, junk=True) == 0  # junk: said in the summary, not fatal
     said = capsys.readouterr().out
     assert "wrote" in said and "message(s) ignored (not OSC" in said
     recorded = skelanim.load(out)
@@ -440,24 +428,14 @@ def test_writing_a_take_ignores_ctrl_c_on_the_main_thread_only():
 
 def test_cli_says_an_ipv6_address_in_brackets(tmp_path, capsys):
     try:
-        with VMCRecorder("::1", 0) as probe:  # a free port
-            port = probe.port
+        with VMCRecorder("::1", 0):
+            pass
     except StreamError as err:  # a machine without IPv6
         pytest.skip(f"no IPv6 loopback here: {err}")
     frames = avatar_frames(skelanim.load(sample_path("walk"))[:3])
-    codes: list[int] = []
-    args = ["record", str(tmp_path / "x.bvh"), "--host", "::1", "--port", str(port), "--frames", "2", "--no-progress"]
-    listener = threading.Thread(target=lambda: codes.append(main(args)))
-    listener.start()
-    with AvatarStream("::1", port) as sender:
-        for k in range(600):  # until the listener has its frames (it may start listening late)
-            if not listener.is_alive():
-                break
-            sender.send(frames, k % frames.num_frames, k / 30)
-            time.sleep(0.05)
-    listener.join(60)
+    code = record_while_sending(main, tmp_path / "x.bvh", frames, ["--frames", "2", "--no-progress"], host="::1")
     said = capsys.readouterr().out
-    assert codes == [0] and f"listening on [::1]:{port} for VMC" in said, said  # it had said ::1:40199
+    assert code == 0 and "listening on [::1]:" in said and " for VMC" in said, said  # it had said ::1:40199
 
 
 def test_give_up_ends_a_take_that_never_started(tmp_path, capsys):

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from contact_bars import bar_spans, flag_runs  # tests/helpers
 from matplotlib.collections import LineCollection
 from needs import missing_data
 from PIL import Image
@@ -176,30 +177,12 @@ def test_contact_bars_match_the_contact_labels(walk: Motion) -> None:
         widths = [p.vertices[:, 0].max() - p.vertices[:, 0].min() for p in bar.get_paths()]
         assert sum(widths) == pytest.approx(labels[:, k].sum() / walk.fps)
     # and each bar starts and ends where a run of contact frames does (frame s to past-last e: s / fps to e / fps)
-    expected = [[(s / walk.fps, e / walk.fps) for s, e in contact_runs(labels[:, k])] for k in range(len(feet))]
+    expected = [[(s / walk.fps, e / walk.fps) for s, e in flag_runs(labels[:, k])] for k in range(len(feet))]
     assert all(expected)
-    for got, want in zip(bar_spans(fig), expected):
+    for got, want in zip(bar_spans(fig.axes[0]), expected):
         np.testing.assert_allclose(got, want, atol=1e-9)
     # the title names the rule: planted joints, not gait's looser stance (a walk showed no double support)
     assert "planted: low and under 0.25 heights/s; gait's stance allows 1" in ax.get_title()
-
-
-def contact_runs(flags: np.ndarray) -> list[tuple[int, int]]:
-    """``(first, past-last)`` frame of each run of True, by a plain loop."""
-    out, start = [], None
-    for k, flag in enumerate([*map(bool, flags), False]):
-        if flag and start is None:
-            start = k
-        elif not flag and start is not None:
-            out.append((start, k))
-            start = None
-    return out
-
-
-def bar_spans(fig) -> list[list[tuple[float, float]]]:
-    """Per bar row of the first panel, the ``(start, end)`` times of its bars."""
-    rows = [c for c in fig.axes[0].collections if len(c.get_paths())]
-    return [sorted((float(p.vertices[:, 0].min()), float(p.vertices[:, 0].max())) for p in c.get_paths()) for c in rows]
 
 
 def test_an_upside_down_sources_contacts_are_those_of_the_upright_one(walk: Motion) -> None:
@@ -212,9 +195,9 @@ def test_an_upside_down_sources_contacts_are_those_of_the_upright_one(walk: Moti
 
     down = rotate(walk, torch.tensor([0.0, 0.0, 0.0, 1.0], dtype=torch.float64))  # a half turn about Z
     assert down.up_direction() == (1, -1.0)
-    upright = bar_spans(plots.plot_contacts(walk))
+    upright = bar_spans(plots.plot_contacts(walk).axes[0])
     assert len(upright) == 2 and all(upright)  # both feet plant
-    turned = bar_spans(plots.plot_contacts(down))
+    turned = bar_spans(plots.plot_contacts(down).axes[0])
     assert [len(row) for row in turned] == [len(row) for row in upright]
     flat = lambda rows: np.array([span for row in rows for span in row])
     np.testing.assert_allclose(flat(turned), flat(upright), atol=1e-9)
@@ -230,8 +213,8 @@ def test_contacts_of_named_joints(walk: Motion) -> None:
     labels = np.asarray(foot_contacts(walk, joints=["right_ankle"]))
     widths = [p.vertices[:, 0].max() - p.vertices[:, 0].min() for c in ax.collections for p in c.get_paths()]
     assert labels.any() and sum(widths) == pytest.approx(labels.sum() / walk.fps)
-    spans = [(s / walk.fps, e / walk.fps) for s, e in contact_runs(labels[:, 0])]
-    np.testing.assert_allclose(bar_spans(ax.figure)[0], spans, atol=1e-9)
+    spans = [(s / walk.fps, e / walk.fps) for s, e in flag_runs(labels[:, 0])]
+    np.testing.assert_allclose(bar_spans(ax.figure.axes[0])[0], spans, atol=1e-9)
     with pytest.raises(SkeletonError, match="unknown joint 'nope'") as err:
         plots.plot_contacts([walk, walk], ["nope"], labels=["a", "b"])
     assert err.value.where == "a"

@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from contact_bars import bar_spans, flag_runs  # tests/helpers
 from matplotlib.collections import LineCollection
 from PIL import Image
 
@@ -31,24 +32,6 @@ BLUE_LIGHT_45 = (132, 180, 214)  # 31 + 224 * 0.45 = 131.8, 119 + 136 * 0.45 = 1
 def walk() -> Motion:
     """The bundled DeepMimic walk: 39 frames at 30 fps, Y up, metres."""
     return skelanim.load(sample_path("walk"))
-
-
-def runs(flags: np.ndarray) -> list[tuple[int, int]]:
-    """``(first, past-last)`` frame of each run of True, by a plain loop."""
-    out, start = [], None
-    for k, flag in enumerate([*map(bool, flags), False]):
-        if flag and start is None:
-            start = k
-        elif not flag and start is not None:
-            out.append((start, k))
-            start = None
-    return out
-
-
-def bar_spans(ax) -> list[list[tuple[float, float]]]:
-    """Per bar row of ``ax`` (a ``broken_barh`` collection), the sorted ``(start, end)`` of its bars in seconds."""
-    rows = [c for c in ax.collections if len(c.get_paths())]
-    return [sorted((float(p.vertices[:, 0].min()), float(p.vertices[:, 0].max())) for p in c.get_paths()) for c in rows]
 
 
 # =========================================================================================== _draw
@@ -161,7 +144,7 @@ def test_contact_bars_start_and_end_where_the_contacts_do(walk: Motion) -> None:
     feet = find_feet(walk.skeleton)
     labels = np.asarray(foot_contacts(walk, joints=feet))
     drawn = bar_spans(plots.plot_contacts(walk).axes[0])
-    expected = [[(s / walk.fps, e / walk.fps) for s, e in runs(labels[:, k])] for k in range(len(feet))]
+    expected = [[(s / walk.fps, e / walk.fps) for s, e in flag_runs(labels[:, k])] for k in range(len(feet))]
     assert all(expected) and [len(r) for r in drawn] == [len(r) for r in expected]
     for got, want in zip(drawn, expected):
         np.testing.assert_allclose(got, want, atol=1e-9)
