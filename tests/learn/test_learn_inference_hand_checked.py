@@ -417,3 +417,22 @@ def test_the_floor_lift_through_the_models_skeleton_is_in_the_motions_units(rig)
     torch.testing.assert_close(torch.tensor(through.metadata["lift"], dtype=torch.float64), lift / 100,
                                rtol=1e-4, atol=1e-6 * rig.height)  # fmt: skip
     torch.testing.assert_close(through.positions()[40:] * 100, direct.positions()[40:], rtol=0, atol=1e-3)
+
+
+def test_the_contact_skating_term_is_a_mean_over_every_foot_step(rig: Rig) -> None:
+    """``Generator.skating`` with the real window's contacts: every foot slides 0.01 heights a frame along x (0.25
+    heights/s at 25 fps), planted in the first 5 of 9 frames only: 4 planted steps of 8 per foot, so the term is
+    0.25 * 4 / 8 = 0.125 (a mean over all steps, the unplanted counting 0; over the planted ones only it would be
+    0.25). Feet moving straight up while planted cost nothing."""
+    from skelanim.learn.generate import Generator
+
+    gen = Generator(rig, ["walk"], ["happy"], length=16, options={"latent": 4, "hidden": 8, "embed": 2})
+    frames, joints, feet = 9, rig.num_joints, len(rig.feet)
+    pos = torch.zeros(1, frames, joints, 3, dtype=torch.float64)
+    pos[..., 0] = 0.01 * torch.arange(frames, dtype=torch.float64)[None, :, None]
+    contacts = torch.zeros(1, frames, feet)
+    contacts[:, :5] = 1.0
+    assert float(gen.skating(pos, contacts)) == pytest.approx(0.25 * 4 / 8, abs=1e-12)
+    upward = torch.zeros_like(pos)
+    upward[..., rig.up] = 0.01 * torch.arange(frames, dtype=torch.float64)[None, :, None]
+    assert float(gen.skating(upward, contacts)) == 0.0

@@ -247,7 +247,9 @@ class Generator(nn.Module):
         With ``contacts`` ``(B, T, K)`` (the real window's foot contacts) the horizontal foot speed counts
         where the real foot was planted in both frames of a step: the weights do not depend on the output,
         so lifting a foot cannot lower the term. Without, the weights come from the output's own elevation
-        above each foot's lowest point (module docstring), which a model can lower by hovering.
+        above each foot's lowest point (module docstring), which a model can lower by hovering. Either way the
+        value is the mean over all ``B (T - 1) K`` foot steps, the unplanted ones counting 0 (not a mean over the
+        planted ones only): a window with fewer planted steps weighs less, as in the metric.
         """
         up = self.rig.up
         feet = pos[..., self.rig.feet, :]
