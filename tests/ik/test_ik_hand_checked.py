@@ -297,3 +297,38 @@ def test_onnx_metadata_holds_the_rigs_offsets_and_unit(shipped):
         assert json.loads(meta["skelanim.offsets"]) == rig.skeleton.offsets.tolist()
         assert meta["skelanim.units"] == unit
         assert f"in {unit}" in meta["skelanim.input"]
+
+
+@pytest.mark.parametrize(("fps", "frames"), [(None, 7), (30.0, 7), (25.0, 7), (60.0, 15), (120.0, 29), (10.0, 3)])
+def test_the_smoothing_window_spans_the_same_time_at_any_rate(fps, frames):
+    """7 frames at 30 fps are 0.233 s: 14 frames at 60 fps, odd 15; 28 at 120, odd 29; 2.3 at 10 fps, raised to
+    the 3 an order-1 fit needs (by hand)."""
+    from skelanim.ik.refine import smooth_window
+
+    assert smooth_window(fps) == frames
+
+
+def test_a_noisy_120_fps_clip_is_smoothed_over_its_own_rate(shipped, bandai_poses, monkeypatch):
+    """``solve`` of noisy positions at 120 fps with ``refine``: the refinement smooths over 29 frames (0.233 s, as
+    7 frames at the 30 fps the window was chosen at), not 7 (58 ms); the same positions at 30 fps over 7. The
+    smoothing is seen on its way in to the library's Savitzky-Golay of rotations."""
+    from skelanim.ik.solve import solve
+    from skelanim.io.positions import JointPositions
+    from skelanim.ops import smoothing
+
+    windows: list[int] = []
+    smooth = smoothing.smooth_rotations
+
+    def spy(q, **kwargs):
+        windows.append(kwargs["window"])
+        return smooth(q, **kwargs)
+
+    monkeypatch.setattr(smoothing, "smooth_rotations", spy)
+    _, _, pos = bandai_poses
+    gen = torch.Generator().manual_seed(3)
+    noisy = pos + torch.randn(pos.shape, generator=gen, dtype=pos.dtype) * 0.01 * shipped.rig.height
+    names = list(shipped.skeleton.names)
+    for fps, window in ((120.0, 29), (30.0, 7)):
+        windows.clear()
+        motion = solve(JointPositions(names, noisy.numpy(), fps), shipped, refine=True)
+        assert motion.fps == fps and windows and set(windows) == {window}

@@ -22,7 +22,8 @@ Two steps, after the network's forward pass:
 
 Between the two, for **sequences** (``starts`` marks where each begins), noisy frames are smoothed over
 time on the rotation manifold (:func:`skelanim.ops.smoothing.smooth_rotations`, Savitzky-Golay of
-:data:`SMOOTH_WINDOW` frames, order :data:`SMOOTH_ORDER`, within each sequence): each frame moves to its
+:data:`SMOOTH_WINDOW` frames at 30 fps, as many as span the same time at another rate, order
+:data:`SMOOTH_ORDER`, within each sequence): each frame moves to its
 smoothed rotations by ``1 - g`` (slerp), so clean input is left as it is and noisy input loses the
 frame-to-frame jitter of the network's answer.
 
@@ -75,9 +76,12 @@ REFINE_SPREAD = 0.1
 REFINE_PRIOR = 1e-5
 #: Noise (fraction of height) at which the pose correction is down to ``exp(-1)`` of its size.
 NOISE_GATE = 0.003
-#: Savitzky-Golay window (frames) and order of the temporal smoothing of noisy sequences.
+#: Savitzky-Golay window (frames, at :data:`SMOOTH_FPS`) and order of the temporal smoothing of noisy sequences.
 SMOOTH_WINDOW = 7
 SMOOTH_ORDER = 1
+#: The frame rate :data:`SMOOTH_WINDOW` was chosen at (Bandai-Namco's, the validation styles'): at another rate the
+#: window spans the same time, :func:`smooth_window`.
+SMOOTH_FPS = 30.0
 #: Ridge weight of the pose correction (on standardised features, chosen on the validation styles).
 CORRECTOR_RIDGE = 100.0
 CORRECTOR_WEIGHTS = "refine.safetensors"
@@ -273,7 +277,17 @@ def corrector_for(model: IKModel) -> PoseCorrector | None:
     return _CORRECTORS[key]
 
 
-def smooth_sequences(quats: Tensor, starts: Tensor | None, weight: Tensor) -> Tensor:
+def smooth_window(fps: float | None) -> int:
+    """The smoothing window in frames at ``fps``: the odd count spanning :data:`SMOOTH_WINDOW` frames of
+    :data:`SMOOTH_FPS` (7 at 25 or 30 fps, 15 at 60, 29 at 120, 3 at 10 or less); ``None``: :data:`SMOOTH_WINDOW`."""
+    from skelanim.ops.filters import default_savgol_window
+
+    if fps is None:
+        return SMOOTH_WINDOW
+    return default_savgol_window(fps, polyorder=SMOOTH_ORDER, seconds=SMOOTH_WINDOW / SMOOTH_FPS)
+
+
+def smooth_sequences(quats: Tensor, starts: Tensor | None, weight: Tensor, *, fps: float | None = None) -> Tensor:
     """Move each frame toward its sequence's smoothed rotations by ``weight`` (slerp).
 
     Parameters
@@ -284,6 +298,8 @@ def smooth_sequences(quats: Tensor, starts: Tensor | None, weight: Tensor) -> Te
         ``(F,)`` bool, true where a sequence starts (``None``: one sequence).
     weight : Tensor
         ``(F,)`` in [0, 1]; 0 keeps a frame.
+    fps : float, optional
+        The frames' rate, for the window (:func:`smooth_window`; default: :data:`SMOOTH_FPS`'s).
 
     Returns
     -------
@@ -292,6 +308,7 @@ def smooth_sequences(quats: Tensor, starts: Tensor | None, weight: Tensor) -> Te
     """
     from skelanim.ops.smoothing import smooth_rotations
 
+    window = smooth_window(fps)
     f = quats.shape[0]
     starts = torch.zeros(f, dtype=torch.bool) if starts is None else starts.clone().to(torch.bool)
     starts[0] = True
@@ -301,7 +318,7 @@ def smooth_sequences(quats: Tensor, starts: Tensor | None, weight: Tensor) -> Te
     for length in lengths.unique().tolist():
         heads = first[lengths == length]
         idx = heads[None, :] + torch.arange(length)[:, None]  # (L, runs): sequences side by side, frames first
-        smoothed[idx] = smooth_rotations(quats[idx], method="savgol", window=SMOOTH_WINDOW, polyorder=SMOOTH_ORDER)
+        smoothed[idx] = smooth_rotations(quats[idx], method="savgol", window=window, polyorder=SMOOTH_ORDER)
     return quat_slerp(quats, smoothed, weight.to(quats.dtype)[:, None])
 
 
@@ -313,6 +330,7 @@ def refine(
     starts: Tensor | None = None,
     iterations: int = 10,
     corrector: PoseCorrector | None | bool = True,
+    fps: float | None = None,
 ) -> tuple[Tensor, Tensor]:
     """``gat_refined``: correct the network's rotations, then fit positions (see the module docstring).
 
@@ -330,6 +348,9 @@ def refine(
         Most LM steps.
     corrector : PoseCorrector, None or bool
         ``True``: the model's own (:func:`corrector_for`); ``None``/``False``: no correction.
+    fps : float, optional
+        The frames' rate: the smoothing spans the same time at any rate (:func:`smooth_window`; default: the rate
+        it was chosen at, :data:`SMOOTH_FPS`).
 
     Returns
     -------
@@ -342,7 +363,7 @@ def refine(
     if chosen is not None:
         quats = chosen(quats, gate)
     if quats.shape[0] > 1 and bool((gate < 0.999).any()):
-        quats = smooth_sequences(quats.to(torch.float64), starts, 1.0 - gate)
+        quats = smooth_sequences(quats.to(torch.float64), starts, 1.0 - gate, fps=fps)
     return optimize_ik(positions, rig, quats, iterations=iterations, prior=refine_prior(positions, rig), tol=REFINE_TOL)
 
 

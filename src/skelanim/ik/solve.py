@@ -313,6 +313,7 @@ def run_method(
     starts: Tensor | None = None,
     iterations: int = 100,
     refine_iterations: int = 10,
+    fps: float | None = None,
 ) -> tuple[Tensor, Tensor]:
     """Solve with one of :data:`ALL_METHODS`.
 
@@ -328,6 +329,9 @@ def run_method(
         ``(F,)`` bool, where a new sequence starts (for ``*_warm``; default: frame 0 only).
     iterations, refine_iterations : int
         LM iterations of ``optimize_*`` and of the refinement.
+    fps : float, optional
+        The frames' rate, for ``gat_refined``'s smoothing of noisy sequences (:func:`~skelanim.ik.refine.refine`;
+        default: the rate it was chosen at, 30 fps).
 
     Returns
     -------
@@ -345,7 +349,7 @@ def run_method(
         # body 2.5 % larger: 5.4 degrees against the network's 4.4; at the model's size 3.65)
         lengthened = noise_lengthening(float(noise_sigma(rescaled, rig).median()), rig.skeleton)
         fitted = rescaled if abs(scale - 1) > min(OWN_SIZE, NOISE_SIZES * lengthened) else positions
-        return refine(fitted, model, model.predict(positions), starts=starts, iterations=refine_iterations)
+        return refine(fitted, model, model.predict(positions), starts=starts, iterations=refine_iterations, fps=fps)
     if method == "swing_rest":
         return swing_ik(positions, rig, rest)
     if method == "swing_mean":
@@ -433,7 +437,7 @@ def solve(
     x = check_positions(positions, model.skeleton, names, source=source, ik_root=model.rig.ik_root)
     if chosen == "gat_refined":
         warn_proportions(x, model.skeleton, ik_root=model.rig.ik_root, source=source)
-    quats, trans = run_method(chosen, x, model)
+    quats, trans = run_method(chosen, x, model, fps=float(fps))
     motion = to_motion(model, quats, trans, float(fps))
     motion.metadata["ik_method"] = chosen
     return motion
