@@ -13,16 +13,11 @@ from pathlib import Path
 
 import pytest
 from bvh_text import POS, ROT, make_bvh, random_values  # tests/helpers
+from cli_output import run_cli as run  # tests/helpers
 
 import skelanim
 from skelanim.cli import main
 from skelanim.data.samples import sample_path
-
-
-def run(argv: list[str], capsys) -> tuple[int, str, str]:
-    code = main(argv)
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
 
 
 def info_json(path: Path, capsys) -> dict:

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from cli_output import run_cli as run  # tests/helpers
 from vmc_take import record_while_sending  # tests/helpers
 
 import skelanim
@@ -22,18 +23,6 @@ from skelanim.data.samples import sample_path
 
 CMU = "cmu_cgspeed_mb/01_01.bvh"
 BANDAI_WALK = "bandai_namco_1/dataset-1_walk_normal_001.bvh"
-
-def run(argv: list[str], capsys) -> tuple[int, str, str]:
-    code = main(argv)
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
-
-
-def info_json(path: Path, capsys) -> dict:
-    code, out, err = run(["info", str(path), "--json"], capsys)
-    assert code == 0, err
-    return json.loads(out)
-
 
 # --- view: the page is the library's page for the same options ------------------------------------------------------
 

@@ -24,3 +24,12 @@ def error_line(capsys: pytest.CaptureFixture[str]) -> str:
     errors = [line for line in err.splitlines() if line.startswith("error:")]
     assert len(errors) == 1 and "Traceback" not in err, err
     return errors[0]
+
+
+def run_cli(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    """``skelanim ARGV`` through :func:`skelanim.cli.main`: its exit code, stdout and stderr."""
+    from skelanim.cli import main
+
+    code = main(argv)
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
