@@ -12,7 +12,7 @@ import re
 from pathlib import Path
 
 import pytest
-from bvh_text import POS, ROT, make_bvh, random_values  # tests/helpers
+from bvh_text import POS, ROT, TWO_FIGURES, make_bvh, random_values  # tests/helpers
 from cli_output import run_cli as run  # tests/helpers
 
 import skelanim
@@ -169,37 +169,10 @@ def test_gait_text_reports_the_analysis_numbers(mocap_dir: Path, capsys):
 
 # --- convert --figure: the N-th ROOT, and no N past the last ---------------------------------------------------------
 
-TWO_FIGURES = """HIERARCHY
-ROOT A
-{
-  OFFSET 0 0 0
-  CHANNELS 6 Xposition Yposition Zposition Zrotation Xrotation Yrotation
-  JOINT A_arm
-  {
-    OFFSET 0 10 0
-    CHANNELS 3 Zrotation Xrotation Yrotation
-    End Site
-    {
-      OFFSET 0 5 0
-    }
-  }
-}
-ROOT B
-{
-  OFFSET 1 0 0
-  CHANNELS 3 Xposition Yposition Zposition
-}
-MOTION
-Frames: 2
-Frame Time: 0.04
-1 2 3 10 20 30 5 6 7 100 0 0
-1 2 3 11 21 31 5 6 7 101 0 0
-"""
-
 
 def test_convert_figure_past_the_last_is_one_line_and_writes_nothing(tmp_path: Path, capsys):
     two = tmp_path / "two.bvh"
-    two.write_text(TWO_FIGURES)
+    two.write_text(TWO_FIGURES.format(a="A", b="B"))
     code, _, err = run(["convert", str(two), str(tmp_path / "b.bvh"), "--figure", "2"], capsys)
     assert code == 0, err
     assert "ROOT B" in (tmp_path / "b.bvh").read_text() and "ROOT A" not in (tmp_path / "b.bvh").read_text()

@@ -52,3 +52,33 @@ def random_values(channels: list[list[str]], frames: int = 5, seed: int = 0) -> 
     """``(frames, C)`` random channel values in [-80, 80], rounded to 4 decimals (exact in the BVH text)."""
     n = sum(len(c or []) for c in channels)
     return np.round(np.random.default_rng(seed).uniform(-80, 80, size=(frames, n)), 4)
+
+
+#: A BVH text of two figures (two ROOTs): ``{a}`` with an arm, and ``{b}``, a bare moving point; fill with
+#: ``.format(a=..., b=...)``.
+TWO_FIGURES = """HIERARCHY
+ROOT {a}
+{{
+  OFFSET 0 0 0
+  CHANNELS 6 Xposition Yposition Zposition Zrotation Xrotation Yrotation
+  JOINT {a}_arm
+  {{
+    OFFSET 0 10 0
+    CHANNELS 3 Zrotation Xrotation Yrotation
+    End Site
+    {{
+      OFFSET 0 5 0
+    }}
+  }}
+}}
+ROOT {b}
+{{
+  OFFSET 1 0 0
+  CHANNELS 3 Xposition Yposition Zposition
+}}
+MOTION
+Frames: 2
+Frame Time: 0.04
+1 2 3 10 20 30 5 6 7 100 0 0
+1 2 3 11 21 31 5 6 7 101 0 0
+"""

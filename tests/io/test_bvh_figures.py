@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from bvh_text import TWO_FIGURES as SMALL  # tests/helpers
 from needs import peer_library  # tests/helpers
 
 import skelanim
@@ -75,34 +76,6 @@ def test_figures_are_written_back_as_roots(mocap_files, tmp_path):
     again = bvh.loads(text)
     assert again.skeleton.names == motion.skeleton.names
     np.testing.assert_allclose(again.positions().numpy(), motion.positions().numpy(), rtol=0, atol=1e-5)
-
-
-SMALL = """HIERARCHY
-ROOT {a}
-{{
-  OFFSET 0 0 0
-  CHANNELS 6 Xposition Yposition Zposition Zrotation Xrotation Yrotation
-  JOINT {a}_arm
-  {{
-    OFFSET 0 10 0
-    CHANNELS 3 Zrotation Xrotation Yrotation
-    End Site
-    {{
-      OFFSET 0 5 0
-    }}
-  }}
-}}
-ROOT {b}
-{{
-  OFFSET 1 0 0
-  CHANNELS 3 Xposition Yposition Zposition
-}}
-MOTION
-Frames: 2
-Frame Time: 0.04
-1 2 3 10 20 30 5 6 7 100 0 0
-1 2 3 11 21 31 5 6 7 101 0 0
-"""
 
 
 def test_a_scene_joint_name_the_file_has_is_not_taken_and_repeated_names_are_renamed():
