@@ -1,7 +1,8 @@
-/* The frame lines of a BVH MOTION block, scanned into a float64 array in one pass.
+/* The frame lines of a BVH MOTION block, scanned into a float64 array in one pass, and written back.
 
    Optional compiled part of skelanim (see skelanim/io/bvh_numbers.py, which falls back to its NumPy
-   path when this module is missing). One function:
+   path, or to Python's % formatting for writing, when this module is missing). format_rows, which writes,
+   is described where it is defined (below parse_motion). The scanner:
 
        parse_motion(text: bytes, start: int, out: writable float64 buffer, channels: int, stop: int = -1)
            -> (frame_lines, lines) | None
@@ -314,12 +315,150 @@ done:
     return result;
 }
 
+/* ---- writing: format_rows ------------------------------------------------------------------------------ */
+
+#define FAST_LIMIT 4503599627370496.0 /* 2^52: below it x * 10^p rounds to an integer exactly (see format_fixed) */
+#define FAST_PRECISION 15              /* 10^p exact and the product within FAST_LIMIT for file-sized values */
+#define FAST_WIDTH 40                  /* the most bytes format_fixed writes: sign, 17 digits, '.', 15 digits */
+
+/* x as Python's "%.{precision}f" % x, into out (at least FAST_WIDTH bytes); the number of bytes, or -1 when x
+   is outside the fast path (not finite, precision > FAST_PRECISION, |x| * 10^precision >= 2^52). The digits
+   are those of the integer R nearest the exact product x * 10^precision, ties to even, as Python rounds the
+   exact binary value: the double product p rounds it, but |p| < 2^52 makes d = p - nearbyint(p) exact, and
+   as d is a multiple of ulp(p) <= 0.5 while the product's error e = fma(x, 10^p, -p) is at most ulp(p) / 2,
+   only |d| == 0.5 (a tie in p) can hide the exact product's side of the tie: there e decides. */
+static inline int format_fixed(double x, int precision, char *out) {
+    if (precision > FAST_PRECISION || !isfinite(x)) {
+        return -1;
+    }
+    const double scale = POW10[precision];
+    const double product = x * scale;
+    if (!(fabs(product) < FAST_LIMIT)) {
+        return -1;
+    }
+    double rounded = nearbyint(product); /* the default rounding mode: to nearest, ties to even */
+    const double d = product - rounded;
+    if (d == 0.5 || d == -0.5) {
+        const double e = fma(x, scale, -product);
+        if (d == 0.5 && e > 0) {
+            rounded += 1.0;
+        } else if (d == -0.5 && e < 0) {
+            rounded -= 1.0;
+        }
+    }
+    uint64_t r = (uint64_t)fabs(rounded);
+    char digits[24];
+    int n = 0;
+    for (int k = 0; k < precision; ++k) { /* fraction digits, last first */
+        digits[n++] = (char)('0' + r % 10);
+        r /= 10;
+    }
+    do { /* integer digits, at least one */
+        digits[n++] = (char)('0' + r % 10);
+        r /= 10;
+    } while (r);
+    char *o = out;
+    if (signbit(x)) { /* Python keeps the sign of a negative value that rounds to zero: "-0.000000" */
+        *o++ = '-';
+    }
+    for (int k = n - 1; k >= precision; --k) {
+        *o++ = digits[k];
+    }
+    if (precision) {
+        *o++ = '.';
+        for (int k = precision - 1; k >= 0; --k) {
+            *o++ = digits[k];
+        }
+    }
+    return (int)(o - out);
+}
+
+static PyObject *format_rows(PyObject *self, PyObject *args) {
+    Py_buffer values;
+    Py_ssize_t columns;
+    int precision;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "y*ni:format_rows", &values, &columns, &precision)) {
+        return NULL;
+    }
+    PyObject *result = NULL;
+    char *buffer = NULL;
+    if (columns <= 0 || precision < 0 || precision > 17) {
+        PyErr_SetString(PyExc_ValueError, "format_rows: need columns > 0 and 0 <= precision <= 17");
+        goto done;
+    }
+    if (values.itemsize != (Py_ssize_t)sizeof(double) || ((uintptr_t)values.buf % sizeof(double)) != 0 ||
+        !PyBuffer_IsContiguous(&values, 'C')) {
+        PyErr_SetString(PyExc_ValueError, "format_rows: values must be a contiguous, aligned float64 buffer");
+        goto done;
+    }
+    {
+        const Py_ssize_t count = values.len / (Py_ssize_t)sizeof(double);
+        if (count % columns != 0) {
+            PyErr_SetString(PyExc_ValueError, "format_rows: the number of values is not a multiple of columns");
+            goto done;
+        }
+        const double *x = (const double *)values.buf;
+        /* room for every value on the fast path; a value beyond it grows the buffer */
+        size_t capacity = (size_t)count * (FAST_WIDTH + 1) + 1;
+        size_t length = 0;
+        buffer = (char *)PyMem_Malloc(capacity);
+        if (buffer == NULL) {
+            PyErr_NoMemory();
+            goto done;
+        }
+        for (Py_ssize_t i = 0; i < count; ++i) {
+            if (capacity - length < FAST_WIDTH + 2) {
+                capacity = capacity * 2 + FAST_WIDTH + 2;
+                char *grown = (char *)PyMem_Realloc(buffer, capacity);
+                if (grown == NULL) {
+                    PyErr_NoMemory();
+                    goto done;
+                }
+                buffer = grown;
+            }
+            int n = format_fixed(x[i], precision, buffer + length);
+            if (n < 0) { /* Python's own formatting, for the rare value beyond the fast path */
+                char *text = PyOS_double_to_string(x[i], 'f', precision, 0, NULL);
+                if (text == NULL) {
+                    goto done;
+                }
+                size_t size = strlen(text);
+                if (capacity - length < size + 2) {
+                    capacity = capacity * 2 + size + 2;
+                    char *grown = (char *)PyMem_Realloc(buffer, capacity);
+                    if (grown == NULL) {
+                        PyMem_Free(text);
+                        PyErr_NoMemory();
+                        goto done;
+                    }
+                    buffer = grown;
+                }
+                memcpy(buffer + length, text, size);
+                PyMem_Free(text);
+                n = (int)size;
+            }
+            length += (size_t)n;
+            buffer[length++] = (i + 1) % columns ? ' ' : '\n';
+        }
+        result = PyUnicode_FromStringAndSize(buffer, (Py_ssize_t)length);
+    }
+done:
+    PyMem_Free(buffer);
+    PyBuffer_Release(&values);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"parse_motion", parse_motion, METH_VARARGS,
      "parse_motion(text, start, out, channels, stop=-1) -> (frame_lines, lines) or None.\n\n"
      "Scan the frame lines of a BVH MOTION block, text[start:stop], into `out` (a writable float64 buffer of\n"
      "rows * channels values): see the module source for the grammar. None when any line is not\n"
      "`channels` well-formed finite numbers (the caller then finds and reports the problem)."},
+    {"format_rows", format_rows, METH_VARARGS,
+     "format_rows(values, columns, precision) -> str.\n\n"
+     "The text of frame lines: each row of `columns` float64 values (a contiguous buffer) as Python's\n"
+     "'%.{precision}f' of each, separated by spaces, each row ending with a newline."},
     {NULL, NULL, 0, NULL},
 };
 

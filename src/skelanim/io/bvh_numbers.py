@@ -29,6 +29,11 @@ NumPy path above runs, so error messages are the same with or without it. :data:
 or ``None``; :func:`number_parser` names the path in use. The compiled scanner releases the GIL, so a
 large block (≥ :data:`THREAD_CHUNK_BYTES` a CPU) is cut at newlines into one chunk per available CPU
 (at most :data:`MAX_THREADS`), scanned by as many threads at once into their own rows of the result.
+
+Writing goes the other way: :func:`format_motion_values` gives frame lines of ``%.{precision}f`` numbers, the
+text Python's ``%`` operator gives, from the compiled ``format_rows`` when present (about seven times faster:
+a number's digits come from the correctly rounded integer ``x * 10**precision``, ties to even as Python
+rounds; values beyond its range go through Python's own formatter) and from ``%`` otherwise.
 """
 
 from __future__ import annotations
@@ -52,7 +57,8 @@ try:
 except ImportError:  # not compiled (no C compiler at install time): the NumPy path does everything
     NATIVE = None
 
-__all__ = ["MAX_THREADS", "NATIVE", "NUMBER_RE", "THREAD_CHUNK_BYTES", "number_parser", "parse_motion_values"]
+__all__ = ["MAX_THREADS", "NATIVE", "NUMBER_RE", "THREAD_CHUNK_BYTES", "format_motion_values", "number_parser",
+           "parse_motion_values"]
 
 #: Bytes of MOTION text each extra scanning thread must have to be worth starting (~0.1 ms a thread).
 THREAD_CHUNK_BYTES = 1 << 18
@@ -406,6 +412,19 @@ def _parse_slow(body: bytes, chunks: list[tuple[int, int]], channels: int, first
 def number_parser() -> str:
     """Which path parses MOTION blocks here: ``"C extension"`` or ``"NumPy"`` (the extension is missing)."""
     return "C extension" if NATIVE is not None else "NumPy"
+
+
+def format_motion_values(values: np.ndarray, precision: int) -> str:
+    """Frame lines for ``values`` ``(F, C)``: each row's numbers as ``"%.{precision}f"``, separated by single
+    spaces, each line ending with ``"\\n"`` (an empty line per row when ``C == 0``); ``precision`` in ``[0, 17]``.
+    The compiled path (:data:`NATIVE`) and the ``%`` operator give the same text."""
+    rows, columns = values.shape
+    if columns == 0:
+        return "\n" * rows
+    if NATIVE is not None:
+        return str(NATIVE.format_rows(np.ascontiguousarray(values, dtype=np.float64), columns, precision))
+    row = " ".join([f"%.{precision}f"] * columns)
+    return "".join(row % tuple(r) + "\n" for r in values.tolist())
 
 
 def _too_few_frames(frames: int, found: int, frames_line: int | None, path: str, line: int) -> FormatError:
