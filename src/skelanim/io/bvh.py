@@ -362,9 +362,14 @@ def _frame_values(motion: Motion, order: list[int], precision: int) -> np.ndarra
     skeleton = motion.skeleton
     n_frames = motion.num_frames
     translations = motion.local_translations().numpy()  # (F, J, 3); row 0 = root position
-    _, positions, rotations, axes = _channel_layout(skeleton.channels)
+    first_col, positions, rotations, axes = _channel_layout(skeleton.channels)
     n_cols = sum(len(c) for c in skeleton.channels)
-    out = np.zeros((n_frames, n_cols))
+    # one row per channel in file order (joints in DFS `order`; -1: a channel not written), filled row by row
+    # and returned transposed: a column gather of the (F, C) array had taken a quarter of a long take's write
+    written = [first_col[j] + k for j in order for k in range(len(skeleton.channels[j]))]
+    file_row = np.full(n_cols, -1)
+    file_row[written] = np.arange(len(written))
+    out = np.zeros((len(written), n_frames))
     # the values the motion was read with, if any: they pick among equivalent Euler angles
     source = motion.metadata.get("bvh_values")
     if not (isinstance(source, np.ndarray) and source.shape == (n_frames, n_cols)):
@@ -400,16 +405,14 @@ def _frame_values(motion: Motion, order: list[int], precision: int) -> np.ndarra
                                    f"lack, by up to {float(lost[i]):.3g} degrees; that part is not written")
             for i, j in enumerate(joints):
                 for k, col in enumerate(rotations[j]):
-                    out[:, col] = degrees[:, i, k]
+                    if file_row[col] >= 0:
+                        out[file_row[col]] = degrees[:, i, k]
     for j in range(skeleton.num_joints):
         for axis, col in positions[j]:
-            out[:, col] = translations[:, j, axis]
-    # columns in file order: joints in DFS `order`
-    first_col, _, _, _ = _channel_layout(skeleton.channels)
-    cols = [first_col[j] + k for j in order for k in range(len(skeleton.channels[j]))]
-    out = out[:, cols]
+            if file_row[col] >= 0:
+                out[file_row[col]] = translations[:, j, axis]
     out[np.abs(out) < 0.5 * 10.0**-precision] = 0.0  # no "-0.000000"
-    return out
+    return out.T
 
 
 def _end_site(skeleton: Skeleton, j: int, has_children: set[int]) -> np.ndarray | None:
