@@ -361,7 +361,16 @@ def _frame_values(motion: Motion, order: list[int], precision: int) -> np.ndarra
     """``(F, C)`` channel values in file order (joints in ``order``), degrees for rotations."""
     skeleton = motion.skeleton
     n_frames = motion.num_frames
-    translations = motion.local_translations().numpy()  # (F, J, 3); row 0 = root position
+
+    def translation(j: int) -> np.ndarray:
+        """``(F, 3)`` joint ``j``'s translation in its parent's frame (the root's: its position); one joint at a
+        time, as :meth:`Motion.local_translations` for all of them would add a copy of ``(F, J, 3)``."""
+        if j == 0:
+            return motion.root_positions.detach().cpu().numpy()
+        if motion.joint_translations is not None:
+            return motion.joint_translations[:, j].detach().cpu().numpy()
+        return np.broadcast_to(skeleton.offsets[j].numpy(), (n_frames, 3))
+
     first_col, positions, rotations, axes = _channel_layout(skeleton.channels)
     n_cols = sum(len(c) for c in skeleton.channels)
     # one row per channel in file order (joints in DFS `order`; -1: a channel not written), filled row by row
@@ -382,7 +391,7 @@ def _frame_values(motion: Motion, order: list[int], precision: int) -> np.ndarra
             warn_at_caller(f"joint {skeleton.names[j]!r} has no rotation channels; its rotation is not written")
         if j and motion.joint_translations is not None:
             missing = [a for a in range(3) if a not in {axis for axis, _ in positions[j]}]
-            if missing and not np.allclose(translations[:, j, missing], skeleton.offsets[j, missing].numpy()):
+            if missing and not np.allclose(translation(j)[:, missing], skeleton.offsets[j, missing].numpy()):
                 warn_at_caller(f"joint {skeleton.names[j]!r} lacks position channels for its animated translation;"
                                " it is not written")
     for key, group in groups.items():
@@ -410,8 +419,9 @@ def _frame_values(motion: Motion, order: list[int], precision: int) -> np.ndarra
     for j in range(skeleton.num_joints):
         for axis, col in positions[j]:
             if file_row[col] >= 0:
-                out[file_row[col]] = translations[:, j, axis]
-    out[np.abs(out) < 0.5 * 10.0**-precision] = 0.0  # no "-0.000000"
+                out[file_row[col]] = translation(j)[:, axis]
+    for row in out:  # no "-0.000000"; a row at a time, as a mask of the whole would add a copy of it
+        row[np.abs(row) < 0.5 * 10.0**-precision] = 0.0
     return out.T
 
 
