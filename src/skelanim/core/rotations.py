@@ -121,10 +121,12 @@ def quat_normalize(q: Tensor) -> Tensor:
     q = as_tensor(q)
     _check(q, (4,), "q")
     sq = _sum_sq(q)
-    overflow = torch.isinf(sq) & torch.isfinite(q).all(-1, keepdim=True)
-    if bool(overflow.any()):  # |q| past the float's square root (1.8e19 in float32): scaled down first, not zeroed
-        q = torch.where(overflow, q / q.abs().amax(-1, keepdim=True), q)
-        sq = _sum_sq(q)
+    infinite = torch.isinf(sq)
+    if bool(infinite.any()):  # (the finite-component test only then: it had cost half of the whole call)
+        overflow = infinite & torch.isfinite(q).all(-1, keepdim=True)
+        if bool(overflow.any()):  # |q| past the float's square root (1.8e19 in float32): scaled down, not zeroed
+            q = torch.where(overflow, q / q.abs().amax(-1, keepdim=True), q)
+            sq = _sum_sq(q)
     ok, norm = _norm_guard(sq)
     return torch.where(ok, q / norm, _quat_id_like(q))  # on whole quaternions: few ops (ONNX graphs)
 
