@@ -4,37 +4,72 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
 from skelanim.cli import app
 from skelanim.cli.files import load_one_figure, with_option_hint
 
+if TYPE_CHECKING:
+    from skelanim.metrics.gait import GaitReport
+
+
+def figure_paths(out: Path, files: list[Path]) -> list[Path]:
+    """Where ``gait -o OUT`` draws each file's report: ``OUT`` itself for one file, ``OUT``'s stem, ``_``, the file's
+    stem and ``OUT``'s suffix for several (``-o gait.png walk.bvh run.bvh``: ``gait_walk.png``, ``gait_run.png``)."""
+    if len(files) == 1:
+        return [out]
+    paths = [out.with_name(f"{out.stem}_{file.stem}{out.suffix}") for file in files]
+    seen: dict[Path, Path] = {}
+    for file, path in zip(files, paths):
+        if path in seen:
+            raise typer.BadParameter(f"{seen[path]} and {file} would both be drawn to {path} (two files named "
+                                     f"{file.stem!r}): run gait once for each", param_hint="'-o'")  # fmt: skip
+        seen[path] = file
+    return paths
+
 
 @app.command()
 def gait(
-    file: Path = typer.Argument(..., help="A walking motion file."),
-    as_json: bool = typer.Option(False, "--json", help="Print one JSON object instead of text."),
-    out: Path | None = typer.Option(None, "-o", "--out", help="Also write a report figure (.png, .pdf, .svg)."),
+    files: list[Path] = typer.Argument(..., help="Walking motion files."),
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON object (a list of them for several files)."),
+    out: Path | None = typer.Option(None, "-o", "--out", help="Also write a report figure (.png, .pdf, .svg); for "
+                                    "several files one each, OUT's name followed by _ and the file's (gait_walk.png)."),
 ) -> None:
-    """Gait analysis of FILE: cadence, stride length, step width, speed, stance/swing, flexion curves."""
+    """Gait analysis of each FILE: cadence, stride length, step width, speed, stance/swing, flexion curves. Every file
+    is read and analysed before anything is printed or drawn, so a bad one stops the command with its name."""
     from skelanim.errors import SkelanimError
     from skelanim.metrics.gait import gait_analysis
 
-    motion = load_one_figure(file, "gait")
-    try:
-        report = gait_analysis(motion)
-    except SkelanimError as err:
-        with_option_hint(err, [file], " (gait analysis finds the feet by their names: left/right foot, ankle, toe)")
-        raise
-    if out is not None:
-        from skelanim.viz.plots import plot_gait_report, save_figure
+    figures = figure_paths(out, files) if out is not None else [None] * len(files)
+    reports = []
+    for file in files:
+        motion = load_one_figure(file, "gait")
+        try:
+            reports.append(gait_analysis(motion))
+        except SkelanimError as err:
+            with_option_hint(err, [file], " (gait analysis finds the feet by their names: left/right foot, ankle, toe)")
+            raise
+    for file, report, figure in zip(files, reports, figures):
+        if figure is not None:
+            from skelanim.viz.plots import plot_gait_report, save_figure
 
-        save_figure(plot_gait_report(report, label=file.name), out)
-    facts = report.to_dict()
+            save_figure(plot_gait_report(report, label=file.name), figure)
+    facts = [{"file": str(file), **report.to_dict()} for file, report in zip(files, reports)]
     if as_json:
-        typer.echo(json.dumps({"file": str(file), **facts}, indent=2))
+        typer.echo(json.dumps(facts[0] if len(facts) == 1 else facts, indent=2))
         return
+    for number, (file, report, figure) in enumerate(zip(files, reports, figures)):
+        if number:
+            typer.echo("")
+        _print_report(file, report, facts[number])
+        if figure is not None:
+            typer.echo(f"wrote {figure}")
+
+
+def _print_report(file: Path, report: GaitReport, facts: dict) -> None:
+    """The text block of one file's report."""
     units = report.units or facts["units_guess"]  # lengths below in the file's units, guessed from the height
 
     def in_metres(key: str, per: str) -> str:
@@ -59,5 +94,3 @@ def gait(
         lines.append((name.replace("_", " "), f"{mean.min():.1f} to {mean.max():.1f} deg over the cycle (mean)"))
     for key, value in lines:
         typer.echo(f"{key:>15}: {value}")
-    if out is not None:
-        typer.echo(f"wrote {out}")
