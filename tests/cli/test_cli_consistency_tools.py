@@ -289,3 +289,34 @@ def test_retarget_export_says_which_method_it_wrote(short, tmp_path, capsys):
         code, stdout, err = _run(["retarget", "export", short["walk"], "--to", short["cmu"], "-o", out, *extra], capsys)
         assert code == 0, err
         assert stdout.startswith(f"wrote {out} (method {method}, "), stdout
+
+
+# ------------------------------------------------------------------ 7. the command listings of --help
+#: Most characters of a command's summary (its help's first paragraph), which ``--help`` lists beside its name:
+#: three lines of the listing's width at most (before, some ran to eight).
+SUMMARY_CHARACTERS = 150
+
+
+def _commands(command, path: tuple[str, ...] = ()):
+    """Every leaf command under a click command, with its path of names."""
+    subcommands = getattr(command, "commands", None)
+    if not subcommands:
+        yield path, command
+        return
+    for name, sub in subcommands.items():
+        yield from _commands(sub, (*path, name))
+
+
+def test_every_command_summary_is_short_enough_to_list():
+    """The first paragraph of each command's help is the line ``--help`` lists for it; details go after a blank
+    line, where only the command's own ``--help`` shows them."""
+    import typer
+
+    from skelanim.cli import app
+
+    commands = list(_commands(typer.main.get_command(app)))
+    assert len(commands) > 30  # every group was walked (35 commands when this was written)
+    long = {" ".join(path): len(" ".join((command.help or "").strip().split("\n\n")[0].split()))
+            for path, command in commands}
+    assert all(long.values()), [name for name, size in long.items() if not size]  # every command has a summary
+    assert {name: size for name, size in long.items() if size > SUMMARY_CHARACTERS} == {}

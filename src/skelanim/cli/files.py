@@ -168,9 +168,10 @@ def info(
     files: list[Path] = typer.Argument(..., help="Motion files (.bvh, DeepMimic .txt/.json, .glb/.gltf)."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object (a list of them for several files)."),
 ) -> None:
-    """Show joints, frames, fps, duration, channel orders, height and the up axis guess of each FILE (signed: -Y for
-    a source whose heads lie below its feet along Y, as --up takes it). Every file is read before anything is
-    printed, so a bad one stops the command with its name and nothing else."""
+    """Show joints, frames, fps, duration, channel orders, height and the up axis guess of each FILE.
+
+    The up axis is signed: -Y for a source whose heads lie below its feet along Y, as --up takes it. Every file is
+    read before anything is printed, so a bad one stops the command with its name and nothing else."""
     import skelanim
 
     described = [describe(skelanim.load(file), str(file)) for file in files]

@@ -37,8 +37,10 @@ def gait(
     out: Path | None = typer.Option(None, "-o", "--out", help="Also write a report figure (.png, .pdf, .svg); for "
                                     "several files one each, OUT's name followed by _ and the file's (gait_walk.png)."),
 ) -> None:
-    """Gait analysis of each FILE: cadence, stride length, step width, speed, stance/swing, flexion curves. Every file
-    is read and analysed before anything is printed or drawn, so a bad one stops the command with its name."""
+    """Gait analysis of each FILE: cadence, stride length, step width, speed, stance/swing, flexion curves.
+
+    Every file is read and analysed before anything is printed or drawn, so a bad one stops the command with its
+    name."""
     from skelanim.errors import SkelanimError
     from skelanim.metrics.gait import gait_analysis
 

@@ -178,9 +178,11 @@ def export(
     out: Path = typer.Option(..., "-o", "--out", help="The .onnx file to write."),
     model_option: Path | None = typer.Option(None, "--model", "-m", help=MODEL_OPTION_HELP),
 ) -> None:
-    """Export the network to ONNX: world positions (batch, J, 3) in the skeleton's units -> local quaternions
-    (batch, J, 4), w x y z. The file's metadata (skelanim.joints, .parents, .offsets, .units, .up_axis) gives
-    the joint order, the unit and the rest offsets the rotations are for."""
+    """Export the network to ONNX for engine runtimes.
+
+    World positions (batch, J, 3) in the skeleton's units -> local quaternions (batch, J, 4), w x y z. The file's
+    metadata (skelanim.joints, .parents, .offsets, .units, .up_axis) gives the joint order, the unit and the rest
+    offsets the rotations are for."""
     import numpy as np
 
     from skelanim.ik.onnx import OrtRunner, export_onnx
@@ -250,8 +252,10 @@ def fit_corrector(
     model_option: Path | None = typer.Option(None, "--model", "-m", help=MODEL_OPTION_HELP),
     progress: bool = progress_option(),
 ) -> None:
-    """Fit the refinement's pose correction (``gat_refined``) for a model and store it in its folder as
-    refine.safetensors + refine.json (seconds; see ik/README.md, "Refinement")."""
+    """Fit the refinement's pose correction for a model (seconds).
+
+    It is stored in the model's folder as refine.safetensors + refine.json and used by gat_refined (see
+    ik/README.md, "Refinement")."""
     from skelanim.ik.refine import fit_corrector as run
 
     folder = one_of(model, model_option, "MODEL", "-m/--model", "the model folder")

@@ -191,8 +191,9 @@ def recognize_eval(
     plot: Path | None = typer.Option(None, "--plot", help="Also draw the ST-GCN's confusion matrices (files, windows)."),
     device: str = run_device_option(),
 ) -> None:
-    """Top-1 content accuracy per file (vote over windows) and per window, ST-GCN against the CNN baseline (the
-    shipped one only for a model on its skeleton; else none unless --baseline names one)."""
+    """Top-1 content accuracy per file (vote over windows) and per window, ST-GCN against the CNN baseline.
+
+    The shipped baseline is used only for a model on its skeleton; else none, unless --baseline names one."""
     from skelanim.learn.recognize import Recognizer, evaluate_recognizer
 
     if plot is not None:

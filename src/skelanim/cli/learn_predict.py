@@ -173,10 +173,11 @@ def predict_calibrate(
     threads: int | None = threads_option(),
     overwrite: bool = overwrite_option(),
 ) -> None:
-    """Turn on amplitude normalisation: a window that moves less than the median training window is enlarged
-    about its mean frame to that size before the network sees it, and the prediction shrunk back. Also store
-    the training windows' input range (each standardised channel is held inside it). Optionally turn test-time
-    mirror averaging on or off, and set amplitude votes."""
+    """Turn on amplitude normalisation and store the training windows' input range.
+
+    A window that moves less than the median training window is enlarged about its mean frame to that size before
+    the network sees it, and the prediction shrunk back; each standardised channel is held inside the training
+    windows' range. Optionally turn test-time mirror averaging on or off, and set amplitude votes."""
     from skelanim.learn.calibrate import calibrate_amplitude, calibrate_input_range
     from skelanim.learn.predict import Predictor
     from skelanim.nn.checkpoint import read_model_config, save_model_files
@@ -242,10 +243,12 @@ def predict_eval(
     mapping: Path | None = typer.Option(None, "--map", help=MAP_HELP),
     device: str = run_device_option(),
 ) -> None:
-    """MPJPE at 80-1000 ms, root-relative (mpjpe) and with root motion (mpjpe_global), in % of the skeleton height
-    (the models' rig height; --json gives the same as fractions of it: 0.0183 for 1.83 %), and the angle error in
-    degrees: the GRU, the DCT-GCN, the MLP, the three averaged (combined) and the zero- and constant-velocity
-    baselines. A predictor not named is the shipped one, left out when the named ones work on another skeleton."""
+    """MPJPE and angle error at 80-1000 ms of every predictor and the two baselines.
+
+    MPJPE root-relative (mpjpe) and with root motion (mpjpe_global), in % of the skeleton height (the models' rig
+    height; --json gives the same as fractions of it: 0.0183 for 1.83 %), and the angle error in degrees: the GRU,
+    the DCT-GCN, the MLP, the three averaged (combined) and the zero- and constant-velocity baselines. A predictor
+    not named is the shipped one, left out when the named ones work on another skeleton."""
     from skelanim.learn.predict import LEARNED, CombinedPredictor, Predictor, same_setting
     from skelanim.learn.predict_eval import evaluate_prediction
 

@@ -24,8 +24,9 @@ def recognize_cmd(
     device: str = run_device_option(),
     threads: int | None = threads_option(),
 ) -> None:
-    """Classify the content of motion files (walk, run, bow, wave, ...): the mean of the class probabilities of
-    their windows, as in `skelanim learn recognize eval`."""
+    """Classify the content of motion files (walk, run, bow, wave, ...).
+
+    A file's content is the mean of the class probabilities of its windows, as in `skelanim learn recognize eval`."""
     import skelanim
     from skelanim.cli.learn_common import echo_json
     from skelanim.data.dataset import expand_paths

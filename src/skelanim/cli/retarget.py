@@ -90,9 +90,11 @@ def run(
     device: str = run_device_option(),
     threads: int | None = threads_option(),
 ) -> None:
-    """Retarget SRC onto the skeleton of the --to file. Onto the DeepMimic humanoid (--to humanoid.urdf or a DeepMimic
-    .txt/.json clip) the result goes through the robot fix (hinge knees and elbows, feet on the ground) and is
-    written in the output's format: a DeepMimic clip for .txt/.json, a BVH of the humanoid for .bvh."""
+    """Retarget SRC onto the skeleton of the --to file.
+
+    Onto the DeepMimic humanoid (--to humanoid.urdf or a DeepMimic .txt/.json clip) the result goes through the
+    robot fix (hinge knees and elbows, feet on the ground) and is written in the output's format: a DeepMimic clip
+    for .txt/.json, a BVH of the humanoid for .bvh."""
     import skelanim
     from skelanim.cli.files import check_output
     from skelanim.retarget import METHODS, Retargeter, RetargetError
@@ -171,10 +173,11 @@ def export(
                               "Retargeter's step)."),
     threads: int | None = threads_option(),
 ) -> None:
-    """Write the streaming retargeter of --method (default nkn) from SRC's skeleton onto the --to file's as an ONNX
-    file for engine runtimes: one frame in, one out, the stream state in and out (src/skelanim/retarget/export.py says
-    what each input is).
-    SRC's frames also fix where its floor lies (where its feet stand), so a live source must stand where SRC does."""
+    """Write the streaming retargeter from SRC's skeleton onto the --to file's as ONNX for engine runtimes.
+
+    The --method (default nkn) runs one frame in, one out, the stream state in and out
+    (src/skelanim/retarget/export.py says what each input is). SRC's frames also fix where its floor lies (where
+    its feet stand), so a live source must stand where SRC does."""
     from skelanim.cli.files import check_not_an_input, require_suffix
     from skelanim.retarget import METHODS, Retargeter, RetargetError
     from skelanim.retarget.export import export_step
