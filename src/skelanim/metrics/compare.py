@@ -35,7 +35,7 @@ cannot share them: each is then measured against its own, with a note naming the
 own motions differ in height that much. Jerk and foot skating grow with the frame rate (finite differences of
 capture noise): where the motions' rates differ, the faster ones' are taken at the slowest rate, with a note, at
 the sample times within each clip's duration only (not the held last frame of
-:func:`~skelanim.ops.resample.resample`). FID from fewer windows than feature dimensions is noted as biased; a set
+:func:`~skelanim.ops.resample.resample`). FID from no more windows than feature dimensions is noted as biased (their covariance is singular); a set
 the feature extractor cannot take (another skeleton, a clip too short for it) has ``None`` feature metrics, with a
 note. Foot skating measures each foot joint against its own lowest height in its motion, so a foot that hovers
 while it slides is not excused.

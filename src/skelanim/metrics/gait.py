@@ -3,7 +3,8 @@
 Definitions (all computed from world joint positions, :meth:`Motion.positions`)
 ----------------------------------------------------------------------------
 * **Legs**: the ankle of each side is the foot joint of :func:`skelanim.ops.contacts.find_feet`; the
-  knee is the first ancestor of the ankle at a non-zero distance, the hip the same above the knee.
+  knee is the first ancestor of the ankle farther from it than 1e-6 of the skeleton's height (a roll joint at
+  the knee is skipped), the hip the same above the knee.
 * **Contact** of a side: the ankle *or* the toe is in contact (:func:`skelanim.ops.contacts.foot_contacts`),
   then cleaned: gaps and contacts shorter than ``min_phase`` seconds are removed (flicker around the
   thresholds). The speed threshold is :data:`SPEED_FRACTION` heights per second, more permissive than
@@ -411,7 +412,7 @@ def gait_analysis(
     min_stride:
         Least stride length of a valid cycle, as a fraction of the skeleton height.
     max_cycle, min_cycle:
-        Bounds on a valid cycle's duration, seconds.
+        Bounds on a valid cycle's duration, seconds, both included.
 
     Returns
     -------
