@@ -18,8 +18,12 @@ with status 1 (after the table). A peer that is not installed is an error (exit 
 
 bvhio reads a long take slowly (minutes for 100k frames), so it runs only with ``--bvhio``.
 
-Measured on the 2-CPU development VM, 2026-12-05 22:07-22:12 UTC (load 1.1-2.3, a read-only audit running beside
-it), 100,000 frames, ``--repeats 3``, pybvh 0.9.0; medians:
+``skelanim-fresh`` is skelanim writing the same motion without the angles it was read with (``bvh_values`` dropped
+from its metadata), so every Euler angle is worked out from the quaternions, as for a motion made or edited in
+memory; it must read back within ``WRITE_TOLERANCE`` too.
+
+Measured on the 2-CPU development VM, 100,000 frames, pybvh 0.9.0; medians (the first two rows 2026-12-05 22:07-22:12
+UTC, load 1.1-2.3, ``--repeats 3``; the last 2026-12-06 19:15 UTC, load 1.2, ``--repeats 5``):
 
 ==========================================  ===========  ===========  ================  ===============
 run                                         skelanim s   pybvh s      skelanim +MiB     pybvh +MiB
@@ -27,10 +31,13 @@ run                                         skelanim s   pybvh s      skelanim +
 writer before 2026-12-05 (a0fb154^)         5.47         1.51         1067              144
 writer of a0fb154 (joints 4 at a time,      3.78         1.62         230               144
 frame lines 2048 at a time)
+writer of 2026-12-06 evening (C formatter;  0.75         1.39         143               144
+the angles read kept; fresh angles: 1.08 s,
++159 MiB)
 ==========================================  ===========  ===========  ================  ===============
 
-pybvh writes the Euler angles it read; skelanim works them out from quaternions (continuous over frames, the
-file's own angles where they still describe the rotation), which is most of its time.
+pybvh writes the Euler angles it read; skelanim keeps the file's own angles where they still describe the rotation
+and works the others out from quaternions (continuous over frames), which is most of ``skelanim-fresh``'s time.
 """
 
 from __future__ import annotations
