@@ -23,7 +23,7 @@ from scipy.spatial.transform import Rotation
 import skelanim
 from skelanim import Motion, Skeleton
 from skelanim.errors import FormatError
-from skelanim.io import bvh
+from skelanim.io import bvh, bvh_channels
 from skelanim.io.bvh_parse import parse_bvh_bytes
 
 
@@ -458,7 +458,7 @@ def test_save_in_blocks_writes_what_one_block_writes(tmp_path: Path, monkeypatch
     motion = motion if with_source else _strip(motion)
     whole = bvh.dumps(motion)
     monkeypatch.setattr(bvh, "FRAMES_PER_BLOCK", 3)
-    monkeypatch.setattr(bvh, "EULER_JOINTS_AT_ONCE", 1)
+    monkeypatch.setattr(bvh_channels, "EULER_JOINTS_AT_ONCE", 1)
     bvh.save(motion, tmp_path / "blocks.bvh")
     assert (tmp_path / "blocks.bvh").read_text() == whole
     assert bvh.dumps(motion) == whole

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 import skelanim
 from skelanim.core.rotations import quat_multiply
-from skelanim.io import bvh, bvh_numbers
+from skelanim.io import bvh, bvh_channels, bvh_numbers
 
 NATIVE = bvh_numbers.NATIVE
 needs_native = pytest.mark.skipif(NATIVE is None, reason="the C extension is not built (no C compiler at install)")
@@ -102,7 +102,7 @@ def test_wrap_is_the_modulo_wrap() -> None:
     """``_wrap`` (a floor) against ``%`` (the form it replaced): [-180, 180), the same angles to float noise."""
     rng = np.random.default_rng(3)
     deg = np.concatenate([rng.uniform(-1e4, 1e4, 100000), [-540.0, -180.0, 180.0, 179.999999, 540.0, 0.0]])
-    got = bvh._wrap(deg)
+    got = bvh_channels._wrap(deg)
     assert got.min() >= -180.0 and got.max() < 180.0
     assert np.allclose(got, (deg + 180.0) % 360.0 - 180.0, rtol=0, atol=1e-9)
     assert got[-6:].tolist() == [-180.0, -180.0, -180.0, 179.999999, -180.0, 0.0]
@@ -115,13 +115,13 @@ def test_a_take_written_back_unchanged_keeps_its_own_angles(mocap_files) -> None
     motion = skelanim.load(source)  # the whole take: a slice drops the values read (they pick the angles)
     values = motion.metadata["bvh_values"]
     order = bvh._dfs_order(motion.skeleton.parents)
-    assert np.array_equal(bvh._frame_values(motion, order, 6), np.where(np.abs(values) < 5e-7, 0.0, values))
+    assert np.array_equal(bvh_channels.frame_values(motion, order, 6), np.where(np.abs(values) < 5e-7, 0.0, values))
     joint = 5
     rotations = motion.rotations.clone()
     rotations[:, joint] = quat_multiply(torch.tensor([np.cos(0.2), np.sin(0.2), 0.0, 0.0], dtype=rotations.dtype),
                                         rotations[:, joint])
     turned = motion.copy(rotations=rotations)
-    written = bvh._frame_values(turned, order, 6)
+    written = bvh_channels.frame_values(turned, order, 6)
     channels = motion.skeleton.channels
     start = sum(len(channels[j]) for j in order[: order.index(joint)])
     rotation_cols = {start + k for k, name in enumerate(channels[joint]) if name.endswith("rotation")}
