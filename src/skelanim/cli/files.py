@@ -14,9 +14,9 @@ import shlex
 import sys
 import warnings
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 
 import typer
 
@@ -193,21 +193,31 @@ def info(
 LOOPING_FORMATS = (".txt", ".json", ".glb", ".gltf")
 
 
+#: The options ``convert`` and ``convert-all`` share, each a factory of its typer option.
+CONVERT_OPTIONS: dict[str, Callable[[], Any]] = {
+    "fps": lambda: typer.Option(None, "--fps", help="Resample to this frame rate (slerp)."),
+    "scale": lambda: typer.Option(None, "--scale", help="Multiply all lengths by this factor (a .glb/.gltf output is in "
+                                  "metres already: --scale 0.01 makes a cm figure 100 times smaller)."),
+    "loop": lambda: typer.Option(None, "--loop", help="Whether the clip loops, for outputs that say so (DeepMimic's "
+                                 "Loop, kept in a .glb/.gltf): wrap or none (default: the source's, else none)."),
+    "up": lambda: typer.Option(None, "--up", help=UP_HELP + " A .glb/.gltf output is turned from it to +Y up."),
+    "simple_channels": lambda: typer.Option(False, "--simple-channels", help="BVH output: position channels on the "
+                                            "root alone, zero root offset (a static root of one child folded away), "
+                                            "as pybvh, three.js and engine importers all read alike."),
+}
+
+
 @app.command()
 def convert(
     src: Path = typer.Argument(..., help="Input motion file."),
     dst_arg: Path | None = typer.Argument(None, metavar="DST", show_default=False,
                                           help="Output file; its suffix picks the format (.bvh, .txt, .npz, .csv, ...)."),
     dst_opt: Path | None = typer.Option(None, "-o", "--out", help="The output, if not given as DST."),
-    fps: float | None = typer.Option(None, "--fps", help="Resample to this frame rate (slerp)."),
-    scale: float | None = typer.Option(None, "--scale", help="Multiply all lengths by this factor (a .glb/.gltf output "
-                                                            "is in metres already: --scale 0.01 makes a cm figure 100 times smaller)."),
-    loop: str | None = typer.Option(None, "--loop", help="Whether the clip loops, for outputs that say so (DeepMimic's "
-                                    "Loop, kept in a .glb/.gltf): wrap or none (default: the source's, else none)."),
-    up: str | None = typer.Option(None, "--up", help=UP_HELP + " A .glb/.gltf output is turned from it to +Y up."),
-    simple_channels: bool = typer.Option(False, "--simple-channels", help="BVH output: position channels on the "
-                                         "root alone, zero root offset (a static root of one child folded away), "
-                                         "as pybvh, three.js and engine importers all read alike."),
+    fps: float | None = CONVERT_OPTIONS["fps"](),
+    scale: float | None = CONVERT_OPTIONS["scale"](),
+    loop: str | None = CONVERT_OPTIONS["loop"](),
+    up: str | None = CONVERT_OPTIONS["up"](),
+    simple_channels: bool = CONVERT_OPTIONS["simple_channels"](),
     figure: int | None = typer.Option(None, "--figure", min=1, help="A BVH source of several ROOTs (actors, props): "
                                       "write its N-th figure alone (1 = the first ROOT)."),
 ) -> None:
@@ -216,31 +226,111 @@ def convert(
     DeepMimic .txt/.json output holds the DeepMimic humanoid only (no --scale); retarget other skeletons. The other
     formats keep the source's axes; glTF, which is +Y up, is turned from SRC's up axis (--up where the guess,
     skelanim info's up_axis, is wrong)."""
-    import torch
-
-    import skelanim
-    from skelanim import ops
     from skelanim.cli.learn_common import one_of  # it imports this module
-    from skelanim.errors import SkeletonError
 
     dst = one_of(dst_arg, dst_opt, "DST", "-o/--out", "the output")
+    up_axis = check_convert_options(dst.suffix, fps=fps, scale=scale, loop=loop, up=up, simple_channels=simple_channels)
+    check_output(dst, src)
+    convert_file(src, dst, fps=fps, scale=scale, loop=loop, up_axis=up_axis, simple_channels=simple_channels,
+                 figure=figure)
+
+
+@app.command("convert-all")
+def convert_all(
+    sources: list[Path] = typer.Argument(..., help="Motion files, folders of them or glob patterns (a folder: its "
+                                         ".bvh files, or those of --from)."),
+    out_dir: Path = typer.Option(..., "-o", "--out-dir", help="Folder of the outputs (made if missing): each "
+                                 "source's name with the --to suffix."),
+    to: str = typer.Option(..., "--to", help="The outputs' format, as a suffix: .bvh, .txt, .json, .glb, .gltf, .npz, "
+                           ".npy or .csv."),
+    from_suffixes: str = typer.Option(".bvh", "--from", help="Suffixes read from a folder, comma-separated "
+                                      "(.bvh,.txt,.json,.glb,.gltf)."),
+    fps: float | None = CONVERT_OPTIONS["fps"](),
+    scale: float | None = CONVERT_OPTIONS["scale"](),
+    loop: str | None = CONVERT_OPTIONS["loop"](),
+    up: str | None = CONVERT_OPTIONS["up"](),
+    simple_channels: bool = CONVERT_OPTIONS["simple_channels"](),
+    progress: bool = typer.Option(True, "--progress/--no-progress", help="A progress bar on stderr."),
+) -> None:
+    """Convert many files into one folder, with convert's options; a progress bar over the files.
+
+    Every source is found and every output name checked (no two alike, none a source) before anything is written.
+    A file that cannot be converted stops the command with its name; the outputs already written stay, whole."""
+    from tqdm import tqdm
+
+    import skelanim
+    from skelanim.data.dataset import expand_paths
+
+    suffix = to if to.startswith(".") else "." + to
+    if suffix.lower() not in {**skelanim.io.MOTION_FORMATS, **skelanim.io.POSITION_FORMATS}:
+        raise typer.BadParameter(f"{to!r} is no format skelanim writes", param_hint="--to")
+    readable = [part.strip() if part.strip().startswith(".") else "." + part.strip() for part in from_suffixes.split(",")]
+    if not all(part.lower() in skelanim.io.MOTION_FORMATS for part in readable):
+        raise typer.BadParameter(f"{from_suffixes!r}: motion formats are {', '.join(skelanim.io.MOTION_FORMATS)}",
+                                 param_hint="--from")  # fmt: skip
+    up_axis = check_convert_options(suffix, fps=fps, scale=scale, loop=loop, up=up, simple_channels=simple_channels)
+    files: list[Path] = []
+    for given in sources:
+        try:
+            found = expand_paths([given], suffixes=tuple(readable))
+        except FileNotFoundError:
+            found = []
+        if not found:
+            raise skelanim.errors.FormatError("no motion files here", path=given)
+        files.extend(f for f in found if f not in files)
+    outputs = [out_dir / (f.stem + suffix) for f in files]
+    seen: dict[Path, Path] = {}
+    read = {f.resolve() for f in files}
+    for src, dst in zip(files, outputs):
+        if dst in seen:
+            raise typer.BadParameter(f"{seen[dst]} and {src} would both be written to {dst}", param_hint="'-o'")
+        if dst.resolve() in read:
+            raise typer.BadParameter(f"{dst} is one of the sources; write to another folder (it would be replaced)",
+                                     param_hint="'-o'")  # fmt: skip
+        seen[dst] = src
+        check_output(dst, src)
+    bar = tqdm(total=len(files), unit="file", disable=not progress, desc="convert")
+    for src, dst in zip(files, outputs):
+        convert_file(src, dst, fps=fps, scale=scale, loop=loop, up_axis=up_axis, simple_channels=simple_channels,
+                     quiet=True)
+        bar.update()
+    bar.close()
+    typer.echo(f"wrote {len(files)} file(s) to {out_dir}")
+
+
+def check_convert_options(suffix: str, *, fps: float | None, scale: float | None, loop: str | None, up: str | None,
+                          simple_channels: bool) -> str | None:
+    """The checks of ``convert``'s options for an output of ``suffix`` (each refusal names its option); the
+    ``--up`` axis as :func:`check_up` gives it."""
     if fps is not None:
         require_between(fps, "--fps", 0.01, 10000, "frames per second")
     if scale is not None and not (math.isfinite(scale) and scale > 0):
         raise typer.BadParameter(f"a positive finite factor, not {scale:g}", param_hint="--scale")
-    keeps_loop = dst.suffix.lower() in LOOPING_FORMATS
-    if loop is not None and (loop not in ("wrap", "none") or not keeps_loop):
+    if loop is not None and (loop not in ("wrap", "none") or suffix.lower() not in LOOPING_FORMATS):
         raise typer.BadParameter(f"expected wrap or none, got {loop!r}" if loop not in ("wrap", "none") else
-                                 f"a {dst.suffix or 'suffix-less'} file has no loop field ({', '.join(LOOPING_FORMATS)} do)",
+                                 f"a {suffix or 'suffix-less'} file has no loop field ({', '.join(LOOPING_FORMATS)} do)",
                                  param_hint="--loop")  # fmt: skip
     up_axis = check_up(up)
-    if up_axis is not None and dst.suffix.lower() not in (".glb", ".gltf"):
-        raise typer.BadParameter(f"a {dst.suffix or 'suffix-less'} file keeps the source's axes; --up is for .glb/.gltf",
+    if up_axis is not None and suffix.lower() not in (".glb", ".gltf"):
+        raise typer.BadParameter(f"a {suffix or 'suffix-less'} file keeps the source's axes; --up is for .glb/.gltf",
                                  param_hint="--up")  # fmt: skip
-    if simple_channels and dst.suffix.lower() != ".bvh":
-        raise typer.BadParameter(f"channels are a BVH file's; a {dst.suffix or 'suffix-less'} output has none",
+    if simple_channels and suffix.lower() != ".bvh":
+        raise typer.BadParameter(f"channels are a BVH file's; a {suffix or 'suffix-less'} output has none",
                                  param_hint="--simple-channels")  # fmt: skip
-    check_output(dst, src)
+    return up_axis
+
+
+def convert_file(src: Path, dst: Path, *, fps: float | None = None, scale: float | None = None,
+                 loop: str | None = None, up_axis: str | None = None,
+                 simple_channels: bool = False, figure: int | None = None, quiet: bool = False) -> None:
+    """One conversion of ``convert`` (options checked by :func:`check_convert_options`): read ``src``, apply the
+    options, write ``dst`` (atomically) and, unless ``quiet``, say so."""
+    import torch
+
+    import skelanim
+    from skelanim import ops
+    from skelanim.errors import SkeletonError
+
     motion = skelanim.load(src)
     if figure is not None:
         parts = ops.figures(motion)
@@ -264,8 +354,9 @@ def convert(
             err.args = (err.one_line(),)
             raise
     skelanim.save(motion, dst, **({} if up_axis is None else {"up_axis": up_axis}))
-    typer.echo(f"wrote {dst} ({motion.num_frames} frames at {motion.fps:g} fps)")
-    if motion.metadata.get("loop") == "wrap" and not keeps_loop:
+    if not quiet:
+        typer.echo(f"wrote {dst} ({motion.num_frames} frames at {motion.fps:g} fps)")
+    if motion.metadata.get("loop") == "wrap" and dst.suffix.lower() not in LOOPING_FORMATS:
         typer.echo(f"note: {src.name} loops (Loop: wrap) and a {dst.suffix} file cannot say so; converting it back to "
                    "DeepMimic, pass --loop wrap", err=True)  # fmt: skip
 
