@@ -97,3 +97,11 @@ def test_bad_options_are_refused_in_one_line(argv, needle, mocap_files, tmp_path
     code, text, err = run(["convert-all", str(sources[0]), "-o", str(tmp_path / "out"), *argv], capsys)
     assert code == 2 and text == "" and needle in err and "Traceback" not in err
     assert not (tmp_path / "out").exists()
+
+
+def test_a_file_named_twice_is_converted_once(mocap_files, tmp_path: Path, capsys):
+    sources = _copies(mocap_files, tmp_path / "in")
+    code, text, err = run(["convert-all", str(tmp_path / "in"), str(sources[0]), "-o", str(tmp_path / "out"),
+                           "--to", ".npz", "--no-progress"], capsys)  # fmt: skip
+    assert code == 0, err
+    assert text.strip() == f"wrote 2 file(s) to {tmp_path / 'out'}"

@@ -277,7 +277,8 @@ def convert_all(
             found = []
         if not found:
             raise skelanim.errors.FormatError("no motion files here", path=given)
-        files.extend(f for f in found if f not in files)
+        files.extend(found)
+    files = list(dict.fromkeys(files))  # a file named twice (a folder and a pattern) is converted once
     outputs = [out_dir / (f.stem + suffix) for f in files]
     seen: dict[Path, Path] = {}
     read = {f.resolve() for f in files}
