@@ -44,7 +44,7 @@ def test_each_file_is_what_the_library_makes_of_it_alone(mocap_files, tmp_path: 
 
 def test_bvh_outputs_equal_convert_of_each_file(mocap_files, tmp_path: Path, capsys):
     sources = _copies(mocap_files, tmp_path / "in")
-    code, _, err = run(["convert-all", *map(str, sources), "-o", str(tmp_path / "all"), "--to", ".bvh",
+    code, _, err = run(["convert-all", *map(str, sources), "-o", str(tmp_path / "all"), "--to", ".BVH",
                         "--simple-channels", "--no-progress"], capsys)  # fmt: skip
     assert code == 0 and err == ""
     for src in sources:

@@ -29,8 +29,6 @@ def test_two_files_give_each_files_own_report_in_order(mocap_files, capsys):
         assert lines["file"] == str(path)
         assert lines["cadence"] == f"{report.cadence:.1f} steps/min"
         assert lines["stride time"] == f"{report.stride_time:.3f} s"
-    # the sad walk is slower than the normal one (72.5 against 110.4 steps/min when this was written)
-    assert gait_analysis(skelanim.load(paths[1])).cadence < gait_analysis(skelanim.load(paths[0])).cadence
 
 
 def test_two_files_as_json_are_a_list_of_each_files_object(mocap_files, capsys):

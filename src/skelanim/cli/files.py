@@ -261,11 +261,15 @@ def convert_all(
     import skelanim
     from skelanim.data.dataset import expand_paths
 
-    suffix = to if to.startswith(".") else "." + to
-    if suffix.lower() not in {**skelanim.io.MOTION_FORMATS, **skelanim.io.POSITION_FORMATS}:
+    def dotted(text: str) -> str:  # "glb" and ".GLB" alike: ".glb"
+        text = text.strip().lower()
+        return text if text.startswith(".") else "." + text
+
+    suffix = dotted(to)
+    if suffix not in {**skelanim.io.MOTION_FORMATS, **skelanim.io.POSITION_FORMATS}:
         raise typer.BadParameter(f"{to!r} is no format skelanim writes", param_hint="--to")
-    readable = [part.strip() if part.strip().startswith(".") else "." + part.strip() for part in from_suffixes.split(",")]
-    if not all(part.lower() in skelanim.io.MOTION_FORMATS for part in readable):
+    readable = [dotted(part) for part in from_suffixes.split(",")]
+    if not all(part in skelanim.io.MOTION_FORMATS for part in readable):
         raise typer.BadParameter(f"{from_suffixes!r}: motion formats are {', '.join(skelanim.io.MOTION_FORMATS)}",
                                  param_hint="--from")  # fmt: skip
     up_axis = check_convert_options(suffix, fps=fps, scale=scale, loop=loop, up=up, simple_channels=simple_channels)
