@@ -13,7 +13,7 @@ module                    functions
 ========================  ==============================================================================
 :mod:`.normalize`         :func:`normalize`, :func:`scale`, :func:`root_relative`, :func:`face_forward`,
                           :func:`facing_directions`, :func:`rotate_about_up`, :func:`rotate`, :func:`up_to_y`,
-                          :func:`turned_up`
+                          :func:`turned_up`, :func:`to_origin`
 :mod:`.filters`           :func:`savgol`, :func:`butterworth`, :func:`one_euro` (positions, any array)
 :mod:`.smoothing`         :func:`smooth`, :func:`smooth_rotations`, :func:`quat_continuous` (manifold)
 :mod:`.resample`          :func:`resample`, :func:`sample_times`, :func:`sample_frames`, :func:`repeat_loop`
@@ -47,6 +47,7 @@ from skelanim.ops.normalize import (
     rotate,
     rotate_about_up,
     scale,
+    to_origin,
     turned_up,
     up_to_y,
 )
@@ -88,6 +89,7 @@ __all__ = [
     "simplify_channels",
     "smooth",
     "smooth_rotations",
+    "to_origin",
     "turned_up",
     "up_to_y",
 ]

@@ -32,7 +32,7 @@ from skelanim.errors import ShapeError, SkeletonError
 from skelanim.ops._common import direction_vector, signed_up
 
 __all__ = ["face_forward", "facing_directions", "normalize", "root_relative", "rotate", "rotate_about_up", "scale",
-           "turned_up", "up_to_y"]
+           "to_origin", "turned_up", "up_to_y"]
 
 _HIP = re.compile(r"hip|thigh|upleg|up_leg|upperleg|upper_leg", re.IGNORECASE)
 _SHOULDER = re.compile(r"shoulder|clavicle|collar|upperarm|upper_arm|leftarm|rightarm", re.IGNORECASE)
@@ -104,10 +104,35 @@ def normalize(motion: Motion, *, height: float | None = None, ground: bool = Tru
         raise ShapeError(f"cannot normalise a motion of height {h}")
     out = scale(motion, 1.0 / h)
     out.metadata["units"] = "height"  # no length unit: an export (glTF) guesses from the size, 1 m, not 1 cm
+    return to_origin(out, ground=ground, up_axis=signed_axis_name(up, sign))
+
+
+def to_origin(motion: Motion, *, ground: bool = True, up_axis: int | str | None = None) -> Motion:
+    """Translate the whole motion so that at frame 0 the body is at the horizontal origin, and on the ground.
+
+    Parameters
+    ----------
+    motion:
+        The motion (not modified).
+    ground:
+        Also shift along the up axis so that the lowest joint or End Site of frame 0 is at 0 (for data whose up
+        points down, the highest); when ``False`` the up coordinate is kept.
+    up_axis:
+        As in :func:`normalize`; default :meth:`Motion.up_direction`, its sign included.
+
+    Returns
+    -------
+    Motion
+        The motion with one constant added to every root position: at frame 0 the horizontal coordinates of
+        :attr:`Skeleton.pelvis <skelanim.Skeleton.pelvis>` (the body, not a static dummy root above it) are 0.
+        Lengths, rotations, fps and metadata are kept; an empty motion comes back as it is.
+    """
+    up, sign = signed_up(motion, up_axis)
+    out = motion.copy(metadata=dict(motion.metadata))
     if out.num_frames == 0:
         return out
     pos0 = out[0:1].positions(end_sites=True)[0]
-    shift = -pos0[out.skeleton.pelvis].clone()  # the body, not a static dummy root above it
+    shift = -pos0[out.skeleton.pelvis].clone()
     lowest = pos0[:, up].min() if sign > 0 else pos0[:, up].max()  # an upside-down source's floor is above it
     shift[up] = -lowest if ground else 0.0
     return out.copy(root_positions=out.root_positions + shift)  # every joint hangs from the root: all move
