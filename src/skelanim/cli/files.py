@@ -1,4 +1,4 @@
-"""File commands: ``info``, ``convert``, ``positions``.
+"""File commands: ``info``, ``convert``, ``convert-all``, ``positions``.
 
 Warnings the library gives while reading or writing (e.g. frame lines beyond a BVH's ``Frames:`` count)
 are printed as one line ``warning: MESSAGE`` on stderr, without the Python source location
@@ -21,6 +21,7 @@ from typing import Any, TextIO
 import typer
 
 from skelanim.cli import app
+from skelanim.cli.edits import EDIT_OPTIONS, Edits, check_edits, edit_after_resampling, edit_before_resampling
 from skelanim.core.motion import Motion
 from skelanim.core.units import guess_unit
 
@@ -204,6 +205,7 @@ CONVERT_OPTIONS: dict[str, Callable[[], Any]] = {
     "simple_channels": lambda: typer.Option(False, "--simple-channels", help="BVH output: position channels on the "
                                             "root alone, zero root offset (a static root of one child folded away), "
                                             "as pybvh, three.js and engine importers all read alike."),
+    **EDIT_OPTIONS,
 }
 
 
@@ -218,21 +220,30 @@ def convert(
     loop: str | None = CONVERT_OPTIONS["loop"](),
     up: str | None = CONVERT_OPTIONS["up"](),
     simple_channels: bool = CONVERT_OPTIONS["simple_channels"](),
+    start: float | None = CONVERT_OPTIONS["start"](),
+    end: float | None = CONVERT_OPTIONS["end"](),
+    mirror: bool = CONVERT_OPTIONS["mirror"](),
+    smooth: float | None = CONVERT_OPTIONS["smooth"](),
+    face: str | None = CONVERT_OPTIONS["face"](),
+    to_origin: bool = CONVERT_OPTIONS["to_origin"](),
     figure: int | None = typer.Option(None, "--figure", min=1, help="A BVH source of several ROOTs (actors, props): "
                                       "write its N-th figure alone (1 = the first ROOT)."),
 ) -> None:
-    """Convert SRC to DST between the supported formats, optionally resampling and scaling.
+    """Convert SRC to DST between the supported formats, optionally trimming, mirroring, smoothing, resampling and more.
 
     DeepMimic .txt/.json output holds the DeepMimic humanoid only (no --scale); retarget other skeletons. The other
     formats keep the source's axes; glTF, which is +Y up, is turned from SRC's up axis (--up where the guess,
-    skelanim info's up_axis, is wrong)."""
+    skelanim info's up_axis, is wrong; also the axis --face and --to-origin work about). The edits apply in this
+    order: --figure, --start/--end, --mirror, --smooth, --fps, --scale, --face, --to-origin."""
     from skelanim.cli.learn_common import one_of  # it imports this module
 
     dst = one_of(dst_arg, dst_opt, "DST", "-o/--out", "the output")
-    up_axis = check_convert_options(dst.suffix, fps=fps, scale=scale, loop=loop, up=up, simple_channels=simple_channels)
+    edits = check_edits(start=start, end=end, mirror=mirror, smooth=smooth, face=face, to_origin=to_origin)
+    up_axis = check_convert_options(dst.suffix, fps=fps, scale=scale, loop=loop, up=up, simple_channels=simple_channels,
+                                    edits=edits)
     check_output(dst, src)
     convert_file(src, dst, fps=fps, scale=scale, loop=loop, up_axis=up_axis, simple_channels=simple_channels,
-                 figure=figure)
+                 figure=figure, edits=edits)
 
 
 @app.command("convert-all")
@@ -250,6 +261,12 @@ def convert_all(
     loop: str | None = CONVERT_OPTIONS["loop"](),
     up: str | None = CONVERT_OPTIONS["up"](),
     simple_channels: bool = CONVERT_OPTIONS["simple_channels"](),
+    start: float | None = CONVERT_OPTIONS["start"](),
+    end: float | None = CONVERT_OPTIONS["end"](),
+    mirror: bool = CONVERT_OPTIONS["mirror"](),
+    smooth: float | None = CONVERT_OPTIONS["smooth"](),
+    face: str | None = CONVERT_OPTIONS["face"](),
+    to_origin: bool = CONVERT_OPTIONS["to_origin"](),
     progress: bool = typer.Option(True, "--progress/--no-progress", help="A progress bar on stderr."),
 ) -> None:
     """Convert many files into one folder, with convert's options; a progress bar over the files.
@@ -272,7 +289,9 @@ def convert_all(
     if not all(part in skelanim.io.MOTION_FORMATS for part in readable):
         raise typer.BadParameter(f"{from_suffixes!r}: motion formats are {', '.join(skelanim.io.MOTION_FORMATS)}",
                                  param_hint="--from")  # fmt: skip
-    up_axis = check_convert_options(suffix, fps=fps, scale=scale, loop=loop, up=up, simple_channels=simple_channels)
+    edits = check_edits(start=start, end=end, mirror=mirror, smooth=smooth, face=face, to_origin=to_origin)
+    up_axis = check_convert_options(suffix, fps=fps, scale=scale, loop=loop, up=up, simple_channels=simple_channels,
+                                    edits=edits)
     files: list[Path] = []
     for given in sources:
         try:
@@ -297,16 +316,16 @@ def convert_all(
     bar = tqdm(total=len(files), unit="file", disable=not progress, desc="convert")
     for src, dst in zip(files, outputs):
         convert_file(src, dst, fps=fps, scale=scale, loop=loop, up_axis=up_axis, simple_channels=simple_channels,
-                     quiet=True)
+                     edits=edits, quiet=True)
         bar.update()
     bar.close()
     typer.echo(f"wrote {len(files)} file(s) to {out_dir}")
 
 
 def check_convert_options(suffix: str, *, fps: float | None, scale: float | None, loop: str | None, up: str | None,
-                          simple_channels: bool) -> str | None:
-    """The checks of ``convert``'s options for an output of ``suffix`` (each refusal names its option); the
-    ``--up`` axis as :func:`check_up` gives it."""
+                          simple_channels: bool, edits: Edits = Edits()) -> str | None:
+    """The checks of ``convert``'s options for an output of ``suffix`` (each refusal names its option; the edits'
+    own by :func:`~skelanim.cli.edits.check_edits`); the ``--up`` axis as :func:`check_up` gives it."""
     if fps is not None:
         require_between(fps, "--fps", 0.01, 10000, "frames per second")
     if scale is not None and not (math.isfinite(scale) and scale > 0):
@@ -316,9 +335,9 @@ def check_convert_options(suffix: str, *, fps: float | None, scale: float | None
                                  f"a {suffix or 'suffix-less'} file has no loop field ({', '.join(LOOPING_FORMATS)} do)",
                                  param_hint="--loop")  # fmt: skip
     up_axis = check_up(up)
-    if up_axis is not None and suffix.lower() not in (".glb", ".gltf"):
-        raise typer.BadParameter(f"a {suffix or 'suffix-less'} file keeps the source's axes; --up is for .glb/.gltf",
-                                 param_hint="--up")  # fmt: skip
+    if up_axis is not None and suffix.lower() not in (".glb", ".gltf") and not edits.turns:
+        raise typer.BadParameter(f"a {suffix or 'suffix-less'} file keeps the source's axes; --up is for .glb/.gltf, "
+                                 "--face and --to-origin", param_hint="--up")  # fmt: skip
     if simple_channels and suffix.lower() != ".bvh":
         raise typer.BadParameter(f"channels are a BVH file's; a {suffix or 'suffix-less'} output has none",
                                  param_hint="--simple-channels")  # fmt: skip
@@ -327,9 +346,11 @@ def check_convert_options(suffix: str, *, fps: float | None, scale: float | None
 
 def convert_file(src: Path, dst: Path, *, fps: float | None = None, scale: float | None = None,
                  loop: str | None = None, up_axis: str | None = None,
-                 simple_channels: bool = False, figure: int | None = None, quiet: bool = False) -> None:
-    """One conversion of ``convert`` (options checked by :func:`check_convert_options`): read ``src``, apply the
-    options, write ``dst`` (atomically) and, unless ``quiet``, say so."""
+                 simple_channels: bool = False, figure: int | None = None, edits: Edits = Edits(),
+                 quiet: bool = False) -> None:
+    """One conversion of ``convert`` (options checked by :func:`check_convert_options` and
+    :func:`~skelanim.cli.edits.check_edits`): read ``src``, apply the options in ``convert``'s order, write ``dst``
+    (atomically) and, unless ``quiet``, say so."""
     import torch
 
     import skelanim
@@ -342,6 +363,7 @@ def convert_file(src: Path, dst: Path, *, fps: float | None = None, scale: float
         if figure > len(parts):
             raise typer.BadParameter(f"{src} holds {len(parts)} figure(s), not {figure}", param_hint="--figure")
         motion = parts[figure - 1]
+    motion = edit_before_resampling(motion, edits, src)
     if loop is not None:
         motion = motion.copy(metadata={**motion.metadata, "loop": loop})
     if scale is not None:
@@ -351,6 +373,7 @@ def convert_file(src: Path, dst: Path, *, fps: float | None = None, scale: float
             raise typer.BadParameter(f"{scale:g} times the lengths of {src} overflows", param_hint="--scale")
     if fps is not None:
         motion = ops.resample(motion, fps)
+    motion = edit_after_resampling(motion, edits, src, up_axis)
     if simple_channels:
         try:
             motion = ops.simplify_channels(motion)
@@ -358,7 +381,8 @@ def convert_file(src: Path, dst: Path, *, fps: float | None = None, scale: float
             err.path = err.path or str(src)
             err.args = (err.one_line(),)
             raise
-    skelanim.save(motion, dst, **({} if up_axis is None else {"up_axis": up_axis}))
+    turned = up_axis is not None and dst.suffix.lower() in (".glb", ".gltf")  # the other formats keep the axes
+    skelanim.save(motion, dst, **({"up_axis": up_axis} if turned else {}))
     if not quiet:
         typer.echo(f"wrote {dst} ({motion.num_frames} frames at {motion.fps:g} fps)")
     if motion.metadata.get("loop") == "wrap" and dst.suffix.lower() not in LOOPING_FORMATS:
