@@ -271,3 +271,27 @@ def test_predict_help_names_its_argument_as_the_usage_line_does(capsys):
     said = " ".join(out.replace("│", " ").split())
     assert not re.search(r"\bIN\b", said), said
     assert "SRC's floor" in said and "Continue SRC" in said
+
+
+def test_generate_defaults_are_the_seed_and_temperature_its_help_names(tmp_path, capsys):
+    """``--seed`` "(default 0)" and ``--temperature`` "(default 1: ...)", as ``generate --help`` says: the files
+    written without them are those written with them (same process, same threads: the same bytes), and another
+    seed or temperature writes others."""
+    base = ["generate", "--content", "walk", "-n", "1", "--seconds", "1", "--no-progress"]
+    written = {}
+    for name, extra in {"default": [], "named": ["--seed", "0", "--temperature", "1"], "seed": ["--seed", "1"],
+                        "temperature": ["--temperature", "0.5"]}.items():  # fmt: skip
+        code, _, err = _run(capsys, [*base, "-o", tmp_path / name, *extra])
+        assert code == 0, err
+        written[name] = _bytes(tmp_path / name)
+    assert written["default"] == written["named"]
+    assert written["seed"] != written["default"] and written["temperature"] != written["default"]
+
+
+def test_retarget_h_shows_the_group_not_run(capsys):
+    """``-h``, like ``--help``, lists the retarget group's commands; any other first argument is ``run``'s source."""
+    for flag in ("-h", "--help"):
+        code, out, _ = _run(capsys, ["retarget", flag])
+        assert code == 0
+        assert all(name in out for name in ("run", "export", "train", "eval")) and "Commands" in out
+        assert "skelanim retarget [OPTIONS] COMMAND" in out  # the group's usage, not run's

@@ -391,6 +391,17 @@ def _played(frames: AvatarFrames, clock: FakeClock, **options) -> list[int]:
     return shown
 
 
+def test_each_frame_is_stamped_with_its_moment_in_played_time():
+    """``/VMC/Ext/T`` is the frame's own moment since play began ("stamped with the frame's own moment"), in the
+    played time: at speed 2 a 10 fps clip's frame k is shown at k / 20 s, not at its k / 10 s in the clip."""
+    sock = _receiver()
+    clock = FakeClock()
+    with AvatarStream("127.0.0.1", sock.getsockname()[1]) as sender:
+        sent = sender.play(_frames(4), clock=clock, sleep=clock.sleep, speed=2.0)
+    times = [b["/VMC/Ext/T"][0][0] for b in _receive(sock, sent)]
+    assert times == pytest.approx([0.0, 0.05, 0.1, 0.15], abs=1e-6)  # float32 on the wire
+
+
 def test_real_time_pacing_on_a_fake_clock():
     clock = FakeClock()
     assert _played(_frames(5), clock) == [0, 1, 2, 3, 4]
