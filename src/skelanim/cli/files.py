@@ -397,13 +397,34 @@ def positions(
                                           help="Output .npz (or .npy/.csv), if not given with -o."),
     out_opt: Path | None = typer.Option(None, "-o", "--out", help="Output .npz (or .npy/.csv)."),
     end_sites: bool = typer.Option(False, "--end-sites", help="Append End Site positions (named <joint>_end)."),
+    contacts: bool = typer.Option(False, "--contacts", help="Also store foot contact labels (.npz only): `contacts` "
+                                  "(F, K) bool and `contact_joints`, the feet and toes found by name."),
 ) -> None:
     """Write world joint positions of SRC: `positions` (F, J, 3) in the file's units and `joints` (names)."""
+    import numpy as np
+
     import skelanim
+    from skelanim import ops
     from skelanim.cli.learn_common import one_of  # it imports this module
+    from skelanim.errors import SkeletonError
     from skelanim.io.positions import JointPositions
 
     out = one_of(out_arg, out_opt, "OUT", "-o/--out", "the output")
-    data = JointPositions.from_motion(skelanim.load(src), end_sites=end_sites)
-    skelanim.save(data, out)
-    typer.echo(f"wrote {out} ({len(data.names)} joints, {data.positions.shape[0]} frames)")
+    if contacts and out.suffix.lower() != ".npz":
+        raise typer.BadParameter(f"a {out.suffix or 'suffix-less'} file holds the positions alone; write .npz",
+                                 param_hint="--contacts")  # fmt: skip
+    motion = skelanim.load(src)
+    data = JointPositions.from_motion(motion, end_sites=end_sites)
+    extra: dict[str, Any] = {}
+    if contacts:
+        try:
+            feet = ops.find_feet(motion.skeleton)
+        except SkeletonError as err:  # no foot joints by name: the file's skeleton
+            err.path = err.path or str(src)
+            err.args = (err.one_line(),)
+            raise
+        labels = ops.foot_contacts(motion, joints=feet)
+        extra = {"contacts": np.asarray(labels), "contact_joints": [motion.skeleton.names[j] for j in feet]}
+    skelanim.save(data, out, **({"extra_arrays": extra} if extra else {}))
+    typer.echo(f"wrote {out} ({len(data.names)} joints, {data.positions.shape[0]} frames"
+               + (f", contacts of {', '.join(extra['contact_joints'])})" if extra else ")"))

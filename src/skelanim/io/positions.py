@@ -46,12 +46,14 @@ import math
 import os
 import warnings
 import zipfile
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from skelanim.core._tensor import ArrayLike
 from skelanim.core.motion import Motion
 from skelanim.core.units import motion_unit
 from skelanim.errors import FormatError, ShapeError, UnsupportedFormatError
@@ -270,7 +272,7 @@ def _load_npz(path: str | os.PathLike) -> JointPositions:
                 raise FormatError(
                     f"missing array 'positions' (arrays found: {', '.join(sorted(keys)) or 'none'})", path=path
                 )
-            raw = {k: archive[k] for k in ("positions", "joints", "fps", "parents", "units") if k in keys}
+            raw = {k: archive[k] for k in NPZ_KEYS if k in keys}
         except (ValueError, OSError, EOFError, zipfile.BadZipFile) as exc:  # object arrays, truncated members
             raise FormatError(f"unreadable array in the archive ({_numpy_reason(exc)})", path=path) from None
 
@@ -346,7 +348,11 @@ def _load_npy(path: str | os.PathLike) -> JointPositions:
     return JointPositions(_default_names(positions.shape[1]), positions)
 
 
-def _save_npz(data: JointPositions, path: str | os.PathLike) -> None:
+#: The arrays a ``.npz`` of joint positions holds (read back by :func:`load`); others are the writer's extras.
+NPZ_KEYS = ("positions", "joints", "fps", "parents", "units")
+
+
+def _save_npz(data: JointPositions, path: str | os.PathLike, extra: Mapping[str, np.ndarray]) -> None:
     arrays: dict[str, np.ndarray] = {
         "positions": np.ascontiguousarray(data.positions, dtype=np.float64),
         "joints": np.array(data.names, dtype=str),
@@ -357,6 +363,7 @@ def _save_npz(data: JointPositions, path: str | os.PathLike) -> None:
         arrays["parents"] = np.asarray(data.parents, dtype=np.int64)
     if isinstance(data.metadata.get("units"), str):
         arrays["units"] = np.array(data.metadata["units"], dtype=str)
+    arrays.update(extra)
     with atomic_open(path, "wb") as handle:
         # numpy's stub lets ``**kwds`` fill ``allow_pickle: bool``; these keys are array names only
         np.savez(handle, **arrays)  # type: ignore[arg-type]
@@ -400,7 +407,8 @@ def load(path: str | os.PathLike) -> JointPositions:
     return JointPositions(names, array, fps)
 
 
-def save(obj: Motion | JointPositions, path: str | os.PathLike, *, end_sites: bool = False) -> None:
+def save(obj: Motion | JointPositions, path: str | os.PathLike, *, end_sites: bool = False,
+         extra_arrays: Mapping[str, ArrayLike] | None = None) -> None:
     """Write joint positions to ``.npz``, ``.npy`` or ``.csv`` (atomically).
 
     Parameters
@@ -412,11 +420,14 @@ def save(obj: Motion | JointPositions, path: str | os.PathLike, *, end_sites: bo
         Output file; the suffix picks the format.
     end_sites:
         For a Motion: append its End Sites as joints ``<joint>_end``. Ignored for JointPositions.
+    extra_arrays:
+        ``.npz`` only: more named arrays stored beside the positions (e.g. foot contacts); :func:`load` reads the
+        positions and leaves them, ``numpy.load`` gives them all. Not one of :data:`NPZ_KEYS`.
 
     Raises
     ------
     UnsupportedFormatError
-        Another suffix.
+        Another suffix, or ``extra_arrays`` for a ``.npy``/``.csv`` file (which hold one array).
     TypeError
         ``obj`` is neither a Motion nor JointPositions.
     ShapeError
@@ -427,13 +438,20 @@ def save(obj: Motion | JointPositions, path: str | os.PathLike, *, end_sites: bo
         Unicode text), naming the joint; nothing is written. ``.npz`` keeps any name.
     """
     suffix = _suffix(path)
+    extra = {str(k): np.asarray(v) for k, v in (extra_arrays or {}).items()}
+    if extra and suffix != ".npz":
+        raise UnsupportedFormatError(f"a {suffix} file holds the positions alone; write .npz to store "
+                                     f"{', '.join(extra)} beside them", path=path)  # fmt: skip
+    taken = sorted(set(extra) & set(NPZ_KEYS))
+    if taken:
+        raise ShapeError(f"extra arrays may not be named {', '.join(taken)} (the positions file's own)", path=path)
     data = _as_joint_positions(obj, end_sites)
     if data.positions.shape[0] == 0 or data.positions.shape[1] == 0:
         raise ShapeError(f"positions of shape {tuple(data.positions.shape)} cannot be written: no frames or no joints "
                          "(the readers would refuse the file)", path=path)
     require_finite_positions(data.positions, data.names, path)
     if suffix == ".npz":
-        _save_npz(data, path)
+        _save_npz(data, path, extra)
     elif suffix == ".npy":
         _save_npy(data, path)
     else:
