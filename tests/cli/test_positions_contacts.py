@@ -63,4 +63,6 @@ def test_extra_arrays_go_to_an_npz_only_and_not_under_its_own_names(tmp_path: Pa
         save(data, tmp_path / "x.npy", extra_arrays={"labels": [1]})
     with pytest.raises(ShapeError, match="may not be named fps, joints"):
         save(data, tmp_path / "y.npz", extra_arrays={"joints": [1], "fps": 2, "ok": 3})
+    with pytest.raises(ShapeError, match="extra arrays ragged hold Python objects"):  # np.savez would pickle it
+        save(data, tmp_path / "y.npz", extra_arrays={"ragged": np.array([[1], [2, 3]], dtype=object)})
     assert sorted(p.name for p in tmp_path.iterdir()) == ["x.npz"]

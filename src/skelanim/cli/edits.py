@@ -9,8 +9,9 @@ turned about its own first frame). Smoothing runs at the source's frame rate, be
 
 from __future__ import annotations
 
+import contextlib
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -33,6 +34,20 @@ EDIT_OPTIONS: dict[str, Callable[[], Any]] = {
     "to_origin": lambda: typer.Option(False, "--to-origin", help="Move the body to the horizontal origin at the first "
                                       "frame, its lowest point onto the ground."),
 }
+
+
+@contextlib.contextmanager
+def naming_the_file(src: Path) -> Iterator[None]:
+    """A :class:`~skelanim.errors.SkeletonError` raised inside (a skeleton the step cannot work on) names ``src``
+    in its one line, as the CLI prints it."""
+    from skelanim.errors import SkeletonError
+
+    try:
+        yield
+    except SkeletonError as err:
+        err.path = err.path or str(src)
+        err.args = (err.one_line(),)
+        raise
 
 
 @dataclass(frozen=True)
@@ -110,17 +125,14 @@ def edit_before_resampling(motion: Motion, edits: Edits, src: Path) -> Motion:
 def edit_after_resampling(motion: Motion, edits: Edits, src: Path, up_axis: str | None) -> Motion:
     """``--face`` then ``--to-origin`` about the up axis ``up_axis`` (``None``: the motion's guess)."""
     from skelanim import ops
-    from skelanim.errors import ShapeError, SkeletonError
+    from skelanim.errors import ShapeError
 
     if edits.face is not None:
         try:
-            motion = ops.face_forward(motion, forward=edits.face, up_axis=up_axis)
+            with naming_the_file(src):  # no left/right pairs to find the facing by
+                motion = ops.face_forward(motion, forward=edits.face, up_axis=up_axis)
         except ShapeError as err:  # along the up axis
             raise typer.BadParameter(f"{src}: {err}", param_hint="--face") from None
-        except SkeletonError as err:  # no left/right pairs to find the facing by
-            err.path = err.path or str(src)
-            err.args = (err.one_line(),)
-            raise
     if edits.to_origin:
         motion = ops.to_origin(motion, up_axis=up_axis)
     return motion

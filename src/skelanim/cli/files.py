@@ -21,7 +21,14 @@ from typing import Any, TextIO
 import typer
 
 from skelanim.cli import app
-from skelanim.cli.edits import EDIT_OPTIONS, Edits, check_edits, edit_after_resampling, edit_before_resampling
+from skelanim.cli.edits import (
+    EDIT_OPTIONS,
+    Edits,
+    check_edits,
+    edit_after_resampling,
+    edit_before_resampling,
+    naming_the_file,
+)
 from skelanim.core.motion import Motion
 from skelanim.core.units import guess_unit
 
@@ -355,7 +362,6 @@ def convert_file(src: Path, dst: Path, *, fps: float | None = None, scale: float
 
     import skelanim
     from skelanim import ops
-    from skelanim.errors import SkeletonError
 
     motion = skelanim.load(src)
     if figure is not None:
@@ -375,12 +381,8 @@ def convert_file(src: Path, dst: Path, *, fps: float | None = None, scale: float
         motion = ops.resample(motion, fps)
     motion = edit_after_resampling(motion, edits, src, up_axis)
     if simple_channels:
-        try:
+        with naming_the_file(src):  # a joint's animated translation: the file is the source's
             motion = ops.simplify_channels(motion)
-        except SkeletonError as err:  # a joint's animated translation: the file is the source's
-            err.path = err.path or str(src)
-            err.args = (err.one_line(),)
-            raise
     turned = up_axis is not None and dst.suffix.lower() in (".glb", ".gltf")  # the other formats keep the axes
     skelanim.save(motion, dst, **({"up_axis": up_axis} if turned else {}))
     if not quiet:
@@ -406,7 +408,6 @@ def positions(
     import skelanim
     from skelanim import ops
     from skelanim.cli.learn_common import one_of  # it imports this module
-    from skelanim.errors import SkeletonError
     from skelanim.io.positions import JointPositions
 
     out = one_of(out_arg, out_opt, "OUT", "-o/--out", "the output")
@@ -417,12 +418,8 @@ def positions(
     data = JointPositions.from_motion(motion, end_sites=end_sites)
     extra: dict[str, Any] = {}
     if contacts:
-        try:
+        with naming_the_file(src):  # no foot joints by name: the file's skeleton
             feet = ops.find_feet(motion.skeleton)
-        except SkeletonError as err:  # no foot joints by name: the file's skeleton
-            err.path = err.path or str(src)
-            err.args = (err.one_line(),)
-            raise
         labels = ops.foot_contacts(motion, joints=feet)
         extra = {"contacts": np.asarray(labels), "contact_joints": [motion.skeleton.names[j] for j in feet]}
     skelanim.save(data, out, **({"extra_arrays": extra} if extra else {}))

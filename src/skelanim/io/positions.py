@@ -445,6 +445,9 @@ def save(obj: Motion | JointPositions, path: str | os.PathLike, *, end_sites: bo
     taken = sorted(set(extra) & set(NPZ_KEYS))
     if taken:
         raise ShapeError(f"extra arrays may not be named {', '.join(taken)} (the positions file's own)", path=path)
+    pickled = [name for name, array in extra.items() if array.dtype.hasobject]
+    if pickled:  # numpy would pickle them, and reading them back would need allow_pickle
+        raise ShapeError(f"extra arrays {', '.join(pickled)} hold Python objects, not numbers or text", path=path)
     data = _as_joint_positions(obj, end_sites)
     if data.positions.shape[0] == 0 or data.positions.shape[1] == 0:
         raise ShapeError(f"positions of shape {tuple(data.positions.shape)} cannot be written: no frames or no joints "
