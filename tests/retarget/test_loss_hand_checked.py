@@ -15,7 +15,8 @@ import math
 import numpy as np
 import pytest
 import torch
-from torch import Tensor, nn
+from scripted_nkn import ScriptedNKN  # tests/helpers
+from torch import Tensor
 
 from skelanim.retarget.loss import LossWeights, NKNTrainer
 from skelanim.retarget.model import NKN, NKNConfig, heading
@@ -49,26 +50,9 @@ def _batch(hips: Tensor, local: Tensor | None = None, contacts: Tensor | None = 
             "fps": torch.tensor(FPS)}  # fmt: skip
 
 
-class _Scripted(nn.Module):
-    """Stands in for the network: answers the trainer's calls with scripted ``(local, hips)``; a call not scripted
-    hands the input motion back. Calls are told apart by their arguments: ``"ab"`` retargets the
-    batch's source onto the target, ``"ba"`` brings that result back, ``"aa"`` retargets the source onto itself."""
-
-    def __init__(self, batch: dict[str, Tensor], **answers: tuple[Tensor, Tensor]) -> None:
-        super().__init__()
-        self.config = NKNConfig()
-        self.batch, self.answers = batch, answers
-
-    def forward(self, local: Tensor, hips: Tensor, contacts: Tensor, src_off: Tensor, src_leg: Tensor,
-                tgt_off: Tensor, tgt_leg: Tensor, fps: float) -> tuple[Tensor, Tensor, None]:  # fmt: skip
-        call = ("ab" if tgt_off is self.batch["tgt_off"] else "aa") if local is self.batch["src_local"] else "ba"
-        local, hips = self.answers.get(call, (local, hips))
-        return local.clone(), hips.clone(), None  # new tensors, as the network's would be
-
-
 def _parts(batch: dict[str, Tensor], adv: float = 0.0, **answers: tuple[Tensor, Tensor]) -> dict[str, float]:
     model = NKNTrainer(TINY, LossWeights(adv=adv))
-    model.net = _Scripted(batch, **answers)  # type: ignore[assignment]
+    model.net = ScriptedNKN(batch, **answers)  # type: ignore[assignment]
     with torch.no_grad():
         _, parts = model(batch)
     return parts
@@ -181,7 +165,7 @@ def test_adversarial_terms_are_least_squares_against_real_one_and_fake_zero(scor
     ``disc = (c - 1)^2 + c^2``."""
     batch = _batch(_hips(*[(0.0, 1.0, 0.01 * k) for k in range(8)]))
     model = NKNTrainer(TINY, LossWeights(adv=0.02))
-    model.net = _Scripted(batch)  # type: ignore[assignment]
+    model.net = ScriptedNKN(batch)  # type: ignore[assignment]
     with torch.no_grad():
         model.disc.out.weight.zero_()
         model.disc.out.bias.fill_(score)

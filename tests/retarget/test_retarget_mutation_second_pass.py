@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from scripted_nkn import ScriptedNKN  # tests/helpers
 from torch import Tensor, nn
 
 from skelanim.core.motion import Motion
@@ -66,26 +67,10 @@ def _batch(hips: Tensor, local: Tensor | None = None, tgt_scale: float = 1.0) ->
             "real_local": local.clone(), "real_hips": hips.clone(), "fps": torch.tensor(FPS)}  # fmt: skip
 
 
-class _Scripted(nn.Module):
-    """Stands in for the network: ``"ab"`` (source onto target), ``"ba"`` (back) and ``"aa"`` (source onto itself)
-    answer scripted ``(local, hips)``; a call not scripted hands its input motion back."""
-
-    def __init__(self, batch: dict[str, Tensor], **answers: tuple[Tensor, Tensor]) -> None:
-        super().__init__()
-        self.config = NKNConfig()
-        self.batch, self.answers = batch, answers
-
-    def forward(self, local: Tensor, hips: Tensor, contacts: Tensor, src_off: Tensor, src_leg: Tensor,
-                tgt_off: Tensor, tgt_leg: Tensor, fps: float) -> tuple[Tensor, Tensor, None]:  # fmt: skip
-        call = ("ab" if tgt_off is self.batch["tgt_off"] else "aa") if local is self.batch["src_local"] else "ba"
-        local, hips = self.answers.get(call, (local, hips))
-        return local.clone(), hips.clone(), None
-
-
 def _parts(batch: dict[str, Tensor], weights: LossWeights | None = None,
            **answers: tuple[Tensor, Tensor]) -> tuple[float, dict[str, float]]:  # fmt: skip
     model = NKNTrainer(TINY, weights or LossWeights(adv=0.0))
-    model.net = _Scripted(batch, **answers)  # type: ignore[assignment]
+    model.net = ScriptedNKN(batch, **answers)  # type: ignore[assignment]
     with torch.no_grad():
         total, parts = model(batch)
     return float(total), parts
@@ -149,7 +134,7 @@ def test_one_optimiser_trains_the_discriminator_by_its_least_squares_gradient(sc
     gradient on ``c`` is the LSGAN discriminator's alone, ``d/dc [(c - 1)^2 + c^2] = 4 c - 2``."""
     batch = _batch(_t([[0.0, 1.0, 0.01 * k] for k in range(8)])[None])
     model = NKNTrainer(TINY, LossWeights())
-    model.net = _Scripted(batch)  # type: ignore[assignment]
+    model.net = ScriptedNKN(batch)  # type: ignore[assignment]
     with torch.no_grad():
         model.disc.out.weight.zero_()
         model.disc.out.bias.fill_(score)
