@@ -19,8 +19,9 @@ import torch
 from PIL import Image
 from pythonosc.osc_bundle_builder import IMMEDIATELY, OscBundleBuilder
 from pythonosc.osc_message_builder import OscMessageBuilder
+from small_body import small_body  # tests/helpers
 
-from skelanim import Motion, Skeleton
+from skelanim import Motion
 from skelanim.core.rotations import rotvec_to_quat
 from skelanim.errors import ShapeError
 from skelanim.serve.avatar import UNITY_PARENTS
@@ -28,33 +29,6 @@ from skelanim.serve.record import VMCRecorder
 from skelanim.serve.vmc import HUMANOID_BONES, AvatarEncoder, StreamError
 from skelanim.viz import _draw, plots, video, viewer
 from skelanim.viz.viewer import ViewerError
-
-# A small Y-up humanoid in metres (name, parent, offset): head and feet named so that up is found by name.
-_BODY = [
-    ("Hips", None, (0.0, 1.0, 0.0)),
-    ("Spine", "Hips", (0.0, 0.25, 0.0)),
-    ("Neck", "Spine", (0.0, 0.3, 0.0)),
-    ("Head", "Neck", (0.0, 0.12, 0.0)),
-    ("LeftArm", "Spine", (0.18, 0.25, 0.0)),
-    ("LeftForeArm", "LeftArm", (0.28, 0.0, 0.0)),
-    ("LeftHand", "LeftForeArm", (0.25, 0.0, 0.0)),
-    ("RightArm", "Spine", (-0.18, 0.25, 0.0)),
-    ("RightForeArm", "RightArm", (-0.28, 0.0, 0.0)),
-    ("RightHand", "RightForeArm", (-0.25, 0.0, 0.0)),
-    ("LeftUpLeg", "Hips", (0.1, 0.0, 0.0)),
-    ("LeftLeg", "LeftUpLeg", (0.0, -0.45, 0.0)),
-    ("LeftFoot", "LeftLeg", (0.0, -0.45, 0.0)),
-    ("RightUpLeg", "Hips", (-0.1, 0.0, 0.0)),
-    ("RightLeg", "RightUpLeg", (0.0, -0.45, 0.0)),
-    ("RightFoot", "RightLeg", (0.0, -0.45, 0.0)),
-]
-
-
-def small_body() -> Skeleton:
-    names = [n for n, _, _ in _BODY]
-    parents = [-1 if p is None else names.index(p) for _, p, _ in _BODY]
-    offsets = torch.tensor([o for _, _, o in _BODY], dtype=torch.float64)
-    return Skeleton(names, np.array(parents), offsets)
 
 
 def small_motion(root: torch.Tensor, fps: float = 30.0) -> Motion:

@@ -15,45 +15,17 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from small_body import small_body  # tests/helpers
 
 from skelanim import Motion, Skeleton
 from skelanim.core.rotations import rotvec_to_quat
 from skelanim.errors import FormatError, ShapeError
 from skelanim.viz import _draw, charts, mp4, plots
 
-# A small Y-up humanoid in metres (name, parent, offset); its hands carry a finger without a side in its name.
-_BODY = [
-    ("Hips", None, (0.0, 1.0, 0.0)),
-    ("Spine", "Hips", (0.0, 0.25, 0.0)),
-    ("Neck", "Spine", (0.0, 0.3, 0.0)),
-    ("Head", "Neck", (0.0, 0.12, 0.0)),
-    ("LeftArm", "Spine", (0.18, 0.25, 0.0)),
-    ("LeftForeArm", "LeftArm", (0.28, 0.0, 0.0)),
-    ("LeftHand", "LeftForeArm", (0.25, 0.0, 0.0)),
-    ("IndexA", "LeftHand", (0.08, 0.0, 0.0)),
-    ("RightArm", "Spine", (-0.18, 0.25, 0.0)),
-    ("RightForeArm", "RightArm", (-0.28, 0.0, 0.0)),
-    ("RightHand", "RightForeArm", (-0.25, 0.0, 0.0)),
-    ("IndexB", "RightHand", (-0.08, 0.0, 0.0)),
-    ("LeftUpLeg", "Hips", (0.1, 0.0, 0.0)),
-    ("LeftLeg", "LeftUpLeg", (0.0, -0.45, 0.0)),
-    ("LeftFoot", "LeftLeg", (0.0, -0.45, 0.0)),
-    ("RightUpLeg", "Hips", (-0.1, 0.0, 0.0)),
-    ("RightLeg", "RightUpLeg", (0.0, -0.45, 0.0)),
-    ("RightFoot", "RightLeg", (0.0, -0.45, 0.0)),
-]
-
-
-def small_body() -> Skeleton:
-    names = [n for n, _, _ in _BODY]
-    parents = [-1 if p is None else names.index(p) for _, p, _ in _BODY]
-    offsets = torch.tensor([o for _, _, o in _BODY], dtype=torch.float64)
-    return Skeleton(names, np.array(parents), offsets)
-
 
 def small_motion(root: torch.Tensor, fps: float = 30.0, metadata: dict | None = None) -> Motion:
     """The small body standing still (rest pose) with its root at ``root`` ``(F, 3)``, metres."""
-    skeleton = small_body()
+    skeleton = small_body(fingers=True)
     rotations = rotvec_to_quat(torch.zeros(root.shape[0], skeleton.num_joints, 3, dtype=torch.float64))
     return Motion(skeleton, rotations, root.to(torch.float64), fps, metadata={"units": "m", **(metadata or {})})
 
