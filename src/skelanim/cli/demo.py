@@ -63,6 +63,12 @@ def demo(
     on_target = Retargeter(motion.skeleton, target, method="copy")(motion)
     tracked = on_target.positions()
     skelanim.save(on_target, out / f"{clip}_tracked_positions.npz")
+    # the first solve builds the network's onnxruntime session (an ONNX export, about a second, once per model):
+    # built here so that the times below are the solves' own
+    tic = time.perf_counter()
+    session = model.ort_session()
+    typer.echo(f"neural IK: {'onnxruntime session built' if session else 'no onnxruntime session (torch runs it)'} "
+               f"in {time.perf_counter() - tic:.2f} s (once per model)")
     for label, refine in (("ik", False), ("ik_refined", True)):
         tic = time.perf_counter()
         solved = solve(tracked, model, names=target.names, fps=motion.fps, refine=refine)
@@ -70,7 +76,7 @@ def demo(
         errors = (solved.positions() - tracked).norm(dim=-1) / on_target.height  # (F, J)
         worst = int(errors.max(dim=0).values.argmax())
         skelanim.save(solved, out / f"{clip}_{label}.bvh")
-        typer.echo(f"neural IK{' + refinement' if refine else ''}: {solved.num_frames} poses in {seconds:.2f} s, "
+        typer.echo(f"neural IK{' + refinement' if refine else ''}: {solved.num_frames} poses in {seconds:.3f} s, "
                    f"mean joint error {100 * float(errors.mean()):.2f}% of height, worst {100 * float(errors.max()):.2f}% "
                    f"({target.names[worst]}) -> {clip}_{label}.bvh")
 
