@@ -221,12 +221,43 @@ def test_save_projects_one_dof_joints_onto_z(tmp_path):
     rotations = motion.rotations.clone()
     rotations[:, knee] = quat_multiply(twist, swing)
     rotations[2, knee] = -rotations[2, knee]  # the same rotation, other hemisphere
-    deepmimic.save(motion.copy(rotations=rotations), tmp_path / "p.txt")
+    # the largest swing dropped, 0.5 rad = 28.6 degrees at frame 1, is said in a warning naming the file and joint
+    with pytest.warns(UserWarning, match=r"p\.txt: DeepMimic's right_knee .* 28\.6 degrees .* \(frame 1, "):
+        deepmimic.save(motion.copy(rotations=rotations), tmp_path / "p.txt")
     np.testing.assert_allclose(raw_frames(tmp_path / "p.txt")[:, 20], [-1.2, 0.4, 3.0], atol=1e-14)
     # a half-turn swing leaves no twist to speak of: written as 0
     rotations[0, knee] = torch.tensor([0.0, 1.0, 0.0, 0.0], dtype=torch.float64)
-    deepmimic.save(motion.copy(rotations=rotations), tmp_path / "q.txt")
+    with pytest.warns(UserWarning, match=r"180\.0 degrees .* \(frame 0, "):
+        deepmimic.save(motion.copy(rotations=rotations), tmp_path / "q.txt")
     assert raw_frames(tmp_path / "q.txt")[0, 20] == 0.0
+
+
+def test_a_swing_below_the_warning_threshold_or_none_is_written_without_warning(tmp_path):
+    """The swing warning's threshold (:data:`deepmimic.SWING_WARNING_DEGREES`, 1 degree) on an elbow: 0.9 degrees
+    about local x passes silently, 1.1 degrees warns; the bundled clips, their mirror images and resampled copies
+    (rotations about z only, so nothing to drop) save without any warning."""
+    import warnings
+
+    from skelanim import ops
+
+    motion = deepmimic.load(sample_path("walk"))[:4]
+    elbow = motion.skeleton.index("left_elbow")
+    x = torch.tensor([1.0, 0.0, 0.0], dtype=torch.float64)
+    for degrees, warns in ((0.9, False), (1.1, True)):
+        rotations = motion.rotations.clone()
+        rotations[3, elbow] = quat_multiply(rotations[3, elbow], axis_angle_to_quat(x, torch.tensor(math.radians(degrees))))
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            deepmimic.save(motion.copy(rotations=rotations), tmp_path / "e.txt")
+        expected = (f"{tmp_path / 'e.txt'}: DeepMimic's left_elbow turns about one axis only; {degrees} degrees of "
+                    "its rotation about other axes (frame 3, the most of any 1-DoF joint) are dropped")
+        assert [str(w.message) for w in caught] == ([expected] if warns else [])
+    for name in CLIP_NAMES:
+        clip = deepmimic.load(sample_path(name))
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            for variant in (clip, ops.mirror(clip), ops.resample(clip, 60.0)):
+                deepmimic.save(variant, tmp_path / "c.txt")
 
 
 @settings(max_examples=60, deadline=None)

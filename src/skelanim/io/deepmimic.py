@@ -46,8 +46,9 @@ Quaternions are normalised on load (a zero quaternion is an error): several of p
 quaternions well off unit length (``kick`` by up to 42%, ``spin`` 10%, ``punch`` 8%). The 1-DoF joints
 become the quaternion ``axis_angle_to_quat(+z, angle)``. On save a 1-DoF joint's rotation is projected onto the
 z axis: the written angle is the signed angle of its twist about local z (``q = twist * swing``,
-``twist = (w, 0, 0, z)`` normalised), in ``[-pi, pi]``. The off-axis part (swing) is dropped, and an
-exact 180-degree swing (``w = z = 0``, twist undefined) is written as 0.
+``twist = (w, 0, 0, z)`` normalised), in ``[-pi, pi]``. The off-axis part (swing) is dropped, with a warning
+naming the joint and frame where it passes :data:`SWING_WARNING_DEGREES` (a knee bent sideways comes back straight),
+and an exact 180-degree swing (``w = z = 0``, twist undefined) is written as 0.
 
 Frame rate
 ----------
@@ -101,7 +102,7 @@ from skelanim.io.deepmimic_format import (
 from skelanim.io.urdf import parse_urdf
 
 __all__ = ["BODY_NAMES", "BUNDLED_URDF", "DEFAULT_FPS", "FRAME_LAYOUT", "FRAME_SIZE", "LOOP_MODES", "ONE_DOF_BODIES",
-           "URDF_SCALE", "bundled_urdf_path", "humanoid_skeleton", "load", "save"]  # fmt: skip
+           "SWING_WARNING_DEGREES", "URDF_SCALE", "bundled_urdf_path", "humanoid_skeleton", "load", "save"]  # fmt: skip
 
 #: The tree the frame layout assumes: body -> parent body.
 _EXPECTED_PARENT: dict[str, str] = {
@@ -397,20 +398,30 @@ def _require_humanoid(motion: Motion, path: str | os.PathLike, urdf: str | os.Pa
     return index
 
 
-def _frames_from_motion(motion: Motion, index: list[int]) -> np.ndarray:
+#: A 1-DoF joint's rotation about other axes than its own (the swing :func:`save` drops) above this many degrees is
+#: reported in a warning: a knee or elbow bent sideways, which the written clip straightens.
+SWING_WARNING_DEGREES = 1.0
+
+
+def _frames_from_motion(motion: Motion, index: list[int]) -> tuple[np.ndarray, tuple[str, int, float]]:
     """``(F, 44)`` frame values of ``motion`` (durations left at 0); ``index``: the joints of
-    :data:`BODY_NAMES` in its skeleton."""
+    :data:`BODY_NAMES` in its skeleton. Also the largest swing the 1-DoF joints lose, as (body, frame, degrees)."""
     rotations = quat_normalize(motion.rotations.detach().to("cpu", torch.float64)[:, index])
     frames = torch.zeros(motion.num_frames, FRAME_SIZE, dtype=torch.float64)
     frames[:, FRAME_LAYOUT["root_position"]] = motion.root_positions.detach().to("cpu", torch.float64)
+    worst = ("", 0, 0.0)
     for j, body in enumerate(BODY_NAMES):
         q = rotations[:, j]
         if body in ONE_DOF_BODIES:
             twist = q * q.new_tensor([1.0, 0.0, 0.0, 1.0])  # (w, 0, 0, z); zero -> identity -> angle 0
             frames[:, FRAME_LAYOUT[body]] = quat_to_rotvec(twist)[:, 2:3]
+            # q = twist * swing with a unit twist: the swing's w is the twist's length, its angle 2 acos of that
+            swing = torch.rad2deg(2.0 * torch.acos(twist.norm(dim=-1).clamp(max=1.0)))  # (F,)
+            if swing.numel() and float(swing.max()) > worst[2]:
+                worst = (body, int(swing.argmax()), float(swing.max()))
         else:
             frames[:, FRAME_LAYOUT[body]] = q
-    return frames.numpy()
+    return frames.numpy(), worst
 
 
 def check_writable(motion: Motion, path: str | os.PathLike) -> None:
@@ -473,12 +484,15 @@ def save(motion: Motion, path: str | os.PathLike, *, loop: str | None = None,
         raise ValueError(f"loop must be one of {', '.join(map(repr, LOOP_MODES))}, got {loop!r}")
     index = _require_humanoid(motion, path, urdf if urdf is not None else motion.metadata.get("deepmimic_urdf"))
     require_readable_rate(motion.fps, path)
-    frames = _frames_from_motion(motion, index)
+    frames, (swung, swung_frame, swing) = _frames_from_motion(motion, index)
     bad = np.argwhere(~np.isfinite(frames))
     if bad.size:
         i, k = (int(v) for v in bad[0])
         raise FormatError(f"cannot write a non-finite {VALUE_NAMES[k]}", path=path, where=f"frame {i}")
     _require_readable_root(frames, path)
+    if swing > SWING_WARNING_DEGREES:
+        warn_at_caller(f"{os.fspath(path)}: DeepMimic's {swung} turns about one axis only; {swing:.1f} degrees of its "
+                       f"rotation about other axes (frame {swung_frame}, the most of any 1-DoF joint) are dropped")
     duration = motion.metadata.get("frame_duration")
     if not (isinstance(duration, float) and duration > 0 and abs(nominal_fps(duration) - motion.fps) <= 1e-9 * motion.fps):
         duration = 1.0 / motion.fps  # the file's own number only while it stands for the motion's rate
