@@ -42,8 +42,11 @@ none (e.g. the DeepMimic humanoid's ankles and neck). Read back, such a leaf has
 End Sites read from a file are written back as they were. A BVH hierarchy nests each joint's children inside
 it, so joints are written in depth-first order: a skeleton whose joint indices are not in that order (the
 DeepMimic humanoid: ``root, chest, neck, right_hip, ...`` with the arms under the chest) reads back with the
-same joints by name in another index order, so arrays indexed by joint number must be matched by name.
-Quaternions go
+same joints by name in another index order, so arrays indexed by joint number must be matched by name. A root
+whose channels cannot hold its motion (no position channels on a root an op moved off its ``OFFSET``, no rotation
+channels on one it turned: ``ops.to_origin``, ``face_forward``, a channel-less ``Reference`` joint) is written with
+the channels it needs (:func:`~skelanim.io.bvh_channels.with_root_channels`); other joints keep their layout, and
+lose with a warning what theirs cannot hold. Quaternions go
 back to Euler angles in each joint's order; then, per joint, the Euler solution (of the two a
 Tait-Bryan or proper Euler order allows) and each angle's turn count are chosen for continuity over
 time, so continuous motion comes back with the same numbers (also angles beyond +-180 degrees) up to
@@ -74,7 +77,7 @@ from skelanim.core.motion import EulerRotations, Motion
 from skelanim.core.skeleton import DEFAULT_ROOT_CHANNELS, Skeleton
 from skelanim.errors import FormatError, ShapeError, SkelanimError, SkeletonError
 from skelanim.io.atomic import atomic_open
-from skelanim.io.bvh_channels import channel_layout, frame_values, padded_order
+from skelanim.io.bvh_channels import channel_layout, frame_values, padded_order, with_root_channels
 from skelanim.io.bvh_numbers import format_motion_values
 from skelanim.io.bvh_parse import _FRAME_TIME_RE, _MOTION_RE, MAX_LENGTH, ParsedBVH, normalize_bytes, parse_bvh_bytes
 from skelanim.io.common import nominal_fps, require_finite_motion, require_readable_rate, warn_at_caller
@@ -378,6 +381,9 @@ def _text_blocks(motion: Motion, precision: int) -> Iterator[str]:
         skeleton = Skeleton(skeleton.names, skeleton.parents, skeleton.offsets,
                             [DEFAULT_ROOT_CHANNELS, *skeleton.channels[1:]], skeleton.end_sites)  # fmt: skip
         motion = motion.copy(skeleton=skeleton, metadata={k: v for k, v in motion.metadata.items() if k != "bvh_values"})
+    if not scene:  # a root moved or turned where its channels cannot say so (to_origin, face on a static root)
+        motion = with_root_channels(motion, precision)
+        skeleton = motion.skeleton
     depth = [-1 if scene else 0] * skeleton.num_joints
     for j in order[1:]:
         depth[j] = depth[int(parents[j])] + 1

@@ -15,7 +15,7 @@ from skelanim.core.motion import Motion
 from skelanim.core.rotations import euler_to_quat, quat_to_euler
 from skelanim.io.common import warn_at_caller
 
-__all__ = ["EULER_JOINTS_AT_ONCE", "channel_layout", "frame_values", "padded_order"]
+__all__ = ["EULER_JOINTS_AT_ONCE", "channel_layout", "frame_values", "padded_order", "with_root_channels"]
 
 _AXES = "XYZ"
 
@@ -52,6 +52,52 @@ def channel_layout(channels: list[tuple[str, ...]]) -> tuple[list[int], list[lis
         rotations.append(rot)
         axes.append(letters)
     return first, positions, rotations, axes
+
+
+_POSITION_CHANNELS = ("Xposition", "Yposition", "Zposition")
+_ROTATION_CHANNELS = ("Zrotation", "Xrotation", "Yrotation")  # a root that had none gets these (DEFAULT_ROOT_CHANNELS')
+
+
+def with_root_channels(motion: Motion, precision: int) -> Motion:
+    """``motion`` with root channels that hold its motion, where the root's own cannot.
+
+    A root without position channels stays at its ``OFFSET`` when read, and one without rotation channels unturned;
+    once an op has moved it (``ops.to_origin``, ``ops.normalize``, ``ops.face_forward`` on a file whose root had
+    channels for neither, or a channel-less ``Reference`` joint above the hips) those channels are what the file
+    needs. So the root gets all three position channels, first, where its positions leave the ``OFFSET`` on an axis
+    without one by half a printed unit (``0.5 * 10**-precision``) or more, and ``Zrotation Xrotation Yrotation``
+    where it has no rotation channels and turns (a quaternion component off identity by more than 1e-9, the
+    threshold of the writer's warning). Its other channels keep their order; the other joints' are untouched, and
+    the values the motion was read with (``metadata["bvh_values"]``) move with their columns (a new column was 0 in
+    the file, as the root did not move or turn there). A motion whose root needs nothing comes back as it is.
+    """
+    skeleton = motion.skeleton
+    channels = tuple(skeleton.channels[0])
+    if not motion.num_frames:
+        return motion
+    held = {_POSITION_CHANNELS.index(c) for c in channels if c in _POSITION_CHANNELS}
+    missing = [a for a in range(3) if a not in held]
+    moved = bool(missing) and float((motion.root_positions[:, missing].detach().cpu().double()
+                                     - skeleton.offsets[0, missing].double()).abs().max()) >= 0.5 * 10.0**-precision
+    rotation_channels = tuple(c for c in channels if c.endswith("rotation"))
+    turned = not rotation_channels and float(motion.rotations[:, 0, 1:].abs().max()) > 1e-9
+    if not (moved or turned):
+        return motion
+    if moved:  # all three position channels first, then the rotation channels (the root's own, or new ones)
+        new = _POSITION_CHANNELS + (_ROTATION_CHANNELS if turned else rotation_channels)
+    else:  # rotation channels after the root's own position channels
+        new = channels + _ROTATION_CHANNELS
+    metadata = dict(motion.metadata)
+    source = metadata.get("bvh_values")
+    if isinstance(source, np.ndarray) and source.ndim == 2 and source.shape[1] == sum(map(len, skeleton.channels)):
+        kept = [channels.index(c) if c in channels else -1 for c in new]
+        root = np.stack([source[:, k] if k >= 0 else np.zeros(len(source)) for k in kept], axis=1)
+        metadata["bvh_values"] = np.concatenate([root, source[:, len(channels):]], axis=1)
+    else:
+        metadata.pop("bvh_values", None)
+    fitted = type(skeleton)(skeleton.names, skeleton.parents, skeleton.offsets, [new, *skeleton.channels[1:]],
+                            skeleton.end_sites)
+    return motion.copy(skeleton=fitted, metadata=metadata)
 
 
 #: Joints whose Euler angles are worked out together when writing (each joint's continuity is its own).
