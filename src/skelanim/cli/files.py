@@ -400,7 +400,9 @@ def positions(
     out_opt: Path | None = typer.Option(None, "-o", "--out", help="Output .npz (or .npy/.csv)."),
     end_sites: bool = typer.Option(False, "--end-sites", help="Append End Site positions (named <joint>_end)."),
     contacts: bool = typer.Option(False, "--contacts", help="Also store foot contact labels (.npz only): `contacts` "
-                                  "(F, K) bool and `contact_joints`, the feet and toes found by name."),
+                                  "(F, K) bool and `contact_joints`, the feet and toes found by name; a joint is in "
+                                  "contact where planted, low and nearly still (ops.foot_contacts), which leaves out "
+                                  "a walk's rolling heel strike and push-off."),
 ) -> None:
     """Write world joint positions of SRC: `positions` (F, J, 3) in the file's units and `joints` (names)."""
     import numpy as np
