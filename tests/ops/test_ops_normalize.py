@@ -365,3 +365,23 @@ def test_a_normalised_motion_has_no_length_unit(mocap_files):
     assert export_scale(scale(walk, 1.0 / walk.height))[1] == "cm"  # scaled, it stays in its unit (by design)
     out = normalize(walk)
     assert out.metadata["units"] == "height" and export_scale(out) == (1.0, "m")
+
+
+def test_the_default_height_is_the_clips_own_and_stature_gives_one_scale_per_body(mocap_files) -> None:
+    """The ``height`` parameter's account: by default each clip is divided by its own extent, so the DeepMimic
+    crawl's body comes out 3.1 times its walk's (the same URDF, bone for bone) and a Bandai bow 0.91 times the same
+    actor's walk; with ``height=motion.stature`` every clip of a body gets the one scale (bone lengths equal)."""
+    import skelanim
+    from skelanim import ops
+
+    walk, crawl = (skelanim.load(p) for p in mocap_files(["deepmimic/humanoid3d_walk.txt",
+                                                           "deepmimic/humanoid3d_crawl.txt"]))  # fmt: skip
+    bow, bandai_walk = (skelanim.load(p) for p in mocap_files(["bandai_namco_1/dataset-1_bow_normal_001.bvh",
+                                                                "bandai_namco_1/dataset-1_walk_normal_001.bvh"]))
+
+    # the body's scale after normalising: its stature, which no pose changes (the same bones: the same stature)
+    assert ops.normalize(crawl).stature / ops.normalize(walk).stature == pytest.approx(3.14, abs=0.01)
+    assert ops.normalize(bow).stature / ops.normalize(bandai_walk).stature == pytest.approx(0.91, abs=0.01)
+    assert crawl.stature == walk.stature and bow.stature == pytest.approx(bandai_walk.stature, rel=1e-6)
+    for motion in (crawl, walk, bow, bandai_walk):
+        assert ops.normalize(motion, height=motion.stature).stature == pytest.approx(1.0, rel=1e-12)

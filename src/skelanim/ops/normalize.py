@@ -81,7 +81,12 @@ def normalize(motion: Motion, *, height: float | None = None, ground: bool = Tru
     motion:
         The motion (not modified).
     height:
-        The height to divide by; default :attr:`Motion.height`.
+        The height to divide by; default :attr:`Motion.height`, the body's extent as this clip shows it (the median
+        over frames), so a clip in which the body crouches, crawls or lies comes out larger than one in which it
+        stands: the DeepMimic humanoid's crawl 3.1 times its walk, a Bandai bow 0.91 times the same actor's walk
+        (raised arms). For clips of one body at one scale (a dataset), pass a number per body, or
+        ``height=motion.stature`` (bone lengths from head to foot, which no pose changes: 137.11 for every Bandai
+        clip; 0.9-1.2 times a standing height, so a standing body then measures about, not exactly, 1).
     ground:
         Also shift along the up axis so that the lowest joint or End Site of frame 0 is at 0. When
         ``False`` only the horizontal position is moved.
