@@ -514,7 +514,7 @@ def generate_cmd(
                 lab = parse(p) if parse is not None else known_labels(p)
             except LabelError:  # a name the scheme does not match: the known ones, else --content and --style
                 lab = known_labels(p)
-            if not motion.skeleton.same_topology(gen.rig.skeleton):
+            if not gen.rig.skeleton.same_rig(motion.skeleton):
                 raise skelanim.errors.SkeletonError(skeleton_mismatch("generator", gen.rig.skeleton, motion.skeleton), path=p)
             # the command line wins
             chosen = (lab.get("content") if content is None else content,

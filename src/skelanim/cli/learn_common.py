@@ -94,7 +94,7 @@ def require_skeleton(kind: str, skeleton, ds, hint: str = "") -> None:
     from skelanim.learn.common import skeleton_mismatch
 
     for clip in ds.clips:
-        if not clip.skeleton.same_topology(skeleton):
+        if not skeleton.same_rig(clip.skeleton):
             raise SkeletonError(skeleton_mismatch(kind, skeleton, clip.skeleton) + hint, path=clip.path)
     require_size(f"the {kind}'s", skeleton, ds)
 
@@ -338,12 +338,12 @@ def check_plot(path: Path) -> None:
 def note_trained_on(models: dict[str, Path | None], test, defaults: dict[str, str] | None = None) -> None:
     """A note on stderr for each model whose recorded training files include files of the ``test`` part: a split
     drawn from other ``--data`` than training's (the file split depends on the whole list) scores files the model
-    was trained on (bandai_namco_1 alone: 11 of its 23 test files in training). ``models`` maps a name to its
-    folder (``None``: the shipped one, ``defaults[name]``)."""
+    was trained on (bandai_namco_1 alone: 11 of its 23 test files in training). Files are matched by name, so copies
+    count too. ``models`` maps a name to its folder (``None``: the shipped one, ``defaults[name]``)."""
     from skelanim.learn.common import pretrained_dir, training_files
     from skelanim.nn.checkpoint import CONFIG_NAME, read_model_config
 
-    tested = {f"{Path(c.path).parent.name}/{Path(c.path).name}" for c in test.clips if c.path}
+    tested = {Path(c.path).name for c in test.clips if c.path}  # by name: a copy in another folder is the same take
     for name, folder in models.items():
         where = folder if folder is not None else (pretrained_dir(defaults[name]) if defaults and name in defaults else None)
         if where is None or not (Path(where) / CONFIG_NAME).is_file():

@@ -150,10 +150,9 @@ class MotionDataset:
             raise FileNotFoundError(2, NO_MOTION_FILES, ", ".join(str(f) for f in files) or "(none given)")
         first = self.clips[0]
         for clip in self.clips[1:]:
-            if not clip.skeleton.same_topology(first.skeleton):
-                raise SkeletonError(
-                    f"skeleton differs from {first.path} ({first.skeleton.num_joints} joints)", path=clip.path
-                )
+            if (difference := first.skeleton.rig_difference(clip.skeleton)) is not None:
+                raise SkeletonError(f"skeleton differs from {first.path} ({first.skeleton.num_joints} joints): "
+                                    f"{difference.removeprefix('its ')}", path=clip.path)
         if rig is not None:  # a model's: its clips must stand along its up axis, and the splits keep it
             require_up(self.clips, rig.up)
         self.rig = rig if rig is not None else self.measure_rig()

@@ -117,7 +117,7 @@ def skeleton_mismatch(model: str, trained: Skeleton, given: Skeleton) -> str:
     (:meth:`~skelanim.core.skeleton.Skeleton.topology_difference`). "Works on", not "was trained on": the
     baselines of ``skelanim predict`` (constant velocity, ...) run on the predictors' rig and are not trained."""
     return (f"the {model} works on a {trained.num_joints}-joint skeleton ({', '.join(trained.names[:4])}, ...); "
-            f"this motion has {trained.topology_difference(given) or 'the same joints'}")
+            f"this motion has {trained.rig_difference(given) or 'the same joints'}")
 
 
 def require_rig_up(ds: MotionDataset, rig: Rig, model: str) -> None:
@@ -184,14 +184,14 @@ def provenance(command: str | None, files: Sequence[str], seed: int) -> dict[str
 
 
 def training_files(config: dict[str, Any]) -> set[str]:
-    """The files a model (every member of an ensemble) was trained on, as ``folder/name`` (the folder that holds
-    each: a split drawn again from other ``--data`` differs from the training's), from its config's provenance;
-    empty where none is recorded (the shipped models keep their commands, not their file lists)."""
+    """The names of the files a model (every member of an ensemble) was trained on, from its config's provenance;
+    empty where none is recorded. Names without their folders: a copy of a training file in another folder is the
+    same take (a folder had been part of the key, and copies of the Bandai files were scored as unseen)."""
     found: set[str] = set()
 
     def visit(record: Any) -> None:
         if isinstance(record, dict):
-            found.update(f"{Path(str(f)).parent.name}/{Path(str(f)).name}" for f in record.get("data") or [])
+            found.update(Path(str(f)).name for f in record.get("data") or [])
             for member in record.get("members") or []:
                 visit(member)
 

@@ -104,7 +104,7 @@ def predict_motion(motion: Motion, *, method: str = "rnn", model: Predictor | Co
     rig = model.rig if model is not None else rig
     if rig is None:
         raise ValueError("predict_motion needs a model or a rig")
-    if not motion.skeleton.same_topology(rig.skeleton):
+    if not rig.skeleton.same_rig(motion.skeleton):
         raise SkeletonError(skeleton_mismatch("predictor", rig.skeleton, motion.skeleton))
     upright, turn = turned_up(motion, rig.up)
     if turn is not None:  # up along another axis than the rig's (a Z-up file): predicted turned onto it, turned back

@@ -268,7 +268,7 @@ class Recognizer(nn.Module):
             ``windows`` ``(W, 2)``, ``probs`` ``(W, C)`` (within label spaces), ``unrestricted`` ``(W, C)`` (before
             them; :meth:`file_probabilities` votes with these), ``features`` ``(W, D)``.
         """
-        if not ds.rig.skeleton.same_topology(self.rig.skeleton):
+        if not self.rig.skeleton.same_rig(ds.rig.skeleton):
             raise SkeletonError(skeleton_mismatch("recogniser", self.rig.skeleton, ds.rig.skeleton), path=ds.clips[0].path)
         require_rig_up(ds, self.rig, "recogniser")
         length = length or self.window
@@ -316,7 +316,7 @@ class Recognizer(nn.Module):
         (:meth:`~skelanim.data.rig.Rig.size_factor`), as a dataset on its rig; ``ValueError`` naming the first
         motion on a skeleton other than the rig's (by its position, and its file where the motion has one)."""
         for i, m in enumerate(motions):
-            if not m.skeleton.same_topology(self.rig.skeleton):
+            if not self.rig.skeleton.same_rig(m.skeleton):
                 where = m.metadata.get("path") or f"motion {i}"
                 raise ValueError(f"{where}: {skeleton_mismatch('recogniser', self.rig.skeleton, m.skeleton)}")
         motions = [turned_up(m, self.rig.up)[0] for m in motions]  # the features are read along the rig's up axis
