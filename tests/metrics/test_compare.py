@@ -138,15 +138,35 @@ def test_a_sunk_set_is_measured_against_the_reference_floor():
 
 def test_a_stretching_bone_counts_and_the_dummy_link_does_not():
     """A shin whose translation channel stretches it by 20 % every other frame: each of the 3 bones' relative
-    deviation from its mean length, averaged (closed form: the shin is 1.0 and 1.2 -> mean 1.1, deviation 1/11;
-    the other two 0) is 1/33. The hips' link to the static dummy moves with the travel and is no bone."""
+    deviation from its offset's length, averaged (closed form: the shin is 1 and 1.2 times its offset, deviation 0
+    and 0.2, mean 0.1; the other two 0) is 1/30. The hips' link to the static dummy moves with the travel and is no
+    bone."""
     still, travel = _dummy_rooted(frames=20)
     stretched = travel.clone()
     stretched[1::2, 3] *= 1.2
     stretched[:, 1, 0] += torch.arange(20) * 0.1  # the travel: the dummy-to-hips link changes length
     res = compare_sets([still.copy(joint_translations=stretched)], [still.copy(joint_translations=travel)])
-    assert res["a"]["bone_length_error"] == pytest.approx(1 / 33, rel=1e-6)
+    assert res["a"]["bone_length_error"] == pytest.approx(1 / 30, rel=1e-6)
     assert res["b"]["bone_length_error"] == pytest.approx(0.0, abs=1e-12)
+
+
+def test_a_bone_stretched_alike_in_every_frame_counts_and_a_zero_offset_bone_is_measured_on_its_mean():
+    """A review found a shin stretched 10 % in every frame by its translation channels scoring 0 (each bone's own mean
+    length had been the reference): against the offsets it is 0.1 / 3 bones. A bone whose offset is zero (its length
+    in the channels alone, as some exporters write) is measured against its mean length: 1 and 1.2 alternating, mean
+    1.1, deviation 1/11 each frame, over 3 bones 1/33."""
+    still, travel = _dummy_rooted(frames=20)
+    stretched = travel.clone()
+    stretched[:, 3] *= 1.1
+    res = compare_sets([still.copy(joint_translations=stretched)], [still.copy(joint_translations=travel)])
+    assert res["a"]["bone_length_error"] == pytest.approx(0.1 / 3, rel=1e-6)
+    offsets = still.skeleton.offsets.clone()
+    offsets[3] = 0.0
+    zero = still.copy(skeleton=Skeleton(still.skeleton.names, still.skeleton.parents, offsets))
+    alternating = travel.clone()
+    alternating[1::2, 3] *= 1.2
+    res = compare_sets([zero.copy(joint_translations=alternating)], [still.copy(joint_translations=travel)])
+    assert res["a"]["bone_length_error"] == pytest.approx(1 / 33, rel=1e-6)
 
 
 def test_pairs_are_matched_by_time_and_over_body_joints():

@@ -8,8 +8,9 @@ left out; motions of 4 frames or more), ``foot_skating`` (heights/s; motions of 
 ``foot_skating_raw`` in units/s, ``ground_penetration_raw`` in units: the normalised value times the set's
 ``height``; ``units`` names the unit, :func:`~skelanim.core.units.motion_unit`, and a set whose motions are in
 different units has no raw values, ``None`` with a note), ``bone_length_error`` (relative, against the
-skeleton's offsets, or each bone's mean measured length where joints carry translation channels, so bones
-stretched by them count; the link from a static dummy root to the body is no bone) and, with a feature
+skeleton's offsets, also where translation channels animate the bones, so a bone they stretch counts, in every frame
+alike too; a bone whose offset is zero, its length carried by the channels alone, against its mean measured length;
+the link from a static dummy root to the body is no bone) and, with a feature
 extractor, ``diversity`` (the mean distance between feature vectors of the extractor's windows, 64 frames at
 stride 8 for the recogniser, not of whole motions: a long clip weighs as many windows as it holds); with
 expected contents, ``recognised`` (share of motions whose predicted content is the expected one). A measure no motion of a set can give is ``None``, with a note; a motion too short
@@ -83,6 +84,21 @@ def _bones(motion: Motion) -> list[int]:
     (its link to the dummy is the root's travel, not a bone)."""
     first = body_root(motion)
     return [j for j in range(1, motion.skeleton.num_joints) if j > first]
+
+
+def _rest_lengths(motion: Motion, positions: Tensor) -> Tensor:
+    """``(J, 3)`` vectors whose lengths are the reference bone lengths of ``motion``: its skeleton's offsets, and
+    for a bone whose offset is zero (its length carried by translation channels alone) its mean measured length
+    (``positions`` ``(F, J, 3)``). The offsets also where translation channels animate the bones: each bone's own
+    mean length had been the reference there, so a bone stretched by 10 % in every frame scored 0."""
+    offsets = motion.skeleton.offsets.to(positions.dtype).clone()
+    lengths = offsets.norm(dim=-1)
+    parents = motion.skeleton.parents.tolist()
+    for j in range(1, len(parents)):
+        if parents[j] >= 0 and lengths[j] <= 1e-9 * max(float(lengths.max()), 1e-300) and positions.shape[0]:
+            offsets[j] = 0.0
+            offsets[j, 0] = (positions[:, j] - positions[:, parents[j]]).norm(dim=-1).mean()
+    return offsets
 
 
 def _within(motion: Motion, fps: float) -> Tensor:
@@ -190,8 +206,8 @@ def set_summary(
                 weights["foot_skating"] += w
         body = p[:, body_root(m) :]
         sums["ground_penetration"] += w * ground_penetration(body, up_axis=up_axis, floor=floor, height=height)
-        offsets = m.skeleton.offsets if m.joint_translations is None else None
-        sums["bone_length_error"] += w * bone_length_error(p, m.skeleton.parents.tolist(), offsets, bones=_bones(m))
+        sums["bone_length_error"] += w * bone_length_error(p, m.skeleton.parents.tolist(), _rest_lengths(m, p),
+                                                           bones=_bones(m))  # fmt: skip
         weights["ground_penetration"] += w
         weights["bone_length_error"] += w
     frames = sum(p.shape[0] for p in positions)
