@@ -104,6 +104,26 @@ def test_an_evaluation_on_files_the_model_was_trained_on_says_so(learn_files, tm
         assert all(line.startswith("note: 2 of the 2 test files") for line in notes)
 
 
+def test_copies_of_the_training_files_in_another_folder_are_noted_too(learn_files, tmp_path: Path, capsys):
+    """Training files are matched by name: the same takes copied into another folder (a review: scored by the
+    shipped and the user's models as unseen, without a word) get the note."""
+    import shutil
+
+    folder, copies = tmp_path / "mlp", tmp_path / "copies"
+    copies.mkdir()
+    for f in learn_files:
+        shutil.copy(f, copies / Path(f).name)
+    data = [arg for f in learn_files for arg in ("--data", str(f))]
+    train = ["learn", "predict", "train", *data, "--split", "none", "--arch", "mlp", "--max-steps", "1", "--no-progress"]
+    assert main([*train, "-o", str(folder)]) == 0
+    capsys.readouterr()
+    evaluate = ["learn", "predict", "eval", "--data", str(copies), "--split", "style:angry/", "--mlp", str(folder),
+                "--json"]  # fmt: skip
+    assert main(evaluate) == 0
+    notes = [line for line in capsys.readouterr().err.splitlines() if "were in the training data of" in line]
+    assert len(notes) == 1 and notes[0].startswith(f"note: 2 of the 2 test files were in the training data of {folder}")
+
+
 def test_predict_eval_retarget_says_a_folder_is_read_for_bvh_files(mocap_files, tmp_path: Path, capsys):
     """A folder of DeepMimic clips with ``--retarget`` had been called one without motion files; the message is
     the one without ``--retarget``: folders are read for BVH, other formats are named one by one."""
