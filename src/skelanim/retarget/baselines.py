@@ -123,6 +123,14 @@ SOFT_REACH = 0.02
 #: bends in the fixed fallback plane, not in the direction of rounding noise.
 STRAIGHT_KNEE = 1e-4
 
+#: The least forward offset (a share of the thigh's length, about 3 degrees of bend) of the plane :func:`two_bone`
+#: bends a knee in, toward the side knees bend to (``bend``: the thigh's forward axis). A knee that bends that way
+#: keeps its copy's plane; a straight one's plane is a hair's offset, which may point backward (CMU 131_01 onto
+#: Bandai: a copied leg 0.1 % of the thigh behind its line had been bent 14 degrees the wrong way when IK shortened
+#: it, 12 frames of 994 hyperextended by up to 3.5 % of the stature), and a source's hyperextended knee bent further
+#: back.
+KNEE_AHEAD = 0.05
+
 
 @dataclass
 class PinState:
@@ -224,7 +232,8 @@ def hang_step(given: Tensor, hung: Tensor, toe_only: Tensor, decay: float, offse
 
 
 def two_bone(
-    hip: Tensor, knee: Tensor, target: Tensor, upper: Tensor | float, lower: Tensor | float, *, soft: float = 0.0
+    hip: Tensor, knee: Tensor, target: Tensor, upper: Tensor | float, lower: Tensor | float, *, soft: float = 0.0,
+    bend: Tensor | None = None,
 ) -> tuple[Tensor, Tensor]:
     """Analytic two-bone IK: knee and foot positions reaching for ``target`` with fixed bone lengths.
 
@@ -259,8 +268,16 @@ def two_bone(
     side = torch.sqrt((a * a - along * along).clamp_min(0.0))
     pole = knee - hip
     pole = pole - (pole * u).sum(-1, keepdim=True) * u
+    if bend is None:
+        fallback = _cross(u, torch.tensor([1.0, 0.0, 0.0], dtype=hip.dtype).expand_as(u))
+    else:
+        fallback = bend - (bend * u).sum(-1, keepdim=True) * u
+        ahead = fallback / fallback.norm(dim=-1, keepdim=True).clamp_min(1e-12)
+        # at least KNEE_AHEAD of the thigh's length toward the side knees bend to: a knee bent that way keeps its own
+        # plane, a straight or hyperextended one (the copy's tiny offset backward) is bent forward
+        forward = (pole * ahead).sum(-1, keepdim=True)
+        pole = pole + (forward.clamp_min(KNEE_AHEAD * a) - forward) * ahead
     pole_n = pole.norm(dim=-1, keepdim=True)
-    fallback = _cross(u, torch.tensor([1.0, 0.0, 0.0], dtype=hip.dtype).expand_as(u))
     # a knee within STRAIGHT_KNEE of the thigh's length off the hip-target line is a straight leg: its bending
     # plane is rounding noise, which float32 and float64 resolve differently (an audit's ONNX export put a
     # straight-legged T-pose's knee 6.85 cm from the Python step's), so it takes the fixed fallback plane
@@ -333,7 +350,7 @@ class IKRetarget:
         for k, s in enumerate("lr"):
             upper, lower = self.lengths[s]
             knee, foot = two_bone(pos[:, SLOT[f"{s}_upleg"]], pos[:, SLOT[f"{s}_leg"]], targets[:, k], upper, lower,
-                                  soft=SOFT_REACH)  # fmt: skip
+                                  soft=SOFT_REACH, bend=frames[:, SLOT[f"{s}_upleg"], :, 2])  # fmt: skip
             wanted[:, SLOT[f"{s}_leg"]] = knee
             wanted[:, SLOT[f"{s}_foot"]] = foot
             if self.has_toe[k]:
