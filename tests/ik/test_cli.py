@@ -226,7 +226,10 @@ def test_train_with_two_ddp_processes(bandai_files, tmp_path):
 
 
 def test_solve_names_a_file_of_another_skeleton(mocap_files, tmp_path, capsys):
-    """31 CMU joints for the 22-joint model: the one-line error starts with the file's name."""
+    """31 CMU joints for the 22-joint model: the one-line error starts with the file's name, says how many of the
+    model's names are missing (CMU's 31 share Hips, Chest, Neck and Head with Bandai's 22: 18 missing, the first five
+    named, then the count of the rest; a review found the list cut at five without a word) and how to get in
+    (retarget first)."""
     (cmu,) = mocap_files(["cmu_cgspeed_max/131_01.bvh"])
     src = tmp_path / "cmu_positions.npz"
     skelanim.save(JointPositions.from_motion(skelanim.load(cmu)[:5]), src)
@@ -234,6 +237,8 @@ def test_solve_names_a_file_of_another_skeleton(mocap_files, tmp_path, capsys):
     assert main(["ik", "solve", str(src), "-o", str(out)]) == 2
     line = _error(capsys)
     assert line.startswith(f"error: {src}: 31 joints given, their names not the model's") and "expects 22 joints" in line
+    assert "(missing 18: joint_Root, Spine, Shoulder_L, UpperArm_L, LowerArm_L and 13 more)" in line
+    assert line.endswith("skelanim retarget it --to a file of the model's skeleton first)")
     assert not out.exists()
 
 

@@ -81,8 +81,10 @@ def check_positions(
             raise ShapeError(f"{len(names)} joint names for {x.shape[1]} joints", path=source)
         missing = [n for n in skeleton.names if n not in names]
         if missing:
-            raise SkeletonError(f"{x.shape[1]} joints given, their names not the model's (missing "
-                                f"{', '.join(missing[:5])}); {expected}", path=source)  # fmt: skip
+            more = f" and {len(missing) - 5} more" if len(missing) > 5 else ""
+            raise SkeletonError(f"{x.shape[1]} joints given, their names not the model's (missing {len(missing)}: "
+                                f"{', '.join(missing[:5])}{more}); {expected} (positions of another skeleton: "
+                                "skelanim retarget it --to a file of the model's skeleton first)", path=source)  # fmt: skip
         x = x[:, [list(names).index(n) for n in skeleton.names]]  # other joints (end sites, fingers) are left out
     if x.shape[1] != skeleton.num_joints:
         raise ShapeError(f"{x.shape[1]} joints given; {expected}", path=source)
