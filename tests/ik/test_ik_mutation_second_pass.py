@@ -345,6 +345,16 @@ def test_onnx_metadata_names_the_up_axis_and_the_height(model_skeleton: Skeleton
     meta = {p.key: p.value for p in onnx.load_from_string(data).metadata_props}
     assert meta["skelanim.up_axis"] == "xyz"[up_axis]
     assert float(meta["skelanim.height"]) == pytest.approx(rig.height, rel=1e-6)
+    # the standing body's size beside it (a review: an engine scaling bodies by the height scaled them 1.34 times):
+    # Skeleton.stature's rule by hand, the median over head-or-neck to foot-or-toe paths of the offsets along them
+    sk = model_skeleton
+    length = {n: float(sk.offsets[sk.names.index(n)].norm()) for n in sk.names}
+    spine = {"Head": ["Head", "Neck", "Chest", "Spine"], "Neck": ["Neck", "Chest", "Spine"]}
+    legs = {f"{f}_{s}": [f"UpperLeg_{s}", f"LowerLeg_{s}", "Foot_" + s] + (["Toes_" + s] if f == "Toes" else [])
+            for f in ("Foot", "Toes") for s in "LR"}  # fmt: skip
+    paths = [sum(length[n] for n in spine[h] + legs[f]) for h in spine for f in legs]
+    assert float(meta["skelanim.stature"]) == pytest.approx(float(np.median(paths)), rel=1e-5)
+    assert float(meta["skelanim.stature"]) < 0.8 * float(meta["skelanim.height"])
 
 
 # ---------------------------------------------------------------------------------------------- data, rig, solve

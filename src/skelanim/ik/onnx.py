@@ -4,7 +4,9 @@ The exported graph is :class:`~skelanim.ik.model.IKGATExport`: input ``positions
 float32 in the skeleton's units, output ``rotations`` ``(batch, J, 4)`` local unit quaternions
 (w, x, y, z), batch size dynamic. A file written by :func:`export_onnx` says so in its metadata
 (``metadata_props``, readable in any ONNX runtime: ``skelanim.joints``, ``skelanim.parents``,
-``skelanim.offsets``, ``skelanim.ik_root``, ``skelanim.units``, ``skelanim.height``, ``skelanim.input``,
+``skelanim.offsets``, ``skelanim.ik_root``, ``skelanim.units``, ``skelanim.height`` (the length the network divides
+positions by, the rest pose's extent: 183.7 for the Bandai rig, whose rest lies along X), ``skelanim.stature`` (the
+standing body's size, bone lengths from head to foot: 137.1 there; the unit is guessed from it), ``skelanim.input``,
 ``skelanim.output``, and ``skelanim.up_axis`` where ``up_axis`` is given: ``skelanim ik export`` gives the model's), so an engine can feed it without skelanim (:class:`OrtRunner` also keeps a static batch-1 graph for single
 poses: onnxruntime's overhead of about a microsecond per node is most of a single pose's time, so the
 rotation formulas it exports are written with few, large operations, see :mod:`skelanim.core.rotation_convert`).
@@ -71,14 +73,16 @@ def described(data: bytes, rig: IKRig, up_axis: int | str | None = None) -> byte
     sk = rig.skeleton
     dims = model.graph.output[0].type.tensor_type.shape.dim
     dims[1].dim_value, dims[2].dim_value = sk.num_joints, 4
-    unit = guess_unit(float(rig.height))
+    stature = sk.stature() or float(rig.height)  # a rest pose may lie down (Bandai's along X): its extent is no height
+    unit = guess_unit(stature)
     meta = {
         "skelanim.joints": json.dumps(list(sk.names)),
         "skelanim.parents": json.dumps([int(p) for p in sk.parents]),
         "skelanim.offsets": json.dumps(sk.offsets.tolist()),
         "skelanim.ik_root": sk.names[rig.ik_root],
         "skelanim.units": unit,
-        "skelanim.height": f"{float(rig.height):g}",
+        "skelanim.height": f"{float(rig.height):g}",  # what the network divides positions by: the rest pose's extent
+        "skelanim.stature": f"{stature:g}",
         "skelanim.input": f"positions (batch, {sk.num_joints}, 3) float32: world joint positions in the order of "
                           f"skelanim.joints, in {unit}",
         "skelanim.output": f"rotations (batch, {sk.num_joints}, 4) float32: each joint's rotation relative to its "
