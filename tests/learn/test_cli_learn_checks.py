@@ -105,6 +105,19 @@ def test_a_generator_without_styles_generates_without_one(learn_files, tmp_path,
     assert len(list((tmp_path / "i").glob("interp_*.bvh"))) == 2
 
 
+def test_a_generator_without_the_style_normal_asks_for_a_style_naming_its_own(tmp_path, capsys):
+    """A generator of styles 1, 2, 3 (a regex over numbered subjects): without ``--style`` the default 'normal' had
+    been refused as "unknown style 'normal'", a word the user never typed; the message now says it is the default
+    and names the generator's styles, and nothing is written."""
+    model = _generator(tmp_path / "numbered", ["walk"], ["1", "2", "3"])
+    out = tmp_path / "out"
+    _one_line(main(["generate", "--model", str(model), "--content", "walk", "-o", str(out)]), capsys, "--style",
+              "this generator has no style 'normal', the default; give one of 1, 2, 3")  # fmt: skip
+    assert not out.exists()
+    assert main(["generate", "--model", str(model), "--content", "walk", "--style", "2", "-n", "1", "-o", str(out)]) == 0
+    assert [p.name for p in out.iterdir()] == ["walk_2_00.bvh"]
+
+
 def test_generate_train_on_one_short_clip_skips_the_fid_and_leaves_no_empty_folder(learn_files, tmp_path, capsys,
                                                                                     monkeypatch):  # fmt: skip
     """One 40-frame clip: one window, too few for the validation FID, had failed after a full epoch ("features

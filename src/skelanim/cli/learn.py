@@ -462,8 +462,8 @@ def generate_cmd(
         "turn, e.g. walk:4,run:3,walk:2.", callback=check_content,
     ),
     style: str | None = typer.Option(
-        None, "--style", help="Style class (happy, angry, ...; default: normal; left out for a generator trained "
-        "without styles).", callback=check_style
+        None, "--style", help="Style class (happy, angry, ...; default: normal, which a generator "
+        "without that style asks you to name; left out for a generator trained without styles).", callback=check_style
     ),
     n: int = typer.Option(4, "-n", min=1, max=1_000_000, help="Motions to write."),
     out: Path = typer.Option(..., "-o", "--out", help="Folder for the BVH files."),
@@ -537,6 +537,9 @@ def generate_cmd(
     else:
         if content is None:
             raise typer.BadParameter("--content is required (or use --interpolate)", param_hint="--content")
+        if style is None and not styleless and "normal" not in gen.styles.names:  # "normal" is Bandai's, not every model's
+            raise typer.BadParameter(f"this generator has no style 'normal', the default; give one of "
+                                     f"{', '.join(gen.styles.names)}", param_hint="--style")  # fmt: skip
         style = "" if styleless else "normal" if style is None else style
         plan = generation_plan(content, seconds, gen.fps, gen.length)
         x = sample_plan(
