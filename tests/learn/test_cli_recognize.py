@@ -58,6 +58,23 @@ def test_cli_names_each_file_and_follows_a_cut(learn_files, tmp_path, capsys):
     assert line.startswith(f"{walk}: walk ") and "\n" not in line
 
 
+def test_every_window_of_the_timeline_spans_the_window_length_cut_at_the_clips_end(learn_files, tmp_path, capsys):
+    """A window is the span [start, start + 64 / 25 s) cut at the clip's end, F / fps (a review: the last window,
+    moved back to end there, had ended at the last frame's time, (F - 1) / fps, the others a window's length after
+    their start). A clip shorter than a window: one window, 0 to its end."""
+    motion = skelanim.load(learn_files[0])
+    short = tmp_path / "short.bvh"
+    skelanim.save(motion[:40], short)
+    capsys.readouterr()
+    assert main(["recognize", str(learn_files[0]), str(short), "--windows", "--json"]) == 0
+    files = json.loads(capsys.readouterr().out)["files"]
+    span = motion.num_frames / motion.fps
+    for w in files[0]["windows"]:
+        assert w["end_s"] == pytest.approx(min(w["start_s"] + 64 / 25, span), abs=1e-3)
+    assert files[0]["windows"][-1]["end_s"] == pytest.approx(span, abs=1e-3)  # the last window ends at the clip's end
+    assert [(w["start_s"], w["end_s"]) for w in files[1]["windows"]] == [(0.0, round(40 / motion.fps, 3))]
+
+
 def test_cli_one_line_errors(learn_files, mocap_files, tmp_path, capsys):
     other = mocap_files(["cmu_cgspeed_mb/01_01.bvh"])[0]
     capsys.readouterr()

@@ -18,7 +18,8 @@ def recognize_cmd(
                                        "skeleton, reported in the order given (a folder's files sorted by name)."),
     model: Path | None = typer.Option(None, "--model", "-m", help="Recogniser folder (default: the shipped ST-GCN)."),
     top: int = typer.Option(3, "--top", min=1, help="Contents listed per file, most probable first."),
-    windows: bool = typer.Option(False, "--windows", help="Also list each window's content (a timeline)."),
+    windows: bool = typer.Option(False, "--windows", help="Also list each window's content (a timeline: each window's "
+                                 "span, start to start plus the window's length, cut at the clip's end)."),
     stride: int = typer.Option(8, "--stride", min=1, help="Frames between windows, at the model's frame rate."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
     device: str = run_device_option(),
@@ -71,7 +72,10 @@ def recognize_cmd(
             for w in mine:
                 wp = out["window_probs"][w]
                 start = float(out["windows"][w, 1]) / rec.fps
-                end = min(start + length_s, motions[i].duration)
+                # the window's span [start, start + its length), cut at the clip's end (its frames' span, F / fps):
+                # the last one, moved back to end there, is as long as the others (it had ended at the last frame's
+                # time, (F - 1) / fps, a frame short)
+                end = min(start + length_s, motions[i].num_frames / motions[i].fps)
                 entry["windows"].append({"start_s": round(start, 3), "end_s": round(end, 3),
                                          "content": names[int(wp.argmax())], "probability": round(float(wp.max()), 4)})  # fmt: skip
         report.append(entry)
