@@ -144,3 +144,28 @@ def test_a_best_epoch_part_way_through_is_said_as_it_is(tmp_path, capsys):
     assert training_history(tmp_path / "half")[1] == 0.5
     assert main(["learn", "curves", str(tmp_path / "half"), "-o", str(tmp_path / "c.png")]) == 0
     assert "best 0.5)" in capsys.readouterr().out
+
+
+def test_a_generators_two_stages_are_drawn_one_after_the_other(tmp_path, capsys):
+    """``learn generate train`` records its VAE stage's epochs beside the GAN stage's (``vae_history``): the curves
+    show both, the GAN's numbered on from the VAE's last, a dotted line where the GAN begins (a review: the shipped
+    generator's curves had shown 2 epochs of 182). A run of one stage has no stages."""
+    from skelanim.viz import charts
+
+    vae = [{"epoch": e, "train_loss": 2.0 / e, "val_fid": 100.0 / e} for e in (1, 2, 3)]
+    gan = [{"epoch": e, "train_loss": 0.5 / e, "train_d": 0.7 / e, "val_fid": 20.0 / e} for e in (1, 2)]
+    save_model_files(tmp_path / "gen", {"w": torch.zeros(1)}, {"format": "skelanim-generator", "training": {
+        "stage": "gan", "vae_history": vae, "history": gan, "best": {"epoch": 2}}})  # fmt: skip
+    run = charts.training_run(tmp_path / "gen")
+    assert [r["epoch"] for r in run.history] == [1, 2, 3, 4, 5] and run.best_epoch == 5
+    assert run.stages == [(1, "VAE"), (4, "GAN")]
+    assert run.history[3] == {**gan[0], "epoch": 4}
+    figure = charts.plot_training_history(run.history, best_epoch=run.best_epoch, stages=run.stages)
+    fid = next(ax for ax in figure.axes if ax.get_title() == "val_fid")
+    assert np.allclose(fid.get_lines()[0].get_xdata(), [1, 2, 3, 4, 5])
+    assert [float(line.get_xdata()[0]) for line in fid.get_lines()[1:]] == [5.0, 3.5]  # best epoch, the GAN's start
+    assert [t.get_text() for t in fid.texts] == [" GAN"]
+    assert main(["learn", "curves", str(tmp_path / "gen"), "-o", str(tmp_path / "c.png")]) == 0
+    assert "(5 epochs: VAE 1-3, GAN 4-5, best 5)" in capsys.readouterr().out
+    _run_folder(tmp_path / "plain", vae, best=3)
+    assert charts.training_run(tmp_path / "plain").stages == []

@@ -425,10 +425,13 @@ def curves(
     check_plot(out)
     run = training_run(folder, member=member)  # config.json read once: the history and what --keep kept
     history, best = run.history, run.best_epoch
-    save_figure(plot_training_history(history, best_epoch=best, title=str(folder)), out)
+    save_figure(plot_training_history(history, best_epoch=best, title=str(folder), stages=run.stages), out)
     last = history[-1].get("epoch") if run.keeps_last else None
     kept = "" if best is None else f", best {best:g}" if last is None else f", best score at {best:g}; the weights are epoch {last}'s (--keep last)"
-    typer.echo(f"wrote {out} ({len(history)} epochs{kept})")
+    ends = [first - 1 for first, _ in run.stages[1:]] + [int(history[-1]["epoch"])] if run.stages else []
+    staged = "".join(f"{', ' if i else ': '}{name} {first}-{end}"
+                     for i, ((first, name), end) in enumerate(zip(run.stages, ends, strict=True)))
+    typer.echo(f"wrote {out} ({len(history)} epochs{staged}{kept})")
 
 
 @learn_app.command("ship")

@@ -8,7 +8,7 @@ Each ``plot_*`` function returns a :class:`matplotlib.figure.Figure`; write it w
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -146,11 +146,15 @@ class TrainingRun:
     keeps_last : bool
         Whether the folder holds the last epoch's weights (``--keep last``) rather than the best epoch's;
         ``False`` where no ``config.json`` says.
+    stages : list of (int, str)
+        Where each stage of a run of several begins, as ``(first epoch, name)``: a generator's VAE stage, then its
+        GAN stage, numbered on (the GAN's epoch 1 is the VAE's last plus one); empty for a run of one stage.
     """
 
     history: list[dict[str, Any]]
     best_epoch: float | None
     keeps_last: bool
+    stages: list[tuple[int, str]] = field(default_factory=list)
 
 
 def training_run(folder: str | Path, *, member: int = 0) -> TrainingRun:
@@ -168,6 +172,7 @@ def training_run(folder: str | Path, *, member: int = 0) -> TrainingRun:
     history: list[dict[str, Any]] = []
     best = None
     keeps_last = False
+    training: dict[str, Any] = {}
     if config_path.is_file():
         training = _training_record(folder, member)
         history, best = list(training.get("history") or []), (training.get("best") or {}).get("epoch")
@@ -176,9 +181,17 @@ def training_run(folder: str | Path, *, member: int = 0) -> TrainingRun:
         meta = read_train_meta(state)
         history = list(meta.get("history") or history)
         best = (meta.get("best") or {}).get("epoch", best)
+    stages: list[tuple[int, str]] = []
+    vae = list(training.get("vae_history") or []) if config_path.is_file() and training.get("stage") == "gan" else []
+    if vae and history:  # a generator's two stages (learn generate train): the VAE's epochs, then the GAN's numbered
+        # on from the VAE's last (only the GAN stage had been drawn: 2 points of the shipped 182-epoch run)
+        shift = int(vae[-1]["epoch"])
+        history = vae + [{**r, "epoch": int(r["epoch"]) + shift} for r in history]
+        best = None if best is None else float(best) + shift
+        stages = [(int(vae[0]["epoch"]), "VAE"), (shift + 1, "GAN")]
     if not history:
         raise FormatError("no finished epoch in this training run yet", path=folder)
-    return TrainingRun(history, float(best) if best is not None else None, keeps_last)
+    return TrainingRun(history, float(best) if best is not None else None, keeps_last, stages)
 
 
 def training_history(folder: str | Path, *, member: int = 0) -> tuple[list[dict[str, Any]], float | None]:
@@ -212,7 +225,7 @@ def _keeps_last(training: Mapping[str, Any]) -> bool:
 
 
 def plot_training_history(history: Sequence[Mapping[str, Any]], *, best_epoch: float | None = None,
-                          title: str | None = None) -> Figure:  # fmt: skip
+                          title: str | None = None, stages: Sequence[tuple[int, str]] = ()) -> Figure:  # fmt: skip
     """Training curves: one panel per logged quantity (training terms and validation scores) against the
     epoch, the best epoch marked.
 
@@ -224,6 +237,9 @@ def plot_training_history(history: Sequence[Mapping[str, Any]], *, best_epoch: f
         Drawn as a vertical line in every panel.
     title : str, optional
         Figure title.
+    stages : sequence of (int, str)
+        Where each stage of a run of several begins (:attr:`TrainingRun.stages`): a dotted line before each stage
+        but the first, its name beside it.
     """
     # every quantity of any epoch, in order of first appearance (a run that validates every few epochs has its
     # validation metrics in some records only)
@@ -243,6 +259,9 @@ def plot_training_history(history: Sequence[Mapping[str, Any]], *, best_epoch: f
         ax.grid(alpha=0.3)
         if best_epoch is not None:
             ax.axvline(best_epoch, color="0.5", ls="--", lw=1)
+        for first, name in stages[1:]:
+            ax.axvline(first - 0.5, color="0.3", ls=":", lw=1)
+            ax.text(first - 0.5, 0.98, f" {name}", transform=ax.get_xaxis_transform(), fontsize=7, va="top")
         if i >= len(keys) - cols:
             ax.set_xlabel("epoch")
     for ax in axes[len(keys) :]:
