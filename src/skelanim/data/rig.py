@@ -16,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 import torch
 from torch import Tensor
 
@@ -97,6 +98,30 @@ class Rig:
         """Inverse of :meth:`to_dict`."""
         return cls(Skeleton.from_dict(data["skeleton"]), int(data["root"]), int(data["up"]), float(data["height"]),
                    float(data["floor"]), [int(f) for f in data.get("feet", [])])  # fmt: skip
+
+    def with_dummy_root(self, motion: Motion) -> Motion:
+        """``motion`` put under the rig's static dummy root where its skeleton is the rig's without it (the joints
+        from the body root on, the body root as the root: ``convert --simple-channels`` writes Bandai-Namco files
+        so), else ``motion`` itself. The dummy stays at the origin, unturned, and the body root's path becomes its
+        animated translation (:attr:`Motion.joint_translations`), so world positions are unchanged: the models see
+        the same motion as from the original file (it had been refused as "21 joints, not 22")."""
+        if self.root != 1 or motion.skeleton.num_joints != self.skeleton.num_joints - 1:
+            return motion
+        body = Skeleton(self.names, np.asarray(self.parents), motion.skeleton.offsets)
+        if body.topology_difference(motion.skeleton) is not None:
+            return motion
+        frames, joints = motion.num_frames, self.skeleton.num_joints
+        offsets = torch.cat([torch.zeros(1, 3, dtype=motion.skeleton.offsets.dtype), motion.skeleton.offsets])
+        skeleton = Skeleton(self.skeleton.names, self.skeleton.parents, offsets)
+        rotations = torch.zeros(frames, joints, 4, dtype=motion.rotations.dtype)
+        rotations[..., 0] = 1.0
+        rotations[:, 1:] = motion.rotations
+        moved = offsets.expand(frames, joints, 3).clone()
+        moved[:, 1] = motion.root_positions.to(moved.dtype)
+        if motion.joint_translations is not None:
+            moved[:, 2:] = motion.joint_translations[:, 1:].to(moved.dtype)
+        return Motion(skeleton, rotations, torch.zeros(frames, 3, dtype=moved.dtype), motion.fps, moved,
+                      dict(motion.metadata))
 
     def size_factor(self, skeleton: Skeleton) -> float:
         """How much a skeleton of this rig's topology must be scaled to be the rig's size: the ratio of the rest

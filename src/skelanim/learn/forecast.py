@@ -104,6 +104,13 @@ def predict_motion(motion: Motion, *, method: str = "rnn", model: Predictor | Co
     rig = model.rig if model is not None else rig
     if rig is None:
         raise ValueError("predict_motion needs a model or a rig")
+    adopted = rig.with_dummy_root(motion)
+    if adopted is not motion:  # the rig without its static dummy root (convert --simple-channels): predicted under it
+        out = predict_motion(adopted, method=method, model=model, seconds=seconds, rig=rig, ground=ground,
+                             progress=progress)  # fmt: skip
+        moved = None if motion.joint_translations is None else out.joint_translations[:, 1:]  # type: ignore[index]
+        return Motion(motion.skeleton, out.rotations[:, 1:], out.positions()[:, 1], motion.fps, moved,
+                      {**out.metadata, **{k: v for k, v in motion.metadata.items() if k not in out.metadata}})
     if not rig.skeleton.same_rig(motion.skeleton):
         raise SkeletonError(skeleton_mismatch("predictor", rig.skeleton, motion.skeleton))
     upright, turn = turned_up(motion, rig.up)
