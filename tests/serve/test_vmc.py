@@ -36,6 +36,7 @@ from skelanim.serve.vmc import (
     host_port,
     loop_travel,
     mirror_x,
+    seamless_loop,
     vmc_bundle,
     vmc_bundles,
 )
@@ -453,6 +454,20 @@ def test_cli_streams_a_clip(mocap_dir, capsys):
     assert len(_receive(sock, 4)) == 4
 
 
+def test_cli_loops_a_wrap_clip_with_its_last_frame_as_the_next_plays_first(mocap_dir, monkeypatch, capsys):
+    """DeepMimic's ``Loop: wrap`` says the last frame is the next cycle's first (it lasts no time): ``stream --loop``
+    plays such a clip with ``wrap=True``, so frame 38 of the walk is not sent and then held again as the moved
+    frame 0; a BVH says nothing, and the poses decide (``wrap=None``, :func:`seamless_loop`)."""
+    asked = []
+    monkeypatch.setattr(AvatarStream, "play", lambda self, frames, **kw: asked.append(kw.get("wrap")) or 0)
+    walk = mocap_dir / "deepmimic" / "humanoid3d_walk.txt"
+    assert skelanim.load(walk).metadata["loop"] == "wrap"
+    bvh = mocap_dir / "bandai_namco_1" / "dataset-1_walk_normal_001.bvh"
+    for src in (walk, bvh):
+        assert main(["stream", str(src), "--loop", "--frames", "3", "--no-progress"]) == 0
+    assert asked == [True, None]
+
+
 def test_cli_errors_are_one_line(tmp_path, capsys):
     bad = tmp_path / "broken.bvh"
     bad.write_text("HIERARCHY\nROOT Hips\n{\n")
@@ -515,7 +530,8 @@ def test_a_body_turning_round_keeps_its_quaternions_in_one_hemisphere():
 
 def test_a_looped_walk_walks_on():
     """``--loop`` had sent each play from the clip's start, so a looped walk's hips jumped back at every wrap; each
-    play now moves on by the clip's horizontal travel (hips height and the turn kept)."""
+    play now moves on by the clip's horizontal travel and one mean step (hips height and the turn kept): 1.5 m over
+    3 steps of 0.5, so a play moves on by 2.0 and the steps stay 0.5 across the wrap (the hips had held a frame)."""
     frames = _frames(4)
     frames.positions[:, 0, 0] = torch.tensor([0.0, 0.5, 1.0, 1.5])  # walks 1.5 m along x, 0.3 m along z
     frames.positions[:, 0, 2] = torch.tensor([0.0, 0.1, 0.2, 0.3])
@@ -524,11 +540,34 @@ def test_a_looped_walk_walks_on():
     with AvatarStream("127.0.0.1", sock.getsockname()[1]) as sender:
         sent = sender.play(frames, clock=clock, sleep=clock.sleep, loop=True, max_frames=10)
     hips = np.array([b["/VMC/Ext/Bone/Pos"][0][1:4] for b in _receive(sock, sent)])
-    plays = np.arange(10) // 4
-    np.testing.assert_allclose(hips[:, 0], np.tile([0.0, 0.5, 1.0, 1.5], 3)[:10] + 1.5 * plays, atol=1e-6)
-    np.testing.assert_allclose(hips[:, 2], np.tile([0.0, 0.1, 0.2, 0.3], 3)[:10] + 0.3 * plays, atol=1e-6)
+    np.testing.assert_allclose(hips[:, 0], 0.5 * np.arange(10), atol=1e-6)
+    np.testing.assert_allclose(hips[:, 2], 0.1 * np.arange(10), atol=1e-6)
     np.testing.assert_allclose(hips[:, 1], np.tile([0, 1, 2, 3], 3)[:10], atol=1e-6)  # heights as in the clip
     assert loop_travel(frames).tolist() == pytest.approx([1.5, 0.0, 0.3])
+    assert not seamless_loop(frames)
+
+
+def test_a_seamless_loop_plays_its_last_frame_once():
+    """A clip whose last pose is its first moved on (DeepMimic's ``Loop: wrap``: same rotations, same hips height)
+    plays frames 0 .. F-2 and moves on by the travel, so the last frame is the next play's first, sent once (the
+    hips had held for a frame at every wrap: a 33 ms hitch every 1.3 s of the DeepMimic walk, a review found)."""
+    frames = _frames(4)
+    frames.positions[:, 0, 1] = torch.tensor([1.0, 0.9, 0.95, 1.0])  # the last frame at the first one's height
+    frames.positions[:, 0, 0] = torch.tensor([0.0, 0.4, 0.8, 1.2])
+    assert seamless_loop(frames)
+    sock = _receiver()
+    clock = FakeClock()
+    with AvatarStream("127.0.0.1", sock.getsockname()[1]) as sender:
+        shown: list[int] = []
+        sent = sender.play(frames, clock=clock, sleep=clock.sleep, loop=True, max_frames=8, on_frame=shown.append)
+    hips = np.array([b["/VMC/Ext/Bone/Pos"][0][1:4] for b in _receive(sock, sent)])
+    assert shown == [0, 1, 2, 0, 1, 2, 0, 1]
+    np.testing.assert_allclose(hips[:, 0], 0.4 * np.arange(8), atol=1e-6)  # one step of 0.4 every frame
+    np.testing.assert_allclose(hips[:, 1], [1.0, 0.9, 0.95] * 2 + [1.0, 0.9], atol=1e-6)
+    turned = _frames(4)
+    turned.positions[:, 0, 1] = 1.0
+    turned.rotations[-1, 3] = torch.tensor([0.0, 1.0, 0.0, 0.0], dtype=torch.float64)  # a bone ends turned: not a loop
+    assert not seamless_loop(turned)
 
 
 def test_each_frame_is_stamped_with_its_own_moment():

@@ -78,7 +78,8 @@ def stream(
             bar.update()
 
         try:
-            sender.play(poses, speed=speed, loop=loop, max_frames=frames, on_frame=advance)
+            wrap = True if motion.metadata.get("loop") == "wrap" else None  # DeepMimic's: the last frame is the first
+            sender.play(poses, speed=speed, loop=loop, wrap=wrap, max_frames=frames, on_frame=advance)
         except KeyboardInterrupt:
             bar.close()
             typer.echo(f"stopped after {sent} frames")

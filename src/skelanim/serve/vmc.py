@@ -67,7 +67,7 @@ from skelanim.retarget.rig import CanonicalRig, canonical_locals, canonical_tpos
 from skelanim.serve.avatar import UNITY_PARENTS, AvatarRig
 
 __all__ = ["BONE_OF_JOINT", "DEFAULT_PORT", "HUMANOID_BONES", "MAX_DATAGRAM", "AvatarEncoder", "AvatarFrames", "AvatarStream",
-           "StreamError", "avatar_frames", "bone_plan", "host_port", "loop_travel", "mirror_x", "vmc_bundle",
+           "StreamError", "avatar_frames", "bone_plan", "host_port", "loop_travel", "mirror_x", "seamless_loop", "vmc_bundle",
            "vmc_bundles"]  # fmt: skip
 
 #: The port marionettes listen on by default.
@@ -210,6 +210,21 @@ def loop_travel(frames: AvatarFrames) -> Tensor:
         travel = frames.positions[-1, hips] - frames.positions[0, hips]
         travel[1] = 0.0
     return travel
+
+
+def seamless_loop(frames: AvatarFrames, tol: float = 1e-6) -> bool:
+    """Whether a clip's last pose is its first: every bone's rotation the same (quaternion dot product within
+    ``tol`` of 1 in absolute value) and the ``Hips`` at the same height (within ``tol`` metres), wherever it has
+    travelled to, as a DeepMimic ``Loop: wrap`` clip ends."""
+    if frames.num_frames < 2:
+        return False
+    first, last = frames.rotations[0], frames.rotations[-1]
+    if float((first * last).sum(-1).abs().min()) < 1 - tol:
+        return False
+    if "Hips" not in frames.bones:
+        return True
+    hips = frames.bones.index("Hips")
+    return abs(float(frames.positions[-1, hips, 1] - frames.positions[0, hips, 1])) <= tol
 
 
 class AvatarEncoder:
@@ -461,6 +476,7 @@ class AvatarStream:
         *,
         speed: float = 1.0,
         loop: bool = False,
+        wrap: bool | None = None,
         max_frames: int | None = None,
         clock: Callable[[], float] = time.monotonic,
         sleep: Callable[[float], None] = time.sleep,
@@ -470,11 +486,14 @@ class AvatarStream:
         a busy machine skips frames rather than falling behind. Returns the number of frames sent.
 
         ``speed`` scales time; ``loop`` starts over at the end (until ``max_frames`` are sent or Ctrl-C), each play
-        moved on by the clip's horizontal travel (``Hips`` from the first frame to the last, :func:`loop_travel`; a
-        turning clip is repeated without its turn), so a looped walk walks on instead of jumping back to its start
-        (every frame is played, so the hips hold for a frame at the wrap, where the last and the moved first frame
-        meet); ``clock``/``sleep`` are injectable for tests;
-        ``on_frame(index)`` is called after each send."""
+        moved on so that a looped walk walks on instead of jumping back to its start (a turning clip is repeated
+        without its turn): a clip whose last frame is its next play's first (``wrap=True``: DeepMimic's ``Loop:
+        wrap``, whose last frame lasts no time; ``None``: where the last pose is the first, :func:`seamless_loop`)
+        plays its frames but the last and moves on by the hips' travel from the first frame to the last
+        (:func:`loop_travel`); any other clip plays every frame and
+        moves on by that travel and one mean step more, so the moved first frame follows the last a step on (the
+        hips had held for a frame at every wrap: a 33 ms hitch every 1.3 s of DeepMimic's walk).
+        ``clock``/``sleep`` are injectable for tests; ``on_frame(index)`` is called after each send."""
         if not (math.isfinite(speed) and speed > 0):
             raise StreamError(f"speed must be a positive number, got {speed}")
         total = frames.num_frames
@@ -482,6 +501,12 @@ class AvatarStream:
             return 0
         rate = frames.fps * speed
         travel = loop_travel(frames)
+        period = total
+        if loop and total > 1:
+            if wrap if wrap is not None else seamless_loop(frames):
+                period = total - 1  # its last frame is its first, moved on: played once, as the next play's first
+            else:
+                travel = travel * (total / (total - 1))  # one mean step more: no frame held at the wrap
         start, sent, last = clock(), 0, -1
         while max_frames is None or sent < max_frames:
             elapsed = clock() - start
@@ -489,9 +514,10 @@ class AvatarStream:
             if tick >= total and not loop:
                 break
             if tick != last:  # stamped with the frame's own moment (the sending moment was up to a frame late)
-                self.send(frames, tick % total, tick / rate, shift=(tick // total) * travel if tick >= total else None)
+                self.send(frames, tick % period, tick / rate,
+                          shift=(tick // period) * travel if tick >= period else None)  # fmt: skip
                 sent, last = sent + 1, tick
                 if on_frame is not None:
-                    on_frame(tick % total)
+                    on_frame(tick % period)
             sleep(max(0.0, (tick + 1) / rate - (clock() - start)))
         return sent
