@@ -55,7 +55,7 @@ def test_solve_rejects_wrong_joint_count(positions_file, tmp_path, capsys):
     skelanim.save(JointPositions(data.names[:-1], data.positions[:, :-1], fps=30), named)
     assert main(["ik", "solve", str(named), "-o", str(tmp_path / "x.bvh")]) == 2
     line = _error(capsys)
-    assert line.startswith(f"error: {named}: 21 joints given") and "missing Toes_R" in line
+    assert line.startswith(f"error: {named}: 21 joints given") and "missing 1: Toes_R)" in line
     assert not (tmp_path / "x.bvh").exists()
 
 
