@@ -7,6 +7,7 @@ import dataclasses
 import json
 import math
 from pathlib import Path
+from typing import Any
 
 import typer
 
@@ -29,6 +30,10 @@ from skelanim.cli.learn_common import (
 ik_app = typer.Typer(help="Inverse kinematics: joint positions to joint rotations (IK-GAT and classical baselines).",
                      no_args_is_help=True)  # fmt: skip
 app.add_typer(ik_app, name="ik")
+
+#: ``--scale`` and ``--fps`` for joint positions (``ik solve``, ``stream``).
+POSITIONS_SCALE_HELP = "Multiply the positions by this first (e.g. 100 for metres into the shipped model's centimetres)."
+POSITIONS_FPS_HELP = "Frame rate of positions whose file has none (.npy, a .csv without a time column; default 30)."
 
 
 #: ``-m/--model`` of the commands that also take the model folder as their argument MODEL.
@@ -129,18 +134,14 @@ def solve(
         "optimize_mean or optimize_warm (overrides --refine).",
     ),
     threads: int | None = threads_option(),
-    scale: float | None = typer.Option(None, "--scale", help="Multiply the positions by this first (e.g. 100 for "
-                                       "metres into the shipped model's centimetres)."),
-    fps: float | None = typer.Option(None, "--fps", min=0.01, max=10000.0,
-                                     help="Frame rate of positions whose file has none (.npy, a .csv without a time "
-                                     "column; default 30)."),
+    scale: float | None = typer.Option(None, "--scale", help=POSITIONS_SCALE_HELP),
+    fps: float | None = typer.Option(None, "--fps", min=0.01, max=10000.0, help=POSITIONS_FPS_HELP),
     device: str = run_device_option(),
 ) -> None:
     """Turn joint positions into joint rotations; OUT keeps the input's frame rate.
 
     Positions must be in the model's units (the shipped model: centimetres; --scale converts); other units are
     refused."""
-    import numpy as np
 
     import skelanim
     from skelanim.cli.files import check_output
@@ -154,6 +155,20 @@ def solve(
     check_output(out, src)
     apply_threads(threads)
     ik_model = _load_model(model).to(device)
+    data = read_positions(src, scale, fps)
+    motion = run(data, ik_model, refine=refine, method=method, source=src)
+    skelanim.save(motion, out)
+    typer.echo(f"wrote {out} ({motion.num_frames} frames at {motion.fps:g} fps, method {motion.metadata['ik_method']})")
+
+
+def read_positions(src: Path, scale: float | None, fps: float | None) -> Any:
+    """The :class:`~skelanim.io.positions.JointPositions` of ``src``, its rate ``fps`` where the file carries none
+    (a file that does and differs is a ``--fps`` error) and its positions times ``scale`` (a positive factor whose
+    product stays finite, else a ``--scale`` error): ``ik solve``'s and ``stream``'s ``--fps`` and ``--scale``."""
+    import numpy as np
+
+    import skelanim
+
     if scale is not None and not (math.isfinite(scale) and scale > 0):
         raise typer.BadParameter(f"a positive factor, not {scale:g}", param_hint="--scale")
     data = skelanim.load_positions(src)
@@ -167,9 +182,7 @@ def solve(
             data = dataclasses.replace(data, positions=data.positions * scale)
         if not np.isfinite(np.asarray(data.positions)).all():  # the input check would blame the file
             raise typer.BadParameter(f"{scale:g} times the positions of {src} overflows", param_hint="--scale")
-    motion = run(data, ik_model, refine=refine, method=method, source=src)
-    skelanim.save(motion, out)
-    typer.echo(f"wrote {out} ({motion.num_frames} frames at {motion.fps:g} fps, method {motion.metadata['ik_method']})")
+    return data
 
 
 @ik_app.command()

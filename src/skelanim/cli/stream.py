@@ -13,6 +13,7 @@ import typer
 
 from skelanim.cli import app
 from skelanim.cli.files import UP_HELP, check_up, load_one_figure
+from skelanim.cli.ik import POSITIONS_FPS_HELP, POSITIONS_SCALE_HELP, read_positions
 
 SRC_HELP = ("A motion file (.bvh, DeepMimic .txt, .glb/.gltf), or joint positions (.npy/.npz/.csv) solved to "
             "rotations by the shipped IK model first.")  # fmt: skip
@@ -37,6 +38,9 @@ def stream(
         "bone to the offsets it receives).",
     ),
     up: str | None = typer.Option(None, "--up", help=UP_HELP),
+    scale: float | None = typer.Option(None, "--scale", help="Joint positions only: " + POSITIONS_SCALE_HELP),
+    fps: float | None = typer.Option(None, "--fps", min=0.01, max=10000.0, help="Joint positions only: "
+                                     + POSITIONS_FPS_HELP),
     progress: bool = typer.Option(True, "--progress/--no-progress"),
 ) -> None:
     """Stream SRC to an avatar in real time (the VMC protocol, OSC over UDP).
@@ -55,11 +59,15 @@ def stream(
     rig = load_vrm(avatar) if avatar is not None else None
     sender = AvatarStream(host, port)  # an unknown host is refused before the work
     if src.suffix.lower() in skelanim.io.MOTION_FORMATS:
+        for value, option in ((scale, "--scale"), (fps, "--fps")):
+            if value is not None:  # a motion file carries its rate and unit; resample or scale it with convert
+                raise typer.BadParameter(f"is for joint positions; {src} is a motion file (skelanim convert --fps, "
+                                         "--scale change one)", param_hint=option)  # fmt: skip
         motion = load_one_figure(src, "stream")
     else:  # joint positions; an unknown suffix is refused there, in one line naming every suffix stream takes
         from skelanim.ik.solve import solve
 
-        motion = solve(skelanim.load_positions(src), source=src)
+        motion = solve(read_positions(src, scale, fps), source=src)
     try:
         poses = avatar_frames(motion, mapping=mapping, up=up_direction, avatar=rig)
     except skelanim.errors.SkelanimError as err:  # a skeleton the mapping cannot read: the message names SRC
