@@ -181,3 +181,35 @@ def test_mirror_of_a_skeleton_without_sides_says_so():
     skeleton = Skeleton(["Root", "A", "B"], np.array([-1, 0, 1]), torch.tensor([[0.0, 0, 0], [1, 1, 0], [1, 0, 0]]))
     with pytest.warns(UserWarning, match="no left/right joint pairs"):
         mirror(Motion.rest(skeleton, 3))
+
+
+@pytest.mark.parametrize(("name", "turn"), [
+    ("deepmimic/humanoid3d_walk.txt", [[1.0, 0, 0], [0, 0, -1], [0, 1, 0]]),  # Y up to Z up; its rest's lateral is Z
+    ("bandai_namco_1/dataset-1_walk_normal_001.bvh", [[0, 1.0, 0], [-1, 0, 0], [0, 0, 1]]),  # to X up; lateral X
+])  # fmt: skip
+def test_a_turned_capture_is_mirrored_across_an_upright_plane(name: str, turn: list, mocap_files) -> None:
+    """A Y-up rig turned to stand along the axis its rest pose's left and right lie apart on (``ops.rotate``):
+    the mirror across the skeleton's rest lateral axis (from its offsets) had turned the walk upside down (a review:
+    neck above ankles by +1.21 before, -1.21 after). Now the default plane is upright: the heads stay above the feet
+    by the same height, and the positions are the originals reflected across one level axis, sides swapped."""
+    import skelanim
+    from skelanim import ops
+    from skelanim.core.skeleton import head_and_feet
+    from skelanim.ops.mirror import mirror_permutation
+
+    turned = ops.rotate(skelanim.load(mocap_files([name])[0]), turn)
+    up = turned.up_axis()
+    assert up != 1 and ops.lateral_axis(turned.skeleton) == up  # the trap: the rest's side to side is now up
+    mirrored = ops.mirror(turned)
+    assert mirrored.up_direction() == turned.up_direction()
+    heads, feet = head_and_feet(turned.skeleton.names)
+    before, after = turned.positions(), mirrored.positions()
+
+    def rise(p: torch.Tensor) -> float:  # heads over feet along the up axis, frame 0
+        return float(p[0, heads, up].mean() - p[0, feet, up].mean())
+
+    assert rise(after) == pytest.approx(rise(before), rel=1e-9) and rise(before) > 0
+    perm = torch.as_tensor(mirror_permutation(turned.skeleton))
+    matched = [a for a in range(3) if torch.allclose(after, before[:, perm] * torch.tensor(
+        [-1.0 if k == a else 1.0 for k in range(3)], dtype=before.dtype), atol=1e-9)]  # fmt: skip
+    assert len(matched) == 1 and matched[0] != up

@@ -160,6 +160,24 @@ def mirror_skeleton(skeleton: Skeleton, *, axis: int | str | None = None) -> Ske
     )
 
 
+def _level_lateral_axis(motion: Motion) -> int:
+    """:func:`lateral_axis` of the skeleton where that is not the motion's up axis, else the other axis along which
+    its left/right pairs lie farthest apart (mean over up to 64 sampled frames; the mirror's default axis)."""
+    a = lateral_axis(motion.skeleton)
+    pairs = motion.skeleton.left_right_pairs()
+    if not pairs or motion.num_frames == 0:
+        return a
+    up = motion.up_axis()
+    if a != up:
+        return a
+    frames = torch.linspace(0, motion.num_frames - 1, min(64, motion.num_frames)).round().long()
+    pos = motion[frames].positions().detach()
+    left, right = [l for l, _ in pairs], [r for _, r in pairs]
+    apart = (pos[:, left] - pos[:, right]).abs().mean((0, 1))  # (3,)
+    apart[up] = -1.0
+    return int(apart.argmax())
+
+
 def mirror(motion: Motion, *, axis: int | str | None = None) -> Motion:
     """Mirror a motion left/right (see the module docstring for the exact rule).
 
@@ -169,7 +187,11 @@ def mirror(motion: Motion, *, axis: int | str | None = None) -> Motion:
         The motion (not modified).
     axis:
         Lateral axis of the file (``0/1/2`` or ``"x"/"y"/"z"``); default :func:`lateral_axis` of the
-        skeleton (X when the skeleton has no left/right pairs).
+        skeleton (X when the skeleton has no left/right pairs), unless that is the axis the motion stands along
+        (:meth:`Motion.up_axis`: a Y-up rig captured or turned Z-up or X-up, its rest's side to side now up),
+        where a reflection across it would turn the body upside down: then the level axis along which the
+        motion's left and right joints lie farthest apart (any upright mirror plane is a left/right mirror; they
+        differ by a turn about the up axis).
 
     Returns
     -------
@@ -182,7 +204,7 @@ def mirror(motion: Motion, *, axis: int | str | None = None) -> Motion:
         If the left/right pairs do not form a symmetric tree (a joint's partner has a parent that is not
         its parent's partner).
     """
-    a = lateral_axis(motion.skeleton) if axis is None else axis_index(axis)
+    a = _level_lateral_axis(motion) if axis is None else axis_index(axis)
     perm = torch.as_tensor(mirror_permutation(motion.skeleton))
     if motion.skeleton.num_joints > 1 and bool((perm == torch.arange(len(perm))).all()):
         warnings.warn("mirror: no left/right joint pairs found by name, so no joint changes sides: the motion is "
