@@ -264,13 +264,14 @@ def test_recognize_json_is_the_recognisers_answer_with_its_stride(mocap_dir: Pat
 
 def test_recognize_a_clip_shorter_than_a_window_ends_where_the_clip_does(mocap_dir: Path, tmp_path: Path, capsys):
     """A 1 s cut is one window (the model's is longer, padded by holding the last pose): it starts at 0 and ends at
-    the clip's duration, 29 frames at 30 fps = 0.967 s by hand, not a window's length after its start."""
+    the clip's end, its 30 frames' span at 30 fps = 1.0 s by hand (a window is [start, start + its length), cut at
+    the clip's span F / fps), not a window's length after its start."""
     short = tmp_path / "short.bvh"
     skelanim.save(skelanim.load(mocap_dir / "bandai_namco_1/dataset-1_walk_happy_001.bvh")[:30], short)
     code, out, err = run(["recognize", str(short), "--windows", "--json"], capsys)
     assert code == 0, err
     (window,) = json.loads(out)["files"][0]["windows"]
-    assert window["start_s"] == 0.0 and window["end_s"] == pytest.approx(29 / 30, abs=1e-3)
+    assert window["start_s"] == 0.0 and window["end_s"] == pytest.approx(30 / 30, abs=1e-3)
 
 
 # --- ik eval: --noise and --seed reach the evaluation, and the JSON says the noise as given --------------------------
