@@ -454,12 +454,14 @@ class Motion:
             frames = slice(frames.start, frames.stop, max(self.num_frames, 1))  # the same frame; torch's step x stride overflowed
         jt = None if self.joint_translations is None else self.joint_translations[frames]
         source = self.__dict__["_rotations"]  # Euler angles stay unconverted
+        picked = torch.arange(self.num_frames)[frames]  # (F',): which frames, to tell a cut from the whole
+        ends = {int(picked[0]), int(picked[-1])} if picked.numel() else set()
         return replace(
             self,
             rotations=source[frames],
             root_positions=self.root_positions[frames],
             joint_translations=jt,
-            metadata=dict(self.metadata),
+            metadata=_loop_kept(self.metadata, ends == {0, self.num_frames - 1}),
         )
 
     def normalized_rotations(self) -> Motion:
@@ -489,7 +491,7 @@ class Motion:
             rotations=torch.cat([m.rotations for m in motions]),
             root_positions=torch.cat([m.root_positions for m in motions]),
             joint_translations=jt,
-            metadata=dict(first.metadata),
+            metadata=_loop_kept(first.metadata, len(motions) == 1),
         )
 
     @classmethod
@@ -507,6 +509,17 @@ class Motion:
         rot[..., 0] = 1.0
         root = skeleton.offsets[0].expand(num_frames, 3).clone()
         return cls(skeleton, rot, root, fps)
+
+
+def _loop_kept(metadata: dict, whole: bool) -> dict:
+    """A copy of ``metadata`` for a motion made from frames of one with it: a loop flag (``metadata["loop"]``, read
+    from DeepMimic's ``Loop`` or glTF extras) is kept where the frames still run from the first to the last
+    (``whole``: the clip, reversed or taken every n-th frame), and set to ``"none"`` for a cut or a join, whose last
+    frame does not lead back to its first (a 7-frame cut of a looping run had been written as a loop)."""
+    out = dict(metadata)
+    if not whole and out.get("loop") not in (None, "none"):
+        out["loop"] = "none"
+    return out
 
 
 Motion.rotations = _Rotations()  # type: ignore[assignment]  # after @dataclass: a field without default
