@@ -43,3 +43,23 @@ def test_every_frame_moves_by_the_same_amount_and_normalize_is_it_after_scaling(
     unit = ops.normalize(motion, up_axis="y")
     torch.testing.assert_close(unit.positions(), ops.scale(placed, 1.0 / height).positions())
     assert len(ops.to_origin(motion[0:0]).root_positions) == 0
+
+
+def test_a_result_shares_the_tensors_an_op_left_as_they_are_as_the_package_says() -> None:
+    """The ``skelanim.ops`` docstring's rule, checked so that it stays true as written: ``to_origin`` passes the
+    rotations through (the same storage: an in-place edit of the result's reaches the input), ``up_to_y`` of a
+    Y-up motion everything; cloning first, as the docstring says, keeps the input."""
+    import skelanim
+    from skelanim import ops
+    from skelanim.data.samples import sample_path
+
+    walk = skelanim.load(sample_path("walk"))
+    moved = ops.to_origin(walk)
+    assert moved.rotations.data_ptr() == walk.rotations.data_ptr()
+    assert moved.root_positions.data_ptr() != walk.root_positions.data_ptr()
+    same = ops.up_to_y(walk)
+    assert same is not walk and same.root_positions.data_ptr() == walk.root_positions.data_ptr()
+    before = walk.root_positions.clone()
+    safe = same.copy(root_positions=same.root_positions.clone())
+    safe.root_positions[:, 1] += 1.0
+    assert torch.equal(walk.root_positions, before)

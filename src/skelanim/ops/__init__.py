@@ -1,6 +1,10 @@
 """Pure functions over :class:`~skelanim.core.motion.Motion` objects or arrays.
 
-Every function returns new objects and never modifies its inputs. Array functions take torch tensors or
+Every function returns new objects and never modifies its inputs. A result may share tensors with its input
+where an op leaves them as they are (``to_origin`` the rotations, ``smooth(rotations=False)`` the rotations, a
+Y-up motion's ``up_to_y`` everything, like :meth:`Motion.copy <skelanim.core.motion.Motion.copy>`, which is
+shallow): clone a tensor before editing it in place (``out.copy(root_positions=out.root_positions.clone())``), or
+the input changes with it. Array functions take torch tensors or
 numpy arrays and return the same kind (the filters, :func:`smooth_rotations`, :func:`foot_contacts`); the
 alignment path and cost of :func:`dtw` and :func:`dtw_from_cost` are NumPy whatever the input.
 

@@ -290,7 +290,8 @@ def rotate(motion: Motion, rotation: ArrayLike, *, pivot: ArrayLike | None = Non
 
 def up_to_y(motion: Motion, *, up_axis: int | str | None = None) -> Motion:
     """The motion turned so that its up direction is +Y (:func:`~skelanim.core.units.up_to_y_matrix` about the
-    origin; a Y-up motion comes back as a copy, its values untouched, as every op returns a new motion).
+    origin; a Y-up motion comes back as a shallow copy, its tensors the input's, as the package docstring says of
+    every op).
     ``up_axis`` as :func:`rotate_about_up`'s, default :meth:`Motion.up_direction`."""
     turned, _ = turned_up(motion, 1, up_axis=up_axis)
     return motion.copy() if turned is motion else turned
