@@ -106,7 +106,7 @@ def test_banded_alignment_of_two_real_clips_equals_the_full_table(mocap_files):
     first, second = mocap_files(["bandai_namco_1/dataset-1_walk_normal_001.bvh",
                                  "bandai_namco_1/dataset-1_walk_happy_001.bvh"])  # fmt: skip
     m1, m2 = skelanim.load(first)[:180], skelanim.load(second)[:150]
-    features = [_root_relative_features(m, None, True) for m in (m1, m2)]
+    features = [_root_relative_features(m, None, True, True) for m in (m1, m2)]  # align_motions: heading frames
     cost = cdist(*features)
     for window in (None, 10, 40):
         want = full_table_dtw(cost, window)
@@ -115,7 +115,7 @@ def test_banded_alignment_of_two_real_clips_equals_the_full_table(mocap_files):
     (cmu,) = mocap_files(["cmu_cgspeed_mb/01_01.bvh"])
     walk = skelanim.load(cmu)
     m1, m2 = walk[:200], walk[40:260:2]  # the same walk, later and twice as fast
-    cost = cdist(*(_root_relative_features(m, None, True) for m in (m1, m2)))
+    cost = cdist(*(_root_relative_features(m, None, True, True) for m in (m1, m2)))
     for window in (None, 5, 90):
         assert_same(align_motions(m1, m2, window=window), full_table_dtw(cost, window))
 
