@@ -100,8 +100,27 @@ def world_turn(skeleton: Skeleton | CanonicalRig | Motion) -> Tensor | None:
     the way out."""
     if not isinstance(skeleton, Motion) or skeleton.num_frames == 0:
         return None
+    _require_a_body_pose(skeleton)
     axis, sign = skeleton.up_direction()
     return None if (axis, sign) == (1, 1.0) else up_to_y_matrix(axis, sign)
+
+
+def _require_a_body_pose(motion: Motion, mapping: JointMapping | None = None, source: str | None = None) -> None:
+    """A :class:`RetargetError` for a clip that holds only its skeleton's zero pose where that is no body pose
+    (:func:`~.rig.physical_zero_pose`: Bandai-Namco's lies along +X, the production rig's read upside down): its up
+    axis and its limbs' twist would be read off it (a review: results written lying on their side, with no word).
+    A skeleton the default mapping cannot map is left to the mapping's own error."""
+    if not motion.num_frames or not bool((motion.rotations[..., 0].abs() > 1 - 1e-9).all()):
+        return
+    try:
+        lying = not physical_zero_pose(motion.skeleton, mapping)
+    except SkelanimError:
+        return
+    if lying:
+        raise RetargetError("the motion holds only its skeleton's zero pose, which is no body pose on this rig (the upper "
+                            "legs do not point down from the chest), so nothing shows which way is up or how its limbs "
+                            "twist: give frames of its motion (one real pose will do)",
+                            path=source or motion.metadata.get("path"))  # fmt: skip
 
 
 class RetargetError(SkelanimError):
@@ -138,7 +157,10 @@ def make_rig(
                             f"{type(mapping).__name__}", path=source)  # fmt: skip
     if isinstance(skeleton, Motion):
         rig = make_rig(skeleton.skeleton, mapping, rest, source=source, calibration=calibration, option=option)
-        return rig if calibration is not None else calibrate_rig(rig, skeleton.rotations)
+        if calibration is not None:
+            return rig
+        _require_a_body_pose(skeleton, rig.mapping, source)
+        return calibrate_rig(rig, skeleton.rotations)
     joints = mapping if isinstance(mapping, JointMapping) else map_skeleton(skeleton, mapping, source=source, option=option)
     return CanonicalRig(skeleton, joints, rest, calibration)
 
