@@ -233,7 +233,8 @@ def mean_pose(local: Tensor) -> Tensor:
 
 
 def up_axis(positions: Tensor) -> int:
-    """The world axis along which poses are tallest (median over frames of the joints' extent)."""
+    """The world axis along which poses are tallest (median over frames of the joints' extent); ``positions``
+    ``(N, J, 3)``, the body's joints (:attr:`IKRig.evaluated`: a dummy root placed off the body is no extent)."""
     extent = positions.amax(1) - positions.amin(1)  # (N, 3)
     return int(extent.median(0).values.argmax())
 

@@ -339,7 +339,9 @@ def train(
         _check_init_skeleton(init, init_files[1], rig)
     train_set = pose_set(motions[: len(train_files)], rig, train_files, max_frames=max_frames_per_file)
     val_set = pose_set(motions[len(train_files) :], rig, val_files, max_frames=max_frames_per_file)
-    up = up_axis(train_set.positions[:: max(1, len(train_set) // 5000)])
+    # the body's joints only: a dummy root above the IK root sits at minus the IK root's median OFFSET, which a
+    # take may put metres off (Bandai-Namco's, 4.3 m along Z in some): with it the axis had read Z on Y-up files
+    up = up_axis(train_set.positions[:: max(1, len(train_set) // 5000)][:, rig.evaluated])
     say(f"data: {len(train_files)} train files ({len(train_set)} frames), {len(val_files)} validation files "
         f"({len(val_set)} frames), loaded in {time.perf_counter() - started:.1f} s; ik_root {rig.skeleton.names[rig.ik_root]}, "
         f"up axis {'XYZ'[up]}, height {rig.height:.4g}, bone stretch {100 * max(train_set.stretch, val_set.stretch):.3g}% of height")  # fmt: skip
