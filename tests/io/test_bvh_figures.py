@@ -133,10 +133,11 @@ def test_figures_are_split_into_their_own_motions_with_their_names(mocap_files):
 
 
 @pytest.mark.parametrize("command", [["gait"], ["predict", "-o", "{out}/p.bvh"], ["retarget", "--to", "{one}", "-o",
-                                     "{out}/r.bvh"], ["evaluate", "{one}"], ["stream", "--frames", "1"]])  # fmt: skip
+                                     "{out}/r.bvh"], ["evaluate", "{one}"], ["stream", "--frames", "1"],
+                                     ["ik", "solve", "-o", "{out}/s.bvh"]])  # fmt: skip
 def test_single_body_commands_refuse_several_figures_in_one_line(command, tmp_path, capsys):
-    """gait, retarget, predict, stream had used the first figure alone (or measured the scene as one body, evaluate)
-    and exited 0; now they say so and name the option that picks one."""
+    """gait, retarget, predict, stream, ik solve had used the first figure alone (or measured the scene as one body,
+    evaluate) and exited 0; now they say so and name the option that picks one."""
     from skelanim.cli import main
 
     two, one = tmp_path / "two.bvh", tmp_path / "one.bvh"
@@ -145,7 +146,7 @@ def test_single_body_commands_refuse_several_figures_in_one_line(command, tmp_pa
     assert bvh.load(one).skeleton.names == ["A", "A_arm"]
     capsys.readouterr()
     args = [a.format(out=tmp_path, one=one) for a in command]
-    where = 2 if command[0] == "evaluate" else 1
+    where = {"evaluate": 2, "ik": 2}.get(command[0], 1)  # where SRC goes
     assert main([*args[:where], str(two), *args[where:]]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "2 figures (ROOTs A, B)" in err and "--figure N" in err and "Traceback" not in err

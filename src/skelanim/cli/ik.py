@@ -171,7 +171,13 @@ def read_positions(src: Path, scale: float | None, fps: float | None) -> Any:
 
     if scale is not None and not (math.isfinite(scale) and scale > 0):
         raise typer.BadParameter(f"a positive factor, not {scale:g}", param_hint="--scale")
-    data = skelanim.load_positions(src)
+    if src.suffix.lower() in skelanim.io.MOTION_FORMATS:  # a scene of several figures is refused, as by every
+        from skelanim.cli.files import load_one_figure  # one-body command (its first figure had been solved alone)
+        from skelanim.io.positions import JointPositions
+
+        data = JointPositions.from_motion(load_one_figure(src, "ik solve"))
+    else:
+        data = skelanim.load_positions(src)
     if fps is not None and data.fps is not None and abs(fps / data.fps - 1.0) > 1e-6:
         raise typer.BadParameter(f"{src} says its rate itself ({data.fps:g} fps); --fps {fps:g} is for files that "
                                  "carry none", param_hint="--fps")  # fmt: skip
