@@ -171,3 +171,26 @@ def test_up_names_the_axis_face_and_to_origin_work_about(walk: Path, tmp_path: P
     _convert(capsys, walk, tmp_path / "out.npz", "--up", "z", "--to-origin")
     placed = _positions(tmp_path / "out.npz")
     np.testing.assert_allclose(placed[0, 0, :2], [0.0, 0.0], atol=1e-9)  # the pelvis's X and Y: horizontal here
+
+
+def test_times_typed_to_the_millisecond_keep_frames_a_rounded_frame_time_puts_microseconds_off(mocap_files, tmp_path,
+                                                                                                capsys):  # fmt: skip
+    """DeepMimic's run steps 0.033332 s a frame (30.0012 fps): frame 6 lies at 0.199992 s and frame 12 at 0.399984 s,
+    so ``--start 0.2 --end 0.4`` keeps frames 6-12 (a review: frame 6 had been dropped, 8 microseconds early); a
+    frame more than TRIM_TOLERANCE of a frame outside stays out (``--start 0.2001``: 0.003 of a frame past frame 6)."""
+    import torch
+
+    import skelanim
+    from skelanim.cli import main
+    from skelanim.cli.edits import TRIM_TOLERANCE
+
+    (run,) = mocap_files(["deepmimic/humanoid3d_run.txt"])
+    source = skelanim.load(run)
+    assert source.fps == pytest.approx(1 / 0.033332)
+    for start, first in (("0.2", 6), ("0.2001", 7)):
+        out = tmp_path / f"cut_{start}.txt"
+        assert main(["convert", str(run), str(out), "--start", start, "--end", "0.4"]) == 0
+        cut = skelanim.load(out)
+        assert cut.num_frames == 13 - first
+        assert torch.allclose(cut.rotations, source.rotations[first:13], atol=1e-12)
+    assert (0.2001 - 6 * 0.033332) / 0.033332 > TRIM_TOLERANCE > (0.2 - 6 * 0.033332) / 0.033332

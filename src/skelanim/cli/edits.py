@@ -35,6 +35,10 @@ EDIT_OPTIONS: dict[str, Callable[[], Any]] = {
                                       "frame, its lowest point onto the ground."),
 }
 
+#: How near (a share of a frame) a frame's time ``i / fps`` may lie outside ``--start``/``--end`` and still be kept:
+#: times typed to the millisecond name frames whose times a file's rounded frame time puts microseconds off.
+TRIM_TOLERANCE = 1e-3
+
 
 @contextlib.contextmanager
 def naming_the_file(src: Path) -> Iterator[None]:
@@ -91,10 +95,11 @@ def check_edits(*, start: float | None = None, end: float | None = None, mirror:
 
 
 def _frame_span(motion: Motion, edits: Edits, src: Path) -> slice:
-    """The frames ``--start``/``--end`` keep: ``start <= i / fps <= end`` (to 1e-6 of a frame)."""
+    """The frames ``--start``/``--end`` keep: ``start <= i / fps <= end`` (to :data:`TRIM_TOLERANCE` of a frame: a
+    DeepMimic clip's 0.033332 s frames put frame 6 at 0.199992 s, which ``--start 0.2`` had left out)."""
     count, fps = motion.num_frames, motion.fps
-    first = 0 if edits.start is None else max(0, math.ceil(edits.start * fps - 1e-6))
-    last = count - 1 if edits.end is None else min(count - 1, math.floor(edits.end * fps + 1e-6))
+    first = 0 if edits.start is None else max(0, math.ceil(edits.start * fps - TRIM_TOLERANCE))
+    last = count - 1 if edits.end is None else min(count - 1, math.floor(edits.end * fps + TRIM_TOLERANCE))
     if first > last:
         hint = "--start" if edits.start is not None and first > count - 1 else "--end"
         raise typer.BadParameter(f"{src} has no frame in that time span ({count} frames at {fps:g} fps, 0 to "
