@@ -42,8 +42,8 @@ from skelanim.viz._draw import (
     local_rotation_angle,
     resolve_joints,
     skeleton_figure,
-    travel_direction,
     unit_color,
+    view_direction,
 )
 
 __all__ = [
@@ -306,7 +306,7 @@ def plot_poses(
     for i, (m, name) in enumerate(zip(ms, names)):
         ax = axes[i, 0]
         fig3d = skeleton_figure(m)
-        direction = travel_direction(fig3d.centre, fig3d.up)
+        direction = view_direction(fig3d)
         frames = np.unique(np.linspace(0, m.num_frames - 1, count).round().astype(int))
         # a static dummy root far from the body (Bandai's joint_Root) is not drawn; with no bone (one joint) every
         # joint is, as a dot

@@ -63,7 +63,7 @@ from skelanim.viz._draw import (
     nice_step,
     shade,
     skeleton_figure,
-    travel_direction,
+    view_direction,
 )
 from skelanim.viz.mp4 import write_mp4
 
@@ -182,7 +182,7 @@ class _Panel:
         self.targets[:, self.up] = gaussian_filter1d(aim, sigma=sigma, mode="nearest") if count > 1 else aim
         up_vec = np.zeros(3)
         up_vec[self.up] = 1.0
-        travel = travel_direction(first.centre, self.up)
+        travel = view_direction(first)  # the way it travels, or faces where it stays in place
         side = np.cross(travel, up_vec)
         view = np.cos(np.radians(30)) * side + np.sin(np.radians(30)) * travel
         self.view_dir = view / np.linalg.norm(view)
