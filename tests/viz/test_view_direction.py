@@ -47,3 +47,28 @@ def test_the_video_camera_looks_at_a_bowing_actor_from_its_front_side(mocap_file
     figure = skeleton_figure(bow)
     panel = _Panel([(0, figure, frame_indices(bow, 30.0, 40), "bow")], 30.0, 40)
     assert 0.25 < float(panel.view_dir @ hips_facing(bow)) < 0.75
+
+
+def test_the_contact_timeline_spans_the_whole_clip(mocap_files) -> None:
+    """``plot -k contacts``: the time axis runs from 0 to the clip's span, F / fps (a review: the DeepMimic crawl's one
+    contact frame had filled the axis, 1.4667-1.4833 s, and a joint with no contact had spanned -0.04 to 0.04 s)."""
+    from skelanim.viz.plots import plot_contacts
+
+    crawl = skelanim.load(mocap_files(["deepmimic/humanoid3d_crawl.txt"])[0])
+    for joints in (None, ["left_elbow", "right_elbow"]):
+        figure = plot_contacts(crawl, joints)
+        assert figure.axes[0].get_xlim() == (0.0, crawl.num_frames / crawl.fps)
+
+
+def test_video_frames_are_the_nearest_source_frames_ties_to_the_later() -> None:
+    """Output frame ``k`` at ``k / fps`` shows the source frame ``floor(k fps_src / fps + 1/2)``, as the viewer's
+    ``Math.round`` does: 30 fps shown at 20 steps 2, 1, 2, 1 (round-to-even had given 2, 1, 1, 2, 2, 1, 1, 2)."""
+    import torch
+
+    from skelanim import Motion, Skeleton
+    from skelanim.viz.video import frame_indices
+
+    still = Motion.rest(Skeleton(["a"], np.array([-1]), torch.zeros(1, 3, dtype=torch.float64)), 100, fps=30.0)
+    assert frame_indices(still, 20.0, 9).tolist() == [0, 2, 3, 5, 6, 8, 9, 11, 12]  # k * 1.5, halves up
+    assert frame_indices(still, 12.0, 5).tolist() == [0, 3, 5, 8, 10]  # k * 2.5
+    assert frame_indices(still, 20.0, 100)[-1] == 99  # clamped to the last frame

@@ -285,6 +285,9 @@ def plot_contacts(
         axes[i, 0].set_title(f"{name}: foot contacts" + ("" if contacts is not None else
                              f" (planted: low and under {DEFAULT_SPEED_FRACTION:g} heights/s; gait's stance allows "
                              f"{GAIT_SPEED_FRACTION:g})"), fontsize=9)  # fmt: skip
+    # the clips' whole span (frames' span F / fps, the longest clip's): matplotlib had fitted the axis to the bars, so
+    # a clip with one contact frame read as in contact throughout and one with none spanned -0.04 to 0.04 s
+    axes[-1, 0].set_xlim(0.0, max(m.num_frames / m.fps for m in ms))
     axes[-1, 0].set_xlabel("time (s)")
     return fig
 

@@ -156,9 +156,10 @@ def gif_durations(count: int, fps: float) -> list[int]:
 
 
 def frame_indices(motion: Motion, fps: float, count: int) -> np.ndarray:
-    """``(count,)`` nearest source frame of each output frame (clamped to the last frame)."""
+    """``(count,)`` nearest source frame of each output frame (a tie to the later one; clamped to the last frame)."""
     t = np.arange(count) / fps
-    return np.minimum(np.round(t * motion.fps).astype(np.int64), motion.num_frames - 1)
+    # half up, as the viewer's Math.round (numpy's round to even had stepped 2,1,1,2 from 30 fps to 20, not 2,1,2,1)
+    return np.minimum(np.floor(t * motion.fps + 0.5 + 1e-9).astype(np.int64), motion.num_frames - 1)
 
 
 class _Panel:
