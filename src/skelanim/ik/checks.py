@@ -80,6 +80,15 @@ def check_positions(
         if len(names) != x.shape[1]:
             raise ShapeError(f"{len(names)} joint names for {x.shape[1]} joints", path=source)
         missing = [n for n in skeleton.names if n not in names]
+        dummies = [skeleton.names[j] for j in range(ik_root or 0)]
+        if ik_root == 1 and missing == dummies:  # only the static dummy root (convert
+            # --simple-channels writes Bandai's without its joint_Root): placed where the IK root's OFFSET puts it,
+            # as training places it; it had been refused as positions of another skeleton
+            body = x[:, [list(names).index(n) for n in skeleton.names[1:]]]
+            dummy = body[:, :1] - skeleton.offsets[1].to(body.dtype)
+            x = torch.cat([dummy, body], dim=1)
+            names = list(skeleton.names)
+            missing = []
         if missing:
             more = f" and {len(missing) - 5} more" if len(missing) > 5 else ""
             raise SkeletonError(f"{x.shape[1]} joints given, their names not the model's (missing {len(missing)}: "
