@@ -229,3 +229,19 @@ def test_csv_joint_names_that_read_back_are_still_written(tmp_path: Path, name: 
     data = JointPositions([name, "b"], np.arange(12.0).reshape(2, 2, 3), 30.0)
     skelanim.save(data, tmp_path / "p.csv")
     assert skelanim.load_positions(tmp_path / "p.csv").names == [name, "b"]
+
+
+def test_a_positions_file_where_a_motion_is_read_says_how_to_make_one(tmp_path: Path) -> None:
+    """``render``/``view``/``plot``/``gait`` read motion files; a ``.npz`` of joint positions (what ``skelanim
+    positions`` writes, what ``ik solve`` takes) had been "unknown suffix" alone (a review): the message now says
+    what the file holds and how to turn it into a motion."""
+    path = tmp_path / "pos.npz"
+    skelanim.save(walk(), path)
+    with pytest.raises(UnsupportedFormatError) as info:
+        skelanim.load(path)
+    line = info.value.one_line()
+    assert line.startswith(f"{path}: unknown suffix '.npz' for a motion file")
+    assert "holds joint positions" in line and "skelanim ik solve turns them into a motion" in line
+    with pytest.raises(UnsupportedFormatError) as info:
+        skelanim.load(tmp_path / "pos.xyz")
+    assert "joint positions" not in info.value.one_line()

@@ -52,7 +52,12 @@ def _module_for(path: str | os.PathLike, table: dict[str, str], what: str) -> Mo
         raise FormatError(f"is a folder; expected {what} ({', '.join(sorted(table))})", path=path)
     if suffix not in table:
         known = ", ".join(sorted(table))
-        raise UnsupportedFormatError(f"unknown suffix {suffix or '(none)'!r} for {what}; expected one of {known}", path=path)
+        hint = ""
+        if suffix in POSITION_FORMATS and table is MOTION_FORMATS:  # joint positions where a motion is read
+            hint = (f" (a {suffix} file holds joint positions, no skeleton or rotations: skelanim ik solve turns them "
+                    "into a motion, skelanim.load_positions reads them)")
+        raise UnsupportedFormatError(f"unknown suffix {suffix or '(none)'!r} for {what}; expected one of {known}{hint}",
+                                     path=path)  # fmt: skip
     return importlib.import_module(table[suffix])
 
 
