@@ -312,3 +312,21 @@ def test_a_one_stride_loop_is_analysed_as_played_in_a_row(walk: Motion) -> None:
     assert report.to_dict()["loop_plays"] == 4
     with pytest.raises(GaitError, match="no gait cycles"):  # not said to loop: as it is
         gait_analysis(walk.copy(metadata={**walk.metadata, "loop": "none"}))
+
+
+def test_a_walk_held_in_place_is_refused_not_measured(mocap_files) -> None:
+    """The Bandai walk with its pelvis held where it starts (the legs untouched, as on a treadmill): its stance feet
+    slide backwards, so contacts found by foot speed flicker; the analysis had printed 144 steps/min for the
+    walk's 110 (a review). It is refused now, and the walk itself still measures 110 steps/min."""
+    import skelanim
+    from skelanim.metrics.gait import IN_PLACE_SPEED, GaitError, gait_analysis
+
+    walk = skelanim.load(mocap_files(["bandai_namco_1/dataset-1_walk_normal_001.bvh"])[0])
+    assert gait_analysis(walk).cadence == pytest.approx(110.4, abs=0.1)
+    held = walk.joint_translations.clone()
+    held[:, 1, 0], held[:, 1, 2] = held[0, 1, 0], held[0, 1, 2]  # Hips carries the travel under joint_Root
+    with pytest.raises(GaitError, match=r"heights/s over its gait cycles: a walk in place \(a treadmill\?\)"):
+        gait_analysis(walk.copy(joint_translations=held))
+    slowest = skelanim.load(mocap_files(["bandai_namco_1/dataset-1_walk_sad_002.bvh"])[0])  # 0.27 heights/s
+    report = gait_analysis(slowest)  # the slowest walk of the shared mocap is still measured
+    assert np.mean([c.speed for c in report.cycles]) / slowest.height > 5 * IN_PLACE_SPEED

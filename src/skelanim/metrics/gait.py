@@ -73,6 +73,10 @@ ALTERNATION = (0.05, 0.95)
 #: A clip that loops (``metadata["loop"] == "wrap"``) shorter than this (seconds) is analysed as played in a row
 #: (:func:`~skelanim.ops.repeat_loop`) to at least this long.
 LOOPED_SECONDS = 4.0
+#: Slowest mean pelvis speed over the gait cycles (heights/s) taken for a walk over the floor; below it the clip
+#: walks in place (a treadmill capture), where contact detection by foot speed finds flickering, spurious strikes
+#: (a Bandai walk held in place read 144 steps/min for its 110; the slowest walk of the shared mocap travels 0.27).
+IN_PLACE_SPEED = 0.05
 #: Contact speed threshold for gait events, in body heights per second (see the module docstring).
 SPEED_FRACTION = 1.0
 #: Contact height threshold, fraction of the body height (as :func:`~skelanim.ops.contacts.foot_contacts`).
@@ -421,7 +425,8 @@ def gait_analysis(
     Raises
     ------
     GaitError
-        When the motion is empty, has no legs, or no valid gait cycle (not a walk).
+        When the motion is empty, has no legs, has no valid gait cycle (not a walk) or walks in place (its pelvis
+        under :data:`IN_PLACE_SPEED` heights/s over its cycles: a treadmill capture).
     """
     if motion.num_frames < 3:
         raise GaitError(f"cannot analyse gait of a motion with {motion.num_frames} frame(s)")
@@ -469,6 +474,11 @@ def gait_analysis(
             f"of one foot {min_cycle:g}-{max_cycle:g} s and {min_stride:g} heights apart, with one strike of the "
             f"other foot between them, {ALTERNATION[0]:.0%}-{ALTERNATION[1]:.0%} of the way); is this a walk?"
         )
+    speed = float(np.mean([c.speed for c in cycles]))
+    if speed < IN_PLACE_SPEED * height:  # the feet are found planted where they stop: on a belt they slide with it
+        raise GaitError(f"the pelvis travels {speed / height:.3f} heights/s over its gait cycles: a walk in place "
+                        f"(a treadmill?), whose stance feet move with the ground; gait analysis needs the body to "
+                        f"travel over a still floor (at least {IN_PLACE_SPEED:g} heights/s)")  # fmt: skip
     order = np.argsort([c.start for c in cycles], kind="stable")
     cycles = [cycles[i] for i in order]
 
