@@ -93,11 +93,10 @@ def upright(motion: Motion) -> tuple[Motion, Tensor | None]:
 def world_turn(skeleton: Skeleton | CanonicalRig | Motion) -> Tensor | None:
     """The turn ``(3, 3)`` of a clip's world up onto +Y (:func:`~skelanim.core.units.up_to_y_matrix` of its
     :meth:`~skelanim.core.motion.Motion.up_direction`); ``None`` where it is +Y already, and for a bare skeleton or
-    rig, which no motion shows standing (a zero pose need not be a body pose), so it is taken as Y up.
-
-    The canonical space retargeting works in stands Y up (its floors, heights and the NKN's training), so
-    :class:`Retargeter` turns a Z-up clip Y up on the way in and the result back into a Z-up target's world on
-    the way out."""
+    rig, which no motion shows standing (a zero pose need not be a body pose), so it is taken as Y up. Canonical
+    space stands Y up (its floors, heights, the NKN's training): :class:`Retargeter` turns a Z-up clip Y up on the
+    way in and the result back into a Z-up target's world on the way out. A clip of only a zero pose that is no
+    body pose is refused (:func:`_require_a_body_pose`)."""
     if not isinstance(skeleton, Motion) or skeleton.num_frames == 0:
         return None
     _require_a_body_pose(skeleton)
@@ -106,10 +105,9 @@ def world_turn(skeleton: Skeleton | CanonicalRig | Motion) -> Tensor | None:
 
 
 def _require_a_body_pose(motion: Motion, mapping: JointMapping | None = None, source: str | None = None) -> None:
-    """A :class:`RetargetError` for a clip that holds only its skeleton's zero pose where that is no body pose
-    (:func:`~.rig.physical_zero_pose`: Bandai-Namco's lies along +X, the production rig's read upside down): its up
-    axis and its limbs' twist would be read off it (a review: results written lying on their side, with no word).
-    A skeleton the default mapping cannot map is left to the mapping's own error."""
+    """A :class:`RetargetError` for a clip of only its skeleton's zero pose where that is no body pose
+    (:func:`~.rig.physical_zero_pose`), whose up axis and limb twist would be read off it (results had been written
+    lying on their side); a skeleton the default mapping cannot map is left to the mapping's own error."""
     if not motion.num_frames or not bool((motion.rotations[..., 0].abs() > 1 - 1e-9).all()):
         return
     try:
@@ -119,14 +117,11 @@ def _require_a_body_pose(motion: Motion, mapping: JointMapping | None = None, so
     if lying:
         raise RetargetError("the motion holds only its skeleton's zero pose, which is no body pose on this rig (the upper "
                             "legs do not point down from the chest), so nothing shows which way is up or how its limbs "
-                            "twist: give frames of its motion (one real pose will do)",
-                            path=source or motion.metadata.get("path"))  # fmt: skip
+                            "twist: give frames of its motion (one real pose will do)", path=source or motion.metadata.get("path"))
 
 
 class RetargetError(SkelanimError):
     """Bad retargeting options (unknown method, wrong frame shape)."""
-
-
 
 
 def make_rig(
