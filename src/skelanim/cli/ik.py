@@ -31,6 +31,14 @@ ik_app = typer.Typer(help="Inverse kinematics: joint positions to joint rotation
                      no_args_is_help=True)  # fmt: skip
 app.add_typer(ik_app, name="ik")
 
+def model_unit(model: Any) -> str:
+    """The length unit an IK model's positions are in (guessed from its skeleton's stature, the rest pose's height
+    where no head or foot is named: the shipped Bandai model, centimetres)."""
+    from skelanim.core.units import guess_unit
+
+    return guess_unit(model.skeleton.stature() or model.skeleton.height())
+
+
 #: ``--scale`` and ``--fps`` for joint positions (``ik solve``, ``stream``).
 POSITIONS_SCALE_HELP = "Multiply the positions by this first (e.g. 100 for metres into the shipped model's centimetres)."
 POSITIONS_FPS_HELP = "Frame rate of positions whose file has none (.npy, a .csv without a time column; default 30)."
@@ -140,8 +148,8 @@ def solve(
 ) -> None:
     """Turn joint positions into joint rotations; OUT keeps the input's frame rate.
 
-    Positions must be in the model's units (the shipped model: centimetres; --scale converts); other units are
-    refused."""
+    Positions must be in the model's units (the shipped model: centimetres): a file that names its unit is
+    converted, with a note; --scale converts any other; positions in other units are refused."""
 
     import skelanim
     from skelanim.cli.files import check_output
@@ -155,19 +163,25 @@ def solve(
     check_output(out, src)
     apply_threads(threads)
     ik_model = _load_model(model).to(device)
-    data = read_positions(src, scale, fps)
+    data, note = read_positions(src, scale, fps, model_unit(ik_model))
     motion = run(data, ik_model, refine=refine, method=method, source=src)
+    if note:
+        typer.echo(note, err=True)
     skelanim.save(motion, out)
     typer.echo(f"wrote {out} ({motion.num_frames} frames at {motion.fps:g} fps, method {motion.metadata['ik_method']})")
 
 
-def read_positions(src: Path, scale: float | None, fps: float | None) -> Any:
+def read_positions(src: Path, scale: float | None, fps: float | None, unit: str | None = None) -> tuple[Any, str]:
     """The :class:`~skelanim.io.positions.JointPositions` of ``src``, its rate ``fps`` where the file carries none
     (a file that does and differs is a ``--fps`` error) and its positions times ``scale`` (a positive factor whose
-    product stays finite, else a ``--scale`` error): ``ik solve``'s and ``stream``'s ``--fps`` and ``--scale``."""
+    product stays finite, else a ``--scale`` error): ``ik solve``'s and ``stream``'s ``--fps`` and ``--scale``.
+    Without ``scale``, a file that names its length unit (``skelanim positions`` stores it) is converted into
+    ``unit``, the model's (it had been refused with advice to multiply by hand); the note saying so comes back
+    beside the positions ("" when none), for the caller to print once the work is done (an error stays one line)."""
     import numpy as np
 
     import skelanim
+    from skelanim.core.units import UNITS, canonical_unit
 
     if scale is not None and not (math.isfinite(scale) and scale > 0):
         raise typer.BadParameter(f"a positive factor, not {scale:g}", param_hint="--scale")
@@ -183,12 +197,17 @@ def read_positions(src: Path, scale: float | None, fps: float | None) -> Any:
                                  "carry none", param_hint="--fps")  # fmt: skip
     if fps is not None:
         data = dataclasses.replace(data, fps=fps)
+    declared = canonical_unit(str(data.metadata.get("units") or ""))
+    note = ""
+    if scale is None and unit is not None and declared is not None and declared != unit:
+        scale = UNITS[declared] / UNITS[unit]
+        note = f"note: {src} says its positions are in {declared}: scaled by {scale:g} into the model's {unit}"
     if scale is not None:
         with np.errstate(over="ignore"):  # an overflow is said below, in one line
             data = dataclasses.replace(data, positions=data.positions * scale)
         if not np.isfinite(np.asarray(data.positions)).all():  # the input check would blame the file
             raise typer.BadParameter(f"{scale:g} times the positions of {src} overflows", param_hint="--scale")
-    return data
+    return data, note
 
 
 @ik_app.command()

@@ -13,7 +13,7 @@ import typer
 
 from skelanim.cli import app
 from skelanim.cli.files import UP_HELP, check_up, load_one_figure
-from skelanim.cli.ik import POSITIONS_FPS_HELP, POSITIONS_SCALE_HELP, read_positions
+from skelanim.cli.ik import POSITIONS_FPS_HELP, POSITIONS_SCALE_HELP, model_unit, read_positions
 
 SRC_HELP = ("A motion file (.bvh, DeepMimic .txt, .glb/.gltf), or joint positions (.npy/.npz/.csv) solved to "
             "rotations by the shipped IK model first.")  # fmt: skip
@@ -65,9 +65,12 @@ def stream(
                                          "--scale change one)", param_hint=option)  # fmt: skip
         motion = load_one_figure(src, "stream")
     else:  # joint positions; an unknown suffix is refused there, in one line naming every suffix stream takes
-        from skelanim.ik.solve import solve
+        from skelanim.ik.solve import load_model, solve
 
-        motion = solve(read_positions(src, scale, fps), source=src)
+        data, note = read_positions(src, scale, fps, model_unit(load_model()))
+        motion = solve(data, source=src)
+        if note:
+            typer.echo(note, err=True)
     try:
         poses = avatar_frames(motion, mapping=mapping, up=up_direction, avatar=rig)
     except skelanim.errors.SkelanimError as err:  # a skeleton the mapping cannot read: the message names SRC
