@@ -318,10 +318,9 @@ def align_motions(
     Features per frame are the world joint positions minus the pelvis's (:attr:`Skeleton.pelvis`), ``(J*3,)``,
     with ``heading`` in each frame's own heading frame (coordinates along the body's side, up and forward,
     :func:`~skelanim.ops.normalize.facing_directions`; world axes for both where either skeleton has no left/right
-    pairs to face by), so
-    two takes of one motion facing different ways align (world axes had put a walk turned 90 degrees 19.5 frames
-    off on average), divided by each motion's height (:attr:`Motion.height`) when ``normalize_height`` (so actors
-    of different sizes compare). Joints above the pelvis (a dummy root such as Bandai-Namco's static
+    pairs to face by), so two takes of one motion facing different ways align (world axes had put a walk turned 90
+    degrees 19.5 frames off on average), divided by each motion's height (:attr:`Motion.height`) when
+    ``normalize_height`` (so actors of different sizes compare). Joints above the pelvis (a dummy root such as Bandai-Namco's static
     ``joint_Root``) are left out unless ``joints`` names them. Both skeletons must have the same number of
     (selected) joints, in corresponding order.
 
