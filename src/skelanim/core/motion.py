@@ -454,8 +454,10 @@ class Motion:
             frames = slice(frames.start, frames.stop, max(self.num_frames, 1))  # the same frame; torch's step x stride overflowed
         jt = None if self.joint_translations is None else self.joint_translations[frames]
         source = self.__dict__["_rotations"]  # Euler angles stay unconverted
-        picked = torch.arange(self.num_frames)[frames]  # (F',): which frames, to tell a cut from the whole
-        ends = {int(picked[0]), int(picked[-1])} if picked.numel() else set()
+        # which frames, to tell a cut from the whole: a slice's ends from a range, O(1) (a frame-by-frame loop over
+        # m[k] had built an F-long arange per frame); an index array's from the array itself
+        picked = range(self.num_frames)[frames] if isinstance(frames, slice) else torch.arange(self.num_frames)[frames]
+        ends = {int(picked[0]), int(picked[-1])} if len(picked) else set()
         return replace(
             self,
             rotations=source[frames],
