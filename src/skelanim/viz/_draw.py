@@ -161,8 +161,9 @@ def skeleton_figure(motion: Motion) -> Figure3D:
         from skelanim.errors import SkelanimError
         from skelanim.ops.normalize import facing_directions
 
-        try:
-            mean = facing_directions(motion).mean(0).numpy() * (flip if sign < 0 else 1.0)
+        sample = torch.linspace(0, motion.num_frames - 1, min(64, motion.num_frames)).round().long()
+        try:  # on up to 64 frames, as Motion.up_axis samples: the positions above are End Sites too, FK again is all
+            mean = facing_directions(motion[sample]).mean(0).numpy() * (flip if sign < 0 else 1.0)
         except SkelanimError:  # left and right along the up axis (lying on the side): no facing
             mean = np.zeros(3)
         if np.linalg.norm(mean) > 1e-6:
