@@ -16,7 +16,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
 import torch
 from torch import Tensor
 
@@ -105,10 +104,8 @@ class Rig:
         so), else ``motion`` itself. The dummy stays at the origin, unturned, and the body root's path becomes its
         animated translation (:attr:`Motion.joint_translations`), so world positions are unchanged: the models see
         the same motion as from the original file (it had been refused as "21 joints, not 22")."""
-        if self.root != 1 or motion.skeleton.num_joints != self.skeleton.num_joints - 1:
-            return motion
-        body = Skeleton(self.names, np.asarray(self.parents), motion.skeleton.offsets)
-        if body.topology_difference(motion.skeleton) is not None:
+        given = motion.skeleton
+        if self.root != 1 or given.names != self.names or [int(p) for p in given.parents] != self.parents:
             return motion
         frames, joints = motion.num_frames, self.skeleton.num_joints
         offsets = torch.cat([torch.zeros(1, 3, dtype=motion.skeleton.offsets.dtype), motion.skeleton.offsets])
