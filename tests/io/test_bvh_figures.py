@@ -169,13 +169,18 @@ def test_simple_channels_of_several_figures_say_why_they_are_refused(tmp_path, c
 
 def test_a_scene_joint_an_op_moved_is_written_with_channels_that_hold_its_motion():
     """Read from a BVH file the scene joint has no channels: turned (``ops.rotate``) or moved (``ops.normalize``),
-    it had been written as ``ROOT Scene ... CHANNELS 0``, the turn lost with a warning and the move silently."""
+    it had been written as ``ROOT Scene ... CHANNELS 0``, the turn lost with a warning and the move silently. Now it
+    gets the channels its motion needs (``bvh_channels.with_root_channels``, as any root): rotation channels for the
+    turn about the origin, position channels for the move."""
     from skelanim.ops import normalize, rotate
 
     two = bvh.loads(SMALL.format(a="A", b="B"))
-    for moved in (rotate(two, [0.9238795325, 0.0, 0.3826834324, 0.0]), normalize(two)):
+    turned_only, moved_only = ["Zrotation", "Xrotation", "Yrotation"], ["Xposition", "Yposition", "Zposition"]
+    for moved, needed in ((rotate(two, [0.9238795325, 0.0, 0.3826834324, 0.0]), turned_only),
+                          (normalize(two), moved_only)):  # fmt: skip
         with warnings.catch_warnings():
             warnings.simplefilter("error")
             text = bvh.dumps(moved)
-        assert text.count("\nROOT ") == 1 and f"ROOT {SCENE_ROOT}\n{{\n\tOFFSET 0 0 0\n\tCHANNELS 6 " in text
+        assert text.count("\nROOT ") == 1 and f"ROOT {SCENE_ROOT}\n{{\n\tOFFSET 0 0 0\n\tCHANNELS " in text
+        assert text.split(f"ROOT {SCENE_ROOT}")[1].splitlines()[3].split()[2:] == needed
         np.testing.assert_allclose(bvh.loads(text).positions().numpy(), moved.positions().numpy(), rtol=0, atol=1e-5)

@@ -74,7 +74,7 @@ import numpy as np
 import torch
 
 from skelanim.core.motion import EulerRotations, Motion
-from skelanim.core.skeleton import DEFAULT_ROOT_CHANNELS, Skeleton
+from skelanim.core.skeleton import Skeleton
 from skelanim.errors import FormatError, ShapeError, SkelanimError, SkeletonError
 from skelanim.io.atomic import atomic_open
 from skelanim.io.bvh_channels import channel_layout, frame_values, padded_order, with_root_channels
@@ -376,12 +376,8 @@ def _text_blocks(motion: Motion, precision: int) -> Iterator[str]:
     named = motion.metadata.get("bvh_scene_root") == skeleton.names[0]
     scene = named and (not skeleton.offsets[0].any() and not motion.root_positions.any()
                        and bool((motion.rotations[:, 0, 0].abs() == 1).all()))  # fmt: skip
-    held = [c[1:] for c in skeleton.channels[0]]  # "position" / "rotation" per channel
-    if named and not scene and (held.count("position") < 3 or held.count("rotation") < 3):
-        skeleton = Skeleton(skeleton.names, skeleton.parents, skeleton.offsets,
-                            [DEFAULT_ROOT_CHANNELS, *skeleton.channels[1:]], skeleton.end_sites)  # fmt: skip
-        motion = motion.copy(skeleton=skeleton, metadata={k: v for k, v in motion.metadata.items() if k != "bvh_values"})
-    if not scene:  # a root moved or turned where its channels cannot say so (to_origin, face on a static root)
+    if not scene:  # a root moved or turned where its channels cannot say so (to_origin, face on a static root, a
+        # scene joint an op moved): given the channels that hold it
         motion = with_root_channels(motion, precision)
         skeleton = motion.skeleton
     depth = [-1 if scene else 0] * skeleton.num_joints

@@ -13,6 +13,7 @@ import torch
 
 from skelanim.core.motion import Motion
 from skelanim.core.rotations import euler_to_quat, quat_to_euler
+from skelanim.core.skeleton import DEFAULT_ROOT_CHANNELS, POSITION_CHANNELS
 from skelanim.io.common import warn_at_caller
 
 __all__ = ["EULER_JOINTS_AT_ONCE", "channel_layout", "frame_values", "padded_order", "with_root_channels"]
@@ -54,8 +55,8 @@ def channel_layout(channels: list[tuple[str, ...]]) -> tuple[list[int], list[lis
     return first, positions, rotations, axes
 
 
-_POSITION_CHANNELS = ("Xposition", "Yposition", "Zposition")
-_ROTATION_CHANNELS = ("Zrotation", "Xrotation", "Yrotation")  # a root that had none gets these (DEFAULT_ROOT_CHANNELS')
+_POSITION_CHANNELS = POSITION_CHANNELS
+_ROTATION_CHANNELS = DEFAULT_ROOT_CHANNELS[3:]  # a root that had none gets the default root's: Z X Y
 
 
 def with_root_channels(motion: Motion, precision: int) -> Motion:
