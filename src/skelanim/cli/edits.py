@@ -114,9 +114,7 @@ def edit_before_resampling(motion: Motion, edits: Edits, src: Path) -> Motion:
     if edits.trims:
         span = _frame_span(motion, edits, src)
         if span != slice(0, motion.num_frames):
-            motion = motion[span]
-            if motion.metadata.get("loop") == "wrap":  # the cut clip's last frame does not lead to its first
-                motion = motion.copy(metadata={**motion.metadata, "loop": "none"})
+            motion = motion[span]  # a cut loop no longer loops (Motion's own rule)
     if edits.mirror:
         motion = ops.mirror(motion)
     if edits.smooth is not None:
