@@ -154,3 +154,22 @@ def test_the_default_labels_planted_feet_and_the_gait_threshold_the_stance(name,
     assert 0.435 <= left < 0.525 and 0.435 <= right < 0.525 and both < 0.065 and 0.035 <= neither < 0.105
     left, right, both, neither = shares[False]
     assert 0.535 <= left < 0.675 and 0.535 <= right < 0.675 and 0.125 <= both < 0.335 and neither == 0.0
+
+
+def test_a_crawl_is_labelled_with_the_standing_body_s_thresholds(mocap_files) -> None:
+    """The default thresholds scale with the body (``Motion.stature``), not with how tall its pose stands: DeepMimic's
+    crawl is the walk's URDF, bone for bone, so the two are judged alike. With the crawl's posed height (0.41 m, a
+    third of the body) its feet were planted in under 1 % of the frames; with the walk's thresholds, computed here from
+    the walk's own default (0.05 and 0.25 of the same size), in 22 % and 6 %."""
+    import skelanim
+
+    walk, crawl = (skelanim.load(p) for p in mocap_files(["deepmimic/humanoid3d_walk.txt",
+                                                          "deepmimic/humanoid3d_crawl.txt"]))  # fmt: skip
+    size = walk.skeleton.stature()
+    assert size is not None and crawl.height < 0.35 * size  # the pose stands a third of the body high
+    shared = np.asarray(foot_contacts(crawl, height_threshold=0.05 * size, speed_threshold=0.25 * size))
+    assert np.array_equal(np.asarray(foot_contacts(crawl)), shared)
+    assert np.array_equal(np.asarray(foot_contacts(walk)), np.asarray(foot_contacts(walk, height=size)))
+    planted = shared.mean(0)
+    assert planted.max() > 0.15 and np.asarray(foot_contacts(crawl, height=crawl.height)).mean() < 0.01
+

@@ -369,11 +369,14 @@ def test_foot_contacts_of_a_motion_take_the_fps_they_are_given(body):
 
 
 def test_foot_contacts_measure_the_default_height_along_the_up_axis_they_are_given(body):
-    # kills: the default thresholds from Motion.height (along the guessed Y) where up_axis is given
-    m = _still(body, [[0.0, 1.0, 0.0], [0.0, 1.0, 0.0], [0.08, 1.0, 0.0], [0.08, 1.0, 0.0]], fps=1.0)
+    # kills: the default thresholds from Motion.height (along the guessed Y) where up_axis is given. Names that find
+    # no head or foot: no stature, so the pose's extent is the body size (a named body's is its stature)
+    nameless = Skeleton([f"j{i}" for i in range(body.num_joints)], body.parents, body.offsets, end_sites=body.end_sites)
+    assert nameless.stature() is None
+    m = _still(nameless, [[0.0, 1.0, 0.0], [0.0, 1.0, 0.0], [0.08, 1.0, 0.0], [0.08, 1.0, 0.0]], fps=1.0)
     # along X the rest body spans the hands' End Sites, +-0.77: height 1.54, threshold 0.077 (0.085 along Y).
     # The feet rise 0.08 along X in frames 2 and 3 (at 0.04 per second: slow)
-    got = foot_contacts(m, up_axis="x")
+    got = foot_contacts(m, joints=find_feet(body), up_axis="x")
     assert got.shape == (4, 4)
     assert got.all(1).tolist() == [True, True, False, False] and not bool(got[2:].any())
 

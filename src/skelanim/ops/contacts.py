@@ -11,7 +11,9 @@ A foot joint is in contact at frame ``t`` when both
 Both thresholds default to fractions of the body height ``h`` — ``0.05 h`` and ``0.25 h`` per second
 (about 8.5 cm and 0.43 m/s for a 1.7 m person) — so they work in any unit. The up axis is the skeleton's
 (:meth:`Motion.up_direction`, its sign included: an upside-down source's floor is at its largest
-coordinate) for a motion, +Y by default for a bare array; the height is :attr:`Motion.height`.
+coordinate) for a motion, +Y by default for a bare array; the height is :attr:`Motion.stature`, the standing
+body's size from its bone lengths, so that a crawl (posed a third as high) is judged by a walk's thresholds
+(:attr:`Motion.height`, the pose's extent, where the joint names find no head or foot).
 
 What the labels mean: a *planted* joint, low and nearly still, the frames where a foot can be pinned to the floor
 (foot-skating cleanup, contact losses, IK foot locks). That is less than a gait's stance phase: at heel strike and
@@ -117,8 +119,9 @@ def foot_contacts(
         ``0/1/2`` or ``"x"/"y"/"z"``, signed ``"-y"`` for data whose up points down (camera-space poses);
         default the motion's :meth:`Motion.up_direction` (sign included), or +Y for arrays.
     height:
-        Body height for the defaults; default :attr:`Motion.height` (measured along ``up_axis`` when it is
-        given), or for arrays the extent of frame 0 along the up axis.
+        Body height for the defaults; default :attr:`Motion.stature` (the standing body's, from bone lengths,
+        so a crawl's thresholds are a walk's; where the joint names find no head or foot, :attr:`Motion.height`
+        measured along ``up_axis`` when it is given), or for arrays the extent of frame 0 along the up axis.
 
     Returns
     -------
@@ -130,7 +133,8 @@ def foot_contacts(
         fps = source.fps if fps is None else fps
         up, sign = signed_up(source, up_axis)
         idx = find_feet(source.skeleton) if joints is None else source.skeleton.indices(joints)
-        h = source.height_along(up) if height is None else float(height)
+        size = source.skeleton.stature() if height is None else float(height)
+        h = source.height_along(up) if size is None else size
         pos = source.positions()[:, idx].detach().numpy()
         as_numpy = False
     else:

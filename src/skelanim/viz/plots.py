@@ -279,7 +279,7 @@ def plot_contacts(
         else:
             assert chosen is not None
             up = signed_axis_name(*m.up_direction())  # "-y" for a Y-down file: its floor is at the top
-            c = np.asarray(foot_contacts(m, joints=chosen[i], up_axis=up, height=m.height))
+            c = np.asarray(foot_contacts(m, joints=chosen[i], up_axis=up))
             rows = [m.skeleton.names[j] for j in chosen[i]]
         _contact_rows(axes[i, 0], 0.0, 1.0 / m.fps, c, rows, unit_color(i))
         axes[i, 0].set_title(f"{name}: foot contacts" + ("" if contacts is not None else
