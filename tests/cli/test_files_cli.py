@@ -34,7 +34,8 @@ def test_info_json_on_bundled_sample(capsys):
 
 def test_info_takes_several_files_in_order(tmp_path: Path, capsys):
     """``skelanim info a.bvh b.bvh``: one block (text) or one object (a JSON list) per file, in the order given, each
-    the one-file answer; a bad file among them stops the command before anything is printed, naming it."""
+    the one-file answer; a bad file among them gets one error line naming it (with --json an object of its file and
+    error in its place), the others their answers, and the exit code is 2."""
     walk, run_clip = sample_path("walk"), sample_path("run")
     singles = []
     for path in (run_clip, walk):
@@ -50,8 +51,20 @@ def test_info_takes_several_files_in_order(tmp_path: Path, capsys):
         assert f"file: {facts['file']}" in block and f"frames: {facts['frames']}" in block
     bad = tmp_path / "broken.bvh"
     bad.write_text("HIERARCHY\nROOT Hips\n{\n")
-    code, out, err = run(["info", str(walk), str(bad)], capsys)
-    assert code == 2 and out == "" and "broken.bvh" in err and len(err.strip().splitlines()) == 1
+    missing = tmp_path / "missing.bvh"
+    code, out, err = run(["info", str(walk), str(bad), str(missing), str(run_clip)], capsys)
+    blocks = out.split("\n\n")
+    assert code == 2 and len(blocks) == 2
+    for block, facts in zip(blocks, singles[::-1], strict=True):
+        assert f"file: {facts['file']}" in block and f"frames: {facts['frames']}" in block
+    lines = err.strip().splitlines()
+    assert len(lines) == 2 and lines[0].startswith(f"error: {bad}") and lines[1].startswith(f"error: {missing}")
+    code, out, err = run(["info", str(walk), str(bad), str(run_clip), "--json"], capsys)
+    listed = json.loads(out)
+    assert code == 2 and listed[0] == singles[1] and listed[2] == singles[0]
+    assert listed[1] == {"file": str(bad), "error": err.strip().removeprefix("error: ")}
+    code, out, err = run(["info", str(bad)], capsys)  # one file: its error alone
+    assert code == 2 and out == "" and str(bad) in err and len(err.strip().splitlines()) == 1
 
 
 def test_info_text_on_real_bvh(mocap_dir: Path, capsys):

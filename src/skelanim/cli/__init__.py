@@ -125,6 +125,14 @@ def _out_of_memory(err: RuntimeError) -> bool:
     return "can't allocate memory" in text or "out of memory" in text.lower()
 
 
+def error_line(err: SkelanimError | OSError) -> str:
+    """A library or OS error on bad input as one line, naming the file where the error knows it."""
+    if isinstance(err, SkelanimError):
+        return err.one_line()
+    where = f"{err.filename}: " if getattr(err, "filename", None) else ""
+    return f"{where}{err.strerror or err}"
+
+
 def _error(message: str) -> None:
     """Print ``error: message`` on stderr, on a line of its own: a progress bar the failure interrupted is closed
     first (its last state ends with a newline instead of running into the error)."""
@@ -194,12 +202,8 @@ def _run(argv: list[str] | None) -> int:
     except SystemExit as exit_:
         code = exit_.code
         return code if isinstance(code, int) else (0 if code is None else 1)
-    except SkelanimError as err:
-        _error(err.one_line())
-        return 2
-    except OSError as err:
-        where = f"{err.filename}: " if getattr(err, "filename", None) else ""
-        _error(f"{where}{err.strerror or err}")
+    except (SkelanimError, OSError) as err:
+        _error(error_line(err))
         return 2
     except MemoryError:
         _error(_NO_MEMORY)

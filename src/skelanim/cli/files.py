@@ -178,14 +178,34 @@ def info(
 ) -> None:
     """Show joints, frames, fps, duration, channel orders, height and the up axis guess of each FILE.
 
-    The up axis is signed: -Y for a source whose heads lie below its feet along Y, as --up takes it. Every file is
-    read before anything is printed, so a bad one stops the command with its name and nothing else."""
+    The up axis is signed: -Y for a source whose heads lie below its feet along Y, as --up takes it. Of several
+    files, one that cannot be read gets an error line on stderr (with --json an object of its `file` and `error`
+    in the list) and the others their answers; the exit code is then 2."""
     import skelanim
+    from skelanim.cli import error_line
+    from skelanim.errors import SkelanimError
 
-    described = [describe(skelanim.load(file), str(file)) for file in files]
+    described: list[dict[str, Any]] = []
+    for file in files:
+        try:
+            described.append(describe(skelanim.load(file), str(file)))
+        except (SkelanimError, OSError) as err:
+            if len(files) == 1:
+                raise
+            described.append({"file": str(file), "error": error_line(err)})
+    unread = [facts["error"] for facts in described if "error" in facts]
     if as_json:
         typer.echo(json.dumps(described[0] if len(described) == 1 else described, indent=2))
-        return
+    else:
+        _print_descriptions([facts for facts in described if "error" not in facts])
+    for message in unread:
+        typer.echo(f"error: {message}", err=True)
+    if unread:
+        raise typer.Exit(2)
+
+
+def _print_descriptions(described: list[dict[str, Any]]) -> None:
+    """``info``'s text: one block of ``key: value`` lines per file, blocks apart by an empty line."""
     for number, facts in enumerate(described):
         if number:
             typer.echo("")
