@@ -114,6 +114,14 @@ def test_automatic_runtime_picks_by_batch_and_agrees(bandai_rig, bandai_poses, k
         model.predict(x[3:4], runtime="foo")  # it had been taken as auto
     with pytest.raises(ShapeError, match=rf"positions must be \(F, {bandai_rig.num_joints}, 3\)"):
         model.predict(x[3:4, :-1], runtime="onnx")  # it had been onnxruntime's InvalidArgument
+    for runtime in ("torch", "onnx", "auto"):  # no frames: no rotations (torch had failed to concatenate no chunks)
+        for threads in (1, 2):
+            torch.set_num_threads(threads)
+            try:
+                empty = model.predict(x[:0], runtime=runtime)
+            finally:
+                torch.set_num_threads(1)
+            assert empty.shape == (0, bandai_rig.num_joints, 4) and empty.dtype == torch.float64
 
 
 def test_load_model_is_cached_per_folder():

@@ -27,7 +27,10 @@ of joints that move something (``h`` the skeleton height, ``w`` a small prior to
 Levenberg-Marquardt, every frame its own problem, all frames batched. A local update
 ``L_k <- L_k exp(delta_k)`` turns joint ``k``'s subtree about the world axis ``R_k delta_k``, so the
 Jacobian block of a descendant ``i`` is ``dp_i/d delta_k = -[p_i - p_k]_x R_k`` (zero otherwise): exact,
-cheap, no autograd. The damping adapts per frame (halved on success, tripled on failure).
+cheap, no autograd. The damping adapts per frame (halved on success, tripled on failure). It stops after a fixed
+count of iterations, or earlier where asked: once every joint is within ``tol`` of its target, or once every frame's
+proposed step turns no joint by more than ``step_tol`` radians (converged: the default of the ``optimize_*``
+methods, :data:`CONVERGED_STEP`, so that a baseline is timed doing the work its answer needs).
 """
 
 from __future__ import annotations
@@ -50,9 +53,15 @@ from skelanim.core.rotations import (
 )
 from skelanim.ik.frames import IKRig
 
-__all__ = ["kabsch", "optimize_ik", "rotation_between", "solve_sequential", "swing_ik"]
+__all__ = ["CONVERGED_STEP", "kabsch", "optimize_ik", "rotation_between", "solve_sequential", "swing_ik"]
 
 _EPS = 1e-12
+
+#: The ``optimize_*`` methods' convergence: every frame's next LM step turns no joint by more than this (radians;
+#: 1e-5 rad is 0.0006 degrees). On 120 held-out Bandai poses (angry), one call each from the mean pose, the answers
+#: are within 0.0007 degrees (max over joints and frames) of 100 fixed iterations', 0.0023 at 1 % noise; the fixed
+#: 100 had timed 13 times the work the exact poses need (6.6 against 89 poses/s, one thread).
+CONVERGED_STEP = 1e-5
 
 
 # skew(v).flatten() = v @ _LEVI: one matmul (few graph nodes in ONNX), [[0, -z, y], [z, 0, -x], [-y, x, 0]]
@@ -266,6 +275,7 @@ def optimize_ik(
     prior: float | Tensor = 1e-4,
     damping: float = 1e-3,
     tol: float | None = None,
+    step_tol: float | None = None,
 ) -> tuple[Tensor, Tensor]:
     """Per-frame Levenberg-Marquardt IK, batched over frames (see the module docstring).
 
@@ -288,6 +298,9 @@ def optimize_ik(
         Stop early once every joint of every frame is within ``tol`` (a fraction of height) of its target (every
         frame of a block of :data:`LM_CHUNK` frames: longer inputs are fitted block by block, the same per-frame
         fits).
+    step_tol : float, optional
+        Stop early once every frame's proposed step turns no joint by more than ``step_tol`` radians (accepted or
+        not: a step the damping has shrunk that far changes nothing either), e.g. :data:`CONVERGED_STEP`.
 
     Returns
     -------
@@ -300,7 +313,7 @@ def optimize_ik(
         init_t, prior_t = torch.as_tensor(init), torch.as_tensor(prior)
         blocks = [optimize_ik(positions[i : i + LM_CHUNK], rig, init_t[i : i + LM_CHUNK] if init_t.dim() == 3 else init_t,
                               iterations=iterations, prior=prior_t[i : i + LM_CHUNK] if prior_t.dim() else prior,
-                              damping=damping, tol=tol) for i in range(0, f, LM_CHUNK)]  # fmt: skip
+                              damping=damping, tol=tol, step_tol=step_tol) for i in range(0, f, LM_CHUNK)]  # fmt: skip
         return torch.cat([b[0] for b in blocks]), torch.cat([b[1] for b in blocks])
     q_init = _init_quats(init, f, positions.dtype).clone()
     q_init[:, rig.fixed] = torch.tensor([1.0, 0.0, 0.0, 0.0], dtype=positions.dtype)  # a dummy root never rotates
@@ -339,6 +352,8 @@ def optimize_ik(
         system = jtj + prior[..., None] * eye_n + mu * (diag + 1e-9 * eye_n)
         chol, _ = torch.linalg.cholesky_ex(system)
         delta = -torch.cholesky_solve(grad, chol)[..., 0].reshape(f, len(var), 3)
+        if step_tol is not None and float(delta.norm(dim=-1).max()) <= step_tol:
+            break
         q_try = q.clone()
         q_try[:, var] = quat_normalize(quat_multiply(q[:, var], rotvec_to_quat(delta)))
         w_try, p_try, r_try, e_try = evaluate(q_try)

@@ -59,7 +59,7 @@ from skelanim.ik.checks import (
     noise_lengthening,
     warn_proportions,
 )
-from skelanim.ik.classical import optimize_ik, solve_sequential, swing_ik
+from skelanim.ik.classical import CONVERGED_STEP, optimize_ik, solve_sequential, swing_ik
 from skelanim.ik.frames import IKRig
 from skelanim.ik.model import IKGAT, GATConfig
 from skelanim.ik.refine import REFINE_PRIOR, REFINE_SPREAD, REFINE_TOL, noise_sigma, refine, refine_prior  # noqa: F401
@@ -244,7 +244,7 @@ class IKModel:
                 out = [session(xn[i : i + TORCH_CHUNK]) for i in range(0, n, TORCH_CHUNK)]
                 return torch.from_numpy(np.concatenate(out).astype(np.float64))
         x = torch.as_tensor(positions).to(device, torch.float32)
-        chunks = [x[i : i + TORCH_CHUNK] for i in range(0, n, TORCH_CHUNK)]
+        chunks = [x[i : i + TORCH_CHUNK] for i in range(0, max(n, 1), TORCH_CHUNK)]  # no frames: one empty chunk
         threads = torch.get_num_threads()
         if len(chunks) == 1 or threads == 1 or device.type != "cpu":
             return torch.cat([self._torch_chunk(c) for c in chunks]).to("cpu", torch.float64)
@@ -328,7 +328,8 @@ def run_method(
     starts : Tensor, optional
         ``(F,)`` bool, where a new sequence starts (for ``*_warm``; default: frame 0 only).
     iterations, refine_iterations : int
-        LM iterations of ``optimize_*`` and of the refinement.
+        LM iterations of ``optimize_*`` (at most: they stop once converged, :data:`~skelanim.ik.classical.CONVERGED_STEP`)
+        and of the refinement.
     fps : float, optional
         The frames' rate, for ``gat_refined``'s smoothing of noisy sequences (:func:`~skelanim.ik.refine.refine`;
         default: the rate it was chosen at, 30 fps).
@@ -357,11 +358,11 @@ def run_method(
     if method == "swing_warm":
         return solve_sequential(positions, model.mean_pose, lambda p, i: swing_ik(p, rig, i), starts=starts)
     if method == "optimize_rest":
-        return optimize_ik(positions, rig, rest, iterations=iterations)
+        return optimize_ik(positions, rig, rest, iterations=iterations, step_tol=CONVERGED_STEP)
     if method == "optimize_mean":
-        return optimize_ik(positions, rig, _mean_init(model, positions), iterations=iterations)
+        return optimize_ik(positions, rig, _mean_init(model, positions), iterations=iterations, step_tol=CONVERGED_STEP)
     if method == "optimize_warm":
-        step = partial(optimize_ik, rig=rig, iterations=iterations)
+        step = partial(optimize_ik, rig=rig, iterations=iterations, step_tol=CONVERGED_STEP)
         return solve_sequential(positions, _mean_init(model, positions), lambda p, i: step(p, init=i), starts=starts)
     raise ValueError(f"unknown IK method {method!r}; choose from {', '.join(ALL_METHODS)}")
 
