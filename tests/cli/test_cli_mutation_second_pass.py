@@ -111,21 +111,21 @@ def test_a_skeleton_in_other_units_is_told_the_scale_that_undoes_it():
     exactly 2 times (a child beside a tall adult) is taken."""
     from types import SimpleNamespace
 
-    from skelanim.cli.learn_common import OTHER_UNIT, require_size
+    from skelanim.data.rig import OTHER_UNIT, require_size
     from skelanim.errors import SkeletonError
 
     def body(height: float) -> SimpleNamespace:
         return SimpleNamespace(height=lambda: height)
 
-    def clips(*heights: float) -> SimpleNamespace:
-        return SimpleNamespace(clips=[SimpleNamespace(skeleton=body(h), path=f"c{h}.bvh") for h in heights])
+    def clips(*heights: float) -> list[SimpleNamespace]:
+        return [SimpleNamespace(skeleton=body(h), path=f"c{h}.bvh") for h in heights]
 
     assert OTHER_UNIT == 2.0
-    require_size("the model's", body(100.0), clips(50.0, 200.0))  # both ends of [1/2, 2]: no error
+    require_size(clips(50.0, 200.0), body(100.0), "the model")  # both ends of [1/2, 2]: no error
     with pytest.raises(SkeletonError, match=r"0\.01 times the model's size.*--scale 100\b"):
-        require_size("the model's", body(100.0), clips(100.0, 1.0))
+        require_size(clips(100.0, 1.0), body(100.0), "the model")
     with pytest.raises(SkeletonError, match=r"2\.54 times"):
-        require_size("the model's", body(100.0), clips(254.0))
+        require_size(clips(254.0), body(100.0), "the model")
 
 
 # --- files: the shared option checks ----------------------------------------------------------------------------------

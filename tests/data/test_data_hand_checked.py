@@ -198,5 +198,54 @@ def test_body_root_accepts_a_dummy_root_stored_as_minus_identity(bandai_few):
         m2 = skelanim.Motion(m.skeleton, rot, m.root_positions, m.fps, m.joint_translations, {})
         assert body_root(m2) == 1, w
     rot = m.rotations.clone()
-    rot[:, 0] = torch.tensor([0.0, 1.0, 0.0, 0.0], dtype=rot.dtype)  # a half turn: not a dummy
+    rot[:, 0] = torch.tensor([0.0, 1.0, 0.0, 0.0], dtype=rot.dtype)  # a constant half turn: still a dummy, turned
+    assert body_root(skelanim.Motion(m.skeleton, rot, m.root_positions, m.fps, m.joint_translations, {})) == 1
+    rot[5:, 0] = torch.tensor([1.0, 0.0, 0.0, 0.0], dtype=rot.dtype)  # half turned, then not: it moves, the body's
     assert body_root(skelanim.Motion(m.skeleton, rot, m.root_positions, m.fps, m.joint_translations, {})) == 0
+
+
+def test_a_turned_static_dummy_root_is_still_a_dummy(bandai_few, tmp_path) -> None:
+    """Ops that turn a whole motion put the turn on joint 0: Bandai's ``joint_Root`` turned (a face-forward, half a
+    degree, a Z-up copy) has a constant rotation other than the identity and is still a dummy, so a dataset of turned
+    takes models the same 21 joints from the Hips, its pelvis as high as the raw takes' (it had taken ``joint_Root``,
+    on the floor, for the pelvis: height 0 in every frame), and one turned take does not switch a folder's rig."""
+    from skelanim import ops
+    from skelanim.core.rotations import rotvec_to_matrix
+    from skelanim.data import MotionDataset
+
+    raw = [bandai_few[0], bandai_few[5]]  # Bandai-1 and Bandai-2 walks
+    walk = skelanim.load(raw[0])
+    z_up = ops.rotate(walk, rotvec_to_matrix(torch.tensor([math.pi / 2, 0.0, 0.0], dtype=F64)))
+    for turned in (ops.face_forward(walk), ops.rotate_about_up(walk, math.radians(0.5)), z_up):
+        assert float((turned.rotations[:, 0, 0].abs() - 1).abs().max()) > 1e-6  # a turn on joint 0 (the old rule: 1e-6)
+        assert body_root(turned) == 1
+    rot = walk.rotations.clone()
+    rot[1:, 0] = torch.tensor([math.cos(0.15), 0.0, math.sin(0.15), 0.0], dtype=rot.dtype)  # turns 0.3 rad after frame 0
+    assert body_root(walk.copy(rotations=rot)) == 0  # a joint 0 that moves is the body's
+    turned_file = tmp_path / raw[1].name
+    skelanim.save(ops.face_forward(skelanim.load(raw[1])), turned_file)
+    plain = MotionDataset(raw, fps=25.0, cache=False)
+    mixed = MotionDataset([raw[0], turned_file], fps=25.0, cache=False)
+    assert plain.rig.root == mixed.rig.root == 1 and mixed.rig.num_joints == plain.rig.num_joints == 21
+    up = plain.rig.up
+    torch.testing.assert_close(mixed.frames()["pelvis"][:, up], plain.frames()["pelvis"][:, up], atol=1e-3, rtol=0)
+
+
+def test_a_model_s_rig_refuses_clips_of_another_unit_or_skeleton(bandai_few, mocap_files, tmp_path) -> None:
+    """``MotionDataset(files, rig=model.rig)``: the clips must be on the rig's skeleton and of its size (within a
+    factor of 2), as they must stand along its up axis. The same Bandai walks in metres had been scored as motion
+    a hundred times smaller, a Xia (CMU) clip read joint for joint as Bandai's, both without a word."""
+    from skelanim import ops
+    from skelanim.data import MotionDataset
+    from skelanim.errors import SkeletonError
+
+    own = MotionDataset(bandai_few[:2], fps=25.0, cache=False)
+    MotionDataset(bandai_few[:2], fps=25.0, cache=False, rig=own.rig)  # its own clips: taken
+    metres = tmp_path / bandai_few[1].name
+    skelanim.save(ops.scale(skelanim.load(bandai_few[1]), 0.01), metres)
+    with pytest.raises(SkeletonError, match=r"0\.01 times the predictor's size.*--scale 100\b") as err:
+        MotionDataset([bandai_few[0], metres], fps=25.0, cache=False, rig=own.rig, rig_owner="the predictor")
+    assert err.value.path == str(metres)
+    xia = mocap_files(["xia_style/neutral_01_000.bvh"])[0]
+    with pytest.raises(SkeletonError, match=r"the rig works on a 22-joint skeleton \(joint_Root, Hips, .*31 joints"):
+        MotionDataset([xia], fps=25.0, cache=False, rig=own.rig, label_parser=None)

@@ -107,11 +107,12 @@ def test_mirror_features_match_a_mirrored_motion(tiny_ds, path):
     rig = tiny_ds.rig
     fr = tiny_ds.frames()
     motion = rig.to_motion(fr["rot"][:48].double(), fr["pelvis"][:48].double(), 25.0)
-    # one dataset each: the mirror image lives on the mirror image of the rig, which one dataset does not mix
-    # (Skeleton.rig_difference); the features are the rig's either way
+    # one dataset each: the mirror image lives on the mirror image of the rig, which one dataset does not mix and a
+    # model's rig refuses (Skeleton.rig_difference); the features are the rig's either way, so it is set afterwards
     x = []
     for m, n in ((motion, "a"), (mirror(motion), "b")):
-        ds = MotionDataset(clips=[clip_from_motion(m, fps=25.0, name=n)], rig=rig, fps=25.0)
+        ds = MotionDataset(clips=[clip_from_motion(m, fps=25.0, name=n)], fps=25.0)
+        ds.rig = rig
         g = ds.gather(torch.tensor([[0, 0]]), 40, keys=("rot", "pelvis", "yaw", "positions"))
         x.append(joint_features(g["rot"], g["pelvis"], g["yaw"], g["positions"], rig, path=path))
     x = torch.cat(x)

@@ -46,7 +46,6 @@ from skelanim.cli.learn_common import (
     recognize_app,
     remove_earlier_model_files,
     report_training,
-    require_skeleton,
     resume_option,
     run_device_option,
     split_parts,
@@ -201,8 +200,9 @@ def recognize_eval(
     net, loaded = Recognizer.load(model).to(device), Recognizer.load(baseline, default="recognize_cnn").to(device)
     # the shipped baseline is for the shipped model's skeleton
     base = loaded if baseline is not None or loaded.rig.skeleton.same_topology(net.rig.skeleton) else None
-    ds = split_parts(load_dataset(data, net.fps, threads, not as_json, labels=labels, need=("content",), rig=net.rig), split, seed, need="test")["test"]
-    require_skeleton("recogniser", net.rig.skeleton, ds)
+    loaded = load_dataset(data, net.fps, threads, not as_json, labels=labels, need=("content",), rig=net.rig,
+                          owner="the recogniser")
+    ds = split_parts(loaded, split, seed, need="test")["test"]
     unknown = sorted({clip.labels["content"] for clip in ds.clips} - set(net.contents.names))
     if unknown:  # they count as errors; a label pattern that reads the wrong part of the name had scored 0 silently
         typer.echo(f"note: {len(unknown)} content label(s) of the test files are not the model's ({', '.join(unknown[:4])}"
@@ -357,8 +357,9 @@ def generate_fit_prior(
     if not into_model:  # another model there had been replaced without a word
         check_model_folder(out, overwrite, "--out")
     gen = Generator.load(model)
-    loaded = load_dataset(data, gen.fps, threads, progress, labels=labels, need=("content",), rig=gen.rig)
-    require_skeleton("generator", gen.rig.skeleton, loaded)  # another skeleton or unit had been fitted, or a traceback
+    # another skeleton or unit had been fitted, or a traceback
+    loaded = load_dataset(data, gen.fps, threads, progress, labels=labels, need=("content",), rig=gen.rig,
+                          owner="the generator")
     parts = split_parts(loaded, split, seed)
     refit_latent(model, GenerateTask(gen, parts["train"], stride=8), out)
     if not into_model:
@@ -394,8 +395,8 @@ def generate_eval(
         raise typer.BadParameter(f"the {'shipped ' if recognizer is None else ''}recogniser is for another skeleton than the "
                                  "generator's: name one trained on its data (skelanim learn recognize train)",
                                  param_hint="--recognizer")  # fmt: skip
-    loaded = load_dataset(data, gen.fps, threads, not as_json, labels=labels, need=("content",), rig=gen.rig)
-    require_skeleton("generator", gen.rig.skeleton, loaded)
+    loaded = load_dataset(data, gen.fps, threads, not as_json, labels=labels, need=("content",), rig=gen.rig,
+                          owner="the generator")
     parts = split_parts(loaded, split, seed)
     if parts["test"] is None:
         raise typer.BadParameter("the split leaves no test files", param_hint="--split")

@@ -38,13 +38,16 @@ LABELS_OPTION: Any = typer.Option("bandai", "--labels", help=LABELS_HELP)
 
 
 def load_dataset(data: list[str], fps: float, threads: int | None, progress: bool = True, *, labels: str = "bandai",
-                 need: tuple[str, ...] = (), rig=None):  # fmt: skip
+                 need: tuple[str, ...] = (), rig=None, owner: str = "the model", hint: str = ""):  # fmt: skip
     """The motion of ``data`` with the labels ``labels`` names (``--labels``); every file must have the labels
     ``need`` (e.g. ``("content",)`` for recognition). A model's ``rig`` is the dataset's (scoring or calibrating a
     model): the data's own would be measured, and its body root could differ from the model's (a clip whose dummy
-    root had been turned made the windows one joint wider than the model's, a traceback)."""
+    root had been turned made the windows one joint wider than the model's, a traceback); a file not on its
+    skeleton or not of its size is refused naming ``owner`` (``"the predictor"``), ``hint`` appended."""
     from skelanim.data import LabelError, MotionDataset
     from skelanim.data.labels import label_parser
+    from skelanim.data.rig import require_size
+    from skelanim.errors import SkeletonError
     from skelanim.learn.common import set_threads
 
     try:
@@ -56,47 +59,33 @@ def load_dataset(data: list[str], fps: float, threads: int | None, progress: boo
                                  "name a label scheme or pattern", param_hint="--labels")  # fmt: skip
     set_threads(threads)
     try:
-        ds = MotionDataset(data, fps=fps, progress=progress, label_parser=parser, rig=rig)
+        ds = MotionDataset(data, fps=fps, progress=progress, label_parser=parser, rig=rig, rig_owner=owner)
     except LabelError as err:
-        hint = " (--labels none reads files of any name, for prediction)" if not need else ""
-        raise LabelError(f"{err.message}; --labels names the scheme{hint}", path=err.path) from None
+        none = " (--labels none reads files of any name, for prediction)" if not need else ""
+        raise LabelError(f"{err.message}; --labels names the scheme{none}", path=err.path) from None
+    except SkeletonError as err:
+        if not hint or rig is None:
+            raise
+        raise SkeletonError(err.message + hint, path=err.path) from None
     for clip in ds.clips:
         if missing := [key for key in need if not clip.labels.get(key)]:
             raise LabelError(f"the label pattern gives no {' or '.join(missing)} for this file (--labels)", path=clip.path)
     if ds.clips:
-        require_size("the first file's", ds.clips[0].skeleton, ds)
+        require_size(ds.clips, ds.clips[0].skeleton, "the first file")
     return ds
-
-
-#: Ratio of rest heights beyond which two skeletons of one topology are in different length units, not two actors
-#: (a child beside an adult is 0.6; inches against centimetres 2.54, metres 100).
-OTHER_UNIT = 2.0
-
-
-def require_size(whose: str, skeleton, ds) -> None:
-    """A one-line :class:`~skelanim.errors.SkeletonError` naming the first file of ``ds`` whose skeleton is more than
-    :data:`OTHER_UNIT` times larger or smaller than ``skeleton`` (``whose``: "the model's", ...): motion in other
-    length units (metres among centimetres) had been read as a giant or a doll without a word."""
-    from skelanim.errors import SkeletonError
-
-    reference = skeleton.height()
-    for clip in ds.clips:
-        ratio = clip.skeleton.height() / reference
-        if not 1.0 / OTHER_UNIT <= ratio <= OTHER_UNIT:
-            raise SkeletonError(f"its skeleton is {ratio:.3g} times {whose} size (another length unit?); scale it "
-                                f"first: skelanim convert FILE OUT --scale {1.0 / ratio:.3g}", path=clip.path)
 
 
 def require_skeleton(kind: str, skeleton, ds, hint: str = "") -> None:
     """A one-line :class:`~skelanim.errors.SkeletonError` naming the first file of ``ds`` that is not on the model's
-    ``skeleton`` (``kind``: "predictor", "generator", ...; ``hint`` appended)."""
+    ``skeleton`` or not of its size (:func:`~skelanim.data.rig.require_rig`; ``kind``: "generator", ...; ``hint``
+    appended)."""
+    from skelanim.data.rig import require_rig
     from skelanim.errors import SkeletonError
-    from skelanim.learn.common import skeleton_mismatch
 
-    for clip in ds.clips:
-        if not skeleton.same_rig(clip.skeleton):
-            raise SkeletonError(skeleton_mismatch(kind, skeleton, clip.skeleton) + hint, path=clip.path)
-    require_size(f"the {kind}'s", skeleton, ds)
+    try:
+        require_rig(ds.clips, skeleton, f"the {kind}")
+    except SkeletonError as err:
+        raise SkeletonError(err.message + hint, path=err.path) from None
 
 
 class _SplitParsed(Exception):

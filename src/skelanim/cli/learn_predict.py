@@ -36,7 +36,6 @@ from skelanim.cli.learn_common import (
     range_option,
     remove_earlier_model_files,
     report_training,
-    require_skeleton,
     resume_option,
     run_device_option,
     split_parts,
@@ -191,8 +190,8 @@ def predict_calibrate(
     trained = (training.get("members") or [training])[0]  # an ensemble's first member: they share data and split
     seed = int(trained.get("seed", 0)) if seed is None else seed
     stride = int(trained.get("task_options", {}).get("stride", 4)) if stride is None else stride
-    loaded = load_dataset(data, net.fps, threads, progress=False, labels=labels, rig=net.rig)
-    require_skeleton("predictor", net.rig.skeleton, loaded)  # it calibrates on the model's own skeleton's motion
+    # it calibrates on the model's own skeleton's motion
+    loaded = load_dataset(data, net.fps, threads, progress=False, labels=labels, rig=net.rig, owner="the predictor")
     parts = split_parts(loaded, split, seed)
     try:
         reference = calibrate_amplitude(net, parts["train"], stride=stride)
@@ -277,8 +276,8 @@ def predict_eval(
         ds = retargeted_dataset(data, reference, threads, mapping)
         where = "every file, retargeted onto the model's skeleton"
     else:
-        loaded = load_dataset(data, reference.fps, threads, not as_json, labels=labels, rig=reference.rig)
-        require_skeleton("predictor", reference.rig.skeleton, loaded, " (--retarget tests it through the model's skeleton)")
+        loaded = load_dataset(data, reference.fps, threads, not as_json, labels=labels, rig=reference.rig,
+                              owner="the predictor", hint=" (--retarget tests it through the model's skeleton)")
         ds = split_parts(loaded, split, seed, need="test")["test"]
         note_trained_on(folders, ds, {name: f"predict_{name}" for name in folders})
         where = f"{split} split"

@@ -44,7 +44,7 @@ __all__ = ["CACHE_VERSION", "cache_dir", "cache_key", "cache_outside", "check_ou
            "write_cached"]  # fmt: skip
 
 #: Bump when the content of cached clips changes.
-CACHE_VERSION = 7  # 3: BVH frame rates read as the rate a rounded Frame Time stands for (io.common.nominal_fps); 4: DeepMimic durations too; 5: the up axis of turned captures (Motion.up_axis); 6: an upside-down source's foot contacts and facing (its signed up direction); 7: the digest covers the metadata too
+CACHE_VERSION = 8  # 3: BVH frame rates read as the rate a rounded Frame Time stands for (io.common.nominal_fps); 4: DeepMimic durations too; 5: the up axis of turned captures (Motion.up_axis); 6: an upside-down source's foot contacts and facing (its signed up direction); 7: the digest covers the metadata too; 8: a turned static dummy root is a dummy (rig.body_root)
 
 
 def _writable(path: Path) -> bool:

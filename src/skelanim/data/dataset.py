@@ -29,7 +29,7 @@ from skelanim.core.rotations import quat_multiply, quat_to_matrix
 from skelanim.data.cache import cache_outside
 from skelanim.data.clips import Clip, load_clip
 from skelanim.data.labels import Vocabulary, parse_labels
-from skelanim.data.rig import Rig, require_up
+from skelanim.data.rig import Rig, require_rig, require_up
 from skelanim.errors import SkeletonError
 
 __all__ = ["BANDAI_TEST_STYLES", "BANDAI_VAL_STYLES", "MotionDataset", "expand_paths", "feature_stats"]
@@ -125,18 +125,22 @@ class MotionDataset:
         ``True`` caches parsed clips in :func:`~skelanim.data.cache.cache_dir`, a path caches there,
         ``False`` disables the cache.
     rig : Rig, optional
-        The learning skeleton (a model's); default measured from these clips (:meth:`measure_rig`).
+        The learning skeleton (a model's); default measured from these clips (:meth:`measure_rig`). Given, every
+        clip must be on its skeleton (the same rig), of its size within a factor of 2 and along its up axis, else a
+        :class:`SkeletonError` names the first file that is not (a model would read it joint for joint as its own).
     label_parser : callable, optional
         ``parse(path) -> dict``; default :func:`~skelanim.data.labels.parse_labels`; ``None`` for no labels.
     progress : bool
         Show a progress bar while loading.
     clips : list of Clip, optional
         Use these instead of loading ``files`` (subsets share clips).
+    rig_owner : str
+        Whose rig it is, for those errors (``"the predictor"``).
     """
 
     def __init__(self, files: Sequence[str | os.PathLike] = (), *, fps: float = 25.0, cache: bool | str | os.PathLike = True,
                  rig: Rig | None = None, label_parser: Callable[[str | os.PathLike], dict[str, str]] | None = parse_labels,
-                 progress: bool = False, clips: list[Clip] | None = None) -> None:  # fmt: skip
+                 progress: bool = False, clips: list[Clip] | None = None, rig_owner: str = "the rig") -> None:  # fmt: skip
         self.fps = float(fps)
         if clips is None:
             paths = expand_paths(files)
@@ -153,8 +157,9 @@ class MotionDataset:
             if (difference := first.skeleton.rig_difference(clip.skeleton)) is not None:
                 raise SkeletonError(f"skeleton differs from {first.path} ({first.skeleton.num_joints} joints): "
                                     f"{difference.removeprefix('its ')}", path=clip.path)
-        if rig is not None:  # a model's: its clips must stand along its up axis, and the splits keep it
+        if rig is not None:  # a model's: its clips must be on its skeleton, at its size, along its up axis
             require_up(self.clips, rig.up)
+            require_rig(self.clips, rig.skeleton, rig_owner)
         self.rig = rig if rig is not None else self.measure_rig()
         self._rig_given = rig is not None  # a measured rig is measured again on a split's training part
         self._frames: dict[str, Tensor] | None = None

@@ -4,8 +4,8 @@ A :class:`Rig` is stored in every model's ``config.json`` so that a model writes
 skeleton it was trained on (bone lengths exact by construction: positions only ever come from FK on the
 rig's rest offsets).
 
-* **Body root** (:func:`body_root`): joint 0, unless joint 0 is a static dummy (one child and the identity
-  rotation in every frame, e.g. Bandai-Namco's ``joint_Root``); then its child. Models see the ``M = J - r``
+* **Body root** (:func:`body_root`): joint 0, unless joint 0 is a static dummy (one child and the same rotation
+  in every frame, e.g. Bandai-Namco's ``joint_Root``, turned or not); then its child. Models see the ``M = J - r``
   joints from the body root on; joints above it get the identity rotation on the way out.
 * **Height**: the median over clips of :attr:`Motion.height`; every length a model sees is divided by it.
 * **Floor**: the median over clips of the lowest joint height in the clip (where feet rest).
@@ -24,16 +24,24 @@ from skelanim.core.rotations import matrix_to_quat, quat_normalize
 from skelanim.core.skeleton import Skeleton
 from skelanim.errors import SkeletonError
 
-__all__ = ["Rig", "body_root", "require_up"]
+__all__ = ["OTHER_UNIT", "Rig", "body_root", "require_rig", "require_size", "require_up", "rig_mismatch"]
 
 
 def body_root(motion: Motion, tol: float = 1e-6) -> int:
-    """1 when joint 0 is a static dummy (one child, identity rotation throughout), else 0."""
+    """1 when joint 0 is a static dummy (one child, the same rotation in every frame), else 0.
+
+    The same rotation, not only the identity: an op that turns a whole motion (``ops.face_forward``,
+    ``ops.rotate``, ``convert --face``, a Z-up copy) puts the turn on joint 0, and Bandai's ``joint_Root`` turned
+    so is still a dummy (its rotation is folded into the body root's by :meth:`Rig.frames`); it had been taken for
+    the body, its height 0 in every frame."""
     sk = motion.skeleton
     if sk.num_joints < 2 or sk.children(0) != [1]:
         return 0
     q = quat_normalize(motion.rotations[:, 0])
-    return 1 if float((1.0 - q[:, 0].abs()).max()) < tol else 0
+    if q.shape[0] == 0:
+        return 1
+    alignment = (q * q[:1]).sum(-1).abs()  # |cos(half the angle)| between each frame's rotation and the first's
+    return 1 if float((1.0 - alignment).max()) < tol else 0
 
 
 #: Relative difference of rest heights below which a skeleton counts as the rig's own size (:meth:`Rig.size_factor`).
@@ -197,3 +205,50 @@ def require_up(clips: Any, up: int, whose: str = "the model's") -> None:
             raise SkeletonError(f"its up axis is {'XYZ'[clip.up]}, {whose} {'XYZ'[up]}: files in a data folder are "
                                 "read as they lie; turn them first (skelanim.ops.turned_up)",
                                 path=clip.path or clip.name)  # fmt: skip
+
+
+#: Ratio of rest heights beyond which two skeletons of one topology are in different length units, not two actors
+#: (a child beside an adult is 0.6; inches against centimetres 2.54, metres 100).
+OTHER_UNIT = 2.0
+
+
+def rig_mismatch(owner: str, rig_skeleton: Skeleton, given: Skeleton) -> str:
+    """The message for motion on another skeleton than a rig's: the skeleton ``owner`` (``"the predictor"``, ``"the
+    rig"``) works on and the first way ``given`` differs (:meth:`~skelanim.core.skeleton.Skeleton.rig_difference`)."""
+    return (f"{owner} works on a {rig_skeleton.num_joints}-joint skeleton ({', '.join(rig_skeleton.names[:4])}, ...); "
+            f"this motion has {rig_skeleton.rig_difference(given) or 'the same joints'}")
+
+
+def require_size(clips: Any, skeleton: Skeleton, owner: str) -> None:
+    """Refuse clips (each with ``skeleton`` and ``path``/``name``) whose skeleton is more than :data:`OTHER_UNIT`
+    times larger or smaller than ``skeleton`` (``owner``'s: ``"the predictor"``, ``"the first file"``): motion in
+    other length units (metres among centimetres) is read as a giant or a doll without a word otherwise.
+
+    Raises
+    ------
+    SkeletonError
+        Naming the first such clip's file and the ``--scale`` that fixes it.
+    """
+    reference = skeleton.height()
+    for clip in clips:
+        ratio = clip.skeleton.height() / reference
+        if not 1.0 / OTHER_UNIT <= ratio <= OTHER_UNIT:
+            raise SkeletonError(f"its skeleton is {ratio:.3g} times {owner}'s size (another length unit?); scale it "
+                                f"first: skelanim convert FILE OUT --scale {1.0 / ratio:.3g}",
+                                path=clip.path or clip.name)  # fmt: skip
+
+
+def require_rig(clips: Any, skeleton: Skeleton, owner: str = "the rig") -> None:
+    """Refuse clips that are not on ``skeleton`` as a rig (:meth:`~skelanim.core.skeleton.Skeleton.rig_difference`:
+    other joints, or the same joints with other rest axes) or not of its size (:func:`require_size`): a model's
+    windows of them would be read joint for joint as its own, silently wrong.
+
+    Raises
+    ------
+    SkeletonError
+        Naming the first such clip's file.
+    """
+    for clip in clips:
+        if not skeleton.same_rig(clip.skeleton):
+            raise SkeletonError(rig_mismatch(owner, skeleton, clip.skeleton), path=clip.path or clip.name)
+    require_size(clips, skeleton, owner)

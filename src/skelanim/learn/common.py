@@ -22,7 +22,7 @@ from tqdm import tqdm
 
 from skelanim.core.skeleton import Skeleton
 from skelanim.data.dataset import BANDAI_TEST_STYLES, BANDAI_VAL_STYLES, MotionDataset
-from skelanim.data.rig import Rig, require_up
+from skelanim.data.rig import Rig, require_up, rig_mismatch
 from skelanim.errors import FormatError
 from skelanim.nn.checkpoint import config_error, load_model_files, save_model_files
 from skelanim.nn.layers import ForwardKinematics
@@ -112,12 +112,10 @@ def load_folder(
 
 
 def skeleton_mismatch(model: str, trained: Skeleton, given: Skeleton) -> str:
-    """The message for motion on another skeleton than a model's: the skeleton the ``model`` (``"predictor"``,
-    ``"recogniser"``, ...) works on and the first way ``given`` differs
-    (:meth:`~skelanim.core.skeleton.Skeleton.topology_difference`). "Works on", not "was trained on": the
-    baselines of ``skelanim predict`` (constant velocity, ...) run on the predictors' rig and are not trained."""
-    return (f"the {model} works on a {trained.num_joints}-joint skeleton ({', '.join(trained.names[:4])}, ...); "
-            f"this motion has {trained.rig_difference(given) or 'the same joints'}")
+    """The message for motion on another skeleton than a model's (:func:`~skelanim.data.rig.rig_mismatch` of ``"the
+    {model}"``: ``"predictor"``, ``"recogniser"``, ...). "Works on", not "was trained on": the baselines of
+    ``skelanim predict`` (constant velocity, ...) run on the predictors' rig and are not trained."""
+    return rig_mismatch(f"the {model}", trained, given)
 
 
 def require_rig_up(ds: MotionDataset, rig: Rig, model: str) -> None:
