@@ -3,6 +3,7 @@ rig (each against a closed form, numpy or the documented rule, not a recorded ou
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
@@ -249,3 +250,23 @@ def test_a_model_s_rig_refuses_clips_of_another_unit_or_skeleton(bandai_few, moc
     xia = mocap_files(["xia_style/neutral_01_000.bvh"])[0]
     with pytest.raises(SkeletonError, match=r"the rig works on a 22-joint skeleton \(joint_Root, Hips, .*31 joints"):
         MotionDataset([xia], fps=25.0, cache=False, rig=own.rig, label_parser=None)
+
+
+def test_a_style_or_label_no_clip_has_is_refused(few_dataset) -> None:
+    """A misspelt or wrongly cased style had trained on every clip and tested on none; a misspelt label key had
+    stratified nothing. Both are named now, with what the clips do have; unlabelled clips still give ``""``."""
+    from skelanim.data import LabelError, MotionDataset
+
+    assert sorted(set(few_dataset.labels("style"))) == ["angry", "elderly", "happy", "normal"]
+    parts = few_dataset.split_by_style(test=["angry"], val=["elderly"])
+    assert parts["test"] is not None and parts["test"].labels("style") == ["angry"]
+    with pytest.raises(LabelError, match=r"no clip of style 'angri', 'Elderly'; styles here: angry, elderly, happy, normal"):
+        few_dataset.split_by_style(test=["angri"], val=["Elderly"])
+    with pytest.raises(LabelError, match=r"no clip has the label 'contnet'; labels here: content, dataset, style, take"):
+        few_dataset.labels("contnet")
+    with pytest.raises(LabelError, match="'contnet'"):
+        few_dataset.split_by_file(stratify="contnet")
+    unlabelled = MotionDataset(clips=[dataclasses.replace(c, labels={}) for c in few_dataset.clips[:2]],
+                               fps=few_dataset.fps)  # fmt: skip
+    assert unlabelled.labels("content") == ["", ""]
+    assert unlabelled.split_by_file(stratify="content")["train"] is not None

@@ -385,3 +385,16 @@ def test_the_default_height_is_the_clips_own_and_stature_gives_one_scale_per_bod
     assert crawl.stature == walk.stature and bow.stature == pytest.approx(bandai_walk.stature, rel=1e-6)
     for motion in (crawl, walk, bow, bandai_walk):
         assert ops.normalize(motion, height=motion.stature).stature == pytest.approx(1.0, rel=1e-12)
+
+
+def test_face_forward_of_rotations_with_a_gradient_warns_nothing(motion) -> None:
+    """The turn's angle is a number; ``float()`` of a tensor that carries a gradient had printed torch's warning about
+    it, which reads like the caller's mistake. The turned rotations still carry the gradient."""
+    import warnings
+
+    rotations = motion.rotations.clone().requires_grad_(True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        turned = face_forward(motion.copy(rotations=rotations))
+    turned.positions().sum().backward()
+    assert rotations.grad is not None and bool(rotations.grad.abs().sum() > 0)

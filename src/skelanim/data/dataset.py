@@ -28,7 +28,7 @@ from tqdm import tqdm
 from skelanim.core.rotations import quat_multiply, quat_to_matrix
 from skelanim.data.cache import cache_outside
 from skelanim.data.clips import Clip, load_clip
-from skelanim.data.labels import Vocabulary, parse_labels
+from skelanim.data.labels import LabelError, Vocabulary, parse_labels
 from skelanim.data.rig import Rig, require_rig, require_up
 from skelanim.errors import SkeletonError
 
@@ -179,7 +179,16 @@ class MotionDataset:
         return torch.tensor([c.num_frames for c in self.clips], dtype=torch.long)
 
     def labels(self, key: str) -> list[str]:
-        """Label ``key`` (``"content"``, ``"style"``) of every clip."""
+        """Label ``key`` (``"content"``, ``"style"``) of every clip (``""`` where a clip has none).
+
+        Raises
+        ------
+        LabelError
+            Where no clip has ``key`` but clips have other labels (a misspelt key; clips without labels, read
+            with ``label_parser=None``, give ``""`` for any key).
+        """
+        if not any(key in c.labels for c in self.clips) and (known := sorted({k for c in self.clips for k in c.labels})):
+            raise LabelError(f"no clip has the label {key!r}; labels here: {', '.join(known)}")
         return [c.labels.get(key, "") for c in self.clips]
 
     def vocabulary(self, key: str) -> Vocabulary:
@@ -235,10 +244,18 @@ class MotionDataset:
         -------
         dict
             ``{"train", "val", "test"}`` datasets (``None`` where no clip falls in a part).
+
+        Raises
+        ------
+        LabelError
+            For a style no clip has (a typo, or another case, had trained on every clip and tested on none).
         """
         if isinstance(test, str) or isinstance(val, str):  # a bare string had matched every style it contains
             raise TypeError("test and val are sequences of style names (a list), not one string")
         styles = self.labels("style")
+        if unknown := [s for s in [*test, *val] if s not in set(styles)]:
+            raise LabelError(f"no clip of style {', '.join(map(repr, unknown))}; styles here: "
+                             f"{', '.join(sorted(set(styles) - {''})) or '(none: the clips have no style labels)'}")
         parts = {"test": [i for i, s in enumerate(styles) if s in test],
                  "val": [i for i, s in enumerate(styles) if s in val and s not in test]}  # fmt: skip
         taken = set(parts["test"]) | set(parts["val"])

@@ -356,5 +356,6 @@ def face_forward(motion: Motion, *, forward: str | ArrayLike = "+z", up_axis: in
     signed = signed_axis_name(axis, sign)
     current = facing_directions(motion[0:1], up_axis=signed)[0]
     up = sign * _unit(axis)
+    current = current.detach()  # the angle is a number: float() of a tensor with a gradient warns
     angle = math.atan2(float(torch.dot(up, torch.linalg.cross(current, target))), float(torch.dot(current, target)))
     return rotate_about_up(motion, angle, up_axis=signed)
