@@ -173,3 +173,25 @@ def test_a_crawl_is_labelled_with_the_standing_body_s_thresholds(mocap_files) ->
     planted = shared.mean(0)
     assert planted.max() > 0.15 and np.asarray(foot_contacts(crawl, height=crawl.height)).mean() < 0.01
 
+
+
+def test_joint_positions_are_taken_with_their_fps_names_and_feet(mocap_files, tmp_path) -> None:
+    """``skelanim.load_positions`` returns a :class:`JointPositions`; foot contacts take its fps, its joint names and
+    (its parents known) its feet found by name and its stature from frame 0's bones, and give the motion's own labels
+    at that stature. Array functions read it as its positions."""
+    import skelanim
+    from skelanim import metrics
+
+    motion = skelanim.load(mocap_files(["bandai_namco_1/dataset-1_walk_normal_001.bvh"])[0])
+    skelanim.save(motion, tmp_path / "walk.npz")
+    data = skelanim.load_positions(tmp_path / "walk.npz")
+    got = foot_contacts(data)
+    size = data.skeleton().stature()
+    assert size == pytest.approx(motion.stature, rel=1e-3)
+    assert isinstance(got, np.ndarray) and np.array_equal(got, np.asarray(foot_contacts(motion, height=size)))
+    feet = [motion.skeleton.names[j] for j in find_feet(motion.skeleton)]
+    assert np.array_equal(foot_contacts(data, joints=feet[:1]), got[:, :1])
+    with pytest.raises(SkeletonError, match="unknown joint 'Foot'"):
+        foot_contacts(data, joints=["Foot"])
+    assert np.array_equal(np.asarray(data), data.positions)
+    assert float(np.asarray(metrics.mpjpe(data, data)).max()) == 0.0

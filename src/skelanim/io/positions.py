@@ -52,9 +52,11 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import torch
 
 from skelanim.core._tensor import ArrayLike
 from skelanim.core.motion import Motion
+from skelanim.core.skeleton import Skeleton
 from skelanim.core.units import motion_unit
 from skelanim.errors import FormatError, ShapeError, UnsupportedFormatError
 from skelanim.io.atomic import atomic_open
@@ -139,6 +141,22 @@ class JointPositions:
 
     def __len__(self) -> int:
         return self.num_frames
+
+    def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
+        """The ``(F, J, 3)`` positions, so that functions taking a positions array (metrics, smoothing) take this
+        object too (``np.asarray(data)``)."""
+        array = self.positions if dtype is None else self.positions.astype(dtype, copy=False)
+        return array.copy() if copy else array
+
+    def skeleton(self) -> Skeleton | None:
+        """A skeleton of these joints (names, parents, frame 0's bone vectors as offsets) where the parents are known,
+        for what finds joints by name and tree (:func:`skelanim.ops.find_feet`); ``None`` without parents."""
+        if self.parents is None:
+            return None
+        parents = np.asarray(self.parents, dtype=np.int64)
+        first = self.positions[0] if self.num_frames else np.zeros((self.num_joints, 3))
+        offsets = np.stack([first[j] - (first[p] if p >= 0 else 0.0) for j, p in enumerate(parents)])
+        return Skeleton(list(self.names), parents, torch.from_numpy(offsets))
 
     def index(self, name: str) -> int:
         """Index of the joint called ``name`` (``KeyError`` listing the names if unknown)."""

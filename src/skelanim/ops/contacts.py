@@ -36,6 +36,7 @@ from skelanim.core._tensor import ArrayLike, to_numpy
 from skelanim.core.motion import Motion
 from skelanim.core.skeleton import Skeleton
 from skelanim.errors import ShapeError, SkeletonError
+from skelanim.io.positions import JointPositions
 from skelanim.ops._common import signed_up
 
 __all__ = ["DEFAULT_HEIGHT_FRACTION", "DEFAULT_SPEED_FRACTION", "find_feet", "foot_contacts"]
@@ -91,7 +92,7 @@ def find_feet(skeleton: Skeleton) -> list[int]:
 
 
 def foot_contacts(
-    source: Motion | ArrayLike,
+    source: Motion | JointPositions | ArrayLike,
     fps: float | None = None,
     *,
     joints: Sequence[int | str] | None = None,
@@ -105,7 +106,9 @@ def foot_contacts(
     Parameters
     ----------
     source:
-        A :class:`Motion`, or world positions ``(F, J, 3)`` (numpy or torch).
+        A :class:`Motion`, world positions ``(F, J, 3)`` (numpy or torch), or a
+        :class:`~skelanim.io.positions.JointPositions` (its fps, its names for ``joints``; where its parents are
+        known, its feet found by name and its stature measured as a motion's; numpy out).
     fps:
         Frame rate; default ``motion.fps`` (required for arrays).
     joints:
@@ -127,6 +130,20 @@ def foot_contacts(
     -------
     ``(F, K)`` bool: a torch tensor for a motion or tensor input, numpy for numpy input.
     """
+    if isinstance(source, JointPositions):
+        fps = source.fps if fps is None else fps
+        skeleton = source.skeleton()
+        if height is None and skeleton is not None:
+            height = skeleton.stature()  # as a motion's: the body's size, not its pose's (None: the pose's)
+        if joints is None:
+            if skeleton is None:
+                raise ShapeError("foot_contacts needs joints= (names or indices) for joint positions without parents")
+            joints = find_feet(skeleton)
+        try:
+            joints = [source.index(j) if isinstance(j, str) else int(j) for j in joints]
+        except KeyError as err:
+            raise SkeletonError(str(err.args[0])) from None
+        source = source.positions
     if isinstance(source, Motion):
         if source.num_frames < 1:
             raise ShapeError("foot_contacts needs a motion with at least one frame")

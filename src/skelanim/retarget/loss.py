@@ -15,7 +15,11 @@ FK layer (:func:`~.rig.canonical_fk` on each skeleton's canonical offsets) and l
 ``adv``                   a discriminator (least squares) cannot tell target windows from real motion of the
                           target's family at its proportions; the generator's term goes through a copy of
                           the discriminator with frozen weights, the discriminator learns from detached
-                          windows, so one optimiser trains both
+                          windows, so one optimiser trains both. Only samples whose target has captured motion
+                          count (``batch["captured"]``): a bone-length variant's or a motionless family's
+                          "real" window is another skeleton's motion copied onto it, which would teach the
+                          network that the copy (feet skating included) is real (the NKN authors' ``aeReg``
+                          mask likewise gates the term)
 ========================  ==================================================================================
 """
 
@@ -131,8 +135,10 @@ class NKNTrainer(nn.Module):
             _, preal = canonical_fk(batch["real_local"], batch["real_hips"], ob[:, None])
             d_real = self._score(None, preal, batch["real_local"], ob, leg_b, fps)
             d_fake = self._score(None, pb.detach(), lb.detach(), ob, leg_b, fps)
-            parts["disc"] = ((d_real - 1) ** 2).mean() + (d_fake**2).mean()
+            captured = batch.get("captured", torch.ones_like(d_real, dtype=torch.bool)).to(d_real.dtype)
+            count = captured.sum().clamp_min(1.0)
+            parts["disc"] = (((d_real - 1) ** 2 + d_fake**2) * captured).sum() / count
             frozen = {k: v.detach() for k, v in self.disc.named_parameters()}
-            parts["adv"] = ((self._score(frozen, pb, lb, ob, leg_b, fps) - 1) ** 2).mean()
+            parts["adv"] = (((self._score(frozen, pb, lb, ob, leg_b, fps) - 1) ** 2) * captured).sum() / count
             total = total + w.adv * parts["adv"] + parts["disc"]
         return total, {k: float(v.detach()) for k, v in parts.items()}

@@ -120,8 +120,12 @@ class RetargetTask:
         tgt_off, tgt_leg, tgt_fam = self._skeleton(tgt_name, g)
         family = self.families[tgt_fam] if self.families[tgt_fam].clips else self.families["xia"]
         real_local, real_hips, _ = self._window(family, g, tgt_off)
+        # the discriminator's real window is captured motion of the target only for a family's own skeleton: a
+        # variant's (or a motionless family's) is another skeleton's motion copied onto it
+        captured = torch.tensor(tgt_name != "variant" and family.name == tgt_fam)
         return {"src_local": local, "src_hips": hips, "contacts": contacts, "src_off": src_off, "src_leg": src_leg,
-                "tgt_off": tgt_off, "tgt_leg": tgt_leg, "real_local": real_local, "real_hips": real_hips}  # fmt: skip
+                "tgt_off": tgt_off, "tgt_leg": tgt_leg, "real_local": real_local, "real_hips": real_hips,
+                "captured": captured}  # fmt: skip
 
     @staticmethod
     def _stack(samples: list[dict[str, Tensor]]) -> dict[str, Tensor]:
