@@ -48,7 +48,7 @@ from torch import Tensor
 from skelanim.core.motion import Motion
 from skelanim.core.rotations import matrix_to_quat, quat_identity
 from skelanim.core.skeleton import Skeleton
-from skelanim.errors import FormatError, ShapeError
+from skelanim.errors import FormatError, ShapeError, SkelanimError
 from skelanim.ik.checks import (
     NOISE_SIZES,
     OWN_SIZE,
@@ -129,7 +129,7 @@ class IKModel:
             net = IKGAT(rig, GATConfig.from_dict(config["architecture"]))
             net.load_state_dict(tensors)
             net.set_mean_pose(net.mean_pose.clone())  # derived buffers (not stored) from the stored mean pose
-        except (KeyError, TypeError, ValueError, AttributeError, RuntimeError) as err:
+        except (KeyError, TypeError, ValueError, AttributeError, RuntimeError, SkelanimError) as err:
             raise config_error(err, folder) from None
         if config.get("up_axis") not in (None, 0, 1, 2):  # read by export and the units check
             raise FormatError(f"corrupt model config: up_axis {config.get('up_axis')!r} (0, 1 or 2)",

@@ -16,6 +16,7 @@ from __future__ import annotations
 import errno
 import hashlib
 import json
+import math
 import os
 import shutil
 from collections.abc import Sequence
@@ -28,7 +29,7 @@ from safetensors.torch import load as load_bytes
 from safetensors.torch import load_file, safe_open, save_file
 from torch import nn
 
-from skelanim.errors import FormatError
+from skelanim.errors import FormatError, SkelanimError
 from skelanim.io.atomic import atomic_open, atomic_path
 
 __all__ = [
@@ -110,14 +111,30 @@ def config_error(err: Exception, folder: str | os.PathLike) -> FormatError:
     path = Path(folder)
     if isinstance(err, KeyError):
         return FormatError(f"corrupt model config: no {err.args[0]!r} entry", path=path / CONFIG_NAME)
+    if isinstance(err, SkelanimError):  # e.g. a skeleton entry that builds no skeleton: the library's own words
+        return FormatError(f"corrupt model config: {err.message}", path=path / CONFIG_NAME)
     if isinstance(err, (TypeError, ValueError, AttributeError)):
         return FormatError(f"corrupt model config: an entry of the wrong kind ({err})".splitlines()[0],
                            path=path / CONFIG_NAME)  # fmt: skip
-    return FormatError(f"weights do not fit the model its config describes ({err})".splitlines()[0], path=path)
+    # torch's load_state_dict: "Error(s) in loading state_dict for X:" then the first mismatch on the next line
+    lines = [line.strip() for line in str(err).strip().splitlines() if line.strip()]
+    detail = lines[1] if len(lines) > 1 else (lines[0] if lines else type(err).__name__)
+    return FormatError(f"weights do not fit the model its config describes ({detail})", path=path)
+
+
+#: Top-level ``config.json`` entries of the model kinds that are rates or lengths (a positive number) and frame or
+#: member counts (a positive whole number): a 0 had ended in a ZeroDivisionError or an empty stack deep inside.
+POSITIVE_ENTRIES = ("fps", "train_fps", "height")
+COUNT_ENTRIES = ("window", "observed", "horizon", "length", "members")
+#: The largest count taken (400 s at 25 fps): a predictor's ``observed`` of 100,000 had run for minutes on a 6 s
+#: clip without a word, padding it to a window of an hour.
+MAX_COUNT = 10_000
 
 
 def read_model_config(path: str | os.PathLike) -> dict[str, Any]:
-    """A model's ``config.json`` as a dict; :class:`FormatError` when it is not a JSON object."""
+    """A model's ``config.json`` as a dict; :class:`FormatError` when it is not a JSON object, or when one of
+    :data:`POSITIVE_ENTRIES` is not a positive number or one of :data:`COUNT_ENTRIES` not a whole number from 1 to
+    :data:`MAX_COUNT`."""
     path = Path(path)
     try:
         config = json.loads(path.read_text(encoding="utf-8"))
@@ -125,6 +142,15 @@ def read_model_config(path: str | os.PathLike) -> dict[str, Any]:
         raise FormatError(f"corrupt model config: {err}", path=path) from None
     if not isinstance(config, dict):
         raise FormatError("corrupt model config: not a JSON object", path=path)
+    for key in POSITIVE_ENTRIES + COUNT_ENTRIES:
+        if key not in config:
+            continue
+        value = config[key]
+        number = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+        count = key in COUNT_ENTRIES
+        if not number or value <= 0 or (count and (value != int(value) or value > MAX_COUNT)):
+            kind = f"a whole number from 1 to {MAX_COUNT:,}" if count else "a positive number"
+            raise FormatError(f"corrupt model config: {key!r} must be {kind}, found {value!r}", path=path)
     return config
 
 
@@ -151,7 +177,8 @@ def load_model_files(folder: str | os.PathLike) -> tuple[dict[str, torch.Tensor]
     folder = Path(folder)
     expected = f"expected a model folder with {WEIGHTS_NAME} and {CONFIG_NAME}"
     if not folder.is_dir():
-        raise FormatError(f"no such model folder ({expected})", path=folder)
+        what = "a file, not a model folder" if folder.exists() else "no such model folder"
+        raise FormatError(f"{what} ({expected})", path=folder)
     for name in (WEIGHTS_NAME, CONFIG_NAME):
         if not (folder / name).is_file():
             raise FormatError(f"{name} is missing ({expected})", path=folder)
