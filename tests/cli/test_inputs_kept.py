@@ -120,6 +120,16 @@ def test_training_options_that_cannot_work_are_one_line(mocap_dir, tmp_path, cap
     assert len(lines) == 1 and lines[0].startswith("error:") and said in lines[0], lines  # (warnings: files left out)
 
 
+def test_retarget_train_on_another_folder_says_the_layout_it_needs(tmp_path, capsys):
+    """A folder of one's own motion named a file of the shared mocap folder as missing, as if the user had given it."""
+    (tmp_path / "own").mkdir()
+    assert main(["retarget", "train", "--data", str(tmp_path / "own"), "-o", str(tmp_path / "out"), "--no-progress"]) == 2
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"error: {tmp_path / 'own'}: not the shared mocap folder's layout")
+    assert "bandai_namco_1, cmu_cgspeed_max, cmu_cgspeed_mb, cmu_iclone_ccrig, deepmimic, xia_style" in lines[0]
+    assert not (tmp_path / "out").exists()
+
+
 def test_errors_about_one_of_several_files_name_it(mocap_files, tmp_path, capsys):
     """``recognize`` of a walk and a clip whose left and right joints stand on the up axis (no facing), and a
     skeleton the mapping cannot read retargeted onto the DeepMimic humanoid: the error names the file (an audit

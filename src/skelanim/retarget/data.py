@@ -173,6 +173,11 @@ def load_families(
         raise SkelanimError(f"unknown family {unknown[0]!r}; choose from {', '.join(DEFAULT_FAMILIES)}")
     for name in names or list(DEFAULT_FAMILIES):
         skel_file, patterns, excluded = DEFAULT_FAMILIES[name]
+        if not (root / skel_file).is_file():  # another folder than the shared mocap one: say what layout it needs
+            raise SkelanimError(f"not the shared mocap folder's layout: the {name!r} family's skeleton file "
+                                f"{skel_file} is missing (training reads the families of "
+                                f"retarget.data.DEFAULT_FAMILIES: {', '.join(sorted({f.split('/')[0] for f, _, _ in DEFAULT_FAMILIES.values()}))})",
+                                path=str(root))  # fmt: skip
         reference = skelanim.load(root / skel_file)
         rig = calibrate_rig(CanonicalRig(reference.skeleton), reference.rotations)
         files = sorted({Path(f) for p in patterns for f in glob.glob(str(root / p))})
