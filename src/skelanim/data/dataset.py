@@ -20,6 +20,7 @@ import os
 import random
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
+from typing import NoReturn
 
 import torch
 from torch import Tensor
@@ -167,6 +168,11 @@ class MotionDataset:
     # ------------------------------------------------------------------ basics
     def __len__(self) -> int:
         return len(self.clips)
+
+    def __getitem__(self, index: object) -> NoReturn:
+        """Not a sequence of samples: a torch ``DataLoader`` takes :class:`~skelanim.data.windows.WindowDataset`."""
+        raise TypeError("a MotionDataset holds clips, not samples: index its clips (ds.clips[i]), or give a torch "
+                        "DataLoader skelanim.data.WindowDataset(ds, length, stride), one window per item")
 
     @property
     def names(self) -> list[str]:
