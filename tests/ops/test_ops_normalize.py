@@ -398,3 +398,28 @@ def test_face_forward_of_rotations_with_a_gradient_warns_nothing(motion) -> None
         turned = face_forward(motion.copy(rotations=rotations))
     turned.positions().sum().backward()
     assert rotations.grad is not None and bool(rotations.grad.abs().sum() > 0)
+
+
+def test_to_units_converts_the_lengths_and_the_label(mocap_files, tmp_path) -> None:
+    """A Bandai take (centimetres, by its stature) in metres: positions times 0.01 and labelled ``m``, so a glTF export
+    (metres) writes the same figure as from the original, and back in centimetres it is the original; ``scale`` alone
+    keeps the label (a 1.7 cm figure to an exporter)."""
+    from skelanim import ops
+    from skelanim.io.gltf import load as load_gltf
+
+    walk = skelanim.load(mocap_files(["bandai_namco_1/dataset-1_walk_normal_001.bvh"])[0])[:20]
+    metres = ops.to_units(walk, "metres")
+    assert metres.metadata["units"] == "m" and ops.scale(walk, 0.01).metadata["units"] == "cm"
+    torch.testing.assert_close(metres.positions(), walk.positions() * 0.01, rtol=1e-12, atol=1e-12)
+    back = ops.to_units(metres, "cm")
+    torch.testing.assert_close(back.positions(), walk.positions(), rtol=1e-12, atol=1e-9)
+    skelanim.save(walk, tmp_path / "cm.glb")
+    skelanim.save(metres, tmp_path / "m.glb")
+    a, b = load_gltf(tmp_path / "cm.glb"), load_gltf(tmp_path / "m.glb")
+    torch.testing.assert_close(a.positions(), b.positions(), rtol=0, atol=1e-6)
+    inches = ops.to_units(walk, "in")
+    torch.testing.assert_close(inches.positions(), walk.positions() / 2.54, rtol=1e-12, atol=1e-9)
+    with pytest.raises(ShapeError, match="unknown length unit 'furlong'"):
+        ops.to_units(walk, "furlong")
+    with pytest.raises(ShapeError, match="no length unit"):
+        ops.to_units(ops.normalize(walk), "m")

@@ -15,7 +15,7 @@ of the same name (likewise ``mirror`` and ``resample``); reach a module's other 
 ========================  ==============================================================================
 module                    functions
 ========================  ==============================================================================
-:mod:`.normalize`         :func:`normalize`, :func:`scale`, :func:`root_relative`, :func:`face_forward`,
+:mod:`.normalize`         :func:`normalize`, :func:`scale`, :func:`to_units`, :func:`root_relative`, :func:`face_forward`,
                           :func:`facing_directions`, :func:`rotate_about_up`, :func:`rotate`, :func:`up_to_y`,
                           :func:`turned_up`, :func:`to_origin`
 :mod:`.filters`           :func:`savgol`, :func:`butterworth`, :func:`one_euro` (positions, any array)
@@ -52,6 +52,7 @@ from skelanim.ops.normalize import (
     rotate_about_up,
     scale,
     to_origin,
+    to_units,
     turned_up,
     up_to_y,
 )
@@ -94,6 +95,7 @@ __all__ = [
     "smooth",
     "smooth_rotations",
     "to_origin",
+    "to_units",
     "turned_up",
     "up_to_y",
 ]

@@ -27,7 +27,7 @@ from torch import Tensor
 from skelanim.core._tensor import ArrayLike, as_tensor, numpy_in_numpy_out
 from skelanim.core.motion import Motion
 from skelanim.core.rotations import axis_angle_to_quat, matrix_to_quat, quat_apply, quat_multiply
-from skelanim.core.units import canonical_unit, guess_unit, signed_axis_name, up_to_y_matrix
+from skelanim.core.units import UNITS, canonical_unit, guess_unit, signed_axis_name, up_to_y_matrix
 from skelanim.errors import ShapeError, SkeletonError
 from skelanim.ops._common import direction_vector, signed_up
 
@@ -71,6 +71,36 @@ def scale(motion: Motion, s: float) -> Motion:
         joint_translations=jt,
         metadata=metadata,
     )
+
+
+def to_units(motion: Motion, unit: str) -> Motion:
+    """The motion in another length unit: its lengths times the ratio of the two units, labelled ``unit``.
+
+    Parameters
+    ----------
+    motion:
+        The motion (not modified); its unit is ``metadata["units"]``, or where that names none the unit its
+        stature suggests (:func:`~skelanim.core.units.motion_unit`, what exporters assume).
+    unit:
+        A key of :data:`~skelanim.core.units.UNITS` (``"m"``, ``"cm"``, ``"mm"``, ``"in"``, ``"cmu"``) or an alias
+        (``"metres"``, ``"inches"``).
+
+    Returns
+    -------
+    Motion
+        :func:`scale`'d by ``UNITS[from] / UNITS[unit]``, ``metadata["units"]`` set to ``unit`` (:func:`scale` keeps
+        the label: ``scale(cm_clip, 0.01)`` is a 1.7 cm figure to a glTF export).
+    """
+    target = canonical_unit(str(unit))
+    if target is None:
+        raise ShapeError(f"unknown length unit {unit!r}; choose from {', '.join(UNITS)} (or metres, inches, ...)")
+    if motion.metadata.get("units") == "height":
+        raise ShapeError("a normalised motion's lengths are fractions of its height, in no length unit; scale it by "
+                         "the height first (ops.scale)")  # fmt: skip
+    source = canonical_unit(str(motion.metadata.get("units", ""))) or guess_unit(motion.stature)
+    out = scale(motion, UNITS[source] / UNITS[target])
+    out.metadata["units"] = target
+    return out
 
 
 def normalize(motion: Motion, *, height: float | None = None, ground: bool = True, up_axis: int | str | None = None) -> Motion:
