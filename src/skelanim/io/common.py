@@ -123,12 +123,16 @@ def require_readable_rate(fps: float, path: str | os.PathLike | None) -> None:
                          "it first", path=path)  # fmt: skip
 
 
+#: A rotation quaternion's norm below which it is no rotation (all zeros, as the DeepMimic reader refuses too).
+ZERO_QUATERNION = 1e-12
+
+
 def require_finite_motion(motion: Motion, path: str | os.PathLike | None) -> None:
-    """Raise :class:`ShapeError` if ``motion`` holds a non-finite value anywhere a writer reads.
+    """Raise :class:`ShapeError` if ``motion`` holds a non-finite value anywhere a writer reads, or a zero quaternion.
 
     Checked in this order: bone offsets, End Site offsets (naming the joint), then rotations ``(F, J, 4)``
     and local translations ``(F, J, 3)`` (the root position and animated joint translations), naming
-    the frame and joint.
+    the frame and joint; then rotations whose quaternion is zero (:data:`ZERO_QUATERNION`).
     """
     skeleton = motion.skeleton
     bad = first_non_finite(skeleton.offsets)
@@ -146,6 +150,17 @@ def require_finite_motion(motion: Motion, path: str | os.PathLike | None) -> Non
             what = "root position" if label == "translation" and j == 0 else label
             raise ShapeError(f"cannot write a non-finite {what}; nothing was written", path=path,
                              where=f"frame {f}, joint {skeleton.names[j]}")
+    require_rotations(motion, path)
+
+
+def require_rotations(motion: Motion, path: str | os.PathLike | None) -> None:
+    """Raise :class:`ShapeError` at the first zero quaternion of ``motion`` (no rotation at all: normalising it had
+    written the identity, or FK some other pose, without a word), naming the frame and joint."""
+    zero = torch.nonzero(motion.rotations.detach().norm(dim=-1) < ZERO_QUATERNION)
+    if zero.numel():
+        f, j = (int(v) for v in zero[0])
+        raise ShapeError("cannot write a zero quaternion (it is no rotation); nothing was written", path=path,
+                         where=f"frame {f}, joint {motion.skeleton.names[j]}")
 
 
 def warn_at_caller(message: str, category: type[Warning] = UserWarning) -> None:

@@ -86,7 +86,7 @@ from skelanim.errors import FormatError, SkeletonError
 from skelanim.io.atomic import atomic_open
 from skelanim.io.bundled import bundled_file
 from skelanim.io.bvh_parse import MAX_LENGTH
-from skelanim.io.common import nominal_fps, require_readable_rate, warn_at_caller
+from skelanim.io.common import nominal_fps, require_readable_rate, require_rotations, warn_at_caller
 from skelanim.io.deepmimic_format import (
     BODY_NAMES,
     DEFAULT_FPS,
@@ -484,6 +484,7 @@ def save(motion: Motion, path: str | os.PathLike, *, loop: str | None = None,
         raise ValueError(f"loop must be one of {', '.join(map(repr, LOOP_MODES))}, got {loop!r}")
     index = _require_humanoid(motion, path, urdf if urdf is not None else motion.metadata.get("deepmimic_urdf"))
     require_readable_rate(motion.fps, path)
+    require_rotations(motion, path)
     frames, (swung, swung_frame, swing) = _frames_from_motion(motion, index)
     bad = np.argwhere(~np.isfinite(frames))
     if bad.size:

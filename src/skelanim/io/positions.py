@@ -60,7 +60,7 @@ from skelanim.core.skeleton import Skeleton
 from skelanim.core.units import motion_unit
 from skelanim.errors import FormatError, ShapeError, UnsupportedFormatError
 from skelanim.io.atomic import atomic_open
-from skelanim.io.common import require_finite_positions
+from skelanim.io.common import require_finite_positions, require_rotations
 from skelanim.io.positions_csv import read_csv, write_csv
 
 __all__ = ["SUFFIXES", "JointPositions", "load", "save"]
@@ -240,10 +240,11 @@ def _check_positions(array: Any, path: str | os.PathLike, key: str, names: list[
     return array
 
 
-def _as_joint_positions(obj: Motion | JointPositions, end_sites: bool) -> JointPositions:
+def _as_joint_positions(obj: Motion | JointPositions, end_sites: bool, path: str | os.PathLike) -> JointPositions:
     if isinstance(obj, JointPositions):
         return obj
     if isinstance(obj, Motion):
+        require_rotations(obj, path)  # FK of a zero quaternion is some pose, not the one meant
         return JointPositions.from_motion(obj, end_sites=end_sites)
     raise TypeError(f"expected a Motion or JointPositions, got {type(obj).__name__}")
 
@@ -466,7 +467,7 @@ def save(obj: Motion | JointPositions, path: str | os.PathLike, *, end_sites: bo
     pickled = [name for name, array in extra.items() if array.dtype.hasobject]
     if pickled:  # numpy would pickle them, and reading them back would need allow_pickle
         raise ShapeError(f"extra arrays {', '.join(pickled)} hold Python objects, not numbers or text", path=path)
-    data = _as_joint_positions(obj, end_sites)
+    data = _as_joint_positions(obj, end_sites, path)
     if data.positions.shape[0] == 0 or data.positions.shape[1] == 0:
         raise ShapeError(f"positions of shape {tuple(data.positions.shape)} cannot be written: no frames or no joints "
                          "(the readers would refuse the file)", path=path)
