@@ -6,6 +6,7 @@ refused unless a whole number of 1 or more, and a note that names how the sets d
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -141,6 +142,11 @@ def test_evaluate_notes_a_file_too_short_for_the_recogniser(mocap_files, tmp_pat
         assert obj["a"]["diversity"] is not None or any("one recogniser window" in n for n in obj["notes"])
         assert any(n.startswith("set b: no recogniser features") and "a clip needs at least 2" in n
                    for n in obj["notes"]), obj["notes"]  # fmt: skip
+    # a recogniser asked for by name that cannot read a set is an error (it had exited 0 with null FIDs and a note)
+    named = str(Path(skelanim.__file__).parent / "learn" / "pretrained" / "recognize_cnn")
+    assert main(["evaluate", str(tmp_path / "a"), str(tmp_path / "one"), "--json", "--recognizer", named]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and captured.err.startswith(f"error: --recognizer {named}: set b: no recogniser features")
 
 
 # --- 4: pairs, and the note that says how the sets differ ---------------------------------------------------------

@@ -77,6 +77,10 @@ def evaluate_cmd(
     res = compare_sets(
         motions["a"], motions["b"], embed=rec.embed_motions, contents_a=contents["a"], contents_b=contents["b"]
     )
+    if recognizer is not None:  # asked for by name: a set it cannot read is an error, not a note beside null FIDs
+        unread = [note for note in res["notes"] if "no recogniser features" in note]
+        if unread:
+            raise skelanim.errors.SkelanimError(f"--recognizer {recognizer}: {unread[0]}")
     res["notes"].extend(unlabelled)
     for k in ("a", "b"):  # a name read by the wrong scheme (Xia's sexy_01_000 as content 'sexy') had scored 0 silently
         unknown = sorted(set(contents[k] or ()) - set(rec.contents.names))
