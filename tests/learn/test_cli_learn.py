@@ -97,6 +97,23 @@ def test_generate_writes_bvh_on_the_training_skeleton(shipped, tmp_path, capsys)
     assert "unknown content 'fly'" in capsys.readouterr().err
 
 
+def test_generate_keeps_an_earlier_run_s_files_unless_told(shipped, tmp_path, capsys):
+    """A second run with another seed into the same folder had replaced the first set without a word: it is refused
+    before any sampling, the files kept byte for byte; ``--overwrite`` replaces them; other names are written."""
+    first = ["generate", "--content", "walk", "--style", "happy", "-n", "2", "-o", str(tmp_path), "--seed", "3"]
+    assert main(first) == 0
+    kept = {f.name: f.read_bytes() for f in tmp_path.glob("*.bvh")}
+    capsys.readouterr()
+    assert main([*first[:-1], "4"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("error: ") and "already holds walk_happy_00.bvh and 1 more" in err and "\n" not in err
+    assert {f.name: f.read_bytes() for f in tmp_path.glob("*.bvh")} == kept
+    assert main(["generate", "--content", "walk", "--style", "angry", "-n", "1", "-o", str(tmp_path)]) == 0
+    assert main([*first[:-1], "4", "--overwrite"]) == 0
+    replaced = {f.name: f.read_bytes() for f in tmp_path.glob("walk_happy_*.bvh")}
+    assert replaced.keys() == kept.keys() and replaced != kept
+
+
 def test_generate_leaves_no_part_of_a_batch_when_a_write_fails(shipped, tmp_path, capsys, monkeypatch):
     """The disk fills after the first of three files: the command is one line and writes none of them."""
     import errno

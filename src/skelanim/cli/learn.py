@@ -459,6 +459,16 @@ def ship(
 
 
 # ---------------------------------------------------------------------------------------------- top level
+def keep_earlier_files(out: Path, names: list[str], overwrite: bool) -> None:
+    """Refuse (before any work) to replace files of ``names`` that ``out`` holds, unless ``overwrite``: a second
+    ``generate`` with another seed into the same folder had replaced the first set without a word."""
+    earlier = [name for name in names if (out / name).exists()]
+    if earlier and not overwrite:
+        more = f" and {len(earlier) - 1} more" if len(earlier) > 1 else ""
+        raise typer.BadParameter(f"{out} already holds {earlier[0]}{more} (an earlier run's?); --overwrite replaces "
+                                 "them, or write to another folder", param_hint="-o/--out")  # fmt: skip
+
+
 @app.command("generate")
 def generate_cmd(
     content: str | None = typer.Option(
@@ -482,6 +492,8 @@ def generate_cmd(
         None, "--seconds", help="Length of each motion (default: the model's window, 2.56 s); longer "
         "motion chains windows by latent optimisation (skelanim.learn.generate_long).",
     ),
+    overwrite: bool = typer.Option(False, "--overwrite", help="Replace BVH files of these names that OUT holds "
+                                   "(an earlier run's; without it they are kept and nothing is generated)."),
     device: str = run_device_option(),
     threads: int | None = threads_option(),
     progress: bool = progress_option(),
@@ -537,6 +549,7 @@ def generate_cmd(
         names = [f"interp_{i:02d}.bvh" for i in range(n)]
         for name in names:  # an input among the outputs would be replaced by a step between the two
             check_not_an_input(out / name, *interpolate)
+        keep_earlier_files(out, names, overwrite)
         results = gen.interpolate(motions[0], motions[1], labels[0], labels[1], n)
     else:
         if content is None:
@@ -546,12 +559,13 @@ def generate_cmd(
                                      f"{', '.join(gen.styles.names)}", param_hint="--style")  # fmt: skip
         style = "" if styleless else "normal" if style is None else style
         plan = generation_plan(content, seconds, gen.fps, gen.length)
+        names = [f"{'-'.join(c for c, _ in plan)}_{style or 'nostyle'}_{i:02d}.bvh" for i in range(n)]
+        keep_earlier_files(out, names, overwrite)
         x = sample_plan(
             gen, [(c, style, frames) for c, frames in plan], n=n, generator=torch.Generator().manual_seed(seed),
             temperature=temperature, progress=progress,
         )
         results = gen.to_motions(x)
-        names = [f"{'-'.join(c for c, _ in plan)}_{style or 'nostyle'}_{i:02d}.bvh" for i in range(n)]
     with removed_if_empty(out), atomic_paths([out / name for name in names]) as temporary:  # all the files or none
         for motion, path in zip(results, temporary, strict=True):
             skelanim.save(motion, path)
