@@ -278,3 +278,20 @@ def test_the_networks_hips_offset_is_in_the_heading_frame_and_target_leg_lengths
     expected = 2 * hips + _t([0.2, 0.0, -0.1]) * (2 * LEG)
     torch.testing.assert_close(out_hips, expected, atol=1e-5, rtol=0)
     torch.testing.assert_close(out_local, local, atol=1e-6, rtol=0)
+
+
+def test_adversarial_terms_count_only_samples_whose_target_has_captured_motion():
+    """``batch["captured"]``: a bone-length variant's "real" window is another skeleton's motion copied onto it, so its
+    samples leave both adversarial terms; with none captured both are 0, with all the plain least-squares means
+    (a constant discriminator answer ``c``: ``(c - 1)^2`` and ``(c - 1)^2 + c^2``)."""
+    batch = _batch(_hips(*[(0.0, 1.0, 0.01 * k) for k in range(8)]))
+    model = NKNTrainer(TINY, LossWeights(adv=0.02))
+    model.net = ScriptedNKN(batch)  # type: ignore[assignment]
+    size = batch["src_local"].shape[0]
+    with torch.no_grad():
+        model.disc.out.weight.zero_()
+        model.disc.out.bias.fill_(0.3)
+        _, none = model({**batch, "captured": torch.zeros(size, dtype=torch.bool)})
+        _, every = model({**batch, "captured": torch.ones(size, dtype=torch.bool)})
+    assert none["adv"] == 0.0 and none["disc"] == 0.0
+    assert every["adv"] == pytest.approx(0.49, rel=1e-5) and every["disc"] == pytest.approx(0.58, rel=1e-5)
