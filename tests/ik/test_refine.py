@@ -111,6 +111,11 @@ def test_save_load_round_trip_and_corrupt_files(tmp_path):
     (tmp_path / R.CORRECTOR_WEIGHTS).write_bytes(b"not safetensors")
     with pytest.raises(FormatError):
         R.PoseCorrector.load(tmp_path)
+    for gone, kept in ((R.CORRECTOR_WEIGHTS, R.CORRECTOR_CONFIG), (R.CORRECTOR_CONFIG, R.CORRECTOR_WEIGHTS)):
+        fitted.save(tmp_path)
+        (tmp_path / gone).unlink()  # half the pair: missing, not "corrupt: No such file or directory"
+        with pytest.raises(FormatError, match=rf": {gone} is missing beside {kept} \(the refinement is the pair\)$"):
+            R.PoseCorrector.load(tmp_path)
 
 
 @pytest.fixture(scope="module")

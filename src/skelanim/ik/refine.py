@@ -245,6 +245,10 @@ class PoseCorrector:
         wpath, cpath = folder / CORRECTOR_WEIGHTS, folder / CORRECTOR_CONFIG
         if not wpath.is_file() and not cpath.is_file():
             return None
+        for present, missing in ((wpath, cpath), (cpath, wpath)):  # one of the pair: the other is missing, not corrupt
+            if present.is_file() and not missing.is_file():
+                raise FormatError(f"{missing.name} is missing beside {present.name} (the refinement is the pair)",
+                                  path=folder)  # fmt: skip
         try:
             config = json.loads(cpath.read_text(encoding="utf-8"))
             tensors = load_file(str(wpath))
