@@ -48,3 +48,31 @@ def test_the_dummy_root_goes_only_under_the_rig_without_it(mocap_files) -> None:
     rig = Recognizer.load(None, default="recognize").rig
     bandai, cmu = (skelanim.load(p) for p in mocap_files([WALK, "cmu_cgspeed_max/131_01.bvh"]))
     assert rig.with_dummy_root(bandai) is bandai and rig.with_dummy_root(cmu) is cmu
+
+
+def test_the_rig_s_joints_in_another_order_are_read_as_the_rig_s(mocap_files) -> None:
+    """The take's joints stored breadth first (parents still first; BVH lists them depth first, DeepMimic's humanoid
+    its own way): the recogniser gives the take's window probabilities and the predictor its prediction, the joints
+    in the input's order (a review found a model trained on DeepMimic clips refusing the BVH written for them)."""
+    import torch
+
+    from skelanim.learn.forecast import predict_motion
+    from skelanim.learn.predict import Predictor
+    from skelanim.ops import reorder_joints
+
+    take = skelanim.load(mocap_files([WALK])[0])[:60]
+    names, parents = take.skeleton.names, [int(p) for p in take.skeleton.parents]
+    order, frontier = [0], [0]
+    while frontier:  # breadth first
+        frontier = [j for p in frontier for j in range(len(names)) if parents[j] == p]
+        order += frontier
+    shuffled = reorder_joints(take, [names[j] for j in order])
+    assert shuffled.skeleton.names != names
+    recogniser = Recognizer.load(None, default="recognize")
+    a, b = (recogniser.recognize_motions([m]) for m in (take, shuffled))
+    np.testing.assert_allclose(b["window_probs"].numpy(), a["window_probs"].numpy(), atol=1e-5)
+    model = Predictor.load(None, default="predict_mlp")
+    want = predict_motion(take, method="mlp", model=model, seconds=0.4)
+    got = predict_motion(shuffled, method="mlp", model=model, seconds=0.4)
+    assert got.skeleton.names == shuffled.skeleton.names
+    torch.testing.assert_close(got.positions(), want.positions()[:, order], rtol=0, atol=1e-6 * take.height)

@@ -12,8 +12,18 @@ import pytest
 import torch
 
 from skelanim import Motion, Skeleton
-from skelanim.errors import ShapeError
-from skelanim.ops import collapse, foot_contacts, one_euro, rotate, scale, smooth, smooth_rotations, turned_up
+from skelanim.errors import ShapeError, SkeletonError
+from skelanim.ops import (
+    collapse,
+    foot_contacts,
+    one_euro,
+    reorder_joints,
+    rotate,
+    scale,
+    smooth,
+    smooth_rotations,
+    turned_up,
+)
 from skelanim.ops.mirror import joint_reflections
 
 _S = math.sqrt(0.5)
@@ -177,3 +187,29 @@ def test_collapse_joint_bending_in_some_frames_keeps_world_positions(body):
     hips = torch.tensor([0.0, 1.0, 0.0], dtype=torch.float64)
     torch.testing.assert_close(chest[0], hips + torch.tensor([0.0, 0.3, 0.0], dtype=torch.float64))
     torch.testing.assert_close(chest[4], hips + torch.tensor([0.0, 0.1, 0.2], dtype=torch.float64))
+
+
+def test_reorder_joints_keeps_every_joint_and_the_world(mocap_files, tmp_path) -> None:
+    """DeepMimic's humanoid lists its joints root, chest, neck, right_hip, ...; its BVH depth first (root, chest, neck,
+    right_shoulder, ...). ``reorder_joints`` puts the BVH's joints back in the clip's order: names, parents by name,
+    offsets, rotations and world positions all the clip's; and ``Rig.adopt`` does so for a model's rig, which had
+    refused the BVH written for its own skeleton."""
+    import skelanim
+    from skelanim.data.rig import Rig
+
+    clip = skelanim.load(mocap_files(["deepmimic/humanoid3d_walk.txt"])[0])[:20]
+    skelanim.save(clip, tmp_path / "walk.bvh")
+    bvh = skelanim.load(tmp_path / "walk.bvh")
+    assert bvh.skeleton.names != clip.skeleton.names and sorted(bvh.skeleton.names) == sorted(clip.skeleton.names)
+    back = reorder_joints(bvh, clip.skeleton.names)
+    assert back.skeleton.names == clip.skeleton.names and list(back.skeleton.parents) == list(clip.skeleton.parents)
+    torch.testing.assert_close(back.skeleton.offsets, clip.skeleton.offsets, rtol=0, atol=1e-9)
+    torch.testing.assert_close(back.positions(), clip.positions(), rtol=0, atol=1e-6)
+    order = [bvh.skeleton.names.index(n) for n in clip.skeleton.names]
+    torch.testing.assert_close(back.positions(), bvh.positions()[:, order], rtol=0, atol=1e-12)
+    rig = Rig(clip.skeleton, 0, 1, clip.height, 0.0, [])
+    assert rig.adopt(bvh).skeleton.names == clip.skeleton.names and rig.adopt(clip) is clip
+    with pytest.raises(SkeletonError, match="before its parent"):
+        reorder_joints(clip, [clip.skeleton.names[1], clip.skeleton.names[0], *clip.skeleton.names[2:]])
+    with pytest.raises(SkeletonError, match="not a permutation"):
+        reorder_joints(clip, clip.skeleton.names[:-1])

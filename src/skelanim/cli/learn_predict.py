@@ -398,7 +398,7 @@ def predict_cmd(
         member.to(device)
     motion = load_one_figure(src, "predict")
     skelanim.io.check_save(out, motion)  # the output keeps SRC's skeleton: a format that cannot hold it, before the work
-    other = not net.rig.skeleton.same_rig(net.rig.with_dummy_root(motion).skeleton)  # without its dummy root: its own
+    other = not net.rig.skeleton.same_rig(net.rig.adopt(motion).skeleton)  # without its dummy root: its own
     if mapping is not None and not other:  # it had been ignored, a missing map file too
         raise typer.BadParameter(f"{src} is on the model's skeleton, which needs no joint mapping", param_hint="--map")
     if other and not retarget:

@@ -106,6 +106,21 @@ class Rig:
         return cls(Skeleton.from_dict(data["skeleton"]), int(data["root"]), int(data["up"]), float(data["height"]),
                    float(data["floor"]), [int(f) for f in data.get("feet", [])])  # fmt: skip
 
+    def adopt(self, motion: Motion) -> Motion:
+        """``motion`` as the rig's joints where it holds them in another form, else ``motion`` itself: the same named
+        joints (the same parents by name) in another order put in the rig's (:func:`skelanim.ops.reorder_joints`; a
+        BVH lists joints depth first, DeepMimic's humanoid does not, so a model trained on its clips had refused the
+        BVH files written for it), or the rig without its dummy root put under it (:meth:`with_dummy_root`)."""
+        given = motion.skeleton
+        if given.names != self.skeleton.names and sorted(given.names) == sorted(self.skeleton.names):
+            mine = {n: (self.skeleton.names[p] if p >= 0 else None) for n, p in zip(self.skeleton.names, self.skeleton.parents)}
+            theirs = {n: (given.names[p] if p >= 0 else None) for n, p in zip(given.names, given.parents)}
+            if mine == theirs:
+                from skelanim.ops.subset import reorder_joints
+
+                return reorder_joints(motion, self.skeleton.names)
+        return self.with_dummy_root(motion)
+
     def with_dummy_root(self, motion: Motion) -> Motion:
         """``motion`` put under the rig's static dummy root where its skeleton is the rig's without it (the joints
         from the body root on, the body root as the root: ``convert --simple-channels`` writes Bandai-Namco files

@@ -26,6 +26,7 @@ from skelanim.learn.predict import LEARNED, METHODS, CombinedPredictor, Predicto
 from skelanim.learn.predictors import constant_velocity, zero_velocity
 from skelanim.ops.normalize import rotate, scale, turned_up
 from skelanim.ops.resample import sample_frames
+from skelanim.ops.subset import reorder_joints
 
 __all__ = ["check_method", "continuation_metadata", "lift_out_of_floor", "model_reference_motion", "predict_motion", "predict_retargeted",
            "retarget_onto_model"]
@@ -104,10 +105,14 @@ def predict_motion(motion: Motion, *, method: str = "rnn", model: Predictor | Co
     rig = model.rig if model is not None else rig
     if rig is None:
         raise ValueError("predict_motion needs a model or a rig")
-    adopted = rig.with_dummy_root(motion)
-    if adopted is not motion:  # the rig without its static dummy root (convert --simple-channels): predicted under it
+    adopted = rig.adopt(motion)
+    if adopted is not motion:  # the rig's joints in another order, or without its dummy root: predicted as the rig's
         out = predict_motion(adopted, method=method, model=model, seconds=seconds, rig=rig, ground=ground,
                              progress=progress)  # fmt: skip
+        if adopted.num_joints == motion.num_joints:  # the same joints in the rig's order: back into the motion's
+            back = reorder_joints(out, motion.skeleton.names)
+            return back.copy(metadata={**out.metadata, **{k: v for k, v in motion.metadata.items()
+                                                          if k not in out.metadata}})  # fmt: skip
         moved = None if motion.joint_translations is None else out.joint_translations[:, 1:]  # type: ignore[index]
         return Motion(motion.skeleton, out.rotations[:, 1:], out.positions()[:, 1], motion.fps, moved,
                       {**out.metadata, **{k: v for k, v in motion.metadata.items() if k not in out.metadata}})

@@ -315,7 +315,7 @@ class Recognizer(nn.Module):
         scaled to the rig's size where they are in other units or of another size
         (:meth:`~skelanim.data.rig.Rig.size_factor`), as a dataset on its rig; ``ValueError`` naming the first
         motion on a skeleton other than the rig's (by its position, and its file where the motion has one)."""
-        motions = [self.rig.with_dummy_root(m) for m in motions]  # the rig without its dummy root: put under it
+        motions = [self.rig.adopt(m) for m in motions]  # its joints in another order, or without the dummy root
         for i, m in enumerate(motions):
             if not self.rig.skeleton.same_rig(m.skeleton):
                 where = m.metadata.get("path") or f"motion {i}"

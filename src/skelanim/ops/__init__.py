@@ -25,7 +25,7 @@ module                    functions
                           :func:`lateral_axis`, :func:`joint_reflections` (the mirror on the same rig)
 :mod:`.contacts`          :func:`foot_contacts`, :func:`find_feet`
 :mod:`.align`             :func:`dtw`, :func:`dtw_from_cost`, :func:`align_motions`
-:mod:`.subset`            :func:`collapse`, :func:`figures`, :func:`figure_roots`, :func:`rename`,
+:mod:`.subset`            :func:`collapse`, :func:`figures`, :func:`figure_roots`, :func:`rename`, :func:`reorder_joints`,
                           :func:`simplify_channels`
 ========================  ==============================================================================
 """
@@ -58,7 +58,7 @@ from skelanim.ops.normalize import (
 )
 from skelanim.ops.resample import repeat_loop, resample, sample_frames, sample_times
 from skelanim.ops.smoothing import quat_continuous, smooth, smooth_rotations
-from skelanim.ops.subset import collapse, figure_roots, figures, rename, simplify_channels
+from skelanim.ops.subset import collapse, figure_roots, figures, rename, reorder_joints, simplify_channels
 
 __all__ = [
     "align_motions",
@@ -82,6 +82,7 @@ __all__ = [
     "one_euro",
     "quat_continuous",
     "rename",
+    "reorder_joints",
     "repeat_loop",
     "resample",
     "root_relative",

@@ -32,7 +32,7 @@ from skelanim.core.rotations import quat_apply, quat_multiply, quat_normalize
 from skelanim.core.skeleton import DEFAULT_JOINT_CHANNELS, POSITION_CHANNELS, Skeleton
 from skelanim.errors import SkeletonError
 
-__all__ = ["collapse", "figure_roots", "figures", "rename", "simplify_channels"]
+__all__ = ["collapse", "figure_roots", "figures", "rename", "reorder_joints", "simplify_channels"]
 
 
 def _kept_parents(skeleton: Skeleton, keep: list[int]) -> dict[int, int]:
@@ -282,3 +282,32 @@ def rename(
         {k: v.clone() for k, v in skel.end_sites.items()},
     )
     return motion.copy(skeleton=new_skel, metadata=dict(motion.metadata))
+
+
+def reorder_joints(motion: Motion, names: Sequence[str]) -> Motion:
+    """The same motion with its joints stored in the order ``names`` gives (a permutation of its joint names).
+
+    BVH lists joints depth first, other sources do not (DeepMimic's humanoid: root, chest, neck, right_hip, ...; its
+    BVH: root, chest, neck, right_shoulder, ...), so one skeleton may come back from a file in another order; a model
+    trained on one order reads the other's joints by index. Every joint keeps its name, parent, offset, channels,
+    End Site, rotations and translations; world positions are unchanged.
+
+    Raises
+    ------
+    SkeletonError
+        ``names`` is not a permutation of the joints' names, or lists a joint before its parent.
+    """
+    skel = motion.skeleton
+    if sorted(names) != sorted(skel.names) or len(set(names)) != len(names):
+        raise SkeletonError(f"reorder_joints: {len(names)} names that are not a permutation of the motion's "
+                            f"{skel.num_joints} joints")  # fmt: skip
+    index = {name: j for j, name in enumerate(skel.names)}
+    order = [index[name] for name in names]
+    position = {old: new for new, old in enumerate(order)}
+    parents = np.array([position[int(skel.parents[j])] if skel.parents[j] >= 0 else -1 for j in order], dtype=np.int64)
+    if any(p >= i for i, p in enumerate(parents)):
+        raise SkeletonError("reorder_joints: the order lists a joint before its parent")
+    new_skel = Skeleton(list(names), parents, skel.offsets[order].clone(), [skel.channels[j] for j in order],
+                        {position[j]: v.clone() for j, v in skel.end_sites.items()})  # fmt: skip
+    translations = None if motion.joint_translations is None else motion.joint_translations[:, order].clone()
+    return motion.copy(skeleton=new_skel, rotations=motion.rotations[:, order].clone(), joint_translations=translations)
