@@ -23,6 +23,9 @@ def test_label_parser_presets_none_and_patterns():
     assert label_parser("bandai")("x/dataset-1_walk-back_not-confident_001.bvh") == {
         "dataset": "1", "content": "walk-back", "style": "not-confident", "take": "001"}  # fmt: skip
     assert label_parser("generated")("walk_happy_00.bvh") == {"content": "walk", "style": "happy", "take": "00"}
+    # a content with "_" (DeepMimic's dance_a; generate writes nostyle for a styleless model) had matched nothing
+    assert label_parser("generated")("dance_a_nostyle_00.bvh") == {"content": "dance_a", "style": "nostyle", "take": "00"}
+    assert label_parser("generated")("side_step_angry_03.bvh")["content"] == "side_step"
     assert label_parser("none") is None
     lafan = label_parser(r"(?P<content>\D+)\d*_subject(?P<style>\d+)$")  # LaFAN1's walk1_subject5.bvh
     assert lafan("walk1_subject5.bvh") == {"content": "walk", "style": "5"}

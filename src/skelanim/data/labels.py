@@ -22,8 +22,9 @@ __all__ = ["BANDAI_PATTERN", "GENERATED_PATTERN", "LABEL_PRESETS", "LabelError",
 
 #: ``dataset-{n}_{content}_{style}_{take}`` (the Bandai-Namco research datasets 1 and 2).
 BANDAI_PATTERN = r"^dataset-(?P<dataset>\d+)_(?P<content>[^_]+)_(?P<style>[^_]+)_(?P<take>\d+)$"
-#: ``{content}_{style}_{take}``, the names ``skelanim generate`` writes (``walk_happy_00.bvh``).
-GENERATED_PATTERN = r"^(?P<content>[^_]+)_(?P<style>[^_]+)_(?P<take>\d+)$"
+#: ``{content}_{style}_{take}``, the names ``skelanim generate`` writes (``walk_happy_00.bvh``); a content may hold
+#: ``_`` (``side_step_angry_00``, DeepMimic's ``dance_a_nostyle_00``: the style is the last part before the take).
+GENERATED_PATTERN = r"^(?P<content>.+)_(?P<style>[^_]+)_(?P<take>\d+)$"
 
 #: Named label schemes (``--labels NAME``).
 LABEL_PRESETS = {"bandai": BANDAI_PATTERN, "generated": GENERATED_PATTERN}
