@@ -266,6 +266,9 @@ def test_a_style_or_label_no_clip_has_is_refused(few_dataset) -> None:
         few_dataset.labels("contnet")
     with pytest.raises(LabelError, match="'contnet'"):
         few_dataset.split_by_file(stratify="contnet")
+    content_only = MotionDataset(clips=[dataclasses.replace(c, labels={"content": c.labels["content"]})
+                                        for c in few_dataset.clips[:2]], fps=few_dataset.fps)  # fmt: skip
+    assert content_only.labels("style") == ["", ""]  # a content-only pattern: a model without styles
     unlabelled = MotionDataset(clips=[dataclasses.replace(c, labels={}) for c in few_dataset.clips[:2]],
                                fps=few_dataset.fps)  # fmt: skip
     assert unlabelled.labels("content") == ["", ""]

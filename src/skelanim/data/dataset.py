@@ -39,6 +39,8 @@ __all__ = ["BANDAI_TEST_STYLES", "BANDAI_VAL_STYLES", "MotionDataset", "expand_p
 BANDAI_TEST_STYLES = ("angry", "childish", "elderly")
 #: Styles held out for validation (model selection) on the Bandai data.
 BANDAI_VAL_STYLES = ("proud", "youthful")
+#: The label keys the models read (a dataset's clips may lack any of them: ``""``).
+LABEL_KEYS = ("content", "style")
 #: What a folder given to the training and evaluation commands is read for (clips of one skeleton: BVH).
 MOTION_SUFFIXES = (".bvh",)
 #: The message where a folder held none of them.
@@ -190,10 +192,12 @@ class MotionDataset:
         Raises
         ------
         LabelError
-            Where no clip has ``key`` but clips have other labels (a misspelt key; clips without labels, read
-            with ``label_parser=None``, give ``""`` for any key).
+            Where no clip has ``key`` but clips have other labels and ``key`` is none of :data:`LABEL_KEYS` (a
+            misspelt key; a content-only pattern gives every clip the style ``""``, which trains a model without
+            styles; clips without labels, read with ``label_parser=None``, give ``""`` for any key).
         """
-        if not any(key in c.labels for c in self.clips) and (known := sorted({k for c in self.clips for k in c.labels})):
+        if key not in LABEL_KEYS and not any(key in c.labels for c in self.clips) and (
+                known := sorted({k for c in self.clips for k in c.labels})):  # fmt: skip
             raise LabelError(f"no clip has the label {key!r}; labels here: {', '.join(known)}")
         return [c.labels.get(key, "") for c in self.clips]
 
