@@ -32,7 +32,7 @@ from skelanim.errors import ShapeError, SkeletonError
 from skelanim.ops._common import direction_vector, signed_up
 
 __all__ = ["face_forward", "facing_directions", "normalize", "root_relative", "rotate", "rotate_about_up", "scale",
-           "to_origin", "turned_up", "up_to_y"]
+           "to_origin", "to_units", "turned_up", "up_to_y"]
 
 _HIP = re.compile(r"hip|thigh|upleg|up_leg|upperleg|upper_leg", re.IGNORECASE)
 _SHOULDER = re.compile(r"shoulder|clavicle|collar|upperarm|upper_arm|leftarm|rightarm", re.IGNORECASE)
