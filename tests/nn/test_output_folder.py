@@ -188,3 +188,25 @@ def test_no_state_and_no_model_still_says_to_train_first(tmp_path):
     os.makedirs(tmp_path / "empty")
     with pytest.raises(FormatError, match=r"no training state to resume from \(train without --resume first\)"):
         fit(_model(), ToyTask(), tmp_path / "empty", CFG, resume=True, log=_quiet)
+
+
+def test_ctrl_c_says_what_was_kept_and_how_to_go_on(tmp_path, capsys):
+    """Ctrl-C in the second epoch: the run ends with the interrupt as before, and says that the folder holds the
+    training state and ``--resume`` continues (it had ended with exit 130 and not a word); ``resume=True`` does."""
+
+    class Interrupting(ToyTask):
+        calls = 0
+
+        def validate(self, model):
+            type(self).calls += 1
+            if type(self).calls == 2:
+                raise KeyboardInterrupt
+            return super().validate(model)
+
+    with pytest.raises(KeyboardInterrupt):
+        fit(_model(), Interrupting(), tmp_path, CFG, log=_quiet)
+    err = capsys.readouterr().err
+    assert f"interrupted: {tmp_path} holds the training state of the last save" in err and "--resume" in err
+    assert (tmp_path / STATE_NAME).is_file()
+    fit(_model(), ToyTask(), tmp_path, CFG, resume=True, log=_quiet)
+    assert (tmp_path / WEIGHTS_NAME).is_file()

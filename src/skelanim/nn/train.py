@@ -48,6 +48,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
@@ -314,7 +315,13 @@ def fit(
     ddp.setup()
     rank_device(torch.device(config.device))  # the GPU of this rank, current before the ranks agree on the folder
     with training_folder(out_dir, main=ddp.is_main()):
-        return _fit(model, task, out_dir, config, resume=resume, log=log, finish=finish)
+        try:
+            return _fit(model, task, out_dir, config, resume=resume, log=log, finish=finish)
+        except KeyboardInterrupt:  # Ctrl-C had ended the run with exit 130 and not a word of what was kept
+            if ddp.is_main() and (out_dir / STATE_NAME).is_file():
+                print(f"interrupted: {out_dir} holds the training state of the last save; the same command with "
+                      "--resume continues from it", file=sys.stderr)  # fmt: skip
+            raise
 
 
 def _fit(model: nn.Module, task: Task, out_dir: Path, config: TrainConfig, *, resume: bool, log: Any,
