@@ -23,6 +23,7 @@ turn relabelling, one that centres its pose channels (``STGCN(centre=True)``).
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, cast
@@ -110,6 +111,11 @@ class RecognizeTask:
         self.rig = model.rig
         self.mirror_of = mirror_labels(model.contents.names)  # (classes,)
         self.mirror = mirror
+        if mirror and bool((self.mirror_of < 0).all()):  # on by default: it had done nothing without a word
+            warnings.warn("--mirror flips no window: no content has a mirror label (a symmetric content of the Bandai "
+                          "set, learn.joints.SYMMETRIC_CONTENTS, or a pair named X-left/X-right); the contents "
+                          f"here: {', '.join(model.contents.names[:6])}{', ...' if len(model.contents.names) > 6 else ''}",
+                          stacklevel=2)  # fmt: skip
         self.turn, self.turns = float(turn), None
         if self.turn > 0:
             if model.path:  # the path features hold the heading's sweep too, which relabelling does not redo
