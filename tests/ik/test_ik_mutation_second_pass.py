@@ -313,14 +313,15 @@ def test_a_joint_that_never_turns_in_the_fit_gets_no_weight():
 @pytest.mark.parametrize("kept", ["refine.json", "refine.safetensors"])
 def test_half_of_a_corrector_is_a_corrupt_corrector(tmp_path: Path, kept: str):
     """``PoseCorrector.load``: ``None`` when the folder has none, ``FormatError`` for "a corrupt or mismatched pair of
-    files"; a folder holding one of the pair has a corrector that cannot be read, not none."""
+    files"; a folder holding one of the pair has a corrector that cannot be read, not none (said to be missing its
+    other half since 2026-12-07)."""
     from skelanim.ik.refine import PoseCorrector
 
     _fitted_corrector()[0].save(tmp_path)
     for name in ("refine.json", "refine.safetensors"):
         if name != kept:
             (tmp_path / name).unlink()
-    with pytest.raises(FormatError, match="refinement files"):
+    with pytest.raises(FormatError, match=r"is missing beside " + kept.replace(".", r"\.") + r" \(the refinement is the pair\)"):
         PoseCorrector.load(tmp_path)
 
 
