@@ -106,7 +106,11 @@ def test_bandai_models_refuse_other_skeletons_in_one_line(xia, tmp_path, capsys,
     code, _, err = _run(capsys, ["learn", "predict", "eval", "--data", str(bandai), "--split", "none", "--mlp", str(model),
                                  "--json"])  # fmt: skip
     assert code == 2 and err.startswith(f"error: {bandai}") and "31-joint skeleton" in err
-    assert "--retarget" in err and len(err.strip().splitlines()) == 1
+    assert "--retarget" in err and len(err.strip().splitlines()) == 1 and "name your own" not in err
+    # no predictor named: the shipped ones are tried, and the hint says how to name one's own
+    code, _, err = _run(capsys, ["learn", "predict", "eval", "--data", str(xia), "--labels", "none", "--split", "none",
+                                 "--json"])  # fmt: skip
+    assert code == 2 and "22-joint skeleton" in err and "--rnn/--gcn/--mlp name your own predictors" in err
     cmu = mocap_files(["cmu_cgspeed_mb/01_01.bvh"])[0]  # 31 joints too, named otherwise
     code, _, err = _run(capsys, ["predict", str(cmu), "--method", "mlp", "--model", str(model), "-o", str(tmp_path / "p.bvh")])
     assert code == 2 and err.startswith(f"error: {cmu}") and "this motion has joint " in err and " named '" in err

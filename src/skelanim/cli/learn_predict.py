@@ -276,8 +276,10 @@ def predict_eval(
         ds = retargeted_dataset(data, reference, threads, mapping)
         where = "every file, retargeted onto the model's skeleton"
     else:
+        own = "" if given else "; --rnn/--gcn/--mlp name your own predictors, the shipped ones here"
+        hint = f" (--retarget tests it through the model's skeleton{own})"
         loaded = load_dataset(data, reference.fps, threads, not as_json, labels=labels, rig=reference.rig,
-                              owner="the predictor", hint=" (--retarget tests it through the model's skeleton)")
+                              owner="the predictor", hint=hint)
         ds = split_parts(loaded, split, seed, need="test")["test"]
         note_trained_on(folders, ds, {name: f"predict_{name}" for name in folders})
         where = f"{split} split"
