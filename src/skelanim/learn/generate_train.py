@@ -17,7 +17,7 @@ from torch import Tensor, nn
 
 from skelanim.data.dataset import MotionDataset
 from skelanim.errors import SkelanimError
-from skelanim.learn.common import load_weights, provenance, spread_sample
+from skelanim.learn.common import load_weights, note_short_clips, provenance, spread_sample
 from skelanim.learn.generate import OPTIONAL_TENSORS, Generator
 from skelanim.learn.recognize import Recognizer, content_log_probabilities
 from skelanim.metrics.distribution import fid
@@ -238,6 +238,7 @@ def train_generator(train_ds: MotionDataset, out: str | Path, *, length: int = 6
     model = Generator(train_ds.rig, sorted(set(train_ds.labels("content"))), sorted(set(train_ds.labels("style"))),
                       length=length, fps=train_ds.fps, options=options, labels=labels)  # fmt: skip
     meta = provenance(command, [c.path for c in train_ds.clips], vae_loop.seed)
+    note_short_clips(train_ds, length, log)
     new_task = partial(GenerateTask, stride=stride, beta=w["beta"], w_pos=w["w_pos"], w_vel=w["w_vel"],
                        w_skate=w["w_skate"], free_bits=w["free_bits"], w_fake_skate=w["w_fake_skate"], embed=embed,
                        reference=reference)  # the options both stages share

@@ -60,6 +60,7 @@ from skelanim.learn.common import (
     keep_without_validation,
     load_model,
     load_weights,
+    note_short_clips,
     provenance,
     resolved_options,
     rig_fk,
@@ -512,6 +513,7 @@ def train_predictor(train_ds: MotionDataset, val_ds: MotionDataset | None, out: 
     meta["task_options"] = {"stride": stride, **(task_options or {})}
     task = PredictTask(model, train_ds, val_ds, stride=stride, meta=meta, **(task_options or {}))
     loop = keep_without_validation(loop, task.validated, log)
+    note_short_clips(train_ds, observed + horizon, log)
 
     def with_input_range(tensors: dict[str, Tensor], config: dict[str, Any]) -> dict[str, Tensor]:
         """The weights fit kept (best or last) with the training windows' input range, measured while fit still

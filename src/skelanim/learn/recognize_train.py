@@ -36,7 +36,14 @@ from skelanim.data.dataset import MotionDataset
 from skelanim.data.features import wrap_angle
 from skelanim.data.labels import label_spaces
 from skelanim.learn.augment import jitter_frames, log_uniform, scale_amplitude, scale_travel, turn_classes, turn_relabel
-from skelanim.learn.common import file_balance_weights, keep_without_validation, provenance, rig_fk, spread_sample
+from skelanim.learn.common import (
+    file_balance_weights,
+    keep_without_validation,
+    note_short_clips,
+    provenance,
+    rig_fk,
+    spread_sample,
+)
 from skelanim.learn.joints import TURN_CHANNEL, mirror_features, mirror_labels, resample_features
 from skelanim.learn.recognize import Recognizer, evaluate_recognizer
 from skelanim.learn.stgcn import STGCN, TemporalCNN
@@ -308,6 +315,7 @@ def train_recognizer(train_ds: MotionDataset, val_ds: MotionDataset | None, out:
                          style_adversary=style_adversary, turn=turn, std_floor=std_floor, frame_jitter=frame_jitter,
                          travel=travel, meta=meta)  # fmt: skip
     loop = keep_without_validation(loop, task.validated, log)
+    note_short_clips(train_ds, window, log)
     result = fit(model, task, out, loop, resume=resume, log=log)
     result.update(metric=task.metric, keep=loop.keep)
     result["parameters"] = sum(p.numel() for p in model.parameters())
