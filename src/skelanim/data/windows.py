@@ -71,7 +71,8 @@ class WindowDataset(torch.utils.data.Dataset):
         """Window ``index``: each of :attr:`keys` ``(T, ...)``, each label's class index, ``clip`` and ``start``."""
         if not -len(self) <= index < len(self):
             raise IndexError(f"window {index} of {len(self)}")
-        window = self.starts[index : index + 1] if index >= 0 else self.starts[index:][:1]
+        index %= len(self)
+        window = self.starts[index : index + 1]
         item = {key: value[0] for key, value in self.source.gather(window, self.length, self.keys).items()}
         clip = int(window[0, 0])
         item.update({key: classes[clip] for key, classes in self._classes.items()})

@@ -27,7 +27,7 @@ from torch import Tensor
 from skelanim.core._tensor import ArrayLike, as_tensor, numpy_in_numpy_out
 from skelanim.core.motion import Motion
 from skelanim.core.rotations import axis_angle_to_quat, matrix_to_quat, quat_apply, quat_multiply
-from skelanim.core.units import UNITS, canonical_unit, guess_unit, signed_axis_name, up_to_y_matrix
+from skelanim.core.units import UNITS, canonical_unit, guess_unit, motion_unit, signed_axis_name, up_to_y_matrix
 from skelanim.errors import ShapeError, SkeletonError
 from skelanim.ops._common import direction_vector, signed_up
 
@@ -97,7 +97,7 @@ def to_units(motion: Motion, unit: str) -> Motion:
     if motion.metadata.get("units") == "height":
         raise ShapeError("a normalised motion's lengths are fractions of its height, in no length unit; scale it by "
                          "the height first (ops.scale)")  # fmt: skip
-    source = canonical_unit(str(motion.metadata.get("units", ""))) or guess_unit(motion.stature)
+    source = motion_unit(motion.metadata.get("units"), motion.stature)
     out = scale(motion, UNITS[source] / UNITS[target])
     out.metadata["units"] = target
     return out
