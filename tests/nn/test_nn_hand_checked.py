@@ -179,3 +179,15 @@ def test_gat_block_is_post_norm_residual():
         x1 = ln(x + torch.stack([_attention_by_formula(block.attn, x[b], bias) for b in range(2)]))
         want = ln(x1 + block.ffn(x1))
         assert torch.allclose(block(x, bias), want, atol=1e-10)
+
+
+def test_the_progress_bar_into_a_log_file_is_a_few_lines_not_one_per_step(tmp_path, capfd):
+    """stderr captured (not a terminal): 320 steps draw the bar at its start, at most every LOG_BAR_INTERVAL seconds
+    and at its close, not once per step (one ~100-byte line per step had filled `> train.log`)."""
+    torch.manual_seed(0)
+    fit(torch.nn.Linear(4, 1), ToyTask(), tmp_path / "m", TrainConfig(epochs=2, batch_size=4, lr=1e-2, progress=True),
+        log=lambda s: None)  # fmt: skip
+    err = capfd.readouterr().err
+    draws = err.count("\r") + err.count("\n")
+    assert "epoch 1/2" in err  # the bar is there
+    assert draws <= 12, (draws, len(err))

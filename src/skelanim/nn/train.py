@@ -79,6 +79,9 @@ from skelanim.nn.device import rank_device, to_device
 from skelanim.nn.outdir import check_output_folders, check_same_kind, training_folder
 from skelanim.nn.resume import RESUME_SAME, check_same_loop, check_same_settings, check_same_world, resume_settings
 
+#: Seconds between redraws of the epoch's progress bar where stderr is a file or a pipe (a log, not a terminal).
+LOG_BAR_INTERVAL = 30.0
+
 __all__ = ["Task", "TrainConfig", "check_output_folders", "fit", "parameter_fingerprint", "seeded_generator",
            "unused_parameters"]  # fmt: skip
 
@@ -454,8 +457,11 @@ def _fit(model: nn.Module, task: Task, out_dir: Path, config: TrainConfig, *, re
         epoch = meta["epoch"]
         order = torch.randperm(n, generator=seeded_generator(config.seed, epoch))
         model.train()
+        # a bar redrawn at most every 0.1 s on a terminal, every LOG_BAR_INTERVAL s into a file or pipe (one line of
+        # about 100 bytes per step had gone into a `> train.log`: 68 kB for 660 steps)
         bar = tqdm(total=steps_per_epoch, initial=meta["step_in_epoch"], desc=f"epoch {epoch + 1}/{config.epochs}",
-                   disable=not (main and config.progress), leave=False, dynamic_ncols=True)  # fmt: skip
+                   disable=not (main and config.progress), leave=False, dynamic_ncols=True,
+                   mininterval=0.1 if sys.stderr.isatty() else LOG_BAR_INTERVAL)  # fmt: skip
         # the epoch's running sums of the logged terms: carried in the state, so that an epoch resumed mid-way is
         # logged over all its steps (it had been over those after the resume alone; under DDP the state holds
         # rank 0's sums, which every rank then starts from)
@@ -489,8 +495,8 @@ def _fit(model: nn.Module, task: Task, out_dir: Path, config: TrainConfig, *, re
             for key, value in {"loss": float(loss.detach()), **parts}.items():
                 sums[key] = sums.get(key, 0.0) + value
             meta["epoch_sums"], meta["epoch_count"] = sums, count
+            bar.set_postfix(loss=f"{float(loss.detach()):.4f}", refresh=False)  # drawn by update, at its rate
             bar.update(1)
-            bar.set_postfix(loss=f"{float(loss.detach()):.4f}")
             if time.perf_counter() - last_save > config.save_every_s:
                 save_state()
                 last_save = time.perf_counter()
