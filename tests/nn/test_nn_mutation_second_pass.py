@@ -195,6 +195,10 @@ def test_a_new_run_into_a_folder_holding_another_kind_of_model_is_refused(tmp_pa
             log=lambda s: None)  # fmt: skip
     assert json.loads((held / "config.json").read_text()) == {"format": "skelanim-recognizer"}
     assert sorted(p.name for p in held.iterdir()) == ["config.json"]
+    # resuming it as this kind's run is refused as such (it had been "options differ", some no command has)
+    with pytest.raises(FormatError, match="holds a skelanim-recognizer model's run, not a skelanim-predictor's"):
+        fit(torch.nn.Linear(4, 1), Kind(), held, TrainConfig(epochs=1, batch_size=64, progress=False), resume=True,
+            log=lambda s: None)  # fmt: skip
     check_same_kind(held, "skelanim-recognizer")
     check_same_kind(held, None)
     (held / "config.json").write_text("{not json")

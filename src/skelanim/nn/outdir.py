@@ -122,9 +122,11 @@ def training_folder(folder: str | os.PathLike, *, main: bool = True) -> Iterator
         yield
 
 
-def check_same_kind(out_dir: Path, made: str | None) -> None:
+def check_same_kind(out_dir: Path, made: str | None, *, resume: bool = False) -> None:
     """Refuse to train a ``made`` model into a folder that holds a model of another format (a recogniser's folder
-    given to a predictor's training had been replaced without a word); an unreadable or format-less config passes."""
+    given to a predictor's training had been replaced without a word), or to ``resume`` such a folder's run (that
+    had been refused as options to change, some of them no command has); an unreadable or format-less config
+    passes."""
     path = out_dir / CONFIG_NAME
     if made is None or not path.is_file():
         return
@@ -133,6 +135,9 @@ def check_same_kind(out_dir: Path, made: str | None) -> None:
     except SkelanimError:
         return
     if isinstance(held, str) and held != made:
+        if resume:
+            raise FormatError(f"the folder holds a {held} model's run, not a {made}'s: --resume continues a run "
+                              "with the command that started it", path=out_dir)  # fmt: skip
         raise FormatError(f"the folder holds a {held} model, which this run's {made} would replace: choose another "
                           "output folder", path=out_dir)  # fmt: skip
 

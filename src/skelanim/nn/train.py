@@ -353,8 +353,10 @@ def _fit(model: nn.Module, task: Task, out_dir: Path, config: TrainConfig, *, re
     meta: dict[str, Any] = {"epoch": 0, "step_in_epoch": 0, "global_step": 0, "best": None, "history": [],
                             "seconds": 0.0}  # fmt: skip
     settings = resume_settings(task.model_config())
-    if not resume:  # a model of another kind in the folder would be replaced by this run's (every rank checks)
-        check_same_kind(out_dir, task.model_config().get("format"))
+    # a model of another kind in the folder would be replaced by this run's, or its run resumed as this one's (every
+    # rank checks)
+    check_same_kind(out_dir, task.model_config().get("format"), resume=resume)
+    if not resume:
         if main:  # a replaced run's state: a later resume would have gone on from it, had this run stopped early
             (out_dir / STATE_NAME).unlink(missing_ok=True)
     averaged = None
