@@ -191,3 +191,21 @@ def test_the_progress_bar_into_a_log_file_is_a_few_lines_not_one_per_step(tmp_pa
     draws = err.count("\r") + err.count("\n")
     assert "epoch 1/2" in err  # the bar is there
     assert draws <= 12, (draws, len(err))
+
+
+@pytest.mark.parametrize(("rank", "printed"), [(None, True), ("0", True), ("1", False)])
+def test_a_note_about_the_data_comes_from_process_0_only(monkeypatch, capsys, rank, printed):
+    """Before the process group is set up (the data loads first), torchrun's RANK decides: every process had
+    printed the same note."""
+    from types import SimpleNamespace
+
+    from skelanim.learn.common import note_short_clips
+    from skelanim.nn.distributed import is_main
+
+    if rank is None:
+        monkeypatch.delenv("RANK", raising=False)
+    else:
+        monkeypatch.setenv("RANK", rank)
+    assert is_main() is printed
+    note_short_clips(SimpleNamespace(clips=[SimpleNamespace(name="short", num_frames=3)]), 64)
+    assert ("note: 1 of 1 training clips are shorter" in capsys.readouterr().err) is printed

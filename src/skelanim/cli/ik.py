@@ -16,6 +16,7 @@ from skelanim.cli.files import command_line, require_suffix
 from skelanim.cli.learn_common import (
     MAX_SEED,
     apply_threads,
+    batch_size_option,
     check_lr,
     device_option,
     one_of,
@@ -61,7 +62,7 @@ def train(
         None, "--exclude", help="File-name patterns left out (held out for eval)."
     ),
     epochs: int = typer.Option(40, "--epochs", min=1),
-    batch_size: int = typer.Option(256, "--batch-size", min=1),
+    batch_size: int = batch_size_option(256),
     lr: float = typer.Option(2e-3, "--lr", callback=check_lr),
     hidden: int = typer.Option(48, "--hidden", min=4),
     layers: int = typer.Option(3, "--layers", min=1),

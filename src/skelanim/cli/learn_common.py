@@ -207,6 +207,13 @@ def resume_option() -> Any:
     return typer.Option(False, "--resume", help="Continue an interrupted run in OUT (same arguments).")
 
 
+def batch_size_option(default: int) -> Any:
+    """The ``--batch-size`` option of the training commands: per process (``torchrun`` with N processes trains on N
+    times as many samples per step, N times fewer steps per epoch, at the same learning rate)."""
+    return typer.Option(default, "--batch-size", min=1, help="Samples per step and process (under torchrun "
+                        "--nproc_per_node N, the step holds N times as many).")  # fmt: skip
+
+
 def overwrite_option() -> Any:
     """The ``--overwrite`` option of the training commands (:func:`skelanim.nn.train.check_output_folders`)."""
     return typer.Option(False, "--overwrite", help="Replace the trained model or interrupted run that OUT holds "

@@ -16,6 +16,7 @@ from skelanim.cli.files import command_line, load_one_figure
 from skelanim.cli.learn_common import (
     MAX_SEED,
     apply_threads,
+    batch_size_option,
     check_lr,
     device_option,
     overwrite_option,
@@ -212,7 +213,7 @@ def train(
     out: Path = typer.Option(..., "--out", "-o", help="Model folder to write."),
     epochs: int = typer.Option(30, "--epochs", min=1),
     samples: int = typer.Option(800, "--samples", min=1, help="Samples per epoch."),
-    batch_size: int = typer.Option(16, "--batch-size", min=1),
+    batch_size: int = batch_size_option(16),
     lr: float = typer.Option(1e-3, "--lr", callback=check_lr),
     hidden: int = typer.Option(128, "--hidden", min=4),
     window: int = typer.Option(48, "--window", min=8, help="Frames per training window (30 fps)."),

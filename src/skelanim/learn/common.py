@@ -25,6 +25,7 @@ from skelanim.data.dataset import BANDAI_TEST_STYLES, BANDAI_VAL_STYLES, MotionD
 from skelanim.data.rig import Rig, require_up, rig_mismatch
 from skelanim.errors import FormatError
 from skelanim.nn.checkpoint import config_error, load_model_files, save_model_files
+from skelanim.nn.distributed import is_main
 from skelanim.nn.layers import ForwardKinematics
 from skelanim.nn.train import TrainConfig
 
@@ -170,10 +171,7 @@ def note_short_clips(train_ds: MotionDataset, window: int, log: Any = None) -> N
     note = (f"note: {len(short)} of {len(train_ds.clips)} training clips are shorter than the {window}-frame window "
             f"({short[0].name}: {short[0].num_frames} frames{', ...' if len(short) > 1 else ''}); each gives one window, "
             "its last pose held to the end")  # fmt: skip
-    if log is not None:
-        log(note)
-    else:
-        tqdm.write(note, file=sys.stderr)
+    _note(note, log)
 
 
 def keep_without_validation(loop: TrainConfig, validated: bool, log: Any = None) -> TrainConfig:
@@ -184,11 +182,19 @@ def keep_without_validation(loop: TrainConfig, validated: bool, log: Any = None)
     note = ("note: no validation windows (split none, too few files to hold any out, or held-out clips all shorter "
             "than a validation window): the score is of training windows (train_subset_*) and the last epoch is "
             "kept")  # fmt: skip
+    _note(note, log)
+    return replace(loop, keep="last")
+
+
+def _note(note: str, log: Any = None) -> None:
+    """A note about the training data: to ``log``, else stderr (a note, not a result: it had gone to stdout, into a
+    --json reader's input); under torchrun from process 0 only (every process had printed it)."""
+    if not is_main():
+        return
     if log is not None:
         log(note)
-    else:  # a note, not a result: stderr (it had gone to stdout, into a --json reader's input)
+    else:
         tqdm.write(note, file=sys.stderr)
-    return replace(loop, keep="last")
 
 
 def provenance(command: str | None, files: Sequence[str], seed: int) -> dict[str, Any]:

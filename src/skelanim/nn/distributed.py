@@ -90,8 +90,11 @@ def rank() -> int:
 
 
 def is_main() -> bool:
-    """Whether this is rank 0 (the one that prints and writes files)."""
-    return rank() == 0
+    """Whether this is rank 0 (the one that prints and writes files); before the process group is set up, the
+    launcher's ``RANK`` says (torchrun sets it), so that a note printed while the data loads is printed once."""
+    if dist.is_available() and dist.is_initialized():
+        return dist.get_rank() == 0
+    return os.environ.get("RANK", "0").strip() in ("", "0")
 
 
 def barrier() -> None:

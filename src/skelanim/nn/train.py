@@ -356,9 +356,8 @@ def _fit(model: nn.Module, task: Task, out_dir: Path, config: TrainConfig, *, re
     # a model of another kind in the folder would be replaced by this run's, or its run resumed as this one's (every
     # rank checks)
     check_same_kind(out_dir, task.model_config().get("format"), resume=resume)
-    if not resume:
-        if main:  # a replaced run's state: a later resume would have gone on from it, had this run stopped early
-            (out_dir / STATE_NAME).unlink(missing_ok=True)
+    if not resume and main:  # a replaced run's state: a later resume would go on from it, had this run stopped early
+        (out_dir / STATE_NAME).unlink(missing_ok=True)
     averaged = None
     if config.ema > 0:
         averaged = AveragedModel(model, multi_avg_fn=ema_update(config.ema), use_buffers=True)
