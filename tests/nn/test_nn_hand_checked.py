@@ -209,3 +209,39 @@ def test_a_note_about_the_data_comes_from_process_0_only(monkeypatch, capsys, ra
     assert is_main() is printed
     note_short_clips(SimpleNamespace(clips=[SimpleNamespace(name="short", num_frames=3)]), 64)
     assert ("note: 1 of 1 training clips are shorter" in capsys.readouterr().err) is printed
+
+
+def test_an_unfinished_runs_folder_says_so_when_loaded_until_its_resume_finishes_it(tmp_path):
+    """A run stopped before its epochs (here by max_steps; Ctrl-C leaves the same folder) records how far it got, and
+    loading the folder warns; the resumed run, once done, removes the record, and loading is silent. A run that keeps
+    an earlier epoch's weights (keep best) is finished all the same."""
+    import json
+    import warnings
+
+    from skelanim.nn.checkpoint import UNFINISHED, load_model_files
+    from skelanim.viz.charts import training_run
+
+    out = tmp_path / "m"
+    _fit(ToyTask(), out, epochs=3, batch_size=64, lr=1e-2, max_steps=12)  # 8 steps an epoch: stopped in epoch 2
+    # the folder holds the best epoch so far, the first (keep best): its weights are those of epoch 1 of 3
+    assert json.loads((out / "config.json").read_text())["training"][UNFINISHED] == {"epoch": 1.0, "epochs": 3}
+    with pytest.warns(UserWarning, match=r"unfinished training run \(epoch 1\.0 of 3\)"):
+        load_model_files(out)
+    assert training_run(out).planned_epochs == 3  # learn curves says "of 3"
+    _fit(ToyTask(), out, resume=True, epochs=3, batch_size=64, lr=1e-2)
+    assert UNFINISHED not in json.loads((out / "config.json").read_text())["training"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        load_model_files(out)
+    assert training_run(out).planned_epochs is None
+    class Worsening(ToyTask):  # each validation worse than the last: the first epoch's weights are kept
+        calls = 0
+
+        def validate(self, model):
+            self.calls += 1
+            return {"val_mse": float(self.calls)}
+
+    kept = tmp_path / "k"
+    _fit(Worsening(), kept, epochs=3, batch_size=64, lr=1e-2)
+    training = json.loads((kept / "config.json").read_text())["training"]
+    assert training["best"]["epoch"] < 3 and UNFINISHED not in training, training["best"]

@@ -437,7 +437,8 @@ def curves(
     ends = [first - 1 for first, _ in run.stages[1:]] + [int(history[-1]["epoch"])] if run.stages else []
     staged = "".join(f"{', ' if i else ': '}{name} {first}-{end}"
                      for i, ((first, name), end) in enumerate(zip(run.stages, ends, strict=True)))
-    typer.echo(f"wrote {out} ({len(history)} epochs{staged}{kept})")
+    planned = f" of {run.planned_epochs} (an unfinished run: --resume finishes it)" if run.planned_epochs else ""
+    typer.echo(f"wrote {out} ({len(history)} epochs{planned}{staged}{kept})")
 
 
 @learn_app.command("ship")

@@ -19,6 +19,7 @@ import json
 import math
 import os
 import shutil
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -33,7 +34,7 @@ from skelanim.errors import FormatError, SkelanimError
 from skelanim.io.atomic import atomic_open, atomic_path
 
 __all__ = [
-    "CONFIG_NAME", "DIGEST_KEY", "STATE_NAME", "WEIGHTS_NAME", "check_finite_weights", "check_optimizer_state", "config_error",
+    "CONFIG_NAME", "DIGEST_KEY", "STATE_NAME", "UNFINISHED", "WEIGHTS_NAME", "check_finite_weights", "check_optimizer_state", "config_error",
     "load_model_files", "load_train_state", "read_model_config", "read_train_meta", "save_model_files", "save_train_state",
     "update_model_config",
 ]  # fmt: skip
@@ -43,6 +44,9 @@ CONFIG_NAME = "config.json"
 STATE_NAME = "train_state.safetensors"
 #: The entry of ``config.json`` holding the SHA-256 (hex) of ``model.safetensors``'s bytes.
 DIGEST_KEY = "weights_file_sha256"
+#: The entry of a model's ``training`` record while its run has not done its epochs (interrupted, stopped by
+#: ``max_steps``): ``{"epoch": done, "epochs": planned}``; :func:`load_model_files` warns of it.
+UNFINISHED = "unfinished"
 
 
 def _file_sha256(path: str | os.PathLike) -> str:
@@ -195,6 +199,11 @@ def load_model_files(folder: str | os.PathLike) -> tuple[dict[str, torch.Tensor]
     if recorded is not None and recorded != hashlib.sha256(data).hexdigest():
         raise FormatError(f"{WEIGHTS_NAME}'s SHA-256 is not the one {CONFIG_NAME} records: the file was damaged or "
                           "replaced, or a write was interrupted between the two files", path=folder)  # fmt: skip
+    training = config.get("training")
+    left = training.get(UNFINISHED) if isinstance(training, dict) else None
+    if isinstance(left, dict):  # an interrupted or --max-steps run's folder had been used as if finished
+        warnings.warn(f"{folder}: the weights of an unfinished training run (epoch {left.get('epoch')} of "
+                      f"{left.get('epochs')}); the command that trained it, with --resume, finishes it", stacklevel=2)  # fmt: skip
     return tensors, config
 
 

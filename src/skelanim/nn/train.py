@@ -50,6 +50,7 @@ import hashlib
 import math
 import sys
 import time
+import warnings
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -65,6 +66,7 @@ from skelanim.nn import distributed as ddp
 from skelanim.nn.checkpoint import (
     CONFIG_NAME,
     STATE_NAME,
+    UNFINISHED,
     WEIGHTS_NAME,
     check_finite_weights,
     check_optimizer_state,
@@ -414,6 +416,9 @@ def _fit(model: nn.Module, task: Task, out_dir: Path, config: TrainConfig, *, re
 
     def write_model_folder(**training: Any) -> None:
         cfg = task.model_config()
+        done = meta["epoch"] + meta["step_in_epoch"] / steps_per_epoch
+        if done < config.epochs:  # until the run's end removes it: loading the folder says so (UNFINISHED)
+            training = {UNFINISHED: {"epoch": round(done, 4), "epochs": config.epochs}, **training}
         cfg["training"] = {**cfg.get("training", {}), "loop": asdict(config), "best": meta["best"],
                            "history": meta["history"], "world_size": world, **training}  # fmt: skip
         save_model_files(out_dir, evaluated.state_dict(), cfg)
@@ -543,14 +548,19 @@ def _fit(model: nn.Module, task: Task, out_dir: Path, config: TrainConfig, *, re
     if not stop_now() or meta["step_in_epoch"]:
         save_state()
     if main and (out_dir / WEIGHTS_NAME).exists():  # the folder's config gets the epochs after the one it holds
-        tensors, kept = load_model_files(out_dir) if finish else ({}, read_model_config(out_dir / CONFIG_NAME))
+        with warnings.catch_warnings():  # this run's own folder: whether it is unfinished is settled here
+            warnings.simplefilter("ignore")
+            tensors, kept = load_model_files(out_dir) if finish else ({}, read_model_config(out_dir / CONFIG_NAME))
         training = kept.get("training")
         longer = isinstance(training, dict) and len(training.get("history") or []) < len(meta["history"])
         if isinstance(training, dict) and longer:
             kept = {**kept, "training": {**training, "history": meta["history"]}}
+        finished = meta["epoch"] >= config.epochs and isinstance(training, dict) and UNFINISHED in training
+        if finished:  # the run's last epoch done: the folder's weights are no longer an unfinished run's
+            kept = {**kept, "training": {k: v for k, v in kept["training"].items() if k != UNFINISHED}}
         if finish is not None:  # still locked: the folder holds this run's files
             save_model_files(out_dir, finish(tensors, kept), kept)
-        elif longer:
+        elif longer or finished:
             update_model_config(out_dir, kept)
         held = training.get("stopped") if isinstance(training, dict) else None  # weights of a stop inside an epoch
         if not stop and isinstance(held, dict) and isinstance(held.get("epoch"), (int, float)):  # an earlier call's

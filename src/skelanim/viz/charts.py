@@ -16,7 +16,7 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from skelanim.errors import FormatError
-from skelanim.nn.checkpoint import CONFIG_NAME, STATE_NAME, read_model_config, read_train_meta
+from skelanim.nn.checkpoint import CONFIG_NAME, STATE_NAME, UNFINISHED, read_model_config, read_train_meta
 from skelanim.viz._draw import unit_color
 
 __all__ = ["TrainingRun", "confusion_matrix", "plot_confusion", "plot_horizon_errors",
@@ -149,12 +149,16 @@ class TrainingRun:
     stages : list of (int, str)
         Where each stage of a run of several begins, as ``(first epoch, name)``: a generator's VAE stage, then its
         GAN stage, numbered on (the GAN's epoch 1 is the VAE's last plus one); empty for a run of one stage.
+    planned_epochs : int or None
+        The epochs the run was started for, where its folder's weights are those of an unfinished run (interrupted
+        or stopped by ``max_steps``: :data:`~skelanim.nn.checkpoint.UNFINISHED`); ``None`` for a finished run.
     """
 
     history: list[dict[str, Any]]
     best_epoch: float | None
     keeps_last: bool
     stages: list[tuple[int, str]] = field(default_factory=list)
+    planned_epochs: int | None = None
 
 
 def training_run(folder: str | Path, *, member: int = 0) -> TrainingRun:
@@ -191,7 +195,9 @@ def training_run(folder: str | Path, *, member: int = 0) -> TrainingRun:
         stages = [(int(vae[0]["epoch"]), "VAE"), (shift + 1, "GAN")]
     if not history:
         raise FormatError("no finished epoch in this training run yet", path=folder)
-    return TrainingRun(history, float(best) if best is not None else None, keeps_last, stages)
+    left = training.get(UNFINISHED)
+    planned = int(left["epochs"]) if isinstance(left, dict) and isinstance(left.get("epochs"), int) else None
+    return TrainingRun(history, float(best) if best is not None else None, keeps_last, stages, planned)
 
 
 def training_history(folder: str | Path, *, member: int = 0) -> tuple[list[dict[str, Any]], float | None]:
