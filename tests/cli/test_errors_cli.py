@@ -143,3 +143,12 @@ def test_dash_h_is_help_on_every_level(capsys):
         assert main(argv) == 0, argv
         out = capsys.readouterr().out
         assert "Usage: skelanim " + " ".join(argv[:-1]) in " ".join(out.split()), argv
+
+
+def test_version_prints_the_package_version_and_exits_0(capsys):
+    """`skelanim --version` / `-V` (it had been "No such option"): the installed metadata's version, nothing else."""
+    from importlib.metadata import version
+
+    for flag in ("--version", "-V"):
+        assert main([flag]) == 0
+        assert capsys.readouterr().out == f"skelanim {version('skelanim')}\n"

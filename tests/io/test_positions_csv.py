@@ -142,6 +142,19 @@ def test_digit_counts_on_the_whole_column_match_cell_by_cell(cells):
     assert positions_csv._digit_counts(cells) == (max(d for d, _ in digits), max(s for _, s in digits))
 
 
+def test_a_numpy_without_its_string_functions_reads_a_time_column_cell_by_cell(tmp_path, monkeypatch):
+    """NumPy before 2.2 (which the project's numpy>=1.24 admits) has no np.strings.partition: reading a CSV with a
+    time column had ended in AttributeError; it counts the cells one by one, to the same frame rate."""
+    path = tmp_path / "t.csv"
+    path.write_text("time,a_x,a_y,a_z\n0.0,0,1,0\n0.0333,0,1.1,0\n0.0667,0,1.2,0\n0.1,0,1.3,0\n")
+    fast = positions_csv.read_csv(path)
+    monkeypatch.setattr(positions_csv, "_COLUMN_STRINGS", False)
+    monkeypatch.setattr(np, "strings", None, raising=False)  # any use of it would now fail
+    slow = positions_csv.read_csv(path)
+    assert slow[0] == fast[0] and np.array_equal(slow[1], fast[1]) and slow[2] == fast[2]
+    assert fast[2] == pytest.approx(30.0, rel=1e-3)
+
+
 # ---------------------------------------------------------------------------------------- errors and odd files
 
 

@@ -29,6 +29,22 @@ app = typer.Typer(
     context_settings={"help_option_names": ["-h", "--help"]},  # inherited by every sub-command's context
 )
 
+
+def _show_version(shown: bool) -> None:
+    if shown:
+        from skelanim import __version__
+
+        typer.echo(f"skelanim {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: bool = typer.Option(False, "--version", "-V", callback=_show_version, is_eager=True,
+                                 help="Print the version and exit."),
+) -> None:
+    """Skeleton-based human animation: read, inspect, convert and process motion capture."""
+
 # Command modules register themselves on ``app`` when imported (in this order: the order of ``--help``).
 # isort: off
 from skelanim.cli import files as _files  # noqa: F401

@@ -44,6 +44,10 @@ _ODD_BYTES = (b"\x00", b"\x1c", b"\x1d", b"\x1e", b"\x1f")
 #: Frame numbers whose float64 steps of 1 are exact (the fast path checks them in float64).
 _EXACT_INTEGERS = 2.0**52
 
+#: Whether numpy has the vectorised string functions the time column's digit count uses (``np.strings``, with
+#: ``partition`` from NumPy 2.2); older numpy counts the cells one by one (it had raised AttributeError).
+_COLUMN_STRINGS = hasattr(getattr(np, "strings", None), "partition")
+
 
 # ---------------------------------------------------------------------------------------- the time column
 
@@ -58,9 +62,11 @@ def _digits(cell: str) -> tuple[int, int]:
 
 def _digit_counts(cells: Sequence[str]) -> tuple[int, int]:
     """The most decimals and the most significant digits (:func:`_digits`) of any of ``cells`` (finite numbers),
-    counted on the whole column at once (as ASCII bytes); cells that are not plain ASCII (or hold ``_``) are counted
-    one by one."""
+    counted on the whole column at once (as ASCII bytes); cells that are not plain ASCII (or hold ``_``), or all of
+    them under a numpy without :data:`_COLUMN_STRINGS`, are counted one by one."""
     try:
+        if not _COLUMN_STRINGS:
+            raise ValueError("counted one by one")
         text = np.asarray(cells, dtype=np.bytes_)  # UnicodeEncodeError (a ValueError) where a cell is not ASCII
         if text.size == 0 or np.any(np.strings.find(text, b"_") >= 0):
             raise ValueError("counted one by one")
