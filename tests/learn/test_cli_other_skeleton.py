@@ -122,6 +122,8 @@ def test_copies_of_the_training_files_in_another_folder_are_noted_too(learn_file
     assert main(evaluate) == 0
     notes = [line for line in capsys.readouterr().err.splitlines() if "were in the training data of" in line]
     assert len(notes) == 1 and notes[0].startswith(f"note: 2 of the 2 test files were in the training data of {folder}")
+    assert notes[0].endswith("give the --data, --split and --seed it was trained with (training's --seed also draws the "
+                             "file split)")
 
 
 def test_predict_eval_retarget_says_a_folder_is_read_for_bvh_files(mocap_files, tmp_path: Path, capsys):

@@ -347,7 +347,8 @@ def note_trained_on(models: dict[str, Path | None], test, defaults: dict[str, st
         seen = training_files(read_model_config(Path(where) / CONFIG_NAME)) & tested
         if seen:
             typer.echo(f"note: {len(seen)} of the {len(tested)} test files were in the training data of {where} "
-                       f"(e.g. {min(seen)}): give the --data and --split it was trained with", err=True)  # fmt: skip
+                       f"(e.g. {min(seen)}): give the --data, --split and --seed it was trained with (training's "
+                       "--seed also draws the file split)", err=True)  # fmt: skip
 
 
 def echo_json(obj: Any) -> None:
