@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import replace
 
 import pytest
 import torch
@@ -483,9 +484,39 @@ def test_too_few_windows_for_the_fid_validate_by_reconstruction(tiny_ds):
     def embed(*args):
         return torch.zeros(1, 3), torch.zeros(1, 4)
 
-    assert GenerateTask(gen, tiny_ds, stride=16, embed=embed, reference=torch.randn(5, 4)).metric == "val_fid"
+    # no validation clips: training windows are scored, and named so
+    assert GenerateTask(gen, tiny_ds, stride=16, embed=embed, reference=torch.randn(5, 4)).metric == "train_subset_fid"
     task = GenerateTask(gen, tiny_ds, stride=16, embed=embed, reference=torch.randn(1, 4))
-    assert task.metric == "val_rec" and set(task.validate(gen)) == {"val_rec"}
+    assert task.metric == "train_subset_rec" and set(task.validate(gen)) == {"train_subset_rec"}
+
+
+def test_validation_scores_the_validation_clips_not_the_training_windows(tiny_ds):
+    """With validation clips the scores are theirs (val_*): reconstruction of their windows, and the FID against
+    their own features; clips of a style the model has no class for are left out, and none left means training
+    windows (train_subset_*). They had scored training windows as val_* whatever was held out."""
+    from skelanim.data import MotionDataset
+
+    gen = _generator(tiny_ds)
+    feats = []
+
+    def embed(rot, pelvis, yaw, positions):  # features: each window's mean pelvis height (real or sampled)
+        f = pelvis[..., 1].mean(-1, keepdim=True).expand(-1, 4) + 0.01 * torch.arange(4.0)
+        feats.append(f)
+        return torch.zeros(len(f), 3), f
+
+    clip = tiny_ds.clips[0]
+    lifted = MotionDataset(clips=[replace(clip, positions=clip.positions + torch.tensor([0.0, 50.0, 0.0]))], fps=tiny_ds.fps)
+    lifted.rig = tiny_ds.rig
+    plain = GenerateTask(gen, tiny_ds, stride=16, embed=embed, reference=torch.randn(5, 4))
+    held = GenerateTask(gen, tiny_ds, stride=16, embed=embed, reference=torch.randn(5, 4), val_ds=lifted)
+    assert held.validated and held.metric == "val_fid" and not plain.validated
+    assert torch.allclose(held.reference[:, 0], feats[0][:, 0])  # the validation windows' own features
+    scores, on_training = held.validate(gen), plain.validate(gen)
+    assert set(scores) == {"val_rec", "val_fid", "val_recognised"}
+    assert set(on_training) == {"train_subset_rec", "train_subset_fid", "train_subset_recognised"}
+    unknown = MotionDataset(clips=[replace(clip, labels={**clip.labels, "style": "never-seen"})], fps=tiny_ds.fps)
+    unknown.rig = tiny_ds.rig
+    assert not GenerateTask(gen, tiny_ds, stride=16, val_ds=unknown).validated
 
 
 def test_sampling_needs_one_style_per_content():

@@ -325,7 +325,8 @@ def generate_train(
                                  weights={"beta": beta, "free_bits": free_bits, "w_vel": vel, "adversarial": adversarial,
                                           "w_speed": speed, "w_speed_frames": speed_frames, "w_contact": contact_match, "w_fake_skate": sample_skate,
                                           "recognition": recognition}, options=options,
-                                 recognizer=rec, init=init, resume=resume, command=command_line(), labels=labels)  # fmt: skip
+                                 recognizer=rec, init=init, resume=resume, command=command_line(), labels=labels,
+                                 val_ds=parts["val"])  # fmt: skip
     last = result["gan"] or result["vae"]
     if gan_epochs and not result["vae_finished"]:
         typer.echo("note: the VAE stage stopped before its last epoch (--max-steps); --resume finishes it, then "
@@ -333,7 +334,8 @@ def generate_train(
     report_training(
         out if result["gan"] or not gan_epochs else out / "vae",
         {**last, "parameters": result["parameters"]},
-        "val_fid" if last.get("best", {}).get("val_fid") is not None else "val_rec",
+        next((k for k in ("val_fid", "train_subset_fid", "val_rec") if last.get("best", {}).get(k) is not None),
+             "train_subset_rec"),
     )
 
 

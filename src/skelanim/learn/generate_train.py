@@ -17,7 +17,7 @@ from torch import Tensor, nn
 
 from skelanim.data.dataset import MotionDataset
 from skelanim.errors import SkelanimError
-from skelanim.learn.common import load_weights, note_short_clips, provenance, spread_sample
+from skelanim.learn.common import keep_without_validation, load_weights, note_short_clips, provenance, spread_sample
 from skelanim.learn.generate import OPTIONAL_TENSORS, Generator
 from skelanim.learn.recognize import Recognizer, content_log_probabilities
 from skelanim.metrics.distribution import fid
@@ -60,7 +60,14 @@ class GenerateTask:
     embed : callable, optional
         ``embed(rot, pelvis, yaw, positions) -> (probs, features)`` of a recogniser, for the validation FID.
     reference : Tensor, optional
-        ``(N, D')`` recogniser features of real windows the validation FID compares with.
+        ``(N, D')`` recogniser features of the training windows, which the FID compares with where there is no
+        validation part (with one, its windows' own features, by ``embed``).
+    val_ds : MotionDataset, optional
+        Validation clips: :meth:`validate` scores the reconstruction of their windows and the FID of samples of
+        their contents and styles against them (``val_*``), those of a content or style the model has no class
+        for left out. Without one, or with fewer than two such windows, it scores training windows
+        (``train_subset_*``; :attr:`validated` is false). The validation files had been held out and the
+        training windows scored as ``val_*``.
     recognizer : Recognizer, optional
         A trained recogniser, frozen: in the GAN stage the prior samples pay ``w_recog`` times its
         cross-entropy against the requested content (a recognition loss, as in conditional GANs with an
@@ -77,7 +84,7 @@ class GenerateTask:
                  w_contact: float = 0.0, real_contacts: bool = True,
                  embed: Callable[..., tuple[Tensor, Tensor]] | None = None, reference: Tensor | None = None,
                  recognizer: Recognizer | None = None, w_recog: float = 0.0,
-                 meta: dict[str, Any] | None = None) -> None:  # fmt: skip
+                 meta: dict[str, Any] | None = None, val_ds: MotionDataset | None = None) -> None:  # fmt: skip
         self.model, self.ds, self.meta = model, train_ds, dict(meta or {})
         use = recognizer is not None and w_recog > 0
         self.recognizer: Recognizer | None = recognizer if use else None
@@ -90,10 +97,16 @@ class GenerateTask:
         self.w_vel, self.free_bits, self.w_speed, self.w_speed_frames = w_vel, free_bits, w_speed, w_speed_frames
         self.w_fake_skate, self.real_contacts, self.w_contact = w_fake_skate, real_contacts, w_contact
         self.windows = train_ds.windows(model.length, stride)
+        self.val = _known_windows(model, val_ds, stride) if val_ds is not None else None
+        self.validated = self.val is not None
+        if self.val is not None:  # the FID compares with the validation windows' own features
+            self.embed = embed
+            reference = self._features(self.val[0], self.val[1])
         if len(self.windows) < 2 or (reference is not None and len(reference) < 2):  # FID needs two of each
             embed = reference = None  # (it had failed after the first epoch: "features must be (N >= 2, D)")
         self.embed, self.reference = embed, reference
-        self.metric = "val_fid" if embed is not None and reference is not None else "val_rec"
+        self.prefix = "val" if self.validated else "train_subset"
+        self.metric = f"{self.prefix}_fid" if embed is not None and reference is not None else f"{self.prefix}_rec"
         self._real: tuple[Tensor, Tensor, Tensor] | None = None
         clip = self.windows[:, 0]
         self.content = torch.tensor(model.contents.indices(train_ds.labels("content")))[clip]
@@ -102,10 +115,21 @@ class GenerateTask:
             sample = self._vectors(spread_sample(self.windows, 3000))
             model.norm.set(sample.mean(dim=(0, 1)), sample.std(dim=(0, 1)).clamp_min(1e-3))
 
-    def _vectors(self, windows: Tensor, model: Generator | None = None) -> Tensor:
+    def _vectors(self, windows: Tensor, model: Generator | None = None, ds: MotionDataset | None = None) -> Tensor:
         model = self.model if model is None else model
-        g = self.ds.gather(windows, model.length, keys=("rot", "pelvis", "yaw"))
+        g = (self.ds if ds is None else ds).gather(windows, model.length, keys=("rot", "pelvis", "yaw"))
         return model.to_vectors(g["rot"], g["pelvis"], g["yaw"])
+
+    def _features(self, ds: MotionDataset, windows: Tensor) -> Tensor | None:
+        """``(N, D')`` recogniser features of real windows of ``ds`` (``None`` without ``embed``)."""
+        if self.embed is None:
+            return None
+        out = []
+        for i in range(0, len(windows), 256):
+            g = ds.gather(windows[i : i + 256], self.model.length, keys=("rot", "pelvis", "yaw", "positions"))
+            with torch.no_grad():
+                out.append(self.embed(g["rot"], g["pelvis"], g["yaw"], g["positions"])[1].cpu())
+        return torch.cat(out)
 
     def _contacts(self, windows: Tensor) -> Tensor:
         return self.ds.gather(windows, self.model.length, keys=("contacts",))["contacts"]
@@ -175,24 +199,33 @@ class GenerateTask:
         return nn.functional.nll_loss(log_p, labels, ignore_index=-100)
 
     def validate(self, model: nn.Module) -> dict[str, float]:
-        """Reconstruction error on training windows and, with a recogniser, FID of prior samples to the reference."""
+        """Reconstruction error of (at most 512) validation windows and, with a recogniser, the FID of prior samples
+        of their contents and styles to the validation windows' features, and the share of the samples it reads as
+        the requested content; of training windows (``train_subset_*``) where there are no validation windows."""
         gen = cast(Generator, model)  # the loop validates the bare model
+        device = module_device(gen)
         g = torch.Generator().manual_seed(1234)
-        pick = torch.randperm(len(self.windows), generator=g)[:512]
-        batch = to_device(self.batch(pick, g), module_device(gen))
+        if self.val is not None:
+            ds, windows, content, style = self.val
+            pick = torch.randperm(len(windows), generator=g)[:512]
+            with torch.no_grad():
+                x = gen.norm(self._vectors(windows[pick], gen, ds).to(device))
+        else:
+            content, style = self.content, self.style
+            pick = torch.randperm(len(self.windows), generator=g)[:512]
+            x = to_device(self.batch(pick, g), device)["x"]
+        condition = gen.vae.condition(content[pick].to(device), style[pick].to(device))
         with torch.no_grad():
-            mu, _ = gen.vae.encode(batch["x"], gen.vae.condition(batch["content"], batch["style"]))
-            rec = float(
-                (gen.vae.decode(mu, gen.vae.condition(batch["content"], batch["style"])) - batch["x"]).abs().mean()
-            )
-        out = {"val_rec": rec}
+            mu, _ = gen.vae.encode(x, condition)
+            rec = float((gen.vae.decode(mu, condition) - x).abs().mean())
+        out = {f"{self.prefix}_rec": rec}
         if self.embed is not None and self.reference is not None:
-            x = gen.sample([gen.contents.names[i] for i in self.content[pick]], [gen.styles.names[i] for i in self.style[pick]],
-                           generator=torch.Generator().manual_seed(7)).to(module_device(gen))  # fmt: skip
+            x = gen.sample([gen.contents.names[i] for i in content[pick]], [gen.styles.names[i] for i in style[pick]],
+                           generator=torch.Generator().manual_seed(7)).to(device)  # fmt: skip
             pos, rot, pelvis, yaw = gen.positions(x)
             probs, feats = self.embed(rot, pelvis, yaw, pos * gen.rig.height)
-            out["val_fid"] = fid(feats.cpu(), self.reference)
-            out["val_recognised"] = float((probs.argmax(-1).cpu() == self.content[pick]).float().mean())
+            out[f"{self.prefix}_fid"] = fid(feats.cpu(), self.reference)
+            out[f"{self.prefix}_recognised"] = float((probs.argmax(-1).cpu() == content[pick]).float().mean())
         return out
 
     def fit_latent(self, sample: int = 3000, model: Generator | None = None) -> None:
@@ -207,13 +240,31 @@ class GenerateTask:
         return {**self.model.config(), "training": self.meta}
 
 
+def _known_windows(model: Generator, ds: MotionDataset, stride: int) -> tuple[MotionDataset, Tensor, Tensor, Tensor] | None:
+    """``(ds, windows (N, 2), contents (N,), styles (N,))`` of ``ds``'s windows whose content and style ``model``
+    has classes for (a style split validates on styles training never saw, which a conditional generator cannot be
+    asked for), or ``None`` where fewer than two are left."""
+    windows = ds.windows(model.length, stride)
+    if len(windows) == 0:
+        return None
+    names = (ds.labels("content"), ds.labels("style"))
+    known = torch.tensor([c in model.contents.names and s in model.styles.names for c, s in zip(*names, strict=True)])
+    windows = windows[known[windows[:, 0]]]
+    if len(windows) < 2:
+        return None
+    clip = windows[:, 0]
+    content = torch.tensor([model.contents.names.index(c) if c in model.contents.names else -1 for c in names[0]])
+    style = torch.tensor([model.styles.names.index(s) if s in model.styles.names else -1 for s in names[1]])
+    return ds, windows, content[clip], style[clip]
+
+
 def train_generator(train_ds: MotionDataset, out: str | Path, *, length: int = 64, stride: int = 8,
                     vae_loop: TrainConfig | None = None, gan_loop: TrainConfig | None = None,
                     embed: Callable[..., tuple[Tensor, Tensor]] | None = None, reference: Tensor | None = None,
                     options: dict[str, Any] | None = None, weights: dict[str, float] | None = None,
                     recognizer: Recognizer | None = None, init: str | Path | None = None, resume: bool = False,
                     command: str | None = None, log: Any = None, fit_prior: bool = True,
-                    labels: str | None = None) -> dict[str, Any]:  # fmt: skip
+                    labels: str | None = None, val_ds: MotionDataset | None = None) -> dict[str, Any]:  # fmt: skip
     """Train the CVAE (``out/vae``), then refine it with the GAN (``out``); ``gan_loop=None`` skips stage 2
     and writes the VAE to ``out``. With ``recognizer`` and ``weights["recognition"] > 0`` the GAN stage adds
     the frozen recogniser's cross-entropy on the prior samples (:meth:`GenerateTask.recognition`). With
@@ -223,7 +274,9 @@ def train_generator(train_ds: MotionDataset, out: str | Path, *, length: int = 6
     (:meth:`Generator.fit_latent`), and the GAN stage draws from it. A VAE stage stopped before its last epoch
     (``max_steps``) leaves the GAN stage for a ``resume`` that finishes it (the GAN stage had started from the
     unfinished VAE, and a resume then went on from that stale start). ``labels`` (the ``--labels`` the data was
-    read with) is recorded in the model (:class:`Generator`).
+    read with) is recorded in the model (:class:`Generator`). ``val_ds``: the validation clips both stages score
+    (:class:`GenerateTask`); without them, or without two of their windows of the model's classes, each stage keeps
+    its last epoch, with a note (an epoch is not chosen by a score of training windows).
 
     Returns
     -------
@@ -238,10 +291,11 @@ def train_generator(train_ds: MotionDataset, out: str | Path, *, length: int = 6
     model = Generator(train_ds.rig, sorted(set(train_ds.labels("content"))), sorted(set(train_ds.labels("style"))),
                       length=length, fps=train_ds.fps, options=options, labels=labels)  # fmt: skip
     meta = provenance(command, [c.path for c in train_ds.clips], vae_loop.seed)
+    meta["validation"] = [c.name for c in val_ds.clips] if val_ds is not None else []
     note_short_clips(train_ds, length, log)
     new_task = partial(GenerateTask, stride=stride, beta=w["beta"], w_pos=w["w_pos"], w_vel=w["w_vel"],
                        w_skate=w["w_skate"], free_bits=w["free_bits"], w_fake_skate=w["w_fake_skate"], embed=embed,
-                       reference=reference)  # the options both stages share
+                       reference=reference, val_ds=val_ds)  # the options both stages share
     stage1 = Path(init) if init is not None else (out / "vae" if gan_loop is not None else out)
     if init is not None:
         if gan_loop is None:
@@ -254,6 +308,7 @@ def train_generator(train_ds: MotionDataset, out: str | Path, *, length: int = 6
         vae: dict[str, Any] = {"history": [], "init": str(init)}
     else:
         task = new_task(model, train_ds, adversarial=0.0, meta={**meta, "stage": "vae", "weights": w})
+        vae_loop = keep_without_validation(vae_loop, task.validated, log)
         written: dict[str, dict[str, Tensor]] = {}  # the weights the VAE folder ends with, kept by fit's finish
         vae = fit(model, task, stage1, vae_loop, resume=resume and (stage1 / "train_state.safetensors").exists(),
                   log=log, finish=_finish_stage(task, stage1, fit_prior, written) if fit_prior or gan_loop else None)
@@ -273,6 +328,7 @@ def train_generator(train_ds: MotionDataset, out: str | Path, *, length: int = 6
                         w_contact=w["w_contact"],
                         meta={**meta, "stage": "gan", "weights": w, "vae_history": vae["history"],
                               "init": None if init is None else str(init)})  # fmt: skip
+        gan_loop = keep_without_validation(gan_loop, task.validated, log if init is not None else lambda note: None)
         if fit_prior and "latent_chol" not in tensors:
             task.fit_latent()  # a folder from before the fitted prior: fit it before the GAN draws from it
         gan = fit(model, task, out, gan_loop, resume=resume and (out / "train_state.safetensors").exists(), log=log,
