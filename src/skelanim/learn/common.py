@@ -179,9 +179,9 @@ def keep_without_validation(loop: TrainConfig, validated: bool, log: Any = None)
     chosen as "best" by a score of the training windows (what the task reports instead, ``train_subset_*``)."""
     if validated or loop.keep != "best":
         return loop
-    note = ("note: no validation windows (split none, too few files to hold any out, or held-out clips all shorter "
-            "than a validation window): the score is of training windows (train_subset_*) and the last epoch is "
-            "kept")  # fmt: skip
+    note = ("note: no validation windows (split none, too few files to hold any out, held-out clips all shorter "
+            "than a validation window, or, for a generator, none of a content and style it has a class for): the "
+            "score is of training windows (train_subset_*) and the last epoch is kept")  # fmt: skip
     _note(note, log)
     return replace(loop, keep="last")
 
