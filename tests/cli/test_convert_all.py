@@ -86,6 +86,33 @@ def test_a_bad_file_stops_the_batch_and_leaves_whole_outputs(mocap_files, tmp_pa
         assert np.load(out / (src.stem + ".npz"))["positions"].shape[0] == skelanim.load(src).num_frames
 
 
+def test_keep_going_converts_the_files_after_a_bad_one_and_lists_it(mocap_files, tmp_path: Path, capsys):
+    """With --keep-going a bad file in the middle is listed at the end (exit 2) and the files after it converted."""
+    sources = _copies(mocap_files, tmp_path / "in")
+    bad = tmp_path / "in" / (sources[0].stem + "_cut.bvh")  # between the two walks by name
+    bad.write_bytes(sources[0].read_bytes()[:20000])
+    assert sorted(p.name for p in (tmp_path / "in").iterdir()).index(bad.name) == 1
+    out = tmp_path / "out"
+    code, text, err = run(["convert-all", str(tmp_path / "in"), "-o", str(out), "--to", ".npz", "--keep-going",
+                           "--no-progress"], capsys)  # fmt: skip
+    assert code == 2 and "Traceback" not in err
+    assert text.strip() == f"wrote 2 file(s) to {out}; 1 could not be converted:"
+    errors = [line for line in err.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and errors[0].startswith(f"error: {bad}:")
+    assert sorted(p.name for p in out.iterdir()) == sorted(p.stem + ".npz" for p in sources)
+
+
+def test_a_folder_whose_files_are_in_its_subfolders_says_how_to_read_them(mocap_files, tmp_path: Path, capsys):
+    _copies(mocap_files, tmp_path / "top" / "sub")
+    code, _, err = run(["convert-all", str(tmp_path / "top"), "-o", str(tmp_path / "out"), "--to", ".npz"], capsys)
+    assert code == 2
+    assert f"no motion files here (its subfolders hold some: '{tmp_path / 'top'}/**/*.bvh' reads them)" in err
+    code, _, err = run(["convert-all", f"{tmp_path / 'top'}/**/*.bvh", "-o", str(tmp_path / "out"), "--to", ".npz",
+                        "--no-progress"], capsys)  # fmt: skip
+    assert code == 0, err
+    assert len(list((tmp_path / "out").iterdir())) == 2
+
+
 @pytest.mark.parametrize("argv, needle", [
     (["--to", ".xyz"], "no format skelanim writes"),
     (["--to", ".bvh", "--from", ".abc"], "motion formats are"),

@@ -295,15 +295,20 @@ def convert_all(
     face: str | None = CONVERT_OPTIONS["face"](),
     to_origin: bool = CONVERT_OPTIONS["to_origin"](),
     progress: bool = typer.Option(True, "--progress/--no-progress", help="A progress bar on stderr."),
+    keep_going: bool = typer.Option(False, "--keep-going", help="Convert the other files where one cannot be "
+                                    "converted; its error is listed at the end (exit code 2)."),
 ) -> None:
     """Convert many files into one folder, with convert's options; a progress bar over the files.
 
     Every source is found and every output name checked (no two alike, none a source) before anything is written.
-    A file that cannot be converted stops the command with its name; the outputs already written stay, whole."""
+    A file that cannot be converted stops the command with its name, or with --keep-going is listed at the end; the
+    outputs written stay, whole. A folder's own files are read, not its subfolders' ('DIR/**/*.bvh' reads those)."""
     from tqdm import tqdm
 
     import skelanim
+    from skelanim.cli import error_line
     from skelanim.data.dataset import expand_paths
+    from skelanim.errors import SkelanimError
 
     def dotted(text: str) -> str:  # "glb" and ".GLB" alike: ".glb"
         text = text.strip().lower()
@@ -326,7 +331,9 @@ def convert_all(
         except FileNotFoundError:
             found = []
         if not found:
-            raise skelanim.errors.FormatError("no motion files here", path=given)
+            below = given.is_dir() and any(p.suffix.lower() in readable for p in given.rglob("*") if p.is_file())
+            raise skelanim.errors.FormatError("no motion files here" + (f" (its subfolders hold some: '{given}/**/*"
+                                              f"{readable[0]}' reads them)" if below else ""), path=given)  # fmt: skip
         files.extend(found)
     files = list(dict.fromkeys(files))  # a file named twice (a folder and a pattern) is converted once
     outputs = [out_dir / (f.stem + suffix) for f in files]
@@ -341,12 +348,23 @@ def convert_all(
         seen[dst] = src
         check_output(dst, src)
     bar = tqdm(total=len(files), unit="file", disable=not progress, desc="convert")
+    failed: list[str] = []
     for src, dst in zip(files, outputs):
-        convert_file(src, dst, fps=fps, scale=scale, loop=loop, up_axis=up_axis, simple_channels=simple_channels,
-                     edits=edits, quiet=True)
+        try:
+            convert_file(src, dst, fps=fps, scale=scale, loop=loop, up_axis=up_axis, simple_channels=simple_channels,
+                         edits=edits, quiet=True)
+        except (SkelanimError, OSError) as err:
+            if not keep_going:
+                raise
+            failed.append(error_line(err))
         bar.update()
     bar.close()
-    typer.echo(f"wrote {len(files)} file(s) to {out_dir}")
+    typer.echo(f"wrote {len(files) - len(failed)} file(s) to {out_dir}"
+               + (f"; {len(failed)} could not be converted:" if failed else ""))  # fmt: skip
+    for message in failed:
+        typer.echo(f"error: {message}", err=True)
+    if failed:
+        raise typer.Exit(2)
 
 
 def check_convert_options(suffix: str, *, fps: float | None, scale: float | None, loop: str | None, up: str | None,
