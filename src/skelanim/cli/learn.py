@@ -118,10 +118,6 @@ def recognize_train(
         0.0, "--frame-jitter", min=0.0, help="Turn each joint's frame at random, children compensated (std, degrees)."
     ),
     travel: tuple[float, float] = range_option("--travel", "Scale each window's ground travel by LO-HI (steps kept)."),
-    gait: bool = typer.Option(
-        False, "--gait/--no-gait", help="Also give the window's gait phase: pelvis highest over the supporting foot "
-        "(walking) or lowest (running).",
-    ),
     resume: bool = resume_option(),
     overwrite: bool = overwrite_option(),
     progress: bool = typer.Option(True, "--progress/--no-progress"),
@@ -156,7 +152,7 @@ def recognize_train(
                               test_mirror=test_mirror, test_speeds=tuple(test_speeds) or (1.0,), path=path, posture=posture, arch_options=options or None,
                               style_weight=style_weight, style_adversary=style_adversary, turn=turn, std_floor=std_floor,
                               rotations=rotations, frame_jitter=frame_jitter, resume=resume,
-                              travel=None if travel == (1.0, 1.0) else travel, gait=gait,
+                              travel=None if travel == (1.0, 1.0) else travel,
                               command=command_line())  # fmt: skip
     report_training(out, result, "val_error")
 

@@ -34,7 +34,6 @@ root-relative.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
 
 import torch
 from torch import Tensor
@@ -42,13 +41,9 @@ from torch import Tensor
 from skelanim.core.rotations import matrix_to_rot6d, rotvec_to_matrix
 from skelanim.core.units import horizontal_axes
 
-#: Spread of a window's pelvis height or foot distance (heights) that :func:`gait_phase` treats as still.
-GAIT_FLOOR = 2e-3
-
 __all__ = [
-    "from_heading_frame", "from_reference_frame", "gait_phase", "heading_features", "horizontal_axes",
-    "local_positions", "to_heading_frame", "to_reference_frame", "window_path", "wrap_angle", "yaw_from_directions",
-    "yaw_matrix",
+    "from_heading_frame", "from_reference_frame", "heading_features", "horizontal_axes", "local_positions",
+    "to_heading_frame", "to_reference_frame", "window_path", "wrap_angle", "yaw_from_directions", "yaw_matrix",
 ]  # fmt: skip
 
 
@@ -296,57 +291,6 @@ def window_path(pelvis: Tensor, yaw: Tensor, *, up: int, height: float) -> Tenso
     r_mid = yaw_matrix(yaw[..., c], up)[..., None, :, :]  # (..., 1, 3, 3)
     offset = (r_mid.transpose(-1, -2) @ (pelvis - pelvis[..., c : c + 1, :])[..., None])[..., 0] / height
     return torch.stack([offset[..., a], offset[..., b], wrap_angle(yaw - yaw[..., c : c + 1])], dim=-1)
-
-
-def _detrended(x: Tensor) -> Tensor:
-    """``(..., T)`` less its least-squares line over ``T``."""
-    t = torch.arange(x.shape[-1], dtype=x.dtype, device=x.device)
-    t = t - t.mean()
-    centred = x - x.mean(dim=-1, keepdim=True)
-    slope = (centred * t).sum(-1, keepdim=True) / (t * t).sum().clamp_min(1e-12)
-    return centred - slope * t
-
-
-def gait_phase(pelvis: Tensor, positions: Tensor, feet: Sequence[int], *, up: int, height: float,
-               floor: float = GAIT_FLOOR) -> Tensor:  # fmt: skip
-    """How a window's pelvis rises and falls over the supporting foot: walking's inverted pendulum or running's spring.
-
-    In a walk the body vaults over the stance leg, highest when the foot is under it; in a run it is lowest
-    then, the leg compressed like a spring (Cavagna et al. 1977; Farley & Ferris 1998), whatever the speed.
-    So the correlation over the window between the pelvis height and the pelvis's horizontal distance to the
-    lower of the two feet (both detrended by a straight line) is negative for a walk and positive for a run.
-
-    Parameters
-    ----------
-    pelvis : Tensor
-        ``(..., T, 3)`` world pelvis positions.
-    positions : Tensor
-        ``(..., T, M, 3)`` world joint positions.
-    feet : sequence of int
-        Model-joint indices; the first two are the left and right foot.
-    up : int
-        Up axis.
-    height : float
-        Normalising length.
-    floor : float
-        Spread (in heights) below which a signal counts as still: a window with no bounce or no stepping
-        gives about 0, not the correlation of its noise.
-
-    Returns
-    -------
-    Tensor
-        ``(..., T, 1)``: the window's correlation in ``[-1, 1]``, the same in every frame.
-    """
-    a, b = horizontal_axes(up)
-    foot = positions[..., list(feet[:2]), :]  # (..., T, 2, 3)
-    lower = foot[..., up].argmin(dim=-1, keepdim=True)  # (..., T, 1)
-    stance = torch.gather(foot, -2, lower[..., None].expand(*lower.shape, 3))[..., 0, :]  # (..., T, 3)
-    step = (stance - pelvis)[..., [a, b]]
-    distance = _detrended(step.norm(dim=-1) / height)
-    rise = _detrended(pelvis[..., up] / height)
-    scale = (rise.pow(2).mean(-1) + floor**2).sqrt() * (distance.pow(2).mean(-1) + floor**2).sqrt()
-    corr = (rise * distance).mean(-1) / scale
-    return corr[..., None, None].expand(*rise.shape, 1)
 
 
 def heading_features(rot: Tensor, pelvis: Tensor, yaw: Tensor, positions: Tensor, *, up: int, floor: float,

@@ -35,7 +35,7 @@ __all__ = ["combine_predictors", "combine_recognizers"]
 
 #: Config keys that must agree between recogniser members (what defines the model but its weights and the
 #: members' architecture options, which may differ: ``member_options``).
-SHARED_KEYS = ("format", "arch", "rig", "contents", "styles", "window", "fps", "path", "gait", "test_mirror", "test_speeds",
+SHARED_KEYS = ("format", "arch", "rig", "contents", "styles", "window", "fps", "path", "test_mirror", "test_speeds",
                "rotations", "label_spaces")
 #: The same for predictors.
 PREDICTOR_SHARED_KEYS = ("format", "arch", "rig", "observed", "horizon", "fps", "arch_options", "amplitude_reference",

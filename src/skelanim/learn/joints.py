@@ -4,7 +4,7 @@ Each joint of a frame carries 16 numbers, all in the frame's own heading frame
 (:func:`skelanim.data.features.heading_features`): its position relative to the pelvis (3), that position's
 per-frame change (3), its 6D rotation (6), and the four root features (pelvis step along and across the
 heading, turning rate, pelvis height) shared by every joint; with ``path`` three more shared ones
-(:func:`skelanim.data.features.window_path`), then with ``gait`` one more (:func:`skelanim.data.features.gait_phase`). :func:`mirror_features` mirrors them (a signed permutation of the
+(:func:`skelanim.data.features.window_path`). :func:`mirror_features` mirrors them (a signed permutation of the
 channels, so it commutes with resampling or centring over the frames), :func:`mirror_labels` maps the contents.
 """
 
@@ -15,10 +15,10 @@ from collections.abc import Sequence
 import torch
 from torch import Tensor
 
-from skelanim.data.features import gait_phase, heading_features, window_path
+from skelanim.data.features import heading_features, window_path
 from skelanim.data.rig import Rig
 
-__all__ = ["CHANGE_CHANNELS", "GAIT_CHANNELS", "IN_CHANNELS", "PATH_CHANNELS", "POSE_CHANNELS", "RATE_CHANNELS", "ROTATION_CHANNELS",
+__all__ = ["CHANGE_CHANNELS", "IN_CHANNELS", "PATH_CHANNELS", "POSE_CHANNELS", "RATE_CHANNELS", "ROTATION_CHANNELS",
            "SYMMETRIC_CONTENTS", "TURN_CHANNEL",
            "joint_features", "mirror_features", "mirror_labels", "resample_features"]
 
@@ -36,8 +36,6 @@ RATE_CHANNELS = (3, 4, 5, 12, 13, 14)
 TURN_CHANNEL = 14
 #: Channels added by the window path features (:func:`joint_features` with ``path=True``).
 PATH_CHANNELS = 3
-#: Channels added by the gait phase (:func:`joint_features` with ``gait=True``), after the path's.
-GAIT_CHANNELS = 1
 #: Contents whose mirror image is the same content (besides ``*left*``/``*right*`` pairs, which swap).
 SYMMETRIC_CONTENTS = ("walk", "run", "dash", "walk-back", "bow", "raise-up-both-hands", "wave-both-hands")
 
@@ -83,8 +81,7 @@ def mirror_features(x: Tensor, perm: Tensor, lateral: int, reflections: tuple[Te
 
     Positions and their changes flip their ``lateral`` component, the sideways pelvis step and the turning
     rate change sign, and joints trade places with their partners (``perm``); the window path features, if
-    present, flip their sideways offset and heading change; the gait phase, if present, is its own mirror image
-    (the extra channels tell which are present: 3 or 4 with the path, 1 or 4 with the gait phase). Rotations ``R`` of joint ``j`` become
+    present, flip their sideways offset and heading change. Rotations ``R`` of joint ``j`` become
     ``L_j R_{P[j]} N_j`` with diagonal reflections (on 6D features, entry ``i`` of column ``k`` is multiplied
     by ``l_i n_k``): ``reflections`` from :func:`skelanim.learn.mirror.rig_mirror` (a rig whose joints have
     their own rest axes, :meth:`Recognizer.mirror_map`), or by default ``S R S`` with ``S`` the reflection of
@@ -94,7 +91,7 @@ def mirror_features(x: Tensor, perm: Tensor, lateral: int, reflections: tuple[Te
     Parameters
     ----------
     x : Tensor
-        ``(B, T, M, C)``, ``C`` = 16, 17, 19 or 20 (:func:`joint_features`).
+        ``(B, T, M, C)``, ``C`` = 16 or 19 (:func:`joint_features`).
     perm : Tensor
         ``(M,)`` left/right permutation of the model joints.
     lateral : int
@@ -114,15 +111,13 @@ def mirror_features(x: Tensor, perm: Tensor, lateral: int, reflections: tuple[Te
     left, right = left.to(x), right.to(x)
     six = torch.cat([left * right[:, :1], left * right[:, 1:2]], dim=-1)  # (M, 6)
     root = x.new_tensor([1.0, -1.0, -1.0, 1.0])
-    extra = x.shape[-1] - IN_CHANNELS
-    path = x.new_tensor([1.0, -1.0, -1.0] if extra >= PATH_CHANNELS else [])
-    gait = x.new_ones(extra % PATH_CHANNELS)
-    shared = torch.cat([root, path, gait]).expand(m, -1)
+    path = x.new_tensor([1.0, -1.0, -1.0])[: x.shape[-1] - IN_CHANNELS]
+    shared = torch.cat([root, path]).expand(m, -1)
     return x[..., perm, :] * torch.cat([s.expand(m, 3), s.expand(m, 3), six, shared], dim=-1)
 
 
 def joint_features(rot: Tensor, pelvis: Tensor, yaw: Tensor, positions: Tensor, rig: Rig, *,
-                   path: bool = False, gait: bool = False) -> Tensor:  # fmt: skip
+                   path: bool = False) -> Tensor:  # fmt: skip
     """Per-joint recogniser input (module docstring).
 
     Parameters
@@ -139,22 +134,18 @@ def joint_features(rot: Tensor, pelvis: Tensor, yaw: Tensor, positions: Tensor, 
         Up axis, floor, height.
     path : bool
         Append the window path features (:func:`skelanim.data.features.window_path`).
-    gait : bool
-        Append the window's gait phase (:func:`skelanim.data.features.gait_phase` of the rig's feet).
 
     Returns
     -------
     Tensor
-        ``(B, T, M, 16)`` (unnormalised): position, its change, 6D rotation, root features; 3 more channels
-        with ``path``, 1 more with ``gait``.
+        ``(B, T, M, 16)`` (unnormalised): position, its change, 6D rotation, root features; ``(B, T, M, 19)``
+        with ``path``.
     """
     f = heading_features(rot, pelvis, yaw, positions, up=rig.up, floor=rig.floor, height=rig.height)
     m = positions.shape[-2]
     root = f["root"]
     if path:
         root = torch.cat([root, window_path(pelvis, yaw, up=rig.up, height=rig.height)], dim=-1)
-    if gait:
-        root = torch.cat([root, gait_phase(pelvis, positions, rig.feet, up=rig.up, height=rig.height).to(root)], dim=-1)
     root = root[..., None, :].expand(*root.shape[:-1], m, root.shape[-1])
     return torch.cat([f["positions"], f["velocities"], f["rot6d"], root], dim=-1)
 

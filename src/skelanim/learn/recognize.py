@@ -42,7 +42,6 @@ from skelanim.data.rig import Rig
 from skelanim.errors import SkeletonError
 from skelanim.learn.common import Normalizer, load_model, require_rig_up, resolved_options, skeleton_mismatch
 from skelanim.learn.joints import (
-    GAIT_CHANNELS,
     IN_CHANNELS,
     PATH_CHANNELS,
     ROTATION_CHANNELS,
@@ -96,8 +95,6 @@ class Recognizer(nn.Module):
         probabilities, and rows summed to up to 1.29) and mirrored classes stay mirror-consistent.
     path : bool
         Inputs include the window path features (:func:`joint_features`).
-    gait : bool
-        Inputs include the window's gait phase (:func:`joint_features`; the rig must know its feet).
     test_speeds : sequence of float
         :meth:`embed_dataset` averages each window's content probabilities over these playback speeds: the
         window read ``s`` times faster from its first frame and resampled (:func:`resample_features`); a read that
@@ -127,23 +124,21 @@ class Recognizer(nn.Module):
                  fps: float = 25.0, arch_options: dict[str, Any] | None = None, test_mirror: bool = False,
                  path: bool = False, test_speeds: Sequence[float] = (1.0,), members: int = 1,
                  member_options: Sequence[dict[str, Any]] | None = None, rotations: bool = True,
-                 label_spaces: Mapping[str, Sequence[str]] | None = None, gait: bool = False) -> None:  # fmt: skip
+                 label_spaces: Mapping[str, Sequence[str]] | None = None) -> None:  # fmt: skip
         super().__init__()
         self.rotations = bool(rotations)
         self.test_speeds = tuple(float(v) for v in test_speeds)
         if not self.test_speeds or min(self.test_speeds) <= 0:
             raise ValueError(f"test_speeds must be one or more positive speeds, got {list(test_speeds)}")
         self.arch, self.rig, self.window, self.fps = arch, rig, int(window), float(fps)
-        self.test_mirror, self.path, self.gait = bool(test_mirror), bool(path), bool(gait)
-        if self.gait and len(rig.feet) < 2:
-            raise ValueError("the gait phase needs the rig's two feet; this rig names none")
+        self.test_mirror, self.path = bool(test_mirror), bool(path)
         self.contents, self.styles = Vocabulary("content", tuple(contents)), Vocabulary("style", tuple(styles))
         self.label_spaces = {str(k): tuple(v) for k, v in label_spaces.items()} if label_spaces else None
         for name, space in (self.label_spaces or {}).items():
             if not space or any(c not in self.contents for c in space):
                 raise ValueError(f"label space {name!r} must be some of the model's contents, got {list(space)}")
         m = rig.num_joints
-        self.in_channels = IN_CHANNELS + (PATH_CHANNELS if self.path else 0) + (GAIT_CHANNELS if self.gait else 0)
+        self.in_channels = IN_CHANNELS + (PATH_CHANNELS if self.path else 0)
         self.norm = Normalizer((m, self.in_channels))
         if arch not in ARCHITECTURES:
             raise ValueError(f"unknown recogniser architecture {arch!r}; expected {' or '.join(map(repr, ARCHITECTURES))}")
@@ -184,7 +179,6 @@ class Recognizer(nn.Module):
         return {"format": FORMAT, "arch": self.arch, "rig": self.rig.to_dict(), "contents": list(self.contents.names),
                 "styles": list(self.styles.names), "window": self.window, "fps": self.fps,
                 "arch_options": self.arch_options, "test_mirror": self.test_mirror, "path": self.path,
-                "gait": self.gait,
                 "test_speeds": list(self.test_speeds),
                 "members": self.members, "member_options": self.member_options, "rotations": self.rotations,
                 "label_spaces": {k: list(v) for k, v in self.label_spaces.items()} if self.label_spaces else None}  # fmt: skip
@@ -197,8 +191,7 @@ class Recognizer(nn.Module):
                    test_mirror=bool(config.get("test_mirror", False)), path=bool(config.get("path", False)),
                    test_speeds=config.get("test_speeds", (1.0,)),
                    members=int(config.get("members", 1)), member_options=config.get("member_options"),
-                   rotations=bool(config.get("rotations", True)), label_spaces=config.get("label_spaces"),
-                   gait=bool(config.get("gait", False)))  # fmt: skip
+                   rotations=bool(config.get("rotations", True)), label_spaces=config.get("label_spaces"))  # fmt: skip
 
     @classmethod
     def load(cls, folder: str | Path | None = None, *, default: str = "recognize") -> Recognizer:
@@ -257,7 +250,7 @@ class Recognizer(nn.Module):
 
     def inputs(self, rot: Tensor, pelvis: Tensor, yaw: Tensor, positions: Tensor) -> Tensor:
         """This model's raw input ``(B, T, M, C)`` of windows given as arrays (:func:`joint_features`)."""
-        return joint_features(rot, pelvis, yaw, positions, self.rig, path=self.path, gait=self.gait)
+        return joint_features(rot, pelvis, yaw, positions, self.rig, path=self.path)
 
     def embed_arrays(self, rot: Tensor, pelvis: Tensor, yaw: Tensor, positions: Tensor) -> tuple[Tensor, Tensor]:
         """Probabilities and features of windows given as arrays (shapes as :func:`joint_features`)."""

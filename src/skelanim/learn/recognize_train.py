@@ -232,7 +232,7 @@ def train_recognizer(train_ds: MotionDataset, val_ds: MotionDataset | None, out:
                      test_speeds: Sequence[float] = (1.0,),
                      path: bool = False, posture: float = 0.0, style_weight: float = 0.5, style_adversary: float = 0.0,
                      turn: float = 0.0, std_floor: float = 0.0, rotations: bool = True, frame_jitter: float = 0.0,
-                     travel: tuple[float, float] | None = None, gait: bool = False, resume: bool = False, command: str | None = None, log: Any = None) -> dict[str, Any]:  # fmt: skip
+                     travel: tuple[float, float] | None = None, resume: bool = False, command: str | None = None, log: Any = None) -> dict[str, Any]:  # fmt: skip
     """Train a recogniser; writes ``out/model.safetensors`` + ``config.json`` (best validation epoch).
 
     Parameters
@@ -285,9 +285,6 @@ def train_recognizer(train_ds: MotionDataset, val_ds: MotionDataset | None, out:
         Ground travel augmentation: each sample's pelvis covers ground at a factor drawn log-uniformly from this
         range (:func:`~skelanim.learn.augment.scale_travel`), its steps unchanged, so that a run is not told from a
         walk by its speed over the ground alone.
-    gait : bool
-        Give the model the window's gait phase (:func:`joint_features`): walking's pelvis highest over the
-        supporting foot, running's lowest, at any speed.
     resume : bool
         Continue an interrupted run in ``out``.
     command : str, optional
@@ -304,7 +301,7 @@ def train_recognizer(train_ds: MotionDataset, val_ds: MotionDataset | None, out:
     torch.manual_seed(loop.seed)
     model = Recognizer(arch, train_ds.rig, sorted(set(train_ds.labels("content"))), sorted(set(train_ds.labels("style"))),
                        window=window, fps=train_ds.fps, arch_options=arch_options, test_mirror=test_mirror,
-                       test_speeds=test_speeds, path=path, rotations=rotations, gait=gait,
+                       test_speeds=test_speeds, path=path, rotations=rotations,
                        label_spaces=label_spaces([c.labels for c in train_ds.clips]))  # fmt: skip
     meta = provenance(command, [c.path for c in train_ds.clips], loop.seed)
     meta["validation"] = [c.name for c in val_ds.clips] if val_ds is not None else []
