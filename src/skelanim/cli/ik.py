@@ -280,7 +280,8 @@ def evaluate(
 @ik_app.command("fit-corrector")
 def fit_corrector(
     model: Path | None = typer.Argument(None, help="Model folder to fit for and write into (named even for the "
-                                        "shipped one, src/skelanim/ik/pretrained, so that nothing rewrites it by "
+                                        "shipped one, skelanim/ik/pretrained in the installed package or "
+                                        "src/skelanim/ik/pretrained in a checkout, so that nothing rewrites it by "
                                         "default; or -m/--model)."),
     data: list[str] = typer.Option(..., "--data", help="The model's training files, folders or patterns (repeat)."),
     val: list[str] | None = typer.Option(None, "--val", help="Validation file patterns (reported, not fitted)."),

@@ -443,7 +443,8 @@ def curves(
 def ship(
     src: Path = typer.Argument(..., help="A trained model folder."),
     dest: Path | None = typer.Argument(
-        None, help="Folder to write (e.g. src/skelanim/learn/pretrained/NAME); or give it with -o/--out."
+        None, help="Folder to write (e.g. src/skelanim/learn/pretrained/NAME in a checkout, to ship it with the "
+        "package); or give it with -o/--out."
     ),
     out: Path | None = typer.Option(None, "--out", "-o", help="DEST, named as the other commands name it."),
     drop: list[str] | None = typer.Option(None, "--drop", help="Leave out tensors with this name prefix (repeat)."),
