@@ -49,6 +49,18 @@ def short(mocap_files, tmp_path_factory) -> dict[str, Path]:
     return out
 
 
+def test_recognize_shows_progress_over_a_long_inputs_windows(mocap_files, tmp_path, capsys):
+    """More windows than one batch of 256 (a long take, here a walk read every frame): a bar on stderr, none with
+    --no-progress, the same answer either way (a 28-minute take had run for minutes without a word)."""
+    walk = tmp_path / "walk.bvh"
+    one = skelanim.load(mocap_files([WALK])[0])
+    skelanim.save(type(one).concatenate([one, one, one]), walk)  # 585 frames: about 400 windows at 25 fps
+    code, out, err = _run(["recognize", walk, "--stride", "1", "--json"], capsys)
+    assert code == 0 and "recognise" in err, err
+    code, quiet_out, quiet = _run(["recognize", walk, "--stride", "1", "--json", "--no-progress"], capsys)
+    assert code == 0 and "recognise" not in quiet and quiet_out == out
+
+
 # ------------------------------------------------------------------ 1. retarget eval/train: --data, --methods
 @pytest.fixture
 def fake_eval(monkeypatch) -> list[dict[str, Any]]:

@@ -24,6 +24,8 @@ def recognize_cmd(
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
     device: str = run_device_option(),
     threads: int | None = threads_option(),
+    progress: bool = typer.Option(True, "--progress/--no-progress", help="A progress bar on stderr over a long "
+                                  "input's windows."),
 ) -> None:
     """Classify the content of motion files (walk, run, bow, wave, ...).
 
@@ -50,7 +52,7 @@ def recognize_cmd(
     for p, motion in zip(paths, motions, strict=True):
         motion.metadata.setdefault("path", str(p))  # every format's motion names its file in errors
     try:
-        out = rec.recognize_motions(motions, stride=stride)
+        out = rec.recognize_motions(motions, stride=stride, progress=progress)
     except ValueError as err:  # a motion on another skeleton; the message names its file
         raise skelanim.errors.SkeletonError(str(err)) from None
     names = rec.contents.names

@@ -32,6 +32,7 @@ from typing import Any
 
 import torch
 from torch import Tensor, nn
+from tqdm import tqdm
 
 from skelanim.core.motion import Motion
 from skelanim.core.rotations import rot6d_to_matrix
@@ -257,7 +258,7 @@ class Recognizer(nn.Module):
         return self.classify(self.inputs(rot.float(), pelvis.float(), yaw.float(), positions.float()))
 
     def embed_dataset(self, ds: MotionDataset, *, stride: int = 8, length: int | None = None,
-                      speed_votes: bool = True) -> dict[str, Tensor]:  # fmt: skip
+                      speed_votes: bool = True, progress: bool = False) -> dict[str, Tensor]:  # fmt: skip
         """Classify every window of a dataset (with :attr:`test_speeds` votes unless ``speed_votes`` is false,
         e.g. when only the features are wanted; a window of a clip whose ``dataset`` label the model's
         :attr:`label_spaces` know among that dataset's contents, :meth:`within_label_spaces`).
@@ -275,7 +276,8 @@ class Recognizer(nn.Module):
         win = ds.windows(length, stride)
         keys = ("rot", "pelvis", "yaw", "positions")
         probs, feats = [], []
-        for i in range(0, len(win), 256):
+        chunks = range(0, len(win), 256)  # a bar where there are several (a long take's windows took minutes unseen)
+        for i in tqdm(chunks, desc="recognise", unit="x256 windows", leave=False, disable=not progress or len(chunks) < 2):
             g = ds.gather(win[i : i + 256], length, keys=keys)
             p, f = self.embed_arrays(*(g[k] for k in keys))
             feats.append(f)
@@ -336,7 +338,7 @@ class Recognizer(nn.Module):
         _, probs = self.file_probabilities(out, ds)
         return out["features"], [self.contents.names[int(p)] for p in probs.argmax(-1)]
 
-    def recognize_motions(self, motions: Sequence[Motion], *, stride: int = 8) -> dict[str, Tensor]:
+    def recognize_motions(self, motions: Sequence[Motion], *, stride: int = 8, progress: bool = False) -> dict[str, Tensor]:
         """Content probabilities of motions, per motion and per window (with the model's mirror and speed votes).
 
         A motion shorter than :attr:`window` is one window, padded by holding its last pose. A motion's
@@ -349,7 +351,7 @@ class Recognizer(nn.Module):
             frame rate, stride ``stride``) and ``window_probs`` ``(W, C)``. Class names: :attr:`contents`.
         """
         ds = self.motions_dataset(motions)
-        out = self.embed_dataset(ds, stride=stride)
+        out = self.embed_dataset(ds, stride=stride, progress=progress)
         _, means = self.file_probabilities(out, ds)  # every motion has a window
         return {"probs": means, "windows": out["windows"], "window_probs": out["probs"]}
 
