@@ -111,6 +111,12 @@ def test_a_folder_whose_files_are_in_its_subfolders_says_how_to_read_them(mocap_
                         "--no-progress"], capsys)  # fmt: skip
     assert code == 0, err
     assert len(list((tmp_path / "out").iterdir())) == 2
+    deeper = tmp_path / "txt" / "sub"  # the suffix the subfolders hold, of those --from reads
+    deeper.mkdir(parents=True)
+    (deeper / "walk.txt").write_text("{}")
+    code, _, err = run(["convert-all", str(tmp_path / "txt"), "--from", ".bvh,.txt", "-o", str(tmp_path / "o2"),
+                        "--to", ".npz"], capsys)  # fmt: skip
+    assert code == 2 and f"'{tmp_path / 'txt'}/**/*.txt' reads them" in err
 
 
 @pytest.mark.parametrize("argv, needle", [

@@ -89,3 +89,15 @@ def test_nothing_to_resume_says_to_train_first(train_args, tmp_path, capsys):
     said = error_line(capsys)
     assert said == f"error: {out / STATE_NAME}: no training state to resume from (train without --resume first)"
     assert not out.exists()
+
+
+def test_resuming_another_kinds_run_is_refused_before_any_training(train_args, tmp_path, capsys):
+    """A recogniser's run in the folder: refused at once, no VAE stage trained into OUT/vae (it had trained the
+    whole VAE stage, then refused at the GAN stage)."""
+    out = tmp_path / "rec"
+    save_model_files(out, {"w": torch.zeros(1)}, {"format": "skelanim-recognizer"})
+    (out / STATE_NAME).write_bytes(b"")  # a run to resume, as far as the folder shows
+    assert main([*train_args(out), "--resume"]) == 2
+    assert error_line(capsys).startswith(f"error: {out}: the folder holds a skelanim-recognizer model's run, not a "
+                                         "skelanim-generator's")  # fmt: skip
+    assert sorted(p.name for p in out.iterdir()) == sorted([CONFIG_NAME, WEIGHTS_NAME, STATE_NAME])

@@ -193,19 +193,22 @@ def test_the_progress_bar_into_a_log_file_is_a_few_lines_not_one_per_step(tmp_pa
     assert draws <= 12, (draws, len(err))
 
 
-@pytest.mark.parametrize(("rank", "printed"), [(None, True), ("0", True), ("1", False)])
-def test_a_note_about_the_data_comes_from_process_0_only(monkeypatch, capsys, rank, printed):
-    """Before the process group is set up (the data loads first), torchrun's RANK decides: every process had
-    printed the same note."""
+@pytest.mark.parametrize(("rank", "world", "printed"),
+                         [(None, None, True), ("0", "2", True), ("1", "2", False), ("1", None, True), ("1", "1", True)])
+def test_a_note_about_the_data_comes_from_process_0_only(monkeypatch, capsys, rank, world, printed):
+    """Before the process group is set up (the data loads first), torchrun's RANK decides where it launched several
+    processes: every process had printed the same note. A RANK without them (set by hand, or WORLD_SIZE 1) is the
+    only process, the main one (it had trained and written nothing)."""
     from types import SimpleNamespace
 
     from skelanim.learn.common import note_short_clips
     from skelanim.nn.distributed import is_main
 
-    if rank is None:
-        monkeypatch.delenv("RANK", raising=False)
-    else:
-        monkeypatch.setenv("RANK", rank)
+    for name, value in (("RANK", rank), ("WORLD_SIZE", world)):
+        if value is None:
+            monkeypatch.delenv(name, raising=False)
+        else:
+            monkeypatch.setenv(name, value)
     assert is_main() is printed
     note_short_clips(SimpleNamespace(clips=[SimpleNamespace(name="short", num_frames=3)]), 64)
     assert ("note: 1 of 1 training clips are shorter" in capsys.readouterr().err) is printed
@@ -245,3 +248,32 @@ def test_an_unfinished_runs_folder_says_so_when_loaded_until_its_resume_finishes
     _fit(Worsening(), kept, epochs=3, batch_size=64, lr=1e-2)
     training = json.loads((kept / "config.json").read_text())["training"]
     assert training["best"]["epoch"] < 3 and UNFINISHED not in training, training["best"]
+
+
+def test_a_resumed_state_whose_best_was_scored_by_another_measure_is_replaced_not_a_key_error(tmp_path):
+    """A state saved when the task named its score otherwise (a generator's train_subset_* had been val_*): the
+    resumed run's next validated epoch becomes the best (it had raised KeyError)."""
+    import json
+
+    class Renamed(ToyTask):
+        metric = "train_subset_mse"
+
+        @torch.no_grad()
+        def validate(self, model):
+            return {"train_subset_mse": float(((model(self.x) - self.y) ** 2).mean())}
+
+    out = tmp_path / "m"
+    _fit(ToyTask(), out, epochs=3, batch_size=64, lr=1e-2, max_steps=8)  # one epoch, its best under val_mse
+    _fit(Renamed(), out, resume=True, epochs=3, batch_size=64, lr=1e-2)
+    best = json.loads((out / "config.json").read_text())["training"]["best"]
+    assert "train_subset_mse" in best and best["epoch"] >= 2
+
+
+def test_an_ensemble_with_an_unfinished_member_warns_when_loaded(tmp_path):
+    """The marker of a member (combine keeps each member's training record) warns too, naming the member."""
+    from skelanim.nn.checkpoint import load_model_files, save_model_files
+
+    training = {"members": [{"history": []}, {"history": [], "unfinished": {"epoch": 0.8, "epochs": 30}}]}
+    save_model_files(tmp_path / "e", {"w": torch.zeros(2)}, {"format": "x", "training": training})
+    with pytest.warns(UserWarning, match=r"member 1 is the weights of an unfinished training run \(epoch 0\.8 of 30\)"):
+        load_model_files(tmp_path / "e")

@@ -169,3 +169,8 @@ def test_a_generators_two_stages_are_drawn_one_after_the_other(tmp_path, capsys)
     assert "(5 epochs: VAE 1-3, GAN 4-5, best 5)" in capsys.readouterr().out
     _run_folder(tmp_path / "plain", vae, best=3)
     assert charts.training_run(tmp_path / "plain").stages == []
+    # a GAN stage planned for 4 epochs and stopped after 2: 5 of 7 epochs in all (it had said "5 epochs of 4")
+    save_model_files(tmp_path / "cut", {"w": torch.zeros(1)}, {"format": "skelanim-generator", "training": {
+        "stage": "gan", "vae_history": vae, "history": gan, "best": {"epoch": 2},
+        "unfinished": {"epoch": 2, "epochs": 4}}})  # fmt: skip
+    assert charts.training_run(tmp_path / "cut").planned_epochs == 7

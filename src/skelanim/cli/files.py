@@ -331,9 +331,10 @@ def convert_all(
         except FileNotFoundError:
             found = []
         if not found:
-            below = given.is_dir() and any(p.suffix.lower() in readable for p in given.rglob("*") if p.is_file())
+            below = next((p.suffix.lower() for p in given.rglob("*") if p.is_file() and p.suffix.lower() in readable),
+                         None) if given.is_dir() else None  # fmt: skip
             raise skelanim.errors.FormatError("no motion files here" + (f" (its subfolders hold some: '{given}/**/*"
-                                              f"{readable[0]}' reads them)" if below else ""), path=given)  # fmt: skip
+                                              f"{below}' reads them)" if below else ""), path=given)  # fmt: skip
         files.extend(found)
     files = list(dict.fromkeys(files))  # a file named twice (a folder and a pattern) is converted once
     outputs = [out_dir / (f.stem + suffix) for f in files]

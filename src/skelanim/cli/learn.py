@@ -296,12 +296,17 @@ def generate_train(
     """Train the conditional VAE, then refine it with the temporal GAN."""
     from skelanim.learn.generate_train import train_generator
     from skelanim.learn.recognize import Recognizer
+    from skelanim.nn import distributed
     from skelanim.nn.checkpoint import CONFIG_NAME, STATE_NAME, load_train_state
     from skelanim.nn.train import check_output_folders
 
     options = generator_options(window, decoder, padding, z_every)  # before the data, as the other options
     start = check_init(init, gan_epochs, window, fps, options)
     if resume:  # refused as fit refuses the other trainings (train_generator starts a stage without a state afresh)
+        from skelanim.learn.generate import FORMAT
+        from skelanim.nn.outdir import check_same_kind
+
+        check_same_kind(out, FORMAT, resume=True)  # before a VAE stage is trained into another kind's folder
         stages = (out, out / "vae")
         stopped = [f for f in stages if (f / CONFIG_NAME).is_file() and not (f / STATE_NAME).is_file()]
         if stopped or not any((f / STATE_NAME).is_file() for f in stages):
@@ -324,7 +329,7 @@ def generate_train(
                                  recognizer=rec, init=init, resume=resume, command=command_line(), labels=labels,
                                  val_ds=parts["val"])  # fmt: skip
     last = result["gan"] or result["vae"]
-    if gan_epochs and not result["vae_finished"]:
+    if gan_epochs and not result["vae_finished"] and distributed.is_main():  # once under torchrun
         typer.echo("note: the VAE stage stopped before its last epoch (--max-steps); --resume finishes it, then "
                    "runs the GAN stage", err=True)  # fmt: skip
     report_training(

@@ -320,6 +320,9 @@ def report_training(out: Path, result: dict[str, Any], metric: str) -> None:
             kept = f"the last epoch ({epochs}) kept; lowest {score} at epoch {best.get('epoch')}"
         else:
             kept = f"best epoch {best.get('epoch')}: {score}"
+        left = result.get("unfinished")
+        if isinstance(left, dict) and not stopped:  # --max-steps ended it at an epoch's end: say so, as inside one
+            kept += f"; --max-steps stopped it after epoch {left['epoch']:g} of {left['epochs']} (--resume continues)"
         typer.echo(f"wrote {out} ({result.get('parameters', '?')} parameters, {result['steps']} steps, "
                    f"{result['seconds']:.0f} s; {kept})")  # fmt: skip
 

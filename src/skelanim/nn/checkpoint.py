@@ -200,10 +200,16 @@ def load_model_files(folder: str | os.PathLike) -> tuple[dict[str, torch.Tensor]
         raise FormatError(f"{WEIGHTS_NAME}'s SHA-256 is not the one {CONFIG_NAME} records: the file was damaged or "
                           "replaced, or a write was interrupted between the two files", path=folder)  # fmt: skip
     training = config.get("training")
-    left = training.get(UNFINISHED) if isinstance(training, dict) else None
-    if isinstance(left, dict):  # an interrupted or --max-steps run's folder had been used as if finished
-        warnings.warn(f"{folder}: the weights of an unfinished training run (epoch {left.get('epoch')} of "
-                      f"{left.get('epochs')}); the command that trained it, with --resume, finishes it", stacklevel=2)  # fmt: skip
+    runs = [training] if isinstance(training, dict) else []
+    if isinstance(training, dict) and isinstance(training.get("members"), list):  # an ensemble (combine): its members
+        runs += [m for m in training["members"] if isinstance(m, dict)]
+    for number, run in enumerate(runs):  # an interrupted or --max-steps run's folder had been used as if finished
+        left = run.get(UNFINISHED)
+        if isinstance(left, dict):
+            whose = f"member {number - 1} is" if number else "these are"
+            warnings.warn(f"{folder}: {whose} the weights of an unfinished training run (epoch {left.get('epoch')} of "
+                          f"{left.get('epochs')}); in its training folder, the command that trained it with --resume "
+                          "finishes it", stacklevel=2)  # fmt: skip
     return tensors, config
 
 

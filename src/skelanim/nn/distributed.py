@@ -94,7 +94,11 @@ def is_main() -> bool:
     launcher's ``RANK`` says (torchrun sets it), so that a note printed while the data loads is printed once."""
     if dist.is_available() and dist.is_initialized():
         return dist.get_rank() == 0
-    return os.environ.get("RANK", "0").strip() in ("", "0")
+    try:  # only a launch of several processes has others (a RANK set by hand, alone, had written nothing)
+        several = int(os.environ.get("WORLD_SIZE", "1") or 1) > 1
+    except ValueError:
+        several = False
+    return not several or os.environ.get("RANK", "0").strip() in ("", "0")
 
 
 def barrier() -> None:

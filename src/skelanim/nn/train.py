@@ -467,7 +467,7 @@ def _fit(model: nn.Module, task: Task, out_dir: Path, config: TrainConfig, *, re
         # about 100 bytes per step had gone into a `> train.log`: 68 kB for 660 steps)
         bar = tqdm(total=steps_per_epoch, initial=meta["step_in_epoch"], desc=f"epoch {epoch + 1}/{config.epochs}",
                    disable=not (main and config.progress), leave=False, dynamic_ncols=True,
-                   mininterval=0.1 if sys.stderr.isatty() else LOG_BAR_INTERVAL)  # fmt: skip
+                   **({} if sys.stderr.isatty() else {"mininterval": LOG_BAR_INTERVAL, "maxinterval": LOG_BAR_INTERVAL}))  # fmt: skip
         # the epoch's running sums of the logged terms: carried in the state, so that an epoch resumed mid-way is
         # logged over all its steps (it had been over those after the resume alone; under DDP the state holds
         # rank 0's sums, which every rank then starts from)
@@ -532,8 +532,12 @@ def _fit(model: nn.Module, task: Task, out_dir: Path, config: TrainConfig, *, re
         meta["history"].append(record)
         if validated:
             check_finite_metric(record, task.metric, epoch + 1)
-        improved = validated and (meta["best"] is None or bool(meta.get("best_partial"))  # a NaN best of a state saved
-                                  or not math.isfinite(float(meta["best"][task.metric]))  # before this check: replaced
+        improved = validated and (meta["best"] is None or bool(meta.get("best_partial"))
+                                  # a best scored by another measure (a resumed state saved before the task's
+                                  # score was renamed: a generator's train_subset_* had been val_*) is replaced, as
+                                  # is a NaN best of a state saved before the finite check
+                                  or task.metric not in meta["best"]
+                                  or not math.isfinite(float(meta["best"][task.metric]))
                                   or float(record[task.metric]) < meta["best"][task.metric])  # fmt: skip
         if improved:
             meta["best"] = {k: v for k, v in record.items() if isinstance(v, (int, float))}
@@ -577,5 +581,7 @@ def _fit(model: nn.Module, task: Task, out_dir: Path, config: TrainConfig, *, re
     plain.to("cpu")  # the averaged copy (with ema) is this function's own and goes with it
     result = {"best": meta["best"], "history": meta["history"], "steps": meta["global_step"],
               "seconds": time.perf_counter() - started, "world_size": world, "weights_sha256": fingerprint,
-              "find_unused_parameters": find_unused, **({"stopped": stop} if stop else {})}  # fmt: skip
+              "find_unused_parameters": find_unused, **({"stopped": stop} if stop else {}),
+              **({UNFINISHED: {"epoch": round(meta["epoch"] + meta["step_in_epoch"] / steps_per_epoch, 4),
+                               "epochs": config.epochs}} if meta["epoch"] < config.epochs else {})}  # fmt: skip
     return result

@@ -197,6 +197,8 @@ def training_run(folder: str | Path, *, member: int = 0) -> TrainingRun:
         raise FormatError("no finished epoch in this training run yet", path=folder)
     left = training.get(UNFINISHED)
     planned = int(left["epochs"]) if isinstance(left, dict) and isinstance(left.get("epochs"), int) else None
+    if planned is not None and stages:  # a generator's GAN stage: its epochs are numbered on from the VAE's
+        planned += stages[1][0] - 1
     return TrainingRun(history, float(best) if best is not None else None, keeps_last, stages, planned)
 
 
