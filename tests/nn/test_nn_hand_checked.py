@@ -277,3 +277,18 @@ def test_an_ensemble_with_an_unfinished_member_warns_when_loaded(tmp_path):
     save_model_files(tmp_path / "e", {"w": torch.zeros(2)}, {"format": "x", "training": training})
     with pytest.warns(UserWarning, match=r"member 1 is the weights of an unfinished training run \(epoch 0\.8 of 30\)"):
         load_model_files(tmp_path / "e")
+
+
+def test_a_generator_folder_stopped_in_its_vae_stage_points_to_it(tmp_path):
+    """A generator run stopped before its GAN stage leaves its model in OUT/vae: loading OUT, or drawing its curves,
+    says so (both had said only that OUT is no model folder)."""
+    from skelanim.errors import FormatError
+    from skelanim.nn.checkpoint import load_model_files, save_model_files
+    from skelanim.viz.charts import training_run
+
+    out = tmp_path / "gen"
+    save_model_files(out / "vae", {"w": torch.zeros(1)}, {"format": "skelanim-generator", "training": {}})
+    with pytest.raises(FormatError, match=r"gen/vae holds the VAE stage of a generator run stopped before its GAN"):
+        load_model_files(out)
+    with pytest.raises(FormatError, match=r"gen/vae holds a generator's VAE stage"):
+        training_run(out)

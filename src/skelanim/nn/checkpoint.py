@@ -158,6 +158,13 @@ def read_model_config(path: str | os.PathLike) -> dict[str, Any]:
     return config
 
 
+def _stage_hint(folder: Path) -> str:
+    """Where a folder holds no model but its ``vae/`` does: a generator run stopped in its first stage."""
+    if (folder / "vae" / CONFIG_NAME).is_file():
+        return f"; {folder / 'vae'} holds the VAE stage of a generator run stopped before its GAN stage"
+    return ""
+
+
 def load_model_files(folder: str | os.PathLike) -> tuple[dict[str, torch.Tensor], dict[str, Any]]:
     """Read a model folder written by :func:`save_model_files`.
 
@@ -185,7 +192,7 @@ def load_model_files(folder: str | os.PathLike) -> tuple[dict[str, torch.Tensor]
         raise FormatError(f"{what} ({expected})", path=folder)
     for name in (WEIGHTS_NAME, CONFIG_NAME):
         if not (folder / name).is_file():
-            raise FormatError(f"{name} is missing ({expected})", path=folder)
+            raise FormatError(f"{name} is missing ({expected}){_stage_hint(folder)}", path=folder)
     config = read_model_config(folder / CONFIG_NAME)
     try:  # the bytes read once: the tensors and the digest come from the same file, even if it is replaced meanwhile
         data = (folder / WEIGHTS_NAME).read_bytes()

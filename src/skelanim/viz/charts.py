@@ -172,7 +172,9 @@ def training_run(folder: str | Path, *, member: int = 0) -> TrainingRun:
     folder = Path(folder)
     config_path, state = folder / CONFIG_NAME, folder / STATE_NAME
     if not config_path.is_file() and not state.is_file():
-        raise FormatError(f"neither {CONFIG_NAME} nor {STATE_NAME}: not a model or training folder", path=folder)
+        stage = f"; {folder / 'vae'} holds a generator's VAE stage" if (folder / "vae" / CONFIG_NAME).is_file() else ""
+        raise FormatError(f"neither {CONFIG_NAME} nor {STATE_NAME}: not a model or training folder{stage}",
+                          path=folder)  # fmt: skip
     history: list[dict[str, Any]] = []
     best = None
     keeps_last = False
