@@ -101,3 +101,12 @@ def test_resuming_another_kinds_run_is_refused_before_any_training(train_args, t
     assert error_line(capsys).startswith(f"error: {out}: the folder holds a skelanim-recognizer model's run, not a "
                                          "skelanim-generator's")  # fmt: skip
     assert sorted(p.name for p in out.iterdir()) == sorted([CONFIG_NAME, WEIGHTS_NAME, STATE_NAME])
+
+
+def test_an_unfinished_start_given_to_init_warns_once(train_args, tmp_path, capsys):
+    """--init from a VAE stage stopped by --max-steps: one warning that it is unfinished (it had been two)."""
+    assert main([*train_args(tmp_path / "first"), "--max-steps", "1"]) == 0
+    capsys.readouterr()
+    assert main([*train_args(tmp_path / "second"), "--init", str(tmp_path / "first" / "vae")]) == 0
+    warned = [line for line in capsys.readouterr().err.splitlines() if "unfinished training run" in line]
+    assert len(warned) == 1 and warned[0].startswith(f"warning: {tmp_path / 'first' / 'vae'}: these are the weights")

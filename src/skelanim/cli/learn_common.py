@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import math
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, cast
@@ -474,7 +475,9 @@ def check_init(init: Path | None, gan_epochs: int, window: int, fps: float, opti
     from skelanim.learn.cvae import MotionCVAE
     from skelanim.learn.generate import Generator
 
-    start = Generator.load(init)
+    with warnings.catch_warnings():  # an unfinished start warns once, when training loads it (it had warned twice)
+        warnings.simplefilter("ignore")
+        start = Generator.load(init)
     wanted = resolved_options(MotionCVAE, options)
     differ = [(DECODER_FLAGS.get(k, k), v, wanted.get(k)) for k, v in start.options.items() if wanted.get(k) != v]
     differ[:0] = [(flag, a, b) for flag, a, b in (("--window", start.length, window), ("--fps", start.fps, fps)) if a != b]

@@ -7,6 +7,7 @@ folder is read back after its training let go of it."""
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
@@ -316,7 +317,9 @@ def train_generator(train_ds: MotionDataset, out: str | Path, *, length: int = 6
     gan = None
     if gan_loop is not None and vae_finished:
         if init is not None:
-            tensors, _ = load_model_files(stage1)  # the given start, not a folder this run wrote
+            with warnings.catch_warnings():  # the given start, not a folder this run wrote; loaded (and any warning
+                warnings.simplefilter("ignore")  # of an unfinished run given) once above
+                tensors, _ = load_model_files(stage1)
         else:  # never the folder read back: another run may have written it since fit let go of it
             held = ddp.broadcast_object(written.get("tensors"))  # rank 0 ran finish
             if held is None:
