@@ -11,6 +11,7 @@ import torch
 import skelanim
 from skelanim.cli import main
 from skelanim.core.motion import Motion
+from skelanim.errors import SkeletonError
 from skelanim.learn.recognize import Recognizer
 from skelanim.metrics.distribution import vote
 
@@ -33,7 +34,7 @@ def test_recognize_motions_is_the_vote_of_its_windows(tiny_ds, mocap_files):
     _, voted = vote(out["window_probs"], per_motion)
     assert torch.equal(out["probs"].argmax(-1), voted)  # the same decision as evaluate_recognizer's vote
     other = mocap_files(["cmu_cgspeed_mb/01_01.bvh"])[0]
-    with pytest.raises(ValueError, match=f"{other}: the recogniser works on a 22-joint skeleton"):
+    with pytest.raises(SkeletonError, match=f"{other}: the recogniser works on a 22-joint skeleton"):
         model.recognize_motions([motions[0], skelanim.load(other)])
 
 

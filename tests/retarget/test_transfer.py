@@ -383,3 +383,25 @@ def test_nkn_reads_a_clip_at_its_training_rate(mocap_files, clips):
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         Retargeter(fast, clips["bandai"], "nkn", fps=30.0)
+
+
+def test_a_retargeter_built_from_a_clip_streams_at_its_rate_and_takes_numpy_numbers(mocap_files):
+    """Without ``fps`` a Retargeter built from a clip streams at the clip's rate, as it takes its floor: a 120 fps
+    clip's own frames stepped through give the clip's result (at the 30 fps it had assumed, IK's contacts moved and
+    the feet came out up to 32 cm apart, a review's numbers). fps and floors may be NumPy or 0-d torch numbers."""
+    import numpy as np
+
+    source = skelanim.load(mocap_files(["cmu_cgspeed_mb/01_01.bvh"])[0])[1000:1120]  # 120 fps
+    target = skelanim.load(mocap_files(["bandai_namco_1/dataset-1_walk_normal_001.bvh"])[0])
+    retarget = Retargeter(source, target, "ik")
+    assert retarget.fps == source.fps == 120.0
+    whole = retarget(source)
+    rows = [retarget.step(source.rotations[f], source.root_positions[f]) for f in range(source.num_frames)]
+    streamed = whole.copy(rotations=torch.stack([r[0] for r in rows]), root_positions=torch.stack([r[1] for r in rows]),
+                          joint_translations=None if rows[0][2] is None else torch.stack([r[2] for r in rows]))  # fmt: skip
+    assert float((streamed.positions() - whole.positions()).norm(dim=-1).max()) < 1e-4 * target.height
+    assert Retargeter(source.skeleton, target.skeleton).fps == 30.0  # a bare skeleton says no rate
+    numbers = Retargeter(source, target, fps=np.float32(60), floor=np.int64(0), target_floor=torch.tensor(0.5))
+    assert (numbers.fps, numbers.floor, numbers.target_floor) == (60.0, 0.0, 0.5)
+    with pytest.raises(TypeError, match=r"motion must be a Motion, got str \(load a file with skelanim.load first\)"):
+        retarget("walk.bvh")

@@ -14,6 +14,7 @@ conversion that the caller does not use.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, cast
@@ -525,3 +526,25 @@ def _loop_kept(metadata: dict, whole: bool) -> dict:
 
 
 Motion.rotations = _Rotations()  # type: ignore[assignment]  # after @dataclass: a field without default
+
+
+def require_motion(value: object, what: str = "motion") -> Motion:
+    """``value`` where it is a :class:`Motion`, else a ``TypeError`` saying what it is (a file's path: load it
+    first; the models had failed on it with ``AttributeError: 'str' object has no attribute 'skeleton'``)."""
+    if isinstance(value, Motion):
+        return value
+    hint = " (load a file with skelanim.load first)" if isinstance(value, (str, os.PathLike)) else ""
+    raise TypeError(f"{what} must be a Motion, got {type(value).__name__}{hint}")
+
+
+def as_motions(value: object, what: str = "motions") -> list[Motion]:
+    """One :class:`Motion` or a sequence of them as a list (a single motion had been read as a sequence of its
+    frames); ``TypeError`` for anything else, ``ValueError`` for none."""
+    if isinstance(value, Motion):
+        return [value]
+    if isinstance(value, (str, os.PathLike)) or not isinstance(value, Sequence):
+        require_motion(value, what)
+    motions = [require_motion(m, f"{what}[{i}]") for i, m in enumerate(cast(Sequence[object], value))]
+    if not motions:
+        raise ValueError(f"no {what} given")
+    return motions

@@ -32,7 +32,6 @@ answers, and all around it (the checks, the refinement's LM fit), stay on the CP
 
 from __future__ import annotations
 
-import math
 import os
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -65,6 +64,7 @@ from skelanim.ik.model import IKGAT, GATConfig
 from skelanim.ik.refine import REFINE_PRIOR, REFINE_SPREAD, REFINE_TOL, noise_sigma, refine, refine_prior  # noqa: F401
 from skelanim.nn.checkpoint import config_error, load_model_files
 from skelanim.nn.device import module_device
+from skelanim.ops.filters import check_fps
 
 __all__ = ["ALL_METHODS", "DEFAULT_MODEL", "METHODS", "UNIT_TOLERANCE", "IKModel", "check_positions", "check_units",
            "load_model", "refine_prior", "run_method", "solve", "to_motion"]  # fmt: skip
@@ -431,8 +431,11 @@ def solve(
     chosen = method or ("gat_refined" if refine else "gat")
     if chosen not in ALL_METHODS:
         raise ShapeError(f"unknown IK method {chosen!r}; choose from {', '.join(ALL_METHODS)}", path=source)
-    if fps is not None and not (isinstance(fps, (int, float)) and math.isfinite(fps) and fps > 0):
-        raise ShapeError(f"fps must be a positive number, got {fps!r}", path=source)
+    if fps is not None:  # any real number, NumPy's scalars too (an fps read from an .npz had been refused)
+        try:
+            fps = check_fps(fps)
+        except ShapeError as err:
+            raise ShapeError(str(err), path=source) from None
     model = model if isinstance(model, IKModel) else load_model(model)
     fps = fps or getattr(positions, "fps", None) or 30.0
     x = check_positions(positions, model.skeleton, names, source=source, ik_root=model.rig.ik_root)

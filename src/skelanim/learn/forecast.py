@@ -14,7 +14,7 @@ import torch
 from torch import Tensor
 from tqdm import tqdm
 
-from skelanim.core.motion import Motion
+from skelanim.core.motion import Motion, require_motion
 from skelanim.core.rotations import quat_apply, quat_inverse, quat_multiply
 from skelanim.data.clips import clip_from_motion
 from skelanim.data.dataset import MotionDataset
@@ -101,6 +101,7 @@ def predict_motion(motion: Motion, *, method: str = "rnn", model: Predictor | Co
         An unknown ``method``, a model that is not the method's, or ``seconds`` not positive
         (:func:`check_method`).
     """
+    motion = require_motion(motion)
     check_method(method, model, seconds)
     rig = model.rig if model is not None else rig
     if rig is None:

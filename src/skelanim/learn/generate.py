@@ -319,7 +319,9 @@ class Generator(nn.Module):
 
     # ------------------------------------------------------------------ sampling
     def condition(self, contents: Sequence[str], styles: Sequence[str]) -> Tensor:
-        """``(B, 2 E)`` condition of class names (one content and one style per motion)."""
+        """``(B, 2 E)`` condition of class names (one content and one style per motion; a single name is one
+        motion's, not a sequence of letters)."""
+        contents, styles = _names(contents), _names(styles)
         if len(contents) != len(styles):
             raise ValueError(f"one style per content: {len(contents)} contents and {len(styles)} styles given")
         device = module_device(self)
@@ -332,7 +334,7 @@ class Generator(nn.Module):
         """Raw frame vectors ``(B, T, D)`` of new motions of the given classes (one per entry), on the CPU."""
         self.eval()
         c = self.condition(contents, styles)
-        z = self.draw_latent(torch.tensor(self.contents.indices(contents)), generator, temperature)
+        z = self.draw_latent(torch.tensor(self.contents.indices(_names(contents))), generator, temperature)
         return self.norm.inverse(self.vae.decode(z, c)).cpu()
 
     def to_motions(self, x: Tensor, metadata: Sequence[dict[str, Any]] | None = None) -> list[Motion]:
@@ -368,3 +370,9 @@ class Generator(nn.Module):
         on = t.to(za.device)
         x = self.norm.inverse(self.vae.decode(za * (1 - on) + zb * on, ca * (1 - on) + cb * on))
         return self.to_motions(x.cpu(), [{"interpolation": float(v)} for v in t[:, 0]])
+
+
+def _names(names: str | Sequence[str]) -> Sequence[str]:
+    """Class names, one per motion: a single name is one motion's (``sample("walk", "angry")`` had read the
+    letters as four contents and five styles)."""
+    return [names] if isinstance(names, str) else names

@@ -34,7 +34,7 @@ import torch
 from torch import Tensor, nn
 from tqdm import tqdm
 
-from skelanim.core.motion import Motion
+from skelanim.core.motion import Motion, as_motions
 from skelanim.core.rotations import rot6d_to_matrix
 from skelanim.data.clips import clip_from_motion
 from skelanim.data.dataset import MotionDataset
@@ -315,13 +315,15 @@ class Recognizer(nn.Module):
         """Motions resampled to the model's frame rate, turned so that their up direction is the rig's
         (:func:`~skelanim.ops.normalize.turned_up`: a Z-up copy of a Y-up capture gets the original's features), and
         scaled to the rig's size where they are in other units or of another size
-        (:meth:`~skelanim.data.rig.Rig.size_factor`), as a dataset on its rig; ``ValueError`` naming the first
-        motion on a skeleton other than the rig's (by its position, and its file where the motion has one)."""
-        motions = [self.rig.adopt(m) for m in motions]  # its joints in another order, or without the dummy root
+        (:meth:`~skelanim.data.rig.Rig.size_factor`), as a dataset on its rig; :class:`SkeletonError` naming the
+        first motion on a skeleton other than the rig's (its file where the motion has one, else its position), as
+        the predictors and the generator raise (it had been a bare ``ValueError``)."""
+        motions = [self.rig.adopt(m) for m in as_motions(motions)]  # its joints in another order, or without the dummy root
         for i, m in enumerate(motions):
             if not self.rig.skeleton.same_rig(m.skeleton):
-                where = m.metadata.get("path") or f"motion {i}"
-                raise ValueError(f"{where}: {skeleton_mismatch('recogniser', self.rig.skeleton, m.skeleton)}")
+                path = m.metadata.get("path")
+                raise SkeletonError(skeleton_mismatch("recogniser", self.rig.skeleton, m.skeleton), path=path,
+                                    where=None if path else f"motion {i}")  # fmt: skip
         motions = [turned_up(m, self.rig.up)[0] for m in motions]  # the features are read along the rig's up axis
         motions = [m if (f := self.rig.size_factor(m.skeleton)) == 1.0 else scale(m, f) for m in motions]  # rig's size
         clips = [clip_from_motion(m, fps=self.fps, name=f"motion{i}", path=str(m.metadata.get("path", "")),
@@ -332,7 +334,7 @@ class Recognizer(nn.Module):
 
     def embed_motions(self, motions: Sequence[Motion], *, stride: int = 8) -> tuple[Tensor, list[str]]:
         """Window features ``(W, D)`` of motions and each motion's voted content (for
-        :func:`skelanim.metrics.compare.compare_sets`); ``ValueError`` for a skeleton other than the rig's."""
+        :func:`skelanim.metrics.compare.compare_sets`); :class:`SkeletonError` for a skeleton other than the rig's."""
         ds = self.motions_dataset(motions)
         out = self.embed_dataset(ds, stride=stride)
         _, probs = self.file_probabilities(out, ds)

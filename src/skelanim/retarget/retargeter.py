@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import copy
 import math
+import numbers
 import os
 import warnings
 from collections.abc import Mapping
@@ -35,7 +36,7 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
-from skelanim.core.motion import Motion
+from skelanim.core.motion import Motion, require_motion
 from skelanim.core.rotations import matrix_to_quat, quat_apply, quat_identity, quat_multiply, quat_to_matrix
 from skelanim.core.skeleton import Skeleton
 from skelanim.io.common import first_non_finite
@@ -64,6 +65,13 @@ NKN_RATE_TOLERANCE = 0.05
 SIZE_TOLERANCE = 0.01
 
 
+def _is_real(value: Any) -> bool:
+    """A real number: Python's, NumPy's scalars (an fps read from an ``.npz``) or a 0-d real tensor; not a bool."""
+    if isinstance(value, torch.Tensor):
+        return value.ndim == 0 and not value.is_complex() and value.dtype != torch.bool
+    return isinstance(value, numbers.Real) and not isinstance(value, bool)
+
+
 class Retargeter:
     """Retarget motion of ``source_skeleton`` onto ``target_skeleton``.
 
@@ -87,8 +95,10 @@ class Retargeter:
         frames; a model that was not refuses them.
     model : NKN, path or None
         The network for ``nkn`` (default: the shipped model).
-    fps : float
-        Frame rate of streamed frames (:meth:`step`); clips use their own.
+    fps : float, optional
+        Frame rate of streamed frames (:meth:`step`); clips use their own. Default: the source clip's, where the
+        source is given as a clip (as its floor is: a stream of its own frames then equals the clip's result; it
+        had streamed a 120 fps clip's frames as 30 fps ones, 32 cm off), else 30.
     floor : float, optional
         Height the source's feet stand on, along its up (a clip that is not Y up is first turned so,
         :func:`world_turn`; the result is turned back into a Z-up target clip's world). Default: for a clip,
@@ -128,7 +138,7 @@ class Retargeter:
         source_calibration: Tensor | None = None,
         target_calibration: Tensor | None = None,
         model: NKN | str | os.PathLike | None = None,
-        fps: float = 30.0,
+        fps: float | None = None,
         floor: float | None = None,
         target_floor: float | None = None,
         runtime: str = "auto",
@@ -140,12 +150,17 @@ class Retargeter:
             raise RetargetError(f"unknown method {method!r}; choose from {', '.join(METHODS)}")
         if runtime not in RUNTIMES:
             raise RetargetError(f"unknown runtime {runtime!r}; choose from {', '.join(RUNTIMES)}")
-        if not (isinstance(fps, (int, float)) and math.isfinite(fps) and fps > 0):
+        if fps is None:
+            fps = source_skeleton.fps if isinstance(source_skeleton, Motion) else 30.0
+        if not (_is_real(fps) and math.isfinite(fps) and fps > 0):
             raise RetargetError(f"fps must be a positive number, got {fps!r}")
-        if floor is not None and not (isinstance(floor, (int, float)) and math.isfinite(floor)):
+        if floor is not None and not (_is_real(floor) and math.isfinite(floor)):
             raise RetargetError(f"floor must be a finite number or None, got {floor!r}")
-        if target_floor is not None and not (isinstance(target_floor, (int, float)) and math.isfinite(target_floor)):
+        if target_floor is not None and not (_is_real(target_floor) and math.isfinite(target_floor)):
             raise RetargetError(f"target_floor must be a finite number or None, got {target_floor!r}")
+        fps = float(fps)
+        floor = None if floor is None else float(floor)
+        target_floor = None if target_floor is None else float(target_floor)
         self.runtime = runtime
         #: The turns of the source's and the target's world up onto +Y (``None``: Y up, or a bare skeleton)
         self.source_turn, self.target_turn = source_turn, target_turn
@@ -473,6 +488,7 @@ class Retargeter:
             is more than :data:`NKN_RATE_TOLERANCE` off its training rate (30 fps) resampled to that rate, and its
             answer is sampled back at the clip's frame times (slerp); a stream (:meth:`step`) runs at ``fps``.
         """
+        motion = require_motion(motion)
         if not motion.skeleton.same_topology(self.source.skeleton):
             raise RetargetError("the motion's skeleton is not the Retargeter's source skeleton")
         size = bone_size(motion.skeleton, self.source.skeleton)

@@ -1,0 +1,42 @@
+"""The learned models' Python entry points take what a notebook hands them: one Motion or a list, one class name or
+a list, and say what is wrong with a file's path (a review: single motions were read frame by frame, names letter by
+letter, paths failed with AttributeError)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import skelanim
+from skelanim.errors import SkeletonError
+from skelanim.learn.forecast import predict_motion
+from skelanim.learn.generate import Generator
+from skelanim.learn.recognize import Recognizer
+
+WALK = "bandai_namco_1/dataset-1_walk_angry_001.bvh"
+
+
+def test_recognize_motions_takes_one_motion_and_refuses_paths_and_nothing(mocap_files):
+    rec = Recognizer.load()
+    walk = skelanim.load(mocap_files([WALK])[0])
+    one, listed = rec.recognize_motions(walk), rec.recognize_motions([walk])
+    assert torch.equal(one["probs"], listed["probs"]) and one["probs"].shape == (1, len(rec.contents))
+    with pytest.raises(TypeError, match=r"motions\[0\] must be a Motion, got str \(load a file with skelanim.load"):
+        rec.recognize_motions([str(mocap_files([WALK])[0])])
+    with pytest.raises(ValueError, match="no motions given"):
+        rec.recognize_motions([])
+    cmu = skelanim.load(mocap_files(["cmu_cgspeed_mb/01_01.bvh"])[0])
+    with pytest.raises(SkeletonError, match="the recogniser works on a 22-joint skeleton"):  # as the predictors raise
+        rec.recognize_motions([cmu[:40]])
+
+
+def test_sample_takes_one_content_and_style_as_one_motion():
+    gen = Generator.load()
+    one = gen.sample("walk", "angry", generator=torch.Generator().manual_seed(3))
+    listed = gen.sample(["walk"], ["angry"], generator=torch.Generator().manual_seed(3))
+    assert one.shape[0] == 1 and torch.equal(one, listed)
+
+
+def test_predict_motion_says_a_path_is_not_a_motion():
+    with pytest.raises(TypeError, match=r"motion must be a Motion, got str \(load a file with skelanim.load first\)"):
+        predict_motion("walk.bvh", method="zero_velocity", rig=Recognizer.load().rig)
