@@ -383,6 +383,10 @@ def test_nkn_reads_a_clip_at_its_training_rate(mocap_files, clips):
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         Retargeter(fast, clips["bandai"], "nkn", fps=30.0)
+        defaulted = Retargeter(fast, clips["bandai"], "nkn")  # the clip's 120 fps: said when a stream starts
+        defaulted(fast)  # a whole clip is resampled: nothing to say
+    with pytest.warns(UserWarning, match="the NKN streams at 120 fps but learned 30 fps steps"):
+        defaulted.step(fast.rotations[0], fast.root_positions[0])
 
 
 def test_a_retargeter_built_from_a_clip_streams_at_its_rate_and_takes_numpy_numbers(mocap_files):

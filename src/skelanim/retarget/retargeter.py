@@ -150,6 +150,8 @@ class Retargeter:
             raise RetargetError(f"unknown method {method!r}; choose from {', '.join(METHODS)}")
         if runtime not in RUNTIMES:
             raise RetargetError(f"unknown runtime {runtime!r}; choose from {', '.join(RUNTIMES)}")
+        #: a rate off the NKN's training rate is said when given, or, taken from the clip, on the first streamed frame
+        self._rate_note = fps is None
         if fps is None:
             fps = source_skeleton.fps if isinstance(source_skeleton, Motion) else 30.0
         if not (_is_real(fps) and math.isfinite(fps) and fps > 0):
@@ -192,10 +194,8 @@ class Retargeter:
             if calibrated and not self.net.config.calibrated_frames:
                 raise RetargetError("this NKN model was trained on uncalibrated bone frames: retarget without "
                                     "calibration (--no-calibrate), or with a model trained since 2026-12-03")  # fmt: skip
-            if abs(self.fps / self.net.train_fps - 1.0) > NKN_RATE_TOLERANCE:
-                warnings.warn(f"the NKN streams at {self.fps:g} fps but learned {self.net.train_fps:g} fps steps (a 120 fps "
-                              f"walk streamed at its rate skated twice as much): feed the stream {self.net.train_fps:g} "
-                              "fps frames where you can; a whole clip is resampled for it", stacklevel=2)  # fmt: skip
+            if not self._rate_note:
+                self._warn_off_rate()
             if self.net.config.calibrated_frames:
                 for side, given, rig in (("source", source_skeleton, self.source), ("target", target_skeleton, self.target)):
                     if isinstance(given, Skeleton) and rig.calibration is None and not physical_zero_pose(given, rig.mapping):
@@ -419,6 +419,9 @@ class Retargeter:
             translations when the target animates its hips' translation (Bandai-Namco; see
             :meth:`.rig.CanonicalRig.place_root`), else ``None`` (float64).
         """
+        if self._rate_note:  # the rate taken from the source clip: said where a stream starts, not for whole clips
+            self._rate_note = False
+            self._warn_off_rate()
         rot = torch.as_tensor(rotations, dtype=torch.float64)
         root = torch.as_tensor(root_position, dtype=torch.float64)
         n = self.source.skeleton.num_joints
@@ -433,6 +436,13 @@ class Retargeter:
             q[0], out_root = self._turned_out(q[0], out_root)
             return q, out_root, jt
         return self._step(rot, root, joint_translations)
+
+    def _warn_off_rate(self) -> None:
+        """Warn where the NKN streams at a rate more than :data:`NKN_RATE_TOLERANCE` off its training rate."""
+        if self.net is not None and abs(self.fps / self.net.train_fps - 1.0) > NKN_RATE_TOLERANCE:
+            warnings.warn(f"the NKN streams at {self.fps:g} fps but learned {self.net.train_fps:g} fps steps (a 120 fps "
+                          f"walk streamed at its rate skated twice as much): feed the stream {self.net.train_fps:g} "
+                          "fps frames where you can; a whole clip is resampled for it", stacklevel=3)  # fmt: skip
 
     def _step(
         self, rot: Tensor, root: Tensor, joint_translations: Tensor | None
