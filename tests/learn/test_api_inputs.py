@@ -40,3 +40,17 @@ def test_sample_takes_one_content_and_style_as_one_motion():
 def test_predict_motion_says_a_path_is_not_a_motion():
     with pytest.raises(TypeError, match=r"motion must be a Motion, got str \(load a file with skelanim.load first\)"):
         predict_motion("walk.bvh", method="zero_velocity", rig=Recognizer.load().rig)
+
+
+def test_predict_motion_without_a_model_uses_the_shipped_default_as_the_cli_does(mocap_files):
+    """No method, no model: the shipped combined predictor, ``skelanim predict``'s default (it had raised "method
+    'rnn' needs a rnn Predictor as model, got none"); a model alone picks its own method."""
+    from skelanim.learn.predict import CombinedPredictor, Predictor
+
+    walk = skelanim.load(mocap_files([WALK])[0])
+    default = predict_motion(walk, seconds=0.4)
+    combined = predict_motion(walk, seconds=0.4, method="combined", model=CombinedPredictor.shipped())
+    assert torch.equal(default.rotations, combined.rotations)
+    mlp = Predictor.load(None, default="predict_mlp")
+    assert torch.equal(predict_motion(walk, seconds=0.4, model=mlp).rotations,
+                       predict_motion(walk, seconds=0.4, method="mlp", model=mlp).rotations)  # fmt: skip

@@ -382,10 +382,8 @@ def predict_cmd(
     if method == "combined":
         if len(model) == 1:
             raise typer.BadParameter("combined averages two or more predictors: repeat --model", param_hint="--model")
-        members = ([Predictor.load(folder) for folder in model] if model else
-                   [Predictor.load(None, default=f"predict_{name}") for name in LEARNED])  # fmt: skip
         try:
-            net = CombinedPredictor(members)
+            net = CombinedPredictor([Predictor.load(folder) for folder in model]) if model else CombinedPredictor.shipped()
         except ValueError as err:
             raise typer.BadParameter(str(err), param_hint="--model") from None
     elif len(model) > 1:

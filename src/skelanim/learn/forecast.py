@@ -57,7 +57,7 @@ def check_method(method: str, model: Predictor | CombinedPredictor | None, secon
 
 
 @torch.no_grad()
-def predict_motion(motion: Motion, *, method: str = "rnn", model: Predictor | CombinedPredictor | None = None,
+def predict_motion(motion: Motion, *, method: str | None = None, model: Predictor | CombinedPredictor | None = None,
                    seconds: float = 1.0, rig: Rig | None = None, ground: bool = True,
                    progress: bool = False) -> Motion:  # fmt: skip
     """Continue a motion by ``seconds``: its last ``observed`` frames in, predictions chained ``horizon`` at a time.
@@ -69,10 +69,12 @@ def predict_motion(motion: Motion, *, method: str = "rnn", model: Predictor | Co
         at another size, :meth:`~skelanim.data.rig.Rig.size_factor`: scaled to the rig's and back; up along
         another direction than the rig's, a Z-up file: turned onto it and back, :func:`~skelanim.ops.normalize.turned_up`,
         so a Z-up copy's continuation is the Y-up original's, turned).
-    method : str
-        One of :data:`~skelanim.learn.predict.METHODS`.
+    method : str, optional
+        One of :data:`~skelanim.learn.predict.METHODS`; by default the model's (its architecture, or ``combined``),
+        and without a model ``combined``, as ``skelanim predict``.
     model : Predictor or CombinedPredictor, optional
-        Needed for the learned methods; gives the rig and lengths for the baselines too.
+        The learned methods' network (by default the shipped one: :meth:`CombinedPredictor.shipped` for
+        ``combined``); gives the rig and lengths for the baselines too.
     seconds : float
         Length of the continuation.
     rig : Rig, optional
@@ -102,6 +104,12 @@ def predict_motion(motion: Motion, *, method: str = "rnn", model: Predictor | Co
         (:func:`check_method`).
     """
     motion = require_motion(motion)
+    if method is None:
+        method = model.arch if isinstance(model, Predictor) else "combined"
+    if model is None and method == "combined":
+        model = CombinedPredictor.shipped()
+    elif model is None and method in LEARNED:
+        model = Predictor.load(None, default=f"predict_{method}")
     check_method(method, model, seconds)
     rig = model.rig if model is not None else rig
     if rig is None:

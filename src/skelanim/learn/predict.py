@@ -318,6 +318,11 @@ class CombinedPredictor:
         self.models = list(models)
         self.rig, self.observed, self.horizon, self.fps = first.rig, first.observed, first.horizon, first.fps
 
+    @classmethod
+    def shipped(cls) -> CombinedPredictor:
+        """The shipped predictors of every architecture (:data:`LEARNED`) combined: ``skelanim predict``'s default."""
+        return cls([Predictor.load(None, default=f"predict_{name}") for name in LEARNED])
+
     def predict(self, rot: Tensor, pelvis: Tensor) -> tuple[Tensor, Tensor]:
         """Future rotations ``(B, H, M, 3, 3)`` and pelvis ``(B, H, 3)`` from observed reference-frame ones."""
         return vectors_to_frames(torch.stack([m.predict_vectors(rot, pelvis) for m in self.models]).mean(0))
