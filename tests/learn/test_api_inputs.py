@@ -54,3 +54,10 @@ def test_predict_motion_without_a_model_uses_the_shipped_default_as_the_cli_does
     mlp = Predictor.load(None, default="predict_mlp")
     assert torch.equal(predict_motion(walk, seconds=0.4, model=mlp).rotations,
                        predict_motion(walk, seconds=0.4, method="mlp", model=mlp).rotations)  # fmt: skip
+
+
+def test_predict_motion_on_another_skeleton_names_the_file(mocap_files):
+    """As the recogniser's error does (the predictor's had not named it)."""
+    cmu_file = mocap_files(["cmu_cgspeed_mb/01_01.bvh"])[0]
+    with pytest.raises(SkeletonError, match=f"^{cmu_file}: the predictor works on a 22-joint skeleton"):
+        predict_motion(skelanim.load(cmu_file)[:60], seconds=0.4)

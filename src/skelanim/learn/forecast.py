@@ -126,7 +126,8 @@ def predict_motion(motion: Motion, *, method: str | None = None, model: Predicto
         return Motion(motion.skeleton, out.rotations[:, 1:], out.positions()[:, 1], motion.fps, moved,
                       {**out.metadata, **{k: v for k, v in motion.metadata.items() if k not in out.metadata}})
     if not rig.skeleton.same_rig(motion.skeleton):
-        raise SkeletonError(skeleton_mismatch("predictor", rig.skeleton, motion.skeleton))
+        raise SkeletonError(skeleton_mismatch("predictor", rig.skeleton, motion.skeleton),
+                            path=motion.metadata.get("path"))  # its file, as the recogniser's names it
     upright, turn = turned_up(motion, rig.up)
     if turn is not None:  # up along another axis than the rig's (a Z-up file): predicted turned onto it, turned back
         out = predict_motion(upright, method=method, model=model, seconds=seconds, rig=rig, ground=ground,
