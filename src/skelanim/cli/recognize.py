@@ -51,10 +51,7 @@ def recognize_cmd(
     motions = [loaded[p] for p in paths]
     for p, motion in zip(paths, motions, strict=True):
         motion.metadata.setdefault("path", str(p))  # every format's motion names its file in errors
-    try:
-        out = rec.recognize_motions(motions, stride=stride, progress=progress)
-    except ValueError as err:  # a motion on another skeleton; the message names its file
-        raise skelanim.errors.SkeletonError(str(err)) from None
+    out = rec.recognize_motions(motions, stride=stride, progress=progress)  # SkeletonError naming a motion's file
     names = rec.contents.names
     length_s = rec.window / rec.fps
     report: list[dict[str, Any]] = []

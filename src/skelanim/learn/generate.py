@@ -333,8 +333,9 @@ class Generator(nn.Module):
                temperature: float = 1.0) -> Tensor:  # fmt: skip
         """Raw frame vectors ``(B, T, D)`` of new motions of the given classes (one per entry), on the CPU."""
         self.eval()
+        contents, styles = _names(contents), _names(styles)
         c = self.condition(contents, styles)
-        z = self.draw_latent(torch.tensor(self.contents.indices(_names(contents))), generator, temperature)
+        z = self.draw_latent(torch.tensor(self.contents.indices(contents)), generator, temperature)
         return self.norm.inverse(self.vae.decode(z, c)).cpu()
 
     def to_motions(self, x: Tensor, metadata: Sequence[dict[str, Any]] | None = None) -> list[Motion]:
