@@ -16,7 +16,9 @@ $(STAMP): pyproject.toml setup.py src/skelanim/io/_bvh_numbers.c
 	$(PY) -m pip install --quiet -e '.[test]'
 	touch $(STAMP)
 
-# Browser and glTF-validator tests need Debian's Chromium and Node packages in tools/ (npm registry).
+# Browser and glTF-validator tests need Debian's Chromium and Node packages in tools/ (npm registry); the Blender
+# peer tests need Blender's bpy (PyPI, Python 3.11, NumPy 1.x) in its own environment, tools/blender/.venv.
+BLENDER_VENV := tools/blender/.venv
 tools: $(STAMP)
 	@command -v chromium >/dev/null 2>&1 || { \
 	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq chromium >/dev/null; \
@@ -25,6 +27,11 @@ tools: $(STAMP)
 	@if command -v npm >/dev/null 2>&1; then \
 	  [ tools/node_modules/.package-lock.json -nt tools/package-lock.json ] || (cd tools && npm ci --silent --no-audit --no-fund); \
 	  else echo "note: npm not found; glTF validator tests will skip"; fi
+	@if $(PYTHON) -c 'import sys; sys.exit(sys.version_info[:2] != (3, 11))'; then \
+	  [ $(BLENDER_VENV)/.installed -nt tools/blender/requirements.txt ] || { rm -rf $(BLENDER_VENV) && \
+	    $(PYTHON) -m venv $(BLENDER_VENV) && $(BLENDER_VENV)/bin/pip install --quiet -r tools/blender/requirements.txt && \
+	    touch $(BLENDER_VENV)/.installed; } || echo "note: Blender's bpy did not install; the Blender peer tests will skip"; \
+	  else echo "note: Blender's bpy needs Python 3.11; the Blender peer tests will skip"; fi
 
 demo: $(STAMP)
 	$(VENV)/bin/skelanim demo --out out/demo
@@ -39,4 +46,4 @@ bench: $(STAMP)
 	$(PY) benchmarks/bvh_io.py
 
 clean:
-	rm -rf $(VENV) out .pytest_cache .hypothesis
+	rm -rf $(VENV) $(BLENDER_VENV) out .pytest_cache .hypothesis

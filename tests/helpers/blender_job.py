@@ -1,0 +1,89 @@
+"""Run in Blender's own Python environment (``tools/blender/.venv``, made by ``make tools``), never in the project's:
+import a motion file into an empty Blender scene with Blender's own importers, optionally move the armature object
+and export the scene with Blender's own exporters, and write the world positions of every pose bone's head at the
+scene's frames to an ``.npz``. It imports nothing of skelanim; ``tests/helpers/blender.py`` runs it.
+
+Usage: ``python blender_job.py SPEC.json``, where the spec holds
+
+* ``import``: ``{"path": ..., "format": "bvh" | "gltf", "fps": N (gltf: the whole scene rate seconds map to),
+  "bone_heuristic": "BLENDER" | "TEMPERANCE" | "FORTUNE" (gltf)}``; the action's frame range is made whole frames; a BVH comes in without axis conversion and at
+  scale 1, its frame 0 at Blender frame 1 and the scene at its rate;
+* ``object`` (optional): ``{"location": [x, y, z], "rotation_deg": [x, y, z], "scale": [x, y, z]}`` for the
+  armature object, set before export;
+* ``export`` (optional): ``{"path": ..., "format": "bvh" | "glb", "rotate_mode": ... (bvh)}``;
+* ``heads``: the output ``.npz`` (``names`` (J,), ``heads`` (F, J, 3) in Blender's world, Z up, ``frames`` (F,)
+  Blender frame numbers, ``fps``);
+* ``stride`` (optional): every stride-th frame of the action's range (default 1).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import sys
+
+import bpy
+import numpy as np
+
+
+def _import(spec: dict) -> None:
+    path = spec["path"]
+    if spec["format"] == "bvh":
+        bpy.ops.import_anim.bvh(filepath=path, global_scale=1.0, rotate_mode="NATIVE", axis_forward="Y",
+                                axis_up="Z", frame_start=1, use_fps_scale=False, update_scene_fps=True,
+                                update_scene_duration=True)  # fmt: skip
+    else:
+        # whole rates only: Blender 4.5's glTF importer maps seconds to frames by fps * fps_base, not fps / fps_base
+        bpy.context.scene.render.fps, bpy.context.scene.render.fps_base = int(spec["fps"]), 1.0
+        bpy.ops.import_scene.gltf(filepath=path, bone_heuristic=spec.get("bone_heuristic", "BLENDER"))
+
+
+def _export(spec: dict, armature: bpy.types.Object, first: int, last: int) -> None:
+    scene = bpy.context.scene
+    scene.frame_start, scene.frame_end = first, last
+    bpy.context.view_layer.objects.active = armature
+    armature.select_set(True)
+    if spec["format"] == "bvh":
+        bpy.ops.export_anim.bvh(filepath=spec["path"], frame_start=first, frame_end=last,
+                                rotate_mode=spec.get("rotate_mode", "NATIVE"), root_transform_only=False)  # fmt: skip
+    else:
+        bpy.ops.export_scene.gltf(filepath=spec["path"], export_format="GLB", export_animations=True,
+                                  export_frame_range=True)  # the scene's range: the action's may end a frame short
+
+
+def main(spec_path: str) -> None:
+    with open(spec_path, encoding="utf-8") as f:
+        spec = json.load(f)
+    bpy.ops.wm.read_factory_settings(use_empty=True)
+    _import(spec["import"])
+    armature = next(o for o in bpy.data.objects if o.type == "ARMATURE")
+    placed = spec.get("object", {})
+    if "location" in placed:
+        armature.location = placed["location"]
+    if "rotation_deg" in placed:
+        armature.rotation_euler = [math.radians(a) for a in placed["rotation_deg"]]
+    if "scale" in placed:
+        armature.scale = placed["scale"]
+    action = armature.animation_data.action
+    start, end = action.frame_range
+    first, last = round(start), round(end)
+    # keys at float32 seconds land a hair off whole frames (126.99999); the glTF exporter would cut the range there
+    action.use_frame_range, action.frame_start, action.frame_end = True, first, last
+    if "export" in spec:
+        _export(spec["export"], armature, first, last)
+    scene = bpy.context.scene
+    frames = list(range(first, last + 1, int(spec.get("stride", 1))))
+    heads = []
+    for frame in frames:
+        scene.frame_set(frame)
+        heads.append([tuple(armature.matrix_world @ bone.head) for bone in armature.pose.bones])
+    np.savez(spec["heads"], names=np.array([bone.name for bone in armature.pose.bones]), heads=np.array(heads),
+             frames=np.array(frames), fps=scene.render.fps / scene.render.fps_base)  # fmt: skip
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)  # bpy can crash while the interpreter shuts down, after the work is written

@@ -1,0 +1,165 @@
+"""Blender as the peer for BVH and glTF, both ways (``tests/helpers/blender.py`` says where its ``bpy`` lives).
+
+Blender's importers are what an animator opens our files with, and its exporters write the files a game pipeline
+hands us, so each direction is checked on joint world positions, frame by frame, against a method that shares no
+code with ours: Blender's own parser, its pose evaluation and its exporters.
+
+* Blender reads each capture source's BVH as we do (every BVH folder of the real data: Bandai, CMU in three
+  exporters' dialects, iClone, pymo, Xia);
+* Blender reads the BVH and the glTF we write (an edited real take, the bundled DeepMimic clip, and a Z-up figure,
+  which our glTF turns to Y up and Blender's importer turns back);
+* we read the BVH and the glTF Blender writes, including an armature object moved, turned and scaled, and bones
+  re-oriented by its importer.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pygltflib
+import pytest
+from blender import heads_by_name, run_blender, y_up_to_z_up, z_up_to_y_up  # tests/helpers
+
+import skelanim
+from skelanim import Motion
+from skelanim.data.samples import sample_path
+from skelanim.ops import mirror, resample, turned_up
+
+#: One BVH per capture source of the real data: the first file, sorted, of each folder that holds BVH.
+SOURCES = ["bandai_namco_1", "bandai_namco_2", "cmu_cgspeed_max", "cmu_cgspeed_mb", "cmu_iclone_ccrig", "pymo_demo",
+           "xia_style"]  # fmt: skip
+#: Positions agree to this share of the figure's extent (the largest difference seen is 2.4e-6: iClone's take,
+#: 4e-4 cm, from Blender's float32 pose evaluation).
+TOLERANCE = 2e-5
+
+
+def _extent(points: np.ndarray) -> float:
+    """The largest extent of a point cloud along any axis; ``points`` (..., 3)."""
+    flat = points.reshape(-1, 3)
+    return float((flat.max(axis=0) - flat.min(axis=0)).max())
+
+
+def _assert_same(ours: np.ndarray, blender: np.ndarray, what: str) -> None:
+    """``ours`` and ``blender`` (F, J, 3) agree to :data:`TOLERANCE` of the figure's extent."""
+    assert ours.shape == blender.shape, f"{what}: shapes {ours.shape} and {blender.shape}"
+    worst = float(np.abs(ours - blender).max())
+    assert worst <= TOLERANCE * _extent(ours), f"{what}: joints differ by up to {worst:.3g} (extent {_extent(ours):.3g})"
+
+
+def _deepmimic_clip() -> Motion:
+    """The bundled DeepMimic walk at exactly 30 fps (its file says 30.0012; Blender's scenes run at whole rates)."""
+    return resample(skelanim.load(sample_path("walk.txt")), 30.0)
+
+
+@pytest.mark.parametrize("source", SOURCES)
+def test_blender_reads_each_sources_bvh_as_we_do(mocap_dir: Path, tmp_path: Path, source: str) -> None:
+    files = sorted((mocap_dir / source).rglob("*.bvh"))
+    assert files, f"no BVH under {mocap_dir / source}"
+    ours = skelanim.load(files[0])
+    stride = max(1, ours.num_frames // 300)
+    job = run_blender({"import": {"path": str(files[0]), "format": "bvh"}, "stride": stride}, tmp_path)
+    assert job["frames"][0] == 1 and len(job["frames"]) == len(range(0, ours.num_frames, stride)), job["frames"][[0, -1]]
+    assert abs(float(job["fps"]) - ours.fps) < 1e-3 * ours.fps
+    expected = ours.positions().numpy()[job["frames"] - 1]
+    _assert_same(expected, heads_by_name(job, list(ours.skeleton.names)), f"{files[0].name}, read by Blender")
+
+
+def test_blender_reads_the_bvh_we_write_of_an_edited_take(mocap_dir: Path, tmp_path: Path) -> None:
+    """A Bandai take resampled from 30 to 24 fps and mirrored: rotations and root path our ops computed."""
+    take = skelanim.load(min((mocap_dir / "bandai_namco_1").glob("*walk*.bvh")))
+    edited = mirror(resample(take, 24.0))
+    skelanim.save(edited, tmp_path / "edited.bvh")
+    job = run_blender({"import": {"path": str(tmp_path / "edited.bvh"), "format": "bvh"}}, tmp_path)
+    assert float(job["fps"]) == pytest.approx(24.0, rel=1e-4)
+    _assert_same(edited.positions().numpy(), heads_by_name(job, list(edited.skeleton.names)), "edited take")
+
+
+def test_blender_reads_the_bvh_we_write_of_a_deepmimic_clip(tmp_path: Path) -> None:
+    """A DeepMimic clip (no BVH in its past: spherical joints as quaternions, revolute knees and elbows)."""
+    clip = _deepmimic_clip()
+    skelanim.save(clip, tmp_path / "walk.bvh")
+    job = run_blender({"import": {"path": str(tmp_path / "walk.bvh"), "format": "bvh"}}, tmp_path)
+    _assert_same(clip.positions().numpy(), heads_by_name(job, list(clip.skeleton.names)), "DeepMimic clip as BVH")
+
+
+def _glb_as_blender_sees_it(motion: Motion, tmp_path: Path, metres_per_unit: float) -> tuple[np.ndarray, np.ndarray]:
+    """Our GLB of ``motion`` imported by Blender: (expected, Blender's) joint positions in Blender's world (F, J, 3).
+    The expectation is our forward kinematics in metres, turned from Y up to Blender's Z up."""
+    assert motion.fps == round(motion.fps)
+    path = tmp_path / "clip.glb"
+    skelanim.save(motion, path, scale=metres_per_unit)
+    job = run_blender({"import": {"path": str(path), "format": "gltf", "fps": round(motion.fps)}}, tmp_path)
+    assert job["frames"][0] == 0 and len(job["frames"]) == motion.num_frames, job["frames"][[0, -1]]
+    return motion.positions().numpy() * metres_per_unit, heads_by_name(job, list(motion.skeleton.names))
+
+
+def test_blender_reads_the_glb_we_write_of_a_real_take(mocap_dir: Path, tmp_path: Path) -> None:
+    take = skelanim.load(min((mocap_dir / "bandai_namco_1").glob("*run*.bvh")))  # Y up, centimetres
+    ours, blender = _glb_as_blender_sees_it(take, tmp_path, 0.01)
+    _assert_same(y_up_to_z_up(ours), blender, "Bandai take as GLB")
+
+
+def test_blender_reads_the_glb_we_write_of_a_deepmimic_clip(tmp_path: Path) -> None:
+    clip = _deepmimic_clip()
+    ours, blender = _glb_as_blender_sees_it(clip, tmp_path, 1.0)
+    _assert_same(y_up_to_z_up(ours), blender, "DeepMimic clip as GLB")
+
+
+def test_a_z_up_figure_lands_in_blender_as_it_stands(tmp_path: Path) -> None:
+    """Our glTF turns a Z-up source to glTF's Y up; Blender's importer turns Y up to its Z up: the two turns
+    cancel, so Blender shows the Z-up figure's own coordinates (in metres)."""
+    clip, _ = turned_up(_deepmimic_clip(), 2)
+    assert clip.up_axis() == 2
+    ours, blender = _glb_as_blender_sees_it(clip, tmp_path, 1.0)
+    _assert_same(ours, blender, "Z-up clip as GLB")
+
+
+def _blender_round_trip(tmp_path: Path, source: Path, export: dict, bone_heuristic: str = "BLENDER",
+                        **spec: object) -> tuple[Motion, np.ndarray]:
+    """Blender imports ``source`` (a glTF at its rate, with ``bone_heuristic``) and exports it as ``export`` says;
+    return our reading of Blender's file and Blender's own joint positions (its world, Z up) at every frame."""
+    import_spec = {"path": str(source), "format": "bvh" if source.suffix == ".bvh" else "gltf",
+                   "fps": round(skelanim.load(source).fps),
+                   "bone_heuristic": bone_heuristic}
+    job = run_blender({"import": import_spec, "export": export, **spec}, tmp_path)
+    ours = skelanim.load(export["path"])
+    assert ours.num_frames == len(job["frames"]), (ours.num_frames, job["frames"][[0, -1]])
+    return ours, heads_by_name(job, list(ours.skeleton.names))
+
+
+@pytest.mark.parametrize("rotate_mode", ["NATIVE", "XYZ", "YXZ"])
+def test_we_read_the_bvh_blender_writes(tmp_path: Path, rotate_mode: str) -> None:
+    """Blender's BVH exporter: six channels on every joint, rest offsets of its own bones, the rotation order
+    asked for (``NATIVE`` keeps the source's ZXY, the others re-order every joint's channels)."""
+    skelanim.save(_deepmimic_clip(), tmp_path / "walk.bvh")
+    out = tmp_path / "blender.bvh"
+    ours, blender = _blender_round_trip(tmp_path, tmp_path / "walk.bvh",
+                                        {"path": str(out), "format": "bvh", "rotate_mode": rotate_mode})  # fmt: skip
+    assert "CHANNELS 6" in out.read_text().split("MOTION")[0].split("JOINT", 2)[1]
+    _assert_same(ours.positions().numpy(), blender, f"Blender's BVH ({rotate_mode})")
+
+
+def test_we_read_the_glb_blender_writes_of_a_placed_armature(tmp_path: Path) -> None:
+    """The armature object moved, turned 90 degrees about X (as an FBX import leaves it) and scaled by 0.01:
+    Blender writes that as a parent node's transform, which our reader must apply to every joint."""
+    skelanim.save(_deepmimic_clip(), tmp_path / "walk.bvh")
+    ours, blender = _blender_round_trip(tmp_path, tmp_path / "walk.bvh",
+                                        {"path": str(tmp_path / "blender.glb"), "format": "glb"},
+                                        object={"location": [1.5, -2.0, 0.25], "rotation_deg": [90, 0, 30],
+                                                "scale": [0.01, 0.01, 0.01]})  # fmt: skip
+    _assert_same(ours.positions().numpy(), z_up_to_y_up(blender), "Blender's GLB of a placed armature")
+
+
+@pytest.mark.parametrize("bone_heuristic", ["TEMPERANCE", "FORTUNE"])
+def test_we_read_the_glb_blender_writes_with_reoriented_bones(tmp_path: Path, bone_heuristic: str) -> None:
+    """Blender's glTF importer points each bone at its child (its rest rotations change) and its exporter writes
+    those bones back: the joints' rest rotations are then far from identity."""
+    skelanim.save(_deepmimic_clip(), tmp_path / "walk.glb")
+    ours, blender = _blender_round_trip(tmp_path, tmp_path / "walk.glb",
+                                        {"path": str(tmp_path / "blender.glb"), "format": "glb"},
+                                        bone_heuristic)  # fmt: skip
+    rest = pygltflib.GLTF2().load(str(tmp_path / "blender.glb"))
+    turns = [2 * np.degrees(np.arccos(min(1.0, abs(n.rotation[3])))) for n in rest.nodes if n.rotation]
+    assert max(turns) > 45, f"Blender wrote rest rotations of at most {max(turns):.1f} degrees"
+    _assert_same(ours.positions().numpy(), z_up_to_y_up(blender), f"Blender's GLB ({bone_heuristic} bones)")
