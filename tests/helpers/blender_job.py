@@ -5,12 +5,15 @@ scene's frames to an ``.npz``. It imports nothing of skelanim; ``tests/helpers/b
 
 Usage: ``python blender_job.py SPEC.json``, where the spec holds
 
-* ``import``: ``{"path": ..., "format": "bvh" | "gltf", "fps": N (gltf: the whole scene rate seconds map to),
-  "bone_heuristic": "BLENDER" | "TEMPERANCE" | "FORTUNE" (gltf)}``; the action's frame range is made whole frames; a BVH comes in without axis conversion and at
-  scale 1, its frame 0 at Blender frame 1 and the scene at its rate;
+* ``import``: ``{"path": ..., "format": "bvh" | "gltf" | "fbx", "fps": N (gltf: the whole scene rate seconds map
+  to), "bone_heuristic": "BLENDER" | "TEMPERANCE" | "FORTUNE" (gltf), "scale": S, "axes": "y_up" (bvh)}``; a BVH
+  comes in at ``scale`` (default 1) without axis conversion, or with ``"axes": "y_up"`` turned from Y up to
+  Blender's Z up (the importer's default, forward -Z, up Y), its frame 0 at Blender frame 1 and the scene at its
+  rate; the action's frame range is made whole frames;
 * ``object`` (optional): ``{"location": [x, y, z], "rotation_deg": [x, y, z], "scale": [x, y, z]}`` for the
   armature object, set before export;
-* ``export`` (optional): ``{"path": ..., "format": "bvh" | "glb", "rotate_mode": ... (bvh)}``;
+* ``export`` (optional): ``{"path": ..., "format": "bvh" | "glb" | "fbx", "rotate_mode": ... (bvh)}``, an FBX with
+  the settings docs/engines.md gives;
 * ``heads``: the output ``.npz`` (``names`` (J,), ``heads`` (F, J, 3) in Blender's world, Z up, ``frames`` (F,)
   Blender frame numbers, ``fps``);
 * ``stride`` (optional): every stride-th frame of the action's range (default 1).
@@ -30,9 +33,12 @@ import numpy as np
 def _import(spec: dict) -> None:
     path = spec["path"]
     if spec["format"] == "bvh":
-        bpy.ops.import_anim.bvh(filepath=path, global_scale=1.0, rotate_mode="NATIVE", axis_forward="Y",
-                                axis_up="Z", frame_start=1, use_fps_scale=False, update_scene_fps=True,
-                                update_scene_duration=True)  # fmt: skip
+        forward, up = ("-Z", "Y") if spec.get("axes") == "y_up" else ("Y", "Z")  # the file's Y up as Blender's Z up
+        bpy.ops.import_anim.bvh(filepath=path, global_scale=spec.get("scale", 1.0), rotate_mode="NATIVE",
+                                axis_forward=forward, axis_up=up, frame_start=1, use_fps_scale=False,
+                                update_scene_fps=True, update_scene_duration=True)  # fmt: skip
+    elif spec["format"] == "fbx":
+        bpy.ops.import_scene.fbx(filepath=path)
     else:
         # whole rates only: Blender 4.5's glTF importer maps seconds to frames by fps * fps_base, not fps / fps_base
         bpy.context.scene.render.fps, bpy.context.scene.render.fps_base = int(spec["fps"]), 1.0
@@ -47,6 +53,10 @@ def _export(spec: dict, armature: bpy.types.Object, first: int, last: int) -> No
     if spec["format"] == "bvh":
         bpy.ops.export_anim.bvh(filepath=spec["path"], frame_start=first, frame_end=last,
                                 rotate_mode=spec.get("rotate_mode", "NATIVE"), root_transform_only=False)  # fmt: skip
+    elif spec["format"] == "fbx":  # docs/engines.md's settings for Unity (Unreal reads them too); simplify 1 is lossy
+        bpy.ops.export_scene.fbx(filepath=spec["path"], object_types={"ARMATURE"}, bake_anim=True,
+                                 add_leaf_bones=False, axis_forward="-Z", axis_up="Y",
+                                 apply_scale_options="FBX_SCALE_UNITS", bake_anim_simplify_factor=0.0)  # fmt: skip
     else:
         bpy.ops.export_scene.gltf(filepath=spec["path"], export_format="GLB", export_animations=True,
                                   export_frame_range=True)  # the scene's range: the action's may end a frame short

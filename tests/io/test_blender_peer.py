@@ -9,7 +9,8 @@ code with ours: Blender's own parser, its pose evaluation and its exporters.
 * Blender reads the BVH and the glTF we write (an edited real take, the bundled DeepMimic clip, and a Z-up figure,
   which our glTF turns to Y up and Blender's importer turns back);
 * we read the BVH and the glTF Blender writes, including an armature object moved, turned and scaled, and bones
-  re-oriented by its importer.
+  re-oriented by its importer;
+* docs/engines.md's BVH → FBX recipe keeps every joint where it was.
 """
 
 from __future__ import annotations
@@ -163,3 +164,20 @@ def test_we_read_the_glb_blender_writes_with_reoriented_bones(tmp_path: Path, bo
     turns = [2 * np.degrees(np.arccos(min(1.0, abs(n.rotation[3])))) for n in rest.nodes if n.rotation]
     assert max(turns) > 45, f"Blender wrote rest rotations of at most {max(turns):.1f} degrees"
     _assert_same(ours.positions().numpy(), z_up_to_y_up(blender), f"Blender's GLB ({bone_heuristic} bones)")
+
+
+def test_docs_bvh_to_fbx_recipe_keeps_every_joint(mocap_dir: Path, tmp_path: Path) -> None:
+    """docs/engines.md's way to an FBX for Unity's Humanoid or Unreal: Blender imports the BVH at 0.01 (cm to m),
+    forward -Z, up Y, and exports an FBX of the armature, baked with simplify 0, without leaf bones, FBX units scale. The FBX, read
+    back into a fresh Blender, puts every joint where our forward kinematics does, in metres and Z up."""
+    take_path = min((mocap_dir / "bandai_namco_1").glob("*walk*.bvh"))
+    take = skelanim.load(take_path)
+    expected = y_up_to_z_up(take.positions().numpy() * 0.01)
+    names = list(take.skeleton.names)
+    fbx = tmp_path / "walk.fbx"
+    imported = run_blender({"import": {"path": str(take_path), "format": "bvh", "scale": 0.01, "axes": "y_up"},
+                            "export": {"path": str(fbx), "format": "fbx"}}, tmp_path)  # fmt: skip
+    _assert_same(expected, heads_by_name(imported, names), "the BVH as docs/engines.md imports it")
+    again = run_blender({"import": {"path": str(fbx), "format": "fbx"}}, tmp_path)
+    assert len(again["frames"]) == take.num_frames, again["frames"][[0, -1]]
+    _assert_same(expected, heads_by_name(again, names), "the FBX of docs/engines.md's recipe, read back")
