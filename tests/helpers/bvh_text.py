@@ -82,3 +82,18 @@ Frame Time: 0.04
 1 2 3 10 20 30 5 6 7 100 0 0
 1 2 3 11 21 31 5 6 7 101 0 0
 """
+
+
+def bvh_parts(text: str) -> tuple[str, str, list[str]]:
+    """The hierarchy (without ``HIERARCHY``), the frame time line and the frame lines of a BVH text."""
+    head, _, motion = text.partition("MOTION")
+    lines = [ln for ln in motion.splitlines() if ln.strip()]
+    return head.replace("HIERARCHY", "", 1), lines[1], lines[2:]
+
+
+def two_figures(a: str, b: str, frames: int) -> str:
+    """One file holding figure ``a`` then figure ``b``: their hierarchies one after the other, each frame line the
+    two files' lines joined (the first ``frames``)."""
+    (head_a, time_a, rows_a), (head_b, _, rows_b) = bvh_parts(a), bvh_parts(b)
+    rows = [f"{x.strip()} {y.strip()}" for x, y in zip(rows_a[:frames], rows_b[:frames], strict=True)]
+    return "HIERARCHY\n" + head_a + head_b + f"MOTION\nFrames: {frames}\n{time_a}\n" + "\n".join(rows) + "\n"

@@ -5,7 +5,7 @@ hands us, so each direction is checked on joint world positions, frame by frame,
 code with ours: Blender's own parser, its pose evaluation and its exporters.
 
 * Blender reads each capture source's BVH as we do (every BVH folder of the real data: Bandai, CMU in three
-  exporters' dialects, iClone, pymo, Xia);
+  exporters' dialects, iClone, pymo, Xia), and a file of two figures;
 * Blender reads the BVH and the glTF we write (an edited real take, the bundled DeepMimic clip, and a Z-up figure,
   which our glTF turns to Y up and Blender's importer turns back);
 * we read the BVH and the glTF Blender writes, including an armature object moved, turned and scaled, and bones
@@ -21,10 +21,12 @@ import numpy as np
 import pygltflib
 import pytest
 from blender import heads_by_name, run_blender, y_up_to_z_up, z_up_to_y_up  # tests/helpers
+from bvh_text import two_figures  # tests/helpers
 
 import skelanim
 from skelanim import Motion
 from skelanim.data.samples import sample_path
+from skelanim.io.bvh_parse import SCENE_ROOT
 from skelanim.ops import mirror, resample, turned_up
 
 #: One BVH per capture source of the real data: the first file, sorted, of each folder that holds BVH.
@@ -64,6 +66,23 @@ def test_blender_reads_each_sources_bvh_as_we_do(mocap_dir: Path, tmp_path: Path
     assert abs(float(job["fps"]) - ours.fps) < 1e-3 * ours.fps
     expected = ours.positions().numpy()[job["frames"] - 1]
     _assert_same(expected, heads_by_name(job, list(ours.skeleton.names)), f"{files[0].name}, read by Blender")
+
+
+def test_blender_reads_a_bvh_of_two_figures_and_ours_as_we_do(mocap_dir: Path, tmp_path: Path) -> None:
+    """Xia's angry walk and CMU's 01_01 as two ROOTs of one file, and our writing of what we read of it: Blender
+    puts both figures' joints where we do and names the second figure's repeated joints ``.001`` as we do."""
+    texts = [(mocap_dir / name).read_text() for name in ("xia_style/angry_13_000.bvh", "cmu_cgspeed_mb/01_01.bvh")]
+    (tmp_path / "two.bvh").write_text(two_figures(*texts, 40))
+    with pytest.warns(UserWarning, match="joint name"):
+        scene = skelanim.load(tmp_path / "two.bvh")
+    skelanim.save(scene, tmp_path / "ours.bvh")
+    names = [n for n in scene.skeleton.names if n != SCENE_ROOT]
+    assert "Hips.001" in names
+    ours = scene.positions().numpy()[:, [scene.skeleton.names.index(n) for n in names]]
+    for path in (tmp_path / "two.bvh", tmp_path / "ours.bvh"):
+        job = run_blender({"import": {"path": str(path), "format": "bvh"}}, tmp_path)
+        assert sorted(str(b) for b in job["names"]) == sorted(names)
+        _assert_same(ours, heads_by_name(job, names), f"{path.name}, two figures, read by Blender")
 
 
 def test_blender_reads_the_bvh_we_write_of_an_edited_take(mocap_dir: Path, tmp_path: Path) -> None:

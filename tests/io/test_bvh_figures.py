@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from bvh_text import TWO_FIGURES as SMALL  # tests/helpers
+from bvh_text import two_figures
 from needs import peer_library  # tests/helpers
 
 import skelanim
@@ -18,21 +19,6 @@ from skelanim.io import bvh
 from skelanim.io.bvh_parse import SCENE_ROOT
 
 FILES = ["xia_style/angry_13_000.bvh", "cmu_cgspeed_mb/01_01.bvh"]  # files pybvh reads (no position channels below the root)
-
-
-def _parts(text: str) -> tuple[str, str, list[str]]:
-    """The hierarchy (without ``HIERARCHY``), the frame time line and the frame lines of a BVH text."""
-    head, _, motion = text.partition("MOTION")
-    lines = [ln for ln in motion.splitlines() if ln.strip()]
-    return head.replace("HIERARCHY", "", 1), lines[1], lines[2:]
-
-
-def _two_figures(a: str, b: str, frames: int) -> str:
-    """One file holding figure ``a`` then figure ``b``: their hierarchies one after the other, each frame line the
-    two files' lines joined (the first ``frames``)."""
-    (head_a, time_a, rows_a), (head_b, _, rows_b) = _parts(a), _parts(b)
-    rows = [f"{x.strip()} {y.strip()}" for x, y in zip(rows_a[:frames], rows_b[:frames], strict=True)]
-    return "HIERARCHY\n" + head_a + head_b + f"MOTION\nFrames: {frames}\n{time_a}\n" + "\n".join(rows) + "\n"
 
 
 def _pybvh_positions(path: Path, names: list[str]) -> np.ndarray:
@@ -47,7 +33,7 @@ def test_two_real_figures_are_read_where_their_own_files_put_them(mocap_files, t
     texts = [p.read_text() for p in paths]
     frames = 40
     both = tmp_path / "two.bvh"
-    both.write_text(_two_figures(*texts, frames))
+    both.write_text(two_figures(*texts, frames))
     with pytest.warns(UserWarning, match=r"joint name\(s\) used before .* e.g. 'Hips.001'"):
         motion = skelanim.load(both)
     alone = [bvh.load(p) for p in paths]
@@ -70,7 +56,7 @@ def test_two_real_figures_are_read_where_their_own_files_put_them(mocap_files, t
 def test_figures_are_written_back_as_roots(mocap_files, tmp_path):
     texts = [p.read_text() for p in mocap_files(FILES)]
     with pytest.warns(UserWarning, match="read with a suffix"):  # Hips, Spine, ... in both
-        motion = bvh.loads(_two_figures(*texts, 12), "two.bvh")
+        motion = bvh.loads(two_figures(*texts, 12), "two.bvh")
     text = bvh.dumps(motion)
     assert text.count("\nROOT ") == 2 and SCENE_ROOT not in text
     again = bvh.loads(text)
@@ -101,7 +87,7 @@ def test_figures_survive_a_gltf_round_trip_and_a_moved_scene_joint_is_written(mo
 
     texts = [p.read_text() for p in mocap_files(FILES)]
     with pytest.warns(UserWarning, match="read with a suffix"):
-        motion = bvh.loads(_two_figures(*texts, 8), "two.bvh")
+        motion = bvh.loads(two_figures(*texts, 8), "two.bvh")
     skelanim.save(motion, tmp_path / "two.glb")
     again = skelanim.load(tmp_path / "two.glb")
     assert again.metadata["bvh_scene_root"] == SCENE_ROOT and bvh.dumps(again).count("\nROOT ") == 2
@@ -120,7 +106,7 @@ def test_figures_are_split_into_their_own_motions_with_their_names(mocap_files):
 
     paths = mocap_files(FILES)
     with pytest.warns(UserWarning, match="read with a suffix"):
-        motion = bvh.loads(_two_figures(*(p.read_text() for p in paths), 20), "two.bvh")
+        motion = bvh.loads(two_figures(*(p.read_text() for p in paths), 20), "two.bvh")
     parts = figures(motion)
     assert [part.metadata["bvh_figure"] for part in parts] == [1, 2]
     for part, path in zip(parts, paths, strict=True):
