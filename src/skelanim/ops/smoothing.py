@@ -24,23 +24,29 @@ joint translations and every joint's local rotation.
 
 from __future__ import annotations
 
+import math
 from typing import Literal
 
+import numpy as np
 import torch
 from torch import Tensor
 
 from skelanim.core._tensor import along_frames, as_tensor, numpy_in_numpy_out
 from skelanim.core.motion import Motion
-from skelanim.core.rotations import (
-    quat_continuous,
-    quat_inverse,
-    quat_multiply,
-    quat_normalize,
-    quat_slerp,
-    quat_to_rotvec,
-)
+from skelanim.core.rotations import quat_conjugate, quat_continuous, quat_multiply, quat_normalize
 from skelanim.errors import ShapeError
-from skelanim.ops.filters import alpha, butterworth, check_one_euro, default_savgol_window, one_euro, savgol
+from skelanim.ops.filters import (
+    A,
+    FrameOps,
+    alpha,
+    butterworth,
+    check_one_euro,
+    default_savgol_window,
+    frame_arrays,
+    from_frame_array,
+    one_euro,
+    savgol,
+)
 
 __all__ = ["quat_continuous", "smooth", "smooth_rotations"]
 
@@ -48,19 +54,68 @@ Method = Literal["savgol", "butterworth", "one_euro"]
 
 
 # ------------------------------------------------------------------------------------------ rotations
-def _one_euro_quat(q: torch.Tensor, fps: float, min_cutoff: float, beta: float, d_cutoff: float) -> torch.Tensor:
+#: ``(16, 4)``: ``(a[:, :, None] * b[:, None, :]).reshape(-1, 16) @ _CONJ_PRODUCT`` is ``conj(a) * b``.
+_CONJ_PRODUCT = quat_multiply(quat_conjugate(torch.eye(4, dtype=torch.float64))[:, None],
+                              torch.eye(4, dtype=torch.float64)).reshape(16, 4).numpy()  # fmt: skip
+
+
+def _one_euro_quat(q: Tensor, fps: float, min_cutoff: float, beta: float, d_cutoff: float) -> Tensor:
+    """The geodesic One-Euro filter (module docstring) of ``q`` ``(F, ..., 4)``, unit and sign-continuous along
+    frames; returns ``(F, ..., 4)`` unit quaternions. NumPy runs the frame loop unless ``q`` needs a gradient
+    (:func:`~skelanim.ops.filters.frame_arrays`)."""
+    flat = q.reshape(q.shape[0], -1, 4)
+    arr, ops = frame_arrays(flat)
+    if isinstance(arr, np.ndarray):
+        out = np.empty_like(arr)
+        _one_euro_quat_frames(arr, out, _CONJ_PRODUCT.astype(arr.dtype), np.ones((), arr.dtype), fps, min_cutoff, beta,
+                              d_cutoff, ops)  # fmt: skip
+        return from_frame_array(out, q).reshape(q.shape)
+    out_t = torch.empty_like(arr)
+    conj_product = torch.from_numpy(_CONJ_PRODUCT).to(dtype=arr.dtype, device=arr.device)
+    _one_euro_quat_frames(arr, out_t, conj_product, arr.new_ones(()), fps, min_cutoff, beta, d_cutoff, ops)
+    return out_t.reshape(q.shape)
+
+
+def _one_euro_quat_frames(q: A, out: A, conj_product: A, one: A, fps: float, min_cutoff: float, beta: float,
+                          d_cutoff: float, ops: FrameOps) -> None:  # fmt: skip
+    """The frame loop of :func:`_one_euro_quat` on ``q`` ``(F, N, 4)`` (NumPy or torch), written into ``out``
+    ``(F, N, 4)``; ``conj_product`` is :data:`_CONJ_PRODUCT` and ``one`` a 0-d 1, both of ``q``'s kind and dtype.
+
+    Each step is, for all ``N`` rotations at once, what :func:`quat_to_rotvec` of ``quat_inverse(q̂) q_t`` and
+    :func:`quat_slerp` compute, without their checks and renormalisations of inputs that are unit already: with
+    ``r = q̂^-1 q_t`` flipped to ``w >= 0`` (the sign that also picks slerp's shorter path), ``theta =
+    atan2(|r_xyz|, r_w)`` is both half the rotation angle (the velocity's ``log``) and slerp's angle between
+    ``q̂`` and ``±q_t`` in ``R^4``; the small-angle branches and thresholds are theirs."""
     a_d = alpha(d_cutoff, fps)
-    out = torch.empty_like(q)
-    out[0] = q[0]
+    c0, c1 = 2.0 * math.pi * min_cutoff / fps, 2.0 * math.pi * beta / fps  # alpha(fc) = r / (r + 1), r = c0 + c1 |ω̂|
+    n = q.shape[1]
     prev = q[0]
-    dprev = torch.zeros(q.shape[1:-1] + (3,), dtype=q.dtype, device=q.device)
+    out[0] = prev
+    dprev = prev[:, 1:] * 0.0  # (N, 3) filtered angular velocity (q is finite)
     for i in range(1, q.shape[0]):
-        omega = quat_to_rotvec(quat_multiply(quat_inverse(prev), q[i])) * fps
-        dprev = dprev + a_d * (omega - dprev)
-        step = alpha(min_cutoff + beta * dprev.norm(dim=-1), fps)
-        prev = quat_slerp(prev, q[i], step)
+        x = q[i]
+        r = (prev[:, :, None] * x[:, None, :]).reshape(n, 16) @ conj_product  # q̂^-1 q_t, (N, 4)
+        sign = ops.where(r[:, 0] < 0, -one, one)
+        w, u = r[:, 0] * sign, r[:, 1:]  # (u's sign is folded into the velocity below)
+        s2 = (u * u).sum(1)
+        s = ops.sqrt0(s2)
+        theta = ops.atan2(s, w)
+        small = s2 < 1e-6  # quat_to_rotvec's Taylor branch: log(r) = u * 2 atan(s / w) / s
+        ws = ops.where(small, w, 1.0)
+        r2 = s2 / (ws * ws)
+        scale = ops.where(small, (2.0 / ws) * (1.0 - r2 / 3.0 + r2 * r2 / 5.0),
+                          2.0 * theta / ops.where(small, 1.0, s))  # fmt: skip
+        dprev = dprev + a_d * (u * (scale * sign * fps)[:, None] - dprev)  # ω = log(r) * fps
+        cut = c0 + c1 * ops.sqrt0((dprev * dprev).sum(1))
+        step = cut / (cut + 1.0)
+        tiny = theta < 1e-5  # quat_slerp's normalised-lerp branch
+        sin_th = ops.where(tiny, 1.0, ops.sin(theta))
+        rest = 1.0 - step
+        w0 = ops.where(tiny, rest, ops.sin(rest * theta) / sin_th)
+        w1 = ops.where(tiny, step, ops.sin(step * theta) / sin_th) * sign
+        blend = w0[:, None] * prev + w1[:, None] * x
+        prev = blend / ops.sqrt((blend * blend).sum(1))[:, None]
         out[i] = prev
-    return out
 
 
 @numpy_in_numpy_out
