@@ -56,3 +56,15 @@ def test_the_rotations_benchmark_without_a_peer_stops_unless_told_to_leave_it_ou
     done = _rotations(tmp_path, "--allow-missing-peers", hide_roma=True)
     assert done.returncode == 0, done.stderr[-600:]
     assert "roma is not installed" in done.stdout and "roma/sk" not in done.stdout and "scipy/sk" in done.stdout
+
+
+def test_the_smoothing_benchmark_agrees_before_and_after_and_prints_the_table(mocap_dir, tmp_path):
+    done = subprocess.run([sys.executable, str(BENCHMARKS / "smoothing.py"), "--frames", "3000", "--repeats", "1"],
+                          capture_output=True, text=True, timeout=300, check=False,
+                          env={**os.environ, "SKELANIM_DATA": str(mocap_dir)}, cwd=tmp_path)  # fmt: skip
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    assert "TOO LARGE" not in done.stdout and "Traceback" not in done.stderr
+    rows = [line.split() for line in done.stdout.splitlines() if line.startswith(("rotations ", "positions "))]
+    assert [row[:3] for row in rows] == [["rotations", "take", "2,752"], ["positions", "take", "2,752"],
+                                         ["rotations", "tiled", "3,000"], ["positions", "tiled", "3,000"]]  # fmt: skip
+    assert all(float(row[-1]) <= 1e-5 and row[5].endswith("x") for row in rows)
