@@ -155,6 +155,27 @@ def test_a_numpy_without_its_string_functions_reads_a_time_column_cell_by_cell(t
     assert fast[2] == pytest.approx(30.0, rel=1e-3)
 
 
+def test_a_numpy_whose_loadtxt_hands_converters_bytes_reads_a_time_column(tmp_path, monkeypatch):
+    """NumPy 1.x's loadtxt (default encoding "bytes") gives converters bytes, not str: under numpy 1.26 every CSV
+    with a time column had failed with "TypeError: a bytes-like object is required" while its digits were counted
+    (found by running the suite under numpy 1.26.4). Emulated here, with numpy 1.x's missing np.strings: the same
+    names, positions and rate."""
+    path = tmp_path / "t.csv"
+    path.write_text("time,a_x,a_y,a_z\n0.0,0,1,0\n0.0333,0,1.1,0\n0.0667,0,1.2,0\n0.1,0,1.3,0\n")
+    expected = positions_csv.read_csv(path)
+    real_loadtxt = np.loadtxt
+
+    def loadtxt_of_numpy_1(*args, converters=None, **kwargs):
+        as_bytes = {column: (lambda cell, f=f: f(cell.encode("latin-1"))) for column, f in (converters or {}).items()}
+        return real_loadtxt(*args, converters=as_bytes or None, **kwargs)
+
+    monkeypatch.setattr(np, "loadtxt", loadtxt_of_numpy_1)
+    monkeypatch.setattr(positions_csv, "_COLUMN_STRINGS", False)  # nor has numpy 1.x np.strings
+    monkeypatch.setattr(np, "strings", None, raising=False)
+    got = positions_csv.read_csv(path)
+    assert got[0] == expected[0] and np.array_equal(got[1], expected[1]) and got[2] == expected[2]
+
+
 # ---------------------------------------------------------------------------------------- errors and odd files
 
 

@@ -240,11 +240,13 @@ def _read_fast(path: str | os.PathLike) -> tuple[list[str], np.ndarray, float | 
                 header = _read_header(csv.reader(iter(handle.readline, "")), path)
                 time_cells: list[str] = []
 
-                def time_value(cell: str) -> float:  # the time texts are kept: their digits give the rounding
-                    time_cells.append(cell)
-                    return float(cell)
+                def time_value(cell: str | bytes) -> float:  # the time texts are kept: their digits give the rounding
+                    # numpy before 2.0 hands converters bytes (loadtxt's default encoding was "bytes")
+                    text = cell.decode("latin-1") if isinstance(cell, bytes) else cell
+                    time_cells.append(text)
+                    return float(text)
 
-                converters: dict[int | str, Callable[[str], float]] | None = (
+                converters: dict[int | str, Callable[[str | bytes], float]] | None = (
                     None if header.time_col is None else {header.time_col: time_value}
                 )
                 first = handle.readline()
