@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test tools bench docs clean
+.PHONY: demo test test-oldest tools bench docs clean
 
 # Where torch comes from: pip's own settings by default; on a plain PyPI machine, Linux gets torch's CUDA build
 # (gigabytes), so `make test TORCH_INDEX=https://download.pytorch.org/whl/cpu` asks for the CPU one.
@@ -39,6 +39,19 @@ demo: $(STAMP)
 test: $(STAMP) tools
 	$(PY) -m pytest -n 2 -q
 
+# The oldest NumPy the project admits (pyproject: numpy>=1.26), in its own environment: the array-handling tests under
+# it (mypy's check needs the current NumPy's type stubs and is left out). CI runs it after `make test`.
+OLDEST := .venv-oldest
+$(OLDEST)/.installed: pyproject.toml setup.py src/skelanim/io/_bvh_numbers.c
+	rm -rf $(OLDEST)
+	$(PYTHON) -m venv $(OLDEST)
+	$(OLDEST)/bin/python -m pip install --quiet torch==2.13.0 numpy==1.26.4 $(if $(TORCH_INDEX),--index-url $(TORCH_INDEX))
+	$(OLDEST)/bin/python -m pip install --quiet -e '.[test]' numpy==1.26.4
+	touch $@
+
+test-oldest: $(OLDEST)/.installed
+	$(OLDEST)/bin/python -m pytest -n 2 -q -p no:cacheprovider tests/io tests/core tests/ops tests/data tests/metrics
+
 docs: $(STAMP)
 	$(PY) docs/api.py out/docs/api
 
@@ -46,4 +59,4 @@ bench: $(STAMP)
 	$(PY) benchmarks/bvh_io.py
 
 clean:
-	rm -rf $(VENV) $(BLENDER_VENV) out .pytest_cache .hypothesis
+	rm -rf $(VENV) $(OLDEST) $(BLENDER_VENV) out .pytest_cache .hypothesis

@@ -143,7 +143,7 @@ def test_digit_counts_on_the_whole_column_match_cell_by_cell(cells):
 
 
 def test_a_numpy_without_its_string_functions_reads_a_time_column_cell_by_cell(tmp_path, monkeypatch):
-    """NumPy before 2.2 (which the project's numpy>=1.24 admits) has no np.strings.partition: reading a CSV with a
+    """NumPy before 2.2 (which the project's numpy>=1.26 admits) has no np.strings.partition: reading a CSV with a
     time column had ended in AttributeError; it counts the cells one by one, to the same frame rate."""
     path = tmp_path / "t.csv"
     path.write_text("time,a_x,a_y,a_z\n0.0,0,1,0\n0.0333,0,1.1,0\n0.0667,0,1.2,0\n0.1,0,1.3,0\n")
