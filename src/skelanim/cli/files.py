@@ -173,7 +173,7 @@ def describe(motion: Motion, path: str) -> dict:
 
 @app.command()
 def info(
-    files: list[Path] = typer.Argument(..., help="Motion files (.bvh, DeepMimic .txt/.json, .glb/.gltf)."),
+    files: list[Path] = typer.Argument(..., help="Motion files (.bvh, DeepMimic .txt/.json, .glb/.gltf, .fbx through Blender)."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object (a list of them for several files)."),
 ) -> None:
     """Show joints, frames, fps, duration, channel orders, height and the up axis guess of each FILE.
@@ -219,16 +219,17 @@ def _print_descriptions(described: list[dict[str, Any]]) -> None:
 
 #: Output suffixes that record whether a clip loops.
 LOOPING_FORMATS = (".txt", ".json", ".glb", ".gltf")
+UPRIGHT_FORMATS = (".glb", ".gltf", ".fbx")  # written in metres and turned from the source's up axis (--up)
 
 
 #: The options ``convert`` and ``convert-all`` share, each a factory of its typer option.
 CONVERT_OPTIONS: dict[str, Callable[[], Any]] = {
     "fps": lambda: typer.Option(None, "--fps", help="Resample to this frame rate (slerp)."),
-    "scale": lambda: typer.Option(None, "--scale", help="Multiply all lengths by this factor (a .glb/.gltf output is in "
-                                  "metres already: --scale 0.01 makes a cm figure 100 times smaller)."),
+    "scale": lambda: typer.Option(None, "--scale", help="Multiply all lengths by this factor (a .glb/.gltf/.fbx output is "
+                                  "in metres already: --scale 0.01 makes a cm figure 100 times smaller)."),
     "loop": lambda: typer.Option(None, "--loop", help="Whether the clip loops, for outputs that say so (DeepMimic's "
                                  "Loop, kept in a .glb/.gltf): wrap or none (default: the source's, else none)."),
-    "up": lambda: typer.Option(None, "--up", help=UP_HELP + " A .glb/.gltf output is turned from it to +Y up."),
+    "up": lambda: typer.Option(None, "--up", help=UP_HELP + " A .glb/.gltf/.fbx output is turned from it to +Y up."),
     "simple_channels": lambda: typer.Option(False, "--simple-channels", help="BVH output: position channels on the "
                                             "root alone, zero root offset (a static root of one child folded away), "
                                             "as pybvh, three.js and engine importers all read alike."),
@@ -240,7 +241,7 @@ CONVERT_OPTIONS: dict[str, Callable[[], Any]] = {
 def convert(
     src: Path = typer.Argument(..., help="Input motion file."),
     dst_arg: Path | None = typer.Argument(None, metavar="DST", show_default=False,
-                                          help="Output file; its suffix picks the format (.bvh, .txt, .npz, .csv, ...)."),
+                                          help="Output file; its suffix picks the format (.bvh, .txt, .glb, .fbx, .npz, .csv, ...)."),
     dst_opt: Path | None = typer.Option(None, "-o", "--out", help="The output, if not given as DST."),
     fps: float | None = CONVERT_OPTIONS["fps"](),
     scale: float | None = CONVERT_OPTIONS["scale"](),
@@ -279,10 +280,10 @@ def convert_all(
                                          ".bvh files, or those of --from)."),
     out_dir: Path = typer.Option(..., "-o", "--out-dir", help="Folder of the outputs (made if missing): each "
                                  "source's name with the --to suffix."),
-    to: str = typer.Option(..., "--to", help="The outputs' format, as a suffix: .bvh, .txt, .json, .glb, .gltf, .npz, "
-                           ".npy or .csv."),
+    to: str = typer.Option(..., "--to", help="The outputs' format, as a suffix: .bvh, .txt, .json, .glb, .gltf, .fbx, "
+                           ".npz, .npy or .csv."),
     from_suffixes: str = typer.Option(".bvh", "--from", help="Suffixes read from a folder, comma-separated "
-                                      "(.bvh,.txt,.json,.glb,.gltf)."),
+                                      "(.bvh,.txt,.json,.glb,.gltf,.fbx)."),
     fps: float | None = CONVERT_OPTIONS["fps"](),
     scale: float | None = CONVERT_OPTIONS["scale"](),
     loop: str | None = CONVERT_OPTIONS["loop"](),
@@ -381,8 +382,8 @@ def check_convert_options(suffix: str, *, fps: float | None, scale: float | None
                                  f"a {suffix or 'suffix-less'} file has no loop field ({', '.join(LOOPING_FORMATS)} do)",
                                  param_hint="--loop")  # fmt: skip
     up_axis = check_up(up)
-    if up_axis is not None and suffix.lower() not in (".glb", ".gltf") and not edits.turns:
-        raise typer.BadParameter(f"a {suffix or 'suffix-less'} file keeps the source's axes; --up is for .glb/.gltf, "
+    if up_axis is not None and suffix.lower() not in UPRIGHT_FORMATS and not edits.turns:
+        raise typer.BadParameter(f"a {suffix or 'suffix-less'} file keeps the source's axes; --up is for .glb/.gltf/.fbx, "
                                  "--face and --to-origin", param_hint="--up")  # fmt: skip
     if simple_channels and suffix.lower() != ".bvh":
         raise typer.BadParameter(f"channels are a BVH file's; a {suffix or 'suffix-less'} output has none",
@@ -422,7 +423,7 @@ def convert_file(src: Path, dst: Path, *, fps: float | None = None, scale: float
     if simple_channels:
         with naming_the_file(src):  # a joint's animated translation: the file is the source's
             motion = ops.simplify_channels(motion)
-    turned = up_axis is not None and dst.suffix.lower() in (".glb", ".gltf")  # the other formats keep the axes
+    turned = up_axis is not None and dst.suffix.lower() in UPRIGHT_FORMATS  # the other formats keep the axes
     skelanim.save(motion, dst, **({"up_axis": up_axis} if turned else {}))
     if not quiet:
         typer.echo(f"wrote {dst} ({motion.num_frames} frames at {motion.fps:g} fps)")

@@ -15,7 +15,7 @@ from skelanim.cli import app
 from skelanim.cli.files import UP_HELP, check_up, load_one_figure
 from skelanim.cli.ik import POSITIONS_FPS_HELP, POSITIONS_SCALE_HELP, model_unit, read_positions
 
-SRC_HELP = ("A motion file (.bvh, DeepMimic .txt, .glb/.gltf), or joint positions (.npy/.npz/.csv) solved to "
+SRC_HELP = ("A motion file (.bvh, DeepMimic .txt, .glb/.gltf, .fbx), or joint positions (.npy/.npz/.csv) solved to "
             "rotations by the shipped IK model first.")  # fmt: skip
 
 

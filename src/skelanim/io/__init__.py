@@ -8,6 +8,7 @@
 ``.bvh``                  :mod:`skelanim.io.bvh` (BVH of any exporter)
 ``.txt`` / ``.json``      :mod:`skelanim.io.deepmimic` (DeepMimic humanoid clips)
 ``.glb`` / ``.gltf``      :mod:`skelanim.io.gltf` (skinned skeleton + animation for game engines)
+``.fbx``                  :mod:`skelanim.io.fbx` (armature + animation, through Blender: it must be installed)
 ``.npy .npz .csv``        :mod:`skelanim.io.positions` (joint-position arrays: save a Motion (its FK positions)
                           or JointPositions; load with :func:`load_positions`)
 ========================  ==========================================================
@@ -36,6 +37,7 @@ MOTION_FORMATS: dict[str, str] = {
     ".json": "skelanim.io.deepmimic",
     ".glb": "skelanim.io.gltf",
     ".gltf": "skelanim.io.gltf",
+    ".fbx": "skelanim.io.fbx",
 }
 POSITION_FORMATS: dict[str, str] = {
     ".npy": "skelanim.io.positions",

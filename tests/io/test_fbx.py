@@ -1,0 +1,118 @@
+"""FBX through Blender (skelanim.io.fbx), checked against Blender's own reading of each file: the FBX we write,
+imported by Blender, puts every joint where our forward kinematics does (in metres, Z up); an FBX Blender writes, of
+an armature placed as Mixamo's are (turned 90 degrees about X, scaled 0.01), reads as Blender poses it; and the
+failures are one line naming the file (tests/helpers/blender.py says where Blender's ``bpy`` lives)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from blender import blender_python, heads_by_name, run_blender, y_up_to_z_up, z_up_to_y_up  # tests/helpers
+from cli_output import run_cli  # tests/helpers
+
+import skelanim
+from skelanim.data.samples import sample_path
+from skelanim.errors import FormatError
+from skelanim.io import fbx
+from skelanim.ops import resample, turned_up
+
+TOLERANCE = 2e-5  # of the figure's extent, as in test_blender_peer.py
+
+
+@pytest.fixture
+def blender(monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Blender's Python, named by SKELANIM_BLENDER for skelanim.io.fbx."""
+    python = blender_python()
+    monkeypatch.setenv(fbx.BLENDER_ENV, str(python))
+    return python
+
+
+def _walk() -> skelanim.Motion:
+    return resample(skelanim.load(sample_path("walk.txt")), 30.0)  # DeepMimic's walk at a whole rate, metres, Y up
+
+
+def _close(ours: np.ndarray, theirs: np.ndarray, what: str) -> None:
+    extent = float(np.ptp(ours.reshape(-1, 3), axis=0).max())
+    worst = float(np.abs(ours - theirs).max())
+    assert worst <= TOLERANCE * extent, f"{what}: joints differ by up to {worst:.3g} (extent {extent:.3g})"
+
+
+def test_blender_reads_our_fbx_where_our_kinematics_puts_every_joint(blender: Path, tmp_path: Path) -> None:
+    walk = _walk()
+    skelanim.save(walk, tmp_path / "walk.fbx")
+    job = run_blender({"import": {"path": str(tmp_path / "walk.fbx"), "format": "fbx"}}, tmp_path)
+    assert len(job["frames"]) == walk.num_frames
+    assert float(job["fps"]) == pytest.approx(30.0, rel=1e-4)
+    _close(y_up_to_z_up(walk.positions().numpy()), heads_by_name(job, list(walk.skeleton.names)), "our FBX")
+
+
+def test_units_and_up_axis_become_metres_and_blenders_z_up(blender: Path, tmp_path: Path) -> None:
+    """The walk in centimetres and turned to Z up: the FBX is in metres, standing up in Blender as the Y-up
+    original does (the BVH step turns it to Y up, Blender's import back to Z up)."""
+    walk = _walk()
+    tall, _ = turned_up(skelanim.ops.scale(walk, 100.0), 2)
+    skelanim.save(tall, tmp_path / "tall.fbx", scale="cm")
+    job = run_blender({"import": {"path": str(tmp_path / "tall.fbx"), "format": "fbx"}}, tmp_path)
+    _close(y_up_to_z_up(walk.positions().numpy()), heads_by_name(job, list(walk.skeleton.names)), "cm, Z up")
+
+
+def test_we_read_blenders_fbx_of_an_armature_placed_as_mixamos(blender: Path, tmp_path: Path) -> None:
+    """Blender exports an armature turned 90 degrees about X, scaled by 0.01 and moved: read back, every joint is
+    where Blender's pose puts it (its Z up as our Y up), in metres; the rate and frame count are the scene's."""
+    skelanim.save(_walk(), tmp_path / "walk.bvh")
+    made = tmp_path / "placed.fbx"
+    job = run_blender({"import": {"path": str(tmp_path / "walk.bvh"), "format": "bvh"},
+                       "object": {"location": [0.5, 1.0, 0.0], "rotation_deg": [90, 0, 0], "scale": [0.01] * 3},
+                       "export": {"path": str(made), "format": "fbx"}}, tmp_path)  # fmt: skip
+    motion = skelanim.load(made)
+    assert motion.metadata["format"] == "fbx" and motion.metadata["units"] == "m"
+    assert motion.num_frames == len(job["frames"]) and motion.fps == pytest.approx(float(job["fps"]), rel=1e-6)
+    _close(motion.positions().numpy(), z_up_to_y_up(heads_by_name(job, list(motion.skeleton.names))), "placed")
+
+
+def test_convert_round_trip_through_fbx(blender: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``skelanim convert`` both ways: a Bandai-sized walk in centimetres comes back in metres, joint for joint."""
+    walk = skelanim.ops.scale(_walk(), 100.0)
+    skelanim.save(walk, tmp_path / "walk.bvh")
+    assert run_cli(["convert", str(tmp_path / "walk.bvh"), str(tmp_path / "walk.fbx")], capsys)[0] == 0
+    assert run_cli(["convert", str(tmp_path / "walk.fbx"), str(tmp_path / "back.bvh")], capsys)[0] == 0
+    back = skelanim.load(tmp_path / "back.bvh")
+    names = list(walk.skeleton.names)
+    ours = back.positions().numpy()[:, [back.skeleton.names.index(n) for n in names]]
+    _close(walk.positions().numpy() * 0.01, ours, "BVH -> FBX -> BVH")
+
+
+def test_a_file_blender_cannot_import_is_one_line_naming_it(blender: Path, tmp_path: Path,
+                                                            capsys: pytest.CaptureFixture[str]) -> None:  # fmt: skip
+    bad = tmp_path / "bad.fbx"
+    bad.write_bytes(b"Kaydara FBX Binary  \x00" + bytes(64))
+    with pytest.raises(FormatError, match=r"bad\.fbx: Blender") as caught:
+        skelanim.load(bad)
+    assert "\n" not in str(caught.value)
+    code, out, err = run_cli(["info", str(bad)], capsys)
+    assert code == 2 and out == "" and err.count("\n") == 1 and "bad.fbx: Blender" in err, err
+
+
+def test_without_blender_fbx_says_how_to_get_it_and_writes_nothing(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+                                                                  capsys: pytest.CaptureFixture[str]) -> None:  # fmt: skip
+    monkeypatch.setenv(fbx.BLENDER_ENV, str(tmp_path / "no-blender"))
+    with pytest.raises(fbx.BlenderNotFoundError, match="SKELANIM_BLENDER=.*names no file"):
+        skelanim.save(_walk(), tmp_path / "walk.fbx")
+    monkeypatch.delenv(fbx.BLENDER_ENV)
+    monkeypatch.setenv("PATH", str(tmp_path))  # no `blender` command
+    monkeypatch.setattr(fbx.importlib.util, "find_spec", lambda name: None)  # and no bpy here
+    skelanim.save(_walk(), tmp_path / "walk.bvh")
+    code, _, err = run_cli(["convert", str(tmp_path / "walk.bvh"), str(tmp_path / "walk.fbx")], capsys)
+    assert code == 2 and "pip install bpy" in err and err.count("\n") == 1, err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["walk.bvh"]
+
+
+def test_nothing_is_written_when_blender_fails(blender: Path, tmp_path: Path,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+    """A Blender run that fails part-way leaves no FBX and no temporary file behind."""
+    monkeypatch.setattr(fbx, "JOB", tmp_path / "missing_job.py")
+    with pytest.raises(FormatError, match=r"out\.fbx: Blender failed"):
+        skelanim.save(_walk(), tmp_path / "out.fbx")
+    assert list(tmp_path.iterdir()) == []
