@@ -12,6 +12,8 @@ Usage: ``python blender_job.py SPEC.json``, where the spec holds
   rate; the action's frame range is made whole frames;
 * ``object`` (optional): ``{"location": [x, y, z], "rotation_deg": [x, y, z], "scale": [x, y, z]}`` for the
   armature object, set before export;
+* ``second_take`` (optional): ``{"name": ..., "bone": ..., "offset": [x, y, z]}``: a copy of the action with that
+  bone's location keys moved, made the active action (the original kept in an NLA track), so an FBX holds both;
 * ``export`` (optional): ``{"path": ..., "format": "bvh" | "glb" | "fbx", "rotate_mode": ... (bvh)}``, an FBX with
   the settings docs/engines.md gives;
 * ``heads``: the output ``.npz`` (``names`` (J,), ``heads`` (F, J, 3) in Blender's world, Z up, ``frames`` (F,)
@@ -62,6 +64,21 @@ def _export(spec: dict, armature: bpy.types.Object, first: int, last: int) -> No
                                   export_frame_range=True)  # the scene's range: the action's may end a frame short
 
 
+def _second_take(armature: bpy.types.Object, name: str, bone: str, offset: list[float]) -> None:
+    """A copy of the active action named ``name``, ``bone``'s location keys moved by ``offset`` (in the bone's rest
+    frame), made the active action; the original kept in an NLA track (an FBX export writes both as takes)."""
+    original = armature.animation_data.action
+    copy = original.copy()
+    copy.name = name
+    for curve in copy.fcurves:
+        if curve.data_path == f'pose.bones["{bone}"].location':
+            for key in curve.keyframe_points:
+                for point in (key.co, key.handle_left, key.handle_right):
+                    point[1] += offset[curve.array_index]
+    armature.animation_data.nla_tracks.new().strips.new(original.name, 1, original)
+    armature.animation_data.action = copy
+
+
 def main(spec_path: str) -> None:
     with open(spec_path, encoding="utf-8") as f:
         spec = json.load(f)
@@ -75,6 +92,8 @@ def main(spec_path: str) -> None:
         armature.rotation_euler = [math.radians(a) for a in placed["rotation_deg"]]
     if "scale" in placed:
         armature.scale = placed["scale"]
+    if "second_take" in spec:
+        _second_take(armature, **spec["second_take"])
     action = armature.animation_data.action
     start, end = action.frame_range
     first, last = round(start), round(end)

@@ -33,6 +33,11 @@ def _walk() -> skelanim.Motion:
     return resample(skelanim.load(sample_path("walk.txt")), 30.0)  # DeepMimic's walk at a whole rate, metres, Y up
 
 
+def _in_order(motion: skelanim.Motion, like: skelanim.Motion) -> np.ndarray:
+    """``motion``'s joint positions (F, J, 3) in the joint order of ``like`` (Blender orders bones its own way)."""
+    return motion.positions().numpy()[:, [motion.skeleton.names.index(n) for n in like.skeleton.names]]
+
+
 def _close(ours: np.ndarray, theirs: np.ndarray, what: str) -> None:
     extent = float(np.ptp(ours.reshape(-1, 3), axis=0).max())
     worst = float(np.abs(ours - theirs).max())
@@ -70,6 +75,31 @@ def test_we_read_blenders_fbx_of_an_armature_placed_as_mixamos(blender: Path, tm
     assert motion.metadata["format"] == "fbx" and motion.metadata["units"] == "m"
     assert motion.num_frames == len(job["frames"]) and motion.fps == pytest.approx(float(job["fps"]), rel=1e-6)
     _close(motion.positions().numpy(), z_up_to_y_up(heads_by_name(job, list(motion.skeleton.names))), "placed")
+
+
+def test_an_fbx_of_two_takes_reads_either_by_name_or_index(blender: Path, tmp_path: Path) -> None:
+    """Blender writes the walk and a copy whose root is moved 0.5 m as two takes: each reads by name and by index
+    (``metadata["fbx_takes"]``), the moved one rigidly 0.5 m from the other, which is the walk itself."""
+    walk = _walk()
+    skelanim.save(walk, tmp_path / "walk.bvh")
+    made = tmp_path / "two.fbx"
+    run_blender({"import": {"path": str(tmp_path / "walk.bvh"), "format": "bvh", "axes": "y_up"},
+                 "second_take": {"name": "shifted", "bone": "root", "offset": [0.3, 0.0, 0.4]},
+                 "export": {"path": str(made), "format": "fbx"}}, tmp_path)  # fmt: skip
+    takes = skelanim.load(made).metadata["fbx_takes"]
+    moved_name = next(t for t in takes if "shifted" in t)
+    moved = skelanim.load(made, animation=moved_name)
+    assert moved.metadata["fbx_take"] == moved_name
+    assert np.array_equal(skelanim.load(made, animation=takes.index(moved_name)).positions(), moved.positions())
+    others = [skelanim.load(made, animation=t) for t in takes if t != moved_name]
+    plain = [m for m in others if np.abs(_in_order(m, walk) - walk.positions().numpy()).max() < 1e-4]
+    assert plain, f"no take of {takes} is the walk itself"
+    shift = _in_order(moved, walk) - _in_order(plain[0], walk)
+    assert np.allclose(shift, shift[0, 0], atol=1e-5) and np.linalg.norm(shift[0, 0]) == pytest.approx(0.5, abs=1e-5)
+    with pytest.raises(FormatError, match=r"two\.fbx: no take 'run'; its takes are '"):
+        skelanim.load(made, animation="run")
+    with pytest.raises(FormatError, match=rf"two\.fbx: no take {len(takes)}; it has {len(takes)}"):
+        skelanim.load(made, animation=len(takes))
 
 
 def test_convert_round_trip_through_fbx(blender: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -26,7 +26,7 @@ import tempfile
 from pathlib import Path
 
 from skelanim.core.motion import Motion
-from skelanim.errors import FormatError, ShapeError
+from skelanim.errors import FormatError, ShapeError, SkelanimError
 from skelanim.io import bvh, gltf
 from skelanim.io.atomic import atomic_path
 from skelanim.io.common import require_finite_motion
@@ -98,16 +98,24 @@ def _run_blender(args: list[str], path: str | os.PathLike) -> None:
         raise FormatError(f"Blender failed (exit status {done.returncode}): {last}", path=path)
 
 
-def load(path: str | os.PathLike) -> Motion:
-    """Read an FBX file's armature and its animation (Blender's active action; an armature without one gives one
-    rest-pose frame) as a Motion in metres, Y up.
+def load(path: str | os.PathLike, *, animation: int | str | None = None) -> Motion:
+    """Read an FBX file's armature and one of its animations (takes) as a Motion in metres, Y up.
+
+    Parameters
+    ----------
+    path:
+        The file.
+    animation:
+        The take to read: its name as Blender names it (``metadata["fbx_takes"]`` lists them) or its index there;
+        by default the armature's active one. An armature without animation gives one rest-pose frame.
 
     Raises
     ------
     FileNotFoundError, IsADirectoryError, PermissionError
         ``path`` cannot be read.
     FormatError
-        Blender cannot import it, or it holds no armature or several (the message is Blender's).
+        Blender cannot import it, or it holds no armature or several (the message is Blender's), or no take
+        ``animation``.
     BlenderNotFoundError
         No Blender (:func:`blender_command`).
     """
@@ -119,12 +127,26 @@ def load(path: str | os.PathLike) -> Motion:
         if not glb.is_file() or not info.is_file():
             raise FormatError("Blender wrote no glTF of it", path=path)
         scene = json.loads(info.read_text(encoding="utf-8"))
-        motion = gltf.load(glb)
-    # Blender's glTF exporter times keys by fps * fps_base where the rate is fps / fps_base (29.97 came out as
-    # 30.03): the frames are the scene's, one per key, so the scene's own rate is the motion's
-    fps = float(scene["fps"]) if scene["frames"] and motion.num_frames == scene["frames"] else motion.fps
-    metadata = {k: v for k, v in motion.metadata.items() if k not in ("animation",)}
-    return motion.copy(fps=fps, metadata={**metadata, "format": "fbx", "path": str(path), "units": "m"})
+        takes: list[str] = scene["takes"] if scene["active"] is not None else []
+        if animation is None:
+            animation = scene["active"] or 0
+        elif not isinstance(animation, str):
+            if not 0 <= int(animation) < max(len(takes), 1):
+                raise FormatError(f"no take {animation}; it has {len(takes)}", path=path)
+            animation = takes[int(animation)] if takes else 0  # takes are named the same in the glTF
+        elif animation not in takes:
+            raise FormatError(f"no take {animation!r}; its takes are {', '.join(map(repr, takes)) or 'none'}", path=path)
+        try:
+            motion = gltf.load(glb, animation=animation)
+        except SkelanimError as exc:  # about the intermediate glTF: say it of the FBX
+            raise FormatError(exc.message, path=path) from None
+    # Blender's glTF exporter times its keys, one per frame, by fps * fps_base where the scene's rate is
+    # fps / fps_base (an FBX at 29.97 fps came out at 30.03): the motion's rate is the scene's
+    written, true = scene["fps"] * scene["fps_base"], scene["fps"] / scene["fps_base"]
+    fps = true if motion.num_frames > 1 and abs(motion.fps - written) <= 1e-4 * written else motion.fps
+    metadata = {k: v for k, v in motion.metadata.items() if k != "animation"}
+    return motion.copy(fps=fps, metadata={**metadata, "format": "fbx", "path": str(path), "units": "m",
+                                          "fbx_take": motion.metadata.get("animation"), "fbx_takes": takes})  # fmt: skip
 
 
 def save(motion: Motion, path: str | os.PathLike, *, scale: float | str | None = None,

@@ -2,7 +2,8 @@
 _blender_fbx.py -- ...``) or by a Python with Blender's ``bpy`` module (``python _blender_fbx.py -- ...``); it imports
 nothing of skelanim.
 
-    ... -- read FBX GLB INFO    an FBX's armature and its animation as a GLB; INFO (JSON): the scene's frame rate
+    ... -- read FBX GLB INFO    an FBX's armature and its animations (every take) as a GLB; INFO (JSON): the
+                                scene's frame rate (fps, fps_base), the active take and all takes' names
     ... -- write BVH FBX SCALE  a BVH (Y up) as an FBX of its armature: imported at SCALE (metres per unit) turned to
                                 Blender's Z up, exported baked at every frame (Simplify 0), no leaf bones, FBX units
                                 scale, forward -Z, up Y (docs/engines.md's settings)
@@ -35,17 +36,15 @@ def only_armature() -> bpy.types.Object:
     return armatures[0]
 
 
-def frame_range(armature: bpy.types.Object) -> tuple[int, int] | None:
-    """The armature's action's whole frames (keys at float seconds land a hair off them), or ``None`` unanimated."""
-    if armature.animation_data is None or armature.animation_data.action is None:
-        return None
-    action = armature.animation_data.action
-    start, end = action.frame_range
-    first, last = round(start), round(end)
-    action.use_frame_range, action.frame_start, action.frame_end = True, first, last
-    scene = bpy.context.scene
-    scene.frame_start, scene.frame_end = first, last
-    return first, last
+def whole_frame_ranges(armature: bpy.types.Object) -> None:
+    """Every action's range made whole frames (keys at float seconds land a hair off them: 126.99999, where the glTF
+    exporter would cut the last frame), the scene's that of the armature's active action."""
+    for action in bpy.data.actions:
+        start, end = action.frame_range
+        action.use_frame_range, action.frame_start, action.frame_end = True, round(start), round(end)
+    if armature.animation_data is not None and armature.animation_data.action is not None:
+        scene = bpy.context.scene
+        scene.frame_start, scene.frame_end = (round(f) for f in armature.animation_data.action.frame_range)
 
 
 def read(fbx: str, glb: str, info: str) -> None:
@@ -54,23 +53,28 @@ def read(fbx: str, glb: str, info: str) -> None:
     except RuntimeError as exc:  # Blender's importer reports a bad file this way
         fail(str(exc).strip().splitlines()[-1] if str(exc).strip() else "Blender could not import it")
     armature = only_armature()
-    frames = frame_range(armature)
+    whole_frame_ranges(armature)
+    active = armature.animation_data.action if armature.animation_data is not None else None
     bpy.ops.object.select_all(action="DESELECT")
     armature.select_set(True)
     bpy.context.view_layer.objects.active = armature
-    bpy.ops.export_scene.gltf(filepath=glb, export_format="GLB", use_selection=True, export_animations=frames is not None,
-                              export_frame_range=True, export_force_sampling=True)  # fmt: skip
+    bpy.ops.export_scene.gltf(filepath=glb, export_format="GLB", use_selection=True, export_animations=active is not None,
+                              export_animation_mode="ACTIONS", export_frame_range=False, export_force_sampling=True)  # fmt: skip
     render = bpy.context.scene.render
     with open(info, "w", encoding="utf-8") as handle:
-        json.dump({"fps": render.fps / render.fps_base, "frames": None if frames is None else frames[1] - frames[0] + 1},
-                  handle)  # fmt: skip
+        json.dump({"fps": render.fps, "fps_base": render.fps_base, "active": None if active is None else active.name,
+                   "takes": [a.name for a in bpy.data.actions if _moves_bones(a)]}, handle)  # fmt: skip
+
+
+def _moves_bones(action: bpy.types.Action) -> bool:
+    """Whether ``action`` animates pose bones (the glTF exporter writes such actions as the armature's animations)."""
+    return any(curve.data_path.startswith("pose.bones") for curve in action.fcurves)
 
 
 def write(bvh: str, fbx: str, scale: float) -> None:
     bpy.ops.import_anim.bvh(filepath=bvh, global_scale=scale, rotate_mode="NATIVE", axis_forward="-Z", axis_up="Y",
                             frame_start=1, use_fps_scale=False, update_scene_fps=True, update_scene_duration=True)  # fmt: skip
-    armature = only_armature()
-    frame_range(armature)
+    whole_frame_ranges(only_armature())
     bpy.ops.export_scene.fbx(filepath=fbx, object_types={"ARMATURE"}, bake_anim=True, bake_anim_simplify_factor=0.0,
                              add_leaf_bones=False, axis_forward="-Z", axis_up="Y",
                              apply_scale_options="FBX_SCALE_UNITS")  # fmt: skip
