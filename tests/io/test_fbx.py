@@ -5,6 +5,7 @@ failures are one line naming the file (tests/helpers/blender.py says where Blend
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
@@ -77,9 +78,11 @@ def test_we_read_blenders_fbx_of_an_armature_placed_as_mixamos(blender: Path, tm
     _close(motion.positions().numpy(), z_up_to_y_up(heads_by_name(job, list(motion.skeleton.names))), "placed")
 
 
-def test_an_fbx_of_two_takes_reads_either_by_name_or_index(blender: Path, tmp_path: Path) -> None:
+def test_an_fbx_of_two_takes_reads_either_by_name_or_index(blender: Path, tmp_path: Path,
+                                                          capsys: pytest.CaptureFixture[str]) -> None:  # fmt: skip
     """Blender writes the walk and a copy whose root is moved 0.5 m as two takes: each reads by name and by index
-    (``metadata["fbx_takes"]``), the moved one rigidly 0.5 m from the other, which is the walk itself."""
+    (``metadata["fbx_takes"]``, which ``skelanim info`` shows), the moved one rigidly 0.5 m from the other, which is
+    the walk itself."""
     walk = _walk()
     skelanim.save(walk, tmp_path / "walk.bvh")
     made = tmp_path / "two.fbx"
@@ -96,6 +99,9 @@ def test_an_fbx_of_two_takes_reads_either_by_name_or_index(blender: Path, tmp_pa
     assert plain, f"no take of {takes} is the walk itself"
     shift = _in_order(moved, walk) - _in_order(plain[0], walk)
     assert np.allclose(shift, shift[0, 0], atol=1e-5) and np.linalg.norm(shift[0, 0]) == pytest.approx(0.5, abs=1e-5)
+    code, out, _ = run_cli(["info", str(made), "--json"], capsys)
+    facts = json.loads(out)
+    assert code == 0 and facts["takes"] == takes and facts["take"] in takes
     with pytest.raises(FormatError, match=r"two\.fbx: no take 'run'; its takes are '"):
         skelanim.load(made, animation="run")
     with pytest.raises(FormatError, match=rf"two\.fbx: no take {len(takes)}; it has {len(takes)}"):

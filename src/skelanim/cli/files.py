@@ -153,6 +153,9 @@ def describe(motion: Motion, path: str) -> dict:
     height = motion.height
     orders = Counter(skeleton.rotation_order(j) or "-" for j in range(skeleton.num_joints))
     channel_counts = Counter(len(c) for c in skeleton.channels)
+    takes = {}  # an FBX's animations: the one read, and all of them
+    if motion.metadata.get("fbx_takes"):
+        takes = {"take": motion.metadata.get("fbx_take"), "takes": motion.metadata["fbx_takes"]}
     return {
         "file": path,
         "joints": skeleton.num_joints,
@@ -168,6 +171,7 @@ def describe(motion: Motion, path: str) -> dict:
         "units_guess": guess_unit(motion.stature),  # from the bones: a crawl is as tall as it stands
         "up_axis": up_name(*motion.up_direction()),
         "left_right_pairs": len(skeleton.left_right_pairs()),
+        **takes,
     }
 
 
@@ -212,6 +216,8 @@ def _print_descriptions(described: list[dict[str, Any]]) -> None:
         for key, value in facts.items():
             if key == "joint_names":
                 value = " ".join(value)
+            elif key == "takes":
+                value = ", ".join(value)
             elif isinstance(value, float):
                 value = f"{value:.4g}"
             typer.echo(f"{key:>28}: {value}")
