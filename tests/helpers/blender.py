@@ -1,4 +1,5 @@
-"""Blender as a peer: its own BVH and glTF importers and exporters, the ones animators and game studios use.
+"""Blender as a peer: its own BVH and glTF importers and exporters, the ones animators and game studios use; and
+ufbx (:func:`run_ufbx`), the FBX loader Godot imports with, as a second reader of FBX files.
 
 Blender's Python module (``bpy``, Blender 4.5 LTS from PyPI) lives in its own environment, ``tools/blender/.venv``
 (``make tools`` makes it from ``tools/blender/requirements.txt``), because its wheels need Python 3.11 and NumPy
@@ -12,6 +13,7 @@ they fail; on a Python other than 3.11, which has no ``bpy`` wheel, they skip ev
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import subprocess
@@ -71,3 +73,20 @@ def heads_by_name(job: dict[str, np.ndarray], names: list[str]) -> np.ndarray:
     missing = [n for n in names if n not in bones]
     assert not missing, f"Blender has no bone for {missing} (bones: {bones})"
     return job["heads"][:, [bones.index(n) for n in names]]
+
+
+def run_ufbx(path: Path, work: Path, *, timeout: float = 300.0) -> dict[str, np.ndarray]:
+    """Read the FBX ``path`` with ufbx (:file:`ufbx_job.py`, in a subprocess: the bindings crash when their objects
+    are freed) and return its arrays: ``names`` (J,), ``heads`` (F, J, 3), ``fps``, ``key_times``, ``unit_meters``.
+    Skips without ufbx, or fails under ``SKELANIM_REQUIRE_PEERS=1`` (a test extra)."""
+    if importlib.util.find_spec("ufbx") is None:
+        if os.environ.get("SKELANIM_REQUIRE_PEERS") == "1":
+            pytest.fail("peer library ufbx required (pip install -e '.[test]')")
+        pytest.skip("peer library ufbx not installed")
+    out = work / f"ufbx_{path.stem}.npz"
+    done = subprocess.run([sys.executable, str(JOB.with_name("ufbx_job.py")), str(path), str(out)], check=False,
+                          capture_output=True, text=True, timeout=timeout)  # fmt: skip
+    if done.returncode != 0 or not out.is_file():
+        raise AssertionError(f"ufbx job failed (exit {done.returncode}):\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}")
+    with np.load(out) as arrays:
+        return {key: arrays[key] for key in arrays.files}

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from blender import blender_python, heads_by_name, run_blender, y_up_to_z_up, z_up_to_y_up  # tests/helpers
+from blender import blender_python, heads_by_name, run_blender, run_ufbx, y_up_to_z_up, z_up_to_y_up  # tests/helpers
 from cli_output import run_cli  # tests/helpers
 
 import skelanim
@@ -66,7 +66,8 @@ def test_units_and_up_axis_become_metres_and_blenders_z_up(blender: Path, tmp_pa
 
 def test_we_read_blenders_fbx_of_an_armature_placed_as_mixamos(blender: Path, tmp_path: Path) -> None:
     """Blender exports an armature turned 90 degrees about X, scaled by 0.01 and moved: read back, every joint is
-    where Blender's pose puts it (its Z up as our Y up), in metres; the rate and frame count are the scene's."""
+    where Blender's pose puts it (its Z up as our Y up), and where ufbx, reading the file, puts it, in metres; the
+    rate and frame count are the scene's."""
     skelanim.save(_walk(), tmp_path / "walk.bvh")
     made = tmp_path / "placed.fbx"
     job = run_blender({"import": {"path": str(tmp_path / "walk.bvh"), "format": "bvh"},
@@ -74,8 +75,12 @@ def test_we_read_blenders_fbx_of_an_armature_placed_as_mixamos(blender: Path, tm
                        "export": {"path": str(made), "format": "fbx"}}, tmp_path)  # fmt: skip
     motion = skelanim.load(made)
     assert motion.metadata["format"] == "fbx" and motion.metadata["units"] == "m"
-    assert motion.num_frames == len(job["frames"]) and motion.fps == pytest.approx(float(job["fps"]), rel=1e-6)
+    assert motion.num_frames == len(job["frames"]) and motion.fps == 30.0  # Blender's scene: 30.00003, from 0.033333 s
     _close(motion.positions().numpy(), z_up_to_y_up(heads_by_name(job, list(motion.skeleton.names))), "placed")
+    peer = run_ufbx(made, tmp_path)  # and as Godot's importer reads the file itself: its units, Y up
+    bones = [str(n) for n in peer["names"]]
+    heads = peer["heads"][:, [bones.index(n) for n in motion.skeleton.names]] * float(peer["unit_meters"])
+    _close(motion.positions().numpy(), heads, "placed, read by ufbx")
 
 
 def test_an_fbx_of_two_takes_reads_either_by_name_or_index(blender: Path, tmp_path: Path,
@@ -106,6 +111,34 @@ def test_an_fbx_of_two_takes_reads_either_by_name_or_index(blender: Path, tmp_pa
         skelanim.load(made, animation="run")
     with pytest.raises(FormatError, match=rf"two\.fbx: no take {len(takes)}; it has {len(takes)}"):
         skelanim.load(made, animation=len(takes))
+
+
+@pytest.mark.parametrize("fps", [24.0, 30000 / 1001, 120.0])
+def test_frame_rates_come_back_as_written(blender: Path, tmp_path: Path, fps: float) -> None:
+    """24, NTSC 29.97 and 120 fps through an FBX: Blender keeps such a rate as fps / fps_base (30 / 1.001) and its
+    glTF step times keys by fps * fps_base; the rate read is the one written, the frames the same."""
+    walk = resample(skelanim.load(sample_path("walk.txt")), fps)
+    skelanim.save(walk, tmp_path / "walk.fbx")
+    back = skelanim.load(tmp_path / "walk.fbx")
+    assert back.fps == fps and back.num_frames == walk.num_frames
+    _close(walk.positions().numpy(), _in_order(back, walk), f"{fps:g} fps")
+
+
+@pytest.mark.parametrize("fps", [24.0, 30000 / 1001, 120.0])
+def test_ufbx_reads_our_fbx_at_its_rate_where_our_kinematics_puts_every_joint(blender: Path, tmp_path: Path,
+                                                                             fps: float) -> None:  # fmt: skip
+    """A second reader, not Blender's: ufbx (Godot's FBX importer). Our FBX's rate is the motion's, its keys are
+    1 / fps apart, its unit is the metre, and every joint stands where our forward kinematics puts it, frame by
+    frame (an NTSC rate included, which Blender's own importer misplaces by 0.1 %)."""
+    walk = resample(skelanim.load(sample_path("walk.txt")), fps)
+    skelanim.save(walk, tmp_path / "walk.fbx")
+    peer = run_ufbx(tmp_path / "walk.fbx", tmp_path)
+    assert float(peer["fps"]) == pytest.approx(fps, rel=2e-6) and float(peer["unit_meters"]) == 1.0  # NTSC: "29.97"
+    assert np.allclose(np.diff(peer["key_times"]), 1.0 / fps, rtol=1e-6)
+    bones = [str(n) for n in peer["names"]]
+    heads = peer["heads"][:, [bones.index(n) for n in walk.skeleton.names]]
+    assert heads.shape[0] == walk.num_frames
+    _close(walk.positions().numpy(), heads, f"ufbx at {fps:g} fps")
 
 
 def test_convert_round_trip_through_fbx(blender: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -29,7 +29,7 @@ from skelanim.core.motion import Motion
 from skelanim.errors import FormatError, ShapeError, SkelanimError
 from skelanim.io import bvh, gltf
 from skelanim.io.atomic import atomic_path
-from skelanim.io.common import require_finite_motion
+from skelanim.io.common import rate_within, require_finite_motion
 from skelanim.ops.normalize import turned_up
 
 __all__ = ["BLENDER_ENV", "BlenderNotFoundError", "blender_command", "load", "save"]
@@ -140,10 +140,13 @@ def load(path: str | os.PathLike, *, animation: int | str | None = None) -> Moti
             motion = gltf.load(glb, animation=animation)
         except SkelanimError as exc:  # about the intermediate glTF: say it of the FBX
             raise FormatError(exc.message, path=path) from None
-    # Blender's glTF exporter times its keys, one per frame, by fps * fps_base where the scene's rate is
-    # fps / fps_base (an FBX at 29.97 fps came out at 30.03): the motion's rate is the scene's
-    written, true = scene["fps"] * scene["fps_base"], scene["fps"] / scene["fps_base"]
-    fps = true if motion.num_frames > 1 and abs(motion.fps - written) <= 1e-4 * written else motion.fps
+    # the glTF's keys are the file's frames timed at a whole rate (the Blender job's true_rate_frames); the file's
+    # rate, as Blender read it (a BVH's 0.008333 s is 120.0005 fps to it), snapped to a whole or NTSC rate within
+    # 1e-5, as skelanim reads a file's rounded frame time
+    timed_at, rate = float(scene["timed_at"]), float(scene["fps"])
+    fps = motion.fps
+    if motion.num_frames > 1 and abs(motion.fps - timed_at) <= 1e-4 * timed_at:
+        fps = rate_within(1.0 / rate, 1e-5 / rate)
     metadata = {k: v for k, v in motion.metadata.items() if k != "animation"}
     return motion.copy(fps=fps, metadata={**metadata, "format": "fbx", "path": str(path), "units": "m",
                                           "fbx_take": motion.metadata.get("animation"), "fbx_takes": takes})  # fmt: skip

@@ -2,8 +2,9 @@
 _blender_fbx.py -- ...``) or by a Python with Blender's ``bpy`` module (``python _blender_fbx.py -- ...``); it imports
 nothing of skelanim.
 
-    ... -- read FBX GLB INFO    an FBX's armature and its animations (every take) as a GLB; INFO (JSON): the
-                                scene's frame rate (fps, fps_base), the active take and all takes' names
+    ... -- read FBX GLB INFO    an FBX's armature and its animations (every take) as a GLB, keys timed at whole
+                                ``timed_at`` fps; INFO (JSON): that, the file's true rate ``fps``, the active
+                                take and all takes' names
     ... -- write BVH FBX SCALE  a BVH (Y up) as an FBX of its armature: imported at SCALE (metres per unit) turned to
                                 Blender's Z up, exported baked at every frame (Simplify 0), no leaf bones, FBX units
                                 scale, forward -Z, up Y (docs/engines.md's settings)
@@ -47,12 +48,32 @@ def whole_frame_ranges(armature: bpy.types.Object) -> None:
         scene.frame_start, scene.frame_end = (round(f) for f in armature.animation_data.action.frame_range)
 
 
+def true_rate_frames() -> None:
+    """Blender 4.5's FBX importer places a key at ``t * fps`` frames, not ``t * fps / fps_base`` (an NTSC file's
+    keys land 1.001 frames apart), and its glTF exporter times frame ``f`` at ``f / (fps * fps_base)``: the keys are
+    moved to the file's own frames (about each action's first key), and ``fps_base`` set to 1 so that the glTF's
+    times are ``f / fps``; ``info`` gives the true rate, which the reader relabels the frames with."""
+    render = bpy.context.scene.render
+    if abs(render.fps_base - 1.0) < 1e-9:
+        return
+    factor = 1.0 / render.fps_base
+    for action in bpy.data.actions:
+        start = action.frame_range[0]
+        for curve in action.fcurves:
+            for key in curve.keyframe_points:
+                for point in (key.co, key.handle_left, key.handle_right):
+                    point[0] = start + (point[0] - start) * factor
+    render.fps_base = 1.0
+
+
 def read(fbx: str, glb: str, info: str) -> None:
     try:
         bpy.ops.import_scene.fbx(filepath=fbx, use_anim=True)
     except RuntimeError as exc:  # Blender's importer reports a bad file this way
         fail(str(exc).strip().splitlines()[-1] if str(exc).strip() else "Blender could not import it")
+    rate = bpy.context.scene.render.fps / bpy.context.scene.render.fps_base  # the file's, as the importer read it
     armature = only_armature()
+    true_rate_frames()
     whole_frame_ranges(armature)
     active = armature.animation_data.action if armature.animation_data is not None else None
     bpy.ops.object.select_all(action="DESELECT")
@@ -60,9 +81,8 @@ def read(fbx: str, glb: str, info: str) -> None:
     bpy.context.view_layer.objects.active = armature
     bpy.ops.export_scene.gltf(filepath=glb, export_format="GLB", use_selection=True, export_animations=active is not None,
                               export_animation_mode="ACTIONS", export_frame_range=False, export_force_sampling=True)  # fmt: skip
-    render = bpy.context.scene.render
     with open(info, "w", encoding="utf-8") as handle:
-        json.dump({"fps": render.fps, "fps_base": render.fps_base, "active": None if active is None else active.name,
+        json.dump({"fps": rate, "timed_at": bpy.context.scene.render.fps, "active": None if active is None else active.name,
                    "takes": [a.name for a in bpy.data.actions if _moves_bones(a)]}, handle)  # fmt: skip
 
 
