@@ -22,7 +22,7 @@ def missing_data(reason: str) -> None:
 
 
 def peer_library(name: str) -> ModuleType:
-    """Import the peer library ``name`` (a test extra: pybvh, bvhio, pybullet, vmcp, roma); skip without it, or fail
+    """Import the peer library ``name`` (a test extra: pybvh, bvhio, pybullet, vmcp, roma, ufbx); skip without it, or fail
     under ``SKELANIM_REQUIRE_PEERS=1`` (CI installs the test extras, so a missing one is a broken install)."""
     try:
         return importlib.import_module(name)
