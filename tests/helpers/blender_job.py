@@ -12,6 +12,8 @@ Usage: ``python blender_job.py SPEC.json``, where the spec holds
   rate; the action's frame range is made whole frames;
 * ``object`` (optional): ``{"location": [x, y, z], "rotation_deg": [x, y, z], "scale": [x, y, z]}`` for the
   armature object, set before export;
+* ``parent`` (optional): ``{"location": ..., "rotation_deg": ..., "scale": ...}`` of an empty the armature is
+  parented to (an FBX export keeps it);
 * ``second_take`` (optional): ``{"name": ..., "bone": ..., "offset": [x, y, z]}``: a copy of the action with that
   bone's location keys moved, made the active action (the original kept in an NLA track), so an FBX holds both;
 * ``export`` (optional): ``{"path": ..., "format": "bvh" | "glb" | "fbx", "rotate_mode": ... (bvh)}``, an FBX with
@@ -56,7 +58,7 @@ def _export(spec: dict, armature: bpy.types.Object, first: int, last: int) -> No
         bpy.ops.export_anim.bvh(filepath=spec["path"], frame_start=first, frame_end=last,
                                 rotate_mode=spec.get("rotate_mode", "NATIVE"), root_transform_only=False)  # fmt: skip
     elif spec["format"] == "fbx":  # docs/engines.md's settings for Unity (Unreal reads them too); simplify 1 is lossy
-        bpy.ops.export_scene.fbx(filepath=spec["path"], object_types={"ARMATURE"}, bake_anim=True,
+        bpy.ops.export_scene.fbx(filepath=spec["path"], object_types={"ARMATURE", "EMPTY"}, bake_anim=True,
                                  add_leaf_bones=False, axis_forward="-Z", axis_up="Y",
                                  apply_scale_options="FBX_SCALE_UNITS", bake_anim_simplify_factor=0.0)  # fmt: skip
     else:
@@ -92,6 +94,13 @@ def main(spec_path: str) -> None:
         armature.rotation_euler = [math.radians(a) for a in placed["rotation_deg"]]
     if "scale" in placed:
         armature.scale = placed["scale"]
+    if "parent" in spec:  # an empty above the armature, placed so
+        holder = bpy.data.objects.new("Holder", None)
+        bpy.context.scene.collection.objects.link(holder)
+        holder.location = spec["parent"].get("location", (0, 0, 0))
+        holder.rotation_euler = [math.radians(a) for a in spec["parent"].get("rotation_deg", (0, 0, 0))]
+        holder.scale = spec["parent"].get("scale", (1, 1, 1))
+        armature.parent = holder
     if "second_take" in spec:
         _second_take(armature, **spec["second_take"])
     action = armature.animation_data.action

@@ -83,6 +83,22 @@ def test_we_read_blenders_fbx_of_an_armature_placed_as_mixamos(blender: Path, tm
     _close(motion.positions().numpy(), heads, "placed, read by ufbx")
 
 
+def test_an_armature_below_an_empty_keeps_the_empty_s_placement(blender: Path, tmp_path: Path) -> None:
+    """An FBX whose armature hangs below a null node (turned, moved, scaled): every joint where Blender and ufbx put
+    it, not where the armature alone would stand."""
+    skelanim.save(_walk(), tmp_path / "walk.bvh")
+    made = tmp_path / "held.fbx"
+    job = run_blender({"import": {"path": str(tmp_path / "walk.bvh"), "format": "bvh"},
+                       "parent": {"location": [2.0, 0.5, 0.0], "rotation_deg": [0, 0, 90], "scale": [2.0] * 3},
+                       "export": {"path": str(made), "format": "fbx"}}, tmp_path)  # fmt: skip
+    motion = skelanim.load(made)
+    _close(motion.positions().numpy(), z_up_to_y_up(heads_by_name(job, list(motion.skeleton.names))), "held")
+    peer = run_ufbx(made, tmp_path)
+    bones = [str(n) for n in peer["names"]]
+    heads = peer["heads"][:, [bones.index(n) for n in motion.skeleton.names]] * float(peer["unit_meters"])
+    _close(motion.positions().numpy(), heads, "held, read by ufbx")
+
+
 def test_an_fbx_of_two_takes_reads_either_by_name_or_index(blender: Path, tmp_path: Path,
                                                           capsys: pytest.CaptureFixture[str]) -> None:  # fmt: skip
     """Blender writes the walk and a copy whose root is moved 0.5 m as two takes: each reads by name and by index
@@ -139,6 +155,17 @@ def test_ufbx_reads_our_fbx_at_its_rate_where_our_kinematics_puts_every_joint(bl
     heads = peer["heads"][:, [bones.index(n) for n in walk.skeleton.names]]
     assert heads.shape[0] == walk.num_frames
     _close(walk.positions().numpy(), heads, f"ufbx at {fps:g} fps")
+
+
+def test_a_bandai_take_s_fbx_runs_at_30_fps_not_blenders_reading_of_its_frame_time(blender: Path, tmp_path: Path,
+                                                                                    mocap_dir: Path) -> None:  # fmt: skip
+    """Bandai's ``Frame Time: 0.0333333`` is 30 fps to skelanim and 30.00003 to Blender's BVH importer: the FBX
+    says 30 (a custom rate of 30.00003 had reached Unity and ufbx), and its keys are 1/30 s apart."""
+    take = skelanim.load(min((mocap_dir / "bandai_namco_1").glob("*walk*.bvh")))
+    assert take.fps == 30.0
+    skelanim.save(take, tmp_path / "take.fbx")
+    peer = run_ufbx(tmp_path / "take.fbx", tmp_path)
+    assert float(peer["fps"]) == 30.0 and np.allclose(np.diff(peer["key_times"]), 1 / 30, rtol=1e-6, atol=0)
 
 
 def test_convert_round_trip_through_fbx(blender: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

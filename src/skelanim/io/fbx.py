@@ -189,6 +189,6 @@ def save(motion: Motion, path: str | os.PathLike, *, scale: float | str | None =
     with tempfile.TemporaryDirectory(prefix="skelanim-fbx-") as work, atomic_path(path) as tmp:
         source = Path(work) / "motion.bvh"
         bvh.save(upright, source)
-        _run_blender(["write", str(source), str(tmp.resolve()), repr(factor)], path)
+        _run_blender(["write", str(source), str(tmp.resolve()), repr(factor), repr(float(motion.fps))], path)
         if not tmp.is_file() or tmp.stat().st_size == 0:
             raise FormatError("Blender wrote no FBX", path=path)

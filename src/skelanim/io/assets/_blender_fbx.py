@@ -5,9 +5,9 @@ nothing of skelanim.
     ... -- read FBX GLB INFO    an FBX's armature and its animations (every take) as a GLB, keys timed at whole
                                 ``timed_at`` fps; INFO (JSON): that, the file's true rate ``fps``, the active
                                 take and all takes' names
-    ... -- write BVH FBX SCALE  a BVH (Y up) as an FBX of its armature: imported at SCALE (metres per unit) turned to
-                                Blender's Z up, exported baked at every frame (Simplify 0), no leaf bones, FBX units
-                                scale, forward -Z, up Y (docs/engines.md's settings)
+    ... -- write BVH FBX SCALE FPS  a BVH (Y up) as an FBX of its armature at FPS: imported at SCALE (metres per
+                                unit) turned to Blender's Z up, exported baked at every frame (Simplify 0), no leaf
+                                bones, FBX units scale, forward -Z, up Y (docs/engines.md's settings)
 
 A failure is one line on stderr, ``skelanim-blender-error: ...``, and exit status 3.
 """
@@ -27,14 +27,20 @@ def fail(message: str) -> None:
     os._exit(3)
 
 
-def only_armature() -> bpy.types.Object:
+def only_armature() -> tuple[bpy.types.Object, list[bpy.types.Object]]:
+    """The scene's one armature and the objects it hangs below (their placement is its own: an FBX's null nodes);
+    every other top-level object is removed (meshes, cameras, lights: only the skeleton is read)."""
     armatures = [o for o in bpy.context.scene.objects if o.type == "ARMATURE"]
     if len(armatures) != 1:
         fail(f"{len(armatures)} armatures in the scene; one is read (a skeleton with its animation)")
-    for other in [o for o in bpy.context.scene.objects if o.type != "ARMATURE" and o.parent is None]:
-        if other is not armatures[0]:
-            bpy.data.objects.remove(other, do_unlink=True)  # meshes, cameras, lights: only the skeleton is read
-    return armatures[0]
+    armature, above, node = armatures[0], [], armatures[0].parent
+    while node is not None:
+        above.append(node)
+        node = node.parent
+    top = above[-1] if above else armature
+    for other in [o for o in bpy.context.scene.objects if o.parent is None and o is not top]:
+        bpy.data.objects.remove(other, do_unlink=True)
+    return armature, above
 
 
 def whole_frame_ranges(armature: bpy.types.Object) -> None:
@@ -72,12 +78,13 @@ def read(fbx: str, glb: str, info: str) -> None:
     except RuntimeError as exc:  # Blender's importer reports a bad file this way
         fail(str(exc).strip().splitlines()[-1] if str(exc).strip() else "Blender could not import it")
     rate = bpy.context.scene.render.fps / bpy.context.scene.render.fps_base  # the file's, as the importer read it
-    armature = only_armature()
+    armature, above = only_armature()
     true_rate_frames()
     whole_frame_ranges(armature)
     active = armature.animation_data.action if armature.animation_data is not None else None
     bpy.ops.object.select_all(action="DESELECT")
-    armature.select_set(True)
+    for placed in (armature, *above):  # the nodes above it go into the glTF too, as the nodes above its root
+        placed.select_set(True)
     bpy.context.view_layer.objects.active = armature
     bpy.ops.export_scene.gltf(filepath=glb, export_format="GLB", use_selection=True, export_animations=active is not None,
                               export_animation_mode="ACTIONS", export_frame_range=False, export_force_sampling=True)  # fmt: skip
@@ -91,10 +98,15 @@ def _moves_bones(action: bpy.types.Action) -> bool:
     return any(curve.data_path.startswith("pose.bones") for curve in action.fcurves)
 
 
-def write(bvh: str, fbx: str, scale: float) -> None:
+def write(bvh: str, fbx: str, scale: float, rate: float) -> None:
     bpy.ops.import_anim.bvh(filepath=bvh, global_scale=scale, rotate_mode="NATIVE", axis_forward="-Z", axis_up="Y",
                             frame_start=1, use_fps_scale=False, update_scene_fps=True, update_scene_duration=True)  # fmt: skip
-    whole_frame_ranges(only_armature())
+    # the motion's own rate, not Blender's reading of the BVH's rounded frame time (0.033333 s: 30.00003 fps, which
+    # the FBX would carry as a custom rate): keys are whole frames either way
+    render = bpy.context.scene.render
+    render.fps = max(1, round(rate))
+    render.fps_base = render.fps / rate
+    whole_frame_ranges(only_armature()[0])
     bpy.ops.export_scene.fbx(filepath=fbx, object_types={"ARMATURE"}, bake_anim=True, bake_anim_simplify_factor=0.0,
                              add_leaf_bones=False, axis_forward="-Z", axis_up="Y",
                              apply_scale_options="FBX_SCALE_UNITS")  # fmt: skip
@@ -105,10 +117,10 @@ def main(argv: list[str]) -> None:
     bpy.ops.wm.read_factory_settings(use_empty=True)
     if args[:1] == ["read"] and len(args) == 4:
         read(*args[1:])
-    elif args[:1] == ["write"] and len(args) == 4:
-        write(args[1], args[2], float(args[3]))
+    elif args[:1] == ["write"] and len(args) == 5:
+        write(args[1], args[2], float(args[3]), float(args[4]))
     else:
-        fail(f"usage: read FBX GLB INFO | write BVH FBX SCALE; got {args}")
+        fail(f"usage: read FBX GLB INFO | write BVH FBX SCALE FPS; got {args}")
 
 
 if __name__ == "__main__":
