@@ -183,12 +183,35 @@ def test_convert_round_trip_through_fbx(blender: Path, tmp_path: Path, capsys: p
 def test_a_file_blender_cannot_import_is_one_line_naming_it(blender: Path, tmp_path: Path,
                                                             capsys: pytest.CaptureFixture[str]) -> None:  # fmt: skip
     bad = tmp_path / "bad.fbx"
-    bad.write_bytes(b"Kaydara FBX Binary  \x00" + bytes(64))
+    bad.write_bytes(b"Kaydara FBX Binary  \x00" + bytes(64))  # a binary FBX's first bytes, then nothing of one
     with pytest.raises(FormatError, match=r"bad\.fbx: Blender") as caught:
         skelanim.load(bad)
     assert "\n" not in str(caught.value)
     code, out, err = run_cli(["info", str(bad)], capsys)
     assert code == 2 and out == "" and err.count("\n") == 1 and "bad.fbx: Blender" in err, err
+
+
+@pytest.mark.parametrize(("content", "message"), [
+    (b"; FBX 7.4.0 project file\nFBXHeaderExtension:  {\n", "an ASCII FBX file; Blender reads binary FBX only"),
+    (b"glTF\x02\x00\x00\x00", "not an FBX file"),
+])  # fmt: skip
+def test_what_is_no_binary_fbx_is_named_before_blender_starts(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                              content: bytes, message: str) -> None:  # fmt: skip
+    """Blender had answered both with "ASCII FBX files are not supported" (a glTF renamed .fbx included)."""
+    monkeypatch.setenv(fbx.BLENDER_ENV, str(tmp_path / "no-blender"))  # never reached
+    (tmp_path / "odd.fbx").write_bytes(content)
+    with pytest.raises(FormatError, match=rf"odd\.fbx: {message}"):
+        skelanim.load(tmp_path / "odd.fbx")
+
+
+def test_the_armature_and_take_are_named_after_the_file(blender: Path, tmp_path: Path) -> None:
+    """Engines name a clip after its take: ``walk.fbx`` holds the armature and take ``walk`` (they had all been
+    ``motion``, after the temporary BVH)."""
+    skelanim.save(_walk(), tmp_path / "walk.fbx")
+    peer = run_ufbx(tmp_path / "walk.fbx", tmp_path)
+    takes = skelanim.load(tmp_path / "walk.fbx").metadata["fbx_takes"]
+    assert all("motion" not in t and "walk" in t for t in takes), takes
+    assert "walk" in [str(n) for n in peer["node_names"]]
 
 
 def test_without_blender_fbx_says_how_to_get_it_and_writes_nothing(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,

@@ -6,7 +6,9 @@ the ones animators already use (Mixamo downloads, Unity's Humanoid avatars, Unre
   Z up) applied to every joint;
 * :func:`save` writes the motion as BVH, turned to Y up, and has Blender import it at the motion's metres per unit and
   export an FBX of its armature with the settings of docs/engines.md (baked at every frame, Simplify 0, no leaf
-  bones, FBX units scale, forward -Z, up Y), which Unity and Unreal import as is.
+  bones, FBX units scale, forward -Z, up Y), which Unity and Unreal import as is. The armature and its one take
+  are named after the file (``walk.fbx``: ``walk``). End Sites are not written: without leaf bones an FBX has no
+  place for them (engines map bones, not tips), so a motion read back has none and measures to its last joints.
 
 Blender is found, in this order: the environment variable ``SKELANIM_BLENDER`` (a Blender executable, or a Python
 interpreter with Blender's ``bpy`` module: ``pip install bpy`` in a Python 3.11 environment), ``blender`` on the
@@ -41,6 +43,8 @@ JOB = Path(__file__).with_name("assets") / "_blender_fbx.py"
 #: How long one Blender run may take, in seconds (an FBX of a long take bakes every frame).
 TIMEOUT = 1800.0
 _ERROR_PREFIX = "skelanim-blender-error: "
+#: How a binary FBX file starts (Blender reads no other kind).
+BINARY_MAGIC = b"Kaydara FBX Binary  \x00"
 
 
 class BlenderNotFoundError(FormatError):
@@ -119,8 +123,13 @@ def load(path: str | os.PathLike, *, animation: int | str | None = None) -> Moti
     BlenderNotFoundError
         No Blender (:func:`blender_command`).
     """
-    with open(path, "rb"):  # the system's own error for a missing or unreadable file, before Blender starts
-        pass
+    with open(path, "rb") as handle:  # the system's own error for a missing or unreadable file, before Blender starts
+        head = handle.read(1024)
+    if not head.startswith(BINARY_MAGIC):
+        if b"FBXHeaderExtension" in head or head.lstrip().startswith(b"; FBX"):
+            raise FormatError("an ASCII FBX file; Blender reads binary FBX only: export it again as binary FBX",
+                              path=path)  # fmt: skip
+        raise FormatError("not an FBX file (a binary FBX starts with 'Kaydara FBX Binary')", path=path)
     with tempfile.TemporaryDirectory(prefix="skelanim-fbx-") as work:
         glb, info = Path(work) / "armature.glb", Path(work) / "info.json"
         _run_blender(["read", str(Path(path).resolve()), str(glb), str(info)], path)
@@ -187,7 +196,7 @@ def save(motion: Motion, path: str | os.PathLike, *, scale: float | str | None =
     factor, _ = gltf.export_scale(motion, scale, path=path)
     blender_command()  # no Blender: say so before any work
     with tempfile.TemporaryDirectory(prefix="skelanim-fbx-") as work, atomic_path(path) as tmp:
-        source = Path(work) / "motion.bvh"
+        source = Path(work) / f"{Path(path).stem or 'motion'}.bvh"  # Blender names the armature and take after it
         bvh.save(upright, source)
         _run_blender(["write", str(source), str(tmp.resolve()), repr(factor), repr(float(motion.fps))], path)
         if not tmp.is_file() or tmp.stat().st_size == 0:
