@@ -39,6 +39,12 @@ def _in_order(motion: skelanim.Motion, like: skelanim.Motion) -> np.ndarray:
     return motion.positions().numpy()[:, [motion.skeleton.names.index(n) for n in like.skeleton.names]]
 
 
+def _ufbx_metres(path: Path, work: Path, like: skelanim.Motion) -> np.ndarray:
+    """ufbx's world positions of ``like``'s joints in the FBX ``path``, in metres, the file's axes; (F, J, 3)."""
+    peer = run_ufbx(path, work)  # as Godot's importer reads the file itself
+    return heads_by_name(peer, list(like.skeleton.names)) * float(peer["unit_meters"])
+
+
 def _close(ours: np.ndarray, theirs: np.ndarray, what: str) -> None:
     extent = float(np.ptp(ours.reshape(-1, 3), axis=0).max())
     worst = float(np.abs(ours - theirs).max())
@@ -77,10 +83,7 @@ def test_we_read_blenders_fbx_of_an_armature_placed_as_mixamos(blender: Path, tm
     assert motion.metadata["format"] == "fbx" and motion.metadata["units"] == "m"
     assert motion.num_frames == len(job["frames"]) and motion.fps == 30.0  # Blender's scene: 30.00003, from 0.033333 s
     _close(motion.positions().numpy(), z_up_to_y_up(heads_by_name(job, list(motion.skeleton.names))), "placed")
-    peer = run_ufbx(made, tmp_path)  # and as Godot's importer reads the file itself: its units, Y up
-    bones = [str(n) for n in peer["names"]]
-    heads = peer["heads"][:, [bones.index(n) for n in motion.skeleton.names]] * float(peer["unit_meters"])
-    _close(motion.positions().numpy(), heads, "placed, read by ufbx")
+    _close(motion.positions().numpy(), _ufbx_metres(made, tmp_path, motion), "placed, read by ufbx")
 
 
 def test_an_armature_below_an_empty_keeps_the_empty_s_placement(blender: Path, tmp_path: Path) -> None:
@@ -93,10 +96,7 @@ def test_an_armature_below_an_empty_keeps_the_empty_s_placement(blender: Path, t
                        "export": {"path": str(made), "format": "fbx"}}, tmp_path)  # fmt: skip
     motion = skelanim.load(made)
     _close(motion.positions().numpy(), z_up_to_y_up(heads_by_name(job, list(motion.skeleton.names))), "held")
-    peer = run_ufbx(made, tmp_path)
-    bones = [str(n) for n in peer["names"]]
-    heads = peer["heads"][:, [bones.index(n) for n in motion.skeleton.names]] * float(peer["unit_meters"])
-    _close(motion.positions().numpy(), heads, "held, read by ufbx")
+    _close(motion.positions().numpy(), _ufbx_metres(made, tmp_path, motion), "held, read by ufbx")
 
 
 def test_an_fbx_of_two_takes_reads_either_by_name_or_index(blender: Path, tmp_path: Path,
@@ -151,8 +151,7 @@ def test_ufbx_reads_our_fbx_at_its_rate_where_our_kinematics_puts_every_joint(bl
     peer = run_ufbx(tmp_path / "walk.fbx", tmp_path)
     assert float(peer["fps"]) == pytest.approx(fps, rel=2e-6) and float(peer["unit_meters"]) == 1.0  # NTSC: "29.97"
     assert np.allclose(np.diff(peer["key_times"]), 1.0 / fps, rtol=1e-6)
-    bones = [str(n) for n in peer["names"]]
-    heads = peer["heads"][:, [bones.index(n) for n in walk.skeleton.names]]
+    heads = heads_by_name(peer, list(walk.skeleton.names))
     assert heads.shape[0] == walk.num_frames
     _close(walk.positions().numpy(), heads, f"ufbx at {fps:g} fps")
 
