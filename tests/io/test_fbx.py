@@ -70,33 +70,25 @@ def test_units_and_up_axis_become_metres_and_blenders_z_up(blender: Path, tmp_pa
     _close(y_up_to_z_up(walk.positions().numpy()), heads_by_name(job, list(walk.skeleton.names)), "cm, Z up")
 
 
-def test_we_read_blenders_fbx_of_an_armature_placed_as_mixamos(blender: Path, tmp_path: Path) -> None:
-    """Blender exports an armature turned 90 degrees about X, scaled by 0.01 and moved: read back, every joint is
-    where Blender's pose puts it (its Z up as our Y up), and where ufbx, reading the file, puts it, in metres; the
-    rate and frame count are the scene's."""
+@pytest.mark.parametrize(("placing", "placement"), [
+    ("object", {"location": [0.5, 1.0, 0.0], "rotation_deg": [90, 0, 0], "scale": [0.01] * 3}),  # as Mixamo's
+    ("parent", {"location": [2.0, 0.5, 0.0], "rotation_deg": [0, 0, 90], "scale": [2.0] * 3}),  # below a null node
+])  # fmt: skip
+def test_we_read_blenders_fbx_of_a_placed_armature(blender: Path, tmp_path: Path, placing: str,
+                                                   placement: dict) -> None:  # fmt: skip
+    """Blender exports an armature turned 90 degrees about X, scaled by 0.01 and moved (as Mixamo's are), or hung
+    below a null node that is turned, moved and scaled: read back, every joint is where Blender's pose puts it (its
+    Z up as our Y up) and where ufbx, reading the file, puts it, in metres; the rate and frame count are the
+    scene's. (The null node had been dropped, and the skeleton read where the armature alone would stand.)"""
     skelanim.save(_walk(), tmp_path / "walk.bvh")
     made = tmp_path / "placed.fbx"
-    job = run_blender({"import": {"path": str(tmp_path / "walk.bvh"), "format": "bvh"},
-                       "object": {"location": [0.5, 1.0, 0.0], "rotation_deg": [90, 0, 0], "scale": [0.01] * 3},
+    job = run_blender({"import": {"path": str(tmp_path / "walk.bvh"), "format": "bvh"}, placing: placement,
                        "export": {"path": str(made), "format": "fbx"}}, tmp_path)  # fmt: skip
     motion = skelanim.load(made)
     assert motion.metadata["format"] == "fbx" and motion.metadata["units"] == "m"
     assert motion.num_frames == len(job["frames"]) and motion.fps == 30.0  # Blender's scene: 30.00003, from 0.033333 s
-    _close(motion.positions().numpy(), z_up_to_y_up(heads_by_name(job, list(motion.skeleton.names))), "placed")
-    _close(motion.positions().numpy(), _ufbx_metres(made, tmp_path, motion), "placed, read by ufbx")
-
-
-def test_an_armature_below_an_empty_keeps_the_empty_s_placement(blender: Path, tmp_path: Path) -> None:
-    """An FBX whose armature hangs below a null node (turned, moved, scaled): every joint where Blender and ufbx put
-    it, not where the armature alone would stand."""
-    skelanim.save(_walk(), tmp_path / "walk.bvh")
-    made = tmp_path / "held.fbx"
-    job = run_blender({"import": {"path": str(tmp_path / "walk.bvh"), "format": "bvh"},
-                       "parent": {"location": [2.0, 0.5, 0.0], "rotation_deg": [0, 0, 90], "scale": [2.0] * 3},
-                       "export": {"path": str(made), "format": "fbx"}}, tmp_path)  # fmt: skip
-    motion = skelanim.load(made)
-    _close(motion.positions().numpy(), z_up_to_y_up(heads_by_name(job, list(motion.skeleton.names))), "held")
-    _close(motion.positions().numpy(), _ufbx_metres(made, tmp_path, motion), "held, read by ufbx")
+    _close(motion.positions().numpy(), z_up_to_y_up(heads_by_name(job, list(motion.skeleton.names))), placing)
+    _close(motion.positions().numpy(), _ufbx_metres(made, tmp_path, motion), f"{placing}, read by ufbx")
 
 
 def test_an_fbx_of_two_takes_reads_either_by_name_or_index(blender: Path, tmp_path: Path,
