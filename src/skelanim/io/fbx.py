@@ -137,16 +137,8 @@ def load(path: str | os.PathLike, *, animation: int | str | None = None) -> Moti
             raise FormatError("Blender wrote no glTF of it", path=path)
         scene = json.loads(info.read_text(encoding="utf-8"))
         takes: list[str] = scene["takes"] if scene["active"] is not None else []
-        if animation is None:
-            animation = scene["active"] or 0
-        elif not isinstance(animation, str):
-            if not 0 <= int(animation) < max(len(takes), 1):
-                raise FormatError(f"no take {animation}; it has {len(takes)}", path=path)
-            animation = takes[int(animation)] if takes else 0  # takes are named the same in the glTF
-        elif animation not in takes:
-            raise FormatError(f"no take {animation!r}; its takes are {', '.join(map(repr, takes)) or 'none'}", path=path)
         try:
-            motion = gltf.load(glb, animation=animation)
+            motion = gltf.load(glb, animation=_take(animation, scene["active"], takes, path))
         except SkelanimError as exc:  # about the intermediate glTF: say it of the FBX
             raise FormatError(exc.message, path=path) from None
     # the glTF's keys are the file's frames timed at a whole rate (the Blender job's true_rate_frames); the file's
@@ -159,6 +151,20 @@ def load(path: str | os.PathLike, *, animation: int | str | None = None) -> Moti
     metadata = {k: v for k, v in motion.metadata.items() if k != "animation"}
     return motion.copy(fps=fps, metadata={**metadata, "format": "fbx", "path": str(path), "units": "m",
                                           "fbx_take": motion.metadata.get("animation"), "fbx_takes": takes})  # fmt: skip
+
+
+def _take(animation: int | str | None, active: str | None, takes: list[str], path: str | os.PathLike) -> int | str:
+    """The glTF animation (named as its take) that ``load``'s ``animation`` asks for: the active take by default."""
+    if animation is None:
+        return active or 0
+    if isinstance(animation, str):
+        if animation not in takes:
+            raise FormatError(f"no take {animation!r}; its takes are {', '.join(map(repr, takes)) or 'none'}",
+                              path=path)  # fmt: skip
+        return animation
+    if not 0 <= int(animation) < max(len(takes), 1):
+        raise FormatError(f"no take {animation}; it has {len(takes)}", path=path)
+    return takes[int(animation)] if takes else 0
 
 
 def save(motion: Motion, path: str | os.PathLike, *, scale: float | str | None = None,
