@@ -177,7 +177,8 @@ def describe(motion: Motion, path: str) -> dict:
 
 @app.command()
 def info(
-    files: list[Path] = typer.Argument(..., help="Motion files (.bvh, DeepMimic .txt/.json, .glb/.gltf, .fbx through Blender)."),
+    files: list[Path] = typer.Argument(..., help="Motion files (.bvh, DeepMimic .txt/.json, .glb/.gltf, .fbx "
+                                       "through Blender)."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object (a list of them for several files)."),
 ) -> None:
     """Show joints, frames, fps, duration, channel orders, height and the up axis guess of each FILE.
@@ -231,8 +232,8 @@ UPRIGHT_FORMATS = (".glb", ".gltf", ".fbx")  # written in metres and turned from
 #: The options ``convert`` and ``convert-all`` share, each a factory of its typer option.
 CONVERT_OPTIONS: dict[str, Callable[[], Any]] = {
     "fps": lambda: typer.Option(None, "--fps", help="Resample to this frame rate (slerp)."),
-    "scale": lambda: typer.Option(None, "--scale", help="Multiply all lengths by this factor (a .glb/.gltf/.fbx output is "
-                                  "in metres already: --scale 0.01 makes a cm figure 100 times smaller)."),
+    "scale": lambda: typer.Option(None, "--scale", help="Multiply all lengths by this factor (a .glb/.gltf/.fbx "
+                                  "output is in metres already: --scale 0.01 makes a cm figure 100 times smaller)."),
     "loop": lambda: typer.Option(None, "--loop", help="Whether the clip loops, for outputs that say so (DeepMimic's "
                                  "Loop, kept in a .glb/.gltf): wrap or none (default: the source's, else none)."),
     "up": lambda: typer.Option(None, "--up", help=UP_HELP + " A .glb/.gltf/.fbx output is turned from it to +Y up."),
@@ -247,7 +248,8 @@ CONVERT_OPTIONS: dict[str, Callable[[], Any]] = {
 def convert(
     src: Path = typer.Argument(..., help="Input motion file."),
     dst_arg: Path | None = typer.Argument(None, metavar="DST", show_default=False,
-                                          help="Output file; its suffix picks the format (.bvh, .txt, .glb, .fbx, .npz, .csv, ...)."),
+                                          help="Output file; its suffix picks the format (.bvh, .txt, .glb, .fbx, "
+                                          ".npz, .csv, ...)."),
     dst_opt: Path | None = typer.Option(None, "-o", "--out", help="The output, if not given as DST."),
     fps: float | None = CONVERT_OPTIONS["fps"](),
     scale: float | None = CONVERT_OPTIONS["scale"](),
@@ -389,8 +391,8 @@ def check_convert_options(suffix: str, *, fps: float | None, scale: float | None
                                  param_hint="--loop")  # fmt: skip
     up_axis = check_up(up)
     if up_axis is not None and suffix.lower() not in UPRIGHT_FORMATS and not edits.turns:
-        raise typer.BadParameter(f"a {suffix or 'suffix-less'} file keeps the source's axes; --up is for .glb/.gltf/.fbx, "
-                                 "--face and --to-origin", param_hint="--up")  # fmt: skip
+        raise typer.BadParameter(f"a {suffix or 'suffix-less'} file keeps the source's axes; --up is for "
+                                 ".glb/.gltf/.fbx, --face and --to-origin", param_hint="--up")  # fmt: skip
     if simple_channels and suffix.lower() != ".bvh":
         raise typer.BadParameter(f"channels are a BVH file's; a {suffix or 'suffix-less'} output has none",
                                  param_hint="--simple-channels")  # fmt: skip
