@@ -6,6 +6,8 @@ failures are one line naming the file (tests/helpers/blender.py says where Blend
 from __future__ import annotations
 
 import json
+import sys
+import types
 from pathlib import Path
 
 import numpy as np
@@ -217,6 +219,19 @@ def test_without_blender_fbx_says_how_to_get_it_and_writes_nothing(monkeypatch: 
     code, _, err = run_cli(["convert", str(tmp_path / "walk.bvh"), str(tmp_path / "walk.fbx")], capsys)
     assert code == 2 and "pip install bpy" in err and err.count("\n") == 1, err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["walk.bvh"]
+
+
+def test_inside_blender_the_running_blender_does_the_work(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Run from Blender's own Python (an add-on), bpy is importable but that Python cannot import it standalone:
+    the Blender executable runs the job, in the background; with the bpy module from PyPI, this interpreter."""
+    monkeypatch.delenv(fbx.BLENDER_ENV, raising=False)
+    monkeypatch.setenv("PATH", str(tmp_path))  # no `blender` command
+    monkeypatch.setattr(fbx.importlib.util, "find_spec", lambda name: object())
+    inside = types.SimpleNamespace(app=types.SimpleNamespace(binary_path="/opt/blender-4.5/blender"))
+    monkeypatch.setitem(sys.modules, "bpy", inside)
+    assert fbx.blender_command()[:2] == ["/opt/blender-4.5/blender", "--background"]
+    inside.app.binary_path = ""  # PyPI's bpy module
+    assert fbx.blender_command() == [sys.executable]
 
 
 def test_nothing_is_written_when_blender_fails(blender: Path, tmp_path: Path,

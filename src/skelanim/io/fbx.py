@@ -12,7 +12,8 @@ the ones animators already use (Mixamo downloads, Unity's Humanoid avatars, Unre
 
 Blender is found, in this order: the environment variable ``SKELANIM_BLENDER`` (a Blender executable, or a Python
 interpreter with Blender's ``bpy`` module: ``pip install bpy`` in a Python 3.11 environment), ``blender`` on the
-``PATH``, and this interpreter if it has ``bpy``. Without one, both raise :class:`BlenderNotFoundError` saying so.
+``PATH``, and this interpreter if it has ``bpy`` (inside Blender itself, as an add-on: that Blender, in the
+background). Without one, both raise :class:`BlenderNotFoundError` saying so.
 Both are checked against Blender itself, joint by joint and frame by frame (``tests/io/test_fbx.py``).
 """
 
@@ -71,7 +72,8 @@ def blender_command() -> list[str]:
     if found is not None:
         return _command(found)
     if importlib.util.find_spec("bpy") is not None:
-        return [sys.executable]
+        inside = getattr(getattr(sys.modules.get("bpy"), "app", None), "binary_path", "")
+        return _command(inside) if inside else [sys.executable]  # inside Blender (an add-on): that Blender
     raise BlenderNotFoundError("FBX is read and written through Blender, and none was found: install Blender (the "
                                f"`blender` command), or `pip install bpy` in a Python 3.11 environment and set "
                                f"{BLENDER_ENV} to that environment's python")  # fmt: skip
