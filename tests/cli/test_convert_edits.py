@@ -157,6 +157,7 @@ def test_convert_all_applies_the_edits_to_each_file(mocap_files, tmp_path: Path,
     (["--face", "y"], "forward '+y' is parallel to the up axis (Y); pick a horizontal one"),
     (["--face", "north"], "expected x, y, z, -x, -y or -z, got 'north'"),
     (["--up", "y"], "--up is for .glb/.gltf/.fbx, --face and --to-origin"),
+    (["--take", "1"], "a .bvh source holds one animation; --take is for .glb/.gltf/.fbx sources"),
 ])  # fmt: skip
 def test_refusals_name_the_option_and_write_nothing(walk: Path, tmp_path: Path, capsys, options, refusal):
     code, _, err = run(["convert", str(walk), str(tmp_path / "out.bvh"), *options], capsys)

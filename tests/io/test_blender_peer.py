@@ -22,6 +22,7 @@ import pygltflib
 import pytest
 from blender import heads_by_name, run_blender, y_up_to_z_up, z_up_to_y_up  # tests/helpers
 from bvh_text import two_figures  # tests/helpers
+from cli_output import run_cli  # tests/helpers
 
 import skelanim
 from skelanim import Motion
@@ -200,3 +201,23 @@ def test_docs_bvh_to_fbx_recipe_keeps_every_joint(mocap_dir: Path, tmp_path: Pat
     again = run_blender({"import": {"path": str(fbx), "format": "fbx"}}, tmp_path)
     assert len(again["frames"]) == take.num_frames, again["frames"][[0, -1]]
     _assert_same(expected, heads_by_name(again, names), "the FBX of docs/engines.md's recipe, read back")
+
+
+def test_convert_take_picks_an_animation_of_a_glb_blender_writes(tmp_path: Path,
+                                                                  capsys: pytest.CaptureFixture[str]) -> None:  # fmt: skip
+    """Blender writes a GLB of two animations (the walk, and a copy with the root moved): ``convert --take`` reads
+    either by index or name, as ``skelanim.load(..., animation=)`` does; the two differ by the move."""
+    skelanim.save(_deepmimic_clip(), tmp_path / "walk.bvh")
+    run_blender({"import": {"path": str(tmp_path / "walk.bvh"), "format": "bvh"},
+                 "second_take": {"name": "shifted", "bone": "root", "offset": [0.3, 0.0, 0.4]},
+                 "export": {"path": str(tmp_path / "two.glb"), "format": "glb"}}, tmp_path)  # fmt: skip
+    names = [a.name for a in pygltflib.GLTF2().load(str(tmp_path / "two.glb")).animations]
+    assert len(names) == 2, names
+    for take in ("1", names[0]):
+        code, _, err = run_cli(["convert", str(tmp_path / "two.glb"), str(tmp_path / "out.npz"), "--take", take],
+                               capsys)  # fmt: skip
+        assert code == 0, err
+        chosen = skelanim.load(tmp_path / "two.glb", animation=int(take) if take.isdigit() else take)
+        assert np.allclose(np.load(tmp_path / "out.npz")["positions"], chosen.positions().numpy(), atol=1e-6)
+    first, second = (skelanim.load(tmp_path / "two.glb", animation=k).positions().numpy() for k in (0, 1))
+    assert np.linalg.norm((second - first)[0, 0]) == pytest.approx(0.5, abs=1e-4)

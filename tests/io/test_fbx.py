@@ -96,8 +96,8 @@ def test_we_read_blenders_fbx_of_a_placed_armature(blender: Path, tmp_path: Path
 def test_an_fbx_of_two_takes_reads_either_by_name_or_index(blender: Path, tmp_path: Path,
                                                           capsys: pytest.CaptureFixture[str]) -> None:  # fmt: skip
     """Blender writes the walk and a copy whose root is moved 0.5 m as two takes: each reads by name and by index
-    (``metadata["fbx_takes"]``, which ``skelanim info`` shows), the moved one rigidly 0.5 m from the other, which is
-    the walk itself."""
+    (``metadata["fbx_takes"]``, which ``skelanim info`` shows; ``convert --take``), the moved one rigidly 0.5 m from
+    the other, which is the walk itself."""
     walk = _walk()
     skelanim.save(walk, tmp_path / "walk.bvh")
     made = tmp_path / "two.fbx"
@@ -117,6 +117,10 @@ def test_an_fbx_of_two_takes_reads_either_by_name_or_index(blender: Path, tmp_pa
     code, out, _ = run_cli(["info", str(made), "--json"], capsys)
     facts = json.loads(out)
     assert code == 0 and facts["takes"] == takes and facts["take"] in takes
+    code, _, _ = run_cli(["convert", str(made), str(tmp_path / "moved.glb"), "--take", moved_name], capsys)
+    assert code == 0 and np.allclose(skelanim.load(tmp_path / "moved.glb").positions(), moved.positions(), atol=1e-5)
+    code, _, err = run_cli(["convert", str(made), str(tmp_path / "run.glb"), "--take", "run"], capsys)
+    assert code == 2 and "two.fbx: no take 'run'" in err and err.count("\n") == 1 and not (tmp_path / "run.glb").exists()
     with pytest.raises(FormatError, match=r"two\.fbx: no take 'run'; its takes are '"):
         skelanim.load(made, animation="run")
     with pytest.raises(FormatError, match=rf"two\.fbx: no take {len(takes)}; it has {len(takes)}"):

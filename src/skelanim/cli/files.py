@@ -227,6 +227,7 @@ def _print_descriptions(described: list[dict[str, Any]]) -> None:
 #: Output suffixes that record whether a clip loops.
 LOOPING_FORMATS = (".txt", ".json", ".glb", ".gltf")
 UPRIGHT_FORMATS = (".glb", ".gltf", ".fbx")  # written in metres and turned from the source's up axis (--up)
+TAKE_FORMATS = (".glb", ".gltf", ".fbx")  # sources of several animations (convert --take)
 
 
 #: The options ``convert`` and ``convert-all`` share, each a factory of its typer option.
@@ -264,6 +265,9 @@ def convert(
     to_origin: bool = CONVERT_OPTIONS["to_origin"](),
     figure: int | None = typer.Option(None, "--figure", min=1, help="A BVH source of several ROOTs (actors, props): "
                                       "write its N-th figure alone (1 = the first ROOT)."),
+    take: str | None = typer.Option(None, "--take", help="A .glb/.gltf/.fbx source of several animations: read this "
+                                    "one, by name (skelanim info lists an FBX's takes) or index (default: a glTF's "
+                                    "first, an FBX's active take)."),
 ) -> None:
     """Convert SRC to DST between the supported formats, optionally trimming, mirroring, smoothing, resampling and more.
 
@@ -277,9 +281,12 @@ def convert(
     edits = check_edits(start=start, end=end, mirror=mirror, smooth=smooth, face=face, to_origin=to_origin)
     up_axis = check_convert_options(dst.suffix, fps=fps, scale=scale, loop=loop, up=up, simple_channels=simple_channels,
                                     edits=edits)
+    if take is not None and src.suffix.lower() not in TAKE_FORMATS:
+        raise typer.BadParameter(f"a {src.suffix or 'suffix-less'} source holds one animation; --take is for "
+                                 f"{'/'.join(TAKE_FORMATS)} sources", param_hint="--take")  # fmt: skip
     check_output(dst, src)
     convert_file(src, dst, fps=fps, scale=scale, loop=loop, up_axis=up_axis, simple_channels=simple_channels,
-                 figure=figure, edits=edits)
+                 figure=figure, edits=edits, take=take)
 
 
 @app.command("convert-all")
@@ -402,16 +409,18 @@ def check_convert_options(suffix: str, *, fps: float | None, scale: float | None
 def convert_file(src: Path, dst: Path, *, fps: float | None = None, scale: float | None = None,
                  loop: str | None = None, up_axis: str | None = None,
                  simple_channels: bool = False, figure: int | None = None, edits: Edits = Edits(),
-                 quiet: bool = False) -> None:
+                 quiet: bool = False, take: str | None = None) -> None:
     """One conversion of ``convert`` (options checked by :func:`check_convert_options` and
     :func:`~skelanim.cli.edits.check_edits`): read ``src``, apply the options in ``convert``'s order, write ``dst``
-    (atomically) and, unless ``quiet``, say so."""
+    (atomically) and, unless ``quiet``, say so. ``take``: the animation of a glTF or FBX source, a name or an index
+    written in digits."""
     import torch
 
     import skelanim
     from skelanim import ops
 
-    motion = skelanim.load(src)
+    chosen = {} if take is None else {"animation": int(take) if take.isdigit() else take}
+    motion = skelanim.load(src, **chosen)
     if figure is not None:
         parts = ops.figures(motion)
         if figure > len(parts):
