@@ -312,7 +312,6 @@ def _one_euro_frames(x: A, out: A, fps: float, min_cutoff: float, beta: float, d
     """:func:`one_euro`'s recursion on ``x`` ``(F, ...)`` (NumPy or torch, :class:`FrameOps`), written into ``out``
     (same shape; every frame is written). ``isotropic``: one speed per vector over the last axis."""
     a_d = alpha(d_cutoff, fps)
-    c0, c1 = 2.0 * math.pi * min_cutoff / fps, 2.0 * math.pi * beta / fps  # alpha(fc) = r / (r + 1), r = c0 + c1 |dx̂|
     prev = x[0]
     out[0] = prev
     dprev = prev * 0.0  # (x is finite)
@@ -320,6 +319,5 @@ def _one_euro_frames(x: A, out: A, fps: float, min_cutoff: float, beta: float, d
         diff = x[i] - prev
         dprev = dprev + a_d * (diff * fps - dprev)
         speed = ops.sqrt0((dprev * dprev).sum(-1))[..., None] if isotropic else abs(dprev)
-        r = c0 + c1 * speed
-        prev = prev + (r / (r + 1.0)) * diff
+        prev = prev + alpha(min_cutoff + beta * speed, fps) * diff
         out[i] = prev

@@ -24,7 +24,6 @@ joint translations and every joint's local rotation.
 
 from __future__ import annotations
 
-import math
 from typing import Literal
 
 import numpy as np
@@ -87,7 +86,6 @@ def _one_euro_quat_frames(q: A, out: A, conj_product: A, one: A, fps: float, min
     atan2(|r_xyz|, r_w)`` is both half the rotation angle (the velocity's ``log``) and slerp's angle between
     ``q̂`` and ``±q_t`` in ``R^4``; the small-angle branches and thresholds are theirs."""
     a_d = alpha(d_cutoff, fps)
-    c0, c1 = 2.0 * math.pi * min_cutoff / fps, 2.0 * math.pi * beta / fps  # alpha(fc) = r / (r + 1), r = c0 + c1 |ω̂|
     n = q.shape[1]
     prev = q[0]
     out[0] = prev
@@ -106,8 +104,7 @@ def _one_euro_quat_frames(q: A, out: A, conj_product: A, one: A, fps: float, min
         scale = ops.where(small, (2.0 / ws) * (1.0 - r2 / 3.0 + r2 * r2 / 5.0),
                           2.0 * theta / ops.where(small, 1.0, s))  # fmt: skip
         dprev = dprev + a_d * (u * (scale * sign * fps)[:, None] - dprev)  # ω = log(r) * fps
-        cut = c0 + c1 * ops.sqrt0((dprev * dprev).sum(1))
-        step = cut / (cut + 1.0)
+        step = alpha(min_cutoff + beta * ops.sqrt0((dprev * dprev).sum(1)), fps)
         tiny = theta < 1e-5  # quat_slerp's normalised-lerp branch
         sin_th = ops.where(tiny, 1.0, ops.sin(theta))
         rest = 1.0 - step
