@@ -55,6 +55,7 @@ from skelanim.cli import demo as _demo  # noqa: F401
 from skelanim.cli import ik as _ik  # noqa: F401
 from skelanim.cli import retarget as _retarget  # noqa: F401
 from skelanim.cli import stream as _stream  # noqa: F401
+from skelanim.cli import learn_recognize as _learn_recognize  # noqa: F401
 from skelanim.cli import learn as _learn  # noqa: F401
 from skelanim.cli import evaluate as _evaluate  # noqa: F401
 from skelanim.cli import learn_predict as _learn_predict  # noqa: F401
