@@ -10,6 +10,7 @@ import typer
 
 from skelanim.cli import app
 from skelanim.cli.files import load_one_figure
+from skelanim.cli.finetune import begin_finetuning, finetune, init_option, member_folders
 from skelanim.cli.learn_common import (
     DATA_HELP,
     EMA_HELP,
@@ -37,6 +38,7 @@ from skelanim.cli.learn_common import (
     range_option,
     remove_earlier_model_files,
     report_training,
+    require_skeleton,
     resume_option,
     run_device_option,
     split_parts,
@@ -44,9 +46,14 @@ from skelanim.cli.learn_common import (
     train_config,
 )
 
+#: ``learn predict train``'s options that a fine-tuned model keeps as they are (``--init``).
+ARCH_SETTINGS = ("hidden", "blocks", "attention", "anchor", "spring", "observed_frames", "gcn_pad", "half_period",
+                 "test_mirror", "amplitude_norm")
+
 
 @predict_app.command("train")
 def predict_train(
+    ctx: typer.Context,
     data: list[str] = typer.Option(..., "--data", help=DATA_HELP),
     labels: str = LABELS_OPTION,
     out: Path = typer.Option(..., "--out", "-o", help="Model folder to write."),
@@ -94,16 +101,21 @@ def predict_train(
     max_steps: int | None = typer.Option(None, "--max-steps", min=1),
     threads: int | None = threads_option(),
     device: str = device_option(),
+    init: str | None = init_option(),
     resume: bool = resume_option(),
     overwrite: bool = overwrite_option(),
     progress: bool = typer.Option(True, "--progress/--no-progress"),
 ) -> None:
-    """Train a predictor (1 s in, 1 s out at --fps, 25 by default)."""
-    from skelanim.learn.predict import ARCHITECTURES, train_predictor
+    """Train a predictor (1 s in, 1 s out at --fps, 25 by default), or fine-tune one (--init)."""
+    from skelanim.learn.predict import ARCHITECTURES, Predictor, train_predictor
     from skelanim.nn.train import check_output_folders
 
     if arch not in ARCHITECTURES:
         raise typer.BadParameter(f"unknown architecture {arch!r}; choose from {', '.join(ARCHITECTURES)}", param_hint="--arch")
+    start = None
+    if init is not None:  # the model's own settings: the architecture and its options, rate, calibration
+        start, fps = begin_finetuning(ctx, Predictor, init, arch, f"predict_{arch}", ARCH_SETTINGS, fps)
+        arch = start.config["arch"]
     if arch == "mlp" and (hidden is not None or half_period):
         raise typer.BadParameter("the MLP predictor has no --hidden width and no periodic pad", param_hint="--arch")
     second = round(fps)  # 1 s in, 1 s out at the model's frame rate
@@ -122,20 +134,32 @@ def predict_train(
     if half_period and not ((arch == "rnn" and anchor) or (arch == "gcn" and gcn_pad == "periodic")):
         raise typer.BadParameter("halves the periodic continuation, which needs --anchor (rnn) or --gcn-pad periodic "
                                  "(gcn); it had been stored and not used", param_hint="--half-period")  # fmt: skip
-    check_output_folders(out, resume=resume, overwrite=overwrite)
-    parts = split_parts(load_dataset(data, fps, threads, progress, labels=labels), split, seed)
+    check_output_folders(out, *(member_folders(out, start) if start else []), resume=resume, overwrite=overwrite)
+    ds = load_dataset(data, fps, threads, progress, labels=labels)
+    if start is not None:  # the --init model's rig: its weights read joints as its own
+        require_skeleton("predictor", start.members[0][0].rig.skeleton, ds, " (--init)")
+    parts = split_parts(ds, split, seed)
+    task = {"mirror": mirror, "speed": speed, "amplitude": amplitude, "global_weight": global_weight, "horizon_decay": horizon_decay,
+            "file_balance": file_balance, "amplitude_norm": amplitude_norm, "reverse": reverse,
+            "velocity_weight": velocity_weight}  # fmt: skip
+    loop = train_config(epochs, batch_size, lr, seed, max_steps, progress, ema=ema, keep=keep, weight_decay=weight_decay, device=device)
+    if start is not None:
+        from skelanim.learn.ensemble import combine_predictors
+
+        def train_one(model: Any, folder: Path, member_loop: Any, again: bool, record: dict[str, Any]) -> dict[str, Any]:
+            return train_predictor(parts["train"], parts["val"], folder, stride=stride, task_options=task, loop=member_loop,
+                                   resume=again, command=command_line(), init=model, init_record=record)  # fmt: skip
+
+        return finetune(start, out, loop, resume, train_one,
+                        lambda folders, target: combine_predictors(folders, target, command=command_line()), "val_mpjpe")  # fmt: skip
     options = {"hidden": hidden, "blocks": blocks, "attention": attention if arch == "rnn" else None,
                "anchor": anchor if arch == "rnn" and anchor else None,
                "spring": spring if arch == "rnn" and spring else None,
                "observed": (observed_frames or second if arch == "mlp" else observed_frames) if arch != "rnn" else None, "pad": gcn_pad if arch == "gcn" else None,
                "half_period": True if half_period else None}  # fmt: skip
-    task = {"mirror": mirror, "speed": speed, "amplitude": amplitude, "global_weight": global_weight, "horizon_decay": horizon_decay,
-            "file_balance": file_balance, "amplitude_norm": amplitude_norm, "reverse": reverse,
-            "velocity_weight": velocity_weight}  # fmt: skip
     result = train_predictor(parts["train"], parts["val"], out, arch=arch, stride=stride, observed=second, horizon=second,
                              arch_options={k: v for k, v in options.items() if v is not None} or None, task_options=task,
-                             test_mirror=test_mirror, loop=train_config(epochs, batch_size, lr, seed, max_steps, progress, ema=ema, keep=keep, weight_decay=weight_decay, device=device),
-                             resume=resume, command=command_line())  # fmt: skip
+                             test_mirror=test_mirror, loop=loop, resume=resume, command=command_line())  # fmt: skip
     report_training(out, result, "val_mpjpe")
 
 

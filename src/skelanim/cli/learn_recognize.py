@@ -5,9 +5,11 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import typer
 
+from skelanim.cli.finetune import begin_finetuning, finetune, init_option, member_folders
 from skelanim.cli.learn_common import (
     DATA_HELP,
     EMA_HELP,
@@ -32,6 +34,7 @@ from skelanim.cli.learn_common import (
     range_option,
     recognize_app,
     report_training,
+    require_skeleton,
     resume_option,
     run_device_option,
     split_parts,
@@ -39,9 +42,14 @@ from skelanim.cli.learn_common import (
     train_config,
 )
 
+#: ``learn recognize train``'s options that a fine-tuned model keeps as they are (``--init``).
+ARCH_SETTINGS = ("window", "readout", "test_mirror", "test_speeds", "adaptive", "path", "joint_input", "joint_affine",
+                 "std_floor", "centre", "rescale", "rotations")
+
 
 @recognize_app.command("train")
 def recognize_train(
+    ctx: typer.Context,
     data: list[str] = typer.Option(..., "--data", help=DATA_HELP),
     labels: str = LABELS_OPTION,
     out: Path = typer.Option(..., "--out", "-o", help="Model folder to write."),
@@ -101,17 +109,24 @@ def recognize_train(
         0.0, "--frame-jitter", min=0.0, help="Turn each joint's frame at random, children compensated (std, degrees)."
     ),
     travel: tuple[float, float] = range_option("--travel", "Scale each window's ground travel by LO-HI (steps kept)."),
+    init: str | None = init_option(),
     resume: bool = resume_option(),
     overwrite: bool = overwrite_option(),
     progress: bool = typer.Option(True, "--progress/--no-progress"),
 ) -> None:
-    """Train a recogniser (ST-GCN or the CNN baseline); OUT gets model.safetensors + config.json."""
-    from skelanim.learn.recognize import ARCHITECTURES
+    """Train a recogniser (ST-GCN or the CNN baseline), or fine-tune one (--init); OUT gets model.safetensors +
+    config.json."""
+    from skelanim.learn.recognize import ARCHITECTURES, Recognizer
     from skelanim.learn.recognize_train import train_recognizer
     from skelanim.nn.train import check_output_folders
 
     if arch not in ARCHITECTURES:
         raise typer.BadParameter(f"unknown architecture {arch!r}; choose from {', '.join(ARCHITECTURES)}", param_hint="--arch")
+    start = None
+    if init is not None:  # the model's own settings: architecture, window, rate, statistics, test-time votes
+        shipped = "recognize" if arch == "stgcn" else "recognize_cnn"
+        start, fps = begin_finetuning(ctx, Recognizer, init, arch, shipped, ARCH_SETTINGS, fps)
+        arch, window = start.config["arch"], int(start.config["window"])
     if rescale and not centre:
         raise typer.BadParameter("needs --centre (it scales the motion about the window mean)", param_hint="--rescale")
     if turn and path:  # relabelled turns would keep the path features of the straight walk they came from
@@ -120,23 +135,36 @@ def recognize_train(
                                  ("--joint-affine", joint_affine), ("--centre", centre), ("--rescale", rescale)) if v]  # fmt: skip
     if arch == "cnn" and stgcn_only:  # these had been dropped without a word
         raise typer.BadParameter(f"{stgcn_only[0]} is an ST-GCN option; --arch cnn has none", param_hint=stgcn_only[0])
-    check_output_folders(out, resume=resume, overwrite=overwrite)
+    check_output_folders(out, *(member_folders(out, start) if start else []), resume=resume, overwrite=overwrite)
     flags = {"readout": readout, "adaptive": adaptive, "joint_input": joint_input, "joint_affine": joint_affine,
              "centre": centre, "rescale": rescale}  # fmt: skip
     options = {k: v for k, v in flags.items() if v} if arch == "stgcn" else {}
-    parts = split_parts(load_dataset(data, fps, threads, progress, labels=labels, need=("content",)), split, seed)
+    ds = load_dataset(data, fps, threads, progress, labels=labels, need=("content",))
+    if start is not None:  # the --init model's rig: its weights read joints as its own
+        require_skeleton("recogniser", start.members[0][0].rig.skeleton, ds, " (--init)")
+    parts = split_parts(ds, split, seed)
     longest = max(clip.num_frames for clip in parts["train"].clips)
     if window > longest:  # every window would be a padded clip (100,000 frames had run out of memory)
         raise typer.BadParameter(f"{window} frames is longer than every training clip (the longest: {longest} frames "
                                  f"at {fps:g} fps)", param_hint="--window")  # fmt: skip
-    result = train_recognizer(parts["train"], parts["val"], out, arch=arch, window=window, stride=stride,
-                              loop=train_config(epochs, batch_size, lr, seed, max_steps, progress, ema=ema, keep=keep, device=device), mirror=mirror, balance=balance,
-                              file_balance=file_balance, amplitude=None if amplitude == (1.0, 1.0) else amplitude,
-                              test_mirror=test_mirror, test_speeds=tuple(test_speeds) or (1.0,), path=path, posture=posture, arch_options=options or None,
-                              style_weight=style_weight, style_adversary=style_adversary, turn=turn, std_floor=std_floor,
-                              rotations=rotations, frame_jitter=frame_jitter, resume=resume,
-                              travel=None if travel == (1.0, 1.0) else travel,
-                              command=command_line())  # fmt: skip
+    loop = train_config(epochs, batch_size, lr, seed, max_steps, progress, ema=ema, keep=keep, device=device)
+    augment: dict[str, Any] = {"mirror": mirror, "balance": balance, "file_balance": file_balance, "posture": posture,
+               "amplitude": None if amplitude == (1.0, 1.0) else amplitude, "style_weight": style_weight,
+               "style_adversary": style_adversary, "turn": turn, "frame_jitter": frame_jitter,
+               "travel": None if travel == (1.0, 1.0) else travel}  # fmt: skip
+    if start is not None:
+        from skelanim.learn.ensemble import combine_recognizers
+
+        def train_one(model: Any, folder: Path, member_loop: Any, again: bool, record: dict[str, Any]) -> dict[str, Any]:
+            return train_recognizer(parts["train"], parts["val"], folder, stride=stride, loop=member_loop, resume=again,
+                                    command=command_line(), init=model, init_record=record, **augment)  # fmt: skip
+
+        return finetune(start, out, loop, resume, train_one,
+                        lambda folders, target: combine_recognizers(folders, target, command=command_line()), "val_error")  # fmt: skip
+    result = train_recognizer(parts["train"], parts["val"], out, arch=arch, window=window, stride=stride, loop=loop,
+                              test_mirror=test_mirror, test_speeds=tuple(test_speeds) or (1.0,), path=path,
+                              arch_options=options or None, std_floor=std_floor, rotations=rotations, resume=resume,
+                              command=command_line(), **augment)  # fmt: skip
     report_training(out, result, "val_error")
 
 

@@ -31,7 +31,7 @@ from skelanim.learn.predict import Predictor
 from skelanim.learn.recognize import Recognizer
 from skelanim.nn.checkpoint import read_model_config, save_model_files
 
-__all__ = ["combine_predictors", "combine_recognizers"]
+__all__ = ["combine_predictors", "combine_recognizers", "single_members"]
 
 #: Config keys that must agree between recogniser members (what defines the model but its weights and the
 #: members' architecture options, which may differ: ``member_options``).
@@ -97,7 +97,7 @@ def _combine(kind: type[Model], shared_keys: Sequence[str], folders: Sequence[st
     models, records, sources = [], [], []
     for folder in folders:
         training = read_model_config(Path(folder) / "config.json").get("training", {})
-        members = _single_members(kind, kind.load(folder), training)
+        members = single_members(kind, kind.load(folder), training)
         models += [model for model, _ in members]
         records += [record for _, record in members]
         sources += [folder] * len(members)
@@ -131,7 +131,7 @@ def _combine(kind: type[Model], shared_keys: Sequence[str], folders: Sequence[st
     return ensemble.eval()
 
 
-def _single_members(kind: type[Model], model: Model, training: dict[str, Any]) -> list[tuple[Model, dict[str, Any]]]:
+def single_members(kind: type[Model], model: Model, training: dict[str, Any]) -> list[tuple[Model, dict[str, Any]]]:
     """``model`` as single models with their training records: itself, or each member of an ensemble (built
     with its own architecture options, its ``net.members.i.*`` weights and the ensemble's statistics)."""
     if model.members == 1:

@@ -50,7 +50,7 @@ from torch import Tensor, nn
 from skelanim.core.rotations import mean_rotations
 from skelanim.data.dataset import MotionDataset
 from skelanim.data.features import to_reference_frame
-from skelanim.data.rig import Rig
+from skelanim.data.rig import Rig, require_rig
 from skelanim.errors import TrainingDataError
 from skelanim.learn.augment import log_uniform, scale_amplitude
 from skelanim.learn.calibrate import calibrate_input_range, median_amplitude
@@ -393,6 +393,9 @@ class PredictTask:
     reverse : float
         Chance that a training window is played backwards before it is split into observed and future frames
         (siMLPe's temporal flip; 0: never).
+    statistics : bool
+        Set the model's input normalisation and step scale from the training windows; ``False`` keeps the model's
+        (fine-tuning: :mod:`skelanim.learn.finetune`; ``amplitude_norm`` then cannot be asked).
     meta : dict
         Provenance.
     """
@@ -402,7 +405,8 @@ class PredictTask:
     def __init__(self, model: Predictor, train_ds: MotionDataset, val_ds: MotionDataset | None, *, stride: int = 2,
                  speed: tuple[float, float] = (1.0, 1.0), amplitude: tuple[float, float] = (1.0, 1.0),
                  mirror: bool = False, global_weight: float = 1.0, noise: float = 0.0, horizon_decay: float = 0.5, file_balance: float = 0.0,
-                 amplitude_norm: bool = False, reverse: float = 0.0, velocity_weight: float = 0.0, meta: dict[str, Any] | None = None) -> None:  # fmt: skip
+                 amplitude_norm: bool = False, reverse: float = 0.0, velocity_weight: float = 0.0, statistics: bool = True,
+                 meta: dict[str, Any] | None = None) -> None:  # fmt: skip
         self.model, self.train_ds, self.val_ds, self.meta = model, train_ds, val_ds, dict(meta or {})
         self.speed, self.amplitude = (speed[0], speed[1]), (amplitude[0], amplitude[1])
         self.reverse = float(reverse)
@@ -416,12 +420,16 @@ class PredictTask:
                                     f"observed and {model.horizon} predicted at {train_ds.fps:g} fps); the longest has "
                                     f"{longest}")  # fmt: skip
         self.sample_weight = file_balance_weights(self.windows[:, 0], len(train_ds), file_balance)
-        sample = model.window_vectors(train_ds, spread_sample(self.windows, 2000))
-        mean, std = sample.mean(dim=(0, 1)), sample.std(dim=(0, 1)).clamp_min(1e-3)
-        model.norm.set(mean, std)
-        steps = (sample[:, 1:] - sample[:, :-1]).std(dim=(0, 1)).clamp_min(1e-5)
-        model.step_scale.copy_(steps / std)
-        model.amplitude_reference = median_amplitude(model, sample) if amplitude_norm else 0.0
+        if statistics:
+            sample = model.window_vectors(train_ds, spread_sample(self.windows, 2000))
+            mean, std = sample.mean(dim=(0, 1)), sample.std(dim=(0, 1)).clamp_min(1e-3)
+            model.norm.set(mean, std)
+            steps = (sample[:, 1:] - sample[:, :-1]).std(dim=(0, 1)).clamp_min(1e-5)
+            model.step_scale.copy_(steps / std)
+            model.amplitude_reference = median_amplitude(model, sample) if amplitude_norm else 0.0
+        elif amplitude_norm:
+            raise ValueError("amplitude_norm sets the model's amplitude reference from the training windows; a "
+                             "model whose statistics are kept (fine-tuning) keeps its own")  # fmt: skip
         self.mirror = rig_mirror(model.rig, model.mean_pose()) if mirror else None
         self.val_windows = val_ds.windows(self.length, 10, pad_short=False) if val_ds is not None else None
         self.validated = self.val_windows is not None and len(self.val_windows) > 0
@@ -498,9 +506,15 @@ def train_predictor(train_ds: MotionDataset, val_ds: MotionDataset | None, out: 
                     observed: int = SECOND_FRAMES, horizon: int = SECOND_FRAMES, stride: int = 2, loop: TrainConfig | None = None,
                     arch_options: dict[str, Any] | None = None, task_options: dict[str, Any] | None = None,
                     resume: bool = False, command: str | None = None, log: Any = None,
-                    test_mirror: bool = False) -> dict[str, Any]:  # fmt: skip
+                    test_mirror: bool = False, init: Predictor | None = None,
+                    init_record: dict[str, Any] | None = None) -> dict[str, Any]:  # fmt: skip
     """Train a predictor; writes ``out/model.safetensors`` + ``config.json`` (best validation epoch or the last;
     ``test_mirror``: :class:`Predictor`'s, also in validation).
+
+    ``init``, a single-network predictor, is fine-tuned instead (trained in place): its architecture, lengths,
+    frame rate, statistics and calibration are kept, so ``arch``, ``arch_options``, ``observed``, ``horizon`` and
+    ``test_mirror`` are not read and ``train_ds`` must be at its rate on its rig; ``init_record`` (what it
+    started from: :meth:`skelanim.learn.finetune.InitModel.record`) goes into ``config.json`` as ``init``.
 
     Returns
     -------
@@ -509,23 +523,39 @@ def train_predictor(train_ds: MotionDataset, val_ds: MotionDataset | None, out: 
     """
     loop = loop or TrainConfig(epochs=10, batch_size=64, lr=1e-3, warmup_steps=100)
     torch.manual_seed(loop.seed)
-    model = Predictor(
+    if init is not None and init.members > 1:
+        raise ValueError(f"init must be one network, not an ensemble of {init.members} (finetune_members splits it)")
+    model = init if init is not None else Predictor(
         arch, train_ds.rig, observed=observed, horizon=horizon, fps=train_ds.fps, arch_options=arch_options,
         test_mirror=test_mirror,
     )
+    if init is not None:  # the init's rig and rate: its weights read joints and frames as its own
+        require_rig(train_ds.clips, init.rig.skeleton, "the predictor")
+        if abs(init.fps - train_ds.fps) > 1e-9:
+            raise ValueError(f"the data is at {train_ds.fps:g} fps, the predictor at {init.fps:g}")
     meta = provenance(command, [c.path for c in train_ds.clips], loop.seed)
     meta["validation"] = [c.name for c in val_ds.clips] if val_ds is not None else []
     meta["task_options"] = {"stride": stride, **(task_options or {})}
-    task = PredictTask(model, train_ds, val_ds, stride=stride, meta=meta, **(task_options or {}))
+    if init is not None:
+        meta["init"] = dict(init_record or {})
+    task = PredictTask(model, train_ds, val_ds, stride=stride, meta=meta, statistics=init is None, **(task_options or {}))
     loop = keep_without_validation(loop, task.validated, log)
     note_short_clips(train_ds, observed + horizon, log)
 
+    before = (model.input_low.clone(), model.input_high.clone())  # a fine-tuned model's range (else unbounded)
+
     def with_input_range(tensors: dict[str, Tensor], config: dict[str, Any]) -> dict[str, Tensor]:
         """The weights fit kept (best or last) with the training windows' input range, measured while fit still
-        holds the folder: read after it, the folder may already hold another run's files."""
+        holds the folder: read after it, the folder may already hold another run's files. A fine-tuned model
+        keeps the range of its first training too (its union with this data's): a small fine-tuning set would
+        otherwise clamp motion the model knows."""
         kept = Predictor.from_config(config)
         load_weights(kept, tensors, Path(out), optional=("input_low", "input_high"))
-        calibrate_input_range(kept.eval(), train_ds, stride=stride, mirror=bool((task_options or {}).get("mirror")))
+        low, high = calibrate_input_range(kept.eval(), train_ds, stride=stride,
+                                          mirror=bool((task_options or {}).get("mirror")))  # fmt: skip
+        if init is not None and bool(torch.isfinite(before[0]).all() and torch.isfinite(before[1]).all()):
+            kept.input_low.copy_(torch.minimum(low, before[0]))
+            kept.input_high.copy_(torch.maximum(high, before[1]))
         return kept.state_dict()
 
     result = fit(model, task, out, loop, resume=resume, log=log, finish=with_input_range)

@@ -35,6 +35,7 @@ from skelanim.core.rotations import mean_rotations, rotvec_to_matrix
 from skelanim.data.dataset import MotionDataset
 from skelanim.data.features import wrap_angle
 from skelanim.data.labels import label_spaces
+from skelanim.data.rig import require_rig
 from skelanim.learn.augment import jitter_frames, log_uniform, scale_amplitude, scale_travel, turn_classes, turn_relabel
 from skelanim.learn.common import (
     file_balance_weights,
@@ -82,6 +83,9 @@ class RecognizeTask:
         the same channel (0: only the absolute floor 0.001). A channel all but constant in the training data
         (a twist the captures never use) would otherwise put a small difference of another capture tens of
         standard deviations out.
+    statistics : bool
+        Set the model's input normalisation from the training windows; ``False`` keeps the model's (fine-tuning:
+        :mod:`skelanim.learn.finetune`; ``std_floor`` then cannot be asked).
     meta : dict
         Provenance for ``config.json``.
     """
@@ -92,7 +96,8 @@ class RecognizeTask:
                  style_weight: float = 0.5, mirror: bool = True, balance: float = 0.0, file_balance: float = 0.0,
                  amplitude: tuple[float, float] | None = None, posture: float = 0.0, style_adversary: float = 0.0,
                  turn: float = 0.0, std_floor: float = 0.0, frame_jitter: float = 0.0,
-                 travel: tuple[float, float] | None = None, meta: dict[str, Any] | None = None) -> None:  # fmt: skip
+                 travel: tuple[float, float] | None = None, statistics: bool = True,
+                 meta: dict[str, Any] | None = None) -> None:  # fmt: skip
         self.model, self.train_ds, self.val_ds, self.meta = model, train_ds, val_ds, dict(meta or {})
         self.validated = val_ds is not None
         if not self.validated:  # scored on training windows: not a validation score
@@ -130,12 +135,15 @@ class RecognizeTask:
             yaw = train_ds.gather(self.windows, model.window, keys=("yaw",))["yaw"]
             rate = wrap_angle(yaw[:, 1:] - yaw[:, :-1]).mean(1)
             self.turns = turn_classes(model.contents.names, self.content, rate)
-        sample = self._features(spread_sample(self.windows, 2000))
-        mean, std = sample.mean(dim=(0, 1)), sample.std(dim=(0, 1)).clamp_min(1e-3)  # (M, C) each
-        if std_floor > 0:  # no channel far narrower than the same channel of the other joints
-            std = torch.maximum(std, std_floor * std.median(dim=0).values)
-        model.norm.set(mean, std)
-        self.noise_std = std.reshape(model.norm.std.shape).clone()  # (M, C) a CPU copy: batches are built on the CPU
+        if statistics:
+            sample = self._features(spread_sample(self.windows, 2000))
+            mean, std = sample.mean(dim=(0, 1)), sample.std(dim=(0, 1)).clamp_min(1e-3)  # (M, C) each
+            if std_floor > 0:  # no channel far narrower than the same channel of the other joints
+                std = torch.maximum(std, std_floor * std.median(dim=0).values)
+            model.norm.set(mean, std)
+        elif std_floor > 0:
+            raise ValueError("std_floor shapes the input statistics, which a fine-tuned model keeps")
+        self.noise_std = model.norm.std.detach().cpu().clone()  # (M, C) a CPU copy: batches are built on the CPU
         self.perm, left, right, self.lateral = model.mirror_map()
         self.reflections = (left, right)
 
@@ -232,8 +240,15 @@ def train_recognizer(train_ds: MotionDataset, val_ds: MotionDataset | None, out:
                      test_speeds: Sequence[float] = (1.0,),
                      path: bool = False, posture: float = 0.0, style_weight: float = 0.5, style_adversary: float = 0.0,
                      turn: float = 0.0, std_floor: float = 0.0, rotations: bool = True, frame_jitter: float = 0.0,
-                     travel: tuple[float, float] | None = None, resume: bool = False, command: str | None = None, log: Any = None) -> dict[str, Any]:  # fmt: skip
+                     travel: tuple[float, float] | None = None, resume: bool = False, command: str | None = None, log: Any = None,
+                     init: Recognizer | None = None, init_record: dict[str, Any] | None = None) -> dict[str, Any]:  # fmt: skip
     """Train a recogniser; writes ``out/model.safetensors`` + ``config.json`` (best validation epoch).
+
+    ``init``, a single-network recogniser, is fine-tuned instead: its architecture, window, frame rate,
+    statistics and test-time settings are kept (``arch``, ``window``, ``arch_options``, ``test_mirror``,
+    ``test_speeds``, ``path`` and ``rotations`` are not read; ``train_ds`` must be at its rate on its rig), its
+    classes become the data's (:func:`~skelanim.learn.finetune.adapt_recognizer`), and ``init_record`` goes into
+    ``config.json`` as ``init``.
 
     Parameters
     ----------
@@ -299,11 +314,24 @@ def train_recognizer(train_ds: MotionDataset, val_ds: MotionDataset | None, out:
     """
     loop = loop or TrainConfig(epochs=20, batch_size=64, lr=2e-3, warmup_steps=100)
     torch.manual_seed(loop.seed)
-    model = Recognizer(arch, train_ds.rig, sorted(set(train_ds.labels("content"))), sorted(set(train_ds.labels("style"))),
-                       window=window, fps=train_ds.fps, arch_options=arch_options, test_mirror=test_mirror,
-                       test_speeds=test_speeds, path=path, rotations=rotations,
-                       label_spaces=label_spaces([c.labels for c in train_ds.clips]))  # fmt: skip
+    contents, styles = sorted(set(train_ds.labels("content"))), sorted(set(train_ds.labels("style")))
+    spaces = label_spaces([c.labels for c in train_ds.clips])
+    if init is not None:
+        from skelanim.learn.finetune import adapt_recognizer
+
+        if init.members > 1:
+            raise ValueError(f"init must be one network, not an ensemble of {init.members} (finetune_members splits it)")
+        require_rig(train_ds.clips, init.rig.skeleton, "the recogniser")
+        if abs(init.fps - train_ds.fps) > 1e-9:
+            raise ValueError(f"the data is at {train_ds.fps:g} fps, the recogniser at {init.fps:g}")
+        model = adapt_recognizer(init, contents, styles, spaces)
+    else:
+        model = Recognizer(arch, train_ds.rig, contents, styles, window=window, fps=train_ds.fps,
+                           arch_options=arch_options, test_mirror=test_mirror, test_speeds=test_speeds, path=path,
+                           rotations=rotations, label_spaces=spaces)  # fmt: skip
     meta = provenance(command, [c.path for c in train_ds.clips], loop.seed)
+    if init is not None:
+        meta["init"] = dict(init_record or {})
     meta["validation"] = [c.name for c in val_ds.clips] if val_ds is not None else []
     meta["augmentation"] = {"speed": list(SPEED), "mirror": mirror, "balance": balance, "file_balance": file_balance,
                             "amplitude": list(amplitude) if amplitude is not None else None, "posture": posture,
@@ -313,9 +341,9 @@ def train_recognizer(train_ds: MotionDataset, val_ds: MotionDataset | None, out:
     task = RecognizeTask(model, train_ds, val_ds, stride=stride, mirror=mirror, balance=balance,
                          file_balance=file_balance, amplitude=amplitude, posture=posture, style_weight=style_weight,
                          style_adversary=style_adversary, turn=turn, std_floor=std_floor, frame_jitter=frame_jitter,
-                         travel=travel, meta=meta)  # fmt: skip
+                         travel=travel, statistics=init is None, meta=meta)  # fmt: skip
     loop = keep_without_validation(loop, task.validated, log)
-    note_short_clips(train_ds, window, log)
+    note_short_clips(train_ds, model.window, log)
     result = fit(model, task, out, loop, resume=resume, log=log)
     result.update(metric=task.metric, keep=loop.keep)
     result["parameters"] = sum(p.numel() for p in model.parameters())

@@ -1,0 +1,136 @@
+"""Fine-tuning (``--init``): a recogniser or predictor trained further, on other data or for longer, starting from
+the weights of a model folder, the shipped defaults among them.
+
+The model stays the init's: its architecture, frame rate, window and rig, its input normalisation (the
+statistics of the data it was first trained on, which its weights are tied to: recomputed on the new data they
+would move every input the network sees), and a predictor's calibration (amplitude reference and votes, input
+range, test-time mirror). A recogniser takes the classes of the new data: the rows of its content and style
+heads for classes the init knows start from the init's rows, those of new classes fresh, and classes the data
+lacks are dropped (training could not keep them). An ensemble is fine-tuned member by member, each from its own
+weights with seed ``seed + i`` into ``OUT/members/i``, and combined into ``OUT``
+(:mod:`skelanim.learn.ensemble`), as its members were trained apart.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import Any, TypeVar
+
+from skelanim.errors import FormatError
+from skelanim.learn.common import pretrained_dir
+from skelanim.learn.ensemble import single_members
+from skelanim.learn.predict import Predictor
+from skelanim.learn.recognize import Recognizer
+from skelanim.nn.checkpoint import CONFIG_NAME, STATE_NAME, read_model_config
+from skelanim.nn.train import TrainConfig
+
+__all__ = ["SHIPPED", "InitModel", "adapt_recognizer", "finetune_members", "read_init"]
+
+#: ``--init shipped``: the shipped default of the kind (and architecture) being trained.
+SHIPPED = "shipped"
+
+Model = TypeVar("Model", Recognizer, Predictor)
+
+
+class InitModel:
+    """The model folder a fine-tuning starts from, as single networks.
+
+    Attributes
+    ----------
+    folder : str
+        The folder as given (``"shipped"`` for a shipped default).
+    config : dict
+        Its ``config.json`` without the training record.
+    members : list
+        ``(model, record)`` per network (one for a single model): the network with the folder's statistics and
+        float32 weights (a shipped folder's are float16), and its training record.
+    """
+
+    def __init__(self, folder: str, config: dict[str, Any], members: list[tuple[Any, dict[str, Any]]]) -> None:
+        self.folder, self.config, self.members = folder, config, members
+
+    def record(self, index: int) -> dict[str, Any]:
+        """What a fine-tuned network's ``config.json`` says it started from: the folder, the member, and the
+        command and seed of the init's own training."""
+        training = self.members[index][1]
+        return {"folder": self.folder, "member": index if len(self.members) > 1 else None,
+                "command": training.get("command"), "seed": training.get("seed")}  # fmt: skip
+
+
+def read_init(kind: type[Model], init: str | Path, default: str) -> InitModel:
+    """Load the ``--init`` folder ``init`` (``"shipped"``: the shipped ``default``) of models of ``kind``.
+
+    Raises
+    ------
+    FormatError
+        When the folder is not a model of ``kind`` (one line naming it); an unfinished run's loads with its warning.
+    """
+    folder = None if str(init) == SHIPPED else Path(init)
+    model = kind.load(folder, default=default)
+    training = read_model_config((folder or pretrained_dir(default)) / CONFIG_NAME).get("training")
+    members = single_members(kind, model, training if isinstance(training, dict) else {})
+    return InitModel(str(init), model.config(), members)
+
+
+def check_init_fps(init: InitModel, fps: float, given: bool) -> float:
+    """The frame rate a fine-tuning reads its data at: the init's; ``fps`` given otherwise is refused."""
+    rate = float(init.config["fps"])
+    if given and abs(fps - rate) > 1e-9:
+        raise FormatError(
+            f"the model works at {rate:g} fps, not the {fps:g} asked for: leave --fps out", path=init.folder
+        )
+    return rate
+
+
+def adapt_recognizer(init: Recognizer, contents: Sequence[str], styles: Sequence[str],
+                     label_spaces: Mapping[str, Sequence[str]] | None) -> Recognizer:  # fmt: skip
+    """A copy of the single-network recogniser ``init`` for the classes ``contents`` and ``styles``: every weight
+    and statistic the init's, the heads' rows of classes it knows its rows, those of other classes as a fresh
+    ``nn.Linear`` draws them (seed torch before calling)."""
+    config = {**init.config(), "contents": list(contents), "styles": list(styles), "label_spaces": label_spaces}
+    model = Recognizer.from_config(config)
+    old = init.state_dict()
+    state = model.state_dict()
+    rows = {"content_head.": (init.contents.names, contents), "style_head.": (init.styles.names, styles)}
+    for key, value in state.items():
+        head = next((h for h in rows if key.startswith("net." + h)), None)
+        if head is None:
+            state[key] = old[key]
+            continue
+        if key not in old:  # the init has no style head
+            continue
+        known, wanted = rows[head]
+        for i, name in enumerate(wanted):
+            if name in known:
+                value[i] = old[key][known.index(name)]
+    model.load_state_dict(state)
+    return model
+
+
+def finetune_members(init: InitModel, out: Path, loop: TrainConfig, resume: bool,
+                     train_one: Callable[[Any, Path, TrainConfig, bool, dict[str, Any]], dict[str, Any]],
+                     combine: Callable[[list[Path], Path], Any],
+                     report: Callable[[Path, dict[str, Any]], None] | None = None) -> dict[str, Any]:  # fmt: skip
+    """Fine-tune each network of ``init`` with ``train_one(model, folder, loop, resume, init_record)``: a single
+    model into ``out``; an ensemble's member ``i`` into ``out/members/i`` with seed ``loop.seed + i`` (resumed where
+    that folder holds a training state and ``resume`` is asked), then ``combine(folders, out)``.
+
+    Returns
+    -------
+    dict
+        ``train_one``'s result for a single model; for an ensemble ``{"members": [results], "folders": [paths]}``.
+    """
+    if len(init.members) == 1:
+        return train_one(init.members[0][0], out, loop, resume, init.record(0))
+    results, folders = [], []
+    for i, (member, _) in enumerate(init.members):
+        folder = out / "members" / str(i)
+        again = resume and (folder / STATE_NAME).is_file()
+        results.append(train_one(member, folder, replace(loop, seed=loop.seed + i), again, init.record(i)))
+        if report is not None:
+            report(folder, results[-1])
+        folders.append(folder)
+    combine(folders, out)
+    return {"members": results, "folders": folders}
