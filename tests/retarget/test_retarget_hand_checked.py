@@ -135,9 +135,10 @@ def test_a_bare_target_stands_as_far_above_its_floor_as_the_source_scaled_by_the
     assert target.leg_length / source.leg_length == pytest.approx(2.0, abs=1e-12)
     level, lift = clip_levels(source, target, torch.full((5, 4), c, dtype=F64), None)
     assert (level, lift) == pytest.approx((c, 2 * c), abs=1e-12)
-    out = Retargeter(walk, big, "copy")(walk)
-    toes = out.positions()[:, [big.names.index("l_toe"), big.names.index("r_toe")], 1]
-    torch.testing.assert_close(toes, torch.full((5, 2), 2 * c, dtype=toes.dtype), atol=1e-9, rtol=0)
+    for method in ("copy", "naive"):  # naive had stood the toes at y = 0
+        out = Retargeter(walk, big, method)(walk)
+        toes = out.positions()[:, [big.names.index("l_toe"), big.names.index("r_toe")], 1]
+        torch.testing.assert_close(toes, torch.full((5, 2), 2 * c, dtype=toes.dtype), atol=1e-9, rtol=0)
 
 
 # -------------------------------------------------------------------------------------------------- evaluation

@@ -290,10 +290,10 @@ class Retargeter:
         if level != 0.0:
             pos = pos - torch.tensor([0.0, level, 0.0], dtype=pos.dtype)
         hips = copy_hips(pos[:, 0], s, t)
-        if self.method == "naive":
+        if self.method == "naive":  # lifted as every method is (it had stood its feet at y = 0: 4 cm low on Bandai)
             q = quat_identity((rotations.shape[0], t.skeleton.num_joints), dtype=rotations.dtype)
             q[:, self._naive_tgt] = rotations[:, self._naive_src]
-            root, trans = t.place_root(hips)
+            root, trans = t.place_root(_lifted(hips, lift))
             return q, root, trans, contacts, state, pins
         if self.method == "ik":
             labels, contacts = causal_contacts(pos[:, list(FEET)], fps, s.height, contacts)
@@ -308,9 +308,7 @@ class Retargeter:
         world = t.decode_world(frames)
         if extras is not None and extra_world is not None:
             world[:, extras[0]] = extra_world @ extras[2]
-        if lift:  # every method works above a floor at 0: the whole body moves onto the target's
-            hips = hips + torch.tensor([0.0, lift, 0.0], dtype=hips.dtype)
-        root, trans = t.place_root(hips)
+        root, trans = t.place_root(_lifted(hips, lift))  # every method works above a floor at 0: onto the target's
         return t.locals_from_world(world, self._varying), root, trans, contacts, state, pins
 
     def _nkn(self, local: Tensor, hips: Tensor, labels: Tensor, fps: float, state: NKNState) -> tuple[Tensor, Tensor, NKNState]:
@@ -531,3 +529,8 @@ class Retargeter:
         meta = {"retarget_method": self.method, "retarget_source": str(motion.metadata.get("path", ""))}
         out = Motion(self.target.skeleton, q, root, motion.fps, joint_translations=trans, metadata=meta)
         return out if self.target_turn is None else rotate(out, self.target_turn.T)
+
+
+def _lifted(hips: Tensor, lift: float | None) -> Tensor:
+    """``(F, 3)`` canonical hip positions raised by ``lift`` along +Y (``None`` or 0: as they are)."""
+    return hips + torch.tensor([0.0, lift, 0.0], dtype=hips.dtype) if lift else hips
