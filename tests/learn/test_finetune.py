@@ -24,6 +24,12 @@ TINY = {"channels": (8, 8), "strides": (1, 2)}
 STATISTICS = ("norm.mean", "norm.std", "step_scale")
 
 
+def on_rig(ds: MotionDataset, model: Predictor | Recognizer) -> MotionDataset:
+    """``ds``'s clips on the model's rig (as the CLI reads a fine-tuning's data): a rig measured on other clips has
+    another height."""
+    return MotionDataset(clips=ds.clips, rig=model.rig, fps=ds.fps)
+
+
 def loop(seed: int = 0, lr: float = 1e-3, epochs: int = 1, max_steps: int | None = None) -> TrainConfig:
     return TrainConfig(epochs=epochs, batch_size=8, lr=lr, warmup_steps=1, progress=False, seed=seed, max_steps=max_steps)
 
@@ -56,7 +62,7 @@ def test_a_finetuned_predictor_starts_from_its_init_and_keeps_its_statistics(gru
     fresh = tmp_path / "fresh"  # the same data from scratch: other statistics, so keeping them can be seen
     train_predictor(halves[1], None, fresh, arch="rnn", stride=25, loop=loop(max_steps=1), arch_options=GRU)
     out = tmp_path / "tuned"
-    train_predictor(halves[1], None, out, stride=25, loop=loop(lr=1e-9, max_steps=2), init=init,
+    train_predictor(on_rig(halves[1], init), None, out, stride=25, loop=loop(lr=1e-9, max_steps=2), init=init,
                     init_record={"folder": str(gru)})  # fmt: skip
     tuned, scratch = Predictor.load(out).state_dict(), Predictor.load(fresh).state_dict()
     for key in STATISTICS:
@@ -67,7 +73,7 @@ def test_a_finetuned_predictor_starts_from_its_init_and_keeps_its_statistics(gru
             torch.testing.assert_close(tuned[key], value, atol=1e-6, rtol=0)
     # the input range covers the first training's and the new data's (a fine-tuning set alone is narrower)
     assert bool((tuned["input_low"] <= before["input_low"]).all() and (tuned["input_high"] >= before["input_high"]).all())
-    low, high = calibrate_input_range(Predictor.load(gru), halves[1], stride=25, mirror=False)  # the new data's
+    low, high = calibrate_input_range(Predictor.load(gru), on_rig(halves[1], init), stride=25, mirror=False)  # the new data's
     assert bool((tuned["input_low"] <= low).all() and (tuned["input_high"] >= high).all())
     assert not bool((low <= before["input_low"]).all() and (high >= before["input_high"]).all())  # not one of them
     assert not bool((before["input_low"] <= low).all() and (before["input_high"] >= high).all())
@@ -78,23 +84,25 @@ def test_a_finetuned_predictor_starts_from_its_init_and_keeps_its_statistics(gru
 
 def test_finetuning_a_predictor_lowers_its_loss_on_the_new_data(gru, halves, tmp_path):
     init = Predictor.load(gru)
-    probe = PredictTask(Predictor.load(gru), halves[1], None, stride=25, statistics=False)
+    new_data = on_rig(halves[1], init)
+    probe = PredictTask(Predictor.load(gru), new_data, None, stride=25, statistics=False)
     batch = probe.batch(torch.arange(probe.num_samples()), torch.Generator().manual_seed(0))
     with torch.no_grad():
         before = float(probe.loss(init.eval(), batch)[0])
-    train_predictor(halves[1], None, tmp_path / "tuned", stride=25, loop=loop(lr=3e-3, epochs=6), init=init)
+    train_predictor(new_data, None, tmp_path / "tuned", stride=25, loop=loop(lr=3e-3, epochs=6), init=init)
     with torch.no_grad():
         after = float(probe.loss(Predictor.load(tmp_path / "tuned"), batch)[0])
     assert after < 0.9 * before, (before, after)
 
 
 def test_the_predictor_keeps_its_own_statistics_only(gru, halves, tmp_path):
+    new_data = on_rig(halves[1], Predictor.load(gru))
     with pytest.raises(ValueError, match="amplitude"):
-        PredictTask(Predictor.load(gru), halves[1], None, stride=25, statistics=False, amplitude_norm=True)
+        PredictTask(Predictor.load(gru), new_data, None, stride=25, statistics=False, amplitude_norm=True)
     with pytest.raises(ValueError, match="ensemble"):
         pair = combine_predictors([gru, gru], tmp_path / "twice")
-        train_predictor(halves[1], None, tmp_path / "x", stride=25, loop=loop(), init=pair)
-    at_30 = MotionDataset([c.path for c in halves[1].clips], fps=30.0)
+        train_predictor(new_data, None, tmp_path / "x", stride=25, loop=loop(), init=pair)
+    at_30 = MotionDataset([c.path for c in halves[1].clips], fps=30.0, rig=new_data.rig)
     with pytest.raises(ValueError, match="30 fps, the predictor at 25"):
         train_predictor(at_30, None, tmp_path / "y", stride=25, loop=loop(), init=Predictor.load(gru))
     assert not (tmp_path / "y").exists()
@@ -166,7 +174,7 @@ def test_a_finetuned_recogniser_takes_the_datas_classes_keeping_the_rows_it_know
     before = init.state_dict()
     out = tmp_path / "tuned"
     torch.manual_seed(0)
-    train_recognizer(tiny_ds, None, out, stride=16, loop=loop(lr=1e-9, max_steps=1), init=init)
+    train_recognizer(on_rig(tiny_ds, init), None, out, stride=16, loop=loop(lr=1e-9, max_steps=1), init=init)
     tuned = Recognizer.load(out)
     assert tuned.contents.names == ("bow", "run", "walk") and init.contents.names == ("bow", "walk")
     assert tuned.window == init.window == 32 and tuned.arch_options == init.arch_options
@@ -216,3 +224,79 @@ def test_the_shipped_predictor_and_recogniser_can_be_finetuned(learn_files, tmp_
     assert main(["learn", "recognize", "train", *data, *common, "-o", str(tmp_path / "rec")]) == 0
     rec = Recognizer.load(tmp_path / "rec")
     assert rec.members == 2 and rec.contents.names == ("run", "walk") and rec.test_speeds == (0.8, 1.0, 1.25)
+
+
+@pytest.fixture(scope="module")
+def turning_root(learn_files, tmp_path_factory) -> Path:
+    """Two Bandai takes whose static ``joint_Root`` turns 0.05 degrees a frame about up: a rig measured on them has
+    its body root at 0, the models' at 1 (``Hips``)."""
+    import math
+
+    import skelanim
+    from skelanim.core.rotations import axis_angle_to_quat, quat_multiply
+
+    folder = tmp_path_factory.mktemp("turning")
+    for path in (learn_files[0], learn_files[4]):
+        motion = skelanim.load(path)
+        angle = torch.arange(motion.num_frames, dtype=torch.float64) * math.radians(0.05)
+        turn = axis_angle_to_quat(torch.tensor([0.0, 1.0, 0.0], dtype=torch.float64).expand(len(angle), 3), angle)
+        rotations = motion.rotations.clone()
+        rotations[:, 0] = quat_multiply(turn, rotations[:, 0])
+        skelanim.save(motion.copy(rotations=rotations), folder / path.name)
+    return folder
+
+
+@pytest.mark.filterwarnings("ignore:.*unfinished training run")
+def test_the_data_is_read_on_the_init_models_rig(gru, turning_root, tmp_path, capsys):
+    measured = MotionDataset(turning_root, fps=25.0, label_parser=None, cache=False)
+    assert measured.rig.root == 0 and Predictor.load(gru).rig.root == 1
+    with pytest.raises(ValueError, match=r"body root 0 against 1.*rig=model.rig"):  # the API says how
+        train_predictor(measured, None, tmp_path / "api", stride=25, loop=loop(), init=Predictor.load(gru))
+    out = tmp_path / "cli"  # the CLI reads it on the model's rig (it had been a size-mismatch traceback)
+    assert main(["learn", "predict", "train", "--data", str(turning_root), "--labels", "none", "--split", "none",
+                 "--init", str(gru), "--stride", "25", "--batch-size", "4", "--max-steps", "2", "--no-progress",
+                 "-o", str(out)]) == 0  # fmt: skip
+    assert Predictor.load(out).rig.root == 1
+
+
+def test_overwrite_clears_an_earlier_fine_tuning_so_that_resume_cannot_mix_it_in(gru, gru_pair, learn_files, tmp_path,
+                                                                                  capsys):  # fmt: skip
+    out = tmp_path / "out"
+    base = ["learn", "predict", "train", "--data", str(learn_files[4]), "--data", str(learn_files[5]), "--split", "none",
+            "--stride", "25", "--batch-size", "8", "--epochs", "1", "--no-progress", "-o", str(out)]  # fmt: skip
+    assert main([*base, "--init", str(gru_pair), "--max-steps", "1"]) == 0  # an unfinished ensemble fine-tuning
+    assert (out / "members" / "1" / "train_state.safetensors").is_file()
+    assert main([*base, "--init", str(gru), "--overwrite"]) == 0  # one network over it: the members go
+    assert not (out / "members").exists() and (out / "train_state.safetensors").is_file()
+    assert main([*base, "--init", str(gru_pair), "--overwrite"]) == 0  # an ensemble over a single run: its state goes
+    assert not (out / "train_state.safetensors").exists() and Predictor.load(out).members == 2
+    assert main([*base, "--init", str(gru), "--resume"]) != 0  # nothing of a single run's to resume
+    capsys.readouterr()
+    fresh = tmp_path / "fresh"
+    assert main([*base[:-1], str(fresh), "--init", str(gru_pair), "--resume"]) != 0
+    err = capsys.readouterr().err
+    assert "no fine-tuned member to resume" in err and len(err.strip().splitlines()) == 1
+
+
+def test_the_init_model_settings_are_checked_before_the_data(learn_files, halves, tmp_path, capsys):
+    with_path = tmp_path / "path"
+    train_recognizer(halves[0], None, with_path, window=32, stride=16, loop=loop(), arch="cnn", path=True)
+    code = main(["learn", "recognize", "train", "--data", str(learn_files[0]), "--split", "none", "--init",
+                 str(with_path), "--turn", "0.5", "-o", str(tmp_path / "x")])  # fmt: skip
+    err = capsys.readouterr().err
+    assert code == 2 and "--init model's" in err and "Traceback" not in err and not (tmp_path / "x").exists()
+    code = main(["learn", "recognize", "train", "--data", str(learn_files[0]), "--split", "none", "--init",
+                 str(with_path), "-o", str(with_path), "--resume"])  # fmt: skip
+    assert code == 2 and "is the output folder" in capsys.readouterr().err
+
+
+def test_a_generators_gan_stage_init_reads_the_data_on_its_rig(learn_files, turning_root, tmp_path):
+    """The generator's ``--init`` (its GAN stage from a trained generator) reads the data on the generator's rig as
+    well: on the turning-root takes it had been a size-mismatch traceback."""
+    common = ["--split", "none", "--window", "16", "--stride", "16", "--vae-epochs", "1", "--gan-epochs", "1",
+              "--batch-size", "4", "--threads", "1", "--no-progress"]  # fmt: skip
+    first = tmp_path / "first"
+    assert main(["learn", "generate", "train", "--data", str(learn_files[0]), "--data", str(learn_files[4]),
+                 *common, "-o", str(first)]) == 0  # fmt: skip
+    assert main(["learn", "generate", "train", "--data", str(turning_root), *common, "--init", str(first),
+                 "-o", str(tmp_path / "second")]) == 0  # fmt: skip

@@ -9,7 +9,8 @@ from typing import Any
 
 import typer
 
-INIT_HELP = ("Fine-tune this model folder, or 'shipped' (the shipped default of --arch): its architecture, frame rate, "
+INIT_HELP = ("Fine-tune this model folder, or 'shipped' (the shipped default of --arch; a folder of that name: ./shipped): "
+             "its architecture, frame rate, "
              "input statistics and test-time settings are kept; an ensemble is fine-tuned member by member into "
              "OUT/members/N and combined into OUT.")  # fmt: skip
 
@@ -27,7 +28,7 @@ def given(ctx: typer.Context, name: str) -> bool:
 
 
 def begin_finetuning(ctx: typer.Context, kind: Any, init: str, arch: str, default: str, kept: Sequence[str],
-                     fps: float) -> tuple[Any, float]:  # fmt: skip
+                     fps: float, out: Path) -> tuple[Any, float]:  # fmt: skip
     """Read the ``--init`` folder (or the shipped ``default``) before any data: refuse the options in ``kept``
     (parameter names: the model's own settings) where given, and an ``--arch`` other than the folder's.
 
@@ -37,7 +38,11 @@ def begin_finetuning(ctx: typer.Context, kind: Any, init: str, arch: str, defaul
         The init's networks (:func:`~skelanim.learn.finetune.read_init`) and the frame rate to read the data at:
         the model's (``--fps`` is refused where given otherwise).
     """
-    from skelanim.learn.finetune import check_init_fps, read_init
+    from skelanim.learn.finetune import SHIPPED, check_init_fps, read_init
+
+    if init != SHIPPED and Path(init).resolve() == out.resolve():
+        raise typer.BadParameter("is the output folder: fine-tune into another one (--resume continues a fine-tuning "
+                                 "run with the --init it was started with)", param_hint="--init")  # fmt: skip
 
     for param in ctx.command.params:
         if param.name in kept and given(ctx, param.name):

@@ -133,7 +133,9 @@ def generate_train(
             load_train_state((stopped or [out])[0] / STATE_NAME)
     check_output_folders(out, out / "vae", resume=resume, overwrite=overwrite)
     with removed_if_empty(out, out / "vae"):  # a run that fails before writing anything leaves no empty folder
-        parts = split_parts(load_dataset(data, fps, threads, progress, labels=labels, need=("content",)), split, seed)
+        rig = start.rig if start is not None else None  # the --init generator's: it reads joints as its own
+        parts = split_parts(load_dataset(data, fps, threads, progress, labels=labels, need=("content",), rig=rig,
+                                         owner="the generator", hint=" (--init)"), split, seed)  # fmt: skip
         if start is not None and init is not None:
             check_init_data(start, init, parts["train"])
         rec, reference = fid_reference(Recognizer.load(recognizer), recognizer is None, recognition, parts["train"],

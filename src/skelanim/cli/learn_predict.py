@@ -38,7 +38,6 @@ from skelanim.cli.learn_common import (
     range_option,
     remove_earlier_model_files,
     report_training,
-    require_skeleton,
     resume_option,
     run_device_option,
     split_parts,
@@ -114,7 +113,7 @@ def predict_train(
         raise typer.BadParameter(f"unknown architecture {arch!r}; choose from {', '.join(ARCHITECTURES)}", param_hint="--arch")
     start = None
     if init is not None:  # the model's own settings: the architecture and its options, rate, calibration
-        start, fps = begin_finetuning(ctx, Predictor, init, arch, f"predict_{arch}", ARCH_SETTINGS, fps)
+        start, fps = begin_finetuning(ctx, Predictor, init, arch, f"predict_{arch}", ARCH_SETTINGS, fps, out)
         arch = start.config["arch"]
     if arch == "mlp" and (hidden is not None or half_period):
         raise typer.BadParameter("the MLP predictor has no --hidden width and no periodic pad", param_hint="--arch")
@@ -135,9 +134,8 @@ def predict_train(
         raise typer.BadParameter("halves the periodic continuation, which needs --anchor (rnn) or --gcn-pad periodic "
                                  "(gcn); it had been stored and not used", param_hint="--half-period")  # fmt: skip
     check_output_folders(out, *(member_folders(out, start) if start else []), resume=resume, overwrite=overwrite)
-    ds = load_dataset(data, fps, threads, progress, labels=labels)
-    if start is not None:  # the --init model's rig: its weights read joints as its own
-        require_skeleton("predictor", start.members[0][0].rig.skeleton, ds, " (--init)")
+    rig = start.members[0][0].rig if start is not None else None  # the --init model's: it reads joints as its own
+    ds = load_dataset(data, fps, threads, progress, labels=labels, rig=rig, owner="the predictor", hint=" (--init)")
     parts = split_parts(ds, split, seed)
     task = {"mirror": mirror, "speed": speed, "amplitude": amplitude, "global_weight": global_weight, "horizon_decay": horizon_decay,
             "file_balance": file_balance, "amplitude_norm": amplitude_norm, "reverse": reverse,

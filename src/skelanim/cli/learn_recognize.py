@@ -34,7 +34,6 @@ from skelanim.cli.learn_common import (
     range_option,
     recognize_app,
     report_training,
-    require_skeleton,
     resume_option,
     run_device_option,
     split_parts,
@@ -125,12 +124,13 @@ def recognize_train(
     start = None
     if init is not None:  # the model's own settings: architecture, window, rate, statistics, test-time votes
         shipped = "recognize" if arch == "stgcn" else "recognize_cnn"
-        start, fps = begin_finetuning(ctx, Recognizer, init, arch, shipped, ARCH_SETTINGS, fps)
-        arch, window = start.config["arch"], int(start.config["window"])
+        start, fps = begin_finetuning(ctx, Recognizer, init, arch, shipped, ARCH_SETTINGS, fps, out)
+        arch, window, path = start.config["arch"], int(start.config["window"]), bool(start.config["path"])
     if rescale and not centre:
         raise typer.BadParameter("needs --centre (it scales the motion about the window mean)", param_hint="--rescale")
     if turn and path:  # relabelled turns would keep the path features of the straight walk they came from
-        raise typer.BadParameter("cannot be combined with --path (the window path features)", param_hint="--turn")
+        whose = "the --init model's" if start is not None else "--path"
+        raise typer.BadParameter(f"cannot be combined with the window path features ({whose})", param_hint="--turn")
     stgcn_only = [o for o, v in (("--readout", readout != 128), ("--adaptive", adaptive), ("--joint-input", joint_input),
                                  ("--joint-affine", joint_affine), ("--centre", centre), ("--rescale", rescale)) if v]  # fmt: skip
     if arch == "cnn" and stgcn_only:  # these had been dropped without a word
@@ -139,9 +139,9 @@ def recognize_train(
     flags = {"readout": readout, "adaptive": adaptive, "joint_input": joint_input, "joint_affine": joint_affine,
              "centre": centre, "rescale": rescale}  # fmt: skip
     options = {k: v for k, v in flags.items() if v} if arch == "stgcn" else {}
-    ds = load_dataset(data, fps, threads, progress, labels=labels, need=("content",))
-    if start is not None:  # the --init model's rig: its weights read joints as its own
-        require_skeleton("recogniser", start.members[0][0].rig.skeleton, ds, " (--init)")
+    rig = start.members[0][0].rig if start is not None else None  # the --init model's: it reads joints as its own
+    ds = load_dataset(data, fps, threads, progress, labels=labels, need=("content",), rig=rig, owner="the recogniser",
+                      hint=" (--init)")  # fmt: skip
     parts = split_parts(ds, split, seed)
     longest = max(clip.num_frames for clip in parts["train"].clips)
     if window > longest:  # every window would be a padded clip (100,000 frames had run out of memory)

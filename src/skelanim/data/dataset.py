@@ -120,8 +120,8 @@ class MotionDataset:
 
     Parameters
     ----------
-    files : sequence of path
-        Files, folders or glob patterns.
+    files : path or sequence of path
+        Files, folders or glob patterns (one, or several).
     fps : float
         Frame rate every clip is resampled to.
     cache : bool or path
@@ -141,10 +141,12 @@ class MotionDataset:
         Whose rig it is, for those errors (``"the predictor"``).
     """
 
-    def __init__(self, files: Sequence[str | os.PathLike] = (), *, fps: float = 25.0, cache: bool | str | os.PathLike = True,
+    def __init__(self, files: Sequence[str | os.PathLike] | str | os.PathLike = (), *, fps: float = 25.0, cache: bool | str | os.PathLike = True,
                  rig: Rig | None = None, label_parser: Callable[[str | os.PathLike], dict[str, str]] | None = parse_labels,
                  progress: bool = False, clips: list[Clip] | None = None, rig_owner: str = "the rig") -> None:  # fmt: skip
         self.fps = float(fps)
+        if isinstance(files, (str, os.PathLike)):  # one folder, file or pattern (a Path had been a TypeError)
+            files = [files]
         if clips is None:
             paths = expand_paths(files)
             where = None

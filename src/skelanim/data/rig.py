@@ -24,7 +24,7 @@ from skelanim.core.rotations import matrix_to_quat, quat_normalize
 from skelanim.core.skeleton import Skeleton
 from skelanim.errors import SkeletonError
 
-__all__ = ["OTHER_UNIT", "Rig", "body_root", "require_rig", "require_size", "require_up", "rig_mismatch"]
+__all__ = ["OTHER_UNIT", "Rig", "body_root", "require_rig", "require_same_rig", "require_size", "require_up", "rig_mismatch"]
 
 
 def body_root(motion: Motion, tol: float = 1e-6) -> int:
@@ -225,6 +225,23 @@ def require_up(clips: Any, up: int, whose: str = "the model's") -> None:
 #: Ratio of rest heights beyond which two skeletons of one topology are in different length units, not two actors
 #: (a child beside an adult is 0.6; inches against centimetres 2.54, metres 100).
 OTHER_UNIT = 2.0
+
+
+def require_same_rig(given: Rig, rig: Rig, owner: str) -> None:
+    """Refuse a dataset's rig ``given`` that is not ``rig``, ``owner``'s (``"the predictor"``): one measured on other
+    data may have another body root, up axis or height (a moving dummy root makes every window one joint wider than
+    the model's), and a model reads windows in its own rig's joints and height units.
+
+    Raises
+    ------
+    ValueError
+        Saying how to build the dataset on the model's rig.
+    """
+    same = given.root == rig.root and given.up == rig.up and abs(given.height - rig.height) <= 1e-6 * rig.height
+    if not (same and given.skeleton.same_rig(rig.skeleton)):
+        raise ValueError(f"the dataset's rig is not {owner}'s (body root {given.root} against {rig.root}, up "
+                         f"{given.up} against {rig.up}, height {given.height:.6g} against {rig.height:.6g}): build it "
+                         f"with MotionDataset(..., rig=model.rig)")  # fmt: skip
 
 
 def rig_mismatch(owner: str, rig_skeleton: Skeleton, given: Skeleton) -> str:

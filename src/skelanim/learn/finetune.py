@@ -13,6 +13,7 @@ weights with seed ``seed + i`` into ``OUT/members/i``, and combined into ``OUT``
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -23,10 +24,10 @@ from skelanim.learn.common import pretrained_dir
 from skelanim.learn.ensemble import single_members
 from skelanim.learn.predict import Predictor
 from skelanim.learn.recognize import Recognizer
-from skelanim.nn.checkpoint import CONFIG_NAME, STATE_NAME, read_model_config
+from skelanim.nn.checkpoint import CONFIG_NAME, STATE_NAME, WEIGHTS_NAME, read_model_config
 from skelanim.nn.train import TrainConfig
 
-__all__ = ["SHIPPED", "InitModel", "adapt_recognizer", "finetune_members", "read_init"]
+__all__ = ["SHIPPED", "InitModel", "adapt_recognizer", "clear_members", "finetune_members", "read_init"]
 
 #: ``--init shipped``: the shipped default of the kind (and architecture) being trained.
 SHIPPED = "shipped"
@@ -122,8 +123,14 @@ def finetune_members(init: InitModel, out: Path, loop: TrainConfig, resume: bool
     dict
         ``train_one``'s result for a single model; for an ensemble ``{"members": [results], "folders": [paths]}``.
     """
+    if not resume:  # a new run into OUT: what an earlier run left there goes, or a later --resume would mix it in
+        clear_members(out)
+        (out / STATE_NAME).unlink(missing_ok=True)
     if len(init.members) == 1:
         return train_one(init.members[0][0], out, loop, resume, init.record(0))
+    if resume and not (out / "members" / "0" / STATE_NAME).is_file():  # as a single model's resume refuses
+        raise FormatError("no fine-tuned member to resume (members/0 holds no training state): run without "
+                          "--resume", path=out)  # fmt: skip
     results, folders = [], []
     for i, (member, _) in enumerate(init.members):
         folder = out / "members" / str(i)
@@ -132,5 +139,18 @@ def finetune_members(init: InitModel, out: Path, loop: TrainConfig, resume: bool
         if report is not None:
             report(folder, results[-1])
         folders.append(folder)
+    (out / STATE_NAME).unlink(missing_ok=True)  # a single model's run there (a resume would go on from it over this)
     combine(folders, out)
     return {"members": results, "folders": folders}
+
+
+def clear_members(out: Path) -> None:
+    """Remove the member folders an ensemble's fine-tuning wrote into ``out/members`` (their model files and
+    training states; a folder left with other files stays)."""
+    for folder in sorted((out / "members").glob("*")) if (out / "members").is_dir() else []:
+        for name in (WEIGHTS_NAME, CONFIG_NAME, STATE_NAME):
+            (folder / name).unlink(missing_ok=True)
+        with contextlib.suppress(OSError):
+            folder.rmdir()
+    with contextlib.suppress(OSError):
+        (out / "members").rmdir()

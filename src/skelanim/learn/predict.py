@@ -50,7 +50,7 @@ from torch import Tensor, nn
 from skelanim.core.rotations import mean_rotations
 from skelanim.data.dataset import MotionDataset
 from skelanim.data.features import to_reference_frame
-from skelanim.data.rig import Rig, require_rig
+from skelanim.data.rig import Rig, require_rig, require_same_rig
 from skelanim.errors import TrainingDataError
 from skelanim.learn.augment import log_uniform, scale_amplitude
 from skelanim.learn.calibrate import calibrate_input_range, median_amplitude
@@ -531,6 +531,7 @@ def train_predictor(train_ds: MotionDataset, val_ds: MotionDataset | None, out: 
     )
     if init is not None:  # the init's rig and rate: its weights read joints and frames as its own
         require_rig(train_ds.clips, init.rig.skeleton, "the predictor")
+        require_same_rig(train_ds.rig, init.rig, "the predictor")
         if abs(init.fps - train_ds.fps) > 1e-9:
             raise ValueError(f"the data is at {train_ds.fps:g} fps, the predictor at {init.fps:g}")
     meta = provenance(command, [c.path for c in train_ds.clips], loop.seed)
@@ -540,7 +541,7 @@ def train_predictor(train_ds: MotionDataset, val_ds: MotionDataset | None, out: 
         meta["init"] = dict(init_record or {})
     task = PredictTask(model, train_ds, val_ds, stride=stride, meta=meta, statistics=init is None, **(task_options or {}))
     loop = keep_without_validation(loop, task.validated, log)
-    note_short_clips(train_ds, observed + horizon, log)
+    note_short_clips(train_ds, model.observed + model.horizon, log)
 
     before = (model.input_low.clone(), model.input_high.clone())  # a fine-tuned model's range (else unbounded)
 

@@ -35,7 +35,7 @@ from skelanim.core.rotations import mean_rotations, rotvec_to_matrix
 from skelanim.data.dataset import MotionDataset
 from skelanim.data.features import wrap_angle
 from skelanim.data.labels import label_spaces
-from skelanim.data.rig import require_rig
+from skelanim.data.rig import require_rig, require_same_rig
 from skelanim.learn.augment import jitter_frames, log_uniform, scale_amplitude, scale_travel, turn_classes, turn_relabel
 from skelanim.learn.common import (
     file_balance_weights,
@@ -322,6 +322,7 @@ def train_recognizer(train_ds: MotionDataset, val_ds: MotionDataset | None, out:
         if init.members > 1:
             raise ValueError(f"init must be one network, not an ensemble of {init.members} (finetune_members splits it)")
         require_rig(train_ds.clips, init.rig.skeleton, "the recogniser")
+        require_same_rig(train_ds.rig, init.rig, "the recogniser")
         if abs(init.fps - train_ds.fps) > 1e-9:
             raise ValueError(f"the data is at {train_ds.fps:g} fps, the recogniser at {init.fps:g}")
         model = adapt_recognizer(init, contents, styles, spaces)
