@@ -42,7 +42,7 @@ def test_a_bone_turned_past_45_degrees_makes_another_rig(degrees: float, same: b
     assert (difference is None) == same
     if not same:
         assert difference == (f"its bone to 'Spine' turned {degrees:.0f} degrees at rest (a rig with other rest "
-                               "axes, or the mirror image of this one, which convert --mirror writes)")
+                               "axes, or the mirror image of this one, which convert --mirror writes; --keep-skeleton keeps the rig)")
     assert chain().same_rig(with_spine_turned(chain(), degrees)) == same
 
 

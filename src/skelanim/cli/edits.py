@@ -27,6 +27,9 @@ EDIT_OPTIONS: dict[str, Callable[[], Any]] = {
     "end": lambda: typer.Option(None, "--end", help="Keep the frames up to this time, in seconds of SRC (a time past "
                                 "the end keeps the rest). A looping clip cut short no longer loops."),
     "mirror": lambda: typer.Option(False, "--mirror", help="Mirror left and right (left limbs become right ones)."),
+    "keep_skeleton": lambda: typer.Option(False, "--keep-skeleton", help="With --mirror: keep the skeleton, each joint "
+                                          "reflected in its own axes, so that models trained on the rig read the "
+                                          "result (without it, the mirror image of the rig)."),
     "smooth": lambda: typer.Option(None, "--smooth", help="Low-pass the motion at this cutoff in Hz: zero-phase "
                                    "Butterworth on positions and on rotations (6 is common for mocap)."),
     "face": lambda: typer.Option(None, "--face", help="Turn about the up axis so that the body faces this way at the "
@@ -61,6 +64,7 @@ class Edits:
     start: float | None = None
     end: float | None = None
     mirror: bool = False
+    keep_skeleton: bool = False
     smooth: float | None = None
     face: str | None = None
     to_origin: bool = False
@@ -76,8 +80,11 @@ class Edits:
 
 
 def check_edits(*, start: float | None = None, end: float | None = None, mirror: bool = False,
-                smooth: float | None = None, face: str | None = None, to_origin: bool = False) -> Edits:
+                keep_skeleton: bool = False, smooth: float | None = None, face: str | None = None,
+                to_origin: bool = False) -> Edits:  # fmt: skip
     """The options as :class:`Edits`, each refusal a usage error naming its option (before any file is read)."""
+    if keep_skeleton and not mirror:
+        raise typer.BadParameter("keeps the skeleton of a mirrored motion: give --mirror too", param_hint="--keep-skeleton")
     for value, option in ((start, "--start"), (end, "--end")):
         if value is not None and not (math.isfinite(value) and value >= 0):
             raise typer.BadParameter(f"a time in seconds, 0 or more, not {value:g}", param_hint=option)
@@ -91,7 +98,8 @@ def check_edits(*, start: float | None = None, end: float | None = None, mirror:
         if direction.lstrip("-") not in ("x", "y", "z") or direction.count("-") > 1:
             raise typer.BadParameter(f"expected x, y, z, -x, -y or -z, got {face!r}", param_hint="--face")
         direction = direction if direction.startswith("-") else "+" + direction
-    return Edits(start=start, end=end, mirror=mirror, smooth=smooth, face=direction, to_origin=to_origin)
+    return Edits(start=start, end=end, mirror=mirror, keep_skeleton=keep_skeleton, smooth=smooth, face=direction,
+                 to_origin=to_origin)  # fmt: skip
 
 
 def _frame_span(motion: Motion, edits: Edits, src: Path) -> slice:
@@ -116,7 +124,7 @@ def edit_before_resampling(motion: Motion, edits: Edits, src: Path) -> Motion:
         if span != slice(0, motion.num_frames):
             motion = motion[span]  # a cut loop no longer loops (Motion's own rule)
     if edits.mirror:
-        motion = ops.mirror(motion)
+        motion = ops.mirror(motion, same_skeleton=edits.keep_skeleton)
     if edits.smooth is not None:
         if not edits.smooth < motion.fps / 2:
             raise typer.BadParameter(f"{src} is sampled at {motion.fps:g} fps: the cutoff must be below "

@@ -260,6 +260,7 @@ def convert(
     start: float | None = CONVERT_OPTIONS["start"](),
     end: float | None = CONVERT_OPTIONS["end"](),
     mirror: bool = CONVERT_OPTIONS["mirror"](),
+    keep_skeleton: bool = CONVERT_OPTIONS["keep_skeleton"](),
     smooth: float | None = CONVERT_OPTIONS["smooth"](),
     face: str | None = CONVERT_OPTIONS["face"](),
     to_origin: bool = CONVERT_OPTIONS["to_origin"](),
@@ -278,7 +279,8 @@ def convert(
     from skelanim.cli.learn_common import one_of  # it imports this module
 
     dst = one_of(dst_arg, dst_opt, "DST", "-o/--out", "the output")
-    edits = check_edits(start=start, end=end, mirror=mirror, smooth=smooth, face=face, to_origin=to_origin)
+    edits = check_edits(start=start, end=end, mirror=mirror, keep_skeleton=keep_skeleton, smooth=smooth, face=face,
+                        to_origin=to_origin)  # fmt: skip
     up_axis = check_convert_options(dst.suffix, fps=fps, scale=scale, loop=loop, up=up, simple_channels=simple_channels,
                                     edits=edits)
     if take is not None and src.suffix.lower() not in TAKE_FORMATS:
@@ -307,6 +309,7 @@ def convert_all(
     start: float | None = CONVERT_OPTIONS["start"](),
     end: float | None = CONVERT_OPTIONS["end"](),
     mirror: bool = CONVERT_OPTIONS["mirror"](),
+    keep_skeleton: bool = CONVERT_OPTIONS["keep_skeleton"](),
     smooth: float | None = CONVERT_OPTIONS["smooth"](),
     face: str | None = CONVERT_OPTIONS["face"](),
     to_origin: bool = CONVERT_OPTIONS["to_origin"](),
@@ -337,7 +340,8 @@ def convert_all(
     if not all(part in skelanim.io.MOTION_FORMATS for part in readable):
         raise typer.BadParameter(f"{from_suffixes!r}: motion formats are {', '.join(skelanim.io.MOTION_FORMATS)}",
                                  param_hint="--from")  # fmt: skip
-    edits = check_edits(start=start, end=end, mirror=mirror, smooth=smooth, face=face, to_origin=to_origin)
+    edits = check_edits(start=start, end=end, mirror=mirror, keep_skeleton=keep_skeleton, smooth=smooth, face=face,
+                        to_origin=to_origin)  # fmt: skip
     up_axis = check_convert_options(suffix, fps=fps, scale=scale, loop=loop, up=up, simple_channels=simple_channels,
                                     edits=edits)
     files: list[Path] = []

@@ -398,7 +398,7 @@ class Skeleton:
             angle = float(np.degrees(np.arccos(min(1.0, max(-1.0, cosine)))))
             if angle > degrees:
                 return (f"its bone to {self.names[j]!r} turned {angle:.0f} degrees at rest (a rig with other rest axes, "
-                        "or the mirror image of this one, which convert --mirror writes)")
+                        "or the mirror image of this one, which convert --mirror writes; --keep-skeleton keeps the rig)")
         return None
 
     def same_rig(self, other: Skeleton) -> bool:

@@ -178,7 +178,7 @@ def _level_lateral_axis(motion: Motion) -> int:
     return int(apart.argmax())
 
 
-def mirror(motion: Motion, *, axis: int | str | None = None) -> Motion:
+def mirror(motion: Motion, *, axis: int | str | None = None, same_skeleton: bool = False) -> Motion:
     """Mirror a motion left/right (see the module docstring for the exact rule).
 
     Parameters
@@ -192,11 +192,19 @@ def mirror(motion: Motion, *, axis: int | str | None = None) -> Motion:
         where a reflection across it would turn the body upside down: then the level axis along which the
         motion's left and right joints lie farthest apart (any upright mirror plane is a left/right mirror; they
         differ by a turn about the up axis).
+    same_skeleton:
+        Keep the skeleton: each joint is reflected in its own rest axes (:func:`joint_reflections`, the
+        half-turn choices settled by the motion's mean pose), so that a model trained on the rig reads the
+        result, where the mirror image of a rig whose joint axes are not mirror images of their partners' (the
+        Bandai rig) is another rig. FK positions are the reflected ones with left and right swapped up to the
+        rig's own left/right asymmetry (exact on a symmetric rig; 2.6 % of the height on a CMU rig whose legs
+        differ by 0.25 units).
 
     Returns
     -------
     Motion
-        The mirrored motion on :func:`mirror_skeleton` of the original skeleton.
+        The mirrored motion on :func:`mirror_skeleton` of the original skeleton (with ``same_skeleton``: on the
+        skeleton itself).
 
     Raises
     ------
@@ -211,6 +219,8 @@ def mirror(motion: Motion, *, axis: int | str | None = None) -> Motion:
                       "reflected, its left limbs now on the right (rename the joints, e.g. LeftLeg/RightLeg)",
                       stacklevel=2)  # fmt: skip
     s = _sign(a)
+    if same_skeleton:
+        return _mirror_on_skeleton(motion, s, perm)
     jt = None if motion.joint_translations is None else motion.joint_translations[:, perm] * s
     return motion.copy(
         skeleton=mirror_skeleton(motion.skeleton, axis=a),
@@ -219,6 +229,24 @@ def mirror(motion: Motion, *, axis: int | str | None = None) -> Motion:
         joint_translations=jt,
         metadata=dict(motion.metadata),
     )
+
+
+def _mirror_on_skeleton(motion: Motion, world: Tensor, perm: Tensor) -> Motion:
+    """:func:`mirror` with ``same_skeleton``: ``R'_j = L_j R_{P[j]} N_j`` with :func:`joint_reflections`' ``L``
+    (the world reflection for the root, the parent's ``N`` otherwise) and ``N``; animated joint translations, in
+    the parent's axes, ``t'_j = L_j t_{P[j]}``; root positions reflected."""
+    from skelanim.core.rotation_convert import matrix_to_quat
+    from skelanim.core.rotations import mean_rotations, quat_to_matrix
+
+    local = quat_to_matrix(motion.rotations.to(torch.float64))
+    reference = mean_rotations(local, dim=0) if motion.num_frames else None
+    _, left, right = joint_reflections(motion.skeleton, world, reference=reference)
+    turned = left[None, :, :, None] * local[:, perm] * right[None, :, None, :]
+    jt = None if motion.joint_translations is None else motion.joint_translations[:, perm] * left.to(
+        motion.joint_translations.dtype)
+    return motion.copy(rotations=matrix_to_quat(turned).to(motion.rotations.dtype),
+                       root_positions=motion.root_positions * world.to(motion.root_positions.dtype),
+                       joint_translations=jt, metadata=dict(motion.metadata))  # fmt: skip
 
 
 def joint_reflections(skeleton: Skeleton, world: Tensor, *, first: int = 0,
