@@ -216,8 +216,14 @@ def test_contacts_of_named_joints(walk: Motion) -> None:
     spans = [(s / walk.fps, e / walk.fps) for s, e in flag_runs(labels[:, 0])]
     np.testing.assert_allclose(bar_spans(ax.figure.axes[0])[0], spans, atol=1e-9)
     with pytest.raises(SkeletonError, match="unknown joint 'nope'") as err:
-        plots.plot_contacts([walk, walk], ["nope"], labels=["a", "b"])
+        bare = walk.copy(metadata={})  # no file: the label names it
+        plots.plot_contacts([bare, bare], ["nope"], labels=["a", "b"])
     assert err.value.where == "a"
+    read = walk.copy(metadata={**walk.metadata, "path": "/data/folder/walk.bvh"})  # a file's: its path, not its stem
+    for kind in ("contacts", "angles", "trajectories"):
+        with pytest.raises(SkeletonError, match="unknown joint 'nope'") as err:
+            plots.plot_motions([read, walk], kind, ["nope"])
+        assert err.value.path == "/data/folder/walk.bvh", kind
     given = [np.zeros((walk.num_frames, 2), dtype=bool)]
     ax = plots.plot_contacts(walk, ["left_ankle", "right_ankle"], contacts=given).axes[0]
     assert [t.get_text() for t in ax.get_yticklabels()] == ["left_ankle", "right_ankle"]

@@ -72,7 +72,7 @@ def _rows(
             try:
                 per_motion.append(resolve_joints(m.skeleton, list(joints)))
             except SkeletonError as err:
-                err.where = err.where or (label if len(motions) > 1 else None)
+                _name_motion(err, m, label, len(motions) > 1)
                 raise
         first = motions[0].skeleton.names
         return [(first[idx] if isinstance(j, (int, np.integer)) else str(j), [pm[k] for pm in per_motion])
@@ -82,6 +82,16 @@ def _rows(
     if not keys:
         raise SkeletonError("the motions have no joints in common to plot by default; pass joints")
     return [(k, [d[k] for d in defaults]) for k in keys]
+
+
+def _name_motion(err: SkeletonError, motion: Motion, label: str, several: bool) -> None:
+    """Name the motion an error is about: its file where a reader recorded one (a label alone, a file's stem, is
+    ambiguous between folders), else its label when there are several motions."""
+    path = motion.metadata.get("path")
+    if err.path is None and path:
+        err.path = str(path)
+    elif several:
+        err.where = err.where or label
 
 
 def _default_trajectory_joints(m: Motion) -> Defaults:
@@ -241,7 +251,7 @@ def _contact_joints(ms: list[Motion], labels: list[str], joints: Sequence[str | 
         try:
             found.append(resolve_joints(m.skeleton, list(joints)) if joints else find_feet(m.skeleton))
         except SkeletonError as err:
-            err.where = err.where or (label if len(ms) > 1 else None)
+            _name_motion(err, m, label, len(ms) > 1)
             raise
     return found
 
