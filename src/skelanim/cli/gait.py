@@ -36,38 +36,55 @@ def gait(
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object (a list of them for several files)."),
     out: Path | None = typer.Option(None, "-o", "--out", help="Also write a report figure (.png, .pdf, .svg); for "
                                     "several files one each, OUT's name followed by _ and the file's (gait_walk.png)."),
+    keep_going: bool = typer.Option(False, "--keep-going", help="Report the other files where one cannot be read or "
+                                    "analysed; its error comes at the end (with --json, an entry of its file and "
+                                    "error), and the exit status is 2."),
 ) -> None:
     """Gait analysis of each FILE: cadence, stride length, step width, speed, stance/swing, flexion curves.
 
     Every file is read and analysed before anything is printed or drawn, so a bad one stops the command with its
-    name."""
+    name (with --keep-going, the others are reported)."""
+    from skelanim.cli import error_line
     from skelanim.errors import SkelanimError
     from skelanim.metrics.gait import gait_analysis
 
     figures = figure_paths(out, files) if out is not None else [None] * len(files)
-    reports = []
+    reports: list[GaitReport | str] = []  # a report, or with --keep-going the file's error line
     for file in files:
-        motion = load_one_figure(file, "gait")
         try:
-            reports.append(gait_analysis(motion))
-        except SkelanimError as err:
-            with_option_hint(err, [file], " (gait analysis finds the feet by their names: left/right foot, ankle, toe)")
-            raise
-    for file, report, figure in zip(files, reports, figures):
+            motion = load_one_figure(file, "gait")
+            try:
+                reports.append(gait_analysis(motion))
+            except SkelanimError as err:
+                with_option_hint(err, [file], " (gait analysis finds the feet by their names: left/right foot, ankle, toe)")
+                raise
+        except (SkelanimError, OSError) as err:
+            if not keep_going:
+                raise
+            reports.append(error_line(err))
+    facts = [{"file": str(file), **({"error": report} if isinstance(report, str) else report.to_dict())}
+             for file, report in zip(files, reports)]  # fmt: skip
+    done = [(file, report, figure, fact) for file, report, figure, fact in zip(files, reports, figures, facts)
+            if not isinstance(report, str)]  # fmt: skip
+    failed = [report for report in reports if isinstance(report, str)]
+    for file, report, figure, _ in done:
         if figure is not None:
             from skelanim.viz.plots import plot_gait_report, save_figure
 
             save_figure(plot_gait_report(report, label=file.name), figure)
-    facts = [{"file": str(file), **report.to_dict()} for file, report in zip(files, reports)]
     if as_json:
         typer.echo(json.dumps(facts[0] if len(facts) == 1 else facts, indent=2))
-        return
-    for number, (file, report, figure) in enumerate(zip(files, reports, figures)):
-        if number:
-            typer.echo("")
-        _print_report(file, report, facts[number])
-        if figure is not None:
-            typer.echo(f"wrote {figure}")
+    else:
+        for number, (file, report, figure, fact) in enumerate(done):
+            if number:
+                typer.echo("")
+            _print_report(file, report, fact)
+            if figure is not None:
+                typer.echo(f"wrote {figure}")
+    for message in failed:
+        typer.echo(f"error: {message}", err=True)
+    if failed:
+        raise typer.Exit(2)
 
 
 def _print_report(file: Path, report: GaitReport, facts: dict) -> None:
