@@ -193,8 +193,9 @@ def mirror(motion: Motion, *, axis: int | str | None = None, same_skeleton: bool
         motion's left and right joints lie farthest apart (any upright mirror plane is a left/right mirror; they
         differ by a turn about the up axis).
     same_skeleton:
-        Keep the skeleton: each joint is reflected in its own rest axes (:func:`joint_reflections`, the
-        half-turn choices settled by the motion's mean pose), so that a model trained on the rig reads the
+        Keep the skeleton: each joint is reflected in its own rest axes (:func:`joint_reflections` with the
+        motion's ``frames`` voting between reflections its offsets leave equally good: each frame for the one that
+        turns the partner's rotation closest to the joint's own), so that a model trained on the rig reads the
         result, where the mirror image of a rig whose joint axes are not mirror images of their partners' (the
         Bandai rig) is another rig. FK positions are the reflected ones with left and right swapped up to the
         rig's own left/right asymmetry (exact on a symmetric rig; 2.6 % of the height on a CMU rig whose legs
@@ -210,11 +211,16 @@ def mirror(motion: Motion, *, axis: int | str | None = None, same_skeleton: bool
     ------
     SkeletonError
         If the left/right pairs do not form a symmetric tree (a joint's partner has a parent that is not
-        its parent's partner).
+        its parent's partner); with ``same_skeleton``, if no joint has a partner (no sides known by name).
     """
     a = _level_lateral_axis(motion) if axis is None else axis_index(axis)
     perm = torch.as_tensor(mirror_permutation(motion.skeleton))
-    if motion.skeleton.num_joints > 1 and bool((perm == torch.arange(len(perm))).all()):
+    sideless = motion.skeleton.num_joints > 1 and bool((perm == torch.arange(len(perm))).all())
+    if sideless and same_skeleton:
+        raise SkeletonError("no left/right joint pairs found by name, so a mirror image cannot be put on the "
+                            "skeleton itself (rename the joints, e.g. LeftLeg/RightLeg; without same_skeleton, "
+                            "--keep-skeleton, the motion is reflected onto the skeleton's mirror image)")  # fmt: skip
+    if sideless:
         warnings.warn("mirror: no left/right joint pairs found by name, so no joint changes sides: the motion is "
                       "reflected, its left limbs now on the right (rename the joints, e.g. LeftLeg/RightLeg)",
                       stacklevel=2)  # fmt: skip
@@ -231,16 +237,42 @@ def mirror(motion: Motion, *, axis: int | str | None = None, same_skeleton: bool
     )
 
 
+#: :func:`joint_reflections` with ``frames``: reflections whose offset cost is within this share of the offsets' size
+#: of the best are equally good. A CMU spine bone 0.1 units off the centre line (of 2.05) had decided a half turn
+#: about the bone over the world reflection.
+NEAR_TIE = 0.05
+
+
+def _voted_reflection(candidates: Tensor, near: Tensor, left: Tensor, partner: Tensor, own: Tensor, world: Tensor,
+                      root: bool) -> Tensor:  # fmt: skip
+    """:func:`joint_reflections`' choice with ``frames``: among the ``near`` candidates ``(4, 3)``, for the root the
+    world reflection where it is near, else the one most frames pick (each the one taking ``left`` (3,) ``partner``
+    ``(F, 3, 3)`` ``c`` closest to ``own`` ``(F, 3, 3)``), ties to the parent's (``left``), then the world's."""
+    order = [int(i) for i in near.nonzero().flatten()]
+    if root and any(bool((candidates[i] == world).all()) for i in order):
+        return world
+    if len(order) > 1:
+        mirrored = left[None, None, :, None] * partner[None] * candidates[order][:, None, None, :]  # (K, F, 3, 3)
+        picks = (mirrored - own[None]).flatten(2).norm(dim=2).argmin(0)  # (F,)
+        votes = torch.bincount(picks, minlength=len(order))
+        top = [order[k] for k in range(len(order)) if votes[k] == votes.max()]
+        for wanted in (left, world):
+            if any(bool((candidates[i] == wanted).all()) for i in top):
+                return wanted
+        return candidates[top[0]]
+    return candidates[order[0]]
+
+
 def _mirror_on_skeleton(motion: Motion, world: Tensor, perm: Tensor) -> Motion:
     """:func:`mirror` with ``same_skeleton``: ``R'_j = L_j R_{P[j]} N_j`` with :func:`joint_reflections`' ``L``
     (the world reflection for the root, the parent's ``N`` otherwise) and ``N``; animated joint translations, in
     the parent's axes, ``t'_j = L_j t_{P[j]}``; root positions reflected."""
     from skelanim.core.rotation_convert import matrix_to_quat
-    from skelanim.core.rotations import mean_rotations, quat_to_matrix
+    from skelanim.core.rotations import quat_to_matrix
 
     local = quat_to_matrix(motion.rotations.to(torch.float64))
-    reference = mean_rotations(local, dim=0) if motion.num_frames else None
-    _, left, right = joint_reflections(motion.skeleton, world, reference=reference)
+    step = max(1, motion.num_frames // 1000)  # the vote on at most about a thousand frames
+    _, left, right = joint_reflections(motion.skeleton, world, frames=local[::step] if motion.num_frames else None)
     turned = left[None, :, :, None] * local[:, perm] * right[None, :, None, :]
     jt = None if motion.joint_translations is None else motion.joint_translations[:, perm] * left.to(
         motion.joint_translations.dtype)
@@ -249,8 +281,8 @@ def _mirror_on_skeleton(motion: Motion, world: Tensor, perm: Tensor) -> Motion:
                        joint_translations=jt, metadata=dict(motion.metadata))  # fmt: skip
 
 
-def joint_reflections(skeleton: Skeleton, world: Tensor, *, first: int = 0,
-                      reference: Tensor | None = None) -> tuple[Tensor, Tensor, Tensor]:  # fmt: skip
+def joint_reflections(skeleton: Skeleton, world: Tensor, *, first: int = 0, reference: Tensor | None = None,
+                      frames: Tensor | None = None) -> tuple[Tensor, Tensor, Tensor]:  # fmt: skip
     """The left/right mirror **on the same skeleton**, for rigs whose joints have their own rest axes.
 
     :func:`mirror` puts the mirrored motion on the mirror image of the skeleton (``R -> M R M``). Where
@@ -280,6 +312,12 @@ def joint_reflections(skeleton: Skeleton, world: Tensor, *, first: int = 0,
         ``first`` as the root.
     reference : Tensor, optional
         ``(J - first, 3, 3)`` a typical pose: the root in the frame ``M`` reflects, the others local.
+    frames : Tensor, optional
+        ``(F, J - first, 3, 3)`` local rotations of a clip, for a choice that does not hang on one mean (``reference``
+        is then not read): reflections whose cost is within :data:`NEAR_TIE` of the offsets' size of the best count
+        as equally good; among them the root takes the world reflection ``M`` where it is one (a static dummy root
+        stays unturned), every other joint the one most of the frames pick, each frame the one whose mirrored
+        rotation is closest to the joint's own (ties: the parent's, then ``M``).
 
     Returns
     -------
@@ -304,6 +342,10 @@ def joint_reflections(skeleton: Skeleton, world: Tensor, *, first: int = 0,
                           torch.as_tensor(skeleton.end_sites[int(full[j + first])], dtype=torch.float64)))  # fmt: skip
         cost = torch.tensor([sum(float((d * a - b).norm()) for a, b in pairs) for d in candidates])
         scale = sum(float(a.norm() + b.norm()) for a, b in pairs)
+        if frames is not None:
+            right[j] = _voted_reflection(candidates, cost <= cost.min() + NEAR_TIE * (1.0 + scale), left[j],
+                                         frames[:, int(perm[j])], frames[:, j], world, j == 0)  # fmt: skip
+            continue
         best = cost <= cost.min() + 1e-3 * (1.0 + scale)
         if reference is not None:
             ref = reference.to(torch.float64)
