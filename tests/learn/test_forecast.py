@@ -24,6 +24,8 @@ def test_a_zero_velocity_continuation_holds_the_last_input_pose_after_the_unchan
     assert abs(walk.fps - 30.0) < 1e-3 and walk.joint_translations is not None  # Bandai: 30 fps, dummy root
     motion = walk[:frames]  # the model's 25 fps frames end on its last frame in both cases
     out = predict_motion(motion, method="zero_velocity", rig=_rig(motion), seconds=0.5)
+    alone = predict_motion(motion, method="zero_velocity", seconds=0.5)  # no rig: the shipped predictors' (an audit)
+    torch.testing.assert_close(alone.positions(), out.positions(), atol=1e-6 * motion.height, rtol=0)
     assert out.num_frames == frames + 15 and out.fps == motion.fps
     assert out.metadata["predicted_from_frame"] == motion.num_frames
     assert out.skeleton is motion.skeleton

@@ -9,7 +9,7 @@ import torch
 
 from skelanim.core import rotations as r
 from skelanim.errors import ShapeError
-from skelanim.ops import align_motions, foot_contacts, rotate_about_up
+from skelanim.ops import align_motions, foot_contacts, resample, rotate_about_up
 
 
 def test_an_index_past_the_end_is_an_index_error(motion):
@@ -29,6 +29,8 @@ def test_ops_on_a_motion_without_frames_say_so(motion):
     with pytest.raises(ShapeError, match="needs a pivot"):
         rotate_about_up(empty, 0.5)
     assert rotate_about_up(empty, 0.5, pivot=[0.0, 0.0, 0.0]).num_frames == 0
+    resampled = resample(empty, 2 * motion.fps)  # as its siblings: empty in, empty out (it had been a ShapeError)
+    assert resampled.num_frames == 0 and resampled.fps == 2 * motion.fps
 
 
 def test_contacts_and_alignment_take_motions_that_carry_gradients(motion):

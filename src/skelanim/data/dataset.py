@@ -153,7 +153,14 @@ class MotionDataset:
             if cache:
                 where = cache_outside(paths, None if cache is True else cache)
             bar = tqdm(paths, desc="loading clips", disable=not progress, leave=False, dynamic_ncols=True)
-            clips = [load_clip(p, fps=self.fps, cache=where, label_parser=label_parser) for p in bar]
+            try:
+                clips = [load_clip(p, fps=self.fps, cache=where, label_parser=label_parser) for p in bar]
+            except LabelError as err:
+                if label_parser is not parse_labels:
+                    raise
+                raise LabelError(f"{err.message} (the default reads Bandai-Namco names; label_parser=None reads files "
+                                 "of any name, unlabelled, or skelanim.data.labels.label_parser names a pattern)",
+                                 path=err.path) from None  # fmt: skip
         self.clips: list[Clip] = list(clips)
         if not self.clips:
             raise FileNotFoundError(2, NO_MOTION_FILES, ", ".join(str(f) for f in files) or "(none given)")

@@ -78,7 +78,7 @@ def predict_motion(motion: Motion, *, method: str | None = None, model: Predicto
     seconds : float
         Length of the continuation.
     rig : Rig, optional
-        For the baselines without a model.
+        For the baselines without a model (default: the shipped predictors' rig, the Bandai-Namco skeleton's).
     ground : bool
         Lift predicted frames that would sink below the input's floor (:func:`lift_out_of_floor`).
     progress : bool
@@ -111,9 +111,10 @@ def predict_motion(motion: Motion, *, method: str | None = None, model: Predicto
     elif model is None and method in LEARNED:
         model = Predictor.load(None, default=f"predict_{method}")
     check_method(method, model, seconds)
-    rig = model.rig if model is not None else rig
-    if rig is None:
-        raise ValueError("predict_motion needs a model or a rig")
+    if model is not None:
+        rig = model.rig
+    elif rig is None:  # a baseline alone: on the shipped predictors' rig, as the learned methods are
+        rig = Predictor.load(None, default="predict_mlp").rig
     adopted = rig.adopt(motion)
     if adopted is not motion:  # the rig's joints in another order, or without its dummy root: predicted as the rig's
         out = predict_motion(adopted, method=method, model=model, seconds=seconds, rig=rig, ground=ground,

@@ -95,9 +95,12 @@ def resample(motion: Motion, fps: float) -> Motion:
     Motion
         ``F'`` frames at ``fps`` (see the module docstring for ``F'`` and the last frame). Rotations are
         slerped along the shortest arc between the two neighbouring source frames; root positions and joint
-        translations are interpolated linearly. Skeleton and metadata are copied.
+        translations are interpolated linearly. The skeleton is the input's (shared, as the other ops that keep
+        it share it); the metadata is copied. A motion without frames comes back without frames, at ``fps``.
     """
     fps = check_fps(fps)  # named as the caller knows it (sample_times names it fps_out)
+    if motion.num_frames == 0:  # as the other ops: an empty motion comes back empty (it had been a ShapeError)
+        return motion.copy(fps=fps)
     return sample_frames(motion, sample_times(motion.num_frames, motion.fps, fps), fps)
 
 
