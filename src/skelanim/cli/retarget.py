@@ -207,6 +207,28 @@ def export(
                f"{retargeter.fps:g} fps; {out.stat().st_size / 1e6:.2f} MB)")
 
 
+def _own_families(specs: list[str]) -> dict[str, tuple[str, tuple[str, ...], tuple[str, ...]]]:
+    """``--family NAME=SKELETON_FILE[:GLOB]`` as :func:`~skelanim.retarget.data.load_families`' ``extra`` (absolute
+    paths), each refused in one line before any data is read."""
+    from skelanim.retarget.data import DEFAULT_FAMILIES
+
+    out: dict[str, tuple[str, tuple[str, ...], tuple[str, ...]]] = {}
+    for spec in specs:
+        name, _, rest = spec.partition("=")
+        file, _, pattern = rest.partition(":")
+        if not name.isidentifier() or not file:
+            raise typer.BadParameter(f"expected NAME=SKELETON_FILE or NAME=SKELETON_FILE:GLOB, got {spec!r}",
+                                     param_hint="--family")  # fmt: skip
+        if name in DEFAULT_FAMILIES or name in out:
+            raise typer.BadParameter(f"{name!r} is already a family's name", param_hint="--family")
+        skeleton = Path(file).expanduser().resolve()
+        if not skeleton.is_file():
+            raise typer.BadParameter(f"{file}: no such skeleton file", param_hint="--family")
+        clips = str(Path(pattern).expanduser().resolve()) if pattern else str(skeleton.parent / f"*{skeleton.suffix}")
+        out[name] = (str(skeleton), (clips,), ())
+    return out
+
+
 @retarget_app.command()
 def train(
     data: list[Path] = DATA_OPTION,
@@ -218,6 +240,10 @@ def train(
     hidden: int = typer.Option(128, "--hidden", min=4),
     window: int = typer.Option(48, "--window", min=8, help="Frames per training window (30 fps)."),
     families: str | None = typer.Option(None, "--families", help="Comma-separated subset of the families."),
+    family: list[str] | None = typer.Option(None, "--family", help="A family of your own, NAME=SKELETON_FILE or "
+                                            "NAME=SKELETON_FILE:GLOB (its clips; default the skeleton file's folder's "
+                                            "files of its suffix): your character's rig and motion, trained on as "
+                                            "source and target (repeat for more)."),
     max_files: int | None = typer.Option(None, "--max-files", min=1, help="Clips per family, counted among the files "
                                          "it can read (quick runs)."),
     max_steps: int | None = typer.Option(None, "--max-steps", min=1),
@@ -234,6 +260,7 @@ def train(
     from skelanim.retarget.train import train as run_training
 
     check_output_folders(out, resume=resume, overwrite=overwrite)
+    extra = _own_families(family or [])
     mocap = _mocap_folder(data)
     apply_threads(threads)
     result = run_training(
@@ -241,7 +268,7 @@ def train(
                                     max_steps=max_steps, progress=progress, device=device),
         config=NKNConfig(hidden=hidden), families=families.split(",") if families else None, max_files=max_files,
         window=window, samples=samples, resume=resume,
-        command=command_line(),
+        command=command_line(), extra=extra or None,
     )  # fmt: skip
     from skelanim.nn import distributed
 

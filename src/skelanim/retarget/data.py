@@ -24,6 +24,7 @@ import glob
 import hashlib
 import os
 import warnings
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -145,8 +146,9 @@ def load_families(
     exclude: tuple[str, ...] = (),
     use_cache: bool = True,
     max_files: int | None = None,
+    extra: Mapping[str, tuple[str, tuple[str, ...], tuple[str, ...]]] | None = None,
 ) -> list[Family]:
-    """Load the training families from the shared mocap folder.
+    """Load the training families from the shared mocap folder (and ``extra`` ones, anywhere).
 
     Parameters
     ----------
@@ -160,6 +162,10 @@ def load_families(
         Read and write the clip cache.
     max_files : int, optional
         At most this many clips per family (quick runs and tests), counted among the files it can read.
+    extra : mapping, optional
+        More families, as :data:`DEFAULT_FAMILIES` names them (skeleton file, clip patterns, excluded names), their
+        paths absolute or relative to ``mocap``: a character's own rig and motion (``retarget train --family``).
+        Loaded after the default ones when ``names`` is not given.
 
     Returns
     -------
@@ -168,11 +174,17 @@ def load_families(
     root = Path(mocap)
     cache = cache_dir() if use_cache else None
     families = []
-    unknown = [name for name in names or () if name not in DEFAULT_FAMILIES]
+    table = {**DEFAULT_FAMILIES, **(extra or {})}
+    unknown = [name for name in names or () if name not in table]
     if unknown:
-        raise SkelanimError(f"unknown family {unknown[0]!r}; choose from {', '.join(DEFAULT_FAMILIES)}")
-    for name in names or list(DEFAULT_FAMILIES):
-        skel_file, patterns, excluded = DEFAULT_FAMILIES[name]
+        raise SkelanimError(f"unknown family {unknown[0]!r}; choose from {', '.join(table)}")
+    for name, (skel_file, patterns, _) in (extra or {}).items():  # one's own, checked before any data is read
+        if not (root / skel_file).is_file():
+            raise SkelanimError(f"the {name!r} family's skeleton file is missing", path=str(root / skel_file))
+        if not any(glob.glob(str(root / p)) for p in patterns):
+            raise SkelanimError(f"the {name!r} family's clips ({', '.join(patterns)}): no file matches")
+    for name in names or list(table):
+        skel_file, patterns, excluded = table[name]
         if not (root / skel_file).is_file():  # another folder than the shared mocap one: say what layout it needs
             raise SkelanimError(f"not the shared mocap folder's layout: the {name!r} family's skeleton file "
                                 f"{skel_file} is missing (training reads the families of "

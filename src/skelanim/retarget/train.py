@@ -21,16 +21,19 @@ from torch import Tensor, nn
 from skelanim.errors import SkelanimError
 from skelanim.nn.device import to_device
 from skelanim.nn.train import TrainConfig, fit, seeded_generator
-from skelanim.retarget.data import TRAIN_FPS, Family, leg_length, load_families, variant_offsets
+from skelanim.retarget.data import DEFAULT_FAMILIES, TRAIN_FPS, Family, leg_length, load_families, variant_offsets
 from skelanim.retarget.loss import LossWeights, NKNTrainer
 from skelanim.retarget.model import NKNConfig
 from skelanim.retarget.rig import stride_leg
 from skelanim.retarget.stance import scaled_hips, sole_height
 
-__all__ = ["RetargetTask", "train"]
+__all__ = ["OWN_SOURCE_WEIGHT", "OWN_TARGET_DRAWS", "RetargetTask", "train"]
 
 _SOURCE_WEIGHTS = {"bandai": 0.55, "xia": 0.1, "cmu_max": 0.1, "ccrig": 0.15, "deepmimic": 0.1}
 _TARGETS = ("bandai", "variant", "variant", "cmu_mb", "cmu_max", "ccrig", "deepmimic")
+#: A family of one's own (``train(extra=...)``): drawn as a source with this weight (before the draw's
+#: normalisation) and as a target twice as often as each default family, as Bandai's variants are.
+OWN_SOURCE_WEIGHT, OWN_TARGET_DRAWS = 0.3, 2
 
 
 def _turn(local: Tensor, hips: Tensor, angle: float) -> tuple[Tensor, Tensor]:
@@ -75,8 +78,11 @@ class RetargetTask:
         if short:  # a family that has no window to draw (--window longer than its clips, or --max-files too few)
             raise SkelanimError(f"family {short[0]} has no training clip of {window} frames or more "
                                 "(a shorter --window, or more --max-files)")  # fmt: skip
-        self.sources = [n for n in _SOURCE_WEIGHTS if n in self.families and self.families[n].clips]
+        own = [n for n in self.families if n not in DEFAULT_FAMILIES]  # a character's own rig and motion
+        self.source_weights = {**_SOURCE_WEIGHTS, **dict.fromkeys(own, OWN_SOURCE_WEIGHT)}
+        self.sources = [n for n in self.source_weights if n in self.families and self.families[n].clips]
         self.targets = [n for n in _TARGETS if n in self.families or (n == "variant" and "bandai" in self.families)]
+        self.targets += [n for n in own for _ in range(OWN_TARGET_DRAWS)]
         self.weights, self.config, self.meta = weights or LossWeights(), config or NKNConfig(), meta or {}
         self.val_batches = self._fixed_batches(val_families or families, count=4, size=16)
 
@@ -111,7 +117,7 @@ class RetargetTask:
         return local, hips, clip["contacts"][sl]
 
     def _sample(self, g: torch.Generator) -> dict[str, Tensor]:
-        probs = torch.tensor([_SOURCE_WEIGHTS[n] for n in self.sources])
+        probs = torch.tensor([self.source_weights[n] for n in self.sources])
         src_name = self.sources[int(torch.multinomial(probs, 1, generator=g))]
         use_variant = src_name == "bandai" and bool(torch.rand((), generator=g) < 0.5)
         src_off, src_leg, fam = self._skeleton("variant" if use_variant else src_name, g)
@@ -185,8 +191,9 @@ def train(
     resume: bool = False,
     command: str = "",
     log: Any = None,
+    extra: dict[str, tuple[str, tuple[str, ...], tuple[str, ...]]] | None = None,
 ) -> dict[str, Any]:
-    """Train NKN on the shared mocap folder and write the best model folder to ``out``.
+    """Train NKN on the shared mocap folder (and ``extra`` families) and write the best model folder to ``out``.
 
     Parameters
     ----------
@@ -214,6 +221,10 @@ def train(
         The command line, recorded in ``config.json``.
     log : callable, optional
         Line logger for :func:`~skelanim.nn.train.fit`.
+    extra : dict, optional
+        Families of one's own (:func:`~.data.load_families`' ``extra``: a character's rig and its captured motion),
+        drawn as sources (weight :data:`OWN_SOURCE_WEIGHT`) and as targets (:data:`OWN_TARGET_DRAWS` draws), their
+        real windows the discriminator's for their rig.
 
     Returns
     -------
@@ -224,7 +235,7 @@ def train(
     # the families' frames are calibrated (data.load_families); the copied hips travel by the stride legs
     config = replace(config or NKNConfig(), calibrated_frames=True, stride_travel=True)
     started = time.perf_counter()
-    fams = load_families(mocap, families, max_files=max_files)
+    fams = load_families(mocap, families, max_files=max_files, extra=extra)
     val = []
     for f in fams:
         is_held = [any(Path(c["name"]).match(p) for p in val_patterns) for c in f.clips]
