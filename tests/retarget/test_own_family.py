@@ -1,6 +1,6 @@
 """``retarget train --family NAME=SKELETON_FILE[:GLOB]``: a character's own rig and motion trained on beside the
 shared families, drawn as a source and as a target (its real windows the discriminator's for its rig); a bad
-spec is one line before any data is read."""
+spec is one line before any data is read. ``--init``: the shipped (or any) NKN fine-tuned from its weights."""
 
 from __future__ import annotations
 
@@ -64,3 +64,36 @@ def test_cli_refuses_a_bad_family_in_one_line(spec, words, mocap_files, tmp_path
     err = capsys.readouterr().err
     assert code == 2 and words in err and len(err.strip().splitlines()) == 1 and "Traceback" not in err
     assert not (tmp_path / "x").exists()
+
+
+def test_the_shipped_nkn_is_fine_tuned_from_its_weights_with_an_own_family(mocap_files, tmp_path, capsys):
+    """``--init shipped``: the run starts from the shipped network and discriminator (at lr 1e-9, two steps: their
+    weights to 1e-6), its architecture kept, the start recorded; ``--hidden`` is refused, a folder of another kind
+    is one line."""
+    from safetensors.torch import load_file
+
+    from skelanim.retarget import DEFAULT_MODEL, load_nkn
+
+    pymo = mocap_files(["pymo_demo/AV_8Walk_Meredith_HVHA_Rep1.bvh"])[0]
+    out = tmp_path / "tuned"
+    args = ["retarget", "train", "--families", "bandai,hero", "--family", f"hero={pymo}", "--max-files", "2",
+            "--epochs", "1", "--samples", "16", "--batch-size", "8", "--no-progress"]  # fmt: skip
+    assert main([*args, "--init", "shipped", "--max-steps", "2", "--lr", "1e-9", "-o", str(out)]) == 0
+    start, tuned = load_file(DEFAULT_MODEL / "model.safetensors"), load_file(out / "model.safetensors")
+    assert sorted(start) == sorted(tuned) and any(k.startswith("disc.") for k in start)
+    assert max(float((start[k] - tuned[k]).abs().max()) for k in start) < 1e-6
+    config = json.loads((out / "config.json").read_text())
+    assert config["training"]["init"]["folder"] == "shipped" and config["architecture"]["hidden"] == 128
+    assert load_nkn(out).config.hidden == 128
+    capsys.readouterr()
+    assert main([*args, "--init", "shipped", "--hidden", "64", "-o", str(tmp_path / "x")]) == 2
+    assert "--hidden" in capsys.readouterr().err and not (tmp_path / "x").exists()
+    (tmp_path / "other").mkdir()
+    (tmp_path / "other" / "config.json").write_text(json.dumps({"format": "skelanim-predictor"}))
+    from safetensors.torch import save_file
+
+    save_file({"w": torch.zeros(1)}, tmp_path / "other" / "model.safetensors")
+    assert main([*args, "--init", str(tmp_path / "other"), "-o", str(tmp_path / "y")]) == 2
+    err = capsys.readouterr().err
+    assert "needs an NKN retargeting model" in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "y").exists()

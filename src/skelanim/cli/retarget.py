@@ -231,6 +231,7 @@ def _own_families(specs: list[str]) -> dict[str, tuple[str, tuple[str, ...], tup
 
 @retarget_app.command()
 def train(
+    ctx: typer.Context,
     data: list[Path] = DATA_OPTION,
     out: Path = typer.Option(..., "--out", "-o", help="Model folder to write."),
     epochs: int = typer.Option(30, "--epochs", min=1),
@@ -244,6 +245,8 @@ def train(
                                             "NAME=SKELETON_FILE:GLOB (its clips; default the skeleton file's folder's "
                                             "files of its suffix): your character's rig and motion, trained on as "
                                             "source and target (repeat for more)."),
+    init: str | None = typer.Option(None, "--init", help="Fine-tune this NKN model folder, or 'shipped' (its "
+                                    "architecture kept: no --hidden; the loop, loss and data are this run's)."),
     max_files: int | None = typer.Option(None, "--max-files", min=1, help="Clips per family, counted among the files "
                                          "it can read (quick runs)."),
     max_steps: int | None = typer.Option(None, "--max-steps", min=1),
@@ -255,10 +258,13 @@ def train(
     progress: bool = typer.Option(True, "--progress/--no-progress"),
 ) -> None:
     """Train NKN unsupervised (cycle, reconstruction, adversarial, twist, smoothness, foot contacts)."""
+    from skelanim.cli.finetune import given
     from skelanim.nn.train import TrainConfig, check_output_folders
     from skelanim.retarget.model import NKNConfig
     from skelanim.retarget.train import train as run_training
 
+    if init is not None and given(ctx, "hidden"):
+        raise typer.BadParameter("is the --init model's own size, kept when fine-tuning: leave it out", param_hint="--hidden")
     check_output_folders(out, resume=resume, overwrite=overwrite)
     extra = _own_families(family or [])
     mocap = _mocap_folder(data)
@@ -268,7 +274,7 @@ def train(
                                     max_steps=max_steps, progress=progress, device=device),
         config=NKNConfig(hidden=hidden), families=families.split(",") if families else None, max_files=max_files,
         window=window, samples=samples, resume=resume,
-        command=command_line(), extra=extra or None,
+        command=command_line(), extra=extra or None, init=init,
     )  # fmt: skip
     from skelanim.nn import distributed
 

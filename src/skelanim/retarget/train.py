@@ -18,7 +18,7 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
-from skelanim.errors import SkelanimError
+from skelanim.errors import FormatError, SkelanimError
 from skelanim.nn.device import to_device
 from skelanim.nn.train import TrainConfig, fit, seeded_generator
 from skelanim.retarget.data import DEFAULT_FAMILIES, TRAIN_FPS, Family, leg_length, load_families, variant_offsets
@@ -192,6 +192,7 @@ def train(
     command: str = "",
     log: Any = None,
     extra: dict[str, tuple[str, tuple[str, ...], tuple[str, ...]]] | None = None,
+    init: str | os.PathLike | None = None,
 ) -> dict[str, Any]:
     """Train NKN on the shared mocap folder (and ``extra`` families) and write the best model folder to ``out``.
 
@@ -225,6 +226,10 @@ def train(
         Families of one's own (:func:`~.data.load_families`' ``extra``: a character's rig and its captured motion),
         drawn as sources (weight :data:`OWN_SOURCE_WEIGHT`) and as targets (:data:`OWN_TARGET_DRAWS` draws), their
         real windows the discriminator's for their rig.
+    init : path, optional
+        Fine-tune this NKN model folder (``"shipped"``: :data:`~skelanim.retarget.DEFAULT_MODEL`): its network and
+        discriminator weights and its architecture (``config`` is then not read); the loop, the loss weights and
+        the data are this run's. ``config.json`` records it under ``training.init``.
 
     Returns
     -------
@@ -232,6 +237,9 @@ def train(
         :func:`~skelanim.nn.train.fit`'s result plus ``parameters`` and ``data_seconds``.
     """
     loop = loop or TrainConfig(epochs=20, batch_size=16, lr=1e-3, warmup_steps=100)
+    start = _init_weights(init) if init is not None else None
+    if start is not None:
+        config = start[1]
     # the families' frames are calibrated (data.load_families); the copied hips travel by the stride legs
     config = replace(config or NKNConfig(), calibrated_frames=True, stride_travel=True)
     started = time.perf_counter()
@@ -246,10 +254,36 @@ def train(
     data_seconds = time.perf_counter() - started
     meta = {"command": command, "seed": loop.seed, "families": {f.name: [c["name"] for c in f.clips] for f in fams},
             "validation": {f.name: [c["name"] for c in f.clips] for f in val}, "window": window}  # fmt: skip
+    if start is not None:
+        meta["init"] = start[2]
     task = RetargetTask(fams, val, window=window, samples=samples, weights=weights, config=config, meta=meta)
     torch.manual_seed(loop.seed)
     model = NKNTrainer(config, weights)
+    if start is not None:
+        model.load_state_dict(start[0])
     result = fit(model, task, Path(out), loop, resume=resume, log=log)
     result["parameters"] = sum(p.numel() for p in model.net.parameters())
     result["data_seconds"] = data_seconds
     return result
+
+
+def _init_weights(init: str | os.PathLike) -> tuple[dict[str, Tensor], NKNConfig, dict[str, Any]]:
+    """The ``init`` NKN folder's weights (float32), architecture and what ``training.init`` records of it; a folder
+    that is not an NKN's, or whose weights do not fit its architecture, is one :class:`FormatError` naming it."""
+    from skelanim.nn.checkpoint import load_model_files
+    from skelanim.retarget.model import DEFAULT_MODEL
+
+    path = DEFAULT_MODEL if str(init) == "shipped" else Path(init)
+    tensors, config = load_model_files(path)
+    if config.get("format") != "skelanim-retarget-nkn":
+        raise FormatError(f"--init needs an NKN retargeting model, not {config.get('format')!r}", path=path)
+    architecture = NKNConfig.from_dict(config.get("architecture") or {})
+    try:
+        NKNTrainer(architecture, LossWeights()).load_state_dict(tensors)
+    except RuntimeError as err:
+        first = str(err).strip().splitlines()[1:2] or [str(err)]
+        raise FormatError(f"its weights do not fit its architecture ({first[0].strip()})", path=path) from None
+    training = config.get("training")
+    said = training if isinstance(training, dict) else {}
+    record = {"folder": str(init), "command": said.get("command"), "seed": said.get("seed")}
+    return {k: v.float() if v.is_floating_point() else v for k, v in tensors.items()}, architecture, record
