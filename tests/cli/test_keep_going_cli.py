@@ -48,6 +48,8 @@ def test_gait_keeps_going_past_a_take_without_gait_cycles(mocap_files, tmp_path,
     errors = said.err.strip().splitlines()
     assert len(errors) == 2 and errors[0].startswith(f"error: {bow}: no gait cycles found")
     assert errors[1].startswith(f"error: {missing}: no such file")
+    assert main(["gait", missing, xia, missing, "--keep-going"]) == 2  # a file named twice: its error once
+    assert len(capsys.readouterr().err.strip().splitlines()) == 1
     assert main(["gait", xia, bow, "--json", "--keep-going"]) == 2
     facts = json.loads(capsys.readouterr().out)
     assert [f["file"] for f in facts] == [xia, bow] and 80 < facts[0]["cadence"] < 110 and "error" in facts[1]

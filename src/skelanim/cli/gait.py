@@ -66,7 +66,7 @@ def gait(
              for file, report in zip(files, reports)]  # fmt: skip
     done = [(file, report, figure, fact) for file, report, figure, fact in zip(files, reports, figures, facts)
             if not isinstance(report, str)]  # fmt: skip
-    failed = [report for report in reports if isinstance(report, str)]
+    failed = list(dict.fromkeys(report for report in reports if isinstance(report, str)))  # a file named twice, once
     for file, report, figure, _ in done:
         if figure is not None:
             from skelanim.viz.plots import plot_gait_report, save_figure

@@ -210,7 +210,7 @@ def export(
 def _own_families(specs: list[str]) -> dict[str, tuple[str, tuple[str, ...], tuple[str, ...]]]:
     """``--family NAME=SKELETON_FILE[:GLOB]`` as :func:`~skelanim.retarget.data.load_families`' ``extra`` (absolute
     paths), each refused in one line before any data is read."""
-    from skelanim.retarget.data import DEFAULT_FAMILIES
+    from skelanim.retarget.data import DEFAULT_FAMILIES, RESERVED_NAMES
 
     out: dict[str, tuple[str, tuple[str, ...], tuple[str, ...]]] = {}
     for spec in specs:
@@ -219,8 +219,9 @@ def _own_families(specs: list[str]) -> dict[str, tuple[str, tuple[str, ...], tup
         if not name.isidentifier() or not file:
             raise typer.BadParameter(f"expected NAME=SKELETON_FILE or NAME=SKELETON_FILE:GLOB, got {spec!r}",
                                      param_hint="--family")  # fmt: skip
-        if name in DEFAULT_FAMILIES or name in out:
-            raise typer.BadParameter(f"{name!r} is already a family's name", param_hint="--family")
+        if name in DEFAULT_FAMILIES or name in out or name in RESERVED_NAMES:
+            raise typer.BadParameter(f"{name!r} is already a family's name (or the training's own draw)",
+                                     param_hint="--family")  # fmt: skip
         skeleton = Path(file).expanduser().resolve()
         if not skeleton.is_file():
             raise typer.BadParameter(f"{file}: no such skeleton file", param_hint="--family")
@@ -265,8 +266,14 @@ def train(
 
     if init is not None and given(ctx, "hidden"):
         raise typer.BadParameter("is the --init model's own size, kept when fine-tuning: leave it out", param_hint="--hidden")
+    if init is not None and init != "shipped" and Path(init).resolve() == out.resolve():
+        raise typer.BadParameter("is the output folder: fine-tune into another one", param_hint="--init")
     check_output_folders(out, resume=resume, overwrite=overwrite)
     extra = _own_families(family or [])
+    chosen = families.split(",") if families else None
+    if chosen is not None and (left := [n for n in extra if n not in chosen]):  # it had been dropped without a word
+        raise typer.BadParameter(f"{left[0]!r} (--family) is not among them: add it, or leave its --family out",
+                                 param_hint="--families")  # fmt: skip
     mocap = _mocap_folder(data)
     apply_threads(threads)
     result = run_training(

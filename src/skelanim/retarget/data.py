@@ -39,7 +39,13 @@ from skelanim.ops.resample import resample
 from skelanim.retarget.baselines import FEET, causal_contacts
 from skelanim.retarget.rig import SLOT, CanonicalRig, calibrate_rig, canonical_locals, leg_length
 
-__all__ = ["DEFAULT_FAMILIES", "TRAIN_FPS", "Family", "encode_clip", "leg_length", "load_families", "variant_offsets"]
+__all__ = ["DEFAULT_FAMILIES", "OWN_BONE_TOLERANCE", "RESERVED_NAMES", "TRAIN_FPS", "Family", "encode_clip", "leg_length",
+           "load_families", "variant_offsets"]  # fmt: skip
+
+#: Family names the training draws of its own (``retarget.train``): a family of one's own may not take them.
+RESERVED_NAMES = {"variant": "the Bandai skeleton with its bones scaled"}
+#: A family of one's own: its clips' bones may differ from its skeleton file's by this share of the height.
+OWN_BONE_TOLERANCE = 0.01
 
 TRAIN_FPS = 30.0
 CACHE_VERSION = 5  # 3: pelvis and chest rest frames measured apart (rig.py); 4: calibrated bone frames; 5: level feet (stance.py)
@@ -121,16 +127,28 @@ def _own_rig(motion: Motion, family: CanonicalRig, path: Path) -> CanonicalRig |
     return own
 
 
-def _load_clip(path: Path, rig: CanonicalRig, cache: Path | None, fingerprint: str) -> dict[str, Tensor] | None:
+def _load_clip(path: Path, rig: CanonicalRig, cache: Path | None, fingerprint: str,
+               strict: bool = False) -> dict[str, Tensor] | None:  # fmt: skip
     """A family's clip, encoded with the family's rig (or, on another export of its skeleton, :func:`_own_rig`);
     cached per file and family rig (``fingerprint``, :func:`_fingerprint`; the key had been the file alone, so one
     family read another's encoding of a shared file, and what a family trained on depended on which had filled the
-    cache first)."""
-    key = cache_key(path, fps=TRAIN_FPS, version=CACHE_VERSION, kind="retarget", rig=fingerprint)
+    cache first). ``strict`` (a family of one's own): a clip of the same joints whose bones differ from the family's
+    by more than :data:`OWN_BONE_TOLERANCE` of its height is left out with a warning, as one of other joints is (it
+    would be encoded on the family's bones)."""
+    key = cache_key(path, fps=TRAIN_FPS, version=CACHE_VERSION, kind="retarget", rig=fingerprint,
+                    **({"strict": True} if strict else {}))  # fmt: skip
     if cache is not None and (hit := read_cached(cache, key)) is not None:
         return hit[0]
     motion = skelanim.load(path)
-    own = rig if motion.skeleton.same_topology(rig.skeleton) else _own_rig(motion, rig, path)
+    same = motion.skeleton.same_topology(rig.skeleton)
+    if same and strict:
+        lengths = [torch.as_tensor(s.offsets, dtype=torch.float64)[1:].norm(dim=-1) for s in (motion.skeleton, rig.skeleton)]
+        worst = float((lengths[0] - lengths[1]).abs().max())
+        if worst > OWN_BONE_TOLERANCE * rig.height:
+            warnings.warn(f"{path}: its bones differ from its family's skeleton file's (by up to {worst:.4g}, "
+                          f"{worst / rig.height:.1%} of its height); left out", stacklevel=3)  # fmt: skip
+            return None
+    own = rig if same else _own_rig(motion, rig, path)
     if own is None:
         return None
     clip = encode_clip(motion, own)
@@ -179,10 +197,17 @@ def load_families(
     if unknown:
         raise SkelanimError(f"unknown family {unknown[0]!r}; choose from {', '.join(table)}")
     for name, (skel_file, patterns, _) in (extra or {}).items():  # one's own, checked before any data is read
+        if name in RESERVED_NAMES:
+            raise SkelanimError(f"{name!r} names the training's own draw of {RESERVED_NAMES[name]}: choose another name")
         if not (root / skel_file).is_file():
             raise SkelanimError(f"the {name!r} family's skeleton file is missing", path=str(root / skel_file))
         if not any(glob.glob(str(root / p)) for p in patterns):
             raise SkelanimError(f"the {name!r} family's clips ({', '.join(patterns)}): no file matches")
+        try:
+            CanonicalRig(skelanim.load(root / skel_file).skeleton)
+        except SkelanimError as err:
+            raise SkelanimError(f"the {name!r} family's skeleton is one the joint mapping cannot read: "
+                                f"{err.message.split('; a mapping file')[0]}", path=str(root / skel_file)) from None
     for name in names or list(table):
         skel_file, patterns, excluded = table[name]
         if not (root / skel_file).is_file():  # another folder than the shared mocap one: say what layout it needs
@@ -199,10 +224,13 @@ def load_families(
         for path in files:
             if max_files is not None and len(family.clips) >= max_files:
                 break
-            clip = _load_clip(path, rig, cache, fingerprint)
+            clip = _load_clip(path, rig, cache, fingerprint, strict=name not in DEFAULT_FAMILIES)
             if clip is not None:  # a file the family cannot read (another skeleton) does not count against max_files
                 clip["name"] = path.name  # type: ignore[assignment]  # the name rides beside the tensors
                 family.clips.append(clip)
+        if not family.clips and name not in DEFAULT_FAMILIES:  # each left out with a warning above
+            raise SkelanimError(f"none of the {len(files)} clip(s) of the {name!r} family is on its skeleton "
+                                f"({skel_file})")  # fmt: skip
         families.append(family)
     return families
 

@@ -240,6 +240,7 @@ def train(
     start = _init_weights(init) if init is not None else None
     if start is not None:
         config = start[1]
+        _check_resumed_init(Path(out), str(init), resume)
     # the families' frames are calibrated (data.load_families); the copied hips travel by the stride legs
     config = replace(config or NKNConfig(), calibrated_frames=True, stride_travel=True)
     started = time.perf_counter()
@@ -260,7 +261,7 @@ def train(
     torch.manual_seed(loop.seed)
     model = NKNTrainer(config, weights)
     if start is not None:
-        model.load_state_dict(start[0])
+        model.load_state_dict(start[0], strict=False)  # an adversary it lacks starts fresh (seeded above)
     result = fit(model, task, Path(out), loop, resume=resume, log=log)
     result["parameters"] = sum(p.numel() for p in model.net.parameters())
     result["data_seconds"] = data_seconds
@@ -278,12 +279,33 @@ def _init_weights(init: str | os.PathLike) -> tuple[dict[str, Tensor], NKNConfig
     if config.get("format") != "skelanim-retarget-nkn":
         raise FormatError(f"--init needs an NKN retargeting model, not {config.get('format')!r}", path=path)
     architecture = NKNConfig.from_dict(config.get("architecture") or {})
-    try:
-        NKNTrainer(architecture, LossWeights()).load_state_dict(tensors)
-    except RuntimeError as err:
-        first = str(err).strip().splitlines()[1:2] or [str(err)]
-        raise FormatError(f"its weights do not fit its architecture ({first[0].strip()})", path=path) from None
+    if not (architecture.calibrated_frames and architecture.stride_travel):  # what training feeds it now
+        raise FormatError("a model trained on uncalibrated bone frames or unscaled hip travel: training now feeds "
+                          "calibrated frames and stride-scaled travel, which its weights were not made for", path=path)  # fmt: skip
+    if not any(k.startswith("net.") for k in tensors):  # the network alone, as load_nkn also reads it
+        tensors = {f"net.{k}": v for k, v in tensors.items()}
+    missing, unexpected = NKNTrainer(architecture, LossWeights()).load_state_dict(tensors, strict=False)
+    wrong = [k for k in missing if not k.startswith("disc.")] + list(unexpected)  # no adversary: a fresh one
+    if wrong:
+        raise FormatError(f"its weights do not fit its architecture ({', '.join(wrong[:3])}"
+                          f"{', ...' if len(wrong) > 3 else ''})", path=path)  # fmt: skip
     training = config.get("training")
     said = training if isinstance(training, dict) else {}
     record = {"folder": str(init), "command": said.get("command"), "seed": said.get("seed")}
     return {k: v.float() if v.is_floating_point() else v for k, v in tensors.items()}, architecture, record
+
+
+def _check_resumed_init(out: Path, init: str, resume: bool) -> None:
+    """``--init`` with ``--resume`` names what the run being resumed started from (its state's weights win either
+    way, and the record would otherwise name a start that was not used)."""
+    from skelanim.nn.checkpoint import CONFIG_NAME, read_model_config
+
+    if not resume or not (out / CONFIG_NAME).is_file():
+        return
+    training = read_model_config(out / CONFIG_NAME).get("training")
+    started = training.get("init") if isinstance(training, dict) else None
+    folder = started.get("folder") if isinstance(started, dict) else None
+    if folder != init:
+        said = f"from {folder}" if folder else "from scratch"
+        raise FormatError(f"the run resumed here started {said}, not from --init {init}: resume it with the "
+                          "options it was started with", path=out)  # fmt: skip
