@@ -272,6 +272,8 @@ def test_overwrite_clears_an_earlier_fine_tuning_so_that_resume_cannot_mix_it_in
     assert not (out / "train_state.safetensors").exists() and Predictor.load(out).members == 2
     assert main([*base, "--init", str(gru), "--resume"]) != 0  # nothing of a single run's to resume
     capsys.readouterr()
+    assert main([*base, "--init", "shipped", "--arch", "rnn", "--resume"]) == 2  # not the start of the run here
+    assert f"started from {gru_pair}, not from --init shipped" in capsys.readouterr().err
     fresh = tmp_path / "fresh"
     assert main([*base[:-1], str(fresh), "--init", str(gru_pair), "--resume"]) != 0
     err = capsys.readouterr().err
