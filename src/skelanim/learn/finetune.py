@@ -25,6 +25,7 @@ from skelanim.learn.ensemble import single_members
 from skelanim.learn.predict import Predictor
 from skelanim.learn.recognize import Recognizer
 from skelanim.nn.checkpoint import CONFIG_NAME, STATE_NAME, WEIGHTS_NAME, read_model_config
+from skelanim.nn.resume import check_same_start
 from skelanim.nn.train import TrainConfig
 
 __all__ = ["SHIPPED", "InitModel", "adapt_recognizer", "clear_members", "finetune_members", "read_init"]
@@ -127,15 +128,7 @@ def finetune_members(init: InitModel, out: Path, loop: TrainConfig, resume: bool
         clear_members(out)
         (out / STATE_NAME).unlink(missing_ok=True)
     else:  # the run resumed started from this init (its state's weights win; the record would name another start)
-        first = out / "members" / "0" if len(init.members) > 1 else out
-        if (first / CONFIG_NAME).is_file():
-            training = read_model_config(first / CONFIG_NAME).get("training")
-            started = training.get("init") if isinstance(training, dict) else None
-            folder = started.get("folder") if isinstance(started, dict) else None
-            if folder != init.folder:
-                raise FormatError(f"the run resumed here started {f'from {folder}' if folder else 'from scratch'}, "
-                                  f"not from --init {init.folder}: resume it with the options it was started with",
-                                  path=first)  # fmt: skip
+        check_same_start(out / "members" / "0" if len(init.members) > 1 else out, init.folder)
     if len(init.members) == 1:
         return train_one(init.members[0][0], out, loop, resume, init.record(0))
     if resume and not (out / "members" / "0" / STATE_NAME).is_file():  # as a single model's resume refuses

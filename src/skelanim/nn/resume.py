@@ -14,7 +14,7 @@ from tqdm import tqdm
 from skelanim.errors import FormatError
 
 __all__ = ["RESUME_DATA", "RESUME_PROVENANCE", "RESUME_SAME", "check_same_loop", "check_same_settings",
-           "check_same_world", "resume_settings"]  # fmt: skip
+           "check_same_start", "check_same_world", "resume_settings"]  # fmt: skip
 
 
 #: Loop settings a resumed run must share with the run it continues (they shape its trajectory).
@@ -89,3 +89,19 @@ def check_same_world(saved: int | None, world: int, path: Path) -> None:
     if saved is not None and saved != world:
         raise FormatError(f"resume with the {saved} process(es) the run was started with, not {world} "
                           "(torchrun --nproc-per-node)", path=path)  # fmt: skip
+
+
+def check_same_start(folder: Path, init: str) -> None:
+    """Refuse to resume, with ``--init init``, the run whose model folder ``folder`` records another start
+    (``training.init.folder``, or none: trained from scratch): the state's weights win either way, and the resumed
+    run would record a start it did not use. A folder without a model yet passes."""
+    from skelanim.nn.checkpoint import CONFIG_NAME, read_model_config
+
+    if not (folder / CONFIG_NAME).is_file():
+        return
+    training = read_model_config(folder / CONFIG_NAME).get("training")
+    started = training.get("init") if isinstance(training, dict) else None
+    recorded = started.get("folder") if isinstance(started, dict) else None
+    if recorded != init:
+        raise FormatError(f"the run resumed here started {f'from {recorded}' if recorded else 'from scratch'}, not "
+                          f"from --init {init}: resume it with the options it was started with", path=folder)  # fmt: skip

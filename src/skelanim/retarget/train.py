@@ -20,6 +20,7 @@ from torch import Tensor, nn
 
 from skelanim.errors import FormatError, SkelanimError
 from skelanim.nn.device import to_device
+from skelanim.nn.resume import check_same_start
 from skelanim.nn.train import TrainConfig, fit, seeded_generator
 from skelanim.retarget.data import DEFAULT_FAMILIES, TRAIN_FPS, Family, leg_length, load_families, variant_offsets
 from skelanim.retarget.loss import LossWeights, NKNTrainer
@@ -240,7 +241,8 @@ def train(
     start = _init_weights(init) if init is not None else None
     if start is not None:
         config = start[1]
-        _check_resumed_init(Path(out), str(init), resume)
+        if resume:  # the run resumed started from this init (its state's weights win either way)
+            check_same_start(Path(out), str(init))
     # the families' frames are calibrated (data.load_families); the copied hips travel by the stride legs
     config = replace(config or NKNConfig(), calibrated_frames=True, stride_travel=True)
     started = time.perf_counter()
@@ -293,19 +295,3 @@ def _init_weights(init: str | os.PathLike) -> tuple[dict[str, Tensor], NKNConfig
     said = training if isinstance(training, dict) else {}
     record = {"folder": str(init), "command": said.get("command"), "seed": said.get("seed")}
     return {k: v.float() if v.is_floating_point() else v for k, v in tensors.items()}, architecture, record
-
-
-def _check_resumed_init(out: Path, init: str, resume: bool) -> None:
-    """``--init`` with ``--resume`` names what the run being resumed started from (its state's weights win either
-    way, and the record would otherwise name a start that was not used)."""
-    from skelanim.nn.checkpoint import CONFIG_NAME, read_model_config
-
-    if not resume or not (out / CONFIG_NAME).is_file():
-        return
-    training = read_model_config(out / CONFIG_NAME).get("training")
-    started = training.get("init") if isinstance(training, dict) else None
-    folder = started.get("folder") if isinstance(started, dict) else None
-    if folder != init:
-        said = f"from {folder}" if folder else "from scratch"
-        raise FormatError(f"the run resumed here started {said}, not from --init {init}: resume it with the "
-                          "options it was started with", path=out)  # fmt: skip
