@@ -598,13 +598,3 @@ def test_the_up_axis_refusal_names_a_function_reachable_as_written():
     for part in dotted.group(1).split(".")[1:]:
         target = getattr(target, part)
     assert target is turned_up
-
-
-def test_a_folder_of_other_names_says_how_to_read_it(mocap_files):
-    """The default label reader is Bandai-Namco's: on a CMU take its error says how to read any names (an API
-    audit: the class reads any skeleton, and nothing had said so)."""
-    take = mocap_files(["cmu_cgspeed_mb/01_01.bvh"])[0]
-    with pytest.raises(LabelError, match=r"does not match.*label_parser=None reads files of any name") as err:
-        MotionDataset(take, fps=25.0, cache=False)
-    assert err.value.path == str(take)
-    assert len(MotionDataset(take, fps=25.0, cache=False, label_parser=None)) == 1
