@@ -411,6 +411,9 @@ def test_two_motions_side_by_side_and_overlaid(open_viewer: Callable[..., Viewer
     side = view.screenshot("side_by_side")
     legend = view.page.inner_text("#skelanim-legend")
     assert "walk" in legend and "run" in legend
+    # the help line clear of the legend (an audit: at 900 x 600 a long legend had run into it, top right)
+    boxes = [view.page.locator(f"#skelanim-{part}").bounding_box() for part in ("legend", "help")]
+    assert boxes[0] and boxes[1] and boxes[0]["y"] + boxes[0]["height"] <= boxes[1]["y"]
     view.page.select_option("#skelanim-layout", "overlay")
     assert view.js(f"{api}.layout") == "overlay"
     root_a = view.js(f"{api}.jointWorldPositions(0)")[0]
