@@ -19,6 +19,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, TypeVar
 
+from skelanim.data.dataset import MotionDataset
+from skelanim.data.rig import require_rig, require_same_rig
 from skelanim.errors import FormatError
 from skelanim.learn.common import pretrained_dir
 from skelanim.learn.ensemble import single_members
@@ -28,7 +30,7 @@ from skelanim.nn.checkpoint import CONFIG_NAME, STATE_NAME, WEIGHTS_NAME, read_m
 from skelanim.nn.resume import check_same_start
 from skelanim.nn.train import TrainConfig
 
-__all__ = ["SHIPPED", "InitModel", "adapt_recognizer", "clear_members", "finetune_members", "read_init"]
+__all__ = ["SHIPPED", "InitModel", "adapt_recognizer", "clear_members", "finetune_members", "read_init", "require_fits"]
 
 #: ``--init shipped``: the shipped default of the kind (and architecture) being trained.
 SHIPPED = "shipped"
@@ -74,6 +76,18 @@ def read_init(kind: type[Model], init: str | Path, default: str) -> InitModel:
     training = read_model_config((folder or pretrained_dir(default)) / CONFIG_NAME).get("training")
     members = single_members(kind, model, training if isinstance(training, dict) else {})
     return InitModel(str(init), model.config(), members)
+
+
+def require_fits(init: Predictor | Recognizer, train_ds: MotionDataset, owner: str) -> None:
+    """Refuse a fine-tuning's network and data that do not fit (``ValueError`` or ``SkeletonError``, one line): an
+    ensemble (:func:`finetune_members` splits it), clips not on its skeleton, a dataset on another rig (it reads
+    windows in its own rig's joints and height units), another frame rate."""
+    if init.members > 1:
+        raise ValueError(f"init must be one network, not an ensemble of {init.members} (finetune_members splits it)")
+    require_rig(train_ds.clips, init.rig.skeleton, owner)
+    require_same_rig(train_ds.rig, init.rig, owner)
+    if abs(init.fps - train_ds.fps) > 1e-9:
+        raise ValueError(f"the data is at {train_ds.fps:g} fps, {owner} at {init.fps:g}")
 
 
 def check_init_fps(init: InitModel, fps: float, given: bool) -> float:

@@ -50,7 +50,7 @@ from torch import Tensor, nn
 from skelanim.core.rotations import mean_rotations
 from skelanim.data.dataset import MotionDataset
 from skelanim.data.features import to_reference_frame
-from skelanim.data.rig import Rig, require_rig, require_same_rig
+from skelanim.data.rig import Rig
 from skelanim.errors import TrainingDataError
 from skelanim.learn.augment import log_uniform, scale_amplitude
 from skelanim.learn.calibrate import calibrate_input_range, median_amplitude
@@ -523,17 +523,14 @@ def train_predictor(train_ds: MotionDataset, val_ds: MotionDataset | None, out: 
     """
     loop = loop or TrainConfig(epochs=10, batch_size=64, lr=1e-3, warmup_steps=100)
     torch.manual_seed(loop.seed)
-    if init is not None and init.members > 1:
-        raise ValueError(f"init must be one network, not an ensemble of {init.members} (finetune_members splits it)")
+    if init is not None:  # its rig and rate: its weights read joints and frames as its own
+        from skelanim.learn.finetune import require_fits
+
+        require_fits(init, train_ds, "the predictor")
     model = init if init is not None else Predictor(
         arch, train_ds.rig, observed=observed, horizon=horizon, fps=train_ds.fps, arch_options=arch_options,
         test_mirror=test_mirror,
     )
-    if init is not None:  # the init's rig and rate: its weights read joints and frames as its own
-        require_rig(train_ds.clips, init.rig.skeleton, "the predictor")
-        require_same_rig(train_ds.rig, init.rig, "the predictor")
-        if abs(init.fps - train_ds.fps) > 1e-9:
-            raise ValueError(f"the data is at {train_ds.fps:g} fps, the predictor at {init.fps:g}")
     meta = provenance(command, [c.path for c in train_ds.clips], loop.seed)
     meta["validation"] = [c.name for c in val_ds.clips] if val_ds is not None else []
     meta["task_options"] = {"stride": stride, **(task_options or {})}

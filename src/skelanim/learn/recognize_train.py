@@ -35,7 +35,6 @@ from skelanim.core.rotations import mean_rotations, rotvec_to_matrix
 from skelanim.data.dataset import MotionDataset
 from skelanim.data.features import wrap_angle
 from skelanim.data.labels import label_spaces
-from skelanim.data.rig import require_rig, require_same_rig
 from skelanim.learn.augment import jitter_frames, log_uniform, scale_amplitude, scale_travel, turn_classes, turn_relabel
 from skelanim.learn.common import (
     file_balance_weights,
@@ -317,14 +316,9 @@ def train_recognizer(train_ds: MotionDataset, val_ds: MotionDataset | None, out:
     contents, styles = sorted(set(train_ds.labels("content"))), sorted(set(train_ds.labels("style")))
     spaces = label_spaces([c.labels for c in train_ds.clips])
     if init is not None:
-        from skelanim.learn.finetune import adapt_recognizer
+        from skelanim.learn.finetune import adapt_recognizer, require_fits
 
-        if init.members > 1:
-            raise ValueError(f"init must be one network, not an ensemble of {init.members} (finetune_members splits it)")
-        require_rig(train_ds.clips, init.rig.skeleton, "the recogniser")
-        require_same_rig(train_ds.rig, init.rig, "the recogniser")
-        if abs(init.fps - train_ds.fps) > 1e-9:
-            raise ValueError(f"the data is at {train_ds.fps:g} fps, the recogniser at {init.fps:g}")
+        require_fits(init, train_ds, "the recogniser")
         model = adapt_recognizer(init, contents, styles, spaces)
     else:
         model = Recognizer(arch, train_ds.rig, contents, styles, window=window, fps=train_ds.fps,
