@@ -194,8 +194,8 @@ def mirror(motion: Motion, *, axis: int | str | None = None, same_skeleton: bool
         differ by a turn about the up axis).
     same_skeleton:
         Keep the skeleton: each joint is reflected in its own rest axes (:func:`joint_reflections` with the
-        motion's ``frames`` voting between reflections its offsets leave equally good: each frame for the one that
-        turns the partner's rotation closest to the joint's own), so that a model trained on the rig reads the
+        motion's ``frames`` choosing, among reflections its offsets leave equally good, those that bring the mirrored
+        rotations closest to the joints' own over each chain), so that a model trained on the rig reads the
         result, where the mirror image of a rig whose joint axes are not mirror images of their partners' (the
         Bandai rig) is another rig. FK positions are the reflected ones with left and right swapped up to the
         rig's own left/right asymmetry (exact on a symmetric rig; 2.6 % of the height on a CMU rig whose legs
@@ -243,24 +243,43 @@ def mirror(motion: Motion, *, axis: int | str | None = None, same_skeleton: bool
 NEAR_TIE = 0.05
 
 
-def _voted_reflection(candidates: Tensor, near: Tensor, left: Tensor, partner: Tensor, own: Tensor, world: Tensor,
-                      root: bool) -> Tensor:  # fmt: skip
-    """:func:`joint_reflections`' choice with ``frames``: among the ``near`` candidates ``(4, 3)``, for the root the
-    world reflection where it is near, else the one most frames pick (each the one taking ``left`` (3,) ``partner``
-    ``(F, 3, 3)`` ``c`` closest to ``own`` ``(F, 3, 3)``), ties to the parent's (``left``), then the world's."""
-    order = [int(i) for i in near.nonzero().flatten()]
-    if root and any(bool((candidates[i] == world).all()) for i in order):
-        return world
-    if len(order) > 1:
-        mirrored = left[None, None, :, None] * partner[None] * candidates[order][:, None, None, :]  # (K, F, 3, 3)
-        picks = (mirrored - own[None]).flatten(2).norm(dim=2).argmin(0)  # (F,)
-        votes = torch.bincount(picks, minlength=len(order))
-        top = [order[k] for k in range(len(order)) if votes[k] == votes.max()]
-        for wanted in (left, world):
-            if any(bool((candidates[i] == wanted).all()) for i in top):
-                return wanted
-        return candidates[top[0]]
-    return candidates[order[0]]
+def _chain_reflections(parents: list[int], near: Tensor, frames: Tensor, perm: Tensor, candidates: Tensor,
+                       world: Tensor) -> Tensor:  # fmt: skip
+    """:func:`joint_reflections`' choice with ``frames``: ``(count, 3)`` reflections ``N_j``, one of the ``near``
+    ``(count, 4)`` of ``candidates`` ``(4, 3)`` each, that make the mirrored rotations ``L_j R_{P[j]} N_j`` (``L_j``
+    the parent's ``N``, the world reflection for the root) closest to the joints' own, summed over the whole tree
+    (mean Frobenius distance over the ``(F, count, 3, 3)`` ``frames``): a joint's choice is its children's ``L``, so
+    it is made for its chain, not for itself alone (a choice made joint by joint had turned forearms and hands
+    against most of their frames). The root keeps the world reflection where it is near (a static dummy root stays
+    unturned); ties go to the parent's reflection, then the world's."""
+    count = len(parents)
+    children: list[list[int]] = [[] for _ in range(count)]
+    for j in range(1, count):
+        children[parents[j]].append(j)
+    same_as = (candidates[:, None, :] == candidates[None, :, :]).all(-1)  # (L, c)
+    is_world = (candidates == world).all(-1)  # (c,)
+    prefer = 1e-9 * (~same_as).double() + 5e-10 * (~is_world).double()[None, :]  # ties: the parent's, then M
+    best = torch.zeros(count, 4, dtype=torch.float64)  # the least misfit of j's subtree, given its L
+    pick = torch.zeros(count, 4, dtype=torch.long)
+    root_total = torch.zeros(4, dtype=torch.float64)
+    for j in reversed(range(count)):  # children before parents
+        below = sum((best[k] for k in children[j]), torch.zeros(4, dtype=torch.float64))  # (c,)
+        lefts = world[None] if j == 0 else candidates  # (L, 3)
+        mirrored = lefts[:, None, None, :, None] * frames[None, None, :, int(perm[j])] * candidates[None, :, None, None, :]
+        fit = (mirrored - frames[None, None, :, j]).flatten(3).norm(dim=3).mean(2)  # (L, c)
+        total = torch.where(near[j][None, :], fit + below[None, :], torch.inf)
+        if j == 0:
+            root_total = total[0] + 5e-10 * (~is_world).double()
+        else:
+            best[j], pick[j] = (total + prefer).min(1)
+    right = torch.empty(count, 3, dtype=torch.float64)
+    choice = torch.empty(count, dtype=torch.long)
+    choice[0] = int((near[0] & is_world).nonzero()[0]) if bool((near[0] & is_world).any()) else int(root_total.argmin())
+    right[0] = candidates[choice[0]]
+    for j in range(1, count):  # parents first
+        choice[j] = pick[j, choice[parents[j]]]
+        right[j] = candidates[choice[j]]
+    return right
 
 
 def _mirror_on_skeleton(motion: Motion, world: Tensor, perm: Tensor) -> Motion:
@@ -271,7 +290,7 @@ def _mirror_on_skeleton(motion: Motion, world: Tensor, perm: Tensor) -> Motion:
     from skelanim.core.rotations import quat_to_matrix
 
     local = quat_to_matrix(motion.rotations.to(torch.float64))
-    step = max(1, motion.num_frames // 1000)  # the vote on at most about a thousand frames
+    step = max(1, motion.num_frames // 1000)  # the choice on at most about a thousand frames
     _, left, right = joint_reflections(motion.skeleton, world, frames=local[::step] if motion.num_frames else None)
     turned = left[None, :, :, None] * local[:, perm] * right[None, :, None, :]
     jt = None if motion.joint_translations is None else motion.joint_translations[:, perm] * left.to(
@@ -316,8 +335,8 @@ def joint_reflections(skeleton: Skeleton, world: Tensor, *, first: int = 0, refe
         ``(F, J - first, 3, 3)`` local rotations of a clip, for a choice that does not hang on one mean (``reference``
         is then not read): reflections whose cost is within :data:`NEAR_TIE` of the offsets' size of the best count
         as equally good; among them the root takes the world reflection ``M`` where it is one (a static dummy root
-        stays unturned), every other joint the one most of the frames pick, each frame the one whose mirrored
-        rotation is closest to the joint's own (ties: the parent's, then ``M``).
+        stays unturned), and the others together the ones whose mirrored rotations are closest to the joints' own
+        over the whole tree (mean over the frames; ties: the parent's, then ``M``; :func:`_chain_reflections`).
 
     Returns
     -------
@@ -334,6 +353,7 @@ def joint_reflections(skeleton: Skeleton, world: Tensor, *, first: int = 0, refe
     count = skeleton.num_joints - first
     left = torch.ones(count, 3, dtype=torch.float64)
     right = torch.ones(count, 3, dtype=torch.float64)
+    near = torch.zeros(count, 4, dtype=torch.bool)
     for j in range(count):  # parents come first
         left[j] = world if j == 0 else right[int(skeleton.parents[j + first]) - first]
         pairs = [(offsets[c], offsets[int(full[c])]) for c in skeleton.children(j + first)]
@@ -342,9 +362,8 @@ def joint_reflections(skeleton: Skeleton, world: Tensor, *, first: int = 0, refe
                           torch.as_tensor(skeleton.end_sites[int(full[j + first])], dtype=torch.float64)))  # fmt: skip
         cost = torch.tensor([sum(float((d * a - b).norm()) for a, b in pairs) for d in candidates])
         scale = sum(float(a.norm() + b.norm()) for a, b in pairs)
-        if frames is not None:
-            right[j] = _voted_reflection(candidates, cost <= cost.min() + NEAR_TIE * (1.0 + scale), left[j],
-                                         frames[:, int(perm[j])], frames[:, j], world, j == 0)  # fmt: skip
+        if frames is not None:  # decided for the whole tree below, once every joint's near set is known
+            near[j] = cost <= cost.min() + NEAR_TIE * (1.0 + scale)
             continue
         best = cost <= cost.min() + 1e-3 * (1.0 + scale)
         if reference is not None:
@@ -356,4 +375,8 @@ def joint_reflections(skeleton: Skeleton, world: Tensor, *, first: int = 0, refe
             keep = best & (candidates == left[j]).all(1) if j > 0 else torch.zeros(4, dtype=torch.bool)
             choice = int(keep.nonzero()[0]) if bool(keep.any()) else int(best.nonzero()[0])
         right[j] = candidates[choice]
+    if frames is not None:
+        parents = [-1] + [int(skeleton.parents[j + first]) - first for j in range(1, count)]
+        right = _chain_reflections(parents, near, frames.to(torch.float64), perm, candidates, world)
+        left = torch.stack([world] + [right[p] for p in parents[1:]])
     return perm, left, right
