@@ -165,7 +165,7 @@ def test_pairs_must_be_a_whole_number_of_one_or_more(pairs):
 
 def test_the_note_names_how_the_sets_differ():
     """Sets in other up axes were noted as differing "in skeleton, up axis or height at rest (183.7 against 183.7)";
-    the note names the difference, with its values."""
+    the note names the difference, with its values (the heights the metrics take, not the rest pose's extents)."""
     from skelanim.core.units import up_to_y_matrix
     from skelanim.ops import rotate
 
@@ -178,10 +178,11 @@ def test_the_note_names_how_the_sets_differ():
     )
     big = walk.copy(skeleton=Skeleton(walk.skeleton.names, walk.skeleton.parents, walk.skeleton.offsets * 2),
                     root_positions=walk.root_positions * 2)  # fmt: skip
-    size = walk.skeleton.height()
-    notes = compare_sets([walk], [big])["notes"]
-    want = (f"the sets differ in height at rest ({size:.4g} against {2 * size:.4g}): each is measured against its "
-            "own height and floor")  # fmt: skip
+    compared = compare_sets([walk], [big])
+    notes, height = compared["notes"], compared["a"]["height"]  # the height the metrics take, not the rest extents
+    assert compared["b"]["height"] == pytest.approx(2 * height) and height < 0.99 * walk.skeleton.height()
+    want = (f"the sets differ in size (heights {height:.4g} against {2 * height:.4g}, skeletons 2 times as tall at "
+            "rest): each is measured against its own height and floor")  # fmt: skip
     assert [n for n in notes if n.startswith("the sets differ in")] == [want]
     legs = _legs_at(lambda t: 0 * t, 31, 30.0)
     notes = compare_sets([walk], [legs])["notes"]
