@@ -13,10 +13,12 @@ import torch
 from skelanim.cli import main
 from skelanim.data import MotionDataset
 from skelanim.learn.calibrate import calibrate_input_range
+from skelanim.learn.common import pretrained_dir
 from skelanim.learn.ensemble import combine_predictors, combine_recognizers
 from skelanim.learn.predict import Predictor, PredictTask, train_predictor
 from skelanim.learn.recognize import Recognizer
 from skelanim.learn.recognize_train import train_recognizer
+from skelanim.nn.checkpoint import read_model_config
 from skelanim.nn.train import TrainConfig
 
 GRU = {"hidden": 16, "attention": 8}
@@ -221,6 +223,10 @@ def test_the_shipped_predictor_and_recogniser_can_be_finetuned(learn_files, tmp_
     for key in STATISTICS:
         assert torch.equal(tuned.state_dict()[key], shipped.state_dict()[key].float())
     assert tuned.net.members[0].fc_in.weight.dtype == torch.float32  # shipped float16, trained in float32
+    # the calibration it keeps is named in each member's record (the combined record had dropped it)
+    calibrated = read_model_config(pretrained_dir("predict_mlp") / "config.json")["training"]["amplitude_calibration"]
+    record = read_model_config(tmp_path / "mlp" / "config.json")["training"]
+    assert [m["init"]["amplitude_calibration"] for m in record["members"]] == [calibrated] * 4
     assert main(["learn", "recognize", "train", *data, *common, "-o", str(tmp_path / "rec")]) == 0
     rec = Recognizer.load(tmp_path / "rec")
     assert rec.members == 2 and rec.contents.names == ("run", "walk") and rec.test_speeds == (0.8, 1.0, 1.25)

@@ -35,6 +35,9 @@ __all__ = ["SHIPPED", "InitModel", "adapt_recognizer", "clear_members", "finetun
 #: ``--init shipped``: the shipped default of the kind (and architecture) being trained.
 SHIPPED = "shipped"
 
+#: The training record's entries of the calibrations made after training (``learn predict calibrate``).
+CALIBRATION_RECORDS = ("amplitude_calibration", "earlier_calibrations")
+
 Model = TypeVar("Model", Recognizer, Predictor)
 
 
@@ -50,17 +53,23 @@ class InitModel:
     members : list
         ``(model, record)`` per network (one for a single model): the network with the folder's statistics and
         float32 weights (a shipped folder's are float16), and its training record.
+    calibrations : dict
+        The records of the calibrations the folder's model went through after training (``amplitude_calibration``
+        and ``earlier_calibrations`` of ``learn predict calibrate``; empty for none): a fine-tuned model keeps
+        their results, so its record names them.
     """
 
-    def __init__(self, folder: str, config: dict[str, Any], members: list[tuple[Any, dict[str, Any]]]) -> None:
+    def __init__(self, folder: str, config: dict[str, Any], members: list[tuple[Any, dict[str, Any]]],
+                 calibrations: dict[str, Any] | None = None) -> None:  # fmt: skip
         self.folder, self.config, self.members = folder, config, members
+        self.calibrations = dict(calibrations or {})
 
     def record(self, index: int) -> dict[str, Any]:
-        """What a fine-tuned network's ``config.json`` says it started from: the folder, the member, and the
-        command and seed of the init's own training."""
+        """What a fine-tuned network's ``config.json`` says it started from: the folder, the member, the command
+        and seed of the init's own training, and the calibrations whose results it keeps."""
         training = self.members[index][1]
         return {"folder": self.folder, "member": index if len(self.members) > 1 else None,
-                "command": training.get("command"), "seed": training.get("seed")}  # fmt: skip
+                "command": training.get("command"), "seed": training.get("seed"), **self.calibrations}  # fmt: skip
 
 
 def read_init(kind: type[Model], init: str | Path, default: str) -> InitModel:
@@ -74,8 +83,9 @@ def read_init(kind: type[Model], init: str | Path, default: str) -> InitModel:
     folder = None if str(init) == SHIPPED else Path(init)
     model = kind.load(folder, default=default)
     training = read_model_config((folder or pretrained_dir(default)) / CONFIG_NAME).get("training")
-    members = single_members(kind, model, training if isinstance(training, dict) else {})
-    return InitModel(str(init), model.config(), members)
+    training = training if isinstance(training, dict) else {}
+    calibrations = {key: training[key] for key in CALIBRATION_RECORDS if key in training}
+    return InitModel(str(init), model.config(), single_members(kind, model, training), calibrations)
 
 
 def require_fits(init: Predictor | Recognizer, train_ds: MotionDataset, owner: str) -> None:

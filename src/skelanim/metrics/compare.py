@@ -326,8 +326,9 @@ def compare_sets(a: Motion | Sequence[Motion], b: Motion | Sequence[Motion], *, 
         axes = {k: ", ".join(sorted({"XYZ"[axis] for axis, _ in directions[k]})) for k in ("a", "b")}
         differ = [] if one_axis else [f"up axis ({axes['a']} in set a, {axes['b']} in set b)"]
         differ += [] if joints is None else [f"skeleton (set b's first motion: {joints})"]
-        differ += [] if same_size else [f"size (heights {own['a'][1]:.4g} against {own['b'][1]:.4g}, skeletons "
-                                        f"{size['b'] / size['a']:.3g} times as tall at rest)"]  # fmt: skip
+        if not same_size:
+            differ.append(f"size (heights {own['a'][1]:.4g} against {own['b'][1]:.4g}, skeletons "
+                          f"{size['b'] / size['a']:.3g} times as tall at rest)")  # fmt: skip
         notes.append(f"the sets differ in {' and '.join(differ)}: each is measured against its own height and floor")
     rates = [m.fps for m in [*a, *b]]
     jerk_fps = min(rates) if max(rates) > min(rates) * (1 + 1e-6) else None
