@@ -275,6 +275,13 @@ def test_an_upside_down_set_is_measured_upright():
     mixed = compare_sets([rotate(walk, half_turn)], [sunk])
     assert mixed["floor"] == pytest.approx(upright["floor"], abs=1e-9)
     assert mixed["b"]["ground_penetration"] == pytest.approx(upright["b"]["ground_penetration"], rel=1e-6)
+    # and so does a B written Z up (an audit: it was measured against its own floor, so a sunk one read 0)
+    from skelanim.core.units import up_to_y_matrix
+
+    z_up = compare_sets([walk], [rotate(sunk, up_to_y_matrix(2).T)])
+    assert z_up["floor"] == pytest.approx(upright["floor"], abs=1e-9)
+    assert z_up["b"]["ground_penetration"] == pytest.approx(upright["b"]["ground_penetration"], rel=1e-6)
+    assert "the sets differ in up axis (Y in set a, Z in set b): every motion is turned Y up first" in z_up["notes"]
 
 
 def test_a_set_mixing_up_axes_and_rates_is_measured_alike():
@@ -308,8 +315,8 @@ def test_a_bandai_walk_and_its_z_up_copy_measure_alike_in_any_order(mocap_files)
     z_up = rotate(walk, up_to_y_matrix(2).T)
     first, second = compare_sets([walk], [walk, z_up]), compare_sets([walk], [z_up, walk])
     for res in (first, second):
-        assert res["b"]["ground_penetration"] == pytest.approx(0.0, abs=1e-9) and res["floor"] is None
-        assert res["b"]["floor"] == pytest.approx(res["a"]["floor"], abs=1e-6)
+        assert res["b"]["ground_penetration"] == pytest.approx(0.0, abs=1e-9)
+        assert res["b"]["floor"] == res["a"]["floor"] == res["floor"]  # the reference's ground, shared
     assert second["b"]["foot_skating"] == pytest.approx(first["b"]["foot_skating"], rel=1e-9)
     paired = compare_sets([walk], [z_up])["paired"]
     assert paired["mpjpe"] == pytest.approx(0.0, abs=1e-6) and paired["angle_deg"] == pytest.approx(0.0, abs=1e-6)

@@ -31,8 +31,8 @@ its motions of the lowest body joint, every motion turned so that its up directi
 is +Y, so an upside-down source with Y down, or a set that mixes Z-up and Y-up files (with a note), is measured
 upright; a static dummy root left out) and its median :attr:`Motion.height` are
 B's too, so that B is judged against the ground of the real motion it is compared with, and a B sunk below it
-shows its penetration. Sets on different skeletons, up axes or heights (more than :data:`SAME_HEIGHT` apart)
-cannot share them: each is then measured against its own, with a note naming the difference; so is a set whose
+shows its penetration, in whichever axes either set was written (a note names up axes that differ). Sets on
+different skeletons or heights (more than :data:`SAME_HEIGHT` apart) cannot share them: each is then measured against its own, with a note naming the difference; so is a set whose
 own motions differ in height that much. Jerk and foot skating grow with the frame rate (finite differences of
 capture noise): where the motions' rates differ, the faster ones' are taken at the slowest rate, with a note, at
 the sample times within each clip's duration only (not the held last frame of
@@ -317,15 +317,17 @@ def compare_sets(a: Motion | Sequence[Motion], b: Motion | Sequence[Motion], *, 
     one_axis = len({axis for axis, _ in [*directions["a"], *directions["b"]]}) == 1  # of every motion: no order
     joints = a[0].skeleton.topology_difference(b[0].skeleton)  # None for the same skeleton
     same_size = size["b"] > 0 and abs(size["a"] / size["b"] - 1) <= SAME_HEIGHT
-    shared = one_axis and joints is None and not mixed and same_size
+    shared = joints is None and not mixed and same_size  # up axes may differ: every motion is turned Y up above
     up, height, floor = own["a"]  # A is the reference
     unit = {k: next(iter(v)) if len(v) == 1 else None for k, v in units.items()}
     out: dict[str, Any] = {"height": height if shared else None, "floor": floor if shared else None,
                            "units": unit["a"] if shared else None, "notes": notes}  # fmt: skip
-    if not shared and not mixed:  # name what differs, with its values
+    if not one_axis:
         axes = {k: ", ".join(sorted({"XYZ"[axis] for axis, _ in directions[k]})) for k in ("a", "b")}
-        differ = [] if one_axis else [f"up axis ({axes['a']} in set a, {axes['b']} in set b)"]
-        differ += [] if joints is None else [f"skeleton (set b's first motion: {joints})"]
+        notes.append(f"the sets differ in up axis ({axes['a']} in set a, {axes['b']} in set b): every motion is turned "
+                     "Y up first")  # fmt: skip
+    if not shared and not mixed:  # name what differs, with its values
+        differ = [] if joints is None else [f"skeleton (set b's first motion: {joints})"]
         if not same_size:
             differ.append(f"size (heights {own['a'][1]:.4g} against {own['b'][1]:.4g}, skeletons "
                           f"{size['b'] / size['a']:.3g} times as tall at rest)")  # fmt: skip
