@@ -43,6 +43,21 @@ def test_split_by_style_parts_are_disjoint_when_a_style_is_in_test_and_val(few_d
     assert _members(parts["val"]) == set()
 
 
+def test_a_style_spelt_two_ways_is_held_out_whole(mocap_files, bandai_few, tmp_path):
+    """Bandai's dataset 1 says ``masculinity``, dataset 2 ``masculine``: testing (or validating) on either had left
+    the other's files in training, the same style on both sides of the split."""
+    from skelanim.data import MotionDataset
+
+    files = mocap_files(["bandai_namco_1/dataset-1_walk_masculinity_001.bvh",
+                         "bandai_namco_2/dataset-2_walk_masculine_001.bvh"])  # fmt: skip
+    ds = MotionDataset([*files, bandai_few[0]], fps=25.0, cache=tmp_path)
+    for name in ("masculine", "masculinity"):
+        for part in ("test", "val"):
+            parts = ds.split_by_style(**{part: [name], **({"test": ["angry"]} if part == "val" else {})})
+            _check_partition(ds, parts)
+            assert _members(parts[part]) == {f.stem for f in files} and _members(parts["train"]) == {bandai_few[0].stem}
+
+
 @pytest.mark.parametrize(("test_fraction", "val_fraction", "stratify"),
                          [(0.0, 0.5, None), (0.6, 0.0, "content"), (0.6, 0.3, "content"), (0.9, 0.5, None)])  # fmt: skip
 def test_split_by_file_is_a_partition_and_every_class_keeps_a_training_file(few_dataset, test_fraction, val_fraction,

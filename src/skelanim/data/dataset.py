@@ -33,12 +33,15 @@ from skelanim.data.labels import LabelError, Vocabulary, parse_labels
 from skelanim.data.rig import Rig, require_rig, require_up
 from skelanim.errors import SkeletonError
 
-__all__ = ["BANDAI_TEST_STYLES", "BANDAI_VAL_STYLES", "MotionDataset", "expand_paths", "feature_stats"]
+__all__ = ["BANDAI_TEST_STYLES", "BANDAI_VAL_STYLES", "STYLE_SYNONYMS", "MotionDataset", "expand_paths", "feature_stats"]
 
 #: Styles held out for testing on the Bandai data (two of dataset 1, one of dataset 2).
 BANDAI_TEST_STYLES = ("angry", "childish", "elderly")
 #: Styles held out for validation (model selection) on the Bandai data.
 BANDAI_VAL_STYLES = ("proud", "youthful")
+#: Style names that are one style spelt two ways (Bandai-Namco's dataset 1 says ``masculinity``, dataset 2
+#: ``masculine``): :meth:`MotionDataset.split_by_style` holds them out together.
+STYLE_SYNONYMS: tuple[frozenset[str], ...] = (frozenset({"masculine", "masculinity"}),)
 #: The label keys the models read (a dataset's clips may lack any of them: ``""``).
 LABEL_KEYS = ("content", "style")
 #: What a folder given to the training and evaluation commands is read for (clips of one skeleton: BVH).
@@ -265,10 +268,14 @@ class MotionDataset:
             ``{"train", "val", "test"}`` datasets (``None`` where no clip falls in a part).
 
         A style no clip has is left out silently (the default styles on a part of the data); the command line's
-        ``--split style:S1,...`` refuses it (:func:`skelanim.learn.common.split_dataset`).
+        ``--split style:S1,...`` refuses it (:func:`skelanim.learn.common.split_dataset`). A style of
+        :data:`STYLE_SYNONYMS` takes its other spellings with it (testing on ``masculine`` had left dataset 1's
+        ``masculinity`` files in training).
         """
         if isinstance(test, str) or isinstance(val, str):  # a bare string had matched every style it contains
             raise TypeError("test and val are sequences of style names (a list), not one string")
+        test, val = ({*names, *(other for group in STYLE_SYNONYMS if group & set(names) for other in group)}
+                     for names in (test, val))  # fmt: skip
         styles = self.labels("style")
         parts = {"test": [i for i, s in enumerate(styles) if s in test],
                  "val": [i for i, s in enumerate(styles) if s in val and s not in test]}  # fmt: skip
