@@ -309,7 +309,7 @@ def test_extra_frame_lines_warn_in_one_line_without_library_source(tmp_path: Pat
     src.write_text(SMALL_BVH + "0 0 0 0 0 0 0 0 0\n")
     code, out, err = run(["info", str(src)], capsys)
     assert code == 0 and "frames: 2" in out.replace("  ", " ").replace(" :", ":")
-    expected = f"warning: {src}: 1 frame line(s) after the 2 declared by 'Frames:' were ignored"
+    expected = f"warning: {src}: 1 line(s) after the 2 frames declared by 'Frames:' were ignored"
     assert err.strip().splitlines() == [expected]
     code, _, err = run(["plot", str(src), "-o", str(tmp_path / "p.png")], capsys)  # any command, not only info
     assert code == 0 and err.strip().splitlines() == [expected]

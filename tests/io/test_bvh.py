@@ -355,9 +355,14 @@ def test_deep_nesting_has_no_recursion_limit() -> None:
 
 def test_extra_frame_lines_are_ignored_with_a_warning() -> None:
     text = _make_bvh(STD, _values(STD)).replace("Frames: 5", "Frames: 3")
-    with pytest.warns(UserWarning, match="2 frame line"):
+    with pytest.warns(UserWarning, match="2 line.s. after the 3 frames"):
         motion = bvh.loads(text)
     assert motion.num_frames == 3 and motion.metadata["bvh_extra_frames"] == 2
+    # junk after the frames (a trailing word, a row cut off) is ignored with them; the frames read are the same
+    for tail in ("END\n", "0 0\n"):
+        with pytest.warns(UserWarning, match="3 line.s. after the 3 frames"):
+            junk = bvh.loads(text + tail)
+        assert junk.metadata["bvh_extra_frames"] == 3 and torch.equal(junk.positions(), motion.positions())
 
 
 def test_first_end_site_kept_when_a_joint_has_two() -> None:

@@ -102,7 +102,7 @@ ERRORS = [  # (name, mutate(text) -> text|bytes, message regex, line of the prob
      r"found '1_0'", -1),
     ("two dots", lambda t: t[: t.rindex("\n", 0, len(t) - 1)] + "\n" + " ".join(["1.2.3"] * 15) + "\n",
      r"found '1.2.3'", -1),
-    ("junk after frames", lambda t: t + "END\n", r"found 'END'", -1),
+    ("junk among the frames", lambda t: t[: t.rindex("\n", 0, len(t) - 1)] + "\nEND\n", r"found 'END'", -1),
     ("control byte in data", lambda t: t[:-3] + "\x01\n", r"expected a number", -1),
 ]
 

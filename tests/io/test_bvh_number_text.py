@@ -88,6 +88,18 @@ def test_compiled_formatter_refuses_bad_shapes(columns: int, precision: int) -> 
         NATIVE.format_rows(np.zeros(10) if columns == 4 else np.zeros(9), columns, precision)
 
 
+@needs_native
+@pytest.mark.parametrize("values", [np.array([[1.25, 2**64, 3.5]]), np.array([[1, 2, 3]], np.int64),
+                                    np.array([[1.0, 2.0, 3.0]], ">f8" if np.little_endian else "<f8")])  # fmt: skip
+def test_compiled_formatter_refuses_items_other_than_float64(values: np.ndarray) -> None:
+    """An audit: an object array (a value too large for an integer dtype) or int64 values, 8 bytes an item as
+    doubles are, had been written as whatever doubles their bytes spell (zeros); so would swapped bytes."""
+    assert NATIVE is not None
+    with pytest.raises(ValueError, match="float64 buffer"):
+        NATIVE.format_rows(values, 3, 6)
+    assert NATIVE.format_rows(np.array([[1.25, 2.0, 3.5]]), 3, 6) == "1.250000 2.000000 3.500000\n"
+
+
 def test_written_bvh_is_the_same_without_the_extension(mocap_files, monkeypatch: pytest.MonkeyPatch) -> None:
     """A real take, turned so that its angles are worked out afresh, written by both paths: the same text."""
     motion = skelanim.load(mocap_files(["cmu_cgspeed_mb/01_01.bvh"])[0])[:300]

@@ -274,11 +274,11 @@ class MotionDataset:
         """
         if isinstance(test, str) or isinstance(val, str):  # a bare string had matched every style it contains
             raise TypeError("test and val are sequences of style names (a list), not one string")
-        test, val = ({*names, *(other for group in STYLE_SYNONYMS if group & set(names) for other in group)}
-                     for names in (test, val))  # fmt: skip
+        tested, validated = ({*names, *(other for group in STYLE_SYNONYMS if group & set(names) for other in group)}
+                             for names in (test, val))  # fmt: skip
         styles = self.labels("style")
-        parts = {"test": [i for i, s in enumerate(styles) if s in test],
-                 "val": [i for i, s in enumerate(styles) if s in val and s not in test]}  # fmt: skip
+        parts = {"test": [i for i, s in enumerate(styles) if s in tested],
+                 "val": [i for i, s in enumerate(styles) if s in validated and s not in tested]}  # fmt: skip
         taken = set(parts["test"]) | set(parts["val"])
         parts["train"] = [i for i in range(len(self)) if i not in taken]
         return self._parts(parts)

@@ -203,6 +203,29 @@ static int read_number(const unsigned char **pp, const unsigned char *end, doubl
     return TOKEN_OK;
 }
 
+/* Whether obj's buffer holds float64 items ('d', native or explicit byte order of this machine). The "w*" and
+   "y*" arguments are asked for without their format, so an int64 or object array (8-byte items too) had passed the
+   itemsize check and been read or written as doubles. */
+static int holds_float64(PyObject *obj) {
+    Py_buffer view;
+    if (PyObject_GetBuffer(obj, &view, PyBUF_FORMAT | PyBUF_ND) < 0) {
+        PyErr_Clear();
+        return 0;
+    }
+    const char *f = view.format ? view.format : "B";
+#if PY_LITTLE_ENDIAN
+    const char own = '<';
+#else
+    const char own = '>';
+#endif
+    if (*f == '@' || *f == '=' || *f == own) {
+        f++;
+    }
+    const int ok = f[0] == 'd' && f[1] == '\0' && view.itemsize == (Py_ssize_t)sizeof(double);
+    PyBuffer_Release(&view);
+    return ok;
+}
+
 static PyObject *parse_motion(PyObject *self, PyObject *args) {
     PyObject *text;
     Py_buffer out;
@@ -211,6 +234,7 @@ static PyObject *parse_motion(PyObject *self, PyObject *args) {
     if (!PyArg_ParseTuple(args, "Snw*n|n:parse_motion", &text, &start, &out, &channels, &stop)) {
         return NULL;
     }
+    PyObject *out_object = PyTuple_GET_ITEM(args, 2);
     PyObject *result = NULL;
     if (channels <= 0) {
         PyErr_SetString(PyExc_ValueError, "parse_motion: channels must be positive");
@@ -232,7 +256,8 @@ static PyObject *parse_motion(PyObject *self, PyObject *args) {
         goto done;
     }
     /* the values are written as doubles: a buffer of other items, or one not aligned for them, is refused */
-    if (out.itemsize != (Py_ssize_t)sizeof(double) || ((uintptr_t)out.buf % sizeof(double)) != 0) {
+    if (out.itemsize != (Py_ssize_t)sizeof(double) || ((uintptr_t)out.buf % sizeof(double)) != 0 ||
+        !holds_float64(out_object)) {
         PyErr_SetString(PyExc_ValueError, "parse_motion: out must be an aligned float64 buffer");
         goto done;
     }
@@ -388,7 +413,7 @@ static PyObject *format_rows(PyObject *self, PyObject *args) {
         goto done;
     }
     if (values.itemsize != (Py_ssize_t)sizeof(double) || ((uintptr_t)values.buf % sizeof(double)) != 0 ||
-        !PyBuffer_IsContiguous(&values, 'C')) {
+        !PyBuffer_IsContiguous(&values, 'C') || !holds_float64(PyTuple_GET_ITEM(args, 0))) {
         PyErr_SetString(PyExc_ValueError, "format_rows: values must be a contiguous, aligned float64 buffer");
         goto done;
     }

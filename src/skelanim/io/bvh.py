@@ -24,8 +24,8 @@ Reading
   is the identity.
 * ``metadata`` holds ``format="bvh"``, ``frame_time`` (the file's value, written back verbatim while it
   stands for ``fps``), ``path``, ``bvh_values`` (the ``(F, C)`` channel values as read, degrees: the
-  writer uses them only to choose among equivalent Euler angles) and ``bvh_extra_frames`` (complete
-  frame lines after the declared count, which are ignored with a warning).
+  writer uses them only to choose among equivalent Euler angles) and ``bvh_extra_frames`` (the
+  frame lines after the declared count, which are ignored with a warning, a cut-off one among them too).
 
 Bad input raises :class:`~skelanim.errors.FormatError` naming the file, the line and what was expected;
 no other exception type escapes :func:`load`/:func:`loads` for any input bytes. Parsing is in
@@ -178,7 +178,7 @@ def _motion_from_parsed(parsed: ParsedBVH, name: str) -> Motion:
     if parsed.extra_frames:
         metadata["bvh_extra_frames"] = parsed.extra_frames
         warn_at_caller(
-            f"{name}: {parsed.extra_frames} frame line(s) after the {n_frames} declared by 'Frames:' were ignored"
+            f"{name}: {parsed.extra_frames} line(s) after the {n_frames} frames declared by 'Frames:' were ignored"
         )
     return Motion.from_euler(skeleton, rotations_read, torch.from_numpy(root), nominal_fps(parsed.frame_time),
                              joint_translations, metadata)

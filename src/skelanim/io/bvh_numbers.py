@@ -519,8 +519,8 @@ def parse_motion_values(
     channels:
         ``C``, the number of channel values each frame line must hold.
     frames:
-        ``F``, the frame count declared by ``Frames:``. Fewer frame lines is an error; extra complete
-        frame lines are ignored (their number is returned).
+        ``F``, the frame count declared by ``Frames:``. Fewer frame lines is an error; extra frame lines are
+        ignored (their number is returned), a bad one among them too (an export cut off after its frames).
     path:
         File name used in error messages.
     frames_line:
@@ -555,6 +555,26 @@ def parse_motion_values(
             return out, found - frames
     if start:
         body = body[start:]
+    try:
+        values, counts = _parse_numpy(body, channels, first_line, path)
+    except FormatError as err:  # a bad line after the declared frames (an export cut off there) loses none of them
+        ends = _filled_line_ends(body)
+        cut = int(ends[frames - 1]) if 0 < frames <= len(ends) else 0
+        if not cut or err.line is None or err.line < first_line + body.count(b"\n", 0, cut):
+            raise
+        values, counts = _parse_numpy(body[:cut], channels, first_line, path)
+        return values.reshape(frames, channels), len(ends) - frames
+    found = int(np.count_nonzero(counts)) if channels else frames
+    if found < frames:
+        raise _too_few_frames(frames, found, frames_line, path, first_line + max(counts.size - 1, 0))
+    if channels == 0:
+        return np.zeros((frames, 0)), 0
+    return values[: frames * channels].reshape(frames, channels), found - frames
+
+
+def _parse_numpy(body: bytes, channels: int, first_line: int, path: str) -> tuple[np.ndarray, np.ndarray]:
+    """The frame lines of ``body`` by the NumPy paths: ``(values, counts)``, the values of every line in a row and
+    each line's count (0 for a blank one); a :class:`FormatError` at the first bad line."""
     scan = _Scan(body)
     chunks: list[tuple[int, int]] = []
     start, n = 0, len(body)
@@ -566,10 +586,14 @@ def parse_motion_values(
     result = _parse_fast(scan, chunks, channels, first_line, path)
     if result is None:  # something unusual: the exact path parses it or reports the first bad line
         result = _parse_slow(body, chunks, channels, first_line, path)
-    values, counts = result
-    found = int(np.count_nonzero(counts)) if channels else frames
-    if found < frames:
-        raise _too_few_frames(frames, found, frames_line, path, first_line + max(counts.size - 1, 0))
-    if channels == 0:
-        return np.zeros((frames, 0)), 0
-    return values[: frames * channels].reshape(frames, channels), found - frames
+    return result
+
+
+
+def _filled_line_ends(body: bytes) -> np.ndarray:
+    """The offsets just after each line of ``body`` (lines end at ``\\n``) that holds anything but white space."""
+    text = np.frombuffer(body, np.uint8)
+    ends = np.flatnonzero(text == ord("\n")) + 1
+    ends = np.append(ends, len(text)) if len(text) and text[-1] != ord("\n") else ends
+    ink = np.concatenate([[0], np.cumsum(~np.isin(text, np.frombuffer(b" \t\r\n\v\f", np.uint8)))])
+    return ends[ink[ends] > ink[np.concatenate([[0], ends[:-1]]).astype(np.int64)]]
