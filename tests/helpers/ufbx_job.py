@@ -1,7 +1,7 @@
 """Read an FBX with ufbx (the FBX loader Godot imports with; Python bindings from PyPI) and write the world position
 of every bone node at every frame of its first animation stack to an ``.npz``: ``names`` (J,), ``heads`` (F, J, 3)
 in the file's units and axes, ``node_names`` (every node's), ``fps`` (the file's frame rate), ``key_times`` (the first curve's key times, seconds),
-``unit_meters``. Run in a subprocess (``tests/helpers/ufbx_peer.py``): the bindings (0.0.5) crash while freeing an
+``unit_meters``, ``stacks`` (every animation stack's name: the clips an engine lists). Run in a subprocess (``tests/helpers/ufbx_peer.py``): the bindings (0.0.5) crash while freeing an
 object, so none is: they are held until this process ends with ``os._exit`` once the file is written.
 
 Usage: ``python ufbx_job.py FILE.fbx OUT.npz``
@@ -34,7 +34,7 @@ def main(path: str, out: str) -> list:
         heads.append([tuple(by_name[bone.name].node_to_world.c3) for bone in bones])
     keys = [key.time for key in scene.anim_curves[0].keyframes]
     np.savez(out, names=np.array([bone.name for bone in bones]), heads=np.array(heads), fps=fps,
-             node_names=np.array([node.name for node in nodes]),
+             node_names=np.array([node.name for node in nodes]), stacks=np.array([s.name for s in scene.anim_stacks]),
              key_times=np.array(keys), unit_meters=float(scene.settings.unit_meters))  # fmt: skip
     return made
 

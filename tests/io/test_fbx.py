@@ -149,6 +149,11 @@ def test_ufbx_reads_our_fbx_at_its_rate_where_our_kinematics_puts_every_joint(bl
     peer = run_ufbx(tmp_path / "walk.fbx", tmp_path)
     assert float(peer["fps"]) == pytest.approx(fps, rel=2e-6) and float(peer["unit_meters"]) == 1.0  # NTSC: "29.97"
     assert np.allclose(np.diff(peer["key_times"]), 1.0 / fps, rtol=1e-6)
+    # one take, which Blender's exporter names "object|action" after the file (the clip an engine lists), and its
+    # importer after its object once more (an audit found the docs saying "walk")
+    assert peer["stacks"].tolist() == ["walk|walk"] and skelanim.load(tmp_path / "walk.fbx").metadata["fbx_takes"] == [
+        "walk|walk|walk"
+    ]
     heads = heads_by_name(peer, list(walk.skeleton.names))
     assert heads.shape[0] == walk.num_frames
     _close(walk.positions().numpy(), heads, f"ufbx at {fps:g} fps")

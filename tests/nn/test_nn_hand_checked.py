@@ -250,6 +250,29 @@ def test_an_unfinished_runs_folder_says_so_when_loaded_until_its_resume_finishes
     assert training["best"]["epoch"] < 3 and UNFINISHED not in training, training["best"]
 
 
+def test_a_run_resumed_with_more_max_steps_inside_the_epoch_writes_its_new_weights(tmp_path):
+    """An audit: stopped at step 2 of an 8-step epoch, then resumed with max_steps 4, the run trained steps 3-4 and
+    kept step 2's weights (a provisional best, which the epoch's end would have replaced whatever its score) while
+    saying it had run 4 steps. The later stop replaces the earlier one; a whole epoch's best stays as it was."""
+    import json
+
+    from skelanim.nn.checkpoint import load_model_files
+
+    out = tmp_path / "m"
+    _fit(ToyTask(), out, epochs=3, batch_size=64, lr=1e-2, max_steps=2)
+    first = load_model_files(out)[0]["weight"].clone()
+    _fit(ToyTask(), out, resume=True, epochs=3, batch_size=64, lr=1e-2, max_steps=4)
+    tensors, config = load_model_files(out)
+    assert not torch.equal(tensors["weight"], first)
+    assert config["training"]["stopped"]["epoch"] == pytest.approx(0.5) and config["training"]["best"]["epoch"] == 0.5
+    unstopped = tmp_path / "u"  # the same four steps in one run: the same weights
+    _fit(ToyTask(), unstopped, epochs=3, batch_size=64, lr=1e-2, max_steps=4)
+    assert torch.equal(load_model_files(unstopped)[0]["weight"], tensors["weight"])
+    _fit(ToyTask(), out, resume=True, epochs=3, batch_size=64, lr=1e-2, max_steps=12)  # epoch 1 whole, then 4 steps
+    whole = json.loads((out / "config.json").read_text())["training"]
+    assert whole["best"]["epoch"] == 1
+
+
 def test_a_resumed_state_whose_best_was_scored_by_another_measure_is_replaced_not_a_key_error(tmp_path):
     """A state saved when the task named its score otherwise (a generator's train_subset_* had been val_*): the
     resumed run's next validated epoch becomes the best (it had raised KeyError)."""

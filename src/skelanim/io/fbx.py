@@ -7,7 +7,7 @@ the ones animators already use (Mixamo downloads, Unity's Humanoid avatars, Unre
 * :func:`save` writes the motion as BVH, turned to Y up, and has Blender import it at the motion's metres per unit and
   export an FBX of its armature with the settings of docs/engines.md (baked at every frame, Simplify 0, no leaf
   bones, FBX units scale, forward -Z, up Y), which Unity and Unreal import as is. The armature and its one take
-  are named after the file (``walk.fbx``: ``walk``). End Sites are not written: without leaf bones an FBX has no
+  are named after the file (``walk.fbx``: armature ``walk``, take ``walk|walk``, Blender's "object|action"). End Sites are not written: without leaf bones an FBX has no
   place for them (engines map bones, not tips), so a motion read back has none and measures to its last joints.
 
 Blender is found, in this order: the environment variable ``SKELANIM_BLENDER`` (a Blender executable, or a Python

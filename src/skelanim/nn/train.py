@@ -439,7 +439,8 @@ def _fit(model: nn.Module, task: Task, out_dir: Path, config: TrainConfig, *, re
 
     def save_partial_epoch(epochs_done: float) -> None:
         """Validate (rank 0; every rank gets the record) and write the model folder when ``max_steps`` ends the run
-        inside an epoch that no folder holds yet (or ``keep="last"``); the run stays resumable from its step."""
+        inside an epoch that no folder holds yet, or holds only as an earlier stop inside it (or ``keep="last"``);
+        the run stays resumable from its step."""
         record: dict[str, Any] = {"epoch": round(epochs_done, 4)}
         if main:
             model.eval()
@@ -448,8 +449,10 @@ def _fit(model: nn.Module, task: Task, out_dir: Path, config: TrainConfig, *, re
                 record.update(task.validate(evaluated))
         record = ddp.broadcast_object(record)  # so that a non-finite score stops every rank, not rank 0 alone
         check_finite_metric(record, task.metric, record["epoch"])
-        if meta["best"] is None:  # provisional: the end of the epoch replaces it whatever its score, as it would
-            meta["best"] = {k: v for k, v in record.items() if isinstance(v, (int, float))}  # have done unstopped
+        if meta["best"] is None or meta.get("best_partial"):  # provisional: the end of the epoch replaces it
+            # whatever its score, as it would have done unstopped (so does a later stop inside it: a resumed run
+            # given more --max-steps had kept the first stop's weights)
+            meta["best"] = {k: v for k, v in record.items() if isinstance(v, (int, float))}
             meta["best_partial"] = True
         if main:
             write_model_folder(stopped=record)
@@ -508,8 +511,9 @@ def _fit(model: nn.Module, task: Task, out_dir: Path, config: TrainConfig, *, re
                 last_save = time.perf_counter()
         bar.close()
         if meta["step_in_epoch"] < steps_per_epoch:  # stopped by max_steps inside the epoch
-            if config.keep == "last" or meta["best"] is None:  # no folder of this run's yet: a stale
-                # one (another run's, in the same folder) must not stay behind a message that this run wrote it
+            if config.keep == "last" or meta["best"] is None or meta.get("best_partial"):  # no folder of a whole
+                # epoch of this run's yet: a stale one (another run's, in the same folder, or this run's earlier stop
+                # inside the epoch) must not stay behind a message that this run wrote it
                 save_partial_epoch(epoch + meta["step_in_epoch"] / steps_per_epoch)
             break
         train = {k: v / max(count, 1) for k, v in sums.items()}
