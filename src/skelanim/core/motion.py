@@ -283,13 +283,14 @@ class Motion:
         feet/ankles/toes, averaged over up to 64 evenly spaced frames. *Rest*: :meth:`Skeleton.up_axis`.
         Where they agree that is the answer; where they differ, Y if either says Y (Bandai-Namco's rest
         pose lies along X; a crawl's mean pose lies flat), else the posed axis. One exception, a Y-up rest pose
-        whose motion stands along another axis (a capture turned Z-up or X-up): unless the heads also rise
-        above the feet along Y (0.45 times as far or more: a get-up), it is up along the posed axis when its
-        left and right joints lie apart along Y (Y is then its side to side), Y when they lie apart along the
-        posed axis, and otherwise (apart along the third axis, or undecided) Y if its pelvis travels more than
-        1.5 times as far along the posed axis as along any other and by a quarter of its head-to-feet length or
-        more (a crawl travels along its length; a figure standing along the posed axis only bobs along it), else
-        the posed axis.
+        whose motion stands along another axis (a capture turned Z-up or X-up), judged in the axes of the body
+        as if it lay flat (the horizontal part of its mean head-to-feet vector, Y, and across: a turn about Y
+        changes nothing): unless the heads also rise above the feet along Y (0.45 times as far or more: a
+        get-up), it is up along the posed axis when its left and right joints lie apart along Y (Y is then its
+        side to side), Y when they lie apart along its length, and otherwise (apart across it, or undecided) Y
+        if its pelvis travels more than 1.5 times as far along its length as along either other axis and by a
+        quarter of that length or more (a crawl travels along its length; a figure standing along the posed axis
+        only bobs along it), else the posed axis.
         A skeleton whose joint names name no head or feet: the axis of the largest median extent over the sampled
         frames where it is 1.25 times the next (a T-pose rest lies as wide as it is tall; a walk's arms hang),
         else the rest pose's.
@@ -317,19 +318,22 @@ class Motion:
         if rest == posed:
             return rest
         if rest == 1:
-            if float(head_to_feet[1]) >= 0.45 * float(head_to_feet[posed]):  # it stands along Y at times (a get-up)
+            # measured in the body's own axes (along its head-to-feet line in the horizontal plane, Y, and across),
+            # so that a turn of the clip about Y changes nothing (a crawl turned 30 degrees had read X-up)
+            pos, length = _in_body_axes(pos, pos[:, heads].mean(1) - pos[:, feet].mean(1))
+            if float(head_to_feet[1]) >= 0.45 * length:  # it stands along Y at times (a get-up)
                 return 1
             lateral = self._lateral_axis(pos)
             if lateral == 1:  # the sides lie apart along Y: it is no up axis
                 return posed
-            if lateral == posed:
+            if lateral == 0:  # apart along the body's own length
                 return 1
-            # a crawl travels along its body, the posed axis, by a good part of its length: a figure standing
-            # along the posed axis bobs along it too, but by a small part (a CMU stand turned Z-up: 0.34 of 19.2)
+            # a crawl travels along its body by a good part of its length: a figure standing along the posed axis
+            # bobs along it too, but by a small part (a CMU stand turned Z-up: 0.34 of 19.2)
             travel = (pos[:, self.skeleton.pelvis].max(0).values - pos[:, self.skeleton.pelvis].min(0).values).tolist()
-            crawls = travel[posed] > _CRAWL_TRAVEL * float(head_to_feet[posed])
-            return 1 if crawls and travel[posed] > 1.5 * max(t for a, t in enumerate(travel) if a != posed) else posed
-        return 1 if posed == 1 else posed
+            crawls = travel[0] > _CRAWL_TRAVEL * length and travel[0] > 1.5 * max(travel[1:])
+            return 1 if crawls else posed
+        return posed
 
     def _lateral_axis(self, positions: torch.Tensor) -> int | None:
         """The axis along which the skeleton's left and right joints (:meth:`Skeleton.left_right_pairs`) lie
@@ -512,6 +516,19 @@ class Motion:
         rot[..., 0] = 1.0
         root = skeleton.offsets[0].expand(num_frames, 3).clone()
         return cls(skeleton, rot, root, fps)
+
+
+def _in_body_axes(positions: torch.Tensor, head_to_feet: torch.Tensor) -> tuple[torch.Tensor, float]:
+    """``(S, J, 3)`` sampled positions in the axes of a body lying in the horizontal plane (XZ): the horizontal
+    direction of its mean ``(S, 3)`` head-to-feet vector, Y, and their cross product; and the length of that
+    horizontal part (the body's length lying down)."""
+    body = head_to_feet.mean(0)
+    along = torch.stack([body[0], body.new_zeros(()), body[2]])
+    length = float(along.norm())
+    along = along / length if length > 0 else body.new_tensor([1.0, 0.0, 0.0])
+    up = body.new_tensor([0.0, 1.0, 0.0])
+    axes = torch.stack([along, up, torch.linalg.cross(along, up)])  # (3, 3): rows are the new axes
+    return positions @ axes.T, length
 
 
 def _loop_kept(metadata: dict, whole: bool) -> dict:
