@@ -43,7 +43,8 @@ TOLERANCE = 1e-5  # float32 results of the same math, computed in a different or
 # ---------------------------------------------------------------- the old loops, as they were (until 2026-12-07)
 def old_one_euro_quat(q: Tensor, fps: float, min_cutoff: float, beta: float, d_cutoff: float) -> Tensor:
     """``smoothing._one_euro_quat`` before: ``(F, ..., 4)`` unit, sign-continuous quaternions, one frame per step
-    through the public (checking, normalising) rotation functions."""
+    through the public (checking, normalising) rotation functions (its speed taken from the previous raw sample,
+    as the library's since it was found to grow with the rate, so that both sides compute the same)."""
     import torch
 
     from skelanim.core.rotations import quat_inverse, quat_multiply, quat_slerp, quat_to_rotvec
@@ -55,7 +56,7 @@ def old_one_euro_quat(q: Tensor, fps: float, min_cutoff: float, beta: float, d_c
     prev = q[0]
     dprev = torch.zeros(q.shape[1:-1] + (3,), dtype=q.dtype, device=q.device)
     for i in range(1, q.shape[0]):
-        omega = quat_to_rotvec(quat_multiply(quat_inverse(prev), q[i])) * fps
+        omega = quat_to_rotvec(quat_multiply(quat_inverse(q[i - 1]), q[i])) * fps
         dprev = dprev + a_d * (omega - dprev)
         step = alpha(min_cutoff + beta * dprev.norm(dim=-1), fps)
         prev = quat_slerp(prev, q[i], step)
@@ -75,7 +76,8 @@ def old_smooth_rotations(q: Tensor, fps: float, beta: float) -> Tensor:
 
 
 def old_one_euro(t: Tensor, fps: float, beta: float, min_cutoff: float = 1.0, d_cutoff: float = 1.0) -> Tensor:
-    """``filters.one_euro`` before (isotropic, frames first), its loop of torch calls."""
+    """``filters.one_euro`` before (isotropic, frames first), its loop of torch calls (speed from the previous raw
+    sample, as the library's)."""
     import torch
 
     from skelanim.ops.filters import alpha
@@ -87,7 +89,7 @@ def old_one_euro(t: Tensor, fps: float, beta: float, min_cutoff: float = 1.0, d_
     out[0] = t[0]
     prev, dprev = t[0], torch.zeros_like(t[0])
     for i in range(1, t.shape[0]):
-        dx = (t[i] - prev) * fps
+        dx = (t[i] - t[i - 1]) * fps
         dprev = dprev + a_d * (dx - dprev)
         speed = dprev.norm(dim=-1, keepdim=True)
         prev = prev + alpha(min_cutoff + beta * speed, fps) * (t[i] - prev)

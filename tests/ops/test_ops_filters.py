@@ -27,11 +27,13 @@ from skelanim.ops.filters import default_savgol_window
 
 # ----------------------------------------------------------------------------- reference One-Euro (paper)
 class ScalarOneEuro:
-    """Straight transcription of the 1€ filter pseudo-code (Casiez et al. 2012), one scalar signal."""
+    """Straight transcription of the 1€ filter (Casiez et al. 2012) as the authors' reference code computes it
+    (``dx`` from the last raw value, ``lastRawValue``), one scalar signal."""
 
     def __init__(self, freq: float, mincutoff: float, beta: float, dcutoff: float) -> None:
         self.freq, self.mincutoff, self.beta, self.dcutoff = freq, mincutoff, beta, dcutoff
         self.x_prev: float | None = None
+        self.raw_prev = 0.0
         self.dx_prev = 0.0
 
     def alpha(self, cutoff: float) -> float:
@@ -41,9 +43,10 @@ class ScalarOneEuro:
 
     def __call__(self, x: float) -> float:
         if self.x_prev is None:
-            self.x_prev = x
+            self.x_prev = self.raw_prev = x
             return x
-        dx = (x - self.x_prev) * self.freq
+        dx = (x - self.raw_prev) * self.freq
+        self.raw_prev = x
         a_d = self.alpha(self.dcutoff)
         edx = a_d * dx + (1 - a_d) * self.dx_prev
         self.dx_prev = edx

@@ -65,7 +65,7 @@ def _same_rotation(a: np.ndarray, b: np.ndarray, tol: float) -> None:
 
 
 def _one_euro_reference(x: np.ndarray, fps: float, min_cutoff: float, beta: float, d_cutoff: float) -> np.ndarray:
-    """The scalar 1-Euro filter as the filters' docstring states it (derivative of x_t - x̂_{t-1})."""
+    """The scalar 1-Euro filter as the filters' docstring states it (derivative of x_t - x_{t-1})."""
 
     def a(fc: float) -> float:
         return 1.0 / (1.0 + fps / (2.0 * math.pi * fc))
@@ -73,7 +73,7 @@ def _one_euro_reference(x: np.ndarray, fps: float, min_cutoff: float, beta: floa
     out = np.empty_like(x)
     out[0], dx_hat = x[0], 0.0
     for t in range(1, len(x)):
-        dx = (x[t] - out[t - 1]) * fps
+        dx = (x[t] - x[t - 1]) * fps
         dx_hat = dx_hat + a(d_cutoff) * (dx - dx_hat)
         out[t] = out[t - 1] + a(min_cutoff + beta * abs(dx_hat)) * (x[t] - out[t - 1])
     return out

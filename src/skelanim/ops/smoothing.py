@@ -15,8 +15,9 @@ Quaternion curves ``(F, ..., 4)`` are never filtered per Euler angle. Two manifo
   returned unchanged (the filters have unit DC gain).
 * One-Euro: the filter's update ``x̂_t = x̂_{t-1} + α (x_t - x̂_{t-1})`` becomes the geodesic step
   ``q̂_t = slerp(q̂_{t-1}, q_t, α) = q̂_{t-1} exp(α log(q̂_{t-1}^{-1} q_t))`` and the speed is the angular
-  velocity ``log(q̂_{t-1}^{-1} q_t) * fps`` (rad/s, in the tangent space at ``q̂_{t-1}``). For rotations
-  about one fixed axis this is exactly the scalar 1€ filter applied to the angle.
+  velocity of the input, ``log(q_{t-1}^{-1} q_t) * fps`` (rad/s, in the body's frame), from the previous raw
+  sample as the positions' ``dx`` is (:func:`~skelanim.ops.filters.one_euro`). For rotations about one fixed axis
+  this is exactly the scalar 1€ filter applied to the angle.
 
 :func:`smooth` applies one method to a :class:`~skelanim.core.motion.Motion`: root positions, animated
 joint translations and every joint's local rotation.
@@ -80,30 +81,24 @@ def _one_euro_quat_frames(q: A, out: A, conj_product: A, one: A, fps: float, min
     """The frame loop of :func:`_one_euro_quat` on ``q`` ``(F, N, 4)`` (NumPy or torch), written into ``out``
     ``(F, N, 4)``; ``conj_product`` is :data:`_CONJ_PRODUCT` and ``one`` a 0-d 1, both of ``q``'s kind and dtype.
 
-    Each step is, for all ``N`` rotations at once, what :func:`quat_to_rotvec` of ``quat_inverse(q̂) q_t`` and
-    :func:`quat_slerp` compute, without their checks and renormalisations of inputs that are unit already: with
-    ``r = q̂^-1 q_t`` flipped to ``w >= 0`` (the sign that also picks slerp's shorter path), ``theta =
-    atan2(|r_xyz|, r_w)`` is both half the rotation angle (the velocity's ``log``) and slerp's angle between
-    ``q̂`` and ``±q_t`` in ``R^4``; the small-angle branches and thresholds are theirs."""
+    The input's angular velocities, :func:`quat_to_rotvec` of ``q_{t-1}^-1 q_t`` (:func:`_relative_log`), are
+    computed for every frame before the loop; each step is then, for all ``N`` rotations at once, what
+    :func:`quat_slerp` computes, without its checks and renormalisations of inputs that are unit already: with
+    ``r = q̂^-1 q_t`` flipped to ``w >= 0`` (the sign that picks slerp's shorter path), ``theta = atan2(|r_xyz|,
+    r_w)`` is slerp's angle between ``q̂`` and ``±q_t`` in ``R^4``; the small-angle branches and thresholds are
+    theirs."""
     a_d = alpha(d_cutoff, fps)
-    n = q.shape[1]
+    frames, n = q.shape[0], q.shape[1]
     prev = q[0]
     out[0] = prev
+    # the input's angular velocity ω_t = log(q_{t-1}^-1 q_t) * fps, of every frame at once (no filter state in it)
+    pairs = (q[:-1, :, :, None] * q[1:, :, None, :]).reshape((frames - 1) * n, 16) @ conj_product
+    turns = _relative_log(pairs, one, ops).reshape(frames - 1, n, 3) * fps
     dprev = prev[:, 1:] * 0.0  # (N, 3) filtered angular velocity (q is finite)
-    for i in range(1, q.shape[0]):
+    for i in range(1, frames):
         x = q[i]
-        r = (prev[:, :, None] * x[:, None, :]).reshape(n, 16) @ conj_product  # q̂^-1 q_t, (N, 4)
-        sign = ops.where(r[:, 0] < 0, -one, one)
-        w, u = r[:, 0] * sign, r[:, 1:]  # (u's sign is folded into the velocity below)
-        s2 = (u * u).sum(1)
-        s = ops.sqrt0(s2)
-        theta = ops.atan2(s, w)
-        small = s2 < 1e-6  # quat_to_rotvec's Taylor branch: log(r) = u * 2 atan(s / w) / s
-        ws = ops.where(small, w, 1.0)
-        r2 = s2 / (ws * ws)
-        scale = ops.where(small, (2.0 / ws) * (1.0 - r2 / 3.0 + r2 * r2 / 5.0),
-                          2.0 * theta / ops.where(small, 1.0, s))  # fmt: skip
-        dprev = dprev + a_d * (u * (scale * sign * fps)[:, None] - dprev)  # ω = log(r) * fps
+        theta, sign = _relative_angle((prev[:, :, None] * x[:, None, :]).reshape(n, 16) @ conj_product, one, ops)
+        dprev = dprev + a_d * (turns[i - 1] - dprev)
         step = alpha(min_cutoff + beta * ops.sqrt0((dprev * dprev).sum(1)), fps)
         tiny = theta < 1e-5  # quat_slerp's normalised-lerp branch
         sin_th = ops.where(tiny, 1.0, ops.sin(theta))
@@ -113,6 +108,30 @@ def _one_euro_quat_frames(q: A, out: A, conj_product: A, one: A, fps: float, min
         blend = w0[:, None] * prev + w1[:, None] * x
         prev = blend / ops.sqrt((blend * blend).sum(1))[:, None]
         out[i] = prev
+
+
+def _relative_angle(r: A, one: A, ops: FrameOps) -> tuple[A, A]:
+    """For relative rotations ``r`` ``(N, 4)`` (unit): ``theta`` ``(N,)``, the angle ``atan2(|r_xyz|, |r_w|)``
+    (half the turn, and slerp's angle in ``R^4``), and ``sign`` ``(N,)``, the sign that puts ``r`` in ``w >= 0``
+    (and picks slerp's shorter path)."""
+    sign = ops.where(r[:, 0] < 0, -one, one)
+    return ops.atan2(ops.sqrt0((r[:, 1:] * r[:, 1:]).sum(1)), r[:, 0] * sign), sign
+
+
+def _relative_log(r: A, one: A, ops: FrameOps) -> A:
+    """``log(r)`` ``(N, 3)``, the rotation vectors of relative rotations ``r`` ``(N, 4)`` (unit):
+    :func:`quat_to_rotvec`'s formulas and small-angle branch without its checks."""
+    sign = ops.where(r[:, 0] < 0, -one, one)
+    w, u = r[:, 0] * sign, r[:, 1:]  # (u's sign is folded into the rotation vector below)
+    s2 = (u * u).sum(1)
+    s = ops.sqrt0(s2)
+    theta = ops.atan2(s, w)
+    small = s2 < 1e-6  # quat_to_rotvec's Taylor branch: log(r) = u * 2 atan(s / w) / s
+    ws = ops.where(small, w, 1.0)
+    r2 = s2 / (ws * ws)
+    scale = ops.where(small, (2.0 / ws) * (1.0 - r2 / 3.0 + r2 * r2 / 5.0),
+                      2.0 * theta / ops.where(small, 1.0, s))  # fmt: skip
+    return u * (scale * sign)[:, None]
 
 
 @numpy_in_numpy_out
