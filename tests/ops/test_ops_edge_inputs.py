@@ -9,7 +9,7 @@ import torch
 
 from skelanim.core import rotations as r
 from skelanim.errors import ShapeError
-from skelanim.ops import align_motions, foot_contacts, resample, rotate_about_up
+from skelanim.ops import align_motions, foot_contacts, resample, rotate_about_up, smooth
 
 
 def test_an_index_past_the_end_is_an_index_error(motion):
@@ -31,6 +31,20 @@ def test_ops_on_a_motion_without_frames_say_so(motion):
     assert rotate_about_up(empty, 0.5, pivot=[0.0, 0.0, 0.0]).num_frames == 0
     resampled = resample(empty, 2 * motion.fps)  # as its siblings: empty in, empty out (it had been a ShapeError)
     assert resampled.num_frames == 0 and resampled.fps == 2 * motion.fps
+    for method in ("savgol", "butterworth", "one_euro"):  # smooth too (a review: it named an internal argument)
+        smoothed = smooth(empty, method)
+        assert smoothed.num_frames == 0 and smoothed.skeleton is motion.skeleton
+
+
+def test_one_frame_of_nan_is_named_by_foot_contacts(motion):
+    """A review: one NaN frame made the feet's floor NaN and every label False, without a word (the filters, the
+    rotation smoothing and normalize refuse NaN)."""
+    root = motion.root_positions.clone()
+    root[3] = float("nan")
+    with pytest.raises(ShapeError, match="not finite .NaN or infinite. at frame 3$"):
+        foot_contacts(motion.copy(root_positions=root))
+    with pytest.raises(ShapeError, match="at frame 0$"):
+        foot_contacts(np.full((4, 2, 3), np.inf), fps=30.0, joints=[0, 1])
 
 
 def test_contacts_and_alignment_take_motions_that_carry_gradients(motion):

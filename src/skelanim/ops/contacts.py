@@ -176,6 +176,9 @@ def foot_contacts(
     hthr = DEFAULT_HEIGHT_FRACTION * h if height_threshold is None else float(height_threshold)
     sthr = DEFAULT_SPEED_FRACTION * h if speed_threshold is None else float(speed_threshold)
 
+    if not np.isfinite(pos).all():  # a NaN floor had turned every label off without a word
+        frame = int(np.flatnonzero(~np.isfinite(pos).all(axis=(1, 2)))[0])
+        raise ShapeError(f"foot_contacts: the feet's positions are not finite (NaN or infinite) at frame {frame}")
     height_up = sign * pos[..., up]  # along +up: an upside-down source's floor is its largest coordinate
     elevation = height_up - height_up.min(axis=0, keepdims=True)
     if pos.shape[0] > 1:

@@ -245,6 +245,8 @@ def smooth(
     """
     if method not in ("savgol", "butterworth", "one_euro"):
         raise ShapeError(f"unknown smoothing method {method!r}; expected 'savgol', 'butterworth' or 'one_euro'")
+    if motion.num_frames == 0:  # nothing to smooth: empty, as the other ops give it back
+        return motion.copy(metadata=dict(motion.metadata))
     fps = motion.fps
     window = default_savgol_window(fps, polyorder=polyorder) if window is None else window
     height = motion.height if method == "one_euro" and positions else 1.0
