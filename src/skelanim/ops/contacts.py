@@ -168,6 +168,7 @@ def foot_contacts(
         idx = [int(j) for j in joints]
         if any(not -arr.shape[1] <= j < arr.shape[1] for j in idx):
             raise ShapeError(f"joints {idx} must lie in 0 .. {arr.shape[1] - 1} (the positions have {arr.shape[1]} joints)")
+        _require_finite(arr)
         h = float(arr[0, :, up].max() - arr[0, :, up].min()) if height is None else float(height)
         pos = arr[:, idx]
         as_numpy = not isinstance(source, torch.Tensor)
@@ -176,9 +177,7 @@ def foot_contacts(
     hthr = DEFAULT_HEIGHT_FRACTION * h if height_threshold is None else float(height_threshold)
     sthr = DEFAULT_SPEED_FRACTION * h if speed_threshold is None else float(speed_threshold)
 
-    if not np.isfinite(pos).all():  # a NaN floor had turned every label off without a word
-        frame = int(np.flatnonzero(~np.isfinite(pos).all(axis=(1, 2)))[0])
-        raise ShapeError(f"foot_contacts: the feet's positions are not finite (NaN or infinite) at frame {frame}")
+    _require_finite(pos)
     height_up = sign * pos[..., up]  # along +up: an upside-down source's floor is its largest coordinate
     elevation = height_up - height_up.min(axis=0, keepdims=True)
     if pos.shape[0] > 1:
@@ -187,3 +186,11 @@ def foot_contacts(
         speed = np.zeros(pos.shape[:2])
     contact = (elevation < hthr) & (speed < sthr)
     return contact if as_numpy else torch.from_numpy(contact)
+
+
+def _require_finite(positions: np.ndarray) -> None:
+    """A :class:`ShapeError` naming the first frame of ``(F, J, 3)`` positions that holds NaN or infinity (one NaN
+    frame had made the feet's floor NaN and turned every label off without a word)."""
+    bad = ~np.isfinite(positions).all(axis=(1, 2))
+    if bad.any():
+        raise ShapeError(f"foot_contacts: the positions are not finite (NaN or infinite) at frame {int(np.flatnonzero(bad)[0])}")
