@@ -335,3 +335,30 @@ def test_ik_feet_do_not_hover_above_the_copy_s(mocap_files):
     low = {m: Retargeter(src, tgt, m)(src).positions()[:, feet, 1].min(1).values for m in ("copy", "ik")}
     above = (low["ik"] - low["copy"]) / tgt.height
     assert float(above.median()) < 0.003 and int((above > 0.01).sum()) == 0
+
+
+def test_a_foot_whose_heel_and_toes_are_lowest_in_other_frames_gets_a_stance(mocap_files):
+    """A review: a generated bow's left foot was lowest at the ankle in some frames and at the toes in others, never
+    both, so no frame stood, the stance pitch was the mean of nothing (NaN), and every frame and joint the
+    retargeter gave (copy, ik, nkn) was NaN. Here a Bandai walk's left foot is tipped toes-up wherever its ankle is
+    among the lowest quarter, toes-down elsewhere: either set of lowest frames stands now, and the output is finite."""
+    from skelanim.core.rotations import axis_angle_to_quat, quat_multiply
+    from skelanim.retarget.rig import calibration_poses
+    from skelanim.retarget.stance import STANDING_QUANTILE
+
+    walk = skelanim.load(mocap_files(["bandai_namco_1/dataset-1_walk_normal_001.bvh"])[0])[:64]
+    names = walk.skeleton.names
+    foot, toes = names.index("Foot_L"), names.index("Toes_L")
+    ankle = calibration_poses(walk.skeleton, walk.rotations)[1][:, foot, 1]
+    low = ankle <= torch.quantile(ankle, STANDING_QUANTILE)
+    angle = torch.where(low, torch.tensor(-0.7), torch.tensor(0.2)).to(torch.float64)
+    rotations = walk.rotations.clone()  # about the foot's own Y (Bandai's bones lie along +X): toes up or down
+    axis = torch.tensor([0.0, 1.0, 0.0], dtype=torch.float64).expand(len(angle), 3)
+    rotations[:, foot] = quat_multiply(rotations[:, foot], axis_angle_to_quat(axis, angle))
+    rocking = walk.copy(rotations=rotations)
+    pos = calibration_poses(walk.skeleton, rocking.rotations)[1]
+    heel, tip = pos[:, foot, 1], pos[:, toes, 1]
+    assert not bool(((heel <= torch.quantile(heel, STANDING_QUANTILE)) & (tip <= torch.quantile(tip, STANDING_QUANTILE))).any())
+    for method in ("copy", "ik"):
+        out = Retargeter(rocking, walk, method=method)(rocking)
+        assert bool(torch.isfinite(out.rotations).all()) and bool(torch.isfinite(out.positions()).all()), method

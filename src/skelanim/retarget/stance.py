@@ -113,9 +113,12 @@ def level_feet(
     for s in sides:
         ankle, toe = int(index[_SLOT[f"{s}_foot"]]), int(index[_SLOT[f"{s}_toe"]])
         low_ankle, low_toe = pos[:, ankle, 1], pos[:, toe, 1]
-        standing = (low_ankle <= torch.quantile(low_ankle, STANDING_QUANTILE)) & (
-            low_toe <= torch.quantile(low_toe, STANDING_QUANTILE)
+        lowest_ankle, lowest_toe = low_ankle <= torch.quantile(low_ankle, STANDING_QUANTILE), low_toe <= torch.quantile(
+            low_toe, STANDING_QUANTILE
         )
+        standing = lowest_ankle & lowest_toe
+        if not bool(standing.any()):  # heel and toes lowest in other frames (a foot that rocks): either (none had
+            standing = lowest_ankle | lowest_toe  # made the stance NaN, and every frame the retargeter gave with it)
         pitch, axis = _pitch_and_axis(pos[standing, toe] - pos[standing, ankle], _UP)
         pitches.append(pitch)
         axes.append((world[standing, ankle].transpose(-1, -2) @ axis.unsqueeze(-1)).squeeze(-1))  # ankle's own axes
