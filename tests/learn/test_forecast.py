@@ -110,6 +110,11 @@ def test_motion_of_another_skeleton_is_continued_through_the_models_from_its_las
     before = (walk[n - 1] - walk[n - 2]).norm(dim=-1).mean()
     assert float(seam) < 2 * float(before)  # no jump where the prediction starts
     assert float((walk[-1] - walk[n - 1]).norm(dim=-1).mean()) > 0.05 * h  # it moves on
+    # played at the input's 120 fps without a jolt at each of the model's 25 fps frames (a review: straight pieces
+    # between them); the predicted part's jerk at the 95th percentile is 0.54 times the input's with the splines,
+    # 2.1 times with the slerp between the model's frames
+    jerk = (walk[3:] - 3 * walk[2:-1] + 3 * walk[1:-2] - walk[:-3]).norm(dim=-1).mean(-1)
+    assert float(jerk[n:].quantile(0.95)) < 1.2 * float(jerk[: n - 3].quantile(0.95))
 
 
 def test_through_its_own_skeleton_the_retargeted_prediction_is_the_direct_one(learn_files):

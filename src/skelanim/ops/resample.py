@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import torch
 
 from skelanim.core.motion import MAX_FRAMES, Motion
@@ -38,7 +39,7 @@ MAX_JOINT_FRAMES = 50_000_000
 #: joint-frames with the thread count.
 CHUNK_JOINT_FRAMES = 262_144
 
-__all__ = ["repeat_loop", "resample", "sample_frames", "sample_times"]
+__all__ = ["repeat_loop", "resample", "sample_frames", "sample_times", "spline_frames"]
 
 
 def sample_times(num_frames: int, fps_in: float, fps_out: float) -> torch.Tensor:
@@ -124,23 +125,13 @@ def sample_frames(motion: Motion, indices: torch.Tensor, fps: float) -> Motion:
         (exactly a source frame at a whole index), root positions and joint translations interpolated linearly.
         Computed :data:`CHUNK_JOINT_FRAMES` joint-frames at a time into the result (see :data:`MAX_JOINT_FRAMES`).
     """
-    s = torch.as_tensor(indices, dtype=torch.float64)
-    if len(s) * motion.skeleton.num_joints > MAX_JOINT_FRAMES:
-        per_joint_frame = 32 if motion.joint_translations is None else 56  # float64 rotations (and translations)
-        raise ShapeError(f"{len(s):,} frames of {motion.skeleton.num_joints} joints would take "
-                         f"{len(s) * motion.skeleton.num_joints * per_joint_frame / 1e9:.3g} GB; at most {MAX_JOINT_FRAMES:,} "
-                         "joint-frames are made at once (a lower frame rate, or a part of the clip)")  # fmt: skip
+    s = _checked_indices(motion, indices)
     last = motion.num_frames - 1
-    if s.ndim != 1 or (len(s) and (not bool(torch.isfinite(s).all()) or float(s.min()) < -1e-9
-                                   or float(s.max()) > last + 1e-9)):  # fmt: skip
-        raise ShapeError(f"sample indices must be a vector of finite numbers within [0, {last}]")
-    nearest = torch.round(s)
-    s = torch.where((s - nearest).abs() < 1e-9, nearest, s).clamp(0.0, float(last))  # whole frames exactly
     if motion.num_frames == 1:
         i0 = i1 = torch.zeros(len(s), dtype=torch.long)
         a = torch.zeros(len(s), dtype=torch.float64)
     else:
-        i0 = torch.floor(s).long().clamp(max=motion.num_frames - 2)
+        i0 = torch.floor(s).long().clamp(max=last - 1)
         i1 = i0 + 1
         a = s - i0.to(torch.float64)
     source, translations = motion.rotations, motion.joint_translations
@@ -157,11 +148,83 @@ def sample_frames(motion: Motion, indices: torch.Tensor, fps: float) -> Motion:
         root[part] = _lerp(motion.root_positions, p0, p1, pa)
         if jt is not None and translations is not None:
             jt[part] = _lerp(translations, p0, p1, pa)
+    return _sampled(motion, rot, root, jt, fps)
+
+
+def spline_frames(motion: Motion, indices: torch.Tensor, fps: float) -> Motion:
+    """The motion sampled at fractional frame indices through cubic splines, for sampling it more densely than it
+    was made (a slerp between frames changes its angular velocity at every frame: a 25 fps prediction played at
+    120 fps moved in straight pieces with a jolt every 4.8 frames).
+
+    Parameters
+    ----------
+    motion:
+        The motion (not modified), ``F`` frames.
+    indices:
+        ``(F',)`` fractional source-frame indices in ``[0, F - 1]``; whole ones take that frame exactly.
+    fps:
+        Frame rate of the result.
+
+    Returns
+    -------
+    Motion
+        ``F'`` frames: each joint's rotations by scipy's ``RotationSpline`` through its frames (angular velocity
+        and acceleration continuous), root positions and joint translations by ``CubicSpline`` (not-a-knot ends).
+        A motion of fewer than 3 frames is sampled as :func:`sample_frames` samples it.
+    """
+    if motion.num_frames < 3:
+        return sample_frames(motion, indices, fps)
+    from scipy.interpolate import CubicSpline
+    from scipy.spatial.transform import Rotation, RotationSpline
+
+    s = _checked_indices(motion, indices)
+    knots = np.arange(motion.num_frames, dtype=np.float64)
+    times = s.numpy()
+    source = motion.rotations.detach().cpu().to(torch.float64).numpy()  # (F, J, 4) w, x, y, z
+    rot = np.empty((len(times), source.shape[1], 4))
+    for j in range(source.shape[1]):  # scipy's quaternions are x, y, z, w
+        spline = RotationSpline(knots, Rotation.from_quat(np.roll(source[:, j], -1, axis=-1)))
+        rot[:, j] = np.roll(spline(times).as_quat(), 1, axis=-1)
+    whole = (s == torch.round(s)).numpy()
+    nearest = source[np.rint(times).astype(int)]
+    rot *= np.where((rot * nearest).sum(-1, keepdims=True) < 0, -1.0, 1.0)  # the source's sign, as slerp keeps it
+    rot[whole] = nearest[whole]
+
+    def cubic(values: torch.Tensor) -> torch.Tensor:
+        array = values.detach().cpu().to(torch.float64).numpy()
+        out = CubicSpline(knots, array, axis=0)(times)
+        out[whole] = array[np.rint(times[whole]).astype(int)]
+        return torch.from_numpy(out).to(values.dtype)
+
+    translations = motion.joint_translations
+    return _sampled(motion, torch.from_numpy(rot).to(motion.rotations.dtype), cubic(motion.root_positions),
+                    None if translations is None else cubic(translations), fps)  # fmt: skip
+
+
+def _sampled(motion: Motion, rot: torch.Tensor, root: torch.Tensor, jt: torch.Tensor | None, fps: float) -> Motion:
+    """``motion`` with sampled ``rot`` ``(F', J, 4)``, ``root`` ``(F', 3)`` and ``jt`` ``(F', J, 3)`` at ``fps``."""
     # a file's own numbers for its rate (BVH Frame Time, DeepMimic's duration) go with a new rate, and its per-frame
     # durations with any resampling (they had reached glTF's extras: a 30 fps copy carried 1/120 s)
     stale = ("frame_durations",) + (("frame_time", "frame_duration") if float(fps) != motion.fps else ())
     metadata = {key: value for key, value in motion.metadata.items() if key not in stale}
     return motion.copy(rotations=rot, root_positions=root, joint_translations=jt, fps=float(fps), metadata=metadata)
+
+
+def _checked_indices(motion: Motion, indices: torch.Tensor) -> torch.Tensor:
+    """``indices`` as float64 ``(F',)`` within ``[0, F - 1]``, those within 1e-9 of a whole number made whole; a
+    :class:`ShapeError` for indices outside, not finite, or too many joint-frames (:data:`MAX_JOINT_FRAMES`)."""
+    s = torch.as_tensor(indices, dtype=torch.float64)
+    if len(s) * motion.skeleton.num_joints > MAX_JOINT_FRAMES:
+        per_joint_frame = 32 if motion.joint_translations is None else 56  # float64 rotations (and translations)
+        raise ShapeError(f"{len(s):,} frames of {motion.skeleton.num_joints} joints would take "
+                         f"{len(s) * motion.skeleton.num_joints * per_joint_frame / 1e9:.3g} GB; at most {MAX_JOINT_FRAMES:,} "
+                         "joint-frames are made at once (a lower frame rate, or a part of the clip)")  # fmt: skip
+    last = motion.num_frames - 1
+    if s.ndim != 1 or (len(s) and (not bool(torch.isfinite(s).all()) or float(s.min()) < -1e-9
+                                   or float(s.max()) > last + 1e-9)):  # fmt: skip
+        raise ShapeError(f"sample indices must be a vector of finite numbers within [0, {last}]")
+    nearest = torch.round(s)
+    return torch.where((s - nearest).abs() < 1e-9, nearest, s).clamp(0.0, float(last))  # whole frames exactly
 
 
 def repeat_loop(motion: Motion, times: int) -> Motion:
