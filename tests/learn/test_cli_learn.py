@@ -97,6 +97,27 @@ def test_generate_writes_bvh_on_the_training_skeleton(shipped, tmp_path, capsys)
     assert "unknown content 'fly'" in capsys.readouterr().err
 
 
+def test_generated_motion_stands_on_the_captures_floor_moved_whole(shipped, tmp_path, capsys):
+    """A review: the shipped generator's samples sank 0.2-7.6 cm below the floor of its training captures (the
+    rig's: their lowest body joint's median). Written, each motion's lowest body joint lies on that floor, and it is
+    the ``--no-ground`` motion's body moved along the up axis by one distance (every joint, every frame), so nothing
+    about its feet's sliding or its jerk changes."""
+    from skelanim.learn.generate import Generator
+
+    rig = Generator.load(None).rig
+    args = ["generate", "--content", "bow", "-n", "3", "--seed", "3"]
+    assert main([*args, "-o", str(tmp_path / "on")]) == 0 and main([*args, "-o", str(tmp_path / "raw"), "--no-ground"]) == 0
+    sunk = 0.0
+    for name in ("bow_normal_00.bvh", "bow_normal_01.bvh", "bow_normal_02.bvh"):
+        on, raw = (skelanim.load(tmp_path / part / name).positions() for part in ("on", "raw"))
+        assert float(on[:, rig.root :, rig.up].min()) == pytest.approx(rig.floor, abs=1e-4)
+        moved = (on - raw)[:, rig.root :]  # the body (the dummy root stays at the origin)
+        assert torch.allclose(moved, moved[:1, :1].expand_as(moved), atol=1e-4)
+        assert float(moved[..., [a for a in range(3) if a != rig.up]].abs().max()) < 1e-4
+        sunk = max(sunk, float(moved[0, 0, rig.up]))
+    assert sunk > 0.5  # these samples had sunk by more than half a centimetre
+
+
 def test_generate_keeps_an_earlier_run_s_files_unless_told(shipped, tmp_path, capsys):
     """A second run with another seed into the same folder had replaced the first set without a word: it is refused
     before any sampling, the files kept byte for byte; ``--overwrite`` replaces them; other names are written."""

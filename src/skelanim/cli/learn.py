@@ -324,6 +324,9 @@ def generate_cmd(
     ),
     overwrite: bool = typer.Option(False, "--overwrite", help="Replace BVH files of these names that OUT holds "
                                    "(an earlier run's; without it they are kept and nothing is generated)."),
+    ground: bool = typer.Option(True, "--ground/--no-ground", help="Put each motion on the floor of the training "
+                                "captures, moved along the up axis as a whole (skelanim.learn.generate."
+                                "settle_on_floor); --no-ground: as decoded."),
     device: str = run_device_option(),
     threads: int | None = threads_option(),
     progress: bool = progress_option(),
@@ -336,7 +339,7 @@ def generate_cmd(
     from skelanim.data.labels import LabelError, known_labels, label_parser
     from skelanim.io.atomic import atomic_paths
     from skelanim.learn.common import skeleton_mismatch
-    from skelanim.learn.generate import Generator
+    from skelanim.learn.generate import Generator, settle_on_floor
     from skelanim.learn.generate_long import sample_plan
 
     apply_threads(threads)
@@ -396,6 +399,8 @@ def generate_cmd(
             temperature=temperature, progress=progress,
         )
         results = gen.to_motions(x)
+    if ground:
+        results = [settle_on_floor(motion, gen.rig)[0] for motion in results]
     with removed_if_empty(out), atomic_paths([out / name for name in names]) as temporary:  # all the files or none
         for motion, path in zip(results, temporary, strict=True):
             skelanim.save(motion, path)
