@@ -223,6 +223,25 @@ def test_normalize_scales_quaternions_past_the_floats_square_root() -> None:
         assert bool(torch.isnan(out[2]).any())
 
 
+def test_forward_kinematics_and_matrices_scale_such_quaternions_as_normalize_does() -> None:
+    """A review: forward kinematics and quat_to_matrix normalise in their own loops, without quat_normalize's
+    overflow branch: float32 (3e19, 0, 4e19, 0) became a zero matrix there, the joint's subtree collapsed (FK
+    0.276 off). Both give what the normalised quaternion gives now."""
+    from skelanim.core.kinematics import forward_kinematics
+
+    for dtype, big in ((torch.float32, 1e19), (torch.float64, 1e300)):
+        q = torch.tensor([[3 * big, 0.0, 4 * big, 0.0]], dtype=dtype)
+        unit = quat_normalize(q)
+        np.testing.assert_allclose(quat_to_matrix(q).numpy(), quat_to_matrix(unit).numpy(), atol=1e-6)
+        rotations = torch.cat([torch.tensor([[1.0, 0, 0, 0]], dtype=dtype), q])[None]  # (1, 2, 4): root, then q
+        offsets = torch.tensor([[[0.0, 0, 0], [0.0, 1, 0]]], dtype=dtype)
+        child = torch.tensor([[[0.0, 0, 0], [0.0, 0, 1]]], dtype=dtype)  # a grandchild's offset through q
+        three = torch.cat([rotations, rotations[:, 1:]], 1), torch.cat([offsets, child[:, 1:]], 1)
+        got = forward_kinematics(*three, [-1, 0, 1])
+        want = forward_kinematics(torch.cat([rotations[:, :1], unit[None], unit[None]], 1), three[1], [-1, 0, 1])
+        np.testing.assert_allclose(got[1].numpy(), want[1].numpy(), atol=1e-5)
+
+
 def test_quat_identity() -> None:
     q = quat_identity((2, 3))
     assert q.shape == (2, 3, 4) and q.dtype == torch.float64

@@ -146,8 +146,12 @@ def _widened(rotations: torch.Tensor, translations: torch.Tensor) -> torch.Tenso
 
 def _normalized(q: torch.Tensor) -> torch.Tensor:
     """``(4, ...)`` quaternion components scaled to unit length; zero quaternions become the identity (the
-    rule of :func:`~skelanim.core.rotations.quat_normalize`)."""
+    rule of :func:`~skelanim.core.rotations.quat_normalize`, its overflow branch too)."""
     sq = (q * q).sum(0)
+    if bool(torch.isinf(sq).any()):  # |q| past the float's square root (1.8e19 in float32): scaled down, not zeroed
+        overflow = torch.isinf(sq) & torch.isfinite(q).all(0)  # (a zero matrix had collapsed the joint's subtree)
+        q = torch.where(overflow, q / q.abs().amax(0, keepdim=True), q)
+        sq = (q * q).sum(0)
     ok = ~(sq <= float(torch.finfo(q.dtype).eps) ** 2)  # NaN stays NaN: corrupt input is not drawn as a pose
     unit = q * torch.where(ok, sq, 1.0).rsqrt()
     identity = torch.tensor([1.0, 0.0, 0.0, 0.0], dtype=q.dtype, device=q.device).reshape(4, *[1] * (q.ndim - 1))

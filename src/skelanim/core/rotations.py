@@ -143,7 +143,13 @@ def _quat_normalize_parts(q: Sequence[Tensor]) -> list[Tensor]:
     """:func:`quat_normalize` on the four components ``(w, x, y, z)`` (tensors of one shape): contiguous
     components make the component-wise formulas that follow faster in eager torch (:func:`quat_to_matrix`)."""
     w, x, y, z = q
-    ok, norm = _norm_guard(w * w + x * x + y * y + z * z)
+    sq = w * w + x * x + y * y + z * z
+    if bool(torch.isinf(sq).any()):  # |q| past the float's square root: scaled down first, as quat_normalize does
+        big = torch.stack([c.abs() for c in (w, x, y, z)]).amax(0)
+        overflow = torch.isinf(sq) & torch.isfinite(big)
+        w, x, y, z = (torch.where(overflow, c / big, c) for c in (w, x, y, z))
+        sq = w * w + x * x + y * y + z * z
+    ok, norm = _norm_guard(sq)
     unit = [torch.where(ok, w / norm, torch.ones_like(w))]  # a zero quaternion becomes the identity
     return unit + [torch.where(ok, c / norm, torch.zeros_like(c)) for c in (x, y, z)]
 

@@ -72,13 +72,6 @@ class UrdfModel:
     joints: tuple[UrdfJoint, ...]
     path: str | None = None
 
-    @property
-    def root_link(self) -> str:
-        """The one link that is no joint's child."""
-        children = {j.child for j in self.joints}
-        roots = [link for link in self.links if link not in children]
-        return roots[0]
-
     def joint_to(self, link: str) -> UrdfJoint | None:
         """The joint whose child is ``link`` (``None`` for the root link)."""
         for joint in self.joints:

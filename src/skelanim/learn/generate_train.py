@@ -16,7 +16,7 @@ from typing import Any, cast
 import torch
 from torch import Tensor, nn
 
-from skelanim.data.dataset import MotionDataset
+from skelanim.data.dataset import MotionDataset, feature_stats
 from skelanim.errors import SkelanimError
 from skelanim.learn.common import keep_without_validation, load_weights, note_short_clips, provenance, spread_sample
 from skelanim.learn.generate import OPTIONAL_TENSORS, Generator
@@ -114,7 +114,7 @@ class GenerateTask:
         self.style = torch.tensor(model.styles.indices(train_ds.labels("style")))[clip]
         if adversarial == 0.0 and float(model.norm.std.sum()) == model.norm.std.numel():
             sample = self._vectors(spread_sample(self.windows, 3000))
-            model.norm.set(sample.mean(dim=(0, 1)), sample.std(dim=(0, 1)).clamp_min(1e-3))
+            model.norm.set(*(t[0, 0] for t in feature_stats(sample, (0, 1))))
 
     def _vectors(self, windows: Tensor, model: Generator | None = None, ds: MotionDataset | None = None) -> Tensor:
         model = self.model if model is None else model

@@ -48,7 +48,7 @@ import torch
 from torch import Tensor, nn
 
 from skelanim.core.rotations import mean_rotations
-from skelanim.data.dataset import MotionDataset
+from skelanim.data.dataset import MotionDataset, feature_stats
 from skelanim.data.features import to_reference_frame
 from skelanim.data.rig import Rig
 from skelanim.errors import TrainingDataError
@@ -422,7 +422,7 @@ class PredictTask:
         self.sample_weight = file_balance_weights(self.windows[:, 0], len(train_ds), file_balance)
         if statistics:
             sample = model.window_vectors(train_ds, spread_sample(self.windows, 2000))
-            mean, std = sample.mean(dim=(0, 1)), sample.std(dim=(0, 1)).clamp_min(1e-3)
+            mean, std = (t[0, 0] for t in feature_stats(sample, (0, 1)))
             model.norm.set(mean, std)
             steps = (sample[:, 1:] - sample[:, :-1]).std(dim=(0, 1)).clamp_min(1e-5)
             model.step_scale.copy_(steps / std)

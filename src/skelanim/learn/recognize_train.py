@@ -32,7 +32,7 @@ import torch
 from torch import Tensor, nn
 
 from skelanim.core.rotations import mean_rotations, rotvec_to_matrix
-from skelanim.data.dataset import MotionDataset
+from skelanim.data.dataset import MotionDataset, feature_stats
 from skelanim.data.features import wrap_angle
 from skelanim.data.labels import label_spaces
 from skelanim.learn.augment import jitter_frames, log_uniform, scale_amplitude, scale_travel, turn_classes, turn_relabel
@@ -136,7 +136,7 @@ class RecognizeTask:
             self.turns = turn_classes(model.contents.names, self.content, rate)
         if statistics:
             sample = self._features(spread_sample(self.windows, 2000))
-            mean, std = sample.mean(dim=(0, 1)), sample.std(dim=(0, 1)).clamp_min(1e-3)  # (M, C) each
+            mean, std = (t[0, 0] for t in feature_stats(sample, (0, 1)))  # (M, C) each
             if std_floor > 0:  # no channel far narrower than the same channel of the other joints
                 std = torch.maximum(std, std_floor * std.median(dim=0).values)
             model.norm.set(mean, std)

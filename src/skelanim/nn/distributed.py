@@ -22,7 +22,7 @@ T = TypeVar("T")
 LEAVE_TIMEOUT_S = 60
 
 __all__ = [
-    "all_reduce_mean", "any_rank", "backend", "barrier", "broadcast_object", "cleanup", "collective_device", "exit_worker",
+    "any_rank", "backend", "barrier", "broadcast_object", "cleanup", "collective_device", "exit_worker",
     "gather_objects", "is_main",
     "rank", "setup", "world_size",
 ]  # fmt: skip
@@ -118,15 +118,6 @@ def collective_device() -> torch.device:
     if backend() == "nccl":
         return torch.device("cuda", torch.cuda.current_device())
     return torch.device("cpu")
-
-
-def all_reduce_mean(value: float) -> float:
-    """Mean of a float over ranks (the value itself without DDP)."""
-    if world_size() == 1:
-        return value
-    t = torch.tensor([value], dtype=torch.float64, device=collective_device())
-    dist.all_reduce(t)
-    return float(t) / world_size()
 
 
 def any_rank(flag: bool) -> bool:

@@ -63,7 +63,7 @@ from skelanim.retarget.stance import level_feet, sole_height
 __all__ = [
     "CALIBRATED_LIMBS", "CanonicalRig", "calibrate_rig", "calibrated_frames", "calibration_poses", "canonical_fk",
     "canonical_frames", "canonical_locals", "canonical_skeleton", "canonical_tpose", "frames_from_locals",
-    "local_quats", "physical_zero_pose",
+    "physical_zero_pose",
 ]  # fmt: skip
 
 _EPS = 1e-9
@@ -592,7 +592,3 @@ def frames_from_locals(local: Tensor) -> Tensor:
     zeros = torch.zeros(*local.shape[:-3], 3, dtype=local.dtype)
     return canonical_fk(local, zeros, torch.zeros(len(CANONICAL_JOINTS), 3, dtype=local.dtype))[0]
 
-
-def local_quats(frames: Tensor) -> Tensor:
-    """Canonical local quaternions ``(..., 22, 4)`` from world bone frames ``(..., 22, 3, 3)``."""
-    return matrix_to_quat(canonical_locals(frames))

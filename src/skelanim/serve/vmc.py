@@ -153,8 +153,11 @@ class StreamError(SkelanimError):
 
 def mirror_x(quaternions: Tensor, positions: Tensor) -> tuple[Tensor, Tensor]:
     """Right-handed ``(..., 4)`` quaternions (w, x, y, z) and ``(..., 3)`` positions in Unity's left-handed
-    axes (X mirrored; the same function goes back): ``(w, x, -y, -z)`` and ``(-x, y, z)``."""
-    return quaternions * quaternions.new_tensor([1.0, 1.0, -1.0, -1.0]), positions * positions.new_tensor([-1.0, 1, 1])
+    axes (X mirrored; the same function goes back): ``(w, x, -y, -z)`` (:func:`~skelanim.ops.mirror.mirror_quat`
+    across X) and ``(-x, y, z)``."""
+    from skelanim.ops.mirror import mirror_quat
+
+    return mirror_quat(quaternions, axis=0), positions * positions.new_tensor([-1.0, 1, 1])
 
 
 @dataclass(frozen=True)
