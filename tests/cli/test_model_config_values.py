@@ -80,3 +80,17 @@ def test_a_file_given_as_the_model_folder_is_called_a_file(tmp_path) -> None:
         IKModel.load(sample_path("walk"))
     with pytest.raises(FormatError, match=r"no such model folder"):
         IKModel.load(tmp_path / "missing")
+
+
+def test_a_recogniser_config_whose_layers_cannot_be_built(tmp_path, capsys) -> None:
+    """A review's mutation of the shipped configs: a negative channel count made ``recognize`` print torch's
+    RuntimeError traceback ("Trying to create tensor with negative dimension"); one line naming the file now."""
+    model = tmp_path / "model"
+    shutil.copytree(PRETRAINED / "learn" / "pretrained" / "recognize", model)
+    config = json.loads((model / "config.json").read_text())
+    config["arch_options"]["channels"][0] = -1
+    (model / "config.json").write_text(json.dumps(config))
+    code = main(["recognize", str(sample_path("walk")), "--model", str(model)])
+    err = capsys.readouterr().err
+    assert code == 2 and len(err.strip().splitlines()) == 1 and "Traceback" not in err
+    assert err.startswith(f"error: {model / 'config.json'}: corrupt model config: it builds no network (")

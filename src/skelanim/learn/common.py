@@ -24,7 +24,7 @@ from skelanim.core.skeleton import Skeleton
 from skelanim.data.dataset import BANDAI_TEST_STYLES, BANDAI_VAL_STYLES, MotionDataset
 from skelanim.data.rig import Rig, require_up, rig_mismatch
 from skelanim.errors import FormatError
-from skelanim.nn.checkpoint import config_error, load_model_files, save_model_files
+from skelanim.nn.checkpoint import CONFIG_NAME, config_error, load_model_files, save_model_files
 from skelanim.nn.distributed import is_main
 from skelanim.nn.layers import ForwardKinematics
 from skelanim.nn.train import TrainConfig
@@ -283,6 +283,9 @@ def load_model(kind: Any, folder: str | os.PathLike | None, default: str, fmt: s
         model = kind.from_config(config)
     except (KeyError, TypeError, ValueError, AttributeError) as err:
         raise config_error(err, path) from None
+    except RuntimeError as err:  # torch refusing a layer the entries describe (a negative size): no traceback
+        detail = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        raise FormatError(f"corrupt model config: it builds no network ({detail})", path=Path(path) / CONFIG_NAME) from None
     load_weights(model, tensors, path, optional=optional)
     return model.eval()
 
