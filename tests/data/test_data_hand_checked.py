@@ -56,6 +56,11 @@ def test_a_style_spelt_two_ways_is_held_out_whole(mocap_files, bandai_few, tmp_p
             parts = ds.split_by_style(**{part: [name], **({"test": ["angry"]} if part == "val" else {})})
             _check_partition(ds, parts)
             assert _members(parts[part]) == {f.stem for f in files} and _members(parts["train"]) == {bandai_few[0].stem}
+    # the command line's split refuses one spelling to test and the other to validate, as it refuses one name
+    from skelanim.learn.common import split_dataset
+
+    with pytest.raises(ValueError, match="style masculine, masculinity cannot both test and validate"):
+        split_dataset(ds, "style:masculine/masculinity")
 
 
 @pytest.mark.parametrize(("test_fraction", "val_fraction", "stratify"),

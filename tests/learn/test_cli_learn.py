@@ -118,6 +118,25 @@ def test_generated_motion_stands_on_the_captures_floor_moved_whole(shipped, tmp_
     assert sunk > 0.5  # these samples had sunk by more than half a centimetre
 
 
+def test_settling_a_body_rooted_at_joint_0_moves_every_joint_alike():
+    """A review of this change: with a body root at joint 0 that stands still and translation channels on the
+    joints, the lift went into joint 0's children and left the hips behind; the rig's body root decides now."""
+    from skelanim.core.motion import Motion
+    from skelanim.data.rig import Rig
+    from skelanim.learn.generate import settle_on_floor
+    from tests.helpers.small_body import small_body
+
+    skeleton = small_body()
+    still = Motion.rest(skeleton, num_frames=4)
+    motion = still.copy(joint_translations=skeleton.offsets.expand(4, -1, -1).clone())
+    lowest = float(motion.positions()[..., 1].min())
+    for floor in (lowest + 3.0, lowest - 2.0):
+        settled, shift = settle_on_floor(motion, Rig(skeleton, 0, 1, 100.0, floor))
+        moved = settled.positions() - motion.positions()
+        assert shift == pytest.approx(floor - lowest)
+        assert torch.allclose(moved, torch.tensor([0.0, floor - lowest, 0.0], dtype=moved.dtype).expand_as(moved))
+
+
 def test_generate_keeps_an_earlier_run_s_files_unless_told(shipped, tmp_path, capsys):
     """A second run with another seed into the same folder had replaced the first set without a word: it is refused
     before any sampling, the files kept byte for byte; ``--overwrite`` replaces them; other names are written."""

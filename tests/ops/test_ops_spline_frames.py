@@ -74,3 +74,21 @@ def test_rotations_keep_the_sources_sign_and_short_motions_fall_back_to_slerp():
     assert torch.equal(spline_frames(two, at, 30.0).rotations, sample_frames(two, at, 30.0).rotations)
     assert torch.allclose(quat_apply(out.rotations[:, 0], torch.tensor([1.0, 0, 0], dtype=F64)).norm(dim=-1),
                           torch.ones(3, dtype=F64))  # unit
+
+
+def test_zero_quaternions_are_the_identity_and_a_gradient_is_said_to_stop_here():
+    """A review of this change: a zero quaternion raised scipy's "Found zero norm quaternions" (the library's rule
+    makes it the identity, as sample_frames does), and rotations that needed a gradient came out detached without a
+    word (savgol and butterworth warn)."""
+    import pytest
+
+    swing = _swinging(8, 25.0, lambda t: 0.5 * t)
+    rotations = swing.rotations.clone()
+    rotations[:, 2] = 0.0
+    zeroed = swing.copy(rotations=rotations)
+    at = torch.tensor([0.5, 2.5, 6.25], dtype=F64)
+    out = spline_frames(zeroed, at, 30.0)
+    assert torch.equal(out.rotations[:, 2], torch.tensor([[1.0, 0, 0, 0]] * 3, dtype=F64))
+    needs = swing.copy(rotations=swing.rotations.clone().requires_grad_())
+    with pytest.warns(UserWarning, match="passes no gradient back"):
+        assert not spline_frames(needs, at, 30.0).rotations.requires_grad

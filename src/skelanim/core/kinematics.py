@@ -28,6 +28,7 @@ import torch
 from skelanim.core._tensor import _check_broadcast, as_tensor, numpy_in_numpy_out
 from skelanim.core.rotations import (
     _quat_product_parts,
+    _scaled_past_sqrt,
     _unit_quat_matrix_parts,
     quat_to_matrix,
 )
@@ -148,9 +149,8 @@ def _normalized(q: torch.Tensor) -> torch.Tensor:
     """``(4, ...)`` quaternion components scaled to unit length; zero quaternions become the identity (the
     rule of :func:`~skelanim.core.rotations.quat_normalize`, its overflow branch too)."""
     sq = (q * q).sum(0)
-    if bool(torch.isinf(sq).any()):  # |q| past the float's square root (1.8e19 in float32): scaled down, not zeroed
-        overflow = torch.isinf(sq) & torch.isfinite(q).all(0)  # (a zero matrix had collapsed the joint's subtree)
-        q = torch.where(overflow, q / q.abs().amax(0, keepdim=True), q)
+    if bool(torch.isinf(sq).any()):  # |q| past the float's square root: scaled down, not zeroed (a zero matrix had
+        q = _scaled_past_sqrt(q, 0)  # collapsed the joint's subtree)
         sq = (q * q).sum(0)
     ok = ~(sq <= float(torch.finfo(q.dtype).eps) ** 2)  # NaN stays NaN: corrupt input is not drawn as a pose
     unit = q * torch.where(ok, sq, 1.0).rsqrt()

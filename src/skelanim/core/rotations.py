@@ -123,12 +123,19 @@ def quat_normalize(q: Tensor) -> Tensor:
     sq = _sum_sq(q)
     infinite = torch.isinf(sq)
     if bool(infinite.any()):  # (the finite-component test only then: it had cost half of the whole call)
-        overflow = infinite & torch.isfinite(q).all(-1, keepdim=True)
-        if bool(overflow.any()):  # |q| past the float's square root (1.8e19 in float32): scaled down, not zeroed
-            q = torch.where(overflow, q / q.abs().amax(-1, keepdim=True), q)
-            sq = _sum_sq(q)
+        q = _scaled_past_sqrt(q, -1)
+        sq = _sum_sq(q)
     ok, norm = _norm_guard(sq)
     return torch.where(ok, q / norm, _quat_id_like(q))  # on whole quaternions: few ops (ONNX graphs)
+
+
+def _scaled_past_sqrt(q: Tensor, dim: int) -> Tensor:
+    """``q`` with each quaternion (its components along ``dim``) whose squared length overflows (``|q|`` past the
+    float's square root, 1.8e19 in float32) divided by its largest component, so that it normalises instead of
+    becoming zeros; the others, and any with a component that is not finite, as they are. The overflow rule of
+    :func:`quat_normalize`, :func:`_quat_normalize_parts` and forward kinematics."""
+    overflow = torch.isinf((q * q).sum(dim, keepdim=True)) & torch.isfinite(q).all(dim, keepdim=True)
+    return torch.where(overflow, q / q.abs().amax(dim, keepdim=True), q)
 
 
 def _norm_guard(sq: Tensor) -> tuple[Tensor, Tensor]:
@@ -145,9 +152,7 @@ def _quat_normalize_parts(q: Sequence[Tensor]) -> list[Tensor]:
     w, x, y, z = q
     sq = w * w + x * x + y * y + z * z
     if bool(torch.isinf(sq).any()):  # |q| past the float's square root: scaled down first, as quat_normalize does
-        big = torch.stack([c.abs() for c in (w, x, y, z)]).amax(0)
-        overflow = torch.isinf(sq) & torch.isfinite(big)
-        w, x, y, z = (torch.where(overflow, c / big, c) for c in (w, x, y, z))
+        w, x, y, z = _scaled_past_sqrt(torch.stack([w, x, y, z]), 0).unbind(0)
         sq = w * w + x * x + y * y + z * z
     ok, norm = _norm_guard(sq)
     unit = [torch.where(ok, w / norm, torch.ones_like(w))]  # a zero quaternion becomes the identity

@@ -33,7 +33,7 @@ from skelanim.data.labels import LabelError, Vocabulary, parse_labels
 from skelanim.data.rig import Rig, require_rig, require_up
 from skelanim.errors import SkeletonError
 
-__all__ = ["BANDAI_TEST_STYLES", "BANDAI_VAL_STYLES", "STYLE_SYNONYMS", "MotionDataset", "expand_paths", "feature_stats"]
+__all__ = ["BANDAI_TEST_STYLES", "BANDAI_VAL_STYLES", "STYLE_SYNONYMS", "MotionDataset", "expand_paths", "feature_stats", "with_synonyms"]
 
 #: Styles held out for testing on the Bandai data (two of dataset 1, one of dataset 2).
 BANDAI_TEST_STYLES = ("angry", "childish", "elderly")
@@ -42,6 +42,12 @@ BANDAI_VAL_STYLES = ("proud", "youthful")
 #: Style names that are one style spelt two ways (Bandai-Namco's dataset 1 says ``masculinity``, dataset 2
 #: ``masculine``): :meth:`MotionDataset.split_by_style` holds them out together.
 STYLE_SYNONYMS: tuple[frozenset[str], ...] = (frozenset({"masculine", "masculinity"}),)
+
+
+def with_synonyms(styles: Iterable[str]) -> set[str]:
+    """``styles`` with every other spelling :data:`STYLE_SYNONYMS` knows for them."""
+    names = set(styles)
+    return names.union(*(group for group in STYLE_SYNONYMS if group & names))
 #: The label keys the models read (a dataset's clips may lack any of them: ``""``).
 LABEL_KEYS = ("content", "style")
 #: What a folder given to the training and evaluation commands is read for (clips of one skeleton: BVH).
@@ -274,8 +280,7 @@ class MotionDataset:
         """
         if isinstance(test, str) or isinstance(val, str):  # a bare string had matched every style it contains
             raise TypeError("test and val are sequences of style names (a list), not one string")
-        tested, validated = ({*names, *(other for group in STYLE_SYNONYMS if group & set(names) for other in group)}
-                             for names in (test, val))  # fmt: skip
+        tested, validated = with_synonyms(test), with_synonyms(val)
         styles = self.labels("style")
         parts = {"test": [i for i, s in enumerate(styles) if s in tested],
                  "val": [i for i, s in enumerate(styles) if s in validated and s not in tested]}  # fmt: skip

@@ -21,7 +21,7 @@ from torch import Tensor, nn
 from tqdm import tqdm
 
 from skelanim.core.skeleton import Skeleton
-from skelanim.data.dataset import BANDAI_TEST_STYLES, BANDAI_VAL_STYLES, MotionDataset
+from skelanim.data.dataset import BANDAI_TEST_STYLES, BANDAI_VAL_STYLES, MotionDataset, with_synonyms
 from skelanim.data.rig import Rig, require_up, rig_mismatch
 from skelanim.errors import FormatError
 from skelanim.nn.checkpoint import CONFIG_NAME, config_error, load_model_files, save_model_files
@@ -153,7 +153,7 @@ def split_dataset(ds: MotionDataset, split: str, *, seed: int = 0) -> dict[str, 
         if not test or unknown:
             raise ValueError(f"split {split!r}: no files of style {', '.join(unknown) or '(none named)'}; "
                              f"styles here: {', '.join(sorted(known))}")  # fmt: skip
-        if both := sorted(set(test) & set(val)):
+        if both := sorted(with_synonyms(test) & with_synonyms(val)):  # one style spelt two ways counts as one
             raise ValueError(f"split {split!r}: style {', '.join(both)} cannot both test and validate")
         return ds.split_by_style(test=test, val=val if slash else [s for s in BANDAI_VAL_STYLES if s not in test])
     if split == "file":

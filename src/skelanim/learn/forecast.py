@@ -320,23 +320,25 @@ def lift_out_of_floor(motion: Motion, first: int, *, up: int | None = None) -> t
     lift = (floor - lowest[first:]).clamp_min(0.0)  # (F - first,)
     if not bool((lift > 0).any()):
         return motion, lift
-    return raise_frames(motion, lift, first, axis=axis, sign=sign, still=first), lift
+    # a body root under a root that stands still over the input, with translations of its own (Bandai-Namco's
+    # Hips under joint_Root), is lifted in them, so that the file keeps its layout
+    static_root = bool((motion.root_positions[:first] - motion.root_positions[:1]).abs().max() == 0)
+    return raise_frames(motion, lift, first, axis=axis, sign=sign, children=static_root), lift
 
 
-def raise_frames(motion: Motion, lift: Tensor, first: int, *, axis: int, sign: float = 1.0, still: int) -> Motion:
+def raise_frames(motion: Motion, lift: Tensor, first: int, *, axis: int, sign: float = 1.0, children: bool) -> Motion:
     """``motion`` with frames ``first:`` raised by ``lift`` ``(F - first,)`` along ``sign`` times axis ``axis``: the
-    root's position moves, or, when the root stands still over frames ``:still`` and the joints below it carry
-    their own translations (a body root under a static dummy root, as Bandai-Namco's ``Hips`` under
-    ``joint_Root``), the root's children's translations do, so that the file keeps its layout."""
+    root's position moves, or, with ``children`` and joints that carry their own translations (a body root under a
+    static dummy root, as Bandai-Namco's ``Hips`` under ``joint_Root``), the root's children's translations do, so
+    that the file keeps its layout (the dummy root stays where it is)."""
     shift = torch.zeros(len(lift), 3, dtype=torch.float64)
     shift[:, axis] = sign * lift
     root, translations = motion.root_positions.clone(), motion.joint_translations
-    static_root = bool((motion.root_positions[:still] - motion.root_positions[:1]).abs().max() == 0)
-    if static_root and translations is not None:  # the body hangs from the root's children: lift them
+    if children and translations is not None:  # the body hangs from the root's children: lift them
         translations = translations.clone()
-        children = [j for j, parent in enumerate(motion.skeleton.parents.tolist()) if parent == 0]
+        below = [j for j, parent in enumerate(motion.skeleton.parents.tolist()) if parent == 0]
         local = quat_apply(quat_inverse(motion.rotations[first:, 0]), shift)  # (F - first, 3) in the root's frame
-        translations[first:, children] += local[:, None].to(translations.dtype)
+        translations[first:, below] += local[:, None].to(translations.dtype)
     else:
         root[first:] += shift.to(root.dtype)
     return Motion(motion.skeleton, motion.rotations, root, motion.fps, joint_translations=translations,

@@ -411,4 +411,5 @@ def settle_on_floor(motion: Motion, rig: Rig) -> tuple[Motion, float]:
     lowest = float(motion.positions()[:, rig.root :, rig.up].min())  # the body joints, as the rig measures its floor
     shift = rig.floor - lowest
     lift = torch.full((motion.num_frames,), shift, dtype=torch.float64)
-    return raise_frames(motion, lift, 0, axis=rig.up, still=motion.num_frames), shift
+    # the body under a dummy root (rig.root 1) moves in its own translations; a body root at 0 moves itself
+    return raise_frames(motion, lift, 0, axis=rig.up, children=rig.root > 0), shift

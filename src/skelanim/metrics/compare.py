@@ -314,7 +314,7 @@ def compare_sets(a: Motion | Sequence[Motion], b: Motion | Sequence[Motion], *, 
         if len(units[key]) > 1:
             notes.append(f"set {key} mixes length units ({', '.join(sorted(units[key]))}): no raw values, only "
                          "height-normalised ones")  # fmt: skip
-    one_axis = len({axis for axis, _ in [*directions["a"], *directions["b"]]}) == 1  # of every motion: no order
+    axes = {k: ", ".join(sorted({"XYZ"[axis] for axis, _ in directions[k]})) for k in ("a", "b")}
     joints = a[0].skeleton.topology_difference(b[0].skeleton)  # None for the same skeleton
     same_size = size["b"] > 0 and abs(size["a"] / size["b"] - 1) <= SAME_HEIGHT
     shared = joints is None and not mixed and same_size  # up axes may differ: every motion is turned Y up above
@@ -322,8 +322,7 @@ def compare_sets(a: Motion | Sequence[Motion], b: Motion | Sequence[Motion], *, 
     unit = {k: next(iter(v)) if len(v) == 1 else None for k, v in units.items()}
     out: dict[str, Any] = {"height": height if shared else None, "floor": floor if shared else None,
                            "units": unit["a"] if shared else None, "notes": notes}  # fmt: skip
-    if not one_axis:
-        axes = {k: ", ".join(sorted({"XYZ"[axis] for axis, _ in directions[k]})) for k in ("a", "b")}
+    if axes["a"] != axes["b"]:  # (sets that mix the same axes do not differ: each mix is noted above)
         notes.append(f"the sets differ in up axis ({axes['a']} in set a, {axes['b']} in set b): every motion is turned "
                      "Y up first")  # fmt: skip
     if not shared and not mixed:  # name what differs, with its values

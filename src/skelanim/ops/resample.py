@@ -14,12 +14,13 @@ original frame: the motion is held, never extrapolated. Sample times that land o
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 import torch
 
 from skelanim.core.motion import MAX_FRAMES, Motion
-from skelanim.core.rotations import quat_slerp
+from skelanim.core.rotations import quat_normalize, quat_slerp
 from skelanim.errors import ShapeError
 from skelanim.ops.filters import check_fps
 
@@ -169,8 +170,10 @@ def spline_frames(motion: Motion, indices: torch.Tensor, fps: float) -> Motion:
     -------
     Motion
         ``F'`` frames: each joint's rotations by scipy's ``RotationSpline`` through its frames (angular velocity
-        and acceleration continuous), root positions and joint translations by ``CubicSpline`` (not-a-knot ends).
-        A motion of fewer than 3 frames is sampled as :func:`sample_frames` samples it.
+        and acceleration continuous; a zero quaternion counts as the identity, :func:`quat_normalize`'s rule),
+        root positions and joint translations by ``CubicSpline`` (not-a-knot ends). It runs in SciPy, so it passes
+        no gradient back (with a warning where the motion needs one; :func:`sample_frames` keeps the graph). A
+        motion of fewer than 3 frames is sampled as :func:`sample_frames` samples it.
     """
     if motion.num_frames < 3:
         return sample_frames(motion, indices, fps)
@@ -178,17 +181,20 @@ def spline_frames(motion: Motion, indices: torch.Tensor, fps: float) -> Motion:
     from scipy.spatial.transform import Rotation, RotationSpline
 
     s = _checked_indices(motion, indices)
+    if any(t is not None and t.requires_grad for t in (motion.rotations, motion.root_positions, motion.joint_translations)):
+        warnings.warn("spline_frames runs in SciPy and passes no gradient back: its result is detached (sample_frames "
+                      "keeps the graph)", stacklevel=2)  # fmt: skip
     knots = np.arange(motion.num_frames, dtype=np.float64)
     times = s.numpy()
-    source = motion.rotations.detach().cpu().to(torch.float64).numpy()  # (F, J, 4) w, x, y, z
+    source = quat_normalize(motion.rotations.detach().cpu().to(torch.float64)).numpy()  # (F, J, 4) w, x, y, z
     rot = np.empty((len(times), source.shape[1], 4))
     for j in range(source.shape[1]):  # scipy's quaternions are x, y, z, w
         spline = RotationSpline(knots, Rotation.from_quat(np.roll(source[:, j], -1, axis=-1)))
         rot[:, j] = np.roll(spline(times).as_quat(), 1, axis=-1)
     whole = (s == torch.round(s)).numpy()
-    nearest = source[np.rint(times).astype(int)]
-    rot *= np.where((rot * nearest).sum(-1, keepdims=True) < 0, -1.0, 1.0)  # the source's sign, as slerp keeps it
-    rot[whole] = nearest[whole]
+    nearest = np.rint(times).astype(int)
+    rot *= np.where((rot * source[nearest]).sum(-1, keepdims=True) < 0, -1.0, 1.0)  # the source's sign, as slerp's
+    rot[whole] = motion.rotations.detach().cpu().to(torch.float64).numpy()[nearest[whole]]  # the frames as they are
 
     def cubic(values: torch.Tensor) -> torch.Tensor:
         array = values.detach().cpu().to(torch.float64).numpy()
