@@ -285,3 +285,18 @@ def test_kinematic_measures_refuse_arguments_that_would_score_without_a_word():
     with pytest.raises(ShapeError, match=r"bones \[5\] not joints"):
         bone_length_error(p, [-1, 0, 1], bones=[5])
     assert bone_length_error(p, [-1, 0, 1], bones=[1]) == 0.0 < bone_length_error(p, [-1, 0, 1], bones=[2])
+
+
+def test_diversity_of_few_rows_is_the_exact_mean_over_all_their_pairs():
+    """A review: 300 random pairs of 17 rows (136 distinct pairs) read 18.71 where the mean over all pairs is 17.83.
+    Where there are no more distinct pairs than draws, every pair counts once (here against scipy's pdist); more
+    rows are still sampled."""
+    from scipy.spatial.distance import pdist
+
+    rng = np.random.default_rng(5)
+    few = rng.normal(size=(17, 8)) * 3.0
+    assert diversity(few, pairs=300) == pytest.approx(float(pdist(few).mean()), rel=1e-12)
+    assert diversity(few, pairs=100) != pytest.approx(float(pdist(few).mean()), rel=1e-6)  # 136 pairs > 100 draws
+    labels = [0] * 6 + [1] * 11
+    exact = np.mean([pdist(few[:6]).mean(), pdist(few[6:]).mean()])
+    assert multimodality(few, labels, pairs=55) == pytest.approx(float(exact), rel=1e-12)
