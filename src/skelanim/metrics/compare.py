@@ -32,7 +32,8 @@ is +Y, so an upside-down source with Y down, or a set that mixes Z-up and Y-up f
 upright; a static dummy root left out) and its median :attr:`Motion.height` are
 B's too, so that B is judged against the ground of the real motion it is compared with, and a B sunk below it
 shows its penetration, in whichever axes either set was written (a note names up axes that differ). Sets on
-different skeletons or heights (more than :data:`SAME_HEIGHT` apart) cannot share them: each is then measured against its own, with a note naming the difference; so is a set whose
+different skeletons or heights (more than :data:`SAME_HEIGHT` apart) cannot share them: each is then measured
+against its own, with a note naming the difference; so is a set whose
 own motions differ in height that much. Jerk and foot skating grow with the frame rate (finite differences of
 capture noise): where the motions' rates differ, the faster ones' are taken at the slowest rate, with a note, at
 the sample times within each clip's duration only (not the held last frame of
