@@ -98,7 +98,7 @@ def test_generate_writes_bvh_on_the_training_skeleton(shipped, tmp_path, capsys)
 
 
 def test_generated_motion_stands_on_the_captures_floor_moved_whole(shipped, tmp_path, capsys):
-    """A review: the shipped generator's samples sank 0.2-7.6 cm below the floor of its training captures (the
+    """A review: the shipped generator's samples sank into the floor of its training captures, up to 7.6 cm (the
     rig's: their lowest body joint's median). Written, each motion's lowest body joint lies on that floor, and it is
     the ``--no-ground`` motion's body moved along the up axis by one distance (every joint, every frame), so nothing
     about its feet's sliding or its jerk changes."""
