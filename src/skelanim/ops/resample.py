@@ -186,7 +186,8 @@ def spline_frames(motion: Motion, indices: torch.Tensor, fps: float) -> Motion:
                       "keeps the graph)", stacklevel=2)  # fmt: skip
     knots = np.arange(motion.num_frames, dtype=np.float64)
     times = s.numpy()
-    source = quat_normalize(motion.rotations.detach().cpu().to(torch.float64)).numpy()  # (F, J, 4) w, x, y, z
+    given = motion.rotations.detach().cpu().to(torch.float64)  # (F, J, 4) w, x, y, z
+    source = quat_normalize(given).numpy()
     rot = np.empty((len(times), source.shape[1], 4))
     for j in range(source.shape[1]):  # scipy's quaternions are x, y, z, w
         spline = RotationSpline(knots, Rotation.from_quat(np.roll(source[:, j], -1, axis=-1)))
@@ -194,12 +195,12 @@ def spline_frames(motion: Motion, indices: torch.Tensor, fps: float) -> Motion:
     whole = (s == torch.round(s)).numpy()
     nearest = np.rint(times).astype(int)
     rot *= np.where((rot * source[nearest]).sum(-1, keepdims=True) < 0, -1.0, 1.0)  # the source's sign, as slerp's
-    rot[whole] = motion.rotations.detach().cpu().to(torch.float64).numpy()[nearest[whole]]  # the frames as they are
+    rot[whole] = given.numpy()[nearest[whole]]  # the frames as they are
 
     def cubic(values: torch.Tensor) -> torch.Tensor:
         array = values.detach().cpu().to(torch.float64).numpy()
         out = CubicSpline(knots, array, axis=0)(times)
-        out[whole] = array[np.rint(times[whole]).astype(int)]
+        out[whole] = array[nearest[whole]]
         return torch.from_numpy(out).to(values.dtype)
 
     translations = motion.joint_translations
